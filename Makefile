@@ -1,0 +1,68 @@
+# flotilla's Makefile documents itself: `make help`.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO        ?= go
+CACHE     ?= $(or $(FLOTILLA_CACHE),$(XDG_CACHE_HOME:%=%/flotilla),$(HOME)/.cache/flotilla)
+TOOLS     := $(CACHE)/tools
+N         ?= 3
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS   := -s -w -X github.com/flotilla-cd/flotilla/pkg/version.Version=$(VERSION)
+
+GOTESTSUM_VERSION     := v1.13.0
+GOLANGCI_LINT_VERSION := v2.15.0
+GOTESTSUM             := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)
+GOLANGCI_LINT         := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+export FLOTILLA_CACHE := $(CACHE)
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "; printf "Usage: make <target>\n\n"} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the flotilla binary into bin/
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/flotilla .
+
+.PHONY: test
+test: fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs)
+	$(GOTESTSUM) --format testname -- -count=1 -timeout 60m ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .golangci.yml
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: verify
+verify: ## Format, tidy and generate, then fail if the tree changed
+	gofmt -w $$(git ls-files '*.go')
+	$(GO) mod tidy
+	$(GO) generate ./...
+	@git diff --exit-code || { echo "verify: the tree changed; commit the result" >&2; exit 1; }
+	@test -z "$$(git status --porcelain)" || { git status --porcelain; echo "verify: untracked files" >&2; exit 1; }
+
+.PHONY: fleet-build
+fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton) into the cache
+	deploy/local/build.sh >/dev/null
+
+.PHONY: fleet-up
+fleet-up: fleet-build ## Start a local fleet of N clusters (default 3) with Flagger and Tekton
+	$(GO) run ./deploy/local up -n $(N)
+
+.PHONY: fleet-down
+fleet-down: ## Stop the local fleet
+	$(GO) run ./deploy/local down
+
+.PHONY: fleet-status
+fleet-status: ## List what the local fleet runs
+	$(GO) run ./deploy/local status
+
+$(GOTESTSUM):
+	@mkdir -p $(TOOLS)/gobin-gotestsum
+	GOBIN=$(TOOLS)/gobin-gotestsum $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+	mv $(TOOLS)/gobin-gotestsum/gotestsum $@
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(TOOLS)/gobin-golangci-lint
+	GOBIN=$(TOOLS)/gobin-golangci-lint $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(TOOLS)/gobin-golangci-lint/golangci-lint $@

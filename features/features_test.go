@@ -1,0 +1,78 @@
+package features
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/cucumber/godog"
+
+	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+)
+
+var fleet *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	os.Exit(fleettest.Main(m, fleettest.Options{
+		Clusters:     3,
+		Tekton:       true,
+		StockFlagger: []string{"c3"},
+	}, &fleet))
+}
+
+func TestFeatures(t *testing.T) {
+	suite := godog.TestSuite{
+		Name:                "flotilla",
+		ScenarioInitializer: initializeScenario,
+		Options: &godog.Options{
+			Format:   "pretty",
+			Paths:    []string{"."},
+			TestingT: t,
+			Strict:   true,
+			// Scenarios use their own namespaces, so they run side by side: most
+			// of their time is spent waiting for controllers.
+			Concurrency: 6,
+		},
+	}
+	if suite.Run() != 0 {
+		t.Fatal("features failed")
+	}
+}
+
+var (
+	clientsMu sync.Mutex
+	clients   = map[string]*fleettest.Clients{}
+)
+
+// clientsFor returns (cached) clients for a cluster of the fleet.
+func clientsFor(name string) (*fleettest.Clients, error) {
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	if c, ok := clients[name]; ok {
+		return c, nil
+	}
+	cl, ok := fleet.Cluster(name)
+	if !ok {
+		return nil, fmt.Errorf("the fleet has no cluster %q", name)
+	}
+	c, err := fleettest.NewClients(cl)
+	if err != nil {
+		return nil, err
+	}
+	clients[name] = c
+	return c, nil
+}
+
+func initializeScenario(sc *godog.ScenarioContext) {
+	s := &scenario{}
+	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		s.cleanup()
+		return ctx, nil
+	})
+	s.registerClusterSteps(sc)
+	s.registerFlaggerSteps(sc)
+	s.registerTektonSteps(sc)
+}

@@ -1,0 +1,111 @@
+package features
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cucumber/godog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+)
+
+// scenario is the state of one running scenario.
+type scenario struct {
+	cluster  *fleettest.Clients
+	ns       string
+	cleanups []func()
+
+	gate     *gateServer
+	recorder *eventRecorder
+}
+
+func (s *scenario) onCleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+
+func (s *scenario) cleanup() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+}
+
+// waitTimeout bounds every wait of a step. Flagger's stock build needs about a
+// minute for a failed analysis; the slack is for a loaded 2-core machine.
+const waitTimeout = 3 * time.Minute
+
+func (s *scenario) registerClusterSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^a fresh namespace in cluster "([^"]*)"$`, s.freshNamespace)
+	sc.Step(`^a ConfigMap "([^"]*)" is created in that namespace of cluster "([^"]*)"$`, s.createConfigMap)
+	sc.Step(`^the ConfigMap "([^"]*)" exists in that namespace of cluster "([^"]*)"$`, s.configMapExists)
+	sc.Step(`^the ConfigMap "([^"]*)" is absent from that namespace of cluster "([^"]*)"$`, s.configMapAbsent)
+	sc.Step(`^the namespace is absent from cluster "([^"]*)"$`, s.namespaceAbsent)
+}
+
+func (s *scenario) freshNamespace(ctx context.Context, cluster string) error {
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	ns, err := c.CreateNamespace(ctx, "feat")
+	if err != nil {
+		return fmt.Errorf("creating namespace: %w", err)
+	}
+	s.cluster, s.ns = c, ns
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	return nil
+}
+
+func (s *scenario) createConfigMap(ctx context.Context, name, cluster string) error {
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, Data: map[string]string{"cluster": cluster}}
+	_, err = c.Kube.CoreV1().ConfigMaps(s.ns).Create(ctx, cm, metav1.CreateOptions{})
+	return err
+}
+
+func (s *scenario) configMapExists(ctx context.Context, name, cluster string) error {
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	cm, err := c.Kube.CoreV1().ConfigMaps(s.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if cm.Data["cluster"] != cluster {
+		return fmt.Errorf("ConfigMap %s says cluster %q, want %q", name, cm.Data["cluster"], cluster)
+	}
+	return nil
+}
+
+func (s *scenario) configMapAbsent(ctx context.Context, name, cluster string) error {
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	_, err = c.Kube.CoreV1().ConfigMaps(s.ns).Get(ctx, name, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("ConfigMap %s/%s in %s: want NotFound, got %v", s.ns, name, cluster, err)
+	}
+	return nil
+}
+
+func (s *scenario) namespaceAbsent(ctx context.Context, cluster string) error {
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	_, err = c.Kube.CoreV1().Namespaces().Get(ctx, s.ns, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("namespace %s in %s: want NotFound, got %v", s.ns, cluster, err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// Decode splits a multi-document YAML (or JSON) stream into objects, skipping
+// empty documents.
+func Decode(manifests []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decoding manifest %d: %w", len(objs)+1, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// Applier applies objects to one cluster with server-side apply.
+type Applier struct {
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	owner  string
+}
+
+// NewApplier returns an Applier that applies as field manager owner.
+func NewApplier(cfg *rest.Config, owner string) (*Applier, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	return &Applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), owner: owner}, nil
+}
+
+// Apply applies every object in order. A kind the server does not know yet is
+// retried once after refreshing discovery (its CRD may have just been applied).
+func (a *Applier) Apply(ctx context.Context, objs ...*unstructured.Unstructured) error {
+	for _, o := range objs {
+		if err := a.applyOne(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Applier) applyOne(ctx context.Context, o *unstructured.Unstructured) error {
+	gvk := o.GroupVersionKind()
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		a.mapper.Reset()
+		m, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("mapping %s: %w", gvk, err)
+	}
+	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ns := o.GetNamespace()
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		ri = a.dyn.Resource(m.Resource).Namespace(ns)
+	}
+	body, err := o.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encoding %s %s: %w", gvk.Kind, o.GetName(), err)
+	}
+	force := true
+	if _, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: a.owner, Force: &force}); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+	}
+	return nil
+}
+
+// WaitCRDsEstablished waits until every named CRD reports Established.
+func WaitCRDsEstablished(ctx context.Context, cfg *rest.Config, names ...string) error {
+	cs, err := apiextclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating apiextensions client: %w", err)
+	}
+	for _, name := range names {
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			crd, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil //nolint:nilerr // not created yet: keep waiting
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s: %w", name, err)
+		}
+	}
+	return nil
+}
