@@ -32,6 +32,7 @@ func TestFeatures(t *testing.T) {
 			Paths:    []string{"."},
 			TestingT: t,
 			Strict:   true,
+			NoColors: true,
 			// Scenarios use their own namespaces, so they run side by side: most
 			// of their time is spent waiting for controllers.
 			Concurrency: 6,

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"github.com/cucumber/godog"
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -245,4 +245,3 @@ func (s *scenario) eventsComplete() error {
 	}
 	return nil
 }
-

@@ -52,6 +52,9 @@ type Applier struct {
 
 // NewApplier returns an Applier that applies as field manager owner.
 func NewApplier(cfg *rest.Config, owner string) (*Applier, error) {
+	// CRDs of Flagger and Tekton draw harmless "unrecognized format" warnings.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NoWarnings{}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating dynamic client: %w", err)

@@ -1,0 +1,224 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+)
+
+// Event types of the catalogue. Every type is versioned; a payload change that
+// breaks consumers gets a new version.
+const (
+	// Intake: what senders tell us.
+	TypeImagePushed = "dev.flotilla.image.pushed.v1"
+	TypeGitPushed   = "dev.flotilla.git.pushed.v1"
+	TypeCanary      = "dev.flotilla.canary.v1"
+
+	// verify
+	TypeImageVerified = "dev.flotilla.image.verified.v1"
+	TypeImageRejected = "dev.flotilla.image.rejected.v1"
+
+	// plan
+	TypeRolloutStarted = "dev.flotilla.rollout.started.v1"
+	TypeRolloutSkipped = "dev.flotilla.rollout.skipped.v1"
+
+	// launch / advance
+	TypeWaveStarted      = "dev.flotilla.wave.started.v1"
+	TypeClusterApplied   = "dev.flotilla.cluster.applied.v1"
+	TypeWaveSucceeded    = "dev.flotilla.wave.succeeded.v1"
+	TypeRolloutSucceeded = "dev.flotilla.rollout.succeeded.v1"
+	TypeRolloutFailed    = "dev.flotilla.rollout.failed.v1"
+
+	// observe
+	TypeClusterSucceeded = "dev.flotilla.cluster.succeeded.v1"
+	TypeClusterFailed    = "dev.flotilla.cluster.failed.v1"
+
+	// rollback
+	TypeClusterReverted   = "dev.flotilla.cluster.reverted.v1"
+	TypeRolloutRolledBack = "dev.flotilla.rollout.rolledback.v1"
+)
+
+// ExtRolloutID is the CloudEvents extension that carries the rollout id on
+// every event of a rollout, so one push can be followed end to end.
+const ExtRolloutID = "rolloutid"
+
+// Source is the CloudEvents source of events flotilla derives itself; intake
+// events use "/hooks/<receiver>".
+const Source = "/flotilla"
+
+// ImagePushed: a registry says a tag was pushed.
+type ImagePushed struct {
+	// Registry host, e.g. "registry.example.com:5000" or "docker.io".
+	Registry string `json:"registry"`
+	// Repository path inside the registry, e.g. "team/app".
+	Repository string `json:"repository"`
+	Tag        string `json:"tag"`
+	// Digest as the sender reported it, if it did ("sha256:...").
+	Digest     string `json:"digest,omitempty"`
+	MediaType  string `json:"mediaType,omitempty"`
+	Pusher     string `json:"pusher,omitempty"`
+	Sender     string `json:"sender"`
+	Receiver   string `json:"receiver"`
+	DeliveryID string `json:"deliveryId,omitempty"`
+}
+
+// Image is "registry/repository", the name go-containerregistry parses.
+func (p ImagePushed) Image() string { return p.Registry + "/" + p.Repository }
+
+// GitPushed: a git host says a ref was pushed.
+type GitPushed struct {
+	RepoURL      string   `json:"repoUrl"`
+	Ref          string   `json:"ref"`
+	Branch       string   `json:"branch,omitempty"`
+	Tag          string   `json:"tag,omitempty"`
+	Before       string   `json:"before,omitempty"`
+	After        string   `json:"after,omitempty"`
+	ChangedPaths []string `json:"changedPaths,omitempty"`
+	Pusher       string   `json:"pusher,omitempty"`
+	Sender       string   `json:"sender"`
+	Receiver     string   `json:"receiver"`
+	DeliveryID   string   `json:"deliveryId,omitempty"`
+}
+
+// CanaryOutcome classifies a Flagger event from its phase and message.
+type CanaryOutcome string
+
+const (
+	CanaryProgressing CanaryOutcome = "progressing"
+	CanaryInitialized CanaryOutcome = "initialized"
+	CanarySucceeded   CanaryOutcome = "succeeded"
+	CanaryFailed      CanaryOutcome = "failed"
+)
+
+// Canary: Flagger reports a step of a canary in one cluster.
+type Canary struct {
+	Cluster   string        `json:"cluster"`
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	Phase     string        `json:"phase"`
+	Outcome   CanaryOutcome `json:"outcome"`
+	Message   string        `json:"message,omitempty"`
+	EventType string        `json:"eventType,omitempty"`
+	Checksum  string        `json:"checksum,omitempty"`
+	RolloutID string        `json:"rolloutId,omitempty"`
+	Receiver  string        `json:"receiver"`
+}
+
+// ImageVerified: the pushed tag resolves to this digest at the registry.
+type ImageVerified struct {
+	// Image is "registry/repository".
+	Image  string `json:"image"`
+	Tag    string `json:"tag"`
+	Digest string `json:"digest"`
+}
+
+// Ref is the pinned reference "registry/repository@digest".
+func (v ImageVerified) Ref() string { return v.Image + "@" + v.Digest }
+
+// ImageRejected: a push flotilla refuses to act on, and why.
+type ImageRejected struct {
+	Image  string `json:"image"`
+	Tag    string `json:"tag"`
+	Reason string `json:"reason"`
+}
+
+// RolloutSkipped: an application tracks the image, but this version does not
+// start a rollout (older, outside the track, ...).
+type RolloutSkipped struct {
+	Application string `json:"application"`
+	Image       string `json:"image"`
+	Tag         string `json:"tag"`
+	Reason      string `json:"reason"`
+}
+
+// RolloutStarted: a new rollout of one digest to an application's fleet.
+type RolloutStarted struct {
+	RolloutID   string     `json:"rolloutId"`
+	Application string     `json:"application"`
+	Image       string     `json:"image"`
+	Tag         string     `json:"tag"`
+	Digest      string     `json:"digest"`
+	Waves       [][]string `json:"waves"`
+}
+
+// WaveStarted: the clusters of one wave are to receive the rollout.
+type WaveStarted struct {
+	RolloutID string   `json:"rolloutId"`
+	Wave      int      `json:"wave"`
+	Clusters  []string `json:"clusters"`
+}
+
+// ClusterResult reports one cluster of a rollout: applied, succeeded, failed
+// or reverted.
+type ClusterResult struct {
+	RolloutID string `json:"rolloutId"`
+	Wave      int    `json:"wave"`
+	Cluster   string `json:"cluster"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// WaveResult: every cluster of a wave is done.
+type WaveResult struct {
+	RolloutID string `json:"rolloutId"`
+	Wave      int    `json:"wave"`
+}
+
+// RolloutResult: the rollout ended (succeeded, failed or rolled back).
+type RolloutResult struct {
+	RolloutID string `json:"rolloutId"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// New builds a CloudEvent of type typ carrying payload as JSON. id must be
+// deterministic for events derived from other events (so a redelivered input
+// yields the same output ids and the journal drops the duplicates).
+func New(id, source, typ string, payload any) (cloudevents.Event, error) {
+	e := cloudevents.NewEvent()
+	e.SetID(id)
+	e.SetSource(source)
+	e.SetType(typ)
+	e.SetTime(time.Now().UTC())
+	if err := e.SetData(cloudevents.ApplicationJSON, payload); err != nil {
+		return e, fmt.Errorf("encoding %s payload: %w", typ, err)
+	}
+	return e, nil
+}
+
+// Derive builds an event caused by parent: its id is derived from the parent's
+// id and a discriminator, and it inherits the parent's rollout id.
+func Derive(parent cloudevents.Event, typ, discriminator string, payload any) (cloudevents.Event, error) {
+	id := parent.ID() + "/" + typ
+	if discriminator != "" {
+		id += "/" + discriminator
+	}
+	e, err := New(id, Source, typ, payload)
+	if err != nil {
+		return e, err
+	}
+	if r := RolloutID(parent); r != "" {
+		e.SetExtension(ExtRolloutID, r)
+	}
+	return e, nil
+}
+
+// RolloutID returns the rollout id extension of e, or "".
+func RolloutID(e cloudevents.Event) string {
+	v, ok := e.Extensions()[ExtRolloutID]
+	if !ok {
+		return ""
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// Decode reads e's JSON payload into T. A payload that does not decode is a
+// permanent error: retrying cannot fix it.
+func Decode[T any](e cloudevents.Event) (T, error) {
+	var v T
+	if err := json.Unmarshal(e.Data(), &v); err != nil {
+		return v, Permanent(fmt.Errorf("decoding %s payload of event %s: %w", e.Type(), e.ID(), err))
+	}
+	return v, nil
+}

@@ -1,0 +1,208 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func flaggerDelivery(body []byte, query url.Values, token string) *Delivery {
+	return &Delivery{
+		Receiver:   "flagger",
+		Header:     header("Content-Type", "application/json"),
+		Body:       body,
+		Query:      query,
+		PathToken:  token,
+		ReceivedAt: received,
+	}
+}
+
+func flaggerID(cluster string, body []byte) string {
+	sum := sha256.Sum256(append([]byte(cluster+"\x00"), body...))
+	return "flagger/flagger/" + hex.EncodeToString(sum[:])
+}
+
+func TestFlaggerParse(t *testing.T) {
+	const rollout = "r-20260102-api-7f3c"
+	canary := func(phase string, outcome CanaryOutcome, msg, typ, cluster, rolloutID string) Canary {
+		return Canary{
+			Cluster: cluster, Namespace: "shop", Name: "api", Phase: phase, Outcome: outcome,
+			Message: msg, EventType: typ, Checksum: "85d557f47b", RolloutID: rolloutID, Receiver: "flagger",
+		}
+	}
+	initialized := canary("Initialized", CanaryInitialized, "Initialization done! api.shop", "Normal", "eu-1", "")
+	initialized.Checksum = "6b4f8d9c7d"
+	tests := []struct {
+		name        string
+		file        string
+		body        []byte
+		query       url.Values
+		want        []Canary
+		wantCluster string // for the id
+		wantTime    time.Time
+		wantIgnored string
+		wantErr     error
+	}{
+		{
+			name:        "initialization done",
+			file:        "initialized.json",
+			want:        []Canary{initialized},
+			wantCluster: "eu-1",
+			wantTime:    time.UnixMilli(1767366000000).UTC(),
+		},
+		{
+			name:        "promotion completed",
+			file:        "promoted.json",
+			want:        []Canary{canary("Succeeded", CanarySucceeded, "Promotion completed! Scaling down api.shop", "Normal", "eu-1", rollout)},
+			wantCluster: "eu-1",
+			wantTime:    time.UnixMilli(1718000000000).UTC(),
+		},
+		{
+			name:        "rolling back while the phase still says progressing",
+			file:        "rolling_back.json",
+			want:        []Canary{canary("Progressing", CanaryFailed, "Rolling back api.shop failed checks threshold reached 1", "Warning", "us-2", rollout)},
+			wantCluster: "us-2",
+			wantTime:    time.UnixMilli(1767366900000).UTC(),
+		},
+		{
+			name:        "new revision while the phase still says succeeded, cluster from the query",
+			file:        "new_revision.json",
+			query:       url.Values{"cluster": {"ap-3"}},
+			want:        []Canary{canary("Succeeded", CanaryProgressing, "New revision detected! Scaling up api.shop", "Normal", "ap-3", rollout)},
+			wantCluster: "ap-3",
+			wantTime:    time.UnixMilli(1767366500000).UTC(),
+		},
+		{
+			name:        "metadata cluster wins over the query",
+			file:        "rolling_back.json",
+			query:       url.Values{"cluster": {"ap-3"}},
+			want:        []Canary{canary("Progressing", CanaryFailed, "Rolling back api.shop failed checks threshold reached 1", "Warning", "us-2", rollout)},
+			wantCluster: "us-2",
+			wantTime:    time.UnixMilli(1767366900000).UTC(),
+		},
+		{
+			name:        "no timestamp: time of receipt",
+			body:        []byte(`{"name":"api","namespace":"shop","phase":"Progressing","checksum":"85d557f47b","metadata":{"eventMessage":"Advance api.shop canary weight 10","cluster":"eu-1","timestamp":"soon"}}`),
+			want:        []Canary{canary("Progressing", CanaryProgressing, "Advance api.shop canary weight 10", "", "eu-1", "")},
+			wantCluster: "eu-1",
+			wantTime:    received,
+		},
+		{name: "gate call", file: "gate.json", wantIgnored: "gate call"},
+		{name: "no cluster anywhere", file: "new_revision.json", wantErr: errAny},
+		{name: "not JSON", body: []byte(`<html>`), wantErr: errAny},
+		{name: "metadata not strings", body: []byte(`{"name":"a","namespace":"b","metadata":{"eventMessage":1}}`), wantErr: errAny},
+		{name: "no name", body: []byte(`{"namespace":"shop","metadata":{"eventMessage":"x","cluster":"c"}}`), wantErr: errAny},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := tt.body
+			if tt.file != "" {
+				body = fixture(t, "flagger", tt.file)
+			}
+			res, err := FlaggerSender{}.Parse(flaggerDelivery(body, tt.query, ""))
+			if checkParseErr(t, err, tt.wantErr) {
+				return
+			}
+			if diff := cmp.Diff(tt.want, payloads[Canary](t, res.Events)); diff != "" {
+				t.Errorf("payloads (-want +got):\n%s", diff)
+			}
+			if res.Ignored != tt.wantIgnored {
+				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
+			}
+			for i, e := range res.Events {
+				if e.ID() != flaggerID(tt.wantCluster, body) {
+					t.Errorf("id %q, want %q", e.ID(), flaggerID(tt.wantCluster, body))
+				}
+				if e.Type() != TypeCanary || e.Source() != "/hooks/flagger" || !e.Time().Equal(tt.wantTime) {
+					t.Errorf("type %q source %q time %v, want time %v", e.Type(), e.Source(), e.Time(), tt.wantTime)
+				}
+				if got := RolloutID(e); got != tt.want[i].RolloutID {
+					t.Errorf("rollout id extension %q, want %q", got, tt.want[i].RolloutID)
+				}
+			}
+		})
+	}
+}
+
+func TestFlaggerRedeliveryDedupes(t *testing.T) {
+	body := fixture(t, "flagger", "new_revision.json")
+	parse := func(cluster string) string {
+		t.Helper()
+		res, err := FlaggerSender{}.Parse(flaggerDelivery(body, url.Values{"cluster": {cluster}}, ""))
+		if err != nil || len(res.Events) != 1 {
+			t.Fatalf("Parse: %v, %d events", err, len(res.Events))
+		}
+		return res.Events[0].ID()
+	}
+	if a, b := parse("eu-1"), parse("eu-1"); a != b {
+		t.Errorf("same delivery, different ids %q %q", a, b)
+	}
+	if a, b := parse("eu-1"), parse("eu-2"); a == b {
+		t.Errorf("same body from two clusters, same id %q", a)
+	}
+}
+
+func TestClassifyCanary(t *testing.T) {
+	tests := []struct {
+		phase, message string
+		want           CanaryOutcome
+	}{
+		{"Succeeded", "Promotion completed! Scaling down api.shop", CanarySucceeded},
+		{"Finalising", "Promotion completed! Scaling down api.shop", CanarySucceeded},
+		{"Initialized", "Initialization done! api.shop", CanaryInitialized},
+		{"Progressing", "Rolling back api.shop failed checks threshold reached 1", CanaryFailed},
+		{"Progressing", "Rolling back api.shop progress deadline exceeded canary deployment api.shop is not ready", CanaryFailed},
+		{"Progressing", "Canary failed! Scaling down api.shop", CanaryFailed},
+		{"Failed", "Halt api.shop advancement waiting for approval", CanaryFailed},
+		{"Succeeded", "New revision detected! Scaling up api.shop", CanaryProgressing},
+		{"Progressing", "Starting canary analysis for api.shop", CanaryProgressing},
+		{"Progressing", "Advance api.shop canary weight 20", CanaryProgressing},
+		{"Promoting", "Routing all traffic to primary", CanaryProgressing},
+		{"WaitingPromotion", "Halt api.shop advancement waiting for approval", CanaryProgressing},
+	}
+	for _, tt := range tests {
+		if got := ClassifyCanary(tt.phase, tt.message); got != tt.want {
+			t.Errorf("ClassifyCanary(%q, %q) = %q, want %q", tt.phase, tt.message, got, tt.want)
+		}
+	}
+}
+
+func TestFlaggerAuthenticate(t *testing.T) {
+	const secret = "flagger-token-eu-1"
+	withToken := fixture(t, "flagger", "promoted.json")       // metadata.token is the secret
+	withoutToken := fixture(t, "flagger", "initialized.json") // no metadata.token
+	tests := []struct {
+		name      string
+		body      []byte
+		pathToken string
+		secret    string
+		wantOK    bool
+	}{
+		{"right path token", withoutToken, secret, secret, true},
+		{"wrong path token", withoutToken, "flagger-token-eu-2", secret, false},
+		{"right metadata token", withToken, "", secret, true},
+		{"wrong metadata token", withToken, "", "another-secret", false},
+		{"a wrong path token is not rescued by the metadata", withToken, "guess", secret, false},
+		{"no token at all", withoutToken, "", secret, false},
+		{"unreadable body, no path token", []byte(`nope`), "", secret, false},
+		{"unreadable body, right path token", []byte(`nope`), secret, secret, true},
+		{"empty secret never matches", []byte(`{"metadata":{"token":""}}`), "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkAuth(t, FlaggerSender{}, flaggerDelivery(tt.body, nil, tt.pathToken), tt.secret, tt.wantOK)
+		})
+	}
+}
+
+func FuzzFlaggerParse(f *testing.F) {
+	seedFixtures(f, "flagger")
+	f.Fuzz(func(t *testing.T, body []byte) {
+		res, err := FlaggerSender{}.Parse(flaggerDelivery(body, url.Values{"cluster": {"fuzz"}}, ""))
+		checkFuzzResult(t, res, err)
+	})
+}

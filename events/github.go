@@ -1,0 +1,178 @@
+package events
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+)
+
+// GitHubSender reads GitHub "push" webhooks (and answers "ping"). Each push
+// of a ref becomes a [TypeGitPushed]; a deleted ref is ignored.
+//
+// Authentication: X-Hub-Signature-256 is "sha256=" and the hex HMAC-SHA256 of
+// the raw body keyed with the secret.
+type GitHubSender struct{}
+
+const githubSignaturePrefix = "sha256="
+
+type githubPush struct {
+	Ref     string `json:"ref"`
+	Before  string `json:"before"`
+	After   string `json:"after"`
+	Deleted bool   `json:"deleted"`
+	Commits []struct {
+		Added    []string `json:"added"`
+		Removed  []string `json:"removed"`
+		Modified []string `json:"modified"`
+	} `json:"commits"`
+	Repository struct {
+		FullName string `json:"full_name"`
+		CloneURL string `json:"clone_url"`
+		HTMLURL  string `json:"html_url"`
+	} `json:"repository"`
+	Pusher struct {
+		Name string `json:"name"`
+	} `json:"pusher"`
+}
+
+// Authenticate implements [Sender].
+func (GitHubSender) Authenticate(d *Delivery, secret string) error {
+	if secret == "" {
+		return unauthenticated("no secret configured")
+	}
+	sig := d.Header.Get("X-Hub-Signature-256")
+	if sig == "" {
+		return unauthenticated("missing X-Hub-Signature-256 header")
+	}
+	hexSig, ok := strings.CutPrefix(sig, githubSignaturePrefix)
+	if !ok {
+		return unauthenticated("X-Hub-Signature-256 is not sha256=<hex>")
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return unauthenticated("X-Hub-Signature-256 is not sha256=<hex>")
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(d.Body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return unauthenticated("signature mismatch")
+	}
+	return nil
+}
+
+// Parse implements [Sender].
+func (GitHubSender) Parse(d *Delivery) (Result, error) {
+	event := d.Header.Get("X-GitHub-Event")
+	delivery := d.Header.Get("X-GitHub-Delivery")
+	if event == "" {
+		return Result{}, malformed("missing X-GitHub-Event header")
+	}
+	if delivery == "" {
+		return Result{}, malformed("missing X-GitHub-Delivery header")
+	}
+	res := Result{DeliveryID: delivery}
+	switch event {
+	case "push":
+	case "ping":
+		res.Ignored = "ping"
+		return res, nil
+	default:
+		// A hook subscribed to more than pushes: nothing for us, and not
+		// the sender's fault.
+		res.Ignored = fmt.Sprintf("event %q", event)
+		return res, nil
+	}
+
+	body, err := githubPayload(d)
+	if err != nil {
+		return Result{}, err
+	}
+	var push githubPush
+	if err := json.Unmarshal(body, &push); err != nil {
+		return Result{}, malformed("decoding GitHub push: %w", err)
+	}
+	if push.Ref == "" {
+		return Result{}, malformed("GitHub push has no ref")
+	}
+	p := GitPushed{
+		RepoURL:    push.Repository.CloneURL,
+		Ref:        push.Ref,
+		Before:     push.Before,
+		After:      push.After,
+		Pusher:     push.Pusher.Name,
+		Sender:     SenderGitHub,
+		Receiver:   d.Receiver,
+		DeliveryID: delivery,
+	}
+	if p.RepoURL == "" && push.Repository.HTMLURL != "" {
+		p.RepoURL = push.Repository.HTMLURL + ".git"
+	}
+	if p.RepoURL == "" {
+		return Result{}, malformed("GitHub push has no repository.clone_url")
+	}
+	kind := "ref"
+	if b, ok := strings.CutPrefix(push.Ref, "refs/heads/"); ok {
+		p.Branch, kind = b, "branch"
+	} else if t, ok := strings.CutPrefix(push.Ref, "refs/tags/"); ok {
+		p.Tag, kind = t, "tag"
+	}
+	if push.Deleted {
+		res.Ignored = fmt.Sprintf("%s delete %s", kind, push.Ref)
+		return res, nil
+	}
+	for _, c := range push.Commits {
+		p.ChangedPaths = append(p.ChangedPaths, c.Added...)
+		p.ChangedPaths = append(p.ChangedPaths, c.Removed...)
+		p.ChangedPaths = append(p.ChangedPaths, c.Modified...)
+	}
+	slices.Sort(p.ChangedPaths)
+	p.ChangedPaths = slices.Compact(p.ChangedPaths)
+
+	e, err := newGitPushed(d, delivery, p)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Events = []cloudevents.Event{e}
+	return res, nil
+}
+
+func newGitPushed(d *Delivery, delivery string, p GitPushed) (cloudevents.Event, error) {
+	e, err := New(d.Receiver+"/"+SenderGitHub+"/"+delivery, hookSource(d.Receiver), TypeGitPushed, p)
+	if err != nil {
+		return e, err
+	}
+	e.SetSubject(p.RepoURL + "#" + p.Ref)
+	e.SetTime(eventTime(d.ReceivedAt, d))
+	return e, nil
+}
+
+// githubPayload returns the JSON of a delivery: the body, or the "payload"
+// field of a form-encoded body.
+func githubPayload(d *Delivery) ([]byte, error) {
+	mt, err := mediaType(d)
+	if err != nil {
+		return nil, err
+	}
+	switch mt {
+	case "application/json", "":
+		return d.Body, nil
+	case "application/x-www-form-urlencoded":
+		form, err := url.ParseQuery(string(d.Body))
+		if err != nil {
+			return nil, malformed("decoding form-encoded GitHub delivery: %w", err)
+		}
+		if !form.Has("payload") {
+			return nil, malformed("form-encoded GitHub delivery has no payload field")
+		}
+		return []byte(form.Get("payload")), nil
+	default:
+		return nil, Permanent(fmt.Errorf("%w %q: want application/json or application/x-www-form-urlencoded", ErrUnsupportedMediaType, mt))
+	}
+}

@@ -1,0 +1,414 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Journal durably records events. Append returns how many of evs were new
+// (not already journaled by id); when it returns without error the events are
+// durable.
+type Journal interface {
+	Append(ctx context.Context, evs ...cloudevents.Event) (int, error)
+}
+
+// ReceiverConfig declares one receiver: POST /hooks/<Name>.
+type ReceiverConfig struct {
+	Name string
+	// Type is a sender type, one of [SenderTypes].
+	Type   string
+	Secret string
+	// Insecure allows an empty Secret: deliveries are then not
+	// authenticated. For tests and demos only.
+	Insecure bool
+}
+
+// IntakeOption configures [NewIntake].
+type IntakeOption func(*intakeOptions)
+
+type intakeOptions struct {
+	maxBody  int64
+	timeout  time.Duration
+	logger   *slog.Logger
+	reg      prometheus.Registerer
+	now      func() time.Time
+	observer func(context.Context, []cloudevents.Event)
+}
+
+// WithMaxBodyBytes limits request bodies; a larger one is answered 413. The
+// default is 1 MiB.
+func WithMaxBodyBytes(n int64) IntakeOption {
+	return func(o *intakeOptions) {
+		if n > 0 {
+			o.maxBody = n
+		}
+	}
+}
+
+// WithRequestTimeout sets the deadline of the context a delivery is journaled
+// under. The default is 10s (Flagger's default hook timeout).
+func WithRequestTimeout(d time.Duration) IntakeOption {
+	return func(o *intakeOptions) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// WithIntakeLogger sets the logger. The default discards everything.
+func WithIntakeLogger(l *slog.Logger) IntakeOption {
+	return func(o *intakeOptions) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithIntakeMetrics registers the intake's metrics with r. The default, as is
+// a nil r, is no metrics.
+func WithIntakeMetrics(r prometheus.Registerer) IntakeOption {
+	return func(o *intakeOptions) { o.reg = r }
+}
+
+// WithIntakeClock sets the clock that stamps deliveries and times requests.
+// The default is time.Now.
+func WithIntakeClock(now func() time.Time) IntakeOption {
+	return func(o *intakeOptions) {
+		if now != nil {
+			o.now = now
+		}
+	}
+}
+
+// WithObserver calls f with the events of every delivery once they are
+// journaled, before the response is written, under the request's context. f
+// must hand the events off, not process them. A redelivery whose events were
+// all journaled before is not observed; a partly new batch is observed whole,
+// so f may see an id twice. The default observes nothing.
+func WithObserver(f func(ctx context.Context, evs []cloudevents.Event)) IntakeOption {
+	return func(o *intakeOptions) { o.observer = f }
+}
+
+// Intake is the webhook endpoint: it authenticates a delivery, parses it
+// into events, journals them and only then answers 202. Mount it at
+// "/hooks/" (without stripping the prefix).
+type Intake struct {
+	receivers map[string]receiver
+	journal   Journal
+	opts      intakeOptions
+	metrics   *intakeMetrics
+}
+
+type receiver struct {
+	ReceiverConfig
+	sender Sender
+}
+
+// NewIntake builds the intake for receivers. An unknown sender type, a
+// duplicate or invalid name, or an empty secret on a receiver not marked
+// Insecure is an error.
+func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*Intake, error) {
+	if j == nil {
+		return nil, errors.New("building intake: no journal")
+	}
+	o := intakeOptions{
+		maxBody: 1 << 20,
+		timeout: 10 * time.Second,
+		logger:  slog.New(slog.DiscardHandler),
+		now:     time.Now,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	in := &Intake{receivers: map[string]receiver{}, journal: j, opts: o}
+	for _, rc := range receivers {
+		if rc.Name == "" || strings.Contains(rc.Name, "/") {
+			return nil, fmt.Errorf("configuring receiver %q: name must be non-empty and contain no '/'", rc.Name)
+		}
+		if _, dup := in.receivers[rc.Name]; dup {
+			return nil, fmt.Errorf("configuring receiver %q: duplicate name", rc.Name)
+		}
+		s, err := NewSender(rc.Type)
+		if err != nil {
+			return nil, fmt.Errorf("configuring receiver %q: %w", rc.Name, err)
+		}
+		if rc.Secret == "" && !rc.Insecure {
+			return nil, fmt.Errorf("configuring receiver %q: no secret (set Insecure to accept unauthenticated deliveries)", rc.Name)
+		}
+		in.receivers[rc.Name] = receiver{ReceiverConfig: rc, sender: s}
+	}
+	m, err := newIntakeMetrics(o.reg)
+	if err != nil {
+		return nil, err
+	}
+	in.metrics = m
+	return in, nil
+}
+
+// Errors of the intake itself; senders' errors are classified by
+// [ErrUnauthenticated], [ErrUnsupportedMediaType] and [IsPermanent].
+var (
+	errUnknownReceiver = errors.New("no such receiver")
+	errMethod          = errors.New("method not allowed: use POST")
+	errJournal         = errors.New("journaling events")
+)
+
+// statusTable maps error classes to HTTP status and metric outcome. The first
+// match wins; an error that matches nothing is 503: retry.
+var statusTable = []struct {
+	match   func(error) bool
+	status  int
+	outcome string
+}{
+	{is(errUnknownReceiver), http.StatusNotFound, "not_found"},
+	{is(errMethod), http.StatusMethodNotAllowed, "method_not_allowed"},
+	{isTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{is(ErrUnauthenticated), http.StatusUnauthorized, "unauthenticated"},
+	{is(ErrUnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
+	{IsPermanent, http.StatusBadRequest, "malformed"},
+}
+
+const (
+	outcomeAccepted   = "accepted"
+	outcomeDuplicate  = "duplicate"
+	outcomeIgnored    = "ignored"
+	outcomeJournalErr = "journal_error"
+)
+
+func is(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+func isTooLarge(err error) bool {
+	var tooLarge *http.MaxBytesError
+	return errors.As(err, &tooLarge)
+}
+
+// classify returns the status and outcome of err.
+func classify(err error) (int, string) {
+	for _, row := range statusTable {
+		if row.match(err) {
+			return row.status, row.outcome
+		}
+	}
+	return http.StatusServiceUnavailable, outcomeJournalErr
+}
+
+// ServeHTTP implements http.Handler for /hooks/<receiver> and
+// /hooks/<receiver>/<token>.
+func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := in.opts.now()
+	name, token, ok := splitHookPath(r.URL.Path)
+	rcv, known := in.receivers[name]
+	if !ok || !known || (token != "" && !usesPathToken(rcv.sender)) {
+		// The name is not a label: unknown names are unbounded.
+		in.metrics.delivery("", "", "not_found")
+		in.opts.logger.Debug("webhook for unknown receiver", slog.String("remote", r.RemoteAddr))
+		writeError(w, http.StatusNotFound, errUnknownReceiver)
+		return
+	}
+	log := in.opts.logger.With(slog.String("receiver", rcv.Name), slog.String("sender", rcv.Type))
+	defer func() { in.metrics.observe(rcv.Name, in.opts.now().Sub(start)) }()
+
+	res, n, err := in.handle(w, r, rcv, token, start)
+	if err != nil {
+		status, outcome := classify(err)
+		in.metrics.delivery(rcv.Name, rcv.Type, outcome)
+		attrs := []any{
+			slog.Int("status", status),
+			slog.String("delivery", res.DeliveryID),
+			slog.Any("error", err),
+		}
+		switch {
+		case status == http.StatusUnauthorized:
+			in.metrics.authFailure(rcv.Name)
+			log.Warn("webhook not authenticated", append(attrs, slog.String("remote", r.RemoteAddr))...)
+		case status >= 500:
+			log.Error("webhook not journaled", append(attrs, slog.Any("event_ids", eventIDs(res.Events)))...)
+			// Whatever the journal said stays in the log.
+			err = errors.New("journaling events failed; retry later")
+		default:
+			log.Warn("webhook refused", attrs...)
+		}
+		if status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", http.MethodPost)
+		}
+		writeError(w, status, err)
+		return
+	}
+
+	if len(res.Events) == 0 {
+		in.metrics.delivery(rcv.Name, rcv.Type, outcomeIgnored)
+		// Debug: a registry reports every pull.
+		log.Debug("webhook ignored", slog.String("delivery", res.DeliveryID), slog.String("reason", res.Ignored))
+		writeJSON(w, http.StatusAccepted, map[string]any{"ignored": res.Ignored})
+		return
+	}
+	ids := eventIDs(res.Events)
+	outcome := outcomeAccepted
+	if n == 0 {
+		outcome = outcomeDuplicate
+	}
+	in.metrics.delivery(rcv.Name, rcv.Type, outcome)
+	log.Info("webhook accepted",
+		slog.String("delivery", res.DeliveryID),
+		slog.Any("event_ids", ids),
+		slog.Int("new", n),
+		slog.Int("duplicates", len(ids)-n))
+	writeJSON(w, http.StatusAccepted, map[string]any{
+		"accepted":   n,
+		"duplicates": len(ids) - n,
+		"ids":        ids,
+	})
+}
+
+// handle runs one delivery through its sender and the journal. It returns
+// the parse result (also on a journal error, for the logs) and how many
+// events were new.
+func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, token string, received time.Time) (Result, int, error) {
+	if r.Method != http.MethodPost {
+		return Result{}, 0, errMethod
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.opts.maxBody))
+	if err != nil {
+		if isTooLarge(err) {
+			return Result{}, 0, fmt.Errorf("reading body: %w", err)
+		}
+		return Result{}, 0, Permanent(fmt.Errorf("reading body: %w", err))
+	}
+	d := &Delivery{
+		Receiver:   rcv.Name,
+		Header:     r.Header,
+		Body:       body,
+		Query:      r.URL.Query(),
+		PathToken:  token,
+		ReceivedAt: received,
+	}
+	// NewIntake allows an empty secret only on an Insecure receiver.
+	if rcv.Secret != "" {
+		if err := rcv.sender.Authenticate(d, rcv.Secret); err != nil {
+			return Result{}, 0, err
+		}
+	}
+	res, err := rcv.sender.Parse(d)
+	if err != nil {
+		return res, 0, err
+	}
+	if len(res.Events) == 0 {
+		return res, 0, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), in.opts.timeout)
+	defer cancel()
+	n, err := in.journal.Append(ctx, res.Events...)
+	if err != nil {
+		return res, 0, fmt.Errorf("%w: %w", errJournal, err)
+	}
+	if in.opts.observer != nil && n > 0 {
+		in.opts.observer(ctx, res.Events)
+	}
+	return res, n, nil
+}
+
+// splitHookPath reads "/hooks/<name>" or "/hooks/<name>/<token>".
+func splitHookPath(p string) (name, token string, ok bool) {
+	rest, ok := strings.CutPrefix(p, "/hooks/")
+	if !ok {
+		return "", "", false
+	}
+	name, token, _ = strings.Cut(rest, "/")
+	if name == "" || strings.Contains(token, "/") {
+		return "", "", false
+	}
+	return name, token, true
+}
+
+func eventIDs(evs []cloudevents.Event) []string {
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID()
+	}
+	return ids
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// intakeMetrics are the intake's collectors. A nil *intakeMetrics records
+// nothing.
+type intakeMetrics struct {
+	webhooks     *prometheus.CounterVec
+	authFailures *prometheus.CounterVec
+	seconds      *prometheus.HistogramVec
+}
+
+func newIntakeMetrics(reg prometheus.Registerer) (*intakeMetrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &intakeMetrics{
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_webhooks_total",
+			Help: "Webhook deliveries by receiver, sender type and outcome.",
+		}, []string{"receiver", "sender", "outcome"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_webhook_auth_failures_total",
+			Help: "Webhook deliveries that failed authentication.",
+		}, []string{"receiver"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flotilla_intake_seconds",
+			Help:    "Time from receiving a webhook to answering it, journaling included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms .. ~4s
+		}, []string{"receiver"}),
+	}
+	var registered []prometheus.Collector
+	for _, c := range []prometheus.Collector{m.webhooks, m.authFailures, m.seconds} {
+		if err := reg.Register(c); err != nil {
+			for _, r := range registered {
+				reg.Unregister(r)
+			}
+			return nil, fmt.Errorf("registering intake metrics: %w", err)
+		}
+		registered = append(registered, c)
+	}
+	return m, nil
+}
+
+func (m *intakeMetrics) delivery(receiver, sender, outcome string) {
+	if m != nil {
+		m.webhooks.WithLabelValues(receiver, sender, outcome).Inc()
+	}
+}
+
+func (m *intakeMetrics) authFailure(receiver string) {
+	if m != nil {
+		m.authFailures.WithLabelValues(receiver).Inc()
+	}
+}
+
+func (m *intakeMetrics) observe(receiver string, d time.Duration) {
+	if m != nil {
+		m.seconds.WithLabelValues(receiver).Observe(d.Seconds())
+	}
+}

@@ -1,0 +1,154 @@
+package events
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+)
+
+// Sender turns one authenticated delivery into events. There is one
+// implementation per sender type, each in its own file; [NewSender] picks one
+// by name.
+type Sender interface {
+	// Authenticate checks that d comes from whoever holds secret. Comparisons
+	// are constant-time; a failure wraps [ErrUnauthenticated] and is
+	// permanent.
+	Authenticate(d *Delivery, secret string) error
+	// Parse turns an authenticated delivery into events. A delivery that
+	// cannot be parsed yields a permanent error that says why; a valid one
+	// that carries nothing to act on yields a Result with Ignored set.
+	Parse(d *Delivery) (Result, error)
+}
+
+// Delivery is one webhook request as the intake received it.
+type Delivery struct {
+	// Receiver is the name of the receiver the delivery was posted to.
+	Receiver string
+	Header   http.Header
+	// Body is the raw request body: signatures are computed over it.
+	Body  []byte
+	Query url.Values
+	// PathToken is the optional last path segment of /hooks/<receiver>/<token>.
+	PathToken string
+	// ReceivedAt is when the intake received the delivery. It is the event
+	// time when the sender does not say when the occurrence happened.
+	ReceivedAt time.Time
+}
+
+// Result is what a delivery yields.
+type Result struct {
+	Events []cloudevents.Event
+	// Ignored says why a valid delivery yields no events (a ping, a pull, a
+	// blob push, a deleted branch, ...). Empty when Events is not.
+	Ignored string
+	// DeliveryID is the sender's id of the delivery, for logs, if it has one.
+	DeliveryID string
+}
+
+// ErrUnauthenticated is wrapped by every authentication failure.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// ErrUnsupportedMediaType is wrapped by the error of a delivery whose
+// Content-Type the sender does not speak.
+var ErrUnsupportedMediaType = errors.New("unsupported media type")
+
+// Sender types accepted by [NewSender].
+const (
+	SenderDistribution = "distribution"
+	SenderGitHub       = "github"
+	SenderFlagger      = "flagger"
+)
+
+var senders = map[string]func() Sender{
+	SenderDistribution: func() Sender { return DistributionSender{} },
+	SenderGitHub:       func() Sender { return GitHubSender{} },
+	SenderFlagger:      func() Sender { return FlaggerSender{} },
+}
+
+// SenderTypes lists the sender types [NewSender] knows, sorted.
+func SenderTypes() []string {
+	types := make([]string, 0, len(senders))
+	for t := range senders {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return types
+}
+
+// NewSender returns the sender of type typ. An unknown type is an error.
+func NewSender(typ string) (Sender, error) {
+	newSender, ok := senders[typ]
+	if !ok {
+		return nil, fmt.Errorf("unknown sender type %q (known: %s)", typ, strings.Join(SenderTypes(), ", "))
+	}
+	return newSender(), nil
+}
+
+// pathTokenUser is implemented by senders that authenticate with the token in
+// /hooks/<receiver>/<token>. The intake answers 404 to a token path for any
+// other sender.
+type pathTokenUser interface {
+	usesPathToken() bool
+}
+
+func usesPathToken(s Sender) bool {
+	p, ok := s.(pathTokenUser)
+	return ok && p.usesPathToken()
+}
+
+// unauthenticated builds a permanent authentication failure.
+func unauthenticated(reason string) error {
+	return Permanent(fmt.Errorf("%w: %s", ErrUnauthenticated, reason))
+}
+
+// malformed builds a permanent parse failure.
+func malformed(format string, args ...any) error {
+	return Permanent(fmt.Errorf(format, args...))
+}
+
+// secureEqual compares two secrets in constant time. Hashing first keeps the
+// comparison constant-time in the length too.
+func secureEqual(got, want string) bool {
+	g := sha256.Sum256([]byte(got))
+	w := sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// mediaType returns the media type of d's Content-Type without parameters,
+// lower-cased; "" when absent.
+func mediaType(d *Delivery) (string, error) {
+	ct := d.Header.Get("Content-Type")
+	if ct == "" {
+		return "", nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", Permanent(fmt.Errorf("%w: parsing Content-Type %q: %w", ErrUnsupportedMediaType, ct, err))
+	}
+	return mt, nil
+}
+
+// hookSource is the CloudEvents source of events that entered through
+// receiver.
+func hookSource(receiver string) string { return "/hooks/" + receiver }
+
+// eventTime picks the time of an occurrence: the sender's, else when the
+// delivery was received.
+func eventTime(sender time.Time, d *Delivery) time.Time {
+	if !sender.IsZero() {
+		return sender.UTC()
+	}
+	if !d.ReceivedAt.IsZero() {
+		return d.ReceivedAt.UTC()
+	}
+	return time.Now().UTC()
+}

@@ -1,0 +1,79 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Load reads the config file at path, decodes it strictly, applies defaults,
+// resolves relative paths against the file's directory, reads secrets and
+// validates the result. A config that decodes but is invalid yields an error
+// wrapping a *ValidationError that lists every problem; use errors.As.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config %q: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolving config path %q: %w", path, err)
+	}
+	c, err := parse(data, filepath.Dir(abs))
+	if verr := (*ValidationError)(nil); errors.As(err, &verr) {
+		return nil, fmt.Errorf("validating config %q: %w", path, verr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parsing config %q: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse is Load from bytes: relative paths resolve against baseDir (itself
+// made absolute against the working directory). An invalid config yields a
+// *ValidationError, unwrapped.
+func Parse(data []byte, baseDir string) (*Config, error) {
+	base, err := filepath.Abs(baseDir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving base directory %q: %w", baseDir, err)
+	}
+	c, err := parse(data, base)
+	if verr := (*ValidationError)(nil); errors.As(err, &verr) {
+		return nil, verr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parsing config: %w", err)
+	}
+	return c, nil
+}
+
+// parse decodes, defaults and validates a config whose relative paths
+// resolve against base, an absolute directory. It returns either a decoding
+// error or a *ValidationError.
+func parse(data []byte, base string) (*Config, error) {
+	c, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	applyDefaults(c, base)
+	if verr := validate(c); verr != nil {
+		return nil, verr
+	}
+	return c, nil
+}
+
+// decode checks data against Config's schema, for errors that name lines
+// and paths, then decodes it strictly (which also refuses duplicate keys).
+func decode(data []byte) (*Config, error) {
+	if err := checkSchema(data); err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}

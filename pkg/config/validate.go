@@ -1,0 +1,359 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Problem is one thing wrong with a config.
+type Problem struct {
+	// Path locates the field, such as "fleet.waves[1].clusters[0]".
+	Path string
+	// Message says what is wrong and, where it helps, what is wanted.
+	Message string
+}
+
+func (p Problem) String() string { return p.Path + ": " + p.Message }
+
+// ValidationError lists every problem of a config that decoded but is
+// invalid, in the order found.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error returns the problems one per line, each as "path: message".
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// validator collects problems. Its checks also read secrets and stat
+// kubeconfigs, so that a missing file is a problem like any other.
+type validator struct {
+	problems []Problem
+}
+
+func (v *validator) addf(path, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// validate checks a defaulted config and resolves receivers' secrets.
+func validate(c *Config) *ValidationError {
+	var v validator
+	v.server(&c.Server)
+	if c.Events.Sink != "" {
+		v.httpURL("events.sink", c.Events.Sink)
+	}
+	v.receivers(c.Receivers)
+	v.fleet(&c.Fleet)
+	v.applications(c.Applications)
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+func (v *validator) server(s *Server) {
+	if _, port, err := net.SplitHostPort(s.Listen); err != nil {
+		v.addf("server.listen", "invalid address %q: want host:port, such as %q", s.Listen, DefaultListen)
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		v.addf("server.listen", "invalid port %q: want a number 0..65535", port)
+	}
+	v.httpURL("server.externalURL", s.ExternalURL)
+}
+
+func (v *validator) receivers(rs []Receiver) {
+	if len(rs) == 0 {
+		v.addf("receivers", "at least one receiver is required")
+	}
+	seen := map[string]string{}
+	for i := range rs {
+		r := &rs[i]
+		p := fmt.Sprintf("receivers[%d]", i)
+		v.name(p, "receiver", r.Name, seen)
+		v.oneOf(p+".type", "receiver type", r.Type, ReceiverTypes)
+		v.secret(p, r)
+	}
+}
+
+// secret resolves r's secret into r.SecretValue. Messages name the variable
+// or file, never the value.
+func (v *validator) secret(path string, r *Receiver) {
+	s := r.Secret
+	switch {
+	case s == nil && !r.Insecure:
+		v.addf(path+".secret", "required unless insecure: true, since a receiver without a secret accepts anyone's requests")
+		return
+	case s == nil:
+		return
+	case r.Insecure:
+		v.addf(path+".insecure", "cannot be true when a secret is set; remove one of them")
+	}
+	path += ".secret"
+	switch {
+	case (s.Env == "") == (s.File == ""):
+		v.addf(path, "set exactly one of env and file")
+	case s.Env != "":
+		val := os.Getenv(s.Env)
+		if val == "" {
+			v.addf(path+".env", "environment variable %q is not set or is empty", s.Env)
+			return
+		}
+		r.SecretValue = val
+	default:
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			v.addf(path+".file", "reading secret file: %v", err)
+			return
+		}
+		val := strings.TrimRight(string(b), "\r\n")
+		if val == "" {
+			v.addf(path+".file", "secret file %q is empty", s.File)
+			return
+		}
+		r.SecretValue = val
+	}
+}
+
+func (v *validator) fleet(f *Fleet) {
+	v.oneOf("fleet.executor", "executor", f.Executor, Executors)
+
+	if len(f.Clusters) == 0 {
+		v.addf("fleet.clusters", "at least one cluster is required")
+	}
+	seen := map[string]string{}
+	for i, cl := range f.Clusters {
+		p := fmt.Sprintf("fleet.clusters[%d]", i)
+		v.name(p, "cluster", cl.Name, seen)
+		v.kubeconfig(p+".kubeconfig", cl.Kubeconfig)
+		v.labels(p+".labels", cl.Labels)
+	}
+
+	if len(f.Waves) == 0 {
+		v.addf("fleet.waves", "at least one wave is required")
+	}
+	waveNames := map[string]string{}
+	waveOf := map[string]int{} // cluster name to 1 + index of its wave
+	for i, w := range f.Waves {
+		p := fmt.Sprintf("fleet.waves[%d]", i)
+		v.name(p, "wave", w.Name, waveNames)
+		if len(w.Clusters) == 0 {
+			v.addf(p+".clusters", "a wave needs at least one cluster")
+		}
+		for j, cn := range w.Clusters {
+			cp := fmt.Sprintf("%s.clusters[%d]", p, j)
+			switch prev := waveOf[cn]; {
+			case seen[cn] == "":
+				v.addf(cp, "unknown cluster %q", cn)
+			case prev == i+1:
+				v.addf(cp, "cluster %q is listed twice in this wave", cn)
+			case prev != 0:
+				v.addf(cp, "cluster %q is already in wave %q; a cluster may be in only one wave", cn, f.Waves[prev-1].Name)
+			default:
+				waveOf[cn] = i + 1
+			}
+		}
+	}
+	if len(f.Waves) == 0 {
+		return // "at least one wave" says it all
+	}
+	for i, cl := range f.Clusters {
+		if cl.Name != "" && seen[cl.Name] == fmt.Sprintf("fleet.clusters[%d]", i) && waveOf[cl.Name] == 0 {
+			v.addf(fmt.Sprintf("fleet.clusters[%d]", i),
+				"cluster %q is in no wave, so it would never receive rollouts; add it to one of fleet.waves", cl.Name)
+		}
+	}
+}
+
+func (v *validator) kubeconfig(path, file string) {
+	if file == "" {
+		v.addf(path, "required: the path of the cluster's kubeconfig")
+		return
+	}
+	fi, err := os.Stat(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.addf(path, "file %q does not exist", file)
+	case err != nil:
+		v.addf(path, "checking kubeconfig: %v", err)
+	case fi.IsDir():
+		v.addf(path, "%q is a directory; want a kubeconfig file", file)
+	}
+}
+
+func (v *validator) labels(path string, labels map[string]string) {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		p := fmt.Sprintf("%s[%q]", path, k)
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.addf(p, "invalid label key: %s", strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
+			v.addf(p, "invalid label value %q: %s", labels[k], strings.Join(errs, "; "))
+		}
+	}
+}
+
+func (v *validator) applications(as []Application) {
+	if len(as) == 0 {
+		v.addf("applications", "at least one application is required")
+	}
+	seen := map[string]string{}
+	for i, a := range as {
+		p := fmt.Sprintf("applications[%d]", i)
+		v.name(p, "application", a.Name, seen)
+		v.image(p+".image", a.Image)
+		v.oneOf(p+".track", "track", string(a.Track), tracks())
+		v.dnsLabel(p+".namespace", "namespace", a.Namespace)
+		v.workload(p+".workload", a.Workload)
+		switch port := a.Service.Port; {
+		case port == 0:
+			v.addf(p+".service.port", "required: the port the workload serves on, 1..65535")
+		case port < 0 || port > 65535:
+			v.addf(p+".service.port", "port %d out of range 1..65535", port)
+		}
+		v.delivery(p+".delivery", a.Delivery)
+	}
+}
+
+func tracks() []string {
+	s := make([]string, len(Tracks))
+	for i, t := range Tracks {
+		s[i] = string(t)
+	}
+	return s
+}
+
+func (v *validator) image(path, img string) {
+	const want = "want a repository host[:port]/path without tag or digest, such as \"registry.example.com/team/app\""
+	switch {
+	case img == "":
+		v.addf(path, "required; %s", want)
+		return
+	case strings.Contains(img, "@"):
+		v.addf(path, "%q includes a digest; %s", img, want)
+		return
+	case strings.Contains(img[strings.LastIndex(img, "/")+1:], ":") && strings.Contains(img, "/"):
+		v.addf(path, "%q includes a tag; %s", img, want)
+		return
+	}
+	if _, err := name.NewRepository(img, name.StrictValidation); err != nil {
+		v.addf(path, "invalid repository %q: %v; %s", img, err, want)
+	}
+}
+
+func (v *validator) workload(path string, w Workload) {
+	v.oneOf(path+".kind", "workload kind", w.Kind, WorkloadKinds)
+	if w.Name == "" {
+		v.addf(path+".name", "required")
+	} else if errs := validation.IsDNS1123Subdomain(w.Name); len(errs) > 0 {
+		v.addf(path+".name", "invalid name %q: %s", w.Name, strings.Join(errs, "; "))
+	}
+	if w.Container != "" {
+		v.dnsLabel(path+".container", "container", w.Container)
+	}
+}
+
+func (v *validator) delivery(path string, d Delivery) {
+	v.oneOf(path+".strategy", "strategy", d.Strategy, Strategies)
+	v.atLeast(path+".interval", d.Interval.Duration, time.Second)
+	if d.Iterations < 1 {
+		v.addf(path+".iterations", "must be at least 1, got %d", d.Iterations)
+	}
+	if d.Threshold < 1 {
+		v.addf(path+".threshold", "must be at least 1, got %d", d.Threshold)
+	}
+	v.atLeast(path+".progressDeadline", d.ProgressDeadline.Duration, time.Second)
+	seen := map[string]string{}
+	for i, w := range d.Webhooks {
+		p := fmt.Sprintf("%s.webhooks[%d]", path, i)
+		if w.Name == "" {
+			v.addf(p+".name", "required")
+		} else if first, dup := seen[w.Name]; dup {
+			v.addf(p+".name", "duplicate webhook name %q (first used by %s)", w.Name, first)
+		} else {
+			seen[w.Name] = p
+		}
+		v.oneOf(p+".type", "webhook type", w.Type, WebhookTypes)
+		v.httpURL(p+".url", w.URL)
+		v.atLeast(p+".timeout", w.Timeout.Duration, time.Millisecond)
+	}
+}
+
+func (v *validator) atLeast(path string, d, least time.Duration) {
+	if d < least {
+		v.addf(path, "must be at least %s, got %s", least, d)
+	}
+}
+
+// name checks the name of the list entry at path and that no earlier entry
+// (recorded in seen, name to path) has it.
+func (v *validator) name(path, what, n string, seen map[string]string) {
+	if n == "" {
+		v.addf(path+".name", "required")
+		return
+	}
+	v.dnsLabel(path+".name", what, n)
+	if first, dup := seen[n]; dup {
+		v.addf(path+".name", "duplicate %s name %q (first used by %s)", what, n, first)
+		return
+	}
+	seen[n] = path
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func (v *validator) dnsLabel(path, what, s string) {
+	if len(s) > 63 || !dnsLabel.MatchString(s) {
+		v.addf(path, "invalid %s name %q: want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", what, s)
+	}
+}
+
+func (v *validator) oneOf(path, what, got string, allowed []string) {
+	switch {
+	case got == "":
+		v.addf(path, "required; want one of %s", strings.Join(allowed, ", "))
+	case !slices.Contains(allowed, got):
+		v.addf(path, "unknown %s %q; want one of %s", what, got, strings.Join(allowed, ", "))
+	}
+}
+
+// httpURL checks for an absolute http(s) URL. Messages do not echo the URL,
+// which may hold credentials.
+func (v *validator) httpURL(path, s string) {
+	if s == "" {
+		v.addf(path, "required: an http or https URL")
+		return
+	}
+	u, err := url.Parse(s)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err
+	}
+	switch {
+	case err != nil:
+		v.addf(path, "invalid URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.addf(path, "want an http or https URL, got scheme %q", u.Scheme)
+	case u.Host == "":
+		v.addf(path, "want an absolute URL with a host")
+	}
+}

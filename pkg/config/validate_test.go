@@ -1,0 +1,477 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const (
+	oneCluster = `
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+`
+	app = `
+applications:
+  - name: podinfo
+    image: registry.example.com/demo/podinfo
+    workload: {name: podinfo}
+    service: {port: 9898}
+`
+)
+
+// withApp returns an applications section of one valid application, plus
+// extra fields appended to it (indented four spaces).
+func withApp(extra string) string {
+	return app + extra
+}
+
+func TestValidate(t *testing.T) {
+	dir := testDir(t)
+	writeFile(t, filepath.Join(dir, "empty-secret"), "\n")
+	if err := os.Mkdir(filepath.Join(dir, "kubedir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLOTILLA_EMPTY", "")
+
+	tests := []struct {
+		name string
+		doc  sections
+		want []Problem
+	}{
+		// server and events
+		{
+			name: "listen not host:port",
+			doc:  sections{server: "server: {listen: localhost, externalURL: 'http://x'}\n"},
+			want: []Problem{{"server.listen", `invalid address "localhost": want host:port, such as "127.0.0.1:8080"`}},
+		}, {
+			name: "listen port out of range",
+			doc:  sections{server: "server: {listen: 'localhost:70000'}\n"},
+			want: []Problem{{"server.listen", `invalid port "70000": want a number 0..65535`}},
+		}, {
+			name: "externalURL not http",
+			doc:  sections{server: "server: {externalURL: 'ftp://host/'}\n"},
+			want: []Problem{{"server.externalURL", `want an http or https URL, got scheme "ftp"`}},
+		}, {
+			name: "externalURL without host",
+			doc:  sections{server: "server: {externalURL: 'http:///path'}\n"},
+			want: []Problem{{"server.externalURL", "want an absolute URL with a host"}},
+		}, {
+			name: "sink relative",
+			doc:  sections{events: "events: {sink: /events}\n"},
+			want: []Problem{{"events.sink", `want an http or https URL, got scheme ""`}},
+		}, {
+			name: "sink unparsable",
+			doc:  sections{events: "events: {sink: 'http://[::1'}\n"},
+			want: []Problem{{"events.sink", `invalid URL: missing ']' in host`}},
+		}, {
+			name: "sink https ok",
+			doc:  sections{events: "events: {sink: 'https://events.example.com/'}\n"},
+		},
+		// receivers
+		{
+			name: "no receivers",
+			doc:  sections{receivers: "receivers: []\n"},
+			want: []Problem{{"receivers", "at least one receiver is required"}},
+		}, {
+			name: "receiver name and type required",
+			doc:  sections{receivers: "receivers: [{insecure: true}]\n"},
+			want: []Problem{
+				{"receivers[0].name", "required"},
+				{"receivers[0].type", "required; want one of distribution, github, flagger"},
+			},
+		}, {
+			name: "receiver name not a DNS label, type unknown",
+			doc:  sections{receivers: "receivers: [{name: My_Hook, type: gitlab, insecure: true}]\n"},
+			want: []Problem{
+				{"receivers[0].name", `invalid receiver name "My_Hook": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+				{"receivers[0].type", `unknown receiver type "gitlab"; want one of distribution, github, flagger`},
+			},
+		}, {
+			name: "receiver name too long",
+			doc:  sections{receivers: "receivers: [{name: " + strings.Repeat("a", 64) + ", type: github, insecure: true}]\n"},
+			want: []Problem{{"receivers[0].name", `invalid receiver name "` + strings.Repeat("a", 64) + `": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`}},
+		}, {
+			name: "duplicate receiver names",
+			doc: sections{receivers: `
+receivers:
+  - {name: hook, type: github, insecure: true}
+  - {name: other, type: github, insecure: true}
+  - {name: hook, type: flagger, insecure: true}
+`},
+			want: []Problem{{"receivers[2].name", `duplicate receiver name "hook" (first used by receivers[0])`}},
+		}, {
+			name: "receiver without secret",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github}]\n"},
+			want: []Problem{{"receivers[0].secret", "required unless insecure: true, since a receiver without a secret accepts anyone's requests"}},
+		}, {
+			name: "receiver insecure with secret",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, insecure: true, secret: {env: FLOTILLA_TEST_TOKEN}}]\n"},
+			want: []Problem{{"receivers[0].insecure", "cannot be true when a secret is set; remove one of them"}},
+		}, {
+			name: "secret with env and file",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, secret: {env: FLOTILLA_TEST_TOKEN, file: token}}]\n"},
+			want: []Problem{{"receivers[0].secret", "set exactly one of env and file"}},
+		}, {
+			name: "secret with neither env nor file",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, secret: {}}]\n"},
+			want: []Problem{{"receivers[0].secret", "set exactly one of env and file"}},
+		}, {
+			name: "secret env unset",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, secret: {env: FLOTILLA_NO_SUCH_VAR}}]\n"},
+			want: []Problem{{"receivers[0].secret.env", `environment variable "FLOTILLA_NO_SUCH_VAR" is not set or is empty`}},
+		}, {
+			name: "secret env empty",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, secret: {env: FLOTILLA_EMPTY}}]\n"},
+			want: []Problem{{"receivers[0].secret.env", `environment variable "FLOTILLA_EMPTY" is not set or is empty`}},
+		}, {
+			name: "secret file missing",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, secret: {file: secrets/nope}}]\n"},
+			want: []Problem{{"receivers[0].secret.file", "reading secret file: open " + filepath.Join(dir, "secrets", "nope") + ": no such file or directory"}},
+		}, {
+			name: "secret file only a newline",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, secret: {file: empty-secret}}]\n"},
+			want: []Problem{{"receivers[0].secret.file", `secret file "` + filepath.Join(dir, "empty-secret") + `" is empty`}},
+		},
+		// fleet
+		{
+			name: "unknown executor",
+			doc:  sections{fleet: "fleet: {executor: tekton, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
+			want: []Problem{{"fleet.executor", `unknown executor "tekton"; want one of embedded`}},
+		}, {
+			name: "no fleet at all",
+			doc:  sections{fleet: "-"},
+			want: []Problem{
+				{"fleet.clusters", "at least one cluster is required"},
+				{"fleet.waves", "at least one wave is required"},
+			},
+		}, {
+			name: "clusters without waves",
+			doc:  sections{fleet: "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}]}\n"},
+			want: []Problem{{"fleet.waves", "at least one wave is required"}},
+		}, {
+			name: "cluster name and kubeconfig required",
+			doc:  sections{fleet: "fleet: {clusters: [{}], waves: [{clusters: [c1]}]}\n"},
+			want: []Problem{
+				{"fleet.clusters[0].name", "required"},
+				{"fleet.clusters[0].kubeconfig", "required: the path of the cluster's kubeconfig"},
+				{"fleet.waves[0].clusters[0]", `unknown cluster "c1"`},
+			},
+		}, {
+			name: "cluster name invalid, kubeconfig missing",
+			doc:  sections{fleet: "fleet: {clusters: [{name: C1, kubeconfig: nope/kubeconfig}], waves: [{clusters: [C1]}]}\n"},
+			want: []Problem{
+				{"fleet.clusters[0].name", `invalid cluster name "C1": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+				{"fleet.clusters[0].kubeconfig", `file "` + filepath.Join(dir, "nope", "kubeconfig") + `" does not exist`},
+			},
+		}, {
+			name: "kubeconfig is a directory",
+			doc:  sections{fleet: "fleet: {clusters: [{name: c1, kubeconfig: kubedir}], waves: [{clusters: [c1]}]}\n"},
+			want: []Problem{{"fleet.clusters[0].kubeconfig", `"` + filepath.Join(dir, "kubedir") + `" is a directory; want a kubeconfig file`}},
+		}, {
+			name: "duplicate cluster names",
+			doc: sections{fleet: `
+fleet:
+  clusters:
+    - {name: c1, kubeconfig: c1.kubeconfig}
+    - {name: c1, kubeconfig: c2.kubeconfig}
+  waves: [{clusters: [c1]}]
+`},
+			want: []Problem{{"fleet.clusters[1].name", `duplicate cluster name "c1" (first used by fleet.clusters[0])`}},
+		}, {
+			name: "invalid labels",
+			doc: sections{fleet: `
+fleet:
+  clusters:
+    - name: c1
+      kubeconfig: c1.kubeconfig
+      labels: {"-bad": ok, good: "not ok!", "example.com/zone": eu-1}
+  waves: [{clusters: [c1]}]
+`},
+			want: []Problem{
+				{`fleet.clusters[0].labels["-bad"]`, "invalid label key: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"},
+				{`fleet.clusters[0].labels["good"]`, `invalid label value "not ok!": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+			},
+		}, {
+			name: "empty wave, unknown cluster",
+			doc: sections{fleet: `
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves:
+    - clusters: [c1]
+    - clusters: []
+    - clusters: [c9]
+`},
+			want: []Problem{
+				{"fleet.waves[1].clusters", "a wave needs at least one cluster"},
+				{"fleet.waves[2].clusters[0]", `unknown cluster "c9"`},
+			},
+		}, {
+			name: "cluster in two waves, and twice in one",
+			doc: sections{fleet: `
+fleet:
+  clusters:
+    - {name: c1, kubeconfig: c1.kubeconfig}
+    - {name: c2, kubeconfig: c2.kubeconfig}
+  waves:
+    - {name: first, clusters: [c1]}
+    - {name: second, clusters: [c2, c1, c2]}
+`},
+			want: []Problem{
+				{"fleet.waves[1].clusters[1]", `cluster "c1" is already in wave "first"; a cluster may be in only one wave`},
+				{"fleet.waves[1].clusters[2]", `cluster "c2" is listed twice in this wave`},
+			},
+		}, {
+			name: "cluster in no wave",
+			doc: sections{fleet: `
+fleet:
+  clusters:
+    - {name: c1, kubeconfig: c1.kubeconfig}
+    - {name: c2, kubeconfig: c2.kubeconfig}
+    - {name: c3, kubeconfig: c3.kubeconfig}
+  waves: [{clusters: [c2]}]
+`},
+			want: []Problem{
+				{"fleet.clusters[0]", `cluster "c1" is in no wave, so it would never receive rollouts; add it to one of fleet.waves`},
+				{"fleet.clusters[2]", `cluster "c3" is in no wave, so it would never receive rollouts; add it to one of fleet.waves`},
+			},
+		}, {
+			name: "wave names invalid and duplicate",
+			doc: sections{fleet: `
+fleet:
+  clusters:
+    - {name: c1, kubeconfig: c1.kubeconfig}
+    - {name: c2, kubeconfig: c2.kubeconfig}
+    - {name: c3, kubeconfig: c3.kubeconfig}
+  waves:
+    - {name: Canary, clusters: [c1]}
+    - {clusters: [c2]}
+    - {name: wave-2, clusters: [c3]}
+`},
+			want: []Problem{
+				{"fleet.waves[0].name", `invalid wave name "Canary": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+				{"fleet.waves[2].name", `duplicate wave name "wave-2" (first used by fleet.waves[1])`},
+			},
+		},
+		// applications
+		{
+			name: "no applications",
+			doc:  sections{applications: "applications: []\n"},
+			want: []Problem{{"applications", "at least one application is required"}},
+		}, {
+			name: "application with nothing set",
+			doc:  sections{applications: "applications: [{}]\n"},
+			want: []Problem{
+				{"applications[0].name", "required"},
+				{"applications[0].image", `required; want a repository host[:port]/path without tag or digest, such as "registry.example.com/team/app"`},
+				{"applications[0].workload.name", "required"},
+				{"applications[0].service.port", "required: the port the workload serves on, 1..65535"},
+			},
+		}, {
+			name: "application names invalid and duplicate",
+			doc: sections{applications: app + `
+  - name: podinfo
+    image: registry.example.com/demo/other
+    workload: {name: other}
+    service: {port: 80}
+  - name: pod.info
+    image: registry.example.com/demo/third
+    workload: {name: third}
+    service: {port: 80}
+`},
+			want: []Problem{
+				{"applications[1].name", `duplicate application name "podinfo" (first used by applications[0])`},
+				{"applications[2].name", `invalid application name "pod.info": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+			},
+		}, {
+			name: "image with tag",
+			doc:  sections{applications: strings.Replace(app, "demo/podinfo", "demo/podinfo:6.0.0", 1)},
+			want: []Problem{{"applications[0].image", `"registry.example.com/demo/podinfo:6.0.0" includes a tag; want a repository host[:port]/path without tag or digest, such as "registry.example.com/team/app"`}},
+		}, {
+			name: "image with port and tag",
+			doc:  sections{applications: strings.Replace(app, "registry.example.com/demo/podinfo", "127.0.0.1:5000/podinfo:1", 1)},
+			want: []Problem{{"applications[0].image", `"127.0.0.1:5000/podinfo:1" includes a tag; want a repository host[:port]/path without tag or digest, such as "registry.example.com/team/app"`}},
+		}, {
+			name: "image with digest",
+			doc:  sections{applications: strings.Replace(app, "demo/podinfo", "demo/podinfo@sha256:"+strings.Repeat("a", 64), 1)},
+			want: []Problem{{"applications[0].image", `"registry.example.com/demo/podinfo@sha256:` + strings.Repeat("a", 64) + `" includes a digest; want a repository host[:port]/path without tag or digest, such as "registry.example.com/team/app"`}},
+		}, {
+			name: "image without registry",
+			doc:  sections{applications: strings.Replace(app, "registry.example.com/demo/podinfo", "podinfo", 1)},
+			want: []Problem{{"applications[0].image", `invalid repository "podinfo": strict validation requires the registry to be explicitly defined; want a repository host[:port]/path without tag or digest, such as "registry.example.com/team/app"`}},
+		}, {
+			name: "image with upper case",
+			doc:  sections{applications: strings.Replace(app, "demo/podinfo", "Demo/PodInfo", 1)},
+			want: []Problem{{"applications[0].image", "invalid repository \"registry.example.com/Demo/PodInfo\": repository can only contain the characters `abcdefghijklmnopqrstuvwxyz0123456789_-./`: Demo/PodInfo; want a repository host[:port]/path without tag or digest, such as \"registry.example.com/team/app\""}},
+		}, {
+			name: "image on localhost with port",
+			doc:  sections{applications: strings.Replace(app, "registry.example.com/demo/podinfo", "localhost:5000/demo/podinfo", 1)},
+		}, {
+			name: "unknown track",
+			doc:  sections{applications: withApp("    track: Minor\n")},
+			want: []Problem{{"applications[0].track", `unknown track "Minor"; want one of PatchLevel, MinorVersion, MajorVersion, Newest`}},
+		}, {
+			name: "every track",
+			doc: sections{applications: `
+applications:
+  - {name: a, image: r.example.com/a, track: PatchLevel, workload: {name: a}, service: {port: 1}}
+  - {name: b, image: r.example.com/b, track: MinorVersion, workload: {name: b}, service: {port: 1}}
+  - {name: c, image: r.example.com/c, track: MajorVersion, workload: {name: c}, service: {port: 1}}
+  - {name: d, image: r.example.com/d, track: Newest, workload: {name: d}, service: {port: 65535}}
+`},
+		}, {
+			name: "namespace invalid",
+			doc:  sections{applications: withApp("    namespace: Demo\n")},
+			want: []Problem{{"applications[0].namespace", `invalid namespace name "Demo": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`}},
+		}, {
+			name: "workload kind unsupported, name and container invalid",
+			doc: sections{applications: `
+applications:
+  - name: podinfo
+    image: registry.example.com/demo/podinfo
+    workload: {kind: StatefulSet, name: Pod_Info, container: app.main}
+    service: {port: 9898}
+`},
+			want: []Problem{
+				{"applications[0].workload.kind", `unknown workload kind "StatefulSet"; want one of Deployment`},
+				{"applications[0].workload.name", `invalid name "Pod_Info": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+				{"applications[0].workload.container", `invalid container name "app.main": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+			},
+		}, {
+			name: "service port out of range",
+			doc:  sections{applications: strings.Replace(app, "port: 9898", "port: 65536", 1)},
+			want: []Problem{{"applications[0].service.port", "port 65536 out of range 1..65535"}},
+		}, {
+			name: "service port negative",
+			doc:  sections{applications: strings.Replace(app, "port: 9898", "port: -1", 1)},
+			want: []Problem{{"applications[0].service.port", "port -1 out of range 1..65535"}},
+		}, {
+			name: "delivery out of bounds",
+			doc:  sections{applications: withApp("    delivery: {strategy: canary, interval: 500ms, iterations: -1, threshold: -2, progressDeadline: -1m}\n")},
+			want: []Problem{
+				{"applications[0].delivery.strategy", `unknown strategy "canary"; want one of blueGreen`},
+				{"applications[0].delivery.interval", "must be at least 1s, got 500ms"},
+				{"applications[0].delivery.iterations", "must be at least 1, got -1"},
+				{"applications[0].delivery.threshold", "must be at least 1, got -2"},
+				{"applications[0].delivery.progressDeadline", "must be at least 1s, got -1m0s"},
+			},
+		}, {
+			name: "delivery at its minimums",
+			doc:  sections{applications: withApp("    delivery: {interval: 1s, iterations: 1, threshold: 1, progressDeadline: 1s}\n")},
+		}, {
+			name: "webhooks",
+			doc: sections{applications: withApp(`    delivery:
+      webhooks:
+        - {type: rollout, url: 'http://a/'}
+        - {name: gate, type: confirm, url: 'gate.example.com'}
+        - {name: gate, url: 'https://b/', timeout: -1s}
+        - {name: every-type-1, type: confirm-rollout, url: 'http://c/'}
+        - {name: every-type-2, type: pre-rollout, url: 'http://c/'}
+        - {name: every-type-3, type: confirm-traffic-increase, url: 'http://c/'}
+        - {name: every-type-4, type: confirm-promotion, url: 'http://c/'}
+        - {name: every-type-5, type: post-rollout, url: 'http://c/'}
+        - {name: every-type-6, type: rollback, url: 'http://c/'}
+        - {name: every-type-7, type: event, url: 'http://c/'}
+        - {name: no-url}
+`)},
+			want: []Problem{
+				{"applications[0].delivery.webhooks[0].name", "required"},
+				{"applications[0].delivery.webhooks[1].type", `unknown webhook type "confirm"; want one of confirm-rollout, pre-rollout, rollout, confirm-traffic-increase, confirm-promotion, post-rollout, rollback, event`},
+				{"applications[0].delivery.webhooks[1].url", `want an http or https URL, got scheme ""`},
+				{"applications[0].delivery.webhooks[2].name", `duplicate webhook name "gate" (first used by applications[0].delivery.webhooks[1])`},
+				{"applications[0].delivery.webhooks[2].timeout", "must be at least 1ms, got -1s"},
+				{"applications[0].delivery.webhooks[10].url", "required: an http or https URL"},
+			},
+		}, {
+			name: "same webhook name in two applications",
+			doc: sections{applications: app + `    delivery: {webhooks: [{name: load, url: 'http://a/'}]}
+  - name: other
+    image: registry.example.com/demo/other
+    workload: {name: other}
+    service: {port: 80}
+    delivery: {webhooks: [{name: load, url: 'http://a/'}]}
+`},
+		},
+		// many at once
+		{
+			name: "every section wrong, reported in order",
+			doc: sections{
+				server:    "server: {listen: nope}\n",
+				events:    "events: {sink: 'ftp://x'}\n",
+				receivers: "receivers: [{name: r, type: sns, secret: {env: FLOTILLA_NO_SUCH_VAR}}]\n",
+				fleet: `
+fleet:
+  clusters:
+    - {name: c1, kubeconfig: c1.kubeconfig}
+    - {name: c2, kubeconfig: missing.kubeconfig}
+  waves:
+    - clusters: [c1]
+    - clusters: [c9]
+`,
+				applications: withApp("    track: Minor\n"),
+			},
+			want: []Problem{
+				{"server.listen", `invalid address "nope": want host:port, such as "127.0.0.1:8080"`},
+				{"events.sink", `want an http or https URL, got scheme "ftp"`},
+				{"receivers[0].type", `unknown receiver type "sns"; want one of distribution, github, flagger`},
+				{"receivers[0].secret.env", `environment variable "FLOTILLA_NO_SUCH_VAR" is not set or is empty`},
+				{"fleet.clusters[1].kubeconfig", `file "` + filepath.Join(dir, "missing.kubeconfig") + `" does not exist`},
+				{"fleet.waves[1].clusters[0]", `unknown cluster "c9"`},
+				{"fleet.clusters[1]", `cluster "c2" is in no wave, so it would never receive rollouts; add it to one of fleet.waves`},
+				{"applications[0].track", `unknown track "Minor"; want one of PatchLevel, MinorVersion, MajorVersion, Newest`},
+			},
+		}, {
+			name: "empty document",
+			doc:  sections{receivers: "-", fleet: "-", applications: "-"},
+			want: []Problem{
+				{"receivers", "at least one receiver is required"},
+				{"fleet.clusters", "at least one cluster is required"},
+				{"fleet.waves", "at least one wave is required"},
+				{"applications", "at least one application is required"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.doc.doc()), dir)
+			var got []Problem
+			var verr *ValidationError
+			switch {
+			case errors.As(err, &verr):
+				got = verr.Problems
+				if c != nil {
+					t.Errorf("Parse returned a config with its error")
+				}
+			case err != nil:
+				t.Fatalf("Parse: %v, want a *ValidationError", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidationErrorMessage(t *testing.T) {
+	err := &ValidationError{Problems: []Problem{
+		{"applications[0].track", `unknown track "Minor"; want one of PatchLevel, MinorVersion, MajorVersion, Newest`},
+		{"fleet.waves[1].clusters[0]", `unknown cluster "c9"`},
+	}}
+	want := `applications[0].track: unknown track "Minor"; want one of PatchLevel, MinorVersion, MajorVersion, Newest
+fleet.waves[1].clusters[0]: unknown cluster "c9"`
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("Error() (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseReturnsValidationErrorUnwrapped(t *testing.T) {
+	_, err := Parse([]byte("receivers: []\n"), t.TempDir())
+	if _, ok := err.(*ValidationError); !ok { //nolint:errorlint // the unwrapped type is the contract
+		t.Errorf("Parse error is %T, want *ValidationError", err)
+	}
+}

@@ -1,0 +1,108 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+// Remote resolves tags against the registry over the network with
+// go-containerregistry. Build it with NewRemote; it is safe for concurrent use.
+type Remote struct {
+	insecure  map[string]bool
+	keychain  authn.Keychain
+	transport http.RoundTripper
+	timeout   time.Duration
+}
+
+var _ Resolver = (*Remote)(nil)
+
+// NewRemote returns a Remote configured by opts; see each Option for its default.
+func NewRemote(opts ...Option) *Remote {
+	r := &Remote{
+		insecure:  map[string]bool{},
+		keychain:  authn.DefaultKeychain,
+		transport: remote.DefaultTransport,
+		timeout:   DefaultTimeout,
+	}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
+}
+
+// noRetry makes go-containerregistry try each request once: flotilla retries
+// retryable errors itself, per event, and in-library retries would only
+// spend the per-call timeout sleeping.
+var noRetry = remote.Backoff{Steps: 1}
+
+// Resolve asks the registry for the digest image:tag points at now, with a
+// HEAD request, falling back to GET when HEAD fails or carries no digest
+// (HEAD responses have no body, so GET also says why it failed).
+func (r *Remote) Resolve(ctx context.Context, image, tag string) (string, error) {
+	ref, err := r.reference(image, tag)
+	if err != nil {
+		return "", events.Permanent(fmt.Errorf("resolving %s:%s: %w", image, tag, err))
+	}
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	opts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(r.keychain),
+		remote.WithTransport(r.transport),
+		remote.WithRetryBackoff(noRetry),
+	}
+
+	desc, err := remote.Head(ref, opts...)
+	if err == nil && desc.Digest != (v1.Hash{}) {
+		return desc.Digest.String(), nil
+	}
+	if ctx.Err() != nil { // no time left for a second request
+		return "", fmt.Errorf("resolving %s:%s: %w", image, tag, classify(err))
+	}
+	got, err := remote.Get(ref, opts...)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s:%s: %w", image, tag, classify(err))
+	}
+	return got.Digest.String(), nil
+}
+
+// reference parses image and tag, marking the registry insecure if listed.
+func (r *Remote) reference(image, tag string) (name.Tag, error) {
+	if tag == "" {
+		return name.Tag{}, errors.New("empty tag")
+	}
+	ref, err := name.NewTag(image + ":" + tag)
+	if err != nil {
+		return name.Tag{}, err
+	}
+	if r.insecure[ref.RegistryStr()] {
+		return name.NewTag(image+":"+tag, name.Insecure)
+	}
+	return ref, nil
+}
+
+// classify marks err permanent when retrying cannot help: the registry
+// answered with a 4xx other than 408 (timeout) and 429 (rate limited).
+// Network errors, context expiry and 5xx stay retryable.
+func classify(err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) && terr.StatusCode >= 400 && terr.StatusCode < 500 &&
+		terr.StatusCode != http.StatusRequestTimeout && terr.StatusCode != http.StatusTooManyRequests {
+		return events.Permanent(err)
+	}
+	return err
+}

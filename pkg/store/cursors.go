@@ -1,0 +1,41 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Cursor returns the sequence number consumer has recorded with SetCursor, or
+// 0 if it has none.
+func (s *Store) Cursor(ctx context.Context, consumer string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("reading cursor %q: %w", consumer, err)
+	}
+	var seq uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketCursors).Get([]byte(consumer)); len(v) == 8 {
+			seq = keySeq(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading cursor %q: %w", consumer, err)
+	}
+	return seq, nil
+}
+
+// SetCursor records seq as consumer's position. It is durable on return.
+func (s *Store) SetCursor(ctx context.Context, consumer string, seq uint64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("setting cursor %q: %w", consumer, err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCursors).Put([]byte(consumer), seqKey(seq))
+	})
+	if err != nil {
+		return fmt.Errorf("setting cursor %q: %w", consumer, err)
+	}
+	return nil
+}

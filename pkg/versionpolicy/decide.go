@@ -1,0 +1,88 @@
+package versionpolicy
+
+import "fmt"
+
+// Decision is the outcome of Decide. Reason is always set and reads as a
+// sentence fragment for logs and events, e.g.
+// "1.3.0 is a minor upgrade of 1.2.4; track PatchLevel allows patch upgrades only".
+type Decision struct {
+	Accept bool
+	Reason string
+}
+
+// Decide says whether the candidate tag should replace the current tag under
+// track. current may be "" when nothing is deployed yet: then any tag the
+// track recognises is accepted.
+//
+// A candidate the track does not recognise, an older or equal version, or an
+// upgrade larger than the track allows is rejected with a reason, not an
+// error; so is any candidate when current is not a version the (semantic)
+// track can compare against. The only error is an unknown track, which is
+// permanent (events.IsPermanent) and wraps ErrUnknownTrack.
+func Decide(track Track, current, candidate string) (Decision, error) {
+	if err := track.check(); err != nil {
+		return Decision{}, err
+	}
+	if track == Newest {
+		return decideNewest(current, candidate), nil
+	}
+	return decideSemantic(track, current, candidate), nil
+}
+
+// decideNewest accepts any valid tag other than the current one: the pushed
+// tag is, by construction, the most recently created.
+func decideNewest(current, candidate string) Decision {
+	switch {
+	case !tagRe.MatchString(candidate):
+		return reject("%q is not a valid image tag", candidate)
+	case candidate == current:
+		return reject("%s is the current tag", candidate)
+	case current == "":
+		return accept("%s is the newest tag and nothing is deployed yet; track %s follows the most recently pushed tag", candidate, Newest)
+	}
+	return accept("%s is newer than the current %s; track %s follows the most recently pushed tag", candidate, current, Newest)
+}
+
+// decideSemantic applies PatchLevel, MinorVersion or MajorVersion.
+func decideSemantic(track Track, current, candidate string) Decision {
+	cand, ok := parseVersion(candidate)
+	if !ok {
+		if preReleaseRe.MatchString(candidate) {
+			return reject("%s is a pre-release; track %s accepts only releases (X, X.Y or X.Y.Z, optionally prefixed with v)", candidate, track)
+		}
+		return reject("%q is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)", candidate)
+	}
+	if current == "" {
+		return accept("%s is a version and nothing is deployed yet", candidate)
+	}
+	cur, ok := parseVersion(current)
+	if !ok {
+		return reject("the current tag %q is not a semantic version; track %s cannot compare %s with it", current, track, candidate)
+	}
+
+	switch c := cand.compare(cur); {
+	case c < 0:
+		return reject("%s is older than the current %s", candidate, current)
+	case c == 0 && candidate == current:
+		return reject("%s is the current version", candidate)
+	case c == 0:
+		return reject("%s is the same version as the current %s", candidate, current)
+	}
+
+	kind := cand.upgradeKind(cur)
+	allowed := track == MajorVersion ||
+		track == MinorVersion && kind != "major" ||
+		track == PatchLevel && kind == "patch"
+	if !allowed {
+		return reject("%s is a %s upgrade of %s; track %s allows %s", candidate, kind, current, track, track.allows())
+	}
+	return accept("%s is a %s upgrade of %s; track %s allows it", candidate, kind, current, track)
+}
+
+func accept(format string, args ...any) Decision {
+	return Decision{Accept: true, Reason: fmt.Sprintf(format, args...)}
+}
+
+func reject(format string, args ...any) Decision {
+	return Decision{Accept: false, Reason: fmt.Sprintf(format, args...)}
+}
