@@ -222,3 +222,16 @@ func Decode[T any](e cloudevents.Event) (T, error) {
 	}
 	return v, nil
 }
+
+// TypeFunctionFailed records that a function gave up on an event.
+const TypeFunctionFailed = "dev.flotilla.function.failed.v1"
+
+// FunctionFailed: a function could not handle an event (a permanent error, or
+// retries exhausted). The event stays in the journal.
+type FunctionFailed struct {
+	Function  string `json:"function"`
+	EventID   string `json:"eventId"`
+	EventType string `json:"eventType"`
+	Error     string `json:"error"`
+	Permanent bool   `json:"permanent"`
+}

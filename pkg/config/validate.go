@@ -25,6 +25,7 @@ type Problem struct {
 	Message string
 }
 
+// String returns the problem as "path: message".
 func (p Problem) String() string { return p.Path + ": " + p.Message }
 
 // ValidationError lists every problem of a config that decoded but is

@@ -215,7 +215,7 @@ func TestRemoteResolveErrors(t *testing.T) {
 		{"unknown tag", host + "/team/app", "9.9.9", true},
 		{"unknown repository", host + "/team/nope", "1.0", true},
 		{"empty tag", host + "/team/app", "", true},
-		{"invalid tag", host + "/team/app", "-bad", true},
+		{"tag the registry rejects", host + "/team/app", "-bad", true},
 		{"invalid repository", host + "/Team/App", "1.0", true},
 		{"image with a tag already", host + "/team/app:1.0", "1.0", true},
 		{"unauthorized", manifestsFail(http.StatusUnauthorized, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`) + "/team/app", "1.0", true},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	bolt "go.etcd.io/bbolt"
@@ -29,7 +30,6 @@ type appendReq struct {
 
 type appendResult struct {
 	recs []Record
-	dups int
 	err  error
 }
 
@@ -76,7 +76,7 @@ func (s *Store) Append(ctx context.Context, evs ...cloudevents.Event) ([]Record,
 		if res.err != nil {
 			return nil, fmt.Errorf("appending events: %w", res.err)
 		}
-		s.metrics.appended(len(res.recs), res.dups, s.now().Sub(start).Seconds())
+		s.metrics.appendTook(s.now().Sub(start).Seconds())
 		return res.recs, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("appending events (they may still be journaled): %w", ctx.Err())
@@ -114,8 +114,9 @@ func (s *Store) writer() {
 // commit writes batch in one transaction and answers every request in it.
 func (s *Store) commit(batch []*appendReq) {
 	results := make([]appendResult, len(batch))
+	start := time.Now()
 	var last uint64
-	added := 0
+	added, dups := 0, 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		events, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketEventIDs)
 		for i, req := range batch {
@@ -123,7 +124,7 @@ func (s *Store) commit(batch []*appendReq) {
 			for j, e := range req.evs {
 				id := []byte(e.ID())
 				if ids.Get(id) != nil {
-					res.dups++
+					dups++
 					continue
 				}
 				seq, err := events.NextSequence()
@@ -151,6 +152,8 @@ func (s *Store) commit(batch []*appendReq) {
 		}
 		return
 	}
+	s.log.Debug("committed journal batch", "requests", len(batch), "events", added, "duration", time.Since(start))
+	s.metrics.committed(added, dups)
 	if added > 0 {
 		s.lastSeq.Store(last)
 		s.notify()

@@ -65,11 +65,19 @@ func (m *metrics) unregister() {
 	}
 }
 
-func (m *metrics) appended(n, dups int, seconds float64) {
+// committed counts a commit's events, including those of callers that gave up
+// waiting.
+func (m *metrics) committed(added, dups int) {
 	if m == nil {
 		return
 	}
-	m.events.Add(float64(n))
+	m.events.Add(float64(added))
 	m.duplicates.Add(float64(dups))
+}
+
+func (m *metrics) appendTook(seconds float64) {
+	if m == nil {
+		return
+	}
 	m.appendDur.Observe(seconds)
 }

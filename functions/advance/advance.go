@@ -1,0 +1,120 @@
+package advance
+
+import (
+	"context"
+	"fmt"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Function is the advance function.
+type Function struct {
+	repo *rollout.Repo
+}
+
+// New returns advance.
+func New(repo *rollout.Repo) *Function { return &Function{repo: repo} }
+
+func (*Function) Name() string { return "advance" }
+func (*Function) Consumes() []string {
+	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed}
+}
+
+type step struct {
+	typ     string
+	payload any
+}
+
+// Handle records one cluster result and moves the rollout on.
+func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	res, err := events.Decode[events.ClusterResult](e)
+	if err != nil {
+		return nil, err
+	}
+	var steps []step
+	ro, err := f.repo.Update(ctx, res.RolloutID, func(r *rollout.Rollout) error {
+		steps = nil
+		cl, w, err := r.Cluster(res.Cluster)
+		if err != nil {
+			return events.Permanent(err)
+		}
+		if r.Phase != rollout.Progressing {
+			return nil
+		}
+		switch e.Type() {
+		case events.TypeClusterSucceeded:
+			cl.Phase = rollout.ClusterSucceeded
+		case events.TypeClusterFailed:
+			cl.Phase = rollout.ClusterFailed
+		}
+		cl.Message = res.Reason
+		if w != r.Wave {
+			return nil
+		}
+		steps = decide(r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cloudevents.Event, 0, len(steps))
+	for _, s := range steps {
+		if s.typ == events.TypeRolloutSucceeded {
+			if err := f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
+				st.DeployedTag, st.DeployedDigest = ro.Tag, ro.Digest
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+		}
+		ev, err := events.Derive(e, s.typ, ro.ID, s.payload)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// decide moves r on after a cluster result in its current wave; it returns the
+// events of the transition (none while the wave is still running).
+func decide(r *rollout.Rollout) []step {
+	w := r.Wave
+	done, failed := r.WaveOutcome(w)
+	const budget = 0
+	if failed > budget {
+		r.Phase = rollout.Failed
+		r.Reason = fmt.Sprintf("wave %d (%s): %s", w+1, r.Waves[w].Name, failures(r, w))
+		return []step{{events.TypeRolloutFailed, events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}}
+	}
+	if !done {
+		return nil
+	}
+	steps := []step{{events.TypeWaveSucceeded, events.WaveResult{RolloutID: r.ID, Wave: w}}}
+	if w+1 < len(r.Waves) {
+		r.Wave = w + 1
+		var names []string
+		for _, c := range r.Waves[r.Wave].Clusters {
+			names = append(names, c.Name)
+		}
+		return append(steps, step{events.TypeWaveStarted, events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: names}})
+	}
+	r.Phase = rollout.Succeeded
+	return append(steps, step{events.TypeRolloutSucceeded, events.RolloutResult{RolloutID: r.ID}})
+}
+
+func failures(r *rollout.Rollout, w int) string {
+	s := ""
+	for _, c := range r.Waves[w].Clusters {
+		if c.Phase == rollout.ClusterFailed {
+			if s != "" {
+				s += "; "
+			}
+			s += fmt.Sprintf("cluster %s failed: %s", c.Name, c.Message)
+		}
+	}
+	return s
+}

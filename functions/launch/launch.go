@@ -1,0 +1,141 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// StatusReader reads a canary's live state (pkg/cluster.Set).
+type StatusReader interface {
+	CanaryStatus(ctx context.Context, cluster, namespace, name, container string) (cluster.CanaryStatus, error)
+}
+
+// Hooks builds the event hook a canary reports to, for a cluster and rollout.
+type Hooks func(cluster, rolloutID string) canary.EventHook
+
+// Function is the launch function.
+type Function struct {
+	cfg         *config.Config
+	repo        *rollout.Repo
+	exec        pipelines.Executor
+	status      StatusReader
+	hooks       Hooks
+	maxParallel int
+}
+
+// New returns launch; maxParallel bounds the pipelines run at once (default 16).
+func New(cfg *config.Config, repo *rollout.Repo, exec pipelines.Executor, status StatusReader, hooks Hooks, maxParallel int) *Function {
+	if maxParallel <= 0 {
+		maxParallel = 16
+	}
+	return &Function{cfg: cfg, repo: repo, exec: exec, status: status, hooks: hooks, maxParallel: maxParallel}
+}
+
+func (*Function) Name() string       { return "launch" }
+func (*Function) Consumes() []string { return []string{events.TypeWaveStarted} }
+
+// Handle applies the rollout to every cluster of the wave.
+func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	w, err := events.Decode[events.WaveStarted](e)
+	if err != nil {
+		return nil, err
+	}
+	ro, err := f.repo.Get(ctx, w.RolloutID)
+	if err != nil {
+		return nil, err
+	}
+	if ro.Phase != rollout.Progressing || ro.Wave != w.Wave {
+		return nil, nil // the rollout moved on (failed, superseded): nothing to launch
+	}
+	app, ok := f.cfg.Application(ro.Application)
+	if !ok {
+		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
+	}
+	var (
+		mu  sync.Mutex
+		out []cloudevents.Event
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.maxParallel)
+	for _, name := range w.Clusters {
+		g.Go(func() error {
+			ev, err := f.launchCluster(gctx, e, ro, app, w.Wave, name)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out = append(out, ev)
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro rollout.Rollout, app config.Application, wave int, name string) (cloudevents.Event, error) {
+	result := func(typ, reason string) (cloudevents.Event, error) {
+		return events.Derive(e, typ, name, events.ClusterResult{RolloutID: ro.ID, Wave: wave, Cluster: name, Reason: reason})
+	}
+	if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
+		c, _, err := r.Cluster(name)
+		if err != nil {
+			return err
+		}
+		if c.Phase == rollout.ClusterPending {
+			c.Phase = rollout.ClusterApplying
+		}
+		return nil
+	}); err != nil {
+		return cloudevents.Event{}, err
+	}
+	res, err := f.exec.ApplyCanary(ctx, name, tasks.ApplyCanaryParams{
+		Rollout:   ro.ID,
+		Namespace: app.Namespace,
+		Workload:  app.Workload.Name,
+		Container: app.Workload.Container,
+		Image:     ro.Ref(),
+		Canary:    canary.Render(app, canary.Input{Rollout: ro.ID, Event: f.hooks(name, ro.ID)}),
+	})
+	if events.IsPermanent(err) {
+		return result(events.TypeClusterFailed, "pipeline failed: "+err.Error())
+	}
+	if err != nil {
+		return cloudevents.Event{}, fmt.Errorf("applying to %s: %w", name, err)
+	}
+	if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
+		c, _, err := r.Cluster(name)
+		if err != nil {
+			return err
+		}
+		if c.PreviousImage == "" {
+			c.PreviousImage = res.PreviousImage
+		}
+		if c.Phase == rollout.ClusterApplying {
+			c.Phase = rollout.ClusterProgressing
+		}
+		return nil
+	}); err != nil {
+		return cloudevents.Event{}, err
+	}
+	if !res.Changed {
+		// Flagger sees no new revision and will report nothing: if the primary
+		// already runs the digest, the cluster is done.
+		st, err := f.status.CanaryStatus(ctx, name, app.Namespace, app.Workload.Name, app.Workload.Container)
+		if err == nil && st.PrimaryImage == ro.Ref() {
+			return result(events.TypeClusterSucceeded, "already running "+ro.Ref())
+		}
+	}
+	return result(events.TypeClusterApplied, "")
+}

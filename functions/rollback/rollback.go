@@ -1,0 +1,156 @@
+package rollback
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/launch"
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Function is the rollback function.
+type Function struct {
+	cfg         *config.Config
+	repo        *rollout.Repo
+	exec        pipelines.Executor
+	hooks       launch.Hooks
+	maxParallel int
+}
+
+// New returns rollback.
+func New(cfg *config.Config, repo *rollout.Repo, exec pipelines.Executor, hooks launch.Hooks, maxParallel int) *Function {
+	if maxParallel <= 0 {
+		maxParallel = 16
+	}
+	return &Function{cfg: cfg, repo: repo, exec: exec, hooks: hooks, maxParallel: maxParallel}
+}
+
+func (*Function) Name() string { return "rollback" }
+func (*Function) Consumes() []string {
+	return []string{events.TypeRolloutFailed, events.TypeClusterReverted}
+}
+
+// Handle starts or continues the rollback of one rollout.
+func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	var id string
+	switch e.Type() {
+	case events.TypeRolloutFailed:
+		r, err := events.Decode[events.RolloutResult](e)
+		if err != nil {
+			return nil, err
+		}
+		id = r.RolloutID
+	default:
+		r, err := events.Decode[events.ClusterResult](e)
+		if err != nil {
+			return nil, err
+		}
+		id = r.RolloutID
+		if _, err := f.repo.Update(ctx, id, func(ro *rollout.Rollout) error {
+			c, _, err := ro.Cluster(r.Cluster)
+			if err != nil {
+				return events.Permanent(err)
+			}
+			if c.Phase == rollout.ClusterReverting {
+				c.Phase, c.Message = rollout.ClusterReverted, r.Reason
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return f.next(ctx, e, id)
+}
+
+// next reverts the newest wave that still has clusters on the new digest, or
+// ends the rollback when none is left and nothing is being reverted.
+func (f *Function) next(ctx context.Context, e cloudevents.Event, id string) ([]cloudevents.Event, error) {
+	var (
+		wave     = -1
+		targets  []string
+		finished bool
+	)
+	ro, err := f.repo.Update(ctx, id, func(ro *rollout.Rollout) error {
+		wave, targets, finished = -1, nil, false
+		if ro.Phase != rollout.Failed {
+			return nil
+		}
+		for w := range ro.Waves {
+			if ro.Reverting(w) {
+				return nil // wait for the wave being reverted
+			}
+		}
+		wave = ro.RevertWave(len(ro.Waves) - 1)
+		if wave < 0 {
+			ro.Phase, finished = rollout.RolledBack, true
+			return nil
+		}
+		targets = ro.ToRevert(wave)
+		for _, name := range targets {
+			c, _, _ := ro.Cluster(name)
+			c.Phase = rollout.ClusterReverting
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if finished {
+		out, err := events.Derive(e, events.TypeRolloutRolledBack, id, events.RolloutResult{RolloutID: id, Reason: ro.Reason})
+		return []cloudevents.Event{out}, err
+	}
+	if wave < 0 {
+		return nil, nil
+	}
+	return nil, f.revert(ctx, ro, targets)
+}
+
+func (f *Function) revert(ctx context.Context, ro rollout.Rollout, names []string) error {
+	app, ok := f.cfg.Application(ro.Application)
+	if !ok {
+		return events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.maxParallel)
+	var failed []string
+	for _, name := range names {
+		c, _, _ := ro.Cluster(name)
+		prev := c.PreviousImage
+		g.Go(func() error {
+			_, err := f.exec.ApplyCanary(gctx, name, tasks.ApplyCanaryParams{
+				Rollout:   ro.ID + "-revert",
+				Namespace: app.Namespace,
+				Workload:  app.Workload.Name,
+				Container: app.Workload.Container,
+				Image:     prev,
+				Canary: canary.Render(app, canary.Input{
+					Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
+				}),
+			})
+			if events.IsPermanent(err) {
+				mu.Lock()
+				failed = append(failed, fmt.Sprintf("%s: %v", name, err))
+				mu.Unlock()
+				return nil
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("reverting rollout %s: %w", ro.ID, err)
+	}
+	if len(failed) > 0 {
+		return events.Permanent(fmt.Errorf("reverting rollout %s: %v", ro.ID, failed))
+	}
+	return nil
+}

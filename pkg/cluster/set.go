@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+)
+
+// Set holds a client configuration per cluster of the fleet.
+type Set struct {
+	cfgs map[string]*rest.Config
+
+	mu      sync.Mutex
+	clients map[string]*clients
+}
+
+type clients struct {
+	kube    kubernetes.Interface
+	flagger flaggerclient.Interface
+}
+
+// NewSet loads the kubeconfig of every cluster.
+func NewSet(clusters []config.Cluster) (*Set, error) {
+	s := &Set{cfgs: map[string]*rest.Config{}, clients: map[string]*clients{}}
+	for _, c := range clusters {
+		cfg, err := kube.RESTConfig(c.Kubeconfig, c.Context)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		s.cfgs[c.Name] = cfg
+	}
+	return s, nil
+}
+
+// Config returns the client configuration of a cluster.
+func (s *Set) Config(name string) (*rest.Config, error) {
+	cfg, ok := s.cfgs[name]
+	if !ok {
+		return nil, events.Permanent(fmt.Errorf("unknown cluster %q", name))
+	}
+	return cfg, nil
+}
+
+func (s *Set) clientsFor(name string) (*clients, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[name]; ok {
+		return c, nil
+	}
+	cfg, err := s.Config(name)
+	if err != nil {
+		return nil, err
+	}
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating client for %s: %w", name, err)
+	}
+	f, err := flaggerclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating flagger client for %s: %w", name, err)
+	}
+	c := &clients{kube: k, flagger: f}
+	s.clients[name] = c
+	return c, nil
+}
+
+// CanaryStatus is the live state of one canary.
+type CanaryStatus struct {
+	Phase        string
+	Weight       int
+	PrimaryImage string // image of the container in <workload>-primary ("" if Flagger has not made it yet)
+	TargetImage  string // image of the container in the workload itself (the canary)
+}
+
+// CanaryStatus reads a canary and its workloads. container "" means the first.
+func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace, name, container string) (CanaryStatus, error) {
+	var st CanaryStatus
+	c, err := s.clientsFor(clusterName)
+	if err != nil {
+		return st, err
+	}
+	cn, err := c.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return st, fmt.Errorf("reading canary %s/%s in %s: %w", namespace, name, clusterName, err)
+	}
+	st.Phase, st.Weight = string(cn.Status.Phase), cn.Status.CanaryWeight
+	target := cn.Spec.TargetRef.Name
+	if st.TargetImage, err = s.image(ctx, c, namespace, target, container); err != nil {
+		return st, err
+	}
+	if st.PrimaryImage, err = s.image(ctx, c, namespace, target+"-primary", container); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+func (s *Set) image(ctx context.Context, c *clients, namespace, name, container string) (string, error) {
+	d, err := c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading deployment %s/%s: %w", namespace, name, err)
+	}
+	for i, ct := range d.Spec.Template.Spec.Containers {
+		if ct.Name == container || (container == "" && i == 0) {
+			return ct.Image, nil
+		}
+	}
+	return "", nil
+}

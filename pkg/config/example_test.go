@@ -1,0 +1,82 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestExampleConfig parses config/example.yaml as it is, except that its
+// kubeconfig paths under /tmp/flotilla-fleet, which a local fleet would
+// create, are pointed at files in a temporary directory: Parse checks that
+// kubeconfigs exist, like Load.
+func TestExampleConfig(t *testing.T) {
+	const fleetDir = "/tmp/flotilla-fleet/"
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), fleetDir) {
+		t.Fatalf("example.yaml names no kubeconfig under %s", fleetDir)
+	}
+	tmp := t.TempDir()
+	for _, c := range []string{"c1", "c2", "c3"} {
+		writeFile(t, filepath.Join(tmp, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	}
+	data = []byte(strings.ReplaceAll(string(data), fleetDir, tmp+"/"))
+	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
+	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
+	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
+
+	got, err := Parse(data, filepath.Join("..", "..", "config"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &Config{
+		Server: Server{
+			Listen:      "127.0.0.1:8080",
+			DataDir:     "/tmp/flotilla-data",
+			ExternalURL: "http://127.0.0.1:8080",
+		},
+		Receivers: []Receiver{
+			{Name: "registry", Type: "distribution", Secret: &Secret{Env: "FLOTILLA_REGISTRY_TOKEN"}, SecretValue: "registry-token"},
+			{Name: "github", Type: "github", Secret: &Secret{Env: "FLOTILLA_GITHUB_SECRET"}, SecretValue: "github-secret"},
+			{Name: "flagger", Type: "flagger", Secret: &Secret{Env: "FLOTILLA_FLAGGER_TOKEN"}, SecretValue: "flagger-token"},
+		},
+		Fleet: Fleet{
+			Executor: "embedded",
+			Clusters: []Cluster{
+				{Name: "c1", Kubeconfig: filepath.Join(tmp, "c1", "kubeconfig"), Labels: map[string]string{"env": "canary"}},
+				{Name: "c2", Kubeconfig: filepath.Join(tmp, "c2", "kubeconfig"), Labels: map[string]string{"env": "prod"}},
+				{Name: "c3", Kubeconfig: filepath.Join(tmp, "c3", "kubeconfig"), Labels: map[string]string{"env": "prod"}},
+			},
+			Waves: []Wave{
+				{Name: "canary", Clusters: []string{"c1"}},
+				{Name: "prod", Clusters: []string{"c2", "c3"}},
+			},
+		},
+		Applications: []Application{{
+			Name:      "podinfo",
+			Image:     "127.0.0.1:5000/demo/podinfo",
+			Track:     TrackMinorVersion,
+			Namespace: "demo",
+			Workload:  Workload{Kind: "Deployment", Name: "podinfo", Container: "podinfo"},
+			Service:   Service{Port: 9898},
+			Delivery: Delivery{
+				Strategy:         "blueGreen",
+				Interval:         Duration{10 * time.Second},
+				Iterations:       2,
+				Threshold:        1,
+				ProgressDeadline: Duration{2 * time.Minute},
+				Webhooks:         []Webhook{},
+			},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("example config (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,142 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseErrors(t *testing.T) {
+	dir := testDir(t)
+	tests := []struct {
+		name string
+		doc  string
+		want string // the whole error message
+	}{{
+		name: "unknown top-level field",
+		doc:  "serverr: {}\n",
+		want: `parsing config: line 1: unknown field "serverr"`,
+	}, {
+		name: "unknown nested fields, all reported with lines and paths",
+		doc: sections{applications: `
+applications:
+  - name: podinfo
+    image: registry.example.com/demo/podinfo
+    workload: {name: podinfo}
+    service: {port: 9898, protocol: http}
+    delivery:
+      webhooks:
+        - {name: a, url: 'http://a/', retries: 3}
+`}.doc(),
+		want: `parsing config: line 18: applications[0].service: unknown field "protocol"
+line 21: applications[0].delivery.webhooks[0]: unknown field "retries"`,
+	}, {
+		name: "field matched case-sensitively",
+		doc:  "server: {dataDIR: x}\n",
+		want: `parsing config: line 1: server: unknown field "dataDIR" (did you mean "dataDir"?)`,
+	}, {
+		name: "SecretValue is not a field",
+		doc:  "receivers: [{name: r, type: github, secretValue: hunter2}]\n",
+		want: `parsing config: line 1: receivers[0]: unknown field "secretValue"`,
+	}, {
+		name: "bad duration",
+		doc:  "applications: [{delivery: {interval: 10x}}]\n",
+		want: `parsing config: line 1: applications[0].delivery.interval: invalid duration "10x": want a Go duration such as "10s" or "1m30s"`,
+	}, {
+		name: "duration as a number",
+		doc:  "applications: [{delivery: {interval: 10}}]\n",
+		want: `parsing config: line 1: applications[0].delivery.interval: invalid duration "10": want a Go duration such as "10s" or "1m30s"`,
+	}, {
+		name: "duration as a list",
+		doc:  "applications: [{delivery: {interval: [10s]}}]\n",
+		want: `parsing config: line 1: applications[0].delivery.interval: want a duration such as "10s", got a list`,
+	}, {
+		name: "wrong shapes",
+		doc: `receivers: {name: r}
+fleet:
+  clusters: [c1]
+  waves: [{clusters: c1}]
+applications: [{service: {port: "80"}, delivery: {iterations: 1.5}}]
+`,
+		want: `parsing config: line 1: receivers: want a list, got a mapping
+line 3: fleet.clusters[0]: want a mapping of fields, got a scalar
+line 4: fleet.waves[0].clusters: want a list, got a scalar
+line 5: applications[0].service.port: want an integer, got "80"
+line 5: applications[0].delivery.iterations: want an integer, got "1.5"`,
+	}, {
+		name: "bool and int",
+		doc:  "receivers: [{insecure: yes}]\napplications: [{service: {port: 99999999999}}]\n",
+		want: `parsing config: line 1: receivers[0].insecure: want true or false, got "yes"
+line 2: applications[0].service.port: integer 99999999999 out of range`,
+	}, {
+		name: "syntax error",
+		doc:  "server:\n  listen: [\n",
+		want: "parsing config: yaml: line 2: did not find expected node content",
+	}, {
+		name: "not a mapping",
+		doc:  "- a\n- b\n",
+		want: "parsing config: line 1: want a mapping of fields, got a list",
+	}, {
+		name: "two documents",
+		doc:  "server: {}\n---\nserver: {}\n",
+		want: "parsing config: line 2: want a single YAML document, found another",
+	}, {
+		name: "duplicate key",
+		doc:  "server: {}\nserver: {}\n",
+		want: `parsing config: error converting YAML to JSON: yaml: unmarshal errors:
+  line 2: key "server" already set in map`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc), dir)
+			if err == nil {
+				t.Fatal("Parse succeeded, want an error")
+			}
+			if errors.As(err, new(*ValidationError)) {
+				t.Errorf("Parse error is a ValidationError, want a parse error")
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseAnchors(t *testing.T) {
+	dir := testDir(t)
+	doc := sections{applications: `
+x-delivery: &delivery {interval: 10s, iterations: 2}
+applications:
+  - name: a
+    image: r.example.com/a
+    workload: {name: a}
+    service: {port: 80}
+    delivery: *delivery
+  - name: b
+    image: r.example.com/b
+    workload: {name: b}
+    service: {port: 80}
+    delivery:
+      <<: *delivery
+      threshold: 1
+`}.doc()
+	// A top-level extension field is still an unknown field.
+	_, err := Parse([]byte(doc), dir)
+	want := `parsing config: line 14: unknown field "x-delivery"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Parse = %v, want %s", err, want)
+	}
+
+	doc = strings.Replace(doc, "x-delivery: &delivery {interval: 10s, iterations: 2}\n", "", 1)
+	doc = strings.Replace(doc, "delivery: *delivery", "delivery: &delivery {interval: 10s, iterations: 2}", 1)
+	c, err := Parse([]byte(doc), dir)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	got := []Delivery{c.Applications[0].Delivery, c.Applications[1].Delivery}
+	if got[1].Interval != got[0].Interval || got[1].Iterations != 2 || got[1].Threshold != 1 {
+		t.Errorf("merged deliveries = %+v", got)
+	}
+}

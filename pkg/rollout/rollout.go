@@ -1,0 +1,143 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+)
+
+// Phase of a rollout.
+type Phase string
+
+const (
+	Progressing Phase = "Progressing"
+	Succeeded   Phase = "Succeeded"
+	Failed      Phase = "Failed" // failed, rollback under way
+	RolledBack  Phase = "RolledBack"
+)
+
+// Done tells whether the rollout has ended.
+func (p Phase) Done() bool { return p == Succeeded || p == RolledBack }
+
+// ClusterPhase is where one cluster stands in a rollout.
+type ClusterPhase string
+
+const (
+	ClusterPending     ClusterPhase = "Pending"     // its wave has not started
+	ClusterApplying    ClusterPhase = "Applying"    // the pipeline is applying the canary
+	ClusterProgressing ClusterPhase = "Progressing" // applied; Flagger is analysing
+	ClusterSucceeded   ClusterPhase = "Succeeded"   // the primary runs the new digest
+	ClusterFailed      ClusterPhase = "Failed"      // analysis or pipeline failed
+	ClusterReverting   ClusterPhase = "Reverting"   // rollback applied the previous image
+	ClusterReverted    ClusterPhase = "Reverted"    // the primary runs the previous image again
+)
+
+// Rollout is one digest of one application on its way through the fleet.
+type Rollout struct {
+	ID          string    `json:"id"`
+	Application string    `json:"application"`
+	Image       string    `json:"image"` // registry/repository
+	Tag         string    `json:"tag"`
+	Digest      string    `json:"digest"`
+	Phase       Phase     `json:"phase"`
+	Reason      string    `json:"reason,omitempty"`
+	Wave        int       `json:"wave"` // index of the current wave
+	Waves       []Wave    `json:"waves"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+}
+
+// Wave is one ordered step of the rollout.
+type Wave struct {
+	Name     string    `json:"name"`
+	Clusters []Cluster `json:"clusters"`
+}
+
+// Cluster is one cluster's state in a rollout.
+type Cluster struct {
+	Name          string       `json:"name"`
+	Phase         ClusterPhase `json:"phase"`
+	PreviousImage string       `json:"previousImage,omitempty"` // what the workload ran before; rollback restores it
+	CanaryPhase   string       `json:"canaryPhase,omitempty"`   // last Flagger phase seen
+	CanaryWeight  int          `json:"canaryWeight,omitempty"`
+	Message       string       `json:"message,omitempty"`
+	Updated       time.Time    `json:"updated"`
+}
+
+// Ref is the pinned image reference the rollout deploys.
+func (r *Rollout) Ref() string { return r.Image + "@" + r.Digest }
+
+// Cluster finds a cluster of the rollout and the index of its wave.
+func (r *Rollout) Cluster(name string) (*Cluster, int, error) {
+	for w := range r.Waves {
+		for c := range r.Waves[w].Clusters {
+			if r.Waves[w].Clusters[c].Name == name {
+				return &r.Waves[w].Clusters[c], w, nil
+			}
+		}
+	}
+	return nil, -1, fmt.Errorf("rollout %s has no cluster %q", r.ID, name)
+}
+
+// WaveOutcome tells whether every cluster of wave w has finished and how many
+// of them failed.
+func (r *Rollout) WaveOutcome(w int) (done bool, failed int) {
+	done = true
+	for _, c := range r.Waves[w].Clusters {
+		switch c.Phase {
+		case ClusterSucceeded:
+		case ClusterFailed:
+			failed++
+		default:
+			done = false
+		}
+	}
+	return done, failed
+}
+
+// RevertWave returns the newest wave at or before `from` that still has
+// clusters to revert (those that took the new digest), or -1.
+func (r *Rollout) RevertWave(from int) int {
+	for w := min(from, len(r.Waves)-1); w >= 0; w-- {
+		if len(r.ToRevert(w)) > 0 {
+			return w
+		}
+	}
+	return -1
+}
+
+// ToRevert lists the clusters of wave w that took the new digest and are not
+// reverted yet (or being reverted).
+func (r *Rollout) ToRevert(w int) []string {
+	var out []string
+	for _, c := range r.Waves[w].Clusters {
+		switch c.Phase {
+		case ClusterApplying, ClusterProgressing, ClusterSucceeded, ClusterFailed:
+			if c.PreviousImage != "" {
+				out = append(out, c.Name)
+			}
+		}
+	}
+	return out
+}
+
+// Reverting reports whether wave w still has clusters being reverted.
+func (r *Rollout) Reverting(w int) bool {
+	for _, c := range r.Waves[w].Clusters {
+		if c.Phase == ClusterReverting {
+			return true
+		}
+	}
+	return false
+}
+
+// AppState is what flotilla knows of an application across rollouts.
+type AppState struct {
+	Name string `json:"name"`
+	// Deployed is the tag and digest the whole fleet last converged on.
+	DeployedTag    string `json:"deployedTag,omitempty"`
+	DeployedDigest string `json:"deployedDigest,omitempty"`
+	// LatestTag is the newest tag a rollout was started for; a push is compared
+	// with it, so a redelivered or older push starts nothing.
+	LatestTag     string `json:"latestTag,omitempty"`
+	LatestRollout string `json:"latestRollout,omitempty"`
+}

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+type metrics struct {
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_function_calls_total",
+			Help: "Function invocations by function and outcome (ok, retryable, permanent).",
+		}, []string{"function", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flotilla_function_duration_seconds",
+			Help:    "Time a function took to handle one event.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"function"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.calls, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering runtime metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(fn string, err error, d time.Duration) {
+	outcome := "ok"
+	switch {
+	case events.IsPermanent(err):
+		outcome = "permanent"
+	case err != nil:
+		outcome = "retryable"
+	}
+	m.calls.WithLabelValues(fn, outcome).Inc()
+	m.duration.WithLabelValues(fn).Observe(d.Seconds())
+}

@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+)
+
+// Mirror posts every journaled event, in order, to an outbound CloudEvents
+// sink (binary HTTP mode). It keeps its own cursor, so a sink that is down
+// delays the mirror but never the rollouts, and loses nothing.
+type Mirror struct {
+	j      Journal
+	client cloudevents.Client
+	target string
+	log    *slog.Logger
+}
+
+const mirrorCursor = "sink"
+
+// NewMirror returns a mirror to url.
+func NewMirror(j Journal, url string, log *slog.Logger) (*Mirror, error) {
+	c, err := cloudevents.NewClientHTTP()
+	if err != nil {
+		return nil, fmt.Errorf("creating sink client: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Mirror{j: j, client: c, target: url, log: log}, nil
+}
+
+// Run mirrors until ctx ends.
+func (m *Mirror) Run(ctx context.Context) error {
+	cursor, err := m.j.Cursor(ctx, mirrorCursor)
+	if err != nil {
+		return fmt.Errorf("reading sink cursor: %w", err)
+	}
+	for {
+		changed := m.j.Changed()
+		recs, err := m.j.Read(ctx, cursor, 256)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("reading journal: %w", err)
+		}
+		if len(recs) == 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+				continue
+			}
+		}
+		for _, r := range recs {
+			if err := m.send(ctx, r.Event); err != nil {
+				return nil // ctx ended
+			}
+			cursor = r.Seq
+		}
+		if err := m.j.SetCursor(context.WithoutCancel(ctx), mirrorCursor, cursor); err != nil {
+			return fmt.Errorf("saving sink cursor: %w", err)
+		}
+	}
+}
+
+// send posts e until the sink acknowledges it or ctx ends.
+func (m *Mirror) send(ctx context.Context, e cloudevents.Event) error {
+	delay := 100 * time.Millisecond
+	for {
+		res := m.client.Send(cloudevents.ContextWithTarget(ctx, m.target), e)
+		if cloudevents.IsACK(res) {
+			return nil
+		}
+		m.log.Warn("sink refused event, retrying", "event_id", e.ID(), "sink", m.target, "error", res)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
+}

@@ -1,0 +1,178 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// Journal is the part of the store the runtime uses (pkg/store implements it).
+type Journal interface {
+	Append(ctx context.Context, evs ...cloudevents.Event) ([]store.Record, error)
+	Read(ctx context.Context, after uint64, limit int) ([]store.Record, error)
+	Changed() <-chan struct{}
+	Cursor(ctx context.Context, consumer string) (uint64, error)
+	SetCursor(ctx context.Context, consumer string, seq uint64) error
+}
+
+// Options tune the runtime. Zero values take the defaults in brackets.
+type Options struct {
+	Logger   *slog.Logger          // [discard]
+	Metrics  prometheus.Registerer // [none]
+	Attempts int                   // tries per function and event before giving up [6]
+	Backoff  time.Duration         // first retry delay, doubled each time [100ms]
+	Batch    int                   // events read per batch [256]
+	// Observe, when set, sees every event the runtime journals (tests, live views).
+	Observe func(store.Record)
+}
+
+// Runtime routes journaled events to functions.
+type Runtime struct {
+	j      Journal
+	byType map[string][]Function
+	o      Options
+	m      *metrics
+}
+
+const cursorName = "runtime"
+
+// New returns a runtime for the functions.
+func New(j Journal, fns []Function, o Options) (*Runtime, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 6
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 100 * time.Millisecond
+	}
+	if o.Batch <= 0 {
+		o.Batch = 256
+	}
+	rt := &Runtime{j: j, byType: map[string][]Function{}, o: o}
+	for _, f := range fns {
+		for _, t := range f.Consumes() {
+			rt.byType[t] = append(rt.byType[t], f)
+		}
+	}
+	m, err := newMetrics(o.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	rt.m = m
+	return rt, nil
+}
+
+// Run processes the journal until ctx ends.
+func (rt *Runtime) Run(ctx context.Context) error {
+	cursor, err := rt.j.Cursor(ctx, cursorName)
+	if err != nil {
+		return fmt.Errorf("reading runtime cursor: %w", err)
+	}
+	for {
+		changed := rt.j.Changed()
+		recs, err := rt.j.Read(ctx, cursor, rt.o.Batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("reading journal: %w", err)
+		}
+		if len(recs) == 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+				continue
+			}
+		}
+		for _, rec := range recs {
+			if err := rt.dispatch(ctx, rec.Event); err != nil {
+				return err // only ctx cancellation and journal failures stop the runtime
+			}
+			cursor = rec.Seq
+		}
+		if err := rt.j.SetCursor(context.WithoutCancel(ctx), cursorName, cursor); err != nil {
+			return fmt.Errorf("saving runtime cursor: %w", err)
+		}
+	}
+}
+
+// dispatch hands one event to every function that consumes it.
+func (rt *Runtime) dispatch(ctx context.Context, e cloudevents.Event) error {
+	for _, f := range rt.byType[e.Type()] {
+		out, err := rt.call(ctx, f, e)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			out, err = rt.failed(f, e, err)
+			if err != nil {
+				return err
+			}
+		}
+		if len(out) == 0 {
+			continue
+		}
+		recs, err := rt.j.Append(context.WithoutCancel(ctx), out...)
+		if err != nil {
+			return fmt.Errorf("journaling events of %s: %w", f.Name(), err)
+		}
+		if rt.o.Observe != nil {
+			for _, r := range recs {
+				rt.o.Observe(r)
+			}
+		}
+	}
+	return nil
+}
+
+// call runs f on e, retrying errors that are not permanent.
+func (rt *Runtime) call(ctx context.Context, f Function, e cloudevents.Event) ([]cloudevents.Event, error) {
+	log := rt.o.Logger.With("function", f.Name(), "event_id", e.ID(), "event_type", e.Type(), "rollout_id", events.RolloutID(e))
+	delay := rt.o.Backoff
+	var err error
+	for attempt := 1; attempt <= rt.o.Attempts; attempt++ {
+		start := time.Now()
+		var out []cloudevents.Event
+		out, err = f.Handle(ctx, e)
+		rt.m.observe(f.Name(), err, time.Since(start))
+		if err == nil {
+			log.Debug("handled", "emitted", len(out), "took", time.Since(start))
+			return out, nil
+		}
+		if events.IsPermanent(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		log.Warn("handler failed, retrying", "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+	return nil, err
+}
+
+// failed records that f gave up on e, as an event in the journal.
+func (rt *Runtime) failed(f Function, e cloudevents.Event, cause error) ([]cloudevents.Event, error) {
+	rt.o.Logger.Error("function gave up on event", "function", f.Name(), "event_id", e.ID(),
+		"event_type", e.Type(), "rollout_id", events.RolloutID(e), "error", cause)
+	ev, err := events.Derive(e, events.TypeFunctionFailed, f.Name(), events.FunctionFailed{
+		Function: f.Name(), EventID: e.ID(), EventType: e.Type(), Error: cause.Error(), Permanent: events.IsPermanent(cause),
+	})
+	if err != nil {
+		return nil, errors.Join(cause, err)
+	}
+	return []cloudevents.Event{ev}, nil
+}
