@@ -181,7 +181,7 @@ func checkParseErr(t *testing.T, err, want error) bool {
 		t.Fatal("Parse succeeded, want an error")
 	case !IsPermanent(err):
 		t.Fatalf("Parse error %v is not permanent", err)
-	case want != errAny && !errors.Is(err, want):
+	case !errors.Is(want, errAny) && !errors.Is(err, want):
 		t.Fatalf("Parse error %v, want %v", err, want)
 	}
 	return true

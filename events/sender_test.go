@@ -15,11 +15,11 @@ import (
 // received is the fixed receive time of test deliveries.
 var received = time.Date(2026, 1, 2, 15, 4, 30, 0, time.UTC)
 
-func fixture(t testing.TB, sender, name string) []byte {
-	t.Helper()
+func fixture(tb testing.TB, sender, name string) []byte {
+	tb.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", sender, name))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return b
 }

@@ -15,12 +15,24 @@ import (
 
 var fleet *localfleet.Fleet
 
-func TestMain(m *testing.M) {
-	os.Exit(fleettest.Main(m, fleettest.Options{
-		Clusters:     3,
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "flotilla-bin-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer os.RemoveAll(dir)
+	if flotillaBin, err = buildFlotilla(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return fleettest.Main(m, fleettest.Options{
+		Clusters:     4,
 		Tekton:       true,
 		StockFlagger: []string{"c3"},
-	}, &fleet))
+	}, &fleet)
 }
 
 func TestFeatures(t *testing.T) {
@@ -70,10 +82,12 @@ func clientsFor(name string) (*fleettest.Clients, error) {
 func initializeScenario(sc *godog.ScenarioContext) {
 	s := &scenario{}
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+		s.failed = err != nil
 		s.cleanup()
 		return ctx, nil
 	})
 	s.registerClusterSteps(sc)
 	s.registerFlaggerSteps(sc)
 	s.registerTektonSteps(sc)
+	s.registerRolloutSteps(sc)
 }

@@ -21,6 +21,8 @@ type scenario struct {
 
 	gate     *gateServer
 	recorder *eventRecorder
+	w        *world
+	failed   bool
 }
 
 func (s *scenario) onCleanup(f func()) { s.cleanups = append(s.cleanups, f) }

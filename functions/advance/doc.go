@@ -5,5 +5,6 @@
 //
 // Consumes: dev.flotilla.cluster.succeeded.v1, dev.flotilla.cluster.failed.v1
 // Emits:    dev.flotilla.wave.succeeded.v1, dev.flotilla.wave.started.v1,
-//           dev.flotilla.rollout.succeeded.v1, dev.flotilla.rollout.failed.v1
+//
+//	dev.flotilla.rollout.succeeded.v1, dev.flotilla.rollout.failed.v1
 package advance

@@ -4,6 +4,7 @@
 //
 // Consumes: dev.flotilla.wave.started.v1
 // Emits:    dev.flotilla.cluster.applied.v1, dev.flotilla.cluster.succeeded.v1
-//           (the cluster already runs the digest), dev.flotilla.cluster.failed.v1
-//           (the pipeline failed permanently)
+//
+//	(the cluster already runs the digest), dev.flotilla.cluster.failed.v1
+//	(the pipeline failed permanently)
 package launch

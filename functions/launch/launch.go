@@ -106,7 +106,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 		Workload:  app.Workload.Name,
 		Container: app.Workload.Container,
 		Image:     ro.Ref(),
-		Canary:    canary.Render(app, canary.Input{Rollout: ro.ID, Event: f.hooks(name, ro.ID)}),
+		Canary:    canary.Render(app, canary.Input{Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID)}),
 	})
 	if events.IsPermanent(err) {
 		return result(events.TypeClusterFailed, "pipeline failed: "+err.Error())

@@ -6,5 +6,6 @@
 //
 // Consumes: dev.flotilla.canary.v1
 // Emits:    dev.flotilla.cluster.succeeded.v1, dev.flotilla.cluster.failed.v1,
-//           dev.flotilla.cluster.reverted.v1
+//
+//	dev.flotilla.cluster.reverted.v1
 package observe

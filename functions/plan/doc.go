@@ -4,5 +4,6 @@
 //
 // Consumes: dev.flotilla.image.verified.v1
 // Emits:    dev.flotilla.rollout.started.v1, dev.flotilla.wave.started.v1,
-//           dev.flotilla.rollout.skipped.v1
+//
+//	dev.flotilla.rollout.skipped.v1
 package plan

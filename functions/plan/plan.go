@@ -18,8 +18,8 @@ import (
 
 // Function is the plan function.
 type Function struct {
-	cfg   *config.Config
-	repo  *rollout.Repo
+	cfg  *config.Config
+	repo *rollout.Repo
 }
 
 // New returns plan over the applications and waves of cfg.

@@ -134,7 +134,7 @@ func (f *Function) revert(ctx context.Context, ro rollout.Rollout, names []strin
 				Container: app.Workload.Container,
 				Image:     prev,
 				Canary: canary.Render(app, canary.Input{
-					Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
+					Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
 				}),
 			})
 			if events.IsPermanent(err) {

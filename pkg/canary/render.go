@@ -10,9 +10,9 @@ import (
 
 // Labels flotilla sets on what it creates.
 const (
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	ManagedBy        = "flotilla"
-	LabelApplication = "flotilla.dev/application"
+	LabelManagedBy    = "app.kubernetes.io/managed-by"
+	ManagedBy         = "flotilla"
+	LabelApplication  = "flotilla.dev/application"
 	AnnotationRollout = "flotilla.dev/rollout"
 )
 
@@ -26,6 +26,7 @@ type EventHook struct {
 
 // Input is what varies per cluster and rollout.
 type Input struct {
+	Cluster string
 	Rollout string
 	Event   EventHook
 	// SkipAnalysis promotes at once (used to revert without re-running analysis).
@@ -41,13 +42,13 @@ func Render(app config.Application, in Input) *flaggerv1.Canary {
 		if w.Timeout.Duration > 0 {
 			h.Timeout = w.Timeout.String()
 		}
-		if len(w.Metadata) > 0 {
-			md := make(map[string]string, len(w.Metadata))
-			for k, v := range w.Metadata {
-				md[k] = v
-			}
-			h.Metadata = &md
+		// Gates learn which cluster and rollout they are asked about, unless
+		// the user set those keys.
+		md := map[string]string{"cluster": in.Cluster, "rollout": in.Rollout}
+		for k, v := range w.Metadata {
+			md[k] = v
 		}
+		h.Metadata = &md
 		hooks = append(hooks, h)
 	}
 	if in.Event.URL != "" {

@@ -39,6 +39,6 @@ and rolls the whole fleet back when a wave fails.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newGetCmd(), newDescribeCmd(), newTaskCmd())
 	return root
 }

@@ -1,0 +1,497 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// memJournal is an in-memory Journal that drops ids it has seen.
+type memJournal struct {
+	mu     sync.Mutex
+	seen   map[string]bool
+	events []cloudevents.Event
+	ctxs   []context.Context
+}
+
+func (j *memJournal) Append(ctx context.Context, evs ...cloudevents.Event) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.seen == nil {
+		j.seen = map[string]bool{}
+	}
+	j.ctxs = append(j.ctxs, ctx)
+	n := 0
+	for _, e := range evs {
+		if j.seen[e.ID()] {
+			continue
+		}
+		j.seen[e.ID()] = true
+		j.events = append(j.events, e)
+		n++
+	}
+	return n, nil
+}
+
+func (j *memJournal) ids() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return eventIDs(j.events)
+}
+
+// journalFunc injects journal failures.
+type journalFunc func(ctx context.Context, evs ...cloudevents.Event) (int, error)
+
+func (f journalFunc) Append(ctx context.Context, evs ...cloudevents.Event) (int, error) {
+	return f(ctx, evs...)
+}
+
+const (
+	registrySecret = "registry-s3cret"
+	githubSecret   = "github-s3cret"
+	flaggerToken   = "flagger-token-eu-1"
+)
+
+var testReceivers = []ReceiverConfig{
+	{Name: "registry", Type: "distribution", Secret: registrySecret},
+	{Name: "gh", Type: "github", Secret: githubSecret},
+	{Name: "flagger", Type: "flagger", Secret: flaggerToken},
+	{Name: "open", Type: "flagger", Insecure: true},
+}
+
+type testIntake struct {
+	url     string
+	journal Journal
+	reg     *prometheus.Registry
+	logs    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startIntake(t *testing.T, j Journal, opts ...IntakeOption) *testIntake {
+	t.Helper()
+	ti := &testIntake{journal: j, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	logger := slog.New(slog.NewJSONHandler(ti.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts = append([]IntakeOption{
+		WithIntakeLogger(logger),
+		WithIntakeMetrics(ti.reg),
+		WithIntakeClock(func() time.Time { return received }),
+	}, opts...)
+	in, err := NewIntake(testReceivers, j, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/hooks/", in)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ti.url = srv.URL
+	return ti
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+func (ti *testIntake) do(t *testing.T, method, path string, h http.Header, body []byte) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, ti.url+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, body %s", ct, raw)
+	}
+	r := response{status: resp.StatusCode, header: resp.Header}
+	if err := json.Unmarshal(raw, &r.body); err != nil {
+		t.Fatalf("response is not JSON: %q", raw)
+	}
+	return r
+}
+
+func registryHeaders(secret string) http.Header {
+	return header("Content-Type", distributionEventsV2, "Authorization", "Bearer "+secret)
+}
+
+func githubHeaders(event, delivery, signature string) http.Header {
+	return header("Content-Type", "application/json", "X-GitHub-Event", event,
+		"X-GitHub-Delivery", delivery, "X-Hub-Signature-256", signature)
+}
+
+func TestIntake(t *testing.T) {
+	batch := fixture(t, "distribution", "batch.json")
+	push := fixture(t, "github", "push.json")
+	promoted := fixture(t, "flagger", "promoted.json")
+	rollingBack := fixture(t, "flagger", "rolling_back.json")
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		header     http.Header
+		body       []byte
+		wantStatus int
+		wantBody   map[string]any // nil: only an "error" key is checked for
+		wantIDs    []string       // journaled
+		wantAllow  string
+	}{
+		{
+			name: "unknown receiver", method: "POST", path: "/hooks/nope",
+			header: registryHeaders(registrySecret), body: batch, wantStatus: 404,
+		},
+		{name: "no receiver name", method: "POST", path: "/hooks/", body: batch, wantStatus: 404},
+		{name: "too many segments", method: "POST", path: "/hooks/flagger/a/b", body: promoted, wantStatus: 404},
+		{
+			name: "path token on a sender that does not use one", method: "POST", path: "/hooks/gh/" + githubSecret,
+			header: githubHeaders("push", "d-1", githubSign(githubSecret, push)), body: push, wantStatus: 404,
+		},
+		{
+			name: "GET", method: "GET", path: "/hooks/registry",
+			header: registryHeaders(registrySecret), wantStatus: 405, wantAllow: "POST",
+		},
+		{
+			name: "wrong bearer token", method: "POST", path: "/hooks/registry",
+			header: registryHeaders("guess"), body: batch, wantStatus: 401,
+		},
+		{
+			name: "unsigned GitHub push", method: "POST", path: "/hooks/gh",
+			header: githubHeaders("push", "d-1", ""), body: push, wantStatus: 401,
+		},
+		{
+			name: "signed garbage", method: "POST", path: "/hooks/gh",
+			header: githubHeaders("push", "d-1", githubSign(githubSecret, []byte(`{"ref":`))), body: []byte(`{"ref":`),
+			wantStatus: 400,
+		},
+		{
+			name: "unsupported media type", method: "POST", path: "/hooks/registry",
+			header: header("Content-Type", "text/plain", "Authorization", "Bearer "+registrySecret), body: batch,
+			wantStatus: 415,
+		},
+		{
+			name: "ping", method: "POST", path: "/hooks/gh",
+			header: githubHeaders("ping", "d-ping", githubSign(githubSecret, []byte(`{"zen":"hi"}`))), body: []byte(`{"zen":"hi"}`),
+			wantStatus: 202, wantBody: map[string]any{"ignored": "ping"},
+		},
+		{
+			name: "registry batch", method: "POST", path: "/hooks/registry",
+			header: registryHeaders(registrySecret), body: batch,
+			wantStatus: 202,
+			wantBody:   map[string]any{"accepted": 1.0, "duplicates": 0.0, "ids": []any{"registry/distribution/a1b2-0"}},
+			wantIDs:    []string{"registry/distribution/a1b2-0"},
+		},
+		{
+			name: "GitHub push", method: "POST", path: "/hooks/gh",
+			header: githubHeaders("push", "d-2", githubSign(githubSecret, push)), body: push,
+			wantStatus: 202,
+			wantBody:   map[string]any{"accepted": 1.0, "duplicates": 0.0, "ids": []any{"gh/github/d-2"}},
+			wantIDs:    []string{"gh/github/d-2"},
+		},
+		{
+			name: "Flagger, token in metadata", method: "POST", path: "/hooks/flagger",
+			header: header("Content-Type", "application/json"), body: promoted,
+			wantStatus: 202,
+			wantBody:   map[string]any{"accepted": 1.0, "duplicates": 0.0, "ids": []any{flaggerID("eu-1", promoted)}},
+			wantIDs:    []string{flaggerID("eu-1", promoted)},
+		},
+		{
+			name: "Flagger, token in path", method: "POST", path: "/hooks/flagger/" + flaggerToken,
+			header: header("Content-Type", "application/json"), body: rollingBack,
+			wantStatus: 202,
+			wantBody:   map[string]any{"accepted": 1.0, "duplicates": 0.0, "ids": []any{flaggerID("us-2", rollingBack)}},
+			wantIDs:    []string{flaggerID("us-2", rollingBack)},
+		},
+		{
+			name: "insecure receiver", method: "POST", path: "/hooks/open",
+			header: header("Content-Type", "application/json"), body: rollingBack,
+			wantStatus: 202,
+			wantBody: map[string]any{"accepted": 1.0, "duplicates": 0.0,
+				"ids": []any{"open/flagger/" + strings.TrimPrefix(flaggerID("us-2", rollingBack), "flagger/flagger/")}},
+			wantIDs: []string{"open/flagger/" + strings.TrimPrefix(flaggerID("us-2", rollingBack), "flagger/flagger/")},
+		},
+		{
+			name: "Flagger without cluster", method: "POST", path: "/hooks/flagger/" + flaggerToken,
+			header: header("Content-Type", "application/json"), body: fixture(t, "flagger", "new_revision.json"),
+			wantStatus: 400,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := &memJournal{}
+			ti := startIntake(t, j)
+			r := ti.do(t, tt.method, tt.path, tt.header, tt.body)
+			if r.status != tt.wantStatus {
+				t.Errorf("status %d, want %d (body %v)", r.status, tt.wantStatus, r.body)
+			}
+			if tt.wantBody != nil {
+				if diff := cmp.Diff(tt.wantBody, r.body); diff != "" {
+					t.Errorf("body (-want +got):\n%s", diff)
+				}
+			} else if msg, _ := r.body["error"].(string); msg == "" || len(r.body) != 1 {
+				t.Errorf("body %v, want {\"error\": ...}", r.body)
+			}
+			if got := r.header.Get("Allow"); got != tt.wantAllow {
+				t.Errorf("Allow %q, want %q", got, tt.wantAllow)
+			}
+			if diff := cmp.Diff(tt.wantIDs, j.ids(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("journaled (-want +got):\n%s", diff)
+			}
+			// Neither secrets nor bodies are logged.
+			logs := ti.logs.String()
+			for _, secret := range []string{registrySecret, githubSecret, flaggerToken, "Promotion completed", "octo-dev", "sha256=", "zen"} {
+				if strings.Contains(logs, secret) {
+					t.Errorf("logs contain %q:\n%s", secret, logs)
+				}
+			}
+		})
+	}
+}
+
+func TestIntakeBodyLimit(t *testing.T) {
+	j := &memJournal{}
+	ti := startIntake(t, j, WithMaxBodyBytes(1024))
+	big := fixture(t, "github", "push.json")
+	if len(big) <= 1024 {
+		t.Fatalf("fixture too small: %d bytes", len(big))
+	}
+	r := ti.do(t, "POST", "/hooks/gh", githubHeaders("push", "d-big", githubSign(githubSecret, big)), big)
+	if r.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want 413 (%v)", r.status, r.body)
+	}
+	if ids := j.ids(); len(ids) != 0 {
+		t.Errorf("journaled %v", ids)
+	}
+	if got := webhooks(t, ti, "gh", "github", "too_large"); got != 1 {
+		t.Errorf("too_large count %v", got)
+	}
+}
+
+func TestIntakeRedelivery(t *testing.T) {
+	j := &memJournal{}
+	ti := startIntake(t, j)
+	batch := fixture(t, "distribution", "batch.json")
+	want := []map[string]any{
+		{"accepted": 1.0, "duplicates": 0.0, "ids": []any{"registry/distribution/a1b2-0"}},
+		{"accepted": 0.0, "duplicates": 1.0, "ids": []any{"registry/distribution/a1b2-0"}},
+	}
+	for i, w := range want {
+		r := ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), batch)
+		if r.status != http.StatusAccepted {
+			t.Fatalf("delivery %d: status %d (%v)", i, r.status, r.body)
+		}
+		if diff := cmp.Diff(w, r.body); diff != "" {
+			t.Errorf("delivery %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if diff := cmp.Diff([]string{"registry/distribution/a1b2-0"}, j.ids()); diff != "" {
+		t.Errorf("journaled (-want +got):\n%s", diff)
+	}
+	for outcome, want := range map[string]float64{"accepted": 1, "duplicate": 1} {
+		if got := webhooks(t, ti, "registry", "distribution", outcome); got != want {
+			t.Errorf("%s count %v, want %v", outcome, got, want)
+		}
+	}
+}
+
+func TestIntakeJournalFailure(t *testing.T) {
+	j := journalFunc(func(context.Context, ...cloudevents.Event) (int, error) {
+		return 0, errors.New("disk on fire at /var/lib/flotilla/journal.db")
+	})
+	ti := startIntake(t, j)
+	r := ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), fixture(t, "distribution", "batch.json"))
+	if r.status != http.StatusServiceUnavailable {
+		t.Errorf("status %d, want 503", r.status)
+	}
+	if msg, _ := r.body["error"].(string); msg == "" || strings.Contains(msg, "/var/lib") {
+		t.Errorf("error %q: want a message without the journal's details", msg)
+	}
+	if !strings.Contains(ti.logs.String(), "disk on fire") {
+		t.Errorf("the journal error is not logged:\n%s", ti.logs.String())
+	}
+	if got := webhooks(t, ti, "registry", "distribution", "journal_error"); got != 1 {
+		t.Errorf("journal_error count %v", got)
+	}
+}
+
+func TestIntakeDeadline(t *testing.T) {
+	var deadline time.Time
+	var ok bool
+	j := journalFunc(func(ctx context.Context, evs ...cloudevents.Event) (int, error) {
+		deadline, ok = ctx.Deadline()
+		return len(evs), nil
+	})
+	ti := startIntake(t, j, WithRequestTimeout(3*time.Second))
+	start := time.Now()
+	r := ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), fixture(t, "distribution", "batch.json"))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("status %d", r.status)
+	}
+	if !ok || deadline.Before(start) || deadline.After(start.Add(3*time.Second+time.Second)) {
+		t.Errorf("Append ctx deadline %v (set %v), want about 3s after %v", deadline, ok, start)
+	}
+}
+
+func TestIntakeObserver(t *testing.T) {
+	var mu sync.Mutex
+	var observed [][]string
+	observe := func(_ context.Context, evs []cloudevents.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed = append(observed, eventIDs(evs))
+	}
+	ti := startIntake(t, &memJournal{}, WithObserver(observe))
+	batch := fixture(t, "distribution", "batch.json")
+	for range 2 {
+		ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), batch)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([][]string{{"registry/distribution/a1b2-0"}}, observed); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+}
+
+func TestIntakeMetrics(t *testing.T) {
+	ti := startIntake(t, &memJournal{})
+	batch := fixture(t, "distribution", "batch.json")
+	ti.do(t, "POST", "/hooks/registry", registryHeaders("guess"), batch)
+	ti.do(t, "POST", "/hooks/registry", registryHeaders("guess"), batch)
+	ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), batch)
+	ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), fixture(t, "distribution", "ignored.json"))
+	ti.do(t, "POST", "/hooks/unknown-"+strings.Repeat("x", 10), nil, nil)
+
+	want := `
+# HELP flotilla_webhook_auth_failures_total Webhook deliveries that failed authentication.
+# TYPE flotilla_webhook_auth_failures_total counter
+flotilla_webhook_auth_failures_total{receiver="registry"} 2
+# HELP flotilla_webhooks_total Webhook deliveries by receiver, sender type and outcome.
+# TYPE flotilla_webhooks_total counter
+flotilla_webhooks_total{outcome="accepted",receiver="registry",sender="distribution"} 1
+flotilla_webhooks_total{outcome="ignored",receiver="registry",sender="distribution"} 1
+flotilla_webhooks_total{outcome="not_found",receiver="",sender=""} 1
+flotilla_webhooks_total{outcome="unauthenticated",receiver="registry",sender="distribution"} 2
+`
+	if err := testutil.GatherAndCompare(ti.reg, strings.NewReader(want),
+		"flotilla_webhooks_total", "flotilla_webhook_auth_failures_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(ti.reg, "flotilla_intake_seconds"); n != 1 {
+		t.Errorf("flotilla_intake_seconds has %d series, want 1 (receiver=registry)", n)
+	}
+	if problems, err := testutil.GatherAndLint(ti.reg); err != nil || len(problems) != 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+// webhooks reads flotilla_webhooks_total for one label set.
+func webhooks(t *testing.T, ti *testIntake, receiver, sender, outcome string) float64 {
+	t.Helper()
+	mfs, err := ti.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v float64
+	for _, mf := range mfs {
+		if mf.GetName() != "flotilla_webhooks_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["receiver"] == receiver && labels["sender"] == sender && labels["outcome"] == outcome {
+				v += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return v
+}
+
+func TestNewIntake(t *testing.T) {
+	j := &memJournal{}
+	tests := []struct {
+		name      string
+		receivers []ReceiverConfig
+		journal   Journal
+	}{
+		{"unknown type", []ReceiverConfig{{Name: "a", Type: "dockerhub", Secret: "s"}}, j},
+		{"no secret", []ReceiverConfig{{Name: "a", Type: "github"}}, j},
+		{"duplicate name", []ReceiverConfig{{Name: "a", Type: "github", Secret: "s"}, {Name: "a", Type: "flagger", Secret: "t"}}, j},
+		{"empty name", []ReceiverConfig{{Type: "github", Secret: "s"}}, j},
+		{"slash in name", []ReceiverConfig{{Name: "a/b", Type: "github", Secret: "s"}}, j},
+		{"no journal", []ReceiverConfig{{Name: "a", Type: "github", Secret: "s"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewIntake(tt.receivers, tt.journal); err == nil {
+				t.Error("NewIntake succeeded, want an error")
+			}
+		})
+	}
+	t.Run("metrics registered twice", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		if _, err := NewIntake(testReceivers, j, WithIntakeMetrics(reg)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewIntake(testReceivers, j, WithIntakeMetrics(reg)); err == nil {
+			t.Error("second NewIntake on one registry succeeded")
+		}
+	})
+	t.Run("no registerer", func(t *testing.T) {
+		in, err := NewIntake(testReceivers, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		body := fixture(t, "distribution", "batch.json")
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/hooks/registry", bytes.NewReader(body))
+		req.Header = registryHeaders(registrySecret)
+		in.ServeHTTP(rec, req)
+		if rec.Code != http.StatusAccepted {
+			t.Errorf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+}

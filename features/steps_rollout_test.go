@@ -1,0 +1,607 @@
+package features
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cucumber/godog"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+)
+
+// world is the state of a rollout scenario: a registry, a flotilla process,
+// a sink of its events, a gate, and the clusters of its waves.
+type world struct {
+	dir      string
+	registry *httptest.Server
+	regHost  string
+	repo     string
+	digests  map[string]string // version -> digest
+	pushes   map[string][]byte // version -> notification body
+
+	app       string
+	workload  string
+	namespace string
+	waves     [][]string
+	clusters  []*fleettest.Clients
+
+	flotilla *flotillaProcess
+	sink     *sink
+	gate     *clusterGate
+
+	registryToken, githubSecret, flaggerToken string
+	lastStatus                                int
+}
+
+func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^a registry$`, s.aRegistry)
+	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)"$`, s.flotillaServing)
+	sc.Step(`^the workload "([^"]*)" runs in every cluster of the waves$`, s.workloadEverywhere)
+	sc.Step(`^version "([^"]*)" has been rolled out to every cluster$`, s.rolledOut)
+	sc.Step(`^version "([^"]*)" is pushed$`, s.pushVersion)
+	sc.Step(`^the registry notification of version "([^"]*)" is delivered (\d+) times$`, s.pushRedelivered)
+	sc.Step(`^the rollout of "([^"]*)" succeeds$`, s.rolloutSucceeds)
+	sc.Step(`^the rollout of "([^"]*)" is rolled back$`, s.rolloutRolledBack)
+	sc.Step(`^the primary in every cluster runs version "([^"]*)" by digest$`, s.primariesRun)
+	sc.Step(`^no workload in any cluster runs version "([^"]*)"$`, s.noWorkloadRuns)
+	sc.Step(`^the analysis gate fails in cluster "([^"]*)"$`, s.gateFailsIn)
+	sc.Step(`^wave 1 of the rollout of "([^"]*)" has been applied$`, s.wave1Applied)
+	sc.Step(`^flotilla is killed with SIGKILL$`, s.killFlotilla)
+	sc.Step(`^flotilla is started again$`, s.restartFlotilla)
+	sc.Step(`^exactly (\d+) rollouts? of "([^"]*)" (?:was|were) started$`, s.rolloutsStarted)
+	sc.Step(`^flotilla records that "([^"]*)" was skipped because "([^"]*)"$`, s.skippedBecause)
+	sc.Step(`^no rollout of "([^"]*)" was started$`, s.noRollout)
+	sc.Step(`^a GitHub push signed with the wrong secret is delivered$`, s.forgedGitHubPush)
+	sc.Step(`^flotilla answers (\d+)$`, s.flotillaAnswers)
+	sc.Step(`^flotilla recorded no git push$`, s.noGitPush)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *scenario) aRegistry() error {
+	dir, err := os.MkdirTemp("", "flotilla-scenario-*")
+	if err != nil {
+		return err
+	}
+	s.w = &world{dir: dir, digests: map[string]string{}, pushes: map[string][]byte{}}
+	s.w.registry = httptest.NewServer(registry.New(registry.Logger(nil)))
+	s.w.regHost = strings.TrimPrefix(s.w.registry.URL, "http://")
+	s.onCleanup(s.w.registry.Close)
+	return nil
+}
+
+// clusterGate answers Flagger's rollout gate: 500 for the clusters told to
+// fail (flotilla puts the cluster in every gate call's metadata), 200 otherwise.
+type clusterGate struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	fail map[string]bool
+}
+
+func newClusterGate() *clusterGate {
+	g := &clusterGate{fail: map[string]bool{}}
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p struct {
+			Metadata map[string]string `json:"metadata"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		g.mu.Lock()
+		fail := g.fail[p.Metadata["cluster"]]
+		g.mu.Unlock()
+		if fail {
+			http.Error(w, "gate closed for "+p.Metadata["cluster"], http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	return g
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1, wave2 string) error {
+	w := s.w
+	w.app, w.workload, w.repo = app, app, repo
+	w.waves = [][]string{strings.Split(wave1, ","), strings.Split(wave2, ",")}
+	w.namespace = "ro-" + randomHex(4)
+	w.registryToken, w.githubSecret, w.flaggerToken = randomHex(16), randomHex(16), randomHex(16)
+	var err error
+	if w.sink, err = newSink(); err != nil {
+		return err
+	}
+	s.onCleanup(w.sink.close)
+	w.gate = newClusterGate()
+	s.onCleanup(w.gate.srv.Close)
+	listen, err := freePort()
+	if err != nil {
+		return err
+	}
+	secret := func(name, value string) (map[string]string, error) {
+		p := filepath.Join(w.dir, name)
+		return map[string]string{"file": p}, os.WriteFile(p, []byte(value+"\n"), 0o600)
+	}
+	regSecret, err := secret("registry.token", w.registryToken)
+	if err != nil {
+		return err
+	}
+	ghSecret, err := secret("github.secret", w.githubSecret)
+	if err != nil {
+		return err
+	}
+	flSecret, err := secret("flagger.token", w.flaggerToken)
+	if err != nil {
+		return err
+	}
+	var clusters []map[string]any
+	var waves []map[string]any
+	for i, names := range w.waves {
+		waves = append(waves, map[string]any{"name": fmt.Sprintf("wave-%d", i+1), "clusters": names})
+		for _, n := range names {
+			cl, ok := fleet.Cluster(n)
+			if !ok {
+				return fmt.Errorf("the fleet has no cluster %s", n)
+			}
+			clusters = append(clusters, map[string]any{"name": n, "kubeconfig": cl.Kubeconfig})
+			c, err := clientsFor(n)
+			if err != nil {
+				return err
+			}
+			w.clusters = append(w.clusters, c)
+		}
+	}
+	cfg := map[string]any{
+		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(w.dir, "data")},
+		"events": map[string]any{"sink": w.sink.srv.URL},
+		"receivers": []map[string]any{
+			{"name": "registry", "type": "distribution", "secret": regSecret},
+			{"name": "github", "type": "github", "secret": ghSecret},
+			{"name": "flagger", "type": "flagger", "secret": flSecret},
+		},
+		"fleet": map[string]any{"clusters": clusters, "waves": waves},
+		"applications": []map[string]any{{
+			"name": app, "image": w.regHost + "/" + repo, "track": track, "namespace": w.namespace,
+			"workload": map[string]any{"kind": "Deployment", "name": w.workload},
+			"service":  map[string]any{"port": 9898},
+			"delivery": map[string]any{
+				"strategy": "blueGreen", "interval": "1s", "iterations": 2, "threshold": 1, "progressDeadline": "2m",
+				"webhooks": []map[string]any{{"name": "gate", "type": "rollout", "url": w.gate.srv.URL, "timeout": "5s"}},
+			},
+		}},
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(w.dir, "flotilla.yaml")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		return err
+	}
+	w.flotilla = &flotillaProcess{config: cfgPath, listen: listen, logPath: filepath.Join(w.dir, "flotilla.log")}
+	s.onCleanup(func() {
+		w.flotilla.stop()
+		if s.failed {
+			fmt.Fprintf(os.Stderr, "scenario files kept in %s\n--- flotilla log tail:\n%s\n", w.dir, tail(w.flotilla.logPath, 40))
+			return
+		}
+		_ = os.RemoveAll(w.dir)
+	})
+	return w.flotilla.start(ctx)
+}
+
+func (s *scenario) workloadEverywhere(ctx context.Context, name string) error {
+	w := s.w
+	for _, c := range w.clusters {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace}}
+		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating namespace in %s: %w", c.Name, err)
+		}
+		s.onCleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = c.Kube.CoreV1().Namespaces().Delete(ctx, w.namespace, metav1.DeleteOptions{})
+		})
+		labels := map[string]string{"app": name}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: labels},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: name, Image: w.regHost + "/" + w.repo + ":0.1.0",
+						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9898}},
+					}}},
+				},
+			},
+		}
+		if _, err := c.Kube.AppsV1().Deployments(w.namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating deployment in %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// push writes a new random image as repo:version into the registry and
+// returns the notification the registry would send for it.
+func (s *scenario) push(version string) ([]byte, error) {
+	w := s.w
+	if b, ok := w.pushes[version]; ok {
+		return b, nil
+	}
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := name.NewTag(w.regHost + "/" + w.repo + ":" + version)
+	if err != nil {
+		return nil, err
+	}
+	if err := remote.Write(ref, img); err != nil {
+		return nil, fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	size, err := img.Size()
+	if err != nil {
+		return nil, err
+	}
+	w.digests[version] = d.String()
+	body, err := json.Marshal(map[string]any{"events": []map[string]any{{
+		"id": randomHex(8), "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "action": "push",
+		"target": map[string]any{
+			"mediaType": string(mt), "digest": d.String(), "size": size, "length": size,
+			"repository": w.repo, "url": fmt.Sprintf("http://%s/v2/%s/manifests/%s", w.regHost, w.repo, d), "tag": version,
+		},
+		"request": map[string]any{"id": randomHex(8), "addr": "127.0.0.1:40000", "host": w.regHost, "method": "PUT", "useragent": "go-containerregistry"},
+		"actor":   map[string]any{"name": "ci"},
+		"source":  map[string]any{"addr": "registry:5000", "instanceID": "features"},
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	w.pushes[version] = body
+	return body, nil
+}
+
+func (s *scenario) post(ctx context.Context, path string, header http.Header, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.w.flotilla.url()+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	s.w.lastStatus = resp.StatusCode
+	return resp.StatusCode, nil
+}
+
+func (s *scenario) notify(ctx context.Context, body []byte) error {
+	h := http.Header{}
+	h.Set("Content-Type", "application/vnd.docker.distribution.events.v2+json")
+	h.Set("Authorization", "Bearer "+s.w.registryToken)
+	status, err := s.post(ctx, "/hooks/registry", h, body)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusAccepted {
+		return fmt.Errorf("registry notification answered %d, want 202", status)
+	}
+	return nil
+}
+
+func (s *scenario) pushVersion(ctx context.Context, version string) error {
+	body, err := s.push(version)
+	if err != nil {
+		return err
+	}
+	return s.notify(ctx, body)
+}
+
+func (s *scenario) pushRedelivered(ctx context.Context, version string, times int) error {
+	body, err := s.push(version)
+	if err != nil {
+		return err
+	}
+	for range times {
+		if err := s.notify(ctx, body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *scenario) rolledOut(ctx context.Context, version string) error {
+	if err := s.pushVersion(ctx, version); err != nil {
+		return err
+	}
+	if err := s.rolloutSucceeds(ctx, version); err != nil {
+		return err
+	}
+	return s.primariesRun(ctx, version)
+}
+
+// rolloutID waits for the rollout of a version to start and returns its id.
+func (s *scenario) rolloutID(ctx context.Context, version string) (string, error) {
+	e, err := s.w.sink.waitFor(ctx, "rollout of "+version+" started", func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeRolloutStarted {
+			return false
+		}
+		p, err := events.Decode[events.RolloutStarted](e)
+		return err == nil && p.Tag == version
+	})
+	if err != nil {
+		return "", err
+	}
+	p, _ := events.Decode[events.RolloutStarted](e)
+	return p.RolloutID, nil
+}
+
+func (s *scenario) rolloutEnds(ctx context.Context, version, want string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	ends := map[string]bool{events.TypeRolloutSucceeded: true, events.TypeRolloutRolledBack: true}
+	e, err := s.w.sink.waitFor(ctx, "end of rollout "+id, func(e cloudevents.Event) bool {
+		return ends[e.Type()] && events.RolloutID(e) == id
+	})
+	if err != nil {
+		return err
+	}
+	if e.Type() != want {
+		return fmt.Errorf("rollout %s of %s ended %s, want %s: %s", id, version, e.Type(), want, e.Data())
+	}
+	return nil
+}
+
+func (s *scenario) rolloutSucceeds(ctx context.Context, version string) error {
+	return s.rolloutEnds(ctx, version, events.TypeRolloutSucceeded)
+}
+
+func (s *scenario) rolloutRolledBack(ctx context.Context, version string) error {
+	return s.rolloutEnds(ctx, version, events.TypeRolloutRolledBack)
+}
+
+func (s *scenario) ref(version string) (string, error) {
+	d, ok := s.w.digests[version]
+	if !ok {
+		return "", fmt.Errorf("version %s was never pushed", version)
+	}
+	return s.w.regHost + "/" + s.w.repo + "@" + d, nil
+}
+
+func (s *scenario) imageOf(ctx context.Context, c *fleettest.Clients, deployment string) (string, error) {
+	d, err := c.Kube.AppsV1().Deployments(s.w.namespace).Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading %s in %s: %w", deployment, c.Name, err)
+	}
+	return d.Spec.Template.Spec.Containers[0].Image, nil
+}
+
+func (s *scenario) primariesRun(ctx context.Context, version string) error {
+	want, err := s.ref(version)
+	if err != nil {
+		return err
+	}
+	for _, c := range s.w.clusters {
+		got, err := s.imageOf(ctx, c, s.w.workload+"-primary")
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("primary in %s runs %s, want %s (version %s)", c.Name, got, want, version)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) noWorkloadRuns(ctx context.Context, version string) error {
+	bad, err := s.ref(version)
+	if err != nil {
+		return err
+	}
+	for _, c := range s.w.clusters {
+		for _, d := range []string{s.w.workload, s.w.workload + "-primary"} {
+			got, err := s.imageOf(ctx, c, d)
+			if err != nil {
+				return err
+			}
+			if got == bad {
+				return fmt.Errorf("%s in %s still runs %s (version %s)", d, c.Name, got, version)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *scenario) gateFailsIn(cluster string) error {
+	s.w.gate.mu.Lock()
+	defer s.w.gate.mu.Unlock()
+	s.w.gate.fail[cluster] = true
+	return nil
+}
+
+func (s *scenario) wave1Applied(ctx context.Context, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	_, err = s.w.sink.waitFor(ctx, "wave 1 applied", func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeClusterApplied || events.RolloutID(e) != id {
+			return false
+		}
+		p, err := events.Decode[events.ClusterResult](e)
+		return err == nil && p.Wave == 0
+	})
+	return err
+}
+
+func (s *scenario) killFlotilla() error { return s.w.flotilla.kill() }
+
+func (s *scenario) restartFlotilla(ctx context.Context) error { return s.w.flotilla.start(ctx) }
+
+func (s *scenario) startedRollouts(version string) []string {
+	var ids []string
+	for _, e := range s.w.sink.all() {
+		if e.Type() != events.TypeRolloutStarted {
+			continue
+		}
+		if p, err := events.Decode[events.RolloutStarted](e); err == nil && p.Tag == version {
+			ids = append(ids, p.RolloutID)
+		}
+	}
+	return ids
+}
+
+func (s *scenario) rolloutsStarted(ctx context.Context, n int, version string) error {
+	if ids := s.startedRollouts(version); len(ids) != n {
+		return fmt.Errorf("%d rollouts of %s started (%v), want %d", len(ids), version, ids, n)
+	}
+	var ros []struct{ Tag string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts", &ros); err != nil {
+		return err
+	}
+	count := 0
+	for _, r := range ros {
+		if r.Tag == version {
+			count++
+		}
+	}
+	if count != n {
+		return fmt.Errorf("the API lists %d rollouts of %s, want %d", count, version, n)
+	}
+	return nil
+}
+
+func (s *scenario) getJSON(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.w.flotilla.url()+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func (s *scenario) skippedBecause(ctx context.Context, version, reason string) error {
+	_, err := s.w.sink.waitFor(ctx, version+" skipped", func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeRolloutSkipped {
+			return false
+		}
+		p, err := events.Decode[events.RolloutSkipped](e)
+		return err == nil && p.Tag == version && strings.Contains(p.Reason, reason)
+	})
+	return err
+}
+
+func (s *scenario) noRollout(version string) error {
+	// plan handles a push in one step: once it recorded the skip, it has
+	// decided, so a rollout would already have been journaled before it.
+	if ids := s.startedRollouts(version); len(ids) != 0 {
+		return fmt.Errorf("rollouts of %s started: %v", version, ids)
+	}
+	return nil
+}
+
+func (s *scenario) githubPush(ctx context.Context, delivery, secret string) (int, error) {
+	body := []byte(`{"ref":"refs/heads/main","before":"` + strings.Repeat("a", 40) + `","after":"` + strings.Repeat("b", 40) + `",` +
+		`"created":false,"deleted":false,"commits":[{"id":"` + strings.Repeat("b", 40) + `","added":["apps/podinfo.yaml"],"removed":[],"modified":[]}],` +
+		`"repository":{"full_name":"demo/deploy","clone_url":"https://github.com/demo/deploy.git"},"pusher":{"name":"ci"},"sender":{"login":"ci"}}`)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-GitHub-Event", "push")
+	h.Set("X-GitHub-Delivery", delivery)
+	h.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	return s.post(ctx, "/hooks/github", h, body)
+}
+
+func (s *scenario) forgedGitHubPush(ctx context.Context) error {
+	_, err := s.githubPush(ctx, "forged-"+randomHex(4), "not-"+s.w.githubSecret)
+	return err
+}
+
+func (s *scenario) flotillaAnswers(status int) error {
+	if s.w.lastStatus != status {
+		return fmt.Errorf("flotilla answered %d, want %d", s.w.lastStatus, status)
+	}
+	return nil
+}
+
+func (s *scenario) noGitPush(ctx context.Context) error {
+	// A genuine push after the forged one: the sink sees the journal in order,
+	// so when the genuine push arrives, anything the forged one recorded would
+	// have arrived before it.
+	genuine := "genuine-" + randomHex(4)
+	status := s.w.lastStatus
+	if code, err := s.githubPush(ctx, genuine, s.w.githubSecret); err != nil || code != http.StatusAccepted {
+		return fmt.Errorf("genuine push answered %d (%v), want 202", code, err)
+	}
+	s.w.lastStatus = status
+	if _, err := s.w.sink.waitFor(ctx, "the genuine git push", func(e cloudevents.Event) bool { return e.Type() == events.TypeGitPushed }); err != nil {
+		return err
+	}
+	for _, e := range s.w.sink.all() {
+		if e.Type() != events.TypeGitPushed {
+			continue
+		}
+		p, err := events.Decode[events.GitPushed](e)
+		if err != nil || p.DeliveryID != genuine {
+			return fmt.Errorf("a git push other than the genuine one was recorded: %s", e.Data())
+		}
+	}
+	return nil
+}

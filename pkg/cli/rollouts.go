@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+func newGetCmd() *cobra.Command {
+	var server, output string
+	cmd := &cobra.Command{Use: "get", Short: "List resources of a running flotilla"}
+	rollouts := &cobra.Command{
+		Use:     "rollouts",
+		Aliases: []string{"rollout", "ro"},
+		Short:   "List rollouts, newest first",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var ros []rollout.Rollout
+			if err := (apiClient{base: server}).get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSONOut(cmd.OutOrStdout(), ros)
+			}
+			printRollouts(cmd.OutOrStdout(), ros)
+			return nil
+		},
+	}
+	rollouts.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	cmd.AddCommand(rollouts)
+	return cmd
+}
+
+func newDescribeCmd() *cobra.Command {
+	var server, output string
+	cmd := &cobra.Command{Use: "describe", Short: "Show one resource of a running flotilla in detail"}
+	ro := &cobra.Command{
+		Use:     "rollout ID",
+		Aliases: []string{"ro"},
+		Short:   "Show a rollout: waves x clusters with their state",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var r rollout.Rollout
+			if err := (apiClient{base: server}).get(cmd.Context(), "/api/v1/rollouts/"+args[0], &r); err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSONOut(cmd.OutOrStdout(), r)
+			}
+			DescribeRollout(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	ro.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	cmd.AddCommand(ro)
+	return cmd
+}
+
+func writeJSONOut(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printRollouts(w io.Writer, ros []rollout.Rollout) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAPPLICATION\tTAG\tDIGEST\tPHASE\tWAVE\tCLUSTERS\tAGE")
+	for _, r := range ros {
+		done, total := 0, 0
+		for _, w := range r.Waves {
+			for _, c := range w.Clusters {
+				total++
+				if c.Phase == rollout.ClusterSucceeded || c.Phase == rollout.ClusterReverted {
+					done++
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\n", r.ID, r.Application, r.Tag, short(r.Digest),
+			r.Phase, r.Wave+1, len(r.Waves), done, total, age(r.Created))
+	}
+	_ = tw.Flush()
+}
+
+// DescribeRollout prints a rollout as waves x clusters.
+func DescribeRollout(w io.Writer, r rollout.Rollout) {
+	fmt.Fprintf(w, "Rollout:      %s\nApplication:  %s\nImage:        %s:%s\nDigest:       %s\nPhase:        %s\n",
+		r.ID, r.Application, r.Image, r.Tag, r.Digest, r.Phase)
+	if r.Reason != "" {
+		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)
+	}
+	fmt.Fprintf(w, "Created:      %s (%s ago)\n\n", r.Created.Format(time.RFC3339), age(r.Created))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tCLUSTER\tSTATE\tCANARY\tWEIGHT\tPREVIOUS\tMESSAGE")
+	for i, wave := range r.Waves {
+		marker := " "
+		if i == r.Wave && !r.Phase.Done() {
+			marker = "*"
+		}
+		for _, c := range wave.Clusters {
+			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\t%d\t%s\t%s\n", marker, i+1, wave.Name, c.Name, c.Phase,
+				dash(c.CanaryPhase), c.CanaryWeight, dash(shortRef(c.PreviousImage)), dash(truncate(c.Message, 60)))
+		}
+	}
+	_ = tw.Flush()
+}
+
+func short(d string) string {
+	if _, hex, ok := strings.Cut(d, ":"); ok && len(hex) > 12 {
+		return d[:len(d)-len(hex)] + hex[:12]
+	}
+	return d
+}
+
+func shortRef(ref string) string {
+	if img, d, ok := strings.Cut(ref, "@"); ok {
+		return img[strings.LastIndex(img, "/")+1:] + "@" + short(d)
+	}
+	return ref[strings.LastIndex(ref, "/")+1:]
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func age(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String()
+}

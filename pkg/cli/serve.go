@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		configPath, listen, dataDir, logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run flotilla's main job: webhook intake, functions and API, with an embedded store",
+		Long: `serve runs flotilla in one process: it receives webhooks on POST /hooks/<receiver>,
+journals them in an embedded store (one file under --data-dir), runs the functions
+that carry each verified image through the fleet's waves, and serves the API that
+'flotilla get' and 'flotilla describe' read. No external server is needed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath == "" {
+				return usageError{fmt.Errorf("--config is required")}
+			}
+			cfg, err := config.Load(configPath)
+			if err != nil {
+				return err
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageError{fmt.Errorf("--log-level: %w", err)}
+			}
+			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			srv, err := server.New(cfg, server.Options{Listen: listen, DataDir: dataDir, Logger: log})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "flotilla listening on http://%s\n", srv.Addr())
+			return srv.Run(ctx)
+		},
+	}
+	cmd.Flags().StringVarP(&configPath, "config", "c", "", "configuration file (see config/example.yaml)")
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default: server.listen of the config, else 127.0.0.1:8080)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the embedded store (default: server.dataDir of the config, else ./flotilla-data)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/hooks/", s.intake)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/v1/rollouts", s.listRollouts)
+	mux.HandleFunc("GET /api/v1/rollouts/{id}", s.getRollout)
+	return mux
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	select {
+	case <-s.ready:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+	}
+}
+
+func (s *Server) listRollouts(w http.ResponseWriter, r *http.Request) {
+	ros, err := s.repo.List(r.Context())
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	if ros == nil {
+		ros = []rollout.Rollout{}
+	}
+	writeJSON(w, http.StatusOK, ros)
+}
+
+func (s *Server) getRollout(w http.ResponseWriter, r *http.Request) {
+	ro, err := s.repo.Get(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, rollout.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, ro)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/advance"
+	"github.com/flotilla-cd/flotilla/functions/launch"
+	"github.com/flotilla-cd/flotilla/functions/observe"
+	"github.com/flotilla-cd/flotilla/functions/plan"
+	"github.com/flotilla-cd/flotilla/functions/rollback"
+	"github.com/flotilla-cd/flotilla/functions/verify"
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/registry"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/runtime"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// Options override parts of the configuration and inject dependencies.
+type Options struct {
+	Listen   string               // overrides server.listen
+	DataDir  string               // overrides server.dataDir
+	Logger   *slog.Logger         // default: discard
+	Registry *prometheus.Registry // default: a new registry with Go and process collectors
+	Resolver registry.Resolver    // default: registry.NewRemote()
+	Executor pipelines.Executor   // default: the embedded executor
+}
+
+// Server is the running main job.
+type Server struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	store    *store.Store
+	repo     *rollout.Repo
+	intake   *events.Intake
+	runtime  *runtime.Runtime
+	mirror   *runtime.Mirror
+	http     *http.Server
+	listener net.Listener
+	reg      *prometheus.Registry
+	ready    chan struct{}
+}
+
+// New builds the server and opens its store; it listens at once, so Addr is
+// known before Run.
+func New(cfg *config.Config, o Options) (s *Server, err error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	listen, dataDir := cfg.Server.Listen, cfg.Server.DataDir
+	if o.Listen != "" {
+		listen = o.Listen
+	}
+	if o.DataDir != "" {
+		dataDir = o.DataDir
+	}
+	flaggerRecv, err := flaggerReceiver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s = &Server{cfg: cfg, log: o.Logger, reg: o.Registry, ready: make(chan struct{})}
+	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), store.WithLogger(o.Logger), store.WithMetrics(o.Registry))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	s.repo = rollout.NewRepo(s.store, nil)
+	clusters, err := cluster.NewSet(cfg.Fleet.Clusters)
+	if err != nil {
+		return nil, err
+	}
+	if o.Executor == nil {
+		o.Executor = pipelines.NewEmbedded(clusters)
+	}
+	if o.Resolver == nil {
+		o.Resolver = registry.NewRemote()
+	}
+	s.listener, err = net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", listen, err)
+	}
+	external := cfg.Server.ExternalURL
+	if o.Listen != "" || external == "" {
+		external = "http://" + s.listener.Addr().String()
+	}
+	hooks := func(clusterName, rolloutID string) canary.EventHook {
+		return canary.EventHook{
+			URL:      strings.TrimRight(external, "/") + "/hooks/" + flaggerRecv.Name + "/" + flaggerRecv.SecretValue,
+			Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID},
+		}
+	}
+	tracked := func(image string) bool {
+		for _, a := range cfg.Applications {
+			if registry.SameRepository(a.Image, image) {
+				return true
+			}
+		}
+		return false
+	}
+	fns := []runtime.Function{
+		verify.New(o.Resolver, tracked),
+		plan.New(cfg, s.repo),
+		launch.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
+		observe.New(cfg, s.repo, clusters),
+		advance.New(s.repo),
+		rollback.New(cfg, s.repo, o.Executor, hooks, 0),
+	}
+	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registry})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Events.Sink != "" {
+		if s.mirror, err = runtime.NewMirror(s.store, cfg.Events.Sink, o.Logger); err != nil {
+			return nil, err
+		}
+	}
+	var recvs []events.ReceiverConfig
+	for _, r := range cfg.Receivers {
+		recvs = append(recvs, events.ReceiverConfig{Name: r.Name, Type: r.Type, Secret: r.SecretValue, Insecure: r.Insecure})
+	}
+	s.intake, err = events.NewIntake(recvs, journal{s.store},
+		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registry))
+	if err != nil {
+		return nil, err
+	}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+func flaggerReceiver(cfg *config.Config) (config.Receiver, error) {
+	for _, r := range cfg.Receivers {
+		if r.Type == "flagger" {
+			return r, nil
+		}
+	}
+	return config.Receiver{}, errors.New("config: receivers: a receiver of type flagger is required: canaries report their progress to it")
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// Run serves HTTP and runs the functions until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { return s.runtime.Run(gctx) })
+	if s.mirror != nil {
+		g.Go(func() error { return s.mirror.Run(gctx) })
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return s.http.Shutdown(shutdown)
+	})
+	close(s.ready)
+	s.log.Info("flotilla serving", "addr", s.Addr())
+	return g.Wait()
+}
+
+// Close releases the store.
+func (s *Server) Close() error {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.Close()
+}
+
+// journal adapts the store to the intake's Journal.
+type journal struct{ s *store.Store }
+
+func (j journal) Append(ctx context.Context, evs ...cloudevents.Event) (int, error) {
+	recs, err := j.s.Append(ctx, evs...)
+	return len(recs), err
+}
