@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -93,7 +95,7 @@ func (s *scenario) aRegistry() error {
 		return err
 	}
 	s.w = &world{dir: dir, digests: map[string]string{}, pushes: map[string][]byte{}}
-	s.w.registry = httptest.NewServer(registry.New(registry.Logger(nil)))
+	s.w.registry = httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	s.w.regHost = strings.TrimPrefix(s.w.registry.URL, "http://")
 	s.onCleanup(s.w.registry.Close)
 	return nil

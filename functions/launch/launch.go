@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"golang.org/x/sync/errgroup"
@@ -100,6 +101,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 	}); err != nil {
 		return cloudevents.Event{}, err
 	}
+	applied := time.Now().UTC()
 	res, err := f.exec.ApplyCanary(ctx, name, tasks.ApplyCanaryParams{
 		Rollout:   ro.ID,
 		Namespace: app.Namespace,
@@ -122,6 +124,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 		if c.PreviousImage == "" {
 			c.PreviousImage = res.PreviousImage
 		}
+		c.Applied = applied
 		if c.Phase == rollout.ClusterApplying {
 			c.Phase = rollout.ClusterProgressing
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/launch"
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -58,7 +59,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			return events.Permanent(err)
 		}
 		cl.CanaryPhase, cl.CanaryWeight, cl.Message = st.Phase, st.Weight, c.Message
-		typ, reason = classify(r, cl, c, st.PrimaryImage, st.TargetImage)
+		typ, reason = classify(r, cl, c, st)
 		return nil
 	})
 	if err != nil || typ == "" {
@@ -71,7 +72,8 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 
 // classify decides what a canary event means for a cluster, given the images
 // its primary and canary workloads run now.
-func classify(r *rollout.Rollout, cl *rollout.Cluster, c events.Canary, primary, target string) (typ, reason string) {
+func classify(r *rollout.Rollout, cl *rollout.Cluster, c events.Canary, st cluster.CanaryStatus) (typ, reason string) {
+	primary, target := st.PrimaryImage, st.TargetImage
 	switch cl.Phase {
 	case rollout.ClusterApplying, rollout.ClusterProgressing:
 		switch c.Outcome {
@@ -85,8 +87,9 @@ func classify(r *rollout.Rollout, cl *rollout.Cluster, c events.Canary, primary,
 			}
 		}
 	case rollout.ClusterReverting:
-		if (c.Outcome == events.CanarySucceeded || c.Outcome == events.CanaryInitialized) &&
-			primary == cl.PreviousImage && target == cl.PreviousImage {
+		// Whatever Flagger says, the revert is done when both workloads run
+		// the previous image and no analysis is under way.
+		if st.Settled() && primary == cl.PreviousImage && target == cl.PreviousImage {
 			return events.TypeClusterReverted, c.Message
 		}
 	}

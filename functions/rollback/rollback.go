@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"golang.org/x/sync/errgroup"
@@ -22,16 +23,17 @@ type Function struct {
 	cfg         *config.Config
 	repo        *rollout.Repo
 	exec        pipelines.Executor
+	status      launch.StatusReader
 	hooks       launch.Hooks
 	maxParallel int
 }
 
 // New returns rollback.
-func New(cfg *config.Config, repo *rollout.Repo, exec pipelines.Executor, hooks launch.Hooks, maxParallel int) *Function {
+func New(cfg *config.Config, repo *rollout.Repo, exec pipelines.Executor, status launch.StatusReader, hooks launch.Hooks, maxParallel int) *Function {
 	if maxParallel <= 0 {
 		maxParallel = 16
 	}
-	return &Function{cfg: cfg, repo: repo, exec: exec, hooks: hooks, maxParallel: maxParallel}
+	return &Function{cfg: cfg, repo: repo, exec: exec, status: status, hooks: hooks, maxParallel: maxParallel}
 }
 
 func (*Function) Name() string { return "rollback" }
@@ -97,7 +99,7 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string) ([]
 		targets = ro.ToRevert(wave)
 		for _, name := range targets {
 			c, _, _ := ro.Cluster(name)
-			c.Phase = rollout.ClusterReverting
+			c.Phase, c.Applied = rollout.ClusterReverting, time.Now().UTC()
 		}
 		return nil
 	})
@@ -111,18 +113,27 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string) ([]
 	if wave < 0 {
 		return nil, nil
 	}
-	return nil, f.revert(ctx, ro, targets)
+	return f.revert(ctx, e, ro, wave, targets)
 }
 
-func (f *Function) revert(ctx context.Context, ro rollout.Rollout, names []string) error {
+// revert gives each named cluster its previous image back. Flagger treats a
+// return to the last promoted spec as a manual rollback and reports nothing,
+// so a cluster whose primary and workload both run the previous image after
+// the apply, with no analysis under way, is reverted at once; the others
+// (caught mid-analysis) are reported reverted by observe when Flagger has
+// promoted the previous image.
+func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.Rollout, wave int, names []string) ([]cloudevents.Event, error) {
 	app, ok := f.cfg.Application(ro.Application)
 	if !ok {
-		return events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
+		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
 	}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.maxParallel)
-	var failed []string
+	var (
+		failed []string
+		out    []cloudevents.Event
+	)
 	for _, name := range names {
 		c, _, _ := ro.Cluster(name)
 		prev := c.PreviousImage
@@ -143,14 +154,30 @@ func (f *Function) revert(ctx context.Context, ro rollout.Rollout, names []strin
 				mu.Unlock()
 				return nil
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			st, err := f.status.CanaryStatus(gctx, name, app.Namespace, app.Workload.Name, app.Workload.Container)
+			if err != nil || !st.Settled() || st.PrimaryImage != prev || st.TargetImage != prev {
+				return nil //nolint:nilerr // Flagger is still at work: observe reports the revert
+			}
+			ev, err := events.Derive(e, events.TypeClusterReverted, name, events.ClusterResult{
+				RolloutID: ro.ID, Wave: wave, Cluster: name, Reason: "previous image restored; Flagger phase " + st.Phase,
+			})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out = append(out, ev)
+			mu.Unlock()
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return fmt.Errorf("reverting rollout %s: %w", ro.ID, err)
+		return nil, fmt.Errorf("reverting rollout %s: %w", ro.ID, err)
 	}
 	if len(failed) > 0 {
-		return events.Permanent(fmt.Errorf("reverting rollout %s: %v", ro.ID, failed))
+		return nil, events.Permanent(fmt.Errorf("reverting rollout %s: %v", ro.ID, failed))
 	}
-	return nil
+	return out, nil
 }

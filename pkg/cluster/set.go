@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,8 +79,20 @@ func (s *Set) clientsFor(name string) (*clients, error) {
 type CanaryStatus struct {
 	Phase        string
 	Weight       int
-	PrimaryImage string // image of the container in <workload>-primary ("" if Flagger has not made it yet)
-	TargetImage  string // image of the container in the workload itself (the canary)
+	Checksum     string    // Flagger's hash of the last applied spec
+	Transition   time.Time // when Flagger last changed the phase
+	PrimaryImage string    // image of the container in <workload>-primary ("" if Flagger has not made it yet)
+	TargetImage  string    // image of the container in the workload itself (the canary)
+}
+
+// Settled tells whether no analysis is under way: Flagger rests in
+// Initialized, Succeeded or Failed until it sees a new revision.
+func (s CanaryStatus) Settled() bool {
+	switch s.Phase {
+	case "Initialized", "Succeeded", "Failed":
+		return true
+	}
+	return false
 }
 
 // CanaryStatus reads a canary and its workloads. container "" means the first.
@@ -94,6 +107,7 @@ func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace, name, co
 		return st, fmt.Errorf("reading canary %s/%s in %s: %w", namespace, name, clusterName, err)
 	}
 	st.Phase, st.Weight = string(cn.Status.Phase), cn.Status.CanaryWeight
+	st.Checksum, st.Transition = cn.Status.LastAppliedSpec, cn.Status.LastTransitionTime.Time
 	target := cn.Spec.TargetRef.Name
 	if st.TargetImage, err = s.image(ctx, c, namespace, target, container); err != nil {
 		return st, err

@@ -59,6 +59,7 @@ type Cluster struct {
 	PreviousImage string       `json:"previousImage,omitempty"` // what the workload ran before; rollback restores it
 	CanaryPhase   string       `json:"canaryPhase,omitempty"`   // last Flagger phase seen
 	CanaryWeight  int          `json:"canaryWeight,omitempty"`
+	Applied       time.Time    `json:"applied,omitempty"` // when the pipeline last applied to it
 	Message       string       `json:"message,omitempty"`
 	Updated       time.Time    `json:"updated"`
 }

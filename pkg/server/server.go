@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
+	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/runtime"
 	"github.com/flotilla-cd/flotilla/pkg/store"
@@ -41,6 +42,7 @@ type Options struct {
 	Registry *prometheus.Registry // default: a new registry with Go and process collectors
 	Resolver registry.Resolver    // default: registry.NewRemote()
 	Executor pipelines.Executor   // default: the embedded executor
+	Resync   resync.Options       // lost-event recovery; see package resync for defaults
 }
 
 // Server is the running main job.
@@ -52,6 +54,7 @@ type Server struct {
 	intake   *events.Intake
 	runtime  *runtime.Runtime
 	mirror   *runtime.Mirror
+	resync   *resync.Resyncer
 	http     *http.Server
 	listener net.Listener
 	reg      *prometheus.Registry
@@ -128,12 +131,14 @@ func New(cfg *config.Config, o Options) (s *Server, err error) {
 		launch.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
 		observe.New(cfg, s.repo, clusters),
 		advance.New(s.repo),
-		rollback.New(cfg, s.repo, o.Executor, hooks, 0),
+		rollback.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
 	}
 	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registry})
 	if err != nil {
 		return nil, err
 	}
+	o.Resync.Logger = o.Logger
+	s.resync = resync.New(cfg, s.repo, clusters, journal{s.store}, o.Resync)
 	if cfg.Events.Sink != "" {
 		if s.mirror, err = runtime.NewMirror(s.store, cfg.Events.Sink, o.Logger); err != nil {
 			return nil, err
@@ -174,6 +179,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { return s.runtime.Run(gctx) })
+	g.Go(func() error { return s.resync.Run(gctx) })
 	if s.mirror != nil {
 		g.Go(func() error { return s.mirror.Run(gctx) })
 	}
