@@ -90,4 +90,6 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerFlaggerSteps(sc)
 	s.registerTektonSteps(sc)
 	s.registerRolloutSteps(sc)
+	s.registerTaskSteps(sc)
+	s.registerCLISteps(sc)
 }

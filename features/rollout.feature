@@ -14,6 +14,8 @@ Feature: A registry push carried through two waves of real clusters, and back
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
+    And `flotilla get rollouts` lists the rollout of "1.1.0" as "Succeeded"
+    And `flotilla describe rollout` of "1.1.0" shows every cluster "Succeeded"
 
   Scenario: A failing gate in wave 2 rolls the whole fleet back
     Given the analysis gate fails in cluster "c4"
@@ -21,6 +23,7 @@ Feature: A registry push carried through two waves of real clusters, and back
     Then the rollout of "1.1.0" is rolled back
     And the primary in every cluster runs version "1.0.0" by digest
     And no workload in any cluster runs version "1.1.0"
+    And `flotilla describe rollout` of "1.1.0" shows every cluster "Reverted"
 
   Scenario: flotilla killed with SIGKILL mid-rollout completes it after a restart
     When version "1.1.0" is pushed

@@ -22,6 +22,7 @@ type scenario struct {
 	gate     *gateServer
 	recorder *eventRecorder
 	w        *world
+	task     *taskRun
 	failed   bool
 }
 

@@ -127,8 +127,9 @@ func (rt *Runtime) dispatch(ctx context.Context, e cloudevents.Event) error {
 		if err != nil {
 			return fmt.Errorf("journaling events of %s: %w", f.Name(), err)
 		}
-		if rt.o.Observe != nil {
-			for _, r := range recs {
+		for _, r := range recs {
+			rt.m.emitted.WithLabelValues(r.Event.Type()).Inc()
+			if rt.o.Observe != nil {
 				rt.o.Observe(r)
 			}
 		}

@@ -1,0 +1,167 @@
+package features
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/cucumber/godog"
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+)
+
+type taskRun struct {
+	result tasks.ApplyCanaryResult
+	stderr string
+	err    error
+}
+
+func (s *scenario) registerTaskSteps(sc *godog.ScenarioContext) {
+	sc.Step("^`flotilla task apply-canary` sets \"([^\"]*)\" to \"([^\"]*)\" for rollout \"([^\"]*)\"$", s.runApplyCanary)
+	sc.Step(`^the task reports the previous image "([^"]*)" and (a|no) change$`, s.taskReports)
+	sc.Step(`^the task fails saying "([^"]*)" and "([^"]*)" and "([^"]*)"$`, s.taskFails)
+}
+
+// runApplyCanary runs the flotilla binary's task command against the
+// scenario's cluster, with a Canary file like the one flotilla renders.
+func (s *scenario) runApplyCanary(ctx context.Context, workload, image, rolloutID string) error {
+	dir, err := os.MkdirTemp("", "flotilla-task-*")
+	if err != nil {
+		return err
+	}
+	s.onCleanup(func() { _ = os.RemoveAll(dir) })
+	c := flaggerv1.Canary{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "flagger.app/v1beta1", Kind: "Canary"},
+		ObjectMeta: metav1.ObjectMeta{Name: workload},
+		Spec: flaggerv1.CanarySpec{
+			Provider:  "kubernetes",
+			TargetRef: flaggerv1.LocalObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: workload},
+			Service:   flaggerv1.CanaryService{Port: 9898},
+			Analysis:  &flaggerv1.CanaryAnalysis{Interval: "1s", Threshold: 1, Iterations: 2},
+		},
+	}
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return err
+	}
+	canaryFile, resultFile := filepath.Join(dir, "canary.yaml"), filepath.Join(dir, "result.json")
+	if err := os.WriteFile(canaryFile, b, 0o600); err != nil {
+		return err
+	}
+	cl, _ := fleet.Cluster(s.cluster.Name)
+	cmd := exec.CommandContext(ctx, flotillaBin, "task", "apply-canary",
+		"--kubeconfig", cl.Kubeconfig, "--namespace", s.ns, "--workload", workload,
+		"--image", image, "--rollout", rolloutID, "--canary-file", canaryFile, "--result-file", resultFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	run := &taskRun{}
+	if run.err = cmd.Run(); run.err == nil {
+		out, err := os.ReadFile(resultFile)
+		if err != nil {
+			return fmt.Errorf("the task wrote no result file: %w", err)
+		}
+		if err := json.Unmarshal(out, &run.result); err != nil {
+			return fmt.Errorf("decoding the task result %q: %w", out, err)
+		}
+	}
+	run.stderr = stderr.String()
+	s.task = run
+	return nil
+}
+
+func (s *scenario) taskReports(previous, change string) error {
+	if s.task.err != nil {
+		return fmt.Errorf("the task failed: %v: %s", s.task.err, s.task.stderr)
+	}
+	want := tasks.ApplyCanaryResult{PreviousImage: previous, Changed: change == "a"}
+	if s.task.result != want {
+		return fmt.Errorf("the task reported %+v, want %+v", s.task.result, want)
+	}
+	return nil
+}
+
+func (s *scenario) taskFails(a, b, c string) error {
+	words := []string{a, b, c}
+	if s.task.err == nil {
+		return fmt.Errorf("the task succeeded, want a failure")
+	}
+	for _, w := range words {
+		if !strings.Contains(s.task.stderr, w) {
+			return fmt.Errorf("the task's error %q does not say %q", s.task.stderr, w)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) registerCLISteps(sc *godog.ScenarioContext) {
+	sc.Step("^`flotilla get rollouts` lists the rollout of \"([^\"]*)\" as \"([^\"]*)\"$", s.getRolloutsLists)
+	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" shows every cluster \"([^\"]*)\"$", s.describeShows)
+}
+
+// flotillaCLI runs a flotilla client command against the scenario's server.
+func (s *scenario) flotillaCLI(ctx context.Context, args ...string) (string, error) {
+	args = append(args, "--server", s.w.flotilla.url())
+	cmd := exec.CommandContext(ctx, flotillaBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("flotilla %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+func (s *scenario) getRolloutsLists(ctx context.Context, version, phase string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	out, err := s.flotillaCLI(ctx, "get", "rollouts")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && f[0] == id {
+			if f[2] != version || f[4] != phase {
+				return fmt.Errorf("get rollouts shows %q, want tag %s phase %s", line, version, phase)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("get rollouts does not list %s:\n%s", id, out)
+}
+
+func (s *scenario) describeShows(ctx context.Context, version, state string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	out, err := s.flotillaCLI(ctx, "describe", "rollout", id)
+	if err != nil {
+		return err
+	}
+	for _, c := range s.w.clusters {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 4 && f[2] == c.Name {
+				found = true
+				if f[3] != state {
+					return fmt.Errorf("describe shows %s as %q, want %s:\n%s", c.Name, f[3], state, out)
+				}
+			}
+		}
+		if !found {
+			return fmt.Errorf("describe does not show cluster %s:\n%s", c.Name, out)
+		}
+	}
+	return nil
+}
