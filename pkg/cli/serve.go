@@ -29,13 +29,13 @@ that carry each verified image through the fleet's waves, and serves the API tha
 			if configPath == "" {
 				return usageError{fmt.Errorf("--config is required")}
 			}
-			cfg, err := config.Load(configPath)
-			if err != nil {
-				return err
-			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level: %w", err)}
+			}
+			cfg, err := config.Load(configPath)
+			if err != nil {
+				return err
 			}
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			srv, err := server.New(cfg, server.Options{Listen: listen, DataDir: dataDir, Logger: log})
