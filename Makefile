@@ -25,8 +25,14 @@ help: ## Show this help
 build: ## Build the flotilla binary into bin/
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/flotilla .
 
+.PHONY: deps
+deps: ## Install the Debian packages the tests and the demo need (docker-registry), only when missing
+	@command -v docker-registry >/dev/null 2>&1 && dpkg -s docker-registry >/dev/null 2>&1 || { \
+	  echo "deps: installing docker-registry (Debian's CNCF distribution registry)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry >/dev/null; }
+
 .PHONY: test
-test: fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs)
+test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs)
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 60m ./...
 
 .PHONY: lint
@@ -40,6 +46,10 @@ verify: ## Format, tidy and generate, then fail if the tree changed
 	$(GO) generate ./...
 	@git diff --exit-code || { echo "verify: the tree changed; commit the result" >&2; exit 1; }
 	@test -z "$$(git status --porcelain)" || { git status --porcelain; echo "verify: untracked files" >&2; exit 1; }
+
+.PHONY: demo
+demo: fleet-build ## Run the demo: a 3-cluster fleet, a real registry and flotilla; 1.1.0 rolls out, 1.2.0 fails in wave 2 and rolls back
+	$(GO) run ./deploy/demo
 
 .PHONY: fleet-build
 fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton) into the cache
