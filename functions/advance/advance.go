@@ -34,15 +34,13 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
-	var steps []step
-	ro, err := f.repo.Update(ctx, res.RolloutID, func(r *rollout.Rollout) error {
-		steps = nil
+	ro, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		cl, w, err := r.Cluster(res.Cluster)
 		if err != nil {
-			return events.Permanent(err)
+			return nil, events.Permanent(err)
 		}
 		if r.Phase != rollout.Progressing {
-			return nil
+			return nil, nil
 		}
 		switch e.Type() {
 		case events.TypeClusterSucceeded:
@@ -52,29 +50,30 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		}
 		cl.Message = res.Reason
 		if w != r.Wave {
-			return nil
+			return nil, nil
 		}
-		steps = decide(r)
-		return nil
+		steps := decide(r)
+		out := make([]cloudevents.Event, 0, len(steps))
+		for _, s := range steps {
+			ev, err := events.Derive(e, s.typ, r.ID, s.payload)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ev)
+		}
+		return out, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]cloudevents.Event, 0, len(steps))
-	for _, s := range steps {
-		if s.typ == events.TypeRolloutSucceeded {
-			if err := f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
-				st.DeployedTag, st.DeployedDigest = ro.Tag, ro.Digest
-				return nil
-			}); err != nil {
-				return nil, err
-			}
-		}
-		ev, err := events.Derive(e, s.typ, ro.ID, s.payload)
-		if err != nil {
+	if ro.Phase == rollout.Succeeded {
+		// Idempotent, so a redelivery that finds the rollout done repeats it.
+		if err := f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
+			st.DeployedTag, st.DeployedDigest = ro.Tag, ro.Digest
+			return nil
+		}); err != nil {
 			return nil, err
 		}
-		out = append(out, ev)
 	}
 	return out, nil
 }

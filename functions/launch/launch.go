@@ -92,7 +92,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 	if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
 		c, _, err := r.Cluster(name)
 		if err != nil {
-			return err
+			return events.Permanent(err)
 		}
 		if c.Phase == rollout.ClusterPending {
 			c.Phase = rollout.ClusterApplying
@@ -119,7 +119,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 	if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
 		c, _, err := r.Cluster(name)
 		if err != nil {
-			return err
+			return events.Permanent(err)
 		}
 		if c.PreviousImage == "" {
 			c.PreviousImage = res.PreviousImage

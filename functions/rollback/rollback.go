@@ -75,40 +75,42 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 
 // next reverts the newest wave that still has clusters on the new digest, or
 // ends the rollback when none is left and nothing is being reverted.
+//
+// Clusters are marked Reverting only once their revert is applied: a retry or
+// a redelivery after a failed or interrupted apply finds them still to revert
+// and applies again (the apply is idempotent), where marking them first would
+// leave them waiting for a revert that never happened.
 func (f *Function) next(ctx context.Context, e cloudevents.Event, id string) ([]cloudevents.Event, error) {
 	var (
-		wave     = -1
-		targets  []string
-		finished bool
+		wave    = -1
+		targets []string
 	)
-	ro, err := f.repo.Update(ctx, id, func(ro *rollout.Rollout) error {
-		wave, targets, finished = -1, nil, false
+	// The end of the rollback is journaled with the state change, so a crash
+	// cannot leave a rolled-back rollout that never said so.
+	ro, out, err := f.repo.UpdateEmit(ctx, id, func(ro *rollout.Rollout) ([]cloudevents.Event, error) {
+		wave, targets = -1, nil
 		if ro.Phase != rollout.Failed {
-			return nil
+			return nil, nil
 		}
 		for w := range ro.Waves {
 			if ro.Reverting(w) {
-				return nil // wait for the wave being reverted
+				return nil, nil // wait for the wave being reverted
 			}
 		}
 		wave = ro.RevertWave(len(ro.Waves) - 1)
-		if wave < 0 {
-			ro.Phase, finished = rollout.RolledBack, true
-			return nil
+		if wave >= 0 {
+			targets = ro.ToRevert(wave)
+			return nil, nil
 		}
-		targets = ro.ToRevert(wave)
-		for _, name := range targets {
-			c, _, _ := ro.Cluster(name)
-			c.Phase, c.Applied = rollout.ClusterReverting, time.Now().UTC()
+		ro.Phase = rollout.RolledBack
+		done, err := events.Derive(e, events.TypeRolloutRolledBack, id, events.RolloutResult{RolloutID: id, Reason: ro.Reason})
+		if err != nil {
+			return nil, err
 		}
-		return nil
+		return []cloudevents.Event{done}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if finished {
-		out, err := events.Derive(e, events.TypeRolloutRolledBack, id, events.RolloutResult{RolloutID: id, Reason: ro.Reason})
-		return []cloudevents.Event{out}, err
+	if err != nil || len(out) > 0 {
+		return out, err
 	}
 	if wave < 0 {
 		return nil, nil
@@ -127,12 +129,14 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 	if !ok {
 		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
 	}
+	applied := time.Now().UTC()
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.maxParallel)
 	var (
-		failed []string
-		out    []cloudevents.Event
+		failed   []string
+		reverted []string // applied: now Reverting
+		out      []cloudevents.Event
 	)
 	for _, name := range names {
 		c, _, _ := ro.Cluster(name)
@@ -157,6 +161,9 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 			if err != nil {
 				return err
 			}
+			mu.Lock()
+			reverted = append(reverted, name)
+			mu.Unlock()
 			st, err := f.status.CanaryStatus(gctx, name, app.Namespace, app.Workload.Name, app.Workload.Container)
 			if err != nil || !st.Settled() || st.PrimaryImage != prev || st.TargetImage != prev {
 				return nil //nolint:nilerr // Flagger is still at work: observe reports the revert
@@ -175,6 +182,20 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 	}
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("reverting rollout %s: %w", ro.ID, err)
+	}
+	if len(reverted) > 0 {
+		if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
+			for _, name := range reverted {
+				c, _, err := r.Cluster(name)
+				if err != nil {
+					return events.Permanent(err)
+				}
+				c.Phase, c.Applied = rollout.ClusterReverting, applied
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if len(failed) > 0 {
 		return nil, events.Permanent(fmt.Errorf("reverting rollout %s: %v", ro.ID, failed))

@@ -104,8 +104,11 @@ func (r *Resyncer) Pass(ctx context.Context, onlyOverdue bool) error {
 					continue
 				}
 				// Only a phase Flagger reached after our apply says anything
-				// about this rollout.
-				if !st.Settled() || st.Transition.Before(c.Applied) {
+				// about this rollout. Flagger keeps the transition time in
+				// whole seconds, so compare at that precision (observe checks
+				// the images anyway, so an earlier phase in the same second
+				// cannot move the rollout wrongly).
+				if !st.Settled() || st.Transition.Before(c.Applied.Truncate(time.Second)) {
 					continue
 				}
 				e, err := Event(ro.ID, c.Name, app, st)

@@ -1,10 +1,13 @@
 package rollout
 
 import (
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flotilla-cd/flotilla/pkg/store"
 	"sort"
 	"time"
 )
@@ -13,6 +16,7 @@ import (
 type Documents interface {
 	Get(ctx context.Context, collection, key string, v any) (bool, error)
 	Update(ctx context.Context, collection, key string, v any, fn func(found bool) error) error
+	UpdateAndAppend(ctx context.Context, collection, key string, v any, fn func(found bool) ([]cloudevents.Event, error)) ([]store.Record, error)
 	List(ctx context.Context, collection string, fn func(key string, raw []byte) error) error
 }
 
@@ -59,7 +63,8 @@ func (r *Repo) Create(ctx context.Context, ro Rollout) (created bool, err error)
 		if found {
 			return errExists
 		}
-		ro.Created, ro.Updated = r.now().UTC(), r.now().UTC()
+		now := r.now().UTC()
+		ro.Created, ro.Updated = now, now
 		cur = ro
 		return nil
 	})
@@ -91,6 +96,32 @@ func (r *Repo) Update(ctx context.Context, id string, fn func(*Rollout) error) (
 		return ro, fmt.Errorf("updating rollout %s: %w", id, err)
 	}
 	return ro, nil
+}
+
+// UpdateEmit changes a rollout and journals the events fn returns in the same
+// transaction, so a transition and the events that announce it survive a
+// crash together: a redelivered input finds the state moved on and must not
+// have to announce the move again.
+func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*Rollout) ([]cloudevents.Event, error)) (Rollout, []cloudevents.Event, error) {
+	var (
+		ro  Rollout
+		out []cloudevents.Event
+	)
+	_, err := r.docs.UpdateAndAppend(ctx, rolloutsCollection, id, &ro, func(found bool) ([]cloudevents.Event, error) {
+		if !found {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		var err error
+		if out, err = fn(&ro); err != nil {
+			return nil, err
+		}
+		ro.Updated = r.now().UTC()
+		return out, nil
+	})
+	if err != nil {
+		return ro, nil, fmt.Errorf("updating rollout %s: %w", id, err)
+	}
+	return ro, out, nil
 }
 
 // List returns every rollout, newest first.

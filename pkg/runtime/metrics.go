@@ -10,9 +10,9 @@ import (
 )
 
 type metrics struct {
-	calls    *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	emitted  *prometheus.CounterVec
+	calls     *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	processed *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -26,15 +26,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time a function took to handle one event.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"function"}),
-		emitted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flotilla_events_emitted_total",
-			Help: "Events the functions emitted and the journal recorded, by CloudEvents type (rollouts started, waves, cluster results, rollbacks...).",
+		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_events_processed_total",
+			Help: "Journaled events the runtime processed, by CloudEvents type (pushes, rollouts started, waves, cluster results, rollbacks...).",
 		}, []string{"type"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.duration, m.emitted} {
+	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering runtime metrics: %w", err)
 		}

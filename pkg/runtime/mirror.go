@@ -56,14 +56,19 @@ func (m *Mirror) Run(ctx context.Context) error {
 				continue
 			}
 		}
+		sent := true
 		for _, r := range recs {
 			if err := m.send(ctx, r.Event); err != nil {
-				return nil // ctx ended
+				sent = false // ctx ended; keep what the sink has acknowledged
+				break
 			}
 			cursor = r.Seq
 		}
 		if err := m.j.SetCursor(context.WithoutCancel(ctx), mirrorCursor, cursor); err != nil {
 			return fmt.Errorf("saving sink cursor: %w", err)
+		}
+		if !sent {
+			return nil
 		}
 	}
 }

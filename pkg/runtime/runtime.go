@@ -97,18 +97,37 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		}
 		for _, rec := range recs {
 			if err := rt.dispatch(ctx, rec.Event); err != nil {
-				return err // only ctx cancellation and journal failures stop the runtime
+				// Only ctx cancellation and journal failures stop the runtime.
+				// Keep what was handled, so a restart resumes at the event
+				// that was interrupted.
+				if serr := rt.saveCursor(ctx, cursor); serr != nil {
+					return errors.Join(err, serr)
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
 			}
 			cursor = rec.Seq
 		}
-		if err := rt.j.SetCursor(context.WithoutCancel(ctx), cursorName, cursor); err != nil {
-			return fmt.Errorf("saving runtime cursor: %w", err)
+		if err := rt.saveCursor(ctx, cursor); err != nil {
+			return err
 		}
 	}
 }
 
+// saveCursor records cursor even when ctx has ended, so that what was
+// handled is not handled again.
+func (rt *Runtime) saveCursor(ctx context.Context, cursor uint64) error {
+	if err := rt.j.SetCursor(context.WithoutCancel(ctx), cursorName, cursor); err != nil {
+		return fmt.Errorf("saving runtime cursor: %w", err)
+	}
+	return nil
+}
+
 // dispatch hands one event to every function that consumes it.
 func (rt *Runtime) dispatch(ctx context.Context, e cloudevents.Event) error {
+	rt.m.processed.WithLabelValues(e.Type()).Inc()
 	for _, f := range rt.byType[e.Type()] {
 		out, err := rt.call(ctx, f, e)
 		if ctx.Err() != nil {
@@ -127,9 +146,8 @@ func (rt *Runtime) dispatch(ctx context.Context, e cloudevents.Event) error {
 		if err != nil {
 			return fmt.Errorf("journaling events of %s: %w", f.Name(), err)
 		}
-		for _, r := range recs {
-			rt.m.emitted.WithLabelValues(r.Event.Type()).Inc()
-			if rt.o.Observe != nil {
+		if rt.o.Observe != nil {
+			for _, r := range recs {
 				rt.o.Observe(r)
 			}
 		}
@@ -151,7 +169,7 @@ func (rt *Runtime) call(ctx context.Context, f Function, e cloudevents.Event) ([
 			log.Debug("handled", "emitted", len(out), "took", time.Since(start))
 			return out, nil
 		}
-		if events.IsPermanent(err) || ctx.Err() != nil {
+		if events.IsPermanent(err) || ctx.Err() != nil || attempt == rt.o.Attempts {
 			return nil, err
 		}
 		log.Warn("handler failed, retrying", "attempt", attempt, "error", err)
@@ -162,7 +180,7 @@ func (rt *Runtime) call(ctx context.Context, f Function, e cloudevents.Event) ([
 		}
 		delay = min(delay*2, 5*time.Second)
 	}
-	return nil, err
+	return nil, err // not reached: the last attempt returns above
 }
 
 // failed records that f gave up on e, as an event in the journal.

@@ -47,20 +47,11 @@ func (s *Store) Append(ctx context.Context, evs ...cloudevents.Event) ([]Record,
 		return nil, nil
 	}
 	start := s.now()
-	req := &appendReq{evs: evs, raw: make([][]byte, len(evs)), done: make(chan appendResult, 1)}
-	for i, e := range evs {
-		if err := e.Validate(); err != nil {
-			return nil, fmt.Errorf("appending events: event %d (id %q): %w", i, e.ID(), err)
-		}
-		if len(e.ID()) > bolt.MaxKeySize {
-			return nil, fmt.Errorf("appending events: event %d: id is longer than %d bytes", i, bolt.MaxKeySize)
-		}
-		raw, err := e.MarshalJSON()
-		if err != nil {
-			return nil, fmt.Errorf("appending events: encoding event %d (id %q): %w", i, e.ID(), err)
-		}
-		req.raw[i] = raw
+	raw, err := encodeEvents(evs)
+	if err != nil {
+		return nil, fmt.Errorf("appending events: %w", err)
 	}
+	req := &appendReq{evs: evs, raw: raw, done: make(chan appendResult, 1)}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("appending events: %w", err)
 	}
@@ -118,28 +109,19 @@ func (s *Store) commit(batch []*appendReq) {
 	var last uint64
 	added, dups := 0, 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		events, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketEventIDs)
 		for i, req := range batch {
 			res := &results[i]
 			for j, e := range req.evs {
-				id := []byte(e.ID())
-				if ids.Get(id) != nil {
+				rec, ok, err := putEvent(tx, e, req.raw[j])
+				if err != nil {
+					return err
+				}
+				if !ok {
 					dups++
 					continue
 				}
-				seq, err := events.NextSequence()
-				if err != nil {
-					return fmt.Errorf("numbering event: %w", err)
-				}
-				key := seqKey(seq)
-				if err := events.Put(key, req.raw[j]); err != nil {
-					return fmt.Errorf("writing event %q: %w", e.ID(), err)
-				}
-				if err := ids.Put(id, key); err != nil {
-					return fmt.Errorf("indexing event %q: %w", e.ID(), err)
-				}
-				res.recs = append(res.recs, Record{Seq: seq, Event: e})
-				last = seq
+				res.recs = append(res.recs, rec)
+				last = rec.Seq
 				added++
 			}
 		}
@@ -155,11 +137,63 @@ func (s *Store) commit(batch []*appendReq) {
 	s.log.Debug("committed journal batch", "requests", len(batch), "events", added, "duration", time.Since(start))
 	s.metrics.committed(added, dups)
 	if added > 0 {
-		s.lastSeq.Store(last)
+		s.advanceLastSeq(last)
 		s.notify()
 	}
 	for i, req := range batch {
 		req.done <- results[i]
+	}
+}
+
+// putEvent writes one encoded event in tx unless its id is journaled already
+// (ok false).
+func putEvent(tx *bolt.Tx, e cloudevents.Event, raw []byte) (rec Record, ok bool, err error) {
+	events, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketEventIDs)
+	id := []byte(e.ID())
+	if ids.Get(id) != nil {
+		return Record{}, false, nil
+	}
+	seq, err := events.NextSequence()
+	if err != nil {
+		return Record{}, false, fmt.Errorf("numbering event: %w", err)
+	}
+	key := seqKey(seq)
+	if err := events.Put(key, raw); err != nil {
+		return Record{}, false, fmt.Errorf("writing event %q: %w", e.ID(), err)
+	}
+	if err := ids.Put(id, key); err != nil {
+		return Record{}, false, fmt.Errorf("indexing event %q: %w", e.ID(), err)
+	}
+	return Record{Seq: seq, Event: e}, true, nil
+}
+
+// encodeEvents validates and encodes events for the journal.
+func encodeEvents(evs []cloudevents.Event) ([][]byte, error) {
+	raw := make([][]byte, len(evs))
+	for i, e := range evs {
+		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("event %d (id %q): %w", i, e.ID(), err)
+		}
+		if len(e.ID()) > bolt.MaxKeySize {
+			return nil, fmt.Errorf("event %d: id is longer than %d bytes", i, bolt.MaxKeySize)
+		}
+		b, err := e.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encoding event %d (id %q): %w", i, e.ID(), err)
+		}
+		raw[i] = b
+	}
+	return raw, nil
+}
+
+// advanceLastSeq raises LastSeq to seq; commits of the writer and of
+// UpdateAndAppend may finish in either order.
+func (s *Store) advanceLastSeq(seq uint64) {
+	for {
+		cur := s.lastSeq.Load()
+		if seq <= cur || s.lastSeq.CompareAndSwap(cur, seq) {
+			return
+		}
 	}
 }
 

@@ -1,0 +1,333 @@
+package advance_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/advance"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+const rolloutID = "shop-1"
+
+func newRepo(t *testing.T) *rollout.Repo {
+	t.Helper()
+	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatalf("opening store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing store: %v", err)
+		}
+	})
+	return rollout.NewRepo(s, nil)
+}
+
+// state is the part of a rollout advance changes.
+type state struct {
+	Phase    rollout.Phase
+	Reason   string
+	Wave     int
+	Clusters map[string]rollout.ClusterPhase
+}
+
+// newRollout stores a rollout of two waves, c1 then c2 and c3, in state st.
+func newRollout(t *testing.T, repo *rollout.Repo, st state) {
+	t.Helper()
+	ro := rollout.Rollout{
+		ID: rolloutID, Application: "shop", Image: "registry.test/team/shop", Tag: "1.3.0", Digest: "sha256:new",
+		Phase: st.Phase, Reason: st.Reason, Wave: st.Wave,
+		Waves: []rollout.Wave{
+			{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1"}}},
+			{Name: "rest", Clusters: []rollout.Cluster{{Name: "c2"}, {Name: "c3"}}},
+		},
+	}
+	for w := range ro.Waves {
+		for c := range ro.Waves[w].Clusters {
+			ro.Waves[w].Clusters[c].Phase = st.Clusters[ro.Waves[w].Clusters[c].Name]
+		}
+	}
+	if _, err := repo.Create(t.Context(), ro); err != nil {
+		t.Fatalf("creating rollout: %v", err)
+	}
+}
+
+func stateOf(ro rollout.Rollout) state {
+	st := state{Phase: ro.Phase, Reason: ro.Reason, Wave: ro.Wave, Clusters: map[string]rollout.ClusterPhase{}}
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			st.Clusters[c.Name] = c.Phase
+		}
+	}
+	return st
+}
+
+func clusterResult(t *testing.T, typ, cluster, reason string) cloudevents.Event {
+	t.Helper()
+	wave := map[string]int{"c1": 0, "c2": 1, "c3": 1, "c9": 0}[cluster]
+	e, err := events.New("in", events.Source, typ, events.ClusterResult{RolloutID: rolloutID, Wave: wave, Cluster: cluster, Reason: reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetExtension(events.ExtRolloutID, rolloutID)
+	return e
+}
+
+type emitted struct {
+	ID, Type, RolloutID string
+	Data                any
+}
+
+func summarize(t *testing.T, evs []cloudevents.Event) []emitted {
+	t.Helper()
+	var got []emitted
+	for _, e := range evs {
+		if err := e.Validate(); err != nil {
+			t.Errorf("event %s is invalid: %v", e.ID(), err)
+		}
+		var data any
+		var err error
+		switch e.Type() {
+		case events.TypeWaveSucceeded:
+			data, err = events.Decode[events.WaveResult](e)
+		case events.TypeWaveStarted:
+			data, err = events.Decode[events.WaveStarted](e)
+		case events.TypeRolloutSucceeded, events.TypeRolloutFailed:
+			data, err = events.Decode[events.RolloutResult](e)
+		default:
+			t.Fatalf("unexpected event type %s", e.Type())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, emitted{e.ID(), e.Type(), events.RolloutID(e), data})
+	}
+	return got
+}
+
+func ev(typ string, data any) emitted {
+	return emitted{"in/" + typ + "/" + rolloutID, typ, rolloutID, data}
+}
+
+func TestAdvance(t *testing.T) {
+	const (
+		pending     = rollout.ClusterPending
+		progressing = rollout.ClusterProgressing
+		succeeded   = rollout.ClusterSucceeded
+		failed      = rollout.ClusterFailed
+	)
+	cs := func(c1, c2, c3 rollout.ClusterPhase) map[string]rollout.ClusterPhase {
+		return map[string]rollout.ClusterPhase{"c1": c1, "c2": c2, "c3": c3}
+	}
+	tests := []struct {
+		name     string
+		before   state
+		typ      string
+		cluster  string
+		reason   string
+		want     []emitted
+		after    state
+		deployed bool
+	}{
+		{
+			name:   "first wave done: next wave starts",
+			before: state{Phase: rollout.Progressing, Clusters: cs(progressing, pending, pending)},
+			typ:    events.TypeClusterSucceeded, cluster: "c1",
+			want: []emitted{
+				ev(events.TypeWaveSucceeded, events.WaveResult{RolloutID: rolloutID, Wave: 0}),
+				ev(events.TypeWaveStarted, events.WaveStarted{RolloutID: rolloutID, Wave: 1, Clusters: []string{"c2", "c3"}}),
+			},
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, pending, pending)},
+		},
+		{
+			name:   "wave still running",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, progressing)},
+			typ:    events.TypeClusterSucceeded, cluster: "c2",
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, succeeded, progressing)},
+		},
+		{
+			name:   "last wave done: rollout succeeded",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, succeeded, progressing)},
+			typ:    events.TypeClusterSucceeded, cluster: "c3",
+			want: []emitted{
+				ev(events.TypeWaveSucceeded, events.WaveResult{RolloutID: rolloutID, Wave: 1}),
+				ev(events.TypeRolloutSucceeded, events.RolloutResult{RolloutID: rolloutID}),
+			},
+			after:    state{Phase: rollout.Succeeded, Wave: 1, Clusters: cs(succeeded, succeeded, succeeded)},
+			deployed: true,
+		},
+		{
+			name:   "a failure fails the rollout at once",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, progressing)},
+			typ:    events.TypeClusterFailed, cluster: "c2", reason: "canary analysis failed",
+			want: []emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
+				Reason: "wave 2 (rest): cluster c2 failed: canary analysis failed"})},
+			after: state{Phase: rollout.Failed, Wave: 1, Clusters: cs(succeeded, failed, progressing),
+				Reason: "wave 2 (rest): cluster c2 failed: canary analysis failed"},
+		},
+		{
+			name:   "a failure in the first wave",
+			before: state{Phase: rollout.Progressing, Clusters: cs(progressing, pending, pending)},
+			typ:    events.TypeClusterFailed, cluster: "c1", reason: "pipeline failed: boom",
+			want: []emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
+				Reason: "wave 1 (canary): cluster c1 failed: pipeline failed: boom"})},
+			after: state{Phase: rollout.Failed, Clusters: cs(failed, pending, pending),
+				Reason: "wave 1 (canary): cluster c1 failed: pipeline failed: boom"},
+		},
+		{
+			name:   "duplicate result after the wave moved on",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, progressing)},
+			typ:    events.TypeClusterSucceeded, cluster: "c1",
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, progressing)},
+		},
+		{
+			// A redelivery after a crash between the transition and the
+			// application update repeats the (idempotent) update.
+			name:   "duplicate of the last result",
+			before: state{Phase: rollout.Succeeded, Wave: 1, Clusters: cs(succeeded, succeeded, succeeded)},
+			typ:    events.TypeClusterSucceeded, cluster: "c3",
+			after:    state{Phase: rollout.Succeeded, Wave: 1, Clusters: cs(succeeded, succeeded, succeeded)},
+			deployed: true,
+		},
+		{
+			name:   "result after the rollout failed",
+			before: state{Phase: rollout.Failed, Wave: 1, Clusters: cs(succeeded, failed, progressing), Reason: "earlier"},
+			typ:    events.TypeClusterFailed, cluster: "c3", reason: "late",
+			after: state{Phase: rollout.Failed, Wave: 1, Clusters: cs(succeeded, failed, progressing), Reason: "earlier"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			repo := newRepo(t)
+			newRollout(t, repo, tt.before)
+			evs, err := advance.New(repo).Handle(ctx, clusterResult(t, tt.typ, tt.cluster, tt.reason))
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, summarize(t, evs)); diff != "" {
+				t.Errorf("emitted (-want +got):\n%s", diff)
+			}
+			ro, err := repo.Get(ctx, rolloutID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.after, stateOf(ro)); diff != "" {
+				t.Errorf("rollout after (-want +got):\n%s", diff)
+			}
+			app, err := repo.App(ctx, "shop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := rollout.AppState{Name: "shop"}
+			if tt.deployed {
+				want.DeployedTag, want.DeployedDigest = "1.3.0", "sha256:new"
+			}
+			if diff := cmp.Diff(want, app); diff != "" {
+				t.Errorf("application state (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAdvanceWholeRollout feeds a rollout its cluster results one by one, as
+// the runtime would, including a redelivery.
+func TestAdvanceWholeRollout(t *testing.T) {
+	ctx := t.Context()
+	repo := newRepo(t)
+	newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
+		"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
+	fn := advance.New(repo)
+	steps := []struct {
+		cluster string
+		want    []string
+	}{
+		{"c1", []string{events.TypeWaveSucceeded, events.TypeWaveStarted}},
+		{"c1", nil}, // redelivered
+		{"c3", nil},
+		{"c2", []string{events.TypeWaveSucceeded, events.TypeRolloutSucceeded}},
+		{"c2", nil}, // redelivered
+	}
+	for i, s := range steps {
+		evs, err := fn.Handle(ctx, clusterResult(t, events.TypeClusterSucceeded, s.cluster, ""))
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.Type())
+		}
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("step %d (%s) emitted (-want +got):\n%s", i, s.cluster, diff)
+		}
+	}
+	ro, err := repo.Get(ctx, rolloutID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro.Phase != rollout.Succeeded {
+		t.Errorf("phase = %s, want Succeeded", ro.Phase)
+	}
+}
+
+func TestAdvanceTwoFailures(t *testing.T) {
+	repo := newRepo(t)
+	newRollout(t, repo, state{Phase: rollout.Progressing, Wave: 1, Clusters: map[string]rollout.ClusterPhase{
+		"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterProgressing, "c3": rollout.ClusterProgressing}})
+	// The reason names every failed cluster of the wave.
+	if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error {
+		r.Waves[1].Clusters[0].Phase, r.Waves[1].Clusters[0].Message = rollout.ClusterFailed, "first"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := advance.New(repo).Handle(t.Context(), clusterResult(t, events.TypeClusterFailed, "c3", "second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
+		Reason: "wave 2 (rest): cluster c2 failed: first; cluster c3 failed: second"})}
+	if diff := cmp.Diff(want, summarize(t, evs)); diff != "" {
+		t.Errorf("emitted (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdvanceErrors(t *testing.T) {
+	bad := clusterResult(t, events.TypeClusterSucceeded, "c1", "")
+	if err := bad.SetData(cloudevents.ApplicationJSON, []byte(`{"wave": "x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		e    cloudevents.Event
+	}{
+		{"payload does not decode", bad},
+		{"cluster not in the rollout", clusterResult(t, events.TypeClusterSucceeded, "c9", "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := newRepo(t)
+			newRollout(t, repo, state{Phase: rollout.Progressing})
+			evs, err := advance.New(repo).Handle(t.Context(), tt.e)
+			if err == nil || !events.IsPermanent(err) {
+				t.Errorf("Handle = %v, %v; want a permanent error", evs, err)
+			}
+		})
+	}
+}
+
+func TestAdvanceContract(t *testing.T) {
+	fn := advance.New(nil)
+	if fn.Name() != "advance" {
+		t.Errorf("Name = %q", fn.Name())
+	}
+	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed}, fn.Consumes()); diff != "" {
+		t.Errorf("Consumes (-want +got):\n%s", diff)
+	}
+}

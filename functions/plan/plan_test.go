@@ -1,0 +1,329 @@
+package plan_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/plan"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+const image = "registry.test/team/app"
+
+func newRepo(t *testing.T) *rollout.Repo {
+	t.Helper()
+	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatalf("opening store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing store: %v", err)
+		}
+	})
+	return rollout.NewRepo(s, nil)
+}
+
+func newConfig(apps ...config.Application) *config.Config {
+	return &config.Config{
+		Fleet: config.Fleet{Waves: []config.Wave{
+			{Name: "canary", Clusters: []string{"c1"}},
+			{Name: "rest", Clusters: []string{"c2", "c3"}},
+		}},
+		Applications: apps,
+	}
+}
+
+func application(name, img string, track config.Track) config.Application {
+	return config.Application{Name: name, Image: img, Track: track, Namespace: "default",
+		Workload: config.Workload{Kind: "Deployment", Name: name}}
+}
+
+func verified(t *testing.T, id, img, tag string) cloudevents.Event {
+	t.Helper()
+	e, err := events.New(id, events.Source, events.TypeImageVerified, events.ImageVerified{Image: img, Tag: tag, Digest: "sha256:" + tag})
+	if err != nil {
+		t.Fatalf("building event: %v", err)
+	}
+	return e
+}
+
+// emitted is what a test compares of an emitted event.
+type emitted struct {
+	ID, Type, RolloutID string
+	Data                any
+}
+
+func summarize(t *testing.T, evs []cloudevents.Event) []emitted {
+	t.Helper()
+	var got []emitted
+	for _, e := range evs {
+		if err := e.Validate(); err != nil {
+			t.Errorf("event %s is invalid: %v", e.ID(), err)
+		}
+		var data any
+		var err error
+		switch e.Type() {
+		case events.TypeRolloutStarted:
+			data, err = events.Decode[events.RolloutStarted](e)
+		case events.TypeWaveStarted:
+			data, err = events.Decode[events.WaveStarted](e)
+		case events.TypeRolloutSkipped:
+			data, err = events.Decode[events.RolloutSkipped](e)
+		default:
+			t.Fatalf("unexpected event type %s", e.Type())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, emitted{e.ID(), e.Type(), events.RolloutID(e), data})
+	}
+	return got
+}
+
+// started is what plan emits for a rollout of tag to app, started by the
+// event with id parent.
+func started(parent, app, tag string) []emitted {
+	id := plan.ID(parent, app)
+	return []emitted{
+		{parent + "/" + events.TypeRolloutStarted + "/" + app, events.TypeRolloutStarted, id, events.RolloutStarted{
+			RolloutID: id, Application: app, Image: image, Tag: tag, Digest: "sha256:" + tag,
+			Waves: [][]string{{"c1"}, {"c2", "c3"}},
+		}},
+		{parent + "/" + events.TypeWaveStarted + "/" + app, events.TypeWaveStarted, id, events.WaveStarted{
+			RolloutID: id, Wave: 0, Clusters: []string{"c1"},
+		}},
+	}
+}
+
+func skipped(parent, app, tag, reason string) emitted {
+	return emitted{parent + "/" + events.TypeRolloutSkipped + "/" + app, events.TypeRolloutSkipped, "", events.RolloutSkipped{
+		Application: app, Image: image, Tag: tag, Reason: reason,
+	}}
+}
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name   string
+		apps   []config.Application
+		latest map[string]string // app -> LatestTag before the event
+		image  string
+		tag    string
+		want   []emitted
+	}{
+		{
+			name: "first version of an application",
+			apps: []config.Application{application("app", image, config.TrackMinorVersion)},
+			tag:  "1.2.3",
+			want: started("v1", "app", "1.2.3"),
+		},
+		{
+			name:   "minor upgrade on the MinorVersion track",
+			apps:   []config.Application{application("app", image, config.TrackMinorVersion)},
+			latest: map[string]string{"app": "1.2.3"},
+			tag:    "1.3.0",
+			want:   started("v1", "app", "1.3.0"),
+		},
+		{
+			name:   "major upgrade outside the MinorVersion track",
+			apps:   []config.Application{application("app", image, config.TrackMinorVersion)},
+			latest: map[string]string{"app": "1.2.3"},
+			tag:    "2.0.0",
+			want: []emitted{skipped("v1", "app", "2.0.0",
+				"2.0.0 is a major upgrade of 1.2.3; track MinorVersion allows minor and patch upgrades only")},
+		},
+		{
+			name:   "older version",
+			apps:   []config.Application{application("app", image, config.TrackMajorVersion)},
+			latest: map[string]string{"app": "1.2.3"},
+			tag:    "1.2.2",
+			want:   []emitted{skipped("v1", "app", "1.2.2", "1.2.2 is older than the current 1.2.3")},
+		},
+		{
+			name: "two applications track the image, one per track",
+			apps: []config.Application{
+				application("api", image, config.TrackPatchLevel),
+				application("worker", image, config.TrackMinorVersion),
+			},
+			latest: map[string]string{"api": "1.2.3", "worker": "1.2.3"},
+			tag:    "1.3.0",
+			want: append([]emitted{skipped("v1", "api", "1.3.0",
+				"1.3.0 is a minor upgrade of 1.2.3; track PatchLevel allows patch upgrades only")},
+				started("v1", "worker", "1.3.0")...),
+		},
+		{
+			name: "two applications start two rollouts",
+			apps: []config.Application{
+				application("api", image, config.TrackMinorVersion),
+				application("worker", image, config.TrackNewest),
+			},
+			tag:  "1.2.3",
+			want: append(started("v1", "api", "1.2.3"), started("v1", "worker", "1.2.3")...),
+		},
+		{
+			name:  "no application tracks the image",
+			apps:  []config.Application{application("app", image, config.TrackMinorVersion)},
+			image: "registry.test/team/other",
+			tag:   "1.2.3",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			repo := newRepo(t)
+			for app, tag := range tt.latest {
+				if err := repo.UpdateApp(ctx, app, func(s *rollout.AppState) error { s.LatestTag = tag; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			img := image
+			if tt.image != "" {
+				img = tt.image
+			}
+			fn := plan.New(newConfig(tt.apps...), repo)
+			evs, err := fn.Handle(ctx, verified(t, "v1", img, tt.tag))
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			got := summarize(t, evs)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("emitted (-want +got):\n%s", diff)
+			}
+
+			// Every started rollout is stored with its waves, and the
+			// application remembers it.
+			for _, e := range got {
+				s, ok := e.Data.(events.RolloutStarted)
+				if !ok {
+					continue
+				}
+				ro, err := repo.Get(ctx, s.RolloutID)
+				if err != nil {
+					t.Fatalf("Get(%s): %v", s.RolloutID, err)
+				}
+				ro.Created, ro.Updated = ro.Created.UTC(), ro.Updated.UTC()
+				want := rollout.Rollout{
+					ID: s.RolloutID, Application: s.Application, Image: image, Tag: tt.tag, Digest: "sha256:" + tt.tag,
+					Phase: rollout.Progressing, Created: ro.Created, Updated: ro.Updated,
+					Waves: []rollout.Wave{
+						{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}},
+						{Name: "rest", Clusters: []rollout.Cluster{{Name: "c2", Phase: rollout.ClusterPending}, {Name: "c3", Phase: rollout.ClusterPending}}},
+					},
+				}
+				if diff := cmp.Diff(want, ro); diff != "" {
+					t.Errorf("stored rollout (-want +got):\n%s", diff)
+				}
+				st, err := repo.App(ctx, s.Application)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(rollout.AppState{Name: s.Application, LatestTag: tt.tag, LatestRollout: s.RolloutID}, st); diff != "" {
+					t.Errorf("application state (-want +got):\n%s", diff)
+				}
+			}
+			// A skipped version leaves the application as it was.
+			for _, e := range got {
+				s, ok := e.Data.(events.RolloutSkipped)
+				if !ok {
+					continue
+				}
+				st, err := repo.App(ctx, s.Application)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.LatestTag != tt.latest[s.Application] || st.LatestRollout != "" {
+					t.Errorf("skipping changed the application state to %+v", st)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanRedelivery(t *testing.T) {
+	ctx := t.Context()
+	repo := newRepo(t)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	e := verified(t, "v1", image, "1.2.3")
+
+	first, err := fn.Handle(ctx, e)
+	if err != nil {
+		t.Fatalf("first Handle: %v", err)
+	}
+	// The version is now the latest, so deciding again would skip it: a
+	// redelivery must find the rollout it started instead.
+	second, err := fn.Handle(ctx, e)
+	if err != nil {
+		t.Fatalf("second Handle: %v", err)
+	}
+	want := started("v1", "app", "1.2.3")
+	if diff := cmp.Diff(want, summarize(t, first)); diff != "" {
+		t.Errorf("first delivery (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, summarize(t, second)); diff != "" {
+		t.Errorf("redelivery (-want +got):\n%s", diff)
+	}
+	ros, err := repo.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ros) != 1 {
+		t.Errorf("%d rollouts after a redelivery, want 1", len(ros))
+	}
+
+	// Another push of the same tag (a new event) is skipped.
+	other, err := fn.Handle(ctx, verified(t, "v2", image, "1.2.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]emitted{skipped("v2", "app", "1.2.3", "1.2.3 is the current version")}, summarize(t, other)); diff != "" {
+		t.Errorf("second push of the same tag (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanID(t *testing.T) {
+	a, b := plan.ID("e1", "app"), plan.ID("e1", "app")
+	if a != b {
+		t.Errorf("ID is not deterministic: %s, %s", a, b)
+	}
+	for _, other := range []string{plan.ID("e2", "app"), plan.ID("e1", "app2"), plan.ID("e1a", "pp")} {
+		if other == a {
+			t.Errorf("ID collision: %s", a)
+		}
+	}
+	if got := a[:4]; got != "app-" {
+		t.Errorf("ID %q does not start with the application name", a)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	bad := verified(t, "v1", image, "1.0.0")
+	if err := bad.SetData(cloudevents.ApplicationJSON, []byte(`[]`)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		app  config.Application
+		e    cloudevents.Event
+	}{
+		{"payload does not decode", application("app", image, config.TrackMinorVersion), bad},
+		{"unknown track", application("app", image, "Sometimes"), verified(t, "v1", image, "1.0.0")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := newRepo(t)
+			evs, err := plan.New(newConfig(tt.app), repo).Handle(t.Context(), tt.e)
+			if err == nil || !events.IsPermanent(err) {
+				t.Fatalf("Handle = %v, %v; want a permanent error", evs, err)
+			}
+			if ros, _ := repo.List(t.Context()); len(ros) != 0 {
+				t.Errorf("%d rollouts created", len(ros))
+			}
+		})
+	}
+}

@@ -1,0 +1,243 @@
+package verify_test
+
+import (
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/verify"
+	"github.com/flotilla-cd/flotilla/pkg/registry"
+)
+
+// startRegistry runs a real in-process registry, optionally behind wrap, and
+// returns its "127.0.0.1:port".
+func startRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// push writes a random image to host/repo:tag and returns its digest.
+func push(t *testing.T, host, repo, tag string) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatalf("making random image: %v", err)
+	}
+	ref, err := name.NewTag(host + "/" + repo + ":" + tag)
+	if err != nil {
+		t.Fatalf("parsing tag: %v", err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	h, err := img.Digest()
+	if err != nil {
+		t.Fatalf("digest: %v", err)
+	}
+	return h.String()
+}
+
+func pushed(t *testing.T, p events.ImagePushed) cloudevents.Event {
+	t.Helper()
+	e, err := events.New("push-1", "/hooks/registry", events.TypeImagePushed, p)
+	if err != nil {
+		t.Fatalf("building event: %v", err)
+	}
+	return e
+}
+
+// resolver is the real Remote, kept off the developer's Docker config.
+func resolver() *registry.Remote {
+	return registry.NewRemote(registry.WithKeychain(authn.NewMultiKeychain()), registry.WithTimeout(5*time.Second))
+}
+
+// out is what a test compares of an emitted event.
+type out struct {
+	ID, Type, Source string
+	Data             any
+}
+
+func summarize[T any](t *testing.T, evs []cloudevents.Event) []out {
+	t.Helper()
+	var got []out
+	for _, e := range evs {
+		if err := e.Validate(); err != nil {
+			t.Errorf("emitted event %s is invalid: %v", e.ID(), err)
+		}
+		var v T
+		if err := e.DataAs(&v); err != nil {
+			t.Fatalf("decoding %s: %v", e.Type(), err)
+		}
+		got = append(got, out{e.ID(), e.Type(), e.Source(), v})
+	}
+	return got
+}
+
+func TestVerify(t *testing.T) {
+	host := startRegistry(t, nil)
+	digest := push(t, host, "team/app", "1.2.3")
+	image := host + "/team/app"
+	tracked := func(img string) bool { return registry.SameRepository(img, image) }
+	fn := verify.New(resolver(), tracked)
+
+	verified := func(digest string) []out {
+		return []out{{"push-1/" + events.TypeImageVerified, events.TypeImageVerified, events.Source,
+			events.ImageVerified{Image: image, Tag: "1.2.3", Digest: digest}}}
+	}
+	tests := []struct {
+		name string
+		push events.ImagePushed
+		want []out
+		// reason, for a rejection, is compared by prefix: a registry error
+		// message is not ours to pin.
+		reason string
+	}{
+		{
+			name: "ok",
+			push: events.ImagePushed{Registry: host, Repository: "team/app", Tag: "1.2.3"},
+			want: verified(digest),
+		},
+		{
+			name: "ok with the digest the sender reported",
+			push: events.ImagePushed{Registry: host, Repository: "team/app", Tag: "1.2.3", Digest: digest},
+			want: verified(digest),
+		},
+		{
+			name:   "untracked repository",
+			push:   events.ImagePushed{Registry: host, Repository: "team/other", Tag: "1.2.3"},
+			reason: "repository " + host + "/team/other is not tracked by any application",
+		},
+		{
+			name:   "unknown tag",
+			push:   events.ImagePushed{Registry: host, Repository: "team/app", Tag: "9.9.9"},
+			reason: "resolving " + image + ":9.9.9: ",
+		},
+		{
+			name: "digest mismatch",
+			push: events.ImagePushed{Registry: host, Repository: "team/app", Tag: "1.2.3", Digest: "sha256:" + strings.Repeat("0", 64)},
+			reason: "tag 1.2.3 now resolves to " + digest + ", not the pushed sha256:" + strings.Repeat("0", 64) +
+				": the newer push will be acted on",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := fn.Handle(t.Context(), pushed(t, tt.push))
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if tt.reason == "" {
+				if diff := cmp.Diff(tt.want, summarize[events.ImageVerified](t, evs)); diff != "" {
+					t.Errorf("emitted (-want +got):\n%s", diff)
+				}
+				return
+			}
+			got := summarize[events.ImageRejected](t, evs)
+			if len(got) != 1 {
+				t.Fatalf("emitted %d events, want one rejection: %+v", len(got), got)
+			}
+			rej := got[0].Data.(events.ImageRejected)
+			if !strings.HasPrefix(rej.Reason, tt.reason) {
+				t.Errorf("reason = %q, want it to start with %q", rej.Reason, tt.reason)
+			}
+			rej.Reason = ""
+			want := out{"push-1/" + events.TypeImageRejected, events.TypeImageRejected, events.Source,
+				events.ImageRejected{Image: tt.push.Image(), Tag: tt.push.Tag}}
+			got[0].Data = rej
+			if diff := cmp.Diff(want, got[0]); diff != "" {
+				t.Errorf("rejection (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVerifyRetag checks that the digest is the registry's, now: a tag moved
+// since the push is verified at its new digest.
+func TestVerifyRetag(t *testing.T) {
+	host := startRegistry(t, nil)
+	push(t, host, "team/app", "latest")
+	now := push(t, host, "team/app", "latest")
+	fn := verify.New(resolver(), func(string) bool { return true })
+
+	evs, err := fn.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/app", Tag: "latest"}))
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	got := summarize[events.ImageVerified](t, evs)
+	if len(got) != 1 || got[0].Data.(events.ImageVerified).Digest != now {
+		t.Errorf("emitted %+v, want one verification of %s", got, now)
+	}
+}
+
+func TestVerifyErrors(t *testing.T) {
+	var down atomic.Bool // the registry fails manifest reads once the image is pushed
+	host := startRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if down.Load() && strings.Contains(req.URL.Path, "/manifests/") {
+				http.Error(w, "down for maintenance", http.StatusInternalServerError)
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	push(t, host, "team/app", "1.2.3")
+	down.Store(true)
+	fn := verify.New(resolver(), func(string) bool { return true })
+
+	bad := pushed(t, events.ImagePushed{})
+	if err := bad.SetData(cloudevents.ApplicationJSON, []byte(`{"tag": 7}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name      string
+		e         cloudevents.Event
+		permanent bool
+	}{
+		{"registry answers 500", pushed(t, events.ImagePushed{Registry: host, Repository: "team/app", Tag: "1.2.3"}), false},
+		{"payload does not decode", bad, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := fn.Handle(t.Context(), tt.e)
+			if err == nil {
+				t.Fatalf("Handle = %v, want an error", evs)
+			}
+			if len(evs) != 0 {
+				t.Errorf("Handle emitted %d events with its error", len(evs))
+			}
+			if got := events.IsPermanent(err); got != tt.permanent {
+				t.Errorf("error %q: permanent = %v, want %v", err, got, tt.permanent)
+			}
+		})
+	}
+}
+
+func TestVerifyContract(t *testing.T) {
+	fn := verify.New(resolver(), nil)
+	if fn.Name() != "verify" {
+		t.Errorf("Name = %q", fn.Name())
+	}
+	if diff := cmp.Diff([]string{events.TypeImagePushed}, fn.Consumes()); diff != "" {
+		t.Errorf("Consumes (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,179 @@
+package runtime_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/runtime"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// sink is a real CloudEvents HTTP receiver. It answers 500 to the first
+// refuse requests, then records every event it accepts.
+type sink struct {
+	URL string
+
+	mu       sync.Mutex
+	refuse   int
+	attempts map[string]int
+	got      []cloudevents.Event
+	accepted chan string
+	refused  chan string // non-blocking: tests that care read it
+}
+
+func newSink(t *testing.T, refuse int) *sink {
+	t.Helper()
+	s := &sink{refuse: refuse, attempts: map[string]int{}, accepted: make(chan string, 100), refused: make(chan string, 1)}
+	p, err := cloudevents.NewHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive, err := cloudevents.NewHTTPReceiveHandler(context.Background(), p, func(e cloudevents.Event) {
+		s.mu.Lock()
+		s.got = append(s.got, e)
+		s.mu.Unlock()
+		s.accepted <- e.ID()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.attempts[r.Header.Get("Ce-Id")]++
+		refused := s.refuse > 0
+		if refused {
+			s.refuse--
+		}
+		s.mu.Unlock()
+		if refused {
+			select {
+			case s.refused <- r.Header.Get("Ce-Id"):
+			default:
+			}
+			http.Error(w, "sink unavailable", http.StatusInternalServerError)
+			return
+		}
+		receive.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+func (s *sink) events() []cloudevents.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]cloudevents.Event(nil), s.got...)
+}
+
+func newMirror(t *testing.T, s *store.Store, url string) *runtime.Mirror {
+	t.Helper()
+	m, err := runtime.NewMirror(s, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestMirrorPostsEveryEventInOrder(t *testing.T) {
+	s := newStore(t)
+	snk := newSink(t, 0)
+	var in []cloudevents.Event
+	for _, id := range []string{"e1", "e2", "e3"} {
+		in = append(in, newEvent(t, id, typeIn))
+	}
+	appendEvents(t, s, in...)
+	start(t, newMirror(t, s, snk.URL))
+	waitCalls(t, snk.accepted, 3)
+	// Events journaled while the mirror runs follow.
+	appendEvents(t, s, newEvent(t, "e4", typeOut))
+	waitCalls(t, snk.accepted, 1)
+
+	type summary struct{ ID, Type, Source, Data string }
+	var got []summary
+	for _, e := range snk.events() {
+		got = append(got, summary{e.ID(), e.Type(), e.Source(), string(e.Data())})
+	}
+	want := []summary{
+		{"e1", typeIn, "/test", `{"id":"e1"}`},
+		{"e2", typeIn, "/test", `{"id":"e2"}`},
+		{"e3", typeIn, "/test", `{"id":"e3"}`},
+		{"e4", typeOut, "/test", `{"id":"e4"}`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sink received (-want +got):\n%s", diff)
+	}
+}
+
+func TestMirrorRetriesWhileSinkFails(t *testing.T) {
+	s := newStore(t)
+	snk := newSink(t, 2)
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn))
+	start(t, newMirror(t, s, snk.URL))
+	if diff := cmp.Diff([]string{"e1", "e2"}, waitCalls(t, snk.accepted, 2)); diff != "" {
+		t.Errorf("accepted (-want +got):\n%s", diff)
+	}
+	snk.mu.Lock()
+	defer snk.mu.Unlock()
+	if diff := cmp.Diff(map[string]int{"e1": 3, "e2": 1}, snk.attempts); diff != "" {
+		t.Errorf("attempts per event (-want +got):\n%s", diff)
+	}
+}
+
+// TestMirrorStopsWhileSinkIsDown cancels a mirror retrying against a sink
+// that refuses everything: Run returns at once and acknowledges nothing.
+func TestMirrorStopsWhileSinkIsDown(t *testing.T) {
+	s := newStore(t)
+	snk := newSink(t, 1<<30)
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	stop := start(t, newMirror(t, s, snk.URL))
+	// The first refusal shows the mirror is retrying.
+	if diff := cmp.Diff([]string{"e1"}, waitCalls(t, snk.refused, 1)); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if cursor, err := s.Cursor(t.Context(), "sink"); err != nil || cursor != 0 {
+		t.Errorf("sink cursor = %d, %v; want 0, nothing acknowledged", cursor, err)
+	}
+}
+
+func TestMirrorResumesFromCursor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openStore(t, path)
+	snk := newSink(t, 0)
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn), newEvent(t, "e3", typeIn))
+	stop := start(t, newMirror(t, s, snk.URL))
+	waitCalls(t, snk.accepted, 3)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	cursor, err := s.Cursor(t.Context(), "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, path)
+	appendEvents(t, s, newEvent(t, "e4", typeIn))
+	start(t, newMirror(t, s, snk.URL))
+	// At least once: what the sink acknowledged after the cursor was last
+	// saved is sent again; nothing before it.
+	want := []string{"e1", "e2", "e3", "e4"}[cursor:]
+	if diff := cmp.Diff(want, waitCalls(t, snk.accepted, len(want))); diff != "" {
+		t.Errorf("after restart the sink received (-want +got):\n%s", diff)
+	}
+	if cursor < 2 {
+		t.Errorf("cursor after the sink acknowledged 3 events = %d, want at least 2", cursor)
+	}
+}

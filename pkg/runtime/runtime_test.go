@@ -1,0 +1,548 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/runtime"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// waitTimeout bounds every wait; tests wait on the journal, never sleep.
+const waitTimeout = 20 * time.Second
+
+const (
+	typeIn  = "dev.flotilla.test.in.v1"
+	typeMid = "dev.flotilla.test.mid.v1"
+	typeOut = "dev.flotilla.test.out.v1"
+)
+
+func openStore(t *testing.T, path string) *store.Store {
+	t.Helper()
+	s, err := store.Open(path)
+	if err != nil {
+		t.Fatalf("opening store: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() }) // a test may have closed it already
+	return s
+}
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	return openStore(t, filepath.Join(t.TempDir(), "db"))
+}
+
+// fn is a test function: it consumes some types and handles them with handle,
+// remembering the ids it was given.
+type fn struct {
+	name     string
+	consumes []string
+	handle   func(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error)
+
+	mu   sync.Mutex
+	seen []string
+}
+
+func (f *fn) Name() string       { return f.name }
+func (f *fn) Consumes() []string { return f.consumes }
+func (f *fn) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	f.mu.Lock()
+	f.seen = append(f.seen, e.ID())
+	f.mu.Unlock()
+	if f.handle == nil {
+		return nil, nil
+	}
+	return f.handle(ctx, e)
+}
+
+func (f *fn) calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.seen...)
+}
+
+// emit returns a handler that derives one event of typ from its input.
+func emit(typ string) func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) {
+	return func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		out, err := events.Derive(e, typ, "", map[string]string{"from": e.ID()})
+		return []cloudevents.Event{out}, err
+	}
+}
+
+func newEvent(t *testing.T, id, typ string) cloudevents.Event {
+	t.Helper()
+	e, err := events.New(id, "/test", typ, map[string]string{"id": id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func appendEvents(t *testing.T, s *store.Store, evs ...cloudevents.Event) {
+	t.Helper()
+	if _, err := s.Append(t.Context(), evs...); err != nil {
+		t.Fatalf("appending: %v", err)
+	}
+}
+
+// start runs rt until the test ends or the returned stop is called; stop
+// returns Run's error.
+func start(t *testing.T, rt interface{ Run(context.Context) error }) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(waitTimeout):
+				err = errors.New("Run did not return after cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return stop
+}
+
+// waitJournal waits until the journal holds every id.
+func waitJournal(t *testing.T, s *store.Store, ids ...string) []store.Record {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		ch := s.Changed()
+		recs, err := s.Read(t.Context(), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, r := range recs {
+			have[r.Event.ID()] = true
+		}
+		missing := 0
+		for _, id := range ids {
+			if !have[id] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return recs
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("waiting for %v in the journal; have %v", ids, idsOf(recs))
+		}
+	}
+}
+
+func idsOf(recs []store.Record) []string {
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.Event.ID())
+	}
+	return ids
+}
+
+// waitCalls waits until f has seen n events; calls tell the test over a
+// channel, so no polling.
+func waitCalls(t *testing.T, ch <-chan string, n int) []string {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	var got []string
+	for len(got) < n {
+		select {
+		case id := <-ch:
+			got = append(got, id)
+		case <-deadline:
+			t.Fatalf("waited for %d calls, got %v", n, got)
+		}
+	}
+	return got
+}
+
+func TestRuntimeRoutesByType(t *testing.T) {
+	s := newStore(t)
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeMid)}
+	b := &fn{name: "b", consumes: []string{typeMid}, handle: emit(typeOut)}
+	both := &fn{name: "both", consumes: []string{typeIn, typeMid}}
+	// Functions of one type are called in the order given, so once b's
+	// last output is journaled, both has seen everything.
+	rt, err := runtime.New(s, []runtime.Function{a, both, b}, runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "x", "dev.flotilla.test.nobody.v1"), newEvent(t, "e2", typeIn))
+	start(t, rt)
+
+	mid1, mid2 := "e1/"+typeMid, "e2/"+typeMid
+	recs := waitJournal(t, s, mid1+"/"+typeOut, mid2+"/"+typeOut)
+	if diff := cmp.Diff([]string{"e1", "e2"}, a.calls()); diff != "" {
+		t.Errorf("a saw (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{mid1, mid2}, b.calls()); diff != "" {
+		t.Errorf("b saw (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"e1", "e2", mid1, mid2}, both.calls()); diff != "" {
+		t.Errorf("both saw (-want +got):\n%s", diff)
+	}
+	want := []string{"e1", "x", "e2", mid1, mid2, mid1 + "/" + typeOut, mid2 + "/" + typeOut}
+	if diff := cmp.Diff(want, idsOf(recs)); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+}
+
+// TestRuntimeRedelivery handles the journal twice, as after a crash before
+// the cursor was saved: the functions see the events again, and what they
+// emit again is dropped by id.
+func TestRuntimeRedelivery(t *testing.T) {
+	s := newStore(t)
+	var observed []string
+	var mu sync.Mutex
+	observe := func(r store.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed = append(observed, r.Event.ID())
+	}
+	newRuntime := func(f *fn) *runtime.Runtime {
+		rt, err := runtime.New(s, []runtime.Function{f}, runtime.Options{Observe: observe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	first := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeOut)}
+	stop := start(t, newRuntime(first))
+	waitJournal(t, s, "e1/"+typeOut)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := s.SetCursor(t.Context(), "runtime", 0); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 10)
+	second := &fn{name: "a", consumes: []string{typeIn}, handle: func(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		defer func() { seen <- e.ID() }()
+		return emit(typeOut)(ctx, e)
+	}}
+	stop = start(t, newRuntime(second))
+	waitCalls(t, seen, 1)
+	// A sentinel behind the redelivered event shows the runtime is past it.
+	appendEvents(t, s, newEvent(t, "e2", typeIn))
+	waitJournal(t, s, "e2/"+typeOut)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := s.Read(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"e1", "e1/" + typeOut, "e2", "e2/" + typeOut}, idsOf(recs)); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"e1/" + typeOut, "e2/" + typeOut}, observed); diff != "" {
+		t.Errorf("Observe saw (-want +got):\n%s", diff)
+	}
+}
+
+func TestRuntimeRetries(t *testing.T) {
+	s := newStore(t)
+	reg := prometheus.NewPedanticRegistry()
+	var mu sync.Mutex
+	failures := 2
+	flaky := &fn{name: "flaky", consumes: []string{typeIn}, handle: func(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			failures--
+			return nil, errors.New("try again")
+		}
+		return emit(typeOut)(ctx, e)
+	}}
+	rt, err := runtime.New(s, []runtime.Function{flaky}, runtime.Options{Metrics: reg, Attempts: 5, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	start(t, rt)
+	recs := waitJournal(t, s, "e1/"+typeOut)
+
+	if diff := cmp.Diff([]string{"e1", "e1", "e1"}, flaky.calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"e1", "e1/" + typeOut}, idsOf(recs)); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	const want = `
+# HELP flotilla_function_calls_total Function invocations by function and outcome (ok, retryable, permanent).
+# TYPE flotilla_function_calls_total counter
+flotilla_function_calls_total{function="flaky",outcome="ok"} 1
+flotilla_function_calls_total{function="flaky",outcome="retryable"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "flotilla_function_calls_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRuntimeGivesUp checks that a function that gives up on an event leaves
+// a function.failed event in the journal and does not stop the runtime.
+func TestRuntimeGivesUp(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		wantCalls int
+		permanent bool
+	}{
+		{"permanent error: no retry", events.Permanent(errors.New("bad input")), 1, true},
+		{"retries exhausted", errors.New("still down"), 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			reg := prometheus.NewPedanticRegistry()
+			failing := &fn{name: "failing", consumes: []string{typeIn}, handle: func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+				if e.ID() == "bad" {
+					return nil, tt.err
+				}
+				return emit(typeOut)(context.Background(), e)
+			}}
+			rt, err := runtime.New(s, []runtime.Function{failing}, runtime.Options{Metrics: reg, Attempts: 3, Backoff: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := newEvent(t, "bad", typeIn)
+			bad.SetExtension(events.ExtRolloutID, "shop-1")
+			appendEvents(t, s, bad, newEvent(t, "good", typeIn))
+			start(t, rt)
+			failedID := "bad/" + events.TypeFunctionFailed + "/failing"
+			recs := waitJournal(t, s, failedID, "good/"+typeOut)
+
+			if diff := cmp.Diff([]string{"bad", "good", failedID, "good/" + typeOut}, idsOf(recs)); diff != "" {
+				t.Errorf("journal (-want +got):\n%s", diff)
+			}
+			var failed cloudevents.Event
+			for _, r := range recs {
+				if r.Event.ID() == failedID {
+					failed = r.Event
+				}
+			}
+			if failed.Type() != events.TypeFunctionFailed || events.RolloutID(failed) != "shop-1" {
+				t.Errorf("function.failed event: type %s, rollout %q", failed.Type(), events.RolloutID(failed))
+			}
+			got, err := events.Decode[events.FunctionFailed](failed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPayload := events.FunctionFailed{Function: "failing", EventID: "bad", EventType: typeIn, Error: tt.err.Error(), Permanent: tt.permanent}
+			if diff := cmp.Diff(wantPayload, got); diff != "" {
+				t.Errorf("function.failed payload (-want +got):\n%s", diff)
+			}
+			calls := 0
+			for _, id := range failing.calls() {
+				if id == "bad" {
+					calls++
+				}
+			}
+			if calls != tt.wantCalls {
+				t.Errorf("bad event handled %d times, want %d", calls, tt.wantCalls)
+			}
+			outcome := "retryable"
+			if tt.permanent {
+				outcome = "permanent"
+			}
+			want := fmt.Sprintf(`
+# HELP flotilla_function_calls_total Function invocations by function and outcome (ok, retryable, permanent).
+# TYPE flotilla_function_calls_total counter
+flotilla_function_calls_total{function="failing",outcome="ok"} 1
+flotilla_function_calls_total{function="failing",outcome=%q} %d
+`, outcome, tt.wantCalls)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "flotilla_function_calls_total"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestRuntimeMetrics(t *testing.T) {
+	s := newStore(t)
+	reg := prometheus.NewPedanticRegistry()
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeOut)}
+	b := &fn{name: "b", consumes: []string{typeIn}, handle: func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) {
+		return nil, events.Permanent(errors.New("no"))
+	}}
+	rt, err := runtime.New(s, []runtime.Function{a, b}, runtime.Options{Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn))
+	start(t, rt)
+	waitJournal(t, s, "e2/"+typeOut, "e2/"+events.TypeFunctionFailed+"/b")
+
+	const want = `
+# HELP flotilla_function_calls_total Function invocations by function and outcome (ok, retryable, permanent).
+# TYPE flotilla_function_calls_total counter
+flotilla_function_calls_total{function="a",outcome="ok"} 2
+flotilla_function_calls_total{function="b",outcome="permanent"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "flotilla_function_calls_total"); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "flotilla_function_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			counts[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+		}
+	}
+	if diff := cmp.Diff(map[string]uint64{"a": 2, "b": 2}, counts); diff != "" {
+		t.Errorf("duration samples per function (-want +got):\n%s", diff)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+
+	// The metrics are registered once per registry.
+	if _, err := runtime.New(s, nil, runtime.Options{Metrics: reg}); err == nil {
+		t.Error("a second runtime registered the same metrics")
+	}
+}
+
+// TestRuntimeResumesFromCursor stops a runtime, reopens the store and runs a
+// new one: it carries on after the events already handled. Delivery is at
+// least once: an event being handled when the runtime stopped may be handled
+// again, never one before it.
+func TestRuntimeResumesFromCursor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openStore(t, path)
+	seen := make(chan string, 100)
+	counting := func() *fn {
+		return &fn{name: "a", consumes: []string{typeIn}, handle: func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+			seen <- e.ID()
+			return nil, nil
+		}}
+	}
+	rt, err := runtime.New(s, []runtime.Function{counting()}, runtime.Options{Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn), newEvent(t, "e3", typeIn))
+	stop := start(t, rt)
+	if diff := cmp.Diff([]string{"e1", "e2", "e3"}, waitCalls(t, seen, 3)); diff != "" {
+		t.Errorf("first run handled (-want +got):\n%s", diff)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	cursor, err := s.Cursor(t.Context(), "runtime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cursor < 2 {
+		t.Errorf("cursor after handling 3 events = %d, want at least 2", cursor)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, path)
+	rt, err = runtime.New(s, []runtime.Function{counting()}, runtime.Options{Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, rt)
+	appendEvents(t, s, newEvent(t, "e4", typeIn))
+	want := []string{"e4"}
+	if cursor < 3 {
+		want = []string{"e3", "e4"} // e3 was being handled when the runtime stopped
+	}
+	if diff := cmp.Diff(want, waitCalls(t, seen, len(want))); diff != "" {
+		t.Errorf("second run handled (-want +got):\n%s", diff)
+	}
+}
+
+// TestRuntimeStopsCleanly cancels the runtime while a function is handling
+// an event: Run returns nil, and the events before it are not handled again.
+func TestRuntimeStopsCleanly(t *testing.T) {
+	s := newStore(t)
+	entered := make(chan string, 10)
+	blocking := &fn{name: "blocking", consumes: []string{typeIn}, handle: func(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		entered <- e.ID()
+		if e.ID() == "e1" {
+			return nil, nil
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	rt, err := runtime.New(s, []runtime.Function{blocking}, runtime.Options{Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn))
+	stop := start(t, rt)
+	waitCalls(t, entered, 2)
+	if err := stop(); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+	cursor, err := s.Cursor(t.Context(), "runtime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cursor != 1 {
+		t.Errorf("cursor = %d, want 1 (e1 handled, e2 interrupted)", cursor)
+	}
+	recs, err := s.Read(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"e1", "e2"}, idsOf(recs)); diff != "" {
+		t.Errorf("an interrupted call left events (-want +got):\n%s", diff)
+	}
+}
+
+// TestRuntimeDoesNotWaitAfterLastAttempt gives up at once after the last
+// attempt: with one attempt and a backoff far longer than the test, the
+// failure is journaled without waiting for the backoff.
+func TestRuntimeDoesNotWaitAfterLastAttempt(t *testing.T) {
+	s := newStore(t)
+	failing := &fn{name: "failing", consumes: []string{typeIn}, handle: func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) {
+		return nil, errors.New("down")
+	}}
+	rt, err := runtime.New(s, []runtime.Function{failing}, runtime.Options{Attempts: 1, Backoff: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	start(t, rt)
+	waitJournal(t, s, "e1/"+events.TypeFunctionFailed+"/failing")
+}
