@@ -23,8 +23,8 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	defer os.RemoveAll(dir)
-	if flotillaBin, err = buildFlotilla(dir); err != nil {
+	defer func() { _ = os.RemoveAll(dir) }()
+	if flotillaBin, err = buildFlotilla(context.Background(), dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}

@@ -20,9 +20,9 @@ import (
 var flotillaBin string
 
 // buildFlotilla builds the binary from this module into dir.
-func buildFlotilla(dir string) (string, error) {
+func buildFlotilla(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "flotilla")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/flotilla-cd/flotilla")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/flotilla-cd/flotilla")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building flotilla: %w", err)
@@ -47,15 +47,16 @@ func (p *flotillaProcess) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(flotillaBin, "serve", "--config", p.config, "--listen", p.listen, "--log-level", "debug")
+	// The process outlives this step: stop and kill end it, not ctx.
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), flotillaBin, "serve", "--config", p.config, "--listen", p.listen, "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return fmt.Errorf("starting flotilla: %w", err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(done) }()
+	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(done) }()
 	p.mu.Lock()
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
@@ -70,7 +71,7 @@ func (p *flotillaProcess) start(ctx context.Context) error {
 		if err != nil {
 			return false, nil
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
@@ -115,7 +116,7 @@ func tail(path string, n int) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var lines []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

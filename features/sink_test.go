@@ -19,13 +19,13 @@ type sink struct {
 	changed chan struct{}
 }
 
-func newSink() (*sink, error) {
+func newSink(ctx context.Context) (*sink, error) {
 	s := &sink{seen: map[string]bool{}, changed: make(chan struct{})}
 	p, err := cloudevents.NewHTTP()
 	if err != nil {
 		return nil, err
 	}
-	h, err := cloudevents.NewHTTPReceiveHandler(context.Background(), p, func(e cloudevents.Event) {
+	h, err := cloudevents.NewHTTPReceiveHandler(ctx, p, func(e cloudevents.Event) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.seen[e.ID()] { // the mirror delivers at least once

@@ -57,7 +57,8 @@ func (s *scenario) freshNamespace(ctx context.Context, cluster string) error {
 	}
 	s.cluster, s.ns = c, ns
 	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Runs in the After hook, when the step's ctx may have ended.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	})
@@ -95,8 +96,11 @@ func (s *scenario) configMapAbsent(ctx context.Context, name, cluster string) er
 		return err
 	}
 	_, err = c.Kube.CoreV1().ConfigMaps(s.ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return fmt.Errorf("ConfigMap %s/%s in %s: want NotFound, but it exists", s.ns, name, cluster)
+	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("ConfigMap %s/%s in %s: want NotFound, got %v", s.ns, name, cluster, err)
+		return fmt.Errorf("ConfigMap %s/%s in %s: want NotFound, got %w", s.ns, name, cluster, err)
 	}
 	return nil
 }
@@ -107,8 +111,11 @@ func (s *scenario) namespaceAbsent(ctx context.Context, cluster string) error {
 		return err
 	}
 	_, err = c.Kube.CoreV1().Namespaces().Get(ctx, s.ns, metav1.GetOptions{})
+	if err == nil {
+		return fmt.Errorf("namespace %s in %s: want NotFound, but it exists", s.ns, cluster)
+	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("namespace %s in %s: want NotFound, got %v", s.ns, cluster, err)
+		return fmt.Errorf("namespace %s in %s: want NotFound, got %w", s.ns, cluster, err)
 	}
 	return nil
 }

@@ -128,12 +128,12 @@ func newClusterGate() *clusterGate {
 	return g
 }
 
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(ctx context.Context) (string, error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String(), nil
 }
 
@@ -144,13 +144,14 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	w.namespace = "ro-" + randomHex(4)
 	w.registryToken, w.githubSecret, w.flaggerToken = randomHex(16), randomHex(16), randomHex(16)
 	var err error
-	if w.sink, err = newSink(); err != nil {
+	// The sink outlives this step; the scenario's cleanup closes it.
+	if w.sink, err = newSink(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	s.onCleanup(w.sink.close)
 	w.gate = newClusterGate()
 	s.onCleanup(w.gate.srv.Close)
-	listen, err := freePort()
+	listen, err := freePort(ctx)
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,8 @@ func (s *scenario) workloadEverywhere(ctx context.Context, name string) error {
 			return fmt.Errorf("creating namespace in %s: %w", c.Name, err)
 		}
 		s.onCleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// Runs in the After hook, when the step's ctx may have ended.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			_ = c.Kube.CoreV1().Namespaces().Delete(ctx, w.namespace, metav1.DeleteOptions{})
 		})
@@ -318,7 +320,7 @@ func (s *scenario) post(ctx context.Context, path string, header http.Header, bo
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	s.w.lastStatus = resp.StatusCode
 	return resp.StatusCode, nil
 }
@@ -530,7 +532,7 @@ func (s *scenario) getJSON(ctx context.Context, path string, v any) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
@@ -589,8 +591,12 @@ func (s *scenario) noGitPush(ctx context.Context) error {
 	// have arrived before it.
 	genuine := "genuine-" + randomHex(4)
 	status := s.w.lastStatus
-	if code, err := s.githubPush(ctx, genuine, s.w.githubSecret); err != nil || code != http.StatusAccepted {
-		return fmt.Errorf("genuine push answered %d (%v), want 202", code, err)
+	code, err := s.githubPush(ctx, genuine, s.w.githubSecret)
+	if err != nil {
+		return fmt.Errorf("genuine push: %w", err)
+	}
+	if code != http.StatusAccepted {
+		return fmt.Errorf("genuine push answered %d, want 202", code)
 	}
 	s.w.lastStatus = status
 	if _, err := s.w.sink.waitFor(ctx, "the genuine git push", func(e cloudevents.Event) bool { return e.Type() == events.TypeGitPushed }); err != nil {

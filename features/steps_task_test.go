@@ -79,7 +79,7 @@ func (s *scenario) runApplyCanary(ctx context.Context, workload, image, rolloutI
 
 func (s *scenario) taskReports(previous, change string) error {
 	if s.task.err != nil {
-		return fmt.Errorf("the task failed: %v: %s", s.task.err, s.task.stderr)
+		return fmt.Errorf("the task failed: %w: %s", s.task.err, s.task.stderr)
 	}
 	want := tasks.ApplyCanaryResult{PreviousImage: previous, Changed: change == "a"}
 	if s.task.result != want {

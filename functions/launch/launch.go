@@ -36,10 +36,17 @@ type Function struct {
 	maxParallel int
 }
 
-// New returns launch; maxParallel bounds the pipelines run at once (default 16).
+// DefaultMaxParallel is the default bound on the pipelines launch runs at
+// once. It is above the wave sizes flotilla targets (50 clusters) so a whole
+// wave's apply requests go out together instead of in rounds, each waiting for
+// the slowest cluster of the round before.
+const DefaultMaxParallel = 128
+
+// New returns launch; maxParallel bounds the pipelines run at once (default
+// DefaultMaxParallel).
 func New(cfg *config.Config, repo *rollout.Repo, exec pipelines.Executor, status StatusReader, hooks Hooks, maxParallel int) *Function {
 	if maxParallel <= 0 {
-		maxParallel = 16
+		maxParallel = DefaultMaxParallel
 	}
 	return &Function{cfg: cfg, repo: repo, exec: exec, status: status, hooks: hooks, maxParallel: maxParallel}
 }
@@ -63,6 +70,22 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	app, ok := f.cfg.Application(ro.Application)
 	if !ok {
 		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
+	}
+	// One transaction marks the whole wave Applying: a transaction (and its
+	// fsync) per cluster would hold back the later clusters' apply requests.
+	if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
+		for _, name := range w.Clusters {
+			c, _, err := r.Cluster(name)
+			if err != nil {
+				return events.Permanent(err)
+			}
+			if c.Phase == rollout.ClusterPending {
+				c.Phase = rollout.ClusterApplying
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	var (
 		mu  sync.Mutex
@@ -88,18 +111,6 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro rollout.Rollout, app config.Application, wave int, name string) (cloudevents.Event, error) {
 	result := func(typ, reason string) (cloudevents.Event, error) {
 		return events.Derive(e, typ, name, events.ClusterResult{RolloutID: ro.ID, Wave: wave, Cluster: name, Reason: reason})
-	}
-	if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
-		c, _, err := r.Cluster(name)
-		if err != nil {
-			return events.Permanent(err)
-		}
-		if c.Phase == rollout.ClusterPending {
-			c.Phase = rollout.ClusterApplying
-		}
-		return nil
-	}); err != nil {
-		return cloudevents.Event{}, err
 	}
 	applied := time.Now().UTC()
 	res, err := f.exec.ApplyCanary(ctx, name, tasks.ApplyCanaryParams{

@@ -27,7 +27,7 @@ import (
 // returns its "127.0.0.1:port".
 func startRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	h := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	if wrap != nil {
 		h = wrap(h)
 	}

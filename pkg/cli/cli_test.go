@@ -17,6 +17,7 @@ func TestMain_version(t *testing.T) {
 		{
 			name: "text", args: []string{"version"},
 			check: func(t *testing.T, stdout, _ string) {
+				t.Helper()
 				if !strings.HasPrefix(stdout, "flotilla ") {
 					t.Errorf("stdout = %q, want it to start with 'flotilla '", stdout)
 				}
@@ -25,6 +26,7 @@ func TestMain_version(t *testing.T) {
 		{
 			name: "json", args: []string{"version", "-o", "json"},
 			check: func(t *testing.T, stdout, _ string) {
+				t.Helper()
 				var v map[string]string
 				if err := json.Unmarshal([]byte(stdout), &v); err != nil || v["version"] == "" {
 					t.Errorf("stdout = %q: want JSON with a version (err %v)", stdout, err)
@@ -34,6 +36,7 @@ func TestMain_version(t *testing.T) {
 		{
 			name: "unknown format", args: []string{"version", "-o", "xml"}, wantCode: 2,
 			check: func(t *testing.T, _, stderr string) {
+				t.Helper()
 				if !strings.Contains(stderr, `unknown output format "xml"`) {
 					t.Errorf("stderr = %q", stderr)
 				}
@@ -42,6 +45,7 @@ func TestMain_version(t *testing.T) {
 		{
 			name: "unknown flag", args: []string{"version", "--bogus"}, wantCode: 2,
 			check: func(t *testing.T, _, stderr string) {
+				t.Helper()
 				if !strings.Contains(stderr, "unknown flag: --bogus") {
 					t.Errorf("stderr = %q", stderr)
 				}
@@ -50,6 +54,7 @@ func TestMain_version(t *testing.T) {
 		{
 			name: "unknown command", args: []string{"bogus"}, wantCode: 1,
 			check: func(t *testing.T, _, stderr string) {
+				t.Helper()
 				if !strings.Contains(stderr, `unknown command "bogus"`) {
 					t.Errorf("stderr = %q", stderr)
 				}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,7 +26,7 @@ journals them in an embedded store (one file under --data-dir), runs the functio
 that carry each verified image through the fleet's waves, and serves the API that
 'flotilla get' and 'flotilla describe' read. No external server is needed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if configPath == "" {
 				return usageError{fmt.Errorf("--config is required")}
 			}
@@ -42,7 +43,7 @@ that carry each verified image through the fleet's waves, and serves the API tha
 			if err != nil {
 				return err
 			}
-			defer srv.Close()
+			defer func() { err = errors.Join(err, srv.Close()) }()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "flotilla listening on http://%s\n", srv.Addr())

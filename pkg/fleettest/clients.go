@@ -52,14 +52,14 @@ func NewClients(c localfleet.Cluster) (*Clients, error) {
 
 // Namespace creates a namespace with a unique name derived from prefix and
 // deletes it when the test ends.
-func (c *Clients) Namespace(ctx context.Context, t testing.TB, prefix string) string {
-	t.Helper()
+func (c *Clients) Namespace(ctx context.Context, tb testing.TB, prefix string) string {
+	tb.Helper()
 	ns, err := c.CreateNamespace(ctx, prefix)
 	if err != nil {
-		t.Fatalf("creating namespace in %s: %v", c.Name, err)
+		tb.Fatalf("creating namespace in %s: %v", c.Name, err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	})

@@ -49,8 +49,8 @@ func (s clusterStarter) dir(parts ...string) string {
 	return filepath.Join(append([]string{s.fleet.Dir, s.c().Name}, parts...)...)
 }
 
-func (s clusterStarter) run(name, bin string, args []string, env ...string) (Process, error) {
-	p, err := startProcess(s.fleet.Dir, s.c().Name+"-"+name, bin, args, env, s.opts.DieWithParent)
+func (s clusterStarter) run(ctx context.Context, name, bin string, args []string, env ...string) (Process, error) {
+	p, err := startProcess(ctx, s.fleet.Dir, s.c().Name+"-"+name, bin, args, env, s.opts.DieWithParent)
 	if err != nil {
 		return p, err
 	}
@@ -77,7 +77,7 @@ func (s clusterStarter) start(ctx context.Context) error {
 		return fmt.Errorf("creating client: %w", err)
 	}
 	log.Info("starting controller-manager, scheduler, kwok")
-	if err := s.startControlPlane(); err != nil {
+	if err := s.startControlPlane(ctx); err != nil {
 		return err
 	}
 	kwok, err := s.startKwok(ctx, cs)
@@ -140,7 +140,7 @@ func (s clusterStarter) startAPIServer(ctx context.Context, cfg *rest.Config) (P
 		"--profiling=false",
 		"--v=0",
 	}
-	p, err := s.run("kube-apiserver", s.bins.apiserver(), args)
+	p, err := s.run(ctx, "kube-apiserver", s.bins.apiserver(), args)
 	if err != nil {
 		return p, err
 	}
@@ -170,7 +170,7 @@ func (s clusterStarter) kubeconfigFlags(prefix string, names ...string) []string
 	return out
 }
 
-func (s clusterStarter) startControlPlane() error {
+func (s clusterStarter) startControlPlane(ctx context.Context) error {
 	cm := append(s.kubeconfigFlags("--", "kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
@@ -181,12 +181,12 @@ func (s clusterStarter) startControlPlane() error {
 		"--node-monitor-grace-period=120s",
 		"--flex-volume-plugin-dir="+s.dir("flexvolume"),
 	)
-	if _, err := s.run("kube-controller-manager", s.bins.controllerMgr(), cm); err != nil {
+	if _, err := s.run(ctx, "kube-controller-manager", s.bins.controllerMgr(), cm); err != nil {
 		return err
 	}
 	sched := append(s.kubeconfigFlags("--", "kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"),
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0")
-	_, err := s.run("kube-scheduler", s.bins.scheduler(), sched)
+	_, err := s.run(ctx, "kube-scheduler", s.bins.scheduler(), sched)
 	return err
 }
 
@@ -225,7 +225,7 @@ func (s clusterStarter) startKwok(ctx context.Context, cs kubernetes.Interface) 
 		"--config=" + s.shared.stages,
 		"--server-address=",
 	}
-	return s.run("kwok", s.bins.kwok(), args)
+	return s.run(ctx, "kwok", s.bins.kwok(), args)
 }
 
 func (s clusterStarter) startFlagger(ctx context.Context, cfg *rest.Config, a *kube.Applier) (Process, error) {
@@ -248,7 +248,7 @@ func (s clusterStarter) startFlagger(ctx context.Context, cfg *rest.Config, a *k
 	if s.opts.FlaggerEventWebhook != "" {
 		args = append(args, "-event-webhook="+s.opts.FlaggerEventWebhook)
 	}
-	return s.run("flagger", s.bins.flagger(c.StockFlagger), args)
+	return s.run(ctx, "flagger", s.bins.flagger(c.StockFlagger), args)
 }
 
 func (s clusterStarter) startTekton(ctx context.Context, cfg *rest.Config, a *kube.Applier) (Process, error) {
@@ -298,7 +298,7 @@ func (s clusterStarter) startTekton(ctx context.Context, cfg *rest.Config, a *ku
 	for _, img := range []string{"entrypoint-image", "nop-image", "sidecarlogresults-image", "workingdirinit-image", "shell-image", "shell-image-win"} {
 		args = append(args, "-"+img+"=registry.local/tekton/"+strings.TrimSuffix(img, "-image")+":v"+TektonVersion)
 	}
-	return s.run("tekton-controller", s.bins.tekton(), args, env...)
+	return s.run(ctx, "tekton-controller", s.bins.tekton(), args, env...)
 }
 
 // applyFile applies every object of a YAML file, after an optional mutation.

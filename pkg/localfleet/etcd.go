@@ -26,7 +26,7 @@ func (f *Fleet) startEtcd(ctx context.Context, o Options, bins binaries, ports [
 		"--log-level=warn",
 		"--quota-backend-bytes=4294967296",
 	}
-	p, err := startProcess(f.Dir, "etcd", bins.etcd(), args, nil, o.DieWithParent)
+	p, err := startProcess(ctx, f.Dir, "etcd", bins.etcd(), args, nil, o.DieWithParent)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func httpOK(ctx context.Context, url, want string) bool {
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var b strings.Builder
 	buf := make([]byte, 4096)
 	n, _ := resp.Body.Read(buf)

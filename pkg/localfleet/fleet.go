@@ -196,7 +196,7 @@ func (o Options) withDefaults() Options {
 
 func (f *Fleet) up(ctx context.Context, o Options, bins binaries) error {
 	start := time.Now()
-	ports, err := freePorts(etcdPorts + o.Clusters*portsPerCluster)
+	ports, err := freePorts(ctx, etcdPorts+o.Clusters*portsPerCluster)
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,9 @@ type Process struct {
 
 // startProcess runs bin in its own process group with output appended to
 // dir/logs/name.log. With dieWithParent the kernel kills it when the starting
-// process dies, so a crashed test run leaves nothing behind.
-func startProcess(dir, name, bin string, args, env []string, dieWithParent bool) (Process, error) {
+// process dies, so a crashed test run leaves nothing behind. The process
+// outlives ctx: ctx is not used to kill it, only Process.stop does.
+func startProcess(ctx context.Context, dir, name, bin string, args, env []string, dieWithParent bool) (Process, error) {
 	logPath := filepath.Join(dir, "logs", name+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return Process{}, fmt.Errorf("creating log dir: %w", err)
@@ -34,8 +35,9 @@ func startProcess(dir, name, bin string, args, env []string, dieWithParent bool)
 	if err != nil {
 		return Process{}, fmt.Errorf("opening log of %s: %w", name, err)
 	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, args...)
+	// The child holds its own descriptor of the log; ours is only closed.
+	defer func() { _ = logFile.Close() }()
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

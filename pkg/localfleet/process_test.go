@@ -23,7 +23,7 @@ func TestProcess_stop(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := startProcess(t.TempDir(), "sleeper", sleep, []string{"60"}, nil, true)
+			p, err := startProcess(t.Context(), t.TempDir(), "sleeper", sleep, []string{"60"}, nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func TestProcess_stopEscalatesToKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The shell ignores SIGTERM, so only SIGKILL after the grace period ends it.
-	p, err := startProcess(t.TempDir(), "stubborn", sh, []string{"-c", "trap '' TERM; while :; do sleep 0.05; done"}, nil, true)
+	p, err := startProcess(t.Context(), t.TempDir(), "stubborn", sh, []string{"-c", "trap '' TERM; while :; do sleep 0.05; done"}, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestProcess_stopEscalatesToKill(t *testing.T) {
 }
 
 func TestFreePorts(t *testing.T) {
-	ports, err := freePorts(20)
+	ports, err := freePorts(t.Context(), 20)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func TestRepoUpdateErrors(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Update error = %v, want %v", err, tt.want)
 			}
-			if tt.want == rollout.ErrNotFound && called {
+			if errors.Is(tt.want, rollout.ErrNotFound) && called {
 				t.Error("fn called for a missing rollout")
 			}
 		})

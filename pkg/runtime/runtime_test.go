@@ -325,11 +325,11 @@ func TestRuntimeGivesUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStore(t)
 			reg := prometheus.NewPedanticRegistry()
-			failing := &fn{name: "failing", consumes: []string{typeIn}, handle: func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+			failing := &fn{name: "failing", consumes: []string{typeIn}, handle: func(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 				if e.ID() == "bad" {
 					return nil, tt.err
 				}
-				return emit(typeOut)(context.Background(), e)
+				return emit(typeOut)(ctx, e)
 			}}
 			rt, err := runtime.New(s, []runtime.Function{failing}, runtime.Options{Metrics: reg, Attempts: 3, Backoff: time.Millisecond})
 			if err != nil {

@@ -103,7 +103,9 @@ func New(cfg *config.Config, o Options) (s *Server, err error) {
 	if o.Resolver == nil {
 		o.Resolver = registry.NewRemote()
 	}
-	s.listener, err = net.Listen("tcp", listen)
+	// New takes no ctx (its callers include deploy/bench); binding a local
+	// socket does not block, so there is nothing for a ctx to cancel.
+	s.listener, err = (&net.ListenConfig{}).Listen(context.Background(), "tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", listen, err)
 	}

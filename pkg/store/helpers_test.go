@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -12,21 +11,21 @@ import (
 
 // openStore opens a store in a fresh temporary directory and closes it at the
 // end of the test.
-func openStore(t testing.TB, opts ...store.Option) (*store.Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "state", "flotilla.db")
-	return openAt(t, path, opts...), path
+func openStore(tb testing.TB, opts ...store.Option) (*store.Store, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "state", "flotilla.db")
+	return openAt(tb, path, opts...), path
 }
 
-func openAt(t testing.TB, path string, opts ...store.Option) *store.Store {
-	t.Helper()
+func openAt(tb testing.TB, path string, opts ...store.Option) *store.Store {
+	tb.Helper()
 	s, err := store.Open(path, opts...)
 	if err != nil {
-		t.Fatalf("Open(%q): %v", path, err)
+		tb.Fatalf("Open(%q): %v", path, err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+			tb.Errorf("Close: %v", err)
 		}
 	})
 	return s
@@ -42,20 +41,20 @@ func newEvent(id string) (cloudevents.Event, error) {
 	return e, err
 }
 
-func event(t testing.TB, id string) cloudevents.Event {
-	t.Helper()
+func event(tb testing.TB, id string) cloudevents.Event {
+	tb.Helper()
 	e, err := newEvent(id)
 	if err != nil {
-		t.Fatalf("building event %q: %v", id, err)
+		tb.Fatalf("building event %q: %v", id, err)
 	}
 	return e
 }
 
-func events(t testing.TB, ids ...string) []cloudevents.Event {
-	t.Helper()
+func events(tb testing.TB, ids ...string) []cloudevents.Event {
+	tb.Helper()
 	evs := make([]cloudevents.Event, len(ids))
 	for i, id := range ids {
-		evs[i] = event(t, id)
+		evs[i] = event(tb, id)
 	}
 	return evs
 }
@@ -74,12 +73,4 @@ func seqsOf(recs []store.Record) []uint64 {
 		seqs[i] = r.Seq
 	}
 	return seqs
-}
-
-func numberedIDs(prefix string, n int) []string {
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
-	}
-	return ids
 }
