@@ -51,6 +51,15 @@ verify: ## Format, tidy and generate, then fail if the tree changed
 demo: fleet-build ## Run the demo: a 3-cluster fleet, a real registry and flotilla; 1.1.0 rolls out, 1.2.0 fails in wave 2 and rolls back
 	$(GO) run ./deploy/demo
 
+BENCH_RUNS  ?= 100
+BENCH_WAVE2 ?= 8,50
+
+.PHONY: bench
+bench: fleet-build ## Benchmark reaction latencies on a real local fleet and the store's appends; rewrites BENCHMARKS.md
+	@mkdir -p $(CACHE)/bench
+	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
+	$(GO) run ./deploy/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -store-results $(CACHE)/bench/store.txt -out BENCHMARKS.md
+
 .PHONY: fleet-build
 fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton) into the cache
 	deploy/local/build.sh >/dev/null

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,19 +103,42 @@ func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace, name, co
 	if err != nil {
 		return st, err
 	}
-	cn, err := c.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return st, fmt.Errorf("reading canary %s/%s in %s: %w", namespace, name, clusterName, err)
+	// flotilla names a canary after its target, so the canary and both
+	// workloads are read at once: one round trip instead of three, on the path
+	// of every Flagger event. A canary that targets something else has its
+	// workloads read again.
+	var (
+		wg                 sync.WaitGroup
+		cn                 *flaggerv1.Canary
+		cnErr, tErr, pErr  error
+		targetImg, primImg string
+	)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		cn, cnErr = c.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, name, metav1.GetOptions{})
+	}()
+	go func() { defer wg.Done(); targetImg, tErr = s.image(ctx, c, namespace, name, container) }()
+	go func() { defer wg.Done(); primImg, pErr = s.image(ctx, c, namespace, name+"-primary", container) }()
+	wg.Wait()
+	if cnErr != nil {
+		return st, fmt.Errorf("reading canary %s/%s in %s: %w", namespace, name, clusterName, cnErr)
 	}
 	st.Phase, st.Weight = string(cn.Status.Phase), cn.Status.CanaryWeight
 	st.Checksum, st.Transition = cn.Status.LastAppliedSpec, cn.Status.LastTransitionTime.Time
-	target := cn.Spec.TargetRef.Name
-	if st.TargetImage, err = s.image(ctx, c, namespace, target, container); err != nil {
-		return st, err
+	if target := cn.Spec.TargetRef.Name; target != name {
+		targetImg, tErr = s.image(ctx, c, namespace, target, container)
+		if tErr == nil {
+			primImg, pErr = s.image(ctx, c, namespace, target+"-primary", container)
+		}
 	}
-	if st.PrimaryImage, err = s.image(ctx, c, namespace, target+"-primary", container); err != nil {
-		return st, err
+	if tErr != nil {
+		return st, tErr
 	}
+	if pErr != nil {
+		return st, pErr
+	}
+	st.TargetImage, st.PrimaryImage = targetImg, primImg
 	return st, nil
 }
 

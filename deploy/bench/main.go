@@ -1,0 +1,125 @@
+// Command bench measures flotilla's reaction latencies on a real local fleet:
+//
+//   - A: registry notification POSTed -> wave 1's first apply request;
+//   - B: wave 1's last "Promotion completed!" event POSTed -> every canary of
+//     wave 2 applied (the last wave-2 apply request started, and returned).
+//
+// It starts its own fleet (pkg/localfleet, no Tekton), an in-process registry
+// and flotilla's whole main job in process (pkg/server) with the embedded
+// executor wrapped by a recorder that timestamps every ApplyCanary call. Wave
+// 1 is completed without waiting for Flagger's analysis: the bench does what
+// Flagger does at promotion (the primary runs the new image, the canary's
+// status says Succeeded) and POSTs the event Flagger would send.
+//
+//	go run ./deploy/bench -runs 100 -wave2 8,50 -out BENCHMARKS.md
+//
+// Build the fleet's binaries first (make fleet-build); `make bench` does both.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	runs      int
+	warmup    int
+	clusters  int
+	wave1     int
+	wave2     []int
+	interval  time.Duration
+	settle    time.Duration
+	out       string
+	storeFile string
+	keep      bool
+	verbose   bool
+	trace     bool
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.runs, "runs", 100, "measured rollouts per scenario")
+	fs.IntVar(&o.warmup, "warmup", 2, "unmeasured rollouts per scenario before the measured ones (the first waits for Flagger's initialization)")
+	fs.IntVar(&o.clusters, "clusters", 9, "real clusters to start: c1 serves wave 1, c2..cN serve wave 2")
+	fs.IntVar(&o.wave1, "wave1", 1, "named clusters in wave 1 (spread over c1)")
+	wave2 := fs.String("wave2", "8,50", "comma-separated scenarios: named clusters in wave 2 (spread over c2..cN)")
+	fs.DurationVar(&o.interval, "analysis-interval", time.Minute, "Flagger analysis interval of the canaries (10 iterations of it: Flagger never promotes on its own during a run)")
+	fs.DurationVar(&o.settle, "settle", 500*time.Millisecond, "pause between runs once every Deployment has rolled out")
+	fs.StringVar(&o.out, "out", "", "write the report to this markdown file (BENCHMARKS.md)")
+	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
+	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
+	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
+	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(*wave2, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-wave2: %q is not a positive number", s)
+		}
+		o.wave2 = append(o.wave2, n)
+	}
+	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1")
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	env := captureMachine()
+	b, err := newBench(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	env.fleetRSS = b.fleetRSS()
+
+	var results []scenarioResult
+	for i, n := range o.wave2 {
+		sc, err := b.newScenario(ctx, i, n)
+		if err != nil {
+			return fmt.Errorf("scenario wave2=%d: %w", n, err)
+		}
+		res, err := sc.run(ctx)
+		sc.close()
+		if err != nil {
+			return fmt.Errorf("scenario wave2=%d: %w", n, err)
+		}
+		results = append(results, res)
+		fmt.Fprintln(os.Stderr, res.summary())
+	}
+	env.loadAfter = loadAvg()
+
+	var store []storeResult
+	if o.storeFile != "" {
+		if store, err = parseStoreBench(o.storeFile); err != nil {
+			return err
+		}
+	}
+	report := renderReport(o, env, results, store)
+	fmt.Print(report)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", o.out, err)
+		}
+		fmt.Fprintln(os.Stderr, "report written to", o.out)
+	}
+	return nil
+}

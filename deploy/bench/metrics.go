@@ -1,0 +1,46 @@
+package main
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// fnTimes is the total time flotilla's functions spent handling events, by
+// function, and the journal's append time, read from flotilla's own metrics.
+type fnTimes map[string]time.Duration
+
+func gatherTimes(reg *prometheus.Registry) fnTimes {
+	out := fnTimes{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "flotilla_function_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "function" {
+						out[l.GetValue()] += seconds(m.GetHistogram().GetSampleSum())
+					}
+				}
+			}
+		case "flotilla_journal_append_seconds":
+			for _, m := range mf.GetMetric() {
+				out["journal"] += seconds(m.GetHistogram().GetSampleSum())
+			}
+		}
+	}
+	return out
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func (t fnTimes) sub(before fnTimes) fnTimes {
+	out := fnTimes{}
+	for k, v := range t {
+		out[k] = v - before[k]
+	}
+	return out
+}

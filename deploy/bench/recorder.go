@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+)
+
+// recorder is the executor flotilla runs with: it timestamps the start (the
+// apply request) and the end of every ApplyCanary call and passes it through
+// to the real, embedded executor.
+type recorder struct {
+	next pipelines.Executor
+
+	mu      sync.Mutex
+	calls   map[string]map[string]*call // image ref -> cluster -> first call
+	changed chan struct{}
+}
+
+type call struct {
+	rollout    string
+	start, end time.Time
+	err        error
+}
+
+func newRecorder(next pipelines.Executor) *recorder {
+	return &recorder{next: next, calls: map[string]map[string]*call{}, changed: make(chan struct{})}
+}
+
+func (r *recorder) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	start := time.Now()
+	res, err := r.next.ApplyCanary(ctx, cluster, p)
+	end := time.Now()
+	r.mu.Lock()
+	byCluster := r.calls[p.Image]
+	if byCluster == nil {
+		byCluster = map[string]*call{}
+		r.calls[p.Image] = byCluster
+	}
+	if c, ok := byCluster[cluster]; !ok || c.err != nil {
+		byCluster[cluster] = &call{rollout: p.Rollout, start: start, end: end, err: err}
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	return res, err
+}
+
+// wait returns the calls for ref to every cluster once each has returned
+// without error.
+func (r *recorder) wait(ctx context.Context, ref string, clusters []string) (map[string]call, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		r.mu.Lock()
+		changed := r.changed
+		out := map[string]call{}
+		for _, c := range clusters {
+			if k, ok := r.calls[ref][c]; ok && k.err == nil {
+				out[c] = *k
+			}
+		}
+		r.mu.Unlock()
+		if len(out) == len(clusters) {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		}
+	}
+}

@@ -1,0 +1,687 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/server"
+)
+
+const (
+	appName   = "podinfo"
+	workload  = "podinfo"
+	container = "podinfo"
+	repo      = "bench/podinfo"
+)
+
+// named is one cluster of flotilla's configuration: a real cluster of the
+// fleet, reached directly in the application's namespace, or through an
+// nsProxy in a namespace of its own.
+type named struct {
+	name       string
+	real       *realCluster
+	namespace  string // where its objects really are
+	kubeconfig string
+	proxy      *nsProxy
+}
+
+// scenario is one flotilla configuration: wave 1 and wave 2 of given sizes.
+type scenario struct {
+	b            *bench
+	log          *slog.Logger
+	dir          string
+	ns           string
+	wave1, wave2 []*named
+	rec          *recorder
+	srv          *server.Server
+	url          string
+	stop         context.CancelFunc
+	done         chan error
+	regToken     string
+	flaggerToken string
+	http         *http.Client
+	version      int
+	reg          *prometheus.Registry
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (b *bench) newScenario(ctx context.Context, index, wave2 int) (*scenario, error) {
+	s := &scenario{
+		b: b, log: b.log.With("wave2", wave2), ns: fmt.Sprintf("bench-%d", wave2),
+		dir:      filepath.Join(b.dir, fmt.Sprintf("scenario-%d", index)),
+		regToken: randomHex(16), flaggerToken: randomHex(16),
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, err
+	}
+	// Wave 1 on c1, wave 2 round-robin on c2..cN; the first named cluster on
+	// each real one is the real one, the others go through a proxy.
+	perReal := map[string]int{}
+	add := func(name string, rc *realCluster) (*named, error) {
+		perReal[rc.name]++
+		n := &named{name: name, real: rc, namespace: s.ns, kubeconfig: b.fleetKubeconfig(rc.name)}
+		if perReal[rc.name] > 1 {
+			n.namespace = s.ns + "-" + name
+			p, err := newNSProxy(rc.cfg, s.ns, n.namespace)
+			if err != nil {
+				return nil, err
+			}
+			n.proxy = p
+			n.kubeconfig = filepath.Join(s.dir, name+".kubeconfig")
+			if err := writeProxyKubeconfig(n.kubeconfig, name, p); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	}
+	for i := range b.o.wave1 {
+		n, err := add(fmt.Sprintf("w1-%02d", i+1), b.real[0])
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.wave1 = append(s.wave1, n)
+	}
+	for i := range wave2 {
+		n, err := add(fmt.Sprintf("w2-%02d", i+1), b.real[1+i%(len(b.real)-1)])
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.wave2 = append(s.wave2, n)
+	}
+	s.log.Info("creating workloads", "wave1", len(s.wave1), "wave2", len(s.wave2), "real_clusters", len(b.real))
+	if err := s.createWorkloads(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := s.startFlotilla(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (b *bench) fleetKubeconfig(name string) string {
+	c, _ := b.fleet.Cluster(name)
+	return c.Kubeconfig
+}
+
+func (s *scenario) all() []*named { return append(slices.Clone(s.wave1), s.wave2...) }
+
+func (s *scenario) createWorkloads(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, n := range s.all() {
+		g.Go(func() error {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.namespace}}
+			if _, err := n.real.kube.CoreV1().Namespaces().Create(gctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating namespace %s in %s: %w", n.namespace, n.real.name, err)
+			}
+			labels := map[string]string{"app": workload}
+			d := &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: workload, Namespace: n.namespace, Labels: labels},
+				Spec: appsv1.DeploymentSpec{
+					Replicas: ptr.To[int32](1),
+					Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{
+							Name: container, Image: s.b.regHost + "/" + repo + ":0.1.0",
+							Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9898}},
+						}}},
+					},
+				},
+			}
+			if _, err := n.real.kube.AppsV1().Deployments(n.namespace).Create(gctx, d, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating deployment in %s/%s: %w", n.real.name, n.namespace, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func (s *scenario) startFlotilla(ctx context.Context) error {
+	secret := func(name, value string) (map[string]string, error) {
+		p := filepath.Join(s.dir, name)
+		return map[string]string{"file": p}, os.WriteFile(p, []byte(value+"\n"), 0o600)
+	}
+	regSecret, err := secret("registry.token", s.regToken)
+	if err != nil {
+		return err
+	}
+	flSecret, err := secret("flagger.token", s.flaggerToken)
+	if err != nil {
+		return err
+	}
+	var clusters []map[string]any
+	names := func(ns []*named) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.name)
+			clusters = append(clusters, map[string]any{"name": n.name, "kubeconfig": n.kubeconfig})
+		}
+		return out
+	}
+	waves := []map[string]any{
+		{"name": "wave-1", "clusters": names(s.wave1)},
+		{"name": "wave-2", "clusters": names(s.wave2)},
+	}
+	cfgMap := map[string]any{
+		"server": map[string]any{"listen": "127.0.0.1:0", "dataDir": filepath.Join(s.dir, "data")},
+		"receivers": []map[string]any{
+			{"name": "registry", "type": "distribution", "secret": regSecret},
+			{"name": "flagger", "type": "flagger", "secret": flSecret},
+		},
+		"fleet": map[string]any{"clusters": clusters, "waves": waves},
+		"applications": []map[string]any{{
+			"name": appName, "image": s.b.regHost + "/" + repo, "track": "MajorVersion", "namespace": s.ns,
+			"workload": map[string]any{"kind": "Deployment", "name": workload},
+			"service":  map[string]any{"port": 9898},
+			"delivery": map[string]any{
+				"strategy": "blueGreen", "interval": s.b.o.interval.String(), "iterations": 10, "threshold": 1,
+				"progressDeadline": "10m",
+			},
+		}},
+	}
+	raw, err := yaml.Marshal(cfgMap)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(s.dir, "flotilla.yaml")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return err
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	set, err := cluster.NewSet(cfg.Fleet.Clusters)
+	if err != nil {
+		return err
+	}
+	s.rec = newRecorder(pipelines.NewEmbedded(set))
+	logger := slog.New(slog.DiscardHandler)
+	if s.b.o.verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	s.reg = prometheus.NewRegistry()
+	s.srv, err = server.New(cfg, server.Options{Executor: s.rec, Logger: logger, Registry: s.reg})
+	if err != nil {
+		return err
+	}
+	s.url = "http://" + s.srv.Addr()
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop, s.done = cancel, make(chan error, 1)
+	go func() { s.done <- s.srv.Run(runCtx) }()
+	return s.until(ctx, 10*time.Second, "flotilla ready", func() (bool, error) {
+		resp, err := s.http.Get(s.url + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+func (s *scenario) close() {
+	if s.stop != nil {
+		s.stop()
+		if err := <-s.done; err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("flotilla stopped with an error", "error", err)
+		}
+		_ = s.srv.Close()
+	}
+	for _, n := range s.all() {
+		if n.proxy != nil {
+			n.proxy.close()
+		}
+	}
+}
+
+// until polls cond every 2 ms until it holds, fails, or timeout passes. Used
+// only between measurements, never inside one.
+func (s *scenario) until(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// sample is one measured rollout.
+type sample struct {
+	ack       time.Duration // notification POST -> 202
+	a         time.Duration // notification POST -> first wave-1 apply request
+	bFirst    time.Duration // last wave-1 Succeeded POST -> first wave-2 apply request
+	b         time.Duration // ... -> last wave-2 apply request
+	bComplete time.Duration // ... -> last wave-2 apply returned
+	bAck      time.Duration // last wave-1 Succeeded POST -> 202
+	// Where B's time went: flotilla's functions' own handling time (their
+	// metrics) between B's start and the last wave-2 apply request.
+	observe, advance, journal time.Duration
+	// CPU time burnt from B's start to the last wave-2 apply's return: by the
+	// fleet's processes, and by this process (flotilla, proxies, bench).
+	fleetCPU, selfCPU time.Duration
+}
+
+func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
+	res := scenarioResult{wave1: len(s.wave1), wave2: len(s.wave2), realClusters: len(s.b.real)}
+	for _, n := range s.all() {
+		if n.proxy != nil {
+			res.proxied++
+		}
+	}
+	total := s.b.o.warmup + s.b.o.runs
+	start := time.Now()
+	for i := range total {
+		warm := i < s.b.o.warmup
+		smp, err := s.rollout(ctx, i == 0)
+		if err != nil {
+			return res, fmt.Errorf("run %d: %w", i+1, err)
+		}
+		if s.b.o.verbose || warm {
+			s.log.Info("run", "n", i+1, "warmup", warm, "ack", ms(smp.ack), "A", ms(smp.a), "B_first", ms(smp.bFirst), "B", ms(smp.b), "B_complete", ms(smp.bComplete), "B_ack", ms(smp.bAck), "observe", ms(smp.observe), "advance", ms(smp.advance), "journal", ms(smp.journal), "fleet_cpu", ms(smp.fleetCPU), "self_cpu", ms(smp.selfCPU))
+		}
+		if !warm {
+			res.samples = append(res.samples, smp)
+		}
+	}
+	res.took = time.Since(start)
+	return res, nil
+}
+
+// rollout pushes a new version and drives its rollout to the end.
+// initialize waits for Flagger to initialize every canary first (the first
+// rollout of a scenario creates them).
+func (s *scenario) rollout(ctx context.Context, initialize bool) (sample, error) {
+	var smp sample
+	s.version++
+	version := fmt.Sprintf("%d.0.0", s.version)
+	ref, body, err := s.push(version)
+	if err != nil {
+		return smp, err
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/vnd.docker.distribution.events.v2+json")
+	h.Set("Authorization", "Bearer "+s.regToken)
+
+	// A: notification -> wave 1's first apply request.
+	t0 := time.Now()
+	if err := s.post(ctx, "/hooks/registry", h, body); err != nil {
+		return smp, err
+	}
+	smp.ack = time.Since(t0)
+	w1, err := s.rec.wait(ctx, ref, names(s.wave1))
+	if err != nil {
+		return smp, fmt.Errorf("waiting for wave 1 of %s to be applied: %w", version, err)
+	}
+	first := earliest(w1)
+	smp.a = first.start.Sub(t0)
+	id := first.rollout
+
+	// Between the measurements: flotilla has recorded wave 1 as applied.
+	if err := s.waitClusters(ctx, id, s.wave1, func(p rollout.ClusterPhase) bool {
+		return p == rollout.ClusterProgressing || p == rollout.ClusterSucceeded
+	}); err != nil {
+		return smp, err
+	}
+	if initialize {
+		if err := s.waitInitialized(ctx, s.wave1); err != nil {
+			return smp, err
+		}
+	}
+	if err := s.promote(ctx, s.wave1, ref); err != nil {
+		return smp, err
+	}
+	last := s.wave1[len(s.wave1)-1]
+	if err := s.report(ctx, id, s.wave1[:len(s.wave1)-1]); err != nil {
+		return smp, err
+	}
+	if err := s.waitClusters(ctx, id, s.wave1[:len(s.wave1)-1], func(p rollout.ClusterPhase) bool { return p == rollout.ClusterSucceeded }); err != nil {
+		return smp, err
+	}
+	time.Sleep(20 * time.Millisecond) // let the runtime go idle
+
+	// B: wave 1's last Succeeded event -> every canary of wave 2 applied.
+	evBody := s.promotionEvent(last, id)
+	before := gatherTimes(s.reg)
+	pids := s.b.fleetPIDs()
+	fleet0, self0 := cpuTime(pids...), cpuTime(os.Getpid())
+	t2 := time.Now()
+	if err := s.post(ctx, "/hooks/flagger/"+s.flaggerToken, http.Header{"Content-Type": {"application/json"}}, evBody); err != nil {
+		return smp, err
+	}
+	smp.bAck = time.Since(t2)
+	w2, err := s.rec.wait(ctx, ref, names(s.wave2))
+	if err != nil {
+		return smp, fmt.Errorf("waiting for wave 2 of %s to be applied: %w", version, err)
+	}
+	for _, c := range w2 {
+		smp.b = max(smp.b, c.start.Sub(t2))
+		smp.bComplete = max(smp.bComplete, c.end.Sub(t2))
+	}
+	smp.bFirst = earliest(w2).start.Sub(t2)
+	smp.fleetCPU, smp.selfCPU = cpuTime(pids...)-fleet0, cpuTime(os.Getpid())-self0
+	spent := gatherTimes(s.reg).sub(before)
+	smp.observe, smp.advance, smp.journal = spent["observe"], spent["advance"], spent["journal"]
+	if s.b.o.trace {
+		var starts, durs []string
+		cs := make([]call, 0, len(w2))
+		for _, c := range w2 {
+			cs = append(cs, c)
+		}
+		slices.SortFunc(cs, func(a, b call) int { return a.start.Compare(b.start) })
+		for _, c := range cs {
+			starts = append(starts, ms(c.start.Sub(t2)))
+			durs = append(durs, ms(c.end.Sub(c.start)))
+		}
+		fmt.Fprintf(os.Stderr, "trace starts: %v\ntrace durations: %v\n", starts, durs)
+	}
+
+	// Finish the rollout so the next one starts from a quiet flotilla.
+	if err := s.waitClusters(ctx, id, s.wave2, func(p rollout.ClusterPhase) bool {
+		return p == rollout.ClusterProgressing || p == rollout.ClusterSucceeded
+	}); err != nil {
+		return smp, err
+	}
+	if initialize {
+		if err := s.waitInitialized(ctx, s.wave2); err != nil {
+			return smp, err
+		}
+	}
+	if err := s.promote(ctx, s.wave2, ref); err != nil {
+		return smp, err
+	}
+	if err := s.report(ctx, id, s.wave2); err != nil {
+		return smp, err
+	}
+	err = s.until(ctx, time.Minute, "rollout "+id+" to succeed", func() (bool, error) {
+		ro, err := s.getRollout(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if ro.Phase != rollout.Progressing && ro.Phase != rollout.Succeeded {
+			return false, fmt.Errorf("rollout %s is %s: %s", id, ro.Phase, ro.Reason)
+		}
+		return ro.Phase == rollout.Succeeded, nil
+	})
+	if err != nil {
+		return smp, err
+	}
+	return smp, s.settle(ctx)
+}
+
+// settle waits until the clusters' controllers have caught up with the
+// rollout (every Deployment rolled out), then a little more, so that one
+// run's aftermath does not load the next one's measurement: on a real fleet
+// that work happens on the clusters' own machines, not on flotilla's.
+func (s *scenario) settle(ctx context.Context) error {
+	for _, n := range s.all() {
+		for _, d := range []string{workload, workload + "-primary"} {
+			err := s.until(ctx, 2*time.Minute, n.name+" "+d+" rolled out", func() (bool, error) {
+				dep, err := n.real.kube.AppsV1().Deployments(n.namespace).Get(ctx, d, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				want := ptr.Deref(dep.Spec.Replicas, 1)
+				st := dep.Status
+				return st.ObservedGeneration >= dep.Generation && st.UpdatedReplicas == want &&
+					st.Replicas == want && st.AvailableReplicas == want, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	time.Sleep(s.b.o.settle)
+	return nil
+}
+
+func names(ns []*named) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.name
+	}
+	return out
+}
+
+func earliest(calls map[string]call) call {
+	var first call
+	for _, c := range calls {
+		if first.start.IsZero() || c.start.Before(first.start) {
+			first = c
+		}
+	}
+	return first
+}
+
+// push writes a new random image as repo:version and returns its pinned
+// reference and the notification the registry would send for it.
+func (s *scenario) push(version string) (string, []byte, error) {
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	tag, err := name.NewTag(s.b.regHost + "/" + repo + ":" + version)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := remote.Write(tag, img); err != nil {
+		return "", nil, fmt.Errorf("pushing %s: %w", tag, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", nil, err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return "", nil, err
+	}
+	size, err := img.Size()
+	if err != nil {
+		return "", nil, err
+	}
+	host := s.b.regHost
+	body, err := json.Marshal(map[string]any{"events": []map[string]any{{
+		"id": randomHex(8), "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "action": "push",
+		"target": map[string]any{
+			"mediaType": string(mt), "digest": d.String(), "size": size, "length": size,
+			"repository": repo, "url": fmt.Sprintf("http://%s/v2/%s/manifests/%s", host, repo, d), "tag": version,
+		},
+		"request": map[string]any{"id": randomHex(8), "addr": "127.0.0.1:40000", "host": host, "method": "PUT", "useragent": "go-containerregistry"},
+		"actor":   map[string]any{"name": "ci"},
+		"source":  map[string]any{"addr": "registry:5000", "instanceID": "bench"},
+	}}})
+	return host + "/" + repo + "@" + d.String(), body, err
+}
+
+func (s *scenario) post(ctx context.Context, path string, h http.Header, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = h
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("POST %s answered %d: %s", path, resp.StatusCode, msg)
+	}
+	return nil
+}
+
+func (s *scenario) getRollout(ctx context.Context, id string) (rollout.Rollout, error) {
+	var ro rollout.Rollout
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/api/v1/rollouts/"+id, nil)
+	if err != nil {
+		return ro, err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return ro, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return ro, fmt.Errorf("GET rollout %s: %s", id, resp.Status)
+	}
+	return ro, json.NewDecoder(resp.Body).Decode(&ro)
+}
+
+// waitClusters waits until flotilla's record of every cluster in ns satisfies ok.
+func (s *scenario) waitClusters(ctx context.Context, id string, ns []*named, ok func(rollout.ClusterPhase) bool) error {
+	return s.until(ctx, time.Minute, "clusters of "+id, func() (bool, error) {
+		ro, err := s.getRollout(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range ns {
+			c, _, err := ro.Cluster(n.name)
+			if err != nil {
+				return false, err
+			}
+			if c.Phase == rollout.ClusterFailed {
+				return false, fmt.Errorf("cluster %s failed in rollout %s: %s", n.name, id, c.Message)
+			}
+			if !ok(c.Phase) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitInitialized waits until Flagger has initialized the canary of every
+// cluster in ns (made <workload>-primary).
+func (s *scenario) waitInitialized(ctx context.Context, ns []*named) error {
+	for _, n := range ns {
+		err := s.until(ctx, 5*time.Minute, "Flagger to initialize "+n.name, func() (bool, error) {
+			c, err := n.real.flagger.FlaggerV1beta1().Canaries(n.namespace).Get(ctx, workload, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			switch c.Status.Phase {
+			case flaggerv1.CanaryPhaseInitialized, flaggerv1.CanaryPhaseSucceeded:
+			default:
+				return false, nil
+			}
+			_, err = n.real.kube.AppsV1().Deployments(n.namespace).Get(ctx, workload+"-primary", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// promote does in each cluster what Flagger does when it promotes a canary:
+// the primary runs the canary's image and the canary's phase is Succeeded.
+func (s *scenario) promote(ctx context.Context, ns []*named, ref string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, n := range ns {
+		g.Go(func() error {
+			patch := fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, container, ref)
+			if _, err := n.real.kube.AppsV1().Deployments(n.namespace).Patch(gctx, workload+"-primary", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return fmt.Errorf("promoting the primary in %s: %w", n.name, err)
+			}
+			status := fmt.Appendf(nil, `{"status":{"phase":%q,"lastTransitionTime":%q}}`, flaggerv1.CanaryPhaseSucceeded, time.Now().UTC().Format(time.RFC3339))
+			if _, err := n.real.flagger.FlaggerV1beta1().Canaries(n.namespace).Patch(gctx, workload, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+				return fmt.Errorf("setting the canary's status in %s: %w", n.name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// promotionEvent is the event webhook payload Flagger sends when it has
+// promoted the canary of n (flotilla's hook metadata merged in).
+func (s *scenario) promotionEvent(n *named, rolloutID string) []byte {
+	b, _ := json.Marshal(flaggerv1.CanaryWebhookPayload{
+		Name: workload, Namespace: n.namespace, Phase: flaggerv1.CanaryPhaseSucceeded, Checksum: randomHex(5),
+		Metadata: map[string]string{
+			"cluster": n.name, "rollout": rolloutID,
+			"eventMessage": "Promotion completed! Scaling down " + workload + "." + n.namespace,
+			"eventType":    corev1.EventTypeNormal,
+			"timestamp":    strconv.FormatInt(time.Now().UnixMilli(), 10),
+		},
+	})
+	return b
+}
+
+// report POSTs the promotion events of ns, 8 at a time.
+func (s *scenario) report(ctx context.Context, id string, ns []*named) error {
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, n := range ns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.post(ctx, "/hooks/flagger/"+s.flaggerToken, http.Header{"Content-Type": {"application/json"}}, s.promotionEvent(n, id)); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
