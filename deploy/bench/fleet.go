@@ -68,7 +68,7 @@ func newBench(ctx context.Context, o options, logger *slog.Logger) (*bench, erro
 	for _, c := range b.fleet.Clusters {
 		cfg, err := c.RESTConfig()
 		if err != nil {
-			b.close()
+			b.close() //nolint:contextcheck // teardown outlives the caller's ctx
 			return nil, err
 		}
 		rc := &realCluster{name: c.Name, cfg: cfg}
@@ -76,7 +76,7 @@ func newBench(ctx context.Context, o options, logger *slog.Logger) (*bench, erro
 			rc.flagger, err = flaggerclient.NewForConfig(cfg)
 		}
 		if err != nil {
-			b.close()
+			b.close() //nolint:contextcheck // teardown outlives the caller's ctx
 			return nil, err
 		}
 		b.real = append(b.real, rc)
@@ -158,7 +158,7 @@ type nsProxy struct {
 	from, to string
 }
 
-func newNSProxy(real *rest.Config, from, to string) (*nsProxy, error) {
+func newNSProxy(ctx context.Context, real *rest.Config, from, to string) (*nsProxy, error) {
 	target, err := url.Parse(real.Host)
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func newNSProxy(real *rest.Config, from, to string) (*nsProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (p *nsProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}

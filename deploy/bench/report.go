@@ -75,7 +75,7 @@ func captureMachine() machine {
 				break
 			}
 		}
-		f.Close()
+		_ = f.Close()
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {

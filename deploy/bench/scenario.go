@@ -100,7 +100,7 @@ func (b *bench) newScenario(ctx context.Context, index, wave2 int) (*scenario, e
 		n := &named{name: name, real: rc, namespace: s.ns, kubeconfig: b.fleetKubeconfig(rc.name)}
 		if perReal[rc.name] > 1 {
 			n.namespace = s.ns + "-" + name
-			p, err := newNSProxy(rc.cfg, s.ns, n.namespace)
+			p, err := newNSProxy(ctx, rc.cfg, s.ns, n.namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -115,7 +115,7 @@ func (b *bench) newScenario(ctx context.Context, index, wave2 int) (*scenario, e
 	for i := range b.o.wave1 {
 		n, err := add(fmt.Sprintf("w1-%02d", i+1), b.real[0])
 		if err != nil {
-			s.close()
+			s.close() //nolint:contextcheck // teardown outlives the caller's ctx
 			return nil, err
 		}
 		s.wave1 = append(s.wave1, n)
@@ -123,18 +123,18 @@ func (b *bench) newScenario(ctx context.Context, index, wave2 int) (*scenario, e
 	for i := range wave2 {
 		n, err := add(fmt.Sprintf("w2-%02d", i+1), b.real[1+i%(len(b.real)-1)])
 		if err != nil {
-			s.close()
+			s.close() //nolint:contextcheck // teardown outlives the caller's ctx
 			return nil, err
 		}
 		s.wave2 = append(s.wave2, n)
 	}
 	s.log.Info("creating workloads", "wave1", len(s.wave1), "wave2", len(s.wave2), "real_clusters", len(b.real))
 	if err := s.createWorkloads(ctx); err != nil {
-		s.close()
+		s.close() //nolint:contextcheck // teardown outlives the caller's ctx
 		return nil, err
 	}
 	if err := s.startFlotilla(ctx); err != nil {
-		s.close()
+		s.close() //nolint:contextcheck // teardown outlives the caller's ctx
 		return nil, err
 	}
 	return s, nil
@@ -245,7 +245,7 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	s.reg = prometheus.NewRegistry()
-	s.srv, err = server.New(cfg, server.Options{Executor: s.rec, Logger: logger, Registry: s.reg})
+	s.srv, err = server.New(ctx, cfg, server.Options{Executor: s.rec, Logger: logger, Registry: s.reg})
 	if err != nil {
 		return err
 	}
@@ -254,11 +254,15 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 	s.stop, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- s.srv.Run(runCtx) }()
 	return s.until(ctx, 10*time.Second, "flotilla ready", func() (bool, error) {
-		resp, err := s.http.Get(s.url + "/readyz")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := s.http.Do(req)
 		if err != nil {
 			return false, nil
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
 }
@@ -556,7 +560,7 @@ func (s *scenario) post(ctx context.Context, path string, h http.Header, body []
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	msg, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusAccepted {
 		return fmt.Errorf("POST %s answered %d: %s", path, resp.StatusCode, msg)
@@ -574,7 +578,7 @@ func (s *scenario) getRollout(ctx context.Context, id string) (rollout.Rollout, 
 	if err != nil {
 		return ro, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return ro, fmt.Errorf("GET rollout %s: %s", id, resp.Status)
 	}

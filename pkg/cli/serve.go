@@ -39,7 +39,7 @@ that carry each verified image through the fleet's waves, and serves the API tha
 				return err
 			}
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			srv, err := server.New(cfg, server.Options{Listen: listen, DataDir: dataDir, Logger: log})
+			srv, err := server.New(cmd.Context(), cfg, server.Options{Listen: listen, DataDir: dataDir, Logger: log})
 			if err != nil {
 				return err
 			}

@@ -63,7 +63,7 @@ type Server struct {
 
 // New builds the server and opens its store; it listens at once, so Addr is
 // known before Run.
-func New(cfg *config.Config, o Options) (s *Server, err error) {
+func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -103,9 +103,7 @@ func New(cfg *config.Config, o Options) (s *Server, err error) {
 	if o.Resolver == nil {
 		o.Resolver = registry.NewRemote()
 	}
-	// New takes no ctx (its callers include deploy/bench); binding a local
-	// socket does not block, so there is nothing for a ctx to cancel.
-	s.listener, err = (&net.ListenConfig{}).Listen(context.Background(), "tcp", listen)
+	s.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", listen, err)
 	}
