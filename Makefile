@@ -58,7 +58,7 @@ BENCH_WAVE2 ?= 8,50
 bench: fleet-build ## Benchmark reaction latencies on a real local fleet and the store's appends; rewrites BENCHMARKS.md
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
-	$(GO) run ./deploy/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -store-results $(CACHE)/bench/store.txt -out BENCHMARKS.md
+	$(GO) run ./deploy/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -store-results $(CACHE)/bench/store.txt -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 
 .PHONY: fleet-build
 fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton) into the cache

@@ -36,6 +36,7 @@ type bench struct {
 	real     []*realCluster
 	registry *httptest.Server
 	regHost  string
+	probe    *stallProbe
 }
 
 // realCluster is one cluster of the local fleet with the bench's clients.
@@ -51,7 +52,7 @@ func newBench(ctx context.Context, o options, logger *slog.Logger) (*bench, erro
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, log: logger, dir: dir}
+	b := &bench{o: o, log: logger, dir: dir, probe: newStallProbe(ctx)}
 	logger.Info("starting the local fleet", "clusters", o.clusters, "dir", dir)
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()

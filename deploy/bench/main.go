@@ -42,6 +42,7 @@ type options struct {
 	keep      bool
 	verbose   bool
 	trace     bool
+	raw       string
 }
 
 func main() {
@@ -65,6 +66,7 @@ func run(args []string) error {
 	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
 	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
+	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")
 	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -110,6 +112,11 @@ func run(args []string) error {
 	var store []storeResult
 	if o.storeFile != "" {
 		if store, err = parseStoreBench(o.storeFile); err != nil {
+			return err
+		}
+	}
+	if o.raw != "" {
+		if err := writeRaw(o.raw, results); err != nil {
 			return err
 		}
 	}

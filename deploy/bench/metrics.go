@@ -7,7 +7,8 @@ import (
 )
 
 // fnTimes is the total time flotilla's functions spent handling events, by
-// function, and the journal's append time, read from flotilla's own metrics.
+// function, and the journal's append time, read from flotilla's own metrics;
+// "observe_calls" counts observe's calls (a count, not a duration).
 type fnTimes map[string]time.Duration
 
 func gatherTimes(reg *prometheus.Registry) fnTimes {
@@ -23,6 +24,14 @@ func gatherTimes(reg *prometheus.Registry) fnTimes {
 				for _, l := range m.GetLabel() {
 					if l.GetName() == "function" {
 						out[l.GetValue()] += seconds(m.GetHistogram().GetSampleSum())
+					}
+				}
+			}
+		case "flotilla_function_calls_total":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "function" && l.GetValue() == "observe" {
+						out["observe_calls"] += time.Duration(m.GetCounter().GetValue())
 					}
 				}
 			}

@@ -223,21 +223,46 @@ func renderReport(o options, m machine, results []scenarioResult, store []storeR
 		}
 	}
 	p("\nPercentiles are nearest-rank over the measured runs (with 100 runs, p99 is the 99th slowest of 100; max is the slowest).\n\n")
-	p("Where B's time goes (p50 / p99 over the runs): the Flagger POST's answer (journaled), the time flotilla's own functions spent ")
-	p("(from their `flotilla_function_duration_seconds` and `flotilla_journal_append_seconds` metrics, between B's start and the last wave-2 apply request; ")
-	p("the rest is HTTP, the runtime's hand-offs and cursor saves, and waiting for CPU), and the CPU burnt from B's start until the last wave-2 apply ")
-	p("returned, by the fleet's processes and by the bench's own process (flotilla, the namespace proxies, the bench).\n\n")
-	p("| wave 2 clusters | POST -> 202 ms | observe ms | advance ms | journal appends ms | fleet CPU ms | bench process CPU ms |\n")
-	p("|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("Where the time goes (p50 / p99 over the runs). For B: the Flagger POST's answer (journaled); the time flotilla's own functions spent ")
+	p("between B's start and the last wave-2 apply request, from their `flotilla_function_duration_seconds` and `flotilla_journal_append_seconds` metrics ")
+	p("(the rest is HTTP, the runtime's hand-offs and cursor saves, and waiting for a CPU); how many canary events observe handled in that window ")
+	p("(1 is the bench's; more would be Flagger's own, queued with it); the CPU burnt from B's start until the last wave-2 apply returned, by the ")
+	p("fleet's processes and by the bench's process (flotilla, the namespace proxies, the bench). \"Stalls\": a goroutine in flotilla's process sleeps 1 ms ")
+	p("in a loop; a stall is a sleep that ended more than 1 ms late, i.e. the process was waiting for a CPU. Longest stall and stalled time inside ")
+	p("the A and B windows.\n\n")
+	p("| wave 2 clusters | POST -> 202 ms | observe ms | advance ms | journal appends ms | observe calls (max) | fleet CPU ms | bench process CPU ms | A: longest / total stall ms | B: longest / total stall ms |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, r := range results {
 		pp := func(f func(sample) time.Duration) string {
 			v := r.column(f)
 			return ms(percentile(v, 50)) + " / " + ms(percentile(v, 99))
 		}
-		p("| %d | %s | %s | %s | %s | %s | %s |\n", r.wave2,
+		calls := 0
+		for _, s := range r.samples {
+			calls = max(calls, s.observeCalls)
+		}
+		p("| %d | %s | %s | %s | %s | %d | %s | %s | %s ; %s | %s ; %s |\n", r.wave2,
 			pp(func(s sample) time.Duration { return s.bAck }), pp(func(s sample) time.Duration { return s.observe }),
-			pp(func(s sample) time.Duration { return s.advance }), pp(func(s sample) time.Duration { return s.journal }),
-			pp(func(s sample) time.Duration { return s.fleetCPU }), pp(func(s sample) time.Duration { return s.selfCPU }))
+			pp(func(s sample) time.Duration { return s.advance }), pp(func(s sample) time.Duration { return s.journal }), calls,
+			pp(func(s sample) time.Duration { return s.fleetCPU }), pp(func(s sample) time.Duration { return s.selfCPU }),
+			pp(func(s sample) time.Duration { return s.stallA }), pp(func(s sample) time.Duration { return s.waitA }),
+			pp(func(s sample) time.Duration { return s.stallB }), pp(func(s sample) time.Duration { return s.waitB }))
+	}
+	for _, r := range results {
+		var over []sample
+		for _, s := range r.samples {
+			if s.a >= targetA || (r.wave2 >= 50 && s.b >= targetB) {
+				over = append(over, s)
+			}
+		}
+		if len(over) == 0 {
+			continue
+		}
+		p("\nwave2=%d: %d of %d runs were over a target:", r.wave2, len(over), len(r.samples))
+		for _, s := range over {
+			p(" A %s / B %s ms (stalled %s / %s ms);", ms(s.a), ms(s.b), ms(s.waitA), ms(s.waitB))
+		}
+		p("\n")
 	}
 	p("\n| scenario | wave 1 clusters | wave 2 clusters | real API servers | named clusters behind a namespace proxy | warm-up runs | wall time |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|\n")
@@ -308,4 +333,17 @@ does its own work in parallel.
 	}
 	p("\n## Reproduce\n\n```sh\nmake bench                                   # fleet-build, store benchmark, latency bench; rewrites this file\ngo run ./deploy/bench -runs 20 -wave2 50 -v  # a quicker look, prints the report only\n```\n")
 	return w.String()
+}
+
+func writeRaw(path string, results []scenarioResult) error {
+	var w strings.Builder
+	w.WriteString("wave2,run,ack_ms,a_ms,stall_a_ms,b_ack_ms,b_first_ms,b_ms,b_complete_ms,observe_ms,observe_calls,advance_ms,journal_ms,stall_b_ms,fleet_cpu_ms,self_cpu_ms,wait_a_ms,wait_b_ms\n")
+	for _, r := range results {
+		for i, s := range r.samples {
+			fmt.Fprintf(&w, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s\n", r.wave2, i+1, ms(s.ack), ms(s.a), ms(s.stallA),
+				ms(s.bAck), ms(s.bFirst), ms(s.b), ms(s.bComplete), ms(s.observe), s.observeCalls, ms(s.advance), ms(s.journal),
+				ms(s.stallB), ms(s.fleetCPU), ms(s.selfCPU), ms(s.waitA), ms(s.waitB))
+		}
+	}
+	return os.WriteFile(path, []byte(w.String()), 0o644)
 }

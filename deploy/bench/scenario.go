@@ -317,6 +317,12 @@ type sample struct {
 	// CPU time burnt from B's start to the last wave-2 apply's return: by the
 	// fleet's processes, and by this process (flotilla, proxies, bench).
 	fleetCPU, selfCPU time.Duration
+	// The worst time this process waited to run during A's and B's windows
+	// (see stallProbe), and how many Flagger events observe handled in B's
+	// window (1 is the bench's own; more were Flagger's, queued with it).
+	stallA, stallB time.Duration // longest
+	waitA, waitB   time.Duration // total
+	observeCalls   int
 }
 
 func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
@@ -335,7 +341,7 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 			return res, fmt.Errorf("run %d: %w", i+1, err)
 		}
 		if s.b.o.verbose || warm {
-			s.log.Info("run", "n", i+1, "warmup", warm, "ack", ms(smp.ack), "A", ms(smp.a), "B_first", ms(smp.bFirst), "B", ms(smp.b), "B_complete", ms(smp.bComplete), "B_ack", ms(smp.bAck), "observe", ms(smp.observe), "advance", ms(smp.advance), "journal", ms(smp.journal), "fleet_cpu", ms(smp.fleetCPU), "self_cpu", ms(smp.selfCPU))
+			s.log.Info("run", "n", i+1, "warmup", warm, "ack", ms(smp.ack), "A", ms(smp.a), "B_first", ms(smp.bFirst), "B", ms(smp.b), "B_complete", ms(smp.bComplete), "B_ack", ms(smp.bAck), "observe", ms(smp.observe), "advance", ms(smp.advance), "journal", ms(smp.journal), "fleet_cpu", ms(smp.fleetCPU), "self_cpu", ms(smp.selfCPU), "stall_A", ms(smp.stallA), "wait_A", ms(smp.waitA), "stall_B", ms(smp.stallB), "wait_B", ms(smp.waitB), "observe_calls", smp.observeCalls)
 		}
 		if !warm {
 			res.samples = append(res.samples, smp)
@@ -372,6 +378,7 @@ func (s *scenario) rollout(ctx context.Context, initialize bool) (sample, error)
 	}
 	first := earliest(w1)
 	smp.a = first.start.Sub(t0)
+	smp.stallA, smp.waitA = s.b.probe.within(t0, first.start)
 	id := first.rollout
 
 	// Between the measurements: flotilla has recorded wave 1 as applied.
@@ -416,9 +423,11 @@ func (s *scenario) rollout(ctx context.Context, initialize bool) (sample, error)
 		smp.bComplete = max(smp.bComplete, c.end.Sub(t2))
 	}
 	smp.bFirst = earliest(w2).start.Sub(t2)
+	smp.stallB, smp.waitB = s.b.probe.within(t2, t2.Add(smp.b))
 	smp.fleetCPU, smp.selfCPU = cpuTime(pids...)-fleet0, cpuTime(os.Getpid())-self0
 	spent := gatherTimes(s.reg).sub(before)
 	smp.observe, smp.advance, smp.journal = spent["observe"], spent["advance"], spent["journal"]
+	smp.observeCalls = int(spent["observe_calls"])
 	if s.b.o.trace {
 		var starts, durs []string
 		cs := make([]call, 0, len(w2))
