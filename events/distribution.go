@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -34,7 +35,10 @@ var manifestMediaTypes = map[string]bool{
 //
 // Authentication: the registry's endpoint config sends a static header; it
 // must be "Authorization: Bearer <secret>".
-type DistributionSender struct{}
+type DistributionSender struct {
+	// Secret is the receiver's secret.
+	Secret string
+}
 
 type distributionEnvelope struct {
 	Events []json.RawMessage `json:"events"`
@@ -60,7 +64,8 @@ type distributionEvent struct {
 }
 
 // Authenticate implements [Sender].
-func (DistributionSender) Authenticate(d *Delivery, secret string) error {
+func (s DistributionSender) Authenticate(_ context.Context, d *Delivery) error {
+	secret := s.Secret
 	if secret == "" {
 		return unauthenticated("no secret configured")
 	}

@@ -210,7 +210,7 @@ func TestDistributionAuthenticate(t *testing.T) {
 			for i := 0; i+1 < len(tt.header); i += 2 {
 				d.Header.Set(tt.header[i], tt.header[i+1])
 			}
-			checkAuth(t, DistributionSender{}, d, tt.secret, tt.wantOK)
+			checkAuth(t, DistributionSender{Secret: tt.secret}, d, tt.wantOK)
 		})
 	}
 }

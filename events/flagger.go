@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,7 +24,10 @@ import (
 // Gate webhooks (confirm-rollout, pre-rollout, ...) share the payload shape
 // but carry no eventMessage; they are answered 202 and ignored. Do not point
 // a rollback hook here: Flagger rolls back on any 2xx.
-type FlaggerSender struct{}
+type FlaggerSender struct {
+	// Secret is the receiver's secret.
+	Secret string
+}
 
 // Metadata keys of a Flagger event webhook.
 const (
@@ -39,7 +43,8 @@ func (FlaggerSender) usesPathToken() bool { return true }
 
 // Authenticate implements [Sender]. A path token, when present, is the only
 // token considered.
-func (FlaggerSender) Authenticate(d *Delivery, secret string) error {
+func (s FlaggerSender) Authenticate(_ context.Context, d *Delivery) error {
+	secret := s.Secret
 	if secret == "" {
 		return unauthenticated("no secret configured")
 	}

@@ -194,7 +194,7 @@ func TestFlaggerAuthenticate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkAuth(t, FlaggerSender{}, flaggerDelivery(tt.body, nil, tt.pathToken), tt.secret, tt.wantOK)
+			checkAuth(t, FlaggerSender{Secret: tt.secret}, flaggerDelivery(tt.body, nil, tt.pathToken), tt.wantOK)
 		})
 	}
 }

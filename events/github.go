@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,7 +19,10 @@ import (
 //
 // Authentication: X-Hub-Signature-256 is "sha256=" and the hex HMAC-SHA256 of
 // the raw body keyed with the secret.
-type GitHubSender struct{}
+type GitHubSender struct {
+	// Secret is the receiver's secret.
+	Secret string
+}
 
 const githubSignaturePrefix = "sha256="
 
@@ -43,7 +47,8 @@ type githubPush struct {
 }
 
 // Authenticate implements [Sender].
-func (GitHubSender) Authenticate(d *Delivery, secret string) error {
+func (s GitHubSender) Authenticate(_ context.Context, d *Delivery) error {
+	secret := s.Secret
 	if secret == "" {
 		return unauthenticated("no secret configured")
 	}

@@ -158,13 +158,13 @@ func TestGitHubAuthenticate(t *testing.T) {
 			if tt.signature != "" {
 				d.Header.Set("X-Hub-Signature-256", tt.signature)
 			}
-			checkAuth(t, GitHubSender{}, d, secret, tt.wantOK)
+			checkAuth(t, GitHubSender{Secret: secret}, d, tt.wantOK)
 		})
 	}
 	t.Run("empty secret never matches", func(t *testing.T) {
 		d := githubDelivery("push", push, "application/json")
 		d.Header.Set("X-Hub-Signature-256", githubSign("", push))
-		checkAuth(t, GitHubSender{}, d, "", false)
+		checkAuth(t, GitHubSender{Secret: ""}, d, false)
 	})
 }
 

@@ -28,9 +28,34 @@ type ReceiverConfig struct {
 	// Type is a sender type, one of [SenderTypes].
 	Type   string
 	Secret string
-	// Insecure allows an empty Secret: deliveries are then not
-	// authenticated. For tests and demos only.
+	// Header names the request header that carries Secret, for senders
+	// configured to send a static header (distribution, harbor, acr, ecr,
+	// cloudevents). Empty means the sender's default.
+	Header string
+	// OIDC verifies the Google-signed tokens of a Pub/Sub push subscription
+	// (sender type gar).
+	OIDC OIDCConfig
+	// Insecure skips authentication: deliveries are accepted from anyone.
+	// For tests and demos only.
 	Insecure bool
+}
+
+// OIDCConfig says which OIDC bearer tokens authenticate a delivery: Google
+// Pub/Sub push subscriptions sign one per request.
+type OIDCConfig struct {
+	// Issuer must equal the token's iss. Default "https://accounts.google.com".
+	Issuer string
+	// Audience must be among the token's aud. Required.
+	Audience string
+	// JWKSURL serves the issuer's signing keys. Default
+	// "https://www.googleapis.com/oauth2/v3/certs".
+	JWKSURL string
+	// JWKSFile holds the signing keys as a JWKS document, instead of
+	// JWKSURL (air-gapped installs, tests).
+	JWKSFile string
+	// ServiceAccount, when set, must equal the token's email claim, and
+	// email_verified must be true.
+	ServiceAccount string
 }
 
 // IntakeOption configures [NewIntake].
@@ -138,12 +163,9 @@ func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*In
 		if _, dup := in.receivers[rc.Name]; dup {
 			return nil, fmt.Errorf("configuring receiver %q: duplicate name", rc.Name)
 		}
-		s, err := NewSender(rc.Type)
+		s, err := NewSender(rc)
 		if err != nil {
 			return nil, fmt.Errorf("configuring receiver %q: %w", rc.Name, err)
-		}
-		if rc.Secret == "" && !rc.Insecure {
-			return nil, fmt.Errorf("configuring receiver %q: no secret (set Insecure to accept unauthenticated deliveries)", rc.Name)
 		}
 		in.receivers[rc.Name] = receiver{ReceiverConfig: rc, sender: s}
 	}
@@ -294,9 +316,8 @@ func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, t
 		PathToken:  token,
 		ReceivedAt: received,
 	}
-	// NewIntake allows an empty secret only on an Insecure receiver.
-	if rcv.Secret != "" {
-		if err := rcv.sender.Authenticate(d, rcv.Secret); err != nil {
+	if !rcv.Insecure {
+		if err := rcv.sender.Authenticate(r.Context(), d); err != nil {
 			return Result{}, 0, err
 		}
 	}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -16,13 +17,14 @@ import (
 )
 
 // Sender turns one authenticated delivery into events. There is one
-// implementation per sender type, each in its own file; [NewSender] picks one
-// by name.
+// implementation per sender type, each in its own file; [NewSender] builds one
+// from a receiver's config.
 type Sender interface {
-	// Authenticate checks that d comes from whoever holds secret. Comparisons
-	// are constant-time; a failure wraps [ErrUnauthenticated] and is
-	// permanent.
-	Authenticate(d *Delivery, secret string) error
+	// Authenticate checks that d comes from whoever holds the receiver's
+	// credentials. Comparisons are constant-time; a failure wraps
+	// [ErrUnauthenticated] and is permanent. The intake does not call it on
+	// an Insecure receiver.
+	Authenticate(ctx context.Context, d *Delivery) error
 	// Parse turns an authenticated delivery into events. A delivery that
 	// cannot be parsed yields a permanent error that says why; a valid one
 	// that carries nothing to act on yields a Result with Ignored set.
@@ -68,10 +70,16 @@ const (
 	SenderFlagger      = "flagger"
 )
 
-var senders = map[string]func() Sender{
-	SenderDistribution: func() Sender { return DistributionSender{} },
-	SenderGitHub:       func() Sender { return GitHubSender{} },
-	SenderFlagger:      func() Sender { return FlaggerSender{} },
+// senderFactory builds a sender from its receiver's config. It returns an
+// error when the config cannot work (a header name that is not one, OIDC
+// settings that do not parse); the intake has already checked that a
+// receiver that is not Insecure has its credentials.
+type senderFactory func(rc ReceiverConfig) (Sender, error)
+
+var senders = map[string]senderFactory{
+	SenderDistribution: func(rc ReceiverConfig) (Sender, error) { return DistributionSender{Secret: rc.Secret}, nil },
+	SenderGitHub:       func(rc ReceiverConfig) (Sender, error) { return GitHubSender{Secret: rc.Secret}, nil },
+	SenderFlagger:      func(rc ReceiverConfig) (Sender, error) { return FlaggerSender{Secret: rc.Secret}, nil },
 }
 
 // SenderTypes lists the sender types [NewSender] knows, sorted.
@@ -84,13 +92,37 @@ func SenderTypes() []string {
 	return types
 }
 
-// NewSender returns the sender of type typ. An unknown type is an error.
-func NewSender(typ string) (Sender, error) {
-	newSender, ok := senders[typ]
+// NewSender builds the sender of rc.Type for rc. An unknown type is an error,
+// and so is a receiver that is not Insecure and lacks its credentials.
+func NewSender(rc ReceiverConfig) (Sender, error) {
+	newSender, ok := senders[rc.Type]
 	if !ok {
-		return nil, fmt.Errorf("unknown sender type %q (known: %s)", typ, strings.Join(SenderTypes(), ", "))
+		return nil, fmt.Errorf("unknown sender type %q (known: %s)", rc.Type, strings.Join(SenderTypes(), ", "))
 	}
-	return newSender(), nil
+	if !rc.Insecure {
+		if err := checkCredentials(rc); err != nil {
+			return nil, err
+		}
+	}
+	s, err := newSender(rc)
+	if err != nil {
+		return nil, fmt.Errorf("sender %s: %w", rc.Type, err)
+	}
+	return s, nil
+}
+
+// credentialChecks holds the credential checks of senders whose credentials
+// are not a shared secret. Every other sender needs ReceiverConfig.Secret.
+var credentialChecks = map[string]func(rc ReceiverConfig) error{}
+
+func checkCredentials(rc ReceiverConfig) error {
+	if check, ok := credentialChecks[rc.Type]; ok {
+		return check(rc)
+	}
+	if rc.Secret == "" {
+		return errors.New("no secret (set insecure to accept unauthenticated deliveries)")
+	}
+	return nil
 }
 
 // pathTokenUser is implemented by senders that authenticate with the token in

@@ -89,20 +89,20 @@ func TestNewSender(t *testing.T) {
 		t.Errorf("SenderTypes() (-want +got):\n%s", diff)
 	}
 	for _, typ := range SenderTypes() {
-		s, err := NewSender(typ)
+		s, err := NewSender(ReceiverConfig{Name: "r", Type: typ, Insecure: true})
 		if err != nil || s == nil {
 			t.Errorf("NewSender(%q) = %v, %v", typ, s, err)
 		}
 	}
-	if _, err := NewSender("dockerhub"); err == nil {
+	if _, err := NewSender(ReceiverConfig{Name: "r", Type: "no-such-sender", Secret: "s"}); err == nil {
 		t.Error("NewSender(unknown) succeeded")
 	}
 }
 
 // checkAuth runs one Authenticate case.
-func checkAuth(t *testing.T, s Sender, d *Delivery, secret string, wantOK bool) {
+func checkAuth(t *testing.T, s Sender, d *Delivery, wantOK bool) {
 	t.Helper()
-	err := s.Authenticate(d, secret)
+	err := s.Authenticate(t.Context(), d)
 	switch {
 	case wantOK && err != nil:
 		t.Fatalf("Authenticate: %v", err)
