@@ -15,6 +15,7 @@ const (
 	TypeImagePushed = "dev.flotilla.image.pushed.v1"
 	TypeGitPushed   = "dev.flotilla.git.pushed.v1"
 	TypeCanary      = "dev.flotilla.canary.v1"
+	TypePipelineRun = "dev.flotilla.pipelinerun.v1"
 
 	// verify
 	TypeImageVerified = "dev.flotilla.image.verified.v1"
@@ -104,6 +105,38 @@ type Canary struct {
 	Checksum  string        `json:"checksum,omitempty"`
 	RolloutID string        `json:"rolloutId,omitempty"`
 	Receiver  string        `json:"receiver"`
+}
+
+// PipelineRunPhase is where a Tekton PipelineRun is, from the type of the
+// CloudEvent Tekton sent.
+type PipelineRunPhase string
+
+const (
+	PipelineRunQueued    PipelineRunPhase = "queued"
+	PipelineRunStarted   PipelineRunPhase = "started"
+	PipelineRunRunning   PipelineRunPhase = "running"
+	PipelineRunSucceeded PipelineRunPhase = "succeeded"
+	PipelineRunFailed    PipelineRunPhase = "failed"
+	PipelineRunUnknown   PipelineRunPhase = "unknown"
+)
+
+// PipelineRun: Tekton reports a step of a PipelineRun.
+type PipelineRun struct {
+	// Cluster runs the PipelineRun: the receiver's ?cluster= query, when set.
+	Cluster   string           `json:"cluster,omitempty"`
+	Namespace string           `json:"namespace"`
+	Name      string           `json:"name"`
+	Pipeline  string           `json:"pipeline,omitempty"`
+	Phase     PipelineRunPhase `json:"phase"`
+	// Reason and Message are those of the run's Succeeded condition.
+	Reason  string            `json:"reason,omitempty"`
+	Message string            `json:"message,omitempty"`
+	Results map[string]string `json:"results,omitempty"`
+	// RolloutID is the run's flotilla.dev/rollout label, when flotilla
+	// created it.
+	RolloutID  string `json:"rolloutId,omitempty"`
+	Receiver   string `json:"receiver"`
+	DeliveryID string `json:"deliveryId,omitempty"`
 }
 
 // ImageVerified: the pushed tag resolves to this digest at the registry.

@@ -1,8 +1,9 @@
 package events
 
 import (
-	"context"
 	"bytes"
+	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -33,11 +34,14 @@ var manifestMediaTypes = map[string]bool{
 // registry (registry:2 / v3, Debian's docker-registry). One request carries a
 // batch of events; each manifest pushed by tag becomes a [TypeImagePushed].
 //
-// Authentication: the registry's endpoint config sends a static header; it
-// must be "Authorization: Bearer <secret>".
+// Authentication: the registry's endpoint config sends a static header,
+// by default "Authorization: Bearer <secret>" (see [checkHeaderToken] for the
+// forms accepted; ReceiverConfig.Header picks another header).
 type DistributionSender struct {
 	// Secret is the receiver's secret.
 	Secret string
+	// Header carries the secret. Default "Authorization".
+	Header string
 }
 
 type distributionEnvelope struct {
@@ -65,22 +69,7 @@ type distributionEvent struct {
 
 // Authenticate implements [Sender].
 func (s DistributionSender) Authenticate(_ context.Context, d *Delivery) error {
-	secret := s.Secret
-	if secret == "" {
-		return unauthenticated("no secret configured")
-	}
-	h := d.Header.Get("Authorization")
-	if h == "" {
-		return unauthenticated("missing Authorization header")
-	}
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return unauthenticated("Authorization header is not a bearer token")
-	}
-	if !secureEqual(token, secret) {
-		return unauthenticated("wrong bearer token")
-	}
-	return nil
+	return checkHeaderToken(d, cmp.Or(s.Header, "Authorization"), s.Secret)
 }
 
 // Parse implements [Sender].

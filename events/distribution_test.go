@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/base64"
 	"errors"
 	"testing"
 	"time"
@@ -201,7 +202,9 @@ func TestDistributionAuthenticate(t *testing.T) {
 		{"secret as prefix", []string{"Authorization", "Bearer " + secret + "x"}, secret, false},
 		{"missing header", nil, secret, false},
 		{"basic scheme", []string{"Authorization", "Basic " + secret}, secret, false},
-		{"no scheme", []string{"Authorization", secret}, secret, false},
+		{"verbatim secret (a header configured without scheme)", []string{"Authorization", secret}, secret, true},
+		{"basic credentials", []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("ci:"+secret))}, "ci:" + secret, true},
+		{"other header", []string{"X-Registry-Token", secret}, secret, false},
 		{"empty secret never matches", []string{"Authorization", "Bearer "}, "", false},
 	}
 	for _, tt := range tests {
@@ -213,6 +216,12 @@ func TestDistributionAuthenticate(t *testing.T) {
 			checkAuth(t, DistributionSender{Secret: tt.secret}, d, tt.wantOK)
 		})
 	}
+	t.Run("configured header", func(t *testing.T) {
+		d := distributionDelivery(fixture(t, "distribution", "batch.json"), distributionEventsV2)
+		d.Header.Set("X-Registry-Token", secret)
+		checkAuth(t, DistributionSender{Secret: secret, Header: "x-registry-token"}, d, true)
+		checkAuth(t, DistributionSender{Secret: secret}, d, false)
+	})
 }
 
 func FuzzDistributionParse(f *testing.F) {

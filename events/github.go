@@ -2,14 +2,13 @@ package events
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
@@ -49,27 +48,7 @@ type githubPush struct {
 // Authenticate implements [Sender].
 func (s GitHubSender) Authenticate(_ context.Context, d *Delivery) error {
 	secret := s.Secret
-	if secret == "" {
-		return unauthenticated("no secret configured")
-	}
-	sig := d.Header.Get("X-Hub-Signature-256")
-	if sig == "" {
-		return unauthenticated("missing X-Hub-Signature-256 header")
-	}
-	hexSig, ok := strings.CutPrefix(sig, githubSignaturePrefix)
-	if !ok {
-		return unauthenticated("X-Hub-Signature-256 is not sha256=<hex>")
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return unauthenticated("X-Hub-Signature-256 is not sha256=<hex>")
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(d.Body)
-	if !hmac.Equal(got, mac.Sum(nil)) {
-		return unauthenticated("signature mismatch")
-	}
-	return nil
+	return checkHMAC(d, sha256.New, secret, "X-Hub-Signature-256", d.Header.Get("X-Hub-Signature-256"), githubSignaturePrefix)
 }
 
 // Parse implements [Sender].
@@ -140,22 +119,12 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 	slices.Sort(p.ChangedPaths)
 	p.ChangedPaths = slices.Compact(p.ChangedPaths)
 
-	e, err := newGitPushed(d, delivery, p)
+	e, err := gitPushedEvent(d, delivery, p, time.Time{})
 	if err != nil {
 		return Result{}, err
 	}
 	res.Events = []cloudevents.Event{e}
 	return res, nil
-}
-
-func newGitPushed(d *Delivery, delivery string, p GitPushed) (cloudevents.Event, error) {
-	e, err := New(d.Receiver+"/"+SenderGitHub+"/"+delivery, hookSource(d.Receiver), TypeGitPushed, p)
-	if err != nil {
-		return e, err
-	}
-	e.SetSubject(p.RepoURL + "#" + p.Ref)
-	e.SetTime(eventTime(d.ReceivedAt, d))
-	return e, nil
 }
 
 // githubPayload returns the JSON of a delivery: the body, or the "payload"

@@ -77,9 +77,11 @@ const (
 type senderFactory func(rc ReceiverConfig) (Sender, error)
 
 var senders = map[string]senderFactory{
-	SenderDistribution: func(rc ReceiverConfig) (Sender, error) { return DistributionSender{Secret: rc.Secret}, nil },
-	SenderGitHub:       func(rc ReceiverConfig) (Sender, error) { return GitHubSender{Secret: rc.Secret}, nil },
-	SenderFlagger:      func(rc ReceiverConfig) (Sender, error) { return FlaggerSender{Secret: rc.Secret}, nil },
+	SenderDistribution: func(rc ReceiverConfig) (Sender, error) {
+		return DistributionSender{Secret: rc.Secret, Header: rc.Header}, nil
+	},
+	SenderGitHub:  func(rc ReceiverConfig) (Sender, error) { return GitHubSender{Secret: rc.Secret}, nil },
+	SenderFlagger: func(rc ReceiverConfig) (Sender, error) { return FlaggerSender{Secret: rc.Secret}, nil },
 }
 
 // SenderTypes lists the sender types [NewSender] knows, sorted.
