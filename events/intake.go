@@ -32,6 +32,9 @@ type ReceiverConfig struct {
 	// configured to send a static header (distribution, harbor, acr, ecr,
 	// cloudevents). Empty means the sender's default.
 	Header string
+	// Registry is the registry host, for senders whose payloads do not name
+	// it (nexus).
+	Registry string
 	// OIDC verifies the Google-signed tokens of a Pub/Sub push subscription
 	// (sender type gar).
 	OIDC OIDCConfig
