@@ -29,29 +29,102 @@ type Events struct {
 	Sink string `json:"sink"`
 }
 
-// Receiver is one inbound webhook endpoint, served at POST /hooks/<name>.
+// Receiver is one inbound webhook endpoint, served at POST /hooks/<name>
+// (and at POST /hooks/<name>/<secret> for senders that cannot sign or send a
+// header: dockerhub, quay, flagger, tekton). The first receiver of type
+// cloudevents is also served at POST /events.
 type Receiver struct {
 	// Name is a DNS label ([a-z0-9-], at most 63), unique among receivers.
 	Name string `json:"name"`
 	// Type is the sender: one of ReceiverTypes.
 	Type string `json:"type"`
-	// Secret authenticates the sender. Required unless Insecure.
+	// Secret authenticates the sender: the HMAC key, shared token or path
+	// token, depending on the type. Required unless Insecure, except for gar
+	// receivers, which authenticate with OIDC.
 	Secret *Secret `json:"secret"`
-	// Insecure accepts unauthenticated requests; it excludes Secret.
+	// Header names the request header that carries the secret, for senders
+	// that send a configured static header (distribution, harbor, acr, ecr,
+	// cloudevents). Default "Authorization", which accepts the secret
+	// verbatim, as "Bearer <secret>" or as Basic "user:password" credentials.
+	Header string `json:"header"`
+	// Registry is the registry host ("host[:port]") for senders whose
+	// payloads do not name it. Required for nexus.
+	Registry string `json:"registry"`
+	// OIDC authenticates gar receivers (Pub/Sub push with OIDC tokens).
+	OIDC *OIDC `json:"oidc"`
+	// RateLimit bounds the deliveries the receiver accepts; more are
+	// answered 429 with Retry-After. Default (nil): the intake's, 500 per
+	// second with a burst of 1000.
+	RateLimit *RateLimit `json:"rateLimit"`
+	// Insecure accepts unauthenticated requests; it excludes Secret and OIDC.
 	Insecure bool `json:"insecure"`
 	// SecretValue is the resolved secret, set by Load. Never marshalled.
 	SecretValue string `json:"-"`
 }
 
-// Receiver types.
+// OIDC says which OIDC bearer tokens authenticate a receiver's deliveries.
+type OIDC struct {
+	// Audience must be among the token's audiences: the audience set on the
+	// Pub/Sub push subscription. Required.
+	Audience string `json:"audience"`
+	// Issuer must equal the token's issuer. Default
+	// "https://accounts.google.com".
+	Issuer string `json:"issuer"`
+	// ServiceAccount, when set, must be the token's verified email: the
+	// service account the subscription pushes as.
+	ServiceAccount string `json:"serviceAccount"`
+	// JWKSURL serves the issuer's signing keys. Default Google's,
+	// "https://www.googleapis.com/oauth2/v3/certs". Excludes JWKSFile.
+	JWKSURL string `json:"jwksURL"`
+	// JWKSFile holds the signing keys as a JWKS document, for installations
+	// that cannot reach JWKSURL. Relative paths resolve against the config
+	// file's directory.
+	JWKSFile string `json:"jwksFile"`
+}
+
+// RateLimit is a token bucket.
+type RateLimit struct {
+	// PerSecond is the sustained rate, > 0.
+	PerSecond float64 `json:"perSecond"`
+	// Burst is how many deliveries may arrive at once, >= 1. Default
+	// twice PerSecond, at least 1.
+	Burst int `json:"burst"`
+}
+
+// Receiver types: every sender flotilla reads. README has a table of how to
+// configure each one.
 const (
-	ReceiverDistribution = "distribution" // a CNCF distribution registry's notifications
-	ReceiverGitHub       = "github"       // GitHub webhooks (package and push events)
-	ReceiverFlagger      = "flagger"      // Flagger's canary webhooks and alerts
+	ReceiverDockerHub       = "dockerhub"        // Docker Hub repository webhooks (path token)
+	ReceiverHarbor          = "harbor"           // Harbor webhooks, Default or CloudEvents format (header)
+	ReceiverDistribution    = "distribution"     // CNCF distribution registry notifications (header)
+	ReceiverQuay            = "quay"             // Quay repo_push notifications (path token)
+	ReceiverACR             = "acr"              // Azure Container Registry webhooks (header)
+	ReceiverGAR             = "gar"              // Artifact Registry / GCR through Pub/Sub push (OIDC)
+	ReceiverECR             = "ecr"              // AWS ECR through an EventBridge API destination (header)
+	ReceiverArtifactory     = "artifactory"      // JFrog Artifactory docker webhooks (HMAC-SHA256)
+	ReceiverNexus           = "nexus"            // Nexus Repository 3 component webhooks (HMAC-SHA1)
+	ReceiverGitHub          = "github"           // GitHub push and package (GHCR) events (HMAC-SHA256)
+	ReceiverGitLab          = "gitlab"           // GitLab Push Hook and Tag Push Hook (token header)
+	ReceiverGitea           = "gitea"            // Gitea push webhooks (HMAC-SHA256)
+	ReceiverForgejo         = "forgejo"          // Forgejo push webhooks (HMAC-SHA256)
+	ReceiverBitbucket       = "bitbucket"        // Bitbucket Cloud repo:push (HMAC-SHA256)
+	ReceiverBitbucketServer = "bitbucket-server" // Bitbucket Server / Data Center repo:refs_changed (HMAC-SHA256)
+	ReceiverFlagger         = "flagger"          // Flagger's canary event webhook (path token)
+	ReceiverTekton          = "tekton"           // Tekton Pipelines' CloudEvents (path token)
+	ReceiverCloudEvents     = "cloudevents"      // native CloudEvents, binary/structured/batch (bearer token)
 )
 
 // ReceiverTypes lists the receiver types a config may name.
-var ReceiverTypes = []string{ReceiverDistribution, ReceiverGitHub, ReceiverFlagger}
+var ReceiverTypes = []string{
+	ReceiverDockerHub, ReceiverHarbor, ReceiverDistribution, ReceiverQuay, ReceiverACR, ReceiverGAR,
+	ReceiverECR, ReceiverArtifactory, ReceiverNexus, ReceiverGitHub, ReceiverGitLab, ReceiverGitea,
+	ReceiverForgejo, ReceiverBitbucket, ReceiverBitbucketServer, ReceiverFlagger, ReceiverTekton,
+	ReceiverCloudEvents,
+}
+
+// headerReceivers are the receiver types whose sender sends a configured
+// static header, so Header may name it.
+var headerReceivers = []string{ReceiverDistribution, ReceiverHarbor, ReceiverACR, ReceiverECR, ReceiverCloudEvents}
 
 // Secret names where a secret comes from: exactly one of Env and File.
 type Secret struct {

@@ -22,6 +22,8 @@ const (
 	DefaultProgressDeadline = 10 * time.Minute
 	DefaultWebhookType      = "rollout"        // Flagger's own default
 	DefaultWebhookTimeout   = 10 * time.Second // Flagger's own default
+	DefaultOIDCIssuer       = "https://accounts.google.com"
+	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
 )
 
 // applyDefaults fills empty fields and makes relative paths absolute against
@@ -40,9 +42,7 @@ func applyDefaults(c *Config, base string) {
 	}
 
 	for i := range c.Receivers {
-		if sec := c.Receivers[i].Secret; sec != nil && sec.File != "" {
-			sec.File = resolvePath(base, sec.File)
-		}
+		applyReceiverDefaults(&c.Receivers[i], base)
 	}
 
 	f := &c.Fleet
@@ -62,6 +62,25 @@ func applyDefaults(c *Config, base string) {
 
 	for i := range c.Applications {
 		applyApplicationDefaults(&c.Applications[i])
+	}
+}
+
+func applyReceiverDefaults(r *Receiver, base string) {
+	if sec := r.Secret; sec != nil && sec.File != "" {
+		sec.File = resolvePath(base, sec.File)
+	}
+	if o := r.OIDC; o != nil {
+		if o.Issuer == "" {
+			o.Issuer = DefaultOIDCIssuer
+		}
+		if o.JWKSFile != "" {
+			o.JWKSFile = resolvePath(base, o.JWKSFile)
+		} else if o.JWKSURL == "" {
+			o.JWKSURL = DefaultOIDCJWKSURL
+		}
+	}
+	if r.RateLimit != nil && r.RateLimit.Burst == 0 {
+		r.RateLimit.Burst = max(1, int(2*r.RateLimit.PerSecond))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/net/http/httpguts"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -88,7 +89,75 @@ func (v *validator) receivers(rs []Receiver) {
 		p := fmt.Sprintf("receivers[%d]", i)
 		v.name(p, "receiver", r.Name, seen)
 		v.oneOf(p+".type", "receiver type", r.Type, ReceiverTypes)
-		v.secret(p, r)
+		if r.Type == ReceiverGAR {
+			v.oidc(p, r)
+		} else {
+			v.secret(p, r)
+			if r.OIDC != nil {
+				v.addf(p+".oidc", "only gar receivers authenticate with OIDC")
+			}
+		}
+		v.receiverOptions(p, r)
+	}
+}
+
+// oidc checks the credentials of a gar receiver: OIDC, not a secret.
+func (v *validator) oidc(path string, r *Receiver) {
+	if r.Secret != nil {
+		v.addf(path+".secret", "gar receivers authenticate with oidc, not a secret")
+	}
+	o := r.OIDC
+	switch {
+	case o == nil && !r.Insecure:
+		v.addf(path+".oidc", "required unless insecure: true: set oidc.audience to the push subscription's audience")
+		return
+	case o == nil:
+		return
+	case r.Insecure:
+		v.addf(path+".insecure", "cannot be true when oidc is set; remove one of them")
+	}
+	path += ".oidc"
+	if o.Audience == "" {
+		v.addf(path+".audience", "required: the audience set on the Pub/Sub push subscription")
+	}
+	if o.JWKSURL != "" && o.JWKSFile != "" {
+		v.addf(path, "set at most one of jwksURL and jwksFile")
+	}
+	v.httpURL(path+".issuer", o.Issuer)
+	v.httpURL(path+".jwksURL", o.JWKSURL)
+	if o.JWKSFile != "" {
+		if _, err := os.Stat(o.JWKSFile); err != nil {
+			v.addf(path+".jwksFile", "%v", err)
+		}
+	}
+}
+
+// receiverOptions checks the options only some receiver types take.
+func (v *validator) receiverOptions(path string, r *Receiver) {
+	if r.Header != "" {
+		if !slices.Contains(headerReceivers, r.Type) {
+			v.addf(path+".header", "only %s receivers send a configured header", strings.Join(headerReceivers, ", "))
+		} else if !httpguts.ValidHeaderFieldName(r.Header) {
+			v.addf(path+".header", "%q is not a valid HTTP header name", r.Header)
+		}
+	}
+	switch {
+	case r.Type == ReceiverNexus && r.Registry == "":
+		v.addf(path+".registry", "required for nexus receivers: the host[:port] of the Docker connector, since Nexus does not name it")
+	case r.Registry != "" && r.Type != ReceiverNexus:
+		v.addf(path+".registry", "only nexus receivers take a registry: the other senders name it")
+	case r.Registry != "":
+		if strings.ContainsAny(r.Registry, "/ ") {
+			v.addf(path+".registry", "%q is not host[:port]", r.Registry)
+		}
+	}
+	if rl := r.RateLimit; rl != nil {
+		if !(rl.PerSecond > 0) {
+			v.addf(path+".rateLimit.perSecond", "must be > 0")
+		}
+		if rl.Burst < 1 {
+			v.addf(path+".rateLimit.burst", "must be >= 1")
+		}
 	}
 }
 

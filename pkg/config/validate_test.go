@@ -83,15 +83,64 @@ func TestValidate(t *testing.T) {
 			doc:  sections{receivers: "receivers: [{insecure: true}]\n"},
 			want: []Problem{
 				{"receivers[0].name", "required"},
-				{"receivers[0].type", "required; want one of distribution, github, flagger"},
+				{"receivers[0].type", "required; want one of " + strings.Join(ReceiverTypes, ", ")},
 			},
 		}, {
 			name: "receiver name not a DNS label, type unknown",
-			doc:  sections{receivers: "receivers: [{name: My_Hook, type: gitlab, insecure: true}]\n"},
+			doc:  sections{receivers: "receivers: [{name: My_Hook, type: sns, insecure: true}]\n"},
 			want: []Problem{
 				{"receivers[0].name", `invalid receiver name "My_Hook": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
-				{"receivers[0].type", `unknown receiver type "gitlab"; want one of distribution, github, flagger`},
+				{"receivers[0].type", `unknown receiver type "sns"; want one of ` + strings.Join(ReceiverTypes, ", ")},
 			},
+		}, {
+			name: "gar needs oidc, not a secret",
+			doc:  sections{receivers: "receivers: [{name: g, type: gar, secret: {env: FLOTILLA_TEST_TOKEN}}]\n"},
+			want: []Problem{
+				{"receivers[0].secret", "gar receivers authenticate with oidc, not a secret"},
+				{"receivers[0].oidc", "required unless insecure: true: set oidc.audience to the push subscription's audience"},
+			},
+		}, {
+			name: "gar oidc fields",
+			doc:  sections{receivers: "receivers: [{name: g, type: gar, oidc: {issuer: 'ftp://x', jwksURL: 'https://k/', jwksFile: missing.json}}]\n"},
+			want: []Problem{
+				{"receivers[0].oidc.audience", "required: the audience set on the Pub/Sub push subscription"},
+				{"receivers[0].oidc", "set at most one of jwksURL and jwksFile"},
+				{"receivers[0].oidc.issuer", `want an http or https URL, got scheme "ftp"`},
+				{"receivers[0].oidc.jwksFile", "stat " + filepath.Join(dir, "missing.json") + ": no such file or directory"},
+			},
+		}, {
+			name: "gar oidc ok, defaults",
+			doc:  sections{receivers: "receivers: [{name: g, type: gar, oidc: {audience: flotilla}}]\n"},
+		}, {
+			name: "oidc on another type, insecure gar with oidc",
+			doc: sections{receivers: "receivers: [{name: a, type: github, insecure: true, oidc: {audience: x}}, " +
+				"{name: b, type: gar, insecure: true, oidc: {audience: x}}]\n"},
+			want: []Problem{
+				{"receivers[0].oidc", "only gar receivers authenticate with OIDC"},
+				{"receivers[1].insecure", "cannot be true when oidc is set; remove one of them"},
+			},
+		}, {
+			name: "header and registry where they do not belong",
+			doc: sections{receivers: "receivers: [{name: a, type: github, insecure: true, header: X-Token, registry: r.example.com}, " +
+				"{name: b, type: harbor, insecure: true, header: 'bad header'}, {name: c, type: nexus, insecure: true}, " +
+				"{name: d, type: nexus, insecure: true, registry: 'r.example.com/path'}]\n"},
+			want: []Problem{
+				{"receivers[0].header", "only distribution, harbor, acr, ecr, cloudevents receivers send a configured header"},
+				{"receivers[0].registry", "only nexus receivers take a registry: the other senders name it"},
+				{"receivers[1].header", `"bad header" is not a valid HTTP header name`},
+				{"receivers[2].registry", "required for nexus receivers: the host[:port] of the Docker connector, since Nexus does not name it"},
+				{"receivers[3].registry", `"r.example.com/path" is not host[:port]`},
+			},
+		}, {
+			name: "rate limit",
+			doc:  sections{receivers: "receivers: [{name: a, type: github, insecure: true, rateLimit: {perSecond: 0, burst: -1}}]\n"},
+			want: []Problem{
+				{"receivers[0].rateLimit.perSecond", "must be > 0"},
+				{"receivers[0].rateLimit.burst", "must be >= 1"},
+			},
+		}, {
+			name: "rate limit burst defaults to twice the rate",
+			doc:  sections{receivers: "receivers: [{name: a, type: acr, insecure: true, header: X-Acr-Token, rateLimit: {perSecond: 10}}]\n"},
 		}, {
 			name: "receiver name too long",
 			doc:  sections{receivers: "receivers: [{name: " + strings.Repeat("a", 64) + ", type: github, insecure: true}]\n"},
@@ -418,7 +467,7 @@ fleet:
 			want: []Problem{
 				{"server.listen", `invalid address "nope": want host:port, such as "127.0.0.1:8080"`},
 				{"events.sink", `want an http or https URL, got scheme "ftp"`},
-				{"receivers[0].type", `unknown receiver type "sns"; want one of distribution, github, flagger`},
+				{"receivers[0].type", `unknown receiver type "sns"; want one of ` + strings.Join(ReceiverTypes, ", ")},
 				{"receivers[0].secret.env", `environment variable "FLOTILLA_NO_SUCH_VAR" is not set or is empty`},
 				{"fleet.clusters[1].kubeconfig", `file "` + filepath.Join(dir, "missing.kubeconfig") + `" does not exist`},
 				{"fleet.waves[1].clusters[0]", `unknown cluster "c9"`},
