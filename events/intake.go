@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 )
 
 // Journal durably records events. Append returns how many of evs were new
@@ -38,9 +40,34 @@ type ReceiverConfig struct {
 	// OIDC verifies the Google-signed tokens of a Pub/Sub push subscription
 	// (sender type gar).
 	OIDC OIDCConfig
+	// RateLimit bounds how fast the receiver accepts deliveries; more are
+	// answered 429 with Retry-After. Zero means [DefaultRateLimit].
+	RateLimit RateLimit
 	// Insecure skips authentication: deliveries are accepted from anyone.
 	// For tests and demos only.
 	Insecure bool
+}
+
+// RateLimit is a token bucket: PerSecond deliveries per second sustained,
+// Burst at once. A negative PerSecond means no limit.
+type RateLimit struct {
+	PerSecond float64
+	Burst     int
+}
+
+// DefaultRateLimit is a receiver's rate limit when its config sets none:
+// far above what a registry or git host sends, low enough that a flood
+// cannot starve the journal for the other receivers.
+var DefaultRateLimit = RateLimit{PerSecond: 500, Burst: 1000}
+
+func (l RateLimit) limiter() *rate.Limiter {
+	switch {
+	case l.PerSecond < 0:
+		return rate.NewLimiter(rate.Inf, 0)
+	case l.PerSecond == 0:
+		l = DefaultRateLimit
+	}
+	return rate.NewLimiter(rate.Limit(l.PerSecond), max(1, l.Burst))
 }
 
 // OIDCConfig says which OIDC bearer tokens authenticate a delivery: Google
@@ -132,6 +159,9 @@ func WithObserver(f func(ctx context.Context, evs []cloudevents.Event)) IntakeOp
 // "/hooks/" (without stripping the prefix).
 type Intake struct {
 	receivers map[string]receiver
+	// events names the receiver served at POST /events: the first of type
+	// cloudevents, if any.
+	events    string
 	journal   Journal
 	opts      intakeOptions
 	metrics   *intakeMetrics
@@ -139,7 +169,8 @@ type Intake struct {
 
 type receiver struct {
 	ReceiverConfig
-	sender Sender
+	sender  Sender
+	limiter *rate.Limiter
 }
 
 // NewIntake builds the intake for receivers. An unknown sender type, a
@@ -170,7 +201,10 @@ func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*In
 		if err != nil {
 			return nil, fmt.Errorf("configuring receiver %q: %w", rc.Name, err)
 		}
-		in.receivers[rc.Name] = receiver{ReceiverConfig: rc, sender: s}
+		in.receivers[rc.Name] = receiver{ReceiverConfig: rc, sender: s, limiter: rc.RateLimit.limiter()}
+		if rc.Type == cloudEventsType && in.events == "" {
+			in.events = rc.Name
+		}
 	}
 	m, err := newIntakeMetrics(o.reg)
 	if err != nil {
@@ -186,6 +220,7 @@ var (
 	errUnknownReceiver = errors.New("no such receiver")
 	errMethod          = errors.New("method not allowed: use POST")
 	errJournal         = errors.New("journaling events")
+	errRateLimited     = errors.New("too many deliveries: retry after the time in Retry-After")
 )
 
 // statusTable maps error classes to HTTP status and metric outcome. The first
@@ -197,6 +232,7 @@ var statusTable = []struct {
 }{
 	{is(errUnknownReceiver), http.StatusNotFound, "not_found"},
 	{is(errMethod), http.StatusMethodNotAllowed, "method_not_allowed"},
+	{is(errRateLimited), http.StatusTooManyRequests, "rate_limited"},
 	{isTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{is(ErrUnauthenticated), http.StatusUnauthorized, "unauthenticated"},
 	{is(ErrUnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
@@ -229,11 +265,14 @@ func classify(err error) (int, string) {
 	return http.StatusServiceUnavailable, outcomeJournalErr
 }
 
-// ServeHTTP implements http.Handler for /hooks/<receiver> and
-// /hooks/<receiver>/<token>.
+// ServeHTTP implements http.Handler for /hooks/<receiver>,
+// /hooks/<receiver>/<token> and /events.
 func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := in.opts.now()
 	name, token, ok := splitHookPath(r.URL.Path)
+	if r.URL.Path == EventsPath {
+		name, token, ok = in.events, "", in.events != ""
+	}
 	rcv, known := in.receivers[name]
 	if !ok || !known || (token != "" && !usesPathToken(rcv.sender)) {
 		// The name is not a label: unknown names are unbounded.
@@ -243,7 +282,18 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := in.opts.logger.With(slog.String("receiver", rcv.Name), slog.String("sender", rcv.Type))
+	if r.Method == http.MethodOptions && rcv.Type == cloudEventsType {
+		in.handshake(w, r, rcv)
+		return
+	}
 	defer func() { in.metrics.observe(rcv.Name, in.opts.now().Sub(start)) }()
+	if wait, limited := reserve(rcv.limiter, start); limited {
+		in.metrics.delivery(rcv.Name, rcv.Type, "rate_limited")
+		log.Warn("webhook rate limited", slog.Duration("retry_after", wait), slog.String("remote", r.RemoteAddr))
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+		writeError(w, http.StatusTooManyRequests, errRateLimited)
+		return
+	}
 
 	res, n, err := in.handle(w, r, rcv, token, start)
 	if err != nil {
@@ -266,7 +316,11 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			log.Warn("webhook refused", attrs...)
 		}
 		if status == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", http.MethodPost)
+			allow := http.MethodPost
+			if rcv.Type == cloudEventsType {
+				allow += ", " + http.MethodOptions
+			}
+			w.Header().Set("Allow", allow)
 		}
 		writeError(w, status, err)
 		return
@@ -337,6 +391,7 @@ func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, t
 	if err != nil {
 		return res, 0, fmt.Errorf("%w: %w", errJournal, err)
 	}
+	in.metrics.journaled(rcv.Name, n)
 	if in.opts.observer != nil && n > 0 {
 		in.opts.observer(ctx, res.Events)
 	}
@@ -354,6 +409,55 @@ func splitHookPath(p string) (name, token string, ok bool) {
 		return "", "", false
 	}
 	return name, token, true
+}
+
+// EventsPath is where native CloudEvents are posted: the first receiver of
+// type cloudevents serves it.
+const EventsPath = "/events"
+
+// cloudEventsType is the sender type of native CloudEvents receivers, which
+// also serve [EventsPath] and the OPTIONS handshake.
+const cloudEventsType = "cloudevents"
+
+// reserve takes a token from l at now. When none is left it returns how long
+// until one is, and true; nothing is taken then.
+func reserve(l *rate.Limiter, now time.Time) (time.Duration, bool) {
+	res := l.ReserveN(now, 1)
+	if !res.OK() {
+		return time.Second, true
+	}
+	if wait := res.DelayFrom(now); wait > 0 {
+		res.CancelAt(now)
+		return wait, true
+	}
+	return 0, false
+}
+
+// retryAfterSeconds rounds wait up to whole seconds, at least 1, as
+// Retry-After takes.
+func retryAfterSeconds(wait time.Duration) int {
+	return max(1, int((wait+time.Second-1)/time.Second))
+}
+
+// handshake answers the abuse-protection handshake of the CloudEvents
+// webhook spec: the sender asks, with OPTIONS and WebHook-Request-Origin,
+// whether it may deliver, and at which rate.
+func (in *Intake) handshake(w http.ResponseWriter, r *http.Request, rcv receiver) {
+	origin := r.Header.Get("WebHook-Request-Origin")
+	if origin == "" {
+		w.Header().Set("Allow", http.MethodPost+", "+http.MethodOptions)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Allow", http.MethodPost+", "+http.MethodOptions)
+	w.Header().Set("WebHook-Allowed-Origin", origin)
+	if lim := rcv.limiter.Limit(); lim != rate.Inf {
+		w.Header().Set("WebHook-Allowed-Rate", strconv.Itoa(max(1, int(float64(lim)*60))))
+	} else {
+		w.Header().Set("WebHook-Allowed-Rate", "*")
+	}
+	in.opts.logger.Info("CloudEvents webhook handshake", slog.String("receiver", rcv.Name), slog.String("origin", origin))
+	w.WriteHeader(http.StatusOK)
 }
 
 func eventIDs(evs []cloudevents.Event) []string {
@@ -384,6 +488,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type intakeMetrics struct {
 	webhooks     *prometheus.CounterVec
 	authFailures *prometheus.CounterVec
+	journaledEvs *prometheus.CounterVec
 	seconds      *prometheus.HistogramVec
 }
 
@@ -400,6 +505,10 @@ func newIntakeMetrics(reg prometheus.Registerer) (*intakeMetrics, error) {
 			Name: "flotilla_webhook_auth_failures_total",
 			Help: "Webhook deliveries that failed authentication.",
 		}, []string{"receiver"}),
+		journaledEvs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_intake_events_journaled_total",
+			Help: "Events the intake journaled (new ones only: redeliveries are not counted), by receiver.",
+		}, []string{"receiver"}),
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "flotilla_intake_seconds",
 			Help:    "Time from receiving a webhook to answering it, journaling included.",
@@ -407,7 +516,7 @@ func newIntakeMetrics(reg prometheus.Registerer) (*intakeMetrics, error) {
 		}, []string{"receiver"}),
 	}
 	var registered []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.webhooks, m.authFailures, m.seconds} {
+	for _, c := range []prometheus.Collector{m.webhooks, m.authFailures, m.journaledEvs, m.seconds} {
 		if err := reg.Register(c); err != nil {
 			for _, r := range registered {
 				reg.Unregister(r)
@@ -428,6 +537,12 @@ func (m *intakeMetrics) delivery(receiver, sender, outcome string) {
 func (m *intakeMetrics) authFailure(receiver string) {
 	if m != nil {
 		m.authFailures.WithLabelValues(receiver).Inc()
+	}
+}
+
+func (m *intakeMetrics) journaled(receiver string, n int) {
+	if m != nil && n > 0 {
+		m.journaledEvs.WithLabelValues(receiver).Add(float64(n))
 	}
 }
 

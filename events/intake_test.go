@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -100,6 +101,11 @@ func (s *syncBuffer) String() string {
 
 func startIntake(t *testing.T, j Journal, opts ...IntakeOption) *testIntake {
 	t.Helper()
+	return startIntakeWith(t, testReceivers, j, opts...)
+}
+
+func startIntakeWith(t *testing.T, receivers []ReceiverConfig, j Journal, opts ...IntakeOption) *testIntake {
+	t.Helper()
 	ti := &testIntake{journal: j, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(ti.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts = append([]IntakeOption{
@@ -107,12 +113,13 @@ func startIntake(t *testing.T, j Journal, opts ...IntakeOption) *testIntake {
 		WithIntakeMetrics(ti.reg),
 		WithIntakeClock(func() time.Time { return received }),
 	}, opts...)
-	in, err := NewIntake(testReceivers, j, opts...)
+	in, err := NewIntake(receivers, j, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", in)
+	mux.Handle(EventsPath, in)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	ti.url = srv.URL
@@ -413,8 +420,13 @@ flotilla_webhooks_total{outcome="ignored",receiver="registry",sender="distributi
 flotilla_webhooks_total{outcome="not_found",receiver="",sender=""} 1
 flotilla_webhooks_total{outcome="unauthenticated",receiver="registry",sender="distribution"} 2
 `
+	want += `
+# HELP flotilla_intake_events_journaled_total Events the intake journaled (new ones only: redeliveries are not counted), by receiver.
+# TYPE flotilla_intake_events_journaled_total counter
+flotilla_intake_events_journaled_total{receiver="registry"} 1
+`
 	if err := testutil.GatherAndCompare(ti.reg, strings.NewReader(want),
-		"flotilla_webhooks_total", "flotilla_webhook_auth_failures_total"); err != nil {
+		"flotilla_webhooks_total", "flotilla_webhook_auth_failures_total", "flotilla_intake_events_journaled_total"); err != nil {
 		t.Error(err)
 	}
 	if n := testutil.CollectAndCount(ti.reg, "flotilla_intake_seconds"); n != 1 {
@@ -422,6 +434,53 @@ flotilla_webhooks_total{outcome="unauthenticated",receiver="registry",sender="di
 	}
 	if problems, err := testutil.GatherAndLint(ti.reg); err != nil || len(problems) != 0 {
 		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+func TestIntakeRateLimit(t *testing.T) {
+	j := &memJournal{}
+	// The test clock stands still: the bucket never refills.
+	ti := startIntakeWith(t, []ReceiverConfig{
+		{Name: "gh", Type: "github", Secret: githubSecret, RateLimit: RateLimit{PerSecond: 0.5, Burst: 2}},
+		{Name: "other", Type: "github", Secret: githubSecret},
+	}, j)
+	push := fixture(t, "github", "push.json")
+	sig := githubSign(githubSecret, push)
+	for i, want := range []int{202, 202, 429, 429} {
+		r := ti.do(t, "POST", "/hooks/gh", githubHeaders("push", fmt.Sprintf("d-%d", i), sig), push)
+		if r.status != want {
+			t.Fatalf("delivery %d: status %d, want %d (%v)", i, r.status, want, r.body)
+		}
+		if want == 429 {
+			if got := r.header.Get("Retry-After"); got != "2" {
+				t.Errorf("delivery %d: Retry-After %q, want 2 (one token per 2s)", i, got)
+			}
+			if r.body["error"] == "" {
+				t.Errorf("delivery %d: no error in %v", i, r.body)
+			}
+		}
+	}
+	if got := len(j.ids()); got != 2 {
+		t.Errorf("journaled %d events, want 2: a limited delivery records nothing", got)
+	}
+	if got := webhooks(t, ti, "gh", "github", "rate_limited"); got != 2 {
+		t.Errorf("rate_limited count %v, want 2", got)
+	}
+	// Each receiver has its own bucket.
+	r := ti.do(t, "POST", "/hooks/other", githubHeaders("push", "d-other", sig), push)
+	if r.status != http.StatusAccepted {
+		t.Errorf("other receiver: status %d (%v)", r.status, r.body)
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	for _, tt := range []struct {
+		wait time.Duration
+		want int
+	}{{0, 1}, {time.Millisecond, 1}, {time.Second, 1}, {1001 * time.Millisecond, 2}, {90 * time.Second, 90}} {
+		if got := retryAfterSeconds(tt.wait); got != tt.want {
+			t.Errorf("retryAfterSeconds(%v) = %d, want %d", tt.wait, got, tt.want)
+		}
 	}
 }
 
@@ -457,7 +516,7 @@ func TestNewIntake(t *testing.T) {
 		receivers []ReceiverConfig
 		journal   Journal
 	}{
-		{"unknown type", []ReceiverConfig{{Name: "a", Type: "dockerhub", Secret: "s"}}, j},
+		{"unknown type", []ReceiverConfig{{Name: "a", Type: "no-such-sender", Secret: "s"}}, j},
 		{"no secret", []ReceiverConfig{{Name: "a", Type: "github"}}, j},
 		{"duplicate name", []ReceiverConfig{{Name: "a", Type: "github", Secret: "s"}, {Name: "a", Type: "flagger", Secret: "t"}}, j},
 		{"empty name", []ReceiverConfig{{Type: "github", Secret: "s"}}, j},

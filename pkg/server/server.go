@@ -144,17 +144,50 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 			return nil, err
 		}
 	}
-	var recvs []events.ReceiverConfig
-	for _, r := range cfg.Receivers {
-		recvs = append(recvs, events.ReceiverConfig{Name: r.Name, Type: r.Type, Secret: r.SecretValue, Insecure: r.Insecure})
-	}
-	s.intake, err = events.NewIntake(recvs, journal{s.store},
+	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store},
 		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registry))
 	if err != nil {
 		return nil, err
 	}
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// A webhook body is at most 1 MiB: a sender that takes longer
+		// than this to send one is stuck or hostile.
+		ReadTimeout:  30 * time.Second,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  2 * time.Minute,
+	}
 	return s, nil
+}
+
+// receiverConfigs translates the config's receivers for the intake.
+func receiverConfigs(rs []config.Receiver) []events.ReceiverConfig {
+	out := make([]events.ReceiverConfig, 0, len(rs))
+	for _, r := range rs {
+		rc := events.ReceiverConfig{
+			Name:     r.Name,
+			Type:     r.Type,
+			Secret:   r.SecretValue,
+			Header:   r.Header,
+			Registry: r.Registry,
+			Insecure: r.Insecure,
+		}
+		if o := r.OIDC; o != nil {
+			rc.OIDC = events.OIDCConfig{
+				Issuer:         o.Issuer,
+				Audience:       o.Audience,
+				JWKSURL:        o.JWKSURL,
+				JWKSFile:       o.JWKSFile,
+				ServiceAccount: o.ServiceAccount,
+			}
+		}
+		if l := r.RateLimit; l != nil {
+			rc.RateLimit = events.RateLimit{PerSecond: l.PerSecond, Burst: l.Burst}
+		}
+		out = append(out, rc)
+	}
+	return out
 }
 
 func flaggerReceiver(cfg *config.Config) (config.Receiver, error) {
