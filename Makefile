@@ -31,9 +31,17 @@ deps: ## Install the Debian packages the tests and the demo need (docker-registr
 	  echo "deps: installing docker-registry (Debian's CNCF distribution registry)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry >/dev/null; }
 
+FUZZTIME       ?= 60s
+FUZZTIME_BRIEF ?= 3s
+
 .PHONY: test
-test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs)
+test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target briefly
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 60m ./...
+	GO=$(GO) deploy/fuzz.sh $(FUZZTIME_BRIEF)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
+	GO=$(GO) deploy/fuzz.sh $(FUZZTIME)
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .golangci.yml
@@ -55,10 +63,11 @@ BENCH_RUNS  ?= 100
 BENCH_WAVE2 ?= 8,50
 
 .PHONY: bench
-bench: fleet-build ## Benchmark reaction latencies on a real local fleet and the store's appends; rewrites BENCHMARKS.md
+bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends and reaction latencies on a real local fleet; rewrites BENCHMARKS.md
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
-	$(GO) run ./deploy/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -store-results $(CACHE)/bench/store.txt -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
+	$(GO) run ./deploy/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
+	$(GO) run ./deploy/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -store-results $(CACHE)/bench/store.txt -intake-results $(CACHE)/bench/intake.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 
 .PHONY: fleet-build
 fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton) into the cache

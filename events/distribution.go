@@ -67,6 +67,10 @@ type distributionEvent struct {
 	} `json:"actor"`
 }
 
+func newDistributionSender(rc ReceiverConfig) (Sender, error) {
+	return DistributionSender{Secret: rc.Secret, Header: rc.Header}, nil
+}
+
 // Authenticate implements [Sender].
 func (s DistributionSender) Authenticate(_ context.Context, d *Delivery) error {
 	return checkHeaderToken(d, cmp.Or(s.Header, "Authorization"), s.Secret)

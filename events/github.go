@@ -14,7 +14,9 @@ import (
 )
 
 // GitHubSender reads GitHub "push" webhooks (and answers "ping"). Each push
-// of a ref becomes a [TypeGitPushed]; a deleted ref is ignored.
+// of a ref becomes a [TypeGitPushed]; a deleted ref is ignored. "package" and
+// "registry_package" events (GitHub Packages / GHCR) become
+// [TypeImagePushed]s: see ghcr.go.
 //
 // Authentication: X-Hub-Signature-256 is "sha256=" and the hex HMAC-SHA256 of
 // the raw body keyed with the secret.
@@ -64,6 +66,8 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 	res := Result{DeliveryID: delivery}
 	switch event {
 	case "push":
+	case "package", "registry_package":
+		return parseGitHubPackage(d, event, delivery)
 	case "ping":
 		res.Ignored = "ping"
 		return res, nil

@@ -161,10 +161,10 @@ type Intake struct {
 	receivers map[string]receiver
 	// events names the receiver served at POST /events: the first of type
 	// cloudevents, if any.
-	events    string
-	journal   Journal
-	opts      intakeOptions
-	metrics   *intakeMetrics
+	events  string
+	journal Journal
+	opts    intakeOptions
+	metrics *intakeMetrics
 }
 
 type receiver struct {
@@ -202,7 +202,7 @@ func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*In
 			return nil, fmt.Errorf("configuring receiver %q: %w", rc.Name, err)
 		}
 		in.receivers[rc.Name] = receiver{ReceiverConfig: rc, sender: s, limiter: rc.RateLimit.limiter()}
-		if rc.Type == cloudEventsType && in.events == "" {
+		if rc.Type == SenderCloudEvents && in.events == "" {
 			in.events = rc.Name
 		}
 	}
@@ -282,7 +282,7 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := in.opts.logger.With(slog.String("receiver", rcv.Name), slog.String("sender", rcv.Type))
-	if r.Method == http.MethodOptions && rcv.Type == cloudEventsType {
+	if r.Method == http.MethodOptions && rcv.Type == SenderCloudEvents {
 		in.handshake(w, r, rcv)
 		return
 	}
@@ -317,7 +317,7 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if status == http.StatusMethodNotAllowed {
 			allow := http.MethodPost
-			if rcv.Type == cloudEventsType {
+			if rcv.Type == SenderCloudEvents {
 				allow += ", " + http.MethodOptions
 			}
 			w.Header().Set("Allow", allow)
@@ -414,10 +414,6 @@ func splitHookPath(p string) (name, token string, ok bool) {
 // EventsPath is where native CloudEvents are posted: the first receiver of
 // type cloudevents serves it.
 const EventsPath = "/events"
-
-// cloudEventsType is the sender type of native CloudEvents receivers, which
-// also serve [EventsPath] and the OPTIONS handshake.
-const cloudEventsType = "cloudevents"
 
 // reserve takes a token from l at now. When none is left it returns how long
 // until one is, and true; nothing is taken then.

@@ -554,3 +554,95 @@ func TestNewIntake(t *testing.T) {
 		}
 	})
 }
+
+func TestIntakeEventsEndpoint(t *testing.T) {
+	const token = "events-t0ken"
+	j := &memJournal{}
+	ti := startIntakeWith(t, []ReceiverConfig{
+		{Name: "ce", Type: SenderCloudEvents, Secret: token},
+		{Name: "ce-2", Type: SenderCloudEvents, Secret: "other"},
+	}, j)
+	binary := func(id, auth string) http.Header {
+		return header("Content-Type", "application/json", "Ce-Specversion", "1.0", "Ce-Id", id,
+			"Ce-Source", "/ci", "Ce-Type", TypeImagePushed, "Authorization", auth)
+	}
+	body := []byte(`{"registry":"registry.example.com","repository":"shop/api","tag":"1.4.2"}`)
+
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		h          http.Header
+		body       []byte
+		wantStatus int
+		wantNew    int
+	}{
+		{"binary mode at /events", "POST", "/events", binary("e-1", "Bearer "+token), body, 202, 1},
+		{"redelivery", "POST", "/events", binary("e-1", "Bearer "+token), body, 202, 0},
+		{"/events is the first cloudevents receiver", "POST", "/events", binary("e-2", "Bearer other"), body, 401, 0},
+		{"same receiver under /hooks", "POST", "/hooks/ce", binary("e-2", "Bearer "+token), body, 202, 1},
+		{"no token", "POST", "/events", binary("e-3", ""), body, 401, 0},
+		{"not a CloudEvent", "POST", "/events", header("Content-Type", "application/json", "Authorization", "Bearer "+token), body, 415, 0},
+		{"GET", "GET", "/events", nil, nil, 405, 0},
+	}
+	total := 0
+	for _, tt := range tests {
+		r := ti.do(t, tt.method, tt.path, tt.h, tt.body)
+		if r.status != tt.wantStatus {
+			t.Errorf("%s: status %d, want %d (%v)", tt.name, r.status, tt.wantStatus, r.body)
+		}
+		if tt.wantStatus == 202 && r.body["accepted"] != float64(tt.wantNew) {
+			t.Errorf("%s: accepted %v, want %d", tt.name, r.body["accepted"], tt.wantNew)
+		}
+		if tt.wantStatus == 405 && r.header.Get("Allow") != "POST, OPTIONS" {
+			t.Errorf("%s: Allow %q", tt.name, r.header.Get("Allow"))
+		}
+		total += tt.wantNew
+	}
+	if got := len(j.ids()); got != total {
+		t.Errorf("journaled %d events, want %d: %v", got, total, j.ids())
+	}
+}
+
+func TestIntakeEventsHandshake(t *testing.T) {
+	ti := startIntakeWith(t, []ReceiverConfig{
+		{Name: "ce", Type: SenderCloudEvents, Secret: "t", RateLimit: RateLimit{PerSecond: 2, Burst: 4}},
+		{Name: "gh", Type: SenderGitHub, Secret: "t"},
+	}, &memJournal{})
+	tests := []struct {
+		path, origin string
+		wantStatus   int
+		wantHeaders  map[string]string
+	}{
+		{"/events", "eventemitter.example.com", 200, map[string]string{
+			"WebHook-Allowed-Origin": "eventemitter.example.com",
+			"WebHook-Allowed-Rate":   "120", // per minute
+			"Allow":                  "POST, OPTIONS",
+		}},
+		{"/hooks/ce", "", 204, map[string]string{"Allow": "POST, OPTIONS", "WebHook-Allowed-Origin": ""}},
+		// Other senders do not speak the CloudEvents webhook spec.
+		{"/hooks/gh", "eventemitter.example.com", 405, map[string]string{"Allow": "POST", "WebHook-Allowed-Origin": ""}},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodOptions, ti.url+tt.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.origin != "" {
+			req.Header.Set("WebHook-Request-Origin", tt.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tt.wantStatus {
+			t.Errorf("OPTIONS %s: status %d, want %d", tt.path, resp.StatusCode, tt.wantStatus)
+		}
+		for k, v := range tt.wantHeaders {
+			if got := resp.Header.Get(k); got != v {
+				t.Errorf("OPTIONS %s: %s = %q, want %q", tt.path, k, got, v)
+			}
+		}
+	}
+}

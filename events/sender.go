@@ -77,11 +77,19 @@ const (
 type senderFactory func(rc ReceiverConfig) (Sender, error)
 
 var senders = map[string]senderFactory{
-	SenderDistribution: func(rc ReceiverConfig) (Sender, error) {
-		return DistributionSender{Secret: rc.Secret, Header: rc.Header}, nil
-	},
-	SenderGitHub:  func(rc ReceiverConfig) (Sender, error) { return GitHubSender{Secret: rc.Secret}, nil },
-	SenderFlagger: func(rc ReceiverConfig) (Sender, error) { return FlaggerSender{Secret: rc.Secret}, nil },
+	SenderDockerHub:    newDockerHubSender,
+	SenderHarbor:       newHarborSender,
+	SenderDistribution: newDistributionSender,
+	SenderGitHub:       func(rc ReceiverConfig) (Sender, error) { return GitHubSender{Secret: rc.Secret}, nil },
+	SenderQuay:         newQuaySender,
+	SenderACR:          newACRSender,
+	SenderGAR:          newGARSender,
+	SenderECR:          newECRSender,
+	SenderArtifactory:  newArtifactorySender,
+	SenderNexus:        newNexusSender,
+	SenderFlagger:      func(rc ReceiverConfig) (Sender, error) { return FlaggerSender{Secret: rc.Secret}, nil },
+	SenderTekton:       newTektonSender,
+	SenderCloudEvents:  newCloudEventsSender,
 }
 
 // SenderTypes lists the sender types [NewSender] knows, sorted.
@@ -115,7 +123,9 @@ func NewSender(rc ReceiverConfig) (Sender, error) {
 
 // credentialChecks holds the credential checks of senders whose credentials
 // are not a shared secret. Every other sender needs ReceiverConfig.Secret.
-var credentialChecks = map[string]func(rc ReceiverConfig) error{}
+var credentialChecks = map[string]func(rc ReceiverConfig) error{
+	SenderGAR: checkGARCredentials,
+}
 
 func checkCredentials(rc ReceiverConfig) error {
 	if check, ok := credentialChecks[rc.Type]; ok {

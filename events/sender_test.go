@@ -5,11 +5,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
 // received is the fixed receive time of test deliveries.
@@ -85,11 +88,14 @@ func header(kv ...string) http.Header {
 }
 
 func TestNewSender(t *testing.T) {
-	if diff := cmp.Diff([]string{"distribution", "flagger", "github"}, SenderTypes()); diff != "" {
-		t.Errorf("SenderTypes() (-want +got):\n%s", diff)
+	// Every receiver type of the config is a sender type.
+	want := slices.Clone(config.ReceiverTypes)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, SenderTypes()); diff != "" {
+		t.Errorf("SenderTypes() (-config.ReceiverTypes +got):\n%s", diff)
 	}
 	for _, typ := range SenderTypes() {
-		s, err := NewSender(ReceiverConfig{Name: "r", Type: typ, Insecure: true})
+		s, err := NewSender(ReceiverConfig{Name: "r", Type: typ, Insecure: true, Registry: "nexus.example.com:8082"})
 		if err != nil || s == nil {
 			t.Errorf("NewSender(%q) = %v, %v", typ, s, err)
 		}

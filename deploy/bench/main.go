@@ -39,6 +39,7 @@ type options struct {
 	settle    time.Duration
 	out       string
 	storeFile string
+	intake    string
 	keep      bool
 	verbose   bool
 	trace     bool
@@ -64,6 +65,7 @@ func run(args []string) error {
 	fs.DurationVar(&o.settle, "settle", 500*time.Millisecond, "pause between runs once every Deployment has rolled out")
 	fs.StringVar(&o.out, "out", "", "write the report to this markdown file (BENCHMARKS.md)")
 	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
+	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/loadtest -out` to include in the report")
 	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")
@@ -120,7 +122,15 @@ func run(args []string) error {
 			return err
 		}
 	}
-	report := renderReport(o, env, results, store)
+	var intake string
+	if o.intake != "" {
+		b, err := os.ReadFile(o.intake)
+		if err != nil {
+			return fmt.Errorf("reading intake results: %w", err)
+		}
+		intake = string(b)
+	}
+	report := renderReport(o, env, results, store, intake)
 	fmt.Print(report)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {

@@ -186,7 +186,7 @@ func verdict(p99, target time.Duration) string {
 	return "**missed**"
 }
 
-func renderReport(o options, m machine, results []scenarioResult, store []storeResult) string {
+func renderReport(o options, m machine, results []scenarioResult, store []storeResult, intake string) string {
 	var w strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&w, format, a...) }
 	p("# Benchmarks\n\n")
@@ -322,6 +322,11 @@ everything else (the "fleet CPU" column: roughly 20-60 ms of API-server, etcd an
 apply), so "last apply returned" measures this machine, not flotilla; on a real fleet each cluster
 does its own work in parallel.
 `, o.settle, o.clusters-1, o.clusters-1)
+	if intake != "" {
+		p("\n## Durable intake: webhooks/s against a bare CloudEvents receiver\n\n")
+		p("`go run ./deploy/loadtest` (in `make bench`): the HTTP intake journaling every event durably before its 202, side by side with cloudevents/sdk-go's HTTP receiver persisting nothing, same load, same run.\n\n")
+		p("%s", intake)
+	}
 	if len(store) > 0 {
 		p("\n## Durable intake: store append throughput\n\n")
 		p("`go test -run '^$' -bench . -benchtime 3s -count 3 ./pkg/store` (median of the runs; every append is durable: bbolt commit with fsync, group commit in the parallel case).\n\n")
