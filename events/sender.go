@@ -77,19 +77,24 @@ const (
 type senderFactory func(rc ReceiverConfig) (Sender, error)
 
 var senders = map[string]senderFactory{
-	SenderDockerHub:    newDockerHubSender,
-	SenderHarbor:       newHarborSender,
-	SenderDistribution: newDistributionSender,
-	SenderGitHub:       func(rc ReceiverConfig) (Sender, error) { return GitHubSender{Secret: rc.Secret}, nil },
-	SenderQuay:         newQuaySender,
-	SenderACR:          newACRSender,
-	SenderGAR:          newGARSender,
-	SenderECR:          newECRSender,
-	SenderArtifactory:  newArtifactorySender,
-	SenderNexus:        newNexusSender,
-	SenderFlagger:      func(rc ReceiverConfig) (Sender, error) { return FlaggerSender{Secret: rc.Secret}, nil },
-	SenderTekton:       newTektonSender,
-	SenderCloudEvents:  newCloudEventsSender,
+	SenderDockerHub:       newDockerHubSender,
+	SenderHarbor:          newHarborSender,
+	SenderDistribution:    newDistributionSender,
+	SenderGitHub:          func(rc ReceiverConfig) (Sender, error) { return GitHubSender{Secret: rc.Secret}, nil },
+	SenderQuay:            newQuaySender,
+	SenderACR:             newACRSender,
+	SenderGAR:             newGARSender,
+	SenderECR:             newECRSender,
+	SenderArtifactory:     newArtifactorySender,
+	SenderNexus:           newNexusSender,
+	SenderGitLab:          newGitLabSender,
+	SenderGitea:           newGiteaSender,
+	SenderForgejo:         newGiteaSender,
+	SenderBitbucket:       newBitbucketSender,
+	SenderBitbucketServer: newBitbucketServerSender,
+	SenderFlagger:         func(rc ReceiverConfig) (Sender, error) { return FlaggerSender{Secret: rc.Secret}, nil },
+	SenderTekton:          newTektonSender,
+	SenderCloudEvents:     newCloudEventsSender,
 }
 
 // SenderTypes lists the sender types [NewSender] knows, sorted.

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ type options struct {
 	concurrency int
 	out         string
 	dir         string
+	cpuprofile  string
 }
 
 func main() {
@@ -67,8 +69,20 @@ func run(args []string) error {
 	fs.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (keep-alive connections)")
 	fs.StringVar(&o.out, "out", "", "write the Markdown result here (default: stdout only)")
 	fs.StringVar(&o.dir, "dir", "", "directory for the journal (default: a temporary one, removed after)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run here")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
