@@ -170,7 +170,7 @@ func startTargets(ctx context.Context, dir string) ([]target, func(), error) {
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", in)
 	mux.Handle(events.EventsPath, in)
-	flotillaURL, stopFlotilla, err := serve(mux)
+	flotillaURL, stopFlotilla, err := serve(ctx, mux)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -188,7 +188,7 @@ func startTargets(ctx context.Context, dir string) ([]target, func(), error) {
 // startBare starts cloudevents/sdk-go's HTTP receiver with a handler that
 // acknowledges every event and keeps nothing.
 func startBare(ctx context.Context) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
@@ -205,8 +205,8 @@ func startBare(ctx context.Context) (string, func(), error) {
 	return "http://" + l.Addr().String() + "/", func() { cancel(); <-done }, nil
 }
 
-func serve(h http.Handler) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func serve(ctx context.Context, h http.Handler) (string, func(), error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
