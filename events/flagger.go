@@ -1,10 +1,13 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +25,11 @@ import (
 // sets the metadata keys "cluster" and "rollout".
 //
 // Gate webhooks (confirm-rollout, pre-rollout, ...) share the payload shape
-// but carry no eventMessage; they are answered 202 and ignored. Do not point
-// a rollback hook here: Flagger rolls back on any 2xx.
+// but carry no eventMessage, and Flagger does not say which gate it calls:
+// their URL must say it with ?gate=<type> (or metadata.gate), since a 2xx
+// opens a confirmation gate but triggers a rollback hook. A gate call becomes
+// a [GateCall] that the intake's [GateKeeper] answers; a post-rollout call,
+// which reports the outcome, becomes a [TypeCanary] too.
 type FlaggerSender struct {
 	// Secret is the receiver's secret.
 	Secret string
@@ -37,7 +43,108 @@ const (
 	flaggerMetaToken     = "token"
 	flaggerMetaCluster   = "cluster"
 	flaggerMetaRollout   = "rollout"
+	flaggerMetaGate      = "gate"
 )
+
+// Flagger's gate webhook types ([GateCall.Gate]).
+const (
+	GateConfirmRollout         = "confirm-rollout"
+	GatePreRollout             = "pre-rollout"
+	GateRollout                = "rollout"
+	GateConfirmTrafficIncrease = "confirm-traffic-increase"
+	GateConfirmPromotion       = "confirm-promotion"
+	GatePostRollout            = "post-rollout"
+	GateRollback               = "rollback"
+)
+
+var gateTypes = []string{
+	GateConfirmRollout, GatePreRollout, GateRollout, GateConfirmTrafficIncrease,
+	GateConfirmPromotion, GatePostRollout, GateRollback,
+}
+
+// GateCall is Flagger calling one of a canary's gate webhooks. Flagger waits
+// for the answer: a 2xx opens a gate, anything else holds or fails it,
+// except for rollback hooks, where a 2xx rolls the canary back.
+type GateCall struct {
+	Gate      string            `json:"gate"`
+	Cluster   string            `json:"cluster,omitempty"`
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	Phase     string            `json:"phase,omitempty"`
+	Checksum  string            `json:"checksum,omitempty"`
+	RolloutID string            `json:"rolloutId,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+}
+
+// GateDecision answers a [GateCall]. Open means "2xx": proceed for every
+// gate, roll back for a rollback hook.
+type GateDecision struct {
+	Open   bool
+	Reason string
+}
+
+// GateKeeper decides gate calls. It must answer quickly (Flagger's hook
+// timeout is 10s by default) and must not block on the call's outcome.
+type GateKeeper interface {
+	Decide(ctx context.Context, call GateCall) (GateDecision, error)
+}
+
+// DefaultGateKeeper is the intake's gate keeper when none is configured:
+// every gate is open and no rollback is asked for.
+type DefaultGateKeeper struct{}
+
+// Decide implements [GateKeeper].
+func (DefaultGateKeeper) Decide(_ context.Context, call GateCall) (GateDecision, error) {
+	if call.Gate == GateRollback {
+		return GateDecision{Open: false, Reason: "no rollback requested"}, nil
+	}
+	return GateDecision{Open: true, Reason: "no gate configured"}, nil
+}
+
+// parseFlaggerGate reads a gate call: post-rollout reports the outcome and
+// becomes a canary event; the others become a [GateCall].
+func parseFlaggerGate(d *Delivery, p flaggerv1.CanaryWebhookPayload) (Result, error) {
+	gate := cmp.Or(d.Query.Get("gate"), p.Metadata[flaggerMetaGate])
+	if gate == "" {
+		return Result{}, malformed("Flagger gate call without a gate type: add ?gate=<type> to the webhook URL (or metadata.gate), " +
+			"so that flotilla can tell a rollback hook from a confirmation gate")
+	}
+	if !slices.Contains(gateTypes, gate) {
+		return Result{}, malformed("unknown gate type %q; want one of %s", gate, strings.Join(gateTypes, ", "))
+	}
+	if p.Name == "" || p.Namespace == "" {
+		return Result{}, malformed("Flagger payload has no canary name or namespace")
+	}
+	call := GateCall{
+		Gate:      gate,
+		Cluster:   cmp.Or(p.Metadata[flaggerMetaCluster], d.Query.Get("cluster")),
+		Namespace: p.Namespace,
+		Name:      p.Name,
+		Phase:     string(p.Phase),
+		Checksum:  p.Checksum,
+		RolloutID: p.Metadata[flaggerMetaRollout],
+		Metadata:  withoutToken(p.Metadata),
+	}
+	if gate != GatePostRollout {
+		return Result{Gate: &call, DeliveryID: gate + " " + call.Namespace + "/" + call.Name}, nil
+	}
+	// Flagger sends post-rollout with the final phase.
+	msg := postRolloutMessage + string(p.Phase)
+	return flaggerEvent(d, p, msg)
+}
+
+// postRolloutMessage starts the message of a canary event made from a
+// post-rollout call.
+const postRolloutMessage = "post-rollout hook: "
+
+func withoutToken(m map[string]string) map[string]string {
+	if _, ok := m[flaggerMetaToken]; !ok {
+		return m
+	}
+	out := maps.Clone(m)
+	delete(out, flaggerMetaToken)
+	return out
+}
 
 func (FlaggerSender) usesPathToken() bool { return true }
 
@@ -73,8 +180,14 @@ func (FlaggerSender) Parse(d *Delivery) (Result, error) {
 	}
 	msg := p.Metadata[flaggerMetaMessage]
 	if msg == "" {
-		return Result{Ignored: "gate call"}, nil
+		return parseFlaggerGate(d, p)
 	}
+	return flaggerEvent(d, p, msg)
+}
+
+// flaggerEvent builds the [TypeCanary] of one Flagger event (or post-rollout
+// call) with message msg.
+func flaggerEvent(d *Delivery, p flaggerv1.CanaryWebhookPayload, msg string) (Result, error) {
 	if p.Name == "" || p.Namespace == "" {
 		return Result{}, malformed("Flagger payload has no canary name or namespace")
 	}
@@ -122,7 +235,8 @@ func (FlaggerSender) Parse(d *Delivery) (Result, error) {
 // first.
 func ClassifyCanary(phase, message string) CanaryOutcome {
 	switch {
-	case strings.HasPrefix(message, "Promotion completed!"):
+	case strings.HasPrefix(message, "Promotion completed!"),
+		strings.HasPrefix(message, postRolloutMessage) && phase == string(flaggerv1.CanaryPhaseSucceeded):
 		return CanarySucceeded
 	case strings.HasPrefix(message, "Initialization done!"):
 		return CanaryInitialized

@@ -91,7 +91,23 @@ func TestFlaggerParse(t *testing.T) {
 			wantCluster: "eu-1",
 			wantTime:    received,
 		},
-		{name: "gate call", file: "gate.json", wantIgnored: "gate call"},
+		{name: "gate call without a gate type", file: "gate.json", wantErr: errAny},
+		{name: "gate call of an unknown type", file: "gate.json", query: url.Values{"gate": {"event"}}, wantErr: errAny},
+		{
+			name:        "post-rollout after promotion",
+			body:        []byte(`{"name":"api","namespace":"shop","phase":"Succeeded","checksum":"85d557f47b","metadata":{"cluster":"eu-1","gate":"post-rollout"}}`),
+			want:        []Canary{canary("Succeeded", CanarySucceeded, "post-rollout hook: Succeeded", "", "eu-1", "")},
+			wantCluster: "eu-1",
+			wantTime:    received,
+		},
+		{
+			name:        "post-rollout after rollback",
+			body:        []byte(`{"name":"api","namespace":"shop","phase":"Failed","checksum":"85d557f47b","metadata":{"cluster":"eu-1"}}`),
+			query:       url.Values{"gate": {"post-rollout"}},
+			want:        []Canary{canary("Failed", CanaryFailed, "post-rollout hook: Failed", "", "eu-1", "")},
+			wantCluster: "eu-1",
+			wantTime:    received,
+		},
 		{name: "no cluster anywhere", file: "new_revision.json", wantErr: errAny},
 		{name: "not JSON", body: []byte(`<html>`), wantErr: errAny},
 		{name: "metadata not strings", body: []byte(`{"name":"a","namespace":"b","metadata":{"eventMessage":1}}`), wantErr: errAny},
@@ -125,6 +141,35 @@ func TestFlaggerParse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestFlaggerGateCall(t *testing.T) {
+	body := fixture(t, "flagger", "gate.json")
+	for _, gate := range []string{GateConfirmRollout, GatePreRollout, GateRollout, GateConfirmTrafficIncrease, GateConfirmPromotion, GateRollback} {
+		res, err := FlaggerSender{}.Parse(flaggerDelivery(body, url.Values{"gate": {gate}}, ""))
+		if err != nil {
+			t.Fatalf("%s: %v", gate, err)
+		}
+		want := &GateCall{
+			Gate: gate, Cluster: "eu-1", Namespace: "shop", Name: "api", Phase: "Progressing", Checksum: "85d557f47b",
+			RolloutID: "r-20260102-api-7f3c", Metadata: map[string]string{"cluster": "eu-1", "rollout": "r-20260102-api-7f3c"},
+		}
+		if diff := cmp.Diff(want, res.Gate); diff != "" {
+			t.Errorf("%s: gate call (-want +got):\n%s", gate, diff)
+		}
+		if len(res.Events) != 0 {
+			t.Errorf("%s: a gate call journals nothing, got %d events", gate, len(res.Events))
+		}
+	}
+	// The token never reaches a gate keeper.
+	withToken := []byte(`{"name":"api","namespace":"shop","phase":"Progressing","metadata":{"gate":"confirm-promotion","token":"s3cret"}}`)
+	res, err := FlaggerSender{}.Parse(flaggerDelivery(withToken, nil, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.Gate.Metadata["token"]; ok {
+		t.Errorf("gate call metadata carries the token: %v", res.Gate.Metadata)
 	}
 }
 

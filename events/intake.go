@@ -98,6 +98,7 @@ type intakeOptions struct {
 	reg      prometheus.Registerer
 	now      func() time.Time
 	observer func(context.Context, []cloudevents.Event)
+	gates    GateKeeper
 }
 
 // WithMaxBodyBytes limits request bodies; a larger one is answered 413. The
@@ -154,6 +155,16 @@ func WithObserver(f func(ctx context.Context, evs []cloudevents.Event)) IntakeOp
 	return func(o *intakeOptions) { o.observer = f }
 }
 
+// WithGateKeeper sets who decides Flagger's gate calls. The default is
+// [DefaultGateKeeper]: gates open, no rollback.
+func WithGateKeeper(g GateKeeper) IntakeOption {
+	return func(o *intakeOptions) {
+		if g != nil {
+			o.gates = g
+		}
+	}
+}
+
 // Intake is the webhook endpoint: it authenticates a delivery, parses it
 // into events, journals them and only then answers 202. Mount it at
 // "/hooks/" (without stripping the prefix).
@@ -185,6 +196,7 @@ func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*In
 		timeout: 10 * time.Second,
 		logger:  slog.New(slog.DiscardHandler),
 		now:     time.Now,
+		gates:   DefaultGateKeeper{},
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -326,6 +338,10 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if res.Gate != nil {
+		in.answerGate(w, r, rcv, *res.Gate, log)
+		return
+	}
 	if len(res.Events) == 0 {
 		in.metrics.delivery(rcv.Name, rcv.Type, outcomeIgnored)
 		// Debug: a registry reports every pull.
@@ -382,7 +398,7 @@ func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, t
 	if err != nil {
 		return res, 0, err
 	}
-	if len(res.Events) == 0 {
+	if len(res.Events) == 0 || res.Gate != nil {
 		return res, 0, nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), in.opts.timeout)
@@ -409,6 +425,35 @@ func splitHookPath(p string) (name, token string, ok bool) {
 		return "", "", false
 	}
 	return name, token, true
+}
+
+// answerGate answers a Flagger gate call with the gate keeper's decision:
+// 200 opens the gate (or rolls back, for a rollback hook), 403 holds it. A
+// keeper that fails answers 503, which Flagger treats as a closed gate too.
+func (in *Intake) answerGate(w http.ResponseWriter, r *http.Request, rcv receiver, call GateCall, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(r.Context(), in.opts.timeout)
+	defer cancel()
+	dec, err := in.opts.gates.Decide(ctx, call)
+	attrs := []any{
+		slog.String("gate", call.Gate),
+		slog.String("cluster", call.Cluster),
+		slog.String("canary", call.Namespace+"/"+call.Name),
+		slog.String("phase", call.Phase),
+		slog.String("rollout", call.RolloutID),
+	}
+	if err != nil {
+		in.metrics.delivery(rcv.Name, rcv.Type, "gate_error")
+		log.Error("gate call not decided", append(attrs, slog.Any("error", err))...)
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("deciding %s gate: %w", call.Gate, err))
+		return
+	}
+	status, outcome := http.StatusOK, "gate_open"
+	if !dec.Open {
+		status, outcome = http.StatusForbidden, "gate_closed"
+	}
+	in.metrics.delivery(rcv.Name, rcv.Type, outcome)
+	log.Debug("gate call answered", append(attrs, slog.Bool("open", dec.Open), slog.String("reason", dec.Reason))...)
+	writeJSON(w, status, map[string]any{"gate": call.Gate, "open": dec.Open, "reason": dec.Reason})
 }
 
 // EventsPath is where native CloudEvents are posted: the first receiver of

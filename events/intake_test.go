@@ -646,3 +646,75 @@ func TestIntakeEventsHandshake(t *testing.T) {
 		}
 	}
 }
+
+// gateFunc is a GateKeeper from a function.
+type gateFunc func(context.Context, GateCall) (GateDecision, error)
+
+func (f gateFunc) Decide(ctx context.Context, c GateCall) (GateDecision, error) { return f(ctx, c) }
+
+func TestIntakeGates(t *testing.T) {
+	j := &memJournal{}
+	var calls []GateCall
+	keeper := gateFunc(func(_ context.Context, c GateCall) (GateDecision, error) {
+		calls = append(calls, c)
+		switch c.Name {
+		case "approved":
+			return GateDecision{Open: true, Reason: "approved by ops"}, nil
+		case "broken":
+			return GateDecision{}, errors.New("approvals unavailable")
+		}
+		return GateDecision{Open: false, Reason: "waiting for approval"}, nil
+	})
+	ti := startIntake(t, j, WithGateKeeper(keeper))
+	call := func(name, gate string) []byte {
+		return []byte(`{"name":"` + name + `","namespace":"shop","phase":"Progressing","metadata":{"cluster":"eu-1","gate":"` + gate + `"}}`)
+	}
+	tests := []struct {
+		name       string
+		body       []byte
+		wantStatus int
+		wantOpen   any
+	}{
+		{"open gate", call("approved", GateConfirmPromotion), 200, true},
+		{"closed gate", call("pending", GateConfirmPromotion), 403, false},
+		{"keeper fails", call("broken", GateConfirmRollout), 503, nil},
+		{"gate type missing", []byte(`{"name":"x","namespace":"shop","phase":"Progressing","metadata":{"cluster":"eu-1"}}`), 400, nil},
+	}
+	for _, tt := range tests {
+		r := ti.do(t, "POST", "/hooks/flagger/"+flaggerToken, header("Content-Type", "application/json"), tt.body)
+		if r.status != tt.wantStatus {
+			t.Errorf("%s: status %d, want %d (%v)", tt.name, r.status, tt.wantStatus, r.body)
+		}
+		if tt.wantOpen != nil && r.body["open"] != tt.wantOpen {
+			t.Errorf("%s: open %v, want %v", tt.name, r.body["open"], tt.wantOpen)
+		}
+	}
+	if len(calls) != 3 {
+		t.Errorf("keeper saw %d calls, want 3", len(calls))
+	}
+	if ids := j.ids(); len(ids) != 0 {
+		t.Errorf("gate calls journaled %v", ids)
+	}
+	// Gate calls are authenticated like every Flagger delivery.
+	r := ti.do(t, "POST", "/hooks/flagger/wrong", header("Content-Type", "application/json"), call("approved", GateRollback))
+	if r.status != http.StatusUnauthorized || len(calls) != 3 {
+		t.Errorf("forged gate call: status %d, keeper calls %d", r.status, len(calls))
+	}
+	for outcome, want := range map[string]float64{"gate_open": 1, "gate_closed": 1, "gate_error": 1} {
+		if got := webhooks(t, ti, "flagger", "flagger", outcome); got != want {
+			t.Errorf("%s count %v, want %v", outcome, got, want)
+		}
+	}
+}
+
+func TestDefaultGateKeeper(t *testing.T) {
+	for _, gate := range gateTypes {
+		dec, err := DefaultGateKeeper{}.Decide(t.Context(), GateCall{Gate: gate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := gate != GateRollback; dec.Open != want {
+			t.Errorf("%s: open %v, want %v (a 2xx to a rollback hook rolls back)", gate, dec.Open, want)
+		}
+	}
+}

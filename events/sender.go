@@ -54,6 +54,9 @@ type Result struct {
 	Ignored string
 	// DeliveryID is the sender's id of the delivery, for logs, if it has one.
 	DeliveryID string
+	// Gate is set when the delivery is a Flagger gate call: the sender waits
+	// for the intake's [GateKeeper] to decide it.
+	Gate *GateCall
 }
 
 // ErrUnauthenticated is wrapped by every authentication failure.
