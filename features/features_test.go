@@ -89,6 +89,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerClusterSteps(sc)
 	s.registerFlaggerSteps(sc)
 	s.registerTektonSteps(sc)
+	s.registerTektonEventSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)
 	s.registerCLISteps(sc)

@@ -13,3 +13,10 @@ Feature: Tekton pipelines on the local fleet
     When a PipelineRun "doomed" runs task "first" and then task "second", and the pod of "first" fails
     Then the PipelineRun "doomed" ends "Failed"
     And its TaskRun "second" never ran
+
+  Scenario: Tekton reports its PipelineRuns to flotilla
+    Given a fresh namespace in cluster "c4"
+    And flotilla receives the CloudEvents of Tekton in cluster "c4"
+    When a PipelineRun "reported" runs task "first" and then task "second"
+    Then the PipelineRun "reported" ends "Succeeded"
+    And flotilla journaled the PipelineRun "reported" of cluster "c4" as "started, running, succeeded"
