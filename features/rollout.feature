@@ -14,6 +14,7 @@ Feature: A registry push carried through two waves of real clusters, and back
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
+    And Flagger reported "Succeeded" for "1.1.0" through its post-rollout hook in every cluster
     And `flotilla get rollouts` lists the rollout of "1.1.0" as "Succeeded"
     And `flotilla describe rollout` of "1.1.0" shows every cluster "Succeeded"
 

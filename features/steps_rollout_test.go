@@ -70,6 +70,7 @@ func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the rollout of "([^"]*)" succeeds$`, s.rolloutSucceeds)
 	sc.Step(`^the rollout of "([^"]*)" is rolled back$`, s.rolloutRolledBack)
 	sc.Step(`^the primary in every cluster runs version "([^"]*)" by digest$`, s.primariesRun)
+	sc.Step(`^Flagger reported "([^"]*)" for "([^"]*)" through its post-rollout hook in every cluster$`, s.postRolloutReported)
 	sc.Step(`^no workload in any cluster runs version "([^"]*)"$`, s.noWorkloadRuns)
 	sc.Step(`^the analysis gate fails in cluster "([^"]*)"$`, s.gateFailsIn)
 	sc.Step(`^wave 1 of the rollout of "([^"]*)" has been applied$`, s.wave1Applied)
@@ -203,7 +204,11 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 			"service":  map[string]any{"port": 9898},
 			"delivery": map[string]any{
 				"strategy": "blueGreen", "interval": "1s", "iterations": 2, "threshold": 1, "progressDeadline": "2m",
-				"webhooks": []map[string]any{{"name": "gate", "type": "rollout", "url": w.gate.srv.URL, "timeout": "5s"}},
+				"webhooks": []map[string]any{
+					{"name": "gate", "type": "rollout", "url": w.gate.srv.URL, "timeout": "5s"},
+					// Flagger reports the outcome to flotilla's flagger receiver too.
+					{"name": "report", "type": "post-rollout", "url": "http://" + listen + "/hooks/flagger/" + w.flaggerToken + "?gate=post-rollout", "timeout": "5s"},
+				},
 			},
 		}},
 	}
@@ -609,6 +614,30 @@ func (s *scenario) noGitPush(ctx context.Context) error {
 		p, err := events.Decode[events.GitPushed](e)
 		if err != nil || p.DeliveryID != genuine {
 			return fmt.Errorf("a git push other than the genuine one was recorded: %s", e.Data())
+		}
+	}
+	return nil
+}
+
+// postRolloutReported waits for the canary event each cluster's Flagger
+// posts through the post-rollout hook flotilla's receiver answers.
+func (s *scenario) postRolloutReported(ctx context.Context, phase, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	for _, names := range s.w.waves {
+		for _, cluster := range names {
+			_, err := s.w.sink.waitFor(ctx, "post-rollout of "+cluster, func(e cloudevents.Event) bool {
+				if e.Type() != events.TypeCanary {
+					return false
+				}
+				c, err := events.Decode[events.Canary](e)
+				return err == nil && c.Cluster == cluster && c.RolloutID == id && c.Message == "post-rollout hook: "+phase
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
