@@ -1,0 +1,192 @@
+package gates
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+// Policies finds the validation policy of the canary namespace/name in a
+// cluster; false when no application owns it.
+type Policies func(cluster, namespace, name string) (Policy, bool)
+
+// Approvals are the recorded verdicts of manual validations.
+type Approvals interface {
+	// Approval returns the verdict for the rollout in the cluster: one given
+	// for that cluster wins over one given for the whole rollout.
+	Approval(ctx context.Context, rolloutID, cluster string) (Approval, bool, error)
+	// FirstSeen returns when key was first seen, recording now if never.
+	FirstSeen(ctx context.Context, key string, now time.Time) (time.Time, error)
+}
+
+// Labels reads the labels label watch looks at.
+type Labels interface {
+	// Deployment returns the labels of the Deployment, and those of the
+	// pods its selector matches.
+	Deployment(ctx context.Context, cluster, namespace, name string) (deployment map[string]string, pods []map[string]string, err error)
+}
+
+// Keeper decides gate calls by the applications' validation policies. A
+// call for a canary without a policy gets [events.DefaultGateKeeper]'s
+// answer.
+type Keeper struct {
+	policies  Policies
+	approvals Approvals
+	labels    Labels
+	now       func() time.Time
+}
+
+// NewKeeper returns a Keeper. now defaults to time.Now.
+func NewKeeper(p Policies, a Approvals, l Labels, now func() time.Time) *Keeper {
+	if now == nil {
+		now = time.Now
+	}
+	return &Keeper{policies: p, approvals: a, labels: l, now: now}
+}
+
+var _ events.GateKeeper = (*Keeper)(nil)
+
+// Decide implements [events.GateKeeper].
+func (k *Keeper) Decide(ctx context.Context, c events.GateCall) (events.GateDecision, error) {
+	p, ok := k.policies(c.Cluster, c.Namespace, c.Name)
+	if !ok || !p.Enabled() {
+		return events.DefaultGateKeeper{}.Decide(ctx, c)
+	}
+	switch c.Gate {
+	case events.GateConfirmPromotion:
+		return k.promote(ctx, p, c)
+	case events.GateRollback:
+		return k.rollback(ctx, p, c)
+	default:
+		return events.DefaultGateKeeper{}.Decide(ctx, c)
+	}
+}
+
+// promote decides confirm-promotion: open when every validation allows it.
+func (k *Keeper) promote(ctx context.Context, p Policy, c events.GateCall) (events.GateDecision, error) {
+	left, err := k.periodLeft(ctx, p, c)
+	if err != nil {
+		return events.GateDecision{}, err
+	}
+	if p.LabelWatch != nil {
+		if found, err := k.invalidated(ctx, p.LabelWatch, c); err != nil || found != "" {
+			return closed("invalidated: " + found), err
+		}
+	}
+	if p.Manual != nil {
+		v, err := k.verdict(ctx, p.Manual, c, left)
+		if err != nil {
+			return events.GateDecision{}, err
+		}
+		switch v.Status {
+		case StatusValid:
+			return open("approved" + v.by()), nil
+		case StatusInvalid:
+			return closed("rejected" + v.by() + ": the rollback gate rolls it back"), nil
+		}
+		return closed(fmt.Sprintf("waiting for approval: flotilla approve %s --cluster %s", c.RolloutID, c.Cluster)), nil
+	}
+	if left > 0 {
+		return closed(fmt.Sprintf("validation period: %s left", left.Round(time.Second))), nil
+	}
+	return open("validation period over, no invalidation label"), nil
+}
+
+// rollback decides the rollback hook: open (roll back) when a validation
+// failed.
+func (k *Keeper) rollback(ctx context.Context, p Policy, c events.GateCall) (events.GateDecision, error) {
+	if p.LabelWatch != nil {
+		found, err := k.invalidated(ctx, p.LabelWatch, c)
+		if err != nil {
+			return events.GateDecision{}, err
+		}
+		if found != "" {
+			return open("invalidated: " + found), nil
+		}
+	}
+	if p.Manual != nil {
+		left, err := k.periodLeft(ctx, p, c)
+		if err != nil {
+			return events.GateDecision{}, err
+		}
+		v, err := k.verdict(ctx, p.Manual, c, left)
+		if err != nil {
+			return events.GateDecision{}, err
+		}
+		if v.Status == StatusInvalid {
+			return open("rejected" + v.by()), nil
+		}
+	}
+	return closed("no validation failed"), nil
+}
+
+// periodLeft is how much of the validation period the canary revision has
+// still to run, counted from the first gate call seen for it.
+func (k *Keeper) periodLeft(ctx context.Context, p Policy, c events.GateCall) (time.Duration, error) {
+	if p.Period <= 0 {
+		return 0, nil
+	}
+	now := k.now()
+	first, err := k.approvals.FirstSeen(ctx, revisionKey(c), now)
+	if err != nil {
+		return 0, err
+	}
+	return max(0, p.Period-now.Sub(first)), nil
+}
+
+// verdict is the manual verdict: the recorded approval, else the
+// after-deadline status once the period is over.
+func (k *Keeper) verdict(ctx context.Context, m *Manual, c events.GateCall, left time.Duration) (Approval, error) {
+	if c.RolloutID != "" {
+		a, ok, err := k.approvals.Approval(ctx, c.RolloutID, c.Cluster)
+		if err != nil || ok {
+			return a, err
+		}
+	}
+	if left <= 0 && m.StatusAfterDeadline != "" && m.StatusAfterDeadline != StatusNone {
+		return Approval{Status: m.StatusAfterDeadline, By: "validation deadline"}, nil
+	}
+	return Approval{Status: StatusNone}, nil
+}
+
+// invalidated returns the first invalidation label found on the canary's
+// Deployment or pods, as "deployment label k=v" / "pod label k=v", or "".
+func (k *Keeper) invalidated(ctx context.Context, w *LabelWatch, c events.GateCall) (string, error) {
+	dep, pods, err := k.labels.Deployment(ctx, c.Cluster, c.Namespace, c.Name)
+	if err != nil {
+		return "", fmt.Errorf("reading labels of %s/%s in %s: %w", c.Namespace, c.Name, c.Cluster, err)
+	}
+	if kv := match(dep, w.DeploymentInvalidationLabels); kv != "" {
+		return "deployment label " + kv, nil
+	}
+	for _, pod := range pods {
+		if kv := match(pod, w.PodInvalidationLabels); kv != "" {
+			return "pod label " + kv, nil
+		}
+	}
+	return "", nil
+}
+
+// match returns the first of want (by key order) that labels carry, as k=v.
+func match(labels, want map[string]string) string {
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if v, ok := labels[key]; ok && v == want[key] {
+			return key + "=" + v
+		}
+	}
+	return ""
+}
+
+// revisionKey identifies one canary revision in one cluster: Flagger's
+// checksum changes with every new revision.
+func revisionKey(c events.GateCall) string {
+	return strings.Join([]string{c.Cluster, c.Namespace, c.Name, c.Checksum}, "/")
+}
+
+func open(reason string) events.GateDecision   { return events.GateDecision{Open: true, Reason: reason} }
+func closed(reason string) events.GateDecision { return events.GateDecision{Open: false, Reason: reason} }
