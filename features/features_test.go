@@ -90,6 +90,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerFlaggerSteps(sc)
 	s.registerTektonSteps(sc)
 	s.registerTektonEventSteps(sc)
+	s.registerValidationSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)
 	s.registerCLISteps(sc)

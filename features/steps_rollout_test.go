@@ -58,6 +58,11 @@ type world struct {
 
 	registryToken, githubSecret, flaggerToken string
 	lastStatus                                int
+
+	// validation is the application's Kanary validation, when a step set
+	// one before flotilla started; apiToken authenticates `flotilla approve`.
+	validation map[string]any
+	apiToken   string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -172,6 +177,11 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	if err != nil {
 		return err
 	}
+	w.apiToken = randomHex(16)
+	apiSecret, err := secret("api.token", w.apiToken)
+	if err != nil {
+		return err
+	}
 	var clusters []map[string]any
 	var waves []map[string]any
 	for i, names := range w.waves {
@@ -190,7 +200,7 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		}
 	}
 	cfg := map[string]any{
-		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(w.dir, "data")},
+		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(w.dir, "data"), "apiToken": apiSecret},
 		"events": map[string]any{"sink": w.sink.srv.URL},
 		"receivers": []map[string]any{
 			{"name": "registry", "type": "distribution", "secret": regSecret},
@@ -211,6 +221,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 				},
 			},
 		}},
+	}
+	if w.validation != nil {
+		cfg["applications"].([]map[string]any)[0]["validation"] = w.validation
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {

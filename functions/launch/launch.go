@@ -113,13 +113,20 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 		return events.Derive(e, typ, name, events.ClusterResult{RolloutID: ro.ID, Wave: wave, Cluster: name, Reason: reason})
 	}
 	applied := time.Now().UTC()
+	objs := canary.Render(app, canary.Input{Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID)})
+	deps, err := objs.Dependencies()
+	if err != nil {
+		return result(events.TypeClusterFailed, "rendering the delivery policy: "+err.Error())
+	}
 	res, err := f.exec.ApplyCanary(ctx, name, tasks.ApplyCanaryParams{
 		Rollout:   ro.ID,
 		Namespace: app.Namespace,
+		Kind:      app.Workload.Kind,
 		Workload:  app.Workload.Name,
 		Container: app.Workload.Container,
 		Image:     ro.Ref(),
-		Canary:    canary.Render(app, canary.Input{Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID)}),
+		Canary:    objs.Canary,
+		Objects:   deps,
 	})
 	if events.IsPermanent(err) {
 		return result(events.TypeClusterFailed, "pipeline failed: "+err.Error())

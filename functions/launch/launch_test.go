@@ -79,6 +79,8 @@ func app() config.Application {
 		Delivery: config.Delivery{
 			Strategy: config.StrategyBlueGreen, Interval: config.Duration{Duration: time.Second}, Iterations: 2, Threshold: 1,
 			ProgressDeadline: config.Duration{Duration: time.Minute},
+			// Something for the canary to refer to, which launch applies too.
+			Autoscale: &config.Autoscale{MinReplicas: 1, MaxReplicas: 3},
 		},
 	}
 }
@@ -187,9 +189,17 @@ func TestLaunchAppliesEveryClusterOfTheWave(t *testing.T) {
 	}
 
 	wantParams := func(cl string) []tasks.ApplyCanaryParams {
+		objs := canary.Render(app(), canary.Input{Cluster: cl, Rollout: rolloutID, Event: hooks(cl, rolloutID)})
+		deps, err := objs.Dependencies()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(deps) != 1 || deps[0].GetKind() != "HorizontalPodAutoscaler" {
+			t.Fatalf("dependencies of the canary = %v, want the autoscaler", deps)
+		}
 		return []tasks.ApplyCanaryParams{{
-			Rollout: rolloutID, Namespace: "web", Workload: "shop-api", Container: "api", Image: ref,
-			Canary: canary.Render(app(), canary.Input{Cluster: cl, Rollout: rolloutID, Event: hooks(cl, rolloutID)}),
+			Rollout: rolloutID, Namespace: "web", Kind: "Deployment", Workload: "shop-api", Container: "api", Image: ref,
+			Canary: objs.Canary, Objects: deps,
 		}}
 	}
 	if diff := cmp.Diff(map[string][]tasks.ApplyCanaryParams{"c2": wantParams("c2"), "c3": wantParams("c3")}, exec.applied()); diff != "" {

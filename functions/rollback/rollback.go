@@ -142,16 +142,24 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 		c, _, _ := ro.Cluster(name)
 		prev := c.PreviousImage
 		g.Go(func() error {
-			_, err := f.exec.ApplyCanary(gctx, name, tasks.ApplyCanaryParams{
-				Rollout:   ro.ID + "-revert",
-				Namespace: app.Namespace,
-				Workload:  app.Workload.Name,
-				Container: app.Workload.Container,
-				Image:     prev,
-				Canary: canary.Render(app, canary.Input{
-					Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
-				}),
+			objs := canary.Render(app, canary.Input{
+				Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
 			})
+			deps, err := objs.Dependencies()
+			if err != nil {
+				err = events.Permanent(fmt.Errorf("rendering the delivery policy: %w", err))
+			} else {
+				_, err = f.exec.ApplyCanary(gctx, name, tasks.ApplyCanaryParams{
+					Rollout:   ro.ID + "-revert",
+					Namespace: app.Namespace,
+					Kind:      app.Workload.Kind,
+					Workload:  app.Workload.Name,
+					Container: app.Workload.Container,
+					Image:     prev,
+					Canary:    objs.Canary,
+					Objects:   deps,
+				})
+			}
 			if events.IsPermanent(err) {
 				mu.Lock()
 				failed = append(failed, fmt.Sprintf("%s: %v", name, err))

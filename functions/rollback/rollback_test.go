@@ -337,8 +337,8 @@ func TestRollbackApplyParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]tasks.ApplyCanaryParams{"c1": {{
-		Rollout: rolloutID + "-revert", Namespace: "web", Workload: "shop-api", Container: "api", Image: prev("c1"),
-		Canary: canary.Render(app(), canary.Input{Cluster: "c1", Rollout: rolloutID, Event: hooks("c1", rolloutID), SkipAnalysis: true}),
+		Rollout: rolloutID + "-revert", Namespace: "web", Kind: "Deployment", Workload: "shop-api", Container: "api", Image: prev("c1"),
+		Canary: canary.Render(app(), canary.Input{Cluster: "c1", Rollout: rolloutID, Event: hooks("c1", rolloutID), SkipAnalysis: true}).Canary,
 	}}}
 	if diff := cmp.Diff(want, exec.calls); diff != "" {
 		t.Errorf("revert applied (-want +got):\n%s", diff)

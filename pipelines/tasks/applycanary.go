@@ -4,17 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
 )
 
 // Annotations flotilla keeps on the workload, so a re-run of the same rollout
@@ -29,10 +35,14 @@ const (
 type ApplyCanaryParams struct {
 	Rollout   string            `json:"rollout"`
 	Namespace string            `json:"namespace"`
+	Kind      string            `json:"kind,omitempty"` // of the workload: Deployment (the default) or DaemonSet
 	Workload  string            `json:"workload"`
 	Container string            `json:"container,omitempty"` // "" = the first container
 	Image     string            `json:"image"`               // repo@digest
 	Canary    *flaggerv1.Canary `json:"canary"`
+	// Objects are what the canary refers to (MetricTemplates, an autoscaler,
+	// a load tester): applied before it, server-side, all in Namespace.
+	Objects []*unstructured.Unstructured `json:"objects,omitempty"`
 }
 
 // ApplyCanaryResult is what the task reports back.
@@ -41,9 +51,10 @@ type ApplyCanaryResult struct {
 	Changed       bool   `json:"changed"`
 }
 
-// ApplyCanary applies the Canary first (so Flagger reports the new revision to
-// the new rollout's event hook), then sets the workload's container image.
-// It is idempotent: running it twice for one rollout changes nothing more.
+// ApplyCanary applies the objects the Canary refers to and the Canary first
+// (so Flagger reports the new revision to the new rollout's event hook), then
+// sets the workload's container image. It is idempotent: running it twice for
+// one rollout changes nothing more.
 func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -54,20 +65,28 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err != nil {
 		return res, fmt.Errorf("creating flagger client: %w", err)
 	}
-	d, err := kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Workload, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return res, events.Permanent(fmt.Errorf("deployment %s/%s not found", p.Namespace, p.Workload))
-	}
+	w, err := getWorkload(ctx, kube, p)
 	if err != nil {
-		return res, fmt.Errorf("reading deployment %s/%s: %w", p.Namespace, p.Workload, err)
+		return res, err
 	}
-	container, current, err := containerImage(d, p.Container)
+	container, current, err := containerImage(w, p.Container)
 	if err != nil {
 		return res, err
 	}
 	res.PreviousImage = current
-	if d.Annotations[AnnotationRollout] == p.Rollout && d.Annotations[AnnotationPreviousImage] != "" {
-		res.PreviousImage = d.Annotations[AnnotationPreviousImage]
+	if w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] != "" {
+		res.PreviousImage = w.annotations[AnnotationPreviousImage]
+	}
+	if len(p.Objects) > 0 {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return res, fmt.Errorf("creating dynamic client: %w", err)
+		}
+		for _, o := range p.Objects {
+			if err := applyObject(ctx, dyn, p.Namespace, o); err != nil {
+				return res, err
+			}
+		}
 	}
 	if err := applyCanary(ctx, fl, p.Canary); err != nil {
 		return res, err
@@ -84,18 +103,62 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err != nil {
 		return res, fmt.Errorf("encoding patch: %w", err)
 	}
-	if _, err := kube.AppsV1().Deployments(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-		return res, fmt.Errorf("setting image of %s/%s: %w", p.Namespace, p.Workload, err)
+	if err := w.patch(ctx, body); err != nil {
+		return res, fmt.Errorf("setting image of %s %s/%s: %w", w.kind, p.Namespace, p.Workload, err)
 	}
 	res.Changed = current != p.Image
 	return res, nil
 }
 
-func containerImage(d *appsv1.Deployment, name string) (string, string, error) {
-	cs := d.Spec.Template.Spec.Containers
+// workload is the part of a Deployment or DaemonSet the task reads, and how
+// to patch it.
+type workload struct {
+	kind, namespace, name string
+	annotations           map[string]string
+	containers            []corev1.Container
+	patch                 func(ctx context.Context, body []byte) error
+}
+
+func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryParams) (workload, error) {
+	w := workload{kind: p.Kind, namespace: p.Namespace, name: p.Workload}
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	var err error
+	switch p.Kind {
+	case "", "Deployment":
+		w.kind = "Deployment"
+		var d *appsv1.Deployment
+		if d, err = kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Workload, metav1.GetOptions{}); err == nil {
+			w.annotations, w.containers = d.Annotations, d.Spec.Template.Spec.Containers
+		}
+		w.patch = func(ctx context.Context, body []byte) error {
+			_, err := kube.AppsV1().Deployments(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)
+			return err
+		}
+	case "DaemonSet":
+		var ds *appsv1.DaemonSet
+		if ds, err = kube.AppsV1().DaemonSets(p.Namespace).Get(ctx, p.Workload, metav1.GetOptions{}); err == nil {
+			w.annotations, w.containers = ds.Annotations, ds.Spec.Template.Spec.Containers
+		}
+		w.patch = func(ctx context.Context, body []byte) error {
+			_, err := kube.AppsV1().DaemonSets(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)
+			return err
+		}
+	default:
+		return w, events.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", p.Kind))
+	}
+	if apierrors.IsNotFound(err) {
+		return w, events.Permanent(fmt.Errorf("%s %s/%s not found", strings.ToLower(w.kind), p.Namespace, p.Workload))
+	}
+	if err != nil {
+		return w, fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(w.kind), p.Namespace, p.Workload, err)
+	}
+	return w, nil
+}
+
+func containerImage(w workload, name string) (string, string, error) {
+	cs := w.containers
 	if len(cs) == 0 {
-		return "", "", events.Permanent(fmt.Errorf("deployment %s/%s has no containers", d.Namespace, d.Name))
+		return "", "", events.Permanent(fmt.Errorf("%s %s/%s has no containers", strings.ToLower(w.kind), w.namespace, w.name))
 	}
 	if name == "" {
 		return cs[0].Name, cs[0].Image, nil
@@ -105,13 +168,40 @@ func containerImage(d *appsv1.Deployment, name string) (string, string, error) {
 			return c.Name, c.Image, nil
 		}
 	}
-	return "", "", events.Permanent(fmt.Errorf("deployment %s/%s has no container %q", d.Namespace, d.Name, name))
+	return "", "", events.Permanent(fmt.Errorf("%s %s/%s has no container %q", strings.ToLower(w.kind), w.namespace, w.name, name))
+}
+
+// applyObject applies one of the objects a canary refers to, server-side,
+// in namespace. Their kinds are few and known (pkg/canary renders them), so
+// their resources are derived from the kinds, without discovery.
+func applyObject(ctx context.Context, dyn dynamic.Interface, namespace string, o *unstructured.Unstructured) error {
+	gvk := o.GroupVersionKind()
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	body, err := o.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encoding %s %s: %w", gvk.Kind, o.GetName(), err)
+	}
+	force := true
+	_, err = dyn.Resource(gvr).Namespace(namespace).Patch(ctx, o.GetName(), types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err) {
+		// Not found: the cluster does not serve the kind (no Flagger CRD).
+		return events.Permanent(fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, namespace, o.GetName(), err))
+	}
+	if err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, namespace, o.GetName(), err)
+	}
+	return nil
 }
 
 func applyCanary(ctx context.Context, fl flaggerclient.Interface, c *flaggerv1.Canary) error {
 	c = c.DeepCopy()
 	c.TypeMeta = metav1.TypeMeta{APIVersion: flaggerv1.SchemeGroupVersion.String(), Kind: flaggerv1.CanaryKind}
-	body, err := json.Marshal(c)
+	u, err := canary.Unstructured(c) // without the nulls the CRD refuses
+	if err != nil {
+		return fmt.Errorf("encoding canary: %w", err)
+	}
+	body, err := u.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encoding canary: %w", err)
 	}

@@ -1,20 +1,21 @@
 package canary
 
 import (
+	"fmt"
+	"time"
+
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
-// Labels flotilla sets on what it creates.
-const (
-	LabelManagedBy    = "app.kubernetes.io/managed-by"
-	ManagedBy         = "flotilla"
-	LabelApplication  = "flotilla.dev/application"
-	AnnotationRollout = "flotilla.dev/rollout"
-)
+// AnnotationRollout names the rollout that last applied the canary.
+const AnnotationRollout = "flotilla.dev/rollout"
 
 // EventHook is flotilla's own per-canary event webhook: Flagger posts every
 // event of the canary to URL and merges Metadata into each payload, which is
@@ -33,52 +34,135 @@ type Input struct {
 	SkipAnalysis bool
 }
 
-// Render returns the Canary for app.
-func Render(app config.Application, in Input) *flaggerv1.Canary {
-	d := app.Delivery
-	hooks := make([]flaggerv1.CanaryWebhook, 0, len(d.Webhooks)+1)
-	for _, w := range d.Webhooks {
-		h := flaggerv1.CanaryWebhook{Type: flaggerv1.HookType(w.Type), Name: w.Name, URL: w.URL}
-		if w.Timeout.Duration > 0 {
-			h.Timeout = w.Timeout.String()
-		}
-		// Gates learn which cluster and rollout they are asked about, unless
-		// the user set those keys.
-		md := map[string]string{"cluster": in.Cluster, "rollout": in.Rollout}
-		for k, v := range w.Metadata {
-			md[k] = v
-		}
-		h.Metadata = &md
-		hooks = append(hooks, h)
+// Objects is everything flotilla creates for one application in one cluster.
+type Objects struct {
+	// Canary is Flagger's canary for the workload.
+	Canary *flaggerv1.Canary
+	// MetricTemplates hold the policy's custom metrics, one each.
+	MetricTemplates []*flaggerv1.MetricTemplate
+	// Autoscaler scales the workload, when the policy autoscales; Flagger
+	// copies it for the primary.
+	Autoscaler *autoscalingv2.HorizontalPodAutoscaler
+	// LoadTester is Flagger's load tester, when the policy sets testLoader.
+	LoadTester *LoadTester
+}
+
+// LoadTester is Flagger's load tester, which runs the policy's load test
+// commands.
+type LoadTester struct {
+	Deployment *appsv1.Deployment
+	Service    *corev1.Service
+}
+
+// Render returns the objects that run app's delivery policy in one cluster.
+// app must be valid, as config.Load returns it; Render shares no maps or
+// slices with app or in.
+func Render(app config.Application, in Input) Objects {
+	o := Objects{MetricTemplates: metricTemplates(app)}
+	if app.Delivery.Autoscale != nil {
+		o.Autoscaler = autoscaler(app)
 	}
-	if in.Event.URL != "" {
-		md := make(map[string]string, len(in.Event.Metadata))
-		for k, v := range in.Event.Metadata {
-			md[k] = v
+	if app.Delivery.TestLoader {
+		o.LoadTester = loadTester(app)
+	}
+	o.Canary = renderCanary(app, in, o)
+	return o
+}
+
+// List returns every object in the order to apply them: what the canary
+// refers to first (Dependencies), the canary last.
+func (o Objects) List() []runtime.Object {
+	objs := o.dependencies()
+	if o.Canary != nil {
+		objs = append(objs, o.Canary)
+	}
+	return objs
+}
+
+func (o Objects) dependencies() []runtime.Object {
+	var objs []runtime.Object
+	if o.LoadTester != nil {
+		objs = append(objs, o.LoadTester.Service, o.LoadTester.Deployment)
+	}
+	for _, mt := range o.MetricTemplates {
+		objs = append(objs, mt)
+	}
+	if o.Autoscaler != nil {
+		objs = append(objs, o.Autoscaler)
+	}
+	return objs
+}
+
+// Unstructured returns List's objects as they are applied: without status,
+// and without the null fields Go's types write for unset ones.
+func (o Objects) Unstructured() ([]*unstructured.Unstructured, error) {
+	return toUnstructured(o.List())
+}
+
+// Dependencies returns the objects the canary refers to, as Unstructured
+// does, in the order to apply them before the canary.
+func (o Objects) Dependencies() ([]*unstructured.Unstructured, error) {
+	return toUnstructured(o.dependencies())
+}
+
+func toUnstructured(objs []runtime.Object) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, obj := range objs {
+		u, err := Unstructured(obj)
+		if err != nil {
+			return nil, err
 		}
-		hooks = append(hooks, flaggerv1.CanaryWebhook{Type: flaggerv1.EventHook, Name: "flotilla-events", URL: in.Event.URL, Metadata: &md})
+		out = append(out, u)
 	}
-	c := &flaggerv1.Canary{
-		TypeMeta: metav1.TypeMeta{APIVersion: flaggerv1.SchemeGroupVersion.String(), Kind: flaggerv1.CanaryKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        app.Workload.Name,
-			Namespace:   app.Namespace,
-			Labels:      map[string]string{LabelManagedBy: ManagedBy, LabelApplication: app.Name},
-			Annotations: map[string]string{AnnotationRollout: in.Rollout},
-		},
-		Spec: flaggerv1.CanarySpec{
-			Provider:                "kubernetes",
-			TargetRef:               flaggerv1.LocalObjectReference{APIVersion: "apps/v1", Kind: app.Workload.Kind, Name: app.Workload.Name},
-			ProgressDeadlineSeconds: ptr.To(int32(d.ProgressDeadline.Seconds())),
-			Service:                 flaggerv1.CanaryService{Port: app.Service.Port},
-			SkipAnalysis:            in.SkipAnalysis,
-			Analysis: &flaggerv1.CanaryAnalysis{
-				Interval:   d.Interval.String(),
-				Iterations: d.Iterations,
-				Threshold:  d.Threshold,
-				Webhooks:   hooks,
-			},
-		},
+	return out, nil
+}
+
+// Unstructured returns obj as it is applied: without status, and without
+// the null fields Go's types write for unset ones, which an API server may
+// refuse (Flagger's CRD refuses autoscalerRef.primaryScalerQueries: null).
+func Unstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %T: %w", obj, err)
 	}
-	return c
+	delete(m, "status")
+	pruneNulls(m)
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// pruneNulls removes null values, such as the creationTimestamp of objects
+// never stored, from m and the maps nested in it.
+func pruneNulls(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			pruneNulls(v)
+		case []any:
+			for _, e := range v {
+				if em, ok := e.(map[string]any); ok {
+					pruneNulls(em)
+				}
+			}
+		}
+	}
+}
+
+// duration writes d as Flagger's CRD accepts durations (the pattern
+// ^[0-9]+(m|s)): minutes and seconds, or milliseconds for fractions of a
+// second.
+func duration(d time.Duration) string {
+	if d%time.Second != 0 {
+		return fmt.Sprintf("%dms", (d+time.Millisecond-1)/time.Millisecond)
+	}
+	m, s := d/time.Minute, d%time.Minute/time.Second
+	switch {
+	case m == 0:
+		return fmt.Sprintf("%ds", s)
+	case s == 0:
+		return fmt.Sprintf("%dm", m)
+	default:
+		return fmt.Sprintf("%dm%ds", m, s)
+	}
 }

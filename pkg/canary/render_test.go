@@ -5,8 +5,11 @@ import (
 	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	istiov1alpha1 "github.com/fluxcd/flagger/pkg/apis/istio/common/v1alpha1"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
@@ -52,7 +55,7 @@ func base() *flaggerv1.Canary {
 			Provider:                "kubernetes",
 			TargetRef:               flaggerv1.LocalObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "shop-api"},
 			ProgressDeadlineSeconds: ptr.To(int32(600)),
-			Service:                 flaggerv1.CanaryService{Port: 8080},
+			Service:                 flaggerv1.CanaryService{Port: 8080, PortDiscovery: true},
 			Analysis: &flaggerv1.CanaryAnalysis{
 				Interval:   "1m30s",
 				Iterations: 3,
@@ -127,7 +130,7 @@ func TestRender(t *testing.T) {
 				c.Spec.Analysis.Webhooks = []flaggerv1.CanaryWebhook{
 					{Type: flaggerv1.ConfirmRolloutHook, Name: "gate", URL: "http://gate.test/", Timeout: "10s",
 						Metadata: md("cluster", "c1", "rollout", "r1")},
-					{Type: flaggerv1.RolloutHook, Name: "load", URL: "http://load.test/", Timeout: "1.5s",
+					{Type: flaggerv1.RolloutHook, Name: "load", URL: "http://load.test/", Timeout: "1500ms",
 						Metadata: md("cluster", "prod-eu", "rollout", "r1", "cmd", "hey -z 1m")},
 					{Type: flaggerv1.PreRolloutHook, Name: "smoke", URL: "http://smoke.test/",
 						Metadata: md("cluster", "c1", "rollout", "mine")},
@@ -137,7 +140,7 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
-			name: "durations as Go duration strings",
+			name: "durations as Flagger's CRD accepts them",
 			app: func(a *config.Application) {
 				a.Delivery.Interval = dur(time.Second)
 				a.Delivery.ProgressDeadline = dur(90 * time.Second)
@@ -146,6 +149,21 @@ func TestRender(t *testing.T) {
 			want: func(c *flaggerv1.Canary) {
 				c.Spec.Analysis.Interval = "1s"
 				c.Spec.ProgressDeadlineSeconds = ptr.To(int32(90))
+			},
+		},
+		{
+			name: "hours as minutes, which Flagger's CRD accepts",
+			app: func(a *config.Application) {
+				a.Delivery.Interval = dur(90 * time.Minute)
+				a.Delivery.ProgressDeadline = dur(2 * time.Hour)
+				a.Delivery.Webhooks = []config.Webhook{{Name: "w", Type: "rollout", URL: "http://w.test/", Timeout: dur(time.Hour + 500*time.Microsecond)}}
+			},
+			in: canary.Input{Cluster: "c1", Rollout: "r1"},
+			want: func(c *flaggerv1.Canary) {
+				c.Spec.Analysis.Interval = "90m"
+				c.Spec.ProgressDeadlineSeconds = ptr.To(int32(7200))
+				c.Spec.Analysis.Webhooks = []flaggerv1.CanaryWebhook{{Type: flaggerv1.RolloutHook, Name: "w", URL: "http://w.test/",
+					Timeout: "3600001ms", Metadata: md("cluster", "c1", "rollout", "r1")}}
 			},
 		},
 		{
@@ -170,7 +188,7 @@ func TestRender(t *testing.T) {
 			}
 			want := base()
 			tt.want(want)
-			got := canary.Render(a, tt.in)
+			got := canary.Render(a, tt.in).Canary
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Render (-want +got):\n%s", diff)
 			}
@@ -186,7 +204,7 @@ func TestRenderDoesNotAlias(t *testing.T) {
 	a.Delivery.Webhooks = []config.Webhook{{Name: "gate", Type: "rollout", URL: "http://gate.test/", Metadata: map[string]string{"k": "v"}}}
 	in := canary.Input{Cluster: "c1", Rollout: "r1", Event: canary.EventHook{URL: "http://e.test/", Metadata: map[string]string{"cluster": "c1"}}}
 
-	c := canary.Render(a, in)
+	c := canary.Render(a, in).Canary
 	(*c.Spec.Analysis.Webhooks[0].Metadata)["k"] = "changed"
 	(*c.Spec.Analysis.Webhooks[1].Metadata)["cluster"] = "changed"
 
@@ -195,5 +213,64 @@ func TestRenderDoesNotAlias(t *testing.T) {
 	}
 	if got := in.Event.Metadata["cluster"]; got != "c1" {
 		t.Errorf("event hook metadata changed through the canary: %q", got)
+	}
+}
+
+// TestRenderDoesNotAliasPolicy checks the same of the policy's own maps and
+// slices, which the objects copy.
+func TestRenderDoesNotAliasPolicy(t *testing.T) {
+	a := app()
+	a.Delivery.Provider, a.Delivery.Strategy = config.ProviderIstio, config.StrategyABTesting
+	a.Service.Apex = &config.ServiceMetadata{Labels: map[string]string{"tier": "web"}}
+	a.Delivery.TrafficRouting.Hosts = []string{"a.example.com"}
+	a.Delivery.TrafficRouting.Match = []config.Match{{Headers: map[string]istiov1alpha1.StringMatch{"x-canary": {Exact: "a"}}, Cookie: "c"}}
+	a.Delivery.TrafficAnalysis.Metrics = []config.Metric{{
+		Name: "m", ThresholdRange: &config.ThresholdRange{Max: ptr.To(1.0)}, TemplateVariables: map[string]string{"k": "v"},
+		CustomMetric: &config.CustomMetric{Provider: config.MetricProvider{Type: "prometheus", Headers: map[string][]string{"X-H": {"v"}}}, Query: "up"},
+	}}
+	o := canary.Render(a, canary.Input{})
+	s, an := &o.Canary.Spec.Service, o.Canary.Spec.Analysis
+	s.Apex.Labels["tier"] = "changed"
+	s.Hosts[0] = "changed"
+	an.Match[0].Headers["x-canary"] = istiov1alpha1.StringMatch{Exact: "changed"}
+	an.Metrics[0].TemplateVariables["k"] = "changed"
+	*an.Metrics[0].ThresholdRange.Max = 2
+	o.MetricTemplates[0].Spec.Provider.Headers["X-H"][0] = "changed"
+
+	want := app()
+	want.Delivery.Provider, want.Delivery.Strategy = config.ProviderIstio, config.StrategyABTesting
+	want.Service.Apex = &config.ServiceMetadata{Labels: map[string]string{"tier": "web"}}
+	want.Delivery.TrafficRouting.Hosts = []string{"a.example.com"}
+	want.Delivery.TrafficRouting.Match = []config.Match{{Headers: map[string]istiov1alpha1.StringMatch{"x-canary": {Exact: "a"}}, Cookie: "c"}}
+	want.Delivery.TrafficAnalysis.Metrics = []config.Metric{{
+		Name: "m", ThresholdRange: &config.ThresholdRange{Max: ptr.To(1.0)}, TemplateVariables: map[string]string{"k": "v"},
+		CustomMetric: &config.CustomMetric{Provider: config.MetricProvider{Type: "prometheus", Headers: map[string][]string{"X-H": {"v"}}}, Query: "up"},
+	}}
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("the policy changed through the objects (-want +got):\n%s", diff)
+	}
+}
+
+func TestSelector(t *testing.T) {
+	got := canary.Selector("shop").String()
+	if want := "app.kubernetes.io/managed-by=flotilla,flotilla.dev/application=shop"; got != want {
+		t.Errorf("Selector = %q, want %q", got, want)
+	}
+	a := app()
+	a.Delivery.Autoscale = &config.Autoscale{MinReplicas: 1, MaxReplicas: 2}
+	a.Delivery.TestLoader = true
+	a.Delivery.TrafficAnalysis.Metrics = []config.Metric{{Name: "m", CustomMetric: &config.CustomMetric{Query: "up"}}}
+	objs := canary.Render(a, canary.Input{}).List()
+	if len(objs) != 5 {
+		t.Errorf("Render made %d objects, want 5: the load tester's two, a MetricTemplate, an autoscaler, the canary", len(objs))
+	}
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !canary.Selector("shop").Matches(labels.Set(m.GetLabels())) {
+			t.Errorf("%T %s: labels %v do not match the selector", o, m.GetName(), m.GetLabels())
+		}
 	}
 }

@@ -20,6 +20,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ue) {
 			return 2
 		}
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
 		return 1
 	}
 	return 0
@@ -39,6 +43,6 @@ and rolls the whole fleet back when a wave fails.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCmd(), newServeCmd(), newGetCmd(), newDescribeCmd(), newTaskCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newGetCmd(), newDescribeCmd(), newApproveCmd(), newTaskCmd(), newPipelinesCmd())
 	return root
 }

@@ -21,6 +21,12 @@ type Server struct {
 	// flotilla (for its webhooks). Default "http://" + Listen, with an empty or
 	// unspecified host (":8080", "0.0.0.0:8080") replaced by 127.0.0.1.
 	ExternalURL string `json:"externalURL"`
+	// APIToken authenticates the API calls that change something
+	// (approvals): "Authorization: Bearer <token>". Without it, those calls
+	// are refused; reading the API needs no token.
+	APIToken *Secret `json:"apiToken"`
+	// APITokenValue is the resolved APIToken, set by Load. Never marshalled.
+	APITokenValue string `json:"-"`
 }
 
 // Events configures where CloudEvents go besides flotilla's own functions.
@@ -196,6 +202,9 @@ type Application struct {
 	Service Service `json:"service"`
 	// Delivery is the progressive-delivery policy (a Flagger canary).
 	Delivery Delivery `json:"delivery"`
+	// Validation is Kanary's validation of the canaries (manual, label
+	// watch, PromQL), on top of the delivery's analysis.
+	Validation *Validation `json:"validation"`
 }
 
 // Track is a semver version policy, as KubeCD's upgrade triggers define
@@ -212,79 +221,6 @@ const (
 
 // Tracks lists the tracks a config may name.
 var Tracks = []Track{TrackPatchLevel, TrackMinorVersion, TrackMajorVersion, TrackNewest}
-
-// Workload is the Kubernetes object running an application.
-type Workload struct {
-	// Kind is one of WorkloadKinds. Default "Deployment".
-	Kind string `json:"kind"`
-	// Name is the object's name. Required.
-	Name string `json:"name"`
-	// Container names the container whose image is updated; empty means the
-	// first container.
-	Container string `json:"container"`
-}
-
-// WorkloadKinds lists the workload kinds a config may name.
-var WorkloadKinds = []string{"Deployment"}
-
-// Service is the port an application serves on, for Flagger's services.
-type Service struct {
-	// Port is 1..65535. Required.
-	Port int32 `json:"port"`
-}
-
-// Delivery is an application's progressive-delivery policy.
-type Delivery struct {
-	// Strategy is one of Strategies. Default "blueGreen".
-	Strategy string `json:"strategy"`
-	// Interval is Flagger's analysis interval, at least 1s. Default 1m.
-	Interval Duration `json:"interval"`
-	// Iterations is the number of blue/green analysis runs, at least 1.
-	// Default 10.
-	Iterations int `json:"iterations"`
-	// Threshold is the number of failed checks before rollback, at least 1.
-	// Default 5.
-	Threshold int `json:"threshold"`
-	// ProgressDeadline bounds how long a canary may make no progress, at
-	// least 1s. Default 10m.
-	ProgressDeadline Duration `json:"progressDeadline"`
-	// Webhooks are Flagger webhooks added to the canary's analysis.
-	Webhooks []Webhook `json:"webhooks"`
-}
-
-// Strategies.
-const (
-	StrategyBlueGreen = "blueGreen"
-)
-
-// Strategies lists the delivery strategies a config may name.
-var Strategies = []string{StrategyBlueGreen}
-
-// Webhook is one Flagger webhook of a canary's analysis.
-type Webhook struct {
-	// Name is required and unique within the application.
-	Name string `json:"name"`
-	// Type is one of WebhookTypes. Default "rollout", as in Flagger.
-	Type string `json:"type"`
-	// URL is an absolute http(s) URL. Required.
-	URL string `json:"url"`
-	// Timeout bounds each call. Default 10s, as in Flagger.
-	Timeout Duration `json:"timeout"`
-	// Metadata is passed to the webhook.
-	Metadata map[string]string `json:"metadata"`
-}
-
-// WebhookTypes lists Flagger's webhook types.
-var WebhookTypes = []string{
-	"confirm-rollout",
-	"pre-rollout",
-	"rollout",
-	"confirm-traffic-increase",
-	"confirm-promotion",
-	"post-rollout",
-	"rollback",
-	"event",
-}
 
 // Application returns the application with the given name.
 func (c *Config) Application(name string) (Application, bool) {

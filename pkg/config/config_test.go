@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 )
 
 const testToken = "s3cret-token-value"
@@ -107,9 +108,10 @@ func TestParseDefaults(t *testing.T) {
 			Track:     TrackMinorVersion,
 			Namespace: "default",
 			Workload:  Workload{Kind: "Deployment", Name: "podinfo"},
-			Service:   Service{Port: 9898},
+			Service:   Service{Port: 9898, PortDiscovery: ptr.To(true)},
 			Delivery: Delivery{
 				Strategy:         "blueGreen",
+				Provider:         "kubernetes",
 				Interval:         Duration{time.Minute},
 				Iterations:       10,
 				Threshold:        5,
@@ -211,9 +213,10 @@ applications:
 			Track:     TrackPatchLevel,
 			Namespace: "demo",
 			Workload:  Workload{Kind: "Deployment", Name: "podinfo", Container: "app"},
-			Service:   Service{Port: 9898},
+			Service:   Service{Port: 9898, PortDiscovery: ptr.To(true)},
 			Delivery: Delivery{
 				Strategy:         "blueGreen",
+				Provider:         "kubernetes",
 				Interval:         Duration{10 * time.Second},
 				Iterations:       2,
 				Threshold:        1,

@@ -1,10 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"net/url"
 	"net"
 	"path/filepath"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
 // Defaults applied by Load and Parse to fields left empty or zero.
@@ -23,6 +27,7 @@ const (
 	DefaultWebhookType      = "rollout"        // Flagger's own default
 	DefaultWebhookTimeout   = 10 * time.Second // Flagger's own default
 	DefaultOIDCIssuer       = "https://accounts.google.com"
+	DefaultValidationPeriod = 15 * time.Minute
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
 )
 
@@ -37,6 +42,9 @@ func applyDefaults(c *Config, base string) {
 		s.DataDir = DefaultDataDir
 	}
 	s.DataDir = resolvePath(base, s.DataDir)
+	if s.APIToken != nil && s.APIToken.File != "" {
+		s.APIToken.File = resolvePath(base, s.APIToken.File)
+	}
 	if s.ExternalURL == "" {
 		s.ExternalURL = defaultExternalURL(s.Listen)
 	}
@@ -84,6 +92,55 @@ func applyReceiverDefaults(r *Receiver, base string) {
 	}
 }
 
+// applyValidationDefaults fills the validation's defaults and turns its
+// PromQL items into custom metrics of the delivery's analysis, where the
+// delivery's own rules validate and render them.
+func applyValidationDefaults(a *Application) {
+	v := a.Validation
+	if v == nil {
+		return
+	}
+	if v.ValidationPeriod.Duration == 0 {
+		v.ValidationPeriod.Duration = DefaultValidationPeriod
+	}
+	n := 0
+	for _, it := range v.Items {
+		if m := it.Manual; m != nil && m.StatusAfterDeadline == "" {
+			m.StatusAfterDeadline = "none"
+		}
+		q := it.PromQL
+		if q == nil || q.Query == "" || !isHTTPURL(q.PrometheusURL, true) {
+			// Validation reports it where the user wrote it.
+			continue
+		}
+		n++
+		if q.Name == "" {
+			q.Name = fmt.Sprintf("promql-%d", n)
+		}
+		if q.ValueInRange == nil {
+			q.ValueInRange = &ThresholdRange{Min: ptr.To(1.0)}
+		}
+		a.Delivery.TrafficAnalysis.Metrics = append(a.Delivery.TrafficAnalysis.Metrics, Metric{
+			Name:           q.Name,
+			ThresholdRange: q.ValueInRange,
+			CustomMetric: &CustomMetric{
+				Provider: MetricProvider{Type: "prometheus", Address: q.PrometheusURL},
+				Query:    q.Query,
+			},
+		})
+	}
+}
+
+// isHTTPURL reports whether s is an absolute http(s) URL (or empty, when
+// emptyOK).
+func isHTTPURL(s string, emptyOK bool) bool {
+	if s == "" {
+		return emptyOK
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
 func applyApplicationDefaults(a *Application) {
 	if a.Track == "" {
 		a.Track = DefaultTrack
@@ -94,21 +151,64 @@ func applyApplicationDefaults(a *Application) {
 	if a.Workload.Kind == "" {
 		a.Workload.Kind = DefaultWorkloadKind
 	}
-	d := &a.Delivery
-	if d.Strategy == "" {
-		d.Strategy = DefaultStrategy
+	if a.Service.PortDiscovery == nil {
+		a.Service.PortDiscovery = ptr.To(true)
 	}
-	if d.Interval.Duration == 0 {
-		d.Interval.Duration = DefaultInterval
+	applyValidationDefaults(a)
+	d := &a.Delivery
+	r, an := &d.TrafficRouting, &d.TrafficAnalysis
+	// Kurator's names fill in flotilla's, which rendering reads; validation
+	// reports the two set to different values.
+	if d.Provider == "" {
+		d.Provider = d.TrafficRoutingProvider
+	}
+	if d.Provider == "" {
+		d.Provider = DefaultProvider
+	}
+	if d.Strategy == "" {
+		switch {
+		case r.CanaryStrategy != nil:
+			d.Strategy = StrategyCanary
+		case len(r.Match) > 0:
+			d.Strategy = StrategyABTesting
+		default:
+			d.Strategy = DefaultStrategy
+		}
+	}
+	defaultDuration(&d.Interval, an.CheckIntervalSeconds, DefaultInterval)
+	defaultDuration(&d.ProgressDeadline, d.RolloutTimeoutSeconds, DefaultProgressDeadline)
+	defaultDuration(&r.Timeout, r.TimeoutSeconds, 0)
+	if d.Threshold == 0 {
+		d.Threshold = cmp.Or(an.CheckFailedTimes, DefaultThreshold)
 	}
 	if d.Iterations == 0 {
-		d.Iterations = DefaultIterations
+		d.Iterations = r.AnalysisTimes
 	}
-	if d.Threshold == 0 {
-		d.Threshold = DefaultThreshold
+	if d.Iterations == 0 && d.Strategy != StrategyCanary {
+		d.Iterations = DefaultIterations // a canary advances by weight instead
 	}
-	if d.ProgressDeadline.Duration == 0 {
-		d.ProgressDeadline.Duration = DefaultProgressDeadline
+	if d.Strategy == StrategyCanary && Supports(d.Provider, StrategyCanary) {
+		if r.CanaryStrategy == nil {
+			r.CanaryStrategy = &CanaryStrategy{}
+		}
+		if cs := r.CanaryStrategy; len(cs.StepWeights) == 0 {
+			cs.StepWeight = cmp.Or(cs.StepWeight, DefaultStepWeight)
+			cs.MaxWeight = cmp.Or(cs.MaxWeight, DefaultMaxWeight)
+		}
+	}
+	if d.Provider == ProviderKuma && r.Protocol == "" {
+		r.Protocol = DefaultKumaProtocol
+	}
+	for i := range an.Metrics {
+		m := &an.Metrics[i]
+		defaultDuration(&m.Interval, m.IntervalSeconds, DefaultMetricInterval)
+		if m.CustomMetric != nil && m.CustomMetric.Provider.Type == "" {
+			m.CustomMetric.Provider.Type = DefaultMetricProvider
+		}
+	}
+	defaultDuration(&an.Webhooks.Timeout, an.Webhooks.TimeoutSeconds, 0)
+	if as := d.Autoscale; as != nil && as.MinReplicas == 0 {
+		as.MinReplicas = DefaultMinReplicas
 	}
 	for i := range d.Webhooks {
 		w := &d.Webhooks[i]
@@ -118,6 +218,18 @@ func applyApplicationDefaults(a *Application) {
 		if w.Timeout.Duration == 0 {
 			w.Timeout.Duration = DefaultWebhookTimeout
 		}
+	}
+}
+
+// defaultDuration sets an unset d to seconds (Kurator's name for it), else
+// to def.
+func defaultDuration(d *Duration, seconds int, def time.Duration) {
+	switch {
+	case d.Duration != 0:
+	case seconds != 0:
+		d.Duration = time.Duration(seconds) * time.Second
+	default:
+		d.Duration = def
 	}
 }
 

@@ -48,12 +48,16 @@ func TestDurationUnmarshal(t *testing.T) {
 }
 
 func TestDurationMarshal(t *testing.T) {
-	in := Delivery{Interval: Duration{90 * time.Second}, ProgressDeadline: Duration{10 * time.Minute}}
+	type durations struct {
+		Interval         Duration `json:"interval"`
+		ProgressDeadline Duration `json:"progressDeadline"`
+	}
+	in := durations{Interval: Duration{90 * time.Second}, ProgressDeadline: Duration{10 * time.Minute}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	want := `{"strategy":"","interval":"1m30s","iterations":0,"threshold":0,"progressDeadline":"10m0s","webhooks":null}`
+	want := `{"interval":"1m30s","progressDeadline":"10m0s"}`
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
@@ -62,7 +66,7 @@ func TestDurationMarshal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("marshalling YAML: %v", err)
 	}
-	var out Delivery
+	var out durations
 	if err := yaml.UnmarshalStrict(y, &out); err != nil {
 		t.Fatalf("unmarshalling YAML: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 )
 
 // TestExampleConfig parses config/example.yaml as it is, except that its
@@ -65,9 +66,10 @@ func TestExampleConfig(t *testing.T) {
 			Track:     TrackMinorVersion,
 			Namespace: "demo",
 			Workload:  Workload{Kind: "Deployment", Name: "podinfo", Container: "podinfo"},
-			Service:   Service{Port: 9898},
+			Service:   Service{Port: 9898, PortDiscovery: ptr.To(true)},
 			Delivery: Delivery{
 				Strategy:         "blueGreen",
+				Provider:         "kubernetes",
 				Interval:         Duration{10 * time.Second},
 				Iterations:       2,
 				Threshold:        1,

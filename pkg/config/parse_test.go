@@ -28,10 +28,13 @@ applications:
     service: {port: 9898, protocol: http}
     delivery:
       webhooks:
-        - {name: a, url: 'http://a/', retries: 3}
+        - {name: a, url: 'http://a/', attempts: 3}
+      trafficRouting:
+        canaryStrategy: {stepweight: 10}
 `}.doc(),
 		want: `parsing config: line 18: applications[0].service: unknown field "protocol"
-line 21: applications[0].delivery.webhooks[0]: unknown field "retries"`,
+line 21: applications[0].delivery.webhooks[0]: unknown field "attempts"
+line 23: applications[0].delivery.trafficRouting.canaryStrategy: unknown field "stepweight" (did you mean "stepWeight"?)`,
 	}, {
 		name: "field matched case-sensitively",
 		doc:  "server: {dataDIR: x}\n",
@@ -65,6 +68,28 @@ line 3: fleet.clusters[0]: want a mapping of fields, got a scalar
 line 4: fleet.waves[0].clusters: want a list, got a scalar
 line 5: applications[0].service.port: want an integer, got "80"
 line 5: applications[0].delivery.iterations: want an integer, got "1.5"`,
+	}, {
+		name: "wrong shapes of the delivery policy",
+		doc: `applications:
+  - service: {targetPort: {name: http}}
+    delivery:
+      trafficRouting:
+        canaryStrategy: {stepWeights: 10}
+        retries: {attempts: three}
+        headers: {request: {add: [x]}}
+        match: [{headers: {x-canary: insider}}]
+        trafficPolicy: {connectionPool: {tcp: {maxConnections: -1}}, outlierDetection: {consecutiveGatewayErrors: -1}}
+      trafficAnalysis:
+        metrics: [{name: m, thresholdRange: {min: ninety}, intervalSeconds: 1m}]
+`,
+		want: `parsing config: line 2: applications[0].service.targetPort: want a port number or name, got a mapping
+line 5: applications[0].delivery.trafficRouting.canaryStrategy.stepWeights: want a list, got a scalar
+line 6: applications[0].delivery.trafficRouting.retries.attempts: want an integer, got "three"
+line 7: applications[0].delivery.trafficRouting.headers.request.add: want a mapping, got a list
+line 8: applications[0].delivery.trafficRouting.match[0].headers["x-canary"]: want a mapping of fields, got a scalar
+line 9: applications[0].delivery.trafficRouting.trafficPolicy.outlierDetection.consecutiveGatewayErrors: want an integer 0..4294967295, got -1
+line 11: applications[0].delivery.trafficAnalysis.metrics[0].thresholdRange.min: want a number, got "ninety"
+line 11: applications[0].delivery.trafficAnalysis.metrics[0].intervalSeconds: want an integer, got "1m"`,
 	}, {
 		name: "bool and int",
 		doc:  "receivers: [{insecure: yes}]\napplications: [{service: {port: 99999999999}}]\n",

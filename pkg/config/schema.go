@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // checkSchema walks the YAML document against Config's Go type and reports,
@@ -44,7 +45,10 @@ type schemaWalker struct {
 	depth    int
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType    = reflect.TypeFor[Duration]()
+	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
+)
 
 func (w *schemaWalker) addf(n *yamlv3.Node, path, format string, args ...any) {
 	p := fmt.Sprintf("line %d: ", n.Line)
@@ -78,6 +82,10 @@ func (w *schemaWalker) walk(n *yamlv3.Node, t reflect.Type, path string) {
 			w.addf(n, path, "want a duration such as \"10s\", got a %s", kindName(n))
 		} else if _, err := parseDuration(n.Value); err != nil {
 			w.addf(n, path, "invalid duration %q: want a Go duration such as \"10s\" or \"1m30s\"", n.Value)
+		}
+	case t == intOrStringType:
+		if n.Kind != yamlv3.ScalarNode {
+			w.addf(n, path, "want a port number or name, got a %s", kindName(n))
 		}
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yamlv3.MappingNode {
@@ -116,6 +124,16 @@ func (w *schemaWalker) walk(n *yamlv3.Node, t reflect.Type, path string) {
 			w.addf(n, path, "want an integer, got %s", describe(n))
 		} else if _, err := strconv.ParseInt(n.Value, 0, t.Bits()); err != nil {
 			w.addf(n, path, "integer %s out of range", n.Value)
+		}
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		if n.Kind != yamlv3.ScalarNode || n.Tag != "!!int" {
+			w.addf(n, path, "want an integer, got %s", describe(n))
+		} else if _, err := strconv.ParseUint(n.Value, 0, t.Bits()); err != nil {
+			w.addf(n, path, "want an integer 0..%d, got %s", uint64(1)<<t.Bits()-1, n.Value)
+		}
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		if n.Kind != yamlv3.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
+			w.addf(n, path, "want a number, got %s", describe(n))
 		}
 	}
 }

@@ -77,6 +77,9 @@ func (v *validator) server(s *Server) {
 		v.addf("server.listen", "invalid port %q: want a number 0..65535", port)
 	}
 	v.httpURL("server.externalURL", s.ExternalURL)
+	if s.APIToken != nil {
+		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
+	}
 }
 
 func (v *validator) receivers(rs []Receiver) {
@@ -174,7 +177,12 @@ func (v *validator) secret(path string, r *Receiver) {
 	case r.Insecure:
 		v.addf(path+".insecure", "cannot be true when a secret is set; remove one of them")
 	}
-	path += ".secret"
+	r.SecretValue = v.resolveSecret(path+".secret", s)
+}
+
+// resolveSecret reads s; "" after reporting a problem. Messages name the
+// variable or file, never the value.
+func (v *validator) resolveSecret(path string, s *Secret) string {
 	switch {
 	case (s.Env == "") == (s.File == ""):
 		v.addf(path, "set exactly one of env and file")
@@ -182,22 +190,21 @@ func (v *validator) secret(path string, r *Receiver) {
 		val := os.Getenv(s.Env)
 		if val == "" {
 			v.addf(path+".env", "environment variable %q is not set or is empty", s.Env)
-			return
 		}
-		r.SecretValue = val
+		return val
 	default:
 		b, err := os.ReadFile(s.File)
 		if err != nil {
 			v.addf(path+".file", "reading secret file: %v", err)
-			return
+			return ""
 		}
 		val := strings.TrimRight(string(b), "\r\n")
 		if val == "" {
 			v.addf(path+".file", "secret file %q is empty", s.File)
-			return
 		}
-		r.SecretValue = val
+		return val
 	}
+	return ""
 }
 
 func (v *validator) fleet(f *Fleet) {
@@ -301,7 +308,56 @@ func (v *validator) applications(as []Application) {
 		case port < 0 || port > 65535:
 			v.addf(p+".service.port", "port %d out of range 1..65535", port)
 		}
-		v.delivery(p+".delivery", a.Delivery)
+		v.delivery(p, a)
+		v.validation(p+".validation", a.Validation)
+	}
+}
+
+// validation checks Kanary's validations. Their PromQL items were turned
+// into delivery metrics by the defaults, and are checked there too.
+func (v *validator) validation(path string, val *Validation) {
+	if val == nil {
+		return
+	}
+	if len(val.Items) == 0 {
+		v.addf(path+".items", "at least one validation: manual, labelWatch or promQL")
+	}
+	v.atLeast(path+".validationPeriod", val.ValidationPeriod.Duration, time.Second)
+	manual := 0
+	for i, it := range val.Items {
+		p := fmt.Sprintf("%s.items[%d]", path, i)
+		set := 0
+		for _, isSet := range []bool{it.Manual != nil, it.LabelWatch != nil, it.PromQL != nil} {
+			if isSet {
+				set++
+			}
+		}
+		if set != 1 {
+			v.addf(p, "set exactly one of manual, labelWatch and promQL")
+			continue
+		}
+		switch {
+		case it.Manual != nil:
+			manual++
+			if manual == 2 {
+				v.addf(p+".manual", "only one manual validation per application")
+			}
+			v.oneOf(p+".manual.statusAfterDeadline", "status", it.Manual.StatusAfterDeadline, ManualStatuses)
+		case it.LabelWatch != nil:
+			w := it.LabelWatch
+			if len(w.DeploymentInvalidationLabels) == 0 && len(w.PodInvalidationLabels) == 0 {
+				v.addf(p+".labelWatch", "set deploymentInvalidationLabels or podInvalidationLabels")
+			}
+			v.labels(p+".labelWatch.deploymentInvalidationLabels", w.DeploymentInvalidationLabels)
+			v.labels(p+".labelWatch.podInvalidationLabels", w.PodInvalidationLabels)
+		case it.PromQL != nil:
+			if it.PromQL.Query == "" {
+				v.addf(p+".promQL.query", "required: a PromQL query that returns 1 (true) for a healthy canary")
+			}
+			if it.PromQL.PrometheusURL != "" {
+				v.httpURL(p+".promQL.prometheusURL", it.PromQL.PrometheusURL)
+			}
+		}
 	}
 }
 
@@ -340,32 +396,6 @@ func (v *validator) workload(path string, w Workload) {
 	}
 	if w.Container != "" {
 		v.dnsLabel(path+".container", "container", w.Container)
-	}
-}
-
-func (v *validator) delivery(path string, d Delivery) {
-	v.oneOf(path+".strategy", "strategy", d.Strategy, Strategies)
-	v.atLeast(path+".interval", d.Interval.Duration, time.Second)
-	if d.Iterations < 1 {
-		v.addf(path+".iterations", "must be at least 1, got %d", d.Iterations)
-	}
-	if d.Threshold < 1 {
-		v.addf(path+".threshold", "must be at least 1, got %d", d.Threshold)
-	}
-	v.atLeast(path+".progressDeadline", d.ProgressDeadline.Duration, time.Second)
-	seen := map[string]string{}
-	for i, w := range d.Webhooks {
-		p := fmt.Sprintf("%s.webhooks[%d]", path, i)
-		if w.Name == "" {
-			v.addf(p+".name", "required")
-		} else if first, dup := seen[w.Name]; dup {
-			v.addf(p+".name", "duplicate webhook name %q (first used by %s)", w.Name, first)
-		} else {
-			seen[w.Name] = p
-		}
-		v.oneOf(p+".type", "webhook type", w.Type, WebhookTypes)
-		v.httpURL(p+".url", w.URL)
-		v.atLeast(p+".timeout", w.Timeout.Duration, time.Millisecond)
 	}
 }
 

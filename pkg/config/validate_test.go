@@ -142,6 +142,41 @@ func TestValidate(t *testing.T) {
 			name: "rate limit burst defaults to twice the rate",
 			doc:  sections{receivers: "receivers: [{name: a, type: acr, insecure: true, header: X-Acr-Token, rateLimit: {perSecond: 10}}]\n"},
 		}, {
+			name: "api token from a missing variable",
+			doc:  sections{server: "server: {apiToken: {env: FLOTILLA_NO_SUCH_TOKEN}}\n"},
+			want: []Problem{{"server.apiToken.env", `environment variable "FLOTILLA_NO_SUCH_TOKEN" is not set or is empty`}},
+		}, {
+			name: "validation items",
+			doc: sections{applications: withApp(`    validation:
+      validationPeriod: 500ms
+      items:
+        - {}
+        - manual: {statusAfterDeadline: maybe}
+        - manual: {}
+        - labelWatch: {}
+        - labelWatch: {podInvalidationLabels: {ok: x}}
+        - promQL: {prometheusURL: 'ftp://prom'}
+        - {manual: {}, promQL: {query: up}}
+`)},
+			want: []Problem{
+				{"applications[0].validation.validationPeriod", "must be at least 1s, got 500ms"},
+				{"applications[0].validation.items[0]", "set exactly one of manual, labelWatch and promQL"},
+				{"applications[0].validation.items[1].manual.statusAfterDeadline", `unknown status "maybe"; want one of none, valid, invalid`},
+				{"applications[0].validation.items[2].manual", "only one manual validation per application"},
+				{"applications[0].validation.items[3].labelWatch", "set deploymentInvalidationLabels or podInvalidationLabels"},
+				{"applications[0].validation.items[5].promQL.query", "required: a PromQL query that returns 1 (true) for a healthy canary"},
+				{"applications[0].validation.items[5].promQL.prometheusURL", `want an http or https URL, got scheme "ftp"`},
+				{"applications[0].validation.items[6]", "set exactly one of manual, labelWatch and promQL"},
+			},
+		}, {
+			name: "validation ok",
+			doc: sections{applications: withApp(`    validation:
+      items:
+        - manual: {statusAfterDeadline: valid}
+        - labelWatch: {deploymentInvalidationLabels: {validation: failed}}
+        - promQL: {query: 'sum(rate(http_errors[{{ interval }}])) < bool 1'}
+`)},
+		}, {
 			name: "receiver name too long",
 			doc:  sections{receivers: "receivers: [{name: " + strings.Repeat("a", 64) + ", type: github, insecure: true}]\n"},
 			want: []Problem{{"receivers[0].name", `invalid receiver name "` + strings.Repeat("a", 64) + `": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`}},
@@ -387,7 +422,7 @@ applications:
     service: {port: 9898}
 `},
 			want: []Problem{
-				{"applications[0].workload.kind", `unknown workload kind "StatefulSet"; want one of Deployment`},
+				{"applications[0].workload.kind", `unknown workload kind "StatefulSet"; want one of Deployment, DaemonSet`},
 				{"applications[0].workload.name", `invalid name "Pod_Info": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 				{"applications[0].workload.container", `invalid container name "app.main": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
 			},
@@ -401,9 +436,9 @@ applications:
 			want: []Problem{{"applications[0].service.port", "port -1 out of range 1..65535"}},
 		}, {
 			name: "delivery out of bounds",
-			doc:  sections{applications: withApp("    delivery: {strategy: canary, interval: 500ms, iterations: -1, threshold: -2, progressDeadline: -1m}\n")},
+			doc:  sections{applications: withApp("    delivery: {strategy: canery, interval: 500ms, iterations: -1, threshold: -2, progressDeadline: -1m}\n")},
 			want: []Problem{
-				{"applications[0].delivery.strategy", `unknown strategy "canary"; want one of blueGreen`},
+				{"applications[0].delivery.strategy", `unknown strategy "canery"; want one of canary, abTesting, blueGreen`},
 				{"applications[0].delivery.interval", "must be at least 1s, got 500ms"},
 				{"applications[0].delivery.iterations", "must be at least 1, got -1"},
 				{"applications[0].delivery.threshold", "must be at least 1, got -2"},
@@ -522,5 +557,30 @@ func TestParseReturnsValidationErrorUnwrapped(t *testing.T) {
 	_, err := Parse([]byte("receivers: []\n"), t.TempDir())
 	if _, ok := err.(*ValidationError); !ok { //nolint:errorlint // the unwrapped type is the contract
 		t.Errorf("Parse error is %T, want *ValidationError", err)
+	}
+}
+
+func TestValidationDefaults(t *testing.T) {
+	dir := testDir(t)
+	c, err := Parse([]byte(sections{applications: withApp(`    validation:
+      items:
+        - manual: {}
+        - promQL: {query: 'up == bool 1', prometheusURL: 'http://prometheus:9090'}
+`)}.doc()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Applications[0]
+	if got := a.Validation.ValidationPeriod.Duration; got != DefaultValidationPeriod {
+		t.Errorf("validation period %v, want %v", got, DefaultValidationPeriod)
+	}
+	if got := a.Validation.Items[0].Manual.StatusAfterDeadline; got != "none" {
+		t.Errorf("statusAfterDeadline %q, want none", got)
+	}
+	ms := a.Delivery.TrafficAnalysis.Metrics
+	if len(ms) != 1 || ms[0].Name != "promql-1" || ms[0].CustomMetric == nil ||
+		ms[0].CustomMetric.Query != "up == bool 1" || ms[0].CustomMetric.Provider.Address != "http://prometheus:9090" ||
+		ms[0].ThresholdRange == nil || ms[0].ThresholdRange.Min == nil || *ms[0].ThresholdRange.Min != 1 {
+		t.Errorf("promQL item rendered as metrics %+v, want one custom metric promql-1 with min 1", ms)
 	}
 }

@@ -22,6 +22,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/v1/rollouts", s.listRollouts)
 	mux.HandleFunc("GET /api/v1/rollouts/{id}", s.getRollout)
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/approval", s.approve)
 	return mux
 }
 

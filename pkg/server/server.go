@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -50,8 +51,9 @@ type Server struct {
 	cfg      *config.Config
 	log      *slog.Logger
 	store    *store.Store
-	repo     *rollout.Repo
-	intake   *events.Intake
+	repo      *rollout.Repo
+	approvals *gates.StoreApprovals
+	intake    *events.Intake
 	runtime  *runtime.Runtime
 	mirror   *runtime.Mirror
 	resync   *resync.Resyncer
@@ -93,6 +95,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 		}
 	}()
 	s.repo = rollout.NewRepo(s.store, nil)
+	s.approvals = gates.NewStoreApprovals(s.store)
 	clusters, err := cluster.NewSet(cfg.Fleet.Clusters)
 	if err != nil {
 		return nil, err
@@ -144,7 +147,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 			return nil, err
 		}
 	}
-	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store},
+	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
+	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store}, events.WithGateKeeper(keeper),
 		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registry))
 	if err != nil {
 		return nil, err

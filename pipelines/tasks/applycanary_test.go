@@ -1,0 +1,174 @@
+package tasks_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+)
+
+// fleet is one cluster, started by TestMain unless the tests run -short;
+// FLOTILLA_FLEET_DIR reuses a running fleet instead.
+var fleet *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(fleettest.Main(m, fleettest.Options{Clusters: 1}, &fleet))
+}
+
+func clients(t *testing.T) *fleettest.Clients {
+	t.Helper()
+	if fleet == nil {
+		t.Skip("needs a cluster: run without -short (FLOTILLA_FLEET_DIR reuses a running fleet)")
+	}
+	cl, err := fleettest.NewClients(fleet.Clusters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func podSpec(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+	}
+}
+
+// policy is an application whose canary refers to an autoscaler and a
+// custom metric's MetricTemplate, which the task must apply before it.
+func policy(ns string) config.Application {
+	return config.Application{
+		Name: "web", Namespace: ns,
+		Workload: config.Workload{Kind: config.KindDeployment, Name: "web"},
+		Service:  config.Service{Port: 80},
+		Delivery: config.Delivery{
+			Strategy: config.StrategyBlueGreen, Provider: config.ProviderKubernetes,
+			Interval: config.Duration{Duration: time.Minute}, Iterations: 2, Threshold: 1,
+			ProgressDeadline: config.Duration{Duration: time.Minute},
+			Autoscale:        &config.Autoscale{MinReplicas: 1, MaxReplicas: 3},
+			TrafficAnalysis: config.TrafficAnalysis{Metrics: []config.Metric{{
+				Name: "errors", Interval: config.Duration{Duration: time.Minute},
+				ThresholdRange: &config.ThresholdRange{Max: new(float64)},
+				CustomMetric:   &config.CustomMetric{Provider: config.MetricProvider{Type: "prometheus"}, Query: "vector(0)"},
+			}}},
+		},
+	}
+}
+
+func TestApplyCanaryAppliesWhatTheCanaryRefersTo(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "task")
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: podSpec("registry.example.com/web:1"),
+		},
+	}
+	if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r1"})
+	deps, err := objs.Dependencies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tasks.ApplyCanary(ctx, cl.Config, tasks.ApplyCanaryParams{
+		Rollout: "r1", Namespace: ns, Kind: "Deployment", Workload: "web", Image: "registry.example.com/web@sha256:" + strings.Repeat("a", 64),
+		Canary: objs.Canary, Objects: deps,
+	})
+	if err != nil {
+		t.Fatalf("ApplyCanary: %v", err)
+	}
+	if res.PreviousImage != "registry.example.com/web:1" || !res.Changed {
+		t.Errorf("result = %+v, want the previous image and a change", res)
+	}
+	if _, err := cl.Kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("autoscaler: %v", err)
+	}
+	if _, err := cl.Flagger.FlaggerV1beta1().MetricTemplates(ns).Get(ctx, "web-errors", metav1.GetOptions{}); err != nil {
+		t.Errorf("metric template: %v", err)
+	}
+	if _, err := cl.Flagger.FlaggerV1beta1().Canaries(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("canary: %v", err)
+	}
+}
+
+func TestApplyCanaryDaemonSet(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "task")
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: podSpec("registry.example.com/agent:1"),
+		},
+	}
+	if _, err := cl.Kube.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	app := policy(ns)
+	app.Name, app.Workload = "agent", config.Workload{Kind: config.KindDaemonSet, Name: "agent"}
+	app.Delivery.Autoscale, app.Delivery.TrafficAnalysis = nil, config.TrafficAnalysis{}
+	image := "registry.example.com/agent@sha256:" + strings.Repeat("b", 64)
+	p := tasks.ApplyCanaryParams{
+		Rollout: "r1", Namespace: ns, Kind: "DaemonSet", Workload: "agent", Image: image,
+		Canary: canary.Render(app, canary.Input{Cluster: "c1", Rollout: "r1"}).Canary,
+	}
+	res, err := tasks.ApplyCanary(ctx, cl.Config, p)
+	if err != nil {
+		t.Fatalf("ApplyCanary: %v", err)
+	}
+	if res.PreviousImage != "registry.example.com/agent:1" || !res.Changed {
+		t.Errorf("result = %+v, want the previous image and a change", res)
+	}
+	got, err := cl.Kube.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := got.Spec.Template.Spec.Containers[0].Image; img != image {
+		t.Errorf("daemonset image = %s, want %s", img, image)
+	}
+	if got.Annotations[tasks.AnnotationRollout] != "r1" {
+		t.Errorf("daemonset annotations = %v, want the rollout", got.Annotations)
+	}
+}
+
+func TestApplyCanaryPermanentErrors(t *testing.T) {
+	cl := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	ns := cl.Namespace(ctx, t, "task")
+	for _, tt := range []struct {
+		name, kind, want string
+	}{
+		{"missing daemonset", "DaemonSet", "daemonset " + ns + "/gone not found"},
+		{"unknown kind", "StatefulSet", `workload kind "StatefulSet": want Deployment or DaemonSet`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tasks.ApplyCanary(ctx, cl.Config, tasks.ApplyCanaryParams{Rollout: "r1", Namespace: ns, Kind: tt.kind, Workload: "gone", Image: "x"})
+			if !events.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ApplyCanary = %v, want a permanent error saying %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// approvalRequest is the body of POST /api/v1/rollouts/{id}/approval
+// (pkg/server.ApprovalRequest).
+type approvalRequest struct {
+	Status  string `json:"status"`
+	Cluster string `json:"cluster,omitempty"`
+	By      string `json:"by,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+func newApproveCmd() *cobra.Command {
+	var server, token, cluster, reason string
+	var reject bool
+	cmd := &cobra.Command{
+		Use:   "approve ROLLOUT",
+		Short: "Approve (or --reject) a rollout held by a manual validation",
+		Long: `Approve records a manual verdict on a rollout whose application has a manual
+validation: flotilla then opens the canaries' confirm-promotion gate, and Flagger
+promotes them. --reject makes the rollback gate roll them back instead. Without
+--cluster the verdict applies to every cluster of the rollout.
+
+The call needs the API token of the running flotilla (server.apiToken in its
+config): --token, or the environment variable FLOTILLA_TOKEN.`,
+		Example: `  flotilla approve r-20260102-api-7f3c
+  flotilla approve r-20260102-api-7f3c --cluster eu-1 --reject --reason "p99 latency regressed"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := approvalRequest{Status: "valid", Cluster: cluster, By: whoami(), Reason: reason}
+			if reject {
+				req.Status = "invalid"
+			}
+			c := apiClient{base: server}
+			if err := c.post(cmd.Context(), "/api/v1/rollouts/"+args[0]+"/approval", token, req); err != nil {
+				return err
+			}
+			verb, where := "approved", "every cluster"
+			if reject {
+				verb = "rejected"
+			}
+			if cluster != "" {
+				where = "cluster " + cluster
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rollout %s %s for %s\n", args[0], verb, where)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "the server's API token (env FLOTILLA_TOKEN)")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "limit the verdict to one cluster")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
+	cmd.Flags().BoolVar(&reject, "reject", false, "reject: roll the canaries back")
+	return cmd
+}
+
+// whoami names the approver for the record.
+func whoami() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// post sends v as JSON with the bearer token and fails on any non-2xx.
+func (c apiClient) post(ctx context.Context, path, token string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.base, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("building request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := c.http
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching flotilla at %s (is `flotilla serve` running? --server or FLOTILLA_SERVER): %w", c.base, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("reading response: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error string }
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s", e.Error)
+		}
+		return fmt.Errorf("POST %s: %s", path, resp.Status)
+	}
+	return nil
+}
