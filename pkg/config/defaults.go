@@ -3,8 +3,8 @@ package config
 import (
 	"cmp"
 	"fmt"
-	"net/url"
 	"net"
+	"net/url"
 	"path/filepath"
 	"time"
 

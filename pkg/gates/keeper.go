@@ -188,5 +188,7 @@ func revisionKey(c events.GateCall) string {
 	return strings.Join([]string{c.Cluster, c.Namespace, c.Name, c.Checksum}, "/")
 }
 
-func open(reason string) events.GateDecision   { return events.GateDecision{Open: true, Reason: reason} }
-func closed(reason string) events.GateDecision { return events.GateDecision{Open: false, Reason: reason} }
+func open(reason string) events.GateDecision { return events.GateDecision{Open: true, Reason: reason} }
+func closed(reason string) events.GateDecision {
+	return events.GateDecision{Open: false, Reason: reason}
+}

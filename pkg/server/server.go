@@ -48,19 +48,19 @@ type Options struct {
 
 // Server is the running main job.
 type Server struct {
-	cfg      *config.Config
-	log      *slog.Logger
-	store    *store.Store
+	cfg       *config.Config
+	log       *slog.Logger
+	store     *store.Store
 	repo      *rollout.Repo
 	approvals *gates.StoreApprovals
 	intake    *events.Intake
-	runtime  *runtime.Runtime
-	mirror   *runtime.Mirror
-	resync   *resync.Resyncer
-	http     *http.Server
-	listener net.Listener
-	reg      *prometheus.Registry
-	ready    chan struct{}
+	runtime   *runtime.Runtime
+	mirror    *runtime.Mirror
+	resync    *resync.Resyncer
+	http      *http.Server
+	listener  net.Listener
+	reg       *prometheus.Registry
+	ready     chan struct{}
 }
 
 // New builds the server and opens its store; it listens at once, so Addr is
