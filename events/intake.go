@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -307,6 +308,15 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	defer func() {
+		// A sender must not panic on any input (each has a fuzz target);
+		// if one does, the delivery gets a 500 and the server lives on.
+		if p := recover(); p != nil {
+			in.metrics.delivery(rcv.Name, rcv.Type, "panic")
+			log.Error("webhook handler panicked", slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			writeError(w, http.StatusInternalServerError, errors.New("internal error handling the delivery; it was not recorded"))
+		}
+	}()
 	res, n, err := in.handle(w, r, rcv, token, start)
 	if err != nil {
 		status, outcome := classify(err)

@@ -718,3 +718,46 @@ func TestDefaultGateKeeper(t *testing.T) {
 		}
 	}
 }
+
+// panicSender is a sender with a bug.
+type panicSender struct{}
+
+func (panicSender) Authenticate(context.Context, *Delivery) error { return nil }
+func (panicSender) Parse(*Delivery) (Result, error)              { panic("index out of range") }
+
+func TestIntakeSurvivesAPanickingSender(t *testing.T) {
+	senders["test-panic"] = func(ReceiverConfig) (Sender, error) { return panicSender{}, nil }
+	t.Cleanup(func() { delete(senders, "test-panic") })
+	j := &memJournal{}
+	ti := startIntakeWith(t, []ReceiverConfig{{Name: "bug", Type: "test-panic", Secret: "s"}}, j)
+	for range 2 {
+		r := ti.do(t, "POST", "/hooks/bug", header("Content-Type", "application/json"), []byte(`{}`))
+		if r.status != http.StatusInternalServerError {
+			t.Fatalf("status %d, want 500 (%v)", r.status, r.body)
+		}
+	}
+	if got := webhooks(t, ti, "bug", "test-panic", "panic"); got != 2 {
+		t.Errorf("panic count %v, want 2", got)
+	}
+}
+
+func TestIntakeNeverLogsSecrets(t *testing.T) {
+	ti := startIntake(t, &memJournal{})
+	push := fixture(t, "github", "push.json")
+	// Right and wrong secrets, in headers and in paths.
+	ti.do(t, "POST", "/hooks/gh", githubHeaders("push", "d-1", githubSign(githubSecret, push)), push)
+	ti.do(t, "POST", "/hooks/gh", githubHeaders("push", "d-2", githubSign("guess-"+githubSecret, push)), push)
+	ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), fixture(t, "distribution", "batch.json"))
+	ti.do(t, "POST", "/hooks/registry", registryHeaders("wrong-"+registrySecret), fixture(t, "distribution", "batch.json"))
+	ti.do(t, "POST", "/hooks/flagger/"+flaggerToken, header("Content-Type", "application/json"), fixture(t, "flagger", "promoted.json"))
+	ti.do(t, "POST", "/hooks/flagger/wrong-"+flaggerToken, header("Content-Type", "application/json"), fixture(t, "flagger", "promoted.json"))
+	logs := ti.logs.String()
+	if logs == "" {
+		t.Fatal("no logs at all")
+	}
+	for _, secret := range []string{githubSecret, registrySecret, flaggerToken} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain the secret %q:\n%s", secret, logs)
+		}
+	}
+}
