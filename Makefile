@@ -69,6 +69,10 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) run ./deploy/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
 	$(GO) run ./deploy/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -store-results $(CACHE)/bench/store.txt -intake-results $(CACHE)/bench/intake.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 
+.PHONY: bench-intake
+bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; updates its section of BENCHMARKS.md
+	$(GO) run ./deploy/loadtest -duration 10s -rounds 3 -concurrency 64 -update BENCHMARKS.md
+
 .PHONY: fleet-build
 fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton) into the cache
 	deploy/local/build.sh >/dev/null

@@ -53,6 +53,7 @@ type options struct {
 	dir         string
 	cpuprofile  string
 	only        string
+	update      string
 }
 
 func main() {
@@ -72,6 +73,7 @@ func run(args []string) error {
 	fs.StringVar(&o.dir, "dir", "", "directory for the journal (default: a temporary one, removed after)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run here")
 	fs.StringVar(&o.only, "only", "", "measure only the targets whose name contains this (for profiling)")
+	fs.StringVar(&o.update, "update", "", "replace the intake section of this BENCHMARKS.md with the result (the rest of the file is kept)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,9 +127,61 @@ func run(args []string) error {
 	report := render(o, targets, results)
 	fmt.Print(report)
 	if o.out != "" {
-		return os.WriteFile(o.out, []byte(report), 0o644)
+		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.update != "" {
+		return updateSection(o.update, report)
 	}
 	return nil
+}
+
+// Section of BENCHMARKS.md the intake results live in; deploy/bench writes
+// the same heading.
+const (
+	sectionHeading = "## Durable intake: webhooks/s against a bare CloudEvents receiver"
+	sectionIntro   = "`go run ./deploy/loadtest` (in `make bench`): the HTTP intake journaling every event durably before its 202, side by side with cloudevents/sdk-go's HTTP receiver persisting nothing, same load, same run.\n\n"
+)
+
+// updateSection replaces the intake section of the Markdown file at path
+// (from its heading to the next "## " heading), or inserts it before the
+// first "## " heading after the title when there is none.
+func updateSection(path, report string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(b)
+	section := sectionHeading + "\n\n" + machineLine() + sectionIntro + report + "\n"
+	if i := strings.Index(doc, sectionHeading); i >= 0 {
+		end := len(doc)
+		if j := strings.Index(doc[i+len(sectionHeading):], "\n## "); j >= 0 {
+			end = i + len(sectionHeading) + j + 1
+		}
+		doc = doc[:i] + section + doc[end:]
+	} else if j := strings.Index(doc, "\n## "); j >= 0 {
+		doc = doc[:j+1] + section + doc[j+1:]
+	} else {
+		doc += "\n" + section
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+// machineLine says when and where the numbers were taken.
+func machineLine() string {
+	return fmt.Sprintf("Measured %s on %d CPUs (%s); load average before the run %s, after %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), loadBefore, loadAvg())
+}
+
+var loadBefore = loadAvg()
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // target is one HTTP endpoint under load and how to build its requests.
