@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -45,7 +44,7 @@ type DistributionSender struct {
 }
 
 type distributionEnvelope struct {
-	Events []json.RawMessage `json:"events"`
+	Events []distributionEvent `json:"events"`
 }
 
 type distributionEvent struct {
@@ -97,16 +96,13 @@ func (DistributionSender) Parse(d *Delivery) (Result, error) {
 
 	var res Result
 	var skipped skipReasons
-	for i, raw := range env.Events {
-		var ev distributionEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return Result{}, malformed("decoding distribution event %d: %w", i, err)
-		}
+	for i := range env.Events {
+		ev := &env.Events[i]
 		if reason := ev.skipReason(); reason != "" {
 			skipped.add(reason)
 			continue
 		}
-		e, err := ev.toEvent(d, raw)
+		e, err := ev.toEvent(d)
 		if err != nil {
 			return Result{}, fmt.Errorf("distribution event %d: %w", i, err)
 		}
@@ -134,7 +130,7 @@ func (ev *distributionEvent) skipReason() string {
 	return ""
 }
 
-func (ev *distributionEvent) toEvent(d *Delivery, raw json.RawMessage) (cloudevents.Event, error) {
+func (ev *distributionEvent) toEvent(d *Delivery) (cloudevents.Event, error) {
 	registry := ev.Request.Host
 	if registry == "" && ev.Target.URL != "" {
 		if u, err := url.Parse(ev.Target.URL); err == nil {
@@ -151,7 +147,11 @@ func (ev *distributionEvent) toEvent(d *Delivery, raw json.RawMessage) (cloudeve
 	if id == "" {
 		// Every distribution version sets an id; without one, a hash of
 		// the event still lets a redelivery dedupe.
-		sum := sha256.Sum256(bytes.TrimSpace(raw))
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return cloudevents.Event{}, malformed("encoding distribution event: %w", err)
+		}
+		sum := sha256.Sum256(raw)
 		id = "sha256-" + hex.EncodeToString(sum[:])
 	}
 	p := ImagePushed{

@@ -105,7 +105,7 @@ func TestDistributionParse(t *testing.T) {
 			body:        []byte(`{"events":[{"action":"push","target":{"mediaType":"application/vnd.docker.distribution.manifest.v2+json","repository":"a/b","tag":"t"},"request":{"host":"r:5000"}}]}`),
 			contentType: v2,
 			want:        []ImagePushed{{Registry: "r:5000", Repository: "a/b", Tag: "t", MediaType: "application/vnd.docker.distribution.manifest.v2+json", Sender: "distribution", Receiver: "registry"}},
-			wantIDs:     []string{"registry/distribution/sha256-fa9757fbcbbe974beada8eabb086534514c5b38bd261ec08394bb978ed9a1503"},
+			wantIDs:     []string{"registry/distribution/sha256-834ed79e61009755c1dca19ea355840402121fb300803e9110f78f94b7cf7479"},
 			wantTimes:   []time.Time{received},
 		},
 		{
