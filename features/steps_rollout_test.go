@@ -200,7 +200,8 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		}
 	}
 	cfg := map[string]any{
-		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(w.dir, "data"), "apiToken": apiSecret},
+		// Scenarios share the fleet: each flotilla prunes only its own objects.
+		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(w.dir, "data"), "apiToken": apiSecret, "instance": w.namespace},
 		"events": map[string]any{"sink": w.sink.srv.URL},
 		"receivers": []map[string]any{
 			{"name": "registry", "type": "distribution", "secret": regSecret},

@@ -52,7 +52,7 @@ func (s *scenario) flotillaReceivesTekton(ctx context.Context, cluster string) e
 		return err
 	}
 	cfg := map[string]any{
-		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(dir, "data")},
+		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(dir, "data"), "instance": "tekton-" + randomHex(4)},
 		"events": map[string]any{"sink": w.sink.srv.URL},
 		"receivers": []map[string]any{
 			{"name": "tekton", "type": "tekton", "secret": map[string]string{"file": tokenFile}},

@@ -18,9 +18,11 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// StatusReader reads a canary's live state (pkg/cluster.Set).
+// StatusReader reads a canary's live state (pkg/cluster.Set): the canary
+// named after workload, and the images of the workload and its primary, of
+// workload's kind.
 type StatusReader interface {
-	CanaryStatus(ctx context.Context, cluster, namespace, name, container string) (cluster.CanaryStatus, error)
+	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (cluster.CanaryStatus, error)
 }
 
 // Hooks builds the event hook a canary reports to, for a cluster and rollout.
@@ -113,7 +115,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 		return events.Derive(e, typ, name, events.ClusterResult{RolloutID: ro.ID, Wave: wave, Cluster: name, Reason: reason})
 	}
 	applied := time.Now().UTC()
-	objs := canary.Render(app, canary.Input{Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID)})
+	objs := canary.Render(app, canary.Input{Instance: f.cfg.Server.Instance, Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID)})
 	deps, err := objs.Dependencies()
 	if err != nil {
 		return result(events.TypeClusterFailed, "rendering the delivery policy: "+err.Error())
@@ -153,7 +155,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 	if !res.Changed {
 		// Flagger sees no new revision and will report nothing: if the primary
 		// already runs the digest, the cluster is done.
-		st, err := f.status.CanaryStatus(ctx, name, app.Namespace, app.Workload.Name, app.Workload.Container)
+		st, err := f.status.CanaryStatus(ctx, name, app.Namespace, app.Workload)
 		if err == nil && st.PrimaryImage == ro.Ref() {
 			return result(events.TypeClusterSucceeded, "already running "+ro.Ref())
 		}

@@ -3,6 +3,7 @@ package launch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -61,14 +62,14 @@ func (f *fakeExecutor) applied() map[string][]tasks.ApplyCanaryParams {
 
 // fakeStatus stands in for the clusters' canary status.
 type fakeStatus struct {
-	canaryStatus func(ctx context.Context, cluster, namespace, name, container string) (cluster.CanaryStatus, error)
+	canaryStatus func(ctx context.Context, cluster, namespace string, w config.Workload) (cluster.CanaryStatus, error)
 }
 
-func (f fakeStatus) CanaryStatus(ctx context.Context, cl, namespace, name, container string) (cluster.CanaryStatus, error) {
+func (f fakeStatus) CanaryStatus(ctx context.Context, cl, namespace string, w config.Workload) (cluster.CanaryStatus, error) {
 	if f.canaryStatus == nil {
 		return cluster.CanaryStatus{}, errors.New("no status in this test")
 	}
-	return f.canaryStatus(ctx, cl, namespace, name, container)
+	return f.canaryStatus(ctx, cl, namespace, w)
 }
 
 func app() config.Application {
@@ -242,8 +243,8 @@ func TestLaunchOutcomes(t *testing.T) {
 	errDenied := events.Permanent(errors.New("deployment web/shop-api not found"))
 	errFlaky := errors.New("connection refused")
 	settled := func(primary string) fakeStatus {
-		return fakeStatus{canaryStatus: func(_ context.Context, _, ns, name, container string) (cluster.CanaryStatus, error) {
-			if ns != "web" || name != "shop-api" || container != "api" {
+		return fakeStatus{canaryStatus: func(_ context.Context, _, ns string, w config.Workload) (cluster.CanaryStatus, error) {
+			if ns != "web" || w != app().Workload {
 				return cluster.CanaryStatus{}, errors.New("wrong canary asked for")
 			}
 			return cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: primary, TargetImage: primary}, nil
@@ -345,6 +346,37 @@ func TestLaunchOutcomes(t *testing.T) {
 				t.Errorf("c1: phase %s, previous %q; want %s, %q", c.Phase, c.PreviousImage, tt.wantPhase, tt.wantPrev)
 			}
 		})
+	}
+}
+
+// TestLaunchDaemonSet follows a DaemonSet: the pipeline patches a
+// DaemonSet, and the "already running" check reads DaemonSets.
+func TestLaunchDaemonSet(t *testing.T) {
+	repo := newRepo(t)
+	newRollout(t, repo, nil)
+	ds := app()
+	ds.Workload = config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
+	ds.Delivery.Autoscale = nil
+	exec := &fakeExecutor{applyCanary: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+		return tasks.ApplyCanaryResult{PreviousImage: oldImage}, nil
+	}}
+	status := fakeStatus{canaryStatus: func(_ context.Context, _, ns string, w config.Workload) (cluster.CanaryStatus, error) {
+		if ns != "web" || w != ds.Workload {
+			return cluster.CanaryStatus{}, fmt.Errorf("asked for %+v in %s, want the DaemonSet", w, ns)
+		}
+		return cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}, nil
+	}}
+	cfg := &config.Config{Applications: []config.Application{ds}}
+	evs, err := launch.New(cfg, repo, exec, status, hooks, 0).Handle(t.Context(), waveStarted(t, 0, "c1"))
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	if diff := cmp.Diff([]result{res(events.TypeClusterSucceeded, 0, "c1", "already running "+ref)}, results(t, evs)); diff != "" {
+		t.Errorf("emitted (-want +got):\n%s", diff)
+	}
+	calls := exec.applied()["c1"]
+	if len(calls) != 1 || calls[0].Kind != config.KindDaemonSet || calls[0].Workload != "shop-agent" {
+		t.Errorf("ApplyCanary calls = %+v, want one for DaemonSet shop-agent", calls)
 	}
 }
 

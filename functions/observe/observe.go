@@ -48,7 +48,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if !ok {
 		return nil, nil
 	}
-	st, err := f.status.CanaryStatus(ctx, c.Cluster, app.Namespace, app.Workload.Name, app.Workload.Container)
+	st, err := f.status.CanaryStatus(ctx, c.Cluster, app.Namespace, app.Workload)
 	if err != nil {
 		return nil, err
 	}

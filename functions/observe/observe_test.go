@@ -27,17 +27,22 @@ const (
 // fakeStatus stands in for the clusters' canary status; the features read
 // real canaries.
 type fakeStatus struct {
-	canaryStatus func(ctx context.Context, cluster, namespace, name, container string) (cluster.CanaryStatus, error)
+	canaryStatus func(ctx context.Context, cluster, namespace string, w config.Workload) (cluster.CanaryStatus, error)
 }
 
-func (f fakeStatus) CanaryStatus(ctx context.Context, cl, namespace, name, container string) (cluster.CanaryStatus, error) {
-	return f.canaryStatus(ctx, cl, namespace, name, container)
+func (f fakeStatus) CanaryStatus(ctx context.Context, cl, namespace string, w config.Workload) (cluster.CanaryStatus, error) {
+	return f.canaryStatus(ctx, cl, namespace, w)
 }
 
 // status answers st for the shop canary in any cluster.
 func status(st cluster.CanaryStatus) fakeStatus {
-	return fakeStatus{canaryStatus: func(_ context.Context, _, ns, name, container string) (cluster.CanaryStatus, error) {
-		if ns != "web" || name != "shop-api" || container != "api" {
+	return statusOf(cfg.Applications[0].Workload, st)
+}
+
+// statusOf answers st for the canary of workload w in any cluster.
+func statusOf(w config.Workload, st cluster.CanaryStatus) fakeStatus {
+	return fakeStatus{canaryStatus: func(_ context.Context, _, ns string, got config.Workload) (cluster.CanaryStatus, error) {
+		if ns != "web" || got != w {
 			return cluster.CanaryStatus{}, errors.New("wrong canary asked for")
 		}
 		return st, nil
@@ -182,8 +187,29 @@ func TestObserveClassify(t *testing.T) {
 	}
 }
 
+// TestObserveDaemonSet follows a canary whose target is a DaemonSet: the
+// images are read from the DaemonSet and its primary.
+func TestObserveDaemonSet(t *testing.T) {
+	repo := newRepo(t)
+	newRollout(t, repo, rollout.ClusterProgressing)
+	w := config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
+	ds := &config.Config{Applications: []config.Application{{Name: "shop", Image: image, Namespace: "web", Workload: w}}}
+	st := statusOf(w, cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref})
+	e := canaryEvent(t, events.Canary{Cluster: "c1", Namespace: "web", Name: "shop-agent", Phase: "Succeeded",
+		Outcome: events.CanarySucceeded, Message: "promoted", RolloutID: rolloutID})
+	evs, err := observe.New(ds, repo, st).Handle(t.Context(), e)
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	want := []result{{"flagger-1/" + events.TypeClusterSucceeded + "/c1", events.TypeClusterSucceeded, rolloutID,
+		events.ClusterResult{RolloutID: rolloutID, Wave: 0, Cluster: "c1", Reason: "promoted"}}}
+	if diff := cmp.Diff(want, results(t, evs)); diff != "" {
+		t.Errorf("emitted (-want +got):\n%s", diff)
+	}
+}
+
 func TestObserveIgnores(t *testing.T) {
-	never := fakeStatus{canaryStatus: func(context.Context, string, string, string, string) (cluster.CanaryStatus, error) {
+	never := fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (cluster.CanaryStatus, error) {
 		return cluster.CanaryStatus{}, errors.New("status read for an event that should be ignored")
 	}}
 	tests := []struct {
@@ -221,7 +247,7 @@ func TestObserveErrors(t *testing.T) {
 		permanent bool
 	}{
 		{"payload does not decode", ok, bad, true},
-		{"status unreadable", fakeStatus{canaryStatus: func(context.Context, string, string, string, string) (cluster.CanaryStatus, error) {
+		{"status unreadable", fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (cluster.CanaryStatus, error) {
 			return cluster.CanaryStatus{}, errDown
 		}}, canaryEvent(t, events.Canary{Cluster: "c1", Outcome: events.CanarySucceeded, RolloutID: rolloutID}), false},
 		{"cluster not in the rollout", ok, canaryEvent(t, events.Canary{Cluster: "c9", Outcome: events.CanarySucceeded, RolloutID: rolloutID}), true},

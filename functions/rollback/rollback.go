@@ -143,6 +143,7 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 		prev := c.PreviousImage
 		g.Go(func() error {
 			objs := canary.Render(app, canary.Input{
+				Instance: f.cfg.Server.Instance,
 				Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
 			})
 			deps, err := objs.Dependencies()
@@ -172,7 +173,7 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 			mu.Lock()
 			reverted = append(reverted, name)
 			mu.Unlock()
-			st, err := f.status.CanaryStatus(gctx, name, app.Namespace, app.Workload.Name, app.Workload.Container)
+			st, err := f.status.CanaryStatus(gctx, name, app.Namespace, app.Workload)
 			if err != nil || !st.Settled() || st.PrimaryImage != prev || st.TargetImage != prev {
 				return nil //nolint:nilerr // Flagger is still at work: observe reports the revert
 			}

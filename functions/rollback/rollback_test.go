@@ -67,8 +67,11 @@ func (f *fakeExecutor) take() []string {
 }
 
 // fakeStatus stands in for the clusters' canary status: each cluster's
-// status is what the test set last.
+// status is what the test set last, for the canary of workload (app()'s when
+// zero).
 type fakeStatus struct {
+	workload config.Workload
+
 	mu sync.Mutex
 	st map[string]cluster.CanaryStatus
 }
@@ -82,11 +85,15 @@ func (f *fakeStatus) set(cl string, st cluster.CanaryStatus) {
 	f.st[cl] = st
 }
 
-func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace, name, container string) (cluster.CanaryStatus, error) {
+func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace string, w config.Workload) (cluster.CanaryStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	want := f.workload
+	if want == (config.Workload{}) {
+		want = app().Workload
+	}
 	st, ok := f.st[cl]
-	if !ok || namespace != "web" || name != "shop-api" || container != "api" {
+	if !ok || namespace != "web" || w != want {
 		return cluster.CanaryStatus{}, errors.New("no canary")
 	}
 	return st, nil
@@ -353,6 +360,32 @@ func TestRollbackApplyParams(t *testing.T) {
 	// Applied tells resync which Flagger transitions come after the revert.
 	if c, _, _ := ro.Cluster("c1"); c.Applied.Before(before) {
 		t.Errorf("Applied = %s, want the time of the revert (after %s)", c.Applied, before)
+	}
+}
+
+// TestRollbackDaemonSet reverts a DaemonSet and reads the DaemonSets back
+// to tell it is reverted.
+func TestRollbackDaemonSet(t *testing.T) {
+	repo := newRepo(t)
+	failedRollout(t, repo, func(r *rollout.Rollout) {
+		r.Waves = r.Waves[:1]
+		r.Wave = 0
+	})
+	ds := app()
+	ds.Workload = config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
+	exec := &fakeExecutor{}
+	status := &fakeStatus{workload: ds.Workload}
+	status.set("c1", settledOn(prev("c1")))
+	fn := rollback.New(&config.Config{Applications: []config.Application{ds}}, repo, exec, status, hooks, 0)
+	evs, err := fn.Handle(t.Context(), rolloutFailed(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]emitted{reverted("failed", 0, "c1", "Succeeded")}, summarize(t, evs)); diff != "" {
+		t.Errorf("emitted (-want +got):\n%s", diff)
+	}
+	if p := exec.calls["c1"]; len(p) != 1 || p[0].Kind != config.KindDaemonSet || p[0].Workload != "shop-agent" {
+		t.Errorf("revert applied %+v, want the DaemonSet shop-agent", p)
 	}
 }
 

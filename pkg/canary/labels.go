@@ -14,6 +14,9 @@ const (
 	LabelManagedBy   = "app.kubernetes.io/managed-by"
 	ManagedBy        = "flotilla"
 	LabelApplication = "flotilla.dev/application"
+	// LabelInstance names the flotilla (config server.instance) that
+	// created an object: one flotilla never prunes another's objects.
+	LabelInstance = "flotilla.dev/instance"
 )
 
 // Labels returns the labels that mark an object as flotilla's, created for

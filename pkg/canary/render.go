@@ -2,6 +2,7 @@ package canary
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
@@ -27,9 +28,12 @@ type EventHook struct {
 
 // Input is what varies per cluster and rollout.
 type Input struct {
-	Cluster string
-	Rollout string
-	Event   EventHook
+	// Instance is the flotilla rendering (config server.instance); it
+	// labels every object. Empty leaves the label out.
+	Instance string
+	Cluster  string
+	Rollout  string
+	Event    EventHook
 	// SkipAnalysis promotes at once (used to revert without re-running analysis).
 	SkipAnalysis bool
 }
@@ -66,6 +70,13 @@ func Render(app config.Application, in Input) Objects {
 		o.LoadTester = loadTester(app)
 	}
 	o.Canary = renderCanary(app, in, o)
+	if in.Instance != "" {
+		for _, obj := range o.List() {
+			if m, err := meta.Accessor(obj); err == nil {
+				m.GetLabels()[LabelInstance] = in.Instance
+			}
+		}
+	}
 	return o
 }
 

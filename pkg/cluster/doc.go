@@ -1,5 +1,5 @@
 // Package cluster gives access to the clusters of a fleet: a client
 // configuration per cluster from the config's kubeconfigs, and reads of a
 // canary's live status (Flagger phase, weight, the images its primary and
-// canary workloads run).
+// canary workloads, Deployments or DaemonSets, run).
 package cluster

@@ -3,11 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -96,8 +99,11 @@ func (s CanaryStatus) Settled() bool {
 	return false
 }
 
-// CanaryStatus reads a canary and its workloads. container "" means the first.
-func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace, name, container string) (CanaryStatus, error) {
+// CanaryStatus reads a canary and its workloads: w is the canary's target,
+// after which flotilla names the canary, of kind Deployment (also when empty)
+// or DaemonSet; Flagger's primary is <name>-primary of the same kind. An empty
+// w.Container means the first container.
+func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace string, w config.Workload) (CanaryStatus, error) {
 	var st CanaryStatus
 	c, err := s.clientsFor(clusterName)
 	if err != nil {
@@ -116,20 +122,23 @@ func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace, name, co
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		cn, cnErr = c.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, name, metav1.GetOptions{})
+		cn, cnErr = c.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, w.Name, metav1.GetOptions{})
 	}()
-	go func() { defer wg.Done(); targetImg, tErr = s.image(ctx, c, namespace, name, container) }()
-	go func() { defer wg.Done(); primImg, pErr = s.image(ctx, c, namespace, name+"-primary", container) }()
+	go func() { defer wg.Done(); targetImg, tErr = image(ctx, c, namespace, w.Kind, w.Name, w.Container) }()
+	go func() {
+		defer wg.Done()
+		primImg, pErr = image(ctx, c, namespace, w.Kind, w.Name+"-primary", w.Container)
+	}()
 	wg.Wait()
 	if cnErr != nil {
-		return st, fmt.Errorf("reading canary %s/%s in %s: %w", namespace, name, clusterName, cnErr)
+		return st, fmt.Errorf("reading canary %s/%s in %s: %w", namespace, w.Name, clusterName, cnErr)
 	}
 	st.Phase, st.Weight = string(cn.Status.Phase), cn.Status.CanaryWeight
 	st.Checksum, st.Transition = cn.Status.LastAppliedSpec, cn.Status.LastTransitionTime.Time
-	if target := cn.Spec.TargetRef.Name; target != name {
-		targetImg, tErr = s.image(ctx, c, namespace, target, container)
+	if t := cn.Spec.TargetRef; t.Name != w.Name || kindOf(t.Kind) != kindOf(w.Kind) {
+		targetImg, tErr = image(ctx, c, namespace, t.Kind, t.Name, w.Container)
 		if tErr == nil {
-			primImg, pErr = s.image(ctx, c, namespace, target+"-primary", container)
+			primImg, pErr = image(ctx, c, namespace, t.Kind, t.Name+"-primary", w.Container)
 		}
 	}
 	if tErr != nil {
@@ -142,15 +151,42 @@ func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace, name, co
 	return st, nil
 }
 
-func (s *Set) image(ctx context.Context, c *clients, namespace, name, container string) (string, error) {
-	d, err := c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+// kindOf returns the workload kind, Deployment when empty.
+func kindOf(kind string) string {
+	if kind == "" {
+		return config.KindDeployment
+	}
+	return kind
+}
+
+// image returns the image of the container of the workload of kind kind, or
+// "" when there is no such workload or container.
+func image(ctx context.Context, c *clients, namespace, kind, name, container string) (string, error) {
+	var (
+		pod corev1.PodSpec
+		err error
+	)
+	switch kindOf(kind) {
+	case config.KindDeployment:
+		var d *appsv1.Deployment
+		if d, err = c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			pod = d.Spec.Template.Spec
+		}
+	case config.KindDaemonSet:
+		var d *appsv1.DaemonSet
+		if d, err = c.kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			pod = d.Spec.Template.Spec
+		}
+	default:
+		return "", events.Permanent(fmt.Errorf("reading %s/%s: unsupported workload kind %q", namespace, name, kind))
+	}
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading deployment %s/%s: %w", namespace, name, err)
+		return "", fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(kindOf(kind)), namespace, name, err)
 	}
-	for i, ct := range d.Spec.Template.Spec.Containers {
+	for i, ct := range pod.Containers {
 		if ct.Name == container || (container == "" && i == 0) {
 			return ct.Image, nil
 		}

@@ -21,6 +21,11 @@ type Server struct {
 	// flotilla (for its webhooks). Default "http://" + Listen, with an empty or
 	// unspecified host (":8080", "0.0.0.0:8080") replaced by 127.0.0.1.
 	ExternalURL string `json:"externalURL"`
+	// Instance names this flotilla: every object it creates in the clusters
+	// is labelled flotilla.dev/instance=<instance>, and it removes only
+	// objects with its own label. Flotillas sharing clusters need different
+	// instances. A DNS label; default "flotilla".
+	Instance string `json:"instance"`
 	// APIToken authenticates the API calls that change something
 	// (approvals): "Authorization: Bearer <token>". Without it, those calls
 	// are refused; reading the API needs no token.

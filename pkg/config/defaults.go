@@ -28,6 +28,7 @@ const (
 	DefaultWebhookTimeout   = 10 * time.Second // Flagger's own default
 	DefaultOIDCIssuer       = "https://accounts.google.com"
 	DefaultValidationPeriod = 15 * time.Minute
+	DefaultInstance         = "flotilla"
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
 )
 
@@ -37,6 +38,9 @@ func applyDefaults(c *Config, base string) {
 	s := &c.Server
 	if s.Listen == "" {
 		s.Listen = DefaultListen
+	}
+	if s.Instance == "" {
+		s.Instance = DefaultInstance
 	}
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir

@@ -77,6 +77,7 @@ func (v *validator) server(s *Server) {
 		v.addf("server.listen", "invalid port %q: want a number 0..65535", port)
 	}
 	v.httpURL("server.externalURL", s.ExternalURL)
+	v.dnsLabel("server.instance", "instance", s.Instance)
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}

@@ -1,6 +1,7 @@
 package gates
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -26,9 +27,9 @@ type Approvals interface {
 
 // Labels reads the labels label watch looks at.
 type Labels interface {
-	// Deployment returns the labels of the Deployment, and those of the
-	// pods its selector matches.
-	Deployment(ctx context.Context, cluster, namespace, name string) (deployment map[string]string, pods []map[string]string, err error)
+	// Workload returns the labels of the workload (kind Deployment or
+	// DaemonSet), and those of the pods its selector matches.
+	Workload(ctx context.Context, cluster, namespace, kind, name string) (workload map[string]string, pods []map[string]string, err error)
 }
 
 // Keeper decides gate calls by the applications' validation policies. A
@@ -74,7 +75,7 @@ func (k *Keeper) promote(ctx context.Context, p Policy, c events.GateCall) (even
 		return events.GateDecision{}, err
 	}
 	if p.LabelWatch != nil {
-		if found, err := k.invalidated(ctx, p.LabelWatch, c); err != nil || found != "" {
+		if found, err := k.invalidated(ctx, p, c); err != nil || found != "" {
 			return closed("invalidated: " + found), err
 		}
 	}
@@ -101,7 +102,7 @@ func (k *Keeper) promote(ctx context.Context, p Policy, c events.GateCall) (even
 // failed.
 func (k *Keeper) rollback(ctx context.Context, p Policy, c events.GateCall) (events.GateDecision, error) {
 	if p.LabelWatch != nil {
-		found, err := k.invalidated(ctx, p.LabelWatch, c)
+		found, err := k.invalidated(ctx, p, c)
 		if err != nil {
 			return events.GateDecision{}, err
 		}
@@ -156,13 +157,14 @@ func (k *Keeper) verdict(ctx context.Context, m *Manual, c events.GateCall, left
 
 // invalidated returns the first invalidation label found on the canary's
 // Deployment or pods, as "deployment label k=v" / "pod label k=v", or "".
-func (k *Keeper) invalidated(ctx context.Context, w *LabelWatch, c events.GateCall) (string, error) {
-	dep, pods, err := k.labels.Deployment(ctx, c.Cluster, c.Namespace, c.Name)
+func (k *Keeper) invalidated(ctx context.Context, p Policy, c events.GateCall) (string, error) {
+	w := p.LabelWatch
+	dep, pods, err := k.labels.Workload(ctx, c.Cluster, c.Namespace, p.Kind, c.Name)
 	if err != nil {
 		return "", fmt.Errorf("reading labels of %s/%s in %s: %w", c.Namespace, c.Name, c.Cluster, err)
 	}
 	if kv := match(dep, w.DeploymentInvalidationLabels); kv != "" {
-		return "deployment label " + kv, nil
+		return strings.ToLower(cmp.Or(p.Kind, "Deployment")) + " label " + kv, nil
 	}
 	for _, pod := range pods {
 		if kv := match(pod, w.PodInvalidationLabels); kv != "" {

@@ -29,31 +29,47 @@ func NewKubeLabels(configs Configs) *KubeLabels {
 
 var _ Labels = (*KubeLabels)(nil)
 
-// Deployment implements [Labels]: the Deployment's labels and those of the
-// pods its selector matches (Flagger's canary pods: the primary has its own
-// Deployment).
-func (k *KubeLabels) Deployment(ctx context.Context, cluster, namespace, name string) (map[string]string, []map[string]string, error) {
+// Workload implements [Labels]: the workload's labels and those of the
+// pods its selector matches (Flagger's canary pods: the primary is another
+// workload, <name>-primary).
+func (k *KubeLabels) Workload(ctx context.Context, cluster, namespace, kind, name string) (map[string]string, []map[string]string, error) {
 	c, err := k.client(cluster)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("getting deployment: %w", err)
+	var (
+		labels   map[string]string
+		selector *metav1.LabelSelector
+	)
+	switch kind {
+	case "", "Deployment":
+		d, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("getting deployment: %w", err)
+		}
+		labels, selector = d.Labels, d.Spec.Selector
+	case "DaemonSet":
+		d, err := c.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("getting daemonset: %w", err)
+		}
+		labels, selector = d.Labels, d.Spec.Selector
+	default:
+		return nil, nil, fmt.Errorf("label watch cannot read a %s", kind)
 	}
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil {
-		return nil, nil, fmt.Errorf("deployment selector: %w", err)
+		return nil, nil, fmt.Errorf("%s selector: %w", kind, err)
 	}
 	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}
-	labels := make([]map[string]string, 0, len(pods.Items))
+	podLabels := make([]map[string]string, 0, len(pods.Items))
 	for _, p := range pods.Items {
-		labels = append(labels, p.Labels)
+		podLabels = append(podLabels, p.Labels)
 	}
-	return d.Labels, labels, nil
+	return labels, podLabels, nil
 }
 
 func (k *KubeLabels) client(cluster string) (kubernetes.Interface, error) {

@@ -4,6 +4,9 @@ import "time"
 
 // Policy is the validation of one application's canaries.
 type Policy struct {
+	// Kind is the workload's kind, Deployment (the default) or DaemonSet:
+	// label watch reads its labels and its pods'.
+	Kind string
 	// Period is the validation period: how long a canary revision must run
 	// (from the first gate call seen for it) before it may be promoted by
 	// label watch, or decided by Manual.StatusAfterDeadline.

@@ -98,7 +98,7 @@ func (r *Resyncer) Pass(ctx context.Context, onlyOverdue bool) error {
 				if c.Phase != rollout.ClusterProgressing && c.Phase != rollout.ClusterReverting {
 					continue
 				}
-				st, err := r.status.CanaryStatus(ctx, c.Name, app.Namespace, app.Workload.Name, app.Workload.Container)
+				st, err := r.status.CanaryStatus(ctx, c.Name, app.Namespace, app.Workload)
 				if err != nil {
 					r.o.Logger.Warn("resync: reading canary", "cluster", c.Name, "rollout_id", ro.ID, "error", err)
 					continue

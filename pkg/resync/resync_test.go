@@ -34,19 +34,25 @@ var cfg = &config.Config{Applications: []config.Application{{
 }}}
 
 // fakeStatus stands in for the clusters' canary status; the features read
-// real canaries.
+// real canaries. It answers for the canary of workload (cfg's when zero).
 type fakeStatus struct {
+	workload config.Workload
+
 	mu    sync.Mutex
 	st    map[string]cluster.CanaryStatus
 	reads []string
 }
 
-func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace, name, container string) (cluster.CanaryStatus, error) {
+func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace string, w config.Workload) (cluster.CanaryStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads = append(f.reads, cl)
+	want := f.workload
+	if want == (config.Workload{}) {
+		want = cfg.Applications[0].Workload
+	}
 	st, ok := f.st[cl]
-	if !ok || namespace != "web" || name != "shop-api" || container != "api" {
+	if !ok || namespace != "web" || w != want {
 		return cluster.CanaryStatus{}, errors.New("canary not found")
 	}
 	return st, nil
@@ -206,6 +212,32 @@ func TestPass(t *testing.T) {
 // TestPassWholeSeconds: Flagger keeps its transition time in whole seconds,
 // so a canary applied at .300 that settled at .900 reports .000; it settled
 // after the apply all the same.
+// TestPassDaemonSet reads the canary of a DaemonSet workload as one.
+func TestPassDaemonSet(t *testing.T) {
+	f := newFixture(t)
+	w := config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
+	f.status.workload = w
+	applied := t0.Add(-10 * time.Minute)
+	f.status.st["c1"] = cluster.CanaryStatus{Phase: "Succeeded", Transition: applied.Add(time.Minute), PrimaryImage: ref, TargetImage: ref}
+	f.addRollout(t, "shop-1", rollout.Progressing, rollout.ClusterProgressing, applied)
+	ds := &config.Config{Applications: []config.Application{{Name: "shop", Image: image, Namespace: "web", Workload: w}}}
+	r := resync.New(ds, f.repo, f.status, journal{f.store}, resync.Options{Now: func() time.Time { return f.now }})
+	if err := r.Pass(t.Context(), false); err != nil {
+		t.Fatalf("Pass: %v", err)
+	}
+	got := f.journaled(t)
+	if len(got) != 1 {
+		t.Fatalf("journaled %d events, want 1", len(got))
+	}
+	c, err := events.Decode[events.Canary](got[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "shop-agent" || c.Outcome != events.CanarySucceeded {
+		t.Errorf("canary event for %s, outcome %s; want shop-agent, succeeded", c.Name, c.Outcome)
+	}
+}
+
 func TestPassWholeSeconds(t *testing.T) {
 	applied := t0.Add(-time.Minute).Add(300 * time.Millisecond)
 	tests := []struct {

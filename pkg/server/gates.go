@@ -115,7 +115,7 @@ func policyOf(a config.Application) gates.Policy {
 	if v == nil {
 		return gates.Policy{}
 	}
-	p := gates.Policy{Period: v.ValidationPeriod.Duration}
+	p := gates.Policy{Kind: a.Workload.Kind, Period: v.ValidationPeriod.Duration}
 	for _, it := range v.Items {
 		switch {
 		case it.Manual != nil:

@@ -44,6 +44,7 @@ type Options struct {
 	Resolver registry.Resolver    // default: registry.NewRemote()
 	Executor pipelines.Executor   // default: the embedded executor
 	Resync   resync.Options       // lost-event recovery; see package resync for defaults
+	NoPrune  bool                 // skips the start-up prune (prune.go), for flotillas sharing clusters
 }
 
 // Server is the running main job.
@@ -57,6 +58,7 @@ type Server struct {
 	runtime   *runtime.Runtime
 	mirror    *runtime.Mirror
 	resync    *resync.Resyncer
+	pruneSet  *cluster.Set // the clusters the start-up prune cleans; nil with Options.NoPrune
 	http      *http.Server
 	listener  net.Listener
 	reg       *prometheus.Registry
@@ -99,6 +101,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 	clusters, err := cluster.NewSet(cfg.Fleet.Clusters)
 	if err != nil {
 		return nil, err
+	}
+	if !o.NoPrune {
+		s.pruneSet = clusters
 	}
 	if o.Executor == nil {
 		o.Executor = pipelines.NewEmbedded(clusters)
@@ -206,8 +211,10 @@ func flaggerReceiver(cfg *config.Config) (config.Receiver, error) {
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.listener.Addr().String() }
 
-// Run serves HTTP and runs the functions until ctx ends.
+// Run prunes what removed delivery policies left (prune.go), then serves
+// HTTP and runs the functions until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	s.prune(ctx)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
