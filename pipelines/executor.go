@@ -9,8 +9,21 @@ import (
 )
 
 // Executor runs flotilla's pipeline tasks against one cluster of the fleet.
+// ApplyCanary runs the flotilla-rollout Pipeline without GitOps and returns
+// apply-canary's results.
 type Executor interface {
 	ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error)
+}
+
+// Runner runs the whole flotilla-rollout Pipeline against one cluster: the
+// bump of a GitOps application's deployments repository, then
+// apply-canary. Both executors implement it besides Executor.
+//
+// Errors: events.IsPermanent when retrying cannot help (bad params, a
+// workload that does not exist, a step that failed permanently); anything
+// else is worth retrying.
+type Runner interface {
+	Run(ctx context.Context, cluster string, p RunParams) (Results, error)
 }
 
 // Clusters gives the client configuration of a cluster (pkg/cluster.Set).
@@ -18,19 +31,11 @@ type Clusters interface {
 	Config(name string) (*rest.Config, error)
 }
 
-// Embedded runs the tasks in process: the default executor, no Tekton needed.
-type Embedded struct {
-	clusters Clusters
-}
-
-// NewEmbedded returns the in-process executor.
-func NewEmbedded(clusters Clusters) *Embedded { return &Embedded{clusters: clusters} }
-
-// ApplyCanary runs the apply-canary task against cluster.
-func (e *Embedded) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-	cfg, err := e.clusters.Config(cluster)
+// applyCanary runs ApplyCanary through a Runner.
+func applyCanary(ctx context.Context, r Runner, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	res, err := r.Run(ctx, cluster, FromApplyCanary(p))
 	if err != nil {
 		return tasks.ApplyCanaryResult{}, err
 	}
-	return tasks.ApplyCanary(ctx, cfg, p)
+	return tasks.ApplyCanaryResult{PreviousImage: res.PreviousImage, Changed: res.Changed}, nil
 }

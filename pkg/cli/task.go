@@ -4,79 +4,111 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 
-	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
-	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
 func newTaskCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "task",
 		Short: "Run one pipeline task (the steps of flotilla's Tekton Tasks run these)",
+		Long: `Run one pipeline task. The steps of flotilla's Tekton Tasks run these
+commands, and the embedded executor calls the same code in process.
+
+Each flag but --kubeconfig, --context and --git-credentials is a param of the
+Task of the same name; --result-<name> writes a result to a file, as Tekton's
+$(results.<name>.path). Without any --result-* flag the results are printed
+as a JSON object. A failed task writes its error to --result-error and exits
+1, or 3 when retrying cannot help.`,
 	}
-	cmd.AddCommand(newApplyCanaryCmd())
+	for _, def := range tasks.Defs() {
+		cmd.AddCommand(newTaskDefCmd(def))
+	}
 	return cmd
 }
 
-func newApplyCanaryCmd() *cobra.Command {
-	var (
-		p                                               tasks.ApplyCanaryParams
-		kubeconfig, kubeContext, canaryFile, resultFile string
-	)
+// exitError ends the command with a given exit code.
+type exitError struct {
+	code int
+	error
+}
+
+func (e exitError) Unwrap() error { return e.error }
+
+// newTaskDefCmd is `flotilla task <name>`, its flags the task's params.
+func newTaskDefCmd(def tasks.Def) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "apply-canary",
-		Short: "Apply a Flagger Canary and set the workload's image in one cluster",
+		Use:   def.Name,
+		Short: def.Short,
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	}
+	in := def.Bind(cmd.Flags())
+	// apply-canary keeps the conveniences it had before it was a Task.
+	var canaryFile, resultFile string
+	if def.Name == "apply-canary" {
+		cmd.Flags().StringVar(&canaryFile, "canary-file", "", "read --canary from this file (YAML or JSON)")
+		cmd.Flags().StringVar(&resultFile, "result-file", "", `also write the results as one JSON object {"previousImage","changed"}`)
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if canaryFile != "" {
+			if in.Changed(tasks.ParamCanary) {
+				return usageError{fmt.Errorf("--canary and --canary-file: give one")}
+			}
 			b, err := os.ReadFile(canaryFile)
 			if err != nil {
 				return usageError{fmt.Errorf("--canary-file: %w", err)}
 			}
-			var c flaggerv1.Canary
-			if err := yaml.UnmarshalStrict(b, &c); err != nil {
-				return usageError{fmt.Errorf("--canary-file %s: %w", canaryFile, err)}
+			if err := in.Set(tasks.ParamCanary, string(b)); err != nil {
+				return usageError{err}
 			}
-			if c.Namespace == "" {
-				c.Namespace = p.Namespace
+		}
+		if _, err := in.Params(); err != nil {
+			return usageError{err}
+		}
+		paths := in.ResultPaths()
+		res, err := in.Run(cmd.Context(), in.Env())
+		if err != nil {
+			if p, ok := paths[tasks.ResultError]; ok {
+				_ = tasks.WriteResults(tasks.Results{tasks.ResultError: tasks.ErrorResult(err)}, map[string]string{tasks.ResultError: p})
 			}
-			p.Canary = &c
-			cfg, err := kube.RESTConfig(kubeconfig, kubeContext)
-			if err != nil {
+			if events.IsPermanent(err) {
+				return exitError{tasks.ExitPermanent, err}
+			}
+			return err
+		}
+		if err := tasks.WriteResults(res, paths); err != nil {
+			return err
+		}
+		if resultFile != "" {
+			if err := writeApplyCanaryResult(resultFile, res); err != nil {
 				return err
 			}
-			res, err := tasks.ApplyCanary(cmd.Context(), cfg, p)
-			if err != nil {
-				return err
-			}
+		}
+		if len(paths) == 0 {
 			out, err := json.Marshal(res)
 			if err != nil {
-				return fmt.Errorf("encoding result: %w", err)
-			}
-			if resultFile != "" {
-				if err := os.WriteFile(resultFile, out, 0o644); err != nil {
-					return fmt.Errorf("writing result: %w", err)
-				}
+				return fmt.Errorf("encoding results: %w", err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), string(out))
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the target cluster")
-	f.StringVar(&kubeContext, "context", "", "context of the kubeconfig (default: current)")
-	f.StringVar(&p.Rollout, "rollout", "", "rollout id")
-	f.StringVar(&p.Namespace, "namespace", "default", "namespace of the workload")
-	f.StringVar(&p.Workload, "workload", "", "name of the Deployment")
-	f.StringVar(&p.Container, "container", "", "container to set the image of (default: the first)")
-	f.StringVar(&p.Image, "image", "", "image to set, repo@digest")
-	f.StringVar(&canaryFile, "canary-file", "", "Flagger Canary (YAML or JSON)")
-	f.StringVar(&resultFile, "result-file", "", "also write the JSON result here (a Tekton result path)")
-	for _, name := range []string{"rollout", "workload", "image", "canary-file"} {
-		_ = cmd.MarkFlagRequired(name)
+		}
+		return nil
 	}
 	return cmd
+}
+
+// writeApplyCanaryResult writes apply-canary's results as one JSON object.
+func writeApplyCanaryResult(path string, res tasks.Results) error {
+	changed, _ := strconv.ParseBool(res[tasks.ResultChanged])
+	out, err := json.Marshal(tasks.ApplyCanaryResult{PreviousImage: res[tasks.ResultPreviousImage], Changed: changed})
+	if err != nil {
+		return fmt.Errorf("encoding result: %w", err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		return fmt.Errorf("writing result: %w", err)
+	}
+	return nil
 }

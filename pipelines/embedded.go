@@ -1,0 +1,135 @@
+package pipelines
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
+)
+
+// Embedded runs the flotilla-rollout Pipeline in process: the default
+// executor, no Tekton needed. It parses the same embedded Pipeline and Tasks
+// Tekton runs and calls, for each step's `flotilla task <name> ...`
+// command, the Go function that command calls.
+type Embedded struct {
+	clusters Clusters
+	gitAuth  func(url string) (gitops.Auth, error)
+	log      *slog.Logger
+}
+
+// EmbeddedOption configures the embedded executor.
+type EmbeddedOption func(*Embedded)
+
+// WithGitAuth sets the credentials bump-image uses for a deployments
+// repository. Default: none.
+func WithGitAuth(f func(url string) (gitops.Auth, error)) EmbeddedOption {
+	return func(e *Embedded) { e.gitAuth = f }
+}
+
+// WithEmbeddedLogger logs task starts and ends at debug level. Default:
+// none.
+func WithEmbeddedLogger(l *slog.Logger) EmbeddedOption {
+	return func(e *Embedded) { e.log = l }
+}
+
+// NewEmbedded returns the in-process executor.
+func NewEmbedded(clusters Clusters, opts ...EmbeddedOption) *Embedded {
+	e := &Embedded{clusters: clusters}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// embeddedResources are the embedded Pipeline and Tasks, parsed once.
+var embeddedResources = sync.OnceValues(func() (Resources, error) { return Load("") })
+
+// ApplyCanary runs the pipeline without GitOps against cluster.
+func (e *Embedded) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	return applyCanary(ctx, e, cluster, p)
+}
+
+// Run runs the flotilla-rollout Pipeline against cluster.
+func (e *Embedded) Run(ctx context.Context, cluster string, p RunParams) (Results, error) {
+	res, err := embeddedResources()
+	if err != nil {
+		return Results{}, fmt.Errorf("loading the embedded pipeline: %w", err)
+	}
+	params, err := p.pipelineParams()
+	if err != nil {
+		return Results{}, err
+	}
+	params[ParamKubeconfigSecret] = cluster // unused in process: the cluster's config is at hand
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	eng := &engine{tasks: taskSpecs(res), step: e.stepRunner(cluster), log: e.log}
+	out, err := eng.run(ctx, res.Pipeline, runName(p.Rollout, cluster, p.Image), params, timeout)
+	if err != nil {
+		return Results{}, err
+	}
+	return resultsFrom(out.Results)
+}
+
+func taskSpecs(r Resources) map[string]*tektonv1.TaskSpec {
+	m := map[string]*tektonv1.TaskSpec{}
+	for _, t := range r.Tasks {
+		m[t.Name] = &t.Spec
+	}
+	return m
+}
+
+// stepRunner runs steps against cluster: its config comes from Clusters
+// rather than from a kubeconfig mounted from a Secret.
+func (e *Embedded) stepRunner(cluster string) stepRunner {
+	env := tasks.Env{
+		Cluster: func() (*rest.Config, error) { return e.clusters.Config(cluster) },
+		GitAuth: e.gitAuth,
+	}
+	return func(ctx context.Context, c stepCall) (map[string]string, error) {
+		return runFlotillaStep(ctx, c.Step, env)
+	}
+}
+
+// runFlotillaStep runs a step whose command is `flotilla task <name> ...`
+// by calling the task's Go function with the step's args parsed by the same
+// flags, and returns the results it would have written, by the names of
+// their $(results.<name>.path) files.
+func runFlotillaStep(ctx context.Context, s tektonv1.Step, env tasks.Env) (map[string]string, error) {
+	argv := append(append([]string{}, s.Command...), s.Args...)
+	if len(argv) < 3 || path.Base(argv[0]) != "flotilla" || argv[1] != "task" {
+		return nil, events.Permanent(fmt.Errorf("step %s runs %q: the embedded executor runs `flotilla task <name>` steps only", s.Name, argv))
+	}
+	def, ok := tasks.Lookup(argv[2])
+	if !ok {
+		return nil, events.Permanent(fmt.Errorf("step %s runs task %q, which flotilla does not have", s.Name, argv[2]))
+	}
+	in, err := def.Parse(argv[3:])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	paths := in.ResultPaths()
+	res, err := in.Run(ctx, env)
+	if err != nil {
+		res = tasks.Results{tasks.ResultError: tasks.ErrorResult(err)}
+	}
+	for name, p := range paths {
+		file, ok := strings.CutPrefix(p, pipeline.DefaultResultPath+"/")
+		if v, has := res[name]; ok && has {
+			out[file] = v
+		}
+	}
+	return out, err
+}

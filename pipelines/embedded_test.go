@@ -1,0 +1,133 @@
+package pipelines
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	"github.com/google/go-cmp/cmp"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+)
+
+// bumpOnly is the embedded flotilla-rollout Pipeline with its bump-image
+// task only: it needs a git repository, not a cluster.
+func bumpOnly(t *testing.T) (*engine, *tektonv1.Pipeline) {
+	t.Helper()
+	res, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Pipeline.DeepCopy()
+	p.Spec.Tasks = p.Spec.Tasks[:1]
+	p.Spec.Results = p.Spec.Results[2:]
+	if p.Spec.Tasks[0].Name != "bump-image" || p.Spec.Results[0].Name != ResultCommit {
+		t.Fatalf("the pipeline's first task is %s, its last result %s", p.Spec.Tasks[0].Name, p.Spec.Results[0].Name)
+	}
+	return &engine{tasks: taskSpecs(res), step: NewEmbedded(nil).stepRunner("c1")}, p
+}
+
+// TestEmbeddedRunsTheStepCommands runs the embedded bump-image Task's step,
+// `flotilla task bump-image --...`, through the same flags and Go function
+// as the command, against a real repository.
+func TestEmbeddedRunsTheStepCommands(t *testing.T) {
+	url := NewTestRepo(t, map[string]string{"apps/web/kustomization.yaml": "images:\n  - name: registry.example.com/web\n    newTag: \"1\"\n"})
+	eng, p := bumpOnly(t)
+	rp := RunParams{
+		Rollout: "r1", Application: "web", Image: "registry.example.com/web:2",
+		Canary: &flaggerv1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
+		GitOps: &GitOps{URL: url, Paths: []string{"apps/web/kustomization.yaml"}},
+	}
+	params, err := rp.pipelineParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params[ParamKubeconfigSecret] = "unused"
+	for i, wantChanged := range []string{"true", "false"} {
+		out, err := eng.run(t.Context(), p, "run1", params, time.Minute)
+		if err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		head := HeadCommit(t, url)
+		if diff := cmp.Diff(map[string]string{ResultCommit: head.Hash.String()}, out.Results); diff != "" {
+			t.Errorf("run %d: results (-want +got):\n%s", i+1, diff)
+		}
+		if got := out.Tasks["bump-image"].Results[tasks.ResultChanged]; got != wantChanged {
+			t.Errorf("run %d: changed = %q, want %q", i+1, got, wantChanged)
+		}
+		if !strings.Contains(head.Message, "flotilla: web 2 (rollout r1)") {
+			t.Errorf("commit message %q", head.Message)
+		}
+	}
+
+	params[tasks.ParamGitEdit] = "sed"
+	out, err := eng.run(t.Context(), p, "run2", params, time.Minute)
+	if !events.IsPermanent(err) || !strings.Contains(err.Error(), `edit "sed"`) {
+		t.Fatalf("run with an unknown edit: %v, want a permanent error", err)
+	}
+	if o := out.Tasks["bump-image"]; o.Attempts != 1 || !strings.Contains(o.Results[tasks.ResultError], `edit "sed"`) {
+		t.Errorf("outcome %+v: want one attempt and the error result", o)
+	}
+}
+
+func TestRunFlotillaStepRefusesOtherCommands(t *testing.T) {
+	for _, s := range []tektonv1.Step{
+		{Name: "sh", Command: []string{"sh", "-c", "echo"}},
+		{Name: "unknown", Command: []string{"flotilla"}, Args: []string{"task", "deploy-everything"}},
+		{Name: "bad flag", Command: []string{"/ko-app/flotilla"}, Args: []string{"task", "bump-image", "--bogus=1"}},
+	} {
+		if _, err := runFlotillaStep(t.Context(), s, tasks.Env{}); !events.IsPermanent(err) {
+			t.Errorf("step %s: %v, want a permanent error", s.Name, err)
+		}
+	}
+}
+
+// BenchmarkEmbeddedOverhead measures what the embedded executor adds to an
+// apply-canary: the pipeline's params encoded, the DAG run, the step's
+// command line substituted and parsed, the canary decoded; everything but
+// the API calls.
+func BenchmarkEmbeddedOverhead(b *testing.B) {
+	res, err := Load("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := func(_ context.Context, c stepCall) (map[string]string, error) {
+		def, _ := tasks.Lookup(c.Step.Args[1])
+		in, err := def.Parse(c.Step.Args[2:])
+		if err != nil {
+			return nil, err
+		}
+		p, err := in.Params()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tasks.ApplyCanaryParamsFrom(p); err != nil {
+			return nil, err
+		}
+		return map[string]string{"previous-image": "web:1", "changed": "true"}, nil
+	}
+	eng := &engine{tasks: taskSpecs(res), step: step}
+	rp := RunParams{
+		Rollout: "r1", Namespace: "apps", Workload: "web", Image: "registry.example.com/web@sha256:" + strings.Repeat("a", 64),
+		Canary: &flaggerv1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: flaggerv1.CanarySpec{
+			Provider: "kubernetes", Service: flaggerv1.CanaryService{Port: 80},
+			Analysis: &flaggerv1.CanaryAnalysis{Interval: "1m", Threshold: 5, Iterations: 10},
+		}},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		params, err := rp.pipelineParams()
+		if err != nil {
+			b.Fatal(err)
+		}
+		params[ParamKubeconfigSecret] = "c1"
+		if _, err := eng.run(b.Context(), res.Pipeline, "run", params, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package pipelines
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+)
+
+// Params and results of the flotilla-rollout Pipeline that are not params
+// of a task command (those are the tasks.Param* names).
+const (
+	ParamApplication      = tasks.ParamApplication
+	ParamKubeconfigSecret = "kubeconfig-secret"
+	ParamGitOps           = "gitops"
+	ParamGitSecret        = "git-secret"
+
+	ResultPreviousImage = tasks.ResultPreviousImage
+	ResultChanged       = tasks.ResultChanged
+	ResultCommit        = tasks.ResultCommit
+)
+
+// DefaultTimeout bounds one run of the pipeline when RunParams.Timeout is
+// zero.
+const DefaultTimeout = 15 * time.Minute
+
+// RunParams are the params of one run of the flotilla-rollout Pipeline
+// against one cluster.
+type RunParams struct {
+	Rollout     string
+	Application string
+	Namespace   string
+	Kind        string // of the workload: Deployment (the default) or DaemonSet
+	Workload    string
+	Container   string // "" = the first container
+	Image       string // repo@digest
+	Canary      *flaggerv1.Canary
+	// Objects are what the canary refers to, applied before it.
+	Objects []*unstructured.Unstructured
+	// GitOps, when set, bumps the image in the application's deployments
+	// repository before the canary is applied.
+	GitOps *GitOps
+	// Timeout bounds the whole run. Default DefaultTimeout.
+	Timeout time.Duration
+}
+
+// GitOps says where an application's image lives in a deployments
+// repository.
+type GitOps struct {
+	URL    string
+	Branch string // "" = the remote's default branch
+	// Paths are the files holding the image.
+	Paths []string
+	// Edit is tasks.EditKustomize (the default), EditHelm or EditManifest;
+	// EditOptions its fields as a JSON object (see tasks.NewEdit).
+	Edit        string
+	EditOptions string
+	// Secret names the Secret holding the repository's credentials, in the
+	// namespace the Tekton executor runs pipelines in. Default
+	// "flotilla-git". The embedded executor asks its GitAuth instead.
+	Secret string
+}
+
+// Results are what a run reports.
+type Results struct {
+	// PreviousImage is the image the workload ran before the rollout.
+	PreviousImage string `json:"previousImage"`
+	// Changed tells whether the workload's image changed.
+	Changed bool `json:"changed"`
+	// Commit is the deployments repository's commit (GitOps only).
+	Commit string `json:"commit,omitempty"`
+}
+
+// FromApplyCanary turns the params of an apply-canary into a run of the
+// pipeline without GitOps.
+func FromApplyCanary(p tasks.ApplyCanaryParams) RunParams {
+	return RunParams{
+		Rollout: p.Rollout, Namespace: p.Namespace, Kind: p.Kind, Workload: p.Workload,
+		Container: p.Container, Image: p.Image, Canary: p.Canary, Objects: p.Objects,
+	}
+}
+
+// pipelineParams encodes p as the Pipeline's params (all strings), without
+// ParamKubeconfigSecret, which depends on the executor.
+func (p RunParams) pipelineParams() (map[string]string, error) {
+	if p.Canary == nil {
+		return nil, events.Permanent(fmt.Errorf("run of rollout %s: no canary", p.Rollout))
+	}
+	tp, err := tasks.ApplyCanaryParams{
+		Rollout: p.Rollout, Namespace: p.Namespace, Kind: p.Kind, Workload: p.Workload,
+		Container: p.Container, Image: p.Image, Canary: p.Canary, Objects: p.Objects,
+	}.ParamsOf()
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	out := map[string]string(tp)
+	if out[tasks.ParamNamespace] == "" {
+		out[tasks.ParamNamespace] = "default"
+	}
+	if out[tasks.ParamKind] == "" {
+		out[tasks.ParamKind] = "Deployment"
+	}
+	out[ParamApplication] = p.Application
+	out[ParamGitOps] = strconv.FormatBool(p.GitOps != nil)
+	if g := p.GitOps; g != nil {
+		out[tasks.ParamGitURL] = g.URL
+		out[tasks.ParamGitBranch] = g.Branch
+		out[tasks.ParamGitPath] = strings.Join(g.Paths, ",")
+		out[tasks.ParamGitEdit] = g.Edit
+		if g.Edit == "" {
+			out[tasks.ParamGitEdit] = tasks.EditKustomize
+		}
+		out[tasks.ParamGitEditOptions] = g.EditOptions
+		out[ParamGitSecret] = g.Secret
+		if g.Secret == "" {
+			out[ParamGitSecret] = "flotilla-git"
+		}
+	}
+	return out, nil
+}
+
+// resultsFrom decodes the Pipeline's results.
+func resultsFrom(m map[string]string) (Results, error) {
+	r := Results{PreviousImage: m[ResultPreviousImage], Commit: m[ResultCommit]}
+	if v, ok := m[ResultChanged]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return r, fmt.Errorf("result %s = %q: %w", ResultChanged, v, err)
+		}
+		r.Changed = b
+	}
+	return r, nil
+}
+
+// runName names the run of a rollout's image in a cluster: readable, a
+// valid object name, and the same for the same run, so a retried launch
+// finds the run it already started.
+func runName(rollout, cluster, image string) string {
+	h := sha256.Sum256([]byte(rollout + "\x00" + cluster + "\x00" + image))
+	base := dnsLabel(rollout + "-" + cluster)
+	if len(base) > 40 {
+		base = strings.TrimRight(base[:40], "-")
+	}
+	if base == "" {
+		base = "flotilla"
+	}
+	return base + "-" + hex.EncodeToString(h[:])[:8]
+}
+
+// dnsLabel lowercases s and replaces what a DNS label may not hold by '-'.
+func dnsLabel(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			b[i] = '-'
+		}
+	}
+	return strings.Trim(string(b), "-")
+}
+
+// labelValue is s if it is a valid label value, else a valid value derived
+// from it (truncated, with a hash of the whole).
+func labelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	h := sha256.Sum256([]byte(s))
+	base := dnsLabel(s)
+	if len(base) > 50 {
+		base = strings.TrimRight(base[:50], "-")
+	}
+	return strings.TrimLeft(base+"-"+hex.EncodeToString(h[:])[:8], "-")
+}

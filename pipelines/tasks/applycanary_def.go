@@ -1,0 +1,168 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+)
+
+// Names of the apply-canary task's params and results.
+const (
+	ParamRollout   = "rollout"
+	ParamNamespace = "namespace"
+	ParamKind      = "kind"
+	ParamWorkload  = "workload"
+	ParamContainer = "container"
+	ParamImage     = "image"
+	ParamCanary    = "canary"
+	ParamObjects   = "objects"
+
+	ResultPreviousImage = "previous-image"
+	ResultChanged       = "changed"
+)
+
+var applyCanaryDef = Def{
+	Name:  "apply-canary",
+	Short: "Apply a Flagger Canary (and what it refers to) and set the workload's image in one cluster",
+	Params: []Param{
+		{Name: ParamRollout, Required: true, Usage: "rollout id"},
+		{Name: ParamNamespace, Default: "default", Usage: "namespace of the workload"},
+		{Name: ParamKind, Default: "Deployment", Usage: "kind of the workload: Deployment or DaemonSet"},
+		{Name: ParamWorkload, Required: true, Usage: "name of the workload"},
+		{Name: ParamContainer, Usage: "container to set the image of (default: the first)"},
+		{Name: ParamImage, Required: true, Usage: "image to set, repo@digest"},
+		{Name: ParamCanary, Required: true, Usage: "the Flagger Canary, JSON (or YAML); its namespace defaults to --namespace"},
+		{Name: ParamObjects, Usage: "objects the canary refers to (MetricTemplates, an autoscaler, a load tester), a JSON (or YAML) list"},
+	},
+	Results: []string{ResultPreviousImage, ResultChanged},
+	Cluster: true,
+	Run:     runApplyCanary,
+}
+
+func runApplyCanary(ctx context.Context, env Env, p Params) (Results, error) {
+	ap, err := ApplyCanaryParamsFrom(p)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := env.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	res, err := ApplyCanary(ctx, cfg, ap)
+	if err != nil {
+		return nil, err
+	}
+	return Results{ResultPreviousImage: res.PreviousImage, ResultChanged: strconv.FormatBool(res.Changed)}, nil
+}
+
+// ApplyCanaryParamsFrom decodes the apply-canary task's params.
+func ApplyCanaryParamsFrom(p Params) (ApplyCanaryParams, error) {
+	ap := ApplyCanaryParams{
+		Rollout: p[ParamRollout], Namespace: p[ParamNamespace], Kind: p[ParamKind],
+		Workload: p[ParamWorkload], Container: p[ParamContainer], Image: p[ParamImage],
+	}
+	if ap.Namespace == "" {
+		ap.Namespace = "default"
+	}
+	var c flaggerv1.Canary
+	if err := decodeStrict(p[ParamCanary], &c); err != nil {
+		return ap, events.Permanent(fmt.Errorf("decoding the canary: %w", err))
+	}
+	if c.Name == "" {
+		return ap, events.Permanent(fmt.Errorf("decoding the canary: it has no name"))
+	}
+	if c.Namespace == "" {
+		c.Namespace = ap.Namespace
+	}
+	ap.Canary = &c
+	if p[ParamObjects] != "" {
+		// As JSON with integers kept int64, as the API machinery expects.
+		b := []byte(p[ParamObjects])
+		var err error
+		if !isJSON(p[ParamObjects]) {
+			b, err = yaml.YAMLToJSON(b)
+		}
+		var objs []any
+		if err == nil {
+			err = utiljson.Unmarshal(b, &objs)
+		}
+		if err != nil {
+			return ap, events.Permanent(fmt.Errorf("decoding the objects: %w", err))
+		}
+		for i, v := range objs {
+			o, ok := v.(map[string]any)
+			if !ok {
+				return ap, events.Permanent(fmt.Errorf("decoding the objects: object %d is not a JSON object", i+1))
+			}
+			u := &unstructured.Unstructured{Object: o}
+			if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
+				return ap, events.Permanent(fmt.Errorf("decoding the objects: object %d has no apiVersion, kind or name", i+1))
+			}
+			ap.Objects = append(ap.Objects, u)
+		}
+	}
+	return ap, nil
+}
+
+// ParamsOf encodes p as the apply-canary task's params.
+func (p ApplyCanaryParams) ParamsOf() (Params, error) {
+	canaryJSON := ""
+	if p.Canary != nil {
+		c := p.Canary.DeepCopy()
+		c.APIVersion, c.Kind = flaggerv1.SchemeGroupVersion.String(), flaggerv1.CanaryKind
+		u, err := canary.Unstructured(c) // without status and nulls: shorter
+		if err != nil {
+			return nil, fmt.Errorf("encoding the canary: %w", err)
+		}
+		b, err := json.Marshal(u)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the canary: %w", err)
+		}
+		canaryJSON = string(b)
+	}
+	objects := ""
+	if len(p.Objects) > 0 {
+		b, err := json.Marshal(p.Objects)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the canary's objects: %w", err)
+		}
+		objects = string(b)
+	}
+	return Params{
+		ParamRollout: p.Rollout, ParamNamespace: p.Namespace, ParamKind: p.Kind, ParamWorkload: p.Workload,
+		ParamContainer: p.Container, ParamImage: p.Image, ParamCanary: canaryJSON, ParamObjects: objects,
+	}, nil
+}
+
+// isJSON tells JSON (what the pipelines pass) from YAML (what a person may
+// pass): JSON is decoded without the YAML round trip.
+func isJSON(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")
+}
+
+// decodeStrict decodes JSON or YAML into v, refusing unknown fields.
+func decodeStrict(s string, v any) error {
+	if !isJSON(s) {
+		return yaml.UnmarshalStrict([]byte(s), v)
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("unexpected data after the object")
+	}
+	return nil
+}
