@@ -23,6 +23,7 @@ const (
 	ParamKubeconfigSecret = "kubeconfig-secret"
 	ParamGitOps           = "gitops"
 	ParamGitSecret        = "git-secret"
+	ParamGitImage         = "git-image"
 
 	ResultPreviousImage = tasks.ResultPreviousImage
 	ResultChanged       = tasks.ResultChanged
@@ -56,6 +57,9 @@ type RunParams struct {
 // GitOps says where an application's image lives in a deployments
 // repository.
 type GitOps struct {
+	// Image is written into the repository, repo:tag@digest so the files
+	// and the commit name the version. Default RunParams.Image.
+	Image  string
 	URL    string
 	Branch string // "" = the remote's default branch
 	// Paths are the files holding the image.
@@ -112,6 +116,10 @@ func (p RunParams) pipelineParams() (map[string]string, error) {
 	out[ParamApplication] = p.Application
 	out[ParamGitOps] = strconv.FormatBool(p.GitOps != nil)
 	if g := p.GitOps; g != nil {
+		out[ParamGitImage] = g.Image
+		if g.Image == "" {
+			out[ParamGitImage] = p.Image
+		}
 		out[tasks.ParamGitURL] = g.URL
 		out[tasks.ParamGitBranch] = g.Branch
 		out[tasks.ParamGitPath] = strings.Join(g.Paths, ",")

@@ -120,7 +120,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 	if err != nil {
 		return result(events.TypeClusterFailed, "rendering the delivery policy: "+err.Error())
 	}
-	res, err := f.exec.ApplyCanary(ctx, name, tasks.ApplyCanaryParams{
+	res, err := pipelines.Apply(ctx, f.exec, name, app, ro.Tag, tasks.ApplyCanaryParams{
 		Rollout:   ro.ID,
 		Namespace: app.Namespace,
 		Kind:      app.Workload.Kind,

@@ -144,13 +144,16 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 		g.Go(func() error {
 			objs := canary.Render(app, canary.Input{
 				Instance: f.cfg.Server.Instance,
-				Cluster: name, Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
+				Cluster:  name, Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
 			})
 			deps, err := objs.Dependencies()
 			if err != nil {
 				err = events.Permanent(fmt.Errorf("rendering the delivery policy: %w", err))
 			} else {
-				_, err = f.exec.ApplyCanary(gctx, name, tasks.ApplyCanaryParams{
+				// A GitOps application gets the previous image back in its
+				// repository too: else the GitOps agent would re-apply the
+				// failed one.
+				_, err = pipelines.Apply(gctx, f.exec, name, app, "", tasks.ApplyCanaryParams{
 					Rollout:   ro.ID + "-revert",
 					Namespace: app.Namespace,
 					Kind:      app.Workload.Kind,

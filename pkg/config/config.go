@@ -153,6 +153,9 @@ type Fleet struct {
 	// Executor runs the rollout pipelines: one of Executors. Default
 	// "embedded".
 	Executor string `json:"executor"`
+	// Tekton says where the tekton executor runs its PipelineRuns.
+	// Required with executor tekton.
+	Tekton *TektonExecutor `json:"tekton"`
 	// Clusters are the fleet's clusters; at least one.
 	Clusters []Cluster `json:"clusters"`
 	// Waves are rolled out one after another; every cluster is in exactly
@@ -163,10 +166,68 @@ type Fleet struct {
 // Executors.
 const (
 	ExecutorEmbedded = "embedded" // pipelines run inside flotilla's process
+	ExecutorTekton   = "tekton"   // PipelineRuns of flotilla-rollout on a Tekton cluster
 )
 
 // Executors lists the executors a config may name.
-var Executors = []string{ExecutorEmbedded}
+var Executors = []string{ExecutorEmbedded, ExecutorTekton}
+
+// TektonExecutor is the cluster that runs flotilla's pipelines on Tekton
+// (install them with `flotilla pipelines install`).
+type TektonExecutor struct {
+	// Cluster names the fleet cluster running Tekton; or set Kubeconfig
+	// (and Context) for a cluster outside the fleet. Exactly one.
+	Cluster    string `json:"cluster"`
+	Kubeconfig string `json:"kubeconfig"`
+	Context    string `json:"context"`
+	// Namespace runs the PipelineRuns and holds the kubeconfig Secrets of
+	// the target clusters and the git credentials. Default "flotilla".
+	Namespace string `json:"namespace"`
+	// ServiceAccount runs the PipelineRuns. Default: Tekton's default.
+	ServiceAccount string `json:"serviceAccount"`
+	// ManageSecrets has flotilla write each target cluster's kubeconfig
+	// into a Secret flotilla-kubeconfig-<cluster> before its first run.
+	// Default true; false when the Secrets are provisioned otherwise.
+	ManageSecrets *bool `json:"manageSecrets"`
+}
+
+// GitOps says where an application's image lives in a deployments git
+// repository (KubeCD): a rollout commits the new image there, naming the
+// rollout and version, before applying the canary, and a rollback commits
+// the previous image back.
+type GitOps struct {
+	// URL of the repository: https://, ssh:// (or git@host:path), file:// or
+	// a local path. Required.
+	URL string `json:"url"`
+	// Branch to commit to. Default: the repository's default branch.
+	Branch string `json:"branch"`
+	// Paths are the files holding the image, relative to the repository's
+	// root. "{cluster}" is replaced by the cluster's name, so each cluster
+	// may have its own overlay. At least one.
+	Paths []string `json:"paths"`
+	// Edit is how the files hold the image: kustomize (an images: entry),
+	// helm (values) or manifest (containers of plain manifests). Default
+	// kustomize.
+	Edit string `json:"edit"`
+	// Options are the edit's fields: for kustomize name, newName; for helm
+	// prefix, repoValue, tagValue, prefixValue, digestValue; for manifest
+	// container; tagOnly for all (see pkg/gitops).
+	Options map[string]any `json:"options"`
+	// Username and Password (or Token) authenticate over HTTPS; SSHKeyFile
+	// over SSH. For the tekton executor, the Secret named Secret (default
+	// flotilla-git) in its namespace holds them instead.
+	Username   string  `json:"username"`
+	Password   *Secret `json:"password"`
+	Token      *Secret `json:"token"`
+	SSHKeyFile string  `json:"sshKeyFile"`
+	Secret     string  `json:"secret"`
+	// PasswordValue and TokenValue are resolved by Load. Never marshalled.
+	PasswordValue string `json:"-"`
+	TokenValue    string `json:"-"`
+}
+
+// GitOpsEdits lists the values of GitOps.Edit.
+var GitOpsEdits = []string{"kustomize", "helm", "manifest"}
 
 // Cluster is one Kubernetes cluster of the fleet.
 type Cluster struct {
@@ -207,6 +268,8 @@ type Application struct {
 	Service Service `json:"service"`
 	// Delivery is the progressive-delivery policy (a Flagger canary).
 	Delivery Delivery `json:"delivery"`
+	// GitOps, when set, keeps the image in a deployments repository too.
+	GitOps *GitOps `json:"gitops"`
 	// Validation is Kanary's validation of the canaries (manual, label
 	// watch, PromQL), on top of the delivery's analysis.
 	Validation *Validation `json:"validation"`

@@ -90,6 +90,7 @@ func TestParseDefaults(t *testing.T) {
 			Listen:      "127.0.0.1:8080",
 			DataDir:     filepath.Join(dir, "flotilla-data"),
 			ExternalURL: "http://127.0.0.1:8080",
+			Instance:    "flotilla",
 		},
 		Receivers: []Receiver{{
 			Name:        "registry",

@@ -29,6 +29,8 @@ const (
 	DefaultOIDCIssuer       = "https://accounts.google.com"
 	DefaultValidationPeriod = 15 * time.Minute
 	DefaultInstance         = "flotilla"
+	DefaultTektonNamespace  = "flotilla"
+	DefaultGitOpsEdit       = "kustomize"
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
 )
 
@@ -60,6 +62,17 @@ func applyDefaults(c *Config, base string) {
 	f := &c.Fleet
 	if f.Executor == "" {
 		f.Executor = DefaultExecutor
+	}
+	if t := f.Tekton; t != nil {
+		if t.Namespace == "" {
+			t.Namespace = DefaultTektonNamespace
+		}
+		if t.ManageSecrets == nil {
+			t.ManageSecrets = ptr.To(true)
+		}
+		if t.Kubeconfig != "" {
+			t.Kubeconfig = resolvePath(base, t.Kubeconfig)
+		}
 	}
 	for i := range f.Clusters {
 		if f.Clusters[i].Kubeconfig != "" {
@@ -159,6 +172,9 @@ func applyApplicationDefaults(a *Application) {
 		a.Service.PortDiscovery = ptr.To(true)
 	}
 	applyValidationDefaults(a)
+	if g := a.GitOps; g != nil && g.Edit == "" {
+		g.Edit = DefaultGitOpsEdit
+	}
 	d := &a.Delivery
 	r, an := &d.TrafficRouting, &d.TrafficAnalysis
 	// Kurator's names fill in flotilla's, which rendering reads; validation

@@ -42,6 +42,7 @@ func TestExampleConfig(t *testing.T) {
 			Listen:      "127.0.0.1:8080",
 			DataDir:     "/tmp/flotilla-data",
 			ExternalURL: "http://127.0.0.1:8080",
+			Instance:    "flotilla",
 		},
 		Receivers: []Receiver{
 			{Name: "registry", Type: "distribution", Secret: &Secret{Env: "FLOTILLA_REGISTRY_TOKEN"}, SecretValue: "registry-token"},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -210,6 +211,7 @@ func (v *validator) resolveSecret(path string, s *Secret) string {
 
 func (v *validator) fleet(f *Fleet) {
 	v.oneOf("fleet.executor", "executor", f.Executor, Executors)
+	v.tekton(f)
 
 	if len(f.Clusters) == 0 {
 		v.addf("fleet.clusters", "at least one cluster is required")
@@ -311,6 +313,7 @@ func (v *validator) applications(as []Application) {
 		}
 		v.delivery(p, a)
 		v.validation(p+".validation", a.Validation)
+		v.gitops(p+".gitops", a.GitOps)
 	}
 }
 
@@ -456,5 +459,69 @@ func (v *validator) httpURL(path, s string) {
 		v.addf(path, "want an http or https URL, got scheme %q", u.Scheme)
 	case u.Host == "":
 		v.addf(path, "want an absolute URL with a host")
+	}
+}
+
+// tekton checks the tekton executor's settings.
+func (v *validator) tekton(f *Fleet) {
+	t := f.Tekton
+	switch {
+	case f.Executor == ExecutorTekton && t == nil:
+		v.addf("fleet.tekton", "required with executor tekton: the cluster (or kubeconfig) that runs Tekton")
+		return
+	case t == nil:
+		return
+	case f.Executor != ExecutorTekton:
+		v.addf("fleet.tekton", "only the tekton executor uses it; set executor: tekton or remove it")
+	}
+	switch {
+	case (t.Cluster == "") == (t.Kubeconfig == ""):
+		v.addf("fleet.tekton", "set exactly one of cluster (a fleet cluster) and kubeconfig")
+	case t.Cluster != "":
+		found := false
+		for _, c := range f.Clusters {
+			found = found || c.Name == t.Cluster
+		}
+		if !found {
+			v.addf("fleet.tekton.cluster", "no fleet cluster %q", t.Cluster)
+		}
+	default:
+		v.kubeconfig("fleet.tekton.kubeconfig", t.Kubeconfig)
+	}
+	v.dnsLabel("fleet.tekton.namespace", "namespace", t.Namespace)
+}
+
+// gitops checks an application's deployments repository and resolves its
+// credentials.
+func (v *validator) gitops(path string, g *GitOps) {
+	if g == nil {
+		return
+	}
+	if g.URL == "" {
+		v.addf(path+".url", "required: the deployments repository (https://, ssh://, git@host:path, file:// or a path)")
+	}
+	if len(g.Paths) == 0 {
+		v.addf(path+".paths", "at least one file holding the image, e.g. clusters/{cluster}/app/kustomization.yaml")
+	}
+	for i, p := range g.Paths {
+		if p == "" || strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+			v.addf(fmt.Sprintf("%s.paths[%d]", path, i), "%q: want a path inside the repository", p)
+		}
+	}
+	v.oneOf(path+".edit", "edit", g.Edit, GitOpsEdits)
+	if g.Password != nil && g.Token != nil {
+		v.addf(path, "set at most one of password and token")
+	}
+	if g.SSHKeyFile != "" && (g.Password != nil || g.Token != nil) {
+		v.addf(path+".sshKeyFile", "set either sshKeyFile or password/token")
+	}
+	if g.Password != nil {
+		g.PasswordValue = v.resolveSecret(path+".password", g.Password)
+	}
+	if g.Token != nil {
+		g.TokenValue = v.resolveSecret(path+".token", g.Token)
+	}
+	if _, err := json.Marshal(g.Options); err != nil {
+		v.addf(path+".options", "cannot be encoded: %v", err)
 	}
 }

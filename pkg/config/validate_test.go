@@ -225,8 +225,58 @@ receivers:
 		// fleet
 		{
 			name: "unknown executor",
+			doc:  sections{fleet: "fleet: {executor: argo, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
+			want: []Problem{{"fleet.executor", `unknown executor "argo"; want one of embedded, tekton`}},
+		}, {
+			name: "tekton executor without its settings",
 			doc:  sections{fleet: "fleet: {executor: tekton, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
-			want: []Problem{{"fleet.executor", `unknown executor "tekton"; want one of embedded`}},
+			want: []Problem{{"fleet.tekton", "required with executor tekton: the cluster (or kubeconfig) that runs Tekton"}},
+		}, {
+			name: "tekton settings wrong",
+			doc: sections{fleet: "fleet: {executor: tekton, tekton: {cluster: c9, kubeconfig: c1.kubeconfig, namespace: Flotilla}, " +
+				"clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
+			want: []Problem{
+				{"fleet.tekton", "set exactly one of cluster (a fleet cluster) and kubeconfig"},
+				{"fleet.tekton.namespace", `invalid namespace name "Flotilla": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+			},
+		}, {
+			name: "tekton on an unknown cluster, and without the executor",
+			doc: sections{fleet: "fleet: {tekton: {cluster: c9}, " +
+				"clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
+			want: []Problem{
+				{"fleet.tekton", "only the tekton executor uses it; set executor: tekton or remove it"},
+				{"fleet.tekton.cluster", `no fleet cluster "c9"`},
+			},
+		}, {
+			name: "tekton ok",
+			doc: sections{fleet: "fleet: {executor: tekton, tekton: {cluster: c1}, " +
+				"clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
+		}, {
+			name: "gitops wrong",
+			doc: sections{applications: withApp(`    gitops:
+      paths: ['/etc/passwd', '../x', '']
+      edit: sed
+      password: {env: FLOTILLA_NO_SUCH_PASSWORD}
+      token: {env: FLOTILLA_TEST_TOKEN}
+`)},
+			want: []Problem{
+				{"applications[0].gitops.url", "required: the deployments repository (https://, ssh://, git@host:path, file:// or a path)"},
+				{"applications[0].gitops.paths[0]", `"/etc/passwd": want a path inside the repository`},
+				{"applications[0].gitops.paths[1]", `"../x": want a path inside the repository`},
+				{"applications[0].gitops.paths[2]", `"": want a path inside the repository`},
+				{"applications[0].gitops.edit", `unknown edit "sed"; want one of kustomize, helm, manifest`},
+				{"applications[0].gitops", "set at most one of password and token"},
+				{"applications[0].gitops.password.env", `environment variable "FLOTILLA_NO_SUCH_PASSWORD" is not set or is empty`},
+			},
+		}, {
+			name: "gitops ok",
+			doc: sections{applications: withApp(`    gitops:
+      url: https://git.example.com/shop/deployments.git
+      paths: ['clusters/{cluster}/podinfo/values.yaml']
+      edit: helm
+      options: {tagValue: image.tag}
+      token: {env: FLOTILLA_TEST_TOKEN}
+`)},
 		}, {
 			name: "no fleet at all",
 			doc:  sections{fleet: "-"},

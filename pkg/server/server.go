@@ -106,7 +106,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 		s.pruneSet = clusters
 	}
 	if o.Executor == nil {
-		o.Executor = pipelines.NewEmbedded(clusters)
+		if o.Executor, err = newExecutor(cfg, clusters, o.Logger); err != nil {
+			return nil, err
+		}
 	}
 	if o.Resolver == nil {
 		o.Resolver = registry.NewRemote()
@@ -154,6 +156,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 	}
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
 	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store}, events.WithGateKeeper(keeper),
+		events.WithObserver(observePipelineRuns(o.Executor)),
 		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registry))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"k8s.io/client-go/rest"
+)
+
+// newExecutor builds the executor the fleet's config names.
+func newExecutor(cfg *config.Config, clusters *cluster.Set, log *slog.Logger) (pipelines.Executor, error) {
+	if cfg.Fleet.Executor != config.ExecutorTekton {
+		return pipelines.NewEmbedded(clusters, pipelines.WithGitAuth(pipelines.GitAuth(cfg)), pipelines.WithEmbeddedLogger(log)), nil
+	}
+	t := cfg.Fleet.Tekton
+	var (
+		rc  *rest.Config
+		err error
+	)
+	if t.Cluster != "" {
+		rc, err = clusters.Config(t.Cluster)
+	} else {
+		rc, err = kube.RESTConfig(t.Kubeconfig, t.Context)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tekton executor: %w", err)
+	}
+	opts := []pipelines.TektonOption{pipelines.WithTektonLogger(log), pipelines.WithManagedSecrets(*t.ManageSecrets)}
+	if t.ServiceAccount != "" {
+		opts = append(opts, pipelines.WithServiceAccount(t.ServiceAccount))
+	}
+	exec, err := pipelines.NewTekton(rc, t.Namespace, clusters, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("tekton executor: %w", err)
+	}
+	return exec, nil
+}
+
+// observer is implemented by executors that follow runs they are told
+// about (the tekton executor, fed Tekton's own CloudEvents).
+type observer interface {
+	Observe(events.PipelineRun)
+}
+
+// observePipelineRuns hands the PipelineRun events the intake journals to
+// the executor as they arrive, so a run's end is seen at once, not at the
+// runtime's pace (the executor watches its runs too: this only speeds it).
+func observePipelineRuns(exec pipelines.Executor) func(context.Context, []cloudevents.Event) {
+	o, ok := exec.(observer)
+	if !ok {
+		return nil
+	}
+	return func(_ context.Context, evs []cloudevents.Event) {
+		for _, e := range evs {
+			if e.Type() != events.TypePipelineRun {
+				continue
+			}
+			if p, err := events.Decode[events.PipelineRun](e); err == nil {
+				o.Observe(p)
+			}
+		}
+	}
+}
