@@ -91,6 +91,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerTektonSteps(sc)
 	s.registerTektonEventSteps(sc)
 	s.registerValidationSteps(sc)
+	s.registerGitOpsSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)
 	s.registerCLISteps(sc)

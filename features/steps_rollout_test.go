@@ -63,6 +63,11 @@ type world struct {
 	// one before flotilla started; apiToken authenticates `flotilla approve`.
 	validation map[string]any
 	apiToken   string
+
+	// gitops is the application's deployments repository config, when a
+	// step made one (repoDir, a bare repository).
+	gitops  map[string]any
+	repoDir string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -225,6 +230,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	}
 	if w.validation != nil {
 		cfg["applications"].([]map[string]any)[0]["validation"] = w.validation
+	}
+	if w.gitops != nil {
+		cfg["applications"].([]map[string]any)[0]["gitops"] = w.gitops
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package rollback
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +119,29 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string) ([]
 	return f.revert(ctx, e, ro, wave, targets)
 }
 
+// previousTag returns, for an image a cluster ran before, its tag when it is
+// the digest the fleet last converged on (so a GitOps repository gets the
+// version's tag back with its digest), else "".
+func (f *Function) previousTag(ctx context.Context, app config.Application) (func(image string) string, error) {
+	none := func(string) string { return "" }
+	if app.GitOps == nil {
+		return none, nil
+	}
+	st, err := f.repo.App(ctx, app.Name)
+	if err != nil {
+		return nil, err
+	}
+	if st.DeployedDigest == "" || st.DeployedTag == "" {
+		return none, nil
+	}
+	return func(image string) string {
+		if strings.HasSuffix(image, "@"+st.DeployedDigest) {
+			return st.DeployedTag
+		}
+		return ""
+	}, nil
+}
+
 // revert gives each named cluster its previous image back. Flagger treats a
 // return to the last promoted spec as a manual rollback and reports nothing,
 // so a cluster whose primary and workload both run the previous image after
@@ -128,6 +152,10 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 	app, ok := f.cfg.Application(ro.Application)
 	if !ok {
 		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
+	}
+	prevTag, err := f.previousTag(ctx, app)
+	if err != nil {
+		return nil, err
 	}
 	applied := time.Now().UTC()
 	var mu sync.Mutex
@@ -153,7 +181,7 @@ func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.R
 				// A GitOps application gets the previous image back in its
 				// repository too: else the GitOps agent would re-apply the
 				// failed one.
-				_, err = pipelines.Apply(gctx, f.exec, name, app, "", tasks.ApplyCanaryParams{
+				_, err = pipelines.Apply(gctx, f.exec, name, app, prevTag(prev), tasks.ApplyCanaryParams{
 					Rollout:   ro.ID + "-revert",
 					Namespace: app.Namespace,
 					Kind:      app.Workload.Kind,
