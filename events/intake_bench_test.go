@@ -60,7 +60,7 @@ func BenchmarkIntake(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					h, body := c.req(seq.Add(1))
-					r := httptest.NewRequest(http.MethodPost, c.path, bytes.NewReader(body))
+					r := httptest.NewRequestWithContext(b.Context(), http.MethodPost, c.path, bytes.NewReader(body))
 					r.Header = h
 					w := httptest.NewRecorder()
 					in.ServeHTTP(w, r)

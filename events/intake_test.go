@@ -723,7 +723,7 @@ func TestDefaultGateKeeper(t *testing.T) {
 type panicSender struct{}
 
 func (panicSender) Authenticate(context.Context, *Delivery) error { return nil }
-func (panicSender) Parse(*Delivery) (Result, error)              { panic("index out of range") }
+func (panicSender) Parse(*Delivery) (Result, error)               { panic("index out of range") }
 
 func TestIntakeSurvivesAPanickingSender(t *testing.T) {
 	senders["test-panic"] = func(ReceiverConfig) (Sender, error) { return panicSender{}, nil }

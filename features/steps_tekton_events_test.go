@@ -89,7 +89,9 @@ func (s *scenario) flotillaReceivesTekton(ctx context.Context, cluster string) e
 	if err := s.setTektonSink(ctx, sink); err != nil {
 		return err
 	}
-	s.onCleanup(func() { _ = s.setTektonSink(context.Background(), "") })
+	// The cleanup outlives the step's context.
+	cleanupCtx := context.WithoutCancel(ctx)
+	s.onCleanup(func() { _ = s.setTektonSink(cleanupCtx, "") })
 	return nil
 }
 
