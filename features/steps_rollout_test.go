@@ -68,6 +68,10 @@ type world struct {
 	// step made one (repoDir, a bare repository).
 	gitops  map[string]any
 	repoDir string
+
+	// tekton is where flotilla runs its pipelines with executor tekton,
+	// when a step installed them there; nil for the embedded executor.
+	tekton *tektonExecutor
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -233,6 +237,10 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	}
 	if w.gitops != nil {
 		cfg["applications"].([]map[string]any)[0]["gitops"] = w.gitops
+	}
+	if w.tekton != nil {
+		f := cfg["fleet"].(map[string]any)
+		f["executor"], f["tekton"] = "tekton", w.tekton.config()
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {

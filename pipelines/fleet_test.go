@@ -151,9 +151,10 @@ func canaryPhase(ctx context.Context, t *testing.T, cl *fleettest.Clients, ns, n
 // TestTektonExecutorOnTheFleet runs the rollout pipeline for real: the
 // embedded Tasks and Pipeline installed by `flotilla pipelines install` in
 // c1's Tekton, PipelineRuns created by the Tekton executor for target c2,
-// their steps' flotilla commands executed (on this machine, see hostSteps),
-// the canary and image applied in c2 through the kubeconfig Secret, the
-// deployments repository bumped, and Flagger promoting the new image.
+// their steps' flotilla commands executed (on this machine, see
+// fleettest.HostSteps), the canary and image applied in c2 through the
+// kubeconfig Secret, the deployments repository bumped, and Flagger
+// promoting the new image.
 func TestTektonExecutorOnTheFleet(t *testing.T) {
 	tk, target := fleetClients(t)
 	bin := flotillaBinary(t)
@@ -162,8 +163,11 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 	pns := tk.Namespace(ctx, t, "pipelines")
 	install(t, bin, fleet.Clusters[0].Kubeconfig, pns)
 	install(t, bin, fleet.Clusters[0].Kubeconfig, pns) // idempotent
-	hs := startHostSteps(t, tk.Kube, pns, bin)
-	t.Cleanup(func() { t.Logf("steps run on the host:\n%s", hs.log()) })
+	hs := fleettest.StartHostSteps(ctx, tk.Kube, pns, bin, t.Errorf)
+	t.Cleanup(func() {
+		hs.Stop()
+		t.Logf("steps run on the host:\n%s", hs.Log())
+	})
 
 	ns := target.Namespace(ctx, t, "app")
 	v1 := "registry.example.com/web:1"
@@ -193,7 +197,7 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 	canaryPhase(ctx, t, target, ns, "web", flaggerv1.CanaryPhaseInitialized)
 
 	// Tekton rolls out v2, GitOps first.
-	tekton, err := pipelines.NewTekton(tk.Config, pns, clusters, pipelines.WithLabels(map[string]string{hostLabel: hostValue}))
+	tekton, err := pipelines.NewTekton(tk.Config, pns, clusters, pipelines.WithLabels(map[string]string{fleettest.HostStepsLabel: fleettest.HostStepsValue}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,6 +185,10 @@ type TektonExecutor struct {
 	Namespace string `json:"namespace"`
 	// ServiceAccount runs the PipelineRuns. Default: Tekton's default.
 	ServiceAccount string `json:"serviceAccount"`
+	// Labels are put on every PipelineRun, and Tekton passes them on to its
+	// TaskRuns and their pods (for policies, quotas, cost reports, ...).
+	// flotilla's own labels (flotilla.dev/*) take precedence. Default: none.
+	Labels map[string]string `json:"labels"`
 	// ManageSecrets has flotilla write each target cluster's kubeconfig
 	// into a Secret flotilla-kubeconfig-<cluster> before its first run.
 	// Default true; false when the Secrets are provisioned otherwise.

@@ -489,6 +489,7 @@ func (v *validator) tekton(f *Fleet) {
 		v.kubeconfig("fleet.tekton.kubeconfig", t.Kubeconfig)
 	}
 	v.dnsLabel("fleet.tekton.namespace", "namespace", t.Namespace)
+	v.labels("fleet.tekton.labels", t.Labels)
 }
 
 // gitops checks an application's deployments repository and resolves its

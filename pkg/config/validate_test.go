@@ -248,8 +248,16 @@ receivers:
 				{"fleet.tekton.cluster", `no fleet cluster "c9"`},
 			},
 		}, {
+			name: "tekton labels invalid",
+			doc: sections{fleet: "fleet: {executor: tekton, tekton: {cluster: c1, labels: {'team/': x, cost-center: 'a b'}}, " +
+				"clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
+			want: []Problem{
+				{`fleet.tekton.labels["cost-center"]`, `invalid label value "a b": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+				{`fleet.tekton.labels["team/"]`, "invalid label key: name part must be non-empty; name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"},
+			},
+		}, {
 			name: "tekton ok",
-			doc: sections{fleet: "fleet: {executor: tekton, tekton: {cluster: c1}, " +
+			doc: sections{fleet: "fleet: {executor: tekton, tekton: {cluster: c1, labels: {simfail: on-host, team.example.com/owner: shop}}, " +
 				"clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
 		}, {
 			name: "gitops wrong",

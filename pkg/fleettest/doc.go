@@ -12,4 +12,9 @@
 // fleet-up), that fleet is reused and left running; otherwise a new fleet is
 // started in a temporary directory and stopped when the tests end. Its logs are
 // kept when the tests fail and the path is printed.
+//
+// [StartHostSteps] plays a kubelet for Tekton's TaskRun pods labelled
+// simfail=on-host (kwok leaves those alone): it runs each step's command on
+// the host with the flotilla binary and writes the pod's terminated status
+// and results the way Tekton's entrypoint does, so pipelines really run.
 package fleettest

@@ -37,6 +37,9 @@ func newExecutor(cfg *config.Config, clusters *cluster.Set, log *slog.Logger) (p
 	if t.ServiceAccount != "" {
 		opts = append(opts, pipelines.WithServiceAccount(t.ServiceAccount))
 	}
+	if len(t.Labels) > 0 {
+		opts = append(opts, pipelines.WithLabels(t.Labels))
+	}
 	exec, err := pipelines.NewTekton(rc, t.Namespace, clusters, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("tekton executor: %w", err)

@@ -1,4 +1,4 @@
-package pipelines_test
+package fleettest
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
@@ -27,7 +26,7 @@ import (
 
 // The local fleet's kwok plays the kubelet: it makes TaskRun pods Running
 // and, unless they carry the label simfail, completes them without running
-// anything. hostSteps takes the pods labelled simfail=on-host instead (kwok
+// anything. HostSteps takes the pods labelled simfail=on-host instead (kwok
 // has no stage for that value) and really runs their steps: each step's
 // command, which Tekton moved behind its entrypoint's "--", runs on this
 // machine with flotilla's binary, its Secret volumes copied to temporary
@@ -37,50 +36,78 @@ import (
 // termination message holding the results, in the entrypoint's format
 // (tektoncd/pipeline pkg/entrypoint and pkg/termination), which Tekton's
 // controller turns into the TaskRun's results (pkg/pod/status.go).
+//
+// Label the PipelineRuns whose steps must run on the host with
+// HostStepsLabel=HostStepsValue: Tekton passes a PipelineRun's labels on
+// to its TaskRuns and their pods.
 const (
-	hostLabel = "simfail"
-	hostValue = "on-host"
+	HostStepsLabel = "simfail"
+	HostStepsValue = "on-host"
 )
 
 // entrypointTimeFormat is the entrypoint's StartedAt format.
 const entrypointTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-type hostSteps struct {
-	t         *testing.T
+// HostSteps runs the steps of the on-host pods of one namespace; see
+// HostStepsLabel.
+type HostSteps struct {
 	kube      kubernetes.Interface
 	namespace string
 	flotilla  string // the binary that stands for the image's flotilla
+	logf      func(format string, args ...any)
+	cancel    context.CancelFunc
 
 	mu   sync.Mutex
 	seen map[string]bool // pod UIDs
-	ran  []string        // "<pod>: <args>", for failure messages
+	ran  []string        // "<pod>: <args> (exit n): <output>", for failure messages
 	wg   sync.WaitGroup
 }
 
-// startHostSteps runs the steps of the on-host pods of namespace until the
-// test ends.
-func startHostSteps(t *testing.T, kube kubernetes.Interface, namespace, flotilla string) *hostSteps {
-	t.Helper()
-	h := &hostSteps{t: t, kube: kube, namespace: namespace, flotilla: flotilla, seen: map[string]bool{}}
-	ctx, cancel := context.WithCancel(context.Background())
+// StartHostSteps runs the steps of namespace's on-host pods with the
+// flotilla binary until ctx ends or Stop is called. logf receives what
+// kept a pod's steps from running (a step that ran and failed is no such
+// thing: the pod reports it); nil discards it.
+func StartHostSteps(ctx context.Context, kube kubernetes.Interface, namespace, flotilla string, logf func(format string, args ...any)) *HostSteps {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	h := &HostSteps{kube: kube, namespace: namespace, flotilla: flotilla, logf: logf, cancel: cancel, seen: map[string]bool{}}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
 		h.loop(ctx)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		h.wg.Wait()
-	})
 	return h
 }
 
-func (h *hostSteps) loop(ctx context.Context) {
-	sel := hostLabel + "=" + hostValue
+// Stop stops taking pods and waits for the steps under way to end (they
+// are killed).
+func (h *HostSteps) Stop() {
+	h.cancel()
+	h.wg.Wait()
+}
+
+// Log is what the steps run so far printed, one line a step, for failure
+// messages.
+func (h *HostSteps) Log() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.ran, "\n")
+}
+
+func (h *HostSteps) loop(ctx context.Context) {
+	sel := HostStepsLabel + "=" + HostStepsValue
+	pause := func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	for ctx.Err() == nil {
 		list, err := h.kube.CoreV1().Pods(h.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+			pause()
 			continue
 		}
 		for i := range list.Items {
@@ -88,6 +115,7 @@ func (h *hostSteps) loop(ctx context.Context) {
 		}
 		w, err := h.kube.CoreV1().Pods(h.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: list.ResourceVersion})
 		if err != nil {
+			pause()
 			continue
 		}
 		for ev := range w.ResultChan() {
@@ -100,7 +128,7 @@ func (h *hostSteps) loop(ctx context.Context) {
 }
 
 // consider runs the pod's steps once kwok made it Running.
-func (h *hostSteps) consider(ctx context.Context, pod *corev1.Pod) {
+func (h *HostSteps) consider(ctx context.Context, pod *corev1.Pod) {
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 		return
 	}
@@ -115,7 +143,7 @@ func (h *hostSteps) consider(ctx context.Context, pod *corev1.Pod) {
 	go func() {
 		defer h.wg.Done()
 		if err := h.run(ctx, pod.DeepCopy()); err != nil && ctx.Err() == nil {
-			h.t.Errorf("running the steps of pod %s: %v", pod.Name, err)
+			h.logf("running the steps of pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		}
 	}()
 }
@@ -127,7 +155,7 @@ type stepOutcome struct {
 	started, finished time.Time
 }
 
-func (h *hostSteps) run(ctx context.Context, pod *corev1.Pod) error {
+func (h *HostSteps) run(ctx context.Context, pod *corev1.Pod) error {
 	dir, err := os.MkdirTemp("", "flotilla-step-*")
 	if err != nil {
 		return err
@@ -163,7 +191,7 @@ func (h *hostSteps) run(ctx context.Context, pod *corev1.Pod) error {
 
 // volumes copies the pod's Secret volumes into dir and returns the mount
 // paths to rewrite, container path -> host path.
-func (h *hostSteps) volumes(ctx context.Context, pod *corev1.Pod, dir string) (map[string]string, error) {
+func (h *HostSteps) volumes(ctx context.Context, pod *corev1.Pod, dir string) (map[string]string, error) {
 	secretDirs := map[string]string{} // volume name -> host dir
 	for _, v := range pod.Spec.Volumes {
 		if v.Secret == nil {
@@ -219,7 +247,7 @@ func entrypointArgs(args []string) (command string, stepArgs, results []string, 
 	return command, args[i+1:], results, nil
 }
 
-func (h *hostSteps) runStep(ctx context.Context, pod *corev1.Pod, c corev1.Container, mounts map[string]string, resultsDir string) (stepOutcome, error) {
+func (h *HostSteps) runStep(ctx context.Context, pod *corev1.Pod, c corev1.Container, mounts map[string]string, resultsDir string) (stepOutcome, error) {
 	command, args, results, err := entrypointArgs(c.Args)
 	if err != nil {
 		return stepOutcome{}, err
@@ -244,8 +272,8 @@ func (h *hostSteps) runStep(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 			cmd.Env = append(cmd.Env, e.Name+"="+rewrite(e.Value))
 		}
 	}
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
 	o := stepOutcome{started: time.Now()}
 	err = cmd.Run()
 	o.finished = time.Now()
@@ -257,7 +285,7 @@ func (h *hostSteps) runStep(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 		return o, err
 	}
 	h.mu.Lock()
-	h.ran = append(h.ran, fmt.Sprintf("%s: %s (exit %d): %s", pod.Name, strings.Join(args[:2], " "), o.exit, strings.TrimSpace(stderr.String())))
+	h.ran = append(h.ran, fmt.Sprintf("%s: %s (exit %d): %s", pod.Name, strings.Join(args[:min(2, len(args))], " "), o.exit, strings.TrimSpace(output.String())))
 	h.mu.Unlock()
 	msg := []result.RunResult{{Key: "StartedAt", Value: o.started.Format(entrypointTimeFormat), ResultType: result.InternalTektonResultType}}
 	for _, name := range results {
@@ -280,7 +308,7 @@ func (h *hostSteps) runStep(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 
 // terminate writes the pod's status as the kubelet would: every step
 // terminated, the pod Succeeded or Failed.
-func (h *hostSteps) terminate(ctx context.Context, pod *corev1.Pod, outcomes map[string]stepOutcome) error {
+func (h *HostSteps) terminate(ctx context.Context, pod *corev1.Pod, outcomes map[string]stepOutcome) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := h.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
@@ -310,11 +338,4 @@ func (h *hostSteps) terminate(ctx context.Context, pod *corev1.Pod, outcomes map
 		_, err = h.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
-}
-
-// log is what the steps run so far printed, for failure messages.
-func (h *hostSteps) log() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return strings.Join(h.ran, "\n")
 }

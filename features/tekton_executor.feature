@@ -1,0 +1,19 @@
+Feature: Rollouts run as PipelineRuns on a cluster's real Tekton
+  With fleet.executor tekton, flotilla serve runs each cluster's rollout
+  pipeline as a PipelineRun of flotilla-rollout in the Tekton of one fleet
+  cluster, where `flotilla pipelines install` put the Tasks and the Pipeline.
+  The labels of fleet.tekton go on every run and, through Tekton, on its pods:
+  here simfail=on-host, which has the fleet run the steps' flotilla commands
+  on this machine (kwok runs no containers).
+
+  Scenario: A version rolled out by Tekton pipelines reaches every cluster
+    Given a registry
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And that namespace holds a succeeded PipelineRun of the rollout of "1.1.0" for every cluster, its pods labelled alike
