@@ -212,7 +212,7 @@ func startTargets(ctx context.Context, dir string) ([]target, func(), error) {
 	}
 	closers = append(closers, stopBare)
 
-	st, err := store.Open(dir + "/journal.db")
+	st, err := store.Open(dir+"/journal.db", storeOpts()...)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -475,4 +475,12 @@ func median(rs []roundResult) roundResult {
 		return 0
 	})
 	return s[len(s)/2]
+}
+
+func storeOpts() []store.Option {
+	if os.Getenv("LOADTEST_STORE_LOG") == "" {
+		return nil
+	}
+	f, _ := os.Create(os.Getenv("LOADTEST_STORE_LOG"))
+	return []store.Option{store.WithLogger(slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug})))}
 }

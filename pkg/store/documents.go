@@ -98,7 +98,7 @@ func (s *Store) UpdateAndAppend(ctx context.Context, collection, key string, v a
 		return nil, fmt.Errorf("updating %s/%s: %w", collection, key, err)
 	}
 	var recs []Record
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx, ids idSet) error {
 		recs = nil
 		b, err := createDocBucket(tx, collection)
 		if err != nil {
@@ -126,7 +126,7 @@ func (s *Store) UpdateAndAppend(ctx context.Context, collection, key string, v a
 			return err
 		}
 		for i, e := range evs {
-			rec, ok, err := putEvent(tx, e, enc[i])
+			rec, ok, err := ids.put(tx, e, enc[i])
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -108,11 +109,11 @@ func (s *Store) commit(batch []*appendReq) {
 	start := time.Now()
 	var last uint64
 	added, dups := 0, 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx, ids idSet) error {
 		for i, req := range batch {
 			res := &results[i]
 			for j, e := range req.evs {
-				rec, ok, err := putEvent(tx, e, req.raw[j])
+				rec, ok, err := ids.put(tx, e, req.raw[j])
 				if err != nil {
 					return err
 				}
@@ -145,26 +146,83 @@ func (s *Store) commit(batch []*appendReq) {
 	}
 }
 
-// putEvent writes one encoded event in tx unless its id is journaled already
-// (ok false).
-func putEvent(tx *bolt.Tx, e cloudevents.Event, raw []byte) (rec Record, ok bool, err error) {
-	events, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketEventIDs)
-	id := []byte(e.ID())
-	if ids.Get(id) != nil {
+// idSet is the journal's id index as one write transaction sees it: the
+// committed ids (in memory) plus those the transaction added.
+type idSet struct {
+	committed map[string]uint64
+	pending   map[string]uint64
+}
+
+// update runs fn in a write transaction with the id index; the ids fn adds
+// join the index only once the transaction committed. Write transactions
+// are serialized (bbolt allows one at a time anyway), so no two can add
+// the same id.
+func (s *Store) update(fn func(tx *bolt.Tx, ids idSet) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	ids := idSet{committed: s.ids}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		ids.pending = map[string]uint64{}
+		return fn(tx, ids)
+	})
+	if err != nil {
+		return err
+	}
+	if len(ids.pending) > 0 {
+		s.idsMu.Lock()
+		maps.Copy(s.ids, ids.pending)
+		s.idsMu.Unlock()
+	}
+	return nil
+}
+
+// put writes one encoded event in tx unless its id is journaled already (ok
+// false). The id index is an append-only log (sequence -> id) on disk and a
+// map in memory: a random-key B-tree index would cost a page write per
+// event at every commit.
+func (ids idSet) put(tx *bolt.Tx, e cloudevents.Event, raw []byte) (rec Record, ok bool, err error) {
+	id := e.ID()
+	if _, dup := ids.pending[id]; dup {
 		return Record{}, false, nil
 	}
+	if _, dup := ids.committed[id]; dup {
+		return Record{}, false, nil
+	}
+	events, idLog := tx.Bucket(bucketEvents), tx.Bucket(bucketEventIDLog)
+	// Both are keyed by a sequence that only grows: full pages, half as many
+	// to write.
+	events.FillPercent, idLog.FillPercent = 1.0, 1.0
 	seq, err := events.NextSequence()
 	if err != nil {
 		return Record{}, false, fmt.Errorf("numbering event: %w", err)
 	}
 	key := seqKey(seq)
 	if err := events.Put(key, raw); err != nil {
-		return Record{}, false, fmt.Errorf("writing event %q: %w", e.ID(), err)
+		return Record{}, false, fmt.Errorf("writing event %q: %w", id, err)
 	}
-	if err := ids.Put(id, key); err != nil {
-		return Record{}, false, fmt.Errorf("indexing event %q: %w", e.ID(), err)
+	if err := idLog.Put(key, []byte(id)); err != nil {
+		return Record{}, false, fmt.Errorf("indexing event %q: %w", id, err)
 	}
+	ids.pending[id] = seq
 	return Record{Seq: seq, Event: e}, true, nil
+}
+
+// loadIDs reads the id index into memory: the id log, and the id -> seq
+// bucket of stores written before the log existed.
+func loadIDs(tx *bolt.Tx) (map[string]uint64, error) {
+	ids := map[string]uint64{}
+	err := tx.Bucket(bucketEventIDs).ForEach(func(k, v []byte) error {
+		ids[string(k)] = keySeq(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = tx.Bucket(bucketEventIDLog).ForEach(func(k, v []byte) error {
+		ids[string(v)] = keySeq(k)
+		return nil
+	})
+	return ids, err
 }
 
 // encodeEvents validates and encodes events for the journal.
@@ -256,13 +314,8 @@ func (s *Store) Has(ctx context.Context, id string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("looking up event %q: %w", id, err)
 	}
-	var found bool
-	err := s.db.View(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketEventIDs).Get([]byte(id)) != nil
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("looking up event %q: %w", id, err)
-	}
+	s.idsMu.RLock()
+	_, found := s.ids[id]
+	s.idsMu.RUnlock()
 	return found, nil
 }
