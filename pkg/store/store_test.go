@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"encoding/binary"
 	"errors"
+	bolt "go.etcd.io/bbolt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,4 +174,45 @@ flotilla_journal_events_total 3
 		t.Errorf("after Close %d metrics gathered (%v), want 0", n, err)
 	}
 	openAt(t, path, store.WithMetrics(reg))
+}
+
+// A store written before the id log existed indexed ids in the event_ids
+// bucket (id -> sequence): those ids still dedupe.
+func TestOpenReadsTheLegacyIDIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flotilla.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		ids, err := tx.CreateBucketIfNotExists([]byte("event_ids"))
+		if err != nil {
+			return err
+		}
+		key := make([]byte, 8)
+		binary.BigEndian.PutUint64(key, 1)
+		return ids.Put([]byte("old-id"), key)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	ctx := t.Context()
+	if ok, err := s.Has(ctx, "old-id"); !ok || err != nil {
+		t.Errorf("Has(old-id) = %v, %v; want true", ok, err)
+	}
+	recs, err := s.Append(ctx, event(t, "old-id"), event(t, "new-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Event.ID() != "new-id" {
+		t.Errorf("Append recorded %v, want new-id only", recs)
+	}
 }
