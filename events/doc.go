@@ -10,13 +10,23 @@
 // delivery id, or a hash of the body), so a redelivery is a duplicate the
 // journal drops.
 //
-// Senders, one file each (see [SenderTypes]):
-//   - distribution: CNCF distribution registry notifications -> [TypeImagePushed]
-//   - github: GitHub push webhooks -> [TypeGitPushed]
-//   - flagger: Flagger event webhooks -> [TypeCanary]
+// The intake also serves POST /events for the first receiver of type
+// cloudevents, with the CloudEvents webhook OPTIONS handshake, and answers
+// Flagger's gate calls (?gate=<type>) with its [GateKeeper]'s decision.
 //
-// Status codes: 202 accepted or ignored, 400 malformed, 401 unauthenticated,
-// 404 unknown receiver, 405 not POST, 413 too large, 415 unsupported
-// Content-Type, 503 journal unavailable (retry). Every error body is
+// Senders, one file each (see [SenderTypes]; README has a table):
+//   - registries -> [TypeImagePushed]: dockerhub, harbor, distribution,
+//     github (package / registry_package events: ghcr.go), quay, acr, gar
+//     (Pub/Sub push with OIDC), ecr, artifactory, nexus;
+//   - git hosts -> [TypeGitPushed]: github, gitlab, gitea / forgejo,
+//     bitbucket, bitbucket-server;
+//   - flagger: event webhooks -> [TypeCanary]; gate calls -> [GateCall];
+//   - tekton: Tekton's CloudEvents -> [TypePipelineRun];
+//   - cloudevents: native CloudEvents (binary, structured, batch).
+//
+// Status codes: 202 accepted or ignored, 200/403 a gate call's answer, 400
+// malformed, 401 unauthenticated, 404 unknown receiver, 405 not POST, 413 too
+// large, 415 unsupported Content-Type, 429 rate limited (Retry-After), 500 a
+// sender's bug, 503 journal unavailable (retry). Every error body is
 // {"error": "..."}.
 package events
