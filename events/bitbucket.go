@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -76,41 +77,55 @@ func (s BitbucketSender) Authenticate(_ context.Context, d *Delivery) error {
 
 // Parse implements [Sender].
 func (BitbucketSender) Parse(d *Delivery) (Result, error) {
+	return bitbucketFamily{name: "Bitbucket", deliveryHeader: "X-Request-UUID", pushEvent: "repo:push", push: bitbucketCloudPush}.parse(d)
+}
+
+// bitbucketCloudPush decodes a Bitbucket Cloud repo:push and builds its
+// events.
+func bitbucketCloudPush(d *Delivery, base GitPushed, key string) ([]cloudevents.Event, []string, error) {
+	var push bitbucketPush
+	if err := json.Unmarshal(d.Body, &push); err != nil {
+		return nil, nil, malformed("decoding Bitbucket push: %w", err)
+	}
+	base.RepoURL = bitbucketRepoURL(push)
+	base.Pusher = cmp.Or(push.Actor.Nickname, push.Actor.DisplayName)
+	base.Sender = SenderBitbucket
+	if base.RepoURL == "" {
+		return nil, nil, malformed("Bitbucket push has no repository.full_name")
+	}
+	return bitbucketEvents(d, push, base, key)
+}
+
+// bitbucketFamily is what tells Bitbucket Cloud and Bitbucket Server
+// deliveries apart; the rest of their handling is the same.
+type bitbucketFamily struct {
+	name           string // for messages
+	deliveryHeader string
+	pushEvent      string // X-Event-Key of a push
+	// push decodes a push and builds its events from base (Receiver and
+	// DeliveryID set) with key; it says why it skipped changes.
+	push func(d *Delivery, base GitPushed, key string) ([]cloudevents.Event, []string, error)
+}
+
+func (f bitbucketFamily) parse(d *Delivery) (Result, error) {
 	event := d.Header.Get("X-Event-Key")
 	if event == "" {
 		return Result{}, malformed("missing X-Event-Key header")
 	}
-	delivery := strings.TrimSpace(d.Header.Get("X-Request-UUID"))
+	delivery := strings.TrimSpace(d.Header.Get(f.deliveryHeader))
 	res := Result{DeliveryID: delivery}
-	if event != "repo:push" {
+	if event != f.pushEvent {
 		res.Ignored = bitbucketIgnoredEvent(event)
 		return res, nil
 	}
-	if err := gitJSONMediaType(d, "Bitbucket"); err != nil {
+	if err := gitJSONMediaType(d, f.name); err != nil {
 		return Result{}, err
-	}
-	var push bitbucketPush
-	if err := json.Unmarshal(d.Body, &push); err != nil {
-		return Result{}, malformed("decoding Bitbucket push: %w", err)
-	}
-	base := GitPushed{
-		RepoURL:    bitbucketRepoURL(push),
-		Pusher:     push.Actor.Nickname,
-		Sender:     SenderBitbucket,
-		Receiver:   d.Receiver,
-		DeliveryID: delivery,
-	}
-	if base.RepoURL == "" {
-		return Result{}, malformed("Bitbucket push has no repository.full_name")
-	}
-	if base.Pusher == "" {
-		base.Pusher = push.Actor.DisplayName
 	}
 	key := delivery
 	if key == "" {
 		key = bodyKey(d)
 	}
-	evs, skipped, err := bitbucketEvents(d, push, base, key)
+	evs, skipped, err := f.push(d, GitPushed{Receiver: d.Receiver, DeliveryID: delivery}, key)
 	if err != nil {
 		return Result{}, err
 	}

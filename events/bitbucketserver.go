@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -81,49 +82,23 @@ func (s BitbucketServerSender) Authenticate(_ context.Context, d *Delivery) erro
 
 // Parse implements [Sender].
 func (BitbucketServerSender) Parse(d *Delivery) (Result, error) {
-	event := d.Header.Get("X-Event-Key")
-	if event == "" {
-		return Result{}, malformed("missing X-Event-Key header")
-	}
-	delivery := strings.TrimSpace(d.Header.Get("X-Request-Id"))
-	res := Result{DeliveryID: delivery}
-	if event != "repo:refs_changed" {
-		res.Ignored = bitbucketIgnoredEvent(event)
-		return res, nil
-	}
-	if err := gitJSONMediaType(d, "Bitbucket Server"); err != nil {
-		return Result{}, err
-	}
+	return bitbucketFamily{name: "Bitbucket Server", deliveryHeader: "X-Request-Id", pushEvent: "repo:refs_changed", push: bitbucketServerPushEvents}.parse(d)
+}
+
+// bitbucketServerPushEvents decodes a Bitbucket Server repo:refs_changed and
+// builds its events.
+func bitbucketServerPushEvents(d *Delivery, base GitPushed, key string) ([]cloudevents.Event, []string, error) {
 	var push bitbucketServerPush
 	if err := json.Unmarshal(d.Body, &push); err != nil {
-		return Result{}, malformed("decoding Bitbucket Server push: %w", err)
+		return nil, nil, malformed("decoding Bitbucket Server push: %w", err)
 	}
-	base := GitPushed{
-		RepoURL:    bitbucketServerRepoURL(push),
-		Pusher:     push.Actor.Name,
-		Sender:     SenderBitbucketServer,
-		Receiver:   d.Receiver,
-		DeliveryID: delivery,
-	}
+	base.RepoURL = bitbucketServerRepoURL(push)
+	base.Pusher = cmp.Or(push.Actor.Name, push.Actor.Slug)
+	base.Sender = SenderBitbucketServer
 	if base.RepoURL == "" {
-		return Result{}, malformed("Bitbucket Server push has no http or ssh clone link")
+		return nil, nil, malformed("Bitbucket Server push has no http or ssh clone link")
 	}
-	if base.Pusher == "" {
-		base.Pusher = push.Actor.Slug
-	}
-	key := delivery
-	if key == "" {
-		key = bodyKey(d)
-	}
-	evs, skipped, err := bitbucketServerEvents(d, push, base, key)
-	if err != nil {
-		return Result{}, err
-	}
-	res.Events = evs
-	if len(evs) == 0 {
-		res.Ignored = gitIgnoredChanges(skipped)
-	}
-	return res, nil
+	return bitbucketServerEvents(d, push, base, key)
 }
 
 // bitbucketServerEvents builds the event of every added or updated ref of

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -97,4 +98,29 @@ func cloudEventsOf(d *Delivery) ([]cloudevents.Event, error) {
 		}
 	}
 	return evs, nil
+}
+
+// jsonOrFormPayload returns the JSON of a delivery from a GitHub-like git
+// host (sender names it, for messages): the body, or the "payload" field of
+// a form-encoded body.
+func jsonOrFormPayload(d *Delivery, sender string) ([]byte, error) {
+	mt, err := mediaType(d)
+	if err != nil {
+		return nil, err
+	}
+	switch mt {
+	case "application/json", "":
+		return d.Body, nil
+	case "application/x-www-form-urlencoded":
+		form, err := url.ParseQuery(string(d.Body))
+		if err != nil {
+			return nil, malformed("decoding form-encoded %s delivery: %w", sender, err)
+		}
+		if !form.Has("payload") {
+			return nil, malformed("form-encoded %s delivery has no payload field", sender)
+		}
+		return []byte(form.Get("payload")), nil
+	default:
+		return nil, Permanent(fmt.Errorf("%w %q: want application/json or application/x-www-form-urlencoded", ErrUnsupportedMediaType, mt))
+	}
 }

@@ -61,7 +61,7 @@ type ghcrPackage struct {
 // ignored.
 func parseGitHubPackage(d *Delivery, event, delivery string) (Result, error) {
 	res := Result{DeliveryID: delivery}
-	body, err := githubPayload(d)
+	body, err := jsonOrFormPayload(d, "GitHub")
 	if err != nil {
 		return Result{}, err
 	}

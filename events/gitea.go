@@ -143,7 +143,7 @@ func (s GiteaSender) Parse(d *Delivery) (Result, error) {
 		res.Ignored = fmt.Sprintf("event %q", event)
 		return res, nil
 	}
-	body, err := giteaPayload(d)
+	body, err := jsonOrFormPayload(d, "Gitea")
 	if err != nil {
 		return Result{}, err
 	}
@@ -196,30 +196,6 @@ func (s GiteaSender) pushed(push giteaPush, d *Delivery, delivery string) (GitPu
 		p.Pusher = push.Pusher.Username
 	}
 	return p, nil
-}
-
-// giteaPayload returns the JSON of a delivery: the body, or the "payload"
-// field of a form-encoded body.
-func giteaPayload(d *Delivery) ([]byte, error) {
-	mt, err := mediaType(d)
-	if err != nil {
-		return nil, err
-	}
-	switch mt {
-	case "application/json", "":
-		return d.Body, nil
-	case "application/x-www-form-urlencoded":
-		form, err := url.ParseQuery(string(d.Body))
-		if err != nil {
-			return nil, malformed("decoding form-encoded Gitea delivery: %w", err)
-		}
-		if !form.Has("payload") {
-			return nil, malformed("form-encoded Gitea delivery has no payload field")
-		}
-		return []byte(form.Get("payload")), nil
-	default:
-		return nil, Permanent(fmt.Errorf("%w %q: want application/json or application/x-www-form-urlencoded", ErrUnsupportedMediaType, mt))
-	}
 }
 
 // gitFirstHeader returns the first of d's headers that is set, trimmed.

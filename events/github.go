@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -78,7 +77,7 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 		return res, nil
 	}
 
-	body, err := githubPayload(d)
+	body, err := jsonOrFormPayload(d, "GitHub")
 	if err != nil {
 		return Result{}, err
 	}
@@ -129,28 +128,4 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 	}
 	res.Events = []cloudevents.Event{e}
 	return res, nil
-}
-
-// githubPayload returns the JSON of a delivery: the body, or the "payload"
-// field of a form-encoded body.
-func githubPayload(d *Delivery) ([]byte, error) {
-	mt, err := mediaType(d)
-	if err != nil {
-		return nil, err
-	}
-	switch mt {
-	case "application/json", "":
-		return d.Body, nil
-	case "application/x-www-form-urlencoded":
-		form, err := url.ParseQuery(string(d.Body))
-		if err != nil {
-			return nil, malformed("decoding form-encoded GitHub delivery: %w", err)
-		}
-		if !form.Has("payload") {
-			return nil, malformed("form-encoded GitHub delivery has no payload field")
-		}
-		return []byte(form.Get("payload")), nil
-	default:
-		return nil, Permanent(fmt.Errorf("%w %q: want application/json or application/x-www-form-urlencoded", ErrUnsupportedMediaType, mt))
-	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,9 +26,35 @@ func defaultServer() string {
 }
 
 func (c apiClient) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.base, "/")+path, nil)
+	return c.do(ctx, http.MethodGet, path, "", nil, v)
+}
+
+// post sends v as JSON with the bearer token and fails on any non-2xx.
+func (c apiClient) post(ctx context.Context, path, token string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding request: %w", err)
+	}
+	return c.do(ctx, http.MethodPost, path, token, body, nil)
+}
+
+// do sends one request to the API and decodes a 2xx JSON answer into out
+// (when not nil); an error answer becomes an error with the server's
+// message.
+func (c apiClient) do(ctx context.Context, method, path, token string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.base, "/")+path, rd)
 	if err != nil {
 		return fmt.Errorf("building request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	hc := c.http
 	if hc == nil {
@@ -38,18 +65,21 @@ func (c apiClient) get(ctx context.Context, path string, v any) error {
 		return fmt.Errorf("reaching flotilla at %s (is `flotilla serve` running? --server or FLOTILLA_SERVER): %w", c.base, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
 		return fmt.Errorf("reading response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		var e struct{ Error string }
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 			return fmt.Errorf("%s", e.Error)
 		}
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("decoding response of %s: %w", path, err)
 	}
 	return nil
