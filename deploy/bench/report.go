@@ -270,7 +270,7 @@ func renderReport(o options, m machine, results []scenarioResult, store []storeR
 		p("| wave2=%d | %d | %d | %d | %d | %d | %s |\n", r.wave2, r.wave1, r.wave2, r.realClusters, r.proxied, o.warmup, r.took.Round(time.Second))
 	}
 	p("\nMachine: %d CPUs (%s), %.0f GiB RAM, Linux %s, %s. Load average before/after: %s / %s ", m.cpus, m.cpuModel, m.memGiB, m.kernel, m.goVersion, m.loadBefore, m.loadAfter)
-	p("(the machine is shared: other engineers' fleets and test runs were running too, and the fleet, flotilla and the bench share its cores).\n")
+	p("(the fleet, flotilla and the bench share its cores; the load before the run is what else was running).\n")
 	if len(m.fleetRSS) > 0 {
 		var parts []string
 		var total float64
