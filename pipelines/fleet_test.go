@@ -38,7 +38,12 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
-	os.Exit(fleettest.Main(m, fleettest.Options{Clusters: 2, Tekton: true}, &fleet))
+	code := fleettest.Main(m, fleettest.Options{Clusters: 2, Tekton: true}, &fleet)
+	if binary != "" {
+		// The binary flotillaBinary built (about 90 MB).
+		_ = os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
 }
 
 func fleetClients(t *testing.T) (tekton, target *fleettest.Clients) {
