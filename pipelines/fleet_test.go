@@ -39,9 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	code := fleettest.Main(m, fleettest.Options{Clusters: 2, Tekton: true}, &fleet)
-	if binary != "" {
+	if binaryDir != "" {
 		// The binary flotillaBinary built (about 90 MB).
-		_ = os.RemoveAll(filepath.Dir(binary))
+		_ = os.RemoveAll(binaryDir)
 	}
 	os.Exit(code)
 }
@@ -64,6 +64,7 @@ func fleetClients(t *testing.T) (tekton, target *fleettest.Clients) {
 var (
 	buildOnce sync.Once
 	binary    string
+	binaryDir string // holds binary; removed by TestMain
 	buildErr  error
 )
 
@@ -77,6 +78,7 @@ func flotillaBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		binaryDir = dir
 		binary = filepath.Join(dir, "flotilla")
 		out, err := exec.Command("go", "build", "-o", binary, "github.com/flotilla-cd/flotilla").CombinedOutput() //nolint:noctx // a build
 		if err != nil {
