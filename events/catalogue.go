@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -267,4 +268,41 @@ type FunctionFailed struct {
 	EventType string `json:"eventType"`
 	Error     string `json:"error"`
 	Permanent bool   `json:"permanent"`
+}
+
+// payloadTypes maps every type of the catalogue to its payload.
+var payloadTypes = map[string]func() any{
+	TypeImagePushed:       func() any { return new(ImagePushed) },
+	TypeGitPushed:         func() any { return new(GitPushed) },
+	TypeCanary:            func() any { return new(Canary) },
+	TypePipelineRun:       func() any { return new(PipelineRun) },
+	TypeImageVerified:     func() any { return new(ImageVerified) },
+	TypeImageRejected:     func() any { return new(ImageRejected) },
+	TypeRolloutStarted:    func() any { return new(RolloutStarted) },
+	TypeRolloutSkipped:    func() any { return new(RolloutSkipped) },
+	TypeWaveStarted:       func() any { return new(WaveStarted) },
+	TypeClusterApplied:    func() any { return new(ClusterResult) },
+	TypeWaveSucceeded:     func() any { return new(WaveResult) },
+	TypeRolloutSucceeded:  func() any { return new(RolloutResult) },
+	TypeRolloutFailed:     func() any { return new(RolloutResult) },
+	TypeClusterSucceeded:  func() any { return new(ClusterResult) },
+	TypeClusterFailed:     func() any { return new(ClusterResult) },
+	TypeClusterReverted:   func() any { return new(ClusterResult) },
+	TypeRolloutRolledBack: func() any { return new(RolloutResult) },
+	TypeFunctionFailed:    func() any { return new(FunctionFailed) },
+}
+
+// DecodePayload reads e's payload into the catalogue's type for e's type and
+// returns it (the struct, not a pointer). A type outside the catalogue, or a
+// payload that does not decode, is a permanent error.
+func DecodePayload(e cloudevents.Event) (any, error) {
+	newPayload, ok := payloadTypes[e.Type()]
+	if !ok {
+		return nil, Permanent(fmt.Errorf("event %s: type %q is not in the catalogue", e.ID(), e.Type()))
+	}
+	p := newPayload()
+	if err := json.Unmarshal(e.Data(), p); err != nil {
+		return nil, Permanent(fmt.Errorf("decoding %s payload of event %s: %w", e.Type(), e.ID(), err))
+	}
+	return reflect.ValueOf(p).Elem().Interface(), nil
 }

@@ -1,7 +1,6 @@
 package advance_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -9,25 +8,11 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/advance"
+	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 const rolloutID = "shop-1"
-
-func newRepo(t *testing.T) *rollout.Repo {
-	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatalf("opening store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
-	return rollout.NewRepo(s, nil)
-}
 
 // state is the part of a rollout advance changes.
 type state struct {
@@ -79,40 +64,8 @@ func clusterResult(t *testing.T, typ, cluster, reason string) cloudevents.Event 
 	return e
 }
 
-type emitted struct {
-	ID, Type, RolloutID string
-	Data                any
-}
-
-func summarize(t *testing.T, evs []cloudevents.Event) []emitted {
-	t.Helper()
-	var got []emitted
-	for _, e := range evs {
-		if err := e.Validate(); err != nil {
-			t.Errorf("event %s is invalid: %v", e.ID(), err)
-		}
-		var data any
-		var err error
-		switch e.Type() {
-		case events.TypeWaveSucceeded:
-			data, err = events.Decode[events.WaveResult](e)
-		case events.TypeWaveStarted:
-			data, err = events.Decode[events.WaveStarted](e)
-		case events.TypeRolloutSucceeded, events.TypeRolloutFailed:
-			data, err = events.Decode[events.RolloutResult](e)
-		default:
-			t.Fatalf("unexpected event type %s", e.Type())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, emitted{e.ID(), e.Type(), events.RolloutID(e), data})
-	}
-	return got
-}
-
-func ev(typ string, data any) emitted {
-	return emitted{"in/" + typ + "/" + rolloutID, typ, rolloutID, data}
+func ev(typ string, data any) functiontest.Emitted {
+	return functiontest.Emitted{ID: "in/" + typ + "/" + rolloutID, Type: typ, RolloutID: rolloutID, Data: data}
 }
 
 func TestAdvance(t *testing.T) {
@@ -131,7 +84,7 @@ func TestAdvance(t *testing.T) {
 		typ      string
 		cluster  string
 		reason   string
-		want     []emitted
+		want     []functiontest.Emitted
 		after    state
 		deployed bool
 	}{
@@ -139,7 +92,7 @@ func TestAdvance(t *testing.T) {
 			name:   "first wave done: next wave starts",
 			before: state{Phase: rollout.Progressing, Clusters: cs(progressing, pending, pending)},
 			typ:    events.TypeClusterSucceeded, cluster: "c1",
-			want: []emitted{
+			want: []functiontest.Emitted{
 				ev(events.TypeWaveSucceeded, events.WaveResult{RolloutID: rolloutID, Wave: 0}),
 				ev(events.TypeWaveStarted, events.WaveStarted{RolloutID: rolloutID, Wave: 1, Clusters: []string{"c2", "c3"}}),
 			},
@@ -155,7 +108,7 @@ func TestAdvance(t *testing.T) {
 			name:   "last wave done: rollout succeeded",
 			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, succeeded, progressing)},
 			typ:    events.TypeClusterSucceeded, cluster: "c3",
-			want: []emitted{
+			want: []functiontest.Emitted{
 				ev(events.TypeWaveSucceeded, events.WaveResult{RolloutID: rolloutID, Wave: 1}),
 				ev(events.TypeRolloutSucceeded, events.RolloutResult{RolloutID: rolloutID}),
 			},
@@ -166,7 +119,7 @@ func TestAdvance(t *testing.T) {
 			name:   "a failure fails the rollout at once",
 			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, progressing)},
 			typ:    events.TypeClusterFailed, cluster: "c2", reason: "canary analysis failed",
-			want: []emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
+			want: []functiontest.Emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
 				Reason: "wave 2 (rest): cluster c2 failed: canary analysis failed"})},
 			after: state{Phase: rollout.Failed, Wave: 1, Clusters: cs(succeeded, failed, progressing),
 				Reason: "wave 2 (rest): cluster c2 failed: canary analysis failed"},
@@ -175,7 +128,7 @@ func TestAdvance(t *testing.T) {
 			name:   "a failure in the first wave",
 			before: state{Phase: rollout.Progressing, Clusters: cs(progressing, pending, pending)},
 			typ:    events.TypeClusterFailed, cluster: "c1", reason: "pipeline failed: boom",
-			want: []emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
+			want: []functiontest.Emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
 				Reason: "wave 1 (canary): cluster c1 failed: pipeline failed: boom"})},
 			after: state{Phase: rollout.Failed, Clusters: cs(failed, pending, pending),
 				Reason: "wave 1 (canary): cluster c1 failed: pipeline failed: boom"},
@@ -205,7 +158,7 @@ func TestAdvance(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, tt.before)
 			evs, err := advance.New(repo).Handle(ctx, clusterResult(t, tt.typ, tt.cluster, tt.reason))
 			if err != nil {
@@ -240,7 +193,7 @@ func TestAdvance(t *testing.T) {
 // the runtime would, including a redelivery.
 func TestAdvanceWholeRollout(t *testing.T) {
 	ctx := t.Context()
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
 		"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
 	fn := advance.New(repo)
@@ -264,7 +217,7 @@ func TestAdvanceWholeRollout(t *testing.T) {
 			got = append(got, e.Type())
 		}
 		if diff := cmp.Diff(s.want, got); diff != "" {
-			t.Errorf("step %d (%s) emitted (-want +got):\n%s", i, s.cluster, diff)
+			t.Errorf("step %d (%s) functiontest.Emitted (-want +got):\n%s", i, s.cluster, diff)
 		}
 	}
 	ro, err := repo.Get(ctx, rolloutID)
@@ -277,7 +230,7 @@ func TestAdvanceWholeRollout(t *testing.T) {
 }
 
 func TestAdvanceTwoFailures(t *testing.T) {
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, state{Phase: rollout.Progressing, Wave: 1, Clusters: map[string]rollout.ClusterPhase{
 		"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterProgressing, "c3": rollout.ClusterProgressing}})
 	// The reason names every failed cluster of the wave.
@@ -291,7 +244,7 @@ func TestAdvanceTwoFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
+	want := []functiontest.Emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
 		Reason: "wave 2 (rest): cluster c2 failed: first; cluster c3 failed: second"})}
 	if diff := cmp.Diff(want, summarize(t, evs)); diff != "" {
 		t.Errorf("emitted (-want +got):\n%s", diff)
@@ -312,7 +265,7 @@ func TestAdvanceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, state{Phase: rollout.Progressing})
 			evs, err := advance.New(repo).Handle(t.Context(), tt.e)
 			if err == nil || !events.IsPermanent(err) {
@@ -330,4 +283,9 @@ func TestAdvanceContract(t *testing.T) {
 	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
+}
+
+func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
+	t.Helper()
+	return functiontest.Summarize(t, evs, events.TypeWaveSucceeded, events.TypeWaveStarted, events.TypeRolloutSucceeded, events.TypeRolloutFailed)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -15,13 +14,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/launch"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 const (
@@ -31,34 +30,6 @@ const (
 	ref       = image + "@" + digest
 	oldImage  = image + "@sha256:old"
 )
-
-// fakeExecutor stands in for the pipeline executor; the features run the
-// real one against real clusters.
-type fakeExecutor struct {
-	applyCanary func(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error)
-
-	mu    sync.Mutex
-	calls map[string][]tasks.ApplyCanaryParams
-}
-
-func (f *fakeExecutor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-	f.mu.Lock()
-	if f.calls == nil {
-		f.calls = map[string][]tasks.ApplyCanaryParams{}
-	}
-	f.calls[cluster] = append(f.calls[cluster], p)
-	f.mu.Unlock()
-	if f.applyCanary == nil {
-		return tasks.ApplyCanaryResult{PreviousImage: oldImage, Changed: true}, nil
-	}
-	return f.applyCanary(ctx, cluster, p)
-}
-
-func (f *fakeExecutor) applied() map[string][]tasks.ApplyCanaryParams {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
-}
 
 // fakeStatus stands in for the clusters' canary status.
 type fakeStatus struct {
@@ -91,20 +62,6 @@ func hooks(clusterName, rolloutID string) canary.EventHook {
 		URL:      "http://flotilla.test/hooks/flagger/s3cret",
 		Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID},
 	}
-}
-
-func newRepo(t *testing.T) *rollout.Repo {
-	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatalf("opening store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
-	return rollout.NewRepo(s, nil)
 }
 
 // newRollout stores a rollout of ref over two waves: c1, then c2 and c3.
@@ -163,19 +120,19 @@ func res(typ string, wave int, cl, reason string) result {
 	return result{"ws/" + typ + "/" + cl, typ, rolloutID, events.ClusterResult{RolloutID: rolloutID, Wave: wave, Cluster: cl, Reason: reason}}
 }
 
-func newFunction(repo *rollout.Repo, exec *fakeExecutor, status fakeStatus, maxParallel int) *launch.Function {
+func newFunction(repo *rollout.Repo, exec *functiontest.FakeExecutor, status fakeStatus, maxParallel int) *launch.Function {
 	cfg := &config.Config{Applications: []config.Application{app()}}
 	return launch.New(cfg, repo, exec, status, hooks, maxParallel)
 }
 
 func TestLaunchAppliesEveryClusterOfTheWave(t *testing.T) {
 	ctx := t.Context()
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, func(r *rollout.Rollout) {
 		r.Wave = 1
 		r.Waves[0].Clusters[0].Phase = rollout.ClusterSucceeded
 	})
-	exec := &fakeExecutor{}
+	exec := newExecutor()
 	start := time.Now()
 	evs, err := newFunction(repo, exec, fakeStatus{}, 0).Handle(ctx, waveStarted(t, 1, "c2", "c3"))
 	if err != nil {
@@ -203,11 +160,11 @@ func TestLaunchAppliesEveryClusterOfTheWave(t *testing.T) {
 			Canary: objs.Canary, Objects: deps,
 		}}
 	}
-	if diff := cmp.Diff(map[string][]tasks.ApplyCanaryParams{"c2": wantParams("c2"), "c3": wantParams("c3")}, exec.applied()); diff != "" {
+	if diff := cmp.Diff(map[string][]tasks.ApplyCanaryParams{"c2": wantParams("c2"), "c3": wantParams("c3")}, exec.Applied()); diff != "" {
 		t.Errorf("pipelines run (-want +got):\n%s", diff)
 	}
 	// The canary reports to flotilla's hook, which tells cluster and rollout.
-	for cl, calls := range exec.applied() {
+	for cl, calls := range exec.Applied() {
 		hs := calls[0].Canary.Spec.Analysis.Webhooks
 		last := hs[len(hs)-1]
 		if last.Type != flaggerv1.EventHook || last.URL != "http://flotilla.test/hooks/flagger/s3cret" {
@@ -318,9 +275,9 @@ func TestLaunchOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, nil)
-			exec := &fakeExecutor{applyCanary: func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+			exec := &functiontest.FakeExecutor{Func: func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
 				return tt.apply(cl)
 			}}
 			evs, err := newFunction(repo, exec, tt.status, 0).Handle(ctx, waveStarted(t, 0, "c1"))
@@ -352,12 +309,12 @@ func TestLaunchOutcomes(t *testing.T) {
 // TestLaunchDaemonSet follows a DaemonSet: the pipeline patches a
 // DaemonSet, and the "already running" check reads DaemonSets.
 func TestLaunchDaemonSet(t *testing.T) {
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, nil)
 	ds := app()
 	ds.Workload = config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
 	ds.Delivery.Autoscale = nil
-	exec := &fakeExecutor{applyCanary: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	exec := &functiontest.FakeExecutor{Func: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
 		return tasks.ApplyCanaryResult{PreviousImage: oldImage}, nil
 	}}
 	status := fakeStatus{canaryStatus: func(_ context.Context, _, ns string, w config.Workload) (cluster.CanaryStatus, error) {
@@ -374,7 +331,7 @@ func TestLaunchDaemonSet(t *testing.T) {
 	if diff := cmp.Diff([]result{res(events.TypeClusterSucceeded, 0, "c1", "already running "+ref)}, results(t, evs)); diff != "" {
 		t.Errorf("emitted (-want +got):\n%s", diff)
 	}
-	calls := exec.applied()["c1"]
+	calls := exec.Applied()["c1"]
 	if len(calls) != 1 || calls[0].Kind != config.KindDaemonSet || calls[0].Workload != "shop-agent" {
 		t.Errorf("ApplyCanary calls = %+v, want one for DaemonSet shop-agent", calls)
 	}
@@ -393,14 +350,14 @@ func TestLaunchNothingToDo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, tt.change)
-			exec := &fakeExecutor{}
+			exec := newExecutor()
 			evs, err := newFunction(repo, exec, fakeStatus{}, 0).Handle(t.Context(), waveStarted(t, tt.wave, "c1"))
 			if err != nil || len(evs) != 0 {
 				t.Errorf("Handle = %v, %v; want nothing", evs, err)
 			}
-			if calls := exec.applied(); len(calls) != 0 {
+			if calls := exec.Applied(); len(calls) != 0 {
 				t.Errorf("pipelines run: %v", calls)
 			}
 		})
@@ -409,13 +366,13 @@ func TestLaunchNothingToDo(t *testing.T) {
 
 func TestLaunchRecordsPreviousImageOnce(t *testing.T) {
 	ctx := t.Context()
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, nil)
 	// A re-run finds the workload on the new digest already; what it ran
 	// before the rollout is what rollback must restore.
 	prev := []string{oldImage, ref}
 	var mu sync.Mutex
-	exec := &fakeExecutor{applyCanary: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	exec := &functiontest.FakeExecutor{Func: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		p := prev[0]
@@ -429,7 +386,7 @@ func TestLaunchRecordsPreviousImageOnce(t *testing.T) {
 			t.Fatalf("delivery %d: %v", i, err)
 		}
 		if diff := cmp.Diff([]result{res(events.TypeClusterApplied, 0, "c1", "")}, results(t, evs)); diff != "" {
-			t.Errorf("delivery %d emitted (-want +got):\n%s", i, diff)
+			t.Errorf("delivery %d functiontest.Emitted (-want +got):\n%s", i, diff)
 		}
 	}
 	ro, err := repo.Get(ctx, rolloutID)
@@ -445,7 +402,7 @@ func TestLaunchRecordsPreviousImageOnce(t *testing.T) {
 // pipelines at once: the first two wait for each other, so the bound is
 // reached, and no more than two ever run together.
 func TestLaunchBoundsParallelism(t *testing.T) {
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	names := []string{"a", "b", "c", "d", "e"}
 	newRollout(t, repo, func(r *rollout.Rollout) {
 		r.Waves = []rollout.Wave{{Name: "all"}}
@@ -460,7 +417,7 @@ func TestLaunchBoundsParallelism(t *testing.T) {
 		bothIn   = make(chan struct{})
 		released bool
 	)
-	exec := &fakeExecutor{applyCanary: func(ctx context.Context, _ string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	exec := &functiontest.FakeExecutor{Func: func(ctx context.Context, _ string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
 		mu.Lock()
 		running++
 		most = max(most, running)
@@ -512,9 +469,9 @@ func TestLaunchErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, nil)
-			exec := &fakeExecutor{}
+			exec := newExecutor()
 			evs, err := launch.New(tt.cfg, repo, exec, fakeStatus{}, hooks, 0).Handle(t.Context(), tt.e)
 			if err == nil {
 				t.Fatalf("Handle = %v, want an error", evs)
@@ -522,7 +479,7 @@ func TestLaunchErrors(t *testing.T) {
 			if got := events.IsPermanent(err); got != tt.permanent {
 				t.Errorf("error %q: permanent = %v, want %v", err, got, tt.permanent)
 			}
-			if calls := exec.applied(); len(calls) != 0 {
+			if calls := exec.Applied(); len(calls) != 0 {
 				t.Errorf("pipelines run: %v", calls)
 			}
 		})
@@ -537,4 +494,10 @@ func TestLaunchContract(t *testing.T) {
 	if diff := cmp.Diff([]string{events.TypeWaveStarted}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
+}
+
+// newExecutor is an executor that applies everywhere, reporting oldImage as the
+// image the workload ran before.
+func newExecutor() *functiontest.FakeExecutor {
+	return &functiontest.FakeExecutor{Result: tasks.ApplyCanaryResult{PreviousImage: oldImage, Changed: true}}
 }

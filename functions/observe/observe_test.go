@@ -3,18 +3,17 @@ package observe_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/observe"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 const (
@@ -47,20 +46,6 @@ func statusOf(w config.Workload, st cluster.CanaryStatus) fakeStatus {
 		}
 		return st, nil
 	}}
-}
-
-func newRepo(t *testing.T) *rollout.Repo {
-	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatalf("opening store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
-	return rollout.NewRepo(s, nil)
 }
 
 var cfg = &config.Config{Applications: []config.Application{{
@@ -151,7 +136,7 @@ func TestObserveClassify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, tt.phase)
 			st := cluster.CanaryStatus{Phase: tt.flagger, Weight: 42, PrimaryImage: tt.images.primary, TargetImage: tt.images.target}
 			fn := observe.New(cfg, repo, status(st))
@@ -190,7 +175,7 @@ func TestObserveClassify(t *testing.T) {
 // TestObserveDaemonSet follows a canary whose target is a DaemonSet: the
 // images are read from the DaemonSet and its primary.
 func TestObserveDaemonSet(t *testing.T) {
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, rollout.ClusterProgressing)
 	w := config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
 	ds := &config.Config{Applications: []config.Application{{Name: "shop", Image: image, Namespace: "web", Workload: w}}}
@@ -223,7 +208,7 @@ func TestObserveIgnores(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, rollout.ClusterProgressing)
 			evs, err := observe.New(tt.cfg, repo, never).Handle(t.Context(), canaryEvent(t, tt.c))
 			if err != nil || len(evs) != 0 {
@@ -254,7 +239,7 @@ func TestObserveErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, rollout.ClusterProgressing)
 			evs, err := observe.New(cfg, repo, tt.status).Handle(t.Context(), tt.e)
 			if err == nil {

@@ -1,34 +1,19 @@
 package plan_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/plan"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 const image = "registry.test/team/app"
-
-func newRepo(t *testing.T) *rollout.Repo {
-	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatalf("opening store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
-	return rollout.NewRepo(s, nil)
-}
 
 func newConfig(apps ...config.Application) *config.Config {
 	return &config.Config{
@@ -54,56 +39,23 @@ func verified(t *testing.T, id, img, tag string) cloudevents.Event {
 	return e
 }
 
-// emitted is what a test compares of an emitted event.
-type emitted struct {
-	ID, Type, RolloutID string
-	Data                any
-}
-
-func summarize(t *testing.T, evs []cloudevents.Event) []emitted {
-	t.Helper()
-	var got []emitted
-	for _, e := range evs {
-		if err := e.Validate(); err != nil {
-			t.Errorf("event %s is invalid: %v", e.ID(), err)
-		}
-		var data any
-		var err error
-		switch e.Type() {
-		case events.TypeRolloutStarted:
-			data, err = events.Decode[events.RolloutStarted](e)
-		case events.TypeWaveStarted:
-			data, err = events.Decode[events.WaveStarted](e)
-		case events.TypeRolloutSkipped:
-			data, err = events.Decode[events.RolloutSkipped](e)
-		default:
-			t.Fatalf("unexpected event type %s", e.Type())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, emitted{e.ID(), e.Type(), events.RolloutID(e), data})
-	}
-	return got
-}
-
 // started is what plan emits for a rollout of tag to app, started by the
 // event with id parent.
-func started(parent, app, tag string) []emitted {
+func started(parent, app, tag string) []functiontest.Emitted {
 	id := plan.ID(parent, app)
-	return []emitted{
-		{parent + "/" + events.TypeRolloutStarted + "/" + app, events.TypeRolloutStarted, id, events.RolloutStarted{
+	return []functiontest.Emitted{
+		{ID: parent + "/" + events.TypeRolloutStarted + "/" + app, Type: events.TypeRolloutStarted, RolloutID: id, Data: events.RolloutStarted{
 			RolloutID: id, Application: app, Image: image, Tag: tag, Digest: "sha256:" + tag,
 			Waves: [][]string{{"c1"}, {"c2", "c3"}},
 		}},
-		{parent + "/" + events.TypeWaveStarted + "/" + app, events.TypeWaveStarted, id, events.WaveStarted{
+		{ID: parent + "/" + events.TypeWaveStarted + "/" + app, Type: events.TypeWaveStarted, RolloutID: id, Data: events.WaveStarted{
 			RolloutID: id, Wave: 0, Clusters: []string{"c1"},
 		}},
 	}
 }
 
-func skipped(parent, app, tag, reason string) emitted {
-	return emitted{parent + "/" + events.TypeRolloutSkipped + "/" + app, events.TypeRolloutSkipped, "", events.RolloutSkipped{
+func skipped(parent, app, tag, reason string) functiontest.Emitted {
+	return functiontest.Emitted{ID: parent + "/" + events.TypeRolloutSkipped + "/" + app, Type: events.TypeRolloutSkipped, Data: events.RolloutSkipped{
 		Application: app, Image: image, Tag: tag, Reason: reason,
 	}}
 }
@@ -115,7 +67,7 @@ func TestPlan(t *testing.T) {
 		latest map[string]string // app -> LatestTag before the event
 		image  string
 		tag    string
-		want   []emitted
+		want   []functiontest.Emitted
 	}{
 		{
 			name: "first version of an application",
@@ -135,7 +87,7 @@ func TestPlan(t *testing.T) {
 			apps:   []config.Application{application("app", image, config.TrackMinorVersion)},
 			latest: map[string]string{"app": "1.2.3"},
 			tag:    "2.0.0",
-			want: []emitted{skipped("v1", "app", "2.0.0",
+			want: []functiontest.Emitted{skipped("v1", "app", "2.0.0",
 				"2.0.0 is a major upgrade of 1.2.3; track MinorVersion allows minor and patch upgrades only")},
 		},
 		{
@@ -143,7 +95,7 @@ func TestPlan(t *testing.T) {
 			apps:   []config.Application{application("app", image, config.TrackMajorVersion)},
 			latest: map[string]string{"app": "1.2.3"},
 			tag:    "1.2.2",
-			want:   []emitted{skipped("v1", "app", "1.2.2", "1.2.2 is older than the current 1.2.3")},
+			want:   []functiontest.Emitted{skipped("v1", "app", "1.2.2", "1.2.2 is older than the current 1.2.3")},
 		},
 		{
 			name: "two applications track the image, one per track",
@@ -153,7 +105,7 @@ func TestPlan(t *testing.T) {
 			},
 			latest: map[string]string{"api": "1.2.3", "worker": "1.2.3"},
 			tag:    "1.3.0",
-			want: append([]emitted{skipped("v1", "api", "1.3.0",
+			want: append([]functiontest.Emitted{skipped("v1", "api", "1.3.0",
 				"1.3.0 is a minor upgrade of 1.2.3; track PatchLevel allows patch upgrades only")},
 				started("v1", "worker", "1.3.0")...),
 		},
@@ -176,7 +128,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			for app, tag := range tt.latest {
 				if err := repo.UpdateApp(ctx, app, func(s *rollout.AppState) error { s.LatestTag = tag; return nil }); err != nil {
 					t.Fatal(err)
@@ -247,7 +199,7 @@ func TestPlan(t *testing.T) {
 
 func TestPlanRedelivery(t *testing.T) {
 	ctx := t.Context()
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
 	e := verified(t, "v1", image, "1.2.3")
 
@@ -281,7 +233,7 @@ func TestPlanRedelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]emitted{skipped("v2", "app", "1.2.3", "1.2.3 is the current version")}, summarize(t, other)); diff != "" {
+	if diff := cmp.Diff([]functiontest.Emitted{skipped("v2", "app", "1.2.3", "1.2.3 is the current version")}, summarize(t, other)); diff != "" {
 		t.Errorf("second push of the same tag (-want +got):\n%s", diff)
 	}
 }
@@ -316,7 +268,7 @@ func TestPlanErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			evs, err := plan.New(newConfig(tt.app), repo).Handle(t.Context(), tt.e)
 			if err == nil || !events.IsPermanent(err) {
 				t.Fatalf("Handle = %v, %v; want a permanent error", evs, err)
@@ -326,4 +278,9 @@ func TestPlanErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
+	t.Helper()
+	return functiontest.Summarize(t, evs, events.TypeRolloutStarted, events.TypeWaveStarted, events.TypeRolloutSkipped)
 }

@@ -3,7 +3,6 @@ package rollback_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -13,13 +12,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/rollback"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 const (
@@ -30,41 +29,6 @@ const (
 
 // prev is what cluster c ran before the rollout.
 func prev(c string) string { return image + "@sha256:old-" + c }
-
-// fakeExecutor stands in for the pipeline executor; the features run the
-// real one against real clusters.
-type fakeExecutor struct {
-	applyCanary func(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error)
-
-	mu    sync.Mutex
-	calls map[string][]tasks.ApplyCanaryParams
-}
-
-func (f *fakeExecutor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-	f.mu.Lock()
-	if f.calls == nil {
-		f.calls = map[string][]tasks.ApplyCanaryParams{}
-	}
-	f.calls[cluster] = append(f.calls[cluster], p)
-	f.mu.Unlock()
-	if f.applyCanary == nil {
-		return tasks.ApplyCanaryResult{PreviousImage: ref, Changed: true}, nil
-	}
-	return f.applyCanary(ctx, cluster, p)
-}
-
-// take returns the clusters applied to since the last take, sorted.
-func (f *fakeExecutor) take() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var names []string
-	for n := range f.calls {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	f.calls = nil
-	return names
-}
 
 // fakeStatus stands in for the clusters' canary status: each cluster's
 // status is what the test set last, for the canary of workload (app()'s when
@@ -124,21 +88,7 @@ func hooks(clusterName, rolloutID string) canary.EventHook {
 		Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID}}
 }
 
-func newRepo(t *testing.T) *rollout.Repo {
-	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatalf("opening store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
-	return rollout.NewRepo(s, nil)
-}
-
-func newFunction(repo *rollout.Repo, exec *fakeExecutor, status *fakeStatus) *rollback.Function {
+func newFunction(repo *rollout.Repo, exec *functiontest.FakeExecutor, status *fakeStatus) *rollback.Function {
 	return rollback.New(&config.Config{Applications: []config.Application{app()}}, repo, exec, status, hooks, 0)
 }
 
@@ -187,40 +137,9 @@ func clusterReverted(t *testing.T, id, cl string) cloudevents.Event {
 	return e
 }
 
-type emitted struct {
-	ID, Type, RolloutID string
-	Data                any
-}
-
-func summarize(t *testing.T, evs []cloudevents.Event) []emitted {
-	t.Helper()
-	var got []emitted
-	for _, e := range evs {
-		if err := e.Validate(); err != nil {
-			t.Errorf("event %s is invalid: %v", e.ID(), err)
-		}
-		var data any
-		var err error
-		switch e.Type() {
-		case events.TypeClusterReverted:
-			data, err = events.Decode[events.ClusterResult](e)
-		case events.TypeRolloutRolledBack:
-			data, err = events.Decode[events.RolloutResult](e)
-		default:
-			t.Fatalf("unexpected event type %s", e.Type())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, emitted{e.ID(), e.Type(), events.RolloutID(e), data})
-	}
-	sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
-	return got
-}
-
-func reverted(parent string, wave int, cl, phase string) emitted {
-	return emitted{parent + "/" + events.TypeClusterReverted + "/" + cl, events.TypeClusterReverted, rolloutID,
-		events.ClusterResult{RolloutID: rolloutID, Wave: wave, Cluster: cl, Reason: "previous image restored; Flagger phase " + phase}}
+func reverted(parent string, wave int, cl, phase string) functiontest.Emitted {
+	return functiontest.Emitted{ID: parent + "/" + events.TypeClusterReverted + "/" + cl, Type: events.TypeClusterReverted, RolloutID: rolloutID,
+		Data: events.ClusterResult{RolloutID: rolloutID, Wave: wave, Cluster: cl, Reason: "previous image restored; Flagger phase " + phase}}
 }
 
 func phases(t *testing.T, repo *rollout.Repo) (rollout.Phase, map[string]rollout.ClusterPhase) {
@@ -242,9 +161,9 @@ func phases(t *testing.T, repo *rollout.Repo) (rollout.Phase, map[string]rollout
 // newest wave first, the next only once it is reverted.
 func TestRollbackWaveByWave(t *testing.T) {
 	ctx := t.Context()
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, nil)
-	exec := &fakeExecutor{}
+	exec := newExecutor()
 	status := &fakeStatus{}
 	fn := newFunction(repo, exec, status)
 
@@ -259,7 +178,7 @@ func TestRollbackWaveByWave(t *testing.T) {
 		e           cloudevents.Event
 		before      func()
 		wantApplied []string
-		want        []emitted
+		want        []functiontest.Emitted
 		wantPhase   rollout.Phase
 		wantC       map[string]rollout.ClusterPhase
 	}
@@ -267,7 +186,7 @@ func TestRollbackWaveByWave(t *testing.T) {
 		{
 			name: "rollout failed: the newest wave that took the digest is reverted", e: rolloutFailed(t),
 			wantApplied: []string{"c2", "c3"},
-			want:        []emitted{reverted("failed", 1, "c2", "Succeeded")},
+			want:        []functiontest.Emitted{reverted("failed", 1, "c2", "Succeeded")},
 			wantPhase:   rollout.Failed,
 			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterReverting,
 				"c3": rollout.ClusterReverting, "c4": rollout.ClusterPending},
@@ -288,15 +207,15 @@ func TestRollbackWaveByWave(t *testing.T) {
 			name: "c3 reverted: the older wave is reverted", e: clusterReverted(t, "r-c3", "c3"),
 			before:      func() { status.set("c3", settledOn(prev("c3"))) },
 			wantApplied: []string{"c1"},
-			want:        []emitted{reverted("r-c3", 0, "c1", "Succeeded")},
+			want:        []functiontest.Emitted{reverted("r-c3", 0, "c1", "Succeeded")},
 			wantPhase:   rollout.Failed,
 			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterReverting, "c2": rollout.ClusterReverted,
 				"c3": rollout.ClusterReverted, "c4": rollout.ClusterPending},
 		},
 		{
 			name: "c1 reverted: rolled back", e: clusterReverted(t, "r-c1", "c1"),
-			want: []emitted{{"r-c1/" + events.TypeRolloutRolledBack + "/" + rolloutID, events.TypeRolloutRolledBack, rolloutID,
-				events.RolloutResult{RolloutID: rolloutID, Reason: "wave 2 (rest): cluster c2 failed: analysis"}}},
+			want: []functiontest.Emitted{{ID: "r-c1/" + events.TypeRolloutRolledBack + "/" + rolloutID, Type: events.TypeRolloutRolledBack, RolloutID: rolloutID,
+				Data: events.RolloutResult{RolloutID: rolloutID, Reason: "wave 2 (rest): cluster c2 failed: analysis"}}},
 			wantPhase: rollout.RolledBack,
 			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterReverted, "c2": rollout.ClusterReverted,
 				"c3": rollout.ClusterReverted, "c4": rollout.ClusterPending},
@@ -317,9 +236,9 @@ func TestRollbackWaveByWave(t *testing.T) {
 			t.Fatalf("%s: Handle: %v", s.name, err)
 		}
 		if diff := cmp.Diff(s.want, summarize(t, evs)); diff != "" {
-			t.Errorf("%s: emitted (-want +got):\n%s", s.name, diff)
+			t.Errorf("%s: functiontest.Emitted (-want +got):\n%s", s.name, diff)
 		}
-		if diff := cmp.Diff(s.wantApplied, exec.take()); diff != "" {
+		if diff := cmp.Diff(s.wantApplied, exec.Take()); diff != "" {
 			t.Errorf("%s: clusters reverted (-want +got):\n%s", s.name, diff)
 		}
 		phase, cs := phases(t, repo)
@@ -333,12 +252,12 @@ func TestRollbackWaveByWave(t *testing.T) {
 }
 
 func TestRollbackApplyParams(t *testing.T) {
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, func(r *rollout.Rollout) {
 		r.Waves = r.Waves[:1]
 		r.Wave = 0
 	})
-	exec := &fakeExecutor{}
+	exec := newExecutor()
 	before := time.Now().UTC()
 	if _, err := newFunction(repo, exec, &fakeStatus{}).Handle(t.Context(), rolloutFailed(t)); err != nil {
 		t.Fatal(err)
@@ -347,10 +266,10 @@ func TestRollbackApplyParams(t *testing.T) {
 		Rollout: rolloutID + "-revert", Namespace: "web", Kind: "Deployment", Workload: "shop-api", Container: "api", Image: prev("c1"),
 		Canary: canary.Render(app(), canary.Input{Cluster: "c1", Rollout: rolloutID, Event: hooks("c1", rolloutID), SkipAnalysis: true}).Canary,
 	}}}
-	if diff := cmp.Diff(want, exec.calls); diff != "" {
+	if diff := cmp.Diff(want, exec.Applied()); diff != "" {
 		t.Errorf("revert applied (-want +got):\n%s", diff)
 	}
-	if !exec.calls["c1"][0].Canary.Spec.SkipAnalysis {
+	if !exec.Applied()["c1"][0].Canary.Spec.SkipAnalysis {
 		t.Error("a revert runs Flagger's analysis again")
 	}
 	ro, err := repo.Get(t.Context(), rolloutID)
@@ -366,14 +285,14 @@ func TestRollbackApplyParams(t *testing.T) {
 // TestRollbackDaemonSet reverts a DaemonSet and reads the DaemonSets back
 // to tell it is reverted.
 func TestRollbackDaemonSet(t *testing.T) {
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, func(r *rollout.Rollout) {
 		r.Waves = r.Waves[:1]
 		r.Wave = 0
 	})
 	ds := app()
 	ds.Workload = config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
-	exec := &fakeExecutor{}
+	exec := newExecutor()
 	status := &fakeStatus{workload: ds.Workload}
 	status.set("c1", settledOn(prev("c1")))
 	fn := rollback.New(&config.Config{Applications: []config.Application{ds}}, repo, exec, status, hooks, 0)
@@ -381,10 +300,10 @@ func TestRollbackDaemonSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]emitted{reverted("failed", 0, "c1", "Succeeded")}, summarize(t, evs)); diff != "" {
+	if diff := cmp.Diff([]functiontest.Emitted{reverted("failed", 0, "c1", "Succeeded")}, summarize(t, evs)); diff != "" {
 		t.Errorf("emitted (-want +got):\n%s", diff)
 	}
-	if p := exec.calls["c1"]; len(p) != 1 || p[0].Kind != config.KindDaemonSet || p[0].Workload != "shop-agent" {
+	if p := exec.Applied()["c1"]; len(p) != 1 || p[0].Kind != config.KindDaemonSet || p[0].Workload != "shop-agent" {
 		t.Errorf("revert applied %+v, want the DaemonSet shop-agent", p)
 	}
 }
@@ -400,14 +319,14 @@ func TestRollbackNothingToDo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			failedRollout(t, repo, func(r *rollout.Rollout) { r.Phase = tt.phase })
-			exec := &fakeExecutor{}
+			exec := newExecutor()
 			evs, err := newFunction(repo, exec, &fakeStatus{}).Handle(t.Context(), rolloutFailed(t))
 			if err != nil || len(evs) != 0 {
 				t.Errorf("Handle = %v, %v; want nothing", evs, err)
 			}
-			if got := exec.take(); len(got) != 0 {
+			if got := exec.Take(); len(got) != 0 {
 				t.Errorf("reverted %v", got)
 			}
 			if phase, _ := phases(t, repo); phase != tt.phase {
@@ -420,12 +339,12 @@ func TestRollbackNothingToDo(t *testing.T) {
 // TestRollbackNothingTookTheDigest: a rollout whose only cluster failed
 // before the pipeline recorded what it ran has nothing to revert.
 func TestRollbackNothingTookTheDigest(t *testing.T) {
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, func(r *rollout.Rollout) {
 		r.Wave = 0
 		r.Waves = []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterFailed}}}}
 	})
-	exec := &fakeExecutor{}
+	exec := newExecutor()
 	evs, err := newFunction(repo, exec, &fakeStatus{}).Handle(t.Context(), rolloutFailed(t))
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +353,7 @@ func TestRollbackNothingTookTheDigest(t *testing.T) {
 	if len(got) != 1 || got[0].Type != events.TypeRolloutRolledBack {
 		t.Errorf("emitted %+v, want rollout.rolledback", got)
 	}
-	if applied := exec.take(); len(applied) != 0 {
+	if applied := exec.Take(); len(applied) != 0 {
 		t.Errorf("reverted %v", applied)
 	}
 }
@@ -444,12 +363,12 @@ func TestRollbackNothingTookTheDigest(t *testing.T) {
 // instead of waiting forever for clusters that were never reverted.
 func TestRollbackRetriesAFailedRevert(t *testing.T) {
 	ctx := t.Context()
-	repo := newRepo(t)
+	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, nil)
 	errDown := errors.New("apiserver unavailable")
 	var mu sync.Mutex
 	down := true
-	exec := &fakeExecutor{applyCanary: func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	exec := &functiontest.FakeExecutor{Func: func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if cl == "c3" && down {
@@ -466,7 +385,7 @@ func TestRollbackRetriesAFailedRevert(t *testing.T) {
 	if err == nil || events.IsPermanent(err) || !errors.Is(err, errDown) {
 		t.Fatalf("Handle = %v, %v; want a retryable error wrapping %v", evs, err, errDown)
 	}
-	exec.take()
+	exec.Take()
 	if _, cs := phases(t, repo); cs["c3"] == rollout.ClusterReverting {
 		t.Errorf("c3 is Reverting though its revert failed")
 	}
@@ -478,12 +397,12 @@ func TestRollbackRetriesAFailedRevert(t *testing.T) {
 	if err != nil {
 		t.Fatalf("retry: %v", err)
 	}
-	if diff := cmp.Diff([]string{"c2", "c3"}, exec.take()); diff != "" {
+	if diff := cmp.Diff([]string{"c2", "c3"}, exec.Take()); diff != "" {
 		t.Errorf("retry reverted (-want +got):\n%s", diff)
 	}
-	want := []emitted{reverted("failed", 1, "c2", "Succeeded"), reverted("failed", 1, "c3", "Succeeded")}
+	want := []functiontest.Emitted{reverted("failed", 1, "c2", "Succeeded"), reverted("failed", 1, "c3", "Succeeded")}
 	if diff := cmp.Diff(want, summarize(t, evs)); diff != "" {
-		t.Errorf("retry emitted (-want +got):\n%s", diff)
+		t.Errorf("retry functiontest.Emitted (-want +got):\n%s", diff)
 	}
 }
 
@@ -511,11 +430,11 @@ func TestRollbackErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := newRepo(t)
+			repo := functiontest.NewRepo(t)
 			failedRollout(t, repo, nil)
-			exec := &fakeExecutor{}
+			exec := newExecutor()
 			if tt.apply != nil {
-				exec.applyCanary = func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+				exec.Func = func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
 					return tasks.ApplyCanaryResult{}, tt.apply(cl)
 				}
 			}
@@ -539,4 +458,19 @@ func TestRollbackContract(t *testing.T) {
 	if diff := cmp.Diff([]string{events.TypeRolloutFailed, events.TypeClusterReverted}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
+}
+
+// summarize summarizes evs sorted by id: rollback emits per cluster in
+// parallel.
+func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
+	t.Helper()
+	got := functiontest.Summarize(t, evs, events.TypeClusterReverted, events.TypeRolloutRolledBack)
+	sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
+	return got
+}
+
+// newExecutor is an executor that applies everywhere, reporting ref as the
+// image the workload ran before.
+func newExecutor() *functiontest.FakeExecutor {
+	return &functiontest.FakeExecutor{Result: tasks.ApplyCanaryResult{PreviousImage: ref, Changed: true}}
 }

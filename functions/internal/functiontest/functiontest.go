@@ -1,0 +1,106 @@
+package functiontest
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// NewRepo returns a rollout repository on a real store in a temporary
+// directory, closed when the test ends.
+func NewRepo(t *testing.T) *rollout.Repo {
+	t.Helper()
+	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatalf("opening store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing store: %v", err)
+		}
+	})
+	return rollout.NewRepo(s, nil)
+}
+
+// Emitted is what a test compares of an emitted event: Data is its decoded
+// payload.
+type Emitted struct {
+	ID, Type, RolloutID string
+	Data                any
+}
+
+// Summarize checks that every event is valid and of one of the allowed
+// types, and returns their summaries in order.
+func Summarize(t *testing.T, evs []cloudevents.Event, allowed ...string) []Emitted {
+	t.Helper()
+	var got []Emitted
+	for _, e := range evs {
+		if err := e.Validate(); err != nil {
+			t.Errorf("event %s is invalid: %v", e.ID(), err)
+		}
+		if !slices.Contains(allowed, e.Type()) {
+			t.Fatalf("unexpected event type %s", e.Type())
+		}
+		data, err := events.DecodePayload(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, Emitted{e.ID(), e.Type(), events.RolloutID(e), data})
+	}
+	return got
+}
+
+// FakeExecutor stands in for the pipeline executor and records every
+// ApplyCanary by cluster. Func, when set, answers; else Result does.
+type FakeExecutor struct {
+	Func   func(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error)
+	Result tasks.ApplyCanaryResult
+
+	mu    sync.Mutex
+	calls map[string][]tasks.ApplyCanaryParams
+}
+
+// ApplyCanary implements pipelines.Executor.
+func (f *FakeExecutor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = map[string][]tasks.ApplyCanaryParams{}
+	}
+	f.calls[cluster] = append(f.calls[cluster], p)
+	f.mu.Unlock()
+	if f.Func == nil {
+		return f.Result, nil
+	}
+	return f.Func(ctx, cluster, p)
+}
+
+// Applied returns the calls so far, by cluster.
+func (f *FakeExecutor) Applied() map[string][]tasks.ApplyCanaryParams {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// Take returns the clusters applied to since the last Take, sorted, and
+// forgets the calls.
+func (f *FakeExecutor) Take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	for n := range f.calls {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	f.calls = nil
+	return names
+}
