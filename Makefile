@@ -26,10 +26,14 @@ build: ## Build the flotilla binary into bin/
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/flotilla .
 
 .PHONY: deps
-deps: ## Install the Debian packages the tests and the demo need (docker-registry), only when missing
-	@command -v docker-registry >/dev/null 2>&1 && dpkg -s docker-registry >/dev/null 2>&1 || { \
-	  echo "deps: installing docker-registry (Debian's CNCF distribution registry)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry >/dev/null; }
+deps: ## Install the Debian packages the tests and the demo need (docker-registry, git with git-http-backend), only when missing
+	@missing=""; \
+	{ command -v docker-registry >/dev/null 2>&1 && dpkg -s docker-registry >/dev/null 2>&1; } || missing="$$missing docker-registry"; \
+	{ command -v git >/dev/null 2>&1 && test -x "$$(git --exec-path)/git-http-backend"; } || missing="$$missing git"; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 FUZZTIME       ?= 60s
 FUZZTIME_BRIEF ?= 3s

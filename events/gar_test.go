@@ -716,9 +716,6 @@ func FuzzGARParse(f *testing.F) {
 }
 
 func TestGARThroughIntake(t *testing.T) {
-	if _, ok := senders[SenderGAR]; !ok {
-		t.Skip("sender type gar is not registered in senders")
-	}
 	keys := garTestKeys()
 	rc := ReceiverConfig{Name: "gcr", Type: SenderGAR, OIDC: OIDCConfig{
 		Audience:       garAudience,

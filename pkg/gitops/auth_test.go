@@ -26,11 +26,11 @@ func gitHTTPServer(t *testing.T, fileURL, user, password string) string {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), "git", "--exec-path").Output()
 	if err != nil {
-		t.Skipf("git not installed: %v", err)
+		t.Fatalf("git is not installed (make deps installs it): %v", err)
 	}
 	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
 	if _, err := os.Stat(backend); err != nil {
-		t.Skipf("no git-http-backend: %v", err)
+		t.Fatalf("git's git-http-backend is missing (make deps installs git): %v", err)
 	}
 	dir := strings.TrimPrefix(fileURL, "file://")
 	cgiHandler := &cgi.Handler{
