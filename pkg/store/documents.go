@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -87,64 +86,6 @@ func (s *Store) Update(ctx context.Context, collection, key string, v any, fn fu
 		return fmt.Errorf("updating %s/%s: %w", collection, key, err)
 	}
 	return nil
-}
-
-// UpdateAndAppend is Update whose fn also returns events: the document and the
-// events (those whose id is not journaled yet) are written in ONE transaction,
-// so a state change and the events announcing it are never separated by a
-// crash (a transactional outbox). It returns the records it added.
-func (s *Store) UpdateAndAppend(ctx context.Context, collection, key string, v any, fn func(found bool) ([]cloudevents.Event, error)) ([]Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("updating %s/%s: %w", collection, key, err)
-	}
-	var recs []Record
-	err := s.update(func(tx *bolt.Tx, ids idSet) error {
-		recs = nil
-		b, err := createDocBucket(tx, collection)
-		if err != nil {
-			return err
-		}
-		raw := b.Get([]byte(key))
-		found := raw != nil
-		if found {
-			if err := json.Unmarshal(raw, v); err != nil {
-				return fmt.Errorf("decoding current document: %w", err)
-			}
-		}
-		evs, err := fn(found)
-		if err != nil {
-			return err
-		}
-		enc, err := encodeEvents(evs)
-		if err != nil {
-			return err
-		}
-		if raw, err = json.Marshal(v); err != nil {
-			return fmt.Errorf("encoding document: %w", err)
-		}
-		if err := b.Put([]byte(key), raw); err != nil {
-			return err
-		}
-		for i, e := range evs {
-			rec, ok, err := ids.put(tx, e, enc[i])
-			if err != nil {
-				return err
-			}
-			if ok {
-				recs = append(recs, rec)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("updating %s/%s: %w", collection, key, err)
-	}
-	if len(recs) > 0 {
-		s.metrics.committed(len(recs), 0)
-		s.advanceLastSeq(recs[len(recs)-1].Seq)
-		s.notify()
-	}
-	return recs, nil
 }
 
 // List calls fn for every document of collection in key order. raw is only

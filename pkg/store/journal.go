@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -75,13 +74,19 @@ func (s *Store) Append(ctx context.Context, evs ...cloudevents.Event) ([]Record,
 	}
 }
 
-// writer is the single goroutine that commits appends. It takes every Append
-// waiting at the time into one transaction (group commit): while one commit
-// is fsync'ing, the next batch queues up, so there is no timer and no added
-// latency when the store is idle.
+// writer is the single goroutine that journals events: it owns the event
+// log, the sequence and the id index. It takes every Append waiting at the
+// time into one commit (group commit) of one write and one fdatasync; while
+// a commit syncs, the next batch queues up. Under contention (the last commit
+// carried more than one request) it also waits up to the commit delay for
+// more requests before committing, as databases do (PostgreSQL's
+// commit_delay): every sync costs the kernel time, so fewer, fuller syncs
+// serve more webhooks. An idle store commits at once.
 func (s *Store) writer() {
 	defer s.writerWG.Done()
 	batch := make([]*appendReq, 0, maxBatch)
+	var timer *time.Timer
+	prev := 0
 	for {
 		select {
 		case <-s.closing:
@@ -89,56 +94,101 @@ func (s *Store) writer() {
 		case req := <-s.appends:
 			batch = append(batch[:0], req)
 		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case req := <-s.appends:
-				batch = append(batch, req)
-			default:
-				break drain
+		batch = s.drain(batch)
+		if s.commitDelay > 0 && prev > 1 && len(batch) < maxBatch {
+			if timer == nil {
+				timer = time.NewTimer(s.commitDelay)
+			} else {
+				timer.Reset(s.commitDelay)
 			}
+			batch = s.gather(batch, timer.C, lingerTarget(prev))
+			timer.Stop()
 		}
 		s.commit(batch)
+		prev = len(batch)
 		clear(batch)
 	}
 }
 
-// commit writes batch in one transaction and answers every request in it.
+// drain adds the requests already waiting to batch.
+func (s *Store) drain(batch []*appendReq) []*appendReq {
+	for len(batch) < maxBatch {
+		select {
+		case req := <-s.appends:
+			batch = append(batch, req)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// gather adds requests to batch until it has target of them or deadline
+// fires.
+func (s *Store) gather(batch []*appendReq, deadline <-chan time.Time, target int) []*appendReq {
+	for len(batch) < target {
+		select {
+		case req := <-s.appends:
+			batch = append(batch, req)
+		case <-deadline:
+			return batch
+		case <-s.closing:
+			return batch
+		}
+	}
+	return batch
+}
+
+// lingerTarget is how many requests the writer waits for after a commit of
+// prev requests.
+func lingerTarget(prev int) int { return min(2*prev, maxBatch) }
+
+// commit numbers the batch's new events, writes and syncs them, and answers
+// every request in it.
 func (s *Store) commit(batch []*appendReq) {
-	results := make([]appendResult, len(batch))
-	start := time.Now()
-	var last uint64
-	added, dups := 0, 0
-	err := s.update(func(tx *bolt.Tx, ids idSet) error {
-		for i, req := range batch {
-			res := &results[i]
-			for j, e := range req.evs {
-				rec, ok, err := ids.put(tx, e, req.raw[j])
-				if err != nil {
-					return err
-				}
-				if !ok {
-					dups++
-					continue
-				}
-				res.recs = append(res.recs, rec)
-				last = rec.Seq
-				added++
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		s.log.Error("committing journal batch", "requests", len(batch), "error", err)
-		for _, req := range batch {
-			req.done <- appendResult{err: err}
-		}
+	if s.broken != nil {
+		s.fail(batch, s.broken)
 		return
 	}
-	s.log.Debug("committed journal batch", "requests", len(batch), "events", added, "duration", time.Since(start))
-	s.metrics.committed(added, dups)
-	if added > 0 {
-		s.advanceLastSeq(last)
+	results := make([]appendResult, len(batch))
+	clear(s.pending)
+	recs := s.recs[:0]
+	seq := s.lastSeq.Load()
+	dups := 0
+	for i, req := range batch {
+		for j, e := range req.evs {
+			id := e.ID()
+			if _, dup := s.pending[id]; dup {
+				dups++
+				continue
+			}
+			if _, dup := s.ids[id]; dup { // only the writer changes ids
+				dups++
+				continue
+			}
+			seq++
+			s.pending[id] = seq
+			recs = append(recs, logRecord{seq: seq, id: id, raw: req.raw[j]})
+			results[i].recs = append(results[i].recs, Record{Seq: seq, Event: e})
+		}
+	}
+	s.recs = recs
+	start := time.Now()
+	if err := s.journal.append(recs); err != nil {
+		// What reached the disk is unknown (a failed fsync may have dropped
+		// pages): stop journaling rather than acknowledge on top of it.
+		s.broken = fmt.Errorf("journal stopped after a write failure, restart flotilla: %w", err)
+		s.logger.Error("journal write failed", "requests", len(batch), "error", err)
+		s.fail(batch, err)
+		return
+	}
+	s.logger.Debug("committed journal batch", "requests", len(batch), "events", len(recs), "duration", time.Since(start))
+	s.metrics.committed(len(recs), dups)
+	if len(recs) > 0 {
+		s.idsMu.Lock()
+		maps.Copy(s.ids, s.pending)
+		s.idsMu.Unlock()
+		s.lastSeq.Store(seq)
 		s.notify()
 	}
 	for i, req := range batch {
@@ -146,83 +196,10 @@ func (s *Store) commit(batch []*appendReq) {
 	}
 }
 
-// idSet is the journal's id index as one write transaction sees it: the
-// committed ids (in memory) plus those the transaction added.
-type idSet struct {
-	committed map[string]uint64
-	pending   map[string]uint64
-}
-
-// update runs fn in a write transaction with the id index; the ids fn adds
-// join the index only once the transaction committed. Write transactions
-// are serialized (bbolt allows one at a time anyway), so no two can add
-// the same id.
-func (s *Store) update(fn func(tx *bolt.Tx, ids idSet) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	ids := idSet{committed: s.ids}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		ids.pending = map[string]uint64{}
-		return fn(tx, ids)
-	})
-	if err != nil {
-		return err
+func (s *Store) fail(batch []*appendReq, err error) {
+	for _, req := range batch {
+		req.done <- appendResult{err: err}
 	}
-	if len(ids.pending) > 0 {
-		s.idsMu.Lock()
-		maps.Copy(s.ids, ids.pending)
-		s.idsMu.Unlock()
-	}
-	return nil
-}
-
-// put writes one encoded event in tx unless its id is journaled already (ok
-// false). The id index is an append-only log (sequence -> id) on disk and a
-// map in memory: a random-key B-tree index would cost a page write per
-// event at every commit.
-func (ids idSet) put(tx *bolt.Tx, e cloudevents.Event, raw []byte) (rec Record, ok bool, err error) {
-	id := e.ID()
-	if _, dup := ids.pending[id]; dup {
-		return Record{}, false, nil
-	}
-	if _, dup := ids.committed[id]; dup {
-		return Record{}, false, nil
-	}
-	events, idLog := tx.Bucket(bucketEvents), tx.Bucket(bucketEventIDLog)
-	// Both are keyed by a sequence that only grows: full pages, half as many
-	// to write.
-	events.FillPercent, idLog.FillPercent = 1.0, 1.0
-	seq, err := events.NextSequence()
-	if err != nil {
-		return Record{}, false, fmt.Errorf("numbering event: %w", err)
-	}
-	key := seqKey(seq)
-	if err := events.Put(key, raw); err != nil {
-		return Record{}, false, fmt.Errorf("writing event %q: %w", id, err)
-	}
-	if err := idLog.Put(key, []byte(id)); err != nil {
-		return Record{}, false, fmt.Errorf("indexing event %q: %w", id, err)
-	}
-	ids.pending[id] = seq
-	return Record{Seq: seq, Event: e}, true, nil
-}
-
-// loadIDs reads the id index into memory: the id log, and the id -> seq
-// bucket of stores written before the log existed.
-func loadIDs(tx *bolt.Tx) (map[string]uint64, error) {
-	ids := map[string]uint64{}
-	err := tx.Bucket(bucketEventIDs).ForEach(func(k, v []byte) error {
-		ids[string(k)] = keySeq(v)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = tx.Bucket(bucketEventIDLog).ForEach(func(k, v []byte) error {
-		ids[string(v)] = keySeq(k)
-		return nil
-	})
-	return ids, err
 }
 
 // encodeEvents validates and encodes events for the journal.
@@ -242,17 +219,6 @@ func encodeEvents(evs []cloudevents.Event) ([][]byte, error) {
 		raw[i] = b
 	}
 	return raw, nil
-}
-
-// advanceLastSeq raises LastSeq to seq; commits of the writer and of
-// UpdateAndAppend may finish in either order.
-func (s *Store) advanceLastSeq(seq uint64) {
-	for {
-		cur := s.lastSeq.Load()
-		if seq <= cur || s.lastSeq.CompareAndSwap(cur, seq) {
-			return
-		}
-	}
 }
 
 func (s *Store) notify() {
@@ -284,23 +250,13 @@ func (s *Store) Read(ctx context.Context, after uint64, limit int) ([]Record, er
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reading journal: %w", err)
 	}
-	if after == math.MaxUint64 {
-		return nil, nil
-	}
 	var recs []Record
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketEvents).Cursor()
-		for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
-			if limit > 0 && len(recs) >= limit {
-				break
-			}
-			seq := keySeq(k)
-			var e cloudevents.Event
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decoding event %d: %w", seq, err)
-			}
-			recs = append(recs, Record{Seq: seq, Event: e})
+	err := s.journal.read(after, limit, func(seq uint64, raw []byte) error {
+		var e cloudevents.Event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("decoding event %d: %w", seq, err)
 		}
+		recs = append(recs, Record{Seq: seq, Event: e})
 		return nil
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer, size func() float64) (*metrics, error
 		}),
 		size: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flotilla_journal_size_bytes",
-			Help: "Size of the store file in bytes.",
+			Help: "Size of the store on disk in bytes: the journal's records and the state file.",
 		}, size),
 	}
 	var registered []prometheus.Collector

@@ -15,6 +15,8 @@ type options struct {
 	registerer  prometheus.Registerer
 	now         func() time.Time
 	lockTimeout time.Duration
+	commitDelay time.Duration
+	segmentSize int64
 }
 
 func defaultOptions() options {
@@ -22,6 +24,8 @@ func defaultOptions() options {
 		logger:      slog.New(slog.DiscardHandler),
 		now:         time.Now,
 		lockTimeout: 2 * time.Second,
+		commitDelay: DefaultCommitDelay,
+		segmentSize: defaultSegmentSize,
 	}
 }
 
@@ -56,6 +60,34 @@ func WithLockTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
 			o.lockTimeout = d
+		}
+	}
+}
+
+// DefaultCommitDelay is how long, by default, the journal waits for more
+// appends before a commit when appends are contending (see
+// [WithCommitDelay]).
+const DefaultCommitDelay = time.Millisecond
+
+// WithCommitDelay sets how long the journal may wait for more appends before
+// a commit while appends contend (the previous commit carried more than one
+// Append); an idle store never waits. Fewer, fuller commits cost the disk and
+// the kernel less per event. 0 turns the wait off. The default is
+// [DefaultCommitDelay].
+func WithCommitDelay(d time.Duration) Option {
+	return func(o *options) {
+		if d >= 0 {
+			o.commitDelay = d
+		}
+	}
+}
+
+// WithSegmentSize sets the size from which the journal starts a new segment
+// file. The default is 64 MiB.
+func WithSegmentSize(n int64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.segmentSize = n
 		}
 	}
 }

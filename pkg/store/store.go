@@ -19,31 +19,46 @@ import (
 var ErrClosed = errors.New("store is closed")
 
 var (
-	bucketEvents   = []byte("events")
-	bucketEventIDs = []byte("event_ids") // id -> seq; written by older versions only
-	// bucketEventIDLog is seq -> id, appended to with every event; loaded
-	// into Store.ids at open.
+	bucketCursors = []byte("cursors")
+	bucketDocs    = []byte("docs")
+	// bucketOutbox holds the events of UpdateAndAppend calls from the commit
+	// of their document until the journal has them: seq -> event JSON.
+	bucketOutbox = []byte("outbox")
+
+	// Written by older versions, which kept the journal in the bbolt file:
+	// events and event_id_log are moved into the event log at open;
+	// event_ids (id -> seq) is still read for de-duplication.
+	bucketEvents     = []byte("events")
 	bucketEventIDLog = []byte("event_id_log")
-	bucketCursors    = []byte("cursors")
-	bucketDocs       = []byte("docs")
+	bucketEventIDs   = []byte("event_ids")
 )
 
 // Store is the embedded store. It is safe for concurrent use.
 type Store struct {
-	db      *bolt.DB
-	path    string
-	log     *slog.Logger
-	now     func() time.Time
-	metrics *metrics
+	db          *bolt.DB
+	path        string
+	journal     *eventLog
+	logger      *slog.Logger
+	now         func() time.Time
+	metrics     *metrics
+	commitDelay time.Duration
 
 	lastSeq atomic.Uint64
 
-	// writeMu serializes write transactions that journal events, so the id
-	// index in memory is up to date when each starts.
-	writeMu sync.Mutex
-	// ids maps every journaled event id to its sequence (see idSet).
+	// ids maps every journaled event id to its sequence. Only the writer
+	// changes it, under idsMu.
 	idsMu sync.RWMutex
 	ids   map[string]uint64
+	// The writer's own: its scratch space, and the error that stopped it.
+	pending map[string]uint64
+	recs    []logRecord
+	broken  error
+
+	// outboxMu orders UpdateAndAppend calls: their events reach the writer
+	// in the order their documents committed. delivered lists outbox keys
+	// whose events are journaled, to delete in the next transaction.
+	outboxMu  sync.Mutex
+	delivered [][]byte
 
 	changedMu sync.Mutex
 	changed   chan struct{}
@@ -80,30 +95,22 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("opening store %q: %w", path, err)
 	}
 	s := &Store{
-		db:      db,
-		path:    path,
-		log:     o.logger,
-		now:     o.now,
-		changed: make(chan struct{}),
-		appends: make(chan *appendReq),
-		closing: make(chan struct{}),
+		db:          db,
+		path:        path,
+		logger:      o.logger,
+		now:         o.now,
+		commitDelay: o.commitDelay,
+		ids:         map[string]uint64{},
+		pending:     map[string]uint64{},
+		changed:     make(chan struct{}),
+		appends:     make(chan *appendReq),
+		closing:     make(chan struct{}),
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketEvents, bucketEventIDs, bucketEventIDLog, bucketCursors, bucketDocs} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("creating bucket %s: %w", name, err)
-			}
-		}
-		s.lastSeq.Store(tx.Bucket(bucketEvents).Sequence())
-		ids, err := loadIDs(tx)
-		if err != nil {
-			return fmt.Errorf("loading event ids: %w", err)
-		}
-		s.ids = ids
-		return nil
-	})
-	if err != nil {
+	if err := s.open(o.segmentSize); err != nil {
 		_ = db.Close()
+		if s.journal != nil {
+			_ = s.journal.close()
+		}
 		return nil, fmt.Errorf("opening store %q: %w", path, err)
 	}
 	s.metrics, err = newMetrics(o.registerer, func() float64 {
@@ -115,12 +122,57 @@ func Open(path string, opts ...Option) (*Store, error) {
 	})
 	if err != nil {
 		_ = db.Close()
+		_ = s.journal.close()
 		return nil, fmt.Errorf("opening store %q: %w", path, err)
 	}
 	s.writerWG.Add(1)
 	go s.writer()
-	s.log.Debug("store opened", "path", path, "last_seq", s.lastSeq.Load())
+	if err := s.replayOutbox(); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("opening store %q: %w", path, err)
+	}
+	s.logger.Debug("store opened", "path", path, "last_seq", s.lastSeq.Load())
 	return s, nil
+}
+
+// JournalDir returns the directory of the event log of the store at path.
+func JournalDir(path string) string { return path + ".journal" }
+
+// open creates the buckets, opens the event log, moves an older version's
+// journal into it and loads the id index.
+func (s *Store) open(segmentSize int64) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketCursors, bucketDocs, bucketOutbox} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("creating bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.journal, err = openLog(JournalDir(s.path), segmentSize, func(seq uint64, id string) { s.ids[id] = seq })
+	if err != nil {
+		return err
+	}
+	if err := s.migrateJournal(); err != nil {
+		return err
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketEventIDs); b != nil {
+			return b.ForEach(func(k, v []byte) error {
+				s.ids[string(k)] = keySeq(v)
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("loading event ids: %w", err)
+	}
+	s.lastSeq.Store(s.journal.lastSeq())
+	return nil
 }
 
 // Close waits for the commit in progress, fails appends still waiting with
@@ -131,20 +183,23 @@ func (s *Store) Close() error {
 		close(s.closing)
 		s.writerWG.Wait()
 		s.metrics.unregister()
-		if err := s.db.Close(); err != nil {
+		err := s.clearOutbox()
+		err = errors.Join(err, s.db.Close(), s.journal.close())
+		if err != nil {
 			s.closeErr = fmt.Errorf("closing store %q: %w", s.path, err)
 		}
 	})
 	return s.closeErr
 }
 
-// Size returns the size of the store file in bytes.
+// Size returns the size of the store on disk in bytes: the state file and
+// the journal's records.
 func (s *Store) Size() (int64, error) {
 	fi, err := os.Stat(s.path)
 	if err != nil {
 		return 0, fmt.Errorf("sizing store: %w", err)
 	}
-	return fi.Size(), nil
+	return fi.Size() + s.journal.size(), nil
 }
 
 func seqKey(seq uint64) []byte {
