@@ -329,7 +329,7 @@ does its own work in parallel.
 	}
 	if len(store) > 0 {
 		p("\n## Durable intake: store append throughput\n\n")
-		p("`go test -run '^$' -bench . -benchtime 3s -count 3 ./pkg/store` (median of the runs; every append is durable: bbolt commit with fsync, group commit in the parallel case).\n\n")
+		p("`go test -run '^$' -bench . -benchtime 3s -count 3 ./pkg/store` (median of the runs; every append is durable: one write and one fdatasync of the journal per commit, group commit and the commit delay in the parallel case).\n\n")
 		p("| benchmark | runs | ns/op | events/s | B/op | allocs/op |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, s := range store {
 			p("| %s | %d | %.0f | %.0f | %.0f | %.0f |\n", s.name, s.runs, s.nsPerOp, s.eventsPerS, s.bPerOp, s.allocs)
