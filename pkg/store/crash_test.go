@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -99,7 +101,29 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 	if len(recs) < len(acked) {
 		t.Errorf("journal has %d records, fewer than %d acknowledged", len(recs), len(acked))
 	}
+
+	// The document and the events of UpdateAndAppend are never separated:
+	// every update the document counts has its event in the journal (from
+	// the outbox if the crash came first), and no event is ahead of it.
+	var d counter
+	if _, err := s.Get(t.Context(), "docs", "counter", &d); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= d.N; i++ {
+		if ok, err := s.Has(t.Context(), fmt.Sprintf("update-%d", i)); !ok || err != nil {
+			t.Errorf("update %d is in the document but its event is not journaled (%v)", i, err)
+		}
+	}
+	if ok, _ := s.Has(t.Context(), fmt.Sprintf("update-%d", d.N+1)); ok {
+		t.Errorf("event of update %d journaled, but the document counts %d", d.N+1, d.N)
+	}
+	t.Logf("the child made %d updates", d.N)
+	if d.N == 0 {
+		t.Error("the child made no update")
+	}
 }
+
+type counter struct{ N int }
 
 // crashChild appends until killed. It runs inside the re-executed test binary,
 // so it reports failure by exiting non-zero.
@@ -111,6 +135,20 @@ func crashChild(path string) {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			var d counter
+			_, err := s.UpdateAndAppend(context.Background(), "docs", "counter", &d, func(bool) ([]cloudevents.Event, error) {
+				d.N++
+				e, err := newEvent(fmt.Sprintf("update-%d", d.N))
+				return []cloudevents.Event{e}, err
+			})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+		}
+	})
 	for w := range crashWriters {
 		wg.Go(func() {
 			for i := 0; ; i++ {
