@@ -62,30 +62,35 @@ func (s *Store) Update(ctx context.Context, collection, key string, v any, fn fu
 		return fmt.Errorf("updating %s/%s: %w", collection, key, err)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		b, err := createDocBucket(tx, collection)
-		if err != nil {
-			return err
-		}
-		raw := b.Get([]byte(key))
-		found := raw != nil
-		if found {
-			if err := json.Unmarshal(raw, v); err != nil {
-				return fmt.Errorf("decoding current document: %w", err)
-			}
-		}
-		if err := fn(found); err != nil {
-			return err
-		}
-		raw, err = json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding document: %w", err)
-		}
-		return b.Put([]byte(key), raw)
+		return updateDoc(tx, collection, key, v, fn)
 	})
 	if err != nil {
 		return fmt.Errorf("updating %s/%s: %w", collection, key, err)
 	}
 	return nil
+}
+
+// updateDoc is the read-modify-write of Update in tx.
+func updateDoc(tx *bolt.Tx, collection, key string, v any, fn func(found bool) error) error {
+	b, err := createDocBucket(tx, collection)
+	if err != nil {
+		return err
+	}
+	raw := b.Get([]byte(key))
+	found := raw != nil
+	if found {
+		if err := json.Unmarshal(raw, v); err != nil {
+			return fmt.Errorf("decoding current document: %w", err)
+		}
+	}
+	if err := fn(found); err != nil {
+		return err
+	}
+	raw, err = json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding document: %w", err)
+	}
+	return b.Put([]byte(key), raw)
 }
 
 // List calls fn for every document of collection in key order. raw is only

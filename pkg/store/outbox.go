@@ -52,27 +52,15 @@ func (s *Store) commitWithOutbox(collection, key string, v any, fn func(found bo
 	)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		evs, enc, keys = nil, nil, nil
-		b, err := createDocBucket(tx, collection)
-		if err != nil {
-			return err
-		}
-		raw := b.Get([]byte(key))
-		found := raw != nil
-		if found {
-			if err := json.Unmarshal(raw, v); err != nil {
-				return fmt.Errorf("decoding current document: %w", err)
+		err := updateDoc(tx, collection, key, v, func(found bool) error {
+			var err error
+			if evs, err = fn(found); err != nil {
+				return err
 			}
-		}
-		if evs, err = fn(found); err != nil {
+			enc, err = encodeEvents(evs)
 			return err
-		}
-		if enc, err = encodeEvents(evs); err != nil {
-			return err
-		}
-		if raw, err = json.Marshal(v); err != nil {
-			return fmt.Errorf("encoding document: %w", err)
-		}
-		if err := b.Put([]byte(key), raw); err != nil {
+		})
+		if err != nil {
 			return err
 		}
 		out := tx.Bucket(bucketOutbox)
