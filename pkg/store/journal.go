@@ -8,8 +8,10 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
-	bolt "go.etcd.io/bbolt"
 )
+
+// maxIDLen bounds an event id (the log stores its length in 16 bits).
+const maxIDLen = 32 << 10
 
 // maxBatch bounds how many Append calls share one commit, so one commit's
 // latency stays bounded under a flood.
@@ -209,8 +211,8 @@ func encodeEvents(evs []cloudevents.Event) ([][]byte, error) {
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("event %d (id %q): %w", i, e.ID(), err)
 		}
-		if len(e.ID()) > bolt.MaxKeySize {
-			return nil, fmt.Errorf("event %d: id is longer than %d bytes", i, bolt.MaxKeySize)
+		if len(e.ID()) > maxIDLen {
+			return nil, fmt.Errorf("event %d: id is longer than %d bytes", i, maxIDLen)
 		}
 		b, err := e.MarshalJSON()
 		if err != nil {

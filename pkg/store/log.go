@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +36,10 @@ const (
 	// defaultSegmentSize is the size from which the log starts a new
 	// segment.
 	defaultSegmentSize = 64 << 20
-	segmentSuffix      = ".log"
+	// maxSegmentSize keeps offsets in a segment within 32 bits, with room
+	// for the batch that crosses it.
+	maxSegmentSize = 1 << 30
+	segmentSuffix  = ".log"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -75,8 +79,14 @@ type eventLog struct {
 // openLog opens the log in dir, creating dir if needed, and calls fn for
 // every record in order (to rebuild indexes).
 func openLog(dir string, segmentSize int64, fn func(seq uint64, id string)) (*eventLog, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("creating journal directory: %w", err)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("creating journal directory: %w", err)
+		}
+		// The new directory's entry must survive a crash as well.
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return nil, err
+		}
 	}
 	l := &eventLog{dir: dir, segmentSize: segmentSize}
 	firsts, err := segmentFiles(dir)

@@ -83,11 +83,11 @@ func WithCommitDelay(d time.Duration) Option {
 }
 
 // WithSegmentSize sets the size from which the journal starts a new segment
-// file. The default is 64 MiB.
+// file, at most 1 GiB. The default is 64 MiB.
 func WithSegmentSize(n int64) Option {
 	return func(o *options) {
 		if n > 0 {
-			o.segmentSize = n
+			o.segmentSize = min(n, maxSegmentSize)
 		}
 	}
 }
