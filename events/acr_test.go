@@ -24,18 +24,7 @@ func TestACRParse(t *testing.T) {
 		return `{"id":"e1","timestamp":"2026-01-02T15:00:00Z","action":"push","target":{"mediaType":"` + mediaType +
 			`","digest":"sha256:ab","repository":"shop/api","tag":"` + tag + `"},"request":{"host":"acme.azurecr.io"}}`
 	}
-	tests := []struct {
-		name        string
-		file        string
-		body        string
-		contentType string
-		want        []ImagePushed
-		wantIDs     []string
-		wantTimes   []time.Time
-		wantIgnored string
-		wantDeliv   string
-		wantErr     error
-	}{
+	tests := []imageParseCase{
 		{
 			name: "push",
 			file: "push.json",
@@ -78,19 +67,19 @@ func TestACRParse(t *testing.T) {
 		{name: "quarantine", file: "quarantine.json", wantIgnored: "quarantine", wantDeliv: "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"},
 		{
 			name:        "push of a layer",
-			body:        acrPush("application/vnd.oci.image.layer.v1.tar+gzip", ""),
+			body:        []byte(acrPush("application/vnd.oci.image.layer.v1.tar+gzip", "")),
 			wantIgnored: "push of application/vnd.oci.image.layer.v1.tar+gzip",
 			wantDeliv:   "e1",
 		},
 		{
 			name:        "tagged push of an unknown media type",
-			body:        acrPush("application/vnd.acr.helm.chart", "1.0.0"),
+			body:        []byte(acrPush("application/vnd.acr.helm.chart", "1.0.0")),
 			wantIgnored: "push of application/vnd.acr.helm.chart",
 			wantDeliv:   "e1",
 		},
 		{
 			name:      "docker manifest list",
-			body:      acrPush("application/vnd.docker.distribution.manifest.list.v2+json", "t"),
+			body:      []byte(acrPush("application/vnd.docker.distribution.manifest.list.v2+json", "t")),
 			want:      []ImagePushed{{Registry: "acme.azurecr.io", Repository: "shop/api", Tag: "t", Digest: "sha256:ab", MediaType: "application/vnd.docker.distribution.manifest.list.v2+json", Sender: "acr", Receiver: "acr", DeliveryID: "e1"}},
 			wantIDs:   []string{"acr/acr/e1"},
 			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)},
@@ -98,7 +87,7 @@ func TestACRParse(t *testing.T) {
 		},
 		{
 			name:      "tagged push without media type",
-			body:      acrPush("", "t"),
+			body:      []byte(acrPush("", "t")),
 			want:      []ImagePushed{{Registry: "acme.azurecr.io", Repository: "shop/api", Tag: "t", Digest: "sha256:ab", Sender: "acr", Receiver: "acr", DeliveryID: "e1"}},
 			wantIDs:   []string{"acr/acr/e1"},
 			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)},
@@ -106,50 +95,28 @@ func TestACRParse(t *testing.T) {
 		},
 		{
 			name:      "no id, no timestamp, sizes as floats, extra fields",
-			body:      noID,
+			body:      []byte(noID),
 			want:      []ImagePushed{{Registry: "r.azurecr.io", Repository: "a/b", Tag: "t", MediaType: "application/vnd.oci.image.manifest.v1+json", Sender: "acr", Receiver: "acr"}},
 			wantIDs:   []string{"acr/acr/" + bodyKey(&Delivery{Body: []byte(noID)})},
 			wantTimes: []time.Time{received},
 		},
 		{
 			name:      "unreadable timestamp: time of receipt",
-			body:      `{"id":"e2","timestamp":"yesterday","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"a/b","tag":"t"},"request":{"host":"r.azurecr.io"}}`,
+			body:      []byte(`{"id":"e2","timestamp":"yesterday","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"a/b","tag":"t"},"request":{"host":"r.azurecr.io"}}`),
 			want:      []ImagePushed{{Registry: "r.azurecr.io", Repository: "a/b", Tag: "t", MediaType: "application/vnd.oci.image.manifest.v1+json", Sender: "acr", Receiver: "acr", DeliveryID: "e2"}},
 			wantIDs:   []string{"acr/acr/e2"},
 			wantTimes: []time.Time{received},
 			wantDeliv: "e2",
 		},
-		{name: "no action", body: `{"id":"e1","target":{"repository":"a","tag":"t"}}`, wantErr: errAny},
-		{name: "push without host", body: `{"id":"e1","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"a","tag":"t"}}`, wantErr: errAny},
-		{name: "push without repository", body: `{"id":"e1","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","tag":"t"},"request":{"host":"r"}}`, wantErr: errAny},
-		{name: "Event Grid array", body: `[{"id":"x","data":{"action":"push"}}]`, wantErr: errAny},
-		{name: "not JSON", body: `action=push`, wantErr: errAny},
-		{name: "truncated", body: `{"id":"e1","action":"push","target":{`, wantErr: errAny},
+		{name: "no action", body: []byte(`{"id":"e1","target":{"repository":"a","tag":"t"}}`), wantErr: errAny},
+		{name: "push without host", body: []byte(`{"id":"e1","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"a","tag":"t"}}`), wantErr: errAny},
+		{name: "push without repository", body: []byte(`{"id":"e1","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","tag":"t"},"request":{"host":"r"}}`), wantErr: errAny},
+		{name: "Event Grid array", body: []byte(`[{"id":"x","data":{"action":"push"}}]`), wantErr: errAny},
+		{name: "not JSON", body: []byte(`action=push`), wantErr: errAny},
+		{name: "truncated", body: []byte(`{"id":"e1","action":"push","target":{`), wantErr: errAny},
 		{name: "wrong content type", file: "push.json", contentType: "application/xml", wantErr: ErrUnsupportedMediaType},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := []byte(tt.body)
-			if tt.file != "" {
-				body = fixture(t, "acr", tt.file)
-			}
-			d := acrDelivery(body)
-			if tt.contentType != "" {
-				d.Header.Set("Content-Type", tt.contentType)
-			}
-			res, err := ACRSender{}.Parse(d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			checkImageEvents(t, res, "acr", tt.want, tt.wantIDs, tt.wantTimes)
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if res.DeliveryID != tt.wantDeliv {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.wantDeliv)
-			}
-		})
-	}
+	runImageParseCases(t, "acr", ACRSender{}.Parse, acrDelivery, tests)
 }
 
 func TestACRRedeliveryDedupes(t *testing.T) {

@@ -32,15 +32,7 @@ func TestArtifactoryParse(t *testing.T) {
 	selfHosted := fixture(t, "artifactory", "docker_pushed_selfhosted.json")
 	fromPath := []byte(`{"domain":"docker","event_type":"pushed","data":{"repo_key":"dk","path":"/a/b/c/7/manifest.json","sha256":"SHA256:ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789"},"jpd_origin":"registry.example.com"}`)
 	key := func(body []byte) string { return "jfrog/artifactory/" + bodyKey(artifactoryDelivery(body, "")) }
-	tests := []struct {
-		name        string
-		body        []byte
-		contentType string
-		want        []ImagePushed
-		wantIDs     []string
-		wantIgnored string
-		wantErr     error
-	}{
+	tests := []imageParseCase{
 		{
 			name:        "docker tag pushed",
 			body:        pushed,
@@ -130,33 +122,7 @@ func TestArtifactoryParse(t *testing.T) {
 			wantErr:     errAny,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := ArtifactorySender{}.Parse(artifactoryDelivery(tt.body, tt.contentType))
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[ImagePushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			for _, e := range res.Events {
-				if e.Type() != TypeImagePushed || e.Source() != "/hooks/jfrog" || !e.Time().Equal(received) {
-					t.Errorf("event %s: type %q source %q time %v", e.ID(), e.Type(), e.Source(), e.Time())
-				}
-			}
-			if tt.wantIDs != nil {
-				if diff := cmp.Diff(tt.wantIDs, registryEventIDs(res)); diff != "" {
-					t.Errorf("ids (-want +got):\n%s", diff)
-				}
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if res.DeliveryID != "" {
-				t.Errorf("DeliveryID = %q, want none", res.DeliveryID)
-			}
-		})
-	}
+	runImageParseCases(t, "artifactory", ArtifactorySender{}.Parse, func(body []byte) *Delivery { return artifactoryDelivery(body, "") }, tests)
 }
 
 func TestArtifactoryParseReplay(t *testing.T) {

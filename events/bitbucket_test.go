@@ -65,14 +65,7 @@ func TestBitbucketParse(t *testing.T) {
 	}
 	noDelivery := wantPush
 	noDelivery.DeliveryID = ""
-	tests := []struct {
-		name        string
-		d           *Delivery
-		want        []GitPushed
-		wantKey     string // event ids are bb/bitbucket/<key>/<ref>; default the request UUID
-		wantIgnored string
-		wantErr     error
-	}{
+	tests := []gitParseCase{
 		{name: "push", d: bitbucketDelivery("repo:push", push), want: []GitPushed{wantPush}},
 		{name: "push without content type", d: gitWithHeaders(bitbucketDelivery("repo:push", push), "Content-Type", ""), want: []GitPushed{wantPush}},
 		{name: "tag, deleted branch and new branch", d: bitbucketDelivery("repo:push", fixture(t, "bitbucket", "push_multi.json")), want: multi},
@@ -107,33 +100,13 @@ func TestBitbucketParse(t *testing.T) {
 		{name: "changes not a list", d: bitbucketDelivery("repo:push", []byte(`{"repository":{"full_name":"shop/app"},"push":{"changes":{}}}`)), wantErr: errAny},
 		{name: "form-encoded", d: gitWithHeaders(bitbucketDelivery("repo:push", push), "Content-Type", "application/x-www-form-urlencoded"), wantErr: ErrUnsupportedMediaType},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := BitbucketSender{}.Parse(tt.d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			got := payloads[GitPushed](t, res.Events)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			key := tt.wantKey
-			if key == "" {
-				key = bitbucketRequestUUID
-			}
-			for i, e := range res.Events {
-				if e.ID() != "bb/bitbucket/"+key+"/"+got[i].Ref || e.Type() != TypeGitPushed || e.Source() != "/hooks/bb" || !e.Time().Equal(received) {
-					t.Errorf("event id %q type %q source %q time %v", e.ID(), e.Type(), e.Source(), e.Time())
-				}
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if len(tt.want) > 0 && res.DeliveryID != tt.want[0].DeliveryID {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.want[0].DeliveryID)
-			}
-		})
-	}
+	runGitParseCases(t, BitbucketSender{}.Parse, bitbucketRequestUUID, func(tt gitParseCase, p GitPushed) string {
+		key := tt.wantKey
+		if key == "" {
+			key = bitbucketRequestUUID
+		}
+		return "bb/bitbucket/" + key + "/" + p.Ref
+	}, tests)
 }
 
 // A retried delivery (X-Attempt-Number 2) keeps its X-Request-UUID and

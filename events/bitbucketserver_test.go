@@ -68,15 +68,7 @@ func TestBitbucketServerParse(t *testing.T) {
 	}
 	noDelivery := wantPush
 	noDelivery.DeliveryID = ""
-	tests := []struct {
-		name        string
-		d           *Delivery
-		want        []GitPushed
-		wantKey     string // event ids are bbs/bitbucket-server/<key>/<ref>; default the request id
-		wantTime    time.Time
-		wantIgnored string
-		wantErr     error
-	}{
+	tests := []gitParseCase{
 		{name: "push", d: bitbucketServerDelivery("repo:refs_changed", push), want: []GitPushed{wantPush}, wantTime: bitbucketServerAt},
 		{
 			name:     "tag, deleted branch and new branch",
@@ -122,33 +114,13 @@ func TestBitbucketServerParse(t *testing.T) {
 		{name: "change without ref", d: bitbucketServerDelivery("repo:refs_changed", []byte(`{"repository":{"links":{"clone":[{"href":"ssh://git@bb/x.git","name":"ssh"}]}},"changes":[{"toHash":"1"}]}`)), wantErr: errAny},
 		{name: "text/plain", d: gitWithHeaders(bitbucketServerDelivery("repo:refs_changed", push), "Content-Type", "text/plain"), wantErr: ErrUnsupportedMediaType},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := BitbucketServerSender{}.Parse(tt.d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			got := payloads[GitPushed](t, res.Events)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			key := tt.wantKey
-			if key == "" {
-				key = bitbucketServerRequestID
-			}
-			for i, e := range res.Events {
-				if e.ID() != "bbs/bitbucket-server/"+key+"/"+got[i].Ref || e.Type() != TypeGitPushed || e.Source() != "/hooks/bbs" || !e.Time().Equal(tt.wantTime) {
-					t.Errorf("event id %q type %q source %q time %v", e.ID(), e.Type(), e.Source(), e.Time())
-				}
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if len(tt.want) > 0 && res.DeliveryID != tt.want[0].DeliveryID {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.want[0].DeliveryID)
-			}
-		})
-	}
+	runGitParseCases(t, BitbucketServerSender{}.Parse, bitbucketServerRequestID, func(tt gitParseCase, p GitPushed) string {
+		key := tt.wantKey
+		if key == "" {
+			key = bitbucketServerRequestID
+		}
+		return "bbs/bitbucket-server/" + key + "/" + p.Ref
+	}, tests)
 }
 
 func TestBitbucketServerReplay(t *testing.T) {

@@ -2,11 +2,8 @@ package events
 
 import (
 	"encoding/base64"
-	"errors"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func distributionDelivery(body []byte, contentType string) *Delivery {
@@ -20,16 +17,7 @@ func distributionDelivery(body []byte, contentType string) *Delivery {
 
 func TestDistributionParse(t *testing.T) {
 	const v1, v2 = distributionEventsV1, distributionEventsV2
-	tests := []struct {
-		name        string
-		body        []byte
-		contentType string
-		want        []ImagePushed
-		wantIDs     []string
-		wantTimes   []time.Time
-		wantIgnored string
-		wantErr     error // nil: no error; else errors.Is target, or errAny
-	}{
+	tests := []imageParseCase{
 		{
 			name:        "batch keeps the tagged manifest push",
 			body:        fixture(t, "distribution", "batch.json"),
@@ -136,56 +124,7 @@ func TestDistributionParse(t *testing.T) {
 			wantErr:     errAny,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := DistributionSender{}.Parse(distributionDelivery(tt.body, tt.contentType))
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[ImagePushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			var ids []string
-			var times []time.Time
-			for _, e := range res.Events {
-				ids = append(ids, e.ID())
-				times = append(times, e.Time())
-				if e.Type() != TypeImagePushed || e.Source() != "/hooks/registry" {
-					t.Errorf("event %s: type %q source %q", e.ID(), e.Type(), e.Source())
-				}
-			}
-			if diff := cmp.Diff(tt.wantIDs, ids); diff != "" {
-				t.Errorf("ids (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantTimes, times); diff != "" {
-				t.Errorf("times (-want +got):\n%s", diff)
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-		})
-	}
-}
-
-// errAny stands for "any permanent error" in table tests.
-var errAny = errors.New("any permanent error")
-
-// checkParseErr checks err against want and tells whether the case is done.
-func checkParseErr(t *testing.T, err, want error) bool {
-	t.Helper()
-	switch {
-	case want == nil && err != nil:
-		t.Fatalf("Parse: %v", err)
-	case want == nil:
-		return false
-	case err == nil:
-		t.Fatal("Parse succeeded, want an error")
-	case !IsPermanent(err):
-		t.Fatalf("Parse error %v is not permanent", err)
-	case !errors.Is(want, errAny) && !errors.Is(err, want):
-		t.Fatalf("Parse error %v, want %v", err, want)
-	}
-	return true
+	runImageParseCases(t, "distribution", DistributionSender{}.Parse, func(body []byte) *Delivery { return distributionDelivery(body, "") }, tests)
 }
 
 func TestDistributionAuthenticate(t *testing.T) {

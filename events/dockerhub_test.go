@@ -17,30 +17,6 @@ func dockerHubDelivery(body []byte, token string) *Delivery {
 	}
 }
 
-// checkImageEvents checks the events of an image-pushed Result: payloads,
-// ids, times, type and source.
-func checkImageEvents(t *testing.T, res Result, receiver string, want []ImagePushed, wantIDs []string, wantTimes []time.Time) {
-	t.Helper()
-	if diff := cmp.Diff(want, payloads[ImagePushed](t, res.Events)); diff != "" {
-		t.Errorf("payloads (-want +got):\n%s", diff)
-	}
-	var ids []string
-	var times []time.Time
-	for _, e := range res.Events {
-		ids = append(ids, e.ID())
-		times = append(times, e.Time())
-		if e.Type() != TypeImagePushed || e.Source() != "/hooks/"+receiver {
-			t.Errorf("event %s: type %q source %q", e.ID(), e.Type(), e.Source())
-		}
-	}
-	if diff := cmp.Diff(wantIDs, ids); diff != "" {
-		t.Errorf("ids (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(wantTimes, times); diff != "" {
-		t.Errorf("times (-want +got):\n%s", diff)
-	}
-}
-
 func TestDockerHubParse(t *testing.T) {
 	push := fixture(t, "dockerhub", "push.json")
 	hubID := func(body []byte) []string {

@@ -28,18 +28,7 @@ func TestECRParse(t *testing.T) {
 	const pushID = "13cde686-328b-6117-af20-0e5566167482"
 	const pushDetail = `{"result":"SUCCESS","repository-name":"shop/api","action-type":"PUSH","image-tag":"t"}`
 	const noID = `{"detail-type":"ECR Image Action","source":"aws.ecr","account":"123456789012","region":"eu-west-1","detail":` + pushDetail + `}`
-	tests := []struct {
-		name        string
-		file        string
-		body        string
-		contentType string
-		want        []ImagePushed
-		wantIDs     []string
-		wantTimes   []time.Time
-		wantIgnored string
-		wantDeliv   string
-		wantErr     error
-	}{
+	tests := []imageParseCase{
 		{
 			name: "push",
 			file: "push.json",
@@ -79,15 +68,15 @@ func TestECRParse(t *testing.T) {
 		{name: "image scan", file: "scan.json", wantIgnored: "ECR Image Scan", wantDeliv: "85fc3613-e913-7fc4-a80c-a3753e4aa9ae"},
 		{
 			name:        "another service",
-			body:        `{"id":"e9","detail-type":"Object Created","source":"aws.s3","account":"123456789012","region":"us-east-1","detail":{}}`,
+			body:        []byte(`{"id":"e9","detail-type":"Object Created","source":"aws.s3","account":"123456789012","region":"us-east-1","detail":{}}`),
 			wantIgnored: "source aws.s3",
 			wantDeliv:   "e9",
 		},
-		{name: "no action-type", body: ecrEventJSON("123456789012", "us-east-1", `{"result":"SUCCESS","repository-name":"a","image-tag":"t"}`), wantIgnored: "no action-type", wantDeliv: "e1"},
-		{name: "no result", body: ecrEventJSON("123456789012", "us-east-1", `{"repository-name":"a","action-type":"PUSH","image-tag":"t"}`), wantIgnored: "failed push", wantDeliv: "e1"},
+		{name: "no action-type", body: []byte(ecrEventJSON("123456789012", "us-east-1", `{"result":"SUCCESS","repository-name":"a","image-tag":"t"}`)), wantIgnored: "no action-type", wantDeliv: "e1"},
+		{name: "no result", body: []byte(ecrEventJSON("123456789012", "us-east-1", `{"repository-name":"a","action-type":"PUSH","image-tag":"t"}`)), wantIgnored: "failed push", wantDeliv: "e1"},
 		{
 			name:      "lower-case values, no digest",
-			body:      ecrEventJSON("123456789012", "eu-central-1", `{"result":"success","repository-name":"a","action-type":"push","image-tag":"t","unknown":[1,2.5]}`),
+			body:      []byte(ecrEventJSON("123456789012", "eu-central-1", `{"result":"success","repository-name":"a","action-type":"push","image-tag":"t","unknown":[1,2.5]}`)),
 			want:      []ImagePushed{{Registry: "123456789012.dkr.ecr.eu-central-1.amazonaws.com", Repository: "a", Tag: "t", Sender: "ecr", Receiver: "ecr", DeliveryID: "e1"}},
 			wantIDs:   []string{"ecr/ecr/e1"},
 			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)},
@@ -95,47 +84,25 @@ func TestECRParse(t *testing.T) {
 		},
 		{
 			name:      "no id, no time",
-			body:      noID,
+			body:      []byte(noID),
 			want:      []ImagePushed{{Registry: "123456789012.dkr.ecr.eu-west-1.amazonaws.com", Repository: "shop/api", Tag: "t", Sender: "ecr", Receiver: "ecr"}},
 			wantIDs:   []string{"ecr/ecr/" + bodyKey(&Delivery{Body: []byte(noID)})},
 			wantTimes: []time.Time{received},
 		},
-		{name: "push without account", body: ecrEventJSON("", "us-east-1", pushDetail), wantErr: errAny},
-		{name: "push without region", body: ecrEventJSON("123456789012", "", pushDetail), wantErr: errAny},
-		{name: "account that is not a number", body: ecrEventJSON("evil.example.com/x", "us-east-1", pushDetail), wantErr: errAny},
-		{name: "region that is not a region", body: ecrEventJSON("123456789012", "us-east-1.evil.com/", pushDetail), wantErr: errAny},
-		{name: "push without repository", body: ecrEventJSON("123456789012", "us-east-1", `{"result":"SUCCESS","action-type":"PUSH","image-tag":"t"}`), wantErr: errAny},
-		{name: "not an EventBridge event", body: `{"repository":"a","tag":"t"}`, wantErr: errAny},
-		{name: "input-transformed event without source", body: `{"detail-type":"ECR Image Action","detail":{}}`, wantErr: errAny},
-		{name: "array of events", body: `[` + noID + `]`, wantErr: errAny},
-		{name: "detail not an object", body: ecrEventJSON("123456789012", "us-east-1", `"push"`), wantErr: errAny},
-		{name: "not JSON", body: `detail-type=ECR`, wantErr: errAny},
-		{name: "truncated", body: noID[:len(noID)-10], wantErr: errAny},
+		{name: "push without account", body: []byte(ecrEventJSON("", "us-east-1", pushDetail)), wantErr: errAny},
+		{name: "push without region", body: []byte(ecrEventJSON("123456789012", "", pushDetail)), wantErr: errAny},
+		{name: "account that is not a number", body: []byte(ecrEventJSON("evil.example.com/x", "us-east-1", pushDetail)), wantErr: errAny},
+		{name: "region that is not a region", body: []byte(ecrEventJSON("123456789012", "us-east-1.evil.com/", pushDetail)), wantErr: errAny},
+		{name: "push without repository", body: []byte(ecrEventJSON("123456789012", "us-east-1", `{"result":"SUCCESS","action-type":"PUSH","image-tag":"t"}`)), wantErr: errAny},
+		{name: "not an EventBridge event", body: []byte(`{"repository":"a","tag":"t"}`), wantErr: errAny},
+		{name: "input-transformed event without source", body: []byte(`{"detail-type":"ECR Image Action","detail":{}}`), wantErr: errAny},
+		{name: "array of events", body: []byte(`[` + noID + `]`), wantErr: errAny},
+		{name: "detail not an object", body: []byte(ecrEventJSON("123456789012", "us-east-1", `"push"`)), wantErr: errAny},
+		{name: "not JSON", body: []byte(`detail-type=ECR`), wantErr: errAny},
+		{name: "truncated", body: []byte(noID[:len(noID)-10]), wantErr: errAny},
 		{name: "wrong content type", file: "push.json", contentType: "text/plain", wantErr: ErrUnsupportedMediaType},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := []byte(tt.body)
-			if tt.file != "" {
-				body = fixture(t, "ecr", tt.file)
-			}
-			d := ecrDelivery(body)
-			if tt.contentType != "" {
-				d.Header.Set("Content-Type", tt.contentType)
-			}
-			res, err := ECRSender{}.Parse(d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			checkImageEvents(t, res, "ecr", tt.want, tt.wantIDs, tt.wantTimes)
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if res.DeliveryID != tt.wantDeliv {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.wantDeliv)
-			}
-		})
-	}
+	runImageParseCases(t, "ecr", ECRSender{}.Parse, ecrDelivery, tests)
 }
 
 func TestECRRedeliveryDedupes(t *testing.T) {

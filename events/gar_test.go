@@ -519,18 +519,7 @@ func TestGARParse(t *testing.T) {
 	api10 := ImagePushed{Registry: "gcr.io", Repository: "acme/api", Tag: "1.0", Sender: "gar", Receiver: "gcr", DeliveryID: "42"}
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
-	tests := []struct {
-		name        string
-		file        string
-		body        []byte
-		contentType string // default application/json; "-" for none
-		want        []ImagePushed
-		wantIDs     []string
-		wantTimes   []time.Time
-		wantIgnored string
-		wantDeliv   string
-		wantErr     error
-	}{
+	tests := []imageParseCase{
 		{
 			name: "Artifact Registry tagged push",
 			file: "insert_tag.json",
@@ -633,50 +622,7 @@ func TestGARParse(t *testing.T) {
 		{name: "tag that is a digest", body: push(`{"action":"INSERT","tag":"gcr.io/acme/api@`+d1+`"}`, base64.StdEncoding, msg), wantErr: errAny},
 		{name: "invalid repository", body: push(`{"action":"INSERT","tag":"gcr.io/Acme/API:1.0"}`, base64.StdEncoding, msg), wantErr: errAny},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := tt.body
-			if tt.file != "" {
-				body = fixture(t, "gar", tt.file)
-			}
-			d := garDelivery(body)
-			switch tt.contentType {
-			case "":
-			case "-":
-				d.Header.Del("Content-Type")
-			default:
-				d.Header.Set("Content-Type", tt.contentType)
-			}
-			res, err := GARSender{}.Parse(d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[ImagePushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			var ids []string
-			var times []time.Time
-			for _, e := range res.Events {
-				ids = append(ids, e.ID())
-				times = append(times, e.Time())
-				if e.Type() != TypeImagePushed || e.Source() != "/hooks/gcr" {
-					t.Errorf("event %s: type %q source %q", e.ID(), e.Type(), e.Source())
-				}
-			}
-			if diff := cmp.Diff(tt.wantIDs, ids); diff != "" {
-				t.Errorf("ids (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantTimes, times); diff != "" {
-				t.Errorf("times (-want +got):\n%s", diff)
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if res.DeliveryID != tt.wantDeliv {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.wantDeliv)
-			}
-		})
-	}
+	runImageParseCases(t, "gar", GARSender{}.Parse, func(body []byte) *Delivery { return garDelivery(body) }, tests)
 }
 
 func TestGARRedeliveryDedupes(t *testing.T) {

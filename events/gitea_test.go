@@ -81,15 +81,7 @@ func TestGiteaParse(t *testing.T) {
 	forgejoPush.Sender = "forgejo"
 	noDelivery := wantPush
 	noDelivery.DeliveryID = ""
-	tests := []struct {
-		name        string
-		s           GiteaSender
-		d           *Delivery
-		want        []GitPushed
-		wantID      string // default forge/<sender>/<delivery id>
-		wantIgnored string
-		wantErr     error
-	}{
+	tests := []gitParseCase{
 		{name: "push JSON", d: giteaDelivery("push", push, "application/json"), want: []GitPushed{wantPush}},
 		{name: "push form-encoded", d: giteaDelivery("push", formEncoded(push), "application/x-www-form-urlencoded"), want: []GitPushed{wantPush}},
 		{name: "push without content type", d: giteaDelivery("push", push, ""), want: []GitPushed{wantPush}},
@@ -171,32 +163,10 @@ func TestGiteaParse(t *testing.T) {
 		{name: "unsupported content type", d: giteaDelivery("push", push, "text/xml"), wantErr: ErrUnsupportedMediaType},
 		{name: "unparsable content type", d: giteaDelivery("push", push, "application/json; =x"), wantErr: ErrUnsupportedMediaType},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := tt.s.Parse(tt.d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[GitPushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			wantID := tt.wantID
-			if wantID == "" {
-				wantID = "forge/" + tt.s.sender() + "/" + giteaDeliveryID
-			}
-			for _, e := range res.Events {
-				if e.ID() != wantID || e.Type() != TypeGitPushed || e.Source() != "/hooks/forge" || !e.Time().Equal(received) {
-					t.Errorf("event id %q type %q source %q time %v", e.ID(), e.Type(), e.Source(), e.Time())
-				}
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if len(tt.want) == 1 && res.DeliveryID != tt.want[0].DeliveryID {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.want[0].DeliveryID)
-			}
-		})
-	}
+	runGitParseCases(t, GiteaSender{}.Parse, giteaDeliveryID, func(tt gitParseCase, _ GitPushed) string {
+		s, _ := tt.s.(GiteaSender) // nil: the zero GiteaSender, Gitea
+		return "forge/" + s.sender() + "/" + giteaDeliveryID
+	}, tests)
 }
 
 func TestGiteaReplay(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"net/url"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 const githubDeliveryID = "72d3162e-cc78-11e3-81ab-4c9367dc0958"
@@ -56,13 +54,7 @@ func TestGitHubParse(t *testing.T) {
 		Receiver:   "gh",
 		DeliveryID: githubDeliveryID,
 	}
-	tests := []struct {
-		name        string
-		d           *Delivery
-		want        []GitPushed
-		wantIgnored string
-		wantErr     error
-	}{
+	tests := []gitParseCase{
 		{name: "push JSON", d: githubDelivery("push", push, "application/json"), want: []GitPushed{wantPush}},
 		{name: "push form-encoded", d: githubDelivery("push", formEncoded(push), "application/x-www-form-urlencoded"), want: []GitPushed{wantPush}},
 		{name: "push without content type", d: githubDelivery("push", push, ""), want: []GitPushed{wantPush}},
@@ -106,28 +98,9 @@ func TestGitHubParse(t *testing.T) {
 		{name: "unsupported content type", d: githubDelivery("push", push, "text/xml"), wantErr: ErrUnsupportedMediaType},
 		{name: "unparsable content type", d: githubDelivery("push", push, "application/json; =x"), wantErr: ErrUnsupportedMediaType},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := GitHubSender{}.Parse(tt.d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[GitPushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			for _, e := range res.Events {
-				if e.ID() != "gh/github/"+githubDeliveryID || e.Type() != TypeGitPushed || e.Source() != "/hooks/gh" || !e.Time().Equal(received) {
-					t.Errorf("event id %q type %q source %q time %v", e.ID(), e.Type(), e.Source(), e.Time())
-				}
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if res.DeliveryID != githubDeliveryID {
-				t.Errorf("DeliveryID = %q", res.DeliveryID)
-			}
-		})
-	}
+	runGitParseCases(t, GitHubSender{}.Parse, githubDeliveryID, func(gitParseCase, GitPushed) string {
+		return "gh/github/" + githubDeliveryID
+	}, tests)
 }
 
 func TestGitHubAuthenticate(t *testing.T) {

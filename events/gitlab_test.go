@@ -64,14 +64,7 @@ func TestGitLabParse(t *testing.T) {
 		DeliveryID: gitlabIdempotencyKey,
 	}
 	withID := func(p GitPushed, id string) GitPushed { p.DeliveryID = id; return p }
-	tests := []struct {
-		name        string
-		d           *Delivery
-		want        []GitPushed
-		wantID      string // event id; default gl/gitlab/<Idempotency-Key>
-		wantIgnored string
-		wantErr     error
-	}{
+	tests := []gitParseCase{
 		{name: "push", d: gitlabDelivery("Push Hook", push), want: []GitPushed{wantPush}},
 		{
 			name: "push without content type",
@@ -198,32 +191,9 @@ func TestGitLabParse(t *testing.T) {
 		{name: "form-encoded", d: gitWithHeaders(gitlabDelivery("Push Hook", push), "Content-Type", "application/x-www-form-urlencoded"), wantErr: ErrUnsupportedMediaType},
 		{name: "unparsable content type", d: gitWithHeaders(gitlabDelivery("Push Hook", push), "Content-Type", "application/json; =x"), wantErr: ErrUnsupportedMediaType},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := GitLabSender{}.Parse(tt.d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[GitPushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			wantID := tt.wantID
-			if wantID == "" {
-				wantID = "gl/gitlab/" + gitlabIdempotencyKey
-			}
-			for _, e := range res.Events {
-				if e.ID() != wantID || e.Type() != TypeGitPushed || e.Source() != "/hooks/gl" || !e.Time().Equal(received) {
-					t.Errorf("event id %q type %q source %q time %v", e.ID(), e.Type(), e.Source(), e.Time())
-				}
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if len(tt.want) == 1 && res.DeliveryID != tt.want[0].DeliveryID {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.want[0].DeliveryID)
-			}
-		})
-	}
+	runGitParseCases(t, GitLabSender{}.Parse, gitlabIdempotencyKey, func(gitParseCase, GitPushed) string {
+		return "gl/gitlab/" + gitlabIdempotencyKey
+	}, tests)
 }
 
 // A resent delivery keeps its Idempotency-Key but has fresh UUIDs: it must

@@ -37,17 +37,7 @@ func TestHarborParse(t *testing.T) {
 	pushedAt := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	floatTime := []byte(`{"type":"PUSH_ARTIFACT","occur_at":"1767366245.5","event_data":{"resources":[{"tag":"t","resource_url":"r.example:5000/a/b:t"}]}}`)
 
-	tests := []struct {
-		name         string
-		body         []byte
-		contentType  string
-		want         []ImagePushed
-		wantIDs      []string
-		wantTimes    []time.Time
-		wantIgnored  string
-		wantDelivery string
-		wantErr      error
-	}{
+	tests := []imageParseCase{
 		{
 			name:        "default format push",
 			body:        push,
@@ -118,13 +108,13 @@ func TestHarborParse(t *testing.T) {
 			wantTimes:   []time.Time{received},
 		},
 		{
-			name:         "CloudEvents push",
-			body:         fixture(t, "harbor", "cloudevents_push.json"),
-			contentType:  ce,
-			want:         []ImagePushed{wantAPICE},
-			wantIDs:      []string{"harbor/harbor/4b2f89a6-548d-4c12-9993-a1f5790b97d2"},
-			wantTimes:    []time.Time{pushedAt},
-			wantDelivery: "4b2f89a6-548d-4c12-9993-a1f5790b97d2",
+			name:        "CloudEvents push",
+			body:        fixture(t, "harbor", "cloudevents_push.json"),
+			contentType: ce,
+			want:        []ImagePushed{wantAPICE},
+			wantIDs:     []string{"harbor/harbor/4b2f89a6-548d-4c12-9993-a1f5790b97d2"},
+			wantTimes:   []time.Time{pushedAt},
+			wantDeliv:   "4b2f89a6-548d-4c12-9993-a1f5790b97d2",
 		},
 		{
 			name:        "CloudEvents push with several resources",
@@ -153,39 +143,39 @@ func TestHarborParse(t *testing.T) {
 				"harbor/harbor/c3d8e1f0-2a4b-4c6d-8e0f-1a2b3c4d5e6f/2.0.0",
 				"harbor/harbor/c3d8e1f0-2a4b-4c6d-8e0f-1a2b3c4d5e6f/stable",
 			},
-			wantTimes:    []time.Time{pushedAt.Add(56 * time.Second), pushedAt.Add(56 * time.Second)},
-			wantDelivery: "c3d8e1f0-2a4b-4c6d-8e0f-1a2b3c4d5e6f",
+			wantTimes: []time.Time{pushedAt.Add(56 * time.Second), pushedAt.Add(56 * time.Second)},
+			wantDeliv: "c3d8e1f0-2a4b-4c6d-8e0f-1a2b3c4d5e6f",
 		},
 		{
-			name:         "CloudEvents push with empty requestid and operator",
-			body:         []byte(`{"specversion":"1.0","requestid":"","id":"x","source":"/projects/1/webhook/policies/1","type":"harbor.artifact.pushed","datacontenttype":"application/json","time":"2026-01-02T15:04:05Z","data":{"resources":[{"digest":"sha256:1","tag":"t","resource_url":"h/a/b:t"}],"repository":{"repo_full_name":"a/b"}},"operator":""}`),
-			contentType:  ce,
-			want:         []ImagePushed{{Registry: "h", Repository: "a/b", Tag: "t", Digest: "sha256:1", Sender: "harbor", Receiver: "harbor", DeliveryID: "x"}},
-			wantIDs:      []string{"harbor/harbor/x"},
-			wantTimes:    []time.Time{pushedAt},
-			wantDelivery: "x",
+			name:        "CloudEvents push with empty requestid and operator",
+			body:        []byte(`{"specversion":"1.0","requestid":"","id":"x","source":"/projects/1/webhook/policies/1","type":"harbor.artifact.pushed","datacontenttype":"application/json","time":"2026-01-02T15:04:05Z","data":{"resources":[{"digest":"sha256:1","tag":"t","resource_url":"h/a/b:t"}],"repository":{"repo_full_name":"a/b"}},"operator":""}`),
+			contentType: ce,
+			want:        []ImagePushed{{Registry: "h", Repository: "a/b", Tag: "t", Digest: "sha256:1", Sender: "harbor", Receiver: "harbor", DeliveryID: "x"}},
+			wantIDs:     []string{"harbor/harbor/x"},
+			wantTimes:   []time.Time{pushedAt},
+			wantDeliv:   "x",
 		},
 		{
-			name:         "CloudEvents pull",
-			body:         fixture(t, "harbor", "cloudevents_pull.json"),
-			contentType:  ce,
-			wantIgnored:  "harbor.artifact.pulled",
-			wantDelivery: "4b2f89a6-548d-4c12-9993-a1f5790b97d3",
+			name:        "CloudEvents pull",
+			body:        fixture(t, "harbor", "cloudevents_pull.json"),
+			contentType: ce,
+			wantIgnored: "harbor.artifact.pulled",
+			wantDeliv:   "4b2f89a6-548d-4c12-9993-a1f5790b97d3",
 		},
 		{
-			name:         "CloudEvents push by digest",
-			body:         fixture(t, "harbor", "cloudevents_untagged.json"),
-			contentType:  ce,
-			wantIgnored:  "untagged push",
-			wantDelivery: "0f1e2d3c-4b5a-4968-8776-655443322110",
+			name:        "CloudEvents push by digest",
+			body:        fixture(t, "harbor", "cloudevents_untagged.json"),
+			contentType: ce,
+			wantIgnored: "untagged push",
+			wantDeliv:   "0f1e2d3c-4b5a-4968-8776-655443322110",
 		},
 		{
 			name: "CloudEvents batch",
 			body: []byte(`[` + string(fixture(t, "harbor", "cloudevents_pull.json")) + `,` +
 				string(fixture(t, "harbor", "cloudevents_untagged.json")) + `]`),
-			contentType:  mediaCloudEventBatch,
-			wantIgnored:  "2 events: harbor.artifact.pulled, untagged push",
-			wantDelivery: "4b2f89a6-548d-4c12-9993-a1f5790b97d3,0f1e2d3c-4b5a-4968-8776-655443322110",
+			contentType: mediaCloudEventBatch,
+			wantIgnored: "2 events: harbor.artifact.pulled, untagged push",
+			wantDeliv:   "4b2f89a6-548d-4c12-9993-a1f5790b97d3,0f1e2d3c-4b5a-4968-8776-655443322110",
 		},
 		{name: "wrong content type", body: push, contentType: "text/plain", wantErr: ErrUnsupportedMediaType},
 		{name: "unparsable content type", body: push, contentType: "application/json; =x", wantErr: ErrUnsupportedMediaType},
@@ -224,40 +214,7 @@ func TestHarborParse(t *testing.T) {
 			wantErr:     errAny,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := HarborSender{}.Parse(harborDelivery(tt.body, tt.contentType))
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[ImagePushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			var ids []string
-			var times []time.Time
-			for _, e := range res.Events {
-				ids = append(ids, e.ID())
-				times = append(times, e.Time())
-				if e.Type() != TypeImagePushed || e.Source() != "/hooks/harbor" {
-					t.Errorf("event %s: type %q source %q", e.ID(), e.Type(), e.Source())
-				}
-			}
-			if tt.wantIDs != nil {
-				if diff := cmp.Diff(tt.wantIDs, ids); diff != "" {
-					t.Errorf("ids (-want +got):\n%s", diff)
-				}
-			}
-			if diff := cmp.Diff(tt.wantTimes, times); diff != "" {
-				t.Errorf("times (-want +got):\n%s", diff)
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if res.DeliveryID != tt.wantDelivery {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.wantDelivery)
-			}
-		})
-	}
+	runImageParseCases(t, "harbor", HarborSender{}.Parse, func(body []byte) *Delivery { return harborDelivery(body, "") }, tests)
 }
 
 // TestHarborParseBinaryCloudEvent covers a CloudEvent in binary mode, which

@@ -40,16 +40,7 @@ func TestNexusParse(t *testing.T) {
 	noDelivery := nexusDelivery(component, created)
 	noDelivery.Header.Del("X-Nexus-Webhook-Delivery")
 	millis := []byte(`{"timestamp":1767366245123,"action":"CREATED","component":{"format":"docker","name":"a/b","version":"t"}}`)
-	tests := []struct {
-		name         string
-		d            *Delivery
-		want         []ImagePushed
-		wantIDs      []string
-		wantTimes    []time.Time
-		wantIgnored  string
-		wantDelivery string
-		wantErr      error
-	}{
+	tests := []imageParseCase{
 		{
 			name: "docker component created",
 			d:    nexusDelivery(component, created),
@@ -62,9 +53,9 @@ func TestNexusParse(t *testing.T) {
 				Receiver:   "nexus",
 				DeliveryID: nexusDeliveryID,
 			}},
-			wantIDs:      []string{"nexus/nexus/" + nexusDeliveryID},
-			wantTimes:    []time.Time{time.Date(2026, 1, 2, 15, 4, 5, 123e6, time.UTC)},
-			wantDelivery: nexusDeliveryID,
+			wantIDs:   []string{"nexus/nexus/" + nexusDeliveryID},
+			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 4, 5, 123e6, time.UTC)},
+			wantDeliv: nexusDeliveryID,
 		},
 		{
 			name: "docker component updated, leading slash, RFC 3339 offset",
@@ -78,9 +69,9 @@ func TestNexusParse(t *testing.T) {
 				Receiver:   "nexus",
 				DeliveryID: nexusDeliveryID,
 			}},
-			wantIDs:      []string{"nexus/nexus/" + nexusDeliveryID},
-			wantTimes:    []time.Time{time.Date(2026, 1, 2, 15, 10, 0, 5e8, time.UTC)},
-			wantDelivery: nexusDeliveryID,
+			wantIDs:   []string{"nexus/nexus/" + nexusDeliveryID},
+			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 10, 0, 5e8, time.UTC)},
+			wantDeliv: nexusDeliveryID,
 		},
 		{
 			name: "no delivery header: body key",
@@ -97,44 +88,44 @@ func TestNexusParse(t *testing.T) {
 			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 4, 5, 123e6, time.UTC)},
 		},
 		{
-			name:         "timestamp in unix milliseconds, no initiator",
-			d:            nexusDelivery(component, millis),
-			want:         []ImagePushed{{Registry: "nexus.example.com:8083", Repository: "a/b", Tag: "t", Sender: "nexus", Receiver: "nexus", DeliveryID: nexusDeliveryID}},
-			wantIDs:      []string{"nexus/nexus/" + nexusDeliveryID},
-			wantTimes:    []time.Time{time.Date(2026, 1, 2, 15, 4, 5, 123e6, time.UTC)},
-			wantDelivery: nexusDeliveryID,
+			name:      "timestamp in unix milliseconds, no initiator",
+			d:         nexusDelivery(component, millis),
+			want:      []ImagePushed{{Registry: "nexus.example.com:8083", Repository: "a/b", Tag: "t", Sender: "nexus", Receiver: "nexus", DeliveryID: nexusDeliveryID}},
+			wantIDs:   []string{"nexus/nexus/" + nexusDeliveryID},
+			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 4, 5, 123e6, time.UTC)},
+			wantDeliv: nexusDeliveryID,
 		},
 		{
-			name:         "unreadable timestamp: receive time",
-			d:            nexusDelivery(component, []byte(`{"timestamp":"Fri Jan 02","action":"UPDATED","component":{"format":"docker","name":"a/b","version":"t"}}`)),
-			want:         []ImagePushed{{Registry: "nexus.example.com:8083", Repository: "a/b", Tag: "t", Sender: "nexus", Receiver: "nexus", DeliveryID: nexusDeliveryID}},
-			wantIDs:      []string{"nexus/nexus/" + nexusDeliveryID},
-			wantTimes:    []time.Time{received},
-			wantDelivery: nexusDeliveryID,
+			name:      "unreadable timestamp: receive time",
+			d:         nexusDelivery(component, []byte(`{"timestamp":"Fri Jan 02","action":"UPDATED","component":{"format":"docker","name":"a/b","version":"t"}}`)),
+			want:      []ImagePushed{{Registry: "nexus.example.com:8083", Repository: "a/b", Tag: "t", Sender: "nexus", Receiver: "nexus", DeliveryID: nexusDeliveryID}},
+			wantIDs:   []string{"nexus/nexus/" + nexusDeliveryID},
+			wantTimes: []time.Time{received},
+			wantDeliv: nexusDeliveryID,
 		},
-		{name: "docker component deleted", d: nexusDelivery(component, fixture(t, "nexus", "docker_deleted.json")), wantIgnored: "action DELETED", wantDelivery: nexusDeliveryID},
-		{name: "components purged", d: nexusDelivery(component, fixture(t, "nexus", "purged.json")), wantIgnored: "action PURGED", wantDelivery: nexusDeliveryID},
-		{name: "maven component", d: nexusDelivery(component, fixture(t, "nexus", "maven_created.json")), wantIgnored: "format maven2", wantDelivery: nexusDeliveryID},
+		{name: "docker component deleted", d: nexusDelivery(component, fixture(t, "nexus", "docker_deleted.json")), wantIgnored: "action DELETED", wantDeliv: nexusDeliveryID},
+		{name: "components purged", d: nexusDelivery(component, fixture(t, "nexus", "purged.json")), wantIgnored: "action PURGED", wantDeliv: nexusDeliveryID},
+		{name: "maven component", d: nexusDelivery(component, fixture(t, "nexus", "maven_created.json")), wantIgnored: "format maven2", wantDeliv: nexusDeliveryID},
 		{
-			name:         "component without format",
-			d:            nexusDelivery(component, []byte(`{"action":"CREATED","component":{"name":"a","version":"1"}}`)),
-			wantIgnored:  "format unknown",
-			wantDelivery: nexusDeliveryID,
-		},
-		{
-			name:         "docker component by digest",
-			d:            nexusDelivery(component, []byte(`{"action":"CREATED","component":{"format":"docker","name":"a/b","version":"sha256:5555555555555555555555555555555555555555555555555555555555555555"}}`)),
-			wantIgnored:  "untagged push",
-			wantDelivery: nexusDeliveryID,
+			name:        "component without format",
+			d:           nexusDelivery(component, []byte(`{"action":"CREATED","component":{"name":"a","version":"1"}}`)),
+			wantIgnored: "format unknown",
+			wantDeliv:   nexusDeliveryID,
 		},
 		{
-			name:         "docker component without version",
-			d:            nexusDelivery(component, []byte(`{"action":"CREATED","component":{"format":"docker","name":"a/b"}}`)),
-			wantIgnored:  "untagged push",
-			wantDelivery: nexusDeliveryID,
+			name:        "docker component by digest",
+			d:           nexusDelivery(component, []byte(`{"action":"CREATED","component":{"format":"docker","name":"a/b","version":"sha256:5555555555555555555555555555555555555555555555555555555555555555"}}`)),
+			wantIgnored: "untagged push",
+			wantDeliv:   nexusDeliveryID,
 		},
-		{name: "asset webhook", d: nexusDelivery("rm:repository:asset", fixture(t, "nexus", "asset_created.json")), wantIgnored: "webhook rm:repository:asset", wantDelivery: nexusDeliveryID},
-		{name: "audit webhook", d: nexusDelivery("rm:audit", fixture(t, "nexus", "audit.json")), wantIgnored: "webhook rm:audit", wantDelivery: nexusDeliveryID},
+		{
+			name:        "docker component without version",
+			d:           nexusDelivery(component, []byte(`{"action":"CREATED","component":{"format":"docker","name":"a/b"}}`)),
+			wantIgnored: "untagged push",
+			wantDeliv:   nexusDeliveryID,
+		},
+		{name: "asset webhook", d: nexusDelivery("rm:repository:asset", fixture(t, "nexus", "asset_created.json")), wantIgnored: "webhook rm:repository:asset", wantDeliv: nexusDeliveryID},
+		{name: "audit webhook", d: nexusDelivery("rm:audit", fixture(t, "nexus", "audit.json")), wantIgnored: "webhook rm:audit", wantDeliv: nexusDeliveryID},
 		{
 			name: "webhook id in upper case",
 			d:    nexusDelivery(strings.ToUpper(component), created),
@@ -142,9 +133,9 @@ func TestNexusParse(t *testing.T) {
 				Registry: "nexus.example.com:8083", Repository: "shop/api", Tag: "1.4.2", Pusher: "ci",
 				Sender: "nexus", Receiver: "nexus", DeliveryID: nexusDeliveryID,
 			}},
-			wantIDs:      []string{"nexus/nexus/" + nexusDeliveryID},
-			wantTimes:    []time.Time{time.Date(2026, 1, 2, 15, 4, 5, 123e6, time.UTC)},
-			wantDelivery: nexusDeliveryID,
+			wantIDs:   []string{"nexus/nexus/" + nexusDeliveryID},
+			wantTimes: []time.Time{time.Date(2026, 1, 2, 15, 4, 5, 123e6, time.UTC)},
+			wantDeliv: nexusDeliveryID,
 		},
 		{name: "missing webhook id", d: nexusDelivery("", created), wantErr: errAny},
 		{
@@ -164,38 +155,7 @@ func TestNexusParse(t *testing.T) {
 		{name: "component not an object", d: nexusDelivery(component, []byte(`{"action":"CREATED","component":[]}`)), wantErr: errAny},
 	}
 	s := NexusSender{Registry: "nexus.example.com:8083"}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := s.Parse(tt.d)
-			if checkParseErr(t, err, tt.wantErr) {
-				return
-			}
-			if diff := cmp.Diff(tt.want, payloads[ImagePushed](t, res.Events)); diff != "" {
-				t.Errorf("payloads (-want +got):\n%s", diff)
-			}
-			var times []time.Time
-			for _, e := range res.Events {
-				times = append(times, e.Time())
-				if e.Type() != TypeImagePushed || e.Source() != "/hooks/nexus" {
-					t.Errorf("event %s: type %q source %q", e.ID(), e.Type(), e.Source())
-				}
-			}
-			if tt.wantIDs != nil {
-				if diff := cmp.Diff(tt.wantIDs, registryEventIDs(res)); diff != "" {
-					t.Errorf("ids (-want +got):\n%s", diff)
-				}
-			}
-			if diff := cmp.Diff(tt.wantTimes, times); diff != "" {
-				t.Errorf("times (-want +got):\n%s", diff)
-			}
-			if res.Ignored != tt.wantIgnored {
-				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
-			}
-			if res.DeliveryID != tt.wantDelivery {
-				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.wantDelivery)
-			}
-		})
-	}
+	runImageParseCases(t, "nexus", s.Parse, nil, tests)
 }
 
 func TestNexusParseReplay(t *testing.T) {

@@ -118,3 +118,168 @@ func checkAuth(t *testing.T, s Sender, d *Delivery, wantOK bool) {
 		t.Fatalf("Authenticate error %v is not a permanent ErrUnauthenticated", err)
 	}
 }
+
+// errAny stands for "any permanent error" in table tests.
+var errAny = errors.New("any permanent error")
+
+// checkParseErr checks err against want and tells whether the case is done.
+func checkParseErr(t *testing.T, err, want error) bool {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("Parse: %v", err)
+	case want == nil:
+		return false
+	case err == nil:
+		t.Fatal("Parse succeeded, want an error")
+	case !IsPermanent(err):
+		t.Fatalf("Parse error %v is not permanent", err)
+	case !errors.Is(want, errAny) && !errors.Is(err, want):
+		t.Fatalf("Parse error %v, want %v", err, want)
+	}
+	return true
+}
+
+// checkImageEvents checks the events of an image-pushed Result: payloads,
+// ids (unless wantIDs is nil), times, type and source.
+func checkImageEvents(t *testing.T, res Result, receiver string, want []ImagePushed, wantIDs []string, wantTimes []time.Time) {
+	t.Helper()
+	if diff := cmp.Diff(want, payloads[ImagePushed](t, res.Events)); diff != "" {
+		t.Errorf("payloads (-want +got):\n%s", diff)
+	}
+	var ids []string
+	var times []time.Time
+	for _, e := range res.Events {
+		ids = append(ids, e.ID())
+		times = append(times, e.Time())
+		if e.Type() != TypeImagePushed || e.Source() != "/hooks/"+receiver {
+			t.Errorf("event %s: type %q source %q", e.ID(), e.Type(), e.Source())
+		}
+	}
+	if wantIDs != nil {
+		if diff := cmp.Diff(wantIDs, ids); diff != "" {
+			t.Errorf("ids (-want +got):\n%s", diff)
+		}
+	}
+	if diff := cmp.Diff(wantTimes, times); diff != "" {
+		t.Errorf("times (-want +got):\n%s", diff)
+	}
+}
+
+// imageParseCase is one case of an image sender's Parse table test.
+type imageParseCase struct {
+	name        string
+	d           *Delivery // the whole delivery; nil: deliver(body) with contentType
+	file        string    // testdata/<sender>/file, instead of body
+	body        []byte
+	contentType string // "" keeps deliver's, "-" leaves it out
+	want        []ImagePushed
+	wantIDs     []string    // nil: not checked (a case without pushes has no events)
+	wantTimes   []time.Time // nil: every event at the time of receipt
+	wantIgnored string
+	wantDeliv   string
+	wantErr     error // nil: no error; else errors.Is target, or errAny
+}
+
+// runImageParseCases runs the cases of an image sender's Parse with its
+// fixtures in testdata/<sender>: the error, the events, Ignored and
+// DeliveryID.
+func runImageParseCases(t *testing.T, sender string, parse func(*Delivery) (Result, error), deliver func(body []byte) *Delivery, cases []imageParseCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.d
+			if d == nil {
+				body := tt.body
+				if tt.file != "" {
+					body = fixture(t, sender, tt.file)
+				}
+				d = deliver(body)
+				switch tt.contentType {
+				case "":
+				case "-":
+					d.Header.Del("Content-Type")
+				default:
+					d.Header.Set("Content-Type", tt.contentType)
+				}
+			}
+			res, err := parse(d)
+			if checkParseErr(t, err, tt.wantErr) {
+				return
+			}
+			wantTimes := tt.wantTimes
+			if wantTimes == nil {
+				for range res.Events {
+					wantTimes = append(wantTimes, d.ReceivedAt)
+				}
+			}
+			checkImageEvents(t, res, d.Receiver, tt.want, tt.wantIDs, wantTimes)
+			if res.Ignored != tt.wantIgnored {
+				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
+			}
+			if res.DeliveryID != tt.wantDeliv {
+				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, tt.wantDeliv)
+			}
+		})
+	}
+}
+
+// gitParseCase is one case of a git sender's Parse table test.
+type gitParseCase struct {
+	name        string
+	s           Sender // nil: the table's
+	d           *Delivery
+	want        []GitPushed
+	wantID      string    // every event's id; "": eventID's
+	wantKey     string    // for eventID: the delivery key in the ids, if not the table's
+	wantTime    time.Time // zero: the time of receipt
+	wantIgnored string
+	wantErr     error // nil: no error; else errors.Is target, or errAny
+}
+
+// runGitParseCases runs the cases of a git sender's Parse: the error, the
+// payloads, each event's id (wantID, else eventID of the case and the
+// event's push), type, source and time, Ignored, and DeliveryID: that of
+// the first push, or deliveryID when there is none.
+func runGitParseCases(t *testing.T, parse func(*Delivery) (Result, error), deliveryID string, eventID func(tt gitParseCase, p GitPushed) string, cases []gitParseCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			parse := parse
+			if tt.s != nil {
+				parse = tt.s.Parse
+			}
+			res, err := parse(tt.d)
+			if checkParseErr(t, err, tt.wantErr) {
+				return
+			}
+			got := payloads[GitPushed](t, res.Events)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("payloads (-want +got):\n%s", diff)
+			}
+			wantTime := tt.wantTime
+			if wantTime.IsZero() {
+				wantTime = tt.d.ReceivedAt
+			}
+			for i, e := range res.Events {
+				wantID := tt.wantID
+				if wantID == "" {
+					wantID = eventID(tt, got[i])
+				}
+				if e.ID() != wantID || e.Type() != TypeGitPushed || e.Source() != "/hooks/"+tt.d.Receiver || !e.Time().Equal(wantTime) {
+					t.Errorf("event id %q type %q source %q time %v", e.ID(), e.Type(), e.Source(), e.Time())
+				}
+			}
+			if res.Ignored != tt.wantIgnored {
+				t.Errorf("Ignored = %q, want %q", res.Ignored, tt.wantIgnored)
+			}
+			wantDeliv := deliveryID
+			if len(tt.want) > 0 {
+				wantDeliv = tt.want[0].DeliveryID
+			}
+			if res.DeliveryID != wantDeliv {
+				t.Errorf("DeliveryID = %q, want %q", res.DeliveryID, wantDeliv)
+			}
+		})
+	}
+}
