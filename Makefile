@@ -36,7 +36,7 @@ deps: ## Install the Debian packages the tests and the demo need (docker-registr
 	fi
 
 FUZZTIME       ?= 60s
-FUZZTIME_BRIEF ?= 3s
+FUZZTIME_BRIEF ?= 3000x
 
 .PHONY: test
 test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target briefly
