@@ -23,6 +23,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/time/rate"
 )
 
 // SenderGAR is the sender type of Google Artifact Registry and Container
@@ -42,6 +43,14 @@ const (
 	// garJWKSTimeout bounds one fetch of the signing keys: a fetch that
 	// hangs would hold up every delivery that needs it.
 	garJWKSTimeout = 10 * time.Second
+	// The key set is fetched again whenever a token names a key id it lacks
+	// (Google rotates keys), so anyone could make flotilla fetch it on every
+	// forged token. These bound the fetches: a burst (the first fetch, a
+	// rotation right after), then one per interval. Any fetch brings in
+	// every published key, so a rotation is seen within one interval even
+	// under a flood of forged key ids.
+	garJWKSFetchBurst    = 2
+	garJWKSFetchInterval = 30 * time.Second
 )
 
 // GARSender reads the notifications Google Artifact Registry (and Container
@@ -123,7 +132,8 @@ func garKeySet(oc OIDCConfig) (oidc.KeySet, []string, error) {
 	}
 	// The key set fetches under this context, never under a request's:
 	// a request that gives up must not cancel a fetch others wait for.
-	ctx := oidc.ClientContext(context.Background(), &http.Client{Timeout: garJWKSTimeout})
+	client := &http.Client{Timeout: garJWKSTimeout, Transport: newThrottledTransport(http.DefaultTransport, garJWKSFetchInterval, garJWKSFetchBurst)}
+	ctx := oidc.ClientContext(context.Background(), client)
 	return oidc.NewRemoteKeySet(ctx, jwksURL), []string{oidc.RS256, oidc.ES256}, nil
 }
 
@@ -461,4 +471,26 @@ func garImagePushed(n garNotification) (ImagePushed, error) {
 		p.Digest = dig.DigestStr()
 	}
 	return p, nil
+}
+
+// errKeysFetchedRecently is what a throttled key fetch fails with.
+var errKeysFetchedRecently = errors.New("signing keys were fetched moments ago; not fetching them again for an unknown key id yet")
+
+// throttledTransport lets through a burst of requests, then one per
+// interval, and fails the others without sending them.
+type throttledTransport struct {
+	next    http.RoundTripper
+	limiter *rate.Limiter
+}
+
+func newThrottledTransport(next http.RoundTripper, every time.Duration, burst int) *throttledTransport {
+	return &throttledTransport{next: next, limiter: rate.NewLimiter(rate.Every(every), burst)}
+}
+
+// RoundTrip implements [http.RoundTripper].
+func (t *throttledTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.limiter.Allow() {
+		return nil, errKeysFetchedRecently
+	}
+	return t.next.RoundTrip(r)
 }

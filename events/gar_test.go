@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -374,6 +375,51 @@ func TestGARRemoteKeySetCachesAndRotates(t *testing.T) {
 	auth(keys.rotated, true)
 	if n := jwks.fetches.Load(); n != 2 {
 		t.Fatalf("%d JWKS fetches, want 2", n)
+	}
+}
+
+// A token naming a key id the cache lacks makes the key set fetch again;
+// forged ones must not make flotilla hammer the key server.
+func TestGARForgedKeyIDsDoNotFloodTheKeyServer(t *testing.T) {
+	keys := garTestKeys()
+	jwks := newGARJWKSServer(t, keys.rsa)
+	s := newTestGARSender(t, OIDCConfig{Audience: garAudience, JWKSURL: jwks.URL})
+	body := fixture(t, "gar", "insert_tag.json")
+	legit := garDelivery(body, "Authorization", "Bearer "+garMint(t, keys.rsa, keys.rsa.kid, garClaims(nil)))
+	checkAuth(t, s, legit, true)
+	for i := range 50 {
+		forged := garDelivery(body, "Authorization", "Bearer "+garMint(t, keys.rotated, fmt.Sprintf("forged-%d", i), garClaims(nil)))
+		checkAuth(t, s, forged, false)
+	}
+	if n := jwks.fetches.Load(); n > garJWKSFetchBurst {
+		t.Errorf("%d JWKS fetches for one real and 50 forged key ids, want at most %d", n, garJWKSFetchBurst)
+	}
+	checkAuth(t, s, legit, true) // the cached keys still verify
+}
+
+func TestThrottledTransport(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	c := &http.Client{Transport: newThrottledTransport(http.DefaultTransport, time.Hour, 2)}
+	var refused int
+	for range 5 {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if errors.Is(err, errKeysFetchedRecently) {
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	if hits.Load() != 2 || refused != 3 {
+		t.Errorf("%d requests sent and %d refused, want 2 and 3", hits.Load(), refused)
 	}
 }
 
