@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,20 +31,21 @@ import (
 )
 
 type options struct {
-	runs      int
-	warmup    int
-	clusters  int
-	wave1     int
-	wave2     []int
-	interval  time.Duration
-	settle    time.Duration
-	out       string
-	storeFile string
-	intake    string
-	keep      bool
-	verbose   bool
-	trace     bool
-	raw       string
+	runs       int
+	warmup     int
+	clusters   int
+	wave1      int
+	wave2      []int
+	interval   time.Duration
+	settle     time.Duration
+	out        string
+	storeFile  string
+	intake     string
+	keep       bool
+	verbose    bool
+	trace      bool
+	cpuprofile string
+	raw        string
 }
 
 func main() {
@@ -70,6 +72,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")
 	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -95,6 +98,13 @@ func run(args []string) error {
 	defer b.close()
 	env.fleetRSS = b.fleetRSS()
 
+	if o.cpuprofile != "" {
+		stop, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	var results []scenarioResult
 	for i, n := range o.wave2 {
 		sc, err := b.newScenario(ctx, i, n)
@@ -139,4 +149,20 @@ func run(args []string) error {
 		fmt.Fprintln(os.Stderr, "report written to", o.out)
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process into path until the returned stop.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

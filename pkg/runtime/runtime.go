@@ -73,14 +73,35 @@ func New(j Journal, fns []Function, o Options) (*Runtime, error) {
 }
 
 // Run processes the journal until ctx ends.
+//
+// The cursor is saved in the background, after each batch, by a saver that
+// always writes the latest position: a cursor save (a state-file commit)
+// is off the path from one function's events to the next function, and a
+// crash replays at most the batches handled since the last save, which
+// delivery at least once allows (functions are idempotent, their events'
+// ids derived). When Run returns, the cursor of the last handled event is
+// saved.
 func (rt *Runtime) Run(ctx context.Context) error {
 	cursor, err := rt.j.Cursor(ctx, cursorName)
 	if err != nil {
 		return fmt.Errorf("reading runtime cursor: %w", err)
 	}
+	saver := newCursorSaver(rt, cursor)
+	go saver.run(ctx)
+	err = rt.process(ctx, &cursor, saver)
+	saver.stop()
+	if serr := rt.saveCursor(ctx, cursor); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
+}
+
+// process handles the journal from *cursor on, advancing it, until ctx ends
+// (nil) or dispatching or saving fails.
+func (rt *Runtime) process(ctx context.Context, cursor *uint64, saver *cursorSaver) error {
 	for {
 		changed := rt.j.Changed()
-		recs, err := rt.j.Read(ctx, cursor, rt.o.Batch)
+		recs, err := rt.j.Read(ctx, *cursor, rt.o.Batch)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -98,26 +119,22 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		for _, rec := range recs {
 			if err := rt.dispatch(ctx, rec.Event); err != nil {
 				// Only ctx cancellation and journal failures stop the runtime.
-				// Keep what was handled, so a restart resumes at the event
-				// that was interrupted.
-				if serr := rt.saveCursor(ctx, cursor); serr != nil {
-					return errors.Join(err, serr)
-				}
+				// The cursor stays before the event that was interrupted.
 				if ctx.Err() != nil {
 					return nil
 				}
 				return err
 			}
-			cursor = rec.Seq
+			*cursor = rec.Seq
 		}
-		if err := rt.saveCursor(ctx, cursor); err != nil {
+		if err := saver.set(*cursor); err != nil {
 			return err
 		}
 	}
 }
 
-// saveCursor records cursor even when ctx has ended, so that what was
-// handled is not handled again.
+// saveCursor records cursor so that a restart does not replay what was
+// handled already.
 func (rt *Runtime) saveCursor(ctx context.Context, cursor uint64) error {
 	if err := rt.j.SetCursor(context.WithoutCancel(ctx), cursorName, cursor); err != nil {
 		return fmt.Errorf("saving runtime cursor: %w", err)

@@ -546,3 +546,35 @@ func TestRuntimeDoesNotWaitAfterLastAttempt(t *testing.T) {
 	start(t, rt)
 	waitJournal(t, s, "e1/"+events.TypeFunctionFailed+"/failing")
 }
+
+// cursorFailing is the store with cursor saves that fail: a disk gone bad.
+type cursorFailing struct{ *store.Store }
+
+func (cursorFailing) SetCursor(context.Context, string, uint64) error {
+	return errors.New("disk on fire")
+}
+
+// The cursor is saved in the background; a save that fails still stops the
+// runtime, at its next batch, with the save's error.
+func TestRuntimeStopsWhenTheCursorCannotBeSaved(t *testing.T) {
+	s := newStore(t)
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) { return nil, nil }}
+	rt, err := runtime.New(cursorFailing{s}, []runtime.Function{a}, runtime.Options{Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(t.Context()) }()
+	for i := range 50 {
+		appendEvents(t, s, newEvent(t, fmt.Sprintf("e%d", i), typeIn))
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "disk on fire") || !strings.Contains(err.Error(), "saving runtime cursor") {
+				t.Fatalf("Run = %v, want the cursor save's error", err)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatal("the runtime kept running without saving its cursor")
+}
