@@ -93,11 +93,12 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		mu  sync.Mutex
 		out []cloudevents.Event
 	)
+	rec := startRecorder(ctx, f.repo, ro.ID)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.maxParallel)
 	for _, name := range w.Clusters {
 		g.Go(func() error {
-			ev, err := f.launchCluster(gctx, e, ro, app, w.Wave, name)
+			ev, err := f.launchCluster(gctx, e, ro, app, w.Wave, name, rec)
 			if err != nil {
 				return err
 			}
@@ -107,10 +108,15 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			return nil
 		})
 	}
-	return out, g.Wait()
+	err = g.Wait()
+	// The rollout records every applied cluster before their events go out.
+	if rerr := rec.close(); err == nil {
+		err = rerr
+	}
+	return out, err
 }
 
-func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro rollout.Rollout, app config.Application, wave int, name string) (cloudevents.Event, error) {
+func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro rollout.Rollout, app config.Application, wave int, name string, rec *recorder) (cloudevents.Event, error) {
 	result := func(typ, reason string) (cloudevents.Event, error) {
 		return events.Derive(e, typ, name, events.ClusterResult{RolloutID: ro.ID, Wave: wave, Cluster: name, Reason: reason})
 	}
@@ -136,22 +142,7 @@ func (f *Function) launchCluster(ctx context.Context, e cloudevents.Event, ro ro
 	if err != nil {
 		return cloudevents.Event{}, fmt.Errorf("applying to %s: %w", name, err)
 	}
-	if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
-		c, _, err := r.Cluster(name)
-		if err != nil {
-			return events.Permanent(err)
-		}
-		if c.PreviousImage == "" {
-			c.PreviousImage = res.PreviousImage
-		}
-		c.Applied = applied
-		if c.Phase == rollout.ClusterApplying {
-			c.Phase = rollout.ClusterProgressing
-		}
-		return nil
-	}); err != nil {
-		return cloudevents.Event{}, err
-	}
+	rec.add(appliedCluster{name: name, previousImage: res.PreviousImage, at: applied})
 	if !res.Changed {
 		// Flagger sees no new revision and will report nothing: if the primary
 		// already runs the digest, the cluster is done.

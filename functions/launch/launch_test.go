@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -500,4 +501,85 @@ func TestLaunchContract(t *testing.T) {
 // image the workload ran before.
 func newExecutor() *functiontest.FakeExecutor {
 	return &functiontest.FakeExecutor{Result: tasks.ApplyCanaryResult{PreviousImage: oldImage, Changed: true}}
+}
+
+// BenchmarkLaunchWave launches one wave of n clusters with an executor that
+// answers at once: what launch itself costs, the rollout's bookkeeping
+// included.
+func BenchmarkLaunchWave(b *testing.B) {
+	for _, n := range []int{50, 1000} {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			names := make([]string, n)
+			clusters := make([]rollout.Cluster, n)
+			for i := range names {
+				names[i] = fmt.Sprintf("c%04d", i)
+				clusters[i] = rollout.Cluster{Name: names[i], Phase: rollout.ClusterPending}
+			}
+			exec := &functiontest.FakeExecutor{Result: tasks.ApplyCanaryResult{PreviousImage: oldImage, Changed: true}}
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				repo := functiontest.NewRepo(b)
+				ro := rollout.Rollout{
+					ID: rolloutID, Application: "shop", Image: image, Tag: "1.2.3", Digest: digest, Phase: rollout.Progressing,
+					Waves: []rollout.Wave{{Name: "all", Clusters: slices.Clone(clusters)}},
+				}
+				if _, err := repo.Create(b.Context(), ro); err != nil {
+					b.Fatal(err)
+				}
+				f := newFunction(repo, exec, fakeStatus{}, 0)
+				e, err := events.New("ws", events.Source, events.TypeWaveStarted, events.WaveStarted{RolloutID: rolloutID, Wave: 0, Clusters: names})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				evs, err := f.Handle(b.Context(), e)
+				if err != nil || len(evs) != n {
+					b.Fatalf("Handle = %d events, %v", len(evs), err)
+				}
+			}
+		})
+	}
+}
+
+// The clusters of a wave finish at different times; every one is recorded
+// in the rollout (several per update) before launch returns their events.
+func TestLaunchRecordsEveryClusterOfALargeWave(t *testing.T) {
+	repo := functiontest.NewRepo(t)
+	const n = 40
+	names := make([]string, n)
+	clusters := make([]rollout.Cluster, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%02d", i)
+		clusters[i] = rollout.Cluster{Name: names[i], Phase: rollout.ClusterPending}
+	}
+	ro := rollout.Rollout{
+		ID: rolloutID, Application: "shop", Image: image, Tag: "1.2.3", Digest: digest, Phase: rollout.Progressing,
+		Waves: []rollout.Wave{{Name: "all", Clusters: clusters}},
+	}
+	if _, err := repo.Create(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	exec := &functiontest.FakeExecutor{Func: func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+		var i int
+		_, _ = fmt.Sscanf(cl, "c%d", &i)
+		time.Sleep(time.Duration(i%7) * time.Millisecond)
+		return tasks.ApplyCanaryResult{PreviousImage: image + "@sha256:" + cl, Changed: true}, nil
+	}}
+	e, err := events.New("ws", events.Source, events.TypeWaveStarted, events.WaveStarted{RolloutID: rolloutID, Wave: 0, Clusters: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := newFunction(repo, exec, fakeStatus{}, 0).Handle(t.Context(), e)
+	if err != nil || len(evs) != n {
+		t.Fatalf("Handle = %d events, %v; want %d", len(evs), err, n)
+	}
+	got, err := repo.Get(t.Context(), rolloutID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got.Waves[0].Clusters {
+		if c.Phase != rollout.ClusterProgressing || c.Applied.IsZero() || c.PreviousImage != image+"@sha256:"+c.Name {
+			t.Errorf("cluster %s recorded as %s, applied %v, previous %q", c.Name, c.Phase, c.Applied, c.PreviousImage)
+		}
+	}
 }

@@ -18,15 +18,15 @@ import (
 
 // NewRepo returns a rollout repository on a real store in a temporary
 // directory, closed when the test ends.
-func NewRepo(t *testing.T) *rollout.Repo {
-	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
+func NewRepo(tb testing.TB) *rollout.Repo {
+	tb.Helper()
+	s, err := store.Open(filepath.Join(tb.TempDir(), "db"))
 	if err != nil {
-		t.Fatalf("opening store: %v", err)
+		tb.Fatalf("opening store: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
+			tb.Errorf("closing store: %v", err)
 		}
 	})
 	return rollout.NewRepo(s, nil)
