@@ -40,6 +40,7 @@ type options struct {
 	settle     time.Duration
 	out        string
 	storeFile  string
+	launchFile string
 	intake     string
 	keep       bool
 	verbose    bool
@@ -67,6 +68,7 @@ func run(args []string) error {
 	fs.DurationVar(&o.settle, "settle", 500*time.Millisecond, "pause between runs once every Deployment has rolled out")
 	fs.StringVar(&o.out, "out", "", "write the report to this markdown file (BENCHMARKS.md)")
 	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
+	fs.StringVar(&o.launchFile, "launch-results", "", "output of `go test -bench BenchmarkLaunchWave ./functions/launch` to include in the report")
 	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/loadtest -out` to include in the report")
 	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
@@ -127,6 +129,12 @@ func run(args []string) error {
 			return err
 		}
 	}
+	var launch []storeResult
+	if o.launchFile != "" {
+		if launch, err = parseStoreBench(o.launchFile); err != nil {
+			return err
+		}
+	}
 	if o.raw != "" {
 		if err := writeRaw(o.raw, results); err != nil {
 			return err
@@ -140,7 +148,7 @@ func run(args []string) error {
 		}
 		intake = string(b)
 	}
-	report := renderReport(o, env, results, store, intake)
+	report := renderReport(o, env, results, store, launch, intake)
 	fmt.Print(report)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {

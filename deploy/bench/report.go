@@ -186,7 +186,7 @@ func verdict(p99, target time.Duration) string {
 	return "**missed**"
 }
 
-func renderReport(o options, m machine, results []scenarioResult, store []storeResult, intake string) string {
+func renderReport(o options, m machine, results []scenarioResult, store, launch []storeResult, intake string) string {
 	var w strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&w, format, a...) }
 	p("# Benchmarks\n\n")
@@ -336,6 +336,9 @@ does its own work in parallel.
 		}
 		p("\nDESIGN's intake target (5,000 webhooks/s on 2 cores) is about the HTTP intake as a whole; this measures the store under it only.\n")
 	}
+	if len(launch) > 0 {
+		p("%s", launchSection(launch))
+	}
 	p("\n## Reproduce\n\n```sh\nmake bench                                   # fleet-build, store benchmark, latency bench; rewrites this file\ngo run ./deploy/bench -runs 20 -wave2 50 -v  # a quicker look, prints the report only\n```\n")
 	return w.String()
 }
@@ -351,4 +354,16 @@ func writeRaw(path string, results []scenarioResult) error {
 		}
 	}
 	return os.WriteFile(path, []byte(w.String()), 0o644)
+}
+
+// launchSection renders the BenchmarkLaunchWave results.
+func launchSection(launch []storeResult) string {
+	var w strings.Builder
+	w.WriteString("\n## Launching a wave: flotilla's own cost\n\n")
+	w.WriteString("`go test -run '^$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 ./functions/launch` (median of the runs): launch handling one wave.started for a wave of n clusters with an executor that answers at once, so what is measured is flotilla's part: rendering every cluster's canary, the rollout's bookkeeping in the store (the clusters are recorded as their pipelines finish, all that finished meanwhile in one update) and the events. DESIGN's target of 1,000 clusters in one wave starts here.\n\n")
+	w.WriteString("| benchmark | runs | ms per wave | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n")
+	for _, s := range launch {
+		fmt.Fprintf(&w, "| %s | %d | %.1f | %.0f | %.0f |\n", s.name, s.runs, s.nsPerOp/1e6, s.bPerOp, s.allocs)
+	}
+	return w.String()
 }
