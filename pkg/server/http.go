@@ -15,9 +15,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", s.intake)
 	mux.Handle(events.EventsPath, s.intake)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/v1/rollouts", s.listRollouts)
@@ -26,7 +24,22 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
+// healthz fails once the journal has stopped taking events (a disk write
+// failed): a restart recovers it, so a liveness probe should restart
+// flotilla.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.store.Err(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "journal stopped", "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.store.Err(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "journal stopped", "error": err.Error()})
+		return
+	}
 	select {
 	case <-s.ready:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -180,6 +180,7 @@ func (s *Store) commit(batch []*appendReq) {
 		// What reached the disk is unknown (a failed fsync may have dropped
 		// pages): stop journaling rather than acknowledge on top of it.
 		s.broken = fmt.Errorf("journal stopped after a write failure, restart flotilla: %w", err)
+		s.brokenErr.Store(&s.broken)
 		s.logger.Error("journal write failed", "requests", len(batch), "error", err)
 		s.fail(batch, err)
 		return
@@ -241,6 +242,16 @@ func (s *Store) Changed() <-chan struct{} {
 	s.changedMu.Lock()
 	defer s.changedMu.Unlock()
 	return s.changed
+}
+
+// Err returns why the journal stopped taking appends (a write or sync
+// failed; reopening the store recovers it), or nil while it works. Health
+// checks report it, so that a supervisor restarts flotilla.
+func (s *Store) Err() error {
+	if p := s.brokenErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // LastSeq returns the sequence number of the last journaled event, 0 if none.

@@ -43,6 +43,9 @@ func TestJournalStopsAfterAWriteFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "restart") {
 		t.Fatalf("Append after the failure = %v, want the journal stopped", err)
 	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "restart") {
+		t.Errorf("Err() = %v, want the journal stopped", err)
+	}
 	if got := s.LastSeq(); got != 1 {
 		t.Errorf("LastSeq = %d, want 1", got)
 	}
@@ -54,6 +57,9 @@ func TestJournalStopsAfterAWriteFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
+	if err := s.Err(); err != nil {
+		t.Errorf("Err() after reopening = %v, want nil", err)
+	}
 	recs, err := s.Append(ctx, testEvent(t, "a"), testEvent(t, "c"))
 	if err != nil || len(recs) != 1 || recs[0].Seq != 2 {
 		t.Fatalf("Append after reopen = %v, %v; want c as 2", recs, err)

@@ -53,6 +53,8 @@ type Store struct {
 	pending map[string]uint64
 	recs    []logRecord
 	broken  error
+	// brokenErr publishes broken to other goroutines (Err).
+	brokenErr atomic.Pointer[error]
 
 	// outboxMu orders UpdateAndAppend calls: their events reach the writer
 	// in the order their documents committed. delivered lists outbox keys
