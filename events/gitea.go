@@ -6,10 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strings"
-	"time"
-
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
 
 // Sender types of Gitea and of its fork Forgejo, which speak the same
@@ -155,20 +151,7 @@ func (s GiteaSender) Parse(d *Delivery) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	kind := gitSetRefNames(&p)
-	if gitNullSHA(push.After) {
-		res.Ignored = fmt.Sprintf("%s delete %s", kind, push.Ref)
-		return res, nil
-	}
-	if int(push.TotalCommits) <= len(push.Commits) {
-		p.ChangedPaths = gitChangedPaths(push.Commits)
-	}
-	e, err := gitPushedEvent(d, key, p, time.Time{})
-	if err != nil {
-		return Result{}, err
-	}
-	res.Events = []cloudevents.Event{e}
-	return res, nil
+	return gitPushResult(d, res, key, p, gitNullSHA(push.After), push.Commits, int(push.TotalCommits) <= len(push.Commits))
 }
 
 // pushed fills the payload fields Gitea gives, except the changed paths.
@@ -196,14 +179,4 @@ func (s GiteaSender) pushed(push giteaPush, d *Delivery, delivery string) (GitPu
 		p.Pusher = push.Pusher.Username
 	}
 	return p, nil
-}
-
-// gitFirstHeader returns the first of d's headers that is set, trimmed.
-func gitFirstHeader(d *Delivery, headers ...string) string {
-	for _, h := range headers {
-		if v := strings.TrimSpace(d.Header.Get(h)); v != "" {
-			return v
-		}
-	}
-	return ""
 }

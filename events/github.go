@@ -5,11 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
-
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
 
 // GitHubSender reads GitHub "push" webhooks (and answers "ping"). Each push
@@ -27,15 +22,11 @@ type GitHubSender struct {
 const githubSignaturePrefix = "sha256="
 
 type githubPush struct {
-	Ref     string `json:"ref"`
-	Before  string `json:"before"`
-	After   string `json:"after"`
-	Deleted bool   `json:"deleted"`
-	Commits []struct {
-		Added    []string `json:"added"`
-		Removed  []string `json:"removed"`
-		Modified []string `json:"modified"`
-	} `json:"commits"`
+	Ref        string           `json:"ref"`
+	Before     string           `json:"before"`
+	After      string           `json:"after"`
+	Deleted    bool             `json:"deleted"`
+	Commits    []gitCommitFiles `json:"commits"`
 	Repository struct {
 		FullName string `json:"full_name"`
 		CloneURL string `json:"clone_url"`
@@ -104,28 +95,6 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 	if p.RepoURL == "" {
 		return Result{}, malformed("GitHub push has no repository.clone_url")
 	}
-	kind := "ref"
-	if b, ok := strings.CutPrefix(push.Ref, "refs/heads/"); ok {
-		p.Branch, kind = b, "branch"
-	} else if t, ok := strings.CutPrefix(push.Ref, "refs/tags/"); ok {
-		p.Tag, kind = t, "tag"
-	}
-	if push.Deleted {
-		res.Ignored = fmt.Sprintf("%s delete %s", kind, push.Ref)
-		return res, nil
-	}
-	for _, c := range push.Commits {
-		p.ChangedPaths = append(p.ChangedPaths, c.Added...)
-		p.ChangedPaths = append(p.ChangedPaths, c.Removed...)
-		p.ChangedPaths = append(p.ChangedPaths, c.Modified...)
-	}
-	slices.Sort(p.ChangedPaths)
-	p.ChangedPaths = slices.Compact(p.ChangedPaths)
-
-	e, err := gitPushedEvent(d, delivery, p, time.Time{})
-	if err != nil {
-		return Result{}, err
-	}
-	res.Events = []cloudevents.Event{e}
-	return res, nil
+	// GitHub lists the push's commits (up to 20) with no total to compare.
+	return gitPushResult(d, res, delivery, p, push.Deleted, push.Commits, true)
 }

@@ -4,12 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
-
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
 
 // SenderGitLab is the sender type of GitLab project, group and system hooks.
@@ -121,20 +116,7 @@ func (GitLabSender) Parse(d *Delivery) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	kind := gitSetRefNames(&p)
-	if gitlabDeleted(push) {
-		res.Ignored = fmt.Sprintf("%s delete %s", kind, push.Ref)
-		return res, nil
-	}
-	if int(push.TotalCommitsCount) <= len(push.Commits) {
-		p.ChangedPaths = gitChangedPaths(push.Commits)
-	}
-	e, err := gitPushedEvent(d, key, p, time.Time{})
-	if err != nil {
-		return Result{}, err
-	}
-	res.Events = []cloudevents.Event{e}
-	return res, nil
+	return gitPushResult(d, res, key, p, gitlabDeleted(push), push.Commits, int(push.TotalCommitsCount) <= len(push.Commits))
 }
 
 // gitlabPushed fills the payload fields GitLab gives, except the changed
@@ -186,78 +168,4 @@ func gitlabDeliveryID(d *Delivery) (id, key string) {
 		}
 	}
 	return "", bodyKey(d)
-}
-
-// The helpers below are shared by the git push senders (GitLab, Gitea,
-// Bitbucket Cloud and Server).
-
-// gitJSONMediaType checks that d is JSON, or has no Content-Type.
-func gitJSONMediaType(d *Delivery, sender string) error {
-	mt, err := mediaType(d)
-	if err != nil {
-		return err
-	}
-	if mt != "application/json" && mt != "" {
-		return Permanent(fmt.Errorf("%w %q: %s sends application/json", ErrUnsupportedMediaType, mt, sender))
-	}
-	return nil
-}
-
-// gitNullSHA tells whether sha is git's null object id (all zeros, SHA-1 or
-// SHA-256 length alike), which stands for a ref that does not exist.
-func gitNullSHA(sha string) bool {
-	return sha != "" && strings.Trim(sha, "0") == ""
-}
-
-// gitSetRefNames sets p.Branch or p.Tag from p.Ref and returns the kind of
-// the ref: "branch", "tag" or "ref".
-func gitSetRefNames(p *GitPushed) string {
-	if b, ok := strings.CutPrefix(p.Ref, "refs/heads/"); ok {
-		p.Branch = b
-		return "branch"
-	}
-	if t, ok := strings.CutPrefix(p.Ref, "refs/tags/"); ok {
-		p.Tag = t
-		return "tag"
-	}
-	return "ref"
-}
-
-// gitCommitFiles is what a push payload says one commit changed.
-type gitCommitFiles struct {
-	Added    []string `json:"added"`
-	Removed  []string `json:"removed"`
-	Modified []string `json:"modified"`
-}
-
-// gitChangedPaths is the sorted set of paths the commits added, removed or
-// modified; nil when none.
-func gitChangedPaths(commits []gitCommitFiles) []string {
-	var paths []string
-	for _, c := range commits {
-		paths = append(paths, c.Added...)
-		paths = append(paths, c.Removed...)
-		paths = append(paths, c.Modified...)
-	}
-	slices.Sort(paths)
-	return slices.Compact(paths)
-}
-
-// gitCount is a count in a push payload: a JSON number, a float with no
-// fraction, or a numeric string. null and "" are 0.
-type gitCount int
-
-// UnmarshalJSON implements [json.Unmarshaler].
-func (c *gitCount) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(strings.TrimSpace(string(b)), `"`)
-	if s == "" || s == "null" {
-		*c = 0
-		return nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f > 1<<31 || f != float64(int(f)) {
-		return fmt.Errorf("count %s is not a whole number", b)
-	}
-	*c = gitCount(f)
-	return nil
 }
