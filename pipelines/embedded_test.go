@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
 )
 
 // bumpOnly is the embedded flotilla-rollout Pipeline with its bump-image
@@ -36,7 +37,7 @@ func bumpOnly(t *testing.T) (*engine, *tektonv1.Pipeline) {
 // `flotilla task bump-image --...`, through the same flags and Go function
 // as the command, against a real repository.
 func TestEmbeddedRunsTheStepCommands(t *testing.T) {
-	url := NewTestRepo(t, map[string]string{"apps/web/kustomization.yaml": "images:\n  - name: registry.example.com/web\n    newTag: \"1\"\n"})
+	url := gittest.NewRepo(t, map[string]string{"apps/web/kustomization.yaml": "images:\n  - name: registry.example.com/web\n    newTag: \"1\"\n"})
 	eng, p := bumpOnly(t)
 	rp := RunParams{
 		Rollout: "r1", Application: "web", Image: "registry.example.com/web:2",
@@ -53,7 +54,7 @@ func TestEmbeddedRunsTheStepCommands(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
-		head := HeadCommit(t, url)
+		head := gittest.Head(t, url)
 		if diff := cmp.Diff(map[string]string{ResultCommit: head.Hash.String()}, out.Results); diff != "" {
 			t.Errorf("run %d: results (-want +got):\n%s", i+1, diff)
 		}

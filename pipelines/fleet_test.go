@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
 	"github.com/flotilla-cd/flotilla/pkg/localfleet"
 )
 
@@ -185,11 +186,11 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 	}
 	clusters := clusterSet{"c2": target.Config}
 
-	repo := pipelines.NewTestRepo(t, map[string]string{
+	repo := gittest.NewRepo(t, map[string]string{
 		"apps/web/kustomization.yaml": "# web in production\nresources:\n  - deployment.yaml\nimages:\n  - name: registry.example.com/web\n    newTag: \"1\"\n",
 	})
 	gitops := &pipelines.GitOps{URL: repo, Branch: "main", Paths: []string{"apps/web/kustomization.yaml"}}
-	seed := pipelines.HeadCommit(t, repo)
+	seed := gittest.Head(t, repo)
 
 	// The embedded executor puts the canary in place at the running image,
 	// which the repository already names: Flagger initializes it.
@@ -220,7 +221,7 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tekton run: %v", err)
 	}
-	head := pipelines.HeadCommit(t, repo)
+	head := gittest.Head(t, repo)
 	if want := (pipelines.Results{PreviousImage: v1, Changed: true, Commit: head.Hash.String()}); res != want {
 		t.Errorf("tekton run results %+v, want %+v", res, want)
 	}

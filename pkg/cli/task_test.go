@@ -7,20 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/go-git/go-billy/v5/memfs"
-	"github.com/go-git/go-billy/v5/util"
-	git "github.com/go-git/go-git/v5"
-	gitconfig "github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/google/go-cmp/cmp"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
@@ -28,61 +22,14 @@ import (
 // Helm values file on main; it returns its file:// URL.
 func deploymentsRepo(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "deployments.git")
-	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: plumbing.Main}, Bare: true}); err != nil {
-		t.Fatal(err)
-	}
-	work, err := git.InitWithOptions(memory.NewStorage(), memfs.New(), git.InitOptions{DefaultBranch: plumbing.Main})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := work.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
 	values := "# the api\napi:\n  image:\n    repository: registry.example.com/api\n    tag: \"1.0.0\" # pinned by flotilla\n"
-	if err := util.WriteFile(wt.Filesystem, "charts/values.yaml", []byte(values), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wt.Add("charts/values.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wt.Commit("seed", &git.CommitOptions{Author: &object.Signature{Name: "seed", Email: "seed@localhost", When: time.Unix(0, 0)}}); err != nil {
-		t.Fatal(err)
-	}
-	url := "file://" + dir
-	if _, err := work.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := work.Push(&git.PushOptions{RemoteName: "origin"}); err != nil {
-		t.Fatal(err)
-	}
-	return url
+	return gittest.NewRepo(t, map[string]string{"charts/values.yaml": values})
 }
 
 func head(t *testing.T, url string) (*object.Commit, string) {
 	t.Helper()
-	r, err := git.PlainOpen(strings.TrimPrefix(url, "file://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := r.Reference(plumbing.NewBranchReferenceName("main"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := r.CommitObject(ref.Hash())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := c.File("charts/values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	content, err := f.Contents()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, content
+	c := gittest.Head(t, url)
+	return c, gittest.File(t, c, "charts/values.yaml")
 }
 
 func run(args ...string) (code int, stdout, stderr string) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
@@ -57,7 +58,7 @@ func gitHTTPServer(t *testing.T, fileURL, user, password string) string {
 // checks that a refused token is a permanent ErrAccess that does not show the
 // token.
 func TestBumpOverHTTP(t *testing.T) {
-	url := gitHTTPServer(t, newBareRepo(t, seedFiles(t)), "x-access-token", "good-token")
+	url := gitHTTPServer(t, gittest.NewRepo(t, seedFiles(t)), "x-access-token", "good-token")
 	change := Change{Image: api, Files: []File{{"apps/api/kustomization.yaml", Kustomize{}}}}
 
 	res, err := Bump(t.Context(), Repo{URL: url, Auth: Auth{Token: "good-token"}}, change)

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/util"
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/google/go-cmp/cmp"
@@ -43,47 +42,6 @@ func seedFiles(t *testing.T) map[string]string {
 }
 
 var fixedClock = WithClock(func() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) })
-
-// newBareRepo creates a bare repository whose main branch holds files in
-// one commit, and returns its file:// URL.
-func newBareRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "deployments.git")
-	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.Main},
-		Bare:        true,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	work, err := git.InitWithOptions(memory.NewStorage(), memfs.New(), git.InitOptions{DefaultBranch: plumbing.Main})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := work.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, content := range files {
-		if err := util.WriteFile(wt.Filesystem, p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := wt.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sig := &object.Signature{Name: "seed", Email: "seed@localhost", When: time.Unix(0, 0)}
-	if _, err := wt.Commit("seed", &git.CommitOptions{Author: sig}); err != nil {
-		t.Fatal(err)
-	}
-	url := "file://" + dir
-	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := work.Push(&git.PushOptions{RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
-		t.Fatal(err)
-	}
-	return url
-}
 
 // checkout clones url's main branch afresh, fully.
 func checkout(t *testing.T, url string) *git.Repository {
@@ -153,7 +111,7 @@ func TestBumpEachEdit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			seed := seedFiles(t)
-			url := newBareRepo(t, seed)
+			url := gittest.NewRepo(t, seed)
 			change := Change{App: "api", Rollout: "r-abc", Image: api, Files: []File{{tt.path, tt.edit}}}
 
 			res, err := Bump(t.Context(), Repo{URL: url, Branch: "main"}, change, fixedClock)
@@ -193,7 +151,7 @@ func TestBumpEachEdit(t *testing.T) {
 // TestBumpSeveralFiles bumps a kustomization and a manifest in one commit,
 // with a configured author and message, on the remote's default branch.
 func TestBumpSeveralFiles(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	change := Change{Image: api, Message: "bump api\n", Files: []File{
 		{"apps/api/kustomization.yaml", Kustomize{}},
 		{"./charts/api/values.yaml", HelmValues{}},
@@ -215,7 +173,7 @@ func TestBumpSeveralFiles(t *testing.T) {
 // TestBumpIdempotent bumps twice: the second finds nothing to change,
 // commits nothing and reports the head it checked.
 func TestBumpIdempotent(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	change := Change{App: "api", Rollout: "r-1", Image: api, Files: []File{
 		{"apps/api/kustomization.yaml", Kustomize{}},
 		{"manifests/api.yaml", Manifest{}},
@@ -239,7 +197,7 @@ func TestBumpIdempotent(t *testing.T) {
 // TestBumpConcurrentApps runs 8 bumps of different apps against one
 // repository at once: every one lands, none is lost.
 func TestBumpConcurrentApps(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	const n = 8
 	results := make([]Result, n)
 	errs := make([]error, n)
@@ -287,7 +245,7 @@ func TestBumpConcurrentApps(t *testing.T) {
 // TestBumpConcurrentSameFile runs two bumps of the same kustomization at
 // once, for different images: both entries end up set.
 func TestBumpConcurrentSameFile(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	images := []Image{api, {Repository: "registry.example.com/team/worker", Tag: "0.9.2"}}
 	errs := make([]error, len(images))
 	var wg sync.WaitGroup
@@ -317,7 +275,7 @@ func TestBumpConcurrentSameFile(t *testing.T) {
 // and the push: the bump re-applies its edit on the new head, and both
 // commits are in the history.
 func TestBumpRebasesOntoMovedBranch(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	other := Change{App: "app1", Image: Image{Repository: "registry.example.com/team/app1", Tag: "3.0.0"},
 		Files: []File{{"apps/app1/values.yaml", HelmValues{}}}}
 	moveOnce := func(o *options) {
@@ -353,7 +311,7 @@ func TestBumpRebasesOntoMovedBranch(t *testing.T) {
 // TestBumpBranchKeepsMoving gives up after the configured attempts with
 // ErrConflict, which is worth retrying later.
 func TestBumpBranchKeepsMoving(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	always := func(o *options) {
 		o.beforePush = func(ctx context.Context, attempt int) {
 			other := Change{Image: Image{Repository: "registry.example.com/team/app2", Tag: fmt.Sprintf("9.0.%d", attempt)},
@@ -374,7 +332,7 @@ func TestBumpBranchKeepsMoving(t *testing.T) {
 }
 
 func TestBumpErrors(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	missing := "file://" + filepath.Join(t.TempDir(), "nope.git")
 	kust := []File{{"apps/api/kustomization.yaml", Kustomize{}}}
 	tests := []struct {
@@ -432,7 +390,7 @@ func TestBumpErrors(t *testing.T) {
 // TestBumpContextCancelled stops before cloning when ctx is already done,
 // and stops in the backoff between attempts when ctx ends there.
 func TestBumpContextCancelled(t *testing.T) {
-	url := newBareRepo(t, seedFiles(t))
+	url := gittest.NewRepo(t, seedFiles(t))
 	change := Change{Image: api, Files: []File{{"charts/api/values.yaml", HelmValues{}}}}
 
 	t.Run("before", func(t *testing.T) {

@@ -1,6 +1,4 @@
-package pipelines
-
-// Test helpers, exported to the external tests of this directory too.
+package gittest
 
 import (
 	"path/filepath"
@@ -17,59 +15,74 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
-// NewTestRepo creates a deployments repository in a temporary directory whose
-// main branch holds files, and returns its file:// URL.
-func NewTestRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "deployments.git")
+// NewRepo creates a bare repository in tb.TempDir() whose main branch holds
+// files in one commit, and returns its file:// URL.
+func NewRepo(tb testing.TB, files map[string]string) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "deployments.git")
 	if _, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
 		InitOptions: git.InitOptions{DefaultBranch: plumbing.Main}, Bare: true,
 	}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	work, err := git.InitWithOptions(memory.NewStorage(), memfs.New(), git.InitOptions{DefaultBranch: plumbing.Main})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	wt, err := work.Worktree()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for p, content := range files {
 		if err := util.WriteFile(wt.Filesystem, p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if _, err := wt.Add(p); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	if _, err := wt.Commit("seed", &git.CommitOptions{Author: &object.Signature{Name: "seed", Email: "seed@localhost", When: time.Unix(0, 0)}}); err != nil {
-		t.Fatal(err)
+	sig := &object.Signature{Name: "seed", Email: "seed@localhost", When: time.Unix(0, 0)}
+	if _, err := wt.Commit("seed", &git.CommitOptions{Author: sig}); err != nil {
+		tb.Fatal(err)
 	}
 	url := "file://" + dir
 	if _, err := work.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := work.Push(&git.PushOptions{RemoteName: "origin"}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return url
 }
 
-// HeadCommit is the commit at the head of main in the repository at url.
-func HeadCommit(t *testing.T, url string) *object.Commit {
-	t.Helper()
+// Head returns the commit at the head of main in the repository at url.
+func Head(tb testing.TB, url string) *object.Commit {
+	tb.Helper()
 	r, err := git.PlainOpen(strings.TrimPrefix(url, "file://"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ref, err := r.Reference(plumbing.NewBranchReferenceName("main"), true)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	c, err := r.CommitObject(ref.Hash())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return c
+}
+
+// File returns the content of path in commit c.
+func File(tb testing.TB, c *object.Commit, path string) string {
+	tb.Helper()
+	f, err := c.File(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := f.Contents()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
