@@ -148,14 +148,14 @@ func lingerTarget(prev int) int { return min(2*prev, maxBatch) }
 // commit numbers the batch's new events, writes and syncs them, and answers
 // every request in it.
 func (s *Store) commit(batch []*appendReq) {
-	if s.broken != nil {
-		s.fail(batch, s.broken)
+	if err := s.Err(); err != nil {
+		s.fail(batch, err)
 		return
 	}
 	results := make([]appendResult, len(batch))
 	clear(s.pending)
 	recs := s.recs[:0]
-	seq := s.lastSeq.Load()
+	seq := s.journal.lastSeq()
 	dups := 0
 	for i, req := range batch {
 		for j, e := range req.evs {
@@ -179,8 +179,8 @@ func (s *Store) commit(batch []*appendReq) {
 	if err := s.journal.append(recs); err != nil {
 		// What reached the disk is unknown (a failed fsync may have dropped
 		// pages): stop journaling rather than acknowledge on top of it.
-		s.broken = fmt.Errorf("journal stopped after a write failure, restart flotilla: %w", err)
-		s.brokenErr.Store(&s.broken)
+		stopped := fmt.Errorf("journal stopped after a write failure, restart flotilla: %w", err)
+		s.broken.Store(&stopped)
 		s.logger.Error("journal write failed", "requests", len(batch), "error", err)
 		s.fail(batch, err)
 		return
@@ -191,7 +191,6 @@ func (s *Store) commit(batch []*appendReq) {
 		s.idsMu.Lock()
 		maps.Copy(s.ids, s.pending)
 		s.idsMu.Unlock()
-		s.lastSeq.Store(seq)
 		s.notify()
 	}
 	for i, req := range batch {
@@ -248,14 +247,14 @@ func (s *Store) Changed() <-chan struct{} {
 // failed; reopening the store recovers it), or nil while it works. Health
 // checks report it, so that a supervisor restarts flotilla.
 func (s *Store) Err() error {
-	if p := s.brokenErr.Load(); p != nil {
+	if p := s.broken.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
 // LastSeq returns the sequence number of the last journaled event, 0 if none.
-func (s *Store) LastSeq() uint64 { return s.lastSeq.Load() }
+func (s *Store) LastSeq() uint64 { return s.journal.lastSeq() }
 
 // Read returns up to limit records with Seq > after, in ascending order. A
 // limit <= 0 means no limit.

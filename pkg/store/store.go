@@ -43,18 +43,15 @@ type Store struct {
 	metrics     *metrics
 	commitDelay time.Duration
 
-	lastSeq atomic.Uint64
-
 	// ids maps every journaled event id to its sequence. Only the writer
 	// changes it, under idsMu.
 	idsMu sync.RWMutex
 	ids   map[string]uint64
-	// The writer's own: its scratch space, and the error that stopped it.
+	// The writer's scratch space.
 	pending map[string]uint64
 	recs    []logRecord
-	broken  error
-	// brokenErr publishes broken to other goroutines (Err).
-	brokenErr atomic.Pointer[error]
+	// broken is why the writer stopped (see Err); nil while it works.
+	broken atomic.Pointer[error]
 
 	// outboxMu orders UpdateAndAppend calls: their events reach the writer
 	// in the order their documents committed. delivered lists outbox keys
@@ -133,7 +130,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("opening store %q: %w", path, err)
 	}
-	s.logger.Debug("store opened", "path", path, "last_seq", s.lastSeq.Load())
+	s.logger.Debug("store opened", "path", path, "last_seq", s.LastSeq())
 	return s, nil
 }
 
@@ -173,7 +170,6 @@ func (s *Store) open(segmentSize int64) error {
 	if err != nil {
 		return fmt.Errorf("loading event ids: %w", err)
 	}
-	s.lastSeq.Store(s.journal.lastSeq())
 	return nil
 }
 
