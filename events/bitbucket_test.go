@@ -2,8 +2,6 @@ package events
 
 import (
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 const (
@@ -113,21 +111,8 @@ func TestBitbucketParse(t *testing.T) {
 // yields the same ids; the pushes of one delivery get distinct ids.
 func TestBitbucketReplay(t *testing.T) {
 	body := fixture(t, "bitbucket", "push_multi.json")
-	first, err := BitbucketSender{}.Parse(bitbucketDelivery("repo:push", body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := BitbucketSender{}.Parse(gitWithHeaders(bitbucketDelivery("repo:push", body), "X-Attempt-Number", "2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := gitEventIDs(first)
-	if diff := cmp.Diff(ids, gitEventIDs(again)); diff != "" {
-		t.Errorf("replayed ids (-first +again):\n%s", diff)
-	}
-	if len(ids) != 2 || ids[0] == ids[1] {
-		t.Errorf("ids %q are not two distinct ids", ids)
-	}
+	checkReplay(t, BitbucketSender{}.Parse, bitbucketDelivery("repo:push", body),
+		gitWithHeaders(bitbucketDelivery("repo:push", body), "X-Attempt-Number", "2"), 2)
 }
 
 func TestBitbucketAuthenticate(t *testing.T) {

@@ -3,8 +3,6 @@ package events
 import (
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 const (
@@ -125,21 +123,8 @@ func TestBitbucketServerParse(t *testing.T) {
 
 func TestBitbucketServerReplay(t *testing.T) {
 	body := fixture(t, "bitbucket-server", "refs_changed_multi.json")
-	first, err := BitbucketServerSender{}.Parse(bitbucketServerDelivery("repo:refs_changed", body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := BitbucketServerSender{}.Parse(bitbucketServerDelivery("repo:refs_changed", body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := gitEventIDs(first)
-	if diff := cmp.Diff(ids, gitEventIDs(again)); diff != "" {
-		t.Errorf("replayed ids (-first +again):\n%s", diff)
-	}
-	if len(ids) != 2 || ids[0] == ids[1] {
-		t.Errorf("ids %q are not two distinct ids", ids)
-	}
+	checkReplay(t, BitbucketServerSender{}.Parse, bitbucketServerDelivery("repo:refs_changed", body),
+		bitbucketServerDelivery("repo:refs_changed", body), 2)
 }
 
 func TestBitbucketServerAuthenticate(t *testing.T) {

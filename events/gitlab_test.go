@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/base64"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -200,27 +201,38 @@ func TestGitLabParse(t *testing.T) {
 // yield the same event id.
 func TestGitLabReplay(t *testing.T) {
 	push := fixture(t, "gitlab", "push.json")
-	first, err := GitLabSender{}.Parse(gitlabDelivery("Push Hook", push))
-	if err != nil {
-		t.Fatal(err)
-	}
 	resent := gitWithHeaders(gitlabDelivery("Push Hook", push),
 		"X-Gitlab-Event-UUID", "11111111-2222-4333-8444-555555555555",
 		"X-Gitlab-Webhook-UUID", "66666666-7777-4888-9999-000000000000")
-	again, err := GitLabSender{}.Parse(resent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(gitEventIDs(first), gitEventIDs(again)); diff != "" {
-		t.Errorf("replayed ids (-first +again):\n%s", diff)
-	}
+	first := checkReplay(t, GitLabSender{}.Parse, gitlabDelivery("Push Hook", push), resent, 1)
 	other, err := GitLabSender{}.Parse(gitWithHeaders(gitlabDelivery("Push Hook", push), "Idempotency-Key", "another-key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gitEventIDs(other)[0] == gitEventIDs(first)[0] {
+	if gitEventIDs(other)[0] == first[0] {
 		t.Error("another delivery got the same event id")
 	}
+}
+
+// checkReplay parses a delivery and its redelivery: both must yield the same
+// want distinct event ids, which it returns.
+func checkReplay(t *testing.T, parse func(*Delivery) (Result, error), first, again *Delivery, want int) []string {
+	t.Helper()
+	ids := make([][]string, 2)
+	for i, d := range []*Delivery{first, again} {
+		res, err := parse(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = gitEventIDs(res)
+	}
+	if diff := cmp.Diff(ids[0], ids[1]); diff != "" {
+		t.Errorf("replayed ids (-first +again):\n%s", diff)
+	}
+	if len(ids[0]) != want || len(slices.Compact(slices.Sorted(slices.Values(ids[0])))) != want {
+		t.Errorf("ids %q are not %d distinct ids", ids[0], want)
+	}
+	return ids[0]
 }
 
 // gitEventIDs lists the ids of a result's events.
