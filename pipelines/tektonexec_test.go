@@ -3,6 +3,7 @@ package pipelines
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,7 +150,14 @@ func TestTektonRunCreatesAndFollowsAPipelineRun(t *testing.T) {
 func TestTektonObserveEndsTheWait(t *testing.T) {
 	ex, tc, _ := newFakeTekton(t)
 	silent := watch.NewFake()
-	tc.PrependWatchReactor("pipelineruns", func(k8stesting.Action) (bool, watch.Interface, error) { return true, silent, nil })
+	// The watch starts after the executor's initial list: once it is asked
+	// for, a status change can reach the executor only as an event.
+	watching := make(chan struct{})
+	var once sync.Once
+	tc.PrependWatchReactor("pipelineruns", func(k8stesting.Action) (bool, watch.Interface, error) {
+		once.Do(func() { close(watching) })
+		return true, silent, nil
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	p := testRunParams()
@@ -180,6 +188,11 @@ func TestTektonObserveEndsTheWait(t *testing.T) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-watching:
+	case <-ctx.Done():
+		t.Fatal("the executor never watched the run")
 	}
 	if _, err := tc.TektonV1().PipelineRuns("flotilla").UpdateStatus(ctx, done(pr, true, "Succeeded", map[string]string{"changed": "false"}), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
