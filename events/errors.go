@@ -1,24 +1,11 @@
 package events
 
-import "errors"
+import "github.com/flotilla-cd/flotilla/pkg/fault"
 
-// permanentError marks an error that retrying cannot fix: bad input,
-// forbidden, unknown. Everything else is retried.
-type permanentError struct{ err error }
+// Permanent marks err as permanent: retrying cannot fix it (bad input,
+// forbidden, unknown). Everything else is retried. It is [fault.Permanent].
+func Permanent(err error) error { return fault.Permanent(err) }
 
-func (e permanentError) Error() string { return e.err.Error() }
-func (e permanentError) Unwrap() error { return e.err }
-
-// Permanent marks err as permanent. Permanent(nil) is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return permanentError{err}
-}
-
-// IsPermanent tells whether err, or an error it wraps, is permanent.
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
-}
+// IsPermanent tells whether err, or an error it wraps, is permanent. It is
+// [fault.IsPermanent].
+func IsPermanent(err error) bool { return fault.IsPermanent(err) }
