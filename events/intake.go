@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -282,7 +283,7 @@ func classify(err error) (int, string) {
 // /hooks/<receiver>/<token> and /events.
 func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := in.opts.now()
-	name, token, ok := splitHookPath(r.URL.Path)
+	name, token, ok := splitHookPath(r.URL.EscapedPath())
 	if r.URL.Path == EventsPath {
 		name, token, ok = in.events, "", in.events != ""
 	}
@@ -420,14 +421,22 @@ func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, t
 	return res, n, nil
 }
 
-// splitHookPath reads "/hooks/<name>" or "/hooks/<name>/<token>".
-func splitHookPath(p string) (name, token string, ok bool) {
-	rest, ok := strings.CutPrefix(p, "/hooks/")
+// splitHookPath reads the escaped path "/hooks/<name>" or
+// "/hooks/<name>/<token>". The token is everything after the name,
+// unescaped: a secret with '/', '?', '#' or '%' (half of all base64
+// secrets) works path-escaped, as flotilla writes it into canaries, and a
+// '/' works unescaped too.
+func splitHookPath(escaped string) (name, token string, ok bool) {
+	rest, ok := strings.CutPrefix(escaped, "/hooks/")
 	if !ok {
 		return "", "", false
 	}
-	name, token, _ = strings.Cut(rest, "/")
-	if name == "" || strings.Contains(token, "/") {
+	rawName, rawToken, _ := strings.Cut(rest, "/")
+	name, err := url.PathUnescape(rawName)
+	if err != nil || name == "" || strings.Contains(name, "/") {
+		return "", "", false
+	}
+	if token, err = url.PathUnescape(rawToken); err != nil {
 		return "", "", false
 	}
 	return name, token, true
