@@ -65,6 +65,9 @@ type Server struct {
 	listener  net.Listener
 	reg       *prometheus.Registry
 	ready     chan struct{}
+	// externalURL is where the clusters reach flotilla: server.externalURL,
+	// else derived from the bound address.
+	externalURL string
 }
 
 // New builds the server and opens its store; it listens at once, so Addr is
@@ -127,6 +130,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	// --listen replaces server.listen, never a configured externalURL.
 	external := cmp.Or(cfg.Server.ExternalURL, config.ExternalURLFor(s.listener.Addr().String()))
+	s.externalURL = external
 	hookURL := FlaggerHookURL(external, flaggerRecv.Name, flaggerRecv.SecretValue)
 	hooks := func(clusterName, rolloutID string) canary.EventHook {
 		return canary.EventHook{
@@ -221,6 +225,10 @@ func flaggerReceiver(cfg *config.Config) (config.Receiver, error) {
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.listener.Addr().String() }
 
+// ExternalURL is the URL the clusters reach flotilla at: server.externalURL
+// if configured, else derived from Addr.
+func (s *Server) ExternalURL() string { return s.externalURL }
+
 // Run prunes what removed delivery policies left (prune.go), then serves
 // HTTP and runs the functions until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
@@ -244,7 +252,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return s.http.Shutdown(shutdown)
 	})
 	close(s.ready)
-	s.log.Info("flotilla serving", "addr", s.Addr())
+	s.log.Info("flotilla serving", "addr", s.Addr(), "external_url", s.externalURL)
 	return g.Wait()
 }
 
