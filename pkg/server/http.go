@@ -33,19 +33,30 @@ func (s *Server) routes() http.Handler {
 }
 
 // healthz fails once the journal has stopped taking events (a disk write
-// failed): a restart recovers it, so a liveness probe should restart
-// flotilla.
+// failed) or the runtime is stalled on it: a restart recovers the journal,
+// so a liveness probe should restart flotilla.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	if err := s.store.Err(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "journal stopped", "error": err.Error()})
+	if status, err := s.unhealthy(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status, "error": err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+// unhealthy says what is wrong, if anything.
+func (s *Server) unhealthy() (string, error) {
 	if err := s.store.Err(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "journal stopped", "error": err.Error()})
+		return "journal stopped", err
+	}
+	if err := s.runtime.Err(); err != nil {
+		return "runtime stalled", err
+	}
+	return "", nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if status, err := s.unhealthy(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status, "error": err.Error()})
 		return
 	}
 	select {
