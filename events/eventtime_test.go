@@ -36,45 +36,59 @@ func TestOutOfRangeSenderTimes(t *testing.T) {
 		d func(t *testing.T, v string) *Delivery
 	}{
 		{"distribution timestamp", SenderDistribution, "timestamp", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return distributionDelivery(withTime(t, fixture(t, "distribution", "batch.json"), "timestamp", v), distributionEventsV2)
 		}},
 		{"nexus timestamp", SenderNexus, "timestamp", append([]string{`"0000-01-01T00:00:00.000+0100"`}, unixMillis...), func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return nexusDelivery("rm:repository:component", withTime(t, fixture(t, "nexus", "docker_created.json"), "timestamp", v))
 		}},
 		{"flagger metadata.timestamp", SenderFlagger, "timestamp", unixMillis[1:2], func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return flaggerDelivery(withTime(t, fixture(t, "flagger", "promoted.json"), "timestamp", v), nil, "")
 		}},
 		{"cloudevents time", SenderCloudEvents, "time", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return ceStructured(withTime(t, fixture(t, "cloudevents", "image_pushed.json"), "time", v), "application/cloudevents+json")
 		}},
 		{"cdevents context.timestamp", SenderCloudEvents, "timestamp", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return ceStructured(withTime(t, fixture(t, "cloudevents", "cdevents_artifact_published.json"), "timestamp", v), "application/cloudevents+json")
 		}},
 		{"acr timestamp", SenderACR, "timestamp", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return acrDelivery(withTime(t, fixture(t, "acr", "push.json"), "timestamp", v))
 		}},
 		{"ecr time", SenderECR, "time", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return ecrDelivery(withTime(t, fixture(t, "ecr", "push.json"), "time", v))
 		}},
 		{"gar publishTime", SenderGAR, "publishTime", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return garDelivery(withTime(t, fixture(t, "gar", "insert_tag.json"), "publish_?[tT]ime", v))
 		}},
 		{"ghcr updated_at", SenderGitHub, "updated_at", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return githubDelivery("package", withTime(t, fixture(t, "ghcr", "package_published.json"), "updated_at", v), "application/json")
 		}},
 		{"harbor occur_at", SenderHarbor, "occur_at", unixSeconds, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return harborDelivery(withTime(t, fixture(t, "harbor", "push.json"), "occur_at", v), "application/json")
 		}},
 		{"harbor cloudevents time", SenderHarbor, "time", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return harborDelivery(withTime(t, fixture(t, "harbor", "cloudevents_push.json"), "time", v), "application/cloudevents+json")
 		}},
 		{"dockerhub pushed_at", SenderDockerHub, "pushed_at", unixSeconds, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return dockerHubDelivery(withTime(t, fixture(t, "dockerhub", "push.json"), "pushed_at", v), "")
 		}},
 		{"bitbucket server date", SenderBitbucketServer, "date", rfc3339, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			return bitbucketServerDelivery("repo:refs_changed", withTime(t, fixture(t, "bitbucket-server", "refs_changed.json"), "date", v))
 		}},
 		{"tekton ce-time", SenderTekton, "", []string{"0000-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"}, func(t *testing.T, v string) *Delivery {
+			t.Helper()
 			d := tektonDelivery(ce, fixture(t, "tekton", "pipelinerun_started.json"), "cluster=eu-1")
 			d.Header.Set("Ce-Time", v)
 			return d

@@ -84,7 +84,7 @@ func TestExternalURL(t *testing.T) {
 // A start-up error after the store opened used to panic in Close (nil
 // pointer) instead of being returned.
 func TestNewStartupErrorAfterStoreOpens(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	busy, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
