@@ -101,11 +101,11 @@ type intakeOptions struct {
 	bodyTimeout time.Duration
 	authLimit   RateLimit
 	timeout     time.Duration
-	logger   *slog.Logger
-	reg      prometheus.Registerer
-	now      func() time.Time
-	observer func(context.Context, []cloudevents.Event)
-	gates    GateKeeper
+	logger      *slog.Logger
+	reg         prometheus.Registerer
+	now         func() time.Time
+	observer    func(context.Context, []cloudevents.Event)
+	gates       GateKeeper
 }
 
 // WithMaxBodyBytes limits request bodies; a larger one is answered 413. The
@@ -251,9 +251,9 @@ func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*In
 		bodyTimeout: 10 * time.Second,
 		authLimit:   DefaultAuthFailureLimit,
 		timeout:     10 * time.Second,
-		logger:  slog.New(slog.DiscardHandler),
-		now:     time.Now,
-		gates:   DefaultGateKeeper{},
+		logger:      slog.New(slog.DiscardHandler),
+		now:         time.Now,
+		gates:       DefaultGateKeeper{},
 	}
 	for _, opt := range opts {
 		opt(&o)

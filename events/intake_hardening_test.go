@@ -156,7 +156,8 @@ func TestBodyBudget(t *testing.T) {
 	}
 
 	push := fixture(t, "github", "push.json")
-	post := func(path string, h http.Header, body []byte) *http.Response {
+	// post returns the status and Retry-After of a delivery.
+	post := func(path string, h http.Header, body []byte) (int, string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+path, bytes.NewReader(body))
 		if err != nil {
@@ -168,21 +169,21 @@ func TestBodyBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = resp.Body.Close()
-		return resp
+		return resp.StatusCode, resp.Header.Get("Retry-After")
 	}
-	resp := post("/hooks/gh", githubHeaders("push", "d-busy", githubSign(githubSecret, push)), push)
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("delivery past the budget: status %d, Retry-After %q: want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	status, retry := post("/hooks/gh", githubHeaders("push", "d-busy", githubSign(githubSecret, push)), push)
+	if status != http.StatusServiceUnavailable || retry == "" {
+		t.Errorf("delivery past the budget: status %d, Retry-After %q: want 503 with Retry-After", status, retry)
 	}
 	// A sender authenticated by its header does not wait for the budget.
-	if resp := post("/hooks/registry", registryHeaders(registrySecret), fixture(t, "distribution", "batch.json")); resp.StatusCode != http.StatusAccepted {
-		t.Errorf("header-authenticated delivery: status %d, want 202", resp.StatusCode)
+	if status, _ := post("/hooks/registry", registryHeaders(registrySecret), fixture(t, "distribution", "batch.json")); status != http.StatusAccepted {
+		t.Errorf("header-authenticated delivery: status %d, want 202", status)
 	}
 	_ = pw.CloseWithError(io.ErrUnexpectedEOF)
 	<-stalled
 	// The budget is back.
-	if resp := post("/hooks/gh", githubHeaders("push", "d-after", githubSign(githubSecret, push)), push); resp.StatusCode != http.StatusAccepted {
-		t.Errorf("delivery after the stalled upload ended: status %d, want 202", resp.StatusCode)
+	if status, _ := post("/hooks/gh", githubHeaders("push", "d-after", githubSign(githubSecret, push)), push); status != http.StatusAccepted {
+		t.Errorf("delivery after the stalled upload ended: status %d, want 202", status)
 	}
 }
 
