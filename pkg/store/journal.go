@@ -21,6 +21,10 @@ const maxBatch = 1024
 type Record struct {
 	Seq   uint64
 	Event cloudevents.Event
+	// Err is non-nil when the stored bytes, intact on disk, are not a
+	// readable event (written by a version that let such an event in);
+	// Event is zero then. A reader quarantines the record and goes on.
+	Err error
 }
 
 // appendReq is one Append call waiting for the writer.

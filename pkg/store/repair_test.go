@@ -1,0 +1,205 @@
+package store_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// Repair keeps every intact record under its sequence number and writes a
+// tombstone for every damaged or missing one, so that the store opens again,
+// cursors stay valid and appends carry on after the last number.
+func TestRepairKeepsEveryIntactRecord(t *testing.T) {
+	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	tests := []struct {
+		name    string
+		records int
+		cursor  uint64
+		segSize int64
+		// damage damages the journal and returns the records replaced by
+		// tombstones and where they were.
+		damage     func(t *testing.T, j journal) (seqs []uint64, seg string, off int64)
+		wantZeroed bool
+	}{
+		{
+			name: "record 10 of 1000", records: 1000, cursor: 1000,
+			damage: func(t *testing.T, j journal) ([]uint64, string, int64) {
+				t.Helper()
+				seg, off := j.damage(t, 10)
+				return []uint64{10}, seg, off
+			},
+		},
+		{
+			name: "a record in a middle segment", records: 60, cursor: 20, segSize: 2048,
+			damage: func(t *testing.T, j journal) ([]uint64, string, int64) {
+				t.Helper()
+				seq := j.middleSeq(t)
+				seg, off := j.damage(t, seq)
+				return []uint64{seq}, seg, off
+			},
+		},
+		{
+			name: "the end of a middle segment", records: 60, cursor: 60, segSize: 2048,
+			damage: func(t *testing.T, j journal) ([]uint64, string, int64) {
+				t.Helper()
+				seg := segments(t, j.path)[1]
+				offs := recordOffsets(t, seg)
+				first := uint64(len(recordOffsets(t, segments(t, j.path)[0]))) + 1
+				n := uint64(len(offs))
+				// The last two records of the segment become zeros.
+				off := offs[len(offs)-2]
+				writeAt(t, seg, off, make([]byte, 2048))
+				return []uint64{first + n - 2, first + n - 1}, seg, off
+			},
+		},
+		{
+			name: "a torn tail below the cursor", records: 5, cursor: 5,
+			damage: func(t *testing.T, j journal) ([]uint64, string, int64) {
+				t.Helper()
+				seg, off := j.recordAt(t, 5)
+				writeAt(t, seg, off+20, []byte("torn"))
+				return []uint64{5}, seg, off
+			},
+			wantZeroed: true,
+		},
+		{
+			name: "a torn tail above the cursor", records: 5, cursor: 4,
+			damage: func(t *testing.T, j journal) ([]uint64, string, int64) {
+				t.Helper()
+				seg, off := j.recordAt(t, 5)
+				writeAt(t, seg, off+20, []byte("torn"))
+				return nil, seg, off
+			},
+			wantZeroed: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := []store.Option{store.WithClock(func() time.Time { return now })}
+			if tt.segSize > 0 {
+				opts = append(opts, store.WithSegmentSize(tt.segSize))
+			}
+			j := newJournal(t, tt.records, tt.cursor, opts...)
+			replaced, seg, off := tt.damage(t, j)
+			damaged, err := os.ReadFile(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			report, err := store.Repair(t.Context(), j.path, opts...)
+			if err != nil {
+				t.Fatalf("Repair: %v", err)
+			}
+			last := uint64(len(j.ids))
+			if tt.wantZeroed && len(replaced) == 0 {
+				last--
+			}
+			if report.Kept != last-uint64(len(replaced)) || report.Tombstones() != uint64(len(replaced)) || report.LastSeq != last {
+				t.Errorf("report: kept %d, tombstones %d, last %d; want %d, %d, %d (%+v)",
+					report.Kept, report.Tombstones(), report.LastSeq, last-uint64(len(replaced)), len(replaced), last, report)
+			}
+			if (report.Zeroed > 0) != tt.wantZeroed {
+				t.Errorf("report: %d bytes zeroed, want some: %v", report.Zeroed, tt.wantZeroed)
+			}
+			wantBackup := store.JournalDir(j.path) + ".damaged-20250304T050607Z"
+			if report.Backup != wantBackup {
+				t.Errorf("backup in %q, want %q", report.Backup, wantBackup)
+			}
+			if b, err := os.ReadFile(filepath.Join(wantBackup, filepath.Base(seg))); err != nil || !bytes.Equal(b, damaged) {
+				t.Errorf("the backup does not hold the damaged segment as it was (%v)", err)
+			}
+
+			s := openAt(t, j.path, opts...)
+			recs := readAll(t, s)
+			want := map[uint64]bool{}
+			for _, seq := range replaced {
+				want[seq] = true
+			}
+			if len(recs) != int(last) {
+				t.Fatalf("%d records after repair, want %d", len(recs), last)
+			}
+			for i, r := range recs {
+				seq := uint64(i + 1)
+				if r.Seq != seq || r.Err != nil {
+					t.Fatalf("record %d: seq %d, err %v", i, r.Seq, r.Err)
+				}
+				if !want[seq] {
+					if r.Event.ID() != j.ids[i] {
+						t.Errorf("record %d is %q, want the original %q", seq, r.Event.ID(), j.ids[i])
+					}
+					continue
+				}
+				checkTombstone(t, r, filepath.Base(seg), off)
+				if ok, err := s.Has(t.Context(), r.Event.ID()); !ok || err != nil {
+					t.Errorf("Has(%q) = %v, %v; the id index lacks the tombstone", r.Event.ID(), ok, err)
+				}
+			}
+			if c, err := s.Cursor(t.Context(), "runtime"); c != tt.cursor || err != nil {
+				t.Errorf("cursor = %d, %v; want %d", c, err, tt.cursor)
+			}
+			added, err := s.Append(t.Context(), event(t, j.ids[0]), event(t, "after-repair"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]uint64{last + 1}, seqsOf(added)); diff != "" {
+				t.Errorf("Append after repair (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func checkTombstone(t *testing.T, r store.Record, seg string, off int64) {
+	t.Helper()
+	e := r.Event
+	if e.Type() != store.TypeJournalDamaged || e.Source() != store.TombstoneSource || e.ID() != fmt.Sprintf("damaged-%d", r.Seq) {
+		t.Errorf("record %d is %s from %s, id %s; want a tombstone", r.Seq, e.Type(), e.Source(), e.ID())
+	}
+	var d store.Damaged
+	if err := e.DataAs(&d); err != nil {
+		t.Fatalf("tombstone %d: %v", r.Seq, err)
+	}
+	if d.Seq != r.Seq || d.Segment != seg || d.Offset != off || d.Reason == "" {
+		t.Errorf("tombstone %d says %+v; want seq %d, segment %s, offset %d and a reason", r.Seq, d, r.Seq, seg, off)
+	}
+}
+
+// An intact journal is left as it is.
+func TestRepairLeavesAnIntactJournal(t *testing.T) {
+	j := newJournal(t, 20, 20)
+	before, err := os.ReadFile(segments(t, j.path)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := store.Repair(t.Context(), j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(store.RepairReport{Kept: 20, LastSeq: 20}, report); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+	after, err := os.ReadFile(segments(t, j.path)[0])
+	if err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the segment changed (%v)", err)
+	}
+}
+
+// Repair fails while the store is open: flotilla must be stopped first.
+func TestRepairRefusesAStoreInUse(t *testing.T) {
+	s, path := openStore(t)
+	if _, err := s.Append(t.Context(), event(t, "a")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := store.Repair(t.Context(), path, store.WithLockTimeout(50*time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("Repair of an open store = %v, want it in use", err)
+	}
+}
+
