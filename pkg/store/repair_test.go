@@ -202,4 +202,3 @@ func TestRepairRefusesAStoreInUse(t *testing.T) {
 		t.Fatalf("Repair of an open store = %v, want it in use", err)
 	}
 }
-
