@@ -118,6 +118,9 @@ func (s *Store) replayOutbox() error {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketOutbox).ForEach(func(k, v []byte) error {
 			e, err := decodeEvent(v)
+			if err == nil {
+				err = e.Validate()
+			}
 			if err != nil {
 				// Put there by a version that let such events in: it
 				// cannot be journaled (no reader could read it), and
