@@ -106,6 +106,18 @@ func (j journal) middleSeq(t *testing.T) uint64 {
 	return uint64(len(recordOffsets(t, segs[0]))) + 2
 }
 
+// segmentEnd returns where the records of seg end.
+func (j journal) segmentEnd(t *testing.T, seg string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := recordOffsets(t, seg)
+	last := offs[len(offs)-1]
+	return last + 8 + int64(binary.LittleEndian.Uint32(b[last:]))
+}
+
 // damage flips a byte in the middle of record seq.
 func (j journal) damage(t *testing.T, seq uint64) (string, int64) {
 	t.Helper()
@@ -186,6 +198,28 @@ func TestOpenRefusesDamageBeforeIntactRecords(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Damage after the last record of a segment that the log has moved on from
+// is no torn write either (a crash tears only the last segment): refused.
+func TestOpenRefusesDamageAfterAMiddleSegment(t *testing.T) {
+	j := newJournal(t, 60, 5, store.WithSegmentSize(2048))
+	seg := segments(t, j.path)[1]
+	end := j.segmentEnd(t, seg)
+	writeAt(t, seg, end+3, []byte("junk"))
+	_, err := store.Open(j.path, store.WithSegmentSize(2048))
+	if err == nil {
+		t.Fatal("Open of a damaged journal succeeded")
+	}
+	for _, w := range []string{
+		filepath.Base(seg),
+		fmt.Sprintf("damaged bytes at offset %d", end),
+		"flotilla store repair --data-dir " + filepath.Dir(j.path),
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Open error %q does not say %q", err, w)
+		}
 	}
 }
 

@@ -156,10 +156,11 @@ func segmentPath(dir string, first uint64) string {
 //
 // What follows the last intact record is either zeros (the space allocated
 // ahead), or a write that a crash cut short, or damage. The log zeroes it
-// (a torn tail: never acknowledged) only if no intact record follows it,
-// neither in this segment nor, in an earlier one, in the next segment (which
-// would then not start where this one ends). Otherwise it refuses to open
-// rather than drop acknowledged records, and names the repair command.
+// (a torn tail: never acknowledged) only if no intact record follows it:
+// only in the last segment (the next segment's records follow an earlier
+// one's; a crash never tears a segment the log has moved on from), and only
+// if no intact record follows in it. Otherwise it refuses to open rather
+// than drop acknowledged records, and names the repair command.
 func openSegment(dir string, first, next uint64, logger *slog.Logger, fn func(seq uint64, id string)) (*segment, error) {
 	path := segmentPath(dir, first)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -212,6 +213,10 @@ func scanSegment(f *os.File, path string, first, next uint64, logger *slog.Logge
 	if next != 0 && next != seq {
 		return nil, fmt.Errorf("%w: segment %s: record %d at offset %d is damaged or missing, and the next segment starts at record %d: %s",
 			errCorrupt, path, seq, off, next, repairHint(filepath.Dir(path)))
+	}
+	if next != 0 && lastNonZero >= off {
+		return nil, fmt.Errorf("%w: segment %s: damaged bytes at offset %d, after its last record %d, where zeros should be (the next segment starts at record %d): %s",
+			errCorrupt, path, off, seq-1, next, repairHint(filepath.Dir(path)))
 	}
 	if lastNonZero >= off {
 		// A write that was cut short by a crash: never acknowledged.

@@ -50,8 +50,9 @@ type RepairReport struct {
 	// Replaced lists the records, damaged or missing, replaced by
 	// tombstones of type [TypeJournalDamaged].
 	Replaced []DamagedRange
-	// Zeroed counts the bytes of a torn write at the tail of the journal
-	// that were dropped (as Open would have).
+	// Zeroed counts the damaged bytes dropped that held no record to
+	// replace: a write torn at the tail (as Open would drop it), or damage
+	// after the last record of a segment or between two records.
 	Zeroed int64
 	// LastSeq is the sequence number of the journal's last record.
 	LastSeq uint64
@@ -285,21 +286,24 @@ func (rp *repairer) segment(ctx context.Context, dir string, first, nextFirst ui
 				if err := rp.tombstones(ctx, after.seq, name, off, reason); err != nil {
 					return err
 				}
+			} else { // bytes that held no record: dropped
+				rp.report.Zeroed += at - off
 			}
 			off = at
 			continue
 		}
-		switch {
-		case nextFirst > rp.next && lastNonZero >= off:
-			reason := fmt.Sprintf("damaged: no intact record from this offset to the end of the segment; the next segment starts at record %d", nextFirst)
-			return rp.tombstones(ctx, nextFirst, name, off, reason)
-		case nextFirst > rp.next:
-			reason := fmt.Sprintf("missing: the segment ends here; the next segment starts at record %d", nextFirst)
-			return rp.tombstones(ctx, nextFirst, name, off, reason)
-		case nextFirst == 0 && lastNonZero >= off:
-			// A write that a crash cut short: never acknowledged.
+		if lastNonZero >= off {
+			// A write that a crash cut short at the tail, or damage after
+			// the last record of an earlier segment: dropped.
 			rp.report.Zeroed += lastNonZero + 1 - off
-			rp.logger.Warn("dropping a torn write at the end of the journal", "segment", path, "offset", off, "bytes", lastNonZero+1-off)
+			rp.logger.Warn("dropping damaged bytes after the last intact record of a segment", "segment", path, "offset", off, "bytes", lastNonZero+1-off)
+		}
+		if nextFirst > rp.next {
+			reason := fmt.Sprintf("missing: the segment ends here; the next segment starts at record %d", nextFirst)
+			if lastNonZero >= off {
+				reason = fmt.Sprintf("damaged: no intact record from this offset to the end of the segment; the next segment starts at record %d", nextFirst)
+			}
+			return rp.tombstones(ctx, nextFirst, name, off, reason)
 		}
 		return nil
 	}

@@ -28,6 +28,7 @@ func TestRepairKeepsEveryIntactRecord(t *testing.T) {
 		// tombstones and where they were.
 		damage     func(t *testing.T, j journal) (seqs []uint64, seg string, off int64)
 		wantZeroed bool
+		dropped    uint64 // records at the tail gone for good
 	}{
 		{
 			name: "record 10 of 1000", records: 1000, cursor: 1000,
@@ -78,6 +79,17 @@ func TestRepairKeepsEveryIntactRecord(t *testing.T) {
 				writeAt(t, seg, off+20, []byte("torn"))
 				return nil, seg, off
 			},
+			wantZeroed: true, dropped: 1,
+		},
+		{
+			name: "bytes after the last record of a middle segment", records: 60, cursor: 60, segSize: 2048,
+			damage: func(t *testing.T, j journal) ([]uint64, string, int64) {
+				t.Helper()
+				seg := segments(t, j.path)[1]
+				end := j.segmentEnd(t, seg)
+				writeAt(t, seg, end+3, []byte("junk"))
+				return nil, seg, end
+			},
 			wantZeroed: true,
 		},
 	}
@@ -98,10 +110,7 @@ func TestRepairKeepsEveryIntactRecord(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Repair: %v", err)
 			}
-			last := uint64(len(j.ids))
-			if tt.wantZeroed && len(replaced) == 0 {
-				last--
-			}
+			last := uint64(len(j.ids)) - tt.dropped
 			if report.Kept != last-uint64(len(replaced)) || report.Tombstones() != uint64(len(replaced)) || report.LastSeq != last {
 				t.Errorf("report: kept %d, tombstones %d, last %d; want %d, %d, %d (%+v)",
 					report.Kept, report.Tombstones(), report.LastSeq, last-uint64(len(replaced)), len(replaced), last, report)
