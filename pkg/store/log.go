@@ -175,6 +175,7 @@ func openSegment(dir string, first, next uint64, logger *slog.Logger, fn func(se
 	return seg, nil
 }
 
+// scanSegment is openSegment on the open file f.
 func scanSegment(f *os.File, path string, first, next uint64, logger *slog.Logger, fn func(seq uint64, id string)) (*segment, error) {
 	r, err := newSegmentReader(f, path)
 	if err != nil {
