@@ -84,8 +84,8 @@ const repairBatch = 4 << 20
 // The repaired journal is written to a new directory, synced, and swapped
 // in: the old one is kept as [JournalDir]".damaged-<UTC time>". A crash
 // between the two renames leaves no journal directory: Open then refuses
-// to start (the cursors are ahead of an empty journal), and renaming the
-// ".repairing" directory to the journal's name finishes the swap.
+// to start (the cursors are ahead of an empty journal), and running Repair
+// again finishes the swap.
 //
 // Repair holds the store's lock throughout: it fails, after the lock
 // timeout, if flotilla is running. Options used: [WithLogger],
@@ -112,6 +112,10 @@ func repair(ctx context.Context, path string, o options) (RepairReport, error) {
 	defer unlock()
 
 	dir := JournalDir(path)
+	tmp := dir + ".repairing"
+	if err := finishSwap(dir, tmp); err != nil {
+		return report, err
+	}
 	var firsts []uint64
 	if _, err := os.Stat(dir); err == nil {
 		if firsts, err = segmentFiles(dir); err != nil {
@@ -120,8 +124,7 @@ func repair(ctx context.Context, path string, o options) (RepairReport, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return report, fmt.Errorf("reading journal directory: %w", err)
 	}
-	tmp := dir + ".repairing"
-	if err := os.RemoveAll(tmp); err != nil { // what an interrupted repair left
+	if err := os.RemoveAll(tmp); err != nil { // a repair cut short while writing
 		return report, fmt.Errorf("clearing %s: %w", tmp, err)
 	}
 	dst, err := openLog(tmp, o.segmentSize, o.logger, func(uint64, string) {})
@@ -157,6 +160,27 @@ func repair(ctx context.Context, path string, o options) (RepairReport, error) {
 	o.logger.Info("repaired the journal", "dir", dir, "kept", report.Kept, "tombstones", report.Tombstones(),
 		"zeroed_bytes", report.Zeroed, "backup", report.Backup)
 	return report, nil
+}
+
+// finishSwap completes a repair cut short between its two renames: the
+// repaired journal, complete and synced, waits in tmp, and the journal
+// directory is gone (or empty: Open made it since). A repair cut short
+// before them left the journal in place: tmp is then incomplete, and
+// repair starts over.
+func finishSwap(dir, tmp string) error {
+	if !dirExists(tmp) {
+		return nil
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if entries, rerr := os.ReadDir(dir); rerr == nil && len(entries) > 0 {
+			return nil // the journal is there
+		}
+		return fmt.Errorf("finishing an interrupted repair: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("finishing an interrupted repair: %w", err)
+	}
+	return syncDir(filepath.Dir(dir))
 }
 
 func dirExists(dir string) bool {

@@ -211,3 +211,33 @@ func TestRepairRefusesAStoreInUse(t *testing.T) {
 		t.Fatalf("Repair of an open store = %v, want it in use", err)
 	}
 }
+
+// A repair cut short between its two renames (the damaged journal moved
+// aside, the repaired one not yet in place) leaves no journal: Open refuses
+// to start, and running Repair again finishes the swap.
+func TestRepairFinishesAnInterruptedSwap(t *testing.T) {
+	j := newJournal(t, 50, 50)
+	j.damage(t, 10)
+	if _, err := store.Repair(t.Context(), j.path); err != nil {
+		t.Fatal(err)
+	}
+	dir := store.JournalDir(j.path)
+	if err := os.Rename(dir, dir+".repairing"); err != nil { // the state the crash left
+		t.Fatal(err)
+	}
+	if _, err := store.Open(j.path); err == nil || !strings.Contains(err.Error(), "flotilla store repair") {
+		t.Fatalf("Open without a journal = %v, want it refused", err)
+	}
+	report, err := store.Repair(t.Context(), j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(store.RepairReport{Kept: 50, LastSeq: 50}, report); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+	s := openAt(t, j.path)
+	recs := readAll(t, s)
+	if len(recs) != 50 || recs[9].Event.Type() != store.TypeJournalDamaged || recs[10].Event.ID() != j.ids[10] {
+		t.Errorf("%d records after finishing the swap, record 10 %s, 11 %s; want 50, a tombstone, the original", len(recs), recs[9].Event.Type(), recs[10].Event.ID())
+	}
+}
