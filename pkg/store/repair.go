@@ -147,6 +147,9 @@ func repair(ctx context.Context, path string, o options) (RepairReport, error) {
 	}
 	if dirExists(dir) {
 		report.Backup = dir + ".damaged-" + rp.now.Format("20060102T150405Z")
+		for i := 2; dirExists(report.Backup); i++ { // repaired twice in a second
+			report.Backup = fmt.Sprintf("%s.damaged-%s-%d", dir, rp.now.Format("20060102T150405Z"), i)
+		}
 		if err := os.Rename(dir, report.Backup); err != nil {
 			return report, fmt.Errorf("moving the damaged journal aside: %w", err)
 		}

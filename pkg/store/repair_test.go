@@ -218,7 +218,8 @@ func TestRepairRefusesAStoreInUse(t *testing.T) {
 func TestRepairFinishesAnInterruptedSwap(t *testing.T) {
 	j := newJournal(t, 50, 50)
 	j.damage(t, 10)
-	if _, err := store.Repair(t.Context(), j.path); err != nil {
+	first, err := store.Repair(t.Context(), j.path)
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir := store.JournalDir(j.path)
@@ -235,9 +236,32 @@ func TestRepairFinishesAnInterruptedSwap(t *testing.T) {
 	if diff := cmp.Diff(store.RepairReport{Kept: 50, LastSeq: 50}, report); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
+	if first.Backup == "" || !strings.HasPrefix(first.Backup, dir+".damaged-") {
+		t.Errorf("the first repair's backup is %q", first.Backup)
+	}
 	s := openAt(t, j.path)
 	recs := readAll(t, s)
 	if len(recs) != 50 || recs[9].Event.Type() != store.TypeJournalDamaged || recs[10].Event.ID() != j.ids[10] {
 		t.Errorf("%d records after finishing the swap, record 10 %s, 11 %s; want 50, a tombstone, the original", len(recs), recs[9].Event.Type(), recs[10].Event.ID())
+	}
+}
+
+// Two repairs within a second keep both backups.
+func TestRepairKeepsEveryBackup(t *testing.T) {
+	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	clock := store.WithClock(func() time.Time { return now })
+	j := newJournal(t, 30, 30)
+	var backups []string
+	for _, seq := range []uint64{5, 20} {
+		j.damage(t, seq)
+		report, err := store.Repair(t.Context(), j.path, clock)
+		if err != nil {
+			t.Fatalf("repairing record %d: %v", seq, err)
+		}
+		backups = append(backups, report.Backup)
+	}
+	dir := store.JournalDir(j.path)
+	if diff := cmp.Diff([]string{dir + ".damaged-20250304T050607Z", dir + ".damaged-20250304T050607Z-2"}, backups); diff != "" {
+		t.Errorf("backups (-want +got):\n%s", diff)
 	}
 }
