@@ -42,7 +42,10 @@ type Options struct {
 	Listen   string               // overrides server.listen
 	DataDir  string               // overrides server.dataDir
 	Logger   *slog.Logger         // default: discard
-	Registry *prometheus.Registry // default: a new registry with Go and process collectors
+	Registry *prometheus.Registry // served at /metrics; default: a new registry with Go and process collectors
+	// Registerer is where the parts register their metrics; default Registry.
+	// It must register into Registry for them to be served.
+	Registerer prometheus.Registerer
 	Resolver registry.Resolver    // default: registry.NewRemote()
 	Executor pipelines.Executor   // default: the embedded executor
 	Resync   resync.Options       // lost-event recovery; see package resync for defaults
@@ -80,6 +83,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 		o.Registry = prometheus.NewRegistry()
 		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	if o.Registerer == nil {
+		o.Registerer = o.Registry
+	}
 	listen, dataDir := cfg.Server.Listen, cfg.Server.DataDir
 	if o.Listen != "" {
 		listen = o.Listen
@@ -103,7 +109,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 // error, s holds what was opened so far, for Close.
 func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, flaggerRecv config.Receiver) (err error) {
 	cfg := s.cfg
-	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), store.WithLogger(o.Logger), store.WithMetrics(o.Registry))
+	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), store.WithLogger(o.Logger), store.WithMetrics(o.Registerer))
 	if err != nil {
 		return err
 	}
@@ -154,7 +160,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		advance.New(s.repo),
 		rollback.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
 	}
-	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registry})
+	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registerer})
 	if err != nil {
 		return err
 	}
@@ -168,7 +174,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
 	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store}, events.WithGateKeeper(keeper),
 		events.WithObserver(observePipelineRuns(o.Executor)),
-		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registry))
+		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registerer))
 	if err != nil {
 		return err
 	}
