@@ -46,10 +46,10 @@ type Options struct {
 	// Registerer is where the parts register their metrics; default Registry.
 	// It must register into Registry for them to be served.
 	Registerer prometheus.Registerer
-	Resolver registry.Resolver    // default: registry.NewRemote()
-	Executor pipelines.Executor   // default: the embedded executor
-	Resync   resync.Options       // lost-event recovery; see package resync for defaults
-	NoPrune  bool                 // skips the start-up prune (prune.go), for flotillas sharing clusters
+	Resolver   registry.Resolver  // default: registry.NewRemote()
+	Executor   pipelines.Executor // default: the embedded executor
+	Resync     resync.Options     // lost-event recovery; see package resync for defaults
+	NoPrune    bool               // skips the start-up prune (prune.go), for flotillas sharing clusters
 }
 
 // Server is the running main job.
