@@ -181,6 +181,10 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Headers are read before anything is authenticated: keep what an
+		// anonymous client can make flotilla hold small (Go's default is
+		// 1 MiB; a webhook's headers, OIDC token included, are a few KB).
+		MaxHeaderBytes: MaxHeaderBytes,
 		// A webhook body is at most 1 MiB: a sender that takes longer
 		// than this to send one is stuck or hostile.
 		ReadTimeout:  30 * time.Second,
@@ -189,6 +193,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	return nil
 }
+
+// MaxHeaderBytes bounds a request's headers; larger ones are answered 431.
+const MaxHeaderBytes = 64 << 10
 
 // receiverConfigs translates the config's receivers for the intake.
 func receiverConfigs(rs []config.Receiver) []events.ReceiverConfig {
