@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -81,6 +82,13 @@ func cloudEventsOf(d *Delivery) ([]cloudevents.Event, error) {
 			return nil, malformed("empty CloudEvents batch")
 		}
 	} else {
+		for name := range d.Header {
+			// sdk-go v2.16.2 panics on a "Ce-" header naming no attribute
+			// (fixed upstream in cloudevents/sdk-go#1307, not released).
+			if strings.EqualFold(name, "ce-") {
+				return nil, malformed("header %q names no CloudEvents attribute", name)
+			}
+		}
 		msg := cehttp.NewMessage(d.Header, io.NopCloser(bytes.NewReader(d.Body)))
 		if msg.ReadEncoding() == binding.EncodingUnknown {
 			return nil, Permanent(fmt.Errorf("%w %q: not a CloudEvent: want ce-* headers (binary mode), %s or %s",

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -427,4 +428,18 @@ func FuzzCloudEventsParse(f *testing.F) {
 			_, _ = p.image()
 		}
 	})
+}
+
+// A header named "Ce-" made cloudevents/sdk-go v2.16.2 panic (index out of
+// range in Message.ReadBinary): found by make fuzz-live. It is refused.
+func TestEmptyCloudEventsAttributeHeader(t *testing.T) {
+	for _, s := range []Sender{CloudEventsSender{}, TektonSender{}} {
+		d := ceBinary([]byte(`{"registry":"r.example.com","repository":"a/b","tag":"1"}`),
+			"Specversion", "1.0", "Id", "1", "Source", "/x", "Type", TypeImagePushed)
+		d.Header["Ce-"] = []string{"x"}
+		_, err := s.Parse(d)
+		if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "names no CloudEvents attribute") {
+			t.Errorf("%T.Parse with a Ce- header = %v, want a permanent refusal", s, err)
+		}
+	}
 }
