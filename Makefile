@@ -47,6 +47,12 @@ test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features o
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 	GO=$(GO) deploy/fuzz.sh $(FUZZTIME)
 
+FUZZ_LIVE_TIME ?= 60s
+
+.PHONY: fuzz-live
+fuzz-live: ## Fuzz a live `flotilla serve` (every receiver, authenticated) for FUZZ_LIVE_TIME (default 60s), then kill -9 and restart it: fails unless it stays up and processing
+	$(GO) run ./deploy/fuzzlive -duration $(FUZZ_LIVE_TIME)
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .golangci.yml
 	$(GOLANGCI_LINT) run ./...

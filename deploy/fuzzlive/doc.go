@@ -1,0 +1,60 @@
+// Command fuzzlive proves, against a live `flotilla serve`, that no
+// authenticated webhook can take flotilla down (`make fuzz-live`).
+//
+// It builds flotilla, starts `flotilla serve` as a child process on a free
+// loopback port with a fresh data dir and a generated config that has one
+// receiver of every sender type (events.SenderTypes), each authenticated:
+// random secrets in files, and for gar an OIDC key of its own, published as
+// oidc.jwksFile. For -duration, -workers workers post random deliveries to
+// every receiver, each signed as its sender signs: header tokens (verbatim,
+// Bearer, Basic), path tokens (/hooks/<name>/<token>), HMAC signatures in
+// each sender's header and format, GAR's bearer token signed with the
+// minted key for the configured audience, issuer and service account, and
+// CloudEvents on /events in binary, structured and batch mode. Bodies are
+// mostly the fixtures of events/testdata/<sender>/ mutated with structure:
+// decoded, random values (leaves and containers, inside GAR's base64 data
+// too) replaced by hostile ones (times outside years 0001-9999 once in UTC,
+// unix milliseconds where seconds go, 2^53+1, huge and negative numbers,
+// 100 KB strings, unicode, nulls, wrong types, deep nesting), then signed
+// anew; sometimes headers, query and method too; the rest are byte-level
+// mutations and random bytes. Each worker has its own math/rand seeded
+// -seed + worker number; the seed is printed.
+//
+// Meanwhile it watches the process and GET /healthz every second. At the
+// end it checks that flotilla is up and healthy, that no sender panicked,
+// and that the runtime still works and has got past everything the fuzz
+// journaled: it pushes an image of application sentinel-1 to its own
+// in-process registry, posts that push to /events and waits until the
+// rollout plan makes of it is in the API (the runtime hands events to the
+// functions in journal order, so the rollout means every earlier event was
+// processed). Then it kills flotilla with SIGKILL, restarts it on the same
+// data dir and port, and does the same with sentinel-2.
+//
+// A run fails (exit status 1) when flotilla died, a request got no answer
+// or a 5xx other than the intake's documented 503 "journaling events
+// failed; retry later" (a 500 from a sender that panicked is a failure), a
+// 503 of the journal comes again when the request is re-posted to the idle
+// flotilla (refused for good, not busy), /healthz answered other than 200,
+// or an end check failed: the restart, or the runtime not reaching a
+// sentinel within -check-timeout.
+//
+// Every request that failed, and on a crash the last 256 requests flotilla
+// accepted (what killed it may have been answered 202), is logged without
+// its credentials to failures.jsonl in the run's directory. -replay posts
+// them, signed anew, to a fresh flotilla, runs the end checks, and bisects
+// to the request to blame.
+//
+// The fleet is one cluster whose kubeconfig points at a loopback port
+// nothing listens on: flotilla serve needs a fleet, and every request to it
+// fails at once with "connection refused". That is the least fragile
+// setup: the start-up prune logs the failure and serve starts at once (no
+// one-minute prune timeout to wait for), resync reads only the clusters of
+// in-flight rollouts, no fuzzed delivery can start a rollout (the only
+// tracked images are the sentinels', in the fuzzer's own registry), and
+// the sentinel rollouts' launch fails fast and is retried in the
+// background, after the check has seen them.
+//
+//	go run ./deploy/fuzzlive -duration 60s            # make fuzz-live
+//	go run ./deploy/fuzzlive -seed 42 -duration 10s   # the same workers' requests again
+//	go run ./deploy/fuzzlive -replay /tmp/flotilla-fuzzlive-123/failures.jsonl
+package main

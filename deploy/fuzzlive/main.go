@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	duration     time.Duration
+	workers      int
+	seed         int64
+	dir          string
+	keep         bool
+	replay       string
+	bisect       bool
+	logLevel     string
+	checkTimeout time.Duration
+	root         string
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "fuzz-live:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "fuzz-live: "+format+"\n", args...)
+}
+
+func run(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("fuzzlive", flag.ContinueOnError)
+	fs.DurationVar(&o.duration, "duration", 60*time.Second, "how long to fuzz")
+	fs.IntVar(&o.workers, "workers", 8, "concurrent workers, each with its own keep-alive connection and math/rand (seeded seed+worker)")
+	fs.Int64Var(&o.seed, "seed", 0, "seed of the workers' math/rand (default: from the clock; printed either way)")
+	fs.StringVar(&o.dir, "dir", "", "directory for the run (config, data dirs, flotilla logs, failures.jsonl); default a new temporary one, removed after a clean run")
+	fs.BoolVar(&o.keep, "keep", false, "keep the run's directory after a clean run too")
+	fs.StringVar(&o.replay, "replay", "", "instead of fuzzing, post the requests of this failures.jsonl (signed anew) to a fresh flotilla and run the end checks")
+	fs.BoolVar(&o.bisect, "bisect", true, "with -replay: when the replay fails, narrow it down to the request to blame")
+	fs.StringVar(&o.logLevel, "log-level", "error", "flotilla's --log-level (its log is in the run's directory)")
+	fs.DurationVar(&o.checkTimeout, "check-timeout", 2*time.Minute, "how long the runtime may take to reach a sentinel push (it works through the fuzz's backlog first)")
+	fs.StringVar(&o.root, "root", ".", "a directory in the flotilla module (the one built and whose events/testdata is fuzzed)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dir, cleanup, err := runDir(o)
+	if err != nil {
+		return err
+	}
+	l, err := newLab(ctx, o, dir)
+	if err != nil {
+		cleanup(false)
+		return err
+	}
+	defer l.close()
+	if o.replay != "" {
+		err = replay(ctx, l, o)
+	} else {
+		err = fuzz(ctx, l, o, os.Stdout)
+	}
+	cleanup(err == nil)
+	return err
+}
+
+// runDir returns the run's directory and what to do with it at the end: a
+// temporary one is removed after a clean run, unless -keep.
+func runDir(o options) (string, func(ok bool), error) {
+	if o.dir != "" {
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
+			return "", nil, err
+		}
+		dir, err := os.MkdirTemp(o.dir, "run-")
+		return dir, func(bool) {}, err
+	}
+	dir, err := os.MkdirTemp("", "flotilla-fuzzlive-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func(ok bool) {
+		if ok && !o.keep {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		logf("kept %s (config, flotilla logs, failures.jsonl)", dir)
+	}, nil
+}
+
+// fuzz is the whole run: a flotilla with every receiver, the fuzz, the end
+// checks, the summary. It fails when flotilla died, a request got a 5xx
+// other than the journal's documented 503 or no answer, /healthz answered
+// other than 200, or an end check failed.
+func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
+	logf("seed %d, %s, %d workers, %d receivers (one per sender type); run directory %s", o.seed, o.duration, o.workers, len(l.targets), l.dir)
+	f, err := l.startFlotilla(ctx)
+	if err != nil {
+		return fmt.Errorf("starting flotilla: %w", err)
+	}
+	defer f.stop()
+	logPath := filepath.Join(l.dir, "failures.jsonl")
+	flog, err := openFailureLog(logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = flog.close() }()
+	z := &fuzzer{lab: l, f: f, seed: o.seed, workers: o.workers, tally: newTally(), log: flog, recent: newRecent(256)}
+	start := time.Now()
+	z.run(ctx, o.duration)
+	fuzzed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var persistent []string
+	if f.alive() && len(z.busy) > 0 {
+		persistent = z.recheckBusy(ctx)
+	}
+	logf("fuzz over after %s; end checks", fuzzed.Round(time.Millisecond))
+	checks := l.verify(ctx, f)
+
+	fmt.Fprintf(out, "\nfuzz-live: seed %d, %s, %d workers, %d requests (%.0f/s)\n\n", o.seed, fuzzed.Round(time.Millisecond),
+		o.workers, z.requests.Load(), float64(z.requests.Load())/fuzzed.Seconds())
+	printTally(out, z.tally)
+	var problems []string
+	fmt.Fprintln(out)
+	if z.crash != "" {
+		problems = append(problems, "crash: "+z.crash)
+		fmt.Fprintf(out, "crashes: 1: %s (%d requests in flight got no answer)\nflotilla's last words:\n  %s\n",
+			z.crash, z.orphans.Load(), strings.ReplaceAll(z.lastWords, "\n", "\n  "))
+	} else {
+		fmt.Fprintf(out, "crashes: 0\n")
+	}
+	if n := z.failures.Load(); n > 0 {
+		problems = append(problems, fmt.Sprintf("%d requests got a 5xx or no answer", n))
+	}
+	fmt.Fprintf(out, "5xx or no answer: %d; journal busy (503): %d, still refused when re-posted: %d\n",
+		z.failures.Load(), len(z.busy), len(persistent))
+	for _, p := range persistent {
+		fmt.Fprintf(out, "  still 503: %s\n", p)
+	}
+	if len(persistent) > 0 {
+		problems = append(problems, fmt.Sprintf("%d journal 503s are not busy: re-posted, they are refused again", len(persistent)))
+	}
+	fmt.Fprintf(out, "/healthz other than 200 during the fuzz: %d\n", len(z.health))
+	for _, h := range z.health {
+		fmt.Fprintf(out, "  %s\n", h)
+	}
+	if len(z.health) > 0 {
+		problems = append(problems, "/healthz answered other than 200 during the fuzz")
+	}
+	fmt.Fprintf(out, "end checks:\n")
+	printChecks(out, checks)
+	if failed(checks) {
+		problems = append(problems, "end checks failed")
+	}
+	if flog.count() > 0 {
+		recs, err := readRecords(logPath)
+		if err == nil {
+			printExamples(out, recs)
+		}
+		fmt.Fprintf(out, "\n%d requests logged to %s; replay them (signed anew) against a fresh flotilla with\n  go run ./deploy/fuzzlive -replay %s\n",
+			flog.count(), logPath, logPath)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(out, "\nFAIL (seed %d)\n", o.seed)
+		return errors.New("FAILED: " + strings.Join(problems, "; "))
+	}
+	fmt.Fprintf(out, "\nPASS: flotilla took every delivery and is up, healthy and processing after kill -9 and a restart (seed %d)\n", o.seed)
+	return nil
+}
+
+// printExamples prints the first failed requests of a log, or the last
+// accepted ones before a crash.
+func printExamples(out io.Writer, recs []record) {
+	var failedRecs, before []record
+	for _, r := range recs {
+		if r.Why == whyBeforeCrash || r.Why == whyOrphan {
+			before = append(before, r)
+		} else {
+			failedRecs = append(failedRecs, r)
+		}
+	}
+	if len(failedRecs) > 0 {
+		fmt.Fprintf(out, "\nfirst of the %d failed requests:\n", len(failedRecs))
+		for _, r := range failedRecs[:min(3, len(failedRecs))] {
+			printRequest(out, r)
+		}
+	}
+	if len(before) > 0 {
+		fmt.Fprintf(out, "\nthe %d requests accepted last or in flight when flotilla died are logged too (the culprit may have been answered 202)\n", len(before))
+	}
+}
+
+// replay posts the requests of a failures.jsonl to a fresh flotilla, runs
+// the end checks, and, when they fail, bisects to the request to blame.
+func replay(ctx context.Context, l *lab, o options) error {
+	recs, err := readRecords(o.replay)
+	if err != nil {
+		return err
+	}
+	logf("replaying %d requests of %s; run directory %s", len(recs), o.replay, l.dir)
+	checks, died, err := l.trial(ctx, recs)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nreplay of %d requests:\n", len(recs))
+	printChecks(os.Stdout, checks)
+	if !failed(checks) {
+		fmt.Println("\nflotilla survived the replay")
+		return nil
+	}
+	if died >= 0 {
+		fmt.Printf("flotilla was found dead right after request %d\n", died)
+	}
+	culprits := recs
+	if o.bisect && len(recs) > 1 {
+		if died >= 0 {
+			recs = recs[:died+1]
+		}
+		if culprits, err = l.bisect(ctx, recs); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\n%d request(s) to blame:\n", len(culprits))
+	for _, r := range culprits {
+		printRequest(os.Stdout, r)
+	}
+	if len(culprits) == 1 {
+		checks, _, err := l.trial(ctx, culprits)
+		if err == nil {
+			fmt.Println("\nthat request alone:")
+			printChecks(os.Stdout, checks)
+		}
+	}
+	return errors.New("FAILED: the replay takes flotilla down")
+}
