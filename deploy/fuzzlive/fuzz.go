@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,78 +17,137 @@ const maxBusyRechecks = 50
 // fuzzer posts random deliveries to every receiver of a running flotilla.
 type fuzzer struct {
 	lab     *lab
-	f       *flotilla
+	f       *flotilla // the flotilla fuzzed now
 	seed    int64
 	workers int
 	tally   *tally
 	log     *failureLog
 	recent  *recent
 
-	requests, failures atomic.Int64
+	requests, failures, orphans atomic.Int64
+	seqs                        []int // requests sent by each worker
 
-	mu     sync.Mutex
-	busy   []*request // journal-busy requests (unsigned) to re-post at the end
-	health []string   // /healthz answers other than 200 seen during the fuzz
-	crash  string     // how flotilla died during the fuzz; "" if it did not
-	// lastWords is the end of flotilla's log when it died.
-	lastWords string
-	// orphans are requests without an answer because flotilla had died.
-	orphans atomic.Int64
+	mu   sync.Mutex
+	busy []*request // journal-busy requests (unsigned) to re-post at the end
+	// unanswered are this segment's requests without an answer: failures,
+	// unless flotilla died in the segment (then they are its victims).
+	unanswered []record
+	health     []string // /healthz answers other than 200 seen during the fuzz
+	crashes    []crash
+}
+
+// crash is flotilla dying during the fuzz.
+type crash struct {
+	at        time.Duration // into the fuzz
+	exit      string
+	lastWords string // the end of its log
+	// restart says how a restart on the same data dir went: "" when it
+	// came back up, else why not.
+	restart string
 }
 
 // run fuzzes for d with z.workers workers, each with its own math/rand
-// seeded z.seed+worker, until d is over or flotilla dies.
+// seeded z.seed+worker. When flotilla dies, the requests it accepted last
+// are logged (what killed it may have been answered 202), it is restarted
+// on the same data dir, or, when that fails, a new flotilla on a new one
+// is, and the fuzz goes on.
 func (z *fuzzer) run(ctx context.Context, d time.Duration) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	deadline := time.Now().Add(d)
-	monitored := make(chan struct{})
-	go func() {
-		defer close(monitored)
-		z.monitor(ctx, cancel, time.Now())
-	}()
-	var wg sync.WaitGroup
-	for i := range z.workers {
-		wg.Go(func() { z.worker(ctx, i, deadline) })
+	start := time.Now()
+	deadline := start.Add(d)
+	z.seqs = make([]int, z.workers)
+	rands := make([]*rand.Rand, z.workers)
+	for i := range rands {
+		rands[i] = rand.New(rand.NewSource(z.seed + int64(i)))
 	}
-	wg.Wait()
-	cancel()
-	<-monitored
-	if z.crash != "" {
-		// What killed it may have been answered 202 (journaled, then read
-		// back by the runtime): the last accepted requests go to the log.
-		for _, rec := range z.recent.all() {
-			rec.Why = whyBeforeCrash
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		died := z.segment(ctx, start, deadline, rands)
+		if !died || ctx.Err() != nil {
+			return
+		}
+		n := len(z.crashes)
+		c := &z.crashes[n-1]
+		for _, rec := range z.recent.drain() {
+			if rec.Why == "" {
+				rec.Why = whyBeforeCrash
+			}
+			rec.Crash = n
 			z.log.add(rec)
+		}
+		if err := z.f.start(ctx); err != nil {
+			c.restart = err.Error()
+			logf("crash %d: the restart on the same data dir failed too; going on with a new flotilla on a new data dir", n)
+			z.f.kill()
+			f, err := z.lab.startFlotilla(ctx)
+			if err != nil {
+				logf("starting a new flotilla: %v", err)
+				return
+			}
+			z.f = f
+		} else {
+			logf("crash %d: flotilla came back up on the same data dir; going on", n)
 		}
 	}
 }
 
+// segment fuzzes z.f until deadline or it dies (true).
+func (z *fuzzer) segment(ctx context.Context, start, deadline time.Time, rands []*rand.Rand) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	died := make(chan bool, 1)
+	go func() { died <- z.monitor(ctx, cancel, start) }()
+	var wg sync.WaitGroup
+	for i, r := range rands {
+		wg.Go(func() { z.worker(ctx, z.f, i, r, deadline) })
+	}
+	wg.Wait()
+	cancel()
+	crashed := <-died
+	z.mu.Lock()
+	unanswered := z.unanswered
+	z.unanswered = nil
+	z.mu.Unlock()
+	for _, rec := range unanswered {
+		if crashed {
+			// Its connection went with the process (refused, reset, closed
+			// by the shutdown): a victim of the crash, not a failure of its
+			// own. Logged with the crash's suspects, to replay.
+			z.orphans.Add(1)
+			rec.Why = whyOrphan
+			z.recent.add(rec)
+			continue
+		}
+		z.failures.Add(1)
+		rec.Why = whyFailed
+		z.log.add(rec)
+	}
+	return crashed
+}
+
 // monitor watches the process and /healthz every second, and says how the
-// fuzz goes every ten.
-func (z *fuzzer) monitor(ctx context.Context, cancel context.CancelFunc, start time.Time) {
+// fuzz goes every ten seconds. It returns true when flotilla died.
+func (z *fuzzer) monitor(ctx context.Context, cancel context.CancelFunc, start time.Time) bool {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	last := start
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-z.f.p.Done():
+			c := crash{at: time.Since(start), exit: z.f.exit(), lastWords: lastWords(z.f)}
 			z.mu.Lock()
-			z.crash = fmt.Sprintf("flotilla exited %s into the fuzz (%s)", time.Since(start).Round(time.Millisecond), z.f.exit())
-			z.lastWords = z.f.logTail(6)
+			z.crashes = append(z.crashes, c)
 			z.mu.Unlock()
-			logf("%s; stopping the workers", z.crash)
+			logf("crash %d: flotilla exited %s into the fuzz (%s); stopping the workers", len(z.crashes), c.at.Round(time.Millisecond), c.exit)
 			cancel()
-			return
+			return true
 		case <-tick.C:
 			status, body, err := z.f.healthz(ctx)
 			switch {
 			case ctx.Err() != nil:
-				return
+				return false
 			case err != nil:
-				logf("GET /healthz: %v (flotilla busy? counted only if it lasts to the end)", err)
+				logf("GET /healthz: %v (busy? only a failure if it lasts to the end)", err)
 			case status != http.StatusOK:
 				z.mu.Lock()
 				z.health = append(z.health, fmt.Sprintf("%s: %d %s", time.Since(start).Round(time.Second), status, body))
@@ -96,17 +156,19 @@ func (z *fuzzer) monitor(ctx context.Context, cancel context.CancelFunc, start t
 			}
 			if time.Since(last) >= 10*time.Second {
 				last = time.Now()
-				logf("%s: %d requests, %d failures", time.Since(start).Round(time.Second), z.requests.Load(), z.failures.Load())
+				logf("%s: %d requests, %d failures, %d crashes", time.Since(start).Round(time.Second),
+					z.requests.Load(), z.failures.Load(), len(z.crashes))
 			}
 		}
 	}
 }
 
-// worker posts random deliveries until deadline or ctx ends.
-func (z *fuzzer) worker(ctx context.Context, id int, deadline time.Time) {
-	r := rand.New(rand.NewSource(z.seed + int64(id)))
-	base := z.f.url("")
-	for seq := 0; time.Now().Before(deadline) && ctx.Err() == nil; seq++ {
+// worker posts random deliveries to f until deadline or ctx ends.
+func (z *fuzzer) worker(ctx context.Context, f *flotilla, id int, r *rand.Rand, deadline time.Time) {
+	base := f.url("")
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		seq := z.seqs[id]
+		z.seqs[id]++
 		t := z.lab.targets[r.Intn(len(z.lab.targets))]
 		req := t.next(r)
 		unsigned := req.clone()
@@ -127,12 +189,10 @@ func (z *fuzzer) worker(ctx context.Context, id int, deadline time.Time) {
 		}
 		switch res.verdict() {
 		case verdictFailure:
-			if res.status == 0 && z.diedMeanwhile() {
-				// The crash's victim, not a failure of its own (it is
-				// logged, to replay, with the crash's suspects).
-				z.orphans.Add(1)
-				rec.Why = whyOrphan
-				z.log.add(rec)
+			if res.status == 0 {
+				z.mu.Lock()
+				z.unanswered = append(z.unanswered, rec)
+				z.mu.Unlock()
 				continue
 			}
 			z.failures.Add(1)
@@ -154,17 +214,6 @@ func (z *fuzzer) worker(ctx context.Context, id int, deadline time.Time) {
 	}
 }
 
-// diedMeanwhile tells whether flotilla has exited, waiting a little for the
-// exit of a process whose connections are gone already.
-func (z *fuzzer) diedMeanwhile() bool {
-	select {
-	case <-z.f.p.Done():
-		return true
-	case <-time.After(500 * time.Millisecond):
-		return false
-	}
-}
-
 // recheckBusy re-posts the journal-busy requests one at a time on the now
 // idle flotilla: one that gets the 503 again is refused for good, not busy.
 // It returns those.
@@ -179,7 +228,8 @@ func (z *fuzzer) recheckBusy(ctx context.Context) []string {
 		}
 		res := post(ctx, z.lab.client, z.f.url(""), signed)
 		if res.verdict() != verdictOK {
-			persistent = append(persistent, fmt.Sprintf("%s %s: %s %s", req.Receiver, req.Fixture, res.column(), truncate(string(res.body), 200)))
+			persistent = append(persistent, fmt.Sprintf("%s %s: %s %s", req.Receiver, req.Fixture, res.column(),
+				strings.TrimSpace(truncate(string(res.body), 200))))
 		}
 	}
 	return persistent
@@ -208,4 +258,14 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// lastWords are the last lines of f's log, each cut to 300 bytes: the
+// fatal error is the last one, the lines before it may quote a webhook.
+func lastWords(f *flotilla) string {
+	lines := strings.Split(f.logTail(3), "\n")
+	for i, l := range lines {
+		lines[i] = truncate(l, 300)
+	}
+	return strings.Join(lines, "\n")
 }

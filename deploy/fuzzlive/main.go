@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ type options struct {
 	dir          string
 	keep         bool
 	replay       string
+	crash        int
 	bisect       bool
 	logLevel     string
 	checkTimeout time.Duration
@@ -47,6 +49,7 @@ func run(args []string) error {
 	fs.StringVar(&o.dir, "dir", "", "directory for the run (config, data dirs, flotilla logs, failures.jsonl); default a new temporary one, removed after a clean run")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run's directory after a clean run too")
 	fs.StringVar(&o.replay, "replay", "", "instead of fuzzing, post the requests of this failures.jsonl (signed anew) to a fresh flotilla and run the end checks")
+	fs.IntVar(&o.crash, "crash", 0, "with -replay: only the suspects of this crash (1, 2, ...; the crash field of failures.jsonl)")
 	fs.BoolVar(&o.bisect, "bisect", true, "with -replay: when the replay fails, narrow it down to the request to blame")
 	fs.StringVar(&o.logLevel, "log-level", "error", "flotilla's --log-level (its log is in the run's directory)")
 	fs.DurationVar(&o.checkTimeout, "check-timeout", 2*time.Minute, "how long the runtime may take to reach a sentinel push (it works through the fuzz's backlog first)")
@@ -112,7 +115,6 @@ func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("starting flotilla: %w", err)
 	}
-	defer f.stop()
 	logPath := filepath.Join(l.dir, "failures.jsonl")
 	flog, err := openFailureLog(logPath)
 	if err != nil {
@@ -124,32 +126,38 @@ func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
 	z.run(ctx, o.duration)
 	fuzzed := time.Since(start)
 	if err := ctx.Err(); err != nil {
+		z.f.stop()
 		return err
 	}
 	var persistent []string
-	if f.alive() && len(z.busy) > 0 {
+	if z.f.alive() && len(z.busy) > 0 {
 		persistent = z.recheckBusy(ctx)
 	}
 	logf("fuzz over after %s; end checks", fuzzed.Round(time.Millisecond))
-	checks := l.verify(ctx, f)
+	checks := l.verify(ctx, z.f) // stops it
 
 	fmt.Fprintf(out, "\nfuzz-live: seed %d, %s, %d workers, %d requests (%.0f/s)\n\n", o.seed, fuzzed.Round(time.Millisecond),
 		o.workers, z.requests.Load(), float64(z.requests.Load())/fuzzed.Seconds())
 	printTally(out, z.tally)
 	var problems []string
 	fmt.Fprintln(out)
-	if z.crash != "" {
-		problems = append(problems, "crash: "+z.crash)
-		fmt.Fprintf(out, "crashes: 1: %s (%d requests in flight got no answer)\nflotilla's last words:\n  %s\n",
-			z.crash, z.orphans.Load(), strings.ReplaceAll(z.lastWords, "\n", "\n  "))
-	} else {
-		fmt.Fprintf(out, "crashes: 0\n")
+	fmt.Fprintf(out, "crashes: %d\n", len(z.crashes))
+	for i, c := range z.crashes {
+		restart := "a restart on the same data dir came back up"
+		if c.restart != "" {
+			restart = "a restart on the same data dir FAILED: flotilla is down for good"
+			problems = append(problems, fmt.Sprintf("crash %d: flotilla exited, and did not come back up on its data dir", i+1))
+		} else {
+			problems = append(problems, fmt.Sprintf("crash %d: flotilla exited", i+1))
+		}
+		fmt.Fprintf(out, "  crash %d, %s into the fuzz: %s; %s. Its last words:\n    %s\n",
+			i+1, c.at.Round(time.Millisecond), c.exit, restart, strings.ReplaceAll(c.lastWords, "\n", "\n    "))
 	}
 	if n := z.failures.Load(); n > 0 {
 		problems = append(problems, fmt.Sprintf("%d requests got a 5xx or no answer", n))
 	}
-	fmt.Fprintf(out, "5xx or no answer: %d; journal busy (503): %d, still refused when re-posted: %d\n",
-		z.failures.Load(), len(z.busy), len(persistent))
+	fmt.Fprintf(out, "5xx or no answer: %d (besides %d requests in flight when flotilla died); journal busy (503): %d, still refused when re-posted: %d\n",
+		z.failures.Load(), z.orphans.Load(), len(z.busy), len(persistent))
 	for _, p := range persistent {
 		fmt.Fprintf(out, "  still 503: %s\n", p)
 	}
@@ -173,7 +181,7 @@ func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
 		if err == nil {
 			printExamples(out, recs)
 		}
-		fmt.Fprintf(out, "\n%d requests logged to %s; replay them (signed anew) against a fresh flotilla with\n  go run ./deploy/fuzzlive -replay %s\n",
+		fmt.Fprintf(out, "\n%d requests logged to %s; replay them (signed anew) against a fresh flotilla with\n  go run ./deploy/fuzzlive -replay %s   # -crash N: only crash N's suspects\n",
 			flog.count(), logPath, logPath)
 	}
 	if len(problems) > 0 {
@@ -196,13 +204,13 @@ func printExamples(out io.Writer, recs []record) {
 		}
 	}
 	if len(failedRecs) > 0 {
-		fmt.Fprintf(out, "\nfirst of the %d failed requests:\n", len(failedRecs))
+		fmt.Fprintf(out, "\nfirst of the %d requests that got a 5xx or no answer:\n", len(failedRecs))
 		for _, r := range failedRecs[:min(3, len(failedRecs))] {
 			printRequest(out, r)
 		}
 	}
 	if len(before) > 0 {
-		fmt.Fprintf(out, "\nthe %d requests accepted last or in flight when flotilla died are logged too (the culprit may have been answered 202)\n", len(before))
+		fmt.Fprintf(out, "\nthe %d requests accepted last or in flight before each crash are logged too, with their crash's number (the culprit may have been answered 202)\n", len(before))
 	}
 }
 
@@ -212,6 +220,12 @@ func replay(ctx context.Context, l *lab, o options) error {
 	recs, err := readRecords(o.replay)
 	if err != nil {
 		return err
+	}
+	if o.crash > 0 {
+		recs = slices.DeleteFunc(recs, func(r record) bool { return r.Crash != o.crash })
+		if len(recs) == 0 {
+			return fmt.Errorf("%s has no requests of crash %d", o.replay, o.crash)
+		}
 	}
 	logf("replaying %d requests of %s; run directory %s", len(recs), o.replay, l.dir)
 	checks, died, err := l.trial(ctx, recs)

@@ -17,8 +17,10 @@ type record struct {
 	Seed   int64     `json:"seed"`
 	Worker int       `json:"worker"`
 	Seq    int       `json:"seq"` // the worker's request number
-	// Why the request is in the log.
+	// Why the request is in the log; Crash is the crash (1, 2, ...) it is
+	// a suspect or victim of.
 	Why      string   `json:"why"`
+	Crash    int      `json:"crash,omitempty"`
 	Status   int      `json:"status,omitempty"`
 	Error    string   `json:"error,omitempty"`
 	Response string   `json:"response,omitempty"`
@@ -95,9 +97,9 @@ func readRecords(path string) ([]record, error) {
 	return recs, sc.Err()
 }
 
-// recent keeps the last requests flotilla accepted (2xx): when it dies of
-// something it journaled, the culprit is among them, though it was answered
-// 202.
+// recent keeps the last requests flotilla accepted (2xx), and those in
+// flight when it died: when it dies of something it journaled, the culprit
+// is among them, though it was answered 202.
 type recent struct {
 	mu   sync.Mutex
 	ring []record
@@ -117,12 +119,15 @@ func (r *recent) add(rec record) {
 	}
 }
 
-// all returns the kept records, oldest first.
-func (r *recent) all() []record {
+// drain returns the kept records, oldest first, and forgets them.
+func (r *recent) drain() []record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.full {
-		return append([]record(nil), r.ring[:r.next]...)
+	out := append([]record(nil), r.ring[:r.next]...)
+	if r.full {
+		out = append(append([]record(nil), r.ring[r.next:]...), out...)
 	}
-	return append(append([]record(nil), r.ring[r.next:]...), r.ring[:r.next]...)
+	clear(r.ring)
+	r.next, r.full = 0, false
+	return out
 }
