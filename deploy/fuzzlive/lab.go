@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
@@ -209,7 +211,9 @@ func failed(checks []check) bool {
 }
 
 // trial posts recs, signed anew, to a fresh flotilla one after another, then
-// runs the end checks. died is the index of the request after which
+// runs the end checks, the first of which is that no request got a 5xx or
+// no answer (posted one at a time to an idle flotilla, not even the
+// journal's 503 is excused). died is the index of the request after which
 // flotilla was found dead (-1 if it was not).
 func (l *lab) trial(ctx context.Context, recs []record) (checks []check, died int, err error) {
 	f, err := l.startFlotilla(ctx)
@@ -221,6 +225,7 @@ func (l *lab) trial(ctx context.Context, recs []record) (checks []check, died in
 	}
 	r := rand.New(rand.NewSource(1))
 	died = -1
+	var refused []string
 	for i, rec := range recs {
 		t, ok := l.byName[rec.Request.Receiver]
 		if !ok {
@@ -234,14 +239,22 @@ func (l *lab) trial(ctx context.Context, recs []record) (checks []check, died in
 		}
 		res := post(ctx, l.client, f.url(""), req)
 		logf("request %d (%s %s): %s", i, req.Receiver, req.Fixture, res.column())
+		if res.verdict() != verdictOK {
+			refused = append(refused, fmt.Sprintf("request %d (%s): %s %s", i, req.Receiver, res.column(), strings.TrimSpace(truncate(string(res.body), 200))))
+		}
 		if !f.alive() {
 			died = i
 			break
 		}
 	}
+	var answers error
+	if len(refused) > 0 {
+		answers = errors.New(strings.Join(refused, "\n"))
+	}
 	// Give the runtime a moment with what was posted before checking.
 	time.Sleep(time.Second)
-	return l.verify(ctx, f), died, nil
+	checks = append([]check{{name: "every request answered, none with a 5xx", err: answers}}, l.verify(ctx, f)...)
+	return checks, died, nil
 }
 
 // bisect narrows recs, which fail the end checks together, down to the

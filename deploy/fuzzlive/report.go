@@ -102,6 +102,9 @@ func printRequest(w io.Writer, rec record) {
 }
 
 func statusText(rec record) string {
+	if rec.Status == 0 && rec.Error == "" {
+		return "no answer logged"
+	}
 	if rec.Status == 0 {
 		return "no answer: " + rec.Error
 	}
