@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +34,7 @@ type fuzzer struct {
 	// unanswered are this segment's requests without an answer: failures,
 	// unless flotilla died in the segment (then they are its victims).
 	unanswered []record
+	slowest    []record // the slowest requests, slowest first
 	health     []string // /healthz answers other than 200 seen during the fuzz
 	crashes    []crash
 }
@@ -176,17 +179,20 @@ func (z *fuzzer) worker(ctx context.Context, f *flotilla, id int, r *rand.Rand, 
 			logf("signing a %s delivery: %v", t.sender, err)
 			continue
 		}
+		sent := time.Now()
 		res := post(ctx, z.lab.client, base, req)
+		took := time.Since(sent)
 		if res.status == 0 && ctx.Err() != nil {
 			return // stopped by the fuzzer, not dropped by flotilla
 		}
 		z.requests.Add(1)
 		z.tally.add(req.Receiver, res.column())
 		rec := record{At: time.Now().UTC(), Seed: z.seed, Worker: id, Seq: seq, Status: res.status, Request: unsigned,
-			Response: truncate(string(res.body), 500)}
+			Response: truncate(string(res.body), 500), Took: took}
 		if res.err != nil {
 			rec.Error = res.err.Error()
 		}
+		z.timed(rec)
 		switch res.verdict() {
 		case verdictFailure:
 			if res.status == 0 {
@@ -211,6 +217,26 @@ func (z *fuzzer) worker(ctx context.Context, f *flotilla, id int, r *rand.Rand, 
 				z.recent.add(rec)
 			}
 		}
+	}
+}
+
+// slowRequest is the time after which a request is logged as slow: not a
+// failure, but one request holding flotilla up that long is worth a look.
+const slowRequest = 5 * time.Second
+
+// timed keeps the slowest requests, and logs those slower than slowRequest.
+func (z *fuzzer) timed(rec record) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if rec.Took >= slowRequest {
+		slow := rec
+		slow.Why = whySlow
+		z.log.add(slow)
+	}
+	if len(z.slowest) < 3 || rec.Took > z.slowest[len(z.slowest)-1].Took {
+		z.slowest = append(z.slowest, rec)
+		slices.SortFunc(z.slowest, func(a, b record) int { return cmp.Compare(b.Took, a.Took) })
+		z.slowest = z.slowest[:min(3, len(z.slowest))]
 	}
 }
 

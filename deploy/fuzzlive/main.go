@@ -164,6 +164,11 @@ func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
 	if len(persistent) > 0 {
 		problems = append(problems, fmt.Sprintf("%d journal 503s are not busy: re-posted, they are refused again", len(persistent)))
 	}
+	fmt.Fprintf(out, "slowest requests (over %s are logged, not failures):\n", slowRequest)
+	for _, r := range z.slowest {
+		fmt.Fprintf(out, "  %s: %s %s from %s: %s\n", r.Took.Round(time.Millisecond), r.Request.Receiver, r.Request.Fixture,
+			truncate(strings.Join(r.Request.Mutations, "; "), 300), truncate(statusText(r), 100))
+	}
 	fmt.Fprintf(out, "/healthz other than 200 during the fuzz: %d\n", len(z.health))
 	for _, h := range z.health {
 		fmt.Fprintf(out, "  %s\n", h)
@@ -197,9 +202,10 @@ func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
 func printExamples(out io.Writer, recs []record) {
 	var failedRecs, before []record
 	for _, r := range recs {
-		if r.Why == whyBeforeCrash || r.Why == whyOrphan {
+		switch r.Why {
+		case whyBeforeCrash, whyOrphan:
 			before = append(before, r)
-		} else {
+		case whyFailed, whyBusy:
 			failedRecs = append(failedRecs, r)
 		}
 	}

@@ -19,12 +19,13 @@ type record struct {
 	Seq    int       `json:"seq"` // the worker's request number
 	// Why the request is in the log; Crash is the crash (1, 2, ...) it is
 	// a suspect or victim of.
-	Why      string   `json:"why"`
-	Crash    int      `json:"crash,omitempty"`
-	Status   int      `json:"status,omitempty"`
-	Error    string   `json:"error,omitempty"`
-	Response string   `json:"response,omitempty"`
-	Request  *request `json:"request"`
+	Why      string        `json:"why"`
+	Crash    int           `json:"crash,omitempty"`
+	Status   int           `json:"status,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Response string        `json:"response,omitempty"`
+	Took     time.Duration `json:"took,omitempty"`
+	Request  *request      `json:"request"`
 }
 
 // Why a request is in the failure log.
@@ -33,6 +34,7 @@ const (
 	whyBusy        = "journal busy" // the documented 503
 	whyBeforeCrash = "accepted before flotilla died"
 	whyOrphan      = "no answer: flotilla had died"
+	whySlow        = "slow" // answered, after slowRequest or more
 )
 
 // failureLog appends records to a JSON-lines file.
