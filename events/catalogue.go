@@ -270,6 +270,30 @@ type FunctionFailed struct {
 	Permanent bool   `json:"permanent"`
 }
 
+// TypeEventQuarantined records that the runtime set aside a journaled record
+// it could not read as an event, and went on with the next.
+const TypeEventQuarantined = "dev.flotilla.event.quarantined.v1"
+
+// EventQuarantined: the record at Seq is intact on disk but is not a
+// readable event (Error says why). Nothing handled it.
+type EventQuarantined struct {
+	Seq   uint64 `json:"seq"`
+	Error string `json:"error"`
+}
+
+// TypeJournalDamaged stands in the journal for a record `flotilla store
+// repair` could not recover, keeping its sequence number.
+const TypeJournalDamaged = "dev.flotilla.journal.damaged.v1"
+
+// JournalDamaged: the record at Seq was damaged (or missing) in Segment at
+// Offset; Reason says how.
+type JournalDamaged struct {
+	Seq     uint64 `json:"seq"`
+	Segment string `json:"segment"`
+	Offset  int64  `json:"offset"`
+	Reason  string `json:"reason"`
+}
+
 // payloadTypes maps every type of the catalogue to its payload.
 var payloadTypes = map[string]func() any{
 	TypeImagePushed:       func() any { return new(ImagePushed) },
@@ -290,6 +314,8 @@ var payloadTypes = map[string]func() any{
 	TypeClusterReverted:   func() any { return new(ClusterResult) },
 	TypeRolloutRolledBack: func() any { return new(RolloutResult) },
 	TypeFunctionFailed:    func() any { return new(FunctionFailed) },
+	TypeEventQuarantined:  func() any { return new(EventQuarantined) },
+	TypeJournalDamaged:    func() any { return new(JournalDamaged) },
 }
 
 // DecodePayload reads e's payload into the catalogue's type for e's type and

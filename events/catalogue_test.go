@@ -43,7 +43,7 @@ func TestPayloadsCoverTheCatalogue(t *testing.T) {
 		TypeImagePushed, TypeGitPushed, TypeCanary, TypePipelineRun, TypeImageVerified, TypeImageRejected,
 		TypeRolloutStarted, TypeRolloutSkipped, TypeWaveStarted, TypeClusterApplied, TypeWaveSucceeded,
 		TypeRolloutSucceeded, TypeRolloutFailed, TypeClusterSucceeded, TypeClusterFailed, TypeClusterReverted,
-		TypeRolloutRolledBack, TypeFunctionFailed,
+		TypeRolloutRolledBack, TypeFunctionFailed, TypeEventQuarantined, TypeJournalDamaged,
 	} {
 		if _, ok := payloadTypes[typ]; !ok {
 			t.Errorf("no payload for %s", typ)

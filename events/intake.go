@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 )
 
@@ -93,13 +96,16 @@ type OIDCConfig struct {
 type IntakeOption func(*intakeOptions)
 
 type intakeOptions struct {
-	maxBody  int64
-	timeout  time.Duration
-	logger   *slog.Logger
-	reg      prometheus.Registerer
-	now      func() time.Time
-	observer func(context.Context, []cloudevents.Event)
-	gates    GateKeeper
+	maxBody     int64
+	bodyBudget  int64
+	bodyTimeout time.Duration
+	authLimit   RateLimit
+	timeout     time.Duration
+	logger      *slog.Logger
+	reg         prometheus.Registerer
+	now         func() time.Time
+	observer    func(context.Context, []cloudevents.Event)
+	gates       GateKeeper
 }
 
 // WithMaxBodyBytes limits request bodies; a larger one is answered 413. The
@@ -111,6 +117,49 @@ func WithMaxBodyBytes(n int64) IntakeOption {
 		}
 	}
 }
+
+// WithBodyBudget bounds the bytes of request bodies read at once before
+// their delivery is authenticated (senders that sign the body: GitHub,
+// Gitea, Bitbucket, Nexus; Flagger with its token in the payload). A
+// request that cannot reserve its share (its Content-Length, else the
+// maximum body size) within a second is answered 503 with Retry-After,
+// unread. The default is 64 MiB. Bodies of deliveries authenticated by a
+// header or path token are not counted: their senders' rate limits bound
+// them.
+func WithBodyBudget(n int64) IntakeOption {
+	return func(o *intakeOptions) {
+		if n > 0 {
+			o.bodyBudget = n
+		}
+	}
+}
+
+// WithBodyReadTimeout bounds the time to read a request's body once its
+// head is in; a body still arriving then is answered 408. The default is
+// 10s: a webhook body is at most a megabyte.
+func WithBodyReadTimeout(d time.Duration) IntakeOption {
+	return func(o *intakeOptions) {
+		if d > 0 {
+			o.bodyTimeout = d
+		}
+	}
+}
+
+// WithAuthFailureLimit sets each receiver's budget of refused deliveries
+// (failed authentication), separate from its rate limit, which only
+// authenticated deliveries spend. Past it, refusals are answered 429 and
+// not logged one by one. The default is [DefaultAuthFailureLimit].
+func WithAuthFailureLimit(l RateLimit) IntakeOption {
+	return func(o *intakeOptions) {
+		if l.PerSecond != 0 {
+			o.authLimit = l
+		}
+	}
+}
+
+// DefaultAuthFailureLimit is a receiver's budget of refused deliveries: a
+// misconfigured sender shows up at once, a flood is answered cheaply.
+var DefaultAuthFailureLimit = RateLimit{PerSecond: 10, Burst: 50}
 
 // WithRequestTimeout sets the deadline of the context a delivery is journaled
 // under. The default is 10s (Flagger's default hook timeout).
@@ -177,12 +226,16 @@ type Intake struct {
 	journal Journal
 	opts    intakeOptions
 	metrics *intakeMetrics
+	// bodies is the budget of body bytes read before authentication.
+	bodies *semaphore.Weighted
 }
 
 type receiver struct {
 	ReceiverConfig
 	sender  Sender
-	limiter *rate.Limiter
+	limiter *rate.Limiter // authenticated deliveries
+	refused *rate.Limiter // deliveries that failed authentication
+	logs    *logSampler   // of refusals and rate limiting
 }
 
 // NewIntake builds the intake for receivers. An unknown sender type, a
@@ -193,16 +246,19 @@ func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*In
 		return nil, errors.New("building intake: no journal")
 	}
 	o := intakeOptions{
-		maxBody: 1 << 20,
-		timeout: 10 * time.Second,
-		logger:  slog.New(slog.DiscardHandler),
-		now:     time.Now,
-		gates:   DefaultGateKeeper{},
+		maxBody:     1 << 20,
+		bodyBudget:  64 << 20,
+		bodyTimeout: 10 * time.Second,
+		authLimit:   DefaultAuthFailureLimit,
+		timeout:     10 * time.Second,
+		logger:      slog.New(slog.DiscardHandler),
+		now:         time.Now,
+		gates:       DefaultGateKeeper{},
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	in := &Intake{receivers: map[string]receiver{}, journal: j, opts: o}
+	in := &Intake{receivers: map[string]receiver{}, journal: j, opts: o, bodies: semaphore.NewWeighted(o.bodyBudget)}
 	for _, rc := range receivers {
 		if rc.Name == "" || strings.Contains(rc.Name, "/") {
 			return nil, fmt.Errorf("configuring receiver %q: name must be non-empty and contain no '/'", rc.Name)
@@ -214,7 +270,11 @@ func NewIntake(receivers []ReceiverConfig, j Journal, opts ...IntakeOption) (*In
 		if err != nil {
 			return nil, fmt.Errorf("configuring receiver %q: %w", rc.Name, err)
 		}
-		in.receivers[rc.Name] = receiver{ReceiverConfig: rc, sender: s, limiter: rc.RateLimit.limiter()}
+		in.receivers[rc.Name] = receiver{
+			ReceiverConfig: rc, sender: s,
+			limiter: rc.RateLimit.limiter(), refused: o.authLimit.limiter(),
+			logs: newLogSampler(o.now),
+		}
 		if rc.Type == SenderCloudEvents && in.events == "" {
 			in.events = rc.Name
 		}
@@ -234,6 +294,9 @@ var (
 	errMethod          = errors.New("method not allowed: use POST")
 	errJournal         = errors.New("journaling events")
 	errRateLimited     = errors.New("too many deliveries: retry after the time in Retry-After")
+	errAuthLimited     = errors.New("too many unauthenticated deliveries: check the credentials, then retry after the time in Retry-After")
+	errBusy            = errors.New("too many request bodies being read: retry after the time in Retry-After")
+	errBodyTimeout     = errors.New("reading body: timed out")
 )
 
 // statusTable maps error classes to HTTP status and metric outcome. The first
@@ -246,6 +309,9 @@ var statusTable = []struct {
 	{is(errUnknownReceiver), http.StatusNotFound, "not_found"},
 	{is(errMethod), http.StatusMethodNotAllowed, "method_not_allowed"},
 	{is(errRateLimited), http.StatusTooManyRequests, "rate_limited"},
+	{is(errAuthLimited), http.StatusTooManyRequests, "auth_rate_limited"},
+	{is(errBusy), http.StatusServiceUnavailable, "busy"},
+	{is(errBodyTimeout), http.StatusRequestTimeout, "body_timeout"},
 	{isTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{is(ErrUnauthenticated), http.StatusUnauthorized, "unauthenticated"},
 	{is(ErrUnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
@@ -282,7 +348,7 @@ func classify(err error) (int, string) {
 // /hooks/<receiver>/<token> and /events.
 func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := in.opts.now()
-	name, token, ok := splitHookPath(r.URL.Path)
+	name, token, ok := splitHookPath(r.URL.EscapedPath())
 	if r.URL.Path == EventsPath {
 		name, token, ok = in.events, "", in.events != ""
 	}
@@ -300,13 +366,6 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { in.metrics.observe(rcv.Name, in.opts.now().Sub(start)) }()
-	if wait, limited := reserve(rcv.limiter, start); limited {
-		in.metrics.delivery(rcv.Name, rcv.Type, "rate_limited")
-		log.Warn("webhook rate limited", slog.Duration("retry_after", wait), slog.String("remote", r.RemoteAddr))
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
-		writeError(w, http.StatusTooManyRequests, errRateLimited)
-		return
-	}
 
 	defer func() {
 		// A sender must not panic on any input (each has a fuzz target);
@@ -319,32 +378,7 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	res, n, err := in.handle(w, r, rcv, token, start)
 	if err != nil {
-		status, outcome := classify(err)
-		in.metrics.delivery(rcv.Name, rcv.Type, outcome)
-		attrs := []any{
-			slog.Int("status", status),
-			slog.String("delivery", res.DeliveryID),
-			slog.Any("error", err),
-		}
-		switch {
-		case status == http.StatusUnauthorized:
-			in.metrics.authFailure(rcv.Name)
-			log.Warn("webhook not authenticated", append(attrs, slog.String("remote", r.RemoteAddr))...)
-		case status >= 500:
-			log.Error("webhook not journaled", append(attrs, slog.Any("event_ids", eventIDs(res.Events)))...)
-			// Whatever the journal said stays in the log.
-			err = errors.New("journaling events failed; retry later")
-		default:
-			log.Warn("webhook refused", attrs...)
-		}
-		if status == http.StatusMethodNotAllowed {
-			allow := http.MethodPost
-			if rcv.Type == SenderCloudEvents {
-				allow += ", " + http.MethodOptions
-			}
-			w.Header().Set("Allow", allow)
-		}
-		writeError(w, status, err)
+		in.refuse(w, r, rcv, log, res, err)
 		return
 	}
 
@@ -355,7 +389,7 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(res.Events) == 0 {
 		in.metrics.delivery(rcv.Name, rcv.Type, outcomeIgnored)
 		// Debug: a registry reports every pull.
-		log.Debug("webhook ignored", slog.String("delivery", res.DeliveryID), slog.String("reason", res.Ignored))
+		log.Debug("webhook ignored", slog.String("delivery", logID(res.DeliveryID)), slog.String("reason", res.Ignored))
 		writeJSON(w, http.StatusAccepted, ignoredResponse{Ignored: res.Ignored})
 		return
 	}
@@ -366,39 +400,98 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	in.metrics.delivery(rcv.Name, rcv.Type, outcome)
 	log.Info("webhook accepted",
-		slog.String("delivery", res.DeliveryID),
-		slog.Any("event_ids", ids),
+		slog.String("delivery", logID(res.DeliveryID)),
+		slog.Any("event_ids", logIDs(ids)),
 		slog.Int("new", n),
 		slog.Int("duplicates", len(ids)-n))
 	writeJSON(w, http.StatusAccepted, acceptedResponse{Accepted: n, Duplicates: len(ids) - n, IDs: ids})
 }
 
-// handle runs one delivery through its sender and the journal. It returns
-// the parse result (also on a journal error, for the logs) and how many
-// events were new.
+// refuse answers a delivery that failed with err: its status from the
+// table, a log line (sampled for refusals a flood can repeat), metrics.
+func (in *Intake) refuse(w http.ResponseWriter, r *http.Request, rcv receiver, log *slog.Logger, res Result, err error) {
+	status, outcome := classify(err)
+	in.metrics.delivery(rcv.Name, rcv.Type, outcome)
+	attrs := []any{
+		slog.Int("status", status),
+		slog.String("delivery", logID(res.DeliveryID)),
+		slog.Any("error", err),
+	}
+	switch {
+	case status == http.StatusUnauthorized || errors.Is(err, errAuthLimited):
+		in.metrics.authFailure(rcv.Name)
+		rcv.logs.warn(log, "webhook not authenticated", append(attrs, slog.String("remote", r.RemoteAddr))...)
+	case status == http.StatusTooManyRequests || errors.Is(err, errBusy):
+		rcv.logs.warn(log, "webhook refused: over its limits", append(attrs, slog.String("remote", r.RemoteAddr))...)
+	case status >= 500:
+		log.Error("webhook not journaled", append(attrs, slog.Any("event_ids", logIDs(eventIDs(res.Events))))...)
+		// Whatever the journal said stays in the log.
+		err = errors.New("journaling events failed; retry later")
+	default:
+		log.Warn("webhook refused", attrs...)
+	}
+	var retry retryAfterError
+	if errors.As(err, &retry) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retry.after)))
+	}
+	if status == http.StatusMethodNotAllowed {
+		allow := http.MethodPost
+		if rcv.Type == SenderCloudEvents {
+			allow += ", " + http.MethodOptions
+		}
+		w.Header().Set("Allow", allow)
+	}
+	writeError(w, status, err)
+}
+
+// retryAfterError carries how long the sender should wait.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e retryAfterError) Error() string { return e.err.Error() }
+func (e retryAfterError) Unwrap() error { return e.err }
+
+// handle runs one delivery through its sender and the journal, cheapest
+// refusal first: the method, the head's credentials (before any of the
+// body is read), a bounded and timed body read, the body's credentials,
+// only then the receiver's rate limit (so that refused requests never spend
+// the real sender's deliveries), parsing, the events' bounds, the journal.
+// It returns the parse result (also on a journal error, for the logs) and
+// how many events were new.
 func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, token string, received time.Time) (Result, int, error) {
 	if r.Method != http.MethodPost {
 		return Result{}, 0, errMethod
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.opts.maxBody))
-	if err != nil {
-		if isTooLarge(err) {
-			return Result{}, 0, fmt.Errorf("reading body: %w", err)
-		}
-		return Result{}, 0, Permanent(fmt.Errorf("reading body: %w", err))
-	}
 	d := &Delivery{
 		Receiver:   rcv.Name,
 		Header:     r.Header,
-		Body:       body,
 		Query:      r.URL.Query(),
 		PathToken:  token,
 		ReceivedAt: received,
 	}
-	if !rcv.Insecure {
-		if err := rcv.sender.Authenticate(r.Context(), d); err != nil {
-			return Result{}, 0, err
+	authenticated := rcv.Insecure
+	if ha, ok := rcv.sender.(HeadAuthenticator); ok && !authenticated {
+		switch err := ha.AuthenticateHead(r.Context(), d); {
+		case err == nil:
+			authenticated = true
+		case !errors.Is(err, ErrNeedBody):
+			return Result{}, 0, in.refused(rcv, received, err)
 		}
+	}
+	body, err := in.readBody(w, r, authenticated)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	d.Body = body
+	if !authenticated {
+		if err := rcv.sender.Authenticate(r.Context(), d); err != nil {
+			return Result{}, 0, in.refused(rcv, received, err)
+		}
+	}
+	if wait, limited := reserve(rcv.limiter, received); limited {
+		return Result{}, 0, retryAfterError{errRateLimited, wait}
 	}
 	res, err := rcv.sender.Parse(d)
 	if err != nil {
@@ -406,6 +499,9 @@ func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, t
 	}
 	if len(res.Events) == 0 || res.Gate != nil {
 		return res, 0, nil
+	}
+	if err := checkEvents(res.Events); err != nil {
+		return res, 0, err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), in.opts.timeout)
 	defer cancel()
@@ -420,14 +516,87 @@ func (in *Intake) handle(w http.ResponseWriter, r *http.Request, rcv receiver, t
 	return res, n, nil
 }
 
-// splitHookPath reads "/hooks/<name>" or "/hooks/<name>/<token>".
-func splitHookPath(p string) (name, token string, ok bool) {
-	rest, ok := strings.CutPrefix(p, "/hooks/")
+// refused spends one of the receiver's refusals on a failed authentication:
+// err, or, past the budget, a 429.
+func (in *Intake) refused(rcv receiver, now time.Time, err error) error {
+	if wait, limited := reserve(rcv.refused, now); limited {
+		return retryAfterError{fmt.Errorf("%w (%w)", errAuthLimited, err), wait}
+	}
+	return err
+}
+
+// readBody reads r's body, at most the maximum body size, within the body
+// read timeout. A body read before its delivery is authenticated must first
+// reserve its size in the intake's body budget.
+func (in *Intake) readBody(w http.ResponseWriter, r *http.Request, authenticated bool) ([]byte, error) {
+	if r.ContentLength > in.opts.maxBody {
+		// Refused unread: its size is known.
+		return nil, fmt.Errorf("reading body: %w", &http.MaxBytesError{Limit: in.opts.maxBody})
+	}
+	if !authenticated {
+		size := in.opts.maxBody
+		if r.ContentLength >= 0 {
+			size = r.ContentLength
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		err := in.bodies.Acquire(ctx, size)
+		cancel()
+		if err != nil {
+			return nil, retryAfterError{errBusy, time.Second}
+		}
+		defer in.bodies.Release(size)
+	}
+	// Unsupported by some ResponseWriters (tests); the server's ReadTimeout
+	// still bounds the request then.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(in.opts.bodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, in.opts.maxBody))
+	switch {
+	case err == nil:
+		return body, nil
+	case isTooLarge(err):
+		return nil, fmt.Errorf("reading body: %w", err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, errBodyTimeout
+	}
+	return nil, Permanent(fmt.Errorf("reading body: %w", err))
+}
+
+// MaxEventIDLen bounds the id of an event the intake journals (the ids
+// flotilla derives from a sender's delivery id, or a CloudEvent's own).
+const MaxEventIDLen = 1024
+
+// checkEvents refuses, for good, events the journal must not take.
+func checkEvents(evs []cloudevents.Event) error {
+	for _, e := range evs {
+		if n := len(e.ID()); n > MaxEventIDLen {
+			return Permanent(fmt.Errorf("event id %s is %d bytes long: at most %d", logID(e.ID()), n, MaxEventIDLen))
+		}
+		if err := e.Validate(); err != nil {
+			return Permanent(fmt.Errorf("event %s is not a valid CloudEvent: %w", logID(e.ID()), err))
+		}
+		if !ValidTime(e.Time()) {
+			return Permanent(fmt.Errorf("event %s: time %s is outside years 1-9999", logID(e.ID()), e.Time().UTC().Format(time.RFC3339)))
+		}
+	}
+	return nil
+}
+
+// splitHookPath reads the escaped path "/hooks/<name>" or
+// "/hooks/<name>/<token>". The token is everything after the name,
+// unescaped: a secret with '/', '?', '#' or '%' (half of all base64
+// secrets) works path-escaped, as flotilla writes it into canaries, and a
+// '/' works unescaped too.
+func splitHookPath(escaped string) (name, token string, ok bool) {
+	rest, ok := strings.CutPrefix(escaped, "/hooks/")
 	if !ok {
 		return "", "", false
 	}
-	name, token, _ = strings.Cut(rest, "/")
-	if name == "" || strings.Contains(token, "/") {
+	rawName, rawToken, _ := strings.Cut(rest, "/")
+	name, err := url.PathUnescape(rawName)
+	if err != nil || name == "" || strings.Contains(name, "/") {
+		return "", "", false
+	}
+	if token, err = url.PathUnescape(rawToken); err != nil {
 		return "", "", false
 	}
 	return name, token, true

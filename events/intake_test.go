@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -190,7 +191,8 @@ func TestIntake(t *testing.T) {
 			header: registryHeaders(registrySecret), body: batch, wantStatus: 404,
 		},
 		{name: "no receiver name", method: "POST", path: "/hooks/", body: batch, wantStatus: 404},
-		{name: "too many segments", method: "POST", path: "/hooks/flagger/a/b", body: promoted, wantStatus: 404},
+		// The token is everything after the name: "a/b" is a (wrong) token.
+		{name: "token with a slash", method: "POST", path: "/hooks/flagger/a/b", body: promoted, wantStatus: 401},
 		{
 			name: "path token on a sender that does not use one", method: "POST", path: "/hooks/gh/" + githubSecret,
 			header: githubHeaders("push", "d-1", githubSign(githubSecret, push)), body: push, wantStatus: 404,
@@ -759,5 +761,61 @@ func TestIntakeNeverLogsSecrets(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs contain the secret %q:\n%s", secret, logs)
 		}
+	}
+}
+
+// A path token may hold any character a secret generator makes: '/', '+'
+// and '=' (base64), and '?', '#', '%' escaped. It used to be accepted by the
+// config and never authenticate (404).
+func TestPathTokenWithURLSpecialCharacters(t *testing.T) {
+	secrets := []string{
+		"q9X/3vT+k2==",
+		"a//b/",
+		"what?is#this%25%",
+		"sp ace&amp;=;,@:$!'()*",
+		"üñï/cødé",
+	}
+	promoted := fixture(t, "flagger", "promoted.json")
+	for _, secret := range secrets {
+		t.Run(secret, func(t *testing.T) {
+			j := &memJournal{}
+			in, err := NewIntake([]ReceiverConfig{{Name: "flagger", Type: SenderFlagger, Secret: secret}}, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Served as flotilla serves it: hooks are not routed through a
+			// ServeMux, whose path cleaning would redirect "a//b".
+			srv := httptest.NewServer(in)
+			t.Cleanup(srv.Close)
+			post := func(path string) int {
+				t.Helper()
+				req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+path, bytes.NewReader(promoted))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = resp.Body.Close()
+				return resp.StatusCode
+			}
+			if got := post("/hooks/flagger/" + url.PathEscape(secret)); got != http.StatusAccepted {
+				t.Errorf("escaped token: status %d, want 202", got)
+			}
+			if !strings.ContainsAny(secret, "?#%") {
+				if got := post("/hooks/flagger/" + secret); got != http.StatusAccepted {
+					t.Errorf("token as is: status %d, want 202", got)
+				}
+			}
+			if got := post("/hooks/flagger/" + url.PathEscape(secret+"x")); got != http.StatusUnauthorized {
+				t.Errorf("wrong token: status %d, want 401", got)
+			}
+			if got := len(j.ids()); got != 1 {
+				t.Errorf("journaled %d events, want 1", got)
+			}
+		})
 	}
 }

@@ -194,13 +194,23 @@ func mediaType(d *Delivery) (string, error) {
 func hookSource(receiver string) string { return "/hooks/" + receiver }
 
 // eventTime picks the time of an occurrence: the sender's, else when the
-// delivery was received.
+// delivery was received. A sender's time outside years 1-9999 in UTC is no
+// time at all (a zero, a garbled or a hostile value): RFC 3339, the
+// CloudEvents time format, cannot carry it, and an event that cannot be read
+// back must never reach the journal; the received time stands in for it.
 func eventTime(sender time.Time, d *Delivery) time.Time {
-	if !sender.IsZero() {
+	if !sender.IsZero() && ValidTime(sender) {
 		return sender.UTC()
 	}
-	if !d.ReceivedAt.IsZero() {
+	if !d.ReceivedAt.IsZero() && ValidTime(d.ReceivedAt) {
 		return d.ReceivedAt.UTC()
 	}
 	return time.Now().UTC()
+}
+
+// ValidTime tells whether t, in UTC, falls within years 1-9999: the times a
+// CloudEvent can carry (RFC 3339) and read back.
+func ValidTime(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +59,9 @@ type world struct {
 
 	registryToken, githubSecret, flaggerToken string
 	lastStatus                                int
+	// registryRateLimit is the registry receiver's rateLimit, when a step
+	// set one before flotilla started.
+	registryRateLimit map[string]any
 
 	// validation is the application's Kanary validation, when a step set
 	// one before flotilla started; apiToken authenticates `flotilla approve`.
@@ -96,6 +100,9 @@ func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a GitHub push signed with the wrong secret is delivered$`, s.forgedGitHubPush)
 	sc.Step(`^flotilla answers (\d+)$`, s.flotillaAnswers)
 	sc.Step(`^flotilla recorded no git push$`, s.noGitPush)
+	sc.Step(`^the registry receiver takes (\d+) deliveries at once and (\d+) a second$`, s.registryRateLimited)
+	sc.Step(`^the registry notification of version "([^"]*)" is dated "([^"]*)"$`, s.pushDated)
+	sc.Step(`^(\d+) registry notifications with a wrong token are delivered$`, s.wrongTokenFlood)
 }
 
 func randomHex(n int) string {
@@ -157,7 +164,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	w.app, w.workload, w.repo = app, app, repo
 	w.waves = [][]string{strings.Split(wave1, ","), strings.Split(wave2, ",")}
 	w.namespace = "ro-" + randomHex(4)
-	w.registryToken, w.githubSecret, w.flaggerToken = randomHex(16), randomHex(16), randomHex(16)
+	// Flagger's token has the characters of a base64 secret ('/', '+',
+	// '='): flotilla escapes it in every canary's hook URL.
+	w.registryToken, w.githubSecret, w.flaggerToken = randomHex(16), randomHex(16), randomHex(6)+"/+"+randomHex(6)+"=="
 	var err error
 	// The sink outlives this step; the scenario's cleanup closes it.
 	if w.sink, err = newSink(context.WithoutCancel(ctx)); err != nil {
@@ -213,7 +222,7 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(w.dir, "data"), "apiToken": apiSecret, "instance": w.namespace},
 		"events": map[string]any{"sink": w.sink.srv.URL},
 		"receivers": []map[string]any{
-			{"name": "registry", "type": "distribution", "secret": regSecret},
+			{"name": "registry", "type": "distribution", "secret": regSecret, "rateLimit": w.registryRateLimit},
 			{"name": "github", "type": "github", "secret": ghSecret},
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
 		},
@@ -227,7 +236,7 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 				"webhooks": []map[string]any{
 					{"name": "gate", "type": "rollout", "url": w.gate.srv.URL, "timeout": "5s"},
 					// Flagger reports the outcome to flotilla's flagger receiver too.
-					{"name": "report", "type": "post-rollout", "url": "http://" + listen + "/hooks/flagger/" + w.flaggerToken + "?gate=post-rollout", "timeout": "5s"},
+					{"name": "report", "type": "post-rollout", "url": "http://" + listen + "/hooks/flagger/" + url.PathEscape(w.flaggerToken) + "?gate=post-rollout", "timeout": "5s"},
 				},
 			},
 		}},
@@ -611,6 +620,54 @@ func (s *scenario) githubPush(ctx context.Context, delivery, secret string) (int
 func (s *scenario) forgedGitHubPush(ctx context.Context) error {
 	_, err := s.githubPush(ctx, "forged-"+randomHex(4), "not-"+s.w.githubSecret)
 	return err
+}
+
+func (s *scenario) registryRateLimited(burst, perSecond int) error {
+	s.w.registryRateLimit = map[string]any{"burst": burst, "perSecond": perSecond}
+	return nil
+}
+
+// pushDated pushes version and notifies flotilla with the notification's
+// timestamp replaced by at.
+func (s *scenario) pushDated(ctx context.Context, version, at string) error {
+	body, err := s.push(version)
+	if err != nil {
+		return err
+	}
+	var n map[string][]map[string]any
+	if err := json.Unmarshal(body, &n); err != nil {
+		return err
+	}
+	for _, e := range n["events"] {
+		e["timestamp"] = at
+	}
+	if body, err = json.Marshal(n); err != nil {
+		return err
+	}
+	return s.notify(ctx, body)
+}
+
+// wrongTokenFlood posts n notifications of a push that never happened with
+// a wrong token; each must be refused with 401 (not 429: refusals must not
+// spend the registry's rate limit).
+func (s *scenario) wrongTokenFlood(ctx context.Context, n int) error {
+	body, err := json.Marshal(map[string]any{"events": []map[string]any{{"id": randomHex(8), "action": "push"}}})
+	if err != nil {
+		return err
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/vnd.docker.distribution.events.v2+json")
+	h.Set("Authorization", "Bearer not-"+s.w.registryToken)
+	for i := range n {
+		status, err := s.post(ctx, "/hooks/registry", h, body)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusUnauthorized && status != http.StatusTooManyRequests {
+			return fmt.Errorf("wrong-token notification %d answered %d, want 401 or 429", i+1, status)
+		}
+	}
+	return nil
 }
 
 func (s *scenario) flotillaAnswers(status int) error {

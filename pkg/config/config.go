@@ -18,8 +18,10 @@ type Server struct {
 	// config file's directory; Load makes it absolute. Default "flotilla-data".
 	DataDir string `json:"dataDir"`
 	// ExternalURL is the http(s) URL at which the clusters' Flagger reach
-	// flotilla (for its webhooks). Default "http://" + Listen, with an empty or
-	// unspecified host (":8080", "0.0.0.0:8080") replaced by 127.0.0.1.
+	// flotilla (for its webhooks). Default "http://" + the address flotilla
+	// listens on (--listen overrides Listen, not ExternalURL), with an empty
+	// or unspecified host (":8080", "0.0.0.0:8080") replaced by 127.0.0.1:
+	// see [ExternalURLFor].
 	ExternalURL string `json:"externalURL"`
 	// Instance names this flotilla: every object it creates in the clusters
 	// is labelled flotilla.dev/instance=<instance>, and it removes only

@@ -33,12 +33,12 @@ func (s sections) doc() string {
 	}
 	return def(s.server, "") +
 		def(s.events, "") +
-		def(s.receivers, `
-receivers:
+		withFlagger(def(s.receivers, `receivers:
   - name: registry
     type: distribution
     secret: {env: FLOTILLA_TEST_TOKEN}
-`) +
+  - `+flaggerReceiver+`
+`)) +
 		def(s.fleet, `
 fleet:
   clusters:
@@ -54,6 +54,22 @@ applications:
     workload: {name: podinfo}
     service: {port: 9898}
 `)
+}
+
+// flaggerReceiver is the receiver withFlagger adds.
+const flaggerReceiver = "{name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}"
+
+// withFlagger adds a flagger receiver, which every config needs, to a
+// receivers section that has none, after its receivers (so that their
+// indexes in problems stay), unless the section is empty or absent.
+func withFlagger(section string) string {
+	switch {
+	case strings.Contains(section, "type: flagger"), strings.TrimSpace(section) == "", strings.Contains(section, "receivers: []"):
+		return section
+	case strings.HasSuffix(section, "]\n"):
+		return strings.TrimSuffix(section, "]\n") + ", " + flaggerReceiver + "]\n"
+	}
+	return strings.TrimRight(section, "\n") + "\n  - " + flaggerReceiver + "\n"
 }
 
 // testDir returns a directory holding kubeconfigs c1..c3.kubeconfig, with
@@ -87,14 +103,18 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Server: Server{
-			Listen:      "127.0.0.1:8080",
-			DataDir:     filepath.Join(dir, "flotilla-data"),
-			ExternalURL: "http://127.0.0.1:8080",
-			Instance:    "flotilla",
+			Listen:   "127.0.0.1:8080",
+			DataDir:  filepath.Join(dir, "flotilla-data"),
+			Instance: "flotilla",
 		},
 		Receivers: []Receiver{{
 			Name:        "registry",
 			Type:        "distribution",
+			Secret:      &Secret{Env: "FLOTILLA_TEST_TOKEN"},
+			SecretValue: testToken,
+		}, {
+			Name:        "canaries",
+			Type:        "flagger",
 			Secret:      &Secret{Env: "FLOTILLA_TEST_TOKEN"},
 			SecretValue: testToken,
 		}},
@@ -133,20 +153,10 @@ func TestParseDefaultsFields(t *testing.T) {
 		get  func(*Config) any
 		want any
 	}{{
-		name: "externalURL follows listen",
+		name: "externalURL is not derived at load: serve derives it from the bound address",
 		doc:  sections{server: "server: {listen: '10.0.0.5:9090'}\n"},
 		get:  func(c *Config) any { return c.Server.ExternalURL },
-		want: "http://10.0.0.5:9090",
-	}, {
-		name: "externalURL of an unspecified host is loopback",
-		doc:  sections{server: "server: {listen: ':9090'}\n"},
-		get:  func(c *Config) any { return c.Server.ExternalURL },
-		want: "http://127.0.0.1:9090",
-	}, {
-		name: "externalURL of an unspecified IPv6 host is loopback",
-		doc:  sections{server: "server: {listen: '[::]:9090'}\n"},
-		get:  func(c *Config) any { return c.Server.ExternalURL },
-		want: "http://127.0.0.1:9090",
+		want: "",
 	}, {
 		name: "explicit externalURL kept",
 		doc:  sections{server: "server: {listen: ':9090', externalURL: 'https://flotilla.example.com'}\n"},
@@ -227,8 +237,8 @@ applications:
 	}, {
 		name: "insecure receiver has no secret value",
 		doc:  sections{receivers: "receivers: [{name: open, type: github, insecure: true}]\n"},
-		get:  func(c *Config) any { return c.Receivers },
-		want: []Receiver{{Name: "open", Type: "github", Insecure: true}},
+		get:  func(c *Config) any { return c.Receivers[0] },
+		want: Receiver{Name: "open", Type: "github", Insecure: true},
 	}, {
 		name: "string fields take unquoted scalars",
 		doc: sections{fleet: `
@@ -328,4 +338,20 @@ func TestLoad(t *testing.T) {
 			t.Errorf("Load = %q, want it to name %s", err, path)
 		}
 	})
+}
+
+func TestExternalURLFor(t *testing.T) {
+	tests := []struct{ listen, want string }{
+		{"10.0.0.5:9090", "http://10.0.0.5:9090"},
+		{":9090", "http://127.0.0.1:9090"},
+		{"0.0.0.0:9090", "http://127.0.0.1:9090"},
+		{"[::]:9090", "http://127.0.0.1:9090"},
+		{"[fd00::1]:9090", "http://[fd00::1]:9090"},
+		{"127.0.0.1:43211", "http://127.0.0.1:43211"},
+	}
+	for _, tt := range tests {
+		if got := ExternalURLFor(tt.listen); got != tt.want {
+			t.Errorf("ExternalURLFor(%q) = %q, want %q", tt.listen, got, tt.want)
+		}
+	}
 }

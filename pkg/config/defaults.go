@@ -51,9 +51,6 @@ func applyDefaults(c *Config, base string) {
 	if s.APIToken != nil && s.APIToken.File != "" {
 		s.APIToken.File = resolvePath(base, s.APIToken.File)
 	}
-	if s.ExternalURL == "" {
-		s.ExternalURL = defaultExternalURL(s.Listen)
-	}
 
 	for i := range c.Receivers {
 		applyReceiverDefaults(&c.Receivers[i], base)
@@ -260,10 +257,12 @@ func resolvePath(base, p string) string {
 	return filepath.Join(base, p)
 }
 
-// defaultExternalURL derives the URL clusters use to reach flotilla from
-// the listen address. An empty or unspecified host becomes 127.0.0.1: it
-// suits a local fleet, and anything else needs externalURL set anyway.
-func defaultExternalURL(listen string) string {
+// ExternalURLFor is the default of server.externalURL: the URL clusters use
+// to reach flotilla, derived from the address it listens on (the bound
+// address, so that ":0" gets its real port). An empty or unspecified host
+// becomes 127.0.0.1: it suits a local fleet, and anything else needs
+// externalURL set anyway. A configured externalURL is never replaced.
+func ExternalURLFor(listen string) string {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return "http://" + listen // validate reports the bad address

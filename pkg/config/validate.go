@@ -77,7 +77,9 @@ func (v *validator) server(s *Server) {
 	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		v.addf("server.listen", "invalid port %q: want a number 0..65535", port)
 	}
-	v.httpURL("server.externalURL", s.ExternalURL)
+	if s.ExternalURL != "" {
+		v.httpURL("server.externalURL", s.ExternalURL)
+	}
 	v.dnsLabel("server.instance", "instance", s.Instance)
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
@@ -87,6 +89,9 @@ func (v *validator) server(s *Server) {
 func (v *validator) receivers(rs []Receiver) {
 	if len(rs) == 0 {
 		v.addf("receivers", "at least one receiver is required")
+	}
+	if len(rs) > 0 && !slices.ContainsFunc(rs, func(r Receiver) bool { return r.Type == ReceiverFlagger }) {
+		v.addf("receivers", "a receiver of type flagger is required: canaries report their progress to it")
 	}
 	seen := map[string]string{}
 	for i := range rs {
@@ -129,7 +134,9 @@ func (v *validator) oidc(path string, r *Receiver) {
 		v.addf(path, "set at most one of jwksURL and jwksFile")
 	}
 	v.httpURL(path+".issuer", o.Issuer)
-	v.httpURL(path+".jwksURL", o.JWKSURL)
+	if o.JWKSFile == "" {
+		v.httpURL(path+".jwksURL", o.JWKSURL)
+	}
 	if o.JWKSFile != "" {
 		if _, err := os.Stat(o.JWKSFile); err != nil {
 			v.addf(path+".jwksFile", "%v", err)

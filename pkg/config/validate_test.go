@@ -112,6 +112,19 @@ func TestValidate(t *testing.T) {
 			name: "gar oidc ok, defaults",
 			doc:  sections{receivers: "receivers: [{name: g, type: gar, oidc: {audience: flotilla}}]\n"},
 		}, {
+			// Air-gapped installs: the keys in a file, no URL (was refused: jwksURL required).
+			name: "gar oidc with a jwks file and no url",
+			doc:  sections{receivers: "receivers: [{name: g, type: gar, oidc: {audience: flotilla, jwksFile: c1.kubeconfig}}]\n"},
+		}, {
+			// Was checked only when serve started, after every other problem was reported.
+			name: "no flagger receiver",
+			doc:  sections{receivers: "receivers: [{name: hook, type: github, insecure: true}, {name: other, type: flagger-not}]\n"},
+			want: []Problem{
+				{"receivers", "a receiver of type flagger is required: canaries report their progress to it"},
+				{"receivers[1].type", `unknown receiver type "flagger-not"; want one of ` + strings.Join(ReceiverTypes, ", ")},
+				{"receivers[1].secret", "required unless insecure: true, since a receiver without a secret accepts anyone's requests"},
+			},
+		}, {
 			name: "oidc on another type, insecure gar with oidc",
 			doc: sections{receivers: "receivers: [{name: a, type: github, insecure: true, oidc: {audience: x}}, " +
 				"{name: b, type: gar, insecure: true, oidc: {audience: x}}]\n"},

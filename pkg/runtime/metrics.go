@@ -13,6 +13,7 @@ type metrics struct {
 	calls     *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	processed *prometheus.CounterVec
+	stalls    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,11 +31,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "flotilla_events_processed_total",
 			Help: "Journaled events the runtime processed, by CloudEvents type (pushes, rollouts started, waves, cluster results, rollbacks...).",
 		}, []string{"type"}),
+		stalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_runtime_stalls_total",
+			Help: "Times the runtime stalled because the journal failed (a read, an append, a cursor save); it retries.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed} {
+	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering runtime metrics: %w", err)
 		}

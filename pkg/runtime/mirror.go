@@ -39,6 +39,16 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading sink cursor: %w", err)
 	}
+	// A failing journal (a full disk) must not end serve: wait and retry.
+	delay := time.Second
+	retry := func(err error) {
+		m.log.Error("sink mirror stalled: the journal failed; retrying", "error", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Minute)
+	}
 	for {
 		changed := m.j.Changed()
 		recs, err := m.j.Read(ctx, cursor, 256)
@@ -46,7 +56,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("reading journal: %w", err)
+			retry(fmt.Errorf("reading journal: %w", err))
+			continue
 		}
 		if len(recs) == 0 {
 			select {
@@ -65,8 +76,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 			cursor = r.Seq
 		}
 		if err := m.j.SetCursor(context.WithoutCancel(ctx), mirrorCursor, cursor); err != nil {
-			return fmt.Errorf("saving sink cursor: %w", err)
+			// Mirrored at least once: a restart resends from the saved cursor.
+			retry(fmt.Errorf("saving sink cursor: %w", err))
+			continue
 		}
+		delay = time.Second
 		if !sent {
 			return nil
 		}

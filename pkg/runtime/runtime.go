@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -30,6 +31,11 @@ type Options struct {
 	Attempts int                   // tries per function and event before giving up [6]
 	Backoff  time.Duration         // first retry delay, doubled each time [100ms]
 	Batch    int                   // events read per batch [256]
+	// StallBackoff is the first wait after the journal failed (a read, an
+	// append of a function's events, a cursor save), doubled each time up
+	// to a minute [1s]. The runtime never exits for such a failure: it
+	// reports it through Err, so that health checks fail, and retries.
+	StallBackoff time.Duration
 	// Observe, when set, sees every event the runtime journals (tests, live views).
 	Observe func(store.Record)
 }
@@ -40,6 +46,8 @@ type Runtime struct {
 	byType map[string][]Function
 	o      Options
 	m      *metrics
+	// stalled is why the runtime is not making progress, nil while it is.
+	stalled atomic.Pointer[error]
 }
 
 const cursorName = "runtime"
@@ -57,6 +65,9 @@ func New(j Journal, fns []Function, o Options) (*Runtime, error) {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 256
+	}
+	if o.StallBackoff <= 0 {
+		o.StallBackoff = time.Second
 	}
 	rt := &Runtime{j: j, byType: map[string][]Function{}, o: o}
 	for _, f := range fns {
@@ -96,9 +107,13 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	return err
 }
 
-// process handles the journal from *cursor on, advancing it, until ctx ends
-// (nil) or dispatching or saving fails.
+// process handles the journal from *cursor on, advancing it, until ctx
+// ends. A journal that fails (a read, an append, a cursor save: a full or
+// failing disk) stalls it, visibly (Err), without losing its place: it waits
+// and retries from the event it was at, since the events a function returned
+// were not journaled and the function is idempotent.
 func (rt *Runtime) process(ctx context.Context, cursor *uint64, saver *cursorSaver) error {
+	stall := newStaller(rt)
 	for {
 		changed := rt.j.Changed()
 		recs, err := rt.j.Read(ctx, *cursor, rt.o.Batch)
@@ -106,9 +121,11 @@ func (rt *Runtime) process(ctx context.Context, cursor *uint64, saver *cursorSav
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("reading journal: %w", err)
+			stall.wait(ctx, fmt.Errorf("reading journal: %w", err))
+			continue
 		}
 		if len(recs) == 0 {
+			stall.clear() // the journal reads, and nothing is pending
 			select {
 			case <-ctx.Done():
 				return nil
@@ -116,21 +133,74 @@ func (rt *Runtime) process(ctx context.Context, cursor *uint64, saver *cursorSav
 				continue
 			}
 		}
-		for _, rec := range recs {
-			if err := rt.dispatch(ctx, rec.Event); err != nil {
-				// Only ctx cancellation and journal failures stop the runtime.
-				// The cursor stays before the event that was interrupted.
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+		if err := rt.handleBatch(ctx, recs, cursor); err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			*cursor = rec.Seq
+			stall.wait(ctx, err)
+			continue
 		}
 		if err := saver.set(*cursor); err != nil {
+			// Saves run in the background; after one failed, handle no
+			// more until one works, so a restart replays a bounded window.
+			for err != nil && ctx.Err() == nil {
+				stall.wait(ctx, err)
+				err = rt.saveCursor(ctx, *cursor)
+			}
+		}
+		stall.clear()
+	}
+}
+
+// handleBatch dispatches recs in order, advancing *cursor past each one
+// handled. Only a journal failure (or ctx) stops it.
+func (rt *Runtime) handleBatch(ctx context.Context, recs []store.Record, cursor *uint64) error {
+	for _, rec := range recs {
+		if err := rt.dispatch(ctx, rec.Event); err != nil {
+			// The cursor stays before the event that was interrupted.
 			return err
 		}
+		*cursor = rec.Seq
 	}
+	return nil
+}
+
+// Err returns why the runtime is stalled (the journal failed to read,
+// append or save its cursor; it retries), nil while it makes progress.
+// Health checks report it.
+func (rt *Runtime) Err() error {
+	if p := rt.stalled.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// staller waits, with a growing backoff, while the journal fails.
+type staller struct {
+	rt    *Runtime
+	delay time.Duration
+}
+
+func newStaller(rt *Runtime) *staller { return &staller{rt: rt, delay: rt.o.StallBackoff} }
+
+func (s *staller) wait(ctx context.Context, err error) {
+	s.rt.stalled.Store(&err)
+	s.rt.m.stalls.Inc()
+	s.rt.o.Logger.Error("runtime stalled: the journal failed; retrying (nothing acknowledged is lost)",
+		"error", err, "retry_in", s.delay)
+	select {
+	case <-ctx.Done():
+	case <-time.After(s.delay):
+	}
+	s.delay = min(2*s.delay, time.Minute)
+}
+
+func (s *staller) clear() {
+	if s.rt.stalled.Load() != nil {
+		s.rt.stalled.Store(nil)
+		s.rt.o.Logger.Info("runtime resumed")
+	}
+	s.delay = s.rt.o.StallBackoff
 }
 
 // saveCursor records cursor so that a restart does not replay what was
@@ -160,6 +230,13 @@ func (rt *Runtime) dispatch(ctx context.Context, e cloudevents.Event) error {
 			continue
 		}
 		recs, err := rt.j.Append(context.WithoutCancel(ctx), out...)
+		if events.IsPermanent(err) {
+			// The journal refuses these events (one would not read back):
+			// retrying cannot help; the function failed.
+			if out, err = rt.failed(f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
+				recs, err = rt.j.Append(context.WithoutCancel(ctx), out...)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("journaling events of %s: %w", f.Name(), err)
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/runtime"
@@ -547,34 +549,140 @@ func TestRuntimeDoesNotWaitAfterLastAttempt(t *testing.T) {
 	waitJournal(t, s, "e1/"+events.TypeFunctionFailed+"/failing")
 }
 
-// cursorFailing is the store with cursor saves that fail: a disk gone bad.
-type cursorFailing struct{ *store.Store }
-
-func (cursorFailing) SetCursor(context.Context, string, uint64) error {
-	return errors.New("disk on fire")
+// journalFailing is the store with appends or cursor saves that fail while
+// its switch is on: a disk that filled up, then was cleared.
+type journalFailing struct {
+	*store.Store
+	appends, saves atomic.Bool
+	err            error
 }
 
-// The cursor is saved in the background; a save that fails still stops the
-// runtime, at its next batch, with the save's error.
-func TestRuntimeStopsWhenTheCursorCannotBeSaved(t *testing.T) {
+func (j *journalFailing) Append(ctx context.Context, evs ...cloudevents.Event) ([]store.Record, error) {
+	if j.appends.Load() {
+		return nil, j.err
+	}
+	return j.Store.Append(ctx, evs...)
+}
+
+func (j *journalFailing) SetCursor(ctx context.Context, consumer string, seq uint64) error {
+	if j.saves.Load() {
+		return j.err
+	}
+	return j.Store.SetCursor(ctx, consumer, seq)
+}
+
+// waitErr waits until rt.Err() satisfies ok.
+func waitErr(t *testing.T, rt *runtime.Runtime, ok func(error) bool, what string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		return ok(rt.Err()), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the runtime to %s: Err() = %v", what, rt.Err())
+	}
+}
+
+// A journal that fails to take a function's events (a full disk) used to
+// make Run return, and `flotilla serve` exit. The runtime now stalls
+// visibly (Err, for /healthz) and, once the journal works again, carries on
+// from the same event: nothing is lost.
+func TestRuntimeStallsWhileTheJournalFails(t *testing.T) {
 	s := newStore(t)
-	a := &fn{name: "a", consumes: []string{typeIn}, handle: func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) { return nil, nil }}
-	rt, err := runtime.New(cursorFailing{s}, []runtime.Function{a}, runtime.Options{Batch: 1})
+	j := &journalFailing{Store: s, err: errors.New("writing journal: no space left on device")}
+	j.appends.Store(true)
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeOut)}
+	reg := prometheus.NewRegistry()
+	rt, err := runtime.New(j, []runtime.Function{a}, runtime.Options{StallBackoff: time.Millisecond, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(t.Context()) }()
-	for i := range 50 {
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn))
+	stop := start(t, rt)
+	waitErr(t, rt, func(err error) bool { return err != nil && strings.Contains(err.Error(), "no space left on device") }, "stall")
+	if n := counterValue(t, reg, "flotilla_runtime_stalls_total"); n < 1 {
+		t.Errorf("flotilla_runtime_stalls_total = %v, want >= 1", n)
+	}
+	j.appends.Store(false)
+	waitJournal(t, s, "e1/"+typeOut, "e2/"+typeOut)
+	waitErr(t, rt, func(err error) bool { return err == nil }, "resume")
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+// The cursor is saved in the background; after a save failed, the runtime
+// handles no more events until one works (a restart replays a bounded
+// window), and says why in Err. It used to return, ending `flotilla serve`.
+func TestRuntimeStallsWhileTheCursorCannotBeSaved(t *testing.T) {
+	s := newStore(t)
+	j := &journalFailing{Store: s, err: errors.New("disk on fire")}
+	j.saves.Store(true)
+	calls := make(chan string, 100)
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		calls <- e.ID()
+		return nil, nil
+	}}
+	rt, err := runtime.New(j, []runtime.Function{a}, runtime.Options{Batch: 1, StallBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, rt)
+	for i := range 5 {
 		appendEvents(t, s, newEvent(t, fmt.Sprintf("e%d", i), typeIn))
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "disk on fire") || !strings.Contains(err.Error(), "saving runtime cursor") {
-				t.Fatalf("Run = %v, want the cursor save's error", err)
-			}
-			return
-		case <-time.After(20 * time.Millisecond):
+	}
+	waitErr(t, rt, func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "disk on fire") && strings.Contains(err.Error(), "saving runtime cursor")
+	}, "stall")
+	// Stalled: at most the batch in flight when the save failed, and the
+	// one after it, were handled.
+	if n := len(calls); n > 2 {
+		t.Errorf("the runtime handled %d events without saving its cursor", n)
+	}
+	j.saves.Store(false)
+	waitCalls(t, calls, 5)
+	waitErr(t, rt, func(err error) bool { return err == nil }, "resume")
+	if c, err := s.Cursor(t.Context(), "runtime"); err != nil || c == 0 {
+		t.Errorf("cursor = %d, %v: want it saved", c, err)
+	}
+}
+
+// A function's events that the journal refuses for good (they would not
+// read back) fail the function visibly instead of stalling the runtime.
+func TestRuntimePermanentJournalRefusalFailsTheFunction(t *testing.T) {
+	s := newStore(t)
+	bad := &fn{name: "bad", consumes: []string{typeIn}, handle: func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		out := newEvent(t, "out-"+e.ID(), typeOut)
+		out.SetID(strings.Repeat("x", 64<<10)) // over the journal's id limit
+		return []cloudevents.Event{out}, nil
+	}}
+	rt, err := runtime.New(s, []runtime.Function{bad}, runtime.Options{StallBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	start(t, rt)
+	recs := waitJournal(t, s, "e1/"+events.TypeFunctionFailed+"/bad")
+	if rt.Err() != nil {
+		t.Errorf("Err() = %v, want nil", rt.Err())
+	}
+	p, err := events.Decode[events.FunctionFailed](recs[len(recs)-1].Event)
+	if err != nil || !p.Permanent || !strings.Contains(p.Error, "journaling its events") {
+		t.Errorf("function.failed = %+v, %v: want a permanent journaling failure", p, err)
+	}
+}
+
+// counterValue reads the counter name from reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
 		}
 	}
-	t.Fatal("the runtime kept running without saving its cursor")
+	t.Fatalf("no metric %s", name)
+	return 0
 }

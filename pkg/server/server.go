@@ -1,12 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -63,11 +65,14 @@ type Server struct {
 	listener  net.Listener
 	reg       *prometheus.Registry
 	ready     chan struct{}
+	// externalURL is where the clusters reach flotilla: server.externalURL,
+	// else derived from the bound address.
+	externalURL string
 }
 
 // New builds the server and opens its store; it listens at once, so Addr is
 // known before Run.
-func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err error) {
+func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -86,28 +91,34 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{cfg: cfg, log: o.Logger, reg: o.Registry, ready: make(chan struct{})}
+	s := &Server{cfg: cfg, log: o.Logger, reg: o.Registry, ready: make(chan struct{})}
+	if err := s.build(ctx, o, listen, dataDir, flaggerRecv); err != nil {
+		// Whatever build opened (the store, the listener) is released.
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// build opens the store and the listener and builds the parts of s. On an
+// error, s holds what was opened so far, for Close.
+func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, flaggerRecv config.Receiver) (err error) {
+	cfg := s.cfg
 	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), store.WithLogger(o.Logger), store.WithMetrics(o.Registry))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = s.Close()
-		}
-	}()
 	s.repo = rollout.NewRepo(s.store, nil)
 	s.approvals = gates.NewStoreApprovals(s.store)
 	clusters, err := cluster.NewSet(cfg.Fleet.Clusters)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !o.NoPrune {
 		s.pruneSet = clusters
 	}
 	if o.Executor == nil {
 		if o.Executor, err = newExecutor(cfg, clusters, o.Logger); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if o.Resolver == nil {
@@ -115,15 +126,15 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 	}
 	s.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", listen, err)
+		return fmt.Errorf("listening on %s: %w", listen, err)
 	}
-	external := cfg.Server.ExternalURL
-	if o.Listen != "" || external == "" {
-		external = "http://" + s.listener.Addr().String()
-	}
+	// --listen replaces server.listen, never a configured externalURL.
+	external := cmp.Or(cfg.Server.ExternalURL, config.ExternalURLFor(s.listener.Addr().String()))
+	s.externalURL = external
+	hookURL := FlaggerHookURL(external, flaggerRecv.Name, flaggerRecv.SecretValue)
 	hooks := func(clusterName, rolloutID string) canary.EventHook {
 		return canary.EventHook{
-			URL:      strings.TrimRight(external, "/") + "/hooks/" + flaggerRecv.Name + "/" + flaggerRecv.SecretValue,
+			URL:      hookURL,
 			Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID},
 		}
 	}
@@ -145,13 +156,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 	}
 	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registry})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	o.Resync.Logger = o.Logger
 	s.resync = resync.New(cfg, s.repo, clusters, journal{s.store}, o.Resync)
 	if cfg.Events.Sink != "" {
 		if s.mirror, err = runtime.NewMirror(s.store, cfg.Events.Sink, o.Logger); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
@@ -159,7 +170,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 		events.WithObserver(observePipelineRuns(o.Executor)),
 		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registry))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -170,7 +181,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (s *Server, err err
 		WriteTimeout: 30 * time.Second,
 		IdleTimeout:  2 * time.Minute,
 	}
-	return s, nil
+	return nil
 }
 
 // receiverConfigs translates the config's receivers for the intake.
@@ -214,6 +225,10 @@ func flaggerReceiver(cfg *config.Config) (config.Receiver, error) {
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.listener.Addr().String() }
 
+// ExternalURL is the URL the clusters reach flotilla at: server.externalURL
+// if configured, else derived from Addr.
+func (s *Server) ExternalURL() string { return s.externalURL }
+
 // Run prunes what removed delivery policies left (prune.go), then serves
 // HTTP and runs the functions until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
@@ -237,16 +252,31 @@ func (s *Server) Run(ctx context.Context) error {
 		return s.http.Shutdown(shutdown)
 	})
 	close(s.ready)
-	s.log.Info("flotilla serving", "addr", s.Addr())
+	s.log.Info("flotilla serving", "addr", s.Addr(), "external_url", s.externalURL)
 	return g.Wait()
 }
 
-// Close releases the store.
+// Close releases the store and, if Run never served it, the listener. It
+// may be called on a Server that New only partly built.
 func (s *Server) Close() error {
-	if s.store == nil {
-		return nil
+	var errs []error
+	if s.listener != nil {
+		if err := s.listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("closing listener: %w", err))
+		}
 	}
-	return s.store.Close()
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// FlaggerHookURL is the URL of the flagger receiver that flotilla writes into
+// every canary: <externalURL>/hooks/<receiver>/<secret>, the secret
+// path-escaped, so that one with '/', '?', '#' or '%' (a base64 secret, say)
+// reaches the intake whole.
+func FlaggerHookURL(externalURL, receiver, secret string) string {
+	return strings.TrimRight(externalURL, "/") + "/hooks/" + url.PathEscape(receiver) + "/" + url.PathEscape(secret)
 }
 
 // journal adapts the store to the intake's Journal.

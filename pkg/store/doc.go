@@ -14,6 +14,22 @@
 // journal over ten thousand webhooks a second on a small machine.
 // [Store.Changed] lets a reader wait for new records without polling.
 //
+// Every event the journal keeps reads back: Append refuses, with a
+// permanent error (see package fault), an event whose encoding does not
+// decode to it again (a time outside years 0000-9999 in UTC, data that is
+// not the JSON its content type says). A record that is intact on disk but
+// not a readable event (kept by an older version) comes back from
+// [Store.Read] with [Record.Err] set, for the reader to set aside.
+//
+// Open streams the segments. A write torn by a crash at the tail of the
+// last segment is zeroed, with a warning, when no intact record follows it.
+// Damage that intact records follow, or a journal that ends below a
+// consumer's cursor, is no crash: Open refuses to start rather than drop
+// acknowledged events or hand their sequence numbers out again, and names
+// [Repair] ('flotilla store repair'), which keeps every intact record and
+// puts a tombstone event ([TypeJournalDamaged]) under the number of each
+// damaged or missing one.
+//
 // Cursors and documents live in one bbolt file, one bucket each:
 //
 //	cursors    consumer name  -> big-endian seq

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -204,6 +205,9 @@ func TestAppendRejectsInvalidEvent(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("error %q does not contain %q", err, tt.wantErr)
+			}
+			if !fault.IsPermanent(err) {
+				t.Errorf("error %q is not permanent: the sender would retry it for ever", err)
 			}
 			all, err := s.Read(t.Context(), 0, 0)
 			if err != nil {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,9 +25,12 @@ import (
 //
 // (little-endian). A commit is one write and one fdatasync: records go into
 // space the log zero-filled beforehand, so the sync flushes data only and
-// no file metadata; a length of 0 marks the end. At open the log is scanned;
-// a torn or corrupt record at the tail of the last segment (a crash during a
-// write that was never acknowledged) ends the log and is zeroed.
+// no file metadata; a length of 0 marks the end. At open the log is scanned
+// (streamed, a window at a time); a torn or corrupt record at the tail of
+// the last segment (a crash during a write that was never acknowledged)
+// ends the log and is zeroed, but only if no intact record follows it.
+// Damage with intact records after it is not a crash: the log refuses to
+// open, and Repair keeps every intact record.
 const (
 	recordHeader = 8  // length + CRC
 	bodyHeader   = 10 // seq + id length
@@ -77,8 +80,9 @@ type eventLog struct {
 }
 
 // openLog opens the log in dir, creating dir if needed, and calls fn for
-// every record in order (to rebuild indexes).
-func openLog(dir string, segmentSize int64, fn func(seq uint64, id string)) (*eventLog, error) {
+// every record in order (to rebuild indexes). It logs a torn tail it zeroes
+// to logger.
+func openLog(dir string, segmentSize int64, logger *slog.Logger, fn func(seq uint64, id string)) (*eventLog, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating journal directory: %w", err)
@@ -96,9 +100,13 @@ func openLog(dir string, segmentSize int64, fn func(seq uint64, id string)) (*ev
 	for i, first := range firsts {
 		if l.last != 0 && first != l.last+1 || l.last == 0 && i > 0 {
 			_ = l.close()
-			return nil, fmt.Errorf("%w: segment %d follows record %d", errCorrupt, first, l.last)
+			return nil, fmt.Errorf("%w: segment %s follows record %d; %s", errCorrupt, filepath.Base(segmentPath(dir, first)), l.last, repairHint(dir))
 		}
-		seg, err := openSegment(dir, first, i == len(firsts)-1, fn)
+		var next uint64
+		if i+1 < len(firsts) {
+			next = firsts[i+1]
+		}
+		seg, err := openSegment(dir, first, next, logger, fn)
 		if err != nil {
 			_ = l.close()
 			return nil, err
@@ -109,6 +117,11 @@ func openLog(dir string, segmentSize int64, fn func(seq uint64, id string)) (*ev
 		}
 	}
 	return l, nil
+}
+
+// repairHint tells how to get past damage in the journal in dir.
+func repairHint(dir string) string {
+	return fmt.Sprintf("run 'flotilla store repair --data-dir %s' to keep every intact record", filepath.Dir(dir))
 }
 
 // segmentFiles lists the first sequence numbers of the segments in dir, in
@@ -138,43 +151,80 @@ func segmentPath(dir string, first uint64) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", first, segmentSuffix))
 }
 
-// openSegment scans a segment. In the last segment a bad record ends the
-// log and what follows it is zeroed; anywhere else it is corruption.
-func openSegment(dir string, first uint64, last bool, fn func(seq uint64, id string)) (*segment, error) {
+// openSegment scans a segment, streaming it. next is the seq of the next
+// segment's first record, 0 if this is the last segment.
+//
+// What follows the last intact record is either zeros (the space allocated
+// ahead), or a write that a crash cut short, or damage. The log zeroes it
+// (a torn tail: never acknowledged) only if no intact record follows it:
+// only in the last segment (the next segment's records follow an earlier
+// one's; a crash never tears a segment the log has moved on from), and only
+// if no intact record follows in it. Otherwise it refuses to open rather
+// than drop acknowledged records, and names the repair command.
+func openSegment(dir string, first, next uint64, logger *slog.Logger, fn func(seq uint64, id string)) (*segment, error) {
 	path := segmentPath(dir, first)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening journal segment: %w", err)
 	}
-	seg := &segment{first: first, f: f}
-	data, err := io.ReadAll(f)
+	seg, err := scanSegment(f, path, first, next, logger, fn)
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("reading journal segment %s: %w", path, err)
+		return nil, err
 	}
-	var off int
+	return seg, nil
+}
+
+// scanSegment is openSegment on the open file f.
+func scanSegment(f *os.File, path string, first, next uint64, logger *slog.Logger, fn func(seq uint64, id string)) (*segment, error) {
+	r, err := newSegmentReader(f, path)
+	if err != nil {
+		return nil, err
+	}
+	seg := &segment{first: first, f: f}
+	var off int64
+	seq := first
 	for {
-		body, ok := nextRecord(data[off:], first+uint64(len(seg.offsets)))
+		rec, ok, err := r.record(off, seq, seq)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			break
 		}
-		idLen := int(binary.LittleEndian.Uint16(body[8:]))
-		fn(first+uint64(len(seg.offsets)), string(body[bodyHeader:bodyHeader+idLen]))
-		seg.offsets = append(seg.offsets, uint32(off))
-		off += recordHeader + len(body)
-	}
-	seg.size = int64(off)
-	seg.zeroed = int64(len(data))
-	if tail := data[off:]; !allZero(tail) {
-		if !last {
-			_ = f.Close()
-			return nil, fmt.Errorf("%w: segment %s: bad record at offset %d", errCorrupt, path, off)
-		}
-		// A write that was cut short by a crash: never acknowledged.
-		if err := zeroFill(f, seg.size, int64(len(tail))); err != nil {
-			_ = f.Close()
+		id, err := r.id(off, rec)
+		if err != nil {
 			return nil, err
 		}
+		fn(seq, id)
+		seg.offsets = append(seg.offsets, uint32(off))
+		off += rec.size
+		seq++
+	}
+	seg.size = off
+	seg.zeroed = r.size
+	at, after, found, lastNonZero, err := r.findRecord(off, seq)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		return nil, fmt.Errorf("%w: segment %s: record %d at offset %d is damaged, and intact records follow it (record %d at offset %d); stopping rather than dropping them: %s",
+			errCorrupt, path, seq, off, after.seq, at, repairHint(filepath.Dir(path)))
+	}
+	if next != 0 && next != seq {
+		return nil, fmt.Errorf("%w: segment %s: record %d at offset %d is damaged or missing, and the next segment starts at record %d: %s",
+			errCorrupt, path, seq, off, next, repairHint(filepath.Dir(path)))
+	}
+	if next != 0 && lastNonZero >= off {
+		return nil, fmt.Errorf("%w: segment %s: damaged bytes at offset %d, after its last record %d, where zeros should be (the next segment starts at record %d): %s",
+			errCorrupt, path, off, seq-1, next, repairHint(filepath.Dir(path)))
+	}
+	if lastNonZero >= off {
+		// A write that was cut short by a crash: never acknowledged.
+		if err := zeroFill(f, off, r.size-off); err != nil {
+			return nil, err
+		}
+		logger.Warn("zeroed a torn write at the end of the journal", "segment", path, "offset", off, "bytes", lastNonZero+1-off)
 	}
 	return seg, nil
 }
@@ -197,15 +247,6 @@ func nextRecord(b []byte, seq uint64) ([]byte, bool) {
 		return nil, false
 	}
 	return body, true
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // zeroFill writes n zero bytes at off and syncs them.

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -109,7 +108,8 @@ func (s *Store) enqueue(evs []cloudevents.Event, raw [][]byte) (*appendReq, erro
 
 // replayOutbox journals the events an UpdateAndAppend committed but a crash
 // kept from the journal (those already journaled are skipped by id), then
-// empties the outbox.
+// empties the outbox. An event that does not read back is logged and
+// dropped.
 func (s *Store) replayOutbox() error {
 	var (
 		evs []cloudevents.Event
@@ -117,9 +117,16 @@ func (s *Store) replayOutbox() error {
 	)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketOutbox).ForEach(func(k, v []byte) error {
-			var e cloudevents.Event
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decoding outbox event %d: %w", keySeq(k), err)
+			e, err := decodeEvent(v)
+			if err == nil {
+				err = e.Validate()
+			}
+			if err != nil {
+				// Put there by a version that let such events in: it
+				// cannot be journaled (no reader could read it), and
+				// failing here would fail every start.
+				s.logger.Error("dropping an outbox event that does not read back", "key", keySeq(k), "bytes", len(v), "error", err)
+				return nil
 			}
 			evs, raw = append(evs, e), append(raw, bytes.Clone(v))
 			return nil

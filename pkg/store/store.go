@@ -151,11 +151,14 @@ func (s *Store) open(segmentSize int64) error {
 	if err != nil {
 		return err
 	}
-	s.journal, err = openLog(JournalDir(s.path), segmentSize, func(seq uint64, id string) { s.ids[id] = seq })
+	s.journal, err = openLog(JournalDir(s.path), segmentSize, s.logger, func(seq uint64, id string) { s.ids[id] = seq })
 	if err != nil {
 		return err
 	}
 	if err := s.migrateJournal(); err != nil {
+		return err
+	}
+	if err := s.checkCursors(); err != nil {
 		return err
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
@@ -171,6 +174,22 @@ func (s *Store) open(segmentSize int64) error {
 		return fmt.Errorf("loading event ids: %w", err)
 	}
 	return nil
+}
+
+// checkCursors refuses a journal that ends below a consumer's cursor: records
+// it had were lost, and their sequence numbers would be handed out again to
+// new events, which that consumer would then skip.
+func (s *Store) checkCursors() error {
+	last := s.journal.lastSeq()
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCursors).ForEach(func(k, v []byte) error {
+			if len(v) != 8 || keySeq(v) <= last {
+				return nil
+			}
+			return fmt.Errorf("%w: the journal ends at record %d, below consumer %q's cursor %d: records were lost, and their sequence numbers must not be handed out again; %s",
+				errCorrupt, last, k, keySeq(v), repairHint(s.journal.dir))
+		})
+	})
 }
 
 // Close waits for the commit in progress, fails appends still waiting with

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flotilla-cd/flotilla/pkg/config"
+)
+
+// kubeconfig points at an address nothing listens on: New does not call it.
+const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c1, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c1, context: {cluster: c1, user: u}}]
+current-context: c1
+`
+
+// testConfig loads a minimal valid config; extra is appended to its server
+// section.
+func testConfig(t *testing.T, extra string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c1.kubeconfig"), []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLOTILLA_SERVER_TEST_SECRET", "q9X/3vT+k2==")
+	cfg, err := config.Parse([]byte(`
+server:
+  listen: 127.0.0.1:0
+  dataDir: data
+`+extra+`
+receivers:
+  - {name: canaries, type: flagger, secret: {env: FLOTILLA_SERVER_TEST_SECRET}}
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+applications:
+  - {name: podinfo, image: registry.example.com/demo/podinfo, workload: {name: podinfo}, service: {port: 9898}}
+`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestExternalURL(t *testing.T) {
+	tests := []struct {
+		name   string
+		server string // extra server fields
+		listen string // Options.Listen
+		want   func(addr string) string
+	}{{
+		name: "derived from the bound address",
+		want: func(addr string) string { return "http://" + addr },
+	}, {
+		name:   "derived from --listen's bound address",
+		listen: "127.0.0.1:0",
+		want:   func(addr string) string { return "http://" + addr },
+	}, {
+		// --listen used to replace a configured externalURL silently.
+		name:   "configured, kept under --listen",
+		server: "  externalURL: https://flotilla.example.com\n",
+		listen: "127.0.0.1:0",
+		want:   func(string) string { return "https://flotilla.example.com" },
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(t.Context(), testConfig(t, tt.server), Options{Listen: tt.listen, NoPrune: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			if got, want := s.ExternalURL(), tt.want(s.Addr()); got != want {
+				t.Errorf("ExternalURL() = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// A start-up error after the store opened used to panic in Close (nil
+// pointer) instead of being returned.
+func TestNewStartupErrorAfterStoreOpens(t *testing.T) {
+	busy, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = busy.Close() })
+	cfg := testConfig(t, "")
+	s, err := New(t.Context(), cfg, Options{Listen: busy.Addr().String(), NoPrune: true})
+	if err == nil {
+		_ = s.Close()
+		t.Fatal("New on a port in use: no error")
+	}
+	if s != nil || !strings.Contains(err.Error(), "listening on "+busy.Addr().String()) {
+		t.Errorf("New = %v, %v: want nil and the listen error", s, err)
+	}
+	// The store was closed: it opens again.
+	s, err = New(t.Context(), cfg, Options{NoPrune: true})
+	if err != nil {
+		t.Fatalf("New after a failed New: %v", err)
+	}
+	_ = s.Close()
+}
+
+func TestFlaggerHookURL(t *testing.T) {
+	got := FlaggerHookURL("https://flotilla.example.com/", "canaries", "q9X/3v?T#k%2==")
+	want := "https://flotilla.example.com/hooks/canaries/q9X%2F3v%3FT%23k%252=="
+	if got != want {
+		t.Errorf("FlaggerHookURL = %q, want %q", got, want)
+	}
+}
