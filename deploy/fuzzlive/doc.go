@@ -31,12 +31,13 @@
 // data dir and port, and does the same with sentinel-2.
 //
 // A run fails (exit status 1) when flotilla died, a request got no answer
-// or a 5xx other than the intake's documented 503 "journaling events
-// failed; retry later" (a 500 from a sender that panicked is a failure), a
-// 503 of the journal comes again when the request is re-posted to the idle
-// flotilla (refused for good, not busy), /healthz answered other than 200,
-// or an end check failed: the restart, or the runtime not reaching a
-// sentinel within -check-timeout.
+// or a 5xx other than the intake's documented 503s, "journaling events
+// failed; retry later" and "too many request bodies being read" (a 500
+// from a sender that panicked is a failure), such a 503 comes again when
+// the request is re-posted to the idle flotilla (refused for good, not
+// busy), /healthz answered other than 200, or an end check failed: the
+// restart, or the runtime not reaching a sentinel within -check-timeout.
+// A request slower than 5s is logged, not failed.
 //
 // Every request that failed, and on a crash the last 256 requests flotilla
 // accepted (what killed it may have been answered 202), is logged without

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// maxBusyRechecks bounds the journal-busy requests re-posted at the end.
+// maxBusyRechecks bounds the busy (documented 503) requests re-posted at the end.
 const maxBusyRechecks = 50
 
 // fuzzer posts random deliveries to every receiver of a running flotilla.
@@ -30,7 +30,7 @@ type fuzzer struct {
 	seqs                        []int // requests sent by each worker
 
 	mu   sync.Mutex
-	busy []*request // journal-busy requests (unsigned) to re-post at the end
+	busy []*request // busy (documented 503) requests (unsigned) to re-post at the end
 	// unanswered are this segment's requests without an answer: failures,
 	// unless flotilla died in the segment (then they are its victims).
 	unanswered []record
@@ -204,7 +204,7 @@ func (z *fuzzer) worker(ctx context.Context, f *flotilla, id int, r *rand.Rand, 
 			z.failures.Add(1)
 			rec.Why = whyFailed
 			z.log.add(rec)
-		case verdictJournalBusy:
+		case verdictBusy:
 			rec.Why = whyBusy
 			z.log.add(rec)
 			z.mu.Lock()
@@ -240,7 +240,7 @@ func (z *fuzzer) timed(rec record) {
 	}
 }
 
-// recheckBusy re-posts the journal-busy requests one at a time on the now
+// recheckBusy re-posts the busy (documented 503) requests one at a time on the now
 // idle flotilla: one that gets the 503 again is refused for good, not busy.
 // It returns those.
 func (z *fuzzer) recheckBusy(ctx context.Context) []string {

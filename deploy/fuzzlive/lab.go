@@ -213,7 +213,7 @@ func failed(checks []check) bool {
 // trial posts recs, signed anew, to a fresh flotilla one after another, then
 // runs the end checks, the first of which is that no request got a 5xx or
 // no answer (posted one at a time to an idle flotilla, not even the
-// journal's 503 is excused). died is the index of the request after which
+// documented 503 is excused). died is the index of the request after which
 // flotilla was found dead (-1 if it was not).
 func (l *lab) trial(ctx context.Context, recs []record) (checks []check, died int, err error) {
 	f, err := l.startFlotilla(ctx)

@@ -107,8 +107,8 @@ func runDir(o options) (string, func(ok bool), error) {
 
 // fuzz is the whole run: a flotilla with every receiver, the fuzz, the end
 // checks, the summary. It fails when flotilla died, a request got a 5xx
-// other than the journal's documented 503 or no answer, /healthz answered
-// other than 200, or an end check failed.
+// other than a documented 503 (busy; doc.go) or no answer, /healthz
+// answered other than 200, or an end check failed.
 func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
 	logf("seed %d, %s, %d workers, %d receivers (one per sender type); run directory %s", o.seed, o.duration, o.workers, len(l.targets), l.dir)
 	f, err := l.startFlotilla(ctx)
@@ -156,13 +156,13 @@ func fuzz(ctx context.Context, l *lab, o options, out io.Writer) error {
 	if n := z.failures.Load(); n > 0 {
 		problems = append(problems, fmt.Sprintf("%d requests got a 5xx or no answer", n))
 	}
-	fmt.Fprintf(out, "5xx or no answer: %d (besides %d requests in flight when flotilla died); journal busy (503): %d, still refused when re-posted: %d\n",
+	fmt.Fprintf(out, "5xx or no answer: %d (besides %d requests in flight when flotilla died); busy (documented 503): %d, still refused when re-posted: %d\n",
 		z.failures.Load(), z.orphans.Load(), len(z.busy), len(persistent))
 	for _, p := range persistent {
 		fmt.Fprintf(out, "  still 503: %s\n", p)
 	}
 	if len(persistent) > 0 {
-		problems = append(problems, fmt.Sprintf("%d journal 503s are not busy: re-posted, they are refused again", len(persistent)))
+		problems = append(problems, fmt.Sprintf("%d documented-busy 503s are no such thing: re-posted to the idle flotilla, they are refused again", len(persistent)))
 	}
 	fmt.Fprintf(out, "slowest requests (over %s are logged, not failures):\n", slowRequest)
 	for _, r := range z.slowest {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,27 +57,32 @@ func (r result) column() string {
 // Verdicts on a result.
 const (
 	verdictOK = iota
-	// verdictJournalBusy is the one 5xx flotilla documents: 503 when the
-	// journal could not take the events in time (README: "journal
-	// unavailable 503"). It is re-checked at the end: a delivery that
-	// still gets it on an idle server is refused for good, a failure.
-	verdictJournalBusy
+	// verdictBusy is a 5xx flotilla documents: 503 when the journal could
+	// not take the events in time (README: "journal unavailable 503"), or
+	// when too many bodies are being read before authentication (the
+	// intake's body budget). It is re-checked at the end: a delivery that
+	// still gets it on an idle flotilla is refused for good, a failure.
+	verdictBusy
 	verdictFailure
 )
 
-// journalBusyBody is the intake's answer when journaling failed.
-var journalBusyBody = []byte("journaling events failed; retry later")
+// busyBodies are the bodies of the intake's documented 503s.
+var busyBodies = [][]byte{
+	[]byte("journaling events failed; retry later"),
+	[]byte("too many request bodies being read"),
+}
 
-// verdict classifies r: a 5xx other than the journal's 503 (a 500 "sender
-// panicked" included) and a request without an answer are failures.
+// verdict classifies r: a 5xx other than the documented 503s (a 500
+// "sender panicked" included) and a request without an answer are
+// failures.
 func (r result) verdict() int {
 	switch {
 	case r.unsent:
 		return verdictOK
 	case r.status == 0:
 		return verdictFailure
-	case r.status == http.StatusServiceUnavailable && bytes.Contains(r.body, journalBusyBody):
-		return verdictJournalBusy
+	case r.status == http.StatusServiceUnavailable && slices.ContainsFunc(busyBodies, func(b []byte) bool { return bytes.Contains(r.body, b) }):
+		return verdictBusy
 	case r.status >= 500:
 		return verdictFailure
 	}

@@ -30,8 +30,8 @@ type record struct {
 
 // Why a request is in the failure log.
 const (
-	whyFailed      = "failed"       // 5xx or no answer
-	whyBusy        = "journal busy" // the documented 503
+	whyFailed      = "failed" // 5xx or no answer
+	whyBusy        = "busy"   // a documented 503
 	whyBeforeCrash = "accepted before flotilla died"
 	whyOrphan      = "no answer: flotilla had died"
 	whySlow        = "slow" // answered, after slowRequest or more
