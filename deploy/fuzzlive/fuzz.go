@@ -173,7 +173,11 @@ func (z *fuzzer) worker(ctx context.Context, f *flotilla, id int, r *rand.Rand, 
 		seq := z.seqs[id]
 		z.seqs[id]++
 		t := z.lab.targets[r.Intn(len(z.lab.targets))]
+		made := time.Now()
 		req := t.next(r)
+		if d := time.Since(made); d > 2*time.Second {
+			logf("worker %d took %s to make request %d (%s, %d bytes): the fuzzer is slow, not flotilla", id, d.Round(time.Millisecond), seq, req.Fixture, len(req.Body))
+		}
 		unsigned := req.clone()
 		if err := t.signer.sign(r, req); err != nil {
 			logf("signing a %s delivery: %v", t.sender, err)

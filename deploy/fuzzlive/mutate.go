@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -26,6 +27,12 @@ func mutateBody(r *rand.Rand, f fixture) ([]byte, []string) {
 			return mutateRaw(r, f.Body)
 		}
 		doc, what := mutateJSON(r, doc, mutationCount(r))
+		if tooBig(doc) {
+			// Growth compounds (an array grown with copies of itself); such
+			// a document is not worth encoding: past the intake's 1 MiB all
+			// bodies are the same 413.
+			return bytes.Repeat(f.Body, 1+(1<<20)/len(f.Body)), append(what, "over 2 MiB: the fixture repeated past 1 MiB instead")
+		}
 		b, err := encodeJSON(doc)
 		if err != nil {
 			// Cannot happen with the values hostile.go makes; if it does,
@@ -168,8 +175,55 @@ func mutateJSON(r *rand.Rand, doc any, n int) (any, []string) {
 			return nv, keep
 		})
 		what = append(what, target.String()+" "+did)
+		if tooBig(doc) {
+			break
+		}
 	}
 	return doc, what
+}
+
+// maxDocSize bounds a mutated document: some are over the intake's 1 MiB
+// (413), none is hundreds of them.
+const maxDocSize = 2 << 20
+
+// tooBig tells whether v encodes to more than maxDocSize, roughly.
+func tooBig(v any) bool { return approxSize(v, maxDocSize) > maxDocSize }
+
+// approxSize is about the size of v encoded, counted no further than just
+// past limit: a document whose parts are shared many times over is big
+// encoded, though small in memory.
+func approxSize(v any, limit int) int {
+	n := 0
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch c := v.(type) {
+		case map[string]any:
+			n += 2
+			for k, e := range c {
+				n += len(k) + 4
+				if n > limit || !walk(e) {
+					return false
+				}
+			}
+		case []any:
+			n += 2
+			for _, e := range c {
+				n++
+				if n > limit || !walk(e) {
+					return false
+				}
+			}
+		case string:
+			n += len(c) + 2
+		case json.Number:
+			n += len(c)
+		default:
+			n += 5
+		}
+		return n <= limit
+	}
+	walk(v)
+	return n
 }
 
 // mutateValue mutates one value whose object key is key (or the key of the
@@ -178,7 +232,9 @@ func mutateValue(r *rand.Rand, key string, old any, others []node) (any, bool, s
 	if s, ok := old.(string); ok && r.Intn(3) != 0 {
 		if inner, enc, ok := nestedDoc(s); ok {
 			inner, what := mutateJSON(r, inner, 1+r.Intn(3))
-			return enc(inner), true, "(nested: " + strings.Join(what, "; ") + ")"
+			if !tooBig(inner) {
+				return enc(inner), true, "(nested: " + strings.Join(what, "; ") + ")"
+			}
 		}
 	}
 	switch op := r.Intn(20); {
@@ -197,11 +253,15 @@ func mutateValue(r *rand.Rand, key string, old any, others []node) (any, bool, s
 		switch c := old.(type) {
 		case []any:
 			if len(c) > 0 {
-				times := 1 + r.Intn(200)
+				// Up to 200 more, and no more than about a megabyte. Copies,
+				// not the element again: a later mutation in place must
+				// change one value, not all of them (growth would compound).
+				e := c[r.Intn(len(c))]
+				times := min(1+r.Intn(200), max(1, (1<<20)/approxSize(e, 1<<20)))
 				for range times {
-					c = append(c, c[r.Intn(len(c))])
+					c = append(c, deepCopy(e))
 				}
-				return c, true, fmt.Sprintf("grown by %d elements", times)
+				return c, true, fmt.Sprintf("grown by %d copies of an element", times)
 			}
 		case map[string]any:
 			k := pick(r, "id", "timestamp", "time", "tag", "digest", "ref", "__proto__", "", "extra"+strconv.Itoa(r.Intn(100)))
@@ -209,7 +269,7 @@ func mutateValue(r *rand.Rand, key string, old any, others []node) (any, bool, s
 			c[k] = nv
 			return c, true, fmt.Sprintf("added %q = %s", k, preview(nv))
 		}
-		return []any{old, old}, true, "wrapped in an array"
+		return []any{old, deepCopy(old)}, true, "wrapped in an array, twice"
 	default:
 		nv := map[string]any{"value": old}
 		if r.Intn(2) == 0 {
@@ -294,6 +354,9 @@ func nestedDoc(s string) (any, func(any) string, bool) {
 
 // preview is v for a mutation log: JSON, cut to 100 bytes.
 func preview(v any) string {
+	if approxSize(v, 1<<20) > 1<<20 {
+		return fmt.Sprintf("(%T of over 1 MiB)", v)
+	}
 	b, err := encodeJSON(v)
 	if err != nil {
 		return fmt.Sprintf("%v", v)
