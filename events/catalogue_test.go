@@ -1,9 +1,12 @@
 package events
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 func TestDecodePayload(t *testing.T) {
@@ -48,5 +51,25 @@ func TestPayloadsCoverTheCatalogue(t *testing.T) {
 		if _, ok := payloadTypes[typ]; !ok {
 			t.Errorf("no payload for %s", typ)
 		}
+	}
+}
+
+// The journal's repair writes its tombstones without importing the
+// catalogue: its type and payload must be the catalogue's.
+func TestJournalDamagedMatchesTheStore(t *testing.T) {
+	if TypeJournalDamaged != store.TypeJournalDamaged {
+		t.Errorf("TypeJournalDamaged = %q, the store writes %q", TypeJournalDamaged, store.TypeJournalDamaged)
+	}
+	raw, err := json.Marshal(store.Damaged{Seq: 10, Segment: "00000000000000000001.log", Offset: 4242, Reason: "CRC mismatch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got JournalDamaged
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := JournalDamaged{Seq: 10, Segment: "00000000000000000001.log", Offset: 4242, Reason: "CRC mismatch"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("store.Damaged as JournalDamaged (-want +got):\n%s", diff)
 	}
 }

@@ -27,3 +27,13 @@ Feature: No request can take flotilla down or lock a sender out
     When 30 registry notifications with a wrong token are delivered
     And version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
+
+  Scenario: A damaged journal keeps flotilla from starting until `flotilla store repair` keeps what is intact
+    When flotilla is killed with SIGKILL
+    And one byte of the first record of flotilla's journal is flipped
+    Then `flotilla serve` refuses to start, naming the journal segment and `flotilla store repair`
+    When `flotilla store repair` is run on flotilla's data directory
+    And flotilla is started again
+    And version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest

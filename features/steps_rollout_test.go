@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -103,6 +104,9 @@ func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the registry receiver takes (\d+) deliveries at once and (\d+) a second$`, s.registryRateLimited)
 	sc.Step(`^the registry notification of version "([^"]*)" is dated "([^"]*)"$`, s.pushDated)
 	sc.Step(`^(\d+) registry notifications with a wrong token are delivered$`, s.wrongTokenFlood)
+	sc.Step(`^one byte of the first record of flotilla's journal is flipped$`, s.damageJournal)
+	sc.Step("^`flotilla serve` refuses to start, naming the journal segment and `flotilla store repair`$", s.serveRefusesDamagedJournal)
+	sc.Step("^`flotilla store repair` is run on flotilla's data directory$", s.repairJournal)
 }
 
 func randomHex(n int) string {
@@ -666,6 +670,53 @@ func (s *scenario) wrongTokenFlood(ctx context.Context, n int) error {
 		if status != http.StatusUnauthorized && status != http.StatusTooManyRequests {
 			return fmt.Errorf("wrong-token notification %d answered %d, want 401 or 429", i+1, status)
 		}
+	}
+	return nil
+}
+
+// journalSegment is the first segment of the journal of the scenario's
+// flotilla.
+func (s *scenario) journalSegment() string {
+	return filepath.Join(s.w.dir, "data", "flotilla.db.journal", fmt.Sprintf("%020d.log", 1))
+}
+
+// damageJournal flips a byte inside the first record's event (past the
+// 8-byte frame and the 10-byte record header): intact records follow it,
+// so it is damage, not a torn write.
+func (s *scenario) damageJournal() error {
+	f, err := os.OpenFile(s.journalSegment(), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 40); err != nil {
+		return err
+	}
+	b[0] ^= 0x20
+	_, err = f.WriteAt(b, 40)
+	return err
+}
+
+func (s *scenario) serveRefusesDamagedJournal(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, flotillaBin, "serve", "--config", s.w.flotilla.config, "--listen", s.w.flotilla.listen).CombinedOutput()
+	if err == nil {
+		return fmt.Errorf("flotilla serve started on a damaged journal:\n%s", out)
+	}
+	for _, want := range []string{filepath.Base(s.journalSegment()), "flotilla store repair"} {
+		if !strings.Contains(string(out), want) {
+			return fmt.Errorf("flotilla serve's refusal does not name %q:\n%s", want, out)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) repairJournal(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, flotillaBin, "store", "repair", "--data-dir", filepath.Join(s.w.dir, "data")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("flotilla store repair: %w\n%s", err, out)
 	}
 	return nil
 }

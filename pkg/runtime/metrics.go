@@ -10,10 +10,11 @@ import (
 )
 
 type metrics struct {
-	calls     *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	processed *prometheus.CounterVec
-	stalls    prometheus.Counter
+	calls       *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	processed   *prometheus.CounterVec
+	stalls      prometheus.Counter
+	quarantined prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -35,11 +36,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "flotilla_runtime_stalls_total",
 			Help: "Times the runtime stalled because the journal failed (a read, an append, a cursor save); it retries.",
 		}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_events_quarantined_total",
+			Help: "Journal records the runtime set aside because they are not readable events (see dev.flotilla.event.quarantined.v1).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls} {
+	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls, m.quarantined} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering runtime metrics: %w", err)
 		}

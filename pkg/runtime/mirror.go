@@ -69,6 +69,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 		sent := true
 		for _, r := range recs {
+			if r.Err != nil {
+				cursor = r.Seq // not an event: the runtime quarantines it
+				continue
+			}
 			if err := m.send(ctx, r.Event); err != nil {
 				sent = false // ctx ended; keep what the sink has acknowledged
 				break

@@ -156,11 +156,42 @@ func (rt *Runtime) process(ctx context.Context, cursor *uint64, saver *cursorSav
 // handled. Only a journal failure (or ctx) stops it.
 func (rt *Runtime) handleBatch(ctx context.Context, recs []store.Record, cursor *uint64) error {
 	for _, rec := range recs {
+		if rec.Err != nil {
+			if err := rt.quarantine(ctx, rec); err != nil {
+				return err
+			}
+			*cursor = rec.Seq
+			continue
+		}
 		if err := rt.dispatch(ctx, rec.Event); err != nil {
 			// The cursor stays before the event that was interrupted.
 			return err
 		}
 		*cursor = rec.Seq
+	}
+	return nil
+}
+
+// quarantine sets aside a record that is intact on disk but not a readable
+// event (one written before the journal checked that events read back):
+// it is recorded as an event.quarantined event and the runtime goes on.
+// One such record once stopped the engine on every start.
+func (rt *Runtime) quarantine(ctx context.Context, rec store.Record) error {
+	rt.m.quarantined.Inc()
+	rt.o.Logger.Error("journal record is not a readable event; quarantined", "seq", rec.Seq, "error", rec.Err)
+	e, err := events.New(fmt.Sprintf("quarantined-%d", rec.Seq), "/flotilla/runtime", events.TypeEventQuarantined,
+		events.EventQuarantined{Seq: rec.Seq, Error: rec.Err.Error()})
+	if err != nil {
+		return fmt.Errorf("recording quarantined record %d: %w", rec.Seq, err)
+	}
+	recs, err := rt.j.Append(context.WithoutCancel(ctx), e)
+	if err != nil {
+		return fmt.Errorf("recording quarantined record %d: %w", rec.Seq, err)
+	}
+	if rt.o.Observe != nil {
+		for _, r := range recs {
+			rt.o.Observe(r)
+		}
 	}
 	return nil
 }

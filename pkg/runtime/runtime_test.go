@@ -686,3 +686,53 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// poisoned is the store with one record that reads back as not an event,
+// as a record written before the journal checked read-back does.
+type poisoned struct {
+	*store.Store
+	id string
+}
+
+func (p poisoned) Read(ctx context.Context, after uint64, limit int) ([]store.Record, error) {
+	recs, err := p.Store.Read(ctx, after, limit)
+	for i, r := range recs {
+		if r.Event.ID() == p.id {
+			recs[i] = store.Record{Seq: r.Seq, Err: errors.New(`parsing time "287396-10-12T08:59:00.993Z": year out of range`)}
+		}
+	}
+	return recs, err
+}
+
+// One journal record that did not decode used to stop the runtime, and
+// `flotilla serve` with it, on every start. It is now set aside, visibly,
+// and the events after it are handled.
+func TestRuntimeQuarantinesAnUnreadableRecord(t *testing.T) {
+	s := newStore(t)
+	calls := make(chan string, 10)
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		calls <- e.ID()
+		return nil, nil
+	}}
+	reg := prometheus.NewRegistry()
+	rt, err := runtime.New(poisoned{s, "e2"}, []runtime.Function{a}, runtime.Options{Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn), newEvent(t, "e3", typeIn))
+	start(t, rt)
+	if diff := cmp.Diff([]string{"e1", "e3"}, waitCalls(t, calls, 2)); diff != "" {
+		t.Errorf("handled (-want +got):\n%s", diff)
+	}
+	recs := waitJournal(t, s, "quarantined-2")
+	q, err := events.Decode[events.EventQuarantined](recs[len(recs)-1].Event)
+	if err != nil || q.Seq != 2 || !strings.Contains(q.Error, "year out of range") {
+		t.Errorf("event.quarantined = %+v, %v", q, err)
+	}
+	if n := counterValue(t, reg, "flotilla_events_quarantined_total"); n != 1 {
+		t.Errorf("flotilla_events_quarantined_total = %v, want 1", n)
+	}
+	if rt.Err() != nil {
+		t.Errorf("Err() = %v, want nil", rt.Err())
+	}
+}

@@ -42,11 +42,14 @@ type Options struct {
 	Listen   string               // overrides server.listen
 	DataDir  string               // overrides server.dataDir
 	Logger   *slog.Logger         // default: discard
-	Registry *prometheus.Registry // default: a new registry with Go and process collectors
-	Resolver registry.Resolver    // default: registry.NewRemote()
-	Executor pipelines.Executor   // default: the embedded executor
-	Resync   resync.Options       // lost-event recovery; see package resync for defaults
-	NoPrune  bool                 // skips the start-up prune (prune.go), for flotillas sharing clusters
+	Registry *prometheus.Registry // served at /metrics; default: a new registry with Go and process collectors
+	// Registerer is where the parts register their metrics; default Registry.
+	// It must register into Registry for them to be served.
+	Registerer prometheus.Registerer
+	Resolver   registry.Resolver  // default: registry.NewRemote()
+	Executor   pipelines.Executor // default: the embedded executor
+	Resync     resync.Options     // lost-event recovery; see package resync for defaults
+	NoPrune    bool               // skips the start-up prune (prune.go), for flotillas sharing clusters
 }
 
 // Server is the running main job.
@@ -80,6 +83,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 		o.Registry = prometheus.NewRegistry()
 		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	if o.Registerer == nil {
+		o.Registerer = o.Registry
+	}
 	listen, dataDir := cfg.Server.Listen, cfg.Server.DataDir
 	if o.Listen != "" {
 		listen = o.Listen
@@ -103,7 +109,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 // error, s holds what was opened so far, for Close.
 func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, flaggerRecv config.Receiver) (err error) {
 	cfg := s.cfg
-	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), store.WithLogger(o.Logger), store.WithMetrics(o.Registry))
+	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), store.WithLogger(o.Logger), store.WithMetrics(o.Registerer))
 	if err != nil {
 		return err
 	}
@@ -154,7 +160,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		advance.New(s.repo),
 		rollback.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
 	}
-	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registry})
+	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registerer})
 	if err != nil {
 		return err
 	}
@@ -168,13 +174,17 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
 	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store}, events.WithGateKeeper(keeper),
 		events.WithObserver(observePipelineRuns(o.Executor)),
-		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registry))
+		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registerer))
 	if err != nil {
 		return err
 	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Headers are read before anything is authenticated: keep what an
+		// anonymous client can make flotilla hold small (Go's default is
+		// 1 MiB; a webhook's headers, OIDC token included, are a few KB).
+		MaxHeaderBytes: MaxHeaderBytes,
 		// A webhook body is at most 1 MiB: a sender that takes longer
 		// than this to send one is stuck or hostile.
 		ReadTimeout:  30 * time.Second,
@@ -183,6 +193,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	return nil
 }
+
+// MaxHeaderBytes bounds a request's headers; larger ones are answered 431.
+const MaxHeaderBytes = 64 << 10
 
 // receiverConfigs translates the config's receivers for the intake.
 func receiverConfigs(rs []config.Receiver) []events.ReceiverConfig {

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +113,32 @@ func TestFlaggerHookURL(t *testing.T) {
 	want := "https://flotilla.example.com/hooks/canaries/q9X%2F3v%3FT%23k%252=="
 	if got != want {
 		t.Errorf("FlaggerHookURL = %q, want %q", got, want)
+	}
+}
+
+// Headers are read before any authentication: an anonymous client must not
+// make flotilla hold a megabyte of them per connection.
+func TestHeadersBounded(t *testing.T) {
+	s, err := New(t.Context(), testConfig(t, ""), Options{NoPrune: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	req, err := http.NewRequestWithContext(t.Context(), "POST", "http://"+s.Addr()+"/hooks/canaries/x", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Padding", strings.Repeat("x", 2*MaxHeaderBytes))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("status %d, want 431", resp.StatusCode)
 	}
 }

@@ -22,7 +22,7 @@ import (
 const TypeJournalDamaged = "dev.flotilla.journal.damaged.v1"
 
 // TombstoneSource is the CloudEvents source of the tombstones Repair writes.
-const TombstoneSource = "flotilla/store"
+const TombstoneSource = "/flotilla/store"
 
 // Damaged is the payload of a tombstone: which record it replaces, where
 // that record was and why it was replaced.
