@@ -20,8 +20,11 @@
 // mutations and random bytes. Each worker has its own math/rand seeded
 // -seed + worker number; the seed is printed.
 //
-// Meanwhile it watches the process and GET /healthz every second. At the
-// end it checks that flotilla is up and healthy, that no sender panicked,
+// Meanwhile it watches the process and GET /healthz every second. When
+// flotilla dies, it is restarted on the same data dir (a restart that fails
+// means flotilla is down for good, as the report says), else a new one on a
+// new data dir is started, and the fuzz goes on: every crash is counted and
+// reported with flotilla's last words. At the end it checks that flotilla is up and healthy, that no sender panicked,
 // and that the runtime still works and has got past everything the fuzz
 // journaled: it pushes an image of application sentinel-1 to its own
 // in-process registry, posts that push to /events and waits until the
@@ -39,11 +42,12 @@
 // restart, or the runtime not reaching a sentinel within -check-timeout.
 // A request slower than 5s is logged, not failed.
 //
-// Every request that failed, and on a crash the last 256 requests flotilla
-// accepted (what killed it may have been answered 202), is logged without
-// its credentials to failures.jsonl in the run's directory. -replay posts
-// them, signed anew, to a fresh flotilla, runs the end checks, and bisects
-// to the request to blame.
+// Every request that failed or took over 5s, and on a crash the last 256
+// requests flotilla accepted and those in flight (what killed it may have
+// been answered 202), is logged without its credentials to failures.jsonl
+// in the run's directory. -replay posts them one at a time, signed anew, to
+// a fresh flotilla, fails on any 5xx, runs the end checks, and bisects to
+// the request to blame (-crash N: only the suspects of crash N).
 //
 // The fleet is one cluster whose kubeconfig points at a loopback port
 // nothing listens on: flotilla serve needs a fleet, and every request to it
