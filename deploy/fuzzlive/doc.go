@@ -24,9 +24,9 @@
 // flotilla dies, it is restarted on the same data dir (a restart that fails
 // means flotilla is down for good, as the report says), else a new one on a
 // new data dir is started, and the fuzz goes on: every crash is counted and
-// reported with flotilla's last words. At the end it checks that flotilla is up and healthy, that no sender panicked,
-// and that the runtime still works and has got past everything the fuzz
-// journaled: it pushes an image of application sentinel-1 to its own
+// reported with flotilla's last words. At the end it checks that flotilla
+// is up and healthy, that no sender panicked, and that the runtime still
+// works and has got past everything the fuzz journaled: it pushes an image of application sentinel-1 to its own
 // in-process registry, posts that push to /events and waits until the
 // rollout plan makes of it is in the API (the runtime hands events to the
 // functions in journal order, so the rollout means every earlier event was
@@ -56,8 +56,10 @@
 // one-minute prune timeout to wait for), resync reads only the clusters of
 // in-flight rollouts, no fuzzed delivery can start a rollout (the only
 // tracked images are the sentinels', in the fuzzer's own registry), and
-// the sentinel rollouts' launch fails fast and is retried in the
-// background, after the check has seen them.
+// a sentinel rollout's launch, after the check has seen the rollout, fails
+// fast: the runtime gives up on it after its retries, about 3s (which is
+// why the second sentinel takes about 3s: the restarted runtime replays the
+// first one's launch).
 //
 //	go run ./deploy/fuzzlive -duration 60s            # make fuzz-live
 //	go run ./deploy/fuzzlive -seed 42 -duration 10s   # the same workers' requests again
