@@ -234,6 +234,11 @@ func Derive(parent cloudevents.Event, typ, discriminator string, payload any) (c
 	if r := RolloutID(parent); r != "" {
 		e.SetExtension(ExtRolloutID, r)
 	}
+	// The subject (the image or repository pushed) stays with what follows
+	// from it: dispatch keys a push's verdict by it, as the push itself.
+	if s := parent.Subject(); s != "" {
+		e.SetSubject(s)
+	}
 	return e, nil
 }
 

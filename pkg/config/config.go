@@ -28,6 +28,12 @@ type Server struct {
 	// objects with its own label. Flotillas sharing clusters need different
 	// instances. A DNS label; default "flotilla".
 	Instance string `json:"instance"`
+	// Workers bounds the functions flotilla runs at once. The events of one
+	// rollout (or of one image or git repository, before a rollout starts)
+	// are handled in order, one at a time; different ones in parallel, up
+	// to Workers, so one slow cluster never holds up another rollout.
+	// 1-1024; default 16.
+	Workers int `json:"workers"`
 	// APIToken authenticates the API calls that change something
 	// (approvals): "Authorization: Bearer <token>". Without it, those calls
 	// are refused; reading the API needs no token.

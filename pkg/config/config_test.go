@@ -106,6 +106,7 @@ func TestParseDefaults(t *testing.T) {
 			Listen:   "127.0.0.1:8080",
 			DataDir:  filepath.Join(dir, "flotilla-data"),
 			Instance: "flotilla",
+			Workers:  16,
 		},
 		Receivers: []Receiver{{
 			Name:        "registry",

@@ -29,6 +29,7 @@ const (
 	DefaultOIDCIssuer       = "https://accounts.google.com"
 	DefaultValidationPeriod = 15 * time.Minute
 	DefaultInstance         = "flotilla"
+	DefaultWorkers          = 16
 	DefaultTektonNamespace  = "flotilla"
 	DefaultGitOpsEdit       = "kustomize"
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
@@ -43,6 +44,9 @@ func applyDefaults(c *Config, base string) {
 	}
 	if s.Instance == "" {
 		s.Instance = DefaultInstance
+	}
+	if s.Workers == 0 {
+		s.Workers = DefaultWorkers
 	}
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir

@@ -43,6 +43,7 @@ func TestExampleConfig(t *testing.T) {
 			DataDir:     "/tmp/flotilla-data",
 			ExternalURL: "http://127.0.0.1:8080",
 			Instance:    "flotilla",
+			Workers:     16,
 		},
 		Receivers: []Receiver{
 			{Name: "registry", Type: "distribution", Secret: &Secret{Env: "FLOTILLA_REGISTRY_TOKEN"}, SecretValue: "registry-token"},

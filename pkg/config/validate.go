@@ -81,6 +81,9 @@ func (v *validator) server(s *Server) {
 		v.httpURL("server.externalURL", s.ExternalURL)
 	}
 	v.dnsLabel("server.instance", "instance", s.Instance)
+	if s.Workers < 1 || s.Workers > 1024 {
+		v.addf("server.workers", "%d is out of range: want 1 to 1024", s.Workers)
+	}
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}

@@ -109,6 +109,10 @@ func TestValidate(t *testing.T) {
 				{"receivers[0].oidc.jwksFile", "stat " + filepath.Join(dir, "missing.json") + ": no such file or directory"},
 			},
 		}, {
+			name: "workers out of range",
+			doc:  sections{server: "server: {workers: 2000}\n"},
+			want: []Problem{{"server.workers", "2000 is out of range: want 1 to 1024"}},
+		}, {
 			name: "gar oidc ok, defaults",
 			doc:  sections{receivers: "receivers: [{name: g, type: gar, oidc: {audience: flotilla}}]\n"},
 		}, {

@@ -48,8 +48,8 @@ func (s *Server) unhealthy() (string, error) {
 	if err := s.store.Err(); err != nil {
 		return "journal stopped", err
 	}
-	if err := s.runtime.Err(); err != nil {
-		return "runtime stalled", err
+	if err := s.dispatch.Err(); err != nil {
+		return "dispatch stalled", err
 	}
 	return "", nil
 }

@@ -29,11 +29,11 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/runtime"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -60,8 +60,8 @@ type Server struct {
 	repo      *rollout.Repo
 	approvals *gates.StoreApprovals
 	intake    *events.Intake
-	runtime   *runtime.Runtime
-	mirror    *runtime.Mirror
+	dispatch  *dispatch.Dispatcher
+	mirror    *dispatch.Mirror
 	resync    *resync.Resyncer
 	pruneSet  *cluster.Set // the clusters the start-up prune cleans; nil with Options.NoPrune
 	http      *http.Server
@@ -152,7 +152,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		}
 		return false
 	}
-	fns := []runtime.Function{
+	fns := []dispatch.Function{
 		verify.New(o.Resolver, tracked),
 		plan.New(cfg, s.repo),
 		launch.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
@@ -160,14 +160,14 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		advance.New(s.repo),
 		rollback.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
 	}
-	s.runtime, err = runtime.New(s.store, fns, runtime.Options{Logger: o.Logger, Metrics: o.Registerer})
+	s.dispatch, err = dispatch.New(s.store, fns, dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers})
 	if err != nil {
 		return err
 	}
 	o.Resync.Logger = o.Logger
 	s.resync = resync.New(cfg, s.repo, clusters, journal{s.store}, o.Resync)
 	if cfg.Events.Sink != "" {
-		if s.mirror, err = runtime.NewMirror(s.store, cfg.Events.Sink, o.Logger); err != nil {
+		if s.mirror, err = dispatch.NewMirror(s.store, cfg.Events.Sink, o.Logger); err != nil {
 			return err
 		}
 	}
@@ -253,7 +253,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	g.Go(func() error { return s.runtime.Run(gctx) })
+	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.resync.Run(gctx) })
 	if s.mirror != nil {
 		g.Go(func() error { return s.mirror.Run(gctx) })

@@ -1,4 +1,4 @@
-package runtime_test
+package dispatch_test
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/runtime"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -190,11 +191,15 @@ func TestRuntimeRoutesByType(t *testing.T) {
 	both := &fn{name: "both", consumes: []string{typeIn, typeMid}}
 	// Functions of one type are called in the order given, so once b's
 	// last output is journaled, both has seen everything.
-	rt, err := runtime.New(s, []runtime.Function{a, both, b}, runtime.Options{})
+	rt, err := dispatch.New(s, []dispatch.Function{a, both, b}, dispatch.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "x", "dev.flotilla.test.nobody.v1"), newEvent(t, "e2", typeIn))
+	// One rollout: one key, so its events are handled in journal order.
+	e1, e2 := newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn)
+	e1.SetExtension(events.ExtRolloutID, "r")
+	e2.SetExtension(events.ExtRolloutID, "r")
+	appendEvents(t, s, e1, newEvent(t, "x", "dev.flotilla.test.nobody.v1"), e2)
 	start(t, rt)
 
 	mid1, mid2 := "e1/"+typeMid, "e2/"+typeMid
@@ -226,8 +231,8 @@ func TestRuntimeRedelivery(t *testing.T) {
 		defer mu.Unlock()
 		observed = append(observed, r.Event.ID())
 	}
-	newRuntime := func(f *fn) *runtime.Runtime {
-		rt, err := runtime.New(s, []runtime.Function{f}, runtime.Options{Observe: observe})
+	newRuntime := func(f *fn) *dispatch.Dispatcher {
+		rt, err := dispatch.New(s, []dispatch.Function{f}, dispatch.Options{Observe: observe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +291,7 @@ func TestRuntimeRetries(t *testing.T) {
 		}
 		return emit(typeOut)(ctx, e)
 	}}
-	rt, err := runtime.New(s, []runtime.Function{flaky}, runtime.Options{Metrics: reg, Attempts: 5, Backoff: time.Millisecond})
+	rt, err := dispatch.New(s, []dispatch.Function{flaky}, dispatch.Options{Metrics: reg, Attempts: 5, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +338,7 @@ func TestRuntimeGivesUp(t *testing.T) {
 				}
 				return emit(typeOut)(ctx, e)
 			}}
-			rt, err := runtime.New(s, []runtime.Function{failing}, runtime.Options{Metrics: reg, Attempts: 3, Backoff: time.Millisecond})
+			rt, err := dispatch.New(s, []dispatch.Function{failing}, dispatch.Options{Metrics: reg, Attempts: 3, Backoff: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,7 +349,8 @@ func TestRuntimeGivesUp(t *testing.T) {
 			failedID := "bad/" + events.TypeFunctionFailed + "/failing"
 			recs := waitJournal(t, s, failedID, "good/"+typeOut)
 
-			if diff := cmp.Diff([]string{"bad", "good", failedID, "good/" + typeOut}, idsOf(recs)); diff != "" {
+			// Different keys: good is not held behind bad's retries.
+			if diff := cmp.Diff([]string{"bad", "good", failedID, "good/" + typeOut}, idsOf(recs), sortStrings); diff != "" {
 				t.Errorf("journal (-want +got):\n%s", diff)
 			}
 			var failed cloudevents.Event
@@ -397,7 +403,7 @@ func TestRuntimeMetrics(t *testing.T) {
 	b := &fn{name: "b", consumes: []string{typeIn}, handle: func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) {
 		return nil, events.Permanent(errors.New("no"))
 	}}
-	rt, err := runtime.New(s, []runtime.Function{a, b}, runtime.Options{Metrics: reg})
+	rt, err := dispatch.New(s, []dispatch.Function{a, b}, dispatch.Options{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +441,7 @@ flotilla_function_calls_total{function="b",outcome="permanent"} 2
 	}
 
 	// The metrics are registered once per registry.
-	if _, err := runtime.New(s, nil, runtime.Options{Metrics: reg}); err == nil {
+	if _, err := dispatch.New(s, nil, dispatch.Options{Metrics: reg}); err == nil {
 		t.Error("a second runtime registered the same metrics")
 	}
 }
@@ -454,13 +460,13 @@ func TestRuntimeResumesFromCursor(t *testing.T) {
 			return nil, nil
 		}}
 	}
-	rt, err := runtime.New(s, []runtime.Function{counting()}, runtime.Options{Batch: 1})
+	rt, err := dispatch.New(s, []dispatch.Function{counting()}, dispatch.Options{Batch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn), newEvent(t, "e3", typeIn))
 	stop := start(t, rt)
-	if diff := cmp.Diff([]string{"e1", "e2", "e3"}, waitCalls(t, seen, 3)); diff != "" {
+	if diff := cmp.Diff([]string{"e1", "e2", "e3"}, waitCalls(t, seen, 3), sortStrings); diff != "" {
 		t.Errorf("first run handled (-want +got):\n%s", diff)
 	}
 	if err := stop(); err != nil {
@@ -478,7 +484,7 @@ func TestRuntimeResumesFromCursor(t *testing.T) {
 	}
 
 	s = openStore(t, path)
-	rt, err = runtime.New(s, []runtime.Function{counting()}, runtime.Options{Batch: 1})
+	rt, err = dispatch.New(s, []dispatch.Function{counting()}, dispatch.Options{Batch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +512,7 @@ func TestRuntimeStopsCleanly(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	rt, err := runtime.New(s, []runtime.Function{blocking}, runtime.Options{Backoff: time.Millisecond})
+	rt, err := dispatch.New(s, []dispatch.Function{blocking}, dispatch.Options{Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +546,7 @@ func TestRuntimeDoesNotWaitAfterLastAttempt(t *testing.T) {
 	failing := &fn{name: "failing", consumes: []string{typeIn}, handle: func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) {
 		return nil, errors.New("down")
 	}}
-	rt, err := runtime.New(s, []runtime.Function{failing}, runtime.Options{Attempts: 1, Backoff: time.Hour})
+	rt, err := dispatch.New(s, []dispatch.Function{failing}, dispatch.Options{Attempts: 1, Backoff: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +578,7 @@ func (j *journalFailing) SetCursor(ctx context.Context, consumer string, seq uin
 }
 
 // waitErr waits until rt.Err() satisfies ok.
-func waitErr(t *testing.T, rt *runtime.Runtime, ok func(error) bool, what string) {
+func waitErr(t *testing.T, rt *dispatch.Dispatcher, ok func(error) bool, what string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
 		return ok(rt.Err()), nil
@@ -592,15 +598,15 @@ func TestRuntimeStallsWhileTheJournalFails(t *testing.T) {
 	j.appends.Store(true)
 	a := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeOut)}
 	reg := prometheus.NewRegistry()
-	rt, err := runtime.New(j, []runtime.Function{a}, runtime.Options{StallBackoff: time.Millisecond, Metrics: reg})
+	rt, err := dispatch.New(j, []dispatch.Function{a}, dispatch.Options{StallBackoff: time.Millisecond, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn))
 	stop := start(t, rt)
 	waitErr(t, rt, func(err error) bool { return err != nil && strings.Contains(err.Error(), "no space left on device") }, "stall")
-	if n := counterValue(t, reg, "flotilla_runtime_stalls_total"); n < 1 {
-		t.Errorf("flotilla_runtime_stalls_total = %v, want >= 1", n)
+	if n := counterValue(t, reg, "flotilla_dispatch_stalls_total"); n < 1 {
+		t.Errorf("flotilla_dispatch_stalls_total = %v, want >= 1", n)
 	}
 	j.appends.Store(false)
 	waitJournal(t, s, "e1/"+typeOut, "e2/"+typeOut)
@@ -622,7 +628,7 @@ func TestRuntimeStallsWhileTheCursorCannotBeSaved(t *testing.T) {
 		calls <- e.ID()
 		return nil, nil
 	}}
-	rt, err := runtime.New(j, []runtime.Function{a}, runtime.Options{Batch: 1, StallBackoff: time.Millisecond})
+	rt, err := dispatch.New(j, []dispatch.Function{a}, dispatch.Options{Batch: 1, StallBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,7 +637,7 @@ func TestRuntimeStallsWhileTheCursorCannotBeSaved(t *testing.T) {
 		appendEvents(t, s, newEvent(t, fmt.Sprintf("e%d", i), typeIn))
 	}
 	waitErr(t, rt, func(err error) bool {
-		return err != nil && strings.Contains(err.Error(), "disk on fire") && strings.Contains(err.Error(), "saving runtime cursor")
+		return err != nil && strings.Contains(err.Error(), "disk on fire") && strings.Contains(err.Error(), "saving dispatch cursor")
 	}, "stall")
 	// Stalled: at most the batch in flight when the save failed, and the
 	// one after it, were handled.
@@ -655,7 +661,7 @@ func TestRuntimePermanentJournalRefusalFailsTheFunction(t *testing.T) {
 		out.SetID(strings.Repeat("x", 64<<10)) // over the journal's id limit
 		return []cloudevents.Event{out}, nil
 	}}
-	rt, err := runtime.New(s, []runtime.Function{bad}, runtime.Options{StallBackoff: time.Millisecond})
+	rt, err := dispatch.New(s, []dispatch.Function{bad}, dispatch.Options{StallBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -715,13 +721,13 @@ func TestRuntimeQuarantinesAnUnreadableRecord(t *testing.T) {
 		return nil, nil
 	}}
 	reg := prometheus.NewRegistry()
-	rt, err := runtime.New(poisoned{s, "e2"}, []runtime.Function{a}, runtime.Options{Metrics: reg})
+	rt, err := dispatch.New(poisoned{s, "e2"}, []dispatch.Function{a}, dispatch.Options{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn), newEvent(t, "e3", typeIn))
 	start(t, rt)
-	if diff := cmp.Diff([]string{"e1", "e3"}, waitCalls(t, calls, 2)); diff != "" {
+	if diff := cmp.Diff([]string{"e1", "e3"}, waitCalls(t, calls, 2), sortStrings); diff != "" {
 		t.Errorf("handled (-want +got):\n%s", diff)
 	}
 	recs := waitJournal(t, s, "quarantined-2")
@@ -736,3 +742,7 @@ func TestRuntimeQuarantinesAnUnreadableRecord(t *testing.T) {
 		t.Errorf("Err() = %v, want nil", rt.Err())
 	}
 }
+
+// sortStrings compares string slices as sets: events of different keys are
+// handled in parallel, in no set order.
+var sortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })

@@ -1,4 +1,4 @@
-package runtime
+package dispatch
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ type metrics struct {
 	processed   *prometheus.CounterVec
 	stalls      prometheus.Counter
 	quarantined prometheus.Counter
+	inflight    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,23 +31,27 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"function"}),
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flotilla_events_processed_total",
-			Help: "Journaled events the runtime processed, by CloudEvents type (pushes, rollouts started, waves, cluster results, rollbacks...).",
+			Help: "Journaled events the dispatcher processed, by CloudEvents type (pushes, rollouts started, waves, cluster results, rollbacks...).",
 		}, []string{"type"}),
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flotilla_runtime_stalls_total",
-			Help: "Times the runtime stalled because the journal failed (a read, an append, a cursor save); it retries.",
+			Name: "flotilla_dispatch_stalls_total",
+			Help: "Times the dispatcher stalled because the journal failed (a read, an append, a cursor save); it retries.",
+		}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flotilla_dispatch_events_in_flight",
+			Help: "Journaled events read by the dispatcher and not yet handled (queued behind their key, running, or waiting for a retry).",
 		}),
 		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flotilla_events_quarantined_total",
-			Help: "Journal records the runtime set aside because they are not readable events (see dev.flotilla.event.quarantined.v1).",
+			Help: "Journal records the dispatcher set aside because they are not readable events (see dev.flotilla.event.quarantined.v1).",
 		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls, m.quarantined} {
+	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls, m.quarantined, m.inflight} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering runtime metrics: %w", err)
+			return nil, fmt.Errorf("registering dispatcher metrics: %w", err)
 		}
 	}
 	return m, nil

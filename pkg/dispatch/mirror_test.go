@@ -1,4 +1,4 @@
-package runtime_test
+package dispatch_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla-cd/flotilla/pkg/runtime"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -73,9 +73,9 @@ func (s *sink) events() []cloudevents.Event {
 	return append([]cloudevents.Event(nil), s.got...)
 }
 
-func newMirror(t *testing.T, s *store.Store, url string) *runtime.Mirror {
+func newMirror(t *testing.T, s *store.Store, url string) *dispatch.Mirror {
 	t.Helper()
-	m, err := runtime.NewMirror(s, url, nil)
+	m, err := dispatch.NewMirror(s, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,239 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// Journal is the part of the store the dispatcher uses (pkg/store
+// implements it): the bus it reads and appends to, and its cursors.
+type Journal interface {
+	Append(ctx context.Context, evs ...cloudevents.Event) ([]store.Record, error)
+	Read(ctx context.Context, after uint64, limit int) ([]store.Record, error)
+	Changed() <-chan struct{}
+	Cursor(ctx context.Context, consumer string) (uint64, error)
+	SetCursor(ctx context.Context, consumer string, seq uint64) error
+}
+
+// Options tune the dispatcher. Zero values take the defaults in brackets.
+type Options struct {
+	Logger  *slog.Logger          // [discard]
+	Metrics prometheus.Registerer // [none]
+	// Workers bounds the functions running at once, across keys
+	// [DefaultWorkers].
+	Workers int
+	// CallTimeout is the deadline of one function call; a call that
+	// passes it is retried like any other failure [DefaultCallTimeout].
+	CallTimeout time.Duration
+	Attempts    int           // tries per function and event before giving up [6]
+	Backoff     time.Duration // first retry delay, doubled each time up to 5s [100ms]
+	Batch       int           // events read per batch [256]
+	// MaxInFlight bounds the events read but not yet handled; the reader
+	// waits while that many are [4096].
+	MaxInFlight int
+	// StallBackoff is the first wait after the journal failed (a read, an
+	// append of a function's events, a cursor save), doubled each time up
+	// to a minute [1s]. The dispatcher never exits for such a failure: it
+	// reports it through Err, so that health checks fail, and retries.
+	StallBackoff time.Duration
+	// Observe, when set, sees every event the dispatcher journals (tests,
+	// live views).
+	Observe func(store.Record)
+}
+
+// Defaults of [Options].
+const (
+	DefaultWorkers     = 16
+	DefaultCallTimeout = 10 * time.Minute
+)
+
+// Dispatcher routes journaled events to the functions that consume them:
+// the events of one key (see [Key]) in journal order, one at a time;
+// different keys in parallel on a bounded pool of workers.
+type Dispatcher struct {
+	j      Journal
+	byType map[string][]Function
+	o      Options
+	m      *metrics
+	// stalled is why the dispatcher is not making progress, nil while it is.
+	stalled atomic.Pointer[error]
+}
+
+// cursorName is the dispatcher's cursor in the journal (named when it was
+// the runtime's: stores keep it).
+const cursorName = "runtime"
+
+// New returns a dispatcher for the functions.
+func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 6
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 100 * time.Millisecond
+	}
+	if o.Batch <= 0 {
+		o.Batch = 256
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 4096
+	}
+	if o.StallBackoff <= 0 {
+		o.StallBackoff = time.Second
+	}
+	d := &Dispatcher{j: j, byType: map[string][]Function{}, o: o}
+	for _, f := range fns {
+		for _, t := range f.Consumes() {
+			d.byType[t] = append(d.byType[t], f)
+		}
+	}
+	m, err := newMetrics(o.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	d.m = m
+	return d, nil
+}
+
+// Run dispatches the journal from the saved cursor until ctx ends.
+//
+// The cursor is a watermark: every event at or below it was handled, so a
+// crash replays only events that were in flight or handled after it
+// (delivery at least once; functions are idempotent, their events' ids
+// derived). A background saver writes it as it moves. When Run returns,
+// the last watermark is saved.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	cursor, err := d.j.Cursor(ctx, cursorName)
+	if err != nil {
+		return fmt.Errorf("reading dispatch cursor: %w", err)
+	}
+	saver := newCursorSaver(d, cursor)
+	go saver.run(ctx)
+	s := newScheduler(d, cursor, saver)
+	s.run(ctx)
+	saver.stop()
+	return d.saveCursor(ctx, s.watermark())
+}
+
+// saveCursor records cursor so that a restart does not replay what was
+// handled already.
+func (d *Dispatcher) saveCursor(ctx context.Context, cursor uint64) error {
+	if err := d.j.SetCursor(context.WithoutCancel(ctx), cursorName, cursor); err != nil {
+		return fmt.Errorf("saving dispatch cursor: %w", err)
+	}
+	return nil
+}
+
+// Err returns why the dispatcher is stalled (the journal failed to read,
+// append or save its cursor; it retries), nil while it makes progress.
+// Health checks report it.
+func (d *Dispatcher) Err() error {
+	if p := d.stalled.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (d *Dispatcher) stall(err error, retryIn time.Duration) {
+	d.stalled.Store(&err)
+	d.m.stalls.Inc()
+	d.o.Logger.Error("dispatch stalled: the journal failed; retrying (nothing acknowledged is lost)",
+		"error", err, "retry_in", retryIn)
+}
+
+func (d *Dispatcher) unstall() {
+	if d.stalled.Load() != nil && d.stalled.Swap(nil) != nil {
+		d.o.Logger.Info("dispatch resumed")
+	}
+}
+
+// call runs f on e once, under the call deadline.
+func (d *Dispatcher) call(ctx context.Context, f Function, e cloudevents.Event) ([]cloudevents.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.o.CallTimeout)
+	defer cancel()
+	start := time.Now()
+	out, err := f.Handle(ctx, e)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = fmt.Errorf("%s did not finish within %s: %w", f.Name(), d.o.CallTimeout, err)
+	}
+	d.m.observe(f.Name(), err, time.Since(start))
+	return out, err
+}
+
+// journal appends a function's events. Events the journal refuses for good
+// (one would not read back) fail the function instead.
+func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Event, out []cloudevents.Event) error {
+	if len(out) == 0 {
+		return nil
+	}
+	recs, err := d.j.Append(context.WithoutCancel(ctx), out...)
+	if events.IsPermanent(err) {
+		if out, err = d.failed(f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
+			recs, err = d.j.Append(context.WithoutCancel(ctx), out...)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("journaling events of %s: %w", f.Name(), err)
+	}
+	d.observe(recs)
+	return nil
+}
+
+func (d *Dispatcher) observe(recs []store.Record) {
+	if d.o.Observe != nil {
+		for _, r := range recs {
+			d.o.Observe(r)
+		}
+	}
+}
+
+// failed records that f gave up on e, as an event in the journal.
+func (d *Dispatcher) failed(f Function, e cloudevents.Event, cause error) ([]cloudevents.Event, error) {
+	d.o.Logger.Error("function gave up on event", "function", f.Name(), "event_id", e.ID(),
+		"event_type", e.Type(), "rollout_id", events.RolloutID(e), "error", cause)
+	ev, err := events.Derive(e, events.TypeFunctionFailed, f.Name(), events.FunctionFailed{
+		Function: f.Name(), EventID: e.ID(), EventType: e.Type(), Error: cause.Error(), Permanent: events.IsPermanent(cause),
+	})
+	if err != nil {
+		return nil, errors.Join(cause, err)
+	}
+	return []cloudevents.Event{ev}, nil
+}
+
+// quarantine sets aside a record that is intact on disk but not a readable
+// event (one written before the journal checked that events read back):
+// it is recorded as an event.quarantined event and dispatch goes on. One
+// such record once stopped the engine on every start.
+func (d *Dispatcher) quarantine(ctx context.Context, rec store.Record) error {
+	d.m.quarantined.Inc()
+	d.o.Logger.Error("journal record is not a readable event; quarantined", "seq", rec.Seq, "error", rec.Err)
+	e, err := events.New(fmt.Sprintf("quarantined-%d", rec.Seq), "/flotilla/dispatch", events.TypeEventQuarantined,
+		events.EventQuarantined{Seq: rec.Seq, Error: rec.Err.Error()})
+	if err != nil {
+		return fmt.Errorf("recording quarantined record %d: %w", rec.Seq, err)
+	}
+	recs, err := d.j.Append(context.WithoutCancel(ctx), e)
+	if err != nil {
+		return fmt.Errorf("recording quarantined record %d: %w", rec.Seq, err)
+	}
+	d.observe(recs)
+	return nil
+}

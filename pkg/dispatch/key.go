@@ -1,0 +1,44 @@
+package dispatch
+
+import (
+	"strings"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+// Key is the partition of an event: events of one key are handled in
+// journal order, one at a time; events of different keys in parallel. The
+// key is the rollout the event belongs to (the rolloutid extension); else,
+// for pushes and their verdicts, the image repository or git repository
+// (so two pushes of one application's image are planned one after the
+// other); else the event alone.
+func Key(e cloudevents.Event) string {
+	if id := events.RolloutID(e); id != "" {
+		return "rollout/" + id
+	}
+	switch e.Type() {
+	case events.TypeImagePushed, events.TypeImageVerified, events.TypeImageRejected:
+		if repo := imageRepository(e.Subject()); repo != "" {
+			return "image/" + repo
+		}
+	case events.TypeGitPushed:
+		if repo, _, _ := strings.Cut(e.Subject(), "#"); repo != "" {
+			return "git/" + repo
+		}
+	}
+	return "event/" + e.ID()
+}
+
+// imageRepository cuts the tag or digest off "registry/repository:tag" (or
+// "@digest"); a registry's port comes before the last '/'.
+func imageRepository(ref string) string {
+	if repo, _, found := strings.Cut(ref, "@"); found {
+		return repo
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i]
+	}
+	return ref
+}

@@ -1,0 +1,298 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// item is one journaled event on its way through the functions that
+// consume it.
+type item struct {
+	rec     store.Record
+	fns     []Function
+	next    int           // the function to call next
+	attempt int           // failed calls of fns[next]
+	stalled time.Duration // the journal's backoff, while it fails
+}
+
+// partition is the queue of one key. busy means a worker owns it: it is in
+// the ready queue, running, or waiting for a retry, and no other worker
+// may take it, which keeps the key's events in order.
+type partition struct {
+	key   string
+	queue []*item
+	busy  bool
+}
+
+// scheduler reads the journal into partitions and runs them on workers.
+type scheduler struct {
+	d     *Dispatcher
+	saver *cursorSaver
+	// ready holds the partitions a worker should run; at most one entry
+	// per busy partition, so it never fills (capacity MaxInFlight+1).
+	ready chan *partition
+
+	mu       sync.Mutex
+	parts    map[string]*partition
+	win      *window
+	readSeq  uint64        // the last seq read
+	inflight int           // events read and not yet handled
+	space    chan struct{} // closed when inflight drops below MaxInFlight
+}
+
+func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
+	return &scheduler{
+		d:       d,
+		saver:   saver,
+		ready:   make(chan *partition, d.o.MaxInFlight+1),
+		parts:   map[string]*partition{},
+		win:     newWindow(cursor),
+		readSeq: cursor,
+		space:   make(chan struct{}),
+	}
+}
+
+// watermark is the highest seq at or below which everything was handled.
+func (s *scheduler) watermark() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.win.last
+}
+
+// run reads and dispatches until ctx ends, then waits for the workers.
+func (s *scheduler) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range s.d.o.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.work(ctx)
+		}()
+	}
+	s.read(ctx)
+	wg.Wait()
+}
+
+// read admits journaled events until ctx ends, at most MaxInFlight at once.
+func (s *scheduler) read(ctx context.Context) {
+	delay := s.d.o.StallBackoff
+	for ctx.Err() == nil {
+		room := s.waitForRoom(ctx)
+		if room == 0 {
+			return
+		}
+		if !s.saver.healthy() {
+			// The watermark cannot be saved: read nothing new, so that a
+			// restart replays a bounded window. The saver retries.
+			if !sleep(ctx, s.d.o.StallBackoff) {
+				return
+			}
+			continue
+		}
+		changed := s.d.j.Changed()
+		s.mu.Lock()
+		after := s.readSeq
+		s.mu.Unlock()
+		recs, err := s.d.j.Read(ctx, after, min(s.d.o.Batch, room))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.d.stall(fmt.Errorf("reading journal: %w", err), delay)
+			if !sleep(ctx, delay) {
+				return
+			}
+			delay = min(2*delay, time.Minute)
+			continue
+		}
+		if delay != s.d.o.StallBackoff {
+			s.d.unstall()
+			delay = s.d.o.StallBackoff
+		}
+		if len(recs) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+			continue
+		}
+		for _, rec := range recs {
+			s.admit(rec)
+		}
+	}
+}
+
+// waitForRoom waits until fewer than MaxInFlight events are in flight and
+// returns how many more may be read; 0 when ctx ended.
+func (s *scheduler) waitForRoom(ctx context.Context) int {
+	for {
+		s.mu.Lock()
+		room, space := s.d.o.MaxInFlight-s.inflight, s.space
+		s.mu.Unlock()
+		if room > 0 {
+			return room
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-space:
+		}
+	}
+}
+
+// admit queues rec on its key's partition, or, when no function consumes
+// it, counts it handled at once.
+func (s *scheduler) admit(rec store.Record) {
+	var fns []Function
+	key := fmt.Sprintf("record/%d", rec.Seq)
+	if rec.Err == nil {
+		s.d.m.processed.WithLabelValues(rec.Event.Type()).Inc()
+		fns = s.d.byType[rec.Event.Type()]
+		key = Key(rec.Event)
+	}
+	s.mu.Lock()
+	s.readSeq = rec.Seq
+	s.win.add(rec.Seq)
+	if rec.Err == nil && len(fns) == 0 {
+		wm := s.win.finish(rec.Seq)
+		s.mu.Unlock()
+		s.saver.set(wm)
+		return
+	}
+	p := s.parts[key]
+	if p == nil {
+		p = &partition{key: key}
+		s.parts[key] = p
+	}
+	p.queue = append(p.queue, &item{rec: rec, fns: fns})
+	s.inflight++
+	s.d.m.inflight.Set(float64(s.inflight))
+	if !p.busy {
+		p.busy = true
+		s.ready <- p // never blocks: see ready
+	}
+	s.mu.Unlock()
+}
+
+// work runs ready partitions until ctx ends.
+func (s *scheduler) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-s.ready:
+			s.runHead(ctx, p)
+		}
+	}
+}
+
+// runHead handles the first event of p (the worker owns p). When it is
+// done, the next event of p is queued behind the other ready partitions;
+// when a call must be retried, p waits for its backoff off the workers.
+func (s *scheduler) runHead(ctx context.Context, p *partition) {
+	s.mu.Lock()
+	it := p.queue[0]
+	s.mu.Unlock()
+	switch outcome, delay := s.handle(ctx, it); outcome {
+	case interrupted:
+		return // not handled: the watermark stays below it
+	case retry:
+		time.AfterFunc(delay, func() { s.ready <- p })
+		return
+	}
+	s.mu.Lock()
+	p.queue[0] = nil
+	p.queue = p.queue[1:]
+	if s.inflight == s.d.o.MaxInFlight {
+		close(s.space)
+		s.space = make(chan struct{})
+	}
+	s.inflight--
+	s.d.m.inflight.Set(float64(s.inflight))
+	wm := s.win.finish(it.rec.Seq)
+	if len(p.queue) == 0 {
+		p.busy = false
+		delete(s.parts, p.key)
+	} else {
+		s.ready <- p
+	}
+	s.mu.Unlock()
+	s.saver.set(wm)
+}
+
+// outcome is what became of an event a worker ran.
+type outcome int
+
+const (
+	done        outcome = iota // every function handled it
+	retry                      // a call, or journaling its events, is retried after a delay
+	interrupted                // dispatch is stopping: not handled
+)
+
+// handle calls the functions of it from the next one on.
+func (s *scheduler) handle(ctx context.Context, it *item) (outcome, time.Duration) {
+	if it.rec.Err != nil {
+		if err := s.d.quarantine(ctx, it.rec); err != nil {
+			return s.journalFailed(ctx, it, err)
+		}
+		return done, 0
+	}
+	e := it.rec.Event
+	for it.next < len(it.fns) {
+		f := it.fns[it.next]
+		out, err := s.d.call(ctx, f, e)
+		if err != nil && ctx.Err() != nil {
+			return interrupted, 0
+		}
+		if err != nil {
+			it.attempt++
+			if !events.IsPermanent(err) && it.attempt < s.d.o.Attempts {
+				delay := min(s.d.o.Backoff<<(it.attempt-1), 5*time.Second)
+				s.d.o.Logger.Warn("handler failed, retrying", "function", f.Name(), "event_id", e.ID(), "event_type", e.Type(),
+					"rollout_id", events.RolloutID(e), "attempt", it.attempt, "retry_in", delay, "error", err)
+				return retry, delay
+			}
+			if out, err = s.d.failed(f, e, err); err != nil {
+				s.d.o.Logger.Error("recording a function's failure", "function", f.Name(), "event_id", e.ID(), "error", err)
+			}
+		}
+		if err := s.d.journal(ctx, f, e, out); err != nil {
+			return s.journalFailed(ctx, it, err)
+		}
+		if it.stalled > 0 {
+			it.stalled = 0
+			s.d.unstall()
+		}
+		it.next++
+		it.attempt = 0
+	}
+	return done, 0
+}
+
+// journalFailed stalls it on a journal that cannot take its events: it is
+// retried (the function called again: it is idempotent) with a growing
+// backoff, for as long as the journal fails.
+func (s *scheduler) journalFailed(ctx context.Context, it *item, err error) (outcome, time.Duration) {
+	if ctx.Err() != nil {
+		return interrupted, 0
+	}
+	it.stalled = max(min(2*it.stalled, time.Minute), s.d.o.StallBackoff)
+	s.d.stall(err, it.stalled)
+	return retry, it.stalled
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
