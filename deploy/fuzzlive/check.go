@@ -32,28 +32,67 @@ func checkAlive(ctx context.Context, f *flotilla) error {
 	return nil
 }
 
-// sentinel proves the runtime works and has got past everything journaled
-// before: it pushes a new image of application app to the registry, posts
-// that push to /events as a valid CloudEvent, and waits until the rollout
-// plan makes of it is in the API. The runtime hands events to the functions
-// in journal order, one after another, and the push is journaled after
-// every delivery the fuzzer had got an answer for, so its rollout means
-// the runtime has processed all of them (verify resolved the tag at the
-// registry, plan started the rollout).
+// sentinel proves that the engine works and has got past everything
+// journaled before: it pushes a new image of application app to the
+// registry, posts that push to /events as a valid CloudEvent (journaled
+// after every delivery the fuzzer had an answer for), waits until the
+// rollout plan makes of it is in the API (verify resolved the tag at the
+// registry, plan started the rollout), then until no event is in flight.
+// The dispatcher reads the journal in order (it runs the events of
+// different keys in parallel, but reads them one after another), so once
+// it has handled the push every earlier event was read, and once nothing
+// read is in flight (flotilla_dispatch_events_in_flight 0) every earlier
+// event was handled. A tree older than the dispatcher has no such gauge:
+// its runtime handled events one at a time in journal order, so the
+// rollout alone says as much.
 func sentinel(ctx context.Context, f *flotilla, reg *sentinelRegistry, rc receiver, app string, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	digest, err := postSentinel(ctx, f, reg, rc, app)
+	if err != nil {
+		return 0, err
+	}
+	rolledOut := func() (bool, error) {
+		ro, err := findRollout(ctx, f, app, digest)
+		return ro != nil, err
+	}
+	if err := waitFor(ctx, f, deadline, "a rollout of "+app, rolledOut); err != nil {
+		return 0, err
+	}
+	logf("the rollout of %s is in the API %s after its push", app, time.Since(start).Round(time.Millisecond))
+	drained := func() (bool, error) {
+		m, err := f.metrics(ctx)
+		if err != nil {
+			return false, err
+		}
+		n, ok := m[inFlightMetric]
+		return !ok || n == 0, nil
+	}
+	if err := waitFor(ctx, f, deadline, "no event in flight ("+inFlightMetric+" 0)", drained); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// inFlightMetric is the dispatcher's gauge of events read and not handled.
+const inFlightMetric = "flotilla_dispatch_events_in_flight"
+
+// postSentinel pushes an image of app and posts that push to /events; it
+// returns the image's digest.
+func postSentinel(ctx context.Context, f *flotilla, reg *sentinelRegistry, rc receiver, app string) (string, error) {
 	const tag = "1.0.0"
 	repo := "fuzzlive/" + app
 	digest, err := reg.push(ctx, repo, tag)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	data, err := json.Marshal(events.ImagePushed{Registry: reg.host(), Repository: repo, Tag: tag, Digest: digest, Sender: "fuzzlive"})
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url(events.EventsPath), bytes.NewReader(data))
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Ce-Specversion", "1.0")
@@ -62,47 +101,54 @@ func sentinel(ctx context.Context, f *flotilla, reg *sentinelRegistry, rc receiv
 	req.Header.Set("Ce-Type", events.TypeImagePushed)
 	req.Header.Set("Ce-Time", time.Now().UTC().Format(time.RFC3339Nano))
 	req.Header.Set("Authorization", "Bearer "+rc.creds.secret)
-	start := time.Now()
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("posting the sentinel push of %s: %w", app, err)
+		return "", fmt.Errorf("posting the sentinel push of %s: %w", app, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
-		return 0, fmt.Errorf("posting the sentinel push of %s: %s %s", app, resp.Status, bytes.TrimSpace(body))
+		return "", fmt.Errorf("posting the sentinel push of %s: %s %s", app, resp.Status, bytes.TrimSpace(body))
 	}
-	deadline := time.Now().Add(timeout)
+	return digest, nil
+}
+
+// waitFor polls cond until it holds, flotilla dies or deadline passes;
+// what says what it waits for. Every ten seconds it logs the dispatcher's
+// progress.
+func waitFor(ctx context.Context, f *flotilla, deadline time.Time, what string, cond func() (bool, error)) error {
 	lastReport := time.Now()
 	for {
 		if !f.alive() {
-			return 0, fmt.Errorf("%w while the runtime worked towards the sentinel push of %s (%s)", errDied, app, f.exit())
+			return fmt.Errorf("%w while waiting for %s (%s)", errDied, what, f.exit())
 		}
-		ro, err := findRollout(ctx, f, app, digest)
-		if err == nil && ro != nil {
-			return time.Since(start), nil
+		ok, err := cond()
+		if err == nil && ok {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			backlog := ""
-			if m, err := f.metrics(ctx); err == nil {
-				backlog = fmt.Sprintf(" (journal %0.f events, runtime processed %0.f)",
-					m.sum("flotilla_journal_events_total"), m.sum("flotilla_events_processed_total"))
-			}
-			return 0, fmt.Errorf("no rollout of %s %s within %s of its push%s: the runtime is stuck or stopped", app, tag, timeout, backlog)
+			return fmt.Errorf("still no %s at the deadline%s (last error: %v): the engine is stuck or stopped", what, progress(ctx, f), err)
 		}
 		if time.Since(lastReport) > 10*time.Second {
 			lastReport = time.Now()
-			if m, err := f.metrics(ctx); err == nil {
-				logf("waiting for the rollout of %s: journal %0.f events, runtime processed %0.f", app,
-					m.sum("flotilla_journal_events_total"), m.sum("flotilla_events_processed_total"))
-			}
+			logf("waiting for %s%s", what, progress(ctx, f))
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// progress says how far the dispatcher is, from /metrics.
+func progress(ctx context.Context, f *flotilla) string {
+	m, err := f.metrics(ctx)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (journal %0.f events, %0.f read by the dispatcher, %0.f in flight)",
+		m.sum("flotilla_journal_events_total"), m.sum("flotilla_events_processed_total"), m.sum(inFlightMetric))
 }
 
 // findRollout returns the rollout of app with digest, or nil.

@@ -25,13 +25,15 @@
 // means flotilla is down for good, as the report says), else a new one on a
 // new data dir is started, and the fuzz goes on: every crash is counted and
 // reported with flotilla's last words. At the end it checks that flotilla
-// is up and healthy, that no sender panicked, and that the runtime still
-// works and has got past everything the fuzz journaled: it pushes an image of application sentinel-1 to its own
-// in-process registry, posts that push to /events and waits until the
-// rollout plan makes of it is in the API (the runtime hands events to the
-// functions in journal order, so the rollout means every earlier event was
-// processed). Then it kills flotilla with SIGKILL, restarts it on the same
-// data dir and port, and does the same with sentinel-2.
+// is up and healthy, that no sender panicked, and that the engine still
+// works and has got past everything the fuzz journaled: it pushes an image
+// of application sentinel-1 to its own in-process registry, posts that
+// push to /events, waits until the rollout plan makes of it is in the API,
+// then until no event is in flight (flotilla_dispatch_events_in_flight 0).
+// The dispatcher reads the journal in order, so once it has handled the
+// push it has read every earlier event, and once nothing is in flight it
+// has handled them all. Then it kills flotilla with SIGKILL, restarts it on
+// the same data dir and port, and does the same with sentinel-2.
 //
 // A run fails (exit status 1) when flotilla died, a request got no answer
 // or a 5xx other than the intake's documented 503s, "journaling events
@@ -39,7 +41,7 @@
 // from a sender that panicked is a failure), such a 503 comes again when
 // the request is re-posted to the idle flotilla (refused for good, not
 // busy), /healthz answered other than 200, or an end check failed: the
-// restart, or the runtime not reaching a sentinel within -check-timeout.
+// restart, or the engine not done with a sentinel within -check-timeout.
 // A request slower than 5s is logged, not failed.
 //
 // Every request that failed or took over 5s, and on a crash the last 256
@@ -56,10 +58,8 @@
 // one-minute prune timeout to wait for), resync reads only the clusters of
 // in-flight rollouts, no fuzzed delivery can start a rollout (the only
 // tracked images are the sentinels', in the fuzzer's own registry), and
-// a sentinel rollout's launch, after the check has seen the rollout, fails
-// fast: the runtime gives up on it after its retries, about 3s (which is
-// why the second sentinel takes about 3s: the restarted runtime replays the
-// first one's launch).
+// a sentinel rollout's launch fails fast: the dispatcher gives up on it
+// after its retries, about 3s, which is most of each sentinel check's time.
 //
 //	go run ./deploy/fuzzlive -duration 60s            # make fuzz-live
 //	go run ./deploy/fuzzlive -seed 42 -duration 10s   # the same workers' requests again

@@ -151,10 +151,11 @@ type check struct {
 func (c check) ok() bool { return c.err == nil && !c.skipped }
 
 // verify runs the end checks on f, in order: it is up and /healthz answers
-// 200; no sender panicked (the intake's own count); the runtime processes a
-// push posted now (sentinel-1); kill -9 and a restart on the same data dir
-// and port come up; the runtime processes a push after the restart
-// (sentinel-2); it is still up and healthy. f is stopped at the end.
+// 200; no sender panicked (the intake's own count); the engine handles a
+// push posted now and everything journaled before it (sentinel-1, see
+// sentinel); kill -9 and a restart on the same data dir and port come up;
+// the same after the restart (sentinel-2); it is still up and healthy. f is
+// stopped at the end.
 func (l *lab) verify(ctx context.Context, f *flotilla) []check {
 	var checks []check
 	run := func(name string, skip bool, fn func() error) bool {
@@ -179,10 +180,10 @@ func (l *lab) verify(ctx context.Context, f *flotilla) []check {
 		}
 		return nil
 	})
-	run("runtime processes a push posted after the fuzz ("+sentinelApps[0]+" rolled out)", !up, func() error {
+	run("engine handles a push posted now and all before it ("+sentinelApps[0]+" rolled out, nothing in flight)", !up, func() error {
 		took, err := sentinel(ctx, f, l.registry, l.setup.events, sentinelApps[0], l.checkTimeout)
 		if err == nil {
-			logf("the runtime planned the %s rollout %s after its push", sentinelApps[0], took.Round(time.Millisecond))
+			logf("nothing in flight %s after the push of %s", took.Round(time.Millisecond), sentinelApps[0])
 		}
 		return err
 	})
@@ -190,10 +191,10 @@ func (l *lab) verify(ctx context.Context, f *flotilla) []check {
 		f.kill()
 		return f.start(ctx)
 	})
-	run("runtime processes a push after the restart ("+sentinelApps[1]+" rolled out)", !restarted, func() error {
+	run("after the restart, too ("+sentinelApps[1]+" rolled out, nothing in flight)", !restarted, func() error {
 		took, err := sentinel(ctx, f, l.registry, l.setup.events, sentinelApps[1], l.checkTimeout)
 		if err == nil {
-			logf("the restarted runtime planned the %s rollout %s after its push", sentinelApps[1], took.Round(time.Millisecond))
+			logf("nothing in flight %s after the push of %s", took.Round(time.Millisecond), sentinelApps[1])
 		}
 		return err
 	})
