@@ -127,7 +127,10 @@ func waitFor(ctx context.Context, f *flotilla, deadline time.Time, what string, 
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("still no %s at the deadline%s (last error: %v): the engine is stuck or stopped", what, progress(ctx, f), err)
+			if err != nil {
+				return fmt.Errorf("still no %s at the deadline%s: the engine is stuck or stopped (last error: %w)", what, progress(ctx, f), err)
+			}
+			return fmt.Errorf("still no %s at the deadline%s: the engine is stuck or stopped", what, progress(ctx, f))
 		}
 		if time.Since(lastReport) > 10*time.Second {
 			lastReport = time.Now()
