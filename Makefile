@@ -38,13 +38,14 @@ deps: ## Install the Debian packages the tests and the demo need (docker-registr
 FUZZTIME             ?= 60s
 FUZZTIME_BRIEF       ?= 3000x
 FUZZ_LIVE_TIME       ?= 60s
+# make test's live fuzz; empty skips it (make test FUZZ_LIVE_TIME_BRIEF=).
 FUZZ_LIVE_TIME_BRIEF ?= 10s
 
 .PHONY: test
 test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target and a live fuzz of flotilla serve briefly
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 60m ./...
 	GO=$(GO) deploy/fuzz.sh $(FUZZTIME_BRIEF)
-	GO=$(GO) $(GO) run ./deploy/fuzzlive -duration $(FUZZ_LIVE_TIME_BRIEF)
+	$(if $(FUZZ_LIVE_TIME_BRIEF),GO=$(GO) $(GO) run ./deploy/fuzzlive -duration $(FUZZ_LIVE_TIME_BRIEF))
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
