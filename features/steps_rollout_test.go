@@ -63,6 +63,9 @@ type world struct {
 	// registryRateLimit is the registry receiver's rateLimit, when a step
 	// set one before flotilla started.
 	registryRateLimit map[string]any
+	// stuckApp is a second application, whose registry (stuckRegistry)
+	// accepts connections and never answers, when a step made one.
+	stuckApp, stuckRegistry string
 
 	// validation is the application's Kanary validation, when a step set
 	// one before flotilla started; apiToken authenticates `flotilla approve`.
@@ -105,6 +108,8 @@ func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the registry notification of version "([^"]*)" is dated "([^"]*)"$`, s.pushDated)
 	sc.Step(`^(\d+) registry notifications with a wrong token are delivered$`, s.wrongTokenFlood)
 	sc.Step(`^one byte of the first record of flotilla's journal is flipped$`, s.damageJournal)
+	sc.Step(`^a second application "([^"]*)" whose registry never answers$`, s.stuckApplication)
+	sc.Step(`^(\d+) pushes of "([^"]*)" are notified$`, s.stuckPushes)
 	sc.Step("^`flotilla serve` refuses to start, naming the journal segment and `flotilla store repair`$", s.serveRefusesDamagedJournal)
 	sc.Step("^`flotilla store repair` is run on flotilla's data directory$", s.repairJournal)
 }
@@ -247,6 +252,13 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	}
 	if w.validation != nil {
 		cfg["applications"].([]map[string]any)[0]["validation"] = w.validation
+	}
+	if w.stuckApp != "" {
+		cfg["applications"] = append(cfg["applications"].([]map[string]any), map[string]any{
+			"name": w.stuckApp, "image": w.stuckRegistry + "/stuck/" + w.stuckApp, "track": track, "namespace": w.namespace,
+			"workload": map[string]any{"kind": "Deployment", "name": w.stuckApp},
+			"service":  map[string]any{"port": 9898},
+		})
 	}
 	if w.gitops != nil {
 		cfg["applications"].([]map[string]any)[0]["gitops"] = w.gitops
@@ -669,6 +681,66 @@ func (s *scenario) wrongTokenFlood(ctx context.Context, n int) error {
 		}
 		if status != http.StatusUnauthorized && status != http.StatusTooManyRequests {
 			return fmt.Errorf("wrong-token notification %d answered %d, want 401 or 429", i+1, status)
+		}
+	}
+	return nil
+}
+
+// stuckApplication starts a registry that accepts connections and never
+// answers (a frozen registry: the failure is injected, the rest is real),
+// for a second application flotilla serves.
+func (s *scenario) stuckApplication(ctx context.Context, app string) error {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read, never answered
+			mu.Unlock()
+		}
+	}()
+	s.onCleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	s.w.stuckApp, s.w.stuckRegistry = app, l.Addr().String()
+	return nil
+}
+
+// stuckPushes notifies n pushes of the stuck application's image: verifying
+// each waits on its registry.
+func (s *scenario) stuckPushes(ctx context.Context, n int, app string) error {
+	if app != s.w.stuckApp {
+		return fmt.Errorf("no application %q whose registry never answers", app)
+	}
+	for i := range n {
+		digest := "sha256:" + strings.Repeat(fmt.Sprintf("%x", i%16), 64)
+		body, err := json.Marshal(map[string]any{"events": []map[string]any{{
+			"id": randomHex(8), "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "action": "push",
+			"target": map[string]any{
+				"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest, "size": 1000,
+				"repository": "stuck/" + app, "tag": fmt.Sprintf("2.0.%d", i),
+				"url": fmt.Sprintf("http://%s/v2/stuck/%s/manifests/%s", s.w.stuckRegistry, app, digest),
+			},
+			"request": map[string]any{"id": randomHex(8), "addr": "127.0.0.1:40000", "host": s.w.stuckRegistry, "method": "PUT"},
+		}}})
+		if err != nil {
+			return err
+		}
+		if err := s.notify(ctx, body); err != nil {
+			return err
 		}
 	}
 	return nil
