@@ -35,17 +35,25 @@ deps: ## Install the Debian packages the tests and the demo need (docker-registr
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-FUZZTIME       ?= 60s
-FUZZTIME_BRIEF ?= 3000x
+FUZZTIME             ?= 60s
+FUZZTIME_BRIEF       ?= 3000x
+FUZZ_LIVE_TIME       ?= 60s
+# make test's live fuzz; empty skips it (make test FUZZ_LIVE_TIME_BRIEF=).
+FUZZ_LIVE_TIME_BRIEF ?= 10s
 
 .PHONY: test
-test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target briefly
+test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target and a live fuzz of flotilla serve briefly
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 60m ./...
 	GO=$(GO) deploy/fuzz.sh $(FUZZTIME_BRIEF)
+	$(if $(FUZZ_LIVE_TIME_BRIEF),GO=$(GO) $(GO) run ./deploy/fuzzlive -duration $(FUZZ_LIVE_TIME_BRIEF))
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 	GO=$(GO) deploy/fuzz.sh $(FUZZTIME)
+
+.PHONY: fuzz-live
+fuzz-live: ## Fuzz a live `flotilla serve` (every receiver, authenticated) for FUZZ_LIVE_TIME (default 60s), then kill -9 and restart it: fails unless it stays up and processing
+	GO=$(GO) $(GO) run ./deploy/fuzzlive -duration $(FUZZ_LIVE_TIME)
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .golangci.yml

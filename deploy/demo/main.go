@@ -54,6 +54,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
 	"github.com/flotilla-cd/flotilla/pkg/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -107,8 +108,8 @@ type demo struct {
 	regAddr      string
 	flotillaAddr string
 	flotillaBin  string
-	registry     *proc
-	flotilla     *proc
+	registry     *proc.Proc
+	flotilla     *proc.Proc
 	gate         *gate
 	gateSrv      *http.Server
 	gateURL      string
@@ -157,10 +158,10 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.scr.step("fleet ready and flotilla built in %s", time.Since(t0).Round(100*time.Millisecond))
 	// Ports for the registry and flotilla, picked once the fleet holds its own.
-	if d.regAddr, err = freeAddr(ctx); err != nil {
+	if d.regAddr, err = proc.FreeAddr(ctx); err != nil {
 		return err
 	}
-	if d.flotillaAddr, err = freeAddr(ctx); err != nil {
+	if d.flotillaAddr, err = proc.FreeAddr(ctx); err != nil {
 		return err
 	}
 
@@ -304,7 +305,7 @@ func (g *gate) tag(ctx context.Context, id string) (string, error) {
 }
 
 func (d *demo) startGate(ctx context.Context) error {
-	l, err := listen(ctx)
+	l, err := proc.Listen(ctx)
 	if err != nil {
 		return err
 	}
@@ -365,12 +366,12 @@ func (d *demo) startFlotilla(ctx context.Context, registryToken, flaggerToken st
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 		return err
 	}
-	d.flotilla, err = startProc(ctx, "flotilla", filepath.Join(d.dir, "flotilla.log"),
+	d.flotilla, err = proc.Start(ctx, "flotilla", filepath.Join(d.dir, "flotilla.log"),
 		d.flotillaBin, "serve", "--config", cfgPath, "--log-level", "debug")
 	if err != nil {
 		return err
 	}
-	return d.flotilla.waitHTTP(ctx, "http://"+d.flotillaAddr+"/readyz", 30*time.Second)
+	return d.flotilla.WaitHTTP(ctx, "http://"+d.flotillaAddr+"/readyz", 30*time.Second)
 }
 
 func (d *demo) createWorkloads(ctx context.Context) error {
@@ -453,7 +454,7 @@ func (d *demo) rollout(ctx context.Context, version, title string) (result, erro
 	})
 	if err != nil {
 		return result{}, fmt.Errorf("no rollout of %s started within 30s of the push (registry log %s, flotilla log %s): %w",
-			version, d.registry.log, d.flotilla.log, err)
+			version, d.registry.Log, d.flotilla.Log, err)
 	}
 	notified := time.Since(pushed)
 	d.scr.step("rollout %s of %s started %s after the push", id, version, notified.Round(time.Millisecond))
@@ -471,7 +472,7 @@ func (d *demo) rollout(ctx context.Context, version, title string) (result, erro
 	d.scr.endRollout()
 	if err != nil {
 		return result{}, fmt.Errorf("rollout %s of %s did not end within 4m (last phase %s; flotilla log %s): %w",
-			id, version, r.Phase, d.flotilla.log, err)
+			id, version, r.Phase, d.flotilla.Log, err)
 	}
 	res := result{version: version, digest: digest, id: id, phase: r.Phase, reason: r.Reason,
 		duration: r.Updated.Sub(r.Created), notified: notified,
@@ -700,10 +701,10 @@ func (d *demo) teardown(failed bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if d.flotilla != nil {
-		d.flotilla.stop(10 * time.Second)
+		d.flotilla.Stop(10 * time.Second)
 	}
 	if d.registry != nil {
-		d.registry.stop(5 * time.Second)
+		d.registry.Stop(5 * time.Second)
 	}
 	if d.gateSrv != nil {
 		_ = d.gateSrv.Close()
@@ -721,7 +722,7 @@ func (d *demo) teardown(failed bool) {
 	case failed || d.keep:
 		fmt.Fprintf(os.Stderr, "demo: configs and logs kept in %s (fleet logs in %s)\n", d.dir, d.fleetDir)
 		if failed && d.flotilla != nil {
-			fmt.Fprintf(os.Stderr, "--- flotilla log tail:\n%s\n", tail(d.flotilla.log, 20))
+			fmt.Fprintf(os.Stderr, "--- flotilla log tail:\n%s\n", proc.Tail(d.flotilla.Log, 20))
 		}
 	default:
 		_ = os.RemoveAll(d.dir)

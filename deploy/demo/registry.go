@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
 	"sigs.k8s.io/yaml"
 )
 
@@ -96,7 +97,7 @@ func registryConfig(dir, addr, hookURL, token string) ([]byte, error) {
 
 // startRegistry runs docker-registry with a generated configuration and
 // waits until it serves /v2/.
-func startRegistry(ctx context.Context, dir, addr, hookURL, token string) (*proc, error) {
+func startRegistry(ctx context.Context, dir, addr, hookURL, token string) (*proc.Proc, error) {
 	cfg, err := registryConfig(dir, addr, hookURL, token)
 	if err != nil {
 		return nil, err
@@ -105,12 +106,12 @@ func startRegistry(ctx context.Context, dir, addr, hookURL, token string) (*proc
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		return nil, err
 	}
-	p, err := startProc(ctx, "docker-registry", filepath.Join(dir, "registry.log"), dockerRegistryBin, "serve", path)
+	p, err := proc.Start(ctx, "docker-registry", filepath.Join(dir, "registry.log"), dockerRegistryBin, "serve", path)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.waitHTTP(ctx, "http://"+addr+"/v2/", 20*time.Second); err != nil {
-		p.stop(5 * time.Second)
+	if err := p.WaitHTTP(ctx, "http://"+addr+"/v2/", 20*time.Second); err != nil {
+		p.Stop(5 * time.Second)
 		return nil, err
 	}
 	return p, nil
