@@ -127,7 +127,12 @@ func TestHeadersBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 	req, err := http.NewRequestWithContext(t.Context(), "POST", "http://"+s.Addr()+"/hooks/canaries/x", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)

@@ -138,22 +138,22 @@ func TestOpenRefusesDamageBeforeIntactRecords(t *testing.T) {
 		name    string
 		records int
 		segSize int64
-		seq     func(j journal, t *testing.T) uint64 // the record damaged
+		seq     func(t *testing.T, j journal) uint64 // the record damaged
 		damage  func(t *testing.T, seg string, off int64)
 		want    string // beyond the segment, offset, record and repair command
 	}{
 		{
 			name: "record 10 of 1000 in the last segment", records: 1000,
-			seq:    func(journal, *testing.T) uint64 { return 10 },
+			seq:    func(*testing.T, journal) uint64 { return 10 },
 			damage: flip, want: "intact records follow",
 		},
 		{
 			name: "a record in a middle segment", records: 60, segSize: 2048,
-			seq: journal.middleSeq, damage: flip, want: "intact records follow",
+			seq: middleSeq, damage: flip, want: "intact records follow",
 		},
 		{
 			name: "the length of a record in a middle segment", records: 60, segSize: 2048,
-			seq: journal.middleSeq,
+			seq: middleSeq,
 			damage: func(t *testing.T, seg string, off int64) {
 				t.Helper()
 				writeAt(t, seg, off, []byte{0xff, 0xff, 0, 0})
@@ -162,7 +162,7 @@ func TestOpenRefusesDamageBeforeIntactRecords(t *testing.T) {
 		},
 		{
 			name: "the last record of a middle segment", records: 60, segSize: 2048,
-			seq: func(j journal, t *testing.T) uint64 {
+			seq: func(t *testing.T, j journal) uint64 {
 				t.Helper()
 				segs := segments(t, j.path)
 				if len(segs) < 3 {
@@ -180,7 +180,7 @@ func TestOpenRefusesDamageBeforeIntactRecords(t *testing.T) {
 				opts = append(opts, store.WithSegmentSize(tt.segSize))
 			}
 			j := newJournal(t, tt.records, 5, opts...)
-			seq := tt.seq(j, t)
+			seq := tt.seq(t, j)
 			seg, off := j.recordAt(t, seq)
 			tt.damage(t, seg, off)
 			_, err := store.Open(j.path, opts...)
@@ -328,4 +328,10 @@ func TestOpenStreamsSegments(t *testing.T) {
 	if got := s.LastSeq(); got != 2560 {
 		t.Errorf("LastSeq = %d, want 2560", got)
 	}
+}
+
+// middleSeq is the seq of a record in the middle segment of j.
+func middleSeq(t *testing.T, j journal) uint64 {
+	t.Helper()
+	return j.middleSeq(t)
 }
