@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // HeadAuthenticator is implemented by senders that can authenticate a
@@ -84,6 +85,76 @@ func (s ArtifactorySender) AuthenticateHead(_ context.Context, d *Delivery) erro
 	}
 	if secureEqual(v, s.Secret) {
 		return nil
+	}
+	return ErrNeedBody
+}
+
+// Senders that sign the body (HMAC): the head can only tell that a
+// signature is there and has the right form; one that is not refuses the
+// delivery before a byte of its body is read.
+
+// checkSignatureHead refuses a missing or malformed signature in header;
+// a well-formed one needs the body.
+func checkSignatureHead(d *Delivery, secret, header, prefix string) error {
+	if secret == "" {
+		return unauthenticated("no secret configured")
+	}
+	v := d.Header.Get(header)
+	if v == "" {
+		return unauthenticated("missing " + header + " header")
+	}
+	sig, ok := strings.CutPrefix(v, prefix)
+	if !ok || !isHex(strings.TrimSpace(sig)) {
+		return unauthenticated(header + " is not " + prefix + "<hex>")
+	}
+	return ErrNeedBody
+}
+
+// isHex tells whether s is a non-empty even-length hex string, without
+// allocating.
+func isHex(s string) bool {
+	if s == "" || len(s)%2 != 0 {
+		return false
+	}
+	for i := range len(s) {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s GitHubSender) AuthenticateHead(_ context.Context, d *Delivery) error {
+	return checkSignatureHead(d, s.Secret, "X-Hub-Signature-256", githubSignaturePrefix)
+}
+
+func (s BitbucketSender) AuthenticateHead(_ context.Context, d *Delivery) error {
+	return checkSignatureHead(d, s.Secret, "X-Hub-Signature", bitbucketSignaturePrefix)
+}
+
+func (s BitbucketServerSender) AuthenticateHead(_ context.Context, d *Delivery) error {
+	return checkSignatureHead(d, s.Secret, "X-Hub-Signature", bitbucketSignaturePrefix)
+}
+
+func (s NexusSender) AuthenticateHead(_ context.Context, d *Delivery) error {
+	return checkSignatureHead(d, s.Secret, nexusSignatureHeader, "")
+}
+
+// AuthenticateHead needs one of Gitea's or Forgejo's signatures, each of
+// its form.
+func (s GiteaSender) AuthenticateHead(_ context.Context, d *Delivery) error {
+	present := 0
+	for _, sig := range giteaSignatures {
+		if d.Header.Get(sig.header) == "" {
+			continue
+		}
+		present++
+		if err := checkSignatureHead(d, s.Secret, sig.header, sig.prefix); !errors.Is(err, ErrNeedBody) {
+			return err
+		}
+	}
+	if present == 0 {
+		return unauthenticated("missing X-Gitea-Signature, X-Forgejo-Signature or X-Hub-Signature-256 header")
 	}
 	return ErrNeedBody
 }

@@ -79,6 +79,9 @@ func TestHeadCredentialsCheckedBeforeTheBody(t *testing.T) {
 		{Name: "hub", Type: SenderDockerHub, Secret: "hub-token"},
 		{Name: "flagger", Type: SenderFlagger, Secret: flaggerToken},
 		{Name: "gl", Type: SenderGitLab, Secret: "gl-token"},
+		{Name: "gh", Type: SenderGitHub, Secret: githubSecret},
+		{Name: "gitea", Type: SenderGitea, Secret: "gitea-secret"},
+		{Name: "nexus", Type: SenderNexus, Secret: "nexus-secret", Registry: "nexus.example.com:8082"},
 	}, &memJournal{})
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +97,10 @@ func TestHeadCredentialsCheckedBeforeTheBody(t *testing.T) {
 		{"no path token", "/hooks/hub", header("Content-Type", "application/json")},
 		{"wrong Flagger path token", "/hooks/flagger/wrong", header("Content-Type", "application/json")},
 		{"wrong GitLab token", "/hooks/gl", header("Content-Type", "application/json", "X-Gitlab-Token", "wrong")},
+		{"no GitHub signature", "/hooks/gh", header("Content-Type", "application/json", "X-GitHub-Event", "push")},
+		{"GitHub signature not sha256=<hex>", "/hooks/gh", githubHeaders("push", "d-1", "sha256=not-hex")},
+		{"no Gitea signature", "/hooks/gitea", header("Content-Type", "application/json", "X-Gitea-Event", "push")},
+		{"no Nexus signature", "/hooks/nexus", header("Content-Type", "application/json")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -154,6 +154,30 @@ func checkAuth(t *testing.T, s Sender, d *Delivery, wantOK bool) {
 	case !wantOK && (!errors.Is(err, ErrUnauthenticated) || !IsPermanent(err)):
 		t.Fatalf("Authenticate error %v is not a permanent ErrUnauthenticated", err)
 	}
+	checkHeadAuth(t, s, d, err)
+}
+
+// checkHeadAuth checks that AuthenticateHead, which the intake calls before
+// reading the body, agrees with Authenticate (whose error was err): it
+// accepts only what Authenticate accepts, refuses only what it refuses, and
+// never reads the body.
+func checkHeadAuth(t *testing.T, s Sender, d *Delivery, err error) {
+	t.Helper()
+	ha, ok := s.(HeadAuthenticator)
+	if !ok {
+		return
+	}
+	head := *d
+	head.Body = nil
+	switch herr := ha.AuthenticateHead(t.Context(), &head); {
+	case herr == nil && err != nil:
+		t.Fatalf("AuthenticateHead accepts what Authenticate refuses (%v)", err)
+	case errors.Is(herr, ErrNeedBody):
+	case herr != nil && err == nil:
+		t.Fatalf("AuthenticateHead refuses what Authenticate accepts: %v", herr)
+	case herr != nil && (!errors.Is(herr, ErrUnauthenticated) || !IsPermanent(herr)):
+		t.Fatalf("AuthenticateHead error %v is not a permanent ErrUnauthenticated", herr)
+	}
 }
 
 // errAny stands for "any permanent error" in table tests.
