@@ -187,7 +187,11 @@ func TestBodyBudget(t *testing.T) {
 		t.Errorf("header-authenticated delivery: status %d, want 202", status)
 	}
 	_ = pw.CloseWithError(io.ErrUnexpectedEOF)
-	<-stalled
+	select {
+	case <-stalled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stalled upload was not answered once its body ended")
+	}
 	// The budget is back.
 	if status, _ := post("/hooks/gh", githubHeaders("push", "d-after", githubSign(githubSecret, push)), push); status != http.StatusAccepted {
 		t.Errorf("delivery after the stalled upload ended: status %d, want 202", status)

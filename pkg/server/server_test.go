@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
@@ -129,8 +130,13 @@ func TestHeadersBounded(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("Run did not return after cancel")
 		}
 	})
 	req, err := http.NewRequestWithContext(t.Context(), "POST", "http://"+s.Addr()+"/hooks/canaries/x", strings.NewReader("{}"))
