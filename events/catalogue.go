@@ -273,6 +273,11 @@ type FunctionFailed struct {
 	EventType string `json:"eventType"`
 	Error     string `json:"error"`
 	Permanent bool   `json:"permanent"`
+	// Event is the event given up on (structured JSON), so that a user's
+	// retry can replay it.
+	Event json.RawMessage `json:"event,omitempty"`
+	// Subject is that event's subject (the cluster of a pipeline run).
+	Subject string `json:"subject,omitempty"`
 }
 
 // TypeEventQuarantined records that the runtime set aside a journaled record
@@ -321,6 +326,12 @@ var payloadTypes = map[string]func() any{
 	TypeFunctionFailed:    func() any { return new(FunctionFailed) },
 	TypeEventQuarantined:  func() any { return new(EventQuarantined) },
 	TypeJournalDamaged:    func() any { return new(JournalDamaged) },
+
+	TypePipelineRunRequested:  func() any { return new(PipelineRunRequested) },
+	TypePipelineRunFinished:   func() any { return new(PipelineRunFinished) },
+	TypeClusterDeadline:       func() any { return new(ClusterDeadline) },
+	TypeRolloutRetryRequested: func() any { return new(RolloutRetryRequested) },
+	TypeRolloutRollbackFailed: func() any { return new(RolloutResult) },
 }
 
 // DecodePayload reads e's payload into the catalogue's type for e's type and

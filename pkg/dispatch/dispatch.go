@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,13 @@ type Journal interface {
 	Changed() <-chan struct{}
 	Cursor(ctx context.Context, consumer string) (uint64, error)
 	SetCursor(ctx context.Context, consumer string, seq uint64) error
+
+	// Timers: events due later wait outside the journal until FireDue
+	// journals them.
+	Schedule(ctx context.Context, evs ...cloudevents.Event) error
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	FireDue(ctx context.Context, now time.Time, limit int) (int, error)
+	TimersChanged() <-chan struct{}
 }
 
 // Options tune the dispatcher. Zero values take the defaults in brackets.
@@ -63,6 +71,9 @@ const (
 type Dispatcher struct {
 	j      Journal
 	byType map[string][]Function
+	// lanes: the default lane, and the lane of each consumed type.
+	lane   *lane
+	laneOf map[string]*lane
 	o      Options
 	m      *metrics
 	// stalled is why the dispatcher is not making progress, nil while it is.
@@ -99,7 +110,11 @@ func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
 	if o.StallBackoff <= 0 {
 		o.StallBackoff = time.Second
 	}
-	d := &Dispatcher{j: j, byType: map[string][]Function{}, o: o}
+	def, laneOf, err := buildLanes(o, fns)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{j: j, byType: map[string][]Function{}, lane: def, laneOf: laneOf, o: o}
 	for _, f := range fns {
 		for _, t := range f.Consumes() {
 			d.byType[t] = append(d.byType[t], f)
@@ -127,6 +142,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	saver := newCursorSaver(d, cursor)
 	go saver.run(ctx)
+	timers := make(chan struct{})
+	go func() {
+		defer close(timers)
+		d.runTimers(ctx)
+	}()
+	defer func() { <-timers }()
 	s := newScheduler(d, cursor, saver)
 	s.run(ctx)
 	saver.stop()
@@ -165,14 +186,14 @@ func (d *Dispatcher) unstall() {
 	}
 }
 
-// call runs f on e once, under the call deadline.
-func (d *Dispatcher) call(ctx context.Context, f Function, e cloudevents.Event) ([]cloudevents.Event, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.o.CallTimeout)
+// call runs f on e once, under the call deadline of f's lane.
+func (d *Dispatcher) call(ctx context.Context, l *lane, f Function, e cloudevents.Event) ([]cloudevents.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.CallTimeout)
 	defer cancel()
 	start := time.Now()
 	out, err := f.Handle(ctx, e)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		err = fmt.Errorf("%s did not finish within %s: %w", f.Name(), d.o.CallTimeout, err)
+		err = fmt.Errorf("%s did not finish within %s: %w", f.Name(), l.CallTimeout, err)
 	}
 	d.m.observe(f.Name(), err, time.Since(start))
 	return out, err
@@ -181,6 +202,15 @@ func (d *Dispatcher) call(ctx context.Context, f Function, e cloudevents.Event) 
 // journal appends a function's events. Events the journal refuses for good
 // (one would not read back) fail the function instead.
 func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Event, out []cloudevents.Event) error {
+	if len(out) == 0 {
+		return nil
+	}
+	out, later := store.SplitDue(out, time.Now())
+	if len(later) > 0 {
+		if err := d.j.Schedule(context.WithoutCancel(ctx), later...); err != nil {
+			return fmt.Errorf("scheduling timers of %s: %w", f.Name(), err)
+		}
+	}
 	if len(out) == 0 {
 		return nil
 	}
@@ -209,8 +239,13 @@ func (d *Dispatcher) observe(recs []store.Record) {
 func (d *Dispatcher) failed(f Function, e cloudevents.Event, cause error) ([]cloudevents.Event, error) {
 	d.o.Logger.Error("function gave up on event", "function", f.Name(), "event_id", e.ID(),
 		"event_type", e.Type(), "rollout_id", events.RolloutID(e), "error", cause)
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return nil, errors.Join(cause, fmt.Errorf("encoding the event given up on: %w", err))
+	}
 	ev, err := events.Derive(e, events.TypeFunctionFailed, f.Name(), events.FunctionFailed{
 		Function: f.Name(), EventID: e.ID(), EventType: e.Type(), Error: cause.Error(), Permanent: events.IsPermanent(cause),
+		Event: raw, Subject: e.Subject(),
 	})
 	if err != nil {
 		return nil, errors.Join(cause, err)

@@ -367,8 +367,16 @@ func TestRuntimeGivesUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantPayload := events.FunctionFailed{Function: "failing", EventID: "bad", EventType: typeIn, Error: tt.err.Error(), Permanent: tt.permanent}
-			if diff := cmp.Diff(wantPayload, got); diff != "" {
+			if diff := cmp.Diff(wantPayload, got, cmpopts.IgnoreFields(events.FunctionFailed{}, "Event")); diff != "" {
 				t.Errorf("function.failed payload (-want +got):\n%s", diff)
+			}
+			// It carries the event given up on, for a retry to replay.
+			replay, err := events.FailedEvent(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replay.ID() != "bad" || replay.Type() != typeIn || events.RolloutID(replay) != "shop-1" || string(replay.Data()) != string(bad.Data()) {
+				t.Errorf("the failed event reads back as %v", replay)
 			}
 			calls := 0
 			for _, id := range failing.calls() {

@@ -16,6 +16,7 @@ type metrics struct {
 	stalls      prometheus.Counter
 	quarantined prometheus.Counter
 	inflight    prometheus.Gauge
+	timers      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,6 +42,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "flotilla_dispatch_events_in_flight",
 			Help: "Journaled events read by the dispatcher and not yet handled (queued behind their key, running, or waiting for a retry).",
 		}),
+		timers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_timers_fired_total",
+			Help: "Timer events (deadlines and the like) journaled when they fell due.",
+		}),
 		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flotilla_events_quarantined_total",
 			Help: "Journal records the dispatcher set aside because they are not readable events (see dev.flotilla.event.quarantined.v1).",
@@ -49,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls, m.quarantined, m.inflight} {
+	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls, m.quarantined, m.inflight, m.timers} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering dispatcher metrics: %w", err)
 		}

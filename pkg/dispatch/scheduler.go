@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ type item struct {
 // may take it, which keeps the key's events in order.
 type partition struct {
 	key   string
+	lane  *lane
 	queue []*item
 	busy  bool
 }
@@ -33,9 +35,10 @@ type partition struct {
 type scheduler struct {
 	d     *Dispatcher
 	saver *cursorSaver
-	// ready holds the partitions a worker should run; at most one entry
-	// per busy partition, so it never fills (capacity MaxInFlight+1).
-	ready chan *partition
+	// lanes: each lane's ready queue holds the partitions a worker of the
+	// lane should run; at most one entry per busy partition, so it never
+	// fills (capacity MaxInFlight+1).
+	lanes []*lane
 
 	mu       sync.Mutex
 	parts    map[string]*partition
@@ -46,10 +49,19 @@ type scheduler struct {
 }
 
 func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
+	lanes := []*lane{d.lane}
+	for _, l := range d.laneOf {
+		if !slices.Contains(lanes, l) {
+			lanes = append(lanes, l)
+		}
+	}
+	for _, l := range lanes {
+		l.ready = make(chan *partition, d.o.MaxInFlight+1)
+	}
 	return &scheduler{
 		d:       d,
 		saver:   saver,
-		ready:   make(chan *partition, d.o.MaxInFlight+1),
+		lanes:   lanes,
 		parts:   map[string]*partition{},
 		win:     newWindow(cursor),
 		readSeq: cursor,
@@ -67,12 +79,14 @@ func (s *scheduler) watermark() uint64 {
 // run reads and dispatches until ctx ends, then waits for the workers.
 func (s *scheduler) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for range s.d.o.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.work(ctx)
-		}()
+	for _, l := range s.lanes {
+		for range l.Workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.work(ctx, l)
+			}()
+		}
 	}
 	s.read(ctx)
 	wg.Wait()
@@ -150,11 +164,15 @@ func (s *scheduler) waitForRoom(ctx context.Context) int {
 // it, counts it handled at once.
 func (s *scheduler) admit(rec store.Record) {
 	var fns []Function
-	key := fmt.Sprintf("record/%d", rec.Seq)
+	key, l := fmt.Sprintf("record/%d", rec.Seq), s.d.lane
 	if rec.Err == nil {
 		s.d.m.processed.WithLabelValues(rec.Event.Type()).Inc()
 		fns = s.d.byType[rec.Event.Type()]
 		key = Key(rec.Event)
+		if tl := s.d.laneOf[rec.Event.Type()]; tl != nil && tl != s.d.lane {
+			// A laned event is its own key: runs never wait for each other.
+			l, key = tl, "lane/"+tl.Name+"/"+rec.Event.ID()
+		}
 	}
 	s.mu.Lock()
 	s.readSeq = rec.Seq
@@ -167,7 +185,7 @@ func (s *scheduler) admit(rec store.Record) {
 	}
 	p := s.parts[key]
 	if p == nil {
-		p = &partition{key: key}
+		p = &partition{key: key, lane: l}
 		s.parts[key] = p
 	}
 	p.queue = append(p.queue, &item{rec: rec, fns: fns})
@@ -175,18 +193,18 @@ func (s *scheduler) admit(rec store.Record) {
 	s.d.m.inflight.Set(float64(s.inflight))
 	if !p.busy {
 		p.busy = true
-		s.ready <- p // never blocks: see ready
+		p.lane.ready <- p // never blocks: see lanes
 	}
 	s.mu.Unlock()
 }
 
-// work runs ready partitions until ctx ends.
-func (s *scheduler) work(ctx context.Context) {
+// work runs ready partitions of lane l until ctx ends.
+func (s *scheduler) work(ctx context.Context, l *lane) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case p := <-s.ready:
+		case p := <-l.ready:
 			s.runHead(ctx, p)
 		}
 	}
@@ -199,11 +217,11 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 	s.mu.Lock()
 	it := p.queue[0]
 	s.mu.Unlock()
-	switch outcome, delay := s.handle(ctx, it); outcome {
+	switch outcome, delay := s.handle(ctx, p.lane, it); outcome {
 	case interrupted:
 		return // not handled: the watermark stays below it
 	case retry:
-		time.AfterFunc(delay, func() { s.ready <- p })
+		time.AfterFunc(delay, func() { p.lane.ready <- p })
 		return
 	}
 	s.mu.Lock()
@@ -220,7 +238,7 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 		p.busy = false
 		delete(s.parts, p.key)
 	} else {
-		s.ready <- p
+		p.lane.ready <- p
 	}
 	s.mu.Unlock()
 	s.saver.set(wm)
@@ -236,7 +254,7 @@ const (
 )
 
 // handle calls the functions of it from the next one on.
-func (s *scheduler) handle(ctx context.Context, it *item) (outcome, time.Duration) {
+func (s *scheduler) handle(ctx context.Context, l *lane, it *item) (outcome, time.Duration) {
 	if it.rec.Err != nil {
 		if err := s.d.quarantine(ctx, it.rec); err != nil {
 			return s.journalFailed(ctx, it, err)
@@ -246,14 +264,14 @@ func (s *scheduler) handle(ctx context.Context, it *item) (outcome, time.Duratio
 	e := it.rec.Event
 	for it.next < len(it.fns) {
 		f := it.fns[it.next]
-		out, err := s.d.call(ctx, f, e)
+		out, err := s.d.call(ctx, l, f, e)
 		if err != nil && ctx.Err() != nil {
 			return interrupted, 0
 		}
 		if err != nil {
 			it.attempt++
-			if !events.IsPermanent(err) && it.attempt < s.d.o.Attempts {
-				delay := min(s.d.o.Backoff<<(it.attempt-1), 5*time.Second)
+			if !events.IsPermanent(err) && it.attempt < l.Attempts {
+				delay := min(s.d.o.Backoff<<min(it.attempt-1, 20), l.MaxBackoff)
 				s.d.o.Logger.Warn("handler failed, retrying", "function", f.Name(), "event_id", e.ID(), "event_type", e.Type(),
 					"rollout_id", events.RolloutID(e), "attempt", it.attempt, "retry_in", delay, "error", err)
 				return retry, delay

@@ -10,7 +10,7 @@ import (
 )
 
 // UpdateAndAppend is Update whose fn also returns events: the document and the
-// events (those whose id is not journaled yet) are never separated by a
+// events (or timers, for events due later: see Schedule) (those whose id is not journaled yet) are never separated by a
 // crash (a transactional outbox). The document and the events commit
 // together in the state file; the events then go into the journal, in the
 // order their documents committed, and the call returns the records it
@@ -48,6 +48,8 @@ func (s *Store) commitWithOutbox(collection, key string, v any, fn func(found bo
 		evs  []cloudevents.Event
 		enc  [][]byte
 		keys [][]byte
+		// timed: some events went to the timers bucket.
+		timed bool
 	)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		evs, enc, keys = nil, nil, nil
@@ -56,6 +58,12 @@ func (s *Store) commitWithOutbox(collection, key string, v any, fn func(found bo
 			if evs, err = fn(found); err != nil {
 				return err
 			}
+			var later []cloudevents.Event
+			evs, later = SplitDue(evs, s.now())
+			if err := putTimers(tx, later); err != nil {
+				return err
+			}
+			timed = len(later) > 0
 			enc, err = encodeEvents(evs)
 			return err
 		})
@@ -84,6 +92,9 @@ func (s *Store) commitWithOutbox(collection, key string, v any, fn func(found bo
 		return nil, nil, err
 	}
 	s.delivered = nil
+	if timed {
+		s.timers.notify()
+	}
 	if len(evs) == 0 {
 		return nil, nil, nil
 	}

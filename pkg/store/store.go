@@ -56,6 +56,8 @@ type Store struct {
 	// outboxMu orders UpdateAndAppend calls: their events reach the writer
 	// in the order their documents committed. delivered lists outbox keys
 	// whose events are journaled, to delete in the next transaction.
+	timers timerState
+
 	outboxMu  sync.Mutex
 	delivered [][]byte
 

@@ -1,0 +1,128 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/types"
+)
+
+// Event types of the engine: what flotilla asks of its executors, their
+// answers, the deadlines it sets itself and the controls users send.
+const (
+	// launch, rollback -> executors
+	TypePipelineRunRequested = "dev.flotilla.pipelinerun.requested.v1"
+	// executors -> observe
+	TypePipelineRunFinished = "dev.flotilla.pipelinerun.finished.v1"
+	// launch, rollback -> (timer) -> observe
+	TypeClusterDeadline = "dev.flotilla.cluster.deadline.v1"
+	// the API -> rollback, launch
+	TypeRolloutRetryRequested = "dev.flotilla.rollout.retry.requested.v1"
+	// rollback: a revert failed for good
+	TypeRolloutRollbackFailed = "dev.flotilla.rollout.rollbackfailed.v1"
+)
+
+// Purposes of a pipeline run.
+const (
+	PurposeApply  = "apply"  // the rollout's digest, with analysis
+	PurposeRevert = "revert" // the cluster's previous image, without analysis
+)
+
+// PipelineRunRequested asks an executor to run the rollout pipeline for one
+// cluster: apply the rollout's image (Purpose apply), or give the cluster its
+// previous image back (Purpose revert). Step numbers the cluster's steps in
+// the rollout, so a late answer to an earlier step is told apart.
+type PipelineRunRequested struct {
+	RolloutID   string `json:"rolloutId"`
+	Application string `json:"application"`
+	Wave        int    `json:"wave"`
+	Cluster     string `json:"cluster"`
+	Purpose     string `json:"purpose"`
+	Step        int    `json:"step"`
+	// Image is the pinned reference to run; Tag its tag when a GitOps
+	// repository should get it back too ("" when unknown).
+	Image string `json:"image"`
+	Tag   string `json:"tag,omitempty"`
+	// Deadline is when the step's time is up: the executor stops retrying
+	// then and reports the run failed.
+	Deadline time.Time `json:"deadline"`
+}
+
+// PipelineRunFinished: an executor ended a requested run. Error is empty
+// when the run succeeded.
+type PipelineRunFinished struct {
+	RolloutID string `json:"rolloutId"`
+	Wave      int    `json:"wave"`
+	Cluster   string `json:"cluster"`
+	Purpose   string `json:"purpose"`
+	Step      int    `json:"step"`
+	Image     string `json:"image"`
+	// PreviousImage is what the workload ran before the rollout; Changed
+	// tells whether the run changed the workload.
+	PreviousImage string `json:"previousImage,omitempty"`
+	Changed       bool   `json:"changed"`
+	Error         string `json:"error,omitempty"`
+}
+
+// ClusterDeadline: the time of a cluster's step is up. Observe reads the
+// cluster and decides.
+type ClusterDeadline struct {
+	RolloutID string `json:"rolloutId"`
+	Wave      int    `json:"wave"`
+	Cluster   string `json:"cluster"`
+	Purpose   string `json:"purpose"`
+	Step      int    `json:"step"`
+	// Extension counts the deadlines this step had before: a canary still
+	// making progress gets a few more.
+	Extension int `json:"extension,omitempty"`
+}
+
+// RolloutRetryRequested: a user asks flotilla to try again what failed in a
+// rollout: the reverts of a rollback that failed, and the events functions
+// gave up on. Cluster, when set, limits the retry to one cluster.
+type RolloutRetryRequested struct {
+	RolloutID string `json:"rolloutId"`
+	Cluster   string `json:"cluster,omitempty"`
+	// Attempt numbers the user's retries of the rollout, so each has its
+	// own event ids.
+	Attempt int    `json:"attempt"`
+	User    string `json:"user,omitempty"`
+}
+
+// ExtDue is the CloudEvents extension of an event due later (RFC 3339): the
+// bus keeps it as a timer and journals it when it is due.
+const ExtDue = "flotilladue"
+
+// At marks e due at t.
+func At(e cloudevents.Event, t time.Time) cloudevents.Event {
+	e.SetExtension(ExtDue, types.Timestamp{Time: t.UTC()})
+	return e
+}
+
+// Due returns when e is due, if it carries ExtDue.
+func Due(e cloudevents.Event) (time.Time, bool) {
+	v, ok := e.Extensions()[ExtDue]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := types.ToTime(v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// FailedEvent returns the event a function gave up on, from its
+// function.failed record.
+func FailedEvent(f FunctionFailed) (cloudevents.Event, error) {
+	var e cloudevents.Event
+	if len(f.Event) == 0 {
+		return e, Permanent(fmt.Errorf("function.failed of %s carries no event", f.EventID))
+	}
+	if err := json.Unmarshal(f.Event, &e); err != nil {
+		return e, Permanent(fmt.Errorf("decoding the event %s a function gave up on: %w", f.EventID, err))
+	}
+	return e, nil
+}

@@ -1,0 +1,59 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// fireBatch bounds the timers journaled at once.
+const fireBatch = 256
+
+// runTimers journals timers as they fall due, until ctx ends. A journal
+// that fails stalls the dispatcher (Err) and is retried.
+func (d *Dispatcher) runTimers(ctx context.Context) {
+	delay := d.o.StallBackoff
+	for ctx.Err() == nil {
+		changed := d.j.TimersChanged()
+		wait, err := d.fireDue(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.stall(err, delay)
+			wait, delay = delay, min(2*delay, time.Minute)
+		} else if delay != d.o.StallBackoff {
+			d.unstall()
+			delay = d.o.StallBackoff
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// fireDue journals the due timers and returns how long until the next.
+func (d *Dispatcher) fireDue(ctx context.Context) (time.Duration, error) {
+	for {
+		n, err := d.j.FireDue(ctx, time.Now(), fireBatch)
+		if err != nil {
+			return 0, fmt.Errorf("firing timers: %w", err)
+		}
+		d.m.timers.Add(float64(n))
+		if n < fireBatch {
+			break
+		}
+	}
+	due, ok, err := d.j.NextDue(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading timers: %w", err)
+	}
+	if !ok {
+		return time.Hour, nil
+	}
+	return max(time.Until(due), 0), nil
+}
