@@ -1,10 +1,12 @@
-// Package launch runs the rollout pipeline (apply-canary) in every cluster of
-// a wave that has started, in parallel up to a bound, and records what each
-// cluster ran before.
+// Package launch starts a wave: for every cluster of the wave it asks an
+// executor for a pipeline run that applies the rollout's digest, and sets
+// the cluster's deadline, in one transaction with the cluster's move to
+// Applying. It waits for nothing: the executors answer with
+// pipelinerun.finished (see package deliver), which observe consumes, and
+// the deadline arrives as a timer event.
 //
 // Consumes: dev.flotilla.wave.started.v1
-// Emits:    dev.flotilla.cluster.applied.v1, dev.flotilla.cluster.succeeded.v1
+// Emits:    dev.flotilla.pipelinerun.requested.v1 (one per cluster),
 //
-//	(the cluster already runs the digest), dev.flotilla.cluster.failed.v1
-//	(the pipeline failed permanently)
+//	dev.flotilla.cluster.deadline.v1 (a timer, due at the step's deadline)
 package launch

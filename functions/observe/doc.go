@@ -1,11 +1,25 @@
-// Package observe turns Flagger's canary events into cluster results of the
-// rollout they belong to. An event is only a hint: before a cluster counts as
-// succeeded, failed or reverted, observe reads the canary and its workloads
-// from the cluster and checks which image the primary and the canary run, so a
-// late or stale event cannot move a rollout on.
+// Package observe decides what became of each cluster of a rollout. Events
+// are hints: before a cluster counts as succeeded, failed or reverted,
+// observe reads the canary and its workloads from the cluster and checks
+// which image the primary and the canary run, so a late or stale event
+// cannot move a rollout on.
 //
-// Consumes: dev.flotilla.canary.v1
+// It reads four kinds of hint: Flagger's canary events; the executors'
+// pipelinerun.finished answers to launch's requests (the cluster took the
+// digest, or the run failed); a cluster's deadline (its step's time is up:
+// the cluster is read and counts as succeeded, failed, or, while Flagger
+// still makes progress, gets a few more deadlines); and function.failed
+// (a function gave up on an event of the rollout: the rollout records it
+// for `flotilla retry`, and a pipeline request given up on counts as a run
+// that failed).
+//
+// Consumes: dev.flotilla.canary.v1, dev.flotilla.pipelinerun.finished.v1 (apply),
+//
+//	dev.flotilla.cluster.deadline.v1 (apply), dev.flotilla.function.failed.v1
+//
 // Emits:    dev.flotilla.cluster.succeeded.v1, dev.flotilla.cluster.failed.v1,
 //
-//	dev.flotilla.cluster.reverted.v1
+//	dev.flotilla.cluster.reverted.v1, dev.flotilla.cluster.applied.v1,
+//	dev.flotilla.cluster.deadline.v1 (an extension), dev.flotilla.pipelinerun.finished.v1
+//	(for a request given up on)
 package observe

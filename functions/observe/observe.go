@@ -3,33 +3,69 @@ package observe
 import (
 	"context"
 	"errors"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/functions/launch"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
+// StatusReader reads a canary's live state (pkg/cluster.Set): the canary
+// named after workload, and the images of the workload and its primary.
+type StatusReader interface {
+	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (cluster.CanaryStatus, error)
+}
+
+// statusTimeout bounds one read of a cluster: an API server that does not
+// answer must not hold the rollout's other events.
+const statusTimeout = 15 * time.Second
+
 // Function is the observe function.
 type Function struct {
 	cfg    *config.Config
 	repo   *rollout.Repo
-	status launch.StatusReader
+	status StatusReader
+	now    func() time.Time
 }
 
-// New returns observe.
-func New(cfg *config.Config, repo *rollout.Repo, status launch.StatusReader) *Function {
-	return &Function{cfg: cfg, repo: repo, status: status}
+// New returns observe; now defaults to time.Now.
+func New(cfg *config.Config, repo *rollout.Repo, status StatusReader, now func() time.Time) *Function {
+	if now == nil {
+		now = time.Now
+	}
+	return &Function{cfg: cfg, repo: repo, status: status, now: now}
 }
 
-func (*Function) Name() string       { return "observe" }
-func (*Function) Consumes() []string { return []string{events.TypeCanary} }
+func (*Function) Name() string { return "observe" }
+func (*Function) Consumes() []string {
+	return []string{events.TypeCanary, events.TypePipelineRunFinished, events.TypeClusterDeadline, events.TypeFunctionFailed}
+}
 
-// Handle classifies one canary event.
+// Handle reads one hint.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	switch e.Type() {
+	case events.TypePipelineRunFinished:
+		return f.finished(ctx, e)
+	case events.TypeClusterDeadline:
+		return f.deadline(ctx, e)
+	case events.TypeFunctionFailed:
+		return f.functionFailed(ctx, e)
+	}
+	return f.canary(ctx, e)
+}
+
+// readStatus reads a cluster's canary under statusTimeout.
+func (f *Function) readStatus(ctx context.Context, clusterName string, app config.Application) (cluster.CanaryStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	return f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
+}
+
+// canary classifies one canary event.
+func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	c, err := events.Decode[events.Canary](e)
 	if err != nil {
 		return nil, err
@@ -48,7 +84,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if !ok {
 		return nil, nil
 	}
-	st, err := f.status.CanaryStatus(ctx, c.Cluster, app.Namespace, app.Workload)
+	st, err := f.readStatus(ctx, c.Cluster, app)
 	if err != nil {
 		return nil, err
 	}

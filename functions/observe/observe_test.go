@@ -139,7 +139,7 @@ func TestObserveClassify(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, tt.phase)
 			st := cluster.CanaryStatus{Phase: tt.flagger, Weight: 42, PrimaryImage: tt.images.primary, TargetImage: tt.images.target}
-			fn := observe.New(cfg, repo, status(st))
+			fn := observe.New(cfg, repo, status(st), nil)
 			e := canaryEvent(t, events.Canary{Cluster: tt.cluster, Namespace: "web", Name: "shop-api", Phase: tt.flagger,
 				Outcome: tt.outcome, Message: "flagger says so", RolloutID: rolloutID})
 
@@ -182,7 +182,7 @@ func TestObserveDaemonSet(t *testing.T) {
 	st := statusOf(w, cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref})
 	e := canaryEvent(t, events.Canary{Cluster: "c1", Namespace: "web", Name: "shop-agent", Phase: "Succeeded",
 		Outcome: events.CanarySucceeded, Message: "promoted", RolloutID: rolloutID})
-	evs, err := observe.New(ds, repo, st).Handle(t.Context(), e)
+	evs, err := observe.New(ds, repo, st, nil).Handle(t.Context(), e)
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
@@ -210,7 +210,7 @@ func TestObserveIgnores(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, rollout.ClusterProgressing)
-			evs, err := observe.New(tt.cfg, repo, never).Handle(t.Context(), canaryEvent(t, tt.c))
+			evs, err := observe.New(tt.cfg, repo, never, nil).Handle(t.Context(), canaryEvent(t, tt.c))
 			if err != nil || len(evs) != 0 {
 				t.Errorf("Handle = %v, %v; want nothing", evs, err)
 			}
@@ -241,7 +241,7 @@ func TestObserveErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, rollout.ClusterProgressing)
-			evs, err := observe.New(cfg, repo, tt.status).Handle(t.Context(), tt.e)
+			evs, err := observe.New(cfg, repo, tt.status, nil).Handle(t.Context(), tt.e)
 			if err == nil {
 				t.Fatalf("Handle = %v, want an error", evs)
 			}
@@ -253,11 +253,11 @@ func TestObserveErrors(t *testing.T) {
 }
 
 func TestObserveContract(t *testing.T) {
-	fn := observe.New(cfg, nil, nil)
+	fn := observe.New(cfg, nil, nil, nil)
 	if fn.Name() != "observe" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeCanary}, fn.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypeCanary, events.TypePipelineRunFinished, events.TypeClusterDeadline, events.TypeFunctionFailed}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }

@@ -2,49 +2,59 @@ package rollback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/functions/launch"
-	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
-	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// Function is the rollback function.
-type Function struct {
-	cfg         *config.Config
-	repo        *rollout.Repo
-	exec        pipelines.Executor
-	status      launch.StatusReader
-	hooks       launch.Hooks
-	maxParallel int
+// StatusReader reads a canary's live state (pkg/cluster.Set).
+type StatusReader interface {
+	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (cluster.CanaryStatus, error)
 }
 
-// New returns rollback.
-func New(cfg *config.Config, repo *rollout.Repo, exec pipelines.Executor, status launch.StatusReader, hooks launch.Hooks, maxParallel int) *Function {
-	if maxParallel <= 0 {
-		maxParallel = 16
+// statusTimeout bounds one read of a cluster.
+const statusTimeout = 15 * time.Second
+
+// Function is the rollback function.
+type Function struct {
+	cfg    *config.Config
+	repo   *rollout.Repo
+	status StatusReader
+	now    func() time.Time
+}
+
+// New returns rollback; now defaults to time.Now.
+func New(cfg *config.Config, repo *rollout.Repo, status StatusReader, now func() time.Time) *Function {
+	if now == nil {
+		now = time.Now
 	}
-	return &Function{cfg: cfg, repo: repo, exec: exec, status: status, hooks: hooks, maxParallel: maxParallel}
+	return &Function{cfg: cfg, repo: repo, status: status, now: now}
 }
 
 func (*Function) Name() string { return "rollback" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeRolloutFailed, events.TypeClusterReverted}
+	return []string{
+		events.TypeRolloutFailed, events.TypeClusterReverted, events.TypeClusterApplied,
+		events.TypePipelineRunFinished, events.TypeClusterDeadline, events.TypeRolloutRetryRequested,
+	}
 }
 
-// Handle starts or continues the rollback of one rollout.
+// Handle starts, continues or retries the rollback of one rollout.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	var id string
+	var (
+		id     string
+		mark   func(*rollout.Rollout) ([]cloudevents.Event, error)
+		err    error
+		prefix []cloudevents.Event
+	)
 	switch e.Type() {
 	case events.TypeRolloutFailed:
 		r, err := events.Decode[events.RolloutResult](e)
@@ -52,71 +62,272 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			return nil, err
 		}
 		id = r.RolloutID
-	default:
+	case events.TypeClusterReverted:
+		r, err := events.Decode[events.ClusterResult](e)
+		if err != nil {
+			return nil, err
+		}
+		id, mark = r.RolloutID, markCluster(r.Cluster, rollout.ClusterReverting, rollout.ClusterReverted, r.Reason)
+	case events.TypeClusterApplied:
 		r, err := events.Decode[events.ClusterResult](e)
 		if err != nil {
 			return nil, err
 		}
 		id = r.RolloutID
-		if _, err := f.repo.Update(ctx, id, func(ro *rollout.Rollout) error {
-			c, _, err := ro.Cluster(r.Cluster)
-			if err != nil {
-				return events.Permanent(err)
-			}
-			if c.Phase == rollout.ClusterReverting {
-				c.Phase, c.Message = rollout.ClusterReverted, r.Reason
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	return f.next(ctx, e, id)
-}
-
-// next reverts the newest wave that still has clusters on the new digest, or
-// ends the rollback when none is left and nothing is being reverted.
-//
-// Clusters are marked Reverting only once their revert is applied: a retry or
-// a redelivery after a failed or interrupted apply finds them still to revert
-// and applies again (the apply is idempotent), where marking them first would
-// leave them waiting for a revert that never happened.
-func (f *Function) next(ctx context.Context, e cloudevents.Event, id string) ([]cloudevents.Event, error) {
-	var (
-		wave    = -1
-		targets []string
-	)
-	// The end of the rollback is journaled with the state change, so a crash
-	// cannot leave a rolled-back rollout that never said so.
-	ro, out, err := f.repo.UpdateEmit(ctx, id, func(ro *rollout.Rollout) ([]cloudevents.Event, error) {
-		wave, targets = -1, nil
-		if ro.Phase != rollout.Failed {
-			return nil, nil
-		}
-		for w := range ro.Waves {
-			if ro.Reverting(w) {
-				return nil, nil // wait for the wave being reverted
-			}
-		}
-		wave = ro.RevertWave(len(ro.Waves) - 1)
-		if wave >= 0 {
-			targets = ro.ToRevert(wave)
-			return nil, nil
-		}
-		ro.Phase = rollout.RolledBack
-		done, err := events.Derive(e, events.TypeRolloutRolledBack, id, events.RolloutResult{RolloutID: id, Reason: ro.Reason})
+	case events.TypePipelineRunFinished:
+		id, mark, prefix, err = f.finished(ctx, e)
+	case events.TypeClusterDeadline:
+		id, mark, prefix, err = f.deadline(ctx, e)
+	case events.TypeRolloutRetryRequested:
+		r, err := events.Decode[events.RolloutRetryRequested](e)
 		if err != nil {
 			return nil, err
 		}
-		return []cloudevents.Event{done}, nil
-	})
-	if err != nil || len(out) > 0 {
-		return out, err
+		id, mark = r.RolloutID, f.retry(e, r)
 	}
-	if wave < 0 {
+	if err != nil || id == "" {
+		return nil, err
+	}
+	out, err := f.next(ctx, e, id, mark)
+	return append(prefix, out...), err
+}
+
+// markCluster moves a cluster from phase `from` to `to`.
+func markCluster(name string, from, to rollout.ClusterPhase, msg string) func(*rollout.Rollout) ([]cloudevents.Event, error) {
+	return func(ro *rollout.Rollout) ([]cloudevents.Event, error) {
+		c, _, err := ro.Cluster(name)
+		if err != nil {
+			return nil, events.Permanent(err)
+		}
+		if c.Phase == from {
+			c.Phase, c.Message, c.Run = to, msg, ""
+		}
 		return nil, nil
 	}
-	return f.revert(ctx, e, ro, wave, targets)
+}
+
+// readStatus reads a cluster's canary under statusTimeout.
+func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterName string) (cluster.CanaryStatus, error) {
+	app, ok := f.cfg.Application(ro.Application)
+	if !ok {
+		return cluster.CanaryStatus{}, events.Permanent(fmt.Errorf("application %q is no longer configured", ro.Application))
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	return f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
+}
+
+// reverted tells whether a cluster is back on prev with no analysis under
+// way. Flagger treats a return to the last promoted spec as a manual
+// rollback and reports nothing, so this read is often the only news.
+func reverted(st cluster.CanaryStatus, prev string) bool {
+	return st.Settled() && st.PrimaryImage == prev && st.TargetImage == prev
+}
+
+// finished handles a revert run's end: failed, the cluster's revert
+// failed; applied, the cluster is reverted if it is back on its previous
+// image already, else observe reports it when Flagger is done.
+func (f *Function) finished(ctx context.Context, e cloudevents.Event) (string, func(*rollout.Rollout) ([]cloudevents.Event, error), []cloudevents.Event, error) {
+	run, err := events.Decode[events.PipelineRunFinished](e)
+	if err != nil || run.Purpose != events.PurposeRevert {
+		return "", nil, nil, err
+	}
+	ro, err := f.repo.Get(ctx, run.RolloutID)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return "", nil, nil, nil
+	}
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var back bool
+	if run.Error == "" {
+		st, err := f.readStatus(ctx, ro, run.Cluster)
+		back = err == nil && reverted(st, run.Image)
+	}
+	mark := func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		c, _, err := r.Cluster(run.Cluster)
+		if err != nil {
+			return nil, events.Permanent(err)
+		}
+		if c.Step != run.Step || c.Run != events.PurposeRevert || c.Phase != rollout.ClusterReverting {
+			return nil, nil
+		}
+		c.Run = ""
+		switch {
+		case run.Error != "":
+			c.Phase, c.Message = rollout.ClusterRevertFailed, "revert failed: "+run.Error
+		case back:
+			c.Phase, c.Message = rollout.ClusterReverted, "previous image restored"
+		default:
+			c.Applied = f.now().UTC()
+		}
+		return nil, nil
+	}
+	return run.RolloutID, mark, nil, nil
+}
+
+// deadline handles a revert's deadline: the cluster is read; back on its
+// previous image it is reverted, else its revert failed.
+func (f *Function) deadline(ctx context.Context, e cloudevents.Event) (string, func(*rollout.Rollout) ([]cloudevents.Event, error), []cloudevents.Event, error) {
+	d, err := events.Decode[events.ClusterDeadline](e)
+	if err != nil || d.Purpose != events.PurposeRevert {
+		return "", nil, nil, err
+	}
+	ro, err := f.repo.Get(ctx, d.RolloutID)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return "", nil, nil, nil
+	}
+	if err != nil {
+		return "", nil, nil, err
+	}
+	c, _, err := ro.Cluster(d.Cluster)
+	if err != nil || c.Step != d.Step || c.Phase != rollout.ClusterReverting {
+		return "", nil, nil, nil //nolint:nilerr // a step done, or a cluster the rollout does not have
+	}
+	st, readErr := f.readStatus(ctx, ro, d.Cluster)
+	mark := func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		c, _, err := r.Cluster(d.Cluster)
+		if err != nil {
+			return nil, events.Permanent(err)
+		}
+		if c.Step != d.Step || c.Phase != rollout.ClusterReverting {
+			return nil, nil
+		}
+		c.Run = ""
+		switch {
+		case readErr != nil:
+			c.Phase, c.Message = rollout.ClusterRevertFailed, "revert not done by its deadline: the cluster cannot be read: "+readErr.Error()
+		case reverted(st, c.PreviousImage):
+			c.Phase, c.Message = rollout.ClusterReverted, "previous image restored (read at the deadline)"
+		default:
+			c.Phase, c.Message = rollout.ClusterRevertFailed, fmt.Sprintf(
+				"revert not done by its deadline: primary runs %s, workload %s, Flagger phase %q", st.PrimaryImage, st.TargetImage, st.Phase)
+		}
+		return nil, nil
+	}
+	return d.RolloutID, mark, nil, nil
+}
+
+// retry turns a rollback that failed back into one under way: the clusters
+// whose revert failed (or the one named) are reverted again, and the
+// events functions gave up on are replayed.
+func (f *Function) retry(e cloudevents.Event, req events.RolloutRetryRequested) func(*rollout.Rollout) ([]cloudevents.Event, error) {
+	return func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		var out []cloudevents.Event
+		for i := range r.Failures {
+			x := &r.Failures[i]
+			if x.Retried || (req.Cluster != "" && x.Cluster != req.Cluster) {
+				continue
+			}
+			x.Retried = true
+			ev, err := replay(e, *x)
+			if err != nil {
+				return nil, err
+			}
+			if ev != nil {
+				out = append(out, *ev)
+			}
+		}
+		if r.Phase != rollout.RollbackFailed {
+			return out, nil
+		}
+		for _, c := range r.InPhase(rollout.ClusterRevertFailed) {
+			if req.Cluster == "" || c.Name == req.Cluster {
+				c.Phase, c.Message = rollout.ClusterFailed, "revert retried"
+			}
+		}
+		r.Phase = rollout.Failed
+		return out, nil
+	}
+}
+
+// replay re-issues an event a function gave up on, from the rollout's copy,
+// under a new id (the journal would drop the old one).
+func replay(cause cloudevents.Event, x rollout.Failure) (*cloudevents.Event, error) {
+	if len(x.Event) == 0 || x.EventType == events.TypePipelineRunRequested {
+		// A run request is not replayed: its step's time is up. The
+		// cluster's revert is requested anew, with a new deadline.
+		return nil, nil
+	}
+	ev, err := events.FailedEvent(events.FunctionFailed{EventID: x.EventID, Event: x.Event})
+	if err != nil {
+		return nil, err
+	}
+	ev.SetID(x.EventID + "/retry/" + cause.ID())
+	return &ev, nil
+}
+
+// next reverts the newest wave that still has clusters on the new digest, or
+// ends the rollback when none is left and nothing is under way: RolledBack,
+// or RollbackFailed when some revert failed. mark, when set, first records
+// what the event says, in the same transaction.
+func (f *Function) next(ctx context.Context, e cloudevents.Event, id string, mark func(*rollout.Rollout) ([]cloudevents.Event, error)) ([]cloudevents.Event, error) {
+	ro, err := f.repo.Get(ctx, id)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	app, ok := f.cfg.Application(ro.Application)
+	if !ok {
+		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
+	}
+	prevTag, err := f.previousTag(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	// The requests, and the end of the rollback, are journaled with the
+	// state change, so a crash can neither lose nor repeat a step.
+	_, out, err := f.repo.UpdateEmit(ctx, id, func(ro *rollout.Rollout) ([]cloudevents.Event, error) {
+		var out []cloudevents.Event
+		if mark != nil {
+			var err error
+			if out, err = mark(ro); err != nil {
+				return nil, err
+			}
+		}
+		if ro.Phase != rollout.Failed {
+			return out, nil
+		}
+		for w := range ro.Waves {
+			if ro.Reverting(w) {
+				return out, nil // wait for the wave being reverted
+			}
+		}
+		if wave := ro.RevertWave(len(ro.Waves) - 1); wave >= 0 {
+			deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
+			for _, name := range ro.ToRevert(wave) {
+				c, _, _ := ro.Cluster(name)
+				c.Phase = rollout.ClusterReverting
+				evs, err := ro.RequestRun(e, c, events.PurposeRevert, c.PreviousImage, prevTag(c.PreviousImage), deadline)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, evs...)
+			}
+			return out, nil
+		}
+		if len(ro.Running(events.PurposeApply)) > 0 {
+			return out, nil // a cluster may still take the digest: its run's end says
+		}
+		typ := events.TypeRolloutRolledBack
+		ro.Phase = rollout.RolledBack
+		if failed := ro.InPhase(rollout.ClusterRevertFailed); len(failed) > 0 {
+			typ, ro.Phase = events.TypeRolloutRollbackFailed, rollout.RollbackFailed
+			var s []string
+			for _, c := range failed {
+				s = append(s, fmt.Sprintf("cluster %s: %s", c.Name, c.Message))
+			}
+			ro.Reason = strings.TrimSuffix(strings.SplitN(ro.Reason, "; rollback failed: ", 2)[0], "; ") + "; rollback failed: " + strings.Join(s, "; ")
+		}
+		done, err := events.Derive(e, typ, id, events.RolloutResult{RolloutID: id, Reason: ro.Reason})
+		if err != nil {
+			return nil, err
+		}
+		return append(out, done), nil
+	})
+	return out, err
 }
 
 // previousTag returns, for an image a cluster ran before, its tag when it is
@@ -140,105 +351,4 @@ func (f *Function) previousTag(ctx context.Context, app config.Application) (fun
 		}
 		return ""
 	}, nil
-}
-
-// revert gives each named cluster its previous image back. Flagger treats a
-// return to the last promoted spec as a manual rollback and reports nothing,
-// so a cluster whose primary and workload both run the previous image after
-// the apply, with no analysis under way, is reverted at once; the others
-// (caught mid-analysis) are reported reverted by observe when Flagger has
-// promoted the previous image.
-func (f *Function) revert(ctx context.Context, e cloudevents.Event, ro rollout.Rollout, wave int, names []string) ([]cloudevents.Event, error) {
-	app, ok := f.cfg.Application(ro.Application)
-	if !ok {
-		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
-	}
-	prevTag, err := f.previousTag(ctx, app)
-	if err != nil {
-		return nil, err
-	}
-	applied := time.Now().UTC()
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(f.maxParallel)
-	var (
-		failed   []string
-		reverted []string // applied: now Reverting
-		out      []cloudevents.Event
-	)
-	for _, name := range names {
-		c, _, _ := ro.Cluster(name)
-		prev := c.PreviousImage
-		g.Go(func() error {
-			objs := canary.Render(app, canary.Input{
-				Instance: f.cfg.Server.Instance,
-				Cluster:  name, Rollout: ro.ID, Event: f.hooks(name, ro.ID), SkipAnalysis: true,
-			})
-			deps, err := objs.Dependencies()
-			if err != nil {
-				err = events.Permanent(fmt.Errorf("rendering the delivery policy: %w", err))
-			} else {
-				// A GitOps application gets the previous image back in its
-				// repository too: else the GitOps agent would re-apply the
-				// failed one.
-				_, err = pipelines.Apply(gctx, f.exec, name, app, prevTag(prev), tasks.ApplyCanaryParams{
-					Rollout:   ro.ID + "-revert",
-					Namespace: app.Namespace,
-					Kind:      app.Workload.Kind,
-					Workload:  app.Workload.Name,
-					Container: app.Workload.Container,
-					Image:     prev,
-					Canary:    objs.Canary,
-					Objects:   deps,
-				})
-			}
-			if events.IsPermanent(err) {
-				mu.Lock()
-				failed = append(failed, fmt.Sprintf("%s: %v", name, err))
-				mu.Unlock()
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			reverted = append(reverted, name)
-			mu.Unlock()
-			st, err := f.status.CanaryStatus(gctx, name, app.Namespace, app.Workload)
-			if err != nil || !st.Settled() || st.PrimaryImage != prev || st.TargetImage != prev {
-				return nil //nolint:nilerr // Flagger is still at work: observe reports the revert
-			}
-			ev, err := events.Derive(e, events.TypeClusterReverted, name, events.ClusterResult{
-				RolloutID: ro.ID, Wave: wave, Cluster: name, Reason: "previous image restored; Flagger phase " + st.Phase,
-			})
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			out = append(out, ev)
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("reverting rollout %s: %w", ro.ID, err)
-	}
-	if len(reverted) > 0 {
-		if _, err := f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
-			for _, name := range reverted {
-				c, _, err := r.Cluster(name)
-				if err != nil {
-					return events.Permanent(err)
-				}
-				c.Phase, c.Applied = rollout.ClusterReverting, applied
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if len(failed) > 0 {
-		return nil, events.Permanent(fmt.Errorf("reverting rollout %s: %v", ro.ID, failed))
-	}
-	return out, nil
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/rollback"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
-	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -27,15 +25,14 @@ const (
 	ref       = image + "@sha256:new"
 )
 
+var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
 // prev is what cluster c ran before the rollout.
 func prev(c string) string { return image + "@sha256:old-" + c }
 
 // fakeStatus stands in for the clusters' canary status: each cluster's
-// status is what the test set last, for the canary of workload (app()'s when
-// zero).
+// status is what the test set last, for the canary of app()'s workload.
 type fakeStatus struct {
-	workload config.Workload
-
 	mu sync.Mutex
 	st map[string]cluster.CanaryStatus
 }
@@ -52,13 +49,9 @@ func (f *fakeStatus) set(cl string, st cluster.CanaryStatus) {
 func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace string, w config.Workload) (cluster.CanaryStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	want := f.workload
-	if want == (config.Workload{}) {
-		want = app().Workload
-	}
 	st, ok := f.st[cl]
-	if !ok || namespace != "web" || w != want {
-		return cluster.CanaryStatus{}, errors.New("no canary")
+	if !ok || namespace != "web" || w != app().Workload {
+		return cluster.CanaryStatus{}, errors.New("connection refused")
 	}
 	return st, nil
 }
@@ -66,11 +59,6 @@ func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace string, w con
 // settledOn is a canary at rest with both workloads on img.
 func settledOn(img string) cluster.CanaryStatus {
 	return cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: img, TargetImage: img}
-}
-
-// analysing is a canary Flagger is still working on.
-func analysing(c string) cluster.CanaryStatus {
-	return cluster.CanaryStatus{Phase: "Progressing", PrimaryImage: prev(c), TargetImage: ref}
 }
 
 func app() config.Application {
@@ -83,13 +71,11 @@ func app() config.Application {
 	}
 }
 
-func hooks(clusterName, rolloutID string) canary.EventHook {
-	return canary.EventHook{URL: "http://flotilla.test/hooks/flagger/s3cret",
-		Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID}}
-}
+// The step's deadline: (2 iterations + 1 threshold + 3) x 1s + 1m + 2m.
+var deadline = now.Add(3*time.Minute + 6*time.Second)
 
-func newFunction(repo *rollout.Repo, exec *functiontest.FakeExecutor, status *fakeStatus) *rollback.Function {
-	return rollback.New(&config.Config{Applications: []config.Application{app()}}, repo, exec, status, hooks, 0)
+func newFunction(repo *rollout.Repo, status *fakeStatus) *rollback.Function {
+	return rollback.New(&config.Config{Applications: []config.Application{app()}}, repo, status, func() time.Time { return now })
 }
 
 // failedRollout stores a rollout that failed in its second wave: c1 took the
@@ -98,7 +84,7 @@ func newFunction(repo *rollout.Repo, exec *functiontest.FakeExecutor, status *fa
 func failedRollout(t *testing.T, repo *rollout.Repo, change func(*rollout.Rollout)) {
 	t.Helper()
 	c := func(name string, p rollout.ClusterPhase) rollout.Cluster {
-		return rollout.Cluster{Name: name, Phase: p, PreviousImage: prev(name)}
+		return rollout.Cluster{Name: name, Phase: p, PreviousImage: prev(name), Step: 1}
 	}
 	ro := rollout.Rollout{
 		ID: rolloutID, Application: "shop", Image: image, Tag: "1.3.0", Digest: "sha256:new",
@@ -117,360 +103,340 @@ func failedRollout(t *testing.T, repo *rollout.Repo, change func(*rollout.Rollou
 	}
 }
 
-func rolloutFailed(t *testing.T) cloudevents.Event {
+func event(t *testing.T, id, typ string, payload any) cloudevents.Event {
 	t.Helper()
-	e, err := events.New("failed", events.Source, events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID, Reason: "x"})
+	e, err := events.New(id, events.Source, typ, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.SetExtension(events.ExtRolloutID, rolloutID)
 	return e
+}
+
+func rolloutFailed(t *testing.T) cloudevents.Event {
+	return event(t, "failed", events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID, Reason: "x"})
 }
 
 func clusterReverted(t *testing.T, id, cl string) cloudevents.Event {
+	return event(t, id, events.TypeClusterReverted, events.ClusterResult{RolloutID: rolloutID, Cluster: cl, Reason: "observed"})
+}
+
+func finished(t *testing.T, id, cl string, step int, errText string) cloudevents.Event {
+	return event(t, id, events.TypePipelineRunFinished, events.PipelineRunFinished{
+		RolloutID: rolloutID, Cluster: cl, Purpose: events.PurposeRevert, Step: step, Image: prev(cl), Error: errText,
+	})
+}
+
+func revertDeadline(t *testing.T, id, cl string, step int) cloudevents.Event {
+	return event(t, id, events.TypeClusterDeadline, events.ClusterDeadline{RolloutID: rolloutID, Cluster: cl, Purpose: events.PurposeRevert, Step: step})
+}
+
+// outcome is what one event led to: the clusters whose revert was
+// requested, the other events emitted, and the phases after.
+type outcome struct {
+	Requested []string
+	Emitted   []string
+	Phase     rollout.Phase
+	Clusters  map[string]rollout.ClusterPhase
+}
+
+func observed(t *testing.T, repo *rollout.Repo, evs []cloudevents.Event) outcome {
 	t.Helper()
-	e, err := events.New(id, events.Source, events.TypeClusterReverted, events.ClusterResult{RolloutID: rolloutID, Cluster: cl, Reason: "observed"})
-	if err != nil {
-		t.Fatal(err)
+	var o outcome
+	requests, deadlines := map[string]events.PipelineRunRequested{}, map[string]bool{}
+	for _, e := range evs {
+		if err := e.Validate(); err != nil {
+			t.Errorf("event %s is invalid: %v", e.ID(), err)
+		}
+		switch e.Type() {
+		case events.TypePipelineRunRequested:
+			r, err := events.Decode[events.PipelineRunRequested](e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Purpose != events.PurposeRevert || r.Image != prev(r.Cluster) || !r.Deadline.Equal(deadline) || e.Subject() != r.Cluster {
+				t.Errorf("request %+v (subject %q): want a revert to %s due %s", r, e.Subject(), prev(r.Cluster), deadline)
+			}
+			requests[r.Cluster] = r
+			o.Requested = append(o.Requested, r.Cluster)
+		case events.TypeClusterDeadline:
+			d, err := events.Decode[events.ClusterDeadline](e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if due, ok := events.Due(e); !ok || !due.Equal(deadline) {
+				t.Errorf("deadline of %s due %v", d.Cluster, due)
+			}
+			deadlines[d.Cluster] = true
+		default:
+			o.Emitted = append(o.Emitted, e.Type())
+		}
 	}
-	e.SetExtension(events.ExtRolloutID, rolloutID)
-	return e
-}
-
-func reverted(parent string, wave int, cl, phase string) functiontest.Emitted {
-	return functiontest.Emitted{ID: parent + "/" + events.TypeClusterReverted + "/" + cl, Type: events.TypeClusterReverted, RolloutID: rolloutID,
-		Data: events.ClusterResult{RolloutID: rolloutID, Wave: wave, Cluster: cl, Reason: "previous image restored; Flagger phase " + phase}}
-}
-
-func phases(t *testing.T, repo *rollout.Repo) (rollout.Phase, map[string]rollout.ClusterPhase) {
-	t.Helper()
+	for cl, r := range requests {
+		if !deadlines[cl] {
+			t.Errorf("revert of %s (step %d) has no deadline", cl, r.Step)
+		}
+	}
+	sort.Strings(o.Requested)
 	ro, err := repo.Get(t.Context(), rolloutID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]rollout.ClusterPhase{}
+	o.Phase, o.Clusters = ro.Phase, map[string]rollout.ClusterPhase{}
 	for _, w := range ro.Waves {
 		for _, c := range w.Clusters {
-			m[c.Name] = c.Phase
+			o.Clusters[c.Name] = c.Phase
 		}
 	}
-	return ro.Phase, m
+	return o
 }
 
-// TestRollbackWaveByWave drives a whole rollback as the runtime would: the
-// newest wave first, the next only once it is reverted.
-func TestRollbackWaveByWave(t *testing.T) {
-	ctx := t.Context()
-	repo := functiontest.NewRepo(t)
-	failedRollout(t, repo, nil)
-	exec := newExecutor()
-	status := &fakeStatus{}
-	fn := newFunction(repo, exec, status)
+type step struct {
+	name   string
+	e      func() cloudevents.Event
+	before func()
+	want   outcome
+}
 
-	// c2 had failed: after the revert it is settled on its previous image
-	// at once. c3 was caught mid-analysis.
-	status.set("c2", settledOn(prev("c2")))
-	status.set("c3", analysing("c3"))
-	status.set("c1", settledOn(prev("c1")))
-
-	type step struct {
-		name        string
-		e           cloudevents.Event
-		before      func()
-		wantApplied []string
-		want        []functiontest.Emitted
-		wantPhase   rollout.Phase
-		wantC       map[string]rollout.ClusterPhase
-	}
-	steps := []step{
-		{
-			name: "rollout failed: the newest wave that took the digest is reverted", e: rolloutFailed(t),
-			wantApplied: []string{"c2", "c3"},
-			want:        []functiontest.Emitted{reverted("failed", 1, "c2", "Succeeded")},
-			wantPhase:   rollout.Failed,
-			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterReverting,
-				"c3": rollout.ClusterReverting, "c4": rollout.ClusterPending},
-		},
-		{
-			name: "rollout failed redelivered: the wave is being reverted", e: rolloutFailed(t),
-			wantPhase: rollout.Failed,
-			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterReverting,
-				"c3": rollout.ClusterReverting, "c4": rollout.ClusterPending},
-		},
-		{
-			name: "c2 reverted; c3 still analysing: wait", e: clusterReverted(t, "r-c2", "c2"),
-			wantPhase: rollout.Failed,
-			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterReverted,
-				"c3": rollout.ClusterReverting, "c4": rollout.ClusterPending},
-		},
-		{
-			name: "c3 reverted: the older wave is reverted", e: clusterReverted(t, "r-c3", "c3"),
-			before:      func() { status.set("c3", settledOn(prev("c3"))) },
-			wantApplied: []string{"c1"},
-			want:        []functiontest.Emitted{reverted("r-c3", 0, "c1", "Succeeded")},
-			wantPhase:   rollout.Failed,
-			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterReverting, "c2": rollout.ClusterReverted,
-				"c3": rollout.ClusterReverted, "c4": rollout.ClusterPending},
-		},
-		{
-			name: "c1 reverted: rolled back", e: clusterReverted(t, "r-c1", "c1"),
-			want: []functiontest.Emitted{{ID: "r-c1/" + events.TypeRolloutRolledBack + "/" + rolloutID, Type: events.TypeRolloutRolledBack, RolloutID: rolloutID,
-				Data: events.RolloutResult{RolloutID: rolloutID, Reason: "wave 2 (rest): cluster c2 failed: analysis"}}},
-			wantPhase: rollout.RolledBack,
-			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterReverted, "c2": rollout.ClusterReverted,
-				"c3": rollout.ClusterReverted, "c4": rollout.ClusterPending},
-		},
-		{
-			name: "a late duplicate changes nothing", e: clusterReverted(t, "r-c3", "c3"),
-			wantPhase: rollout.RolledBack,
-			wantC: map[string]rollout.ClusterPhase{"c1": rollout.ClusterReverted, "c2": rollout.ClusterReverted,
-				"c3": rollout.ClusterReverted, "c4": rollout.ClusterPending},
-		},
-	}
+func run(t *testing.T, fn *rollback.Function, repo *rollout.Repo, steps []step) {
+	t.Helper()
 	for _, s := range steps {
 		if s.before != nil {
 			s.before()
 		}
-		evs, err := fn.Handle(ctx, s.e)
+		evs, err := fn.Handle(t.Context(), s.e())
 		if err != nil {
 			t.Fatalf("%s: Handle: %v", s.name, err)
 		}
-		if diff := cmp.Diff(s.want, summarize(t, evs)); diff != "" {
-			t.Errorf("%s: functiontest.Emitted (-want +got):\n%s", s.name, diff)
-		}
-		if diff := cmp.Diff(s.wantApplied, exec.Take()); diff != "" {
-			t.Errorf("%s: clusters reverted (-want +got):\n%s", s.name, diff)
-		}
-		phase, cs := phases(t, repo)
-		if phase != s.wantPhase {
-			t.Errorf("%s: rollout phase %s, want %s", s.name, phase, s.wantPhase)
-		}
-		if diff := cmp.Diff(s.wantC, cs); diff != "" {
-			t.Errorf("%s: cluster phases (-want +got):\n%s", s.name, diff)
+		if diff := cmp.Diff(s.want, observed(t, repo, evs)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
 		}
 	}
 }
 
-func TestRollbackApplyParams(t *testing.T) {
+func phases(kv ...string) map[string]rollout.ClusterPhase {
+	m := map[string]rollout.ClusterPhase{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = rollout.ClusterPhase(kv[i+1])
+	}
+	return m
+}
+
+// A whole rollback as the engine drives it: the newest wave first, the next
+// only once it is reverted; runs are requested, never awaited.
+func TestRollbackWaveByWave(t *testing.T) {
 	repo := functiontest.NewRepo(t)
-	failedRollout(t, repo, func(r *rollout.Rollout) {
-		r.Waves = r.Waves[:1]
-		r.Wave = 0
+	failedRollout(t, repo, nil)
+	status := &fakeStatus{}
+	fn := newFunction(repo, status)
+	run(t, fn, repo, []step{
+		{
+			name: "rollout failed: the newest wave that took the digest is reverted", e: func() cloudevents.Event { return rolloutFailed(t) },
+			want: outcome{Requested: []string{"c2", "c3"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Succeeded", "c2", "Reverting", "c3", "Reverting", "c4", "Pending")},
+		},
+		{
+			name: "rollout failed redelivered: the wave is being reverted", e: func() cloudevents.Event { return rolloutFailed(t) },
+			want: outcome{Phase: rollout.Failed, Clusters: phases("c1", "Succeeded", "c2", "Reverting", "c3", "Reverting", "c4", "Pending")},
+		},
+		{
+			// Flagger reports nothing for a return to the last promoted
+			// spec: the status read after the run is the news.
+			name: "c2's revert ran and c2 is back", e: func() cloudevents.Event { return finished(t, "fin-c2", "c2", 2, "") },
+			before: func() { status.set("c2", settledOn(prev("c2"))) },
+			want:   outcome{Phase: rollout.Failed, Clusters: phases("c1", "Succeeded", "c2", "Reverted", "c3", "Reverting", "c4", "Pending")},
+		},
+		{
+			name: "c3's revert ran; Flagger is still at work: wait", e: func() cloudevents.Event { return finished(t, "fin-c3", "c3", 2, "") },
+			before: func() { status.set("c3", cluster.CanaryStatus{Phase: "Progressing", PrimaryImage: prev("c3"), TargetImage: ref}) },
+			want:   outcome{Phase: rollout.Failed, Clusters: phases("c1", "Succeeded", "c2", "Reverted", "c3", "Reverting", "c4", "Pending")},
+		},
+		{
+			name: "c3 reverted (observe): the older wave is reverted", e: func() cloudevents.Event { return clusterReverted(t, "r-c3", "c3") },
+			want: outcome{Requested: []string{"c1"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Reverting", "c2", "Reverted", "c3", "Reverted", "c4", "Pending")},
+		},
+		{
+			name: "c1 reverted: rolled back", e: func() cloudevents.Event { return clusterReverted(t, "r-c1", "c1") },
+			want: outcome{Emitted: []string{events.TypeRolloutRolledBack}, Phase: rollout.RolledBack,
+				Clusters: phases("c1", "Reverted", "c2", "Reverted", "c3", "Reverted", "c4", "Pending")},
+		},
+		{
+			name: "a late duplicate changes nothing", e: func() cloudevents.Event { return clusterReverted(t, "r-c3", "c3") },
+			want: outcome{Phase: rollout.RolledBack, Clusters: phases("c1", "Reverted", "c2", "Reverted", "c3", "Reverted", "c4", "Pending")},
+		},
 	})
-	exec := newExecutor()
-	before := time.Now().UTC()
-	if _, err := newFunction(repo, exec, &fakeStatus{}).Handle(t.Context(), rolloutFailed(t)); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]tasks.ApplyCanaryParams{"c1": {{
-		Rollout: rolloutID + "-revert", Namespace: "web", Kind: "Deployment", Workload: "shop-api", Container: "api", Image: prev("c1"),
-		Canary: canary.Render(app(), canary.Input{Cluster: "c1", Rollout: rolloutID, Event: hooks("c1", rolloutID), SkipAnalysis: true}).Canary,
-	}}}
-	if diff := cmp.Diff(want, exec.Applied()); diff != "" {
-		t.Errorf("revert applied (-want +got):\n%s", diff)
-	}
-	if !exec.Applied()["c1"][0].Canary.Spec.SkipAnalysis {
-		t.Error("a revert runs Flagger's analysis again")
-	}
+}
+
+// A revert that fails, or misses its deadline, does not hold the rest of
+// the rollback; the rollback ends RollbackFailed naming the cluster, and a
+// retry, once the cluster is back, finishes it.
+func TestRollbackFailsAndIsRetried(t *testing.T) {
+	repo := functiontest.NewRepo(t)
+	failedRollout(t, repo, func(r *rollout.Rollout) { r.Waves = r.Waves[:2] })
+	status := &fakeStatus{}
+	fn := newFunction(repo, status)
+	run(t, fn, repo, []step{
+		{
+			name: "rollout failed", e: func() cloudevents.Event { return rolloutFailed(t) },
+			want: outcome{Requested: []string{"c2", "c3"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Succeeded", "c2", "Reverting", "c3", "Reverting")},
+		},
+		{
+			name: "c2's revert failed for good", e: func() cloudevents.Event { return finished(t, "fin-c2", "c2", 2, "pipeline failed: forbidden") },
+			want: outcome{Phase: rollout.Failed, Clusters: phases("c1", "Succeeded", "c2", "RevertFailed", "c3", "Reverting")},
+		},
+		{
+			name: "c3 unreachable at its deadline: the older wave goes on", e: func() cloudevents.Event { return revertDeadline(t, "dl-c3", "c3", 2) },
+			want: outcome{Requested: []string{"c1"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Reverting", "c2", "RevertFailed", "c3", "RevertFailed")},
+		},
+		{
+			name: "c1 back at its deadline: the rollback failed", e: func() cloudevents.Event { return revertDeadline(t, "dl-c1", "c1", 2) },
+			before: func() { status.set("c1", settledOn(prev("c1"))) },
+			want: outcome{Emitted: []string{events.TypeRolloutRollbackFailed}, Phase: rollout.RollbackFailed,
+				Clusters: phases("c1", "Reverted", "c2", "RevertFailed", "c3", "RevertFailed")},
+		},
+		{
+			name: "retry c3 alone", e: func() cloudevents.Event {
+				return event(t, "retry-1", events.TypeRolloutRetryRequested, events.RolloutRetryRequested{RolloutID: rolloutID, Cluster: "c3", Attempt: 1})
+			},
+			want: outcome{Requested: []string{"c3"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Reverted", "c2", "RevertFailed", "c3", "Reverting")},
+		},
+		{
+			name: "c3 back: failed again, for c2", e: func() cloudevents.Event { return finished(t, "fin-c3", "c3", 3, "") },
+			before: func() { status.set("c3", settledOn(prev("c3"))) },
+			want: outcome{Emitted: []string{events.TypeRolloutRollbackFailed}, Phase: rollout.RollbackFailed,
+				Clusters: phases("c1", "Reverted", "c2", "RevertFailed", "c3", "Reverted")},
+		},
+		{
+			name: "retry all", e: func() cloudevents.Event {
+				return event(t, "retry-2", events.TypeRolloutRetryRequested, events.RolloutRetryRequested{RolloutID: rolloutID, Attempt: 2})
+			},
+			want: outcome{Requested: []string{"c2"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Reverted", "c2", "Reverting", "c3", "Reverted")},
+		},
+		{
+			name: "c2 back: rolled back", e: func() cloudevents.Event { return finished(t, "fin-c2b", "c2", 3, "") },
+			before: func() { status.set("c2", settledOn(prev("c2"))) },
+			want: outcome{Emitted: []string{events.TypeRolloutRolledBack}, Phase: rollout.RolledBack,
+				Clusters: phases("c1", "Reverted", "c2", "Reverted", "c3", "Reverted")},
+		},
+	})
 	ro, err := repo.Get(t.Context(), rolloutID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Applied tells resync which Flagger transitions come after the revert.
-	if c, _, _ := ro.Cluster("c1"); c.Applied.Before(before) {
-		t.Errorf("Applied = %s, want the time of the revert (after %s)", c.Applied, before)
+	if ro.Reason != "wave 2 (rest): cluster c2 failed: analysis; rollback failed: cluster c2: revert failed: pipeline failed: forbidden" {
+		t.Errorf("reason %q", ro.Reason)
 	}
 }
 
-// TestRollbackDaemonSet reverts a DaemonSet and reads the DaemonSets back
-// to tell it is reverted.
-func TestRollbackDaemonSet(t *testing.T) {
+// A cluster whose apply was in flight when the rollout failed is waited
+// for: if its run ends having applied the digest, it is reverted too.
+func TestRollbackWaitsForAnApplyInFlight(t *testing.T) {
 	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, func(r *rollout.Rollout) {
-		r.Waves = r.Waves[:1]
+		r.Waves = r.Waves[1:2]
 		r.Wave = 0
+		r.Waves[0].Clusters[1] = rollout.Cluster{Name: "c3", Phase: rollout.ClusterApplying, Step: 1, Run: events.PurposeApply}
 	})
-	ds := app()
-	ds.Workload = config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
-	exec := newExecutor()
-	status := &fakeStatus{workload: ds.Workload}
-	status.set("c1", settledOn(prev("c1")))
-	fn := rollback.New(&config.Config{Applications: []config.Application{ds}}, repo, exec, status, hooks, 0)
-	evs, err := fn.Handle(t.Context(), rolloutFailed(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]functiontest.Emitted{reverted("failed", 0, "c1", "Succeeded")}, summarize(t, evs)); diff != "" {
-		t.Errorf("emitted (-want +got):\n%s", diff)
-	}
-	if p := exec.Applied()["c1"]; len(p) != 1 || p[0].Kind != config.KindDaemonSet || p[0].Workload != "shop-agent" {
-		t.Errorf("revert applied %+v, want the DaemonSet shop-agent", p)
-	}
+	status := &fakeStatus{}
+	fn := newFunction(repo, status)
+	run(t, fn, repo, []step{
+		{
+			name: "rollout failed: c2 is reverted", e: func() cloudevents.Event { return rolloutFailed(t) },
+			want: outcome{Requested: []string{"c2"}, Phase: rollout.Failed, Clusters: phases("c2", "Reverting", "c3", "Applying")},
+		},
+		{
+			name: "c2 reverted: c3's apply is still in flight", e: func() cloudevents.Event { return clusterReverted(t, "r-c2", "c2") },
+			want: outcome{Phase: rollout.Failed, Clusters: phases("c2", "Reverted", "c3", "Applying")},
+		},
+		{
+			name: "c3's apply ended (observe recorded it): c3 is reverted", e: func() cloudevents.Event {
+				if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error {
+					c, _, _ := r.Cluster("c3")
+					c.Phase, c.Run, c.PreviousImage = rollout.ClusterProgressing, "", prev("c3")
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return event(t, "applied-c3", events.TypeClusterApplied, events.ClusterResult{RolloutID: rolloutID, Cluster: "c3"})
+			},
+			want: outcome{Requested: []string{"c3"}, Phase: rollout.Failed, Clusters: phases("c2", "Reverted", "c3", "Reverting")},
+		},
+	})
 }
 
-func TestRollbackNothingToDo(t *testing.T) {
+func TestRollbackNothingTookTheDigest(t *testing.T) {
+	repo := functiontest.NewRepo(t)
+	failedRollout(t, repo, func(r *rollout.Rollout) {
+		for w := range r.Waves {
+			for c := range r.Waves[w].Clusters {
+				r.Waves[w].Clusters[c].PreviousImage = ""
+			}
+		}
+	})
+	run(t, newFunction(repo, &fakeStatus{}), repo, []step{{
+		name: "rollout failed", e: func() cloudevents.Event { return rolloutFailed(t) },
+		want: outcome{Emitted: []string{events.TypeRolloutRolledBack}, Phase: rollout.RolledBack,
+			Clusters: phases("c1", "Succeeded", "c2", "Failed", "c3", "Progressing", "c4", "Pending")},
+	}})
+}
+
+func TestRollbackIgnores(t *testing.T) {
 	tests := []struct {
 		name  string
 		phase rollout.Phase
+		e     func(t *testing.T) cloudevents.Event
 	}{
-		{"progressing", rollout.Progressing},
-		{"succeeded", rollout.Succeeded},
-		{"rolled back", rollout.RolledBack},
+		{"a progressing rollout's failure event", rollout.Progressing, rolloutFailed},
+		{"an apply run's end", rollout.Failed, func(t *testing.T) cloudevents.Event {
+			return event(t, "fin", events.TypePipelineRunFinished, events.PipelineRunFinished{RolloutID: rolloutID, Cluster: "c1", Purpose: events.PurposeApply, Step: 1})
+		}},
+		{"a retry of a rollout that did not fail its rollback", rollout.RolledBack, func(t *testing.T) cloudevents.Event {
+			return event(t, "retry", events.TypeRolloutRetryRequested, events.RolloutRetryRequested{RolloutID: rolloutID, Attempt: 1})
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			failedRollout(t, repo, func(r *rollout.Rollout) { r.Phase = tt.phase })
-			exec := newExecutor()
-			evs, err := newFunction(repo, exec, &fakeStatus{}).Handle(t.Context(), rolloutFailed(t))
+			evs, err := newFunction(repo, &fakeStatus{}).Handle(t.Context(), tt.e(t))
 			if err != nil || len(evs) != 0 {
 				t.Errorf("Handle = %v, %v; want nothing", evs, err)
 			}
-			if got := exec.Take(); len(got) != 0 {
-				t.Errorf("reverted %v", got)
-			}
-			if phase, _ := phases(t, repo); phase != tt.phase {
-				t.Errorf("phase changed to %s", phase)
-			}
 		})
-	}
-}
-
-// TestRollbackNothingTookTheDigest: a rollout whose only cluster failed
-// before the pipeline recorded what it ran has nothing to revert.
-func TestRollbackNothingTookTheDigest(t *testing.T) {
-	repo := functiontest.NewRepo(t)
-	failedRollout(t, repo, func(r *rollout.Rollout) {
-		r.Wave = 0
-		r.Waves = []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterFailed}}}}
-	})
-	exec := newExecutor()
-	evs, err := newFunction(repo, exec, &fakeStatus{}).Handle(t.Context(), rolloutFailed(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := summarize(t, evs)
-	if len(got) != 1 || got[0].Type != events.TypeRolloutRolledBack {
-		t.Errorf("emitted %+v, want rollout.rolledback", got)
-	}
-	if applied := exec.Take(); len(applied) != 0 {
-		t.Errorf("reverted %v", applied)
-	}
-}
-
-// TestRollbackRetriesAFailedRevert checks that a revert interrupted by a
-// retryable error is applied again when the runtime retries the event,
-// instead of waiting forever for clusters that were never reverted.
-func TestRollbackRetriesAFailedRevert(t *testing.T) {
-	ctx := t.Context()
-	repo := functiontest.NewRepo(t)
-	failedRollout(t, repo, nil)
-	errDown := errors.New("apiserver unavailable")
-	var mu sync.Mutex
-	down := true
-	exec := &functiontest.FakeExecutor{Func: func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if cl == "c3" && down {
-			return tasks.ApplyCanaryResult{}, errDown
-		}
-		return tasks.ApplyCanaryResult{PreviousImage: ref, Changed: true}, nil
-	}}
-	status := &fakeStatus{}
-	status.set("c2", settledOn(prev("c2")))
-	status.set("c3", settledOn(prev("c3")))
-	fn := newFunction(repo, exec, status)
-
-	evs, err := fn.Handle(ctx, rolloutFailed(t))
-	if err == nil || events.IsPermanent(err) || !errors.Is(err, errDown) {
-		t.Fatalf("Handle = %v, %v; want a retryable error wrapping %v", evs, err, errDown)
-	}
-	exec.Take()
-	if _, cs := phases(t, repo); cs["c3"] == rollout.ClusterReverting {
-		t.Errorf("c3 is Reverting though its revert failed")
-	}
-
-	mu.Lock()
-	down = false
-	mu.Unlock()
-	evs, err = fn.Handle(ctx, rolloutFailed(t))
-	if err != nil {
-		t.Fatalf("retry: %v", err)
-	}
-	if diff := cmp.Diff([]string{"c2", "c3"}, exec.Take()); diff != "" {
-		t.Errorf("retry reverted (-want +got):\n%s", diff)
-	}
-	want := []functiontest.Emitted{reverted("failed", 1, "c2", "Succeeded"), reverted("failed", 1, "c3", "Succeeded")}
-	if diff := cmp.Diff(want, summarize(t, evs)); diff != "" {
-		t.Errorf("retry functiontest.Emitted (-want +got):\n%s", diff)
 	}
 }
 
 func TestRollbackErrors(t *testing.T) {
-	errDenied := events.Permanent(errors.New("forbidden"))
 	bad := rolloutFailed(t)
-	if err := bad.SetData(cloudevents.ApplicationJSON, []byte(`[1]`)); err != nil {
+	if err := bad.SetData(cloudevents.ApplicationJSON, []byte(`"x"`)); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name  string
-		cfg   *config.Config
-		apply func(string) error
-		e     cloudevents.Event
-	}{
-		{"payload does not decode", nil, nil, bad},
-		{"cluster not in the rollout", nil, nil, clusterReverted(t, "r", "c9")},
-		{"application no longer configured", &config.Config{}, nil, rolloutFailed(t)},
-		{"pipeline fails permanently", nil, func(cl string) error {
-			if cl == "c2" {
-				return errDenied
-			}
-			return nil
-		}, rolloutFailed(t)},
+	repo := functiontest.NewRepo(t)
+	failedRollout(t, repo, nil)
+	if _, err := newFunction(repo, &fakeStatus{}).Handle(t.Context(), bad); !events.IsPermanent(err) {
+		t.Errorf("undecodable payload: error %v, want a permanent one", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			repo := functiontest.NewRepo(t)
-			failedRollout(t, repo, nil)
-			exec := newExecutor()
-			if tt.apply != nil {
-				exec.Func = func(_ context.Context, cl string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-					return tasks.ApplyCanaryResult{}, tt.apply(cl)
-				}
-			}
-			cfg := tt.cfg
-			if cfg == nil {
-				cfg = &config.Config{Applications: []config.Application{app()}}
-			}
-			evs, err := rollback.New(cfg, repo, exec, &fakeStatus{}, hooks, 0).Handle(t.Context(), tt.e)
-			if err == nil || !events.IsPermanent(err) {
-				t.Errorf("Handle = %v, %v; want a permanent error", evs, err)
-			}
-		})
+	fn := rollback.New(&config.Config{}, repo, &fakeStatus{}, nil)
+	if _, err := fn.Handle(t.Context(), rolloutFailed(t)); !events.IsPermanent(err) {
+		t.Errorf("application no longer configured: error %v, want a permanent one", err)
 	}
 }
 
 func TestRollbackContract(t *testing.T) {
-	fn := rollback.New(&config.Config{}, nil, nil, nil, nil, 0)
+	fn := rollback.New(&config.Config{}, nil, nil, nil)
 	if fn.Name() != "rollback" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeRolloutFailed, events.TypeClusterReverted}, fn.Consumes()); diff != "" {
+	want := []string{
+		events.TypeRolloutFailed, events.TypeClusterReverted, events.TypeClusterApplied,
+		events.TypePipelineRunFinished, events.TypeClusterDeadline, events.TypeRolloutRetryRequested,
+	}
+	if diff := cmp.Diff(want, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
-}
-
-// summarize summarizes evs sorted by id: rollback emits per cluster in
-// parallel.
-func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
-	t.Helper()
-	got := functiontest.Summarize(t, evs, events.TypeClusterReverted, events.TypeRolloutRolledBack)
-	sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
-	return got
-}
-
-// newExecutor is an executor that applies everywhere, reporting ref as the
-// image the workload ran before.
-func newExecutor() *functiontest.FakeExecutor {
-	return &functiontest.FakeExecutor{Result: tasks.ApplyCanaryResult{PreviousImage: ref, Changed: true}}
 }

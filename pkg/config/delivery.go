@@ -117,6 +117,10 @@ type Delivery struct {
 	ProgressDeadline Duration `json:"progressDeadline"`
 	// RolloutTimeoutSeconds is Kurator's name for ProgressDeadline.
 	RolloutTimeoutSeconds int `json:"rolloutTimeoutSeconds"`
+	// Deadline bounds one cluster's step (its pipeline run and Flagger's
+	// analysis, or a revert): when it passes, flotilla reads the cluster
+	// and decides. Default: StepDeadline's estimate from the policy.
+	Deadline Duration `json:"deadline"`
 
 	// TrafficRouting says how traffic reaches the canary.
 	TrafficRouting TrafficRouting `json:"trafficRouting"`
@@ -452,4 +456,33 @@ var WebhookTypes = []string{
 // Supports tells whether Flagger supports strategy with provider.
 func Supports(provider, strategy string) bool {
 	return slices.Contains(ProviderStrategies[provider], strategy)
+}
+
+// deadlineMargin is added to the estimate of a step's time: the pipeline
+// run, Flagger's first reconcile and the event's way back.
+const deadlineMargin = 2 * time.Minute
+
+// StepDeadline is how long one cluster's step may take: Deadline when set,
+// else the analysis interval times the analysis steps (the weight steps of
+// a canary and of its promotion, or the iterations) plus the failed checks
+// Flagger tolerates, plus the progress deadline and a margin.
+func (d Delivery) StepDeadline() time.Duration {
+	if d.Deadline.Duration > 0 {
+		return d.Deadline.Duration
+	}
+	steps := d.Iterations
+	if cs := d.TrafficRouting.CanaryStrategy; cs != nil && d.Strategy == StrategyCanary {
+		switch {
+		case len(cs.StepWeights) > 0:
+			steps = len(cs.StepWeights)
+		case cs.StepWeight > 0:
+			steps = (cs.MaxWeight + cs.StepWeight - 1) / cs.StepWeight
+		}
+		if cs.StepWeightPromotion > 0 {
+			steps += (100 + cs.StepWeightPromotion - 1) / cs.StepWeightPromotion
+		}
+	}
+	// Initialisation, promotion and finalisation take an interval each.
+	steps += d.Threshold + 3
+	return time.Duration(steps)*d.Interval.Duration + d.ProgressDeadline.Duration + deadlineMargin
 }

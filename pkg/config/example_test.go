@@ -76,6 +76,7 @@ func TestExampleConfig(t *testing.T) {
 				Iterations:       2,
 				Threshold:        1,
 				ProgressDeadline: Duration{2 * time.Minute},
+				Deadline:         Duration{10 * time.Minute},
 				Webhooks:         []Webhook{},
 			},
 		}},

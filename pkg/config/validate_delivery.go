@@ -47,6 +47,9 @@ func (v *validator) delivery(appPath string, a Application) {
 		v.addf(p.threshold, "must be at least 1, got %d", d.Threshold)
 	}
 	v.atLeast(p.progressDeadline, d.ProgressDeadline.Duration, time.Second)
+	if d.Deadline.Duration != 0 {
+		v.atLeast(path+".deadline", d.Deadline.Duration, time.Second)
+	}
 
 	v.trafficRouting(path+".trafficRouting", p, d)
 	v.trafficAnalysis(path, a)

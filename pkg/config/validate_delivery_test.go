@@ -617,3 +617,32 @@ func TestExampleReferencePolicy(t *testing.T) {
 		t.Errorf("delivery = %+v, want an autoscaled canary on istio", d)
 	}
 }
+
+func TestStepDeadline(t *testing.T) {
+	minute := func(n int) Duration { return Duration{Duration: time.Duration(n) * time.Minute} }
+	tests := []struct {
+		name string
+		d    Delivery
+		want time.Duration
+	}{
+		{"set", Delivery{Deadline: minute(7), Interval: minute(1), Iterations: 10}, 7 * time.Minute},
+		// (10 iterations + 5 threshold + 3) x 1m + 10m + 2m
+		{"blue/green", Delivery{Strategy: StrategyBlueGreen, Interval: minute(1), Iterations: 10, Threshold: 5, ProgressDeadline: minute(10)}, 30 * time.Minute},
+		// (5 weight steps + 2 promotion steps + 1 + 3) x 1m + 1m + 2m
+		{"canary", Delivery{
+			Strategy: StrategyCanary, Interval: minute(1), Threshold: 1, ProgressDeadline: minute(1),
+			TrafficRouting: TrafficRouting{CanaryStrategy: &CanaryStrategy{StepWeight: 10, MaxWeight: 50, StepWeightPromotion: 50}},
+		}, 14 * time.Minute},
+		{"canary with step weights", Delivery{
+			Strategy: StrategyCanary, Interval: minute(1), Threshold: 1,
+			TrafficRouting: TrafficRouting{CanaryStrategy: &CanaryStrategy{StepWeights: []int{1, 10, 50}}},
+		}, 9 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.d.StepDeadline(); got != tt.want {
+				t.Errorf("StepDeadline() = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -11,7 +11,6 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/functions/launch"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -30,17 +29,22 @@ type Options struct {
 	Now      func() time.Time
 }
 
+// StatusReader reads a canary's live state (pkg/cluster.Set).
+type StatusReader interface {
+	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (cluster.CanaryStatus, error)
+}
+
 // Resyncer reads overdue clusters' canary status into the journal.
 type Resyncer struct {
 	cfg    *config.Config
 	repo   *rollout.Repo
-	status launch.StatusReader
+	status StatusReader
 	j      Journal
 	o      Options
 }
 
 // New returns a Resyncer.
-func New(cfg *config.Config, repo *rollout.Repo, status launch.StatusReader, j Journal, o Options) *Resyncer {
+func New(cfg *config.Config, repo *rollout.Repo, status StatusReader, j Journal, o Options) *Resyncer {
 	if o.Interval <= 0 {
 		o.Interval = 15 * time.Second
 	}

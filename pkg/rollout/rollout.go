@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -13,6 +14,9 @@ const (
 	Succeeded   Phase = "Succeeded"
 	Failed      Phase = "Failed" // failed, rollback under way
 	RolledBack  Phase = "RolledBack"
+	// RollbackFailed: the rollback ended with clusters whose revert failed
+	// (named in Reason); `flotilla retry` reverts them again.
+	RollbackFailed Phase = "RollbackFailed"
 )
 
 // Done tells whether the rollout has ended.
@@ -22,13 +26,14 @@ func (p Phase) Done() bool { return p == Succeeded || p == RolledBack }
 type ClusterPhase string
 
 const (
-	ClusterPending     ClusterPhase = "Pending"     // its wave has not started
-	ClusterApplying    ClusterPhase = "Applying"    // the pipeline is applying the canary
-	ClusterProgressing ClusterPhase = "Progressing" // applied; Flagger is analysing
-	ClusterSucceeded   ClusterPhase = "Succeeded"   // the primary runs the new digest
-	ClusterFailed      ClusterPhase = "Failed"      // analysis or pipeline failed
-	ClusterReverting   ClusterPhase = "Reverting"   // rollback applied the previous image
-	ClusterReverted    ClusterPhase = "Reverted"    // the primary runs the previous image again
+	ClusterPending      ClusterPhase = "Pending"      // its wave has not started
+	ClusterApplying     ClusterPhase = "Applying"     // the pipeline is applying the canary
+	ClusterProgressing  ClusterPhase = "Progressing"  // applied; Flagger is analysing
+	ClusterSucceeded    ClusterPhase = "Succeeded"    // the primary runs the new digest
+	ClusterFailed       ClusterPhase = "Failed"       // analysis or pipeline failed
+	ClusterReverting    ClusterPhase = "Reverting"    // rollback applied the previous image
+	ClusterReverted     ClusterPhase = "Reverted"     // the primary runs the previous image again
+	ClusterRevertFailed ClusterPhase = "RevertFailed" // the revert failed or missed its deadline
 )
 
 // Rollout is one digest of one application on its way through the fleet.
@@ -44,6 +49,25 @@ type Rollout struct {
 	Waves       []Wave    `json:"waves"`
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
+	// Failures are the events functions gave up on in this rollout, newest
+	// last; `flotilla retry` replays those not retried yet.
+	Failures []Failure `json:"failures,omitempty"`
+	// Retries counts the user's retries of the rollout.
+	Retries int `json:"retries,omitempty"`
+}
+
+// Failure is an event a function gave up on.
+type Failure struct {
+	Function  string    `json:"function"`
+	EventID   string    `json:"eventId"`
+	EventType string    `json:"eventType"`
+	Cluster   string    `json:"cluster,omitempty"`
+	Error     string    `json:"error"`
+	At        time.Time `json:"at"`
+	// Retried: a retry replayed the event.
+	Retried bool `json:"retried,omitempty"`
+	// Event is the event given up on (structured JSON), for the retry.
+	Event json.RawMessage `json:"event,omitempty"`
 }
 
 // Wave is one ordered step of the rollout.
@@ -62,6 +86,14 @@ type Cluster struct {
 	Applied       time.Time    `json:"applied,omitempty"` // when the pipeline last applied to it
 	Message       string       `json:"message,omitempty"`
 	Updated       time.Time    `json:"updated"`
+	// Step numbers the runs requested for the cluster in this rollout; a
+	// late answer or deadline of an earlier step is ignored.
+	Step int `json:"step,omitempty"`
+	// Run is the purpose of the pipeline run in flight ("apply",
+	// "revert"), "" when none is.
+	Run string `json:"run,omitempty"`
+	// Deadline is when the cluster's current step must be done.
+	Deadline time.Time `json:"deadline,omitempty"`
 }
 
 // Ref is the pinned image reference the rollout deploys.
@@ -129,6 +161,32 @@ func (r *Rollout) Reverting(w int) bool {
 		}
 	}
 	return false
+}
+
+// Running lists the clusters with a pipeline run in flight for purpose.
+func (r *Rollout) Running(purpose string) []string {
+	var out []string
+	for _, w := range r.Waves {
+		for _, c := range w.Clusters {
+			if c.Run == purpose {
+				out = append(out, c.Name)
+			}
+		}
+	}
+	return out
+}
+
+// InPhase lists the clusters in phase p.
+func (r *Rollout) InPhase(p ClusterPhase) []*Cluster {
+	var out []*Cluster
+	for w := range r.Waves {
+		for c := range r.Waves[w].Clusters {
+			if r.Waves[w].Clusters[c].Phase == p {
+				out = append(out, &r.Waves[w].Clusters[c])
+			}
+		}
+	}
+	return out
 }
 
 // AppState is what flotilla knows of an application across rollouts.

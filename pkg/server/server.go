@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
@@ -138,7 +139,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	external := cmp.Or(cfg.Server.ExternalURL, config.ExternalURLFor(s.listener.Addr().String()))
 	s.externalURL = external
 	hookURL := FlaggerHookURL(external, flaggerRecv.Name, flaggerRecv.SecretValue)
-	hooks := func(clusterName, rolloutID string) canary.EventHook {
+	var hooks deliver.Hooks = func(clusterName, rolloutID string) canary.EventHook {
 		return canary.EventHook{
 			URL:      hookURL,
 			Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID},
@@ -155,10 +156,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	fns := []dispatch.Function{
 		verify.New(o.Resolver, tracked),
 		plan.New(cfg, s.repo),
-		launch.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
-		observe.New(cfg, s.repo, clusters),
+		launch.New(cfg, s.repo, nil),
+		observe.New(cfg, s.repo, clusters, nil),
 		advance.New(s.repo),
-		rollback.New(cfg, s.repo, o.Executor, clusters, hooks, 0),
+		rollback.New(cfg, s.repo, clusters, nil),
+		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), 0),
 	}
 	s.dispatch, err = dispatch.New(s.store, fns, dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers})
 	if err != nil {

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/types"
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
-// Timers: an event due later (one carrying events.ExtDue with a time after
+// Timers: an event due later (one carrying ExtDue with a time after
 // now) is kept in the state file's timers bucket, not journaled, until
 // FireDue journals it. A timer survives restarts; a timer fired twice (a
 // crash between journaling and deleting it) is journaled once, the journal
@@ -23,6 +22,20 @@ import (
 //	timers   big-endian due unix nanoseconds + event id -> event JSON
 
 var bucketTimers = []byte("timers")
+
+// ExtDue is the extension of an event due later (events.ExtDue, which the
+// store cannot import: the catalogue's tests use the store).
+const ExtDue = "flotilladue"
+
+// due returns when e is due, if it carries ExtDue.
+func due(e cloudevents.Event) (time.Time, bool) {
+	v, ok := e.Extensions()[ExtDue]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := types.ToTime(v)
+	return t, err == nil
+}
 
 // timerState wakes the timer loop when a timer is scheduled.
 type timerState struct {
@@ -53,7 +66,7 @@ func (s *Store) TimersChanged() <-chan struct{} {
 // SplitDue separates the events due after now (timers) from the others.
 func SplitDue(evs []cloudevents.Event, now time.Time) (journal, later []cloudevents.Event) {
 	for _, e := range evs {
-		if due, ok := events.Due(e); ok && due.After(now) {
+		if at, ok := due(e); ok && at.After(now) {
 			later = append(later, e)
 			continue
 		}
@@ -82,8 +95,8 @@ func putTimers(tx *bolt.Tx, evs []cloudevents.Event) error {
 		return err
 	}
 	for i, e := range evs {
-		due, _ := events.Due(e)
-		if err := b.Put(timerKey(due, e.ID()), raw[i]); err != nil {
+		at, _ := due(e)
+		if err := b.Put(timerKey(at, e.ID()), raw[i]); err != nil {
 			return err
 		}
 	}

@@ -109,3 +109,9 @@ func TestUpdateAndAppendSchedulesTimers(t *testing.T) {
 		t.Fatalf("Timers = %d, %v; want 1", n, err)
 	}
 }
+
+func TestExtDueIsTheCatalogues(t *testing.T) {
+	if store.ExtDue != catalogue.ExtDue {
+		t.Errorf("store.ExtDue = %q, events.ExtDue = %q", store.ExtDue, catalogue.ExtDue)
+	}
+}

@@ -1,17 +1,13 @@
 package functiontest
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
-	"sort"
-	"sync"
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
@@ -58,49 +54,4 @@ func Summarize(t *testing.T, evs []cloudevents.Event, allowed ...string) []Emitt
 		got = append(got, Emitted{e.ID(), e.Type(), events.RolloutID(e), data})
 	}
 	return got
-}
-
-// FakeExecutor stands in for the pipeline executor and records every
-// ApplyCanary by cluster. Func, when set, answers; else Result does.
-type FakeExecutor struct {
-	Func   func(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error)
-	Result tasks.ApplyCanaryResult
-
-	mu    sync.Mutex
-	calls map[string][]tasks.ApplyCanaryParams
-}
-
-// ApplyCanary implements pipelines.Executor.
-func (f *FakeExecutor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-	f.mu.Lock()
-	if f.calls == nil {
-		f.calls = map[string][]tasks.ApplyCanaryParams{}
-	}
-	f.calls[cluster] = append(f.calls[cluster], p)
-	f.mu.Unlock()
-	if f.Func == nil {
-		return f.Result, nil
-	}
-	return f.Func(ctx, cluster, p)
-}
-
-// Applied returns the calls so far, by cluster.
-func (f *FakeExecutor) Applied() map[string][]tasks.ApplyCanaryParams {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
-}
-
-// Take returns the clusters applied to since the last Take, sorted, and
-// forgets the calls.
-func (f *FakeExecutor) Take() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var names []string
-	for n := range f.calls {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	f.calls = nil
-	return names
 }

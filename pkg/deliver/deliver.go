@@ -1,0 +1,74 @@
+package deliver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+)
+
+// Hooks builds the event hook a canary reports to, for a cluster and rollout.
+type Hooks func(cluster, rolloutID string) canary.EventHook
+
+// Deliverer renders and applies one cluster.
+type Deliverer struct {
+	cfg   *config.Config
+	exec  pipelines.Executor
+	hooks Hooks
+}
+
+// New returns a Deliverer applying through exec.
+func New(cfg *config.Config, exec pipelines.Executor, hooks Hooks) *Deliverer {
+	return &Deliverer{cfg: cfg, exec: exec, hooks: hooks}
+}
+
+// Result is what a run reports of the workload.
+type Result struct {
+	// PreviousImage is what the workload ran before the rollout.
+	PreviousImage string
+	// Changed tells whether the run changed the workload.
+	Changed bool
+}
+
+// Deliver runs the pipeline the request asks for. Errors are permanent when
+// retrying cannot help (see events.IsPermanent).
+func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested) (Result, error) {
+	app, ok := d.cfg.Application(req.Application)
+	if !ok {
+		return Result{}, events.Permanent(fmt.Errorf("application %q is no longer configured", req.Application))
+	}
+	revert := req.Purpose == events.PurposeRevert
+	objs := canary.Render(app, canary.Input{
+		Instance: d.cfg.Server.Instance,
+		Cluster:  req.Cluster, Rollout: req.RolloutID, Event: d.hooks(req.Cluster, req.RolloutID),
+		SkipAnalysis: revert,
+	})
+	deps, err := objs.Dependencies()
+	if err != nil {
+		return Result{}, events.Permanent(fmt.Errorf("rendering the delivery policy: %w", err))
+	}
+	id := req.RolloutID
+	if revert {
+		id += "-revert"
+	}
+	// A GitOps application gets its tag (the previous one, on a revert)
+	// into its repository too: else the GitOps agent would apply another.
+	res, err := pipelines.Apply(ctx, d.exec, req.Cluster, app, req.Tag, tasks.ApplyCanaryParams{
+		Rollout:   id,
+		Namespace: app.Namespace,
+		Kind:      app.Workload.Kind,
+		Workload:  app.Workload.Name,
+		Container: app.Workload.Container,
+		Image:     req.Image,
+		Canary:    objs.Canary,
+		Objects:   deps,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{PreviousImage: res.PreviousImage, Changed: res.Changed}, nil
+}

@@ -1,0 +1,251 @@
+package deliver_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/deliver"
+)
+
+const (
+	rolloutID = "shop-1"
+	image     = "registry.test/team/shop"
+	ref       = image + "@sha256:new"
+	oldImage  = image + "@sha256:old"
+)
+
+// fakeExecutor stands in for the pipeline executor (the features run the
+// real ones against real clusters) and records every ApplyCanary.
+type fakeExecutor struct {
+	answer func(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error)
+
+	mu    sync.Mutex
+	calls map[string][]tasks.ApplyCanaryParams
+}
+
+func (f *fakeExecutor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = map[string][]tasks.ApplyCanaryParams{}
+	}
+	f.calls[cluster] = append(f.calls[cluster], p)
+	f.mu.Unlock()
+	if f.answer == nil {
+		return tasks.ApplyCanaryResult{PreviousImage: oldImage, Changed: true}, nil
+	}
+	return f.answer(ctx, cluster, p)
+}
+
+func (f *fakeExecutor) applied() map[string][]tasks.ApplyCanaryParams {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func app() config.Application {
+	return config.Application{
+		Name: "shop", Image: image, Namespace: "web",
+		Workload: config.Workload{Kind: "Deployment", Name: "shop-api", Container: "api"},
+		Service:  config.Service{Port: 8080},
+		Delivery: config.Delivery{
+			Strategy: config.StrategyBlueGreen, Interval: config.Duration{Duration: time.Second}, Iterations: 2, Threshold: 1,
+			ProgressDeadline: config.Duration{Duration: time.Minute},
+			// Something for the canary to refer to, which is applied too.
+			Autoscale: &config.Autoscale{MinReplicas: 1, MaxReplicas: 3},
+		},
+	}
+}
+
+func hooks(clusterName, rolloutID string) canary.EventHook {
+	return canary.EventHook{
+		URL:      "http://flotilla.test/hooks/flagger/s3cret",
+		Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID},
+	}
+}
+
+func newRunner(exec *fakeExecutor, a config.Application) *deliver.Runner {
+	return deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{a}}, exec, hooks), 0)
+}
+
+func requestEvent(t *testing.T, r events.PipelineRunRequested) cloudevents.Event {
+	t.Helper()
+	if r.RolloutID == "" {
+		r.RolloutID, r.Application, r.Cluster, r.Step = rolloutID, "shop", "c1", 1
+	}
+	if r.Deadline.IsZero() {
+		r.Deadline = time.Now().Add(time.Hour)
+	}
+	e, err := events.New("req", events.Source, events.TypePipelineRunRequested, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetExtension(events.ExtRolloutID, rolloutID)
+	return e
+}
+
+func finishedOf(t *testing.T, evs []cloudevents.Event) events.PipelineRunFinished {
+	t.Helper()
+	if len(evs) != 1 || evs[0].Type() != events.TypePipelineRunFinished || evs[0].ID() != "req/"+events.TypePipelineRunFinished ||
+		evs[0].Subject() != "c1" || events.RolloutID(evs[0]) != rolloutID {
+		t.Fatalf("emitted %v, want one pipelinerun.finished for c1", evs)
+	}
+	f, err := events.Decode[events.PipelineRunFinished](evs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// An apply runs the rollout pipeline with the canary rendered for the
+// cluster, reporting to flotilla's hook, analysis on; a revert gives the
+// previous image back with the analysis skipped.
+func TestRunnerAppliesWhatTheRequestAsks(t *testing.T) {
+	for _, purpose := range []string{events.PurposeApply, events.PurposeRevert} {
+		t.Run(purpose, func(t *testing.T) {
+			exec := &fakeExecutor{}
+			img := ref
+			if purpose == events.PurposeRevert {
+				img = oldImage
+			}
+			evs, err := newRunner(exec, app()).Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: purpose, Image: img}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := events.PipelineRunFinished{RolloutID: rolloutID, Cluster: "c1", Purpose: purpose, Step: 1, Image: img, PreviousImage: oldImage, Changed: true}
+			if diff := cmp.Diff(want, finishedOf(t, evs)); diff != "" {
+				t.Errorf("finished (-want +got):\n%s", diff)
+			}
+			revert := purpose == events.PurposeRevert
+			objs := canary.Render(app(), canary.Input{Cluster: "c1", Rollout: rolloutID, Event: hooks("c1", rolloutID), SkipAnalysis: revert})
+			deps, err := objs.Dependencies()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(deps) != 1 || deps[0].GetKind() != "HorizontalPodAutoscaler" {
+				t.Fatalf("dependencies of the canary = %v, want the autoscaler", deps)
+			}
+			id := rolloutID
+			if revert {
+				id += "-revert"
+			}
+			wantParams := map[string][]tasks.ApplyCanaryParams{"c1": {{
+				Rollout: id, Namespace: "web", Kind: "Deployment", Workload: "shop-api", Container: "api", Image: img,
+				Canary: objs.Canary, Objects: deps,
+			}}}
+			if diff := cmp.Diff(wantParams, exec.applied()); diff != "" {
+				t.Errorf("pipelines run (-want +got):\n%s", diff)
+			}
+			c := exec.applied()["c1"][0].Canary
+			hs := c.Spec.Analysis.Webhooks
+			last := hs[len(hs)-1]
+			if last.Type != flaggerv1.EventHook || last.URL != "http://flotilla.test/hooks/flagger/s3cret" {
+				t.Errorf("last webhook = %+v, want flotilla's event hook", last)
+			}
+			if diff := cmp.Diff(map[string]string{"cluster": "c1", "rollout": rolloutID}, *last.Metadata); diff != "" {
+				t.Errorf("event hook metadata (-want +got):\n%s", diff)
+			}
+			if c.Spec.SkipAnalysis != revert {
+				t.Errorf("skipAnalysis = %v for a %s", c.Spec.SkipAnalysis, purpose)
+			}
+		})
+	}
+}
+
+func TestRunnerDaemonSet(t *testing.T) {
+	ds := app()
+	ds.Workload = config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
+	ds.Delivery.Autoscale = nil
+	exec := &fakeExecutor{}
+	if _, err := newRunner(exec, ds).Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref})); err != nil {
+		t.Fatal(err)
+	}
+	calls := exec.applied()["c1"]
+	if len(calls) != 1 || calls[0].Kind != config.KindDaemonSet || calls[0].Workload != "shop-agent" {
+		t.Errorf("ApplyCanary calls = %+v, want one for DaemonSet shop-agent", calls)
+	}
+}
+
+func TestRunnerFailures(t *testing.T) {
+	errFlaky := errors.New("connection refused")
+	flaky := func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+		return tasks.ApplyCanaryResult{}, errFlaky
+	}
+	tests := []struct {
+		name      string
+		answer    func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error)
+		deadline  time.Time
+		noApp     bool
+		wantErr   bool   // retried by the dispatcher
+		wantError string // reported in the finished event
+		wantCalls int
+	}{
+		{
+			name: "permanent failure",
+			answer: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+				return tasks.ApplyCanaryResult{}, events.Permanent(errors.New("deployment web/shop-api not found"))
+			},
+			wantError: "pipeline failed: deployment web/shop-api not found", wantCalls: 1,
+		},
+		{name: "retryable failure before the deadline", answer: flaky, wantErr: true, wantCalls: 1},
+		{
+			name: "a run that outlives its deadline",
+			answer: func(ctx context.Context, _ string, _ tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+				<-ctx.Done()
+				return tasks.ApplyCanaryResult{}, ctx.Err()
+			},
+			deadline:  time.Now().Add(50 * time.Millisecond),
+			wantError: "pipeline not done by its deadline", wantCalls: 1,
+		},
+		{name: "requested past its deadline", answer: flaky, deadline: time.Now().Add(-time.Second), wantError: "the run was not done by its deadline"},
+		{name: "application no longer configured", noApp: true, wantError: `pipeline failed: application "shop" is no longer configured`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exec := &fakeExecutor{answer: tt.answer}
+			a := app()
+			if tt.noApp {
+				a.Name = "other"
+			}
+			evs, err := newRunner(exec, a).Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref, Deadline: tt.deadline}))
+			if tt.wantErr {
+				if err == nil || events.IsPermanent(err) || !errors.Is(err, errFlaky) || len(evs) != 0 {
+					t.Fatalf("Handle = %v, %v; want the executor's retryable error", evs, err)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := finishedOf(t, evs).Error; len(got) < len(tt.wantError) || got[:len(tt.wantError)] != tt.wantError {
+					t.Errorf("error %q, want it to start with %q", got, tt.wantError)
+				}
+			}
+			if n := len(exec.applied()["c1"]); n != tt.wantCalls {
+				t.Errorf("%d runs, want %d", n, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestRunnerContract(t *testing.T) {
+	r := deliver.NewRunner(nil, 0)
+	if r.Name() != "pipeline" {
+		t.Errorf("Name = %q", r.Name())
+	}
+	if diff := cmp.Diff([]string{events.TypePipelineRunRequested}, r.Consumes()); diff != "" {
+		t.Errorf("Consumes (-want +got):\n%s", diff)
+	}
+	if l := r.Lane(); l.Name != "pipelines" || l.Workers != deliver.DefaultRunners {
+		t.Errorf("Lane = %+v", l)
+	}
+}

@@ -1,0 +1,93 @@
+package deliver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+)
+
+// Runner answers pipeline run requests: a dispatch function in a lane of
+// its own.
+type Runner struct {
+	d    *Deliverer
+	lane dispatch.Lane
+	now  func() time.Time
+}
+
+// Lane defaults.
+const (
+	// DefaultRunners bounds the runs in flight: above the wave sizes
+	// flotilla targets, so a wave's requests go out together.
+	DefaultRunners = 128
+	// runTimeout bounds one attempt; the request's deadline bounds them
+	// all.
+	runTimeout = 30 * time.Minute
+)
+
+// NewRunner returns the runner; runners bounds the runs in flight
+// (default DefaultRunners).
+func NewRunner(d *Deliverer, runners int) *Runner {
+	if runners <= 0 {
+		runners = DefaultRunners
+	}
+	return &Runner{d: d, now: time.Now, lane: dispatch.Lane{
+		Name: "pipelines", Workers: runners, CallTimeout: runTimeout,
+		// The deadline, not a count, ends the retries: a cluster whose
+		// API server is down is tried until its step's time is up.
+		Attempts: 1 << 20, MaxBackoff: 10 * time.Second,
+	}}
+}
+
+func (*Runner) Name() string         { return "pipeline" }
+func (*Runner) Consumes() []string   { return []string{events.TypePipelineRunRequested} }
+func (r *Runner) Lane() dispatch.Lane { return r.lane }
+
+// Handle runs one request. A failure worth retrying is returned (the
+// dispatcher retries it, off the workers) until the request's deadline;
+// then, or on a permanent failure, the run is reported finished with its
+// error.
+func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	req, err := events.Decode[events.PipelineRunRequested](e)
+	if err != nil {
+		return nil, err
+	}
+	finished := events.PipelineRunFinished{
+		RolloutID: req.RolloutID, Wave: req.Wave, Cluster: req.Cluster,
+		Purpose: req.Purpose, Step: req.Step, Image: req.Image,
+	}
+	if req.Deadline.IsZero() || !r.now().Before(req.Deadline) {
+		finished.Error = fmt.Sprintf("the run was not done by its deadline %s", req.Deadline.Format(time.RFC3339))
+		return r.finish(e, finished)
+	}
+	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
+	defer cancel()
+	res, err := r.d.Deliver(runCtx, req)
+	switch {
+	case err == nil:
+		finished.PreviousImage, finished.Changed = res.PreviousImage, res.Changed
+	case events.IsPermanent(err):
+		finished.Error = "pipeline failed: " + err.Error()
+	case ctx.Err() != nil:
+		return nil, err // flotilla is stopping: the run is replayed at the next start
+	case errors.Is(err, context.DeadlineExceeded) || !r.now().Before(req.Deadline):
+		finished.Error = fmt.Sprintf("pipeline not done by its deadline %s: %v", req.Deadline.Format(time.RFC3339), err)
+	default:
+		return nil, fmt.Errorf("running the %s pipeline for cluster %s: %w", req.Purpose, req.Cluster, err)
+	}
+	return r.finish(e, finished)
+}
+
+func (r *Runner) finish(e cloudevents.Event, f events.PipelineRunFinished) ([]cloudevents.Event, error) {
+	out, err := events.Derive(e, events.TypePipelineRunFinished, "", f)
+	if err != nil {
+		return nil, err
+	}
+	out.SetSubject(f.Cluster)
+	return []cloudevents.Event{out}, nil
+}
