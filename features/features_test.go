@@ -96,4 +96,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)
 	s.registerCLISteps(sc)
+	s.registerEngineSteps(sc)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -80,6 +81,14 @@ type world struct {
 	// tekton is where flotilla runs its pipelines with executor tekton,
 	// when a step installed them there; nil for the embedded executor.
 	tekton *tektonExecutor
+
+	// second is a second application with a registry of its own repository,
+	// when a step made one; deadline is every application's
+	// delivery.deadline, when a step set one; proxied are the clusters
+	// flotilla reaches through a connection that can freeze.
+	second   *secondApp
+	deadline string
+	proxied  map[string]*clusterProxy
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -218,7 +227,11 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 			if !ok {
 				return fmt.Errorf("the fleet has no cluster %s", n)
 			}
-			clusters = append(clusters, map[string]any{"name": n, "kubeconfig": cl.Kubeconfig})
+			kubeconfig := cl.Kubeconfig
+			if p, ok := w.proxied[n]; ok {
+				kubeconfig = p.kubeconfig
+			}
+			clusters = append(clusters, map[string]any{"name": n, "kubeconfig": kubeconfig})
 			c, err := clientsFor(n)
 			if err != nil {
 				return err
@@ -235,23 +248,14 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 			{"name": "github", "type": "github", "secret": ghSecret},
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
 		},
-		"fleet": map[string]any{"clusters": clusters, "waves": waves},
-		"applications": []map[string]any{{
-			"name": app, "image": w.regHost + "/" + repo, "track": track, "namespace": w.namespace,
-			"workload": map[string]any{"kind": "Deployment", "name": w.workload},
-			"service":  map[string]any{"port": 9898},
-			"delivery": map[string]any{
-				"strategy": "blueGreen", "interval": "1s", "iterations": 2, "threshold": 1, "progressDeadline": "2m",
-				"webhooks": []map[string]any{
-					{"name": "gate", "type": "rollout", "url": w.gate.srv.URL, "timeout": "5s"},
-					// Flagger reports the outcome to flotilla's flagger receiver too.
-					{"name": "report", "type": "post-rollout", "url": "http://" + listen + "/hooks/flagger/" + url.PathEscape(w.flaggerToken) + "?gate=post-rollout", "timeout": "5s"},
-				},
-			},
-		}},
+		"fleet":        map[string]any{"clusters": clusters, "waves": waves},
+		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
 	}
 	if w.validation != nil {
 		cfg["applications"].([]map[string]any)[0]["validation"] = w.validation
+	}
+	if w.second != nil {
+		cfg["applications"] = append(cfg["applications"].([]map[string]any), w.appConfig(w.second.name, w.second.repo, track, listen))
 	}
 	if w.stuckApp != "" {
 		cfg["applications"] = append(cfg["applications"].([]map[string]any), map[string]any{
@@ -287,19 +291,50 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	return w.flotilla.start(ctx)
 }
 
+// appConfig is the configuration of an application of the scenario: a
+// blue/green canary with the scenario's gate, reporting to flotilla.
+func (w *world) appConfig(app, repo, track, listen string) map[string]any {
+	delivery := map[string]any{
+		"strategy": "blueGreen", "interval": "1s", "iterations": 2, "threshold": 1, "progressDeadline": "2m",
+		"webhooks": []map[string]any{
+			{"name": "gate", "type": "rollout", "url": w.gate.srv.URL, "timeout": "5s"},
+			// Flagger reports the outcome to flotilla's flagger receiver too.
+			{"name": "report", "type": "post-rollout", "url": "http://" + listen + "/hooks/flagger/" + url.PathEscape(w.flaggerToken) + "?gate=post-rollout", "timeout": "5s"},
+		},
+	}
+	if w.deadline != "" {
+		delivery["deadline"] = w.deadline
+	}
+	return map[string]any{
+		"name": app, "image": w.regHost + "/" + repo, "track": track, "namespace": w.namespace,
+		"workload": map[string]any{"kind": "Deployment", "name": app},
+		"service":  map[string]any{"port": 9898},
+		"delivery": delivery,
+	}
+}
+
 func (s *scenario) workloadEverywhere(ctx context.Context, name string) error {
 	w := s.w
 	for _, c := range w.clusters {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace}}
-		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil // a second workload of the scenario
+		} else if err == nil {
+			s.onCleanup(func() {
+				// Runs in the After hook, when the step's ctx may have ended.
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				_ = c.Kube.CoreV1().Namespaces().Delete(ctx, w.namespace, metav1.DeleteOptions{})
+			})
+		}
+		if err != nil {
 			return fmt.Errorf("creating namespace in %s: %w", c.Name, err)
 		}
-		s.onCleanup(func() {
-			// Runs in the After hook, when the step's ctx may have ended.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			_ = c.Kube.CoreV1().Namespaces().Delete(ctx, w.namespace, metav1.DeleteOptions{})
-		})
+		repo := w.repo
+		if w.second != nil && name == w.second.name {
+			repo = w.second.repo
+		}
 		labels := map[string]string{"app": name}
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: labels},
@@ -309,7 +344,7 @@ func (s *scenario) workloadEverywhere(ctx context.Context, name string) error {
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: labels},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{
-						Name: name, Image: w.regHost + "/" + w.repo + ":0.1.0",
+						Name: name, Image: w.regHost + "/" + repo + ":0.1.0",
 						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9898}},
 					}}},
 				},

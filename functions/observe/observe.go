@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -21,7 +22,7 @@ type StatusReader interface {
 
 // statusTimeout bounds one read of a cluster: an API server that does not
 // answer must not hold the rollout's other events.
-const statusTimeout = 15 * time.Second
+const statusTimeout = 10 * time.Second
 
 // Function is the observe function.
 type Function struct {
@@ -86,7 +87,10 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	}
 	st, err := f.readStatus(ctx, c.Cluster, app)
 	if err != nil {
-		return nil, err
+		// Not retried: retries would hold the rollout's other events
+		// while the cluster is away. The event is a hint; the cluster's
+		// deadline (and resync) read it again.
+		return nil, events.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
 	}
 	var typ, reason string
 	ro, err = f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {

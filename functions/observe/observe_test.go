@@ -234,7 +234,7 @@ func TestObserveErrors(t *testing.T) {
 		{"payload does not decode", ok, bad, true},
 		{"status unreadable", fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (cluster.CanaryStatus, error) {
 			return cluster.CanaryStatus{}, errDown
-		}}, canaryEvent(t, events.Canary{Cluster: "c1", Outcome: events.CanarySucceeded, RolloutID: rolloutID}), false},
+		}}, canaryEvent(t, events.Canary{Cluster: "c1", Outcome: events.CanarySucceeded, RolloutID: rolloutID}), true},
 		{"cluster not in the rollout", ok, canaryEvent(t, events.Canary{Cluster: "c9", Outcome: events.CanarySucceeded, RolloutID: rolloutID}), true},
 	}
 	for _, tt := range tests {

@@ -21,7 +21,7 @@ type StatusReader interface {
 }
 
 // statusTimeout bounds one read of a cluster.
-const statusTimeout = 15 * time.Second
+const statusTimeout = 10 * time.Second
 
 // Function is the rollback function.
 type Function struct {
@@ -213,6 +213,7 @@ func (f *Function) deadline(ctx context.Context, e cloudevents.Event) (string, f
 // events functions gave up on are replayed.
 func (f *Function) retry(e cloudevents.Event, req events.RolloutRetryRequested) func(*rollout.Rollout) ([]cloudevents.Event, error) {
 	return func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		r.Retries = max(r.Retries, req.Attempt)
 		var out []cloudevents.Event
 		for i := range r.Failures {
 			x := &r.Failures[i]

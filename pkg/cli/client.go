@@ -29,6 +29,15 @@ func (c apiClient) get(ctx context.Context, path string, v any) error {
 	return c.do(ctx, http.MethodGet, path, "", nil, v)
 }
 
+// jsonBody encodes a request body.
+func jsonBody(v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	return body, nil
+}
+
 // post sends v as JSON with the bearer token and fails on any non-2xx.
 func (c apiClient) post(ctx context.Context, path, token string, v any) error {
 	body, err := json.Marshal(v)

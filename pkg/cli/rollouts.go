@@ -99,18 +99,32 @@ func DescribeRollout(w io.Writer, r rollout.Rollout) {
 	}
 	fmt.Fprintf(w, "Created:      %s (%s ago)\n\n", r.Created.Format(time.RFC3339), age(r.Created))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tCLUSTER\tSTATE\tCANARY\tWEIGHT\tPREVIOUS\tMESSAGE")
+	fmt.Fprintln(tw, "WAVE\tCLUSTER\tSTATE\tCANARY\tWEIGHT\tPREVIOUS\tDEADLINE\tMESSAGE")
 	for i, wave := range r.Waves {
 		marker := " "
 		if i == r.Wave && !r.Phase.Done() {
 			marker = "*"
 		}
 		for _, c := range wave.Clusters {
-			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\t%d\t%s\t%s\n", marker, i+1, wave.Name, c.Name, c.Phase,
-				dash(c.CanaryPhase), c.CanaryWeight, dash(shortRef(c.PreviousImage)), dash(truncate(c.Message, 60)))
+			deadline := "-"
+			if !c.Deadline.IsZero() && (c.Run != "" || c.Phase == rollout.ClusterApplying || c.Phase == rollout.ClusterProgressing || c.Phase == rollout.ClusterReverting) {
+				deadline = c.Deadline.Local().Format(time.TimeOnly)
+			}
+			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", marker, i+1, wave.Name, c.Name, c.Phase,
+				dash(c.CanaryPhase), c.CanaryWeight, dash(shortRef(c.PreviousImage)), deadline, dash(truncate(c.Message, 60)))
 		}
 	}
 	_ = tw.Flush()
+	if len(r.Failures) > 0 {
+		fmt.Fprintln(w, "\nFailures (flotilla retry ROLLOUT replays those not retried):")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AT\tFUNCTION\tEVENT\tCLUSTER\tRETRIED\tERROR")
+		for _, f := range r.Failures {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", f.At.Local().Format(time.TimeOnly), f.Function, f.EventType,
+				dash(f.Cluster), f.Retried, truncate(f.Error, 80))
+		}
+		_ = tw.Flush()
+	}
 }
 
 func short(d string) string {

@@ -75,7 +75,7 @@ func hooks(clusterName, rolloutID string) canary.EventHook {
 }
 
 func newRunner(exec *fakeExecutor, a config.Application) *deliver.Runner {
-	return deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{a}}, exec, hooks), 0)
+	return deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{a}}, exec, hooks), answered, 0, nil)
 }
 
 func requestEvent(t *testing.T, r events.PipelineRunRequested) cloudevents.Event {
@@ -238,7 +238,7 @@ func TestRunnerFailures(t *testing.T) {
 }
 
 func TestRunnerContract(t *testing.T) {
-	r := deliver.NewRunner(nil, 0)
+	r := deliver.NewRunner(nil, nil, 0, nil)
 	if r.Name() != "pipeline" {
 		t.Errorf("Name = %q", r.Name())
 	}
@@ -247,5 +247,27 @@ func TestRunnerContract(t *testing.T) {
 	}
 	if l := r.Lane(); l.Name != "pipelines" || l.Workers != deliver.DefaultRunners {
 		t.Errorf("Lane = %+v", l)
+	}
+}
+
+// answers is the journal's view of the answers the runner gave.
+type answers map[string]bool
+
+func (a answers) Has(_ context.Context, id string) (bool, error) { return a[id], nil }
+
+var answered = answers{}
+
+// A request handed over again (dispatch is at least once) whose answer is
+// journaled is not run again: no cluster is applied twice for one step.
+func TestRunnerRunsARequestOnce(t *testing.T) {
+	exec := &fakeExecutor{}
+	journal := answers{"req/" + events.TypePipelineRunFinished: true}
+	r := deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{app()}}, exec, hooks), journal, 0, nil)
+	evs, err := r.Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref}))
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("Handle = %v, %v; want nothing", evs, err)
+	}
+	if n := len(exec.applied()); n != 0 {
+		t.Errorf("ran %d pipelines for a request answered already", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -15,9 +16,11 @@ import (
 // Runner answers pipeline run requests: a dispatch function in a lane of
 // its own.
 type Runner struct {
-	d    *Deliverer
+	d       *Deliverer
+	answers Answers
 	lane dispatch.Lane
 	now  func() time.Time
+	log  *slog.Logger
 }
 
 // Lane defaults.
@@ -30,13 +33,24 @@ const (
 	runTimeout = 30 * time.Minute
 )
 
-// NewRunner returns the runner; runners bounds the runs in flight
-// (default DefaultRunners).
-func NewRunner(d *Deliverer, runners int) *Runner {
+// Answers tells whether an event is journaled (pkg/store implements it): a
+// request whose answer is, was run already (dispatch delivers at least
+// once: after a crash it may hand a request over again).
+type Answers interface {
+	Has(ctx context.Context, id string) (bool, error)
+}
+
+// NewRunner returns the runner; answers (nil: none) keeps it from running
+// a request twice; runners bounds the runs in flight (default
+// DefaultRunners); log (default none) gets a line per run.
+func NewRunner(d *Deliverer, answers Answers, runners int, log *slog.Logger) *Runner {
 	if runners <= 0 {
 		runners = DefaultRunners
 	}
-	return &Runner{d: d, now: time.Now, lane: dispatch.Lane{
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{d: d, answers: answers, now: time.Now, log: log, lane: dispatch.Lane{
 		Name: "pipelines", Workers: runners, CallTimeout: runTimeout,
 		// The deadline, not a count, ends the retries: a cluster whose
 		// API server is down is tried until its step's time is up.
@@ -57,6 +71,16 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	if err != nil {
 		return nil, err
 	}
+	if r.answers != nil {
+		done, err := r.answers.Has(ctx, answerID(e))
+		if err != nil {
+			return nil, fmt.Errorf("looking up the answer to %s: %w", e.ID(), err)
+		}
+		if done {
+			r.log.Debug("pipeline run answered already", "rollout_id", req.RolloutID, "cluster", req.Cluster, "step", req.Step)
+			return nil, nil
+		}
+	}
 	finished := events.PipelineRunFinished{
 		RolloutID: req.RolloutID, Wave: req.Wave, Cluster: req.Cluster,
 		Purpose: req.Purpose, Step: req.Step, Image: req.Image,
@@ -67,6 +91,8 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	}
 	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
 	defer cancel()
+	r.log.Info("running pipeline", "rollout_id", req.RolloutID, "cluster", req.Cluster, "purpose", req.Purpose,
+		"step", req.Step, "image", req.Image, "deadline", req.Deadline)
 	res, err := r.d.Deliver(runCtx, req)
 	switch {
 	case err == nil:
@@ -83,8 +109,14 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	return r.finish(e, finished)
 }
 
+// answerID is the id of the answer to request e.
+func answerID(e cloudevents.Event) string { return e.ID() + "/" + events.TypePipelineRunFinished }
+
 func (r *Runner) finish(e cloudevents.Event, f events.PipelineRunFinished) ([]cloudevents.Event, error) {
 	out, err := events.Derive(e, events.TypePipelineRunFinished, "", f)
+	if err == nil && out.ID() != answerID(e) {
+		err = fmt.Errorf("the answer to %s has id %s, not %s", e.ID(), out.ID(), answerID(e))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/rollouts", s.listRollouts)
 	mux.HandleFunc("GET /api/v1/rollouts/{id}", s.getRollout)
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/approval", s.approve)
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/retry", s.retry)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Hooks bypass the mux: its path cleaning would redirect a path
 		// token holding "//" or "/../", which the intake reads whole.

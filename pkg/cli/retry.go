@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// retryRequest is the body of POST /api/v1/rollouts/{id}/retry
+// (pkg/server.RetryRequest).
+type retryRequest struct {
+	Cluster string `json:"cluster,omitempty"`
+	By      string `json:"by,omitempty"`
+}
+
+// retryResponse is pkg/server.RetryResponse.
+type retryResponse struct {
+	EventID  string `json:"eventId"`
+	Attempt  int    `json:"attempt"`
+	Retrying string `json:"retrying"`
+}
+
+func newRetryCmd() *cobra.Command {
+	var server, token, cluster string
+	cmd := &cobra.Command{
+		Use:   "retry ROLLOUT",
+		Short: "Try again what failed in a rollout: the reverts of a failed rollback, steps flotilla gave up on",
+		Long: `Retry asks flotilla to do again what failed in a rollout:
+
+  - a rollout in RollbackFailed gets the clusters whose revert failed (their
+    pipeline failed, or they were not back on their previous image by their
+    deadline) reverted again, each with a new deadline; when every one is
+    back, the rollout is RolledBack;
+  - the events a function gave up on (see 'flotilla describe ROLLOUT',
+    "failures") are handled again.
+
+With --cluster only that cluster's are. The retry is journaled as an event
+(dev.flotilla.rollout.retry.requested.v1) naming who asked. Nothing to retry
+is an error (409).
+
+The call needs the API token of the running flotilla (server.apiToken in its
+config): --token, or the environment variable FLOTILLA_TOKEN.`,
+		Example: `  flotilla retry r-20260102-api-7f3c
+  flotilla retry r-20260102-api-7f3c --cluster eu-1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := apiClient{base: server}
+			var res retryResponse
+			body, err := jsonBody(retryRequest{Cluster: cluster, By: whoami()})
+			if err != nil {
+				return err
+			}
+			if err := c.do(cmd.Context(), "POST", "/api/v1/rollouts/"+args[0]+"/retry", token, body, &res); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: retry %d requested: %s\n", args[0], res.Attempt, res.Retrying)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "the server's API token (env FLOTILLA_TOKEN)")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "retry only this cluster's failures")
+	return cmd
+}

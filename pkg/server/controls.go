@@ -1,0 +1,105 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// RetryRequest is the body of POST /api/v1/rollouts/{id}/retry (all
+// optional).
+type RetryRequest struct {
+	// Cluster limits the retry to one cluster of the rollout.
+	Cluster string `json:"cluster,omitempty"`
+	// By names who asked, for the record.
+	By string `json:"by,omitempty"`
+}
+
+// RetryResponse answers a retry: the event journaled for it.
+type RetryResponse struct {
+	EventID string `json:"eventId"`
+	Attempt int    `json:"attempt"`
+	// Retrying says what will be tried again.
+	Retrying string `json:"retrying"`
+}
+
+// retry journals a user's retry of a rollout: the reverts of a rollback
+// that failed, and the events functions gave up on (see functions/rollback).
+func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
+	if err := s.authorize(r); err != nil {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
+		return
+	}
+	id := r.PathValue("id")
+	var req RetryRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "decoding retry: " + err.Error()})
+		return
+	}
+	ro, err := s.repo.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, rollout.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	if req.Cluster != "" && !hasCluster(ro, req.Cluster) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("rollout %s has no cluster %q", id, req.Cluster)})
+		return
+	}
+	what := retrying(ro, req.Cluster)
+	if what == "" {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("rollout %s is %s and nothing of it failed that a retry could do again", id, ro.Phase)})
+		return
+	}
+	attempt := ro.Retries + 1
+	e, err := events.New(fmt.Sprintf("retry/%s/%d", id, attempt), "/flotilla/api", events.TypeRolloutRetryRequested,
+		events.RolloutRetryRequested{RolloutID: id, Cluster: req.Cluster, Attempt: attempt, User: req.By})
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	e.SetExtension(events.ExtRolloutID, id)
+	if _, err := s.store.Append(r.Context(), e); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "journaling the retry: " + err.Error()})
+		return
+	}
+	s.log.Info("rollout retry requested", "rollout", id, "cluster", req.Cluster, "attempt", attempt, "by", req.By)
+	writeJSON(w, http.StatusAccepted, RetryResponse{EventID: e.ID(), Attempt: attempt, Retrying: what})
+}
+
+// retrying says what a retry of ro (limited to cluster, when set) would do
+// again, "" when nothing.
+func retrying(ro rollout.Rollout, cluster string) string {
+	var reverts, failures []string
+	if ro.Phase == rollout.RollbackFailed {
+		for _, c := range ro.InPhase(rollout.ClusterRevertFailed) {
+			if cluster == "" || c.Name == cluster {
+				reverts = append(reverts, c.Name)
+			}
+		}
+	}
+	for _, f := range ro.Failures {
+		if !f.Retried && (cluster == "" || f.Cluster == cluster) && f.EventType != events.TypePipelineRunRequested {
+			failures = append(failures, f.Function+" on "+f.EventType)
+		}
+	}
+	switch {
+	case len(reverts) > 0 && len(failures) > 0:
+		return fmt.Sprintf("the reverts of %v, and %v", reverts, failures)
+	case len(reverts) > 0:
+		return fmt.Sprintf("the reverts of %v", reverts)
+	case len(failures) > 0:
+		return fmt.Sprintf("%v", failures)
+	}
+	return ""
+}
