@@ -302,7 +302,8 @@ func (s *scenario) proxyCluster(ctx context.Context, name string) error {
 	if err := clientcmd.WriteToFile(*cfg, p.kubeconfig); err != nil {
 		return err
 	}
-	go p.serve()
+	// The proxy outlives this step; the scenario's cleanup closes it.
+	go p.serve(context.WithoutCancel(ctx))
 	s.onCleanup(p.close)
 	if s.w.proxied == nil {
 		s.w.proxied = map[string]*clusterProxy{}
@@ -311,7 +312,7 @@ func (s *scenario) proxyCluster(ctx context.Context, name string) error {
 	return nil
 }
 
-func (p *clusterProxy) serve() {
+func (p *clusterProxy) serve(ctx context.Context) {
 	for {
 		c, err := p.l.Accept()
 		if err != nil {
@@ -320,7 +321,7 @@ func (p *clusterProxy) serve() {
 		p.mu.Lock()
 		p.conns = append(p.conns, c)
 		p.mu.Unlock()
-		go p.forward(c)
+		go p.forward(ctx, c)
 	}
 }
 
@@ -330,9 +331,11 @@ func (p *clusterProxy) gate() <-chan struct{} {
 	return p.thawed
 }
 
-func (p *clusterProxy) forward(c net.Conn) {
+func (p *clusterProxy) forward(ctx context.Context, c net.Conn) {
 	<-p.gate()
-	up, err := net.Dial("tcp", p.target)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", p.target)
+	cancel()
 	if err != nil {
 		_ = c.Close()
 		return

@@ -39,8 +39,8 @@ func app() config.Application {
 }
 
 // newRollout stores a rollout of ref over two waves: c1, then c2 and c3.
-func newRollout(t testing.TB, repo *rollout.Repo, change func(*rollout.Rollout)) {
-	t.Helper()
+func newRollout(tb testing.TB, repo *rollout.Repo, change func(*rollout.Rollout)) {
+	tb.Helper()
 	ro := rollout.Rollout{
 		ID: rolloutID, Application: "shop", Image: image, Tag: "1.2.3", Digest: digest, Phase: rollout.Progressing,
 		Waves: []rollout.Wave{
@@ -51,16 +51,16 @@ func newRollout(t testing.TB, repo *rollout.Repo, change func(*rollout.Rollout))
 	if change != nil {
 		change(&ro)
 	}
-	if _, err := repo.Create(t.Context(), ro); err != nil {
-		t.Fatalf("creating rollout: %v", err)
+	if _, err := repo.Create(tb.Context(), ro); err != nil {
+		tb.Fatalf("creating rollout: %v", err)
 	}
 }
 
-func waveStarted(t testing.TB, wave int, clusters ...string) cloudevents.Event {
-	t.Helper()
+func waveStarted(tb testing.TB, wave int, clusters ...string) cloudevents.Event {
+	tb.Helper()
 	e, err := events.New("ws", events.Source, events.TypeWaveStarted, events.WaveStarted{RolloutID: rolloutID, Wave: wave, Clusters: clusters})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	e.SetExtension(events.ExtRolloutID, rolloutID)
 	return e

@@ -220,7 +220,7 @@ func TestPlanRedelivery(t *testing.T) {
 	if diff := cmp.Diff(want, summarize(t, second)); diff != "" {
 		t.Errorf("redelivery (-want +got):\n%s", diff)
 	}
-	ros, err := repo.List(ctx)
+	ros, err := repo.ListInFlight(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestPlanErrors(t *testing.T) {
 			if err == nil || !events.IsPermanent(err) {
 				t.Fatalf("Handle = %v, %v; want a permanent error", evs, err)
 			}
-			if ros, _ := repo.List(t.Context()); len(ros) != 0 {
+			if ros, _ := repo.ListInFlight(t.Context()); len(ros) != 0 {
 				t.Errorf("%d rollouts created", len(ros))
 			}
 		})

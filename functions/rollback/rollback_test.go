@@ -114,20 +114,24 @@ func event(t *testing.T, id, typ string, payload any) cloudevents.Event {
 }
 
 func rolloutFailed(t *testing.T) cloudevents.Event {
+	t.Helper()
 	return event(t, "failed", events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID, Reason: "x"})
 }
 
 func clusterReverted(t *testing.T, id, cl string) cloudevents.Event {
+	t.Helper()
 	return event(t, id, events.TypeClusterReverted, events.ClusterResult{RolloutID: rolloutID, Cluster: cl, Reason: "observed"})
 }
 
 func finished(t *testing.T, id, cl string, step int, errText string) cloudevents.Event {
+	t.Helper()
 	return event(t, id, events.TypePipelineRunFinished, events.PipelineRunFinished{
 		RolloutID: rolloutID, Cluster: cl, Purpose: events.PurposeRevert, Step: step, Image: prev(cl), Error: errText,
 	})
 }
 
 func revertDeadline(t *testing.T, id, cl string, step int) cloudevents.Event {
+	t.Helper()
 	return event(t, id, events.TypeClusterDeadline, events.ClusterDeadline{RolloutID: rolloutID, Cluster: cl, Purpose: events.PurposeRevert, Step: step})
 }
 
@@ -248,8 +252,10 @@ func TestRollbackWaveByWave(t *testing.T) {
 		},
 		{
 			name: "c3's revert ran; Flagger is still at work: wait", e: func() cloudevents.Event { return finished(t, "fin-c3", "c3", 2, "") },
-			before: func() { status.set("c3", cluster.CanaryStatus{Phase: "Progressing", PrimaryImage: prev("c3"), TargetImage: ref}) },
-			want:   outcome{Phase: rollout.Failed, Clusters: phases("c1", "Succeeded", "c2", "Reverted", "c3", "Reverting", "c4", "Pending")},
+			before: func() {
+				status.set("c3", cluster.CanaryStatus{Phase: "Progressing", PrimaryImage: prev("c3"), TargetImage: ref})
+			},
+			want: outcome{Phase: rollout.Failed, Clusters: phases("c1", "Succeeded", "c2", "Reverted", "c3", "Reverting", "c4", "Pending")},
 		},
 		{
 			name: "c3 reverted (observe): the older wave is reverted", e: func() cloudevents.Event { return clusterReverted(t, "r-c3", "c3") },
@@ -393,9 +399,11 @@ func TestRollbackIgnores(t *testing.T) {
 	}{
 		{"a progressing rollout's failure event", rollout.Progressing, rolloutFailed},
 		{"an apply run's end", rollout.Failed, func(t *testing.T) cloudevents.Event {
+			t.Helper()
 			return event(t, "fin", events.TypePipelineRunFinished, events.PipelineRunFinished{RolloutID: rolloutID, Cluster: "c1", Purpose: events.PurposeApply, Step: 1})
 		}},
 		{"a retry of a rollout that did not fail its rollback", rollout.RolledBack, func(t *testing.T) cloudevents.Event {
+			t.Helper()
 			return event(t, "retry", events.TypeRolloutRetryRequested, events.RolloutRetryRequested{RolloutID: rolloutID, Attempt: 1})
 		}},
 	}

@@ -18,9 +18,9 @@ import (
 type Runner struct {
 	d       *Deliverer
 	answers Answers
-	lane dispatch.Lane
-	now  func() time.Time
-	log  *slog.Logger
+	lane    dispatch.Lane
+	now     func() time.Time
+	log     *slog.Logger
 }
 
 // Lane defaults.
@@ -58,8 +58,8 @@ func NewRunner(d *Deliverer, answers Answers, runners int, log *slog.Logger) *Ru
 	}}
 }
 
-func (*Runner) Name() string         { return "pipeline" }
-func (*Runner) Consumes() []string   { return []string{events.TypePipelineRunRequested} }
+func (*Runner) Name() string          { return "pipeline" }
+func (*Runner) Consumes() []string    { return []string{events.TypePipelineRunRequested} }
 func (r *Runner) Lane() dispatch.Lane { return r.lane }
 
 // Handle runs one request. A failure worth retrying is returned (the

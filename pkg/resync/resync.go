@@ -81,7 +81,7 @@ func (r *Resyncer) Run(ctx context.Context) error {
 // quiet for longer than Overdue (or every one, with all) and journals a canary
 // event for each cluster whose canary has settled since it was applied.
 func (r *Resyncer) Pass(ctx context.Context, onlyOverdue bool) error {
-	ros, err := r.repo.List(ctx)
+	ros, err := r.repo.ListInFlight(ctx)
 	if err != nil {
 		return err
 	}

@@ -18,12 +18,26 @@ type Documents interface {
 	Update(ctx context.Context, collection, key string, v any, fn func(found bool) error) error
 	UpdateAndAppend(ctx context.Context, collection, key string, v any, fn func(found bool) ([]cloudevents.Event, error)) ([]store.Record, error)
 	List(ctx context.Context, collection string, fn func(key string, raw []byte) error) error
+	ListBefore(ctx context.Context, collection, before string, limit int, fn func(key string, raw []byte) error) error
+	Transact(ctx context.Context, fn func(store.Txn) error) error
 }
 
+// Collections. Rollouts in flight (and those whose rollback failed, which
+// wait for a retry) are the hot set, keyed by id; finished ones move to the
+// archive, keyed by creation time and id (newest last), with an index by
+// id, so that what the engine reads and resync scans does not grow with
+// history.
 const (
 	rolloutsCollection = "rollouts"
+	archiveCollection  = "rollouts-archive"
+	archiveIndex       = "rollouts-archive-ids"
 	appsCollection     = "applications"
 )
+
+// archiveKey orders the archive by creation time.
+func archiveKey(ro Rollout) string {
+	return fmt.Sprintf("%020d/%s", ro.Created.UnixNano(), ro.ID)
+}
 
 // ErrNotFound is returned for an unknown rollout.
 var ErrNotFound = errors.New("rollout not found")
@@ -49,16 +63,60 @@ func (r *Repo) Get(ctx context.Context, id string) (Rollout, error) {
 	if err != nil {
 		return ro, fmt.Errorf("reading rollout %s: %w", id, err)
 	}
-	if !found {
-		return ro, fmt.Errorf("%w: %s", ErrNotFound, id)
+	if found {
+		return ro, nil
 	}
-	return ro, nil
+	return r.archived(ctx, id)
+}
+
+// archived returns a finished rollout from the archive, or ErrNotFound.
+func (r *Repo) archived(ctx context.Context, id string) (Rollout, error) {
+	var key string
+	found, err := r.docs.Get(ctx, archiveIndex, id, &key)
+	if err == nil && found {
+		var ro Rollout
+		if found, err = r.docs.Get(ctx, archiveCollection, key, &ro); err == nil && found {
+			return ro, nil
+		}
+	}
+	if err != nil {
+		return Rollout{}, fmt.Errorf("reading archived rollout %s: %w", id, err)
+	}
+	return Rollout{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+}
+
+// archive moves a finished rollout out of the hot set, in one transaction.
+func (r *Repo) archive(ctx context.Context, id string) error {
+	err := r.docs.Transact(ctx, func(tx store.Txn) error {
+		var ro Rollout
+		found, err := tx.Get(rolloutsCollection, id, &ro)
+		if err != nil || !found || !ro.Phase.Done() {
+			return err
+		}
+		key := archiveKey(ro)
+		if err := tx.Put(archiveCollection, key, ro); err != nil {
+			return err
+		}
+		if err := tx.Put(archiveIndex, id, key); err != nil {
+			return err
+		}
+		return tx.Delete(rolloutsCollection, id)
+	})
+	if err != nil {
+		return fmt.Errorf("archiving rollout %s: %w", id, err)
+	}
+	return nil
 }
 
 // Create stores a new rollout unless one with its id exists; it reports
 // whether it created it (a redelivered event finds it already there).
 func (r *Repo) Create(ctx context.Context, ro Rollout) (created bool, err error) {
 	var cur Rollout
+	if _, err := r.archived(ctx, ro.ID); err == nil {
+		return false, nil // it ran, and finished
+	} else if !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
 	err = r.docs.Update(ctx, rolloutsCollection, ro.ID, &cur, func(found bool) error {
 		if found {
 			return errExists
@@ -79,23 +137,15 @@ func (r *Repo) Create(ctx context.Context, ro Rollout) (created bool, err error)
 
 var errExists = errors.New("exists")
 
-// Update changes a rollout in one transaction and returns the result.
+// errArchived: the rollout is not in the hot set.
+var errArchived = errors.New("archived")
+
+// Update changes a rollout in one transaction and returns the result. A
+// finished rollout is archived, and frozen: fn sees it, but what fn
+// changes is not kept.
 func (r *Repo) Update(ctx context.Context, id string, fn func(*Rollout) error) (Rollout, error) {
-	var ro Rollout
-	err := r.docs.Update(ctx, rolloutsCollection, id, &ro, func(found bool) error {
-		if !found {
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
-		}
-		if err := fn(&ro); err != nil {
-			return err
-		}
-		ro.Updated = r.now().UTC()
-		return nil
-	})
-	if err != nil {
-		return ro, fmt.Errorf("updating rollout %s: %w", id, err)
-	}
-	return ro, nil
+	ro, _, err := r.UpdateEmit(ctx, id, func(ro *Rollout) ([]cloudevents.Event, error) { return nil, fn(ro) })
+	return ro, err
 }
 
 // UpdateEmit changes a rollout and journals the events fn returns in the same
@@ -109,7 +159,7 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*Rollout) ([]c
 	)
 	_, err := r.docs.UpdateAndAppend(ctx, rolloutsCollection, id, &ro, func(found bool) ([]cloudevents.Event, error) {
 		if !found {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+			return nil, errArchived
 		}
 		var err error
 		if out, err = fn(&ro); err != nil {
@@ -118,19 +168,44 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*Rollout) ([]c
 		ro.Updated = r.now().UTC()
 		return out, nil
 	})
+	if errors.Is(err, errArchived) {
+		// A late event of a finished rollout: it no longer changes.
+		if ro, err = r.archived(ctx, id); err != nil {
+			return ro, nil, err
+		}
+		scratch := ro
+		scratch.Waves = cloneWaves(ro.Waves)
+		if _, err := fn(&scratch); err != nil {
+			return ro, nil, fmt.Errorf("updating rollout %s: %w", id, err)
+		}
+		return ro, nil, nil
+	}
 	if err != nil {
 		return ro, nil, fmt.Errorf("updating rollout %s: %w", id, err)
+	}
+	if ro.Phase.Done() {
+		// A crash before this leaves it in the hot set, where
+		// ListInFlight finds and archives it.
+		if err := r.archive(ctx, id); err != nil {
+			return ro, out, err
+		}
 	}
 	return ro, out, nil
 }
 
-// List returns every rollout, newest first.
-func (r *Repo) List(ctx context.Context) ([]Rollout, error) {
-	var out []Rollout
+// ListInFlight returns the rollouts not finished (in flight, or waiting
+// for a retry of their rollback), newest first. A finished one a crash left
+// in the hot set is archived on the way.
+func (r *Repo) ListInFlight(ctx context.Context) ([]Rollout, error) {
+	var out, done []Rollout
 	err := r.docs.List(ctx, rolloutsCollection, func(_ string, raw []byte) error {
 		var ro Rollout
 		if err := json.Unmarshal(raw, &ro); err != nil {
 			return fmt.Errorf("decoding rollout: %w", err)
+		}
+		if ro.Phase.Done() {
+			done = append(done, ro)
+			return nil
 		}
 		out = append(out, ro)
 		return nil
@@ -138,8 +213,52 @@ func (r *Repo) List(ctx context.Context) ([]Rollout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing rollouts: %w", err)
 	}
+	for _, ro := range done {
+		if err := r.archive(ctx, ro.ID); err != nil {
+			return nil, err
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
 	return out, nil
+}
+
+// Page is one page of the rollout list.
+type Page struct {
+	Rollouts []Rollout
+	// Next continues the list (pass it as before), "" at its end.
+	Next string
+}
+
+// List returns a page of rollouts, newest first: on the first page (before
+// "") every rollout in flight, then up to limit finished ones; on the next,
+// finished ones created before the cursor.
+func (r *Repo) List(ctx context.Context, before string, limit int) (Page, error) {
+	var p Page
+	if before == "" {
+		inFlight, err := r.ListInFlight(ctx)
+		if err != nil {
+			return p, err
+		}
+		p.Rollouts = inFlight
+	}
+	last := ""
+	n := 0
+	err := r.docs.ListBefore(ctx, archiveCollection, before, limit, func(key string, raw []byte) error {
+		var ro Rollout
+		if err := json.Unmarshal(raw, &ro); err != nil {
+			return fmt.Errorf("decoding rollout: %w", err)
+		}
+		p.Rollouts = append(p.Rollouts, ro)
+		last, n = key, n+1
+		return nil
+	})
+	if err != nil {
+		return p, fmt.Errorf("listing finished rollouts: %w", err)
+	}
+	if n == limit {
+		p.Next = last
+	}
+	return p, nil
 }
 
 // App returns an application's state (zero if none yet).
@@ -162,4 +281,12 @@ func (r *Repo) UpdateApp(ctx context.Context, name string, fn func(*AppState) er
 		return fmt.Errorf("updating application %s: %w", name, err)
 	}
 	return nil
+}
+
+func cloneWaves(ws []Wave) []Wave {
+	out := make([]Wave, len(ws))
+	for i, w := range ws {
+		out[i] = Wave{Name: w.Name, Clusters: append([]Cluster(nil), w.Clusters...)}
+	}
+	return out
 }

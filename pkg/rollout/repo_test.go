@@ -201,9 +201,9 @@ func TestRepoListNewestFirst(t *testing.T) {
 	repo := newRepo(t, c.Now)
 	ctx := t.Context()
 
-	got, err := repo.List(ctx)
-	if err != nil || len(got) != 0 {
-		t.Fatalf("List of an empty repo = %v, %v; want nothing", got, err)
+	page, err := repo.List(ctx, "", 10)
+	if err != nil || len(page.Rollouts) != 0 || page.Next != "" {
+		t.Fatalf("List of an empty repo = %v, %v; want nothing", page, err)
 	}
 	// Keys sort the other way round from creation, so the order comes from
 	// the creation time, not the store.
@@ -217,12 +217,12 @@ func TestRepoListNewestFirst(t *testing.T) {
 	if _, err := repo.Update(ctx, "c", func(r *rollout.Rollout) error { r.Reason = "touched"; return nil }); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	got, err = repo.List(ctx)
+	page, err = repo.List(ctx, "", 10)
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
 	var ids []string
-	for _, r := range got {
+	for _, r := range page.Rollouts {
 		ids = append(ids, r.ID)
 	}
 	if diff := cmp.Diff([]string{"b", "a", "c"}, ids); diff != "" {
@@ -282,5 +282,73 @@ func TestRepoApp(t *testing.T) {
 	}
 	if got, _ := repo.App(ctx, "app"); got.LatestTag != "1.2.3" {
 		t.Errorf("after a failed UpdateApp LatestTag = %q, want 1.2.3", got.LatestTag)
+	}
+}
+
+// A finished rollout leaves the hot set: ListInFlight (what resync reads)
+// no longer has it, Get still does, a late change does not change it, a
+// redelivered start does not create it again, and the list pages through
+// the archive newest first.
+func TestRepoArchivesFinishedRollouts(t *testing.T) {
+	c := newClock()
+	repo := newRepo(t, c.Now)
+	ctx := t.Context()
+	for _, id := range []string{"r1", "r2", "r3", "r4"} {
+		if _, err := repo.Create(ctx, sample(id)); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+	}
+	finish := func(id string, p rollout.Phase) {
+		t.Helper()
+		if _, err := repo.Update(ctx, id, func(r *rollout.Rollout) error { r.Phase = p; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finish("r1", rollout.Succeeded)
+	finish("r2", rollout.RolledBack)
+	finish("r3", rollout.RollbackFailed) // waits for a retry: still hot
+
+	ids := func(ros []rollout.Rollout) []string {
+		var out []string
+		for _, r := range ros {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	inFlight, err := repo.ListInFlight(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r4", "r3"}, ids(inFlight)); diff != "" {
+		t.Errorf("in flight (-want +got):\n%s", diff)
+	}
+	got, err := repo.Get(ctx, "r1")
+	if err != nil || got.Phase != rollout.Succeeded {
+		t.Fatalf("Get(archived) = %v, %v", got.Phase, err)
+	}
+	after, err := repo.Update(ctx, "r1", func(r *rollout.Rollout) error { r.Reason = "late"; return nil })
+	if err != nil || after.Reason != "" {
+		t.Errorf("Update of an archived rollout = %q, %v; want it unchanged", after.Reason, err)
+	}
+	if created, err := repo.Create(ctx, sample("r1")); created || err != nil {
+		t.Errorf("Create of an archived rollout = %v, %v; want not created", created, err)
+	}
+	page, err := repo.List(ctx, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r4", "r3", "r2"}, ids(page.Rollouts)); diff != "" || page.Next == "" {
+		t.Errorf("first page (-want +got):\n%s (next %q)", diff, page.Next)
+	}
+	page, err = repo.List(ctx, page.Next, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r1"}, ids(page.Rollouts)); diff != "" {
+		t.Errorf("second page (-want +got):\n%s", diff)
+	}
+	if page, err = repo.List(ctx, page.Next, 1); err != nil || len(page.Rollouts) != 0 || page.Next != "" {
+		t.Errorf("third page = %v, %v; want the end", page, err)
 	}
 }

@@ -3,7 +3,10 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -68,14 +71,38 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
+// Page sizes of GET /api/v1/rollouts.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// listRollouts answers a page of rollouts, newest first: every rollout in
+// flight, then up to ?limit= finished ones; a Link header (rel="next")
+// names the next page (?before=).
 func (s *Server) listRollouts(w http.ResponseWriter, r *http.Request) {
-	ros, err := s.repo.List(r.Context())
+	q := r.URL.Query()
+	limit := defaultPageSize
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxPageSize {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit: want a number from 1 to %d, got %q", maxPageSize, l)})
+			return
+		}
+		limit = n
+	}
+	page, err := s.repo.List(r.Context(), q.Get("before"), limit)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
 	}
+	ros := page.Rollouts
 	if ros == nil {
 		ros = []rollout.Rollout{}
+	}
+	if page.Next != "" {
+		next := url.Values{"before": {page.Next}, "limit": {strconv.Itoa(limit)}}
+		w.Header().Set("Link", fmt.Sprintf(`</api/v1/rollouts?%s>; rel="next"`, next.Encode()))
 	}
 	writeJSON(w, http.StatusOK, ros)
 }
