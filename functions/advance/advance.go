@@ -10,13 +10,19 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
+// Rollouts is the rollout state advance needs (pkg/state).
+type Rollouts interface {
+	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
+	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
+}
+
 // Function is the advance function.
 type Function struct {
-	repo *rollout.Repo
+	repo Rollouts
 }
 
 // New returns advance.
-func New(repo *rollout.Repo) *Function { return &Function{repo: repo} }
+func New(repo Rollouts) *Function { return &Function{repo: repo} }
 
 func (*Function) Name() string { return "advance" }
 func (*Function) Consumes() []string {

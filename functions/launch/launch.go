@@ -12,15 +12,20 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
+// Rollouts is the rollout state launch needs (pkg/state).
+type Rollouts interface {
+	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
+}
+
 // Function is the launch function.
 type Function struct {
 	cfg  *config.Config
-	repo *rollout.Repo
+	repo Rollouts
 	now  func() time.Time
 }
 
 // New returns launch; now defaults to time.Now.
-func New(cfg *config.Config, repo *rollout.Repo, now func() time.Time) *Function {
+func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}

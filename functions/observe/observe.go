@@ -24,16 +24,23 @@ type StatusReader interface {
 // answer must not hold the rollout's other events.
 const statusTimeout = 10 * time.Second
 
+// Rollouts is the rollout state observe needs (pkg/state).
+type Rollouts interface {
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
+	Update(ctx context.Context, id string, fn func(*rollout.Rollout) error) (rollout.Rollout, error)
+	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
+}
+
 // Function is the observe function.
 type Function struct {
 	cfg    *config.Config
-	repo   *rollout.Repo
+	repo   Rollouts
 	status StatusReader
 	now    func() time.Time
 }
 
 // New returns observe; now defaults to time.Now.
-func New(cfg *config.Config, repo *rollout.Repo, status StatusReader, now func() time.Time) *Function {
+func New(cfg *config.Config, repo Rollouts, status StatusReader, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}

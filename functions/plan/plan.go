@@ -16,14 +16,22 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/versionpolicy"
 )
 
+// Rollouts is the rollout state plan needs (pkg/state).
+type Rollouts interface {
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
+	Create(ctx context.Context, ro rollout.Rollout) (bool, error)
+	App(ctx context.Context, name string) (rollout.AppState, error)
+	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
+}
+
 // Function is the plan function.
 type Function struct {
 	cfg  *config.Config
-	repo *rollout.Repo
+	repo Rollouts
 }
 
 // New returns plan over the applications and waves of cfg.
-func New(cfg *config.Config, repo *rollout.Repo) *Function { return &Function{cfg: cfg, repo: repo} }
+func New(cfg *config.Config, repo Rollouts) *Function { return &Function{cfg: cfg, repo: repo} }
 
 func (*Function) Name() string       { return "plan" }
 func (*Function) Consumes() []string { return []string{events.TypeImageVerified} }

@@ -23,16 +23,23 @@ type StatusReader interface {
 // statusTimeout bounds one read of a cluster.
 const statusTimeout = 10 * time.Second
 
+// Rollouts is the rollout state rollback needs (pkg/state).
+type Rollouts interface {
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
+	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
+	App(ctx context.Context, name string) (rollout.AppState, error)
+}
+
 // Function is the rollback function.
 type Function struct {
 	cfg    *config.Config
-	repo   *rollout.Repo
+	repo   Rollouts
 	status StatusReader
 	now    func() time.Time
 }
 
 // New returns rollback; now defaults to time.Now.
-func New(cfg *config.Config, repo *rollout.Repo, status StatusReader, now func() time.Time) *Function {
+func New(cfg *config.Config, repo Rollouts, status StatusReader, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}

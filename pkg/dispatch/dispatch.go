@@ -13,25 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 )
 
-// Journal is the part of the store the dispatcher uses (pkg/store
-// implements it): the bus it reads and appends to, and its cursors.
-type Journal interface {
-	Append(ctx context.Context, evs ...cloudevents.Event) ([]store.Record, error)
-	Read(ctx context.Context, after uint64, limit int) ([]store.Record, error)
-	Changed() <-chan struct{}
-	Cursor(ctx context.Context, consumer string) (uint64, error)
-	SetCursor(ctx context.Context, consumer string, seq uint64) error
-
-	// Timers: events due later wait outside the journal until FireDue
-	// journals them.
-	Schedule(ctx context.Context, evs ...cloudevents.Event) error
-	NextDue(ctx context.Context) (time.Time, bool, error)
-	FireDue(ctx context.Context, now time.Time, limit int) (int, error)
-	TimersChanged() <-chan struct{}
-}
+// Journal is the bus the dispatcher reads and appends to (pkg/store is the
+// embedded adapter).
+type Journal = bus.Bus
 
 // Options tune the dispatcher. Zero values take the defaults in brackets.
 type Options struct {
@@ -56,7 +43,7 @@ type Options struct {
 	StallBackoff time.Duration
 	// Observe, when set, sees every event the dispatcher journals (tests,
 	// live views).
-	Observe func(store.Record)
+	Observe func(bus.Record)
 }
 
 // Defaults of [Options].
@@ -205,7 +192,7 @@ func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Even
 	if len(out) == 0 {
 		return nil
 	}
-	out, later := store.SplitDue(out, time.Now())
+	out, later := splitDue(out, time.Now())
 	if len(later) > 0 {
 		if err := d.j.Schedule(context.WithoutCancel(ctx), later...); err != nil {
 			return fmt.Errorf("scheduling timers of %s: %w", f.Name(), err)
@@ -227,7 +214,7 @@ func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Even
 	return nil
 }
 
-func (d *Dispatcher) observe(recs []store.Record) {
+func (d *Dispatcher) observe(recs []bus.Record) {
 	if d.o.Observe != nil {
 		for _, r := range recs {
 			d.o.Observe(r)
@@ -257,7 +244,7 @@ func (d *Dispatcher) failed(f Function, e cloudevents.Event, cause error) ([]clo
 // event (one written before the journal checked that events read back):
 // it is recorded as an event.quarantined event and dispatch goes on. One
 // such record once stopped the engine on every start.
-func (d *Dispatcher) quarantine(ctx context.Context, rec store.Record) error {
+func (d *Dispatcher) quarantine(ctx context.Context, rec bus.Record) error {
 	d.m.quarantined.Inc()
 	d.o.Logger.Error("journal record is not a readable event; quarantined", "seq", rec.Seq, "error", rec.Err)
 	e, err := events.New(fmt.Sprintf("quarantined-%d", rec.Seq), "/flotilla/dispatch", events.TypeEventQuarantined,

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 )
 
 // item is one journaled event on its way through the functions that
 // consume it.
 type item struct {
-	rec     store.Record
+	rec     bus.Record
 	fns     []Function
 	next    int           // the function to call next
 	attempt int           // failed calls of fns[next]
@@ -162,7 +162,7 @@ func (s *scheduler) waitForRoom(ctx context.Context) int {
 
 // admit queues rec on its key's partition, or, when no function consumes
 // it, counts it handled at once.
-func (s *scheduler) admit(rec store.Record) {
+func (s *scheduler) admit(rec bus.Record) {
 	var fns []Function
 	key, l := fmt.Sprintf("record/%d", rec.Seq), s.d.lane
 	if rec.Err == nil {

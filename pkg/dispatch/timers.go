@@ -4,7 +4,23 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
 )
+
+// splitDue separates the events due after now (timers) from the others.
+func splitDue(evs []cloudevents.Event, now time.Time) (journal, later []cloudevents.Event) {
+	for _, e := range evs {
+		if at, ok := events.Due(e); ok && at.After(now) {
+			later = append(later, e)
+			continue
+		}
+		journal = append(journal, e)
+	}
+	return journal, later
+}
 
 // fireBatch bounds the timers journaled at once.
 const fireBatch = 256

@@ -29,6 +29,11 @@ type Options struct {
 	Now      func() time.Time
 }
 
+// Rollouts is the rollout state resync reads (pkg/state).
+type Rollouts interface {
+	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
+}
+
 // StatusReader reads a canary's live state (pkg/cluster.Set).
 type StatusReader interface {
 	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (cluster.CanaryStatus, error)
@@ -37,14 +42,14 @@ type StatusReader interface {
 // Resyncer reads overdue clusters' canary status into the journal.
 type Resyncer struct {
 	cfg    *config.Config
-	repo   *rollout.Repo
+	repo   Rollouts
 	status StatusReader
 	j      Journal
 	o      Options
 }
 
 // New returns a Resyncer.
-func New(cfg *config.Config, repo *rollout.Repo, status StatusReader, j Journal, o Options) *Resyncer {
+func New(cfg *config.Config, repo Rollouts, status StatusReader, j Journal, o Options) *Resyncer {
 	if o.Interval <= 0 {
 		o.Interval = 15 * time.Second
 	}

@@ -122,7 +122,7 @@ func (r *Repo) Create(ctx context.Context, ro Rollout) (created bool, err error)
 			return errExists
 		}
 		now := r.now().UTC()
-		ro.Created, ro.Updated = now, now
+		ro.Created, ro.Updated, ro.Version = now, now, 1
 		cur = ro
 		return nil
 	})
@@ -166,6 +166,7 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*Rollout) ([]c
 			return nil, err
 		}
 		ro.Updated = r.now().UTC()
+		ro.Version++
 		return out, nil
 	})
 	if errors.Is(err, errArchived) {

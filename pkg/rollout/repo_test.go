@@ -66,7 +66,7 @@ func TestRepoCreateGet(t *testing.T) {
 		t.Fatalf("first Create = %v, %v; want true, nil", created, err)
 	}
 	want := sample("r1")
-	want.Created, want.Updated = c.Now(), c.Now()
+	want.Created, want.Updated, want.Version = c.Now(), c.Now(), 1
 	got, err := repo.Get(ctx, "r1")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
@@ -140,7 +140,7 @@ func TestRepoUpdate(t *testing.T) {
 	want := sample("r1")
 	want.Phase = rollout.Failed
 	want.Waves[0].Clusters[0].Phase = rollout.ClusterFailed
-	want.Created, want.Updated = created, c.Now()
+	want.Created, want.Updated, want.Version = created, c.Now(), 2
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Update returned (-want +got):\n%s", diff)
 	}

@@ -49,6 +49,9 @@ type Rollout struct {
 	Waves       []Wave    `json:"waves"`
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
+	// Version grows by one with every update (optimistic concurrency: see
+	// pkg/state).
+	Version int64 `json:"version"`
 	// Failures are the events functions gave up on in this rollout, newest
 	// last; `flotilla retry` replays those not retried yet.
 	Failures []Failure `json:"failures,omitempty"`

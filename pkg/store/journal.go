@@ -14,6 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
 
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
@@ -24,15 +25,9 @@ const maxIDLen = 32 << 10
 // latency stays bounded under a flood.
 const maxBatch = 1024
 
-// Record is a journaled event and its sequence number.
-type Record struct {
-	Seq   uint64
-	Event cloudevents.Event
-	// Err is non-nil when the stored bytes, intact on disk, are not a
-	// readable event (written by a version that let such an event in);
-	// Event is zero then. A reader quarantines the record and goes on.
-	Err error
-}
+// Record is a journaled event and its sequence number (the bus port's
+// record: the store is the embedded adapter of pkg/bus).
+type Record = bus.Record
 
 // appendReq is one Append call waiting for the writer.
 type appendReq struct {
