@@ -14,6 +14,7 @@ import (
 // The Repo on the store is the embedded adapter of the state port.
 func TestStateContract(t *testing.T) {
 	statetest.Run(t, func(t *testing.T) (state.Rollouts, bus.Bus) {
+		t.Helper()
 		s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
 		if err != nil {
 			t.Fatal(err)

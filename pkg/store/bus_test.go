@@ -12,6 +12,7 @@ import (
 // The store is the embedded adapter of the bus port.
 func TestBusContract(t *testing.T) {
 	bustest.Run(t, func(t *testing.T) (bus.Bus, func() bus.Bus) {
+		t.Helper()
 		path := filepath.Join(t.TempDir(), "flotilla.db")
 		s, err := store.Open(path)
 		if err != nil {

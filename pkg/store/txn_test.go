@@ -38,7 +38,7 @@ func TestTransactAndListBefore(t *testing.T) {
 	if err := s.Transact(ctx, func(tx store.Txn) error {
 		var d doc
 		if found, err := tx.Get("col", "a", &d); !found || err != nil || d.N != 0 {
-			return fmt.Errorf("a = %v, %v, %v", d, found, err)
+			return fmt.Errorf("a = %v, %v: %w", d, found, err)
 		}
 		return tx.Delete("col", "b")
 	}); err != nil {

@@ -21,6 +21,7 @@ type Open func(t *testing.T) (b bus.Bus, restart func() bus.Bus)
 
 // Run runs the contract against the adapter open makes.
 func Run(t *testing.T, open Open) {
+	t.Helper()
 	t.Run("AppendsInOrderAndReadsAfter", func(t *testing.T) { appendsInOrder(t, open) })
 	t.Run("DropsRepeatedIDs", func(t *testing.T) { dropsRepeatedIDs(t, open) })
 	t.Run("ChangedWakesAReader", func(t *testing.T) { changedWakes(t, open) })
@@ -46,6 +47,7 @@ func ids(recs []bus.Record) []string {
 }
 
 func appendsInOrder(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	b, _ := open(t)
 	var want []string
@@ -82,6 +84,7 @@ func appendsInOrder(t *testing.T, open Open) {
 }
 
 func dropsRepeatedIDs(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	b, _ := open(t)
 	recs, err := b.Append(ctx, event(t, "a"), event(t, "b"), event(t, "a"))
@@ -104,6 +107,7 @@ func dropsRepeatedIDs(t *testing.T, open Open) {
 }
 
 func changedWakes(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	b, _ := open(t)
 	ch := b.Changed()
@@ -123,6 +127,7 @@ func changedWakes(t *testing.T, open Open) {
 }
 
 func cursorsSurvive(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	b, restart := open(t)
 	if got, err := b.Cursor(ctx, "c"); got != 0 || err != nil {
@@ -144,6 +149,7 @@ func cursorsSurvive(t *testing.T, open Open) {
 }
 
 func timers(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	b, restart := open(t)
 	now := time.Now()

@@ -24,6 +24,7 @@ type Open func(t *testing.T) (state.Rollouts, bus.Bus)
 
 // Run runs the contract against the adapter open makes.
 func Run(t *testing.T, open Open) {
+	t.Helper()
 	t.Run("CreateGetUpdate", func(t *testing.T) { createGetUpdate(t, open) })
 	t.Run("NoLostUpdates", func(t *testing.T) { noLostUpdates(t, open) })
 	t.Run("UpdateEmitPutsEventsOnTheBus", func(t *testing.T) { updateEmit(t, open) })
@@ -39,6 +40,7 @@ func sample(id string) rollout.Rollout {
 }
 
 func createGetUpdate(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	s, _ := open(t)
 	if _, err := s.Get(ctx, "r1"); !errors.Is(err, rollout.ErrNotFound) {
@@ -72,6 +74,7 @@ func createGetUpdate(t *testing.T, open Open) {
 }
 
 func noLostUpdates(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	s, _ := open(t)
 	if _, err := s.Create(ctx, sample("r1")); err != nil {
@@ -103,6 +106,7 @@ func noLostUpdates(t *testing.T, open Open) {
 }
 
 func updateEmit(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	s, b := open(t)
 	if _, err := s.Create(ctx, sample("r1")); err != nil {
@@ -129,6 +133,7 @@ func updateEmit(t *testing.T, open Open) {
 }
 
 func archived(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	s, _ := open(t)
 	for i, id := range []string{"r1", "r2", "r3"} {
@@ -184,6 +189,7 @@ func archived(t *testing.T, open Open) {
 }
 
 func applications(t *testing.T, open Open) {
+	t.Helper()
 	ctx := context.Background()
 	s, _ := open(t)
 	if got, err := s.App(ctx, "shop"); err != nil || got != (rollout.AppState{Name: "shop"}) {
