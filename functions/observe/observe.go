@@ -65,6 +65,40 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	return f.canary(ctx, e)
 }
 
+// CachedStatusReader is a StatusReader with a watch cache
+// (pkg/cluster.Set): ok is false while the cache cannot answer.
+type CachedStatusReader interface {
+	CachedCanaryStatus(cluster, namespace string, workload config.Workload) (st cluster.CanaryStatus, ok bool)
+}
+
+// cachedStatus reads a canary from the status reader's watch cache, if it
+// has one.
+func (f *Function) cachedStatus(clusterName string, app config.Application) (cluster.CanaryStatus, bool) {
+	c, ok := f.status.(CachedStatusReader)
+	if !ok {
+		return cluster.CanaryStatus{}, false
+	}
+	return c.CachedCanaryStatus(clusterName, app.Namespace, app.Workload)
+}
+
+// decisive tells whether status st (from the cache) is enough to handle
+// canary event c: it shows the outcome the event reports, or the event
+// reports no outcome (Flagger's progress, recorded as it is).
+func decisive(ro *rollout.Rollout, c events.Canary, st cluster.CanaryStatus) bool {
+	switch c.Outcome {
+	case events.CanarySucceeded, events.CanaryInitialized, events.CanaryFailed:
+	default:
+		return true
+	}
+	cl, _, err := ro.Cluster(c.Cluster)
+	if err != nil {
+		return true // Update reports it
+	}
+	scratch := *cl
+	typ, _ := classify(ro, &scratch, c, st)
+	return typ != ""
+}
+
 // readStatus reads a cluster's canary under statusTimeout.
 func (f *Function) readStatus(ctx context.Context, clusterName string, app config.Application) (cluster.CanaryStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
@@ -92,12 +126,17 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if !ok {
 		return nil, nil
 	}
-	st, err := f.readStatus(ctx, c.Cluster, app)
-	if err != nil {
-		// Not retried: retries would hold the rollout's other events
-		// while the cluster is away. The event is a hint; the cluster's
-		// deadline (and resync) read it again.
-		return nil, events.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
+	st, ok := f.cachedStatus(c.Cluster, app)
+	if !ok || !decisive(&ro, c, st) {
+		// The cache is not synced, or does not show yet what the event
+		// says happened: read the cluster itself.
+		var err error
+		if st, err = f.readStatus(ctx, c.Cluster, app); err != nil {
+			// Not retried: retries would hold the rollout's other events
+			// while the cluster is away. The event is a hint; the
+			// cluster's deadline (and resync) read it again.
+			return nil, events.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
+		}
 	}
 	var typ, reason string
 	ro, err = f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {

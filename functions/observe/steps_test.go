@@ -306,3 +306,60 @@ func TestObserveFunctionFailed(t *testing.T) {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
 }
+
+// cachedStatus has a watch cache in front of its live reads.
+type cachedStatus struct {
+	fakeStatus
+	cached cluster.CanaryStatus
+	ok     bool
+	live   int
+}
+
+func (c *cachedStatus) CachedCanaryStatus(string, string, config.Workload) (cluster.CanaryStatus, bool) {
+	return c.cached, c.ok
+}
+
+func (c *cachedStatus) CanaryStatus(ctx context.Context, cl, ns string, w config.Workload) (cluster.CanaryStatus, error) {
+	c.live++
+	return c.fakeStatus.CanaryStatus(ctx, cl, ns, w)
+}
+
+// A canary event is handled from the watch cache when the cache shows
+// what the event says; when it does not yet (or is not synced), from a live
+// read.
+func TestObserveReadsTheCacheFirst(t *testing.T) {
+	succeeded := cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}
+	stale := cluster.CanaryStatus{Phase: "Promoting", PrimaryImage: prev, TargetImage: ref}
+	tests := []struct {
+		name      string
+		cached    cluster.CanaryStatus
+		ok        bool
+		outcome   events.CanaryOutcome
+		wantLive  int
+		wantTypes []string
+	}{
+		{"the cache shows the success", succeeded, true, events.CanarySucceeded, 0, []string{events.TypeClusterSucceeded}},
+		{"the cache is behind", stale, true, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
+		{"the cache is not synced", cluster.CanaryStatus{}, false, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
+		{"progress is recorded from the cache", stale, true, events.CanaryProgressing, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := functiontest.NewRepo(t)
+			newRollout(t, repo, rollout.ClusterProgressing)
+			st := &cachedStatus{fakeStatus: status(succeeded), cached: tt.cached, ok: tt.ok}
+			evs, err := observe.New(cfg, repo, st, nil).Handle(t.Context(),
+				canaryEvent(t, events.Canary{Cluster: "c1", Outcome: tt.outcome, RolloutID: rolloutID}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			for _, e := range evs {
+				types = append(types, e.Type())
+			}
+			if diff := cmp.Diff(tt.wantTypes, types); diff != "" || st.live != tt.wantLive {
+				t.Errorf("emitted (-want +got):\n%s; %d live reads, want %d", diff, st.live, tt.wantLive)
+			}
+		})
+	}
+}

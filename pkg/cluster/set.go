@@ -27,6 +27,8 @@ type Set struct {
 
 	mu      sync.Mutex
 	clients map[string]*clients
+	caches  map[nsKey]*nsCache // see cache.go
+	closed  bool
 }
 
 type clients struct {
@@ -186,10 +188,16 @@ func image(ctx context.Context, c *clients, namespace, kind, name, container str
 	if err != nil {
 		return "", fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(kindOf(kind)), namespace, name, err)
 	}
+	return containerImage(pod, container), nil
+}
+
+// containerImage returns the image of the named container (the first when
+// container is ""), or "".
+func containerImage(pod corev1.PodSpec, container string) string {
 	for i, ct := range pod.Containers {
 		if ct.Name == container || (container == "" && i == 0) {
-			return ct.Image, nil
+			return ct.Image
 		}
 	}
-	return "", nil
+	return ""
 }

@@ -87,8 +87,42 @@ func TestCanaryStatusWorkloadKinds(t *testing.T) {
 			if st.PrimaryImage != tt.wantPrimary || st.TargetImage != tt.wantTarg {
 				t.Errorf("primary %q, target %q; want %q, %q", st.PrimaryImage, st.TargetImage, tt.wantPrimary, tt.wantTarg)
 			}
+			// The watch cache reads the same.
+			cached := waitCached(ctx, t, set, c.Name, ns, tt.workload)
+			if cached != st {
+				t.Errorf("cached status %+v, live %+v", cached, st)
+			}
 		})
 	}
+
+	t.Run("the cache follows the cluster", func(t *testing.T) {
+		w := config.Workload{Kind: config.KindDeployment, Name: "web", Container: "app"}
+		waitCached(ctx, t, set, c.Name, ns, w)
+		d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Template.Spec.Containers[1].Image = "web:3"
+		if _, err := cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if st, ok := set.CachedCanaryStatus(c.Name, ns, w); ok && st.TargetImage == "web:3" {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal("the cache never saw the new image")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+	t.Run("a closed set reads nothing from a cache", func(t *testing.T) {
+		set.Close()
+		if _, ok := set.CachedCanaryStatus(c.Name, ns, config.Workload{Name: "web", Container: "app"}); ok {
+			t.Error("CachedCanaryStatus answered after Close")
+		}
+	})
 
 	t.Run("unsupported kind", func(t *testing.T) {
 		// Flagger can target a Service; flotilla cannot follow one.
@@ -104,6 +138,22 @@ func TestCanaryStatusWorkloadKinds(t *testing.T) {
 			t.Error("CanaryStatus of a canary that does not exist succeeded")
 		}
 	})
+}
+
+// waitCached waits for the cache of the namespace to sync and returns the
+// cached status.
+func waitCached(ctx context.Context, t *testing.T, set *cluster.Set, clusterName, ns string, w config.Workload) cluster.CanaryStatus {
+	t.Helper()
+	for {
+		if st, ok := set.CachedCanaryStatus(clusterName, ns, w); ok {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the cache of %s/%s never synced", clusterName, ns)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func create(ctx context.Context, t *testing.T, cl *fleettest.Clients, objs ...runtime.Object) {

@@ -65,6 +65,7 @@ type Server struct {
 	mirror    *dispatch.Mirror
 	resync    *resync.Resyncer
 	pruneSet  *cluster.Set // the clusters the start-up prune cleans; nil with Options.NoPrune
+	clusters  *cluster.Set // the fleet's clients and watch caches
 	http      *http.Server
 	listener  net.Listener
 	reg       *prometheus.Registry
@@ -120,6 +121,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err != nil {
 		return err
 	}
+	s.clusters = clusters
 	if !o.NoPrune {
 		s.pruneSet = clusters
 	}
@@ -275,6 +277,9 @@ func (s *Server) Run(ctx context.Context) error {
 // may be called on a Server that New only partly built.
 func (s *Server) Close() error {
 	var errs []error
+	if s.clusters != nil {
+		s.clusters.Close()
+	}
 	if s.listener != nil {
 		if err := s.listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, fmt.Errorf("closing listener: %w", err))
