@@ -47,6 +47,8 @@ type options struct {
 	trace      bool
 	cpuprofile string
 	raw        string
+	inflight   int
+	apps       int
 }
 
 func main() {
@@ -74,6 +76,8 @@ func run(args []string) error {
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")
 	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
+	fs.IntVar(&o.inflight, "inflight", 0, "also run the last -wave2 scenario with this many rollouts of other applications held in flight (0: not)")
+	fs.IntVar(&o.apps, "apps", 10, "the other applications the -inflight rollouts spread over")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -85,8 +89,8 @@ func run(args []string) error {
 		}
 		o.wave2 = append(o.wave2, n)
 	}
-	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 {
-		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1")
+	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.apps < 1 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -apps >= 1")
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -108,8 +112,17 @@ func run(args []string) error {
 		defer stop()
 	}
 	var results []scenarioResult
-	for i, n := range o.wave2 {
-		sc, err := b.newScenario(ctx, i, n)
+	type plan struct{ wave2, inflight int }
+	var plans []plan
+	for _, n := range o.wave2 {
+		plans = append(plans, plan{n, 0})
+	}
+	if o.inflight > 0 {
+		plans = append(plans, plan{o.wave2[len(o.wave2)-1], o.inflight})
+	}
+	for i, pl := range plans {
+		n := pl.wave2
+		sc, err := b.newScenario(ctx, i, n, pl.inflight)
 		if err != nil {
 			return fmt.Errorf("scenario wave2=%d: %w", n, err)
 		}

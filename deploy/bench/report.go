@@ -23,6 +23,21 @@ type scenarioResult struct {
 	wave1, wave2, realClusters, proxied int
 	samples                             []sample
 	took                                time.Duration
+	// inflight rollouts of apps other applications were held in flight
+	// during the runs; rss is this process's resident memory (flotilla in
+	// process, with the proxies and the bench) once they were, and at the
+	// end; heap flotilla's and the bench's Go heap in use at the end.
+	inflight, apps  int
+	rssStart, rssEnd uint64
+	heapEnd          uint64
+}
+
+// label names the scenario in the tables.
+func (r scenarioResult) label() string {
+	if r.inflight > 0 {
+		return fmt.Sprintf("%d, %d in flight", r.wave2, r.inflight)
+	}
+	return strconv.Itoa(r.wave2)
 }
 
 func (r scenarioResult) column(f func(sample) time.Duration) []time.Duration {
@@ -49,8 +64,8 @@ func ms(d time.Duration) string {
 
 func (r scenarioResult) summary() string {
 	a, b := r.column(func(s sample) time.Duration { return s.a }), r.column(func(s sample) time.Duration { return s.b })
-	return fmt.Sprintf("wave2=%d runs=%d: A p50 %s p99 %s ms; B p50 %s p99 %s ms",
-		r.wave2, len(r.samples), ms(percentile(a, 50)), ms(percentile(a, 99)), ms(percentile(b, 50)), ms(percentile(b, 99)))
+	return fmt.Sprintf("wave2=%s runs=%d: A p50 %s p99 %s ms; B p50 %s p99 %s ms",
+		r.label(), len(r.samples), ms(percentile(a, 50)), ms(percentile(a, 99)), ms(percentile(b, 50)), ms(percentile(b, 99)))
 }
 
 type machine struct {
@@ -218,7 +233,7 @@ func renderReport(o options, m machine, results []scenarioResult, store, launch 
 					verd += " (target is for 50)"
 				}
 			}
-			p("| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.wave2, len(r.samples), row.name,
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.label(), len(r.samples), row.name,
 				ms(percentile(v, 50)), ms(percentile(v, 90)), ms(percentile(v, 99)), ms(percentile(v, 99.999)), target, verd)
 		}
 	}
@@ -241,7 +256,7 @@ func renderReport(o options, m machine, results []scenarioResult, store, launch 
 		for _, s := range r.samples {
 			calls = max(calls, s.observeCalls)
 		}
-		p("| %d | %s | %s | %s | %s | %d | %s | %s | %s ; %s | %s ; %s |\n", r.wave2,
+		p("| %s | %s | %s | %s | %s | %d | %s | %s | %s ; %s | %s ; %s |\n", r.label(),
 			pp(func(s sample) time.Duration { return s.bAck }), pp(func(s sample) time.Duration { return s.observe }),
 			pp(func(s sample) time.Duration { return s.advance }), pp(func(s sample) time.Duration { return s.journal }), calls,
 			pp(func(s sample) time.Duration { return s.fleetCPU }), pp(func(s sample) time.Duration { return s.selfCPU }),
@@ -258,16 +273,25 @@ func renderReport(o options, m machine, results []scenarioResult, store, launch 
 		if len(over) == 0 {
 			continue
 		}
-		p("\nwave2=%d: %d of %d runs were over a target:", r.wave2, len(over), len(r.samples))
+		p("\nwave2=%s: %d of %d runs were over a target:", r.label(), len(over), len(r.samples))
 		for _, s := range over {
 			p(" A %s / B %s ms (stalled %s / %s ms);", ms(s.a), ms(s.b), ms(s.waitA), ms(s.waitB))
 		}
 		p("\n")
 	}
+	for _, r := range results {
+		if r.inflight == 0 {
+			continue
+		}
+		p("\nwave2=%s: %d rollouts of %d other applications held in flight (in wave 1, their analysis never ending during the runs) while the runs above were measured. "+
+			"Resident memory of the bench's process, flotilla in it with the namespace proxies and the bench: %.0f MiB once they were in flight, %.0f MiB at the end "+
+			"(target for flotilla: < 256 MiB); Go heap in use at the end %.0f MiB.\n",
+			r.label(), r.inflight, r.apps, mib(r.rssStart), mib(r.rssEnd), mib(r.heapEnd))
+	}
 	p("\n| scenario | wave 1 clusters | wave 2 clusters | real API servers | named clusters behind a namespace proxy | warm-up runs | wall time |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
-		p("| wave2=%d | %d | %d | %d | %d | %d | %s |\n", r.wave2, r.wave1, r.wave2, r.realClusters, r.proxied, o.warmup, r.took.Round(time.Second))
+		p("| wave2=%s | %d | %d | %d | %d | %d | %s |\n", r.label(), r.wave1, r.wave2, r.realClusters, r.proxied, o.warmup, r.took.Round(time.Second))
 	}
 	p("\nMachine: %d CPUs (%s), %.0f GiB RAM, Linux %s, %s. Load average before/after: %s / %s ", m.cpus, m.cpuModel, m.memGiB, m.kernel, m.goVersion, m.loadBefore, m.loadAfter)
 	p("(the fleet, flotilla and the bench share its cores; the load before the run is what else was running).\n")
@@ -367,3 +391,5 @@ func launchSection(launch []storeResult) string {
 	}
 	return w.String()
 }
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -74,6 +74,9 @@ type scenario struct {
 	http         *http.Client
 	version      int
 	reg          *prometheus.Registry
+	// inflight rollouts of other applications (background.go) are held in
+	// flight during the measured runs.
+	inflight int
 }
 
 func randomHex(n int) string {
@@ -82,9 +85,13 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func (b *bench) newScenario(ctx context.Context, index, wave2 int) (*scenario, error) {
+func (b *bench) newScenario(ctx context.Context, index, wave2, inflight int) (*scenario, error) {
+	ns := fmt.Sprintf("bench-%d", wave2)
+	if inflight > 0 {
+		ns += fmt.Sprintf("-inflight-%d", inflight)
+	}
 	s := &scenario{
-		b: b, log: b.log.With("wave2", wave2), ns: fmt.Sprintf("bench-%d", wave2),
+		b: b, log: b.log.With("wave2", wave2, "inflight", inflight), ns: ns, inflight: inflight,
 		dir:      filepath.Join(b.dir, fmt.Sprintf("scenario-%d", index)),
 		regToken: randomHex(16), flaggerToken: randomHex(16),
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
@@ -130,6 +137,10 @@ func (b *bench) newScenario(ctx context.Context, index, wave2 int) (*scenario, e
 	}
 	s.log.Info("creating workloads", "wave1", len(s.wave1), "wave2", len(s.wave2), "real_clusters", len(b.real))
 	if err := s.createWorkloads(ctx); err != nil {
+		s.close() //nolint:contextcheck // teardown outlives the caller's ctx
+		return nil, err
+	}
+	if err := s.createBackgroundWorkloads(ctx); err != nil {
 		s.close() //nolint:contextcheck // teardown outlives the caller's ctx
 		return nil, err
 	}
@@ -213,7 +224,7 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
 		},
 		"fleet": map[string]any{"clusters": clusters, "waves": waves},
-		"applications": []map[string]any{{
+		"applications": append([]map[string]any{{
 			"name": appName, "image": s.b.regHost + "/" + repo, "track": "MajorVersion", "namespace": s.ns,
 			"workload": map[string]any{"kind": "Deployment", "name": workload},
 			"service":  map[string]any{"port": 9898},
@@ -221,7 +232,7 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 				"strategy": "blueGreen", "interval": s.b.o.interval.String(), "iterations": 10, "threshold": 1,
 				"progressDeadline": "10m",
 			},
-		}},
+		}}, s.backgroundApps()...),
 	}
 	raw, err := yaml.Marshal(cfgMap)
 	if err != nil {
@@ -336,6 +347,11 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 	start := time.Now()
 	for i := range total {
 		warm := i < s.b.o.warmup
+		if i == s.b.o.warmup && s.inflight > 0 {
+			if err := s.background(ctx, &res); err != nil {
+				return res, fmt.Errorf("holding %d rollouts in flight: %w", s.inflight, err)
+			}
+		}
 		smp, err := s.rollout(ctx, i == 0)
 		if err != nil {
 			return res, fmt.Errorf("run %d: %w", i+1, err)
@@ -348,6 +364,12 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 		}
 	}
 	res.took = time.Since(start)
+	if s.inflight > 0 {
+		res.rssEnd, res.heapEnd = selfRSS(), heapInUse()
+		if err := s.stillInFlight(ctx); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
@@ -522,6 +544,11 @@ func earliest(calls map[string]call) call {
 // push writes a new random image as repo:version and returns its pinned
 // reference and the notification the registry would send for it.
 func (s *scenario) push(version string) (string, []byte, error) {
+	return s.pushRepo(repo, version)
+}
+
+// pushRepo pushes repo:version (a repository of the registry).
+func (s *scenario) pushRepo(repo, version string) (string, []byte, error) {
 	img, err := random.Image(256, 1)
 	if err != nil {
 		return "", nil, err
