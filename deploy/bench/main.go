@@ -5,7 +5,7 @@
 //     wave 2 applied (the last wave-2 apply request started, and returned).
 //
 // It starts its own fleet (pkg/localfleet, no Tekton), an in-process registry
-// and flotilla's whole main job in process (pkg/server) with the embedded
+// and flotilla's whole main job in process (pkg/app) with the embedded
 // executor wrapped by a recorder that timestamps every ApplyCanary call. Wave
 // 1 is completed without waiting for Flagger's analysis: the bench does what
 // Flagger does at promotion (the primary runs the new image, the canary's

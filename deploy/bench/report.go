@@ -27,7 +27,7 @@ type scenarioResult struct {
 	// during the runs; rss is this process's resident memory (flotilla in
 	// process, with the proxies and the bench) once they were, and at the
 	// end; heap flotilla's and the bench's Go heap in use at the end.
-	inflight, apps  int
+	inflight, apps   int
 	rssStart, rssEnd uint64
 	heapEnd          uint64
 }
@@ -310,7 +310,7 @@ func renderReport(o options, m machine, results []scenarioResult, store, launch 
 		p("The bench's fleet of %d clusters used %.1f GiB RSS after start (MiB: %s).\n", o.clusters, total/1024, strings.Join(parts, ", "))
 	}
 	p("\n### What is real and what is simulated\n\n")
-	p(`Real: flotilla's whole main job in process (pkg/server: HTTP intake, bbolt store with its fsyncs,
+	p(`Real: flotilla's whole main job in process (pkg/app: HTTP intake, bbolt store with its fsyncs,
 runtime, verify -> plan -> launch -> observe -> advance), real HTTP on 127.0.0.1, an in-process
 OCI registry (go-containerregistry) that verify resolves the tag against, the embedded executor
 running tasks.ApplyCanary against real kube-apiservers (one etcd, kube-controller-manager,

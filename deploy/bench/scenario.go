@@ -33,10 +33,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pkg/app"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/server"
 )
 
 const (
@@ -65,7 +65,7 @@ type scenario struct {
 	ns           string
 	wave1, wave2 []*named
 	rec          *recorder
-	srv          *server.Server
+	srv          *app.Server
 	url          string
 	stop         context.CancelFunc
 	done         chan error
@@ -256,7 +256,7 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	s.reg = prometheus.NewRegistry()
-	s.srv, err = server.New(ctx, cfg, server.Options{Executor: s.rec, Logger: logger, Registry: s.reg})
+	s.srv, err = app.New(ctx, cfg, app.Options{Executor: s.rec, Logger: logger, Registry: s.reg})
 	if err != nil {
 		return err
 	}

@@ -274,7 +274,7 @@ func serve(ctx context.Context, h http.Handler) (string, func(), error) {
 	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
-// journal adapts the store to the intake, as pkg/server does.
+// journal adapts the store to the intake, as pkg/app does.
 type journal struct{ s *store.Store }
 
 func (j journal) Append(ctx context.Context, evs ...cloudevents.Event) (int, error) {

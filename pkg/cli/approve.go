@@ -9,7 +9,7 @@ import (
 )
 
 // approvalRequest is the body of POST /api/v1/rollouts/{id}/approval
-// (pkg/server.ApprovalRequest).
+// (pkg/api.ApprovalRequest).
 type approvalRequest struct {
 	Status  string `json:"status"`
 	Cluster string `json:"cluster,omitempty"`

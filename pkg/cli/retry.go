@@ -8,13 +8,13 @@ import (
 )
 
 // retryRequest is the body of POST /api/v1/rollouts/{id}/retry
-// (pkg/server.RetryRequest).
+// (pkg/api.RetryRequest).
 type retryRequest struct {
 	Cluster string `json:"cluster,omitempty"`
 	By      string `json:"by,omitempty"`
 }
 
-// retryResponse is pkg/server.RetryResponse.
+// retryResponse is pkg/api.RetryResponse.
 type retryResponse struct {
 	EventID  string `json:"eventId"`
 	Attempt  int    `json:"attempt"`

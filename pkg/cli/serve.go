@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-cd/flotilla/pkg/app"
 	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/server"
 )
 
 func newServeCmd() *cobra.Command {
@@ -39,7 +39,7 @@ that carry each verified image through the fleet's waves, and serves the API tha
 				return err
 			}
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			srv, err := server.New(cmd.Context(), cfg, server.Options{Listen: listen, DataDir: dataDir, Logger: log})
+			srv, err := app.New(cmd.Context(), cfg, app.Options{Listen: listen, DataDir: dataDir, Logger: log})
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 // storeFile is the state file of the embedded store in the data directory,
-// as pkg/server opens it; its journal is the directory next to it.
+// as pkg/app opens it; its journal is the directory next to it.
 const storeFile = "flotilla.db"
 
 func newStoreCmd() *cobra.Command {

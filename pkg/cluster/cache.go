@@ -143,4 +143,3 @@ func (s *Set) Close() {
 		delete(s.caches, k)
 	}
 }
-

@@ -1,18 +1,13 @@
-package server
+package app
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 func (s *Server) routes() http.Handler {
@@ -21,10 +16,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /api/v1/rollouts", s.listRollouts)
-	mux.HandleFunc("GET /api/v1/rollouts/{id}", s.getRollout)
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/approval", s.approve)
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/retry", s.retry)
+	s.api.Register(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Hooks bypass the mux: its path cleaning would redirect a path
 		// token holding "//" or "/../", which the intake reads whole.
@@ -68,54 +60,6 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	default:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
-	}
-}
-
-// Page sizes of GET /api/v1/rollouts.
-const (
-	defaultPageSize = 100
-	maxPageSize     = 1000
-)
-
-// listRollouts answers a page of rollouts, newest first: every rollout in
-// flight, then up to ?limit= finished ones; a Link header (rel="next")
-// names the next page (?before=).
-func (s *Server) listRollouts(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := defaultPageSize
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > maxPageSize {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit: want a number from 1 to %d, got %q", maxPageSize, l)})
-			return
-		}
-		limit = n
-	}
-	page, err := s.repo.List(r.Context(), q.Get("before"), limit)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-		return
-	}
-	ros := page.Rollouts
-	if ros == nil {
-		ros = []rollout.Rollout{}
-	}
-	if page.Next != "" {
-		next := url.Values{"before": {page.Next}, "limit": {strconv.Itoa(limit)}}
-		w.Header().Set("Link", fmt.Sprintf(`</api/v1/rollouts?%s>; rel="next"`, next.Encode()))
-	}
-	writeJSON(w, http.StatusOK, ros)
-}
-
-func (s *Server) getRollout(w http.ResponseWriter, r *http.Request) {
-	ro, err := s.repo.Get(r.Context(), r.PathValue("id"))
-	switch {
-	case errors.Is(err, rollout.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-	default:
-		writeJSON(w, http.StatusOK, ro)
 	}
 }
 

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"encoding/json"
@@ -30,8 +30,8 @@ type RetryResponse struct {
 
 // retry journals a user's retry of a rollout: the reverts of a rollback
 // that failed, and the events functions gave up on (see functions/rollback).
-func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
-	if err := s.authorize(r); err != nil {
+func (a *API) retry(w http.ResponseWriter, r *http.Request) {
+	if err := a.authorize(r); err != nil {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
 		return
 	}
@@ -43,7 +43,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "decoding retry: " + err.Error()})
 		return
 	}
-	ro, err := s.repo.Get(r.Context(), id)
+	ro, err := a.rollouts.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, rollout.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
@@ -69,11 +69,11 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.SetExtension(events.ExtRolloutID, id)
-	if _, err := s.store.Append(r.Context(), e); err != nil {
+	if _, err := a.journal.Append(r.Context(), e); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "journaling the retry: " + err.Error()})
 		return
 	}
-	s.log.Info("rollout retry requested", "rollout", id, "cluster", req.Cluster, "attempt", attempt, "by", req.By)
+	a.log.Info("rollout retry requested", "rollout", id, "cluster", req.Cluster, "attempt", attempt, "by", req.By)
 	writeJSON(w, http.StatusAccepted, RetryResponse{EventID: e.ID(), Attempt: attempt, Retrying: what})
 }
 

@@ -1,4 +1,4 @@
-package server
+package app
 
 import (
 	"cmp"
@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/rollback"
 	"github.com/flotilla-cd/flotilla/functions/verify"
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -60,6 +61,7 @@ type Server struct {
 	store     *store.Store
 	repo      *rollout.Repo
 	approvals *gates.StoreApprovals
+	api       *api.API
 	intake    *events.Intake
 	dispatch  *dispatch.Dispatcher
 	mirror    *dispatch.Mirror
@@ -175,6 +177,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
+	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.APITokenValue, o.Logger)
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
 	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store}, events.WithGateKeeper(keeper),
 		events.WithObserver(observePipelineRuns(o.Executor)),

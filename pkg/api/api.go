@@ -1,0 +1,83 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/gates"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Rollouts is the rollout state the API reads (pkg/state).
+type Rollouts interface {
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
+	List(ctx context.Context, before string, limit int) (rollout.Page, error)
+}
+
+// Approvals records manual verdicts (pkg/gates).
+type Approvals interface {
+	Approve(ctx context.Context, rolloutID, cluster string, a gates.Approval) error
+}
+
+// Journal is where the API records the controls users send (pkg/bus).
+type Journal interface {
+	Append(ctx context.Context, evs ...cloudevents.Event) ([]bus.Record, error)
+}
+
+// API serves /api/v1.
+type API struct {
+	rollouts  Rollouts
+	approvals Approvals
+	journal   Journal
+	token     string
+	log       *slog.Logger
+}
+
+// New returns the API; token is server.apiToken ("" refuses every call
+// that changes something); log (default none) records every control.
+func New(rollouts Rollouts, approvals Approvals, journal Journal, token string, log *slog.Logger) *API {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &API{rollouts: rollouts, approvals: approvals, journal: journal, token: token, log: log}
+}
+
+// Register adds the API's routes to mux.
+func (a *API) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/rollouts", a.listRollouts)
+	mux.HandleFunc("GET /api/v1/rollouts/{id}", a.getRollout)
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/approval", a.approve)
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/retry", a.retry)
+}
+
+// authorize checks the API token of a request that changes something.
+func (a *API) authorize(r *http.Request) error {
+	want := a.token
+	if want == "" {
+		return errors.New("this call changes state and needs an API token: set server.apiToken in the config")
+	}
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return errors.New("missing Authorization: Bearer <server.apiToken>")
+	}
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	if subtle.ConstantTimeCompare(g[:], w[:]) != 1 {
+		return errors.New("wrong API token")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

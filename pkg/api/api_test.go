@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/gates"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+const token = "s3cret"
+
+// newAPI serves the API over a real store holding r1 (in flight), r2
+// (whose rollback failed in c2) and r3 (finished).
+func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
+	t.Helper()
+	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := rollout.NewRepo(s, nil)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		ro := rollout.Rollout{ID: id, Application: "shop", Phase: rollout.Progressing, Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{
+			{Name: "c1", Phase: rollout.ClusterPending}, {Name: "c2", Phase: rollout.ClusterPending},
+		}}}}
+		if _, err := repo.Create(t.Context(), ro); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for id, change := range map[string]func(*rollout.Rollout){
+		"r2": func(r *rollout.Rollout) {
+			r.Phase, r.Waves[0].Clusters[1].Phase = rollout.RollbackFailed, rollout.ClusterRevertFailed
+		},
+		"r3": func(r *rollout.Rollout) { r.Phase = rollout.Succeeded },
+	} {
+		if _, err := repo.Update(t.Context(), id, func(r *rollout.Rollout) error { change(r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mux := http.NewServeMux()
+	api.New(repo, gates.NewStoreApprovals(s), s, tok, nil).Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, s
+}
+
+func call(t *testing.T, srv *httptest.Server, method, path, tok, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestAPI(t *testing.T) {
+	srv, _ := newAPI(t, token)
+	tests := []struct {
+		name, method, path, token, body string
+		want                            int
+		wantBody                        string // a substring
+	}{
+		{"list", "GET", "/api/v1/rollouts", "", "", 200, `"id":"r3"`},
+		{"list, bad limit", "GET", "/api/v1/rollouts?limit=0", "", "", 400, "limit: want a number from 1 to 1000"},
+		{"get", "GET", "/api/v1/rollouts/r1", "", "", 200, `"id":"r1"`},
+		{"get finished", "GET", "/api/v1/rollouts/r3", "", "", 200, `"phase":"Succeeded"`},
+		{"get unknown", "GET", "/api/v1/rollouts/nope", "", "", 404, "rollout not found"},
+		{"approve without a token", "POST", "/api/v1/rollouts/r1/approval", "", `{"status":"valid"}`, 401, "Bearer"},
+		{"approve with a wrong token", "POST", "/api/v1/rollouts/r1/approval", "nope", `{"status":"valid"}`, 401, "wrong API token"},
+		{"approve an unknown rollout", "POST", "/api/v1/rollouts/nope/approval", token, `{"status":"valid"}`, 404, "rollout not found"},
+		{"approve an unknown cluster", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","cluster":"c9"}`, 400, `no cluster \"c9\"`},
+		{"approve with an unknown field", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","when":"now"}`, 400, "unknown field"},
+		{"approve with a bad status", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"maybe"}`, 400, "maybe"},
+		{"approve", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","by":"ann"}`, 200, `"by":"ann"`},
+		{"retry without a token", "POST", "/api/v1/rollouts/r2/retry", "", "", 401, "Bearer"},
+		{"retry an unknown rollout", "POST", "/api/v1/rollouts/nope/retry", token, "", 404, "rollout not found"},
+		{"retry an unknown cluster", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c9"}`, 400, `no cluster \"c9\"`},
+		{"retry a rollout with nothing to retry", "POST", "/api/v1/rollouts/r1/retry", token, "", 409, "nothing of it failed"},
+		{"retry a cluster with nothing to retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c1"}`, 409, "nothing of it failed"},
+		{"retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"by":"ann"}`, 202, `"retrying":"the reverts of [c2]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, body := call(t, srv, tt.method, tt.path, tt.token, tt.body)
+			if got != tt.want || !strings.Contains(body, tt.wantBody) {
+				t.Errorf("%s %s = %d %s; want %d with %q", tt.method, tt.path, got, body, tt.want, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestAPIWithoutAToken(t *testing.T) {
+	srv, _ := newAPI(t, "")
+	got, _, body := call(t, srv, "POST", "/api/v1/rollouts/r2/retry", "anything", "")
+	if got != 401 || !strings.Contains(body, "set server.apiToken") {
+		t.Errorf("retry on a server without a token = %d %s", got, body)
+	}
+}
+
+// A retry is journaled as an event of the rollout, naming who asked.
+func TestRetryIsJournaled(t *testing.T) {
+	srv, s := newAPI(t, token)
+	if got, _, body := call(t, srv, "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c2","by":"ann"}`); got != 202 {
+		t.Fatalf("retry = %d %s", got, body)
+	}
+	recs, err := s.Read(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []events.RolloutRetryRequested
+	for _, r := range recs {
+		if r.Event.Type() == events.TypeRolloutRetryRequested {
+			if events.RolloutID(r.Event) != "r2" {
+				t.Errorf("retry event of rollout %q", events.RolloutID(r.Event))
+			}
+			p, err := events.Decode[events.RolloutRetryRequested](r.Event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = append(found, p)
+		}
+	}
+	want := []events.RolloutRetryRequested{{RolloutID: "r2", Cluster: "c2", Attempt: 1, User: "ann"}}
+	if diff := cmp.Diff(want, found); diff != "" {
+		t.Errorf("journaled (-want +got):\n%s", diff)
+	}
+}
+
+// The list holds what is in flight, then finished rollouts a page at a
+// time, the next page named by a Link header.
+func TestListPages(t *testing.T) {
+	srv, _ := newAPI(t, token)
+	ids := func(body string) []string {
+		var ros []rollout.Rollout
+		if err := json.Unmarshal([]byte(body), &ros); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range ros {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	got, h, body := call(t, srv, "GET", "/api/v1/rollouts?limit=1", "", "")
+	if got != 200 {
+		t.Fatalf("list = %d %s", got, body)
+	}
+	if diff := cmp.Diff([]string{"r2", "r1", "r3"}, ids(body)); diff != "" {
+		t.Errorf("first page (-want +got):\n%s", diff)
+	}
+	link := h.Get("Link")
+	next, ok := strings.CutPrefix(link, "<")
+	next, _, _ = strings.Cut(next, ">")
+	if !ok || !strings.HasSuffix(link, `rel="next"`) {
+		t.Fatalf("Link = %q", link)
+	}
+	got, h, body = call(t, srv, "GET", next, "", "")
+	if got != 200 || len(ids(body)) != 0 || h.Get("Link") != "" {
+		t.Errorf("second page = %d %s (Link %q); want empty, the end", got, body, h.Get("Link"))
+	}
+}

@@ -1,0 +1,71 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Page sizes of GET /api/v1/rollouts.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// listRollouts answers a page of rollouts, newest first: every rollout in
+// flight, then up to ?limit= finished ones; a Link header (rel="next")
+// names the next page (?before=).
+func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := defaultPageSize
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxPageSize {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit: want a number from 1 to %d, got %q", maxPageSize, l)})
+			return
+		}
+		limit = n
+	}
+	page, err := a.rollouts.List(r.Context(), q.Get("before"), limit)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	ros := page.Rollouts
+	if ros == nil {
+		ros = []rollout.Rollout{}
+	}
+	if page.Next != "" {
+		next := url.Values{"before": {page.Next}, "limit": {strconv.Itoa(limit)}}
+		w.Header().Set("Link", fmt.Sprintf(`</api/v1/rollouts?%s>; rel="next"`, next.Encode()))
+	}
+	writeJSON(w, http.StatusOK, ros)
+}
+
+// getRollout answers one rollout, in flight or finished.
+func (a *API) getRollout(w http.ResponseWriter, r *http.Request) {
+	ro, err := a.rollouts.Get(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, rollout.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, ro)
+	}
+}
+
+func hasCluster(ro rollout.Rollout, name string) bool {
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
