@@ -1,7 +1,8 @@
 // Package pipelines holds the Tekton Pipeline and Tasks flotilla runs for a
-// rollout (embedded into the binary), the two executors that run them, on
-// Tekton or in process, and (in package tasks) the step logic their tasks
-// execute.
+// rollout (embedded into the binary), what the two executors share, and (in
+// package tasks) the step logic their tasks execute. The executors are in
+// packages of their own: pipelines/embedded (in process, the default) and
+// pipelines/tektonrun (Tekton PipelineRuns).
 //
 // The Pipeline flotilla-rollout takes one cluster of a rollout to the new
 // image: Task flotilla-bump-image writes the image into the application's
@@ -18,18 +19,19 @@
 //     pins the image of, and parses them with Tekton's v1 types (Load,
 //     Manifests, Objects). `flotilla pipelines print|install` show and
 //     apply them.
-//   - executor.go: Executor (ApplyCanary, what launch and rollback call)
-//     and Runner (Run, the whole pipeline with GitOps), implemented by both
-//     executors; params.go: RunParams and Results, and how they map to the
-//     Pipeline's params and results.
-//   - embedded*.go: the default executor. It runs the parsed Pipeline in
+//   - executor.go: the executors' shape (Run: the whole pipeline, GitOps
+//     bump included; pkg/deliver, their consumer, declares it as its
+//     Executor) and ApplyCanary (apply-canary alone); params.go: RunParams
+//     and Results, how they map to the Pipeline's params and results, and
+//     the labels runs carry.
+//   - embedded/: the default executor. It runs the parsed Pipeline in
 //     process, as Tekton's controller would (DAG from runAfter and result
 //     references, params and results substituted, when, a timeout and
 //     retries per task, a timeout per run), and runs each step by parsing
 //     its `flotilla task` command line with the command's own flags and
 //     calling the same Go function (tasks.Lookup): Tekton and the embedded
 //     executor run the same code.
-//   - tektonexec*.go: the Tekton executor. It creates a PipelineRun of
+//   - tektonrun/: the Tekton executor. It creates a PipelineRun of
 //     flotilla-rollout (Tekton's v1 types and clientset) in the cluster that
 //     runs Tekton, keeps each target cluster's kubeconfig Secret there
 //     (ApplyKubeconfigSecret), labels the run flotilla.dev/rollout, follows

@@ -24,6 +24,8 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/embedded"
+	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
 	"github.com/flotilla-cd/flotilla/pkg/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
 	"github.com/flotilla-cd/flotilla/pkg/localfleet"
@@ -194,7 +196,7 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 
 	// The embedded executor puts the canary in place at the running image,
 	// which the repository already names: Flagger initializes it.
-	embedded := pipelines.NewEmbedded(clusters)
+	embedded := embedded.New(clusters)
 	res, err := embedded.Run(ctx, "c2", pipelines.RunParams{Rollout: "r0", Namespace: ns, Workload: "web", Image: v1, Canary: blueGreen("web"), GitOps: gitops})
 	if err != nil {
 		t.Fatalf("embedded run: %v", err)
@@ -205,7 +207,7 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 	canaryPhase(ctx, t, target, ns, "web", flaggerv1.CanaryPhaseInitialized)
 
 	// Tekton rolls out v2, GitOps first.
-	tekton, err := pipelines.NewTekton(tk.Config, pns, clusters, pipelines.WithLabels(map[string]string{fleettest.HostStepsLabel: fleettest.HostStepsValue}))
+	tekton, err := tektonrun.New(tk.Config, pns, clusters, tektonrun.WithLabels(map[string]string{fleettest.HostStepsLabel: fleettest.HostStepsValue}))
 	if err != nil {
 		t.Fatal(err)
 	}

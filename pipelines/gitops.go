@@ -1,14 +1,11 @@
 package pipelines
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
@@ -52,35 +49,12 @@ func GitAuth(cfg *config.Config) func(url string) (gitops.Auth, error) {
 	}
 }
 
-// The image a GitOps bump writes: the rollout's digest with its tag, so the
-// repository and the commit name the version.
-func gitImage(ref, tag string) string {
+// GitImage is the image a GitOps bump writes: the rollout's digest with
+// its tag, so the repository and the commit name the version.
+func GitImage(ref, tag string) string {
 	repo, digest, ok := strings.Cut(ref, "@")
 	if !ok || tag == "" {
 		return ref
 	}
 	return repo + ":" + tag + "@" + digest
-}
-
-// Apply runs app's pipeline against cluster: the apply-canary task, after a
-// GitOps bump when app keeps its image in a repository (p.Image, with tag,
-// the version's tag, written there). It needs a [Runner] for GitOps
-// applications.
-func Apply(ctx context.Context, exec Executor, cluster string, app config.Application, tag string, p tasks.ApplyCanaryParams) (Results, error) {
-	g, err := GitOpsFor(app, cluster)
-	if err != nil {
-		return Results{}, err
-	}
-	if g == nil {
-		res, err := exec.ApplyCanary(ctx, cluster, p)
-		return Results{PreviousImage: res.PreviousImage, Changed: res.Changed}, err
-	}
-	r, ok := exec.(Runner)
-	if !ok {
-		return Results{}, events.Permanent(errors.New("the executor cannot run GitOps bumps"))
-	}
-	rp := FromApplyCanary(p)
-	g.Image = gitImage(p.Image, tag)
-	rp.Application, rp.GitOps = app.Name, g
-	return r.Run(ctx, cluster, rp)
 }

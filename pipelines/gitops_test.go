@@ -1,13 +1,10 @@
 package pipelines
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
@@ -40,28 +37,8 @@ func TestGitImage(t *testing.T) {
 		{"r.example.com/shop/api@sha256:abc", "", "r.example.com/shop/api@sha256:abc"},
 		{"r.example.com/shop/api:1.0.0", "", "r.example.com/shop/api:1.0.0"},
 	} {
-		if got := gitImage(tt.ref, tt.tag); got != tt.want {
-			t.Errorf("gitImage(%q, %q) = %q, want %q", tt.ref, tt.tag, got, tt.want)
+		if got := GitImage(tt.ref, tt.tag); got != tt.want {
+			t.Errorf("GitImage(%q, %q) = %q, want %q", tt.ref, tt.tag, got, tt.want)
 		}
-	}
-}
-
-// applyOnly is an executor that cannot run pipelines.
-type applyOnly struct{ calls int }
-
-func (a *applyOnly) ApplyCanary(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-	a.calls++
-	return tasks.ApplyCanaryResult{PreviousImage: "old", Changed: true}, nil
-}
-
-func TestApplyNeedsARunnerForGitOps(t *testing.T) {
-	exec := &applyOnly{}
-	res, err := Apply(t.Context(), exec, "eu-1", config.Application{Name: "live"}, "1.0.0", tasks.ApplyCanaryParams{})
-	if err != nil || exec.calls != 1 || res.PreviousImage != "old" || !res.Changed {
-		t.Errorf("Apply(live) = %+v, %v after %d calls", res, err, exec.calls)
-	}
-	gitopsApp := config.Application{Name: "api", GitOps: &config.GitOps{URL: "file:///repo", Paths: []string{"k.yaml"}}}
-	if _, err := Apply(t.Context(), exec, "eu-1", gitopsApp, "1.0.0", tasks.ApplyCanaryParams{}); !events.IsPermanent(err) || exec.calls != 1 {
-		t.Errorf("Apply(gitops) with an apply-only executor = %v after %d calls, want a permanent error and no apply", err, exec.calls)
 	}
 }

@@ -30,6 +30,17 @@ const (
 	ResultCommit        = tasks.ResultCommit
 )
 
+// Labels flotilla puts on its PipelineRuns. events.TektonSender reads
+// LabelRollout back from Tekton's CloudEvents.
+const (
+	LabelRollout     = "flotilla.dev/rollout"
+	LabelApplication = "flotilla.dev/application"
+)
+
+// LabelCluster names the target cluster on the objects flotilla creates for
+// it: kubeconfig Secrets and PipelineRuns.
+const LabelCluster = "flotilla.dev/cluster"
+
 // DefaultTimeout bounds one run of the pipeline when RunParams.Timeout is
 // zero.
 const DefaultTimeout = 15 * time.Minute
@@ -93,9 +104,9 @@ func FromApplyCanary(p tasks.ApplyCanaryParams) RunParams {
 	}
 }
 
-// pipelineParams encodes p as the Pipeline's params (all strings), without
+// PipelineParams encodes p as the Pipeline's params (all strings), without
 // ParamKubeconfigSecret, which depends on the executor.
-func (p RunParams) pipelineParams() (map[string]string, error) {
+func (p RunParams) PipelineParams() (map[string]string, error) {
 	if p.Canary == nil {
 		return nil, events.Permanent(fmt.Errorf("run of rollout %s: no canary", p.Rollout))
 	}
@@ -136,8 +147,8 @@ func (p RunParams) pipelineParams() (map[string]string, error) {
 	return out, nil
 }
 
-// resultsFrom decodes the Pipeline's results.
-func resultsFrom(m map[string]string) (Results, error) {
+// ResultsFrom decodes the Pipeline's results.
+func ResultsFrom(m map[string]string) (Results, error) {
 	r := Results{PreviousImage: m[ResultPreviousImage], Commit: m[ResultCommit]}
 	if v, ok := m[ResultChanged]; ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
@@ -149,12 +160,12 @@ func resultsFrom(m map[string]string) (Results, error) {
 	return r, nil
 }
 
-// runName names the run of a rollout's image in a cluster: readable, a
+// RunName names the run of a rollout's image in a cluster: readable, a
 // valid object name, and the same for the same run, so a retried launch
 // finds the run it already started.
-func runName(rollout, cluster, image string) string {
+func RunName(rollout, cluster, image string) string {
 	h := sha256.Sum256([]byte(rollout + "\x00" + cluster + "\x00" + image))
-	base := dnsLabel(rollout + "-" + cluster)
+	base := DNSLabel(rollout + "-" + cluster)
 	if len(base) > 40 {
 		base = strings.TrimRight(base[:40], "-")
 	}
@@ -164,8 +175,8 @@ func runName(rollout, cluster, image string) string {
 	return base + "-" + hex.EncodeToString(h[:])[:8]
 }
 
-// dnsLabel lowercases s and replaces what a DNS label may not hold by '-'.
-func dnsLabel(s string) string {
+// DNSLabel lowercases s and replaces what a DNS label may not hold by '-'.
+func DNSLabel(s string) string {
 	b := []byte(strings.ToLower(s))
 	for i, c := range b {
 		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
@@ -175,14 +186,14 @@ func dnsLabel(s string) string {
 	return strings.Trim(string(b), "-")
 }
 
-// labelValue is s if it is a valid label value, else a valid value derived
+// LabelValue is s if it is a valid label value, else a valid value derived
 // from it (truncated, with a hash of the whole).
-func labelValue(s string) string {
+func LabelValue(s string) string {
 	if len(validation.IsValidLabelValue(s)) == 0 {
 		return s
 	}
 	h := sha256.Sum256([]byte(s))
-	base := dnsLabel(s)
+	base := DNSLabel(s)
 	if len(base) > 50 {
 		base = strings.TrimRight(base[:50], "-")
 	}

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pipelines/embedded"
 )
 
 // recorder is the executor flotilla runs with: it timestamps the start (the
-// apply request) and the end of every ApplyCanary call and passes it through
-// to the real, embedded executor.
+// apply request) and the end of every run and passes it through to the
+// real, embedded executor.
 type recorder struct {
-	next pipelines.Executor
+	next *embedded.Executor
 
 	mu      sync.Mutex
 	calls   map[string]map[string]*call // image ref -> cluster -> first call
@@ -26,13 +26,13 @@ type call struct {
 	err        error
 }
 
-func newRecorder(next pipelines.Executor) *recorder {
+func newRecorder(next *embedded.Executor) *recorder {
 	return &recorder{next: next, calls: map[string]map[string]*call{}, changed: make(chan struct{})}
 }
 
-func (r *recorder) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+func (r *recorder) Run(ctx context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error) {
 	start := time.Now()
-	res, err := r.next.ApplyCanary(ctx, cluster, p)
+	res, err := r.next.Run(ctx, cluster, p)
 	end := time.Now()
 	r.mu.Lock()
 	byCluster := r.calls[p.Image]

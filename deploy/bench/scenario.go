@@ -32,7 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/app"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -250,7 +250,7 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.rec = newRecorder(pipelines.NewEmbedded(set))
+	s.rec = newRecorder(embedded.New(set))
 	logger := slog.New(slog.DiscardHandler)
 	if s.b.o.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -25,7 +25,6 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/plan"
 	"github.com/flotilla-cd/flotilla/functions/rollback"
 	"github.com/flotilla-cd/flotilla/functions/verify"
-	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
@@ -48,10 +47,10 @@ type Options struct {
 	// Registerer is where the parts register their metrics; default Registry.
 	// It must register into Registry for them to be served.
 	Registerer prometheus.Registerer
-	Resolver   registry.Resolver  // default: registry.NewRemote()
-	Executor   pipelines.Executor // default: the embedded executor
-	Resync     resync.Options     // lost-event recovery; see package resync for defaults
-	NoPrune    bool               // skips the start-up prune (prune.go), for flotillas sharing clusters
+	Resolver   registry.Resolver // default: registry.NewRemote()
+	Executor   deliver.Executor  // default: the executor the config names
+	Resync     resync.Options    // lost-event recovery; see package resync for defaults
+	NoPrune    bool              // skips the start-up prune (prune.go), for flotillas sharing clusters
 }
 
 // Server is the running main job.

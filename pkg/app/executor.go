@@ -9,16 +9,19 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/embedded"
+	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"k8s.io/client-go/rest"
 )
 
 // newExecutor builds the executor the fleet's config names.
-func newExecutor(cfg *config.Config, clusters *cluster.Set, log *slog.Logger) (pipelines.Executor, error) {
+func newExecutor(cfg *config.Config, clusters *cluster.Set, log *slog.Logger) (deliver.Executor, error) {
 	if cfg.Fleet.Executor != config.ExecutorTekton {
-		return pipelines.NewEmbedded(clusters, pipelines.WithGitAuth(pipelines.GitAuth(cfg)), pipelines.WithEmbeddedLogger(log)), nil
+		return embedded.New(clusters, embedded.WithGitAuth(pipelines.GitAuth(cfg)), embedded.WithLogger(log)), nil
 	}
 	t := cfg.Fleet.Tekton
 	var (
@@ -33,14 +36,14 @@ func newExecutor(cfg *config.Config, clusters *cluster.Set, log *slog.Logger) (p
 	if err != nil {
 		return nil, fmt.Errorf("tekton executor: %w", err)
 	}
-	opts := []pipelines.TektonOption{pipelines.WithTektonLogger(log), pipelines.WithManagedSecrets(*t.ManageSecrets)}
+	opts := []tektonrun.Option{tektonrun.WithLogger(log), tektonrun.WithManagedSecrets(*t.ManageSecrets)}
 	if t.ServiceAccount != "" {
-		opts = append(opts, pipelines.WithServiceAccount(t.ServiceAccount))
+		opts = append(opts, tektonrun.WithServiceAccount(t.ServiceAccount))
 	}
 	if len(t.Labels) > 0 {
-		opts = append(opts, pipelines.WithLabels(t.Labels))
+		opts = append(opts, tektonrun.WithLabels(t.Labels))
 	}
-	exec, err := pipelines.NewTekton(rc, t.Namespace, clusters, opts...)
+	exec, err := tektonrun.New(rc, t.Namespace, clusters, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("tekton executor: %w", err)
 	}
@@ -56,7 +59,7 @@ type observer interface {
 // observePipelineRuns hands the PipelineRun events the intake journals to
 // the executor as they arrive, so a run's end is seen at once, not at the
 // runtime's pace (the executor watches its runs too: this only speeds it).
-func observePipelineRuns(exec pipelines.Executor) func(context.Context, []cloudevents.Event) {
+func observePipelineRuns(exec deliver.Executor) func(context.Context, []cloudevents.Event) {
 	o, ok := exec.(observer)
 	if !ok {
 		return nil

@@ -14,15 +14,22 @@ import (
 // Hooks builds the event hook a canary reports to, for a cluster and rollout.
 type Hooks func(cluster, rolloutID string) canary.EventHook
 
+// Executor runs the flotilla-rollout Pipeline against one cluster
+// (pipelines/embedded, pipelines/tektonrun). Errors are events.IsPermanent
+// when retrying cannot help.
+type Executor interface {
+	Run(ctx context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error)
+}
+
 // Deliverer renders and applies one cluster.
 type Deliverer struct {
 	cfg   *config.Config
-	exec  pipelines.Executor
+	exec  Executor
 	hooks Hooks
 }
 
 // New returns a Deliverer applying through exec.
-func New(cfg *config.Config, exec pipelines.Executor, hooks Hooks) *Deliverer {
+func New(cfg *config.Config, exec Executor, hooks Hooks) *Deliverer {
 	return &Deliverer{cfg: cfg, exec: exec, hooks: hooks}
 }
 
@@ -55,9 +62,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	if revert {
 		id += "-revert"
 	}
-	// A GitOps application gets its tag (the previous one, on a revert)
-	// into its repository too: else the GitOps agent would apply another.
-	res, err := pipelines.Apply(ctx, d.exec, req.Cluster, app, req.Tag, tasks.ApplyCanaryParams{
+	p := pipelines.FromApplyCanary(tasks.ApplyCanaryParams{
 		Rollout:   id,
 		Namespace: app.Namespace,
 		Kind:      app.Workload.Kind,
@@ -67,6 +72,18 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		Canary:    objs.Canary,
 		Objects:   deps,
 	})
+	// A GitOps application gets the image with its tag (the previous one,
+	// on a revert) into its repository first: else the GitOps agent would
+	// apply another.
+	g, err := pipelines.GitOpsFor(app, req.Cluster)
+	if err != nil {
+		return Result{}, err
+	}
+	if g != nil {
+		g.Image = pipelines.GitImage(req.Image, req.Tag)
+		p.Application, p.GitOps = app.Name, g
+	}
+	res, err := d.exec.Run(ctx, req.Cluster, p)
 	if err != nil {
 		return Result{}, err
 	}

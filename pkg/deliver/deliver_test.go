@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -34,7 +35,19 @@ type fakeExecutor struct {
 	calls map[string][]tasks.ApplyCanaryParams
 }
 
-func (f *fakeExecutor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+func (f *fakeExecutor) Run(ctx context.Context, cluster string, rp pipelines.RunParams) (pipelines.Results, error) {
+	if rp.GitOps != nil {
+		return pipelines.Results{}, errors.New("no GitOps in these tests")
+	}
+	p := tasks.ApplyCanaryParams{
+		Rollout: rp.Rollout, Namespace: rp.Namespace, Kind: rp.Kind, Workload: rp.Workload, Container: rp.Container,
+		Image: rp.Image, Canary: rp.Canary, Objects: rp.Objects,
+	}
+	res, err := f.applyCanary(ctx, cluster, p)
+	return pipelines.Results{PreviousImage: res.PreviousImage, Changed: res.Changed}, err
+}
+
+func (f *fakeExecutor) applyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = map[string][]tasks.ApplyCanaryParams{}
@@ -269,5 +282,32 @@ func TestRunnerRunsARequestOnce(t *testing.T) {
 	}
 	if n := len(exec.applied()); n != 0 {
 		t.Errorf("ran %d pipelines for a request answered already", n)
+	}
+}
+
+// runs records the params of every run.
+type runs struct{ got []pipelines.RunParams }
+
+func (r *runs) Run(_ context.Context, _ string, p pipelines.RunParams) (pipelines.Results, error) {
+	r.got = append(r.got, p)
+	return pipelines.Results{PreviousImage: oldImage, Changed: true}, nil
+}
+
+// A GitOps application's run bumps its repository first, with the
+// version's tag next to the digest and the cluster's paths.
+func TestRunnerGitOps(t *testing.T) {
+	a := app()
+	a.GitOps = &config.GitOps{URL: "file:///repo", Branch: "main", Paths: []string{"clusters/{cluster}/app.yaml"}}
+	exec := &runs{}
+	r := deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{a}}, exec, hooks), nil, 0, nil)
+	if _, err := r.Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref, Tag: "1.2.3"})); err != nil {
+		t.Fatal(err)
+	}
+	if len(exec.got) != 1 || exec.got[0].GitOps == nil {
+		t.Fatalf("runs = %+v, want one with GitOps", exec.got)
+	}
+	g := exec.got[0].GitOps
+	if g.Image != image+":1.2.3@sha256:new" || g.URL != "file:///repo" || len(g.Paths) != 1 || g.Paths[0] != "clusters/c1/app.yaml" || exec.got[0].Application != "shop" {
+		t.Errorf("GitOps params = %+v (application %q)", g, exec.got[0].Application)
 	}
 }

@@ -1,4 +1,4 @@
-package pipelines
+package tektonrun
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"github.com/google/go-cmp/cmp"
@@ -30,20 +32,20 @@ type staticClusters map[string]*rest.Config
 
 func (s staticClusters) Config(name string) (*rest.Config, error) { return s[name], nil }
 
-func testRunParams() RunParams {
-	return RunParams{
+func testRunParams() pipelines.RunParams {
+	return pipelines.RunParams{
 		Rollout: "web-0123456789", Application: "web", Namespace: "apps", Workload: "web",
 		Image:  "registry.example.com/web@sha256:" + strings.Repeat("a", 64),
 		Canary: &flaggerv1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
 	}
 }
 
-func newFakeTekton(t *testing.T, objs ...runtime.Object) (*Tekton, *tektonfake.Clientset, *kubefake.Clientset) {
+func newFakeTekton(t *testing.T, objs ...runtime.Object) (*Executor, *tektonfake.Clientset, *kubefake.Clientset) {
 	t.Helper()
 	tc := tektonfake.NewSimpleClientset(objs...)
 	kc := kubefake.NewClientset()
 	cl := staticClusters{"c1": {Host: "https://c1.example.com:6443", BearerToken: "s3cret", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}}
-	return newTekton(tc, kc, "flotilla", cl, WithLabels(map[string]string{"team": "a"})), tc, kc
+	return newExecutor(tc, kc, "flotilla", cl, WithLabels(map[string]string{"team": "a"})), tc, kc
 }
 
 func done(pr *tektonv1.PipelineRun, ok bool, reason string, results map[string]string) *tektonv1.PipelineRun {
@@ -106,7 +108,7 @@ func TestTektonRunCreatesAndFollowsAPipelineRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if diff := cmp.Diff(Results{PreviousImage: "web:1", Changed: true}, res); diff != "" {
+	if diff := cmp.Diff(pipelines.Results{PreviousImage: "web:1", Changed: true}, res); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	runs, err := tc.TektonV1().PipelineRuns("flotilla").List(ctx, metav1.ListOptions{})
@@ -114,11 +116,11 @@ func TestTektonRunCreatesAndFollowsAPipelineRun(t *testing.T) {
 		t.Fatalf("runs: %v, %v", runs, err)
 	}
 	pr := runs.Items[0]
-	if pr.Name != runName(p.Rollout, "c1", p.Image) || pr.Spec.PipelineRef.Name != PipelineName {
+	if pr.Name != pipelines.RunName(p.Rollout, "c1", p.Image) || pr.Spec.PipelineRef.Name != pipelines.PipelineName {
 		t.Errorf("run %s of %v", pr.Name, pr.Spec.PipelineRef)
 	}
 	wantLabels := map[string]string{
-		"team": "a", LabelRollout: "web-0123456789", LabelCluster: "c1", LabelApplication: "web", "app.kubernetes.io/managed-by": "flotilla",
+		"team": "a", pipelines.LabelRollout: "web-0123456789", pipelines.LabelCluster: "c1", pipelines.LabelApplication: "web", "app.kubernetes.io/managed-by": "flotilla",
 	}
 	if diff := cmp.Diff(wantLabels, pr.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
@@ -127,7 +129,7 @@ func TestTektonRunCreatesAndFollowsAPipelineRun(t *testing.T) {
 	for _, prm := range pr.Spec.Params {
 		params[prm.Name] = prm.Value.StringVal
 	}
-	if params[ParamKubeconfigSecret] != "flotilla-kubeconfig-c1" || params[tasks.ParamImage] != p.Image || params[ParamGitOps] != "false" ||
+	if params[pipelines.ParamKubeconfigSecret] != "flotilla-kubeconfig-c1" || params[tasks.ParamImage] != p.Image || params[pipelines.ParamGitOps] != "false" ||
 		!strings.Contains(params[tasks.ParamCanary], `"name":"web"`) {
 		t.Errorf("params: %v", params)
 	}
@@ -162,7 +164,7 @@ func TestTektonObserveEndsTheWait(t *testing.T) {
 	defer cancel()
 	p := testRunParams()
 	type outcome struct {
-		res Results
+		res pipelines.Results
 		err error
 	}
 	got := make(chan outcome, 1)
@@ -170,7 +172,7 @@ func TestTektonObserveEndsTheWait(t *testing.T) {
 		res, err := ex.Run(ctx, "c1", p)
 		got <- outcome{res, err}
 	}()
-	name := runName(p.Rollout, "c1", p.Image)
+	name := pipelines.RunName(p.Rollout, "c1", p.Image)
 	var pr *tektonv1.PipelineRun
 	for pr == nil {
 		var err error
@@ -217,7 +219,7 @@ func TestTektonObserveEndsTheWait(t *testing.T) {
 
 func TestTektonAdoptsOrReplacesAnEarlierRun(t *testing.T) {
 	p := testRunParams()
-	name := runName(p.Rollout, "c1", p.Image)
+	name := pipelines.RunName(p.Rollout, "c1", p.Image)
 	base := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "flotilla"}}
 	t.Run("succeeded run is adopted", func(t *testing.T) {
 		ex, tc, _ := newFakeTekton(t, done(base, true, "Succeeded", map[string]string{"previous-image": "web:0", "changed": "true"}))
@@ -245,7 +247,7 @@ func TestTektonAdoptsOrReplacesAnEarlierRun(t *testing.T) {
 
 func TestTektonFailures(t *testing.T) {
 	p := testRunParams()
-	name := runName(p.Rollout, "c1", p.Image)
+	name := pipelines.RunName(p.Rollout, "c1", p.Image)
 	failedTaskRun := func(exit int32) *tektonv1.TaskRun {
 		tr := &tektonv1.TaskRun{ObjectMeta: metav1.ObjectMeta{Name: name + "-apply-canary", Namespace: "flotilla"}}
 		tr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Failed"}}
@@ -298,14 +300,14 @@ func TestRunNames(t *testing.T) {
 	for _, tt := range []struct{ rollout, cluster string }{
 		{"web-0123456789", "c1"}, {long, "Prod_EU.1"}, {"", ""},
 	} {
-		n := runName(tt.rollout, tt.cluster, "img")
-		if len(n) > 50 || n != dnsLabel(n) {
-			t.Errorf("runName(%q, %q) = %q: want a DNS label of at most 50 characters", tt.rollout, tt.cluster, n)
+		n := pipelines.RunName(tt.rollout, tt.cluster, "img")
+		if len(n) > 50 || n != pipelines.DNSLabel(n) {
+			t.Errorf("RunName(%q, %q) = %q: want a DNS label of at most 50 characters", tt.rollout, tt.cluster, n)
 		}
-		if n == runName(tt.rollout, tt.cluster, "img2") {
+		if n == pipelines.RunName(tt.rollout, tt.cluster, "img2") {
 			t.Errorf("runName ignores the image")
 		}
-		if v := labelValue(tt.rollout + tt.rollout); len(v) > 63 {
+		if v := pipelines.LabelValue(tt.rollout + tt.rollout); len(v) > 63 {
 			t.Errorf("labelValue too long: %q", v)
 		}
 	}

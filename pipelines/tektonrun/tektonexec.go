@@ -1,4 +1,4 @@
-package pipelines
+package tektonrun
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektonclient "github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
@@ -23,32 +25,25 @@ import (
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 )
 
-// Labels flotilla puts on its PipelineRuns. events.TektonSender reads
-// LabelRollout back from Tekton's CloudEvents.
-const (
-	LabelRollout     = "flotilla.dev/rollout"
-	LabelApplication = "flotilla.dev/application"
-)
-
-// Tekton runs the flotilla-rollout Pipeline as PipelineRuns in the cluster
+// Executor runs the flotilla-rollout Pipeline as PipelineRuns in the cluster
 // that runs Tekton. Each target cluster's kubeconfig is in a Secret there
 // (see ApplyKubeconfigSecret), which the PipelineRun names and the Task
 // mounts; nothing secret is inline. It follows a run to completion by
 // watching it, and ends the wait early when Observe sees the run's
 // completion in Tekton's CloudEvents.
-type Tekton struct {
+type Executor struct {
 	tekton    tektonclient.Interface
 	kube      kubernetes.Interface
 	namespace string
-	clusters  Clusters
-	o         tektonOptions
+	clusters  pipelines.Clusters
+	o         options
 
 	mu      sync.Mutex
 	waiters map[string][]chan struct{} // by namespace/name of the run
 	secrets map[string]bool            // clusters whose Secret is applied
 }
 
-type tektonOptions struct {
+type options struct {
 	pipeline       string
 	serviceAccount string
 	labels         map[string]string
@@ -57,52 +52,54 @@ type tektonOptions struct {
 	log            *slog.Logger
 }
 
-// TektonOption configures the Tekton executor.
-type TektonOption func(*tektonOptions)
+// Option configures the Tekton executor.
+type Option func(*options)
 
 // WithPipelineName runs another Pipeline than PipelineName (one with the
 // same params and results).
-func WithPipelineName(name string) TektonOption {
-	return func(o *tektonOptions) { o.pipeline = name }
+func WithPipelineName(name string) Option {
+	return func(o *options) { o.pipeline = name }
 }
 
 // WithServiceAccount runs the TaskRuns' pods as this service account.
 // Default: Tekton's default, "default".
-func WithServiceAccount(name string) TektonOption {
-	return func(o *tektonOptions) { o.serviceAccount = name }
+func WithServiceAccount(name string) Option {
+	return func(o *options) { o.serviceAccount = name }
 }
 
 // WithLabels adds labels to every PipelineRun (and so to its TaskRuns and
 // pods).
-func WithLabels(l map[string]string) TektonOption {
-	return func(o *tektonOptions) { o.labels = maps.Clone(l) }
+func WithLabels(l map[string]string) Option {
+	return func(o *options) { o.labels = maps.Clone(l) }
 }
 
 // WithSecretName names the kubeconfig Secret of each cluster. Default
 // DefaultSecretName.
-func WithSecretName(f func(cluster string) string) TektonOption {
-	return func(o *tektonOptions) { o.secretName = f }
+func WithSecretName(f func(cluster string) string) Option {
+	return func(o *options) { o.secretName = f }
 }
 
 // WithManagedSecrets(false) leaves the kubeconfig Secrets to the operator;
 // by default the executor applies each cluster's Secret, from Clusters,
 // before the cluster's first run.
-func WithManagedSecrets(manage bool) TektonOption {
-	return func(o *tektonOptions) { o.manageSecrets = manage }
+func WithManagedSecrets(manage bool) Option {
+	return func(o *options) { o.manageSecrets = manage }
 }
 
-// WithTektonLogger logs runs created and ended. Default: none.
-func WithTektonLogger(l *slog.Logger) TektonOption {
-	return func(o *tektonOptions) { o.log = l }
+// WithLogger logs runs created and ended. Default: none.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
 }
 
 // DefaultSecretName is the default name of a cluster's kubeconfig Secret.
-func DefaultSecretName(cluster string) string { return "flotilla-kubeconfig-" + dnsLabel(cluster) }
+func DefaultSecretName(cluster string) string {
+	return "flotilla-kubeconfig-" + pipelines.DNSLabel(cluster)
+}
 
 // NewTekton returns an executor that creates PipelineRuns in namespace of
 // the cluster cfg points at; clusters gives the target clusters' configs
 // for their kubeconfig Secrets.
-func NewTekton(cfg *rest.Config, namespace string, clusters Clusters, opts ...TektonOption) (*Tekton, error) {
+func New(cfg *rest.Config, namespace string, clusters pipelines.Clusters, opts ...Option) (*Executor, error) {
 	tc, err := tektonclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating tekton client: %w", err)
@@ -111,65 +108,65 @@ func NewTekton(cfg *rest.Config, namespace string, clusters Clusters, opts ...Te
 	if err != nil {
 		return nil, fmt.Errorf("creating kubernetes client: %w", err)
 	}
-	return newTekton(tc, kc, namespace, clusters, opts...), nil
+	return newExecutor(tc, kc, namespace, clusters, opts...), nil
 }
 
-func newTekton(tc tektonclient.Interface, kc kubernetes.Interface, namespace string, clusters Clusters, opts ...TektonOption) *Tekton {
-	o := tektonOptions{pipeline: PipelineName, secretName: DefaultSecretName, manageSecrets: true, log: slog.New(slog.DiscardHandler)}
+func newExecutor(tc tektonclient.Interface, kc kubernetes.Interface, namespace string, clusters pipelines.Clusters, opts ...Option) *Executor {
+	o := options{pipeline: pipelines.PipelineName, secretName: DefaultSecretName, manageSecrets: true, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Tekton{
+	return &Executor{
 		tekton: tc, kube: kc, namespace: namespace, clusters: clusters, o: o,
 		waiters: map[string][]chan struct{}{}, secrets: map[string]bool{},
 	}
 }
 
 // ApplyCanary runs the pipeline without GitOps against cluster.
-func (t *Tekton) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-	return applyCanary(ctx, t, cluster, p)
+func (t *Executor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	return pipelines.ApplyCanary(ctx, t.Run, cluster, p)
 }
 
 // Run creates a PipelineRun of the pipeline for cluster, or finds the one
 // an earlier call created for the same rollout, cluster and image, follows
 // it to completion and returns its results.
-func (t *Tekton) Run(ctx context.Context, cluster string, p RunParams) (Results, error) {
-	params, err := p.pipelineParams()
+func (t *Executor) Run(ctx context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error) {
+	params, err := p.PipelineParams()
 	if err != nil {
-		return Results{}, err
+		return pipelines.Results{}, err
 	}
-	params[ParamKubeconfigSecret] = t.o.secretName(cluster)
+	params[pipelines.ParamKubeconfigSecret] = t.o.secretName(cluster)
 	if err := t.ensureSecret(ctx, cluster); err != nil {
-		return Results{}, err
+		return pipelines.Results{}, err
 	}
 	timeout := p.Timeout
 	if timeout == 0 {
-		timeout = DefaultTimeout
+		timeout = pipelines.DefaultTimeout
 	}
 	pr, err := t.start(ctx, t.pipelineRun(cluster, p, params, timeout))
 	if err != nil {
-		return Results{}, err
+		return pipelines.Results{}, err
 	}
 	t.o.log.Info("pipeline run started", "pipelineRun", pr.Name, "namespace", pr.Namespace, "cluster", cluster, "rollout", p.Rollout)
 	if !pr.IsDone() {
 		if pr, err = t.follow(ctx, pr.Namespace, pr.Name); err != nil {
-			return Results{}, err
+			return pipelines.Results{}, err
 		}
 	}
 	c := pr.Status.GetCondition(apis.ConditionSucceeded)
 	t.o.log.Info("pipeline run ended", "pipelineRun", pr.Name, "cluster", cluster, "rollout", p.Rollout,
 		"reason", c.GetReason(), "succeeded", c.IsTrue())
 	if !c.IsTrue() {
-		return Results{}, t.failure(ctx, pr)
+		return pipelines.Results{}, t.failure(ctx, pr)
 	}
 	m := map[string]string{}
 	for _, r := range pr.Status.Results {
 		m[r.Name] = r.Value.StringVal
 	}
-	return resultsFrom(m)
+	return pipelines.ResultsFrom(m)
 }
 
-func (t *Tekton) ensureSecret(ctx context.Context, cluster string) error {
+func (t *Executor) ensureSecret(ctx context.Context, cluster string) error {
 	if !t.o.manageSecrets {
 		return nil
 	}
@@ -192,21 +189,21 @@ func (t *Tekton) ensureSecret(ctx context.Context, cluster string) error {
 	return nil
 }
 
-func (t *Tekton) pipelineRun(cluster string, p RunParams, params map[string]string, timeout time.Duration) *tektonv1.PipelineRun {
+func (t *Executor) pipelineRun(cluster string, p pipelines.RunParams, params map[string]string, timeout time.Duration) *tektonv1.PipelineRun {
 	labels := maps.Clone(t.o.labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelRollout] = labelValue(p.Rollout)
-	labels[LabelCluster] = labelValue(cluster)
+	labels[pipelines.LabelRollout] = pipelines.LabelValue(p.Rollout)
+	labels[pipelines.LabelCluster] = pipelines.LabelValue(cluster)
 	if p.Application != "" {
-		labels[LabelApplication] = labelValue(p.Application)
+		labels[pipelines.LabelApplication] = pipelines.LabelValue(p.Application)
 	}
 	labels["app.kubernetes.io/managed-by"] = "flotilla"
 	pr := &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: runName(p.Rollout, cluster, p.Image), Namespace: t.namespace, Labels: labels,
-			Annotations: map[string]string{LabelRollout: p.Rollout, LabelCluster: cluster, "flotilla.dev/image": p.Image},
+			Name: pipelines.RunName(p.Rollout, cluster, p.Image), Namespace: t.namespace, Labels: labels,
+			Annotations: map[string]string{pipelines.LabelRollout: p.Rollout, pipelines.LabelCluster: cluster, "flotilla.dev/image": p.Image},
 		},
 		Spec: tektonv1.PipelineRunSpec{
 			PipelineRef: &tektonv1.PipelineRef{Name: t.o.pipeline},
@@ -230,7 +227,7 @@ const maxRunAttempts = 10
 // start creates pr, or adopts the run of that name when it exists and is
 // under way or succeeded; a failed one leaves its name to a new run, -2,
 // -3, ...
-func (t *Tekton) start(ctx context.Context, pr *tektonv1.PipelineRun) (*tektonv1.PipelineRun, error) {
+func (t *Executor) start(ctx context.Context, pr *tektonv1.PipelineRun) (*tektonv1.PipelineRun, error) {
 	base := pr.Name
 	for attempt := 1; attempt <= maxRunAttempts; attempt++ {
 		if attempt > 1 {
@@ -275,7 +272,7 @@ var permanentReasons = []tektonv1.PipelineRunReason{
 // failure describes a failed run: its condition, and the error result and
 // exit code of the step that failed. A step that exited
 // tasks.ExitPermanent, or a run refused for what it is, is permanent.
-func (t *Tekton) failure(ctx context.Context, pr *tektonv1.PipelineRun) error {
+func (t *Executor) failure(ctx context.Context, pr *tektonv1.PipelineRun) error {
 	c := pr.Status.GetCondition(apis.ConditionSucceeded)
 	msg := fmt.Sprintf("PipelineRun %s/%s %s", pr.Namespace, pr.Name, c.GetReason())
 	if m := c.GetMessage(); m != "" {
@@ -312,7 +309,7 @@ func (t *Tekton) failure(ctx context.Context, pr *tektonv1.PipelineRun) error {
 // tekton receiver journals them): a run that ended wakes whoever follows
 // it, who then reads its final status at once instead of waiting for the
 // watch. Events of other runs, and duplicates, are harmless.
-func (t *Tekton) Observe(p events.PipelineRun) {
+func (t *Executor) Observe(p events.PipelineRun) {
 	if p.Phase != events.PipelineRunSucceeded && p.Phase != events.PipelineRunFailed {
 		return
 	}
@@ -326,7 +323,7 @@ func (t *Tekton) Observe(p events.PipelineRun) {
 	}
 }
 
-func (t *Tekton) subscribe(key string) chan struct{} {
+func (t *Executor) subscribe(key string) chan struct{} {
 	ch := make(chan struct{}, 1)
 	t.mu.Lock()
 	t.waiters[key] = append(t.waiters[key], ch)
@@ -334,7 +331,7 @@ func (t *Tekton) subscribe(key string) chan struct{} {
 	return ch
 }
 
-func (t *Tekton) unsubscribe(key string, ch chan struct{}) {
+func (t *Executor) unsubscribe(key string, ch chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.waiters[key] = slices.DeleteFunc(t.waiters[key], func(c chan struct{}) bool { return c == ch })
@@ -345,7 +342,7 @@ func (t *Tekton) unsubscribe(key string, ch chan struct{}) {
 
 // follow waits until the run is done: its watch sees it, or an event said
 // so and a read confirms it.
-func (t *Tekton) follow(ctx context.Context, namespace, name string) (*tektonv1.PipelineRun, error) {
+func (t *Executor) follow(ctx context.Context, namespace, name string) (*tektonv1.PipelineRun, error) {
 	key := namespace + "/" + name
 	wake := t.subscribe(key)
 	defer t.unsubscribe(key, wake)

@@ -1,10 +1,12 @@
-package pipelines
+package embedded
 
 import (
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"github.com/google/go-cmp/cmp"
@@ -20,17 +22,17 @@ import (
 // task only: it needs a git repository, not a cluster.
 func bumpOnly(t *testing.T) (*engine, *tektonv1.Pipeline) {
 	t.Helper()
-	res, err := Load("")
+	res, err := pipelines.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := res.Pipeline.DeepCopy()
 	p.Spec.Tasks = p.Spec.Tasks[:1]
 	p.Spec.Results = p.Spec.Results[2:]
-	if p.Spec.Tasks[0].Name != "bump-image" || p.Spec.Results[0].Name != ResultCommit {
+	if p.Spec.Tasks[0].Name != "bump-image" || p.Spec.Results[0].Name != pipelines.ResultCommit {
 		t.Fatalf("the pipeline's first task is %s, its last result %s", p.Spec.Tasks[0].Name, p.Spec.Results[0].Name)
 	}
-	return &engine{tasks: taskSpecs(res), step: NewEmbedded(nil).stepRunner("c1")}, p
+	return &engine{tasks: taskSpecs(res), step: New(nil).stepRunner("c1")}, p
 }
 
 // TestEmbeddedRunsTheStepCommands runs the embedded bump-image Task's step,
@@ -39,23 +41,23 @@ func bumpOnly(t *testing.T) (*engine, *tektonv1.Pipeline) {
 func TestEmbeddedRunsTheStepCommands(t *testing.T) {
 	url := gittest.NewRepo(t, map[string]string{"apps/web/kustomization.yaml": "images:\n  - name: registry.example.com/web\n    newTag: \"1\"\n"})
 	eng, p := bumpOnly(t)
-	rp := RunParams{
+	rp := pipelines.RunParams{
 		Rollout: "r1", Application: "web", Image: "registry.example.com/web:2",
 		Canary: &flaggerv1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
-		GitOps: &GitOps{URL: url, Paths: []string{"apps/web/kustomization.yaml"}},
+		GitOps: &pipelines.GitOps{URL: url, Paths: []string{"apps/web/kustomization.yaml"}},
 	}
-	params, err := rp.pipelineParams()
+	params, err := rp.PipelineParams()
 	if err != nil {
 		t.Fatal(err)
 	}
-	params[ParamKubeconfigSecret] = "unused"
+	params[pipelines.ParamKubeconfigSecret] = "unused"
 	for i, wantChanged := range []string{"true", "false"} {
 		out, err := eng.run(t.Context(), p, "run1", params, time.Minute)
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
 		head := gittest.Head(t, url)
-		if diff := cmp.Diff(map[string]string{ResultCommit: head.Hash.String()}, out.Results); diff != "" {
+		if diff := cmp.Diff(map[string]string{pipelines.ResultCommit: head.Hash.String()}, out.Results); diff != "" {
 			t.Errorf("run %d: results (-want +got):\n%s", i+1, diff)
 		}
 		if got := out.Tasks["bump-image"].Results[tasks.ResultChanged]; got != wantChanged {
@@ -93,7 +95,7 @@ func TestRunFlotillaStepRefusesOtherCommands(t *testing.T) {
 // command line substituted and parsed, the canary decoded; everything but
 // the API calls.
 func BenchmarkEmbeddedOverhead(b *testing.B) {
-	res, err := Load("")
+	res, err := pipelines.Load("")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func BenchmarkEmbeddedOverhead(b *testing.B) {
 		return map[string]string{"previous-image": "web:1", "changed": "true"}, nil
 	}
 	eng := &engine{tasks: taskSpecs(res), step: step}
-	rp := RunParams{
+	rp := pipelines.RunParams{
 		Rollout: "r1", Namespace: "apps", Workload: "web", Image: "registry.example.com/web@sha256:" + strings.Repeat("a", 64),
 		Canary: &flaggerv1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: flaggerv1.CanarySpec{
 			Provider: "kubernetes", Service: flaggerv1.CanaryService{Port: 80},
@@ -122,11 +124,11 @@ func BenchmarkEmbeddedOverhead(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		params, err := rp.pipelineParams()
+		params, err := rp.PipelineParams()
 		if err != nil {
 			b.Fatal(err)
 		}
-		params[ParamKubeconfigSecret] = "c1"
+		params[pipelines.ParamKubeconfigSecret] = "c1"
 		if _, err := eng.run(b.Context(), res.Pipeline, "run", params, time.Minute); err != nil {
 			b.Fatal(err)
 		}

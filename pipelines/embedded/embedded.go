@@ -1,4 +1,4 @@
-package pipelines
+package embedded
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -17,34 +19,34 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
 
-// Embedded runs the flotilla-rollout Pipeline in process: the default
+// Executor runs the flotilla-rollout Pipeline in process: the default
 // executor, no Tekton needed. It parses the same embedded Pipeline and Tasks
 // Tekton runs and calls, for each step's `flotilla task <name> ...`
 // command, the Go function that command calls.
-type Embedded struct {
-	clusters Clusters
+type Executor struct {
+	clusters pipelines.Clusters
 	gitAuth  func(url string) (gitops.Auth, error)
 	log      *slog.Logger
 }
 
-// EmbeddedOption configures the embedded executor.
-type EmbeddedOption func(*Embedded)
+// Option configures the embedded executor.
+type Option func(*Executor)
 
 // WithGitAuth sets the credentials bump-image uses for a deployments
 // repository. Default: none.
-func WithGitAuth(f func(url string) (gitops.Auth, error)) EmbeddedOption {
-	return func(e *Embedded) { e.gitAuth = f }
+func WithGitAuth(f func(url string) (gitops.Auth, error)) Option {
+	return func(e *Executor) { e.gitAuth = f }
 }
 
-// WithEmbeddedLogger logs task starts and ends at debug level. Default:
+// WithLogger logs task starts and ends at debug level. Default:
 // none.
-func WithEmbeddedLogger(l *slog.Logger) EmbeddedOption {
-	return func(e *Embedded) { e.log = l }
+func WithLogger(l *slog.Logger) Option {
+	return func(e *Executor) { e.log = l }
 }
 
 // NewEmbedded returns the in-process executor.
-func NewEmbedded(clusters Clusters, opts ...EmbeddedOption) *Embedded {
-	e := &Embedded{clusters: clusters}
+func New(clusters pipelines.Clusters, opts ...Option) *Executor {
+	e := &Executor{clusters: clusters}
 	for _, o := range opts {
 		o(e)
 	}
@@ -52,37 +54,37 @@ func NewEmbedded(clusters Clusters, opts ...EmbeddedOption) *Embedded {
 }
 
 // embeddedResources are the embedded Pipeline and Tasks, parsed once.
-var embeddedResources = sync.OnceValues(func() (Resources, error) { return Load("") })
+var embeddedResources = sync.OnceValues(func() (pipelines.Resources, error) { return pipelines.Load("") })
 
 // ApplyCanary runs the pipeline without GitOps against cluster.
-func (e *Embedded) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-	return applyCanary(ctx, e, cluster, p)
+func (e *Executor) ApplyCanary(ctx context.Context, cluster string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+	return pipelines.ApplyCanary(ctx, e.Run, cluster, p)
 }
 
 // Run runs the flotilla-rollout Pipeline against cluster.
-func (e *Embedded) Run(ctx context.Context, cluster string, p RunParams) (Results, error) {
+func (e *Executor) Run(ctx context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error) {
 	res, err := embeddedResources()
 	if err != nil {
-		return Results{}, fmt.Errorf("loading the embedded pipeline: %w", err)
+		return pipelines.Results{}, fmt.Errorf("loading the embedded pipeline: %w", err)
 	}
-	params, err := p.pipelineParams()
+	params, err := p.PipelineParams()
 	if err != nil {
-		return Results{}, err
+		return pipelines.Results{}, err
 	}
-	params[ParamKubeconfigSecret] = cluster // unused in process: the cluster's config is at hand
+	params[pipelines.ParamKubeconfigSecret] = cluster // unused in process: the cluster's config is at hand
 	timeout := p.Timeout
 	if timeout == 0 {
-		timeout = DefaultTimeout
+		timeout = pipelines.DefaultTimeout
 	}
 	eng := &engine{tasks: taskSpecs(res), step: e.stepRunner(cluster), log: e.log}
-	out, err := eng.run(ctx, res.Pipeline, runName(p.Rollout, cluster, p.Image), params, timeout)
+	out, err := eng.run(ctx, res.Pipeline, pipelines.RunName(p.Rollout, cluster, p.Image), params, timeout)
 	if err != nil {
-		return Results{}, err
+		return pipelines.Results{}, err
 	}
-	return resultsFrom(out.Results)
+	return pipelines.ResultsFrom(out.Results)
 }
 
-func taskSpecs(r Resources) map[string]*tektonv1.TaskSpec {
+func taskSpecs(r pipelines.Resources) map[string]*tektonv1.TaskSpec {
 	m := map[string]*tektonv1.TaskSpec{}
 	for _, t := range r.Tasks {
 		m[t.Name] = &t.Spec
@@ -92,7 +94,7 @@ func taskSpecs(r Resources) map[string]*tektonv1.TaskSpec {
 
 // stepRunner runs steps against cluster: its config comes from Clusters
 // rather than from a kubeconfig mounted from a Secret.
-func (e *Embedded) stepRunner(cluster string) stepRunner {
+func (e *Executor) stepRunner(cluster string) stepRunner {
 	env := tasks.Env{
 		Cluster: func() (*rest.Config, error) { return e.clusters.Config(cluster) },
 		GitAuth: e.gitAuth,

@@ -1,9 +1,11 @@
-package pipelines
+package tektonrun
 
 import (
 	"context"
 	"fmt"
 	"os"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,10 +20,6 @@ import (
 
 // KubeconfigKey is the key of a kubeconfig Secret that holds the kubeconfig.
 const KubeconfigKey = "kubeconfig"
-
-// LabelCluster names the target cluster on the objects flotilla creates for
-// it: kubeconfig Secrets and PipelineRuns.
-const LabelCluster = "flotilla.dev/cluster"
 
 // Kubeconfig renders cfg as a self-contained kubeconfig: certificate and
 // token files are read into it, so it works wherever it is mounted. A
@@ -94,7 +92,7 @@ func ApplyKubeconfigSecret(ctx context.Context, kube kubernetes.Interface, names
 		return fmt.Errorf("kubeconfig of cluster %s: %w", cluster, err)
 	}
 	s := corev1ac.Secret(name, namespace).
-		WithLabels(map[string]string{LabelCluster: labelValue(cluster), "app.kubernetes.io/managed-by": "flotilla"}).
+		WithLabels(map[string]string{pipelines.LabelCluster: pipelines.LabelValue(cluster), "app.kubernetes.io/managed-by": "flotilla"}).
 		WithType("Opaque").
 		WithData(map[string][]byte{KubeconfigKey: b})
 	if _, err := kube.CoreV1().Secrets(namespace).Apply(ctx, s, metav1.ApplyOptions{FieldManager: "flotilla", Force: true}); err != nil {

@@ -1,4 +1,4 @@
-package pipelines
+package tektonrun
 
 import (
 	"context"
