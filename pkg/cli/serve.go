@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/flotilla-cd/flotilla/pkg/app"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -39,6 +40,9 @@ that carry each verified image through the fleet's waves, and serves the API tha
 				return err
 			}
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			// client-go (the clusters' watch caches) logs through klog:
+			// into the same log, as JSON, tagged.
+			klog.SetSlogLogger(log.With("component", "client-go"))
 			srv, err := app.New(cmd.Context(), cfg, app.Options{Listen: listen, DataDir: dataDir, Logger: log})
 			if err != nil {
 				return err
