@@ -41,8 +41,10 @@ func checkAlive(ctx context.Context, f *flotilla) error {
 // The dispatcher reads the journal in order (it runs the events of
 // different keys in parallel, but reads them one after another), so once
 // it has handled the push every earlier event was read, and once nothing
-// read is in flight (flotilla_dispatch_events_in_flight 0) every earlier
-// event was handled. A tree older than the dispatcher has no such gauge:
+// read is in flight in the functions' lane
+// (flotilla_dispatch_events_in_flight{lane="functions"} 0) every earlier
+// event was handled: pipeline runs, in their own lane, may go on until
+// their deadline (the lab's clusters answer nothing). A tree older than the dispatcher has no such gauge:
 // its runtime handled events one at a time in journal order, so the
 // rollout alone says as much.
 func sentinel(ctx context.Context, f *flotilla, reg *sentinelRegistry, rc receiver, app string, timeout time.Duration) (time.Duration, error) {
@@ -65,7 +67,11 @@ func sentinel(ctx context.Context, f *flotilla, reg *sentinelRegistry, rc receiv
 		if err != nil {
 			return false, err
 		}
-		n, ok := m[inFlightMetric]
+		n, ok := m[inFlightMetric+`{lane="functions"}`]
+		if !ok {
+			// A tree before dispatch lanes had one gauge.
+			n, ok = m[inFlightMetric]
+		}
 		return !ok || n == 0, nil
 	}
 	if err := waitFor(ctx, f, deadline, "no event in flight ("+inFlightMetric+" 0)", drained); err != nil {

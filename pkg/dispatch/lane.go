@@ -30,7 +30,19 @@ type Laned interface {
 // lane is a pool of workers and its queue of ready partitions.
 type lane struct {
 	Lane
-	ready chan *partition
+	ready    chan *partition
+	inflight int // events of the lane read and not yet handled (scheduler.mu)
+}
+
+// defaultLaneName names the default lane in metrics.
+const defaultLaneName = "functions"
+
+// metricName is the lane's name in metrics.
+func (l *lane) metricName() string {
+	if l.Name == "" {
+		return defaultLaneName
+	}
+	return l.Name
 }
 
 // defaultMaxBackoff caps the retry backoff of the default lane.

@@ -15,7 +15,7 @@ type metrics struct {
 	processed   *prometheus.CounterVec
 	stalls      prometheus.Counter
 	quarantined prometheus.Counter
-	inflight    prometheus.Gauge
+	inflight    *prometheus.GaugeVec
 	timers      prometheus.Counter
 }
 
@@ -38,10 +38,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "flotilla_dispatch_stalls_total",
 			Help: "Times the dispatcher stalled because the journal failed (a read, an append, a cursor save); it retries.",
 		}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flotilla_dispatch_events_in_flight",
-			Help: "Journaled events read by the dispatcher and not yet handled (queued behind their key, running, or waiting for a retry).",
-		}),
+			Help: "Journaled events read by the dispatcher and not yet handled (queued behind their key, running, or waiting for a retry), by lane: functions (the functions that move rollouts on) or pipelines (pipeline runs, each until its end or its deadline).",
+		}, []string{"lane"}),
 		timers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flotilla_timers_fired_total",
 			Help: "Timer events (deadlines and the like) journaled when they fell due.",

@@ -57,6 +57,7 @@ func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
 	}
 	for _, l := range lanes {
 		l.ready = make(chan *partition, d.o.MaxInFlight+1)
+		d.m.inflight.WithLabelValues(l.metricName()).Set(0)
 	}
 	return &scheduler{
 		d:       d,
@@ -190,7 +191,8 @@ func (s *scheduler) admit(rec bus.Record) {
 	}
 	p.queue = append(p.queue, &item{rec: rec, fns: fns})
 	s.inflight++
-	s.d.m.inflight.Set(float64(s.inflight))
+	p.lane.inflight++
+	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Set(float64(p.lane.inflight))
 	if !p.busy {
 		p.busy = true
 		p.lane.ready <- p // never blocks: see lanes
@@ -232,7 +234,8 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 		s.space = make(chan struct{})
 	}
 	s.inflight--
-	s.d.m.inflight.Set(float64(s.inflight))
+	p.lane.inflight--
+	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Set(float64(p.lane.inflight))
 	wm := s.win.finish(it.rec.Seq)
 	if len(p.queue) == 0 {
 		p.busy = false
