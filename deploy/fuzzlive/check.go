@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -96,7 +97,7 @@ func postSentinel(ctx context.Context, f *flotilla, reg *sentinelRegistry, rc re
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url(events.EventsPath), bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url(intake.EventsPath), bytes.NewReader(data))
 	if err != nil {
 		return "", err
 	}

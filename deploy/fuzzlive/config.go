@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
@@ -57,7 +57,7 @@ func writeSetup(dir, registryHost, clusterAddr string, iss *oidcIssuer, jwksURL 
 		return nil, err
 	}
 	var rcvs []map[string]any
-	for _, typ := range events.SenderTypes() {
+	for _, typ := range intake.SenderTypes() {
 		rc := receiver{name: typ, sender: typ}
 		entry := map[string]any{
 			"name": typ, "type": typ,
@@ -98,14 +98,14 @@ func writeSetup(dir, registryHost, clusterAddr string, iss *oidcIssuer, jwksURL 
 		if typ == "nexus" {
 			entry["registry"] = nexusRegistry
 		}
-		if typ == events.SenderCloudEvents && s.events.name == "" {
+		if typ == intake.SenderCloudEvents && s.events.name == "" {
 			s.events = rc
 		}
 		s.receivers = append(s.receivers, rc)
 		rcvs = append(rcvs, entry)
 	}
 	if s.events.name == "" {
-		return nil, fmt.Errorf("no sender type %q: the end checks post through it", events.SenderCloudEvents)
+		return nil, fmt.Errorf("no sender type %q: the end checks post through it", intake.SenderCloudEvents)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(refusingKubeconfig(clusterAddr)), 0o600); err != nil {

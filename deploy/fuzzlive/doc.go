@@ -3,7 +3,7 @@
 //
 // It builds flotilla, starts `flotilla serve` as a child process on a free
 // loopback port with a fresh data dir and a generated config that has one
-// receiver of every sender type (events.SenderTypes), each authenticated:
+// receiver of every sender type (intake.SenderTypes), each authenticated:
 // random secrets in files, and for gar an OIDC key of its own, published as
 // oidc.jwksFile. For -duration, -workers workers post random deliveries to
 // every receiver, each signed as its sender signs: header tokens (verbatim,

@@ -10,16 +10,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/events/intake"
 )
 
 const testdata = "../../events/testdata"
 
 // testReceiver builds the real sender of a type, as a receiver of the
 // fuzzer's generated config would have it, and the fuzzer's target for it.
-func testReceiver(t *testing.T, senderType string) (events.Sender, *target) {
+func testReceiver(t *testing.T, senderType string) (intake.Sender, *target) {
 	t.Helper()
-	rc := events.ReceiverConfig{Name: senderType, Type: senderType}
+	rc := intake.ReceiverConfig{Name: senderType, Type: senderType}
 	var c credentials
 	if senderType == "gar" {
 		iss, err := newOIDCIssuer(garIssuer, garAudience, garServiceAccount)
@@ -34,7 +34,7 @@ func testReceiver(t *testing.T, senderType string) (events.Sender, *target) {
 		if err := os.WriteFile(path, jwks, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		rc.OIDC = events.OIDCConfig{Issuer: garIssuer, Audience: garAudience, ServiceAccount: garServiceAccount, JWKSFile: path}
+		rc.OIDC = intake.OIDCConfig{Issuer: garIssuer, Audience: garAudience, ServiceAccount: garServiceAccount, JWKSFile: path}
 		c.oidc = iss
 	} else {
 		rc.Secret = "s3cr3t-" + senderType
@@ -43,7 +43,7 @@ func testReceiver(t *testing.T, senderType string) (events.Sender, *target) {
 	if senderType == "nexus" {
 		rc.Registry = nexusRegistry
 	}
-	s, err := events.NewSender(rc)
+	s, err := intake.NewSender(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ var bodySigners = []string{"github", "bitbucket", "bitbucket-server", "nexus", "
 // signing).
 func TestSignersSatisfySenders(t *testing.T) {
 	ctx := context.Background()
-	for _, typ := range events.SenderTypes() {
+	for _, typ := range intake.SenderTypes() {
 		t.Run(typ, func(t *testing.T) {
 			s, tgt := testReceiver(t, typ)
 			for seed := range int64(100) {
@@ -76,14 +76,14 @@ func TestSignersSatisfySenders(t *testing.T) {
 				if err := s.Authenticate(ctx, req.delivery()); err != nil {
 					t.Fatalf("seed %d: %s (%v) refused: %v", seed, req.Fixture, req.Mutations, err)
 				}
-				if err := s.Authenticate(ctx, unsigned.delivery()); !errors.Is(err, events.ErrUnauthenticated) {
+				if err := s.Authenticate(ctx, unsigned.delivery()); !errors.Is(err, intake.ErrUnauthenticated) {
 					t.Fatalf("seed %d: unsigned %s: Authenticate = %v, want unauthenticated", seed, req.Fixture, err)
 				}
 				if slices.Contains(bodySigners, typ) {
 					tampered := req.clone()
 					tampered.PathToken = req.PathToken
 					tampered.Body = append(tampered.Body, ' ')
-					if err := s.Authenticate(ctx, tampered.delivery()); !errors.Is(err, events.ErrUnauthenticated) {
+					if err := s.Authenticate(ctx, tampered.delivery()); !errors.Is(err, intake.ErrUnauthenticated) {
 						t.Fatalf("seed %d: body changed after signing: Authenticate = %v, want unauthenticated", seed, err)
 					}
 				}
@@ -101,7 +101,7 @@ var refusedFixtures = []string{"dockerhub/no_tag.json"}
 // deliveries the sender must refuse, such as a gate call without its gate).
 func TestFixturesParse(t *testing.T) {
 	ctx := context.Background()
-	for _, typ := range events.SenderTypes() {
+	for _, typ := range intake.SenderTypes() {
 		t.Run(typ, func(t *testing.T) {
 			s, tgt := testReceiver(t, typ)
 			for _, f := range tgt.fixtures {

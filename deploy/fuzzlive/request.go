@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/events/intake"
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // request is one delivery the fuzzer posts. It is logged (without its
@@ -57,7 +56,7 @@ func (r *request) path() string {
 		p += "/" + url.PathEscape(r.PathToken)
 	}
 	if r.Events {
-		p = events.EventsPath
+		p = intake.EventsPath
 	}
 	if len(r.Query) > 0 {
 		p += "?" + r.Query.Encode()
@@ -66,12 +65,12 @@ func (r *request) path() string {
 }
 
 // delivery is the request as the intake hands it to a sender (tests).
-func (r *request) delivery() *events.Delivery {
+func (r *request) delivery() *intake.Delivery {
 	q := r.Query
 	if q == nil {
 		q = url.Values{}
 	}
-	return &events.Delivery{Receiver: r.Receiver, Header: r.Header.Clone(), Body: r.Body, Query: q, PathToken: r.PathToken}
+	return &intake.Delivery{Receiver: r.Receiver, Header: r.Header.Clone(), Body: r.Body, Query: q, PathToken: r.PathToken}
 }
 
 // maxHeaderValue bounds a fuzzed header value: the point is the sender's

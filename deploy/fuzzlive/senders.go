@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/events/intake"
 )
 
 // profile is how the deliveries of one sender type look: which fixtures
@@ -24,7 +24,7 @@ type profile struct {
 	encode func(r *rand.Rand, req *request)
 }
 
-// profiles has one entry per sender type of events.SenderTypes; a type
+// profiles has one entry per sender type of intake.SenderTypes; a type
 // without one is an error (profileFor), so a new sender cannot go unfuzzed.
 var profiles = map[string]profile{
 	"dockerhub":    {dirs: []string{"dockerhub"}, prepare: contentType("application/json")},
@@ -190,8 +190,8 @@ func prepareBitbucket(deliveryHeader string, events map[string]string, push stri
 }
 
 var gateTypes = []string{
-	events.GateConfirmRollout, events.GatePreRollout, events.GateRollout, events.GateConfirmTrafficIncrease,
-	events.GateConfirmPromotion, events.GatePostRollout, events.GateRollback,
+	intake.GateConfirmRollout, intake.GatePreRollout, intake.GateRollout, intake.GateConfirmTrafficIncrease,
+	intake.GateConfirmPromotion, intake.GatePostRollout, intake.GateRollback,
 }
 
 func prepareFlagger(r *rand.Rand, f fixture, req *request) {

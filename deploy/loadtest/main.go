@@ -42,6 +42,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -218,17 +219,17 @@ func startTargets(ctx context.Context, dir string) ([]target, func(), error) {
 		return nil, nil, err
 	}
 	closers = append(closers, func() { _ = st.Close() })
-	in, err := events.NewIntake([]events.ReceiverConfig{
-		{Name: "events", Type: "cloudevents", Secret: token, RateLimit: events.RateLimit{PerSecond: -1}},
-		{Name: "registry", Type: "distribution", Secret: token, RateLimit: events.RateLimit{PerSecond: -1}},
-	}, journal{st}, events.WithIntakeLogger(slog.New(slog.DiscardHandler)))
+	in, err := intake.New([]intake.ReceiverConfig{
+		{Name: "events", Type: "cloudevents", Secret: token, RateLimit: intake.RateLimit{PerSecond: -1}},
+		{Name: "registry", Type: "distribution", Secret: token, RateLimit: intake.RateLimit{PerSecond: -1}},
+	}, journal{st}, intake.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		closeAll()
 		return nil, nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", in)
-	mux.Handle(events.EventsPath, in)
+	mux.Handle(intake.EventsPath, in)
 	flotillaURL, stopFlotilla, err := serve(ctx, mux)
 	if err != nil {
 		closeAll()
@@ -239,7 +240,7 @@ func startTargets(ctx context.Context, dir string) ([]target, func(), error) {
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	return []target{
 		{name: nameBare, url: bareURL, request: cloudEventRequest(run + "-bare")},
-		{name: nameEvents, url: flotillaURL + events.EventsPath, request: cloudEventRequest(run + "-events")},
+		{name: nameEvents, url: flotillaURL + intake.EventsPath, request: cloudEventRequest(run + "-events")},
 		{name: nameDistribution, url: flotillaURL + "/hooks/registry", request: distributionRequest(run)},
 	}, closeAll, nil
 }
