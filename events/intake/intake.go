@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -292,33 +293,14 @@ func New(receivers []ReceiverConfig, j Journal, opts ...Option) (*Intake, error)
 // Errors of the intake itself; senders' errors are classified by
 // [ErrUnauthenticated], [ErrUnsupportedMediaType] and [IsPermanent].
 var (
-	errUnknownReceiver = errors.New("no such receiver")
-	errMethod          = errors.New("method not allowed: use POST")
+	errUnknownReceiver = fault.New(fault.NotFound, "no such receiver")
+	errMethod          = fault.New(fault.MethodNotAllowed, "method not allowed: use POST")
 	errJournal         = errors.New("journaling events")
-	errRateLimited     = errors.New("too many deliveries: retry after the time in Retry-After")
-	errAuthLimited     = errors.New("too many unauthenticated deliveries: check the credentials, then retry after the time in Retry-After")
-	errBusy            = errors.New("too many request bodies being read: retry after the time in Retry-After")
-	errBodyTimeout     = errors.New("reading body: timed out")
+	errRateLimited     = fault.New(fault.RateLimited, "too many deliveries: retry after the time in Retry-After")
+	errAuthLimited     = fault.New(fault.AuthRateLimited, "too many unauthenticated deliveries: check the credentials, then retry after the time in Retry-After")
+	errBusy            = fault.New(fault.Busy, "too many request bodies being read: retry after the time in Retry-After")
+	errBodyTimeout     = fault.New(fault.Timeout, "reading body: timed out")
 )
-
-// statusTable maps error classes to HTTP status and metric outcome. The first
-// match wins; an error that matches nothing is 503: retry.
-var statusTable = []struct {
-	match   func(error) bool
-	status  int
-	outcome string
-}{
-	{is(errUnknownReceiver), http.StatusNotFound, "not_found"},
-	{is(errMethod), http.StatusMethodNotAllowed, "method_not_allowed"},
-	{is(errRateLimited), http.StatusTooManyRequests, "rate_limited"},
-	{is(errAuthLimited), http.StatusTooManyRequests, "auth_rate_limited"},
-	{is(errBusy), http.StatusServiceUnavailable, "busy"},
-	{is(errBodyTimeout), http.StatusRequestTimeout, "body_timeout"},
-	{isTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
-	{is(ErrUnauthenticated), http.StatusUnauthorized, "unauthenticated"},
-	{is(ErrUnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
-	{events.IsPermanent, http.StatusBadRequest, "malformed"},
-}
 
 const (
 	outcomeAccepted   = "accepted"
@@ -327,23 +309,14 @@ const (
 	outcomeJournalErr = "journal_error"
 )
 
-func is(target error) func(error) bool {
-	return func(err error) bool { return errors.Is(err, target) }
-}
-
-func isTooLarge(err error) bool {
-	var tooLarge *http.MaxBytesError
-	return errors.As(err, &tooLarge)
-}
-
-// classify returns the status and outcome of err.
+// classify returns the status and outcome of err, from pkg/fault's one
+// table; an error of no kind is the journal's (503: retry).
 func classify(err error) (int, string) {
-	for _, row := range statusTable {
-		if row.match(err) {
-			return row.status, row.outcome
-		}
+	status, outcome, ok := fault.Status(err)
+	if !ok {
+		return status, outcomeJournalErr
 	}
-	return http.StatusServiceUnavailable, outcomeJournalErr
+	return status, outcome
 }
 
 // ServeHTTP implements http.Handler for /hooks/<receiver>,
@@ -555,7 +528,7 @@ func (in *Intake) readBody(w http.ResponseWriter, r *http.Request, authenticated
 	switch {
 	case err == nil:
 		return body, nil
-	case isTooLarge(err):
+	case errors.As(err, new(*http.MaxBytesError)):
 		return nil, fmt.Errorf("reading body: %w", err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, errBodyTimeout

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
@@ -62,11 +63,11 @@ type Result struct {
 }
 
 // ErrUnauthenticated is wrapped by every authentication failure.
-var ErrUnauthenticated = errors.New("unauthenticated")
+var ErrUnauthenticated = fault.New(fault.Unauthenticated, "unauthenticated")
 
 // ErrUnsupportedMediaType is wrapped by the error of a delivery whose
 // Content-Type the sender does not speak.
-var ErrUnsupportedMediaType = errors.New("unsupported media type")
+var ErrUnsupportedMediaType = fault.New(fault.UnsupportedMediaType, "unsupported media type")
 
 // Sender types accepted by [NewSender].
 const (
