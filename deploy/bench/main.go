@@ -4,7 +4,7 @@
 //   - B: wave 1's last "Promotion completed!" event POSTed -> every canary of
 //     wave 2 applied (the last wave-2 apply request started, and returned).
 //
-// It starts its own fleet (pkg/localfleet, no Tekton), an in-process registry
+// It starts its own fleet (pkg/testkit/localfleet, no Tekton), an in-process registry
 // and flotilla's whole main job in process (pkg/app) with the embedded
 // executor wrapped by a recorder that timestamps every ApplyCanary call. Wave
 // 1 is completed without waiting for Flagger's analysis: the bench does what

@@ -55,7 +55,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
-	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 

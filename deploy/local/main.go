@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 func main() {

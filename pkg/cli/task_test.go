@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 

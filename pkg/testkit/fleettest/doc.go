@@ -1,5 +1,5 @@
 // Package fleettest gives a test package a running local fleet of real
-// Kubernetes clusters (see pkg/localfleet) from its TestMain, and per-cluster
+// Kubernetes clusters (see pkg/testkit/localfleet) from its TestMain, and per-cluster
 // clients for Kubernetes, Flagger and Tekton.
 //
 //	var fleet *localfleet.Fleet

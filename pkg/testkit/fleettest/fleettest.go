@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // Options says what the tests need of the fleet.
