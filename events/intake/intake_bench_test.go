@@ -25,7 +25,7 @@ func (j *countJournal) Append(_ context.Context, evs ...cloudevents.Event) (int,
 
 // BenchmarkIntake measures the CPU cost of one delivery through the intake's
 // handler (authentication, parsing, event building, response), per sender.
-// The HTTP server, the network and the store are left out: deploy/loadtest
+// The HTTP server, the network and the store are left out: deploy/tools/loadtest
 // measures the whole path.
 func BenchmarkIntake(b *testing.B) {
 	const secret = "bench-s3cret"

@@ -10,6 +10,6 @@
 // Load reads it back so another process can use or stop the fleet. Stop kills
 // exactly the processes the fleet started, checking each PID's command line first.
 //
-// The binaries come from deploy/local/build.sh, which builds them from the Go
+// The binaries come from deploy/tools/local/build.sh, which builds them from the Go
 // module proxy into a versioned cache (see BinDir).
 package localfleet

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 )
 
-// Pinned versions of the fleet's components. deploy/local/build.sh builds the
+// Pinned versions of the fleet's components. deploy/tools/local/build.sh builds the
 // same versions; keep them in step.
 const (
 	EtcdVersion    = "3.6.4"
@@ -72,7 +72,7 @@ func (b binaries) check(tekton bool) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("fleet binaries missing (run deploy/local/build.sh or make fleet-build): %v", missing)
+		return fmt.Errorf("fleet binaries missing (run deploy/tools/local/build.sh or make fleet-build): %v", missing)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
 )
 
 // buildFlotilla builds the flotilla binary of the module at root into dir.

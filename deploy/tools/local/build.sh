@@ -2,10 +2,10 @@
 # build.sh builds the binaries of the local fleet from the Go module proxy into a
 # cache outside the repository, keyed on versions, so a second run rebuilds nothing.
 #
-#   deploy/local/build.sh            # build what is missing, print the bin dir
+#   deploy/tools/local/build.sh            # build what is missing, print the bin dir
 #   FLOTILLA_CACHE=/path build.sh    # cache root (default ${XDG_CACHE_HOME:-~/.cache}/flotilla)
 #
-# Components and why each is patched are described in deploy/local/README.md.
+# Components and why each is patched are described in deploy/tools/local/README.md.
 set -euo pipefail
 
 ETCD_VERSION=3.6.4

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
 	"sigs.k8s.io/yaml"
 )
 

@@ -14,7 +14,7 @@ import (
 // profile is how the deliveries of one sender type look: which fixtures
 // they are made from and which headers and query a fixture is sent with.
 type profile struct {
-	// dirs are its fixture directories under events/testdata.
+	// dirs are its fixture directories under events/intake/testdata.
 	dirs []string
 	// prepare sets what a fixture is sent with (content type, the sender's
 	// event and delivery headers, query) before its body is mutated.
@@ -54,7 +54,7 @@ var profiles = map[string]profile{
 func profileFor(senderType string) (profile, error) {
 	p, ok := profiles[senderType]
 	if !ok {
-		return profile{}, fmt.Errorf("no fuzz profile for sender type %q: add one to deploy/fuzzlive/senders.go", senderType)
+		return profile{}, fmt.Errorf("no fuzz profile for sender type %q: add one to deploy/tools/fuzzlive/senders.go", senderType)
 	}
 	return p, nil
 }

@@ -11,7 +11,7 @@
 // Flagger does at promotion (the primary runs the new image, the canary's
 // status says Succeeded) and POSTs the event Flagger would send.
 //
-//	go run ./deploy/bench -runs 100 -wave2 8,50 -out BENCHMARKS.md
+//	go run ./deploy/tools/bench -runs 100 -wave2 8,50 -out BENCHMARKS.md
 //
 // Build the fleet's binaries first (make fleet-build); `make bench` does both.
 package main
@@ -71,7 +71,7 @@ func run(args []string) error {
 	fs.StringVar(&o.out, "out", "", "write the report to this markdown file (BENCHMARKS.md)")
 	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
 	fs.StringVar(&o.launchFile, "launch-results", "", "output of `go test -bench BenchmarkLaunchWave ./functions/launch` to include in the report")
-	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/loadtest -out` to include in the report")
+	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/tools/loadtest -out` to include in the report")
 	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")

@@ -61,7 +61,7 @@ var signers = map[string]func(credentials) signer{
 func newSigner(senderType string, c credentials) (signer, error) {
 	f, ok := signers[senderType]
 	if !ok {
-		return nil, fmt.Errorf("no signer for sender type %q: add one to deploy/fuzzlive/sign.go", senderType)
+		return nil, fmt.Errorf("no signer for sender type %q: add one to deploy/tools/fuzzlive/sign.go", senderType)
 	}
 	if senderType == "gar" && c.oidc == nil || senderType != "gar" && c.secret == "" {
 		return nil, fmt.Errorf("sender type %q: missing credentials", senderType)

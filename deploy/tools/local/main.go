@@ -1,11 +1,11 @@
 // Command local starts, stops and lists the local fleet of real Kubernetes
 // clusters that flotilla's tests and demo run against.
 //
-//	go run ./deploy/local up -n 3 [-tekton] [-stock-flagger c3] [-dir DIR]
-//	go run ./deploy/local status [-dir DIR]
-//	go run ./deploy/local down [-dir DIR]
+//	go run ./deploy/tools/local up -n 3 [-tekton] [-stock-flagger c3] [-dir DIR]
+//	go run ./deploy/tools/local status [-dir DIR]
+//	go run ./deploy/tools/local down [-dir DIR]
 //
-// Build the binaries first with deploy/local/build.sh (make fleet-build).
+// Build the binaries first with deploy/tools/local/build.sh (make fleet-build).
 package main
 
 import (

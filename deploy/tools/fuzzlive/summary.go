@@ -48,7 +48,7 @@ func (s summary) print(out io.Writer) []string {
 		if recs, err := readRecords(s.logPath); err == nil {
 			printExamples(out, recs)
 		}
-		fmt.Fprintf(out, "\n%d requests logged to %s; replay them (signed anew) against a fresh flotilla with\n  go run ./deploy/fuzzlive -replay %s   # -crash N: only crash N's suspects\n",
+		fmt.Fprintf(out, "\n%d requests logged to %s; replay them (signed anew) against a fresh flotilla with\n  go run ./deploy/tools/fuzzlive -replay %s   # -crash N: only crash N's suspects\n",
 			s.logged, s.logPath, s.logPath)
 	}
 	if len(problems) > 0 {

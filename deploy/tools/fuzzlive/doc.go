@@ -11,7 +11,7 @@
 // each sender's header and format, GAR's bearer token signed with the
 // minted key for the configured audience, issuer and service account, and
 // CloudEvents on /events in binary, structured and batch mode. Bodies are
-// mostly the fixtures of events/testdata/<sender>/ mutated with structure:
+// mostly the fixtures of events/intake/testdata/<sender>/ mutated with structure:
 // decoded, random values (leaves and containers, inside GAR's base64 data
 // too) replaced by hostile ones (times outside years 0001-9999 once in UTC,
 // unix milliseconds where seconds go, 2^53+1, huge and negative numbers,
@@ -61,7 +61,7 @@
 // a sentinel rollout's launch fails fast: the dispatcher gives up on it
 // after its retries, about 3s, which is most of each sentinel check's time.
 //
-//	go run ./deploy/fuzzlive -duration 60s            # make fuzz-live
-//	go run ./deploy/fuzzlive -seed 42 -duration 10s   # the same workers' requests again
-//	go run ./deploy/fuzzlive -replay /tmp/flotilla-fuzzlive-123/failures.jsonl
+//	go run ./deploy/tools/fuzzlive -duration 60s            # make fuzz-live
+//	go run ./deploy/tools/fuzzlive -seed 42 -duration 10s   # the same workers' requests again
+//	go run ./deploy/tools/fuzzlive -replay /tmp/flotilla-fuzzlive-123/failures.jsonl
 package main

@@ -9,9 +9,9 @@ import (
 	"slices"
 )
 
-// fixture is one real delivery body from events/testdata.
+// fixture is one real delivery body from events/intake/testdata.
 type fixture struct {
-	// Dir is its directory under events/testdata (the sender it came from,
+	// Dir is its directory under events/intake/testdata (the sender it came from,
 	// which is not always the receiver's type: ghcr for github, gitea for
 	// forgejo); Name its file name.
 	Dir, Name string

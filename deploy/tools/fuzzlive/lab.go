@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
 )
 
 // lab is what every flotilla of a run shares: the binary, the generated
@@ -54,7 +54,12 @@ func newLab(ctx context.Context, o options, dir string) (*lab, error) {
 		l.close()
 		return nil, err
 	}
-	testdata := filepath.Join(root, "events", "testdata")
+	// The senders' fixtures; a tree from before events/intake kept them
+	// in events/testdata.
+	testdata := filepath.Join(root, "events", "intake", "testdata")
+	if _, err := os.Stat(testdata); err != nil {
+		testdata = filepath.Join(root, "events", "testdata")
+	}
 	for _, rc := range l.setup.receivers {
 		t, err := newTarget(rc.name, rc.sender, testdata, rc.creds)
 		if err != nil {

@@ -15,7 +15,7 @@
 // alike. The result is a Markdown fragment that `make bench` puts into
 // BENCHMARKS.md.
 //
-//	go run ./deploy/loadtest -duration 10s -rounds 3 -concurrency 64 -out intake.md
+//	go run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -out intake.md
 package main
 
 import (
@@ -138,11 +138,11 @@ func run(args []string) error {
 	return nil
 }
 
-// Section of BENCHMARKS.md the intake results live in; deploy/bench writes
+// Section of BENCHMARKS.md the intake results live in; deploy/tools/bench writes
 // the same heading.
 const (
 	sectionHeading = "## Durable intake: webhooks/s against a bare CloudEvents receiver"
-	sectionIntro   = "`go run ./deploy/loadtest` (in `make bench`): the HTTP intake journaling every event durably before its 202, side by side with cloudevents/sdk-go's HTTP receiver persisting nothing, same load, same run.\n\n"
+	sectionIntro   = "`go run ./deploy/tools/loadtest` (in `make bench`): the HTTP intake journaling every event durably before its 202, side by side with cloudevents/sdk-go's HTTP receiver persisting nothing, same load, same run.\n\n"
 )
 
 // updateSection replaces the intake section of the Markdown file at path

@@ -13,7 +13,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events/intake"
 )
 
-const testdata = "../../events/testdata"
+const testdata = "../../../events/intake/testdata"
 
 // testReceiver builds the real sender of a type, as a receiver of the
 // fuzzer's generated config would have it, and the fuzzer's target for it.

@@ -16,7 +16,7 @@
 // met. Everything binds 127.0.0.1 and is torn down on exit, on Ctrl-C and on
 // error.
 //
-//	go run ./deploy/demo [-fleet-dir DIR] [-keep-logs]
+//	go run ./deploy/tools/demo [-fleet-dir DIR] [-keep-logs]
 //
 // Build the fleet's binaries first: make fleet-build (make demo does).
 package main
@@ -54,7 +54,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-cd/flotilla/deploy/internal/proc"
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -208,7 +208,7 @@ func (d *demo) run(ctx context.Context) error {
 
 func (d *demo) startFleet(ctx context.Context) error {
 	if old, err := localfleet.Load(d.fleetDir); err == nil && old.Running() {
-		return fmt.Errorf("a fleet already runs in %s (another demo?); stop it with: go run ./deploy/local down -dir %s",
+		return fmt.Errorf("a fleet already runs in %s (another demo?); stop it with: go run ./deploy/tools/local down -dir %s",
 			d.fleetDir, d.fleetDir)
 	}
 	f, err := localfleet.Up(ctx, localfleet.Options{

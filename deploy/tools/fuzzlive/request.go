@@ -24,7 +24,7 @@ type request struct {
 	Query  url.Values  `json:"query,omitempty"`
 	Header http.Header `json:"header"`
 	Body   []byte      `json:"body"`
-	// Fixture is the events/testdata file the body was made from ("" for
+	// Fixture is the events/intake/testdata file the body was made from ("" for
 	// random bytes); Mutations says what was done to it.
 	Fixture   string   `json:"fixture,omitempty"`
 	Mutations []string `json:"mutations,omitempty"`

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fuzz.sh runs every Go fuzz target of the module for a while each.
 #
-#   deploy/fuzz.sh [fuzztime]      # default 60s per target; `make fuzz`
+#   deploy/tools/fuzz.sh [fuzztime]      # default 60s per target; `make fuzz`
 #
 # fuzztime is go test's -fuzztime: a duration, or a count of executions
 # (`3000x`). `make test` runs a count so that every target is exercised
@@ -9,7 +9,7 @@
 # package's testdata/fuzz/<target>/ by go test: commit it, it then runs as a
 # regression test in every `go test`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 fuzztime="${1:-60s}"
 go="${GO:-go}"
 

@@ -52,7 +52,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.bisect, "bisect", true, "with -replay: when the replay fails, narrow it down to the request to blame")
 	fs.StringVar(&o.logLevel, "log-level", "error", "flotilla's --log-level (its log is in the run's directory)")
 	fs.DurationVar(&o.checkTimeout, "check-timeout", 2*time.Minute, "how long the engine may take to roll out a sentinel push and have nothing in flight (it works through the fuzz's backlog too)")
-	fs.StringVar(&o.root, "root", ".", "a directory in the flotilla module (the one built and whose events/testdata is fuzzed)")
+	fs.StringVar(&o.root, "root", ".", "a directory in the flotilla module (the one built and whose events/intake/testdata is fuzzed)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
