@@ -293,13 +293,13 @@ func New(receivers []ReceiverConfig, j Journal, opts ...Option) (*Intake, error)
 // Errors of the intake itself; senders' errors are classified by
 // [ErrUnauthenticated], [ErrUnsupportedMediaType] and [IsPermanent].
 var (
-	errUnknownReceiver = fault.New(fault.NotFound, "no such receiver")
-	errMethod          = fault.New(fault.MethodNotAllowed, "method not allowed: use POST")
+	errUnknownReceiver = fault.New(fault.ErrNotFound, "no such receiver")
+	errMethod          = fault.New(fault.ErrMethodNotAllowed, "method not allowed: use POST")
 	errJournal         = errors.New("journaling events")
-	errRateLimited     = fault.New(fault.RateLimited, "too many deliveries: retry after the time in Retry-After")
-	errAuthLimited     = fault.New(fault.AuthRateLimited, "too many unauthenticated deliveries: check the credentials, then retry after the time in Retry-After")
-	errBusy            = fault.New(fault.Busy, "too many request bodies being read: retry after the time in Retry-After")
-	errBodyTimeout     = fault.New(fault.Timeout, "reading body: timed out")
+	errRateLimited     = fault.New(fault.ErrRateLimited, "too many deliveries: retry after the time in Retry-After")
+	errAuthLimited     = fault.New(fault.ErrAuthRateLimited, "too many unauthenticated deliveries: check the credentials, then retry after the time in Retry-After")
+	errBusy            = fault.New(fault.ErrBusy, "too many request bodies being read: retry after the time in Retry-After")
+	errBodyTimeout     = fault.New(fault.ErrTimeout, "reading body: timed out")
 )
 
 const (

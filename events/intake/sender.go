@@ -63,11 +63,11 @@ type Result struct {
 }
 
 // ErrUnauthenticated is wrapped by every authentication failure.
-var ErrUnauthenticated = fault.New(fault.Unauthenticated, "unauthenticated")
+var ErrUnauthenticated = fault.New(fault.ErrUnauthenticated, "unauthenticated")
 
 // ErrUnsupportedMediaType is wrapped by the error of a delivery whose
 // Content-Type the sender does not speak.
-var ErrUnsupportedMediaType = fault.New(fault.UnsupportedMediaType, "unsupported media type")
+var ErrUnsupportedMediaType = fault.New(fault.ErrUnsupportedMediaType, "unsupported media type")
 
 // Sender types accepted by [NewSender].
 const (

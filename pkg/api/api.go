@@ -63,15 +63,15 @@ func (a *API) Register(mux *http.ServeMux) {
 func (a *API) authorize(r *http.Request) error {
 	want := a.token
 	if want == "" {
-		return fault.New(fault.Unauthenticated, "this call changes state and needs an API token: set server.apiToken in the config")
+		return fault.New(fault.ErrUnauthenticated, "this call changes state and needs an API token: set server.apiToken in the config")
 	}
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return fault.New(fault.Unauthenticated, "missing Authorization: Bearer <server.apiToken>")
+		return fault.New(fault.ErrUnauthenticated, "missing Authorization: Bearer <server.apiToken>")
 	}
 	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	if subtle.ConstantTimeCompare(g[:], w[:]) != 1 {
-		return fault.New(fault.Unauthenticated, "wrong API token")
+		return fault.New(fault.ErrUnauthenticated, "wrong API token")
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 	}
 	what := retrying(ro, req.Cluster)
 	if what == "" {
-		writeError(w, fault.New(fault.Conflict, fmt.Sprintf("rollout %s is %s and nothing of it failed that a retry could do again", id, ro.Phase)))
+		writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s is %s and nothing of it failed that a retry could do again", id, ro.Phase)))
 		return
 	}
 	attempt := ro.Retries + 1

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 

@@ -49,13 +49,13 @@ func TestStatus(t *testing.T) {
 		err  error
 		want answer
 	}{
-		{"not found", fault.New(fault.NotFound, "no such receiver"), answer{404, "not_found", true}},
-		{"wrapped kind", fmt.Errorf("rollout r1: %w", fault.New(fault.NotFound, "rollout not found")), answer{404, "not_found", true}},
-		{"unauthenticated", fault.New(fault.Unauthenticated, "wrong token"), answer{401, "unauthenticated", true}},
-		{"a kind beats permanent", fault.Permanent(fault.New(fault.Unauthenticated, "x")), answer{401, "unauthenticated", true}},
+		{"not found", fault.New(fault.ErrNotFound, "no such receiver"), answer{404, "not_found", true}},
+		{"wrapped kind", fmt.Errorf("rollout r1: %w", fault.New(fault.ErrNotFound, "rollout not found")), answer{404, "not_found", true}},
+		{"unauthenticated", fault.New(fault.ErrUnauthenticated, "wrong token"), answer{401, "unauthenticated", true}},
+		{"a kind beats permanent", fault.Permanent(fault.New(fault.ErrUnauthenticated, "x")), answer{401, "unauthenticated", true}},
 		{"too large", &http.MaxBytesError{Limit: 1}, answer{413, "too_large", true}},
-		{"rate limited", fault.New(fault.RateLimited, "slow down"), answer{429, "rate_limited", true}},
-		{"conflict", fault.New(fault.Conflict, "nothing to retry"), answer{409, "conflict", true}},
+		{"rate limited", fault.New(fault.ErrRateLimited, "slow down"), answer{429, "rate_limited", true}},
+		{"conflict", fault.New(fault.ErrConflict, "nothing to retry"), answer{409, "conflict", true}},
 		{"permanent", fault.Permanent(errors.New("bad json")), answer{400, "malformed", true}},
 		{"anything else", errors.New("disk full"), answer{503, "", false}},
 	}
@@ -68,7 +68,7 @@ func TestStatus(t *testing.T) {
 		})
 	}
 	// The message is the error's own.
-	if got := fault.New(fault.NotFound, "no such receiver").Error(); got != "no such receiver" {
+	if got := fault.New(fault.ErrNotFound, "no such receiver").Error(); got != "no such receiver" {
 		t.Errorf("Error() = %q", got)
 	}
 }

@@ -8,16 +8,16 @@ import (
 // Kinds of failure at the edge (the intake, the API). An error is of a kind
 // when it wraps the kind (New makes one, or fmt.Errorf with %w).
 var (
-	NotFound             = errors.New("not found")
-	MethodNotAllowed     = errors.New("method not allowed")
-	Unauthenticated      = errors.New("unauthenticated")
-	UnsupportedMediaType = errors.New("unsupported media type")
-	TooLarge             = errors.New("too large")
-	Timeout              = errors.New("timed out")
-	RateLimited          = errors.New("rate limited")
-	AuthRateLimited      = errors.New("too many unauthenticated requests")
-	Busy                 = errors.New("busy")
-	Conflict             = errors.New("conflict")
+	ErrNotFound             = errors.New("not found")
+	ErrMethodNotAllowed     = errors.New("method not allowed")
+	ErrUnauthenticated      = errors.New("unauthenticated")
+	ErrUnsupportedMediaType = errors.New("unsupported media type")
+	ErrTooLarge             = errors.New("too large")
+	ErrTimeout              = errors.New("timed out")
+	ErrRateLimited          = errors.New("rate limited")
+	ErrAuthRateLimited      = errors.New("too many unauthenticated requests")
+	ErrBusy                 = errors.New("busy")
+	ErrConflict             = errors.New("conflict")
 )
 
 // kindError is an error of a kind with its own message.
@@ -40,16 +40,16 @@ var statusTable = []struct {
 	status  int
 	outcome string
 }{
-	{is(NotFound), http.StatusNotFound, "not_found"},
-	{is(MethodNotAllowed), http.StatusMethodNotAllowed, "method_not_allowed"},
-	{is(RateLimited), http.StatusTooManyRequests, "rate_limited"},
-	{is(AuthRateLimited), http.StatusTooManyRequests, "auth_rate_limited"},
-	{is(Busy), http.StatusServiceUnavailable, "busy"},
-	{is(Timeout), http.StatusRequestTimeout, "body_timeout"},
+	{is(ErrNotFound), http.StatusNotFound, "not_found"},
+	{is(ErrMethodNotAllowed), http.StatusMethodNotAllowed, "method_not_allowed"},
+	{is(ErrRateLimited), http.StatusTooManyRequests, "rate_limited"},
+	{is(ErrAuthRateLimited), http.StatusTooManyRequests, "auth_rate_limited"},
+	{is(ErrBusy), http.StatusServiceUnavailable, "busy"},
+	{is(ErrTimeout), http.StatusRequestTimeout, "body_timeout"},
 	{isTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
-	{is(Unauthenticated), http.StatusUnauthorized, "unauthenticated"},
-	{is(UnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
-	{is(Conflict), http.StatusConflict, "conflict"},
+	{is(ErrUnauthenticated), http.StatusUnauthorized, "unauthenticated"},
+	{is(ErrUnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
+	{is(ErrConflict), http.StatusConflict, "conflict"},
 	{IsPermanent, http.StatusBadRequest, "malformed"},
 }
 
@@ -59,7 +59,7 @@ func is(kind error) func(error) bool {
 
 func isTooLarge(err error) bool {
 	var tooLarge *http.MaxBytesError
-	return errors.As(err, &tooLarge) || errors.Is(err, TooLarge)
+	return errors.As(err, &tooLarge) || errors.Is(err, ErrTooLarge)
 }
 
 // Status returns the HTTP status of err and its outcome label; ok is false

@@ -42,7 +42,7 @@ func archiveKey(ro Rollout) string {
 }
 
 // ErrNotFound is returned for an unknown rollout.
-var ErrNotFound = fault.New(fault.NotFound, "rollout not found")
+var ErrNotFound = fault.New(fault.ErrNotFound, "rollout not found")
 
 // Repo keeps rollouts and application state.
 type Repo struct {

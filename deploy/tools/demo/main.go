@@ -55,8 +55,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 const (
