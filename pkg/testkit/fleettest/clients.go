@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	tektonclient "github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -66,13 +69,26 @@ func (c *Clients) Namespace(ctx context.Context, tb testing.TB, prefix string) s
 	return ns
 }
 
-// CreateNamespace creates a namespace named prefix-<random>.
+// CreateNamespace creates a namespace named prefix-<random> and waits for
+// its default ServiceAccount: the controller-manager makes it a moment
+// later, and a pod created before it is refused (Tekton fails a TaskRun
+// whose pod it could not create: this once failed CI).
 func (c *Clients) CreateNamespace(ctx context.Context, prefix string) (string, error) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + hex.EncodeToString(b)}}
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return "", err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Kube.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("waiting for the default ServiceAccount of namespace %s: %w", ns.Name, err)
 	}
 	return ns.Name, nil
 }
