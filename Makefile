@@ -44,16 +44,16 @@ FUZZ_LIVE_TIME_BRIEF ?= 10s
 .PHONY: test
 test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target and a live fuzz of flotilla serve briefly
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 60m ./...
-	GO=$(GO) deploy/fuzz.sh $(FUZZTIME_BRIEF)
-	$(if $(FUZZ_LIVE_TIME_BRIEF),GO=$(GO) $(GO) run ./deploy/fuzzlive -duration $(FUZZ_LIVE_TIME_BRIEF))
+	GO=$(GO) deploy/tools/fuzz.sh $(FUZZTIME_BRIEF)
+	$(if $(FUZZ_LIVE_TIME_BRIEF),GO=$(GO) $(GO) run ./deploy/tools/fuzzlive -duration $(FUZZ_LIVE_TIME_BRIEF))
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
-	GO=$(GO) deploy/fuzz.sh $(FUZZTIME)
+	GO=$(GO) deploy/tools/fuzz.sh $(FUZZTIME)
 
 .PHONY: fuzz-live
 fuzz-live: ## Fuzz a live `flotilla serve` (every receiver, authenticated) for FUZZ_LIVE_TIME (default 60s), then kill -9 and restart it: fails unless it stays up and processing
-	GO=$(GO) $(GO) run ./deploy/fuzzlive -duration $(FUZZ_LIVE_TIME)
+	GO=$(GO) $(GO) run ./deploy/tools/fuzzlive -duration $(FUZZ_LIVE_TIME)
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .golangci.yml
@@ -69,7 +69,7 @@ verify: ## Format, tidy and generate, then fail if the tree changed
 
 .PHONY: demo
 demo: fleet-build ## Run the demo: a 3-cluster fleet, a real registry and flotilla; 1.1.0 rolls out, 1.2.0 fails in wave 2 and rolls back
-	$(GO) run ./deploy/demo
+	$(GO) run ./deploy/tools/demo
 
 BENCH_RUNS  ?= 100
 BENCH_WAVE2 ?= 8,50
@@ -80,28 +80,28 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
 	$(GO) test -run '^$$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 -benchmem ./functions/launch | tee $(CACHE)/bench/launch.txt
-	$(GO) run ./deploy/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
-	$(GO) run ./deploy/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -intake-results $(CACHE)/bench/intake.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
+	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
+	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -intake-results $(CACHE)/bench/intake.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 
 .PHONY: bench-intake
 bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; updates its section of BENCHMARKS.md
-	$(GO) run ./deploy/loadtest -duration 10s -rounds 3 -concurrency 64 -update BENCHMARKS.md
+	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -update BENCHMARKS.md
 
 .PHONY: fleet-build
 fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton) into the cache
-	deploy/local/build.sh >/dev/null
+	deploy/tools/local/build.sh >/dev/null
 
 .PHONY: fleet-up
 fleet-up: fleet-build ## Start a local fleet of N clusters (default 3) with Flagger and Tekton
-	$(GO) run ./deploy/local up -n $(N)
+	$(GO) run ./deploy/tools/local up -n $(N)
 
 .PHONY: fleet-down
 fleet-down: ## Stop the local fleet
-	$(GO) run ./deploy/local down
+	$(GO) run ./deploy/tools/local down
 
 .PHONY: fleet-status
 fleet-status: ## List what the local fleet runs
-	$(GO) run ./deploy/local status
+	$(GO) run ./deploy/tools/local status
 
 $(GOTESTSUM):
 	@mkdir -p $(TOOLS)/gobin-gotestsum

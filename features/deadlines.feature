@@ -9,10 +9,10 @@ Feature: Every cluster step has a deadline, and nothing waits on a cluster
 
   Background:
     Given a registry
-    And every cluster step has a deadline of 20 seconds
 
   Scenario: A pipeline that hangs in one cluster fails that cluster at its deadline and delays no other rollout
-    Given a second application "bravo" that tracks "demo/bravo" in the same waves
+    Given every cluster step has a deadline of 40 seconds
+    And a second application "bravo" that tracks "demo/bravo" in the same waves
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And the workload "bravo" runs in every cluster of the waves
@@ -29,7 +29,8 @@ Feature: Every cluster step has a deadline, and nothing waits on a cluster
     And the primary of "bravo" in every cluster runs version "2.1.0" by digest
 
   Scenario: A cluster whose API server stops mid-wave fails at its deadline; the fleet is rolled back, and a retry finishes the revert once it is back
-    Given flotilla reaches cluster "c2" through a connection that can freeze
+    Given every cluster step has a deadline of 20 seconds
+    And flotilla reaches cluster "c2" through a connection that can freeze
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
-	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 var fleet *localfleet.Fleet

@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // scenario is the state of one running scenario.

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 func (s *scenario) registerFlaggerSteps(sc *godog.ScenarioContext) {

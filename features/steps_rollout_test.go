@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // world is the state of a rollout scenario: a registry, a flotilla process,

@@ -14,7 +14,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 func (s *scenario) registerTektonExecutorSteps(sc *godog.ScenarioContext) {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 func (s *scenario) registerValidationSteps(sc *godog.ScenarioContext) {

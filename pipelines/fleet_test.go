@@ -26,9 +26,9 @@ import (
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/embedded"
 	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
-	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
-	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // fleet has two clusters with Tekton, started by TestMain unless the tests

@@ -30,7 +30,7 @@ const (
 	ResultCommit        = tasks.ResultCommit
 )
 
-// Labels flotilla puts on its PipelineRuns. events.TektonSender reads
+// Labels flotilla puts on its PipelineRuns. intake.TektonSender reads
 // LabelRollout back from Tekton's CloudEvents.
 const (
 	LabelRollout     = "flotilla.dev/rollout"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
-	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
 
 // bumpOnly is the embedded flotilla-rollout Pipeline with its bump-image

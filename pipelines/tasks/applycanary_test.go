@@ -16,8 +16,8 @@ import (
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
-	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // fleet is one cluster, started by TestMain unless the tests run -short;

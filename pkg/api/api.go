@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -63,17 +63,24 @@ func (a *API) Register(mux *http.ServeMux) {
 func (a *API) authorize(r *http.Request) error {
 	want := a.token
 	if want == "" {
-		return errors.New("this call changes state and needs an API token: set server.apiToken in the config")
+		return fault.New(fault.ErrUnauthenticated, "this call changes state and needs an API token: set server.apiToken in the config")
 	}
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return errors.New("missing Authorization: Bearer <server.apiToken>")
+		return fault.New(fault.ErrUnauthenticated, "missing Authorization: Bearer <server.apiToken>")
 	}
 	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	if subtle.ConstantTimeCompare(g[:], w[:]) != 1 {
-		return errors.New("wrong API token")
+		return fault.New(fault.ErrUnauthenticated, "wrong API token")
 	}
 	return nil
+}
+
+// writeError answers err with the status pkg/fault's table gives its kind
+// (503, retry, for an error of no kind) and {"error": "..."}.
+func writeError(w http.ResponseWriter, err error) {
+	status, _, _ := fault.Status(err)
+	writeJSON(w, status, map[string]string{"error": err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
-	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 // ApprovalRequest is the body of POST /api/v1/rollouts/{id}/approval.
@@ -25,7 +25,7 @@ type ApprovalRequest struct {
 // approve records a manual verdict on a rollout. It needs the API token.
 func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 	if err := a.authorize(r); err != nil {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
+		writeError(w, err)
 		return
 	}
 	id := r.PathValue("id")
@@ -33,29 +33,24 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "decoding approval: " + err.Error()})
+		writeError(w, fault.Permanent(fmt.Errorf("decoding approval: %w", err)))
 		return
 	}
 	ro, err := a.rollouts.Get(r.Context(), id)
-	switch {
-	case errors.Is(err, rollout.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-		return
-	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	if req.Cluster != "" && !hasCluster(ro, req.Cluster) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("rollout %s has no cluster %q", id, req.Cluster)})
+		writeError(w, fault.Permanent(fmt.Errorf("rollout %s has no cluster %q", id, req.Cluster)))
 		return
 	}
 	v := gates.Approval{Status: req.Status, By: req.By, Reason: req.Reason, At: time.Now().UTC()}
 	if err := a.approvals.Approve(r.Context(), id, req.Cluster, v); err != nil {
-		status := http.StatusInternalServerError
 		if errors.Is(err, gates.ErrInvalidApproval) {
-			status = http.StatusBadRequest
+			err = fault.Permanent(err)
 		}
-		writeJSON(w, status, map[string]string{"error": err.Error()})
+		writeError(w, err)
 		return
 	}
 	a.log.Info("rollout approval recorded", "rollout", id, "cluster", req.Cluster, "status", req.Status, "by", req.By)

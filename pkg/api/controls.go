@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -32,7 +33,7 @@ type RetryResponse struct {
 // that failed, and the events functions gave up on (see functions/rollback).
 func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 	if err := a.authorize(r); err != nil {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
+		writeError(w, err)
 		return
 	}
 	id := r.PathValue("id")
@@ -40,37 +41,33 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "decoding retry: " + err.Error()})
+		writeError(w, fault.Permanent(fmt.Errorf("decoding retry: %w", err)))
 		return
 	}
 	ro, err := a.rollouts.Get(r.Context(), id)
-	switch {
-	case errors.Is(err, rollout.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-		return
-	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	if req.Cluster != "" && !hasCluster(ro, req.Cluster) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("rollout %s has no cluster %q", id, req.Cluster)})
+		writeError(w, fault.Permanent(fmt.Errorf("rollout %s has no cluster %q", id, req.Cluster)))
 		return
 	}
 	what := retrying(ro, req.Cluster)
 	if what == "" {
-		writeJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("rollout %s is %s and nothing of it failed that a retry could do again", id, ro.Phase)})
+		writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s is %s and nothing of it failed that a retry could do again", id, ro.Phase)))
 		return
 	}
 	attempt := ro.Retries + 1
 	e, err := events.New(fmt.Sprintf("retry/%s/%d", id, attempt), "/flotilla/api", events.TypeRolloutRetryRequested,
 		events.RolloutRetryRequested{RolloutID: id, Cluster: req.Cluster, Attempt: attempt, User: req.By})
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		writeError(w, err)
 		return
 	}
 	e.SetExtension(events.ExtRolloutID, id)
 	if _, err := a.journal.Append(r.Context(), e); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "journaling the retry: " + err.Error()})
+		writeError(w, fmt.Errorf("journaling the retry: %w", err))
 		return
 	}
 	a.log.Info("rollout retry requested", "rollout", id, "cluster", req.Cluster, "attempt", attempt, "by", req.By)

@@ -1,12 +1,12 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -25,14 +25,14 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxPageSize {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit: want a number from 1 to %d, got %q", maxPageSize, l)})
+			writeError(w, fault.Permanent(fmt.Errorf("limit: want a number from 1 to %d, got %q", maxPageSize, l)))
 			return
 		}
 		limit = n
 	}
 	page, err := a.rollouts.List(r.Context(), q.Get("before"), limit)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		writeError(w, err)
 		return
 	}
 	ros := page.Rollouts
@@ -49,14 +49,11 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 // getRollout answers one rollout, in flight or finished.
 func (a *API) getRollout(w http.ResponseWriter, r *http.Request) {
 	ro, err := a.rollouts.Get(r.Context(), r.PathValue("id"))
-	switch {
-	case errors.Is(err, rollout.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-	default:
-		writeJSON(w, http.StatusOK, ro)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, ro)
 }
 
 func hasCluster(ro rollout.Rollout, name string) bool {

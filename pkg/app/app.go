@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/flotilla-cd/flotilla/functions/advance"
 	"github.com/flotilla-cd/flotilla/functions/launch"
 	"github.com/flotilla-cd/flotilla/functions/observe"
@@ -61,7 +61,7 @@ type Server struct {
 	repo      *rollout.Repo
 	approvals *gates.StoreApprovals
 	api       *api.API
-	intake    *events.Intake
+	intake    *intake.Intake
 	dispatch  *dispatch.Dispatcher
 	mirror    *dispatch.Mirror
 	resync    *resync.Resyncer
@@ -178,9 +178,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.APITokenValue, o.Logger)
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
-	s.intake, err = events.NewIntake(receiverConfigs(cfg.Receivers), journal{s.store}, events.WithGateKeeper(keeper),
-		events.WithObserver(observePipelineRuns(o.Executor)),
-		events.WithIntakeLogger(o.Logger), events.WithIntakeMetrics(o.Registerer))
+	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.store}, intake.WithGateKeeper(keeper),
+		intake.WithObserver(observePipelineRuns(o.Executor)),
+		intake.WithLogger(o.Logger), intake.WithMetrics(o.Registerer))
 	if err != nil {
 		return err
 	}
@@ -204,10 +204,10 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 const MaxHeaderBytes = 64 << 10
 
 // receiverConfigs translates the config's receivers for the intake.
-func receiverConfigs(rs []config.Receiver) []events.ReceiverConfig {
-	out := make([]events.ReceiverConfig, 0, len(rs))
+func receiverConfigs(rs []config.Receiver) []intake.ReceiverConfig {
+	out := make([]intake.ReceiverConfig, 0, len(rs))
 	for _, r := range rs {
-		rc := events.ReceiverConfig{
+		rc := intake.ReceiverConfig{
 			Name:     r.Name,
 			Type:     r.Type,
 			Secret:   r.SecretValue,
@@ -216,7 +216,7 @@ func receiverConfigs(rs []config.Receiver) []events.ReceiverConfig {
 			Insecure: r.Insecure,
 		}
 		if o := r.OIDC; o != nil {
-			rc.OIDC = events.OIDCConfig{
+			rc.OIDC = intake.OIDCConfig{
 				Issuer:         o.Issuer,
 				Audience:       o.Audience,
 				JWKSURL:        o.JWKSURL,
@@ -225,7 +225,7 @@ func receiverConfigs(rs []config.Receiver) []events.ReceiverConfig {
 			}
 		}
 		if l := r.RateLimit; l != nil {
-			rc.RateLimit = events.RateLimit{PerSecond: l.PerSecond, Burst: l.Burst}
+			rc.RateLimit = intake.RateLimit{PerSecond: l.PerSecond, Burst: l.Burst}
 		}
 		out = append(out, rc)
 	}

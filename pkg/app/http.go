@@ -5,14 +5,13 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(events.EventsPath, s.intake)
+	mux.Handle(intake.EventsPath, s.intake)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))

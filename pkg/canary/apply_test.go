@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
-	"github.com/flotilla-cd/flotilla/pkg/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
-	"github.com/flotilla-cd/flotilla/pkg/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // fleet is one cluster (a real kube-apiserver with Flagger's CRDs and a

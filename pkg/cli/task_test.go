@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
 
 // deploymentsRepo is a real bare repository in t.TempDir() holding one

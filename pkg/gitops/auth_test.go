@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"

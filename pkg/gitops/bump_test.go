@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/gitops/gittest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/util"
 	git "github.com/go-git/go-git/v5"

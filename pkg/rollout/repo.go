@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/flotilla-cd/flotilla/pkg/store"
 	"sort"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 // Documents is the part of the store the Repo needs (pkg/store implements it).
@@ -40,7 +42,7 @@ func archiveKey(ro Rollout) string {
 }
 
 // ErrNotFound is returned for an unknown rollout.
-var ErrNotFound = errors.New("rollout not found")
+var ErrNotFound = fault.New(fault.ErrNotFound, "rollout not found")
 
 // Repo keeps rollouts and application state.
 type Repo struct {

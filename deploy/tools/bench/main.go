@@ -1,0 +1,189 @@
+// Command bench measures flotilla's reaction latencies on a real local fleet:
+//
+//   - A: registry notification POSTed -> wave 1's first apply request;
+//   - B: wave 1's last "Promotion completed!" event POSTed -> every canary of
+//     wave 2 applied (the last wave-2 apply request started, and returned).
+//
+// It starts its own fleet (pkg/testkit/localfleet, no Tekton), an in-process registry
+// and flotilla's whole main job in process (pkg/app) with the embedded
+// executor wrapped by a recorder that timestamps every ApplyCanary call. Wave
+// 1 is completed without waiting for Flagger's analysis: the bench does what
+// Flagger does at promotion (the primary runs the new image, the canary's
+// status says Succeeded) and POSTs the event Flagger would send.
+//
+//	go run ./deploy/tools/bench -runs 100 -wave2 8,50 -out BENCHMARKS.md
+//
+// Build the fleet's binaries first (make fleet-build); `make bench` does both.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	runs       int
+	warmup     int
+	clusters   int
+	wave1      int
+	wave2      []int
+	interval   time.Duration
+	settle     time.Duration
+	out        string
+	storeFile  string
+	launchFile string
+	intake     string
+	keep       bool
+	verbose    bool
+	trace      bool
+	cpuprofile string
+	raw        string
+	inflight   int
+	apps       int
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.runs, "runs", 100, "measured rollouts per scenario")
+	fs.IntVar(&o.warmup, "warmup", 2, "unmeasured rollouts per scenario before the measured ones (the first waits for Flagger's initialization)")
+	fs.IntVar(&o.clusters, "clusters", 9, "real clusters to start: c1 serves wave 1, c2..cN serve wave 2")
+	fs.IntVar(&o.wave1, "wave1", 1, "named clusters in wave 1 (spread over c1)")
+	wave2 := fs.String("wave2", "8,50", "comma-separated scenarios: named clusters in wave 2 (spread over c2..cN)")
+	fs.DurationVar(&o.interval, "analysis-interval", time.Minute, "Flagger analysis interval of the canaries (10 iterations of it: Flagger never promotes on its own during a run)")
+	fs.DurationVar(&o.settle, "settle", 500*time.Millisecond, "pause between runs once every Deployment has rolled out")
+	fs.StringVar(&o.out, "out", "", "write the report to this markdown file (BENCHMARKS.md)")
+	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
+	fs.StringVar(&o.launchFile, "launch-results", "", "output of `go test -bench BenchmarkLaunchWave ./functions/launch` to include in the report")
+	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/tools/loadtest -out` to include in the report")
+	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
+	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
+	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")
+	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
+	fs.IntVar(&o.inflight, "inflight", 0, "also run the last -wave2 scenario with this many rollouts of other applications held in flight (0: not)")
+	fs.IntVar(&o.apps, "apps", 10, "the other applications the -inflight rollouts spread over")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(*wave2, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-wave2: %q is not a positive number", s)
+		}
+		o.wave2 = append(o.wave2, n)
+	}
+	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.apps < 1 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -apps >= 1")
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	env := captureMachine()
+	b, err := newBench(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	env.fleetRSS = b.fleetRSS()
+
+	if o.cpuprofile != "" {
+		stop, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	var results []scenarioResult
+	type plan struct{ wave2, inflight int }
+	var plans []plan
+	for _, n := range o.wave2 {
+		plans = append(plans, plan{n, 0})
+	}
+	if o.inflight > 0 {
+		plans = append(plans, plan{o.wave2[len(o.wave2)-1], o.inflight})
+	}
+	for i, pl := range plans {
+		n := pl.wave2
+		sc, err := b.newScenario(ctx, i, n, pl.inflight)
+		if err != nil {
+			return fmt.Errorf("scenario wave2=%d: %w", n, err)
+		}
+		res, err := sc.run(ctx)
+		sc.close()
+		if err != nil {
+			return fmt.Errorf("scenario wave2=%d: %w", n, err)
+		}
+		results = append(results, res)
+		fmt.Fprintln(os.Stderr, res.summary())
+	}
+	env.loadAfter = loadAvg()
+
+	var store []storeResult
+	if o.storeFile != "" {
+		if store, err = parseStoreBench(o.storeFile); err != nil {
+			return err
+		}
+	}
+	var launch []storeResult
+	if o.launchFile != "" {
+		if launch, err = parseStoreBench(o.launchFile); err != nil {
+			return err
+		}
+	}
+	if o.raw != "" {
+		if err := writeRaw(o.raw, results); err != nil {
+			return err
+		}
+	}
+	var intake string
+	if o.intake != "" {
+		b, err := os.ReadFile(o.intake)
+		if err != nil {
+			return fmt.Errorf("reading intake results: %w", err)
+		}
+		intake = string(b)
+	}
+	report := renderReport(o, env, results, store, launch, intake)
+	fmt.Print(report)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", o.out, err)
+		}
+		fmt.Fprintln(os.Stderr, "report written to", o.out)
+	}
+	return nil
+}
+
+// startCPUProfile profiles the process into path until the returned stop.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}

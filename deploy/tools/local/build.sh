@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# build.sh builds the binaries of the local fleet from the Go module proxy into a
+# cache outside the repository, keyed on versions, so a second run rebuilds nothing.
+#
+#   deploy/tools/local/build.sh            # build what is missing, print the bin dir
+#   FLOTILLA_CACHE=/path build.sh    # cache root (default ${XDG_CACHE_HOME:-~/.cache}/flotilla)
+#
+# Components and why each is patched are described in deploy/tools/local/README.md.
+set -euo pipefail
+
+ETCD_VERSION=3.6.4
+KUBE_VERSION=1.34.4
+KWOK_VERSION=0.7.0
+FLAGGER_VERSION=1.41.0
+TEKTON_VERSION=1.9.0
+
+CACHE=${FLOTILLA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla}
+BIN=$CACHE/bin
+SRC=$CACHE/src
+mkdir -p "$BIN" "$SRC"
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+LDFLAGS_STRIP="-s -w"
+
+log() { printf '[fleet-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# have NAME: the binary is already in the cache.
+have() { [ -x "$BIN/$1" ]; }
+
+# moddir MODULE@VERSION: download a module and print its directory in the module cache.
+moddir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
+
+# patch FILE FROM TO: replace one literal string and fail if it was not there.
+patch() {
+  local file=$1 from=$2 to=$3
+  grep -qF -- "$from" "$file" || die "patch: $file does not contain: $from"
+  FROM="$from" TO="$to" perl -0pi -e 's/\Q$ENV{FROM}\E/$ENV{TO}/g' "$file"
+}
+
+# copymod MODULE@VERSION DEST: a writable copy of a module, for patching.
+copymod() {
+  local dir; dir=$(moddir "$1")
+  [ -n "$dir" ] || die "cannot download $1"
+  rm -rf "$2"; cp -r "$dir" "$2"; chmod -R u+w "$2"
+}
+
+build_etcd() {
+  local name=etcd-$ETCD_VERSION
+  have "$name" && return
+  log "building etcd $ETCD_VERSION (about 1.5 min cold)"
+  local w=$SRC/etcd-wrap-$ETCD_VERSION
+  rm -rf "$w"; mkdir -p "$w"
+  cat >"$w/go.mod" <<MOD
+module flotilla.local/etcdwrap
+
+go 1.24
+
+require go.etcd.io/etcd/server/v3 v$ETCD_VERSION
+MOD
+  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$w/tools.go"
+  (cd "$w" && go mod tidy && go build -ldflags "$LDFLAGS_STRIP" -o "$BIN/$name.tmp" go.etcd.io/etcd/server/v3)
+  mv "$BIN/$name.tmp" "$BIN/$name"
+}
+
+build_kube() {
+  local names=(kube-apiserver kube-controller-manager kube-scheduler) n
+  local all=1
+  for n in "${names[@]}"; do have "$n-$KUBE_VERSION" || all=0; done
+  [ $all = 1 ] && return
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION (about 6 min cold)"
+  local w=$SRC/kube-wrap-$KUBE_VERSION
+  rm -rf "$w"; mkdir -p "$w"
+  moddir "k8s.io/kubernetes@v$KUBE_VERSION" >/dev/null
+  local gomod; gomod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/v$KUBE_VERSION.mod
+  local minor=${KUBE_VERSION#*.}; minor=${minor%%.*}
+  {
+    printf 'module flotilla.local/kubewrap\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$KUBE_VERSION"
+    sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 v0.'"${KUBE_VERSION#*.}"'#p' "$gomod"
+    printf ')\n'
+  } >"$w/go.mod"
+  [ "$(grep -c '=> k8s.io' "$w/go.mod")" -ge 30 ] || die "unexpected replace block in kubernetes go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n' >"$w/tools.go"
+  for n in "${names[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$n" >>"$w/tools.go"; done
+  printf ')\n' >>"$w/tools.go"
+  local v=v$KUBE_VERSION x=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x="$x -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  (cd "$w" && go mod tidy && mkdir -p out && \
+    go build -ldflags "$LDFLAGS_STRIP $x" -o out/ $(for n in "${names[@]}"; do printf 'k8s.io/kubernetes/cmd/%s ' "$n"; done))
+  for n in "${names[@]}"; do mv "$w/out/$n" "$BIN/$n-$KUBE_VERSION"; done
+}
+
+build_kwok() {
+  have "kwok-$KWOK_VERSION" && return
+  log "building kwok v$KWOK_VERSION (about 1.5 min cold)"
+  local tmp=$SRC/kwok-gobin; rm -rf "$tmp"; mkdir -p "$tmp"
+  GOBIN=$tmp go install -ldflags "$LDFLAGS_STRIP" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
+  mv "$tmp/kwok" "$BIN/kwok-$KWOK_VERSION"
+}
+
+# Flagger's HTTP server binds every interface; we bind it to 127.0.0.1. The "fast"
+# build also lowers Flagger's 10s minimum analysis interval to 1s for quick tests.
+build_flagger() {
+  have "flagger-$FLAGGER_VERSION" && have "flagger-$FLAGGER_VERSION-fast" && \
+    [ -f "$BIN/flagger-$FLAGGER_VERSION-crd.yaml" ] && return
+  log "building flagger v$FLAGGER_VERSION, stock and fast (about 2.5 min cold)"
+  local w=$SRC/flagger-$FLAGGER_VERSION
+  copymod "github.com/fluxcd/flagger@v$FLAGGER_VERSION" "$w"
+  patch "$w/pkg/server/server.go" 'Addr:         ":" + port,' 'Addr:         "127.0.0.1:" + port,'
+  (cd "$w" && go build -ldflags "$LDFLAGS_STRIP" -o "$BIN/flagger-$FLAGGER_VERSION.tmp" ./cmd/flagger)
+  patch "$w/pkg/apis/flagger/v1beta1/canary.go" \
+    $'if interval < 10*time.Second {\n\t\treturn time.Second * 10' \
+    $'if interval < 1*time.Second {\n\t\treturn time.Second * 1'
+  (cd "$w" && go build -ldflags "$LDFLAGS_STRIP" -o "$BIN/flagger-$FLAGGER_VERSION-fast" ./cmd/flagger)
+  cp "$w/artifacts/flagger/crd.yaml" "$BIN/flagger-$FLAGGER_VERSION-crd.yaml"
+  mv "$BIN/flagger-$FLAGGER_VERSION.tmp" "$BIN/flagger-$FLAGGER_VERSION"
+}
+
+# Tekton's controller and knative.dev/pkg start three servers on every interface,
+# one on a hard-coded port. We bind them to 127.0.0.1 and make the health port
+# configurable (KNATIVE_HEALTH_PROBES_PORT) so several controllers can run at once.
+build_tekton() {
+  have "tekton-controller-$TEKTON_VERSION" && [ -d "$BIN/tekton-$TEKTON_VERSION-config" ] && return
+  log "building tekton pipelines controller v$TEKTON_VERSION (about 4 min cold)"
+  local w=$SRC/tekton-$TEKTON_VERSION
+  copymod "github.com/tektoncd/pipeline@v$TEKTON_VERSION" "$w"
+  local kpv; kpv=$(sed -n 's/^\tknative.dev\/pkg \(v[^ ]*\).*/\1/p' "$w/go.mod" | head -1)
+  [ -n "$kpv" ] || die "cannot find knative.dev/pkg in tekton's go.mod"
+  local k=$SRC/knative-pkg-$kpv
+  copymod "knative.dev/pkg@$kpv" "$k"
+  patch "$k/profiling/server.go" 'Addr:              ":" + port,' 'Addr:              "127.0.0.1:" + port,'
+  patch "$k/injection/health_check.go" 'Addr: ":" + strconv.Itoa(port)}' 'Addr: "127.0.0.1:" + strconv.Itoa(port)}'
+  patch "$k/injection/health_check.go" 'server := http.Server{' \
+    $'if p, err := strconv.Atoi(os.Getenv("KNATIVE_HEALTH_PROBES_PORT")); err == nil {\n\t\tport = p\n\t}\n\tserver := http.Server{'
+  patch "$k/injection/health_check.go" 'import (' $'import (\n\t"os"'
+  patch "$w/cmd/controller/main.go" 'http.ListenAndServe(":"+port, mux)' 'http.ListenAndServe("127.0.0.1:"+port, mux)'
+  (cd "$w" && go mod edit -replace "knative.dev/pkg=$k" && \
+    go build -ldflags "$LDFLAGS_STRIP" -o "$BIN/tekton-controller-$TEKTON_VERSION.tmp" ./cmd/controller)
+  local cfg=$BIN/tekton-$TEKTON_VERSION-config
+  rm -rf "$cfg"; mkdir -p "$cfg/crds"
+  cp "$w"/config/100-namespace/*.yaml "$cfg/"
+  cp "$w"/config/300-crds/*.yaml "$cfg/crds/"
+  cp "$w"/config/config-*.yaml "$cfg/"
+  mv "$BIN/tekton-controller-$TEKTON_VERSION.tmp" "$BIN/tekton-controller-$TEKTON_VERSION"
+}
+
+start=$(date +%s)
+build_etcd
+build_kwok
+build_flagger
+build_kube
+build_tekton
+log "all fleet binaries ready in $BIN ($(( $(date +%s) - start ))s)"
+echo "$BIN"

@@ -1,0 +1,78 @@
+package localfleet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Pinned versions of the fleet's components. deploy/tools/local/build.sh builds the
+// same versions; keep them in step.
+const (
+	EtcdVersion    = "3.6.4"
+	KubeVersion    = "1.34.4"
+	KwokVersion    = "0.7.0"
+	FlaggerVersion = "1.41.0"
+	TektonVersion  = "1.9.0"
+)
+
+// CacheDir is where build.sh keeps its sources and binaries:
+// $FLOTILLA_CACHE, else $XDG_CACHE_HOME/flotilla, else ~/.cache/flotilla.
+func CacheDir() string {
+	if d := os.Getenv("FLOTILLA_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "flotilla")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "flotilla-cache")
+	}
+	return filepath.Join(home, ".cache", "flotilla")
+}
+
+// BinDir is the directory of the built fleet binaries.
+func BinDir() string { return filepath.Join(CacheDir(), "bin") }
+
+// binaries names every file of BinDir the fleet needs.
+type binaries struct {
+	dir string
+}
+
+func (b binaries) path(name string) string { return filepath.Join(b.dir, name) }
+
+func (b binaries) etcd() string          { return b.path("etcd-" + EtcdVersion) }
+func (b binaries) apiserver() string     { return b.path("kube-apiserver-" + KubeVersion) }
+func (b binaries) controllerMgr() string { return b.path("kube-controller-manager-" + KubeVersion) }
+func (b binaries) scheduler() string     { return b.path("kube-scheduler-" + KubeVersion) }
+func (b binaries) kwok() string          { return b.path("kwok-" + KwokVersion) }
+func (b binaries) tekton() string        { return b.path("tekton-controller-" + TektonVersion) }
+func (b binaries) tektonConfig() string  { return b.path("tekton-" + TektonVersion + "-config") }
+func (b binaries) flaggerCRD() string    { return b.path("flagger-" + FlaggerVersion + "-crd.yaml") }
+
+func (b binaries) flagger(stock bool) string {
+	if stock {
+		return b.path("flagger-" + FlaggerVersion)
+	}
+	return b.path("flagger-" + FlaggerVersion + "-fast")
+}
+
+// check reports every missing binary at once, with the command that builds them.
+func (b binaries) check(tekton bool) error {
+	need := []string{b.etcd(), b.apiserver(), b.controllerMgr(), b.scheduler(), b.kwok(),
+		b.flagger(true), b.flagger(false), b.flaggerCRD()}
+	if tekton {
+		need = append(need, b.tekton(), b.tektonConfig())
+	}
+	var missing []string
+	for _, p := range need {
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("fleet binaries missing (run deploy/tools/local/build.sh or make fleet-build): %v", missing)
+	}
+	return nil
+}
