@@ -108,11 +108,27 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 	return s, nil
 }
 
+// storeBounds are the journal's retention and dedupe window as configured
+// (the store's defaults where the config, not made by config.Parse, has
+// none).
+func storeBounds(c config.Server) []store.Option {
+	var opts []store.Option
+	if c.Retention != nil {
+		opts = append(opts, store.WithRetention(c.Retention.Duration))
+	}
+	maxEvents := -1 // the store's default
+	if c.DedupeMaxEvents != nil {
+		maxEvents = *c.DedupeMaxEvents
+	}
+	return append(opts, store.WithDedupeWindow(c.DedupeWindow.Duration, maxEvents))
+}
+
 // build opens the store and the listener and builds the parts of s. On an
 // error, s holds what was opened so far, for Close.
 func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, flaggerRecv config.Receiver) (err error) {
 	cfg := s.cfg
-	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), store.WithLogger(o.Logger), store.WithMetrics(o.Registerer))
+	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), append(storeBounds(cfg.Server),
+		store.WithLogger(o.Logger), store.WithMetrics(o.Registerer))...)
 	if err != nil {
 		return err
 	}

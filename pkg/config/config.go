@@ -34,6 +34,19 @@ type Server struct {
 	// to Workers, so one slow cluster never holds up another rollout.
 	// 1-1024; default 16.
 	Workers int `json:"workers"`
+	// Retention is how long the journal keeps events that every consumer
+	// has handled; older segments are deleted. "0s" keeps every event.
+	// Default 168h (a week).
+	Retention *Duration `json:"retention"`
+	// DedupeWindow is how long an event id is remembered, so that a
+	// sender's redelivery of the same webhook (same delivery id) is
+	// dropped rather than handled twice. At least 1m; default 24h.
+	DedupeWindow Duration `json:"dedupeWindow"`
+	// DedupeMaxEvents bounds the ids remembered (about 30 bytes of memory
+	// each): under a flood, ids older than the last DedupeMaxEvents events
+	// are forgotten before DedupeWindow has passed. 0: no bound by number.
+	// Default 1000000.
+	DedupeMaxEvents *int `json:"dedupeMaxEvents"`
 	// APIToken authenticates the API calls that change something
 	// (approvals): "Authorization: Bearer <token>". Without it, those calls
 	// are refused; reading the API needs no token.

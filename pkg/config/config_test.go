@@ -103,10 +103,13 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Server: Server{
-			Listen:   "127.0.0.1:8080",
-			DataDir:  filepath.Join(dir, "flotilla-data"),
-			Instance: "flotilla",
-			Workers:  16,
+			Listen:          "127.0.0.1:8080",
+			DataDir:         filepath.Join(dir, "flotilla-data"),
+			Instance:        "flotilla",
+			Workers:         16,
+			Retention:       &Duration{Duration: 168 * time.Hour},
+			DedupeWindow:    Duration{Duration: 24 * time.Hour},
+			DedupeMaxEvents: ptr.To(1000000),
 		},
 		Receivers: []Receiver{{
 			Name:        "registry",

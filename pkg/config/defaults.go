@@ -30,6 +30,9 @@ const (
 	DefaultValidationPeriod = 15 * time.Minute
 	DefaultInstance         = "flotilla"
 	DefaultWorkers          = 16
+	DefaultRetention        = 7 * 24 * time.Hour
+	DefaultDedupeWindow     = 24 * time.Hour
+	DefaultDedupeMaxEvents  = 1_000_000
 	DefaultTektonNamespace  = "flotilla"
 	DefaultGitOpsEdit       = "kustomize"
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
@@ -47,6 +50,16 @@ func applyDefaults(c *Config, base string) {
 	}
 	if s.Workers == 0 {
 		s.Workers = DefaultWorkers
+	}
+	if s.Retention == nil {
+		s.Retention = &Duration{DefaultRetention}
+	}
+	if s.DedupeWindow.Duration == 0 {
+		s.DedupeWindow.Duration = DefaultDedupeWindow
+	}
+	if s.DedupeMaxEvents == nil {
+		n := DefaultDedupeMaxEvents
+		s.DedupeMaxEvents = &n
 	}
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir

@@ -39,11 +39,14 @@ func TestExampleConfig(t *testing.T) {
 	}
 	want := &Config{
 		Server: Server{
-			Listen:      "127.0.0.1:8080",
-			DataDir:     "/tmp/flotilla-data",
-			ExternalURL: "http://127.0.0.1:8080",
-			Instance:    "flotilla",
-			Workers:     16,
+			Listen:          "127.0.0.1:8080",
+			DataDir:         "/tmp/flotilla-data",
+			ExternalURL:     "http://127.0.0.1:8080",
+			Instance:        "flotilla",
+			Workers:         16,
+			Retention:       &Duration{Duration: 168 * time.Hour},
+			DedupeWindow:    Duration{Duration: 24 * time.Hour},
+			DedupeMaxEvents: ptr.To(1000000),
 		},
 		Receivers: []Receiver{
 			{Name: "registry", Type: "distribution", Secret: &Secret{Env: "FLOTILLA_REGISTRY_TOKEN"}, SecretValue: "registry-token"},

@@ -84,6 +84,15 @@ func (v *validator) server(s *Server) {
 	if s.Workers < 1 || s.Workers > 1024 {
 		v.addf("server.workers", "%d is out of range: want 1 to 1024", s.Workers)
 	}
+	if s.Retention != nil && s.Retention.Duration < 0 {
+		v.addf("server.retention", "%s is negative: want a duration, or 0s to keep every event", s.Retention.Duration)
+	}
+	if s.DedupeWindow.Duration < time.Minute {
+		v.addf("server.dedupeWindow", "%s is too short: want at least 1m (a sender retries a failed delivery within minutes)", s.DedupeWindow.Duration)
+	}
+	if s.DedupeMaxEvents != nil && *s.DedupeMaxEvents < 0 {
+		v.addf("server.dedupeMaxEvents", "%d is negative: want a number of events, or 0 for no bound", *s.DedupeMaxEvents)
+	}
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}

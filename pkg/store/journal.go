@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -165,23 +164,29 @@ func (s *Store) commit(batch []*appendReq) {
 	recs := s.recs[:0]
 	seq := s.journal.lastSeq()
 	dups := 0
+	keys := s.keys[:0]
+	s.idsMu.RLock()
 	for i, req := range batch {
 		for j, e := range req.evs {
 			id := e.ID()
-			if _, dup := s.pending[id]; dup {
+			k := keyOf(id)
+			if _, dup := s.pending[k]; dup {
 				dups++
 				continue
 			}
-			if _, dup := s.ids[id]; dup { // only the writer changes ids
+			if s.ids.has(k) {
 				dups++
 				continue
 			}
 			seq++
-			s.pending[id] = seq
+			s.pending[k] = struct{}{}
+			keys = append(keys, k)
 			recs = append(recs, logRecord{seq: seq, id: id, raw: req.raw[j]})
 			results[i].recs = append(results[i].recs, Record{Seq: seq, Event: e})
 		}
 	}
+	s.idsMu.RUnlock()
+	s.keys = keys
 	s.recs = recs
 	start := time.Now()
 	if err := s.journal.append(recs); err != nil {
@@ -196,8 +201,11 @@ func (s *Store) commit(batch []*appendReq) {
 	s.logger.Debug("committed journal batch", "requests", len(batch), "events", len(recs), "duration", time.Since(start))
 	s.metrics.committed(len(recs), dups)
 	if len(recs) > 0 {
+		first, now := s.journal.lastSegment(), s.clock()
 		s.idsMu.Lock()
-		maps.Copy(s.ids, s.pending)
+		for _, k := range keys {
+			s.ids.add(first, now, k)
+		}
 		s.idsMu.Unlock()
 		s.notify()
 	}
@@ -404,13 +412,15 @@ func (s *Store) Read(ctx context.Context, after uint64, limit int) ([]Record, er
 	return recs, nil
 }
 
-// Has reports whether an event with id is journaled.
+// Has reports whether an event with id is journaled, within the dedupe
+// window (see [WithDedupeWindow]).
 func (s *Store) Has(ctx context.Context, id string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("looking up event %q: %w", id, err)
 	}
+	k := keyOf(id)
 	s.idsMu.RLock()
-	_, found := s.ids[id]
+	found := s.ids.has(k)
 	s.idsMu.RUnlock()
 	return found, nil
 }

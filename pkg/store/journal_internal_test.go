@@ -74,7 +74,7 @@ func TestJournalStopsAfterAWriteFailure(t *testing.T) {
 // as usual, and its id still counts for de-duplication.
 func TestReadReturnsAnUnreadableRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "flotilla.db")
-	l, err := openLog(JournalDir(path), defaultSegmentSize, slog.New(slog.DiscardHandler), func(uint64, string) {})
+	l, err := openLog(JournalDir(path), defaultSegmentSize, slog.New(slog.DiscardHandler), func(*segment, uint64, string) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The event log is the journal on disk: a directory of segment files, each
@@ -64,6 +65,10 @@ type segment struct {
 	offsets []uint32 // offsets[i] is where record first+i starts
 	size    int64    // end of the last record
 	zeroed  int64    // the file is allocated and zero beyond size up to here (writer only)
+	// written is when a record was last written to it (its file's
+	// modification time for a segment found at open); started is when this
+	// process started writing it (or opened it), for rolling on age.
+	written, started time.Time
 }
 
 // eventLog appends records (one writer) and reads them (any goroutine).
@@ -72,17 +77,30 @@ type eventLog struct {
 	dir         string
 	segmentSize int64
 
-	mu   sync.RWMutex // guards segs, each segment's offsets and size, and last
+	mu   sync.RWMutex // guards segs, each segment's offsets, size and written, and last
 	segs []*segment
 	last uint64 // seq of the last synced record; 0 if none
+	// files is held (read) by readers while they read segment files, and
+	// (write) by removeFront while it closes the files it removes.
+	files sync.RWMutex
+
+	now func() time.Time
+	// rollAfter starts a new segment once the current one has been written
+	// this long, so that retention and the dedupe window, which go a segment
+	// at a time, are not held up by a quiet log. 0: only by size.
+	rollAfter time.Duration
 
 	buf []byte // the writer's encoding buffer
 }
 
+// recordFunc is called for every record found at open, in order, with the
+// segment it is in.
+type recordFunc func(seg *segment, seq uint64, id string)
+
 // openLog opens the log in dir, creating dir if needed, and calls fn for
 // every record in order (to rebuild indexes). It logs a torn tail it zeroes
 // to logger.
-func openLog(dir string, segmentSize int64, logger *slog.Logger, fn func(seq uint64, id string)) (*eventLog, error) {
+func openLog(dir string, segmentSize int64, logger *slog.Logger, fn recordFunc) (*eventLog, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating journal directory: %w", err)
@@ -92,13 +110,16 @@ func openLog(dir string, segmentSize int64, logger *slog.Logger, fn func(seq uin
 			return nil, err
 		}
 	}
-	l := &eventLog{dir: dir, segmentSize: segmentSize}
+	l := &eventLog{dir: dir, segmentSize: segmentSize, now: time.Now}
 	firsts, err := segmentFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	for i, first := range firsts {
-		if l.last != 0 && first != l.last+1 || l.last == 0 && i > 0 {
+		if i == 0 {
+			// Retention may have removed the records before it.
+			l.last = first - 1
+		} else if first != l.last+1 {
 			_ = l.close()
 			return nil, fmt.Errorf("%w: segment %s follows record %d; %s", errCorrupt, filepath.Base(segmentPath(dir, first)), l.last, repairHint(dir))
 		}
@@ -161,7 +182,7 @@ func segmentPath(dir string, first uint64) string {
 // one's; a crash never tears a segment the log has moved on from), and only
 // if no intact record follows in it. Otherwise it refuses to open rather
 // than drop acknowledged records, and names the repair command.
-func openSegment(dir string, first, next uint64, logger *slog.Logger, fn func(seq uint64, id string)) (*segment, error) {
+func openSegment(dir string, first, next uint64, logger *slog.Logger, fn recordFunc) (*segment, error) {
 	path := segmentPath(dir, first)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -176,12 +197,16 @@ func openSegment(dir string, first, next uint64, logger *slog.Logger, fn func(se
 }
 
 // scanSegment is openSegment on the open file f.
-func scanSegment(f *os.File, path string, first, next uint64, logger *slog.Logger, fn func(seq uint64, id string)) (*segment, error) {
+func scanSegment(f *os.File, path string, first, next uint64, logger *slog.Logger, fn recordFunc) (*segment, error) {
 	r, err := newSegmentReader(f, path)
 	if err != nil {
 		return nil, err
 	}
-	seg := &segment{first: first, f: f}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading journal segment %s: %w", path, err)
+	}
+	seg := &segment{first: first, f: f, written: fi.ModTime(), started: time.Now()}
 	var off int64
 	seq := first
 	for {
@@ -196,7 +221,7 @@ func scanSegment(f *os.File, path string, first, next uint64, logger *slog.Logge
 		if err != nil {
 			return nil, err
 		}
-		fn(seq, id)
+		fn(seg, seq, id)
 		seg.offsets = append(seg.offsets, uint32(off))
 		off += rec.size
 		seq++
@@ -316,9 +341,20 @@ func (l *eventLog) append(recs []logRecord) error {
 	l.mu.Lock()
 	seg.offsets = append(seg.offsets, offsets...)
 	seg.size = end
+	seg.written = l.now()
 	l.last = recs[len(recs)-1].seq
 	l.mu.Unlock()
 	return nil
+}
+
+// lastSegment returns the first seq of the segment written last.
+func (l *eventLog) lastSegment() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segs) == 0 {
+		return 0
+	}
+	return l.segs[len(l.segs)-1].first
 }
 
 // segmentFor returns the segment that the record numbered seq goes to,
@@ -330,7 +366,7 @@ func (l *eventLog) segmentFor(seq uint64) (*segment, error) {
 		cur = l.segs[len(l.segs)-1]
 	}
 	l.mu.RUnlock()
-	if cur != nil && (cur.size < l.segmentSize || len(cur.offsets) == 0) {
+	if cur != nil && (len(cur.offsets) == 0 || cur.size < l.segmentSize && !l.old(cur)) {
 		return cur, nil
 	}
 	f, err := os.OpenFile(segmentPath(l.dir, seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -341,11 +377,17 @@ func (l *eventLog) segmentFor(seq uint64) (*segment, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	seg := &segment{first: seq, f: f}
+	now := l.now()
+	seg := &segment{first: seq, f: f, written: now, started: now}
 	l.mu.Lock()
 	l.segs = append(l.segs, seg)
 	l.mu.Unlock()
 	return seg, nil
+}
+
+// old reports whether seg has been written long enough to roll over.
+func (l *eventLog) old(seg *segment) bool {
+	return l.rollAfter > 0 && l.now().Sub(seg.started) >= l.rollAfter
 }
 
 func encodeRecord(buf []byte, r logRecord) []byte {
@@ -371,9 +413,18 @@ func (l *eventLog) read(after uint64, limit int, fn func(seq uint64, raw []byte)
 		from, upTo int // record indexes, upTo exclusive
 	}
 	var spans []span
+	l.files.RLock()
+	defer l.files.RUnlock()
 	l.mu.RLock()
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].first > after+1 }) - 1
+	i := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].first > after+1 })-1, 0)
 	next, left := after+1, limit
+	if after >= l.last {
+		l.mu.RUnlock()
+		return nil
+	}
+	if len(l.segs) > 0 && next < l.segs[0].first {
+		next = l.segs[0].first // removed by retention
+	}
 	for ; i >= 0 && i < len(l.segs) && next <= l.last && (limit <= 0 || left > 0); i++ {
 		seg := l.segs[i]
 		from := int(next - seg.first)
@@ -412,6 +463,82 @@ func (l *eventLog) read(after uint64, limit int, fn func(seq uint64, raw []byte)
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// segmentInfo describes a segment for retention.
+type segmentInfo struct {
+	first, last uint64 // its records; last = first-1 if none
+	written     time.Time
+	size        int64
+}
+
+// segments describes the segments of the log, oldest first.
+func (l *eventLog) segments() []segmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	infos := make([]segmentInfo, len(l.segs))
+	for i, s := range l.segs {
+		infos[i] = segmentInfo{first: s.first, last: s.first + uint64(len(s.offsets)) - 1, written: s.written, size: s.size}
+	}
+	return infos
+}
+
+// first returns the seq of the first record the log keeps (lastSeq()+1 if
+// it keeps none).
+func (l *eventLog) first() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segs) == 0 {
+		return l.last + 1
+	}
+	return l.segs[0].first
+}
+
+// removeFront closes and deletes the n oldest segments, never the last one.
+// The caller has made the new start of the log durable first (see
+// Store.Compact), so that a crash in between only leaves files that the
+// next open deletes.
+func (l *eventLog) removeFront(n int) error {
+	l.files.Lock()
+	defer l.files.Unlock()
+	l.mu.Lock()
+	n = min(n, len(l.segs)-1)
+	if n <= 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	gone := slices.Clone(l.segs[:n])
+	l.segs = slices.Delete(l.segs, 0, n)
+	l.mu.Unlock()
+	var errs []error
+	for _, s := range gone {
+		errs = append(errs, s.f.Close(), os.Remove(s.f.Name()))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("removing journal segments: %w", err)
+	}
+	return syncDir(l.dir)
+}
+
+// removeBefore deletes the segment files in dir whose records all come
+// before start: what a compaction that a crash cut short left behind. It
+// is called before the log is opened.
+func removeBefore(dir string, start uint64) error {
+	firsts, err := segmentFiles(dir)
+	if err != nil || start <= 1 {
+		return err
+	}
+	removed := false
+	for i := 0; i+1 < len(firsts) && firsts[i+1] <= start; i++ {
+		if err := os.Remove(segmentPath(dir, firsts[i])); err != nil {
+			return fmt.Errorf("removing journal segment: %w", err)
+		}
+		removed = true
+	}
+	if removed {
+		return syncDir(dir)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func FuzzSegmentRecovery(f *testing.F) {
 			t.Fatal(err)
 		}
 		var ids []string
-		l, err := openLog(dir, defaultSegmentSize, slog.New(slog.DiscardHandler), func(seq uint64, id string) {
+		l, err := openLog(dir, defaultSegmentSize, slog.New(slog.DiscardHandler), func(_ *segment, seq uint64, id string) {
 			if seq != uint64(len(ids)+1) {
 				t.Fatalf("record %d reported as %d", len(ids)+1, seq)
 			}
@@ -128,7 +128,7 @@ func checkRepair(t *testing.T, path string, data []byte) {
 	if report.Kept <= n {
 		t.Errorf("Repair kept %d records, %d tombstones; want the %d intact ones at the start and more", report.Kept, report.Tombstones(), n)
 	}
-	l, err := openLog(JournalDir(path), defaultSegmentSize, slog.New(slog.DiscardHandler), func(uint64, string) {})
+	l, err := openLog(JournalDir(path), defaultSegmentSize, slog.New(slog.DiscardHandler), func(*segment, uint64, string) {})
 	if err != nil {
 		t.Fatalf("openLog after Repair: %v", err)
 	}

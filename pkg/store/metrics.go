@@ -13,9 +13,34 @@ type metrics struct {
 	duplicates prometheus.Counter
 	appendDur  prometheus.Histogram
 	size       prometheus.GaugeFunc
+	segments   prometheus.GaugeFunc
+	first      prometheus.GaugeFunc
+	ids        prometheus.GaugeFunc
+	deleted    prometheus.Counter
+	forgotten  prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, size func() float64) (*metrics, error) {
+// gauges are the functions the store's gauges read.
+type gauges struct {
+	size, segments, first, ids func() float64
+}
+
+func (s *Store) gauges() gauges {
+	return gauges{
+		size: func() float64 {
+			n, err := s.Size()
+			if err != nil {
+				return 0
+			}
+			return float64(n)
+		},
+		segments: func() float64 { return float64(len(s.journal.segments())) },
+		first:    func() float64 { return float64(s.journal.first()) },
+		ids:      func() float64 { return float64(s.DedupeIDs()) },
+	}
+}
+
+func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
@@ -37,7 +62,27 @@ func newMetrics(reg prometheus.Registerer, size func() float64) (*metrics, error
 		size: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flotilla_journal_size_bytes",
 			Help: "Size of the store on disk in bytes: the journal's records and the state file.",
-		}, size),
+		}, g.size),
+		segments: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "flotilla_journal_segments",
+			Help: "Segment files of the journal.",
+		}, g.segments),
+		first: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "flotilla_journal_first_seq",
+			Help: "Sequence number of the oldest event the journal keeps (retention deletes older ones).",
+		}, g.first),
+		ids: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "flotilla_journal_dedupe_ids",
+			Help: "Event ids the dedupe index remembers (bounded by server.dedupeWindow and server.dedupeMaxEvents).",
+		}, g.ids),
+		deleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_journal_retired_events_total",
+			Help: "Events deleted from the journal by retention.",
+		}),
+		forgotten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_journal_dedupe_forgotten_total",
+			Help: "Event ids that left the dedupe window.",
+		}),
 	}
 	var registered []prometheus.Collector
 	for _, c := range m.collectors() {
@@ -53,7 +98,7 @@ func newMetrics(reg prometheus.Registerer, size func() float64) (*metrics, error
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.events, m.duplicates, m.appendDur, m.size}
+	return []prometheus.Collector{m.events, m.duplicates, m.appendDur, m.size, m.segments, m.first, m.ids, m.deleted, m.forgotten}
 }
 
 func (m *metrics) unregister() {
@@ -80,4 +125,13 @@ func (m *metrics) appendTook(seconds float64) {
 		return
 	}
 	m.appendDur.Observe(seconds)
+}
+
+// compacted counts what a compaction removed.
+func (m *metrics) compacted(r CompactReport) {
+	if m == nil {
+		return
+	}
+	m.deleted.Add(float64(r.EventsDeleted))
+	m.forgotten.Add(float64(r.IDsForgotten))
 }

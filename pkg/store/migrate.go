@@ -49,11 +49,11 @@ func (s *Store) migrateJournal() error {
 			return fmt.Errorf("moving the older journal: %w", err)
 		}
 		for _, r := range chunk {
-			s.ids[r.id] = r.seq
+			s.ids.add(s.journal.lastSegment(), s.clock(), keyOf(r.id))
 		}
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketEvents, bucketEventIDLog} {
+		for _, name := range [][]byte{bucketEvents, bucketEventIDLog, bucketEventIDs} {
 			if tx.Bucket(name) == nil {
 				continue
 			}

@@ -105,7 +105,7 @@ func Repair(ctx context.Context, path string, opts ...Option) (RepairReport, err
 
 func repair(ctx context.Context, path string, o options) (RepairReport, error) {
 	var report RepairReport
-	cursor, consumer, unlock, err := lockForRepair(path, o.lockTimeout)
+	cursor, consumer, start, unlock, err := lockForRepair(path, o.lockTimeout)
 	if err != nil {
 		return report, err
 	}
@@ -127,11 +127,16 @@ func repair(ctx context.Context, path string, o options) (RepairReport, error) {
 	if err := os.RemoveAll(tmp); err != nil { // a repair cut short while writing
 		return report, fmt.Errorf("clearing %s: %w", tmp, err)
 	}
-	dst, err := openLog(tmp, o.segmentSize, o.logger, func(uint64, string) {})
+	dst, err := openLog(tmp, o.segmentSize, o.logger, func(*segment, uint64, string) {})
 	if err != nil {
 		return report, err
 	}
-	rp := &repairer{dst: dst, next: 1, report: &report, now: o.now().UTC(), logger: o.logger}
+	// Segments retention deleted, or was about to (a crash cut it short),
+	// are not missing.
+	for len(firsts) > 1 && firsts[1] <= start {
+		firsts = firsts[1:]
+	}
+	rp := &repairer{dst: dst, next: max(start, 1), report: &report, now: o.now().UTC(), logger: o.logger}
 	err = rp.run(ctx, dir, firsts, cursor, consumer)
 	err = errors.Join(err, dst.close())
 	if err != nil {
@@ -193,10 +198,11 @@ func dirExists(dir string) bool {
 
 // lockForRepair takes the state file's lock, so that no flotilla runs on the
 // store during the repair, and returns the highest consumer cursor and its
-// consumer. A store without a state file has no cursors.
-func lockForRepair(path string, timeout time.Duration) (cursor uint64, consumer string, unlock func(), err error) {
+// consumer, and where retention left the journal's start (0: it never
+// deleted anything). A store without a state file has no cursors.
+func lockForRepair(path string, timeout time.Duration) (cursor uint64, consumer string, start uint64, unlock func(), err error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return 0, "", func() {}, nil
+		return 0, "", 0, func() {}, nil
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:        timeout,
@@ -204,12 +210,13 @@ func lockForRepair(path string, timeout time.Duration) (cursor uint64, consumer 
 		NoFreelistSync: true,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return 0, "", nil, fmt.Errorf("store %q is in use by another flotilla, stop it first: %w", path, err)
+		return 0, "", 0, nil, fmt.Errorf("store %q is in use by another flotilla, stop it first: %w", path, err)
 	}
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("opening store %q: %w", path, err)
+		return 0, "", 0, nil, fmt.Errorf("opening store %q: %w", path, err)
 	}
 	err = db.View(func(tx *bolt.Tx) error {
+		start = journalStart(tx)
 		b := tx.Bucket(bucketCursors)
 		if b == nil {
 			return nil
@@ -223,9 +230,9 @@ func lockForRepair(path string, timeout time.Duration) (cursor uint64, consumer 
 	})
 	if err != nil {
 		_ = db.Close()
-		return 0, "", nil, fmt.Errorf("reading cursors: %w", err)
+		return 0, "", 0, nil, fmt.Errorf("reading cursors: %w", err)
 	}
-	return cursor, consumer, func() { _ = db.Close() }, nil
+	return cursor, consumer, start, func() { _ = db.Close() }, nil
 }
 
 // repairer copies a journal record by record into a new log.

@@ -24,10 +24,14 @@ var (
 	// bucketOutbox holds the events of UpdateAndAppend calls from the commit
 	// of their document until the journal has them: seq -> event JSON.
 	bucketOutbox = []byte("outbox")
+	// bucketMeta holds facts about the journal: journal_start, the seq of
+	// its first record once retention has deleted any (big-endian).
+	bucketMeta      = []byte("meta")
+	keyJournalStart = []byte("journal_start")
 
 	// Written by older versions, which kept the journal in the bbolt file:
-	// events and event_id_log are moved into the event log at open;
-	// event_ids (id -> seq) is still read for de-duplication.
+	// events and event_id_log are moved into the event log at open, and
+	// event_ids (id -> seq), their dedupe index, is dropped.
 	bucketEvents     = []byte("events")
 	bucketEventIDLog = []byte("event_id_log")
 	bucketEventIDs   = []byte("event_ids")
@@ -43,13 +47,18 @@ type Store struct {
 	metrics     *metrics
 	commitDelay time.Duration
 
-	// ids maps every journaled event id to its sequence. Only the writer
-	// changes it, under idsMu.
+	// ids is the dedupe index (ids.go): the writer adds to it, Compact
+	// forgets old generations, both under idsMu.
 	idsMu sync.RWMutex
-	ids   map[string]uint64
+	ids   idIndex
 	// The writer's scratch space.
-	pending map[string]uint64
+	pending map[idKey]struct{}
+	keys    []idKey
 	recs    []logRecord
+	// bounds are retention and the dedupe window (compact.go).
+	bounds    bounds
+	clock     func() time.Time // of bounds
+	compactMu sync.Mutex
 	// broken is why the writer stopped (see Err); nil while it works.
 	broken atomic.Pointer[error]
 
@@ -101,33 +110,29 @@ func Open(path string, opts ...Option) (*Store, error) {
 		logger:      o.logger,
 		now:         o.now,
 		commitDelay: o.commitDelay,
-		ids:         map[string]uint64{},
-		pending:     map[string]uint64{},
+		pending:     map[idKey]struct{}{},
+		bounds:      bounds{retention: o.retention, window: o.dedupe, maxIDs: o.dedupeMax, every: min(o.compactEach, o.rollAfter())},
+		clock:       o.clock,
 		changed:     make(chan struct{}),
 		appends:     make(chan *appendReq),
 		closing:     make(chan struct{}),
 	}
-	if err := s.open(o.segmentSize); err != nil {
+	if err := s.open(o); err != nil {
 		_ = db.Close()
 		if s.journal != nil {
 			_ = s.journal.close()
 		}
 		return nil, fmt.Errorf("opening store %q: %w", path, err)
 	}
-	s.metrics, err = newMetrics(o.registerer, func() float64 {
-		n, err := s.Size()
-		if err != nil {
-			return 0
-		}
-		return float64(n)
-	})
+	s.metrics, err = newMetrics(o.registerer, s.gauges())
 	if err != nil {
 		_ = db.Close()
 		_ = s.journal.close()
 		return nil, fmt.Errorf("opening store %q: %w", path, err)
 	}
-	s.writerWG.Add(1)
+	s.writerWG.Add(2)
 	go s.writer()
+	go s.compactor()
 	if err := s.replayOutbox(); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("opening store %q: %w", path, err)
@@ -139,23 +144,47 @@ func Open(path string, opts ...Option) (*Store, error) {
 // JournalDir returns the directory of the event log of the store at path.
 func JournalDir(path string) string { return path + ".journal" }
 
-// open creates the buckets, opens the event log, moves an older version's
-// journal into it and loads the id index.
-func (s *Store) open(segmentSize int64) error {
+// open creates the buckets, opens the event log (finishing a compaction a
+// crash cut short), moves an older version's journal into it and loads the
+// id index.
+func (s *Store) open(o options) error {
+	var start uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketCursors, bucketDocs, bucketOutbox} {
+		for _, name := range [][]byte{bucketCursors, bucketDocs, bucketOutbox, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("creating bucket %s: %w", name, err)
 			}
 		}
+		start = journalStart(tx)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	s.journal, err = openLog(JournalDir(s.path), segmentSize, s.logger, func(seq uint64, id string) { s.ids[id] = seq })
+	dir := JournalDir(s.path)
+	if dirExists(dir) {
+		if err := removeBefore(dir, start); err != nil {
+			return err
+		}
+	}
+	cutoff := s.clock().Add(-s.bounds.window)
+	s.journal, err = openLog(dir, o.segmentSize, s.logger, func(seg *segment, _ uint64, id string) {
+		if seg.written.Before(cutoff) {
+			return // outside the dedupe window
+		}
+		if len(s.ids.gens) == 0 || s.ids.gens[len(s.ids.gens)-1].first != seg.first {
+			s.ids.evict(cutoff, s.bounds.maxIDs)
+		}
+		s.ids.add(seg.first, seg.written, keyOf(id))
+	})
 	if err != nil {
 		return err
+	}
+	s.journal.now = s.clock
+	s.journal.rollAfter = o.rollAfter()
+	if want, first := max(start, 1), s.journal.first(); len(s.journal.segments()) > 0 && first != want {
+		return fmt.Errorf("%w: the journal starts at record %d, not at %d: segments are missing; %s",
+			errCorrupt, first, want, repairHint(dir))
 	}
 	if err := s.migrateJournal(); err != nil {
 		return err
@@ -163,19 +192,18 @@ func (s *Store) open(segmentSize int64) error {
 	if err := s.checkCursors(); err != nil {
 		return err
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketEventIDs); b != nil {
-			return b.ForEach(func(k, v []byte) error {
-				s.ids[string(k)] = keySeq(v)
-				return nil
-			})
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("loading event ids: %w", err)
-	}
 	return nil
+}
+
+// journalStart returns the seq of the journal's first record as retention
+// left it, 0 if retention never deleted any.
+func journalStart(tx *bolt.Tx) uint64 {
+	if b := tx.Bucket(bucketMeta); b != nil {
+		if v := b.Get(keyJournalStart); len(v) == 8 {
+			return keySeq(v)
+		}
+	}
+	return 0
 }
 
 // checkCursors refuses a journal that ends below a consumer's cursor: records

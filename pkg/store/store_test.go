@@ -176,11 +176,17 @@ flotilla_journal_events_total 3
 	openAt(t, path, store.WithMetrics(reg))
 }
 
-// A store written before the id log existed indexed ids in the event_ids
-// bucket (id -> sequence): those ids still dedupe.
-func TestOpenReadsTheLegacyIDIndex(t *testing.T) {
+// A store written before the id log existed kept its events in the events
+// bucket and indexed their ids in the event_ids bucket (id -> sequence):
+// the events move into the log, their ids still dedupe, and the old index
+// is dropped.
+func TestOpenMovesTheLegacyIDIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "flotilla.db")
 	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := event(t, "old-id").MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +195,15 @@ func TestOpenReadsTheLegacyIDIndex(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		evs, err := tx.CreateBucketIfNotExists([]byte("events"))
+		if err != nil {
+			return err
+		}
 		key := make([]byte, 8)
 		binary.BigEndian.PutUint64(key, 1)
+		if err := evs.Put(key, raw); err != nil {
+			return err
+		}
 		return ids.Put([]byte("old-id"), key)
 	})
 	if err != nil {
@@ -212,7 +225,23 @@ func TestOpenReadsTheLegacyIDIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 1 || recs[0].Event.ID() != "new-id" {
-		t.Errorf("Append recorded %v, want new-id only", recs)
+	if len(recs) != 1 || recs[0].Event.ID() != "new-id" || recs[0].Seq != 2 {
+		t.Errorf("Append recorded %v, want new-id only, as 2", recs)
 	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	_ = db.View(func(tx *bolt.Tx) error {
+		for _, b := range []string{"events", "event_ids"} {
+			if tx.Bucket([]byte(b)) != nil {
+				t.Errorf("bucket %s is still there", b)
+			}
+		}
+		return nil
+	})
 }
