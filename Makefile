@@ -81,7 +81,8 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
 	$(GO) test -run '^$$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 -benchmem ./functions/launch | tee $(CACHE)/bench/launch.txt
 	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
-	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -intake-results $(CACHE)/bench/intake.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
+	$(GO) run ./deploy/tools/journalbench -events 5000000 -out $(CACHE)/bench/journal.md
+	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -intake-results $(CACHE)/bench/intake.md -journal-results $(CACHE)/bench/journal.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 
 .PHONY: bench-intake
 bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; updates its section of BENCHMARKS.md

@@ -44,7 +44,11 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 		"r2": func(r *rollout.Rollout) {
 			r.Phase, r.Waves[0].Clusters[1].Phase = rollout.RollbackFailed, rollout.ClusterRevertFailed
 		},
-		"r3": func(r *rollout.Rollout) { r.Phase = rollout.Succeeded },
+		"r3": func(r *rollout.Rollout) {
+			// It finished, with a failure recorded on the way.
+			r.Phase = rollout.Succeeded
+			r.Failures = []rollout.Failure{{Function: "observe", EventID: "e1", EventType: events.TypeCanary, Error: "boom"}}
+		},
 	} {
 		if _, err := repo.Update(t.Context(), id, func(r *rollout.Rollout) error { change(r); return nil }); err != nil {
 			t.Fatal(err)
@@ -101,6 +105,7 @@ func TestAPI(t *testing.T) {
 		{"retry an unknown rollout", "POST", "/api/v1/rollouts/nope/retry", token, "", 404, "rollout not found"},
 		{"retry an unknown cluster", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c9"}`, 400, `no cluster \"c9\"`},
 		{"retry a rollout with nothing to retry", "POST", "/api/v1/rollouts/r1/retry", token, "", 409, "nothing of it failed"},
+		{"retry a finished rollout", "POST", "/api/v1/rollouts/r3/retry", token, "", 409, "has finished (Succeeded)"},
 		{"retry a cluster with nothing to retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c1"}`, 409, "nothing of it failed"},
 		{"retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"by":"ann"}`, 202, `"retrying":"the reverts of [c2]"`},
 	}

@@ -53,6 +53,10 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.Permanent(fmt.Errorf("rollout %s has no cluster %q", id, req.Cluster)))
 		return
 	}
+	if ro.Phase.Done() {
+		writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s has finished (%s): a finished rollout does not change, push the image again to roll it out anew", id, ro.Phase)))
+		return
+	}
 	what := retrying(ro, req.Cluster)
 	if what == "" {
 		writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s is %s and nothing of it failed that a retry could do again", id, ro.Phase)))

@@ -90,6 +90,9 @@ func (v *validator) server(s *Server) {
 	if s.DedupeWindow.Duration < time.Minute {
 		v.addf("server.dedupeWindow", "%s is too short: want at least 1m (a sender retries a failed delivery within minutes)", s.DedupeWindow.Duration)
 	}
+	if r := s.Retention; r != nil && r.Duration > 0 && r.Duration < s.DedupeWindow.Duration {
+		v.addf("server.retention", "%s is shorter than server.dedupeWindow (%s): the ids of deleted events would be forgotten at a restart; want at least the window, or 0s", r.Duration, s.DedupeWindow.Duration)
+	}
 	if s.DedupeMaxEvents != nil && *s.DedupeMaxEvents < 0 {
 		v.addf("server.dedupeMaxEvents", "%d is negative: want a number of events, or 0 for no bound", *s.DedupeMaxEvents)
 	}

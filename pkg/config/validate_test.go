@@ -121,6 +121,10 @@ func TestValidate(t *testing.T) {
 				{"server.dedupeMaxEvents", "-1 is negative: want a number of events, or 0 for no bound"},
 			},
 		}, {
+			name: "retention shorter than the dedupe window",
+			doc:  sections{server: "server: {retention: 2h}\n"},
+			want: []Problem{{"server.retention", "2h0m0s is shorter than server.dedupeWindow (24h0m0s): the ids of deleted events would be forgotten at a restart; want at least the window, or 0s"}},
+		}, {
 			name: "journal bounds off",
 			doc:  sections{server: "server: {retention: 0s, dedupeMaxEvents: 0}\n"},
 		}, {

@@ -42,6 +42,7 @@ type options struct {
 	storeFile  string
 	launchFile string
 	intake     string
+	journal    string
 	keep       bool
 	verbose    bool
 	trace      bool
@@ -72,6 +73,7 @@ func run(args []string) error {
 	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
 	fs.StringVar(&o.launchFile, "launch-results", "", "output of `go test -bench BenchmarkLaunchWave ./functions/launch` to include in the report")
 	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/tools/loadtest -out` to include in the report")
+	fs.StringVar(&o.journal, "journal-results", "", "Markdown written by `go run ./deploy/tools/journalbench -out` to include in the report")
 	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")
@@ -161,7 +163,15 @@ func run(args []string) error {
 		}
 		intake = string(b)
 	}
-	report := renderReport(o, env, results, store, launch, intake)
+	var journal string
+	if o.journal != "" {
+		b, err := os.ReadFile(o.journal)
+		if err != nil {
+			return fmt.Errorf("reading journal results: %w", err)
+		}
+		journal = string(b)
+	}
+	report := renderReport(o, env, results, store, launch, intake, journal)
 	fmt.Print(report)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {

@@ -201,7 +201,7 @@ func verdict(p99, target time.Duration) string {
 	return "**missed**"
 }
 
-func renderReport(o options, m machine, results []scenarioResult, store, launch []storeResult, intake string) string {
+func renderReport(o options, m machine, results []scenarioResult, store, launch []storeResult, intake, journal string) string {
 	var w strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&w, format, a...) }
 	p("# Benchmarks\n\n")
@@ -363,6 +363,9 @@ does its own work in parallel.
 	if len(launch) > 0 {
 		p("%s", launchSection(launch))
 	}
+	if journal != "" {
+		p("%s", journalSection(journal))
+	}
 	p("\n## Reproduce\n\n```sh\nmake bench                                   # fleet-build, store benchmark, latency bench; rewrites this file\ngo run ./deploy/tools/bench -runs 20 -wave2 50 -v  # a quicker look, prints the report only\n```\n")
 	return w.String()
 }
@@ -393,3 +396,14 @@ func launchSection(launch []storeResult) string {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// journalSection introduces journalbench's report: what history costs.
+func journalSection(report string) string {
+	return "\n## Bounded: 5 M journaled events\n\n" +
+		"`go run ./deploy/tools/journalbench -events 5000000` (in `make bench`): the embedded store as `flotilla serve` opens it, " +
+		"fed events the size of an image push while a consumer's cursor follows, sampled after a GC. \"unbounded\" is the journal " +
+		"and id index as they were before retention (nothing deleted, every id kept); \"bounded\" keeps flotilla's default dedupe " +
+		"bound (1,000,000 ids) with a retention of seconds instead of a week, so that segments go within the run. " +
+		"(Retention deletes the ids of the segments it deletes too: config requires server.retention >= server.dedupeWindow, " +
+		"so with real settings that never shortens the window.)\n\n" + report
+}
