@@ -9,11 +9,12 @@
 //
 //   - unbounded: retention off and a dedupe window that forgets nothing (the
 //     journal and its id index as they were before retention);
+//
 //   - bounded: flotilla's defaults for the id index (1,000,000 ids) and a
 //     retention of -retention (a short one, so that the run sees segments go
 //     in minutes rather than a week).
 //
-//	go run ./deploy/tools/journalbench -events 5000000 -out journal.md
+//     go run ./deploy/tools/journalbench -events 5000000 -out journal.md
 package main
 
 import (
