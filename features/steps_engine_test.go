@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,55 @@ func (s *scenario) registerEngineSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^wave 1 of the rollouts of "([^"]*)" and "([^"]*)" has been applied$`, s.wave1AppliedBoth)
 	sc.Step(`^no cluster ran a pipeline twice for the same step$`, s.noDoubleRuns)
 	sc.Step(`^cluster "([^"]*)" has taken the rollout of "([^"]*)"$`, s.clusterApplied)
+	sc.Step(`^flotilla keeps handled events for (\d+) seconds and remembers event ids for (\d+) seconds$`, s.journalBounds)
+	sc.Step(`^flotilla's journal has deleted the events it handled$`, s.journalRetired)
+}
+
+func (s *scenario) journalBounds(retention, window int) error {
+	s.w.retention, s.w.dedupeWindow = fmt.Sprintf("%ds", retention), fmt.Sprintf("%ds", window)
+	return nil
+}
+
+// journalRetired waits until retention has deleted journal segments, as
+// flotilla's metrics say.
+func (s *scenario) journalRetired(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	var last map[string]float64
+	for time.Now().Before(deadline) {
+		m, err := s.metrics(ctx, "flotilla_journal_first_seq", "flotilla_journal_retired_events_total")
+		if err == nil && m["flotilla_journal_first_seq"] > 1 && m["flotilla_journal_retired_events_total"] > 0 {
+			return nil
+		}
+		last = m
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("after 60 s the journal still starts at its first event: %v", last)
+}
+
+// metrics reads the named unlabelled metrics from flotilla's /metrics.
+func (s *scenario) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.w.flotilla.url()+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	got := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(value, &v); err == nil {
+			got[name] = v
+		}
+	}
+	return got, sc.Err()
 }
 
 // secondApp is a second application of the scenario.

@@ -89,6 +89,9 @@ type world struct {
 	second   *secondApp
 	deadline string
 	proxied  map[string]*clusterProxy
+	// retention and dedupeWindow are flotilla's server.retention and
+	// server.dedupeWindow, when a step set them.
+	retention, dedupeWindow string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -250,6 +253,10 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		},
 		"fleet":        map[string]any{"clusters": clusters, "waves": waves},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
+	}
+	if w.retention != "" {
+		server := cfg["server"].(map[string]any)
+		server["retention"], server["dedupeWindow"] = w.retention, w.dedupeWindow
 	}
 	if w.validation != nil {
 		cfg["applications"].([]map[string]any)[0]["validation"] = w.validation

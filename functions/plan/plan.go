@@ -66,6 +66,14 @@ func ID(eventID, app string) string {
 func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.ImageVerified, app config.Application) ([]cloudevents.Event, error) {
 	id := ID(e.ID(), app.Name)
 	ro, err := f.repo.Get(ctx, id)
+	if err == nil && ro.Phase.Done() {
+		// A redelivery after the dedupe window (the journal forgot the
+		// event's id): the rollout it started has finished; say so, start
+		// nothing.
+		skip, err := events.Derive(e, events.TypeRolloutSkipped, app.Name, events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag,
+			Reason: fmt.Sprintf("this push was delivered before: its rollout %s has finished (%s)", ro.ID, ro.Phase)})
+		return []cloudevents.Event{skip}, err
+	}
 	if err == nil {
 		return started(e, ro) // redelivery: emit the same events again (the journal drops them)
 	}

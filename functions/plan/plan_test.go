@@ -228,6 +228,20 @@ func TestPlanRedelivery(t *testing.T) {
 		t.Errorf("%d rollouts after a redelivery, want 1", len(ros))
 	}
 
+	// A redelivery once the rollout has finished (after the journal's
+	// dedupe window) starts nothing and says why.
+	if _, err := repo.Update(ctx, plan.ID("v1", "app"), func(r *rollout.Rollout) error { r.Phase = rollout.Succeeded; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	late, err := fn.Handle(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := "this push was delivered before: its rollout " + plan.ID("v1", "app") + " has finished (Succeeded)"
+	if diff := cmp.Diff([]functiontest.Emitted{skipped("v1", "app", "1.2.3", reason)}, summarize(t, late)); diff != "" {
+		t.Errorf("redelivery after the rollout finished (-want +got):\n%s", diff)
+	}
+
 	// Another push of the same tag (a new event) is skipped.
 	other, err := fn.Handle(ctx, verified(t, "v2", image, "1.2.3"))
 	if err != nil {

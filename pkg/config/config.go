@@ -40,7 +40,8 @@ type Server struct {
 	Retention *Duration `json:"retention"`
 	// DedupeWindow is how long an event id is remembered, so that a
 	// sender's redelivery of the same webhook (same delivery id) is
-	// dropped rather than handled twice. At least 1m; default 24h.
+	// dropped rather than handled twice (senders retry for hours). Default
+	// 24h.
 	DedupeWindow Duration `json:"dedupeWindow"`
 	// DedupeMaxEvents bounds the ids remembered (about 30 bytes of memory
 	// each): under a flood, ids older than the last DedupeMaxEvents events

@@ -87,8 +87,8 @@ func (v *validator) server(s *Server) {
 	if s.Retention != nil && s.Retention.Duration < 0 {
 		v.addf("server.retention", "%s is negative: want a duration, or 0s to keep every event", s.Retention.Duration)
 	}
-	if s.DedupeWindow.Duration < time.Minute {
-		v.addf("server.dedupeWindow", "%s is too short: want at least 1m (a sender retries a failed delivery within minutes)", s.DedupeWindow.Duration)
+	if s.DedupeWindow.Duration < 0 {
+		v.addf("server.dedupeWindow", "%s is negative: want a duration such as 24h", s.DedupeWindow.Duration)
 	}
 	if r := s.Retention; r != nil && r.Duration > 0 && r.Duration < s.DedupeWindow.Duration {
 		v.addf("server.retention", "%s is shorter than server.dedupeWindow (%s): the ids of deleted events would be forgotten at a restart; want at least the window, or 0s", r.Duration, s.DedupeWindow.Duration)

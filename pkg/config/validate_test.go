@@ -114,10 +114,10 @@ func TestValidate(t *testing.T) {
 			want: []Problem{{"server.workers", "2000 is out of range: want 1 to 1024"}},
 		}, {
 			name: "journal bounds",
-			doc:  sections{server: "server: {retention: -1h, dedupeWindow: 10s, dedupeMaxEvents: -1}\n"},
+			doc:  sections{server: "server: {retention: -1h, dedupeWindow: -10s, dedupeMaxEvents: -1}\n"},
 			want: []Problem{
 				{"server.retention", "-1h0m0s is negative: want a duration, or 0s to keep every event"},
-				{"server.dedupeWindow", "10s is too short: want at least 1m (a sender retries a failed delivery within minutes)"},
+				{"server.dedupeWindow", "-10s is negative: want a duration such as 24h"},
 				{"server.dedupeMaxEvents", "-1 is negative: want a number of events, or 0 for no bound"},
 			},
 		}, {
