@@ -44,12 +44,17 @@ type CompactReport struct {
 // has saved a cursor. The new start of the journal is made durable before
 // any file goes.
 func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
+	if err := ctx.Err(); err != nil {
+		return CompactReport{}, fmt.Errorf("compacting the journal: %w", err)
+	}
+	return s.compact()
+}
+
+// compact is Compact, for the background compactor.
+func (s *Store) compact() (CompactReport, error) {
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
 	var r CompactReport
-	if err := ctx.Err(); err != nil {
-		return r, fmt.Errorf("compacting the journal: %w", err)
-	}
 	now := s.clock()
 	s.idsMu.Lock()
 	r.IDsForgotten = s.ids.evict(now.Add(-s.bounds.window), s.bounds.maxIDs)
@@ -139,7 +144,7 @@ func (s *Store) compactor() {
 			return
 		case <-t.C:
 		}
-		r, err := s.Compact(context.Background())
+		r, err := s.compact()
 		if err != nil {
 			s.logger.Error("compacting the journal failed", "error", err)
 			continue
