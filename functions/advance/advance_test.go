@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/advance"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
 
 const rolloutID = "shop-1"
@@ -23,7 +24,7 @@ type state struct {
 }
 
 // newRollout stores a rollout of two waves, c1 then c2 and c3, in state st.
-func newRollout(t *testing.T, repo *rollout.Repo, st state) {
+func newRollout(t *testing.T, repo *embedded.Repo, st state) {
 	t.Helper()
 	ro := rollout.Rollout{
 		ID: rolloutID, Application: "shop", Image: "registry.test/team/shop", Tag: "1.3.0", Digest: "sha256:new",

@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/launch"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
 
 const (
@@ -39,7 +40,7 @@ func app() config.Application {
 }
 
 // newRollout stores a rollout of ref over two waves: c1, then c2 and c3.
-func newRollout(tb testing.TB, repo *rollout.Repo, change func(*rollout.Rollout)) {
+func newRollout(tb testing.TB, repo *embedded.Repo, change func(*rollout.Rollout)) {
 	tb.Helper()
 	ro := rollout.Rollout{
 		ID: rolloutID, Application: "shop", Image: image, Tag: "1.2.3", Digest: digest, Phase: rollout.Progressing,
@@ -66,7 +67,7 @@ func waveStarted(tb testing.TB, wave int, clusters ...string) cloudevents.Event 
 	return e
 }
 
-func newFunction(repo *rollout.Repo) *launch.Function {
+func newFunction(repo *embedded.Repo) *launch.Function {
 	cfg := &config.Config{Applications: []config.Application{app()}}
 	return launch.New(cfg, repo, func() time.Time { return now })
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
 
 const (
@@ -55,7 +56,7 @@ var cfg = &config.Config{Applications: []config.Application{{
 
 // newRollout stores a rollout with c1 in its first wave and c2 in its second,
 // both in phase p.
-func newRollout(t *testing.T, repo *rollout.Repo, p rollout.ClusterPhase) {
+func newRollout(t *testing.T, repo *embedded.Repo, p rollout.ClusterPhase) {
 	t.Helper()
 	ro := rollout.Rollout{
 		ID: rolloutID, Application: "shop", Image: image, Tag: "1.2.3", Digest: "sha256:new", Phase: rollout.Progressing,

@@ -17,13 +17,14 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
 
 var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
 // applying stores a progressing rollout whose c1 waits for step 1 of an
 // apply: its run in flight (run true) or done.
-func applying(t *testing.T, repo *rollout.Repo, phase rollout.Phase, run bool) {
+func applying(t *testing.T, repo *embedded.Repo, phase rollout.Phase, run bool) {
 	t.Helper()
 	c := rollout.Cluster{Name: "c1", Phase: rollout.ClusterApplying, Step: 1, Deadline: now}
 	if run {

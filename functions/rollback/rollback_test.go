@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
 
 const (
@@ -74,14 +75,14 @@ func app() config.Application {
 // The step's deadline: (2 iterations + 1 threshold + 3) x 1s + 1m + 2m.
 var deadline = now.Add(3*time.Minute + 6*time.Second)
 
-func newFunction(repo *rollout.Repo, status *fakeStatus) *rollback.Function {
+func newFunction(repo *embedded.Repo, status *fakeStatus) *rollback.Function {
 	return rollback.New(&config.Config{Applications: []config.Application{app()}}, repo, status, func() time.Time { return now })
 }
 
 // failedRollout stores a rollout that failed in its second wave: c1 took the
 // digest in wave 1; in wave 2 c2 failed and c3 is mid-analysis; wave 3 (c4)
 // never started.
-func failedRollout(t *testing.T, repo *rollout.Repo, change func(*rollout.Rollout)) {
+func failedRollout(t *testing.T, repo *embedded.Repo, change func(*rollout.Rollout)) {
 	t.Helper()
 	c := func(name string, p rollout.ClusterPhase) rollout.Cluster {
 		return rollout.Cluster{Name: name, Phase: p, PreviousImage: prev(name), Step: 1}
@@ -144,7 +145,7 @@ type outcome struct {
 	Clusters  map[string]rollout.ClusterPhase
 }
 
-func observed(t *testing.T, repo *rollout.Repo, evs []cloudevents.Event) outcome {
+func observed(t *testing.T, repo *embedded.Repo, evs []cloudevents.Event) outcome {
 	t.Helper()
 	var o outcome
 	requests, deadlines := map[string]events.PipelineRunRequested{}, map[string]bool{}
@@ -202,7 +203,7 @@ type step struct {
 	want   outcome
 }
 
-func run(t *testing.T, fn *rollback.Function, repo *rollout.Repo, steps []step) {
+func run(t *testing.T, fn *rollback.Function, repo *embedded.Repo, steps []step) {
 	t.Helper()
 	for _, s := range steps {
 		if s.before != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -30,7 +31,7 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	repo := rollout.NewRepo(s, nil)
+	repo := embedded.NewRepo(s, nil)
 	for _, id := range []string{"r1", "r2", "r3"} {
 		ro := rollout.Rollout{ID: id, Application: "shop", Phase: rollout.Progressing, Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{
 			{Name: "c1", Phase: rollout.ClusterPending}, {Name: "c2", Phase: rollout.ClusterPending},

@@ -34,7 +34,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
-	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -58,7 +58,7 @@ type Server struct {
 	cfg       *config.Config
 	log       *slog.Logger
 	store     *store.Store
-	repo      *rollout.Repo
+	repo      *embedded.Repo
 	approvals *gates.StoreApprovals
 	api       *api.API
 	intake    *intake.Intake
@@ -132,7 +132,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err != nil {
 		return err
 	}
-	s.repo = rollout.NewRepo(s.store, nil)
+	s.repo = embedded.NewRepo(s.store, nil)
 	s.approvals = gates.NewStoreApprovals(s.store)
 	clusters, err := cluster.NewSet(cfg.Fleet.Clusters)
 	if err != nil {

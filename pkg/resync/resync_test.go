@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -68,7 +69,7 @@ func (j journal) Append(ctx context.Context, evs ...cloudevents.Event) (int, err
 
 type fixture struct {
 	store  *store.Store
-	repo   *rollout.Repo
+	repo   *embedded.Repo
 	status *fakeStatus
 	now    time.Time // the Resyncer's clock
 }
@@ -86,7 +87,7 @@ func newFixture(t *testing.T) *fixture {
 	})
 	return &fixture{
 		store:  s,
-		repo:   rollout.NewRepo(s, func() time.Time { return t0 }),
+		repo:   embedded.NewRepo(s, func() time.Time { return t0 }),
 		status: &fakeStatus{st: map[string]cluster.CanaryStatus{}},
 		now:    t0.Add(time.Hour),
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Phase of a rollout.
@@ -202,4 +204,14 @@ type AppState struct {
 	// with it, so a redelivered or older push starts nothing.
 	LatestTag     string `json:"latestTag,omitempty"`
 	LatestRollout string `json:"latestRollout,omitempty"`
+}
+
+// ErrNotFound is returned for an unknown rollout.
+var ErrNotFound = fault.New(fault.ErrNotFound, "rollout not found")
+
+// Page is one page of the rollout list.
+type Page struct {
+	Rollouts []Rollout
+	// Next continues the list (pass it as before), "" at its end.
+	Next string
 }

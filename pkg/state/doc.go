@@ -5,7 +5,7 @@
 //
 // Two adapters implement [Rollouts]:
 //
-//   - embedded (default): pkg/rollout.Repo on pkg/store's documents, one
+//   - embedded (default): pkg/state/embedded.Repo on pkg/store's documents, one
 //     bbolt transaction per update, its events through the store's
 //     transactional outbox;
 //   - scale-out (a later issue): Kubernetes custom resources in a

@@ -38,6 +38,3 @@ type Rollouts interface {
 	App(ctx context.Context, name string) (rollout.AppState, error)
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
 }
-
-// The embedded adapter.
-var _ Rollouts = (*rollout.Repo)(nil)

@@ -8,13 +8,13 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 // NewRepo returns a rollout repository on a real store in a temporary
 // directory, closed when the test ends.
-func NewRepo(tb testing.TB) *rollout.Repo {
+func NewRepo(tb testing.TB) *embedded.Repo {
 	tb.Helper()
 	s, err := store.Open(filepath.Join(tb.TempDir(), "db"))
 	if err != nil {
@@ -25,7 +25,7 @@ func NewRepo(tb testing.TB) *rollout.Repo {
 			tb.Errorf("closing store: %v", err)
 		}
 	})
-	return rollout.NewRepo(s, nil)
+	return embedded.NewRepo(s, nil)
 }
 
 // Emitted is what a test compares of an emitted event: Data is its decoded

@@ -1,4 +1,4 @@
-package rollout_test
+package embedded_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -34,7 +35,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 // newRepo returns a Repo over a real store in a temporary directory.
-func newRepo(t *testing.T, now func() time.Time) *rollout.Repo {
+func newRepo(t *testing.T, now func() time.Time) *embedded.Repo {
 	t.Helper()
 	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
 	if err != nil {
@@ -45,7 +46,7 @@ func newRepo(t *testing.T, now func() time.Time) *rollout.Repo {
 			t.Errorf("closing store: %v", err)
 		}
 	})
-	return rollout.NewRepo(s, now)
+	return embedded.NewRepo(s, now)
 }
 
 func sample(id string) rollout.Rollout {

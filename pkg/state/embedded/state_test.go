@@ -1,12 +1,12 @@
-package rollout_test
+package embedded_test
 
 import (
 	"path/filepath"
 	"testing"
 
 	"github.com/flotilla-cd/flotilla/pkg/bus"
-	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/state/statetest"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
@@ -20,6 +20,6 @@ func TestStateContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		return rollout.NewRepo(s, nil), s
+		return embedded.NewRepo(s, nil), s
 	})
 }

@@ -1,4 +1,4 @@
-package rollout
+package embedded
 
 import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -10,9 +10,13 @@ import (
 	"sort"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
+
+// Repo is the embedded adapter of the state port.
+var _ state.Rollouts = (*Repo)(nil)
 
 // Documents is the part of the store the Repo needs (pkg/store implements it).
 type Documents interface {
@@ -37,14 +41,12 @@ const (
 )
 
 // archiveKey orders the archive by creation time.
-func archiveKey(ro Rollout) string {
+func archiveKey(ro rollout.Rollout) string {
 	return fmt.Sprintf("%020d/%s", ro.Created.UnixNano(), ro.ID)
 }
 
-// ErrNotFound is returned for an unknown rollout.
-var ErrNotFound = fault.New(fault.ErrNotFound, "rollout not found")
-
-// Repo keeps rollouts and application state.
+// Repo keeps rollouts and application state in the embedded store's
+// documents.
 type Repo struct {
 	docs Documents
 	now  func() time.Time
@@ -58,9 +60,9 @@ func NewRepo(docs Documents, now func() time.Time) *Repo {
 	return &Repo{docs: docs, now: now}
 }
 
-// Get returns a rollout by id, or ErrNotFound.
-func (r *Repo) Get(ctx context.Context, id string) (Rollout, error) {
-	var ro Rollout
+// Get returns a rollout by id, or rollout.ErrNotFound.
+func (r *Repo) Get(ctx context.Context, id string) (rollout.Rollout, error) {
+	var ro rollout.Rollout
 	found, err := r.docs.Get(ctx, rolloutsCollection, id, &ro)
 	if err != nil {
 		return ro, fmt.Errorf("reading rollout %s: %w", id, err)
@@ -71,26 +73,26 @@ func (r *Repo) Get(ctx context.Context, id string) (Rollout, error) {
 	return r.archived(ctx, id)
 }
 
-// archived returns a finished rollout from the archive, or ErrNotFound.
-func (r *Repo) archived(ctx context.Context, id string) (Rollout, error) {
+// archived returns a finished rollout from the archive, or rollout.ErrNotFound.
+func (r *Repo) archived(ctx context.Context, id string) (rollout.Rollout, error) {
 	var key string
 	found, err := r.docs.Get(ctx, archiveIndex, id, &key)
 	if err == nil && found {
-		var ro Rollout
+		var ro rollout.Rollout
 		if found, err = r.docs.Get(ctx, archiveCollection, key, &ro); err == nil && found {
 			return ro, nil
 		}
 	}
 	if err != nil {
-		return Rollout{}, fmt.Errorf("reading archived rollout %s: %w", id, err)
+		return rollout.Rollout{}, fmt.Errorf("reading archived rollout %s: %w", id, err)
 	}
-	return Rollout{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	return rollout.Rollout{}, fmt.Errorf("%w: %s", rollout.ErrNotFound, id)
 }
 
 // archive moves a finished rollout out of the hot set, in one transaction.
 func (r *Repo) archive(ctx context.Context, id string) error {
 	err := r.docs.Transact(ctx, func(tx store.Txn) error {
-		var ro Rollout
+		var ro rollout.Rollout
 		found, err := tx.Get(rolloutsCollection, id, &ro)
 		if err != nil || !found || !ro.Phase.Done() {
 			return err
@@ -112,11 +114,11 @@ func (r *Repo) archive(ctx context.Context, id string) error {
 
 // Create stores a new rollout unless one with its id exists; it reports
 // whether it created it (a redelivered event finds it already there).
-func (r *Repo) Create(ctx context.Context, ro Rollout) (created bool, err error) {
-	var cur Rollout
+func (r *Repo) Create(ctx context.Context, ro rollout.Rollout) (created bool, err error) {
+	var cur rollout.Rollout
 	if _, err := r.archived(ctx, ro.ID); err == nil {
 		return false, nil // it ran, and finished
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, rollout.ErrNotFound) {
 		return false, err
 	}
 	err = r.docs.Update(ctx, rolloutsCollection, ro.ID, &cur, func(found bool) error {
@@ -145,8 +147,8 @@ var errArchived = errors.New("archived")
 // Update changes a rollout in one transaction and returns the result. A
 // finished rollout is archived, and frozen: fn sees it, but what fn
 // changes is not kept.
-func (r *Repo) Update(ctx context.Context, id string, fn func(*Rollout) error) (Rollout, error) {
-	ro, _, err := r.UpdateEmit(ctx, id, func(ro *Rollout) ([]cloudevents.Event, error) { return nil, fn(ro) })
+func (r *Repo) Update(ctx context.Context, id string, fn func(*rollout.Rollout) error) (rollout.Rollout, error) {
+	ro, _, err := r.UpdateEmit(ctx, id, func(ro *rollout.Rollout) ([]cloudevents.Event, error) { return nil, fn(ro) })
 	return ro, err
 }
 
@@ -154,9 +156,9 @@ func (r *Repo) Update(ctx context.Context, id string, fn func(*Rollout) error) (
 // transaction, so a transition and the events that announce it survive a
 // crash together: a redelivered input finds the state moved on and must not
 // have to announce the move again.
-func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*Rollout) ([]cloudevents.Event, error)) (Rollout, []cloudevents.Event, error) {
+func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error) {
 	var (
-		ro  Rollout
+		ro  rollout.Rollout
 		out []cloudevents.Event
 	)
 	_, err := r.docs.UpdateAndAppend(ctx, rolloutsCollection, id, &ro, func(found bool) ([]cloudevents.Event, error) {
@@ -199,10 +201,10 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*Rollout) ([]c
 // ListInFlight returns the rollouts not finished (in flight, or waiting
 // for a retry of their rollback), newest first. A finished one a crash left
 // in the hot set is archived on the way.
-func (r *Repo) ListInFlight(ctx context.Context) ([]Rollout, error) {
-	var out, done []Rollout
+func (r *Repo) ListInFlight(ctx context.Context) ([]rollout.Rollout, error) {
+	var out, done []rollout.Rollout
 	err := r.docs.List(ctx, rolloutsCollection, func(_ string, raw []byte) error {
-		var ro Rollout
+		var ro rollout.Rollout
 		if err := json.Unmarshal(raw, &ro); err != nil {
 			return fmt.Errorf("decoding rollout: %w", err)
 		}
@@ -225,18 +227,11 @@ func (r *Repo) ListInFlight(ctx context.Context) ([]Rollout, error) {
 	return out, nil
 }
 
-// Page is one page of the rollout list.
-type Page struct {
-	Rollouts []Rollout
-	// Next continues the list (pass it as before), "" at its end.
-	Next string
-}
-
 // List returns a page of rollouts, newest first: on the first page (before
 // "") every rollout in flight, then up to limit finished ones; on the next,
 // finished ones created before the cursor.
-func (r *Repo) List(ctx context.Context, before string, limit int) (Page, error) {
-	var p Page
+func (r *Repo) List(ctx context.Context, before string, limit int) (rollout.Page, error) {
+	var p rollout.Page
 	if before == "" {
 		inFlight, err := r.ListInFlight(ctx)
 		if err != nil {
@@ -247,7 +242,7 @@ func (r *Repo) List(ctx context.Context, before string, limit int) (Page, error)
 	last := ""
 	n := 0
 	err := r.docs.ListBefore(ctx, archiveCollection, before, limit, func(key string, raw []byte) error {
-		var ro Rollout
+		var ro rollout.Rollout
 		if err := json.Unmarshal(raw, &ro); err != nil {
 			return fmt.Errorf("decoding rollout: %w", err)
 		}
@@ -265,8 +260,8 @@ func (r *Repo) List(ctx context.Context, before string, limit int) (Page, error)
 }
 
 // App returns an application's state (zero if none yet).
-func (r *Repo) App(ctx context.Context, name string) (AppState, error) {
-	st := AppState{Name: name}
+func (r *Repo) App(ctx context.Context, name string) (rollout.AppState, error) {
+	st := rollout.AppState{Name: name}
 	if _, err := r.docs.Get(ctx, appsCollection, name, &st); err != nil {
 		return st, fmt.Errorf("reading application %s: %w", name, err)
 	}
@@ -274,8 +269,8 @@ func (r *Repo) App(ctx context.Context, name string) (AppState, error) {
 }
 
 // UpdateApp changes an application's state in one transaction.
-func (r *Repo) UpdateApp(ctx context.Context, name string, fn func(*AppState) error) error {
-	var st AppState
+func (r *Repo) UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error {
+	var st rollout.AppState
 	err := r.docs.Update(ctx, appsCollection, name, &st, func(bool) error {
 		st.Name = name
 		return fn(&st)
@@ -286,10 +281,10 @@ func (r *Repo) UpdateApp(ctx context.Context, name string, fn func(*AppState) er
 	return nil
 }
 
-func cloneWaves(ws []Wave) []Wave {
-	out := make([]Wave, len(ws))
+func cloneWaves(ws []rollout.Wave) []rollout.Wave {
+	out := make([]rollout.Wave, len(ws))
 	for i, w := range ws {
-		out[i] = Wave{Name: w.Name, Clusters: append([]Cluster(nil), w.Clusters...)}
+		out[i] = rollout.Wave{Name: w.Name, Clusters: append([]rollout.Cluster(nil), w.Clusters...)}
 	}
 	return out
 }

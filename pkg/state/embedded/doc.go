@@ -1,0 +1,7 @@
+// Package embedded is the embedded adapter of the rollout state port
+// (pkg/state): rollouts and per-application state as JSON documents of
+// pkg/store, one bbolt transaction per update, the events of an update
+// through the store's transactional outbox. Rollouts in flight are the hot
+// set; finished ones move to an archive ordered by creation time, so that
+// what the engine reads does not grow with history.
+package embedded
