@@ -191,6 +191,8 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		if s.mirror, err = dispatch.NewMirror(s.store, cfg.Events.Sink, o.Logger); err != nil {
 			return err
 		}
+	} else if err := dispatch.ForgetMirror(ctx, s.store); err != nil {
+		return err
 	}
 	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.APITokenValue, o.Logger)
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)

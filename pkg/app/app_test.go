@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 // kubeconfig points at an address nothing listens on: New does not call it.
@@ -151,5 +155,59 @@ func TestHeadersBounded(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("status %d, want 431", resp.StatusCode)
+	}
+}
+
+// A sink no longer configured must not hold the journal's retention back
+// with the cursor it left: New forgets it (and keeps it while configured).
+func TestNewForgetsTheCursorOfARemovedSink(t *testing.T) {
+	cfg := testConfig(t, "")
+	path := filepath.Join(cfg.Server.DataDir, "flotilla.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cloudevents.NewEvent()
+	e.SetID("e1")
+	e.SetSource("/test")
+	e.SetType("dev.flotilla.test")
+	if _, err := st.Append(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"sink", "runtime"} {
+		if err := st.SetCursor(t.Context(), c, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		sink string
+		want []string
+	}{
+		{"http://127.0.0.1:1/", []string{"runtime", "sink"}},
+		{"", []string{"runtime"}},
+	} {
+		cfg.Events.Sink = tt.sink
+		s, err := New(t.Context(), cfg, Options{NoPrune: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Close()
+		st, err := store.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range []string{"runtime", "sink"} {
+			if seq, err := st.Cursor(t.Context(), c); err == nil && seq == 1 {
+				got = append(got, c)
+			}
+		}
+		_ = st.Close()
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("sink %q: cursors (-want +got):\n%s", tt.sink, diff)
+		}
 	}
 }

@@ -37,6 +37,9 @@ type Bus interface {
 	// saves it durably.
 	Cursor(ctx context.Context, consumer string) (uint64, error)
 	SetCursor(ctx context.Context, consumer string, seq uint64) error
+	// DeleteCursor forgets a consumer that is gone, so that it no longer
+	// holds retention back.
+	DeleteCursor(ctx context.Context, consumer string) error
 
 	// Schedule keeps events carrying a due time after now (the CloudEvents
 	// extension events.ExtDue) as timers, and appends the others. A timer

@@ -21,6 +21,21 @@ type Mirror struct {
 
 const mirrorCursor = "sink"
 
+// CursorDeleter forgets a consumer's cursor (pkg/bus).
+type CursorDeleter interface {
+	DeleteCursor(ctx context.Context, consumer string) error
+}
+
+// ForgetMirror drops the cursor of a mirror that is no longer configured,
+// so that it does not hold the journal's retention back forever. A sink
+// configured again later starts from the journal's start as it is then.
+func ForgetMirror(ctx context.Context, j CursorDeleter) error {
+	if err := j.DeleteCursor(ctx, mirrorCursor); err != nil {
+		return fmt.Errorf("forgetting the sink's cursor: %w", err)
+	}
+	return nil
+}
+
 // NewMirror returns a mirror to url.
 func NewMirror(j Journal, url string, log *slog.Logger) (*Mirror, error) {
 	c, err := cloudevents.NewClientHTTP()

@@ -26,6 +26,22 @@ func (s *Store) Cursor(ctx context.Context, consumer string) (uint64, error) {
 	return seq, nil
 }
 
+// DeleteCursor forgets consumer's position: a consumer that is gone (a sink
+// no longer configured) must not hold retention back. Deleting an unknown
+// cursor is no error.
+func (s *Store) DeleteCursor(ctx context.Context, consumer string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("deleting cursor %q: %w", consumer, err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCursors).Delete([]byte(consumer))
+	})
+	if err != nil {
+		return fmt.Errorf("deleting cursor %q: %w", consumer, err)
+	}
+	return nil
+}
+
 // SetCursor records seq as consumer's position. It is durable on return.
 func (s *Store) SetCursor(ctx context.Context, consumer string, seq uint64) error {
 	if err := ctx.Err(); err != nil {

@@ -146,6 +146,16 @@ func cursorsSurvive(t *testing.T, open Open) {
 	if got, err := b.Cursor(ctx, "other"); got != 0 || err != nil {
 		t.Errorf("another consumer's Cursor = %d, %v; want 0", got, err)
 	}
+	if err := b.DeleteCursor(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteCursor(ctx, "never-set"); err != nil {
+		t.Errorf("DeleteCursor of an unknown consumer = %v, want nil", err)
+	}
+	b = restart()
+	if got, err := b.Cursor(ctx, "c"); got != 0 || err != nil {
+		t.Errorf("Cursor after DeleteCursor and a restart = %d, %v; want 0", got, err)
+	}
 }
 
 func timers(t *testing.T, open Open) {
