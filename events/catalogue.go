@@ -27,7 +27,10 @@ const (
 	TypeRolloutSkipped = "dev.flotilla.rollout.skipped.v1"
 
 	// launch / advance
-	TypeWaveStarted      = "dev.flotilla.wave.started.v1"
+	TypeWaveStarted = "dev.flotilla.wave.started.v1"
+	// TypeWaveContinued: a cluster of a wave that runs maxParallel at a
+	// time finished, so more of its clusters may start (payload WaveStarted).
+	TypeWaveContinued    = "dev.flotilla.wave.continued.v1"
 	TypeClusterApplied   = "dev.flotilla.cluster.applied.v1"
 	TypeWaveSucceeded    = "dev.flotilla.wave.succeeded.v1"
 	TypeRolloutSucceeded = "dev.flotilla.rollout.succeeded.v1"
@@ -315,6 +318,7 @@ var payloadTypes = map[string]func() any{
 	TypeRolloutStarted:    func() any { return new(RolloutStarted) },
 	TypeRolloutSkipped:    func() any { return new(RolloutSkipped) },
 	TypeWaveStarted:       func() any { return new(WaveStarted) },
+	TypeWaveContinued:     func() any { return new(WaveStarted) },
 	TypeClusterApplied:    func() any { return new(ClusterResult) },
 	TypeWaveSucceeded:     func() any { return new(WaveResult) },
 	TypeRolloutSucceeded:  func() any { return new(RolloutResult) },

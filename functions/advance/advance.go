@@ -88,15 +88,28 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 // events of the transition (none while the wave is still running).
 func decide(r *rollout.Rollout) []step {
 	w := r.Wave
+	wave := r.Waves[w]
 	done, failed := r.WaveOutcome(w)
-	const budget = 0
-	if failed > budget {
+	if failed > wave.MaxFailures {
 		r.Phase = rollout.Failed
-		r.Reason = fmt.Sprintf("wave %d (%s): %s", w+1, r.Waves[w].Name, failures(r, w))
+		r.Reason = fmt.Sprintf("wave %d (%s): %s", w+1, wave.Name, failures(r, w))
+		if wave.MaxFailures > 0 {
+			r.Reason += fmt.Sprintf(" (more than its failure budget of %d)", wave.MaxFailures)
+		}
 		return []step{{events.TypeRolloutFailed, events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}}
 	}
 	if !done {
+		if pending := wave.Pending(); wave.MaxParallel > 0 && len(pending) > 0 && wave.Room() > 0 {
+			return []step{{events.TypeWaveContinued, events.WaveStarted{RolloutID: r.ID, Wave: w, Clusters: pending}}}
+		}
 		return nil
+	}
+	if failed > 0 {
+		note := fmt.Sprintf("wave %d (%s) within its failure budget of %d: %s", w+1, wave.Name, wave.MaxFailures, failures(r, w))
+		if r.Reason != "" {
+			note = r.Reason + "; " + note
+		}
+		r.Reason = note
 	}
 	steps := []step{{events.TypeWaveSucceeded, events.WaveResult{RolloutID: r.ID, Wave: w}}}
 	if w+1 < len(r.Waves) {

@@ -21,6 +21,8 @@ type state struct {
 	Reason   string
 	Wave     int
 	Clusters map[string]rollout.ClusterPhase
+	// Parallel and Budget are wave 2's maxParallel and maxFailures.
+	Parallel, Budget int
 }
 
 // newRollout stores a rollout of two waves, c1 then c2 and c3, in state st.
@@ -31,7 +33,7 @@ func newRollout(t *testing.T, repo *embedded.Repo, st state) {
 		Phase: st.Phase, Reason: st.Reason, Wave: st.Wave,
 		Waves: []rollout.Wave{
 			{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1"}}},
-			{Name: "rest", Clusters: []rollout.Cluster{{Name: "c2"}, {Name: "c3"}}},
+			{Name: "rest", Clusters: []rollout.Cluster{{Name: "c2"}, {Name: "c3"}}, MaxParallel: st.Parallel, MaxFailures: st.Budget},
 		},
 	}
 	for w := range ro.Waves {
@@ -45,7 +47,8 @@ func newRollout(t *testing.T, repo *embedded.Repo, st state) {
 }
 
 func stateOf(ro rollout.Rollout) state {
-	st := state{Phase: ro.Phase, Reason: ro.Reason, Wave: ro.Wave, Clusters: map[string]rollout.ClusterPhase{}}
+	st := state{Phase: ro.Phase, Reason: ro.Reason, Wave: ro.Wave, Clusters: map[string]rollout.ClusterPhase{},
+		Parallel: ro.Waves[1].MaxParallel, Budget: ro.Waves[1].MaxFailures}
 	for _, w := range ro.Waves {
 		for _, c := range w.Clusters {
 			st.Clusters[c.Name] = c.Phase
@@ -133,6 +136,40 @@ func TestAdvance(t *testing.T) {
 				Reason: "wave 1 (canary): cluster c1 failed: pipeline failed: boom"})},
 			after: state{Phase: rollout.Failed, Clusters: cs(failed, pending, pending),
 				Reason: "wave 1 (canary): cluster c1 failed: pipeline failed: boom"},
+		},
+		{
+			name:   "a failure within the wave's budget",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, progressing), Budget: 1},
+			typ:    events.TypeClusterFailed, cluster: "c2", reason: "canary analysis failed",
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, failed, progressing), Budget: 1},
+		},
+		{
+			name:   "the wave ends within its budget: the rollout succeeds, naming the failure",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, failed, progressing), Budget: 1},
+			typ:    events.TypeClusterSucceeded, cluster: "c3",
+			want: []functiontest.Emitted{
+				ev(events.TypeWaveSucceeded, events.WaveResult{RolloutID: rolloutID, Wave: 1}),
+				ev(events.TypeRolloutSucceeded, events.RolloutResult{RolloutID: rolloutID}),
+			},
+			after: state{Phase: rollout.Succeeded, Wave: 1, Clusters: cs(succeeded, failed, succeeded), Budget: 1,
+				Reason: "wave 2 (rest) within its failure budget of 1: cluster c2 failed: "},
+			deployed: true,
+		},
+		{
+			name:   "a failure beyond the budget fails the rollout",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, failed, progressing), Budget: 1},
+			typ:    events.TypeClusterFailed, cluster: "c3", reason: "boom",
+			want: []functiontest.Emitted{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID,
+				Reason: "wave 2 (rest): cluster c2 failed: ; cluster c3 failed: boom (more than its failure budget of 1)"})},
+			after: state{Phase: rollout.Failed, Wave: 1, Clusters: cs(succeeded, failed, failed), Budget: 1,
+				Reason: "wave 2 (rest): cluster c2 failed: ; cluster c3 failed: boom (more than its failure budget of 1)"},
+		},
+		{
+			name:   "one at a time: a cluster done, the next one starts",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, pending), Parallel: 1},
+			typ:    events.TypeClusterSucceeded, cluster: "c2",
+			want:  []functiontest.Emitted{ev(events.TypeWaveContinued, events.WaveStarted{RolloutID: rolloutID, Wave: 1, Clusters: []string{"c3"}})},
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, succeeded, pending), Parallel: 1},
 		},
 		{
 			name:   "duplicate result after the wave moved on",
@@ -288,5 +325,5 @@ func TestAdvanceContract(t *testing.T) {
 
 func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
 	t.Helper()
-	return functiontest.Summarize(t, evs, events.TypeWaveSucceeded, events.TypeWaveStarted, events.TypeRolloutSucceeded, events.TypeRolloutFailed)
+	return functiontest.Summarize(t, evs, events.TypeWaveSucceeded, events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutSucceeded, events.TypeRolloutFailed)
 }

@@ -32,12 +32,15 @@ func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 	return &Function{cfg: cfg, repo: repo, now: now}
 }
 
-func (*Function) Name() string       { return "launch" }
-func (*Function) Consumes() []string { return []string{events.TypeWaveStarted} }
+func (*Function) Name() string { return "launch" }
+func (*Function) Consumes() []string {
+	return []string{events.TypeWaveStarted, events.TypeWaveContinued}
+}
 
-// Handle requests a pipeline run and sets a deadline for every cluster of
-// the wave still pending. The requests commit with the clusters' move to
-// Applying: a redelivered wave finds them applying and asks nothing twice.
+// Handle requests a pipeline run and sets a deadline for the clusters of
+// the wave still pending, as many as its maxParallel leaves room for. The
+// requests commit with the clusters' move to Applying: a redelivered wave
+// finds them applying and asks nothing twice.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	w, err := events.Decode[events.WaveStarted](e)
 	if err != nil {
@@ -52,8 +55,12 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
 		}
 		deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
+		room := r.Waves[r.Wave].Room()
 		var out []cloudevents.Event
 		for _, name := range w.Clusters {
+			if room == 0 {
+				break // the rest starts as these finish (wave.continued)
+			}
 			c, _, err := r.Cluster(name)
 			if err != nil {
 				return nil, events.Permanent(err)
@@ -62,6 +69,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 				continue
 			}
 			c.Phase = rollout.ClusterApplying
+			room--
 			evs, err := r.RequestRun(e, c, events.PurposeApply, r.Ref(), r.Tag, deadline)
 			if err != nil {
 				return nil, err

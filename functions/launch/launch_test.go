@@ -218,7 +218,7 @@ func TestLaunchContract(t *testing.T) {
 	if fn.Name() != "launch" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeWaveStarted}, fn.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypeWaveStarted, events.TypeWaveContinued}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }
@@ -253,5 +253,47 @@ func BenchmarkLaunchWave(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A wave with maxParallel 1 starts one cluster; wave.continued starts the
+// next only once there is room again.
+func TestLaunchKeepsToMaxParallel(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, func(r *rollout.Rollout) {
+		r.Wave = 1
+		r.Waves[0].Clusters[0].Phase = rollout.ClusterSucceeded
+		r.Waves[1].MaxParallel = 1
+	})
+	f := newFunction(repo)
+	evs, err := f.Handle(ctx, waveStarted(t, 1, "c2", "c3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(request(1, "c2"), summarize(t, evs)); diff != "" {
+		t.Errorf("wave started (-want +got):\n%s", diff)
+	}
+	continued := func() cloudevents.Event {
+		e := waveStarted(t, 1, "c3")
+		e.SetID("wc")
+		e.SetType(events.TypeWaveContinued)
+		return e
+	}
+	if evs, err := f.Handle(ctx, continued()); err != nil || len(evs) != 0 {
+		t.Errorf("continued while c2 applies = %d events, %v; want none", len(evs), err)
+	}
+	if _, err := repo.Update(ctx, rolloutID, func(r *rollout.Rollout) error {
+		r.Waves[1].Clusters[0].Phase = rollout.ClusterSucceeded
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = f.Handle(ctx, continued())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Subject() != "c3" {
+		t.Errorf("continued after c2 = %v; want c3's request and deadline", summarize(t, evs))
 	}
 }

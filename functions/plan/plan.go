@@ -94,12 +94,11 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		return []cloudevents.Event{skip}, err
 	}
 	ro = rollout.Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: rollout.Progressing}
-	for _, w := range f.cfg.Fleet.Waves {
-		wave := rollout.Wave{Name: w.Name}
-		for _, c := range w.Clusters {
-			wave.Clusters = append(wave.Clusters, rollout.Cluster{Name: c, Phase: rollout.ClusterPending})
-		}
-		ro.Waves = append(ro.Waves, wave)
+	ro.Waves = waves(f.cfg, app)
+	if len(ro.Waves) == 0 { // config validation refuses it; a config changed under a running flotilla
+		skip, err := events.Derive(e, events.TypeRolloutSkipped, app.Name,
+			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: "the application targets no cluster of the fleet"})
+		return []cloudevents.Event{skip}, err
 	}
 	if _, err := f.repo.Create(ctx, ro); err != nil {
 		return nil, err
@@ -132,4 +131,26 @@ func started(e cloudevents.Event, ro rollout.Rollout) ([]cloudevents.Event, erro
 	}
 	w, err := events.Derive(e, events.TypeWaveStarted, ro.Application, events.WaveStarted{RolloutID: ro.ID, Wave: 0, Clusters: waves[0]})
 	return []cloudevents.Event{s, w}, err
+}
+
+// waves are the fleet's waves as app's rollout runs them: only the clusters
+// app targets (a wave left with none is skipped), each wave's policy scaled
+// to its clusters.
+func waves(cfg *config.Config, app config.Application) []rollout.Wave {
+	var out []rollout.Wave
+	for _, w := range cfg.Fleet.Waves {
+		wave := rollout.Wave{Name: w.Name}
+		for _, name := range w.ClusterNames() {
+			if c, ok := cfg.Cluster(name); ok && !app.Targets(c) {
+				continue
+			}
+			wave.Clusters = append(wave.Clusters, rollout.Cluster{Name: name, Phase: rollout.ClusterPending})
+		}
+		if len(wave.Clusters) == 0 {
+			continue
+		}
+		wave.MaxParallel, wave.MaxFailures = w.Policy(cfg.Fleet.WavePolicy).Limits(len(wave.Clusters))
+		out = append(out, wave)
+	}
+	return out
 }

@@ -1,6 +1,10 @@
 package plan_test
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -297,4 +301,46 @@ func TestPlanErrors(t *testing.T) {
 func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
 	t.Helper()
 	return functiontest.Summarize(t, evs, events.TypeRolloutStarted, events.TypeWaveStarted, events.TypeRolloutSkipped)
+}
+
+// An application with a cluster selector rolls out only to the clusters it
+// selects (a wave left with none is skipped), each wave's policy scaled to
+// what is left of it.
+func TestPlanTargetsAndWavePolicy(t *testing.T) {
+	cfg := newConfig(application("app", image, config.TrackMinorVersion))
+	cfg.Fleet.Clusters = []config.Cluster{
+		{Name: "c1", Labels: map[string]string{"region": "us"}},
+		{Name: "c2", Labels: map[string]string{"region": "eu"}},
+		{Name: "c3", Labels: map[string]string{"region": "eu"}},
+		{Name: "c4", Labels: map[string]string{"region": "eu"}},
+	}
+	cfg.Fleet.Waves[1].Clusters = []string{"c2", "c3", "c4"}
+	cfg.Fleet.WavePolicy = config.WavePolicy{MaxFailures: ptr.To(intstr.FromString("50%"))}
+	cfg.Fleet.Waves[1].MaxParallel = ptr.To(intstr.FromInt32(1))
+	cfg.Applications[0].ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}
+	repo := functiontest.NewRepo(t)
+	evs, err := plan.New(cfg, repo).Handle(t.Context(), verified(t, "v1", image, "1.2.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[1].Type() != events.TypeWaveStarted {
+		t.Fatalf("emitted %v, want rollout.started and wave.started", evs)
+	}
+	ws, err := events.Decode[events.WaveStarted](evs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(events.WaveStarted{RolloutID: plan.ID("v1", "app"), Wave: 0, Clusters: []string{"c2", "c3", "c4"}}, ws); diff != "" {
+		t.Errorf("wave started (-want +got):\n%s", diff)
+	}
+	ro, err := repo.Get(t.Context(), plan.ID("v1", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rollout.Wave{{Name: "rest", MaxParallel: 1, MaxFailures: 1, Clusters: []rollout.Cluster{
+		{Name: "c2", Phase: rollout.ClusterPending}, {Name: "c3", Phase: rollout.ClusterPending}, {Name: "c4", Phase: rollout.ClusterPending},
+	}}}
+	if diff := cmp.Diff(want, ro.Waves); diff != "" {
+		t.Errorf("waves (-want +got):\n%s", diff)
+	}
 }

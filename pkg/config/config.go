@@ -1,5 +1,11 @@
 package config
 
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
 // Config is flotilla's whole configuration, as returned by Load and Parse:
 // defaults applied, paths absolute, secrets resolved and everything validated.
 type Config struct {
@@ -183,6 +189,22 @@ type Fleet struct {
 	// Waves are rolled out one after another; every cluster is in exactly
 	// one wave.
 	Waves []Wave `json:"waves"`
+	// WavePolicy is every wave's policy, unless the wave sets its own.
+	WavePolicy WavePolicy `json:"wavePolicy"`
+}
+
+// WavePolicy bounds how a wave runs.
+type WavePolicy struct {
+	// MaxParallel is how many clusters of the wave roll out at a time: a
+	// count, or a percentage of the wave's clusters ("25%", rounded up,
+	// at least 1). Default "100%": the whole wave at once.
+	MaxParallel *intstr.IntOrString `json:"maxParallel"`
+	// MaxFailures is the wave's failure budget: how many of its clusters
+	// may fail while the wave still succeeds, a count or a percentage
+	// ("10%", rounded down). The failed clusters stay as Flagger left them
+	// (on the previous version), are listed, and are reverted with the
+	// rest if the rollout fails later. Default 0.
+	MaxFailures *intstr.IntOrString `json:"maxFailures"`
 }
 
 // Executors.
@@ -273,8 +295,56 @@ type Cluster struct {
 type Wave struct {
 	// Name is a DNS label, unique among waves. Default "wave-<n>", n 1-based.
 	Name string `json:"name"`
-	// Clusters names clusters of the fleet; at least one.
+	// Clusters names clusters of the fleet.
 	Clusters []string `json:"clusters"`
+	// Selector adds the clusters whose labels it matches (matchLabels,
+	// matchExpressions) and that no earlier wave has. A wave needs
+	// clusters or a selector, and must end up with a cluster.
+	Selector *metav1.LabelSelector `json:"selector"`
+	// MaxParallel and MaxFailures override fleet.wavePolicy's for this
+	// wave.
+	MaxParallel *intstr.IntOrString `json:"maxParallel"`
+	MaxFailures *intstr.IntOrString `json:"maxFailures"`
+	// Members are the wave's clusters, Clusters then those Selector
+	// matches, in fleet order; set by Load.
+	Members []string `json:"-"`
+}
+
+// ClusterNames returns the wave's clusters: Members as Load resolved them,
+// else (a Config not made by Load) Clusters.
+func (w Wave) ClusterNames() []string {
+	if w.Members != nil {
+		return w.Members
+	}
+	return w.Clusters
+}
+
+// Policy returns the wave's policy: its own fields, else the fleet's.
+func (w Wave) Policy(fleet WavePolicy) WavePolicy {
+	p := fleet
+	if w.MaxParallel != nil {
+		p.MaxParallel = w.MaxParallel
+	}
+	if w.MaxFailures != nil {
+		p.MaxFailures = w.MaxFailures
+	}
+	return p
+}
+
+// Limits scales the policy to a wave of n clusters: how many may run at
+// once (0: no limit, else 1 to n) and how many may fail.
+func (p WavePolicy) Limits(n int) (maxParallel, maxFailures int) {
+	if p.MaxParallel != nil {
+		if v, err := intstr.GetScaledValueFromIntOrPercent(p.MaxParallel, n, true); err == nil {
+			maxParallel = max(min(v, n), 1)
+		}
+	}
+	if p.MaxFailures != nil {
+		if v, err := intstr.GetScaledValueFromIntOrPercent(p.MaxFailures, n, false); err == nil {
+			maxFailures = v
+		}
+	}
+	return maxParallel, max(maxFailures, 0)
 }
 
 // Application is one workload whose image flotilla tracks and delivers.
@@ -299,6 +369,23 @@ type Application struct {
 	// Validation is Kanary's validation of the canaries (manual, label
 	// watch, PromQL), on top of the delivery's analysis.
 	Validation *Validation `json:"validation"`
+	// ClusterSelector limits the application to the clusters whose labels
+	// (fleet.clusters[].labels) it matches (Kurator's
+	// destination.clusterSelector); it must match at least one. Default:
+	// every cluster of the fleet.
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector"`
+}
+
+// Targets reports whether the application goes to cluster c.
+func (a Application) Targets(c Cluster) bool {
+	if a.ClusterSelector == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(a.ClusterSelector)
+	if err != nil {
+		return false // validation refuses it
+	}
+	return sel.Matches(labels.Set(c.Labels))
 }
 
 // Track is a semver version policy, as KubeCD's upgrade triggers define

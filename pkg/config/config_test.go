@@ -125,7 +125,7 @@ func TestParseDefaults(t *testing.T) {
 		Fleet: Fleet{
 			Executor: "embedded",
 			Clusters: []Cluster{{Name: "c1", Kubeconfig: filepath.Join(dir, "c1.kubeconfig")}},
-			Waves:    []Wave{{Name: "wave-1", Clusters: []string{"c1"}}},
+			Waves:    []Wave{{Name: "wave-1", Clusters: []string{"c1"}, Members: []string{"c1"}}},
 		},
 		Applications: []Application{{
 			Name:      "podinfo",
@@ -189,8 +189,9 @@ fleet:
     - {name: prod, clusters: [c2]}
     - clusters: [c3]
 `},
-		get:  func(c *Config) any { return c.Fleet.Waves },
-		want: []Wave{{"wave-1", []string{"c1"}}, {"prod", []string{"c2"}}, {"wave-3", []string{"c3"}}},
+		get: func(c *Config) any { return c.Fleet.Waves },
+		want: []Wave{{Name: "wave-1", Clusters: []string{"c1"}, Members: []string{"c1"}}, {Name: "prod", Clusters: []string{"c2"}, Members: []string{"c2"}},
+			{Name: "wave-3", Clusters: []string{"c3"}, Members: []string{"c3"}}},
 	}, {
 		name: "webhook type and timeout",
 		doc: sections{applications: `

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 )
@@ -61,13 +64,17 @@ func TestExampleConfig(t *testing.T) {
 				{Name: "c3", Kubeconfig: filepath.Join(tmp, "c3", "kubeconfig"), Labels: map[string]string{"env": "prod"}},
 			},
 			Waves: []Wave{
-				{Name: "canary", Clusters: []string{"c1"}},
-				{Name: "prod", Clusters: []string{"c2", "c3"}},
+				{Name: "canary", Clusters: []string{"c1"}, Members: []string{"c1"}},
+				{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+					MaxParallel: ptr.To(intstr.FromInt32(2)), Members: []string{"c2", "c3"}},
 			},
+			WavePolicy: WavePolicy{MaxParallel: ptr.To(intstr.FromString("100%")), MaxFailures: ptr.To(intstr.FromInt32(0))},
 		},
 		Applications: []Application{{
-			Name:      "podinfo",
-			Image:     "127.0.0.1:5000/demo/podinfo",
+			Name:  "podinfo",
+			Image: "127.0.0.1:5000/demo/podinfo",
+			ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"canary", "prod"}}}},
 			Track:     TrackMinorVersion,
 			Namespace: "demo",
 			Workload:  Workload{Kind: "Deployment", Name: "podinfo", Container: "podinfo"},

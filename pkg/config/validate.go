@@ -16,6 +16,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/net/http/httpguts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -49,6 +52,7 @@ func (e *ValidationError) Error() string {
 // kubeconfigs, so that a missing file is a problem like any other.
 type validator struct {
 	problems []Problem
+	clusters []Cluster // the fleet's, for the applications' selectors
 }
 
 func (v *validator) addf(path, format string, args ...any) {
@@ -64,6 +68,7 @@ func validate(c *Config) *ValidationError {
 	}
 	v.receivers(c.Receivers)
 	v.fleet(&c.Fleet)
+	v.clusters = c.Fleet.Clusters
 	v.applications(c.Applications)
 	if len(v.problems) == 0 {
 		return nil
@@ -249,14 +254,17 @@ func (v *validator) fleet(f *Fleet) {
 	if len(f.Waves) == 0 {
 		v.addf("fleet.waves", "at least one wave is required")
 	}
+	v.wavePolicy("fleet.wavePolicy", f.WavePolicy.MaxParallel, f.WavePolicy.MaxFailures)
 	waveNames := map[string]string{}
 	waveOf := map[string]int{} // cluster name to 1 + index of its wave
-	for i, w := range f.Waves {
+	for i := range f.Waves {
+		w := &f.Waves[i]
 		p := fmt.Sprintf("fleet.waves[%d]", i)
 		v.name(p, "wave", w.Name, waveNames)
-		if len(w.Clusters) == 0 {
-			v.addf(p+".clusters", "a wave needs at least one cluster")
+		if len(w.Clusters) == 0 && w.Selector == nil {
+			v.addf(p+".clusters", "a wave needs at least one cluster, or a selector")
 		}
+		w.Members = nil
 		for j, cn := range w.Clusters {
 			cp := fmt.Sprintf("%s.clusters[%d]", p, j)
 			switch prev := waveOf[cn]; {
@@ -268,7 +276,33 @@ func (v *validator) fleet(f *Fleet) {
 				v.addf(cp, "cluster %q is already in wave %q; a cluster may be in only one wave", cn, f.Waves[prev-1].Name)
 			default:
 				waveOf[cn] = i + 1
+				w.Members = append(w.Members, cn)
 			}
+		}
+		v.wavePolicy(p, w.MaxParallel, w.MaxFailures)
+	}
+	// Selectors take the clusters no wave names and no earlier selector took.
+	for i := range f.Waves {
+		w := &f.Waves[i]
+		if w.Selector == nil {
+			continue
+		}
+		p := fmt.Sprintf("fleet.waves[%d].selector", i)
+		sel, err := metav1.LabelSelectorAsSelector(w.Selector)
+		if err != nil {
+			v.addf(p, "%v", err)
+			continue
+		}
+		took := 0
+		for _, cl := range f.Clusters {
+			if waveOf[cl.Name] == 0 && sel.Matches(labels.Set(cl.Labels)) {
+				waveOf[cl.Name] = i + 1
+				w.Members = append(w.Members, cl.Name)
+				took++
+			}
+		}
+		if took == 0 && len(w.Clusters) == 0 {
+			v.addf(p, "selects no cluster that an earlier wave or a wave's clusters list does not have already (%s)", sel)
 		}
 	}
 	if len(f.Waves) == 0 {
@@ -280,6 +314,40 @@ func (v *validator) fleet(f *Fleet) {
 				"cluster %q is in no wave, so it would never receive rollouts; add it to one of fleet.waves", cl.Name)
 		}
 	}
+}
+
+// wavePolicy checks a wave's maxParallel (a count >= 1 or a percentage
+// 1-100%) and maxFailures (a count >= 0 or a percentage 0-100%).
+func (v *validator) wavePolicy(path string, maxParallel, maxFailures *intstr.IntOrString) {
+	check := func(field string, x *intstr.IntOrString, least int) {
+		if x == nil {
+			return
+		}
+		n, pct, err := intOrPercent(x)
+		switch {
+		case err != nil:
+			v.addf(path+"."+field, "%v", err)
+		case pct && (n < least || n > 100):
+			v.addf(path+"."+field, "%s is out of range: want %d%% to 100%%", x.String(), least)
+		case !pct && n < least:
+			v.addf(path+"."+field, "%d is out of range: want at least %d, or a percentage such as \"25%%\"", n, least)
+		}
+	}
+	check("maxParallel", maxParallel, 1)
+	check("maxFailures", maxFailures, 0)
+}
+
+// intOrPercent reads a count or a percentage ("25%").
+func intOrPercent(x *intstr.IntOrString) (n int, percent bool, err error) {
+	if x.Type == intstr.Int {
+		return x.IntValue(), false, nil
+	}
+	s, ok := strings.CutSuffix(x.StrVal, "%")
+	n, err = strconv.Atoi(s)
+	if !ok || err != nil {
+		return 0, false, fmt.Errorf("invalid value %q: want a count such as 2 or a percentage such as \"25%%\"", x.StrVal)
+	}
+	return n, true, nil
 }
 
 func (v *validator) kubeconfig(path, file string) {
@@ -336,6 +404,23 @@ func (v *validator) applications(as []Application) {
 		v.delivery(p, a)
 		v.validation(p+".validation", a.Validation)
 		v.gitops(p+".gitops", a.GitOps)
+		v.clusterSelector(p+".clusterSelector", a)
+	}
+}
+
+// clusterSelector checks that an application's selector parses and picks
+// at least one cluster.
+func (v *validator) clusterSelector(path string, a Application) {
+	if a.ClusterSelector == nil {
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(a.ClusterSelector)
+	if err != nil {
+		v.addf(path, "%v", err)
+		return
+	}
+	if !slices.ContainsFunc(v.clusters, a.Targets) {
+		v.addf(path, "application %q selects no cluster of the fleet (%s): label clusters in fleet.clusters[].labels", a.Name, sel)
 	}
 }
 

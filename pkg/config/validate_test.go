@@ -260,6 +260,31 @@ receivers:
 			doc:  sections{fleet: "fleet: {executor: argo, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
 			want: []Problem{{"fleet.executor", `unknown executor "argo"; want one of embedded, tekton`}},
 		}, {
+			name: "wave selectors and policies",
+			doc: sections{fleet: "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {tier: canary}}, {name: c2, kubeconfig: c1.kubeconfig}], " +
+				"wavePolicy: {maxParallel: 0, maxFailures: '120%'}, waves: [{selector: {matchLabels: {tier: canary}}, maxParallel: '50%'}, " +
+				"{selector: {matchExpressions: [{key: tier, operator: Sometimes}]}}, {selector: {matchLabels: {tier: canary}}, maxFailures: x}, {clusters: [c2]}]}\n"},
+			want: []Problem{
+				{"fleet.wavePolicy.maxParallel", `0 is out of range: want at least 1, or a percentage such as "25%"`},
+				{"fleet.wavePolicy.maxFailures", "120% is out of range: want 0% to 100%"},
+				{"fleet.waves[2].maxFailures", `invalid value "x": want a count such as 2 or a percentage such as "25%"`},
+				{"fleet.waves[1].selector", `"Sometimes" is not a valid label selector operator`},
+				{"fleet.waves[2].selector", "selects no cluster that an earlier wave or a wave's clusters list does not have already (tier=canary)"},
+			},
+		}, {
+			name: "application cluster selector",
+			doc: sections{
+				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {region: eu}}], waves: [{clusters: [c1]}]}\n",
+				applications: withApp("    clusterSelector: {matchLabels: {region: us}}\n"),
+			},
+			want: []Problem{{"applications[0].clusterSelector", `application "podinfo" selects no cluster of the fleet (region=us): label clusters in fleet.clusters[].labels`}},
+		}, {
+			name: "application cluster selector matches",
+			doc: sections{
+				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {region: eu}}], waves: [{clusters: [c1]}]}\n",
+				applications: withApp("    clusterSelector: {matchExpressions: [{key: region, operator: In, values: [eu, us]}]}\n"),
+			},
+		}, {
 			name: "tekton executor without its settings",
 			doc:  sections{fleet: "fleet: {executor: tekton, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
 			want: []Problem{{"fleet.tekton", "required with executor tekton: the cluster (or kubeconfig) that runs Tekton"}},
@@ -382,7 +407,7 @@ fleet:
     - clusters: [c9]
 `},
 			want: []Problem{
-				{"fleet.waves[1].clusters", "a wave needs at least one cluster"},
+				{"fleet.waves[1].clusters", "a wave needs at least one cluster, or a selector"},
 				{"fleet.waves[2].clusters[0]", `unknown cluster "c9"`},
 			},
 		}, {

@@ -79,6 +79,43 @@ type Failure struct {
 type Wave struct {
 	Name     string    `json:"name"`
 	Clusters []Cluster `json:"clusters"`
+	// MaxParallel is how many of its clusters may roll out at once (0: all
+	// of them); MaxFailures how many may fail while the wave succeeds.
+	// Fixed when the rollout is planned.
+	MaxParallel int `json:"maxParallel,omitempty"`
+	MaxFailures int `json:"maxFailures,omitempty"`
+}
+
+// Active counts the clusters of the wave rolling out (applying, or applied
+// and analysed by Flagger).
+func (w Wave) Active() int {
+	n := 0
+	for _, c := range w.Clusters {
+		if c.Phase == ClusterApplying || c.Phase == ClusterProgressing {
+			n++
+		}
+	}
+	return n
+}
+
+// Room is how many more of the wave's clusters may start now.
+func (w Wave) Room() int {
+	limit := w.MaxParallel
+	if limit <= 0 {
+		limit = len(w.Clusters)
+	}
+	return max(limit-w.Active(), 0)
+}
+
+// Pending lists the clusters of the wave not started yet.
+func (w Wave) Pending() []string {
+	var out []string
+	for _, c := range w.Clusters {
+		if c.Phase == ClusterPending {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }
 
 // Cluster is one cluster's state in a rollout.
