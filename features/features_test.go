@@ -97,4 +97,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerTaskSteps(sc)
 	s.registerCLISteps(sc)
 	s.registerEngineSteps(sc)
+	s.registerWaveSteps(sc)
 }

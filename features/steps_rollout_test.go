@@ -92,6 +92,14 @@ type world struct {
 	// retention and dedupeWindow are flotilla's server.retention and
 	// server.dedupeWindow, when a step set them.
 	retention, dedupeWindow string
+	// clusterLabels, appSelector and wavePolicies are the clusters'
+	// labels, the application's clusterSelector and the waves' policy
+	// fields, when steps set them; canaries records the phases of the
+	// canaries a step watches.
+	clusterLabels map[string]map[string]string
+	appSelector   map[string]any
+	wavePolicies  map[int]map[string]any
+	canaries      *canaryLog
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -224,7 +232,11 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	var clusters []map[string]any
 	var waves []map[string]any
 	for i, names := range w.waves {
-		waves = append(waves, map[string]any{"name": fmt.Sprintf("wave-%d", i+1), "clusters": names})
+		wave := map[string]any{"name": fmt.Sprintf("wave-%d", i+1), "clusters": names}
+		for k, v := range w.wavePolicies[i] {
+			wave[k] = v
+		}
+		waves = append(waves, wave)
 		for _, n := range names {
 			cl, ok := fleet.Cluster(n)
 			if !ok {
@@ -234,7 +246,11 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 			if p, ok := w.proxied[n]; ok {
 				kubeconfig = p.kubeconfig
 			}
-			clusters = append(clusters, map[string]any{"name": n, "kubeconfig": kubeconfig})
+			entry := map[string]any{"name": n, "kubeconfig": kubeconfig}
+			if l := w.clusterLabels[n]; l != nil {
+				entry["labels"] = l
+			}
+			clusters = append(clusters, entry)
 			c, err := clientsFor(n)
 			if err != nil {
 				return err
@@ -253,6 +269,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		},
 		"fleet":        map[string]any{"clusters": clusters, "waves": waves},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
+	}
+	if w.appSelector != nil {
+		cfg["applications"].([]map[string]any)[0]["clusterSelector"] = w.appSelector
 	}
 	if w.retention != "" {
 		server := cfg["server"].(map[string]any)

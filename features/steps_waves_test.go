@@ -1,0 +1,251 @@
+package features
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+)
+
+func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^clusters "([^"]*)" are labelled "([^"]*)"$`, s.labelClusters)
+	sc.Step(`^the application goes only to clusters labelled "([^"]*)"$`, s.selectClusters)
+	sc.Step(`^wave (\d+) rolls out (\d+) clusters? at a time$`, s.waveMaxParallel)
+	sc.Step(`^wave (\d+) may lose (\d+) clusters?$`, s.waveMaxFailures)
+	sc.Step(`^the canaries in clusters "([^"]*)" are watched$`, s.watchCanaries)
+	sc.Step(`^the primary in clusters "([^"]*)" runs version "([^"]*)" by digest$`, s.primariesInRun)
+	sc.Step(`^the primary in clusters "([^"]*)" does not run version "([^"]*)"$`, s.primariesInDoNotRun)
+	sc.Step(`^clusters "([^"]*)" have no canary of the application$`, s.noCanaryIn)
+	sc.Step(`^no two canaries in clusters "([^"]*)" were progressing at once$`, s.neverTwoProgressing)
+	sc.Step(`^the rollout of "([^"]*)" names cluster "([^"]*)" as failed within the budget$`, s.namesWithinBudget)
+}
+
+func (s *scenario) labelClusters(names, label string) error {
+	k, v, ok := strings.Cut(label, "=")
+	if !ok {
+		return fmt.Errorf("label %q: want key=value", label)
+	}
+	if s.w.clusterLabels == nil {
+		s.w.clusterLabels = map[string]map[string]string{}
+	}
+	for _, n := range strings.Split(names, ",") {
+		if s.w.clusterLabels[n] == nil {
+			s.w.clusterLabels[n] = map[string]string{}
+		}
+		s.w.clusterLabels[n][k] = v
+	}
+	return nil
+}
+
+func (s *scenario) selectClusters(label string) error {
+	k, v, ok := strings.Cut(label, "=")
+	if !ok {
+		return fmt.Errorf("label %q: want key=value", label)
+	}
+	s.w.appSelector = map[string]any{"matchLabels": map[string]string{k: v}}
+	return nil
+}
+
+func (s *scenario) wavePolicy(wave int, field string, value any) {
+	if s.w.wavePolicies == nil {
+		s.w.wavePolicies = map[int]map[string]any{}
+	}
+	if s.w.wavePolicies[wave-1] == nil {
+		s.w.wavePolicies[wave-1] = map[string]any{}
+	}
+	s.w.wavePolicies[wave-1][field] = value
+}
+
+func (s *scenario) waveMaxParallel(wave, n int) error {
+	s.wavePolicy(wave, "maxParallel", n)
+	return nil
+}
+
+func (s *scenario) waveMaxFailures(wave, n int) error {
+	s.wavePolicy(wave, "maxFailures", n)
+	return nil
+}
+
+// canaryLog records every phase the watched canaries went through, as the
+// clusters' API servers reported them.
+type canaryLog struct {
+	mu     sync.Mutex
+	phases map[string][]phaseAt // cluster -> phases in order
+}
+
+type phaseAt struct {
+	at    time.Time
+	phase flaggerv1.CanaryPhase
+}
+
+func (s *scenario) watchCanaries(ctx context.Context, names string) error {
+	log := &canaryLog{phases: map[string][]phaseAt{}}
+	s.w.canaries = log
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.onCleanup(cancel)
+	for _, n := range strings.Split(names, ",") {
+		c, err := clientsFor(n)
+		if err != nil {
+			return err
+		}
+		wi, err := c.Flagger.FlaggerV1beta1().Canaries(s.w.namespace).Watch(wctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("watching canaries in %s: %w", n, err)
+		}
+		go func() {
+			defer wi.Stop()
+			for ev := range wi.ResultChan() {
+				cd, ok := ev.Object.(*flaggerv1.Canary)
+				if !ok || ev.Type == watch.Deleted || cd.Name != s.w.workload {
+					continue
+				}
+				log.mu.Lock()
+				log.phases[n] = append(log.phases[n], phaseAt{time.Now(), cd.Status.Phase})
+				log.mu.Unlock()
+			}
+		}()
+	}
+	return nil
+}
+
+// neverTwoProgressing checks, from the watched phases, that the analyses
+// (phase Progressing) of the clusters never overlapped, and that each
+// cluster had one.
+func (s *scenario) neverTwoProgressing(names string) error {
+	log := s.w.canaries
+	if log == nil {
+		return fmt.Errorf("no step watched the canaries")
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	type span struct {
+		cluster    string
+		start, end time.Time
+	}
+	var spans []span
+	for _, n := range strings.Split(names, ",") {
+		var sp span
+		for _, p := range log.phases[n] {
+			if p.phase != flaggerv1.CanaryPhaseProgressing {
+				if !sp.start.IsZero() && sp.end.IsZero() {
+					sp.end = p.at
+				}
+				continue
+			}
+			if sp.start.IsZero() {
+				sp = span{cluster: n, start: p.at}
+			}
+		}
+		if sp.start.IsZero() {
+			return fmt.Errorf("the canary in %s was never seen progressing (phases %v)", n, log.phases[n])
+		}
+		if sp.end.IsZero() {
+			return fmt.Errorf("the canary in %s is still progressing", n)
+		}
+		spans = append(spans, sp)
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.start.Compare(b.start) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].start.Before(spans[i-1].end) {
+			return fmt.Errorf("the canaries in %s and %s were progressing at once (%s from %s to %s, %s from %s)",
+				spans[i-1].cluster, spans[i].cluster, spans[i-1].cluster, spans[i-1].start.Format(time.StampMilli),
+				spans[i-1].end.Format(time.StampMilli), spans[i].cluster, spans[i].start.Format(time.StampMilli))
+		}
+	}
+	return nil
+}
+
+func (s *scenario) primariesInRun(ctx context.Context, names, version string) error {
+	want, err := s.ref(version)
+	if err != nil {
+		return err
+	}
+	for _, n := range strings.Split(names, ",") {
+		c, err := clientsFor(n)
+		if err != nil {
+			return err
+		}
+		got, err := s.imageOf(ctx, c, s.w.workload+"-primary")
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("primary in %s runs %s, want %s (version %s)", n, got, want, version)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) primariesInDoNotRun(ctx context.Context, names, version string) error {
+	bad, err := s.ref(version)
+	if err != nil {
+		return err
+	}
+	for _, n := range strings.Split(names, ",") {
+		c, err := clientsFor(n)
+		if err != nil {
+			return err
+		}
+		got, err := s.imageOf(ctx, c, s.w.workload+"-primary")
+		if err != nil {
+			return err
+		}
+		if got == bad {
+			return fmt.Errorf("primary in %s runs %s (version %s)", n, got, version)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) noCanaryIn(ctx context.Context, names string) error {
+	for _, n := range strings.Split(names, ",") {
+		c, err := clientsFor(n)
+		if err != nil {
+			return err
+		}
+		list, err := c.Flagger.FlaggerV1beta1().Canaries(s.w.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("cluster %s has canary %s", n, list.Items[0].Name)
+		}
+		got, err := s.imageOf(ctx, c, s.w.workload)
+		if err != nil {
+			return err
+		}
+		if !strings.HasSuffix(got, ":0.1.0") {
+			return fmt.Errorf("the workload in %s runs %s, want its first image", n, got)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) namesWithinBudget(ctx context.Context, version, cluster string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro struct {
+		Phase  string
+		Reason string
+		Waves  []struct {
+			Clusters []struct{ Name, Phase string }
+		}
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if ro.Phase != "Succeeded" || !strings.Contains(ro.Reason, "within its failure budget") || !strings.Contains(ro.Reason, "cluster "+cluster+" failed") {
+		return fmt.Errorf("rollout %s is %s, reason %q; want Succeeded, naming %s within the budget", id, ro.Phase, ro.Reason, cluster)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+Feature: Fleet rollouts users can steer: targeting and wave policy
+  An application goes only to the clusters its label selector picks. A wave
+  rolls out at most maxParallel of its clusters at a time, and succeeds when
+  no more than maxFailures of them failed.
+
+  Scenario: An application targeted by labels reaches only its clusters
+    Given a registry
+    And clusters "c1,c3" are labelled "region=eu"
+    And clusters "c2,c4" are labelled "region=us"
+    And the application goes only to clusters labelled "region=eu"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1,c2" then "c3,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in clusters "c1,c3" runs version "1.1.0" by digest
+    And clusters "c2,c4" have no canary of the application
+
+  Scenario: A wave that rolls out one cluster at a time never has two canaries progressing at once
+    Given a registry
+    And wave 2 rolls out 1 cluster at a time
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c3,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the canaries in clusters "c2,c3,c4" are watched
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And no two canaries in clusters "c2,c3,c4" were progressing at once
+
+  Scenario: A failure within the wave's budget lets the wave pass
+    Given a registry
+    And wave 2 may lose 1 cluster
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c3,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the analysis gate fails in cluster "c3"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" names cluster "c3" as failed within the budget
+    And the primary in clusters "c1,c2,c4" runs version "1.1.0" by digest
+    And the primary in clusters "c3" runs version "1.0.0" by digest
