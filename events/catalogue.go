@@ -30,9 +30,12 @@ const (
 	TypeWaveStarted = "dev.flotilla.wave.started.v1"
 	// TypeWaveContinued: a cluster of a wave that runs maxParallel at a
 	// time finished, so more of its clusters may start (payload WaveStarted).
-	TypeWaveContinued    = "dev.flotilla.wave.continued.v1"
-	TypeClusterApplied   = "dev.flotilla.cluster.applied.v1"
-	TypeWaveSucceeded    = "dev.flotilla.wave.succeeded.v1"
+	TypeWaveContinued  = "dev.flotilla.wave.continued.v1"
+	TypeClusterApplied = "dev.flotilla.cluster.applied.v1"
+	TypeWaveSucceeded  = "dev.flotilla.wave.succeeded.v1"
+	// TypeWaveBaked is the timer at the end of a wave's bake time
+	// (payload WaveResult).
+	TypeWaveBaked        = "dev.flotilla.wave.baked.v1"
 	TypeRolloutSucceeded = "dev.flotilla.rollout.succeeded.v1"
 	TypeRolloutFailed    = "dev.flotilla.rollout.failed.v1"
 
@@ -321,6 +324,7 @@ var payloadTypes = map[string]func() any{
 	TypeWaveContinued:     func() any { return new(WaveStarted) },
 	TypeClusterApplied:    func() any { return new(ClusterResult) },
 	TypeWaveSucceeded:     func() any { return new(WaveResult) },
+	TypeWaveBaked:         func() any { return new(WaveResult) },
 	TypeRolloutSucceeded:  func() any { return new(RolloutResult) },
 	TypeRolloutFailed:     func() any { return new(RolloutResult) },
 	TypeClusterSucceeded:  func() any { return new(ClusterResult) },

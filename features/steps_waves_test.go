@@ -10,6 +10,7 @@ import (
 
 	"github.com/cucumber/godog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
@@ -26,6 +27,72 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^clusters "([^"]*)" have no canary of the application$`, s.noCanaryIn)
 	sc.Step(`^no two canaries in clusters "([^"]*)" were progressing at once$`, s.neverTwoProgressing)
 	sc.Step(`^the rollout of "([^"]*)" names cluster "([^"]*)" as failed within the budget$`, s.namesWithinBudget)
+	sc.Step(`^wave (\d+) bakes for (\d+) seconds$`, s.waveBakes)
+	sc.Step(`^wave (\d+) of the rollout of "([^"]*)" is baking$`, s.waveBaking)
+	sc.Step(`^the workload "([^"]*)" in cluster "([^"]*)" is changed, so that Flagger analyses it again$`, s.touchWorkload)
+	sc.Step(`^the rollout of "([^"]*)" failed naming the bake of cluster "([^"]*)"$`, s.failedInBake)
+}
+
+func (s *scenario) waveBakes(wave, seconds int) error {
+	s.wavePolicy(wave, "bakeTime", fmt.Sprintf("%ds", seconds))
+	return nil
+}
+
+// apiRollout is what the steps read of a rollout from flotilla's API.
+type apiRollout struct {
+	Phase  string
+	Reason string
+	Waves  []struct {
+		BakingUntil time.Time
+		Clusters    []struct{ Name, Phase string }
+	}
+}
+
+func (s *scenario) apiRollout(ctx context.Context, version string) (apiRollout, error) {
+	var ro apiRollout
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return ro, err
+	}
+	return ro, s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro)
+}
+
+func (s *scenario) waveBaking(ctx context.Context, wave int, version string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		ro, err := s.apiRollout(ctx, version)
+		if err != nil {
+			return err
+		}
+		if len(ro.Waves) >= wave && !ro.Waves[wave-1].BakingUntil.IsZero() {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("wave %d of the rollout of %s did not start baking", wave, version)
+}
+
+// touchWorkload changes the workload's pod template, a new revision Flagger
+// analyses.
+func (s *scenario) touchWorkload(ctx context.Context, name, cluster string) error {
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"features.flotilla.dev/touched":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
+	_, err = c.Kube.AppsV1().Deployments(s.w.namespace).Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+func (s *scenario) failedInBake(ctx context.Context, version, cluster string) error {
+	ro, err := s.apiRollout(ctx, version)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(ro.Reason, "cluster "+cluster+" failed: failed during the wave's bake") {
+		return fmt.Errorf("rollout of %s is %s, reason %q; want it to name %s's failure during the bake", version, ro.Phase, ro.Reason, cluster)
+	}
+	return nil
 }
 
 func (s *scenario) labelClusters(names, label string) error {

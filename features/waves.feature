@@ -1,7 +1,8 @@
 Feature: Fleet rollouts users can steer: targeting and wave policy
   An application goes only to the clusters its label selector picks. A wave
-  rolls out at most maxParallel of its clusters at a time, and succeeds when
-  no more than maxFailures of them failed.
+  rolls out at most maxParallel of its clusters at a time, succeeds when no
+  more than maxFailures of them failed, and must then stay healthy for its
+  bake time before the next wave starts.
 
   Scenario: An application targeted by labels reaches only its clusters
     Given a registry
@@ -39,3 +40,17 @@ Feature: Fleet rollouts users can steer: targeting and wave policy
     And the rollout of "1.1.0" names cluster "c3" as failed within the budget
     And the primary in clusters "c1,c2,c4" runs version "1.1.0" by digest
     And the primary in clusters "c3" runs version "1.0.0" by digest
+
+  Scenario: A canary failing during its wave's bake fails the wave, and the rollout rolls back
+    Given a registry
+    And wave 1 bakes for 30 seconds
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And wave 1 of the rollout of "1.1.0" is baking
+    And the analysis gate fails in cluster "c1"
+    And the workload "podinfo" in cluster "c1" is changed, so that Flagger analyses it again
+    Then the rollout of "1.1.0" is rolled back
+    And the rollout of "1.1.0" failed naming the bake of cluster "c1"
+    And no workload in any cluster runs version "1.1.0"

@@ -3,6 +3,7 @@ package advance
 import (
 	"context"
 	"fmt"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -19,23 +20,34 @@ type Rollouts interface {
 // Function is the advance function.
 type Function struct {
 	repo Rollouts
+	now  func() time.Time
 }
 
-// New returns advance.
-func New(repo Rollouts) *Function { return &Function{repo: repo} }
+// New returns advance; now defaults to time.Now.
+func New(repo Rollouts, now func() time.Time) *Function {
+	if now == nil {
+		now = time.Now
+	}
+	return &Function{repo: repo, now: now}
+}
 
 func (*Function) Name() string { return "advance" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed}
+	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked}
 }
 
 type step struct {
 	typ     string
 	payload any
+	due     time.Time // a timer, when set
 }
 
-// Handle records one cluster result and moves the rollout on.
+// Handle records one cluster result, or the end of a wave's bake, and
+// moves the rollout on.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	if e.Type() == events.TypeWaveBaked {
+		return f.baked(ctx, e)
+	}
 	res, err := events.Decode[events.ClusterResult](e)
 	if err != nil {
 		return nil, err
@@ -58,35 +70,65 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if w != r.Wave {
 			return nil, nil
 		}
-		steps := decide(r)
-		out := make([]cloudevents.Event, 0, len(steps))
-		for _, s := range steps {
-			ev, err := events.Derive(e, s.typ, r.ID, s.payload)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ev)
-		}
-		return out, nil
+		return emit(e, r, decide(r, f.now()))
 	})
 	if err != nil {
 		return nil, err
 	}
-	if ro.Phase == rollout.Succeeded {
-		// Idempotent, so a redelivery that finds the rollout done repeats it.
-		if err := f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
-			st.DeployedTag, st.DeployedDigest = ro.Tag, ro.Digest
-			return nil
-		}); err != nil {
+	return out, f.deployed(ctx, ro)
+}
+
+// baked ends a wave's bake: the wave stayed within its failure budget, so
+// the rollout moves on.
+func (f *Function) baked(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	res, err := events.Decode[events.WaveResult](e)
+	if err != nil {
+		return nil, err
+	}
+	ro, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		if res.Wave < 0 || res.Wave >= len(r.Waves) || !r.Baking(res.Wave) {
+			return nil, nil // failed meanwhile, or a repeated timer
+		}
+		r.Waves[res.Wave].Baked = true
+		return emit(e, r, decide(r, f.now()))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, f.deployed(ctx, ro)
+}
+
+// emit derives the events of steps from their cause e.
+func emit(e cloudevents.Event, r *rollout.Rollout, steps []step) ([]cloudevents.Event, error) {
+	out := make([]cloudevents.Event, 0, len(steps))
+	for _, s := range steps {
+		ev, err := events.Derive(e, s.typ, r.ID, s.payload)
+		if err != nil {
 			return nil, err
 		}
+		if !s.due.IsZero() {
+			ev = events.At(ev, s.due)
+		}
+		out = append(out, ev)
 	}
 	return out, nil
 }
 
+// deployed records a succeeded rollout as what the application runs.
+func (f *Function) deployed(ctx context.Context, ro rollout.Rollout) error {
+	if ro.Phase == rollout.Succeeded {
+		// Idempotent, so a redelivery that finds the rollout done repeats it.
+		return f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
+			st.DeployedTag, st.DeployedDigest = ro.Tag, ro.Digest
+			return nil
+		})
+	}
+	return nil
+}
+
 // decide moves r on after a cluster result in its current wave; it returns the
 // events of the transition (none while the wave is still running).
-func decide(r *rollout.Rollout) []step {
+func decide(r *rollout.Rollout, now time.Time) []step {
 	w := r.Wave
 	wave := r.Waves[w]
 	done, failed := r.WaveOutcome(w)
@@ -96,13 +138,21 @@ func decide(r *rollout.Rollout) []step {
 		if wave.MaxFailures > 0 {
 			r.Reason += fmt.Sprintf(" (more than its failure budget of %d)", wave.MaxFailures)
 		}
-		return []step{{events.TypeRolloutFailed, events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}}
+		return []step{{typ: events.TypeRolloutFailed, payload: events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}}
 	}
 	if !done {
 		if pending := wave.Pending(); wave.MaxParallel > 0 && len(pending) > 0 && wave.Room() > 0 {
-			return []step{{events.TypeWaveContinued, events.WaveStarted{RolloutID: r.ID, Wave: w, Clusters: pending}}}
+			return []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: w, Clusters: pending}}}
 		}
 		return nil
+	}
+	if wave.BakeTime > 0 && !wave.Baked {
+		if !wave.BakingUntil.IsZero() {
+			return nil // baking: the timer or a failure ends it
+		}
+		until := now.UTC().Add(wave.BakeTime)
+		r.Waves[w].BakingUntil = until
+		return []step{{typ: events.TypeWaveBaked, payload: events.WaveResult{RolloutID: r.ID, Wave: w}, due: until}}
 	}
 	if failed > 0 {
 		note := fmt.Sprintf("wave %d (%s) within its failure budget of %d: %s", w+1, wave.Name, wave.MaxFailures, failures(r, w))
@@ -111,17 +161,17 @@ func decide(r *rollout.Rollout) []step {
 		}
 		r.Reason = note
 	}
-	steps := []step{{events.TypeWaveSucceeded, events.WaveResult{RolloutID: r.ID, Wave: w}}}
+	steps := []step{{typ: events.TypeWaveSucceeded, payload: events.WaveResult{RolloutID: r.ID, Wave: w}}}
 	if w+1 < len(r.Waves) {
 		r.Wave = w + 1
 		var names []string
 		for _, c := range r.Waves[r.Wave].Clusters {
 			names = append(names, c.Name)
 		}
-		return append(steps, step{events.TypeWaveStarted, events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: names}})
+		return append(steps, step{typ: events.TypeWaveStarted, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: names}})
 	}
 	r.Phase = rollout.Succeeded
-	return append(steps, step{events.TypeRolloutSucceeded, events.RolloutResult{RolloutID: r.ID}})
+	return append(steps, step{typ: events.TypeRolloutSucceeded, payload: events.RolloutResult{RolloutID: r.ID}})
 }
 
 func failures(r *rollout.Rollout, w int) string {

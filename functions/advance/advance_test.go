@@ -1,7 +1,9 @@
 package advance_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
@@ -198,7 +200,7 @@ func TestAdvance(t *testing.T) {
 			ctx := t.Context()
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, tt.before)
-			evs, err := advance.New(repo).Handle(ctx, clusterResult(t, tt.typ, tt.cluster, tt.reason))
+			evs, err := advance.New(repo, nil).Handle(ctx, clusterResult(t, tt.typ, tt.cluster, tt.reason))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -234,7 +236,7 @@ func TestAdvanceWholeRollout(t *testing.T) {
 	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
 		"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
-	fn := advance.New(repo)
+	fn := advance.New(repo, nil)
 	steps := []struct {
 		cluster string
 		want    []string
@@ -278,7 +280,7 @@ func TestAdvanceTwoFailures(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := advance.New(repo).Handle(t.Context(), clusterResult(t, events.TypeClusterFailed, "c3", "second"))
+	evs, err := advance.New(repo, nil).Handle(t.Context(), clusterResult(t, events.TypeClusterFailed, "c3", "second"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +307,7 @@ func TestAdvanceErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, state{Phase: rollout.Progressing})
-			evs, err := advance.New(repo).Handle(t.Context(), tt.e)
+			evs, err := advance.New(repo, nil).Handle(t.Context(), tt.e)
 			if err == nil || !events.IsPermanent(err) {
 				t.Errorf("Handle = %v, %v; want a permanent error", evs, err)
 			}
@@ -314,11 +316,11 @@ func TestAdvanceErrors(t *testing.T) {
 }
 
 func TestAdvanceContract(t *testing.T) {
-	fn := advance.New(nil)
+	fn := advance.New(nil, nil)
 	if fn.Name() != "advance" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed}, fn.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }
@@ -326,4 +328,86 @@ func TestAdvanceContract(t *testing.T) {
 func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
 	t.Helper()
 	return functiontest.Summarize(t, evs, events.TypeWaveSucceeded, events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutSucceeded, events.TypeRolloutFailed)
+}
+
+// A wave with a bake time waits, once its clusters are done, for a timer
+// at the end of the bake; a failure during the bake fails the wave, the end
+// of the bake moves the rollout on (once).
+func TestAdvanceBake(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	until := now.Add(time.Minute)
+	setup := func(t *testing.T) (*embedded.Repo, *advance.Function, []cloudevents.Event) {
+		t.Helper()
+		repo := functiontest.NewRepo(t)
+		newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
+			"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
+		if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error {
+			r.Waves[0].BakeTime = time.Minute
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		fn := advance.New(repo, func() time.Time { return now })
+		evs, err := fn.Handle(t.Context(), clusterResult(t, events.TypeClusterSucceeded, "c1", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return repo, fn, evs
+	}
+	baked := func(t *testing.T, evs []cloudevents.Event) cloudevents.Event {
+		t.Helper()
+		if len(evs) != 1 || evs[0].Type() != events.TypeWaveBaked {
+			t.Fatalf("emitted %v, want the bake's timer only", evs)
+		}
+		if due, ok := events.Due(evs[0]); !ok || !due.Equal(until) {
+			t.Errorf("the bake's timer is due %v, want %v", due, until)
+		}
+		return evs[0]
+	}
+
+	t.Run("the bake ends healthy: the next wave starts, once", func(t *testing.T) {
+		repo, fn, evs := setup(t)
+		timer := baked(t, evs)
+		ro, _ := repo.Get(t.Context(), rolloutID)
+		if !ro.Waves[0].BakingUntil.Equal(until) || !ro.Baking(0) {
+			t.Errorf("wave 1 baking until %v (baking %v), want %v", ro.Waves[0].BakingUntil, ro.Baking(0), until)
+		}
+		evs, err := fn.Handle(t.Context(), timer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{events.TypeWaveSucceeded, events.TypeWaveStarted}
+		if diff := cmp.Diff(want, types(evs)); diff != "" {
+			t.Errorf("at the bake's end (-want +got):\n%s", diff)
+		}
+		if evs, err := fn.Handle(t.Context(), timer); err != nil || len(evs) != 0 {
+			t.Errorf("the timer again = %v, %v; want nothing", types(evs), err)
+		}
+	})
+	t.Run("a failure during the bake fails the wave", func(t *testing.T) {
+		repo, fn, evs := setup(t)
+		timer := baked(t, evs)
+		evs, err := fn.Handle(t.Context(), clusterResult(t, events.TypeClusterFailed, "c1", "failed during the wave's bake: gate"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{events.TypeRolloutFailed}, types(evs)); diff != "" {
+			t.Errorf("a failure in the bake (-want +got):\n%s", diff)
+		}
+		ro, _ := repo.Get(t.Context(), rolloutID)
+		if ro.Phase != rollout.Failed || !strings.Contains(ro.Reason, "bake") {
+			t.Errorf("rollout %s: %q, want Failed naming the bake", ro.Phase, ro.Reason)
+		}
+		if evs, err := fn.Handle(t.Context(), timer); err != nil || len(evs) != 0 {
+			t.Errorf("the timer after the failure = %v, %v; want nothing", types(evs), err)
+		}
+	})
+}
+
+func types(evs []cloudevents.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type())
+	}
+	return out
 }

@@ -172,6 +172,13 @@ func classify(r *rollout.Rollout, cl *rollout.Cluster, c events.Canary, st clust
 				return events.TypeClusterFailed, c.Message
 			}
 		}
+	case rollout.ClusterSucceeded:
+		// A wave must stay healthy through its bake: a canary of it that
+		// fails meanwhile (a new analysis, after a change in the cluster)
+		// fails the cluster again.
+		if _, w, err := r.Cluster(cl.Name); err == nil && r.Baking(w) && c.Outcome == events.CanaryFailed {
+			return events.TypeClusterFailed, "failed during the wave's bake: " + c.Message
+		}
 	case rollout.ClusterReverting:
 		// Whatever Flagger says, the revert is done when both workloads run
 		// the previous image and no analysis is under way.

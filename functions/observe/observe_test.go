@@ -3,7 +3,9 @@ package observe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
@@ -260,5 +262,40 @@ func TestObserveContract(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{events.TypeCanary, events.TypePipelineRunFinished, events.TypeClusterDeadline, events.TypeFunctionFailed}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
+	}
+}
+
+// A wave must stay healthy through its bake: a canary of it failing then
+// (Flagger analysed a change in the cluster) fails the cluster again; the
+// same failure outside a bake changes nothing.
+func TestObserveFailureDuringTheBake(t *testing.T) {
+	for _, baking := range []bool{true, false} {
+		t.Run(fmt.Sprintf("baking %v", baking), func(t *testing.T) {
+			ctx := t.Context()
+			repo := functiontest.NewRepo(t)
+			newRollout(t, repo, rollout.ClusterSucceeded)
+			if baking {
+				if _, err := repo.Update(ctx, rolloutID, func(r *rollout.Rollout) error {
+					r.Waves[0].BakeTime, r.Waves[0].BakingUntil = time.Minute, time.Now().Add(time.Minute)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := cluster.CanaryStatus{Phase: "Failed", PrimaryImage: ref, TargetImage: ref}
+			evs, err := observe.New(cfg, repo, status(st), nil).Handle(ctx, canaryEvent(t, events.Canary{Cluster: "c1", Namespace: "web",
+				Name: "shop-api", Phase: "Failed", Outcome: events.CanaryFailed, Message: "gate said no", RolloutID: rolloutID}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []result
+			if baking {
+				want = []result{{"flagger-1/" + events.TypeClusterFailed + "/c1", events.TypeClusterFailed, rolloutID,
+					events.ClusterResult{RolloutID: rolloutID, Wave: 0, Cluster: "c1", Reason: "failed during the wave's bake: gate said no"}}}
+			}
+			if diff := cmp.Diff(want, results(t, evs)); diff != "" {
+				t.Errorf("emitted (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -149,7 +149,9 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 		if len(wave.Clusters) == 0 {
 			continue
 		}
-		wave.MaxParallel, wave.MaxFailures = w.Policy(cfg.Fleet.WavePolicy).Limits(len(wave.Clusters))
+		policy := w.Policy(cfg.Fleet.WavePolicy)
+		wave.MaxParallel, wave.MaxFailures = policy.Limits(len(wave.Clusters))
+		wave.BakeTime = policy.Bake()
 		out = append(out, wave)
 	}
 	return out

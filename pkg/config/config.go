@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -205,6 +207,23 @@ type WavePolicy struct {
 	// (on the previous version), are listed, and are reverted with the
 	// rest if the rollout fails later. Default 0.
 	MaxFailures *intstr.IntOrString `json:"maxFailures"`
+	// BakeTime is how long the wave must stay healthy after its last
+	// cluster succeeded (no canary of it failing) before the next wave
+	// starts; a failure during the bake fails the wave. RequiredSoakTime
+	// (Kargo's name) is an alias: set one of them. Default 0.
+	BakeTime         *Duration `json:"bakeTime"`
+	RequiredSoakTime *Duration `json:"requiredSoakTime"`
+}
+
+// Bake returns the policy's bake time.
+func (p WavePolicy) Bake() time.Duration {
+	switch {
+	case p.BakeTime != nil:
+		return p.BakeTime.Duration
+	case p.RequiredSoakTime != nil:
+		return p.RequiredSoakTime.Duration
+	}
+	return 0
 }
 
 // Executors.
@@ -301,10 +320,12 @@ type Wave struct {
 	// matchExpressions) and that no earlier wave has. A wave needs
 	// clusters or a selector, and must end up with a cluster.
 	Selector *metav1.LabelSelector `json:"selector"`
-	// MaxParallel and MaxFailures override fleet.wavePolicy's for this
-	// wave.
-	MaxParallel *intstr.IntOrString `json:"maxParallel"`
-	MaxFailures *intstr.IntOrString `json:"maxFailures"`
+	// MaxParallel, MaxFailures and BakeTime (or RequiredSoakTime)
+	// override fleet.wavePolicy's for this wave.
+	MaxParallel      *intstr.IntOrString `json:"maxParallel"`
+	MaxFailures      *intstr.IntOrString `json:"maxFailures"`
+	BakeTime         *Duration           `json:"bakeTime"`
+	RequiredSoakTime *Duration           `json:"requiredSoakTime"`
 	// Members are the wave's clusters, Clusters then those Selector
 	// matches, in fleet order; set by Load.
 	Members []string `json:"-"`
@@ -327,6 +348,9 @@ func (w Wave) Policy(fleet WavePolicy) WavePolicy {
 	}
 	if w.MaxFailures != nil {
 		p.MaxFailures = w.MaxFailures
+	}
+	if w.BakeTime != nil || w.RequiredSoakTime != nil {
+		p.BakeTime, p.RequiredSoakTime = w.BakeTime, w.RequiredSoakTime
 	}
 	return p
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -358,5 +359,33 @@ func TestExternalURLFor(t *testing.T) {
 		if got := ExternalURLFor(tt.listen); got != tt.want {
 			t.Errorf("ExternalURLFor(%q) = %q, want %q", tt.listen, got, tt.want)
 		}
+	}
+}
+
+// A wave's own policy fields win over the fleet's; requiredSoakTime is
+// bakeTime under Kargo's name.
+func TestWavePolicy(t *testing.T) {
+	d := func(s time.Duration) *Duration { return &Duration{s} }
+	fleet := WavePolicy{MaxParallel: ptr.To(intstr.FromString("50%")), MaxFailures: ptr.To(intstr.FromInt32(1)), BakeTime: d(time.Minute)}
+	tests := []struct {
+		name                   string
+		wave                   Wave
+		n                      int
+		wantParallel, wantFail int
+		wantBake               time.Duration
+	}{
+		{"the fleet's", Wave{}, 5, 3, 1, time.Minute},
+		{"the wave's own", Wave{MaxParallel: ptr.To(intstr.FromInt32(1)), RequiredSoakTime: d(2 * time.Minute)}, 5, 1, 1, 2 * time.Minute},
+		{"percentages round: up for parallel, down for failures", Wave{MaxFailures: ptr.To(intstr.FromString("30%"))}, 3, 2, 0, time.Minute},
+		{"no bake for this wave", Wave{BakeTime: d(0)}, 1, 1, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.wave.Policy(fleet)
+			par, fail := p.Limits(tt.n)
+			if diff := cmp.Diff([]any{tt.wantParallel, tt.wantFail, tt.wantBake}, []any{par, fail, p.Bake()}); diff != "" {
+				t.Errorf("maxParallel, maxFailures, bake (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -254,7 +254,7 @@ func (v *validator) fleet(f *Fleet) {
 	if len(f.Waves) == 0 {
 		v.addf("fleet.waves", "at least one wave is required")
 	}
-	v.wavePolicy("fleet.wavePolicy", f.WavePolicy.MaxParallel, f.WavePolicy.MaxFailures)
+	v.wavePolicy("fleet.wavePolicy", f.WavePolicy)
 	waveNames := map[string]string{}
 	waveOf := map[string]int{} // cluster name to 1 + index of its wave
 	for i := range f.Waves {
@@ -279,7 +279,7 @@ func (v *validator) fleet(f *Fleet) {
 				w.Members = append(w.Members, cn)
 			}
 		}
-		v.wavePolicy(p, w.MaxParallel, w.MaxFailures)
+		v.wavePolicy(p, WavePolicy{MaxParallel: w.MaxParallel, MaxFailures: w.MaxFailures, BakeTime: w.BakeTime, RequiredSoakTime: w.RequiredSoakTime})
 	}
 	// Selectors take the clusters no wave names and no earlier selector took.
 	for i := range f.Waves {
@@ -317,8 +317,8 @@ func (v *validator) fleet(f *Fleet) {
 }
 
 // wavePolicy checks a wave's maxParallel (a count >= 1 or a percentage
-// 1-100%) and maxFailures (a count >= 0 or a percentage 0-100%).
-func (v *validator) wavePolicy(path string, maxParallel, maxFailures *intstr.IntOrString) {
+// 1-100%), maxFailures (a count >= 0 or a percentage 0-100%) and bake time.
+func (v *validator) wavePolicy(path string, p WavePolicy) {
 	check := func(field string, x *intstr.IntOrString, least int) {
 		if x == nil {
 			return
@@ -333,8 +333,14 @@ func (v *validator) wavePolicy(path string, maxParallel, maxFailures *intstr.Int
 			v.addf(path+"."+field, "%d is out of range: want at least %d, or a percentage such as \"25%%\"", n, least)
 		}
 	}
-	check("maxParallel", maxParallel, 1)
-	check("maxFailures", maxFailures, 0)
+	check("maxParallel", p.MaxParallel, 1)
+	check("maxFailures", p.MaxFailures, 0)
+	if p.BakeTime != nil && p.RequiredSoakTime != nil {
+		v.addf(path+".requiredSoakTime", "is an alias of bakeTime: set one of them")
+	}
+	if p.Bake() < 0 {
+		v.addf(path+".bakeTime", "%s is negative", p.Bake())
+	}
 }
 
 // intOrPercent reads a count or a percentage ("25%").

@@ -272,6 +272,14 @@ receivers:
 				{"fleet.waves[2].selector", "selects no cluster that an earlier wave or a wave's clusters list does not have already (tier=canary)"},
 			},
 		}, {
+			name: "bake time and its alias",
+			doc: sections{fleet: "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], wavePolicy: {bakeTime: 1m, requiredSoakTime: 2m}, " +
+				"waves: [{clusters: [c1], bakeTime: -1s}]}\n"},
+			want: []Problem{
+				{"fleet.wavePolicy.requiredSoakTime", "is an alias of bakeTime: set one of them"},
+				{"fleet.waves[0].bakeTime", "-1s is negative"},
+			},
+		}, {
 			name: "application cluster selector",
 			doc: sections{
 				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {region: eu}}], waves: [{clusters: [c1]}]}\n",

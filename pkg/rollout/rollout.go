@@ -84,6 +84,17 @@ type Wave struct {
 	// Fixed when the rollout is planned.
 	MaxParallel int `json:"maxParallel,omitempty"`
 	MaxFailures int `json:"maxFailures,omitempty"`
+	// BakeTime is how long the wave must stay healthy once its clusters
+	// are done; BakingUntil is when its bake ends (zero before it starts),
+	// Baked that it ended healthy.
+	BakeTime    time.Duration `json:"bakeTime,omitempty"`
+	BakingUntil time.Time     `json:"bakingUntil,omitzero"`
+	Baked       bool          `json:"baked,omitempty"`
+}
+
+// Baking reports whether wave w of r is in its bake.
+func (r *Rollout) Baking(w int) bool {
+	return r.Phase == Progressing && r.Wave == w && !r.Waves[w].BakingUntil.IsZero() && !r.Waves[w].Baked
 }
 
 // Active counts the clusters of the wave rolling out (applying, or applied
