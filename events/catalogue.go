@@ -25,6 +25,11 @@ const (
 	// plan
 	TypeRolloutStarted = "dev.flotilla.rollout.started.v1"
 	TypeRolloutSkipped = "dev.flotilla.rollout.skipped.v1"
+	// TypeRolloutQueued: a newer version waits for the rollout in flight
+	// (payload RolloutResult, Reason naming it); TypeRolloutSuperseded: a
+	// rollout ended because a newer version took over (RolloutResult).
+	TypeRolloutQueued     = "dev.flotilla.rollout.queued.v1"
+	TypeRolloutSuperseded = "dev.flotilla.rollout.superseded.v1"
 
 	// launch / advance
 	TypeWaveStarted = "dev.flotilla.wave.started.v1"
@@ -331,6 +336,8 @@ var payloadTypes = map[string]func() any{
 	TypeClusterFailed:     func() any { return new(ClusterResult) },
 	TypeClusterReverted:   func() any { return new(ClusterResult) },
 	TypeRolloutRolledBack: func() any { return new(RolloutResult) },
+	TypeRolloutQueued:     func() any { return new(RolloutResult) },
+	TypeRolloutSuperseded: func() any { return new(RolloutResult) },
 	TypeFunctionFailed:    func() any { return new(FunctionFailed) },
 	TypeEventQuarantined:  func() any { return new(EventQuarantined) },
 	TypeJournalDamaged:    func() any { return new(JournalDamaged) },

@@ -100,6 +100,8 @@ type world struct {
 	appSelector   map[string]any
 	wavePolicies  map[int]map[string]any
 	canaries      *canaryLog
+	// onNewVersion is the application's onNewVersion, when a step set it.
+	onNewVersion string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -269,6 +271,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		},
 		"fleet":        map[string]any{"clusters": clusters, "waves": waves},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
+	}
+	if w.onNewVersion != "" {
+		cfg["applications"].([]map[string]any)[0]["onNewVersion"] = w.onNewVersion
 	}
 	if w.appSelector != nil {
 		cfg["applications"].([]map[string]any)[0]["clusterSelector"] = w.appSelector

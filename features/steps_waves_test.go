@@ -31,6 +31,35 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^wave (\d+) of the rollout of "([^"]*)" is baking$`, s.waveBaking)
 	sc.Step(`^the workload "([^"]*)" in cluster "([^"]*)" is changed, so that Flagger analyses it again$`, s.touchWorkload)
 	sc.Step(`^the rollout of "([^"]*)" failed naming the bake of cluster "([^"]*)"$`, s.failedInBake)
+	sc.Step(`^the application queues newer versions$`, s.queueNewVersions)
+	sc.Step(`^the rollout of "([^"]*)" is "([^"]*)"$`, s.rolloutInPhase)
+}
+
+func (s *scenario) queueNewVersions() error {
+	s.w.onNewVersion = "queue"
+	return nil
+}
+
+// rolloutInPhase waits until the API lists the rollout of version in phase.
+func (s *scenario) rolloutInPhase(ctx context.Context, version, phase string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		var ros []struct{ ID, Tag, Phase, Reason string }
+		if err := s.getJSON(ctx, "/api/v1/rollouts", &ros); err != nil {
+			return err
+		}
+		for _, ro := range ros {
+			if ro.Tag == version {
+				if ro.Phase == phase {
+					return nil
+				}
+				last = ro.Phase + ": " + ro.Reason
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the rollout of %s is not %s after 2 minutes (last: %q)", version, phase, last)
 }
 
 func (s *scenario) waveBakes(wave, seconds int) error {

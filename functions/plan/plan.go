@@ -20,6 +20,7 @@ import (
 type Rollouts interface {
 	Get(ctx context.Context, id string) (rollout.Rollout, error)
 	Create(ctx context.Context, ro rollout.Rollout) (bool, error)
+	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
 	App(ctx context.Context, name string) (rollout.AppState, error)
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
 }
@@ -34,10 +35,16 @@ type Function struct {
 func New(cfg *config.Config, repo Rollouts) *Function { return &Function{cfg: cfg, repo: repo} }
 
 func (*Function) Name() string       { return "plan" }
-func (*Function) Consumes() []string { return []string{events.TypeImageVerified} }
+func (*Function) Consumes() []string {
+	return []string{events.TypeImageVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded}
+}
 
-// Handle plans rollouts for one verified image.
+// Handle plans rollouts for one verified image, or starts the rollout
+// queued behind one that ended.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	if e.Type() != events.TypeImageVerified {
+		return f.dequeue(ctx, e)
+	}
 	v, err := events.Decode[events.ImageVerified](e)
 	if err != nil {
 		return nil, err
@@ -66,6 +73,9 @@ func ID(eventID, app string) string {
 func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.ImageVerified, app config.Application) ([]cloudevents.Event, error) {
 	id := ID(e.ID(), app.Name)
 	ro, err := f.repo.Get(ctx, id)
+	if err == nil && ro.Phase == rollout.Queued {
+		return nil, nil // a redelivery: it waits already
+	}
 	if err == nil && ro.Phase.Done() {
 		// A redelivery after the dedupe window (the journal forgot the
 		// event's id): the rollout it started has finished; say so, start
@@ -100,16 +110,136 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: "the application targets no cluster of the fleet"})
 		return []cloudevents.Event{skip}, err
 	}
+	queue, out, err := f.makeWay(ctx, e, st, app, ro)
+	if err != nil {
+		return nil, err
+	}
+	if queue {
+		ro.Phase = rollout.Queued
+	}
 	if _, err := f.repo.Create(ctx, ro); err != nil {
 		return nil, err
 	}
 	if err := f.repo.UpdateApp(ctx, app.Name, func(st *rollout.AppState) error {
 		st.LatestTag, st.LatestRollout = v.Tag, id
+		if queue {
+			st.Queued = id
+		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	return started(e, ro)
+	if queue {
+		q, err := derive(e, events.TypeRolloutQueued, ro, "waiting for the application's rollout in flight to end")
+		return append(out, q), err
+	}
+	evs, err := started(e, ro)
+	return append(out, evs...), err
+}
+
+// makeWay decides what the new rollout ro does about the application's
+// rollouts in flight: a queued one is superseded by it (only the newest
+// waits); the one running is superseded by it (onNewVersion: supersede),
+// or it queues behind it (queue, or a rollback under way, which is never
+// cut short). It returns whether ro queues, and the events of the rollouts
+// it superseded (journaled with their change).
+func (f *Function) makeWay(ctx context.Context, e cloudevents.Event, st rollout.AppState, app config.Application, ro rollout.Rollout) (bool, []cloudevents.Event, error) {
+	var out []cloudevents.Event
+	queue := false
+	if st.Queued != "" {
+		evs, err := f.supersede(ctx, e, st.Queued, ro)
+		if err != nil {
+			return false, nil, err
+		}
+		out, queue = append(out, evs...), true
+	}
+	if st.LatestRollout == "" || st.LatestRollout == st.Queued {
+		return queue, out, nil
+	}
+	cur, err := f.repo.Get(ctx, st.LatestRollout)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return queue, out, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	switch {
+	case cur.Phase.Done():
+	case cur.Phase == rollout.Failed || app.OnNewVersion == config.OnNewVersionQueue && cur.Phase != rollout.RollbackFailed:
+		queue = true
+	default:
+		evs, err := f.supersede(ctx, e, cur.ID, ro)
+		if err != nil {
+			return false, nil, err
+		}
+		out = append(out, evs...)
+	}
+	return queue, out, nil
+}
+
+// supersede ends rollout id (running or queued) as Superseded by ro.
+func (f *Function) supersede(ctx context.Context, e cloudevents.Event, id string, by rollout.Rollout) ([]cloudevents.Event, error) {
+	_, out, err := f.repo.UpdateEmit(ctx, id, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		if r.Phase.Done() || r.Phase == rollout.Failed {
+			return nil, nil
+		}
+		r.Phase = rollout.Superseded
+		r.Reason = fmt.Sprintf("superseded by %s (%s)", by.Tag, by.ID)
+		ev, err := derive(e, events.TypeRolloutSuperseded, *r, r.Reason)
+		return []cloudevents.Event{ev}, err
+	})
+	if errors.Is(err, rollout.ErrNotFound) {
+		return nil, nil
+	}
+	return out, err
+}
+
+// derive is a rollout event of ro, caused by e.
+func derive(e cloudevents.Event, typ string, ro rollout.Rollout, reason string) (cloudevents.Event, error) {
+	e = e.Clone()
+	e.SetExtension(events.ExtRolloutID, ro.ID)
+	return events.Derive(e, typ, ro.ID, events.RolloutResult{RolloutID: ro.ID, Reason: reason})
+}
+
+// dequeue starts the rollout queued behind the one that ended with e.
+func (f *Function) dequeue(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	res, err := events.Decode[events.RolloutResult](e)
+	if err != nil {
+		return nil, err
+	}
+	ended, err := f.repo.Get(ctx, res.RolloutID)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.repo.App(ctx, ended.Application)
+	if err != nil || st.Queued == "" || st.Queued == ended.ID {
+		return nil, err
+	}
+	ro, out, err := f.repo.UpdateEmit(ctx, st.Queued, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		if r.Phase != rollout.Queued {
+			return nil, nil
+		}
+		r.Phase = rollout.Progressing
+		return started(e, *r)
+	})
+	if errors.Is(err, rollout.ErrNotFound) {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := f.repo.UpdateApp(ctx, ended.Application, func(a *rollout.AppState) error {
+		if a.Queued == ro.ID {
+			a.Queued = ""
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func started(e cloudevents.Event, ro rollout.Rollout) ([]cloudevents.Event, error) {

@@ -1,6 +1,9 @@
 package plan_test
 
 import (
+	"context"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -343,4 +346,108 @@ func TestPlanTargetsAndWavePolicy(t *testing.T) {
 	if diff := cmp.Diff(want, ro.Waves); diff != "" {
 		t.Errorf("waves (-want +got):\n%s", diff)
 	}
+}
+
+// kinds lists the types of evs and the rollouts they are about.
+func kinds(evs []cloudevents.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, strings.TrimPrefix(strings.TrimSuffix(e.Type(), ".v1"), "dev.flotilla.")+" "+events.RolloutID(e))
+	}
+	return out
+}
+
+// A newer version supersedes the rollout in flight (the default), or
+// queues behind it (onNewVersion: queue; only the newest waits), or behind
+// a rollback whatever the policy; a queued rollout starts when the one in
+// flight ends.
+func TestPlanSupersedeAndQueue(t *testing.T) {
+	a, b, c := plan.ID("v1", "app"), plan.ID("v2", "app"), plan.ID("v3", "app")
+	handle := func(t *testing.T, fn *plan.Function, e cloudevents.Event) []string {
+		t.Helper()
+		evs, err := fn.Handle(t.Context(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kinds(evs)
+	}
+	phase := func(t *testing.T, repo interface {
+		Get(context.Context, string) (rollout.Rollout, error)
+	}, id string) rollout.Phase {
+		t.Helper()
+		ro, err := repo.Get(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ro.Phase
+	}
+	ended := func(t *testing.T, typ, id string) cloudevents.Event {
+		t.Helper()
+		e, err := events.New("end-"+id, events.Source, typ, events.RolloutResult{RolloutID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetExtension(events.ExtRolloutID, id)
+		return e
+	}
+
+	t.Run("supersede", func(t *testing.T) {
+		repo := functiontest.NewRepo(t)
+		fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+		handle(t, fn, verified(t, "v1", image, "1.2.3"))
+		got := handle(t, fn, verified(t, "v2", image, "1.3.0"))
+		if diff := cmp.Diff([]string{"rollout.superseded " + a, "rollout.started " + b, "wave.started " + b}, got); diff != "" {
+			t.Errorf("a newer version (-want +got):\n%s", diff)
+		}
+		if p := phase(t, repo, a); p != rollout.Superseded {
+			t.Errorf("the older rollout is %s, want Superseded", p)
+		}
+	})
+
+	t.Run("queue, the newest waiting", func(t *testing.T) {
+		repo := functiontest.NewRepo(t)
+		app := application("app", image, config.TrackMinorVersion)
+		app.OnNewVersion = config.OnNewVersionQueue
+		fn := plan.New(newConfig(app), repo)
+		handle(t, fn, verified(t, "v1", image, "1.2.3"))
+		if diff := cmp.Diff([]string{"rollout.queued " + b}, handle(t, fn, verified(t, "v2", image, "1.3.0"))); diff != "" {
+			t.Errorf("a newer version (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"rollout.superseded " + b, "rollout.queued " + c}, handle(t, fn, verified(t, "v3", image, "1.4.0"))); diff != "" {
+			t.Errorf("a newer one still (-want +got):\n%s", diff)
+		}
+		if got := handle(t, fn, verified(t, "v3", image, "1.4.0")); len(got) != 0 {
+			t.Errorf("a redelivery of the queued version = %v, want nothing", got)
+		}
+		if _, err := repo.Update(t.Context(), a, func(r *rollout.Rollout) error { r.Phase = rollout.Succeeded; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"rollout.started " + c, "wave.started " + c}, handle(t, fn, ended(t, events.TypeRolloutSucceeded, a))); diff != "" {
+			t.Errorf("when the rollout in flight ends (-want +got):\n%s", diff)
+		}
+		if p := phase(t, repo, c); p != rollout.Progressing {
+			t.Errorf("the queued rollout is %s, want Progressing", p)
+		}
+		if got := handle(t, fn, ended(t, events.TypeRolloutSucceeded, a)); len(got) != 0 {
+			t.Errorf("the end again = %v, want nothing", got)
+		}
+	})
+
+	t.Run("behind a rollback", func(t *testing.T) {
+		repo := functiontest.NewRepo(t)
+		fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+		handle(t, fn, verified(t, "v1", image, "1.2.3"))
+		if _, err := repo.Update(t.Context(), a, func(r *rollout.Rollout) error { r.Phase = rollout.Failed; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"rollout.queued " + b}, handle(t, fn, verified(t, "v2", image, "1.3.0"))); diff != "" {
+			t.Errorf("a newer version during a rollback (-want +got):\n%s", diff)
+		}
+		if _, err := repo.Update(t.Context(), a, func(r *rollout.Rollout) error { r.Phase = rollout.RolledBack; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"rollout.started " + b, "wave.started " + b}, handle(t, fn, ended(t, events.TypeRolloutRolledBack, a))); diff != "" {
+			t.Errorf("when the rollback ends (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -393,6 +393,13 @@ type Application struct {
 	// Validation is Kanary's validation of the canaries (manual, label
 	// watch, PromQL), on top of the delivery's analysis.
 	Validation *Validation `json:"validation"`
+	// OnNewVersion says what a newer version does while a rollout of the
+	// application is in flight: "supersede" (the default) ends that rollout
+	// as Superseded, without rolling back what it touched, and starts the
+	// new one from wave 1; "queue" lets it finish first (only the newest
+	// waiting version is kept). A rollout rolling back is never cut short:
+	// a newer version waits for it either way.
+	OnNewVersion string `json:"onNewVersion"`
 	// ClusterSelector limits the application to the clusters whose labels
 	// (fleet.clusters[].labels) it matches (Kurator's
 	// destination.clusterSelector); it must match at least one. Default:
@@ -423,6 +430,15 @@ const (
 	TrackMajorVersion Track = "MajorVersion" // any higher semver version
 	TrackNewest       Track = "Newest"       // the most recently created tag
 )
+
+// What a newer version does to the rollout in flight.
+const (
+	OnNewVersionSupersede = "supersede"
+	OnNewVersionQueue     = "queue"
+)
+
+// OnNewVersions lists the values of onNewVersion.
+var OnNewVersions = []string{OnNewVersionSupersede, OnNewVersionQueue}
 
 // Tracks lists the tracks a config may name.
 var Tracks = []Track{TrackPatchLevel, TrackMinorVersion, TrackMajorVersion, TrackNewest}

@@ -173,6 +173,9 @@ func isHTTPURL(s string, emptyOK bool) bool {
 }
 
 func applyApplicationDefaults(a *Application) {
+	if a.OnNewVersion == "" {
+		a.OnNewVersion = OnNewVersionSupersede
+	}
 	if a.Track == "" {
 		a.Track = DefaultTrack
 	}

@@ -411,6 +411,7 @@ func (v *validator) applications(as []Application) {
 		v.validation(p+".validation", a.Validation)
 		v.gitops(p+".gitops", a.GitOps)
 		v.clusterSelector(p+".clusterSelector", a)
+		v.oneOf(p+".onNewVersion", "onNewVersion", a.OnNewVersion, OnNewVersions)
 	}
 }
 

@@ -542,7 +542,7 @@ func TestDeliveryDefaults(t *testing.T) {
 				t.Fatalf("Parse: %v", err)
 			}
 			want := Application{
-				Name: "podinfo", Image: "registry.example.com/demo/podinfo", Track: TrackMinorVersion, Namespace: "default",
+				Name: "podinfo", Image: "registry.example.com/demo/podinfo", Track: TrackMinorVersion, OnNewVersion: OnNewVersionSupersede, Namespace: "default",
 				Workload: Workload{Kind: "Deployment", Name: "podinfo"},
 				Service:  Service{Port: 9898, PortDiscovery: ptr.To(true)},
 				Delivery: Delivery{

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/deliver"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 const (
@@ -309,5 +310,30 @@ func TestRunnerGitOps(t *testing.T) {
 	g := exec.got[0].GitOps
 	if g.Image != image+":1.2.3@sha256:new" || g.URL != "file:///repo" || len(g.Paths) != 1 || g.Paths[0] != "clusters/c1/app.yaml" || exec.got[0].Application != "shop" {
 		t.Errorf("GitOps params = %+v (application %q)", g, exec.got[0].Application)
+	}
+}
+
+// rolloutsIn answers every rollout in one phase.
+type rolloutsIn rollout.Phase
+
+func (p rolloutsIn) Get(_ context.Context, id string) (rollout.Rollout, error) {
+	return rollout.Rollout{ID: id, Phase: rollout.Phase(p)}, nil
+}
+
+// A request of a rollout that has ended (superseded by a newer version) is
+// not run; one of a rollout in flight is.
+func TestRunnerSkipsEndedRollouts(t *testing.T) {
+	for phase, want := range map[rollout.Phase]int{rollout.Superseded: 0, rollout.Progressing: 1, rollout.Failed: 1} {
+		t.Run(string(phase), func(t *testing.T) {
+			exec := &fakeExecutor{}
+			r := deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{app()}}, exec, hooks), nil, 0, nil).
+				SkipEnded(rolloutsIn(phase))
+			if _, err := r.Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref})); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(exec.applied()); n != want {
+				t.Errorf("ran %d pipelines, want %d", n, want)
+			}
+		})
 	}
 }

@@ -11,13 +11,15 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 // Runner answers pipeline run requests: a dispatch function in a lane of
 // its own.
 type Runner struct {
-	d       *Deliverer
-	answers Answers
+	d        *Deliverer
+	answers  Answers
+	rollouts RolloutReader
 	lane    dispatch.Lane
 	now     func() time.Time
 	log     *slog.Logger
@@ -38,6 +40,19 @@ const (
 // once: after a crash it may hand a request over again).
 type Answers interface {
 	Has(ctx context.Context, id string) (bool, error)
+}
+
+// RolloutReader reads a rollout (pkg/state): a request of a rollout that
+// has ended meanwhile (superseded by a newer version) is not run.
+type RolloutReader interface {
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
+}
+
+// SkipEnded has the runner read each request's rollout first and skip the
+// requests of rollouts that have ended.
+func (r *Runner) SkipEnded(rollouts RolloutReader) *Runner {
+	r.rollouts = rollouts
+	return r
 }
 
 // NewRunner returns the runner; answers (nil: none) keeps it from running
@@ -78,6 +93,14 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		}
 		if done {
 			r.log.Debug("pipeline run answered already", "rollout_id", req.RolloutID, "cluster", req.Cluster, "step", req.Step)
+			return nil, nil
+		}
+	}
+	if r.rollouts != nil {
+		ro, err := r.rollouts.Get(ctx, req.RolloutID)
+		if err == nil && ro.Phase.Done() {
+			r.log.Info("not running the pipeline of a rollout that has ended", "rollout_id", req.RolloutID, "phase", ro.Phase,
+				"cluster", req.Cluster, "step", req.Step)
 			return nil, nil
 		}
 	}

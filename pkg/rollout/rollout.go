@@ -19,10 +19,16 @@ const (
 	// RollbackFailed: the rollback ended with clusters whose revert failed
 	// (named in Reason); `flotilla retry` reverts them again.
 	RollbackFailed Phase = "RollbackFailed"
+	// Queued: a newer version waiting for the application's rollout in
+	// flight to end (onNewVersion: queue, or behind a rollback).
+	Queued Phase = "Queued"
+	// Superseded: a newer version took over; what this rollout touched is
+	// left to it, not rolled back.
+	Superseded Phase = "Superseded"
 )
 
 // Done tells whether the rollout has ended.
-func (p Phase) Done() bool { return p == Succeeded || p == RolledBack }
+func (p Phase) Done() bool { return p == Succeeded || p == RolledBack || p == Superseded }
 
 // ClusterPhase is where one cluster stands in a rollout.
 type ClusterPhase string
@@ -252,6 +258,8 @@ type AppState struct {
 	// with it, so a redelivered or older push starts nothing.
 	LatestTag     string `json:"latestTag,omitempty"`
 	LatestRollout string `json:"latestRollout,omitempty"`
+	// Queued is the rollout waiting for the one in flight to end, if any.
+	Queued string `json:"queued,omitempty"`
 }
 
 // ErrNotFound is returned for an unknown rollout.

@@ -1,0 +1,38 @@
+Feature: A newer version supersedes the rollout in flight, or queues behind it
+  By default a newer version of an application supersedes its rollout in
+  flight: that rollout ends Superseded, nothing of it is rolled back, and
+  the new one takes the clusters over from wave 1. With onNewVersion: queue
+  the newer version waits for the rollout in flight to end.
+
+  Background:
+    Given a registry
+    And the application will be validated manually
+
+  Scenario: A newer version supersedes the rollout in flight
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And the canary in cluster "c1" waits for promotion
+    And version "1.2.0" is pushed
+    Then the rollout of "1.1.0" is "Superseded"
+    When the rollout of "1.2.0" is approved with `flotilla approve`
+    Then the rollout of "1.2.0" succeeds
+    And the primary in every cluster runs version "1.2.0" by digest
+    And no workload in any cluster runs version "1.1.0"
+
+  Scenario: A newer version queues behind the rollout in flight
+    Given the application queues newer versions
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And the canary in cluster "c1" waits for promotion
+    And version "1.2.0" is pushed
+    Then the rollout of "1.2.0" is "Queued"
+    When the rollout of "1.1.0" is approved with `flotilla approve`
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    When the rollout of "1.2.0" is approved with `flotilla approve`
+    Then the rollout of "1.2.0" succeeds
+    And the primary in every cluster runs version "1.2.0" by digest
