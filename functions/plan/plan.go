@@ -34,7 +34,7 @@ type Function struct {
 // New returns plan over the applications and waves of cfg.
 func New(cfg *config.Config, repo Rollouts) *Function { return &Function{cfg: cfg, repo: repo} }
 
-func (*Function) Name() string       { return "plan" }
+func (*Function) Name() string { return "plan" }
 func (*Function) Consumes() []string {
 	return []string{events.TypeImageVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded}
 }

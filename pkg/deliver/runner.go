@@ -20,9 +20,9 @@ type Runner struct {
 	d        *Deliverer
 	answers  Answers
 	rollouts RolloutReader
-	lane    dispatch.Lane
-	now     func() time.Time
-	log     *slog.Logger
+	lane     dispatch.Lane
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // Lane defaults.
