@@ -33,6 +33,41 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the rollout of "([^"]*)" failed naming the bake of cluster "([^"]*)"$`, s.failedInBake)
 	sc.Step(`^the application queues newer versions$`, s.queueNewVersions)
 	sc.Step(`^the rollout of "([^"]*)" is "([^"]*)"$`, s.rolloutInPhase)
+	sc.Step(`^the analysis gate passes again in cluster "([^"]*)"$`, s.gatePassesIn)
+	sc.Step(`^version "([^"]*)" is built again and pushed$`, s.rebuildVersion)
+	sc.Step(`^the primary in every cluster comes to run the rebuilt "([^"]*)" by digest$`, s.primariesComeToRun)
+}
+
+func (s *scenario) gatePassesIn(cluster string) error {
+	s.w.gate.mu.Lock()
+	defer s.w.gate.mu.Unlock()
+	delete(s.w.gate.fail, cluster)
+	return nil
+}
+
+// rebuildVersion pushes a new image under a tag pushed before: a new
+// digest, as a rebuilt or moved tag has.
+func (s *scenario) rebuildVersion(ctx context.Context, version string) error {
+	old := s.w.digests[version]
+	delete(s.w.pushes, version)
+	if err := s.pushVersion(ctx, version); err != nil {
+		return err
+	}
+	if s.w.digests[version] == old {
+		return fmt.Errorf("the rebuilt %s has the old digest %s", version, old)
+	}
+	return nil
+}
+
+func (s *scenario) primariesComeToRun(ctx context.Context, version string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := s.primariesRun(ctx, version)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func (s *scenario) queueNewVersions() error {

@@ -1,15 +1,37 @@
-Feature: A newer version supersedes the rollout in flight, or queues behind it
+Feature: Which version rolls out: newer ones supersede or queue, the baseline is what the fleet runs
   By default a newer version of an application supersedes its rollout in
   flight: that rollout ends Superseded, nothing of it is rolled back, and
   the new one takes the clusters over from wave 1. With onNewVersion: queue
-  the newer version waits for the rollout in flight to end.
+  the newer version waits for the rollout in flight to end. A version is
+  compared with what the fleet last ran successfully, so a hotfix after a
+  rolled back version rolls out, and so does a tag pushed again with a new
+  digest.
 
   Background:
     Given a registry
-    And the application will be validated manually
+
+  Scenario: A hotfix after a rolled back version rolls out
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the analysis gate fails in cluster "c2"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" is rolled back
+    When the analysis gate passes again in cluster "c2"
+    And version "1.0.1" is pushed
+    Then the rollout of "1.0.1" succeeds
+    And the primary in every cluster runs version "1.0.1" by digest
+
+  Scenario: A tag pushed again with a new digest rolls out
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.0.0" is built again and pushed
+    Then the primary in every cluster comes to run the rebuilt "1.0.0" by digest
 
   Scenario: A newer version supersedes the rollout in flight
-    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    Given the application will be validated manually
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster
     When version "1.1.0" is pushed
@@ -22,7 +44,8 @@ Feature: A newer version supersedes the rollout in flight, or queues behind it
     And no workload in any cluster runs version "1.1.0"
 
   Scenario: A newer version queues behind the rollout in flight
-    Given the application queues newer versions
+    Given the application will be validated manually
+    And the application queues newer versions
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster

@@ -94,7 +94,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 	if err != nil {
 		return nil, err
 	}
-	d, err := versionpolicy.Decide(versionpolicy.Track(app.Track), st.LatestTag, v.Tag)
+	d, err := f.decide(ctx, app, st, v)
 	if err != nil {
 		return nil, err
 	}
@@ -285,4 +285,40 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 		out = append(out, wave)
 	}
 	return out
+}
+
+// decide says whether v rolls out. The baseline is what the fleet last ran
+// successfully (so a hotfix after a rolled back version is accepted), and
+// the same tag pushed again with a new digest (a rebuild, a mutable tag
+// moved) is a new version; v must also be newer than a rollout in flight
+// or waiting, which it would take over.
+func (f *Function) decide(ctx context.Context, app config.Application, st rollout.AppState, v events.ImageVerified) (versionpolicy.Decision, error) {
+	track := versionpolicy.Track(app.Track)
+	d, err := versionpolicy.Decide(track, st.DeployedTag, v.Tag)
+	if err != nil {
+		return d, err
+	}
+	if !d.Accept && v.Tag == st.DeployedTag && v.Digest != "" && v.Digest != st.DeployedDigest {
+		d = versionpolicy.Decision{Accept: true, Reason: fmt.Sprintf("%s was pushed again with a new digest", v.Tag)}
+	}
+	if !d.Accept || st.LatestRollout == "" {
+		return d, nil
+	}
+	cur, err := f.repo.Get(ctx, st.LatestRollout)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return d, nil
+	}
+	if err != nil {
+		return d, err
+	}
+	if cur.Phase != rollout.Progressing && cur.Phase != rollout.Queued {
+		return d, nil // ended, or failed: a failed version is no baseline
+	}
+	switch {
+	case cur.Tag == v.Tag && cur.Digest == v.Digest:
+		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is being rolled out (rollout %s)", v.Tag, cur.ID)}, nil
+	case cur.Tag != v.Tag && versionpolicy.NotNewer(track, cur.Tag, v.Tag):
+		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is not newer than %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
+	}
+	return d, nil
 }

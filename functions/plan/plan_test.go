@@ -71,7 +71,7 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name   string
 		apps   []config.Application
-		latest map[string]string // app -> LatestTag before the event
+		latest map[string]string // app -> DeployedTag before the event
 		image  string
 		tag    string
 		want   []functiontest.Emitted
@@ -137,7 +137,10 @@ func TestPlan(t *testing.T) {
 			ctx := t.Context()
 			repo := functiontest.NewRepo(t)
 			for app, tag := range tt.latest {
-				if err := repo.UpdateApp(ctx, app, func(s *rollout.AppState) error { s.LatestTag = tag; return nil }); err != nil {
+				if err := repo.UpdateApp(ctx, app, func(s *rollout.AppState) error {
+					s.DeployedTag, s.DeployedDigest = tag, "sha256:"+tag
+					return nil
+				}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -182,7 +185,11 @@ func TestPlan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(rollout.AppState{Name: s.Application, LatestTag: tt.tag, LatestRollout: s.RolloutID}, st); diff != "" {
+				wantApp := rollout.AppState{Name: s.Application, LatestTag: tt.tag, LatestRollout: s.RolloutID}
+				if d := tt.latest[s.Application]; d != "" {
+					wantApp.DeployedTag, wantApp.DeployedDigest = d, "sha256:"+d
+				}
+				if diff := cmp.Diff(wantApp, st); diff != "" {
 					t.Errorf("application state (-want +got):\n%s", diff)
 				}
 			}
@@ -196,7 +203,7 @@ func TestPlan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.LatestTag != tt.latest[s.Application] || st.LatestRollout != "" {
+				if st.DeployedTag != tt.latest[s.Application] || st.LatestRollout != "" {
 					t.Errorf("skipping changed the application state to %+v", st)
 				}
 			}
@@ -238,6 +245,12 @@ func TestPlanRedelivery(t *testing.T) {
 	// A redelivery once the rollout has finished (after the journal's
 	// dedupe window) starts nothing and says why.
 	if _, err := repo.Update(ctx, plan.ID("v1", "app"), func(r *rollout.Rollout) error { r.Phase = rollout.Succeeded; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
+		s.DeployedTag, s.DeployedDigest = "1.2.3", "sha256:1.2.3"
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	late, err := fn.Handle(ctx, e)
@@ -450,4 +463,63 @@ func TestPlanSupersedeAndQueue(t *testing.T) {
 			t.Errorf("when the rollback ends (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// The baseline is what the fleet last ran: after a version failed and was
+// rolled back, a hotfix older than it is accepted; the same tag pushed again
+// with a new digest rolls out; a version not newer than the one in flight
+// does not take it over.
+func TestPlanBaseline(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	handle := func(id, tag, digest string) []functiontest.Emitted {
+		t.Helper()
+		e, err := events.New(id, events.Source, events.TypeImageVerified, events.ImageVerified{Image: image, Tag: tag, Digest: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := fn.Handle(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return summarize(t, evs)
+	}
+	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
+		s.DeployedTag, s.DeployedDigest = "1.0.0", "sha256:a"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := handle("p1", "1.1.0", "sha256:b"); len(got) != 2 {
+		t.Fatalf("1.1.0 = %v, want a rollout", got)
+	}
+	// Not newer than the rollout in flight.
+	reason := "1.0.1 is not newer than 1.1.0, which rollout " + plan.ID("p1", "app") + " is rolling out"
+	if diff := cmp.Diff([]functiontest.Emitted{skipped("p2", "app", "1.0.1", reason)}, handle("p2", "1.0.1", "sha256:c")); diff != "" {
+		t.Errorf("an older version during a rollout (-want +got):\n%s", diff)
+	}
+	// 1.1.0 fails and is rolled back: the hotfix 1.0.1 is accepted.
+	if _, err := repo.Update(ctx, plan.ID("p1", "app"), func(r *rollout.Rollout) error { r.Phase = rollout.RolledBack; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := handle("p3", "1.0.1", "sha256:c"); len(got) != 2 || got[0].Type != events.TypeRolloutStarted {
+		t.Errorf("the hotfix after a rollback = %v, want a rollout", got)
+	}
+	if _, err := repo.Update(ctx, plan.ID("p3", "app"), func(r *rollout.Rollout) error { r.Phase = rollout.Succeeded; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
+		s.DeployedTag, s.DeployedDigest = "1.0.1", "sha256:c"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The same tag rebuilt: a new digest rolls out, the same one does not.
+	if got := handle("p4", "1.0.1", "sha256:d"); len(got) != 2 || got[0].Type != events.TypeRolloutStarted {
+		t.Errorf("1.0.1 rebuilt = %v, want a rollout", got)
+	}
+	if got := handle("p5", "1.0.1", "sha256:d"); len(got) != 1 || got[0].Type != events.TypeRolloutSkipped {
+		t.Errorf("1.0.1 with the digest in flight = %v, want it skipped", got)
+	}
 }

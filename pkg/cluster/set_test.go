@@ -87,9 +87,11 @@ func TestCanaryStatusWorkloadKinds(t *testing.T) {
 			if st.PrimaryImage != tt.wantPrimary || st.TargetImage != tt.wantTarg {
 				t.Errorf("primary %q, target %q; want %q, %q", st.PrimaryImage, st.TargetImage, tt.wantPrimary, tt.wantTarg)
 			}
-			// The watch cache reads the same.
+			// The watch cache reads the same images. (Not the same status:
+			// the fleet's Flagger may initialize the canary between the
+			// two reads, as it did once in CI.)
 			cached := waitCached(ctx, t, set, c.Name, ns, tt.workload)
-			if cached != st {
+			if cached.PrimaryImage != st.PrimaryImage || cached.TargetImage != st.TargetImage {
 				t.Errorf("cached status %+v, live %+v", cached, st)
 			}
 		})

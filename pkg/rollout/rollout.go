@@ -254,8 +254,9 @@ type AppState struct {
 	// Deployed is the tag and digest the whole fleet last converged on.
 	DeployedTag    string `json:"deployedTag,omitempty"`
 	DeployedDigest string `json:"deployedDigest,omitempty"`
-	// LatestTag is the newest tag a rollout was started for; a push is compared
-	// with it, so a redelivered or older push starts nothing.
+	// LatestTag is the newest tag a rollout was started for. A push is
+	// compared with Deployed (a hotfix after a rolled back version is
+	// accepted) and with the rollout in flight, which it must be newer than.
 	LatestTag     string `json:"latestTag,omitempty"`
 	LatestRollout string `json:"latestRollout,omitempty"`
 	// Queued is the rollout waiting for the one in flight to end, if any.

@@ -86,3 +86,15 @@ func accept(format string, args ...any) Decision {
 func reject(format string, args ...any) Decision {
 	return Decision{Accept: false, Reason: fmt.Sprintf(format, args...)}
 }
+
+// NotNewer reports whether candidate is not a newer version than other
+// under track: an older or the same semantic version (Newest: the same
+// tag), so it must not take over a rollout of other.
+func NotNewer(track Track, other, candidate string) bool {
+	if track == Newest {
+		return candidate == other
+	}
+	o, ok1 := parseVersion(other)
+	c, ok2 := parseVersion(candidate)
+	return ok1 && ok2 && c.compare(o) <= 0
+}

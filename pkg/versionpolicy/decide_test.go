@@ -175,3 +175,25 @@ func TestTrackValues(t *testing.T) {
 		t.Errorf("track values mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestNotNewer(t *testing.T) {
+	tests := []struct {
+		track            Track
+		other, candidate string
+		want             bool
+	}{
+		{MinorVersion, "1.1.0", "1.0.1", true},
+		{MinorVersion, "1.1.0", "1.1.0", true},
+		{MinorVersion, "1.1.0", "v1.1", true},
+		{MinorVersion, "1.1.0", "1.2.0", false},
+		{PatchLevel, "1.1.0", "2.0.0", false},
+		{MinorVersion, "latest", "1.0.0", false},
+		{Newest, "a", "a", true},
+		{Newest, "b", "a", false},
+	}
+	for _, tt := range tests {
+		if got := NotNewer(tt.track, tt.other, tt.candidate); got != tt.want {
+			t.Errorf("NotNewer(%s, %s, %s) = %v, want %v", tt.track, tt.other, tt.candidate, got, tt.want)
+		}
+	}
+}
