@@ -38,17 +38,18 @@ type API struct {
 	rollouts  Rollouts
 	approvals Approvals
 	journal   Journal
-	token     string
+	tokens    map[string]string // name -> token
 	log       *slog.Logger
 }
 
-// New returns the API; token is server.apiToken ("" refuses every call
-// that changes something); log (default none) records every control.
-func New(rollouts Rollouts, approvals Approvals, journal Journal, token string, log *slog.Logger) *API {
+// New returns the API; tokens are the API tokens by name (none refuses
+// every call that changes something; a call is recorded as done by its
+// token's name); log (default none) records every control.
+func New(rollouts Rollouts, approvals Approvals, journal Journal, tokens map[string]string, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &API{rollouts: rollouts, approvals: approvals, journal: journal, token: token, log: log}
+	return &API{rollouts: rollouts, approvals: approvals, journal: journal, tokens: tokens, log: log}
 }
 
 // Register adds the API's routes to mux.
@@ -59,21 +60,37 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/retry", a.retry)
 }
 
-// authorize checks the API token of a request that changes something.
-func (a *API) authorize(r *http.Request) error {
-	want := a.token
-	if want == "" {
-		return fault.New(fault.ErrUnauthenticated, "this call changes state and needs an API token: set server.apiToken in the config")
+// authorize checks the API token of a request that changes something and
+// returns the token's name: who the request is recorded as.
+func (a *API) authorize(r *http.Request) (string, error) {
+	if len(a.tokens) == 0 {
+		return "", fault.New(fault.ErrUnauthenticated, "this call changes state and needs an API token: set server.apiToken or server.apiTokens in the config")
 	}
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return fault.New(fault.ErrUnauthenticated, "missing Authorization: Bearer <server.apiToken>")
+		return "", fault.New(fault.ErrUnauthenticated, "missing Authorization: Bearer <API token>")
 	}
-	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
-	if subtle.ConstantTimeCompare(g[:], w[:]) != 1 {
-		return fault.New(fault.ErrUnauthenticated, "wrong API token")
+	g := sha256.Sum256([]byte(got))
+	name := ""
+	for n, want := range a.tokens { // every token compared, in constant time
+		w := sha256.Sum256([]byte(want))
+		if subtle.ConstantTimeCompare(g[:], w[:]) == 1 {
+			name = n
+		}
 	}
-	return nil
+	if name == "" {
+		return "", fault.New(fault.ErrUnauthenticated, "wrong API token")
+	}
+	return name, nil
+}
+
+// who is how a control is recorded: the token's name, and the name the
+// client gave (its user), if different.
+func who(token, by string) string {
+	if by == "" || by == token {
+		return token
+	}
+	return token + " (" + by + ")"
 }
 
 // writeError answers err with the status pkg/fault's table gives its kind

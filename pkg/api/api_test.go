@@ -56,7 +56,11 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 		}
 	}
 	mux := http.NewServeMux()
-	api.New(repo, gates.NewStoreApprovals(s), s, tok, nil).Register(mux)
+	tokens := map[string]string{}
+	if tok != "" {
+		tokens["ops"] = tok
+	}
+	api.New(repo, gates.NewStoreApprovals(s), s, tokens, nil).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, s
@@ -101,7 +105,8 @@ func TestAPI(t *testing.T) {
 		{"approve an unknown cluster", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","cluster":"c9"}`, 400, `no cluster \"c9\"`},
 		{"approve with an unknown field", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","when":"now"}`, 400, "unknown field"},
 		{"approve with a bad status", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"maybe"}`, 400, "maybe"},
-		{"approve", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","by":"ann"}`, 200, `"by":"ann"`},
+		{"approve", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","by":"ann"}`, 200, `"by":"ops (ann)"`},
+		{"approve, recorded as the token's name", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid"}`, 200, `"by":"ops"`},
 		{"retry without a token", "POST", "/api/v1/rollouts/r2/retry", "", "", 401, "Bearer"},
 		{"retry an unknown rollout", "POST", "/api/v1/rollouts/nope/retry", token, "", 404, "rollout not found"},
 		{"retry an unknown cluster", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c9"}`, 400, `no cluster \"c9\"`},
@@ -151,7 +156,7 @@ func TestRetryIsJournaled(t *testing.T) {
 			found = append(found, p)
 		}
 	}
-	want := []events.RolloutRetryRequested{{RolloutID: "r2", Cluster: "c2", Attempt: 1, User: "ann"}}
+	want := []events.RolloutRetryRequested{{RolloutID: "r2", Cluster: "c2", Attempt: 1, User: "ops (ann)"}}
 	if diff := cmp.Diff(want, found); diff != "" {
 		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
@@ -188,5 +193,32 @@ func TestListPages(t *testing.T) {
 	got, h, body = call(t, srv, "GET", next, "", "")
 	if got != 200 || len(ids(body)) != 0 || h.Get("Link") != "" {
 		t.Errorf("second page = %d %s (Link %q); want empty, the end", got, body, h.Get("Link"))
+	}
+}
+
+// Each named token records its holder: who approved is the name of the
+// token used.
+func TestControlsRecordTheTokensName(t *testing.T) {
+	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	ro := rollout.Rollout{ID: "r1", Application: "shop", Phase: rollout.Progressing, Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{{Name: "c1"}}}}}
+	if _, err := repo.Create(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	api.New(repo, gates.NewStoreApprovals(s), s, map[string]string{"alice": "a-token", "bob": "b-token"}, nil).Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	for tok, want := range map[string]string{"a-token": `"by":"alice"`, "b-token": `"by":"bob"`} {
+		if got, _, body := call(t, srv, "POST", "/api/v1/rollouts/r1/approval", tok, `{"status":"valid"}`); got != 200 || !strings.Contains(body, want) {
+			t.Errorf("approval with %s = %d %s, want 200 with %s", tok, got, body, want)
+		}
+	}
+	if got, _, _ := call(t, srv, "POST", "/api/v1/rollouts/r1/approval", "c-token", `{"status":"valid"}`); got != 401 {
+		t.Errorf("approval with an unknown token = %d, want 401", got)
 	}
 }

@@ -24,7 +24,8 @@ type ApprovalRequest struct {
 
 // approve records a manual verdict on a rollout. It needs the API token.
 func (a *API) approve(w http.ResponseWriter, r *http.Request) {
-	if err := a.authorize(r); err != nil {
+	name, err := a.authorize(r)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -45,7 +46,7 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.Permanent(fmt.Errorf("rollout %s has no cluster %q", id, req.Cluster)))
 		return
 	}
-	v := gates.Approval{Status: req.Status, By: req.By, Reason: req.Reason, At: time.Now().UTC()}
+	v := gates.Approval{Status: req.Status, By: who(name, req.By), Reason: req.Reason, At: time.Now().UTC()}
 	if err := a.approvals.Approve(r.Context(), id, req.Cluster, v); err != nil {
 		if errors.Is(err, gates.ErrInvalidApproval) {
 			err = fault.Permanent(err)
@@ -53,6 +54,6 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a.log.Info("rollout approval recorded", "rollout", id, "cluster", req.Cluster, "status", req.Status, "by", req.By)
+	a.log.Info("rollout approval recorded", "rollout", id, "cluster", req.Cluster, "status", req.Status, "by", v.By)
 	writeJSON(w, http.StatusOK, v)
 }

@@ -32,7 +32,8 @@ type RetryResponse struct {
 // retry journals a user's retry of a rollout: the reverts of a rollback
 // that failed, and the events functions gave up on (see functions/rollback).
 func (a *API) retry(w http.ResponseWriter, r *http.Request) {
-	if err := a.authorize(r); err != nil {
+	name, err := a.authorize(r)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -64,7 +65,7 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 	}
 	attempt := ro.Retries + 1
 	e, err := events.New(fmt.Sprintf("retry/%s/%d", id, attempt), "/flotilla/api", events.TypeRolloutRetryRequested,
-		events.RolloutRetryRequested{RolloutID: id, Cluster: req.Cluster, Attempt: attempt, User: req.By})
+		events.RolloutRetryRequested{RolloutID: id, Cluster: req.Cluster, Attempt: attempt, User: who(name, req.By)})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -74,7 +75,7 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("journaling the retry: %w", err))
 		return
 	}
-	a.log.Info("rollout retry requested", "rollout", id, "cluster", req.Cluster, "attempt", attempt, "by", req.By)
+	a.log.Info("rollout retry requested", "rollout", id, "cluster", req.Cluster, "attempt", attempt, "by", who(name, req.By))
 	writeJSON(w, http.StatusAccepted, RetryResponse{EventID: e.ID(), Attempt: attempt, Retrying: what})
 }
 

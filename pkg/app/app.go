@@ -194,7 +194,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	} else if err := dispatch.ForgetMirror(ctx, s.store); err != nil {
 		return err
 	}
-	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.APITokenValue, o.Logger)
+	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.Tokens(), o.Logger)
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.store}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),

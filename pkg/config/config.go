@@ -62,6 +62,38 @@ type Server struct {
 	APIToken *Secret `json:"apiToken"`
 	// APITokenValue is the resolved APIToken, set by Load. Never marshalled.
 	APITokenValue string `json:"-"`
+	// APITokens are named API tokens: a control (approve, retry, pause,
+	// abort, stop the fleet, ...) is recorded as done by the name of the
+	// token that authorized it. apiToken, if set too, is named "default".
+	APITokens []APIToken `json:"apiTokens"`
+}
+
+// APIToken is one named API token.
+type APIToken struct {
+	// Name is who the token's holder is recorded as: a DNS label, unique.
+	Name string `json:"name"`
+	// Secret is where the token comes from (env or file). Required.
+	Secret *Secret `json:"secret"`
+	// Value is the resolved secret, set by Load. Never marshalled.
+	Value string `json:"-"`
+}
+
+// DefaultTokenName is the name server.apiToken is recorded as.
+const DefaultTokenName = "default"
+
+// Tokens returns every API token by name: apiToken as "default", then the
+// named ones.
+func (s Server) Tokens() map[string]string {
+	out := map[string]string{}
+	if s.APITokenValue != "" {
+		out[DefaultTokenName] = s.APITokenValue
+	}
+	for _, t := range s.APITokens {
+		if t.Value != "" {
+			out[t.Name] = t.Value
+		}
+	}
+	return out
 }
 
 // Events configures where CloudEvents go besides flotilla's own functions.

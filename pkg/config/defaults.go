@@ -68,6 +68,11 @@ func applyDefaults(c *Config, base string) {
 	if s.APIToken != nil && s.APIToken.File != "" {
 		s.APIToken.File = resolvePath(base, s.APIToken.File)
 	}
+	for _, t := range s.APITokens {
+		if t.Secret != nil && t.Secret.File != "" {
+			t.Secret.File = resolvePath(base, t.Secret.File)
+		}
+	}
 
 	for i := range c.Receivers {
 		applyReceiverDefaults(&c.Receivers[i], base)

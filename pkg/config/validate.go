@@ -104,6 +104,20 @@ func (v *validator) server(s *Server) {
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}
+	names := map[string]string{}
+	if s.APIToken != nil {
+		names[DefaultTokenName] = "server.apiToken"
+	}
+	for i := range s.APITokens {
+		t := &s.APITokens[i]
+		p := fmt.Sprintf("server.apiTokens[%d]", i)
+		v.name(p, "token", t.Name, names)
+		if t.Secret == nil {
+			v.addf(p+".secret", "required: where the token comes from (env or file)")
+			continue
+		}
+		t.Value = v.resolveSecret(p+".secret", t.Secret)
+	}
 }
 
 func (v *validator) receivers(rs []Receiver) {

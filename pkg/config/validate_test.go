@@ -125,6 +125,15 @@ func TestValidate(t *testing.T) {
 			doc:  sections{server: "server: {retention: 2h}\n"},
 			want: []Problem{{"server.retention", "2h0m0s is shorter than server.dedupeWindow (24h0m0s): the ids of deleted events would be forgotten at a restart; want at least the window, or 0s"}},
 		}, {
+			name: "named API tokens",
+			doc:  sections{server: "server: {apiToken: {env: FLOTILLA_TEST_TOKEN}, apiTokens: [{name: default, secret: {env: FLOTILLA_TEST_TOKEN}}, {name: Bob}, {name: carol, secret: {env: FLOTILLA_EMPTY}}]}\n"},
+			want: []Problem{
+				{"server.apiTokens[0].name", `duplicate token name "default" (first used by server.apiToken)`},
+				{"server.apiTokens[1].name", `invalid token name "Bob": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+				{"server.apiTokens[1].secret", "required: where the token comes from (env or file)"},
+				{"server.apiTokens[2].secret.env", `environment variable "FLOTILLA_EMPTY" is not set or is empty`},
+			},
+		}, {
 			name: "journal bounds off",
 			doc:  sections{server: "server: {retention: 0s, dedupeMaxEvents: 0}\n"},
 		}, {
