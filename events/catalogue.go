@@ -347,6 +347,11 @@ var payloadTypes = map[string]func() any{
 	TypeClusterDeadline:       func() any { return new(ClusterDeadline) },
 	TypeRolloutRetryRequested: func() any { return new(RolloutRetryRequested) },
 	TypeRolloutRollbackFailed: func() any { return new(RolloutResult) },
+	TypeRolloutPauseRequested:  func() any { return new(Control) },
+	TypeRolloutResumeRequested: func() any { return new(Control) },
+	TypeRolloutAbortRequested:  func() any { return new(Control) },
+	TypeFleetStopRequested:     func() any { return new(Control) },
+	TypeFleetStartRequested:    func() any { return new(Control) },
 }
 
 // DecodePayload reads e's payload into the catalogue's type for e's type and

@@ -22,7 +22,23 @@ const (
 	TypeRolloutRetryRequested = "dev.flotilla.rollout.retry.requested.v1"
 	// rollback: a revert failed for good
 	TypeRolloutRollbackFailed = "dev.flotilla.rollout.rollbackfailed.v1"
+
+	// Controls users send through the API (payload Control): a rollout's
+	// pause, resume and abort, and stopping and starting the whole fleet.
+	TypeRolloutPauseRequested  = "dev.flotilla.rollout.pause.requested.v1"
+	TypeRolloutResumeRequested = "dev.flotilla.rollout.resume.requested.v1"
+	TypeRolloutAbortRequested  = "dev.flotilla.rollout.abort.requested.v1"
+	TypeFleetStopRequested     = "dev.flotilla.fleet.stop.requested.v1"
+	TypeFleetStartRequested    = "dev.flotilla.fleet.start.requested.v1"
 )
+
+// Control is a user's control: who sent it (the API token's name), why,
+// and the rollout it is about ("" for the fleet's).
+type Control struct {
+	RolloutID string `json:"rolloutId,omitempty"`
+	User      string `json:"user"`
+	Reason    string `json:"reason,omitempty"`
+}
 
 // Purposes of a pipeline run.
 const (

@@ -98,4 +98,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerCLISteps(sc)
 	s.registerEngineSteps(sc)
 	s.registerWaveSteps(sc)
+	s.registerControlSteps(sc)
 }

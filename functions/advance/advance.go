@@ -15,6 +15,8 @@ import (
 type Rollouts interface {
 	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
+	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
+	UpdateFleet(ctx context.Context, fn func(*rollout.FleetState) error) error
 }
 
 // Function is the advance function.
@@ -33,7 +35,9 @@ func New(repo Rollouts, now func() time.Time) *Function {
 
 func (*Function) Name() string { return "advance" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked}
+	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
+		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
+		events.TypeFleetStopRequested, events.TypeFleetStartRequested}
 }
 
 type step struct {
@@ -45,8 +49,13 @@ type step struct {
 // Handle records one cluster result, or the end of a wave's bake, and
 // moves the rollout on.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	if e.Type() == events.TypeWaveBaked {
+	switch e.Type() {
+	case events.TypeWaveBaked:
 		return f.baked(ctx, e)
+	case events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested:
+		return f.control(ctx, e)
+	case events.TypeFleetStopRequested, events.TypeFleetStartRequested:
+		return f.fleet(ctx, e)
 	}
 	res, err := events.Decode[events.ClusterResult](e)
 	if err != nil {
@@ -98,6 +107,101 @@ func (f *Function) baked(ctx context.Context, e cloudevents.Event) ([]cloudevent
 	return out, f.deployed(ctx, ro)
 }
 
+// control pauses, resumes or aborts a rollout. A pause holds every cluster
+// not started yet (those rolling out finish, and a failure still fails
+// the rollout); resuming starts them, or moves on if the wave ended
+// meanwhile; aborting fails the rollout, whose rollback reverts what it
+// touched (a queued rollout, which touched nothing, just ends).
+func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	c, err := events.Decode[events.Control](e)
+	if err != nil {
+		return nil, err
+	}
+	_, out, err := f.repo.UpdateEmit(ctx, c.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		switch e.Type() {
+		case events.TypeRolloutPauseRequested:
+			if r.Phase == rollout.Progressing || r.Phase == rollout.Queued {
+				r.Paused = pausedBy(c)
+			}
+			return nil, nil
+		case events.TypeRolloutResumeRequested:
+			if r.Paused == "" {
+				return nil, nil
+			}
+			r.Paused = ""
+			if r.Phase != rollout.Progressing {
+				return nil, nil
+			}
+			wave := r.Waves[r.Wave]
+			if pending := wave.Pending(); len(pending) > 0 && wave.Room() > 0 {
+				return emit(e, r, []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: pending}}})
+			}
+			return emit(e, r, decide(r, f.now()))
+		}
+		reason := "aborted by " + pausedBy(c)
+		switch r.Phase {
+		case rollout.Queued:
+			r.Phase, r.Reason = rollout.Superseded, reason+" before it started"
+			return nil, nil
+		case rollout.Progressing:
+			r.Phase, r.Reason = rollout.Failed, reason
+			return emit(e, r, []step{{typ: events.TypeRolloutFailed, payload: events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}})
+		}
+		return nil, nil
+	})
+	return out, err
+}
+
+// pausedBy says who sent a control, and why.
+func pausedBy(c events.Control) string {
+	if c.Reason == "" {
+		return c.User
+	}
+	return c.User + ": " + c.Reason
+}
+
+// fleet stops or starts the line. Stopped, no cluster starts a rollout
+// (launch holds them); started again, every rollout in flight starts the
+// clusters of its wave that wait.
+func (f *Function) fleet(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	c, err := events.Decode[events.Control](e)
+	if err != nil {
+		return nil, err
+	}
+	stop := e.Type() == events.TypeFleetStopRequested
+	if err := f.repo.UpdateFleet(ctx, func(st *rollout.FleetState) error {
+		*st = rollout.FleetState{}
+		if stop {
+			*st = rollout.FleetState{Stopped: true, By: c.User, Reason: c.Reason, At: e.Time().UTC()}
+		}
+		return nil
+	}); err != nil || stop {
+		return nil, err
+	}
+	ros, err := f.repo.ListInFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []cloudevents.Event
+	for _, r := range ros {
+		if r.Phase != rollout.Progressing || r.Paused != "" {
+			continue
+		}
+		pending := r.Waves[r.Wave].Pending()
+		if len(pending) == 0 {
+			continue
+		}
+		cause := e.Clone()
+		cause.SetExtension(events.ExtRolloutID, r.ID)
+		evs, err := emit(cause, &r, []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: pending}}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	return out, nil
+}
+
 // emit derives the events of steps from their cause e.
 func emit(e cloudevents.Event, r *rollout.Rollout, steps []step) ([]cloudevents.Event, error) {
 	out := make([]cloudevents.Event, 0, len(steps))
@@ -139,6 +243,9 @@ func decide(r *rollout.Rollout, now time.Time) []step {
 			r.Reason += fmt.Sprintf(" (more than its failure budget of %d)", wave.MaxFailures)
 		}
 		return []step{{typ: events.TypeRolloutFailed, payload: events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}}
+	}
+	if r.Paused != "" {
+		return nil // held: resuming moves it on
 	}
 	if !done {
 		if pending := wave.Pending(); wave.MaxParallel > 0 && len(pending) > 0 && wave.Room() > 0 {

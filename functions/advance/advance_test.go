@@ -320,7 +320,9 @@ func TestAdvanceContract(t *testing.T) {
 	if fn.Name() != "advance" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked}, fn.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
+		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
+		events.TypeFleetStopRequested, events.TypeFleetStartRequested}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }
@@ -410,4 +412,83 @@ func types(evs []cloudevents.Event) []string {
 		out = append(out, e.Type())
 	}
 	return out
+}
+
+func control(t *testing.T, typ, id string) cloudevents.Event {
+	t.Helper()
+	e, err := events.New("ctl-"+typ, "/flotilla/api", typ, events.Control{RolloutID: id, User: "ann", Reason: "why not"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != "" {
+		e.SetExtension(events.ExtRolloutID, id)
+	}
+	return e
+}
+
+// A paused rollout starts nothing: its wave ending waits for the resume,
+// which moves it on; aborting fails it (its rollback reverts what it
+// touched).
+func TestAdvanceControls(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
+		"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
+	fn := advance.New(repo, nil)
+	if evs, err := fn.Handle(ctx, control(t, events.TypeRolloutPauseRequested, rolloutID)); err != nil || len(evs) != 0 {
+		t.Fatalf("pause = %v, %v", types(evs), err)
+	}
+	if evs, err := fn.Handle(ctx, clusterResult(t, events.TypeClusterSucceeded, "c1", "")); err != nil || len(evs) != 0 {
+		t.Errorf("wave 1 done while paused = %v, %v; want it held", types(evs), err)
+	}
+	ro, _ := repo.Get(ctx, rolloutID)
+	if ro.Paused != "ann: why not" || ro.Wave != 0 {
+		t.Errorf("paused %q at wave %d, want ann's pause at wave 0", ro.Paused, ro.Wave)
+	}
+	evs, err := fn.Handle(ctx, control(t, events.TypeRolloutResumeRequested, rolloutID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{events.TypeWaveSucceeded, events.TypeWaveStarted}, types(evs)); diff != "" {
+		t.Errorf("resume (-want +got):\n%s", diff)
+	}
+	evs, err = fn.Handle(ctx, control(t, events.TypeRolloutAbortRequested, rolloutID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{events.TypeRolloutFailed}, types(evs)); diff != "" {
+		t.Errorf("abort (-want +got):\n%s", diff)
+	}
+	ro, _ = repo.Get(ctx, rolloutID)
+	if ro.Phase != rollout.Failed || ro.Reason != "aborted by ann: why not" {
+		t.Errorf("after the abort: %s %q", ro.Phase, ro.Reason)
+	}
+}
+
+// Starting the line again starts the clusters every rollout in flight
+// holds; stopping it records who stopped it.
+func TestAdvanceFleetStopStart(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, state{Phase: rollout.Progressing, Wave: 1, Clusters: map[string]rollout.ClusterPhase{
+		"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
+	fn := advance.New(repo, nil)
+	if evs, err := fn.Handle(ctx, control(t, events.TypeFleetStopRequested, "")); err != nil || len(evs) != 0 {
+		t.Fatalf("stop = %v, %v", types(evs), err)
+	}
+	if st, _ := repo.Fleet(ctx); !st.Stopped || st.By != "ann" {
+		t.Errorf("fleet after stop: %+v", st)
+	}
+	evs, err := fn.Handle(ctx, control(t, events.TypeFleetStartRequested, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]functiontest.Emitted{{ID: "ctl-" + events.TypeFleetStartRequested + "/" + events.TypeWaveContinued + "/" + rolloutID,
+		Type: events.TypeWaveContinued, RolloutID: rolloutID, Data: events.WaveStarted{RolloutID: rolloutID, Wave: 1, Clusters: []string{"c2", "c3"}}}},
+		summarize(t, evs)); diff != "" {
+		t.Errorf("start (-want +got):\n%s", diff)
+	}
+	if st, _ := repo.Fleet(ctx); st.Stopped {
+		t.Errorf("fleet after start: %+v", st)
+	}
 }

@@ -15,6 +15,7 @@ import (
 // Rollouts is the rollout state launch needs (pkg/state).
 type Rollouts interface {
 	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
+	Fleet(ctx context.Context) (rollout.FleetState, error)
 }
 
 // Function is the launch function.
@@ -46,9 +47,19 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
+	fleet, err := f.repo.Fleet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if fleet.Stopped {
+		return nil, nil // the line is stopped: starting it again starts these
+	}
 	_, out, err := f.repo.UpdateEmit(ctx, w.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		if r.Phase != rollout.Progressing || r.Wave != w.Wave {
 			return nil, nil // the rollout moved on (failed, superseded): nothing to launch
+		}
+		if r.Paused != "" {
+			return nil, nil // resuming starts them
 		}
 		app, ok := f.cfg.Application(r.Application)
 		if !ok {

@@ -297,3 +297,37 @@ func TestLaunchKeepsToMaxParallel(t *testing.T) {
 		t.Errorf("continued after c2 = %v; want c3's request and deadline", summarize(t, evs))
 	}
 }
+
+// A paused rollout, or any rollout while the line is stopped, starts no
+// cluster.
+func TestLaunchHolds(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*testing.T, *embedded.Repo)
+	}{
+		{"rollout paused", func(t *testing.T, repo *embedded.Repo) {
+			if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error { r.Paused = "ann"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"fleet stopped", func(t *testing.T, repo *embedded.Repo) {
+			if err := repo.UpdateFleet(t.Context(), func(f *rollout.FleetState) error { f.Stopped = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := functiontest.NewRepo(t)
+			newRollout(t, repo, nil)
+			tt.change(t, repo)
+			evs, err := newFunction(repo).Handle(t.Context(), waveStarted(t, 0, "c1"))
+			if err != nil || len(evs) != 0 {
+				t.Errorf("Handle = %d events, %v; want none", len(evs), err)
+			}
+			ro, _ := repo.Get(t.Context(), rolloutID)
+			if c, _, _ := ro.Cluster("c1"); c.Phase != rollout.ClusterPending {
+				t.Errorf("c1 is %s, want Pending", c.Phase)
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ type Rollouts interface {
 	Get(ctx context.Context, id string) (rollout.Rollout, error)
 	Create(ctx context.Context, ro rollout.Rollout) (bool, error)
 	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
+	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
 	App(ctx context.Context, name string) (rollout.AppState, error)
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
 }
@@ -110,7 +111,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: "the application targets no cluster of the fleet"})
 		return []cloudevents.Event{skip}, err
 	}
-	queue, out, err := f.makeWay(ctx, e, st, app, ro)
+	queue, out, err := f.makeWay(ctx, e, app, ro)
 	if err != nil {
 		return nil, err
 	}
@@ -143,36 +144,35 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 // or it queues behind it (queue, or a rollback under way, which is never
 // cut short). It returns whether ro queues, and the events of the rollouts
 // it superseded (journaled with their change).
-func (f *Function) makeWay(ctx context.Context, e cloudevents.Event, st rollout.AppState, app config.Application, ro rollout.Rollout) (bool, []cloudevents.Event, error) {
-	var out []cloudevents.Event
-	queue := false
-	if st.Queued != "" {
-		evs, err := f.supersede(ctx, e, st.Queued, ro)
-		if err != nil {
-			return false, nil, err
-		}
-		out, queue = append(out, evs...), true
-	}
-	if st.LatestRollout == "" || st.LatestRollout == st.Queued {
-		return queue, out, nil
-	}
-	cur, err := f.repo.Get(ctx, st.LatestRollout)
-	if errors.Is(err, rollout.ErrNotFound) {
-		return queue, out, nil
-	}
+func (f *Function) makeWay(ctx context.Context, e cloudevents.Event, app config.Application, ro rollout.Rollout) (bool, []cloudevents.Event, error) {
+	ros, err := f.repo.ListInFlight(ctx)
 	if err != nil {
 		return false, nil, err
 	}
-	switch {
-	case cur.Phase.Done():
-	case cur.Phase == rollout.Failed || app.OnNewVersion == config.OnNewVersionQueue && cur.Phase != rollout.RollbackFailed:
-		queue = true
-	default:
-		evs, err := f.supersede(ctx, e, cur.ID, ro)
-		if err != nil {
-			return false, nil, err
+	var out []cloudevents.Event
+	queue := false
+	for _, cur := range ros {
+		if cur.Application != app.Name || cur.ID == ro.ID {
+			continue
 		}
-		out = append(out, evs...)
+		supersede := false
+		switch {
+		case cur.Phase == rollout.Queued:
+			supersede, queue = true, true
+		case cur.Phase == rollout.Failed:
+			queue = true
+		case cur.Phase == rollout.Progressing && app.OnNewVersion == config.OnNewVersionQueue:
+			queue = true
+		case cur.Phase == rollout.Progressing || cur.Phase == rollout.RollbackFailed:
+			supersede = true
+		}
+		if supersede {
+			evs, err := f.supersede(ctx, e, cur.ID, ro)
+			if err != nil {
+				return false, nil, err
+			}
+			out = append(out, evs...)
+		}
 	}
 	return queue, out, nil
 }

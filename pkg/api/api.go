@@ -11,6 +11,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
@@ -21,6 +22,7 @@ import (
 type Rollouts interface {
 	Get(ctx context.Context, id string) (rollout.Rollout, error)
 	List(ctx context.Context, before string, limit int) (rollout.Page, error)
+	Fleet(ctx context.Context) (rollout.FleetState, error)
 }
 
 // Approvals records manual verdicts (pkg/gates).
@@ -58,6 +60,12 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/rollouts/{id}", a.getRollout)
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/approval", a.approve)
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/retry", a.retry)
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/pause", a.rolloutControl(events.TypeRolloutPauseRequested))
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/resume", a.rolloutControl(events.TypeRolloutResumeRequested))
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/abort", a.rolloutControl(events.TypeRolloutAbortRequested))
+	mux.HandleFunc("GET /api/v1/fleet", a.getFleet)
+	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))
+	mux.HandleFunc("POST /api/v1/fleet/start", a.fleetControl(events.TypeFleetStartRequested))
 }
 
 // authorize checks the API token of a request that changes something and

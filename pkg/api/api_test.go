@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -112,6 +113,17 @@ func TestAPI(t *testing.T) {
 		{"retry an unknown cluster", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c9"}`, 400, `no cluster \"c9\"`},
 		{"retry a rollout with nothing to retry", "POST", "/api/v1/rollouts/r1/retry", token, "", 409, "nothing of it failed"},
 		{"retry a finished rollout", "POST", "/api/v1/rollouts/r3/retry", token, "", 409, "has finished (Succeeded)"},
+		{"pause without a token", "POST", "/api/v1/rollouts/r1/pause", "", "", 401, "Bearer"},
+		{"pause an unknown rollout", "POST", "/api/v1/rollouts/nope/pause", token, "", 404, "rollout not found"},
+		{"pause with an unknown field", "POST", "/api/v1/rollouts/r1/pause", token, `{"why":"x"}`, 400, `unknown field \"why\"`},
+		{"pause a finished rollout", "POST", "/api/v1/rollouts/r3/pause", token, "", 409, "has finished (Succeeded)"},
+		{"resume a rollout not paused", "POST", "/api/v1/rollouts/r1/resume", token, "", 409, "is not paused"},
+		{"abort a rollout whose rollback failed", "POST", "/api/v1/rollouts/r2/abort", token, "", 409, "is RollbackFailed"},
+		{"pause", "POST", "/api/v1/rollouts/r1/pause", token, `{"reason":"incident 42","by":"ann"}`, 202, `"by":"ops (ann)"`},
+		{"abort", "POST", "/api/v1/rollouts/r1/abort", token, "", 202, `"eventId":"control/`},
+		{"stop the fleet", "POST", "/api/v1/fleet/stop", token, `{"reason":"freeze"}`, 202, `"by":"ops"`},
+		{"start the fleet without a token", "POST", "/api/v1/fleet/start", "", "", 401, "Bearer"},
+		{"the fleet", "GET", "/api/v1/fleet", "", "", 200, "{}"},
 		{"retry a cluster with nothing to retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c1"}`, 409, "nothing of it failed"},
 		{"retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"by":"ann"}`, 202, `"retrying":"the reverts of [c2]"`},
 	}
@@ -220,5 +232,38 @@ func TestControlsRecordTheTokensName(t *testing.T) {
 	}
 	if got, _, _ := call(t, srv, "POST", "/api/v1/rollouts/r1/approval", "c-token", `{"status":"valid"}`); got != 401 {
 		t.Errorf("approval with an unknown token = %d, want 401", got)
+	}
+}
+
+// Every control is journaled as an event (of its rollout, if it has one)
+// naming who sent it and why.
+func TestControlsAreJournaled(t *testing.T) {
+	srv, s := newAPI(t, token)
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/rollouts/r1/pause", `{"reason":"incident 42"}`},
+		{"/api/v1/fleet/stop", `{"reason":"freeze","by":"ann"}`},
+	} {
+		if got, _, body := call(t, srv, "POST", c.path, token, c.body); got != 202 {
+			t.Fatalf("POST %s = %d %s", c.path, got, body)
+		}
+	}
+	recs, err := s.Read(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		p, err := events.Decode[events.Control](r.Event)
+		if err != nil {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s %s %q %q %q", r.Event.Type(), events.RolloutID(r.Event), p.RolloutID, p.User, p.Reason))
+	}
+	want := []string{
+		events.TypeRolloutPauseRequested + ` r1 "r1" "ops" "incident 42"`,
+		events.TypeFleetStopRequested + `  "" "ops (ann)" "freeze"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
 }

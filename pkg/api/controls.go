@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -104,4 +105,114 @@ func retrying(ro rollout.Rollout, cluster string) string {
 		return fmt.Sprintf("%v", failures)
 	}
 	return ""
+}
+
+// ControlRequest is the body of the controls (pause, resume, abort, fleet
+// stop and start; all optional).
+type ControlRequest struct {
+	Reason string `json:"reason,omitempty"`
+	// By names the client's user, recorded after the token's name.
+	By string `json:"by,omitempty"`
+}
+
+// ControlResponse answers a control: the event journaled for it.
+type ControlResponse struct {
+	EventID string `json:"eventId"`
+	By      string `json:"by"`
+}
+
+// control reads a control's body and who sent it.
+func (a *API) control(w http.ResponseWriter, r *http.Request) (events.Control, bool) {
+	name, err := a.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return events.Control{}, false
+	}
+	var req ControlRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, fault.Permanent(fmt.Errorf("decoding the request: %w", err)))
+		return events.Control{}, false
+	}
+	return events.Control{User: who(name, req.By), Reason: req.Reason}, true
+}
+
+// journalControl journals a control and answers 202.
+func (a *API) journalControl(w http.ResponseWriter, r *http.Request, typ string, c events.Control) {
+	id := fmt.Sprintf("control/%s/%d", typ, time.Now().UnixNano())
+	e, err := events.New(id, "/flotilla/api", typ, c)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if c.RolloutID != "" {
+		e.SetExtension(events.ExtRolloutID, c.RolloutID)
+	}
+	if _, err := a.journal.Append(r.Context(), e); err != nil {
+		writeError(w, fmt.Errorf("journaling %s: %w", typ, err))
+		return
+	}
+	a.log.Info("control requested", "type", typ, "rollout", c.RolloutID, "by", c.User, "reason", c.Reason)
+	writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: c.User})
+}
+
+// rolloutControl pauses, resumes or aborts a rollout; 409 when the rollout
+// is in no state for it.
+func (a *API) rolloutControl(typ string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := a.control(w, r)
+		if !ok {
+			return
+		}
+		id := r.PathValue("id")
+		ro, err := a.rollouts.Get(r.Context(), id)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if msg := controlConflict(typ, ro); msg != "" {
+			writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s %s", id, msg)))
+			return
+		}
+		c.RolloutID = id
+		a.journalControl(w, r, typ, c)
+	}
+}
+
+// controlConflict says why ro cannot take a control of type typ, "" if it
+// can.
+func controlConflict(typ string, ro rollout.Rollout) string {
+	switch {
+	case ro.Phase.Done():
+		return fmt.Sprintf("has finished (%s)", ro.Phase)
+	case typ == events.TypeRolloutPauseRequested && ro.Paused != "":
+		return "is paused already (" + ro.Paused + ")"
+	case typ == events.TypeRolloutResumeRequested && ro.Paused == "":
+		return "is not paused"
+	case typ != events.TypeRolloutResumeRequested && ro.Phase != rollout.Progressing && ro.Phase != rollout.Queued:
+		return fmt.Sprintf("is %s: only a rollout in progress or queued can be paused or aborted", ro.Phase)
+	}
+	return ""
+}
+
+// fleetControl stops or starts the line.
+func (a *API) fleetControl(typ string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := a.control(w, r)
+		if !ok {
+			return
+		}
+		a.journalControl(w, r, typ, c)
+	}
+}
+
+// getFleet answers the fleet's state.
+func (a *API) getFleet(w http.ResponseWriter, r *http.Request) {
+	st, err := a.rollouts.Fleet(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }

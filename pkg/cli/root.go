@@ -43,6 +43,7 @@ and rolls the whole fleet back when a wave fails.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCmd(), newServeCmd(), newGetCmd(), newDescribeCmd(), newApproveCmd(), newRetryCmd(), newTaskCmd(), newPipelinesCmd(), newStoreCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newGetCmd(), newDescribeCmd(), newApproveCmd(), newRetryCmd(),
+		newPauseCmd(), newResumeCmd(), newAbortCmd(), newFleetCmd(), newTaskCmd(), newPipelinesCmd(), newStoreCmd())
 	return root
 }

@@ -65,6 +65,9 @@ type Rollout struct {
 	Failures []Failure `json:"failures,omitempty"`
 	// Retries counts the user's retries of the rollout.
 	Retries int `json:"retries,omitempty"`
+	// Paused says who paused the rollout (and why): no cluster starts
+	// until it is resumed; those rolling out finish.
+	Paused string `json:"paused,omitempty"`
 }
 
 // Failure is an event a function gave up on.
@@ -261,6 +264,15 @@ type AppState struct {
 	LatestRollout string `json:"latestRollout,omitempty"`
 	// Queued is the rollout waiting for the one in flight to end, if any.
 	Queued string `json:"queued,omitempty"`
+}
+
+// FleetState is what flotilla knows of the whole fleet: whether the line is
+// stopped (no cluster starts a rollout until it is started again).
+type FleetState struct {
+	Stopped bool      `json:"stopped,omitempty"`
+	By      string    `json:"by,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at,omitzero"`
 }
 
 // ErrNotFound is returned for an unknown rollout.

@@ -37,4 +37,9 @@ type Rollouts interface {
 	// yet); UpdateApp changes it.
 	App(ctx context.Context, name string) (rollout.AppState, error)
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
+
+	// Fleet returns the fleet's state (zero if nothing yet); UpdateFleet
+	// changes it.
+	Fleet(ctx context.Context) (rollout.FleetState, error)
+	UpdateFleet(ctx context.Context, fn func(*rollout.FleetState) error) error
 }

@@ -38,6 +38,8 @@ const (
 	archiveCollection  = "rollouts-archive"
 	archiveIndex       = "rollouts-archive-ids"
 	appsCollection     = "applications"
+	fleetCollection    = "fleet"
+	fleetKey           = "fleet"
 )
 
 // archiveKey orders the archive by creation time.
@@ -287,4 +289,22 @@ func cloneWaves(ws []rollout.Wave) []rollout.Wave {
 		out[i] = rollout.Wave{Name: w.Name, Clusters: append([]rollout.Cluster(nil), w.Clusters...)}
 	}
 	return out
+}
+
+// Fleet returns the fleet's state.
+func (r *Repo) Fleet(ctx context.Context) (rollout.FleetState, error) {
+	var st rollout.FleetState
+	if _, err := r.docs.Get(ctx, fleetCollection, fleetKey, &st); err != nil {
+		return st, fmt.Errorf("reading the fleet's state: %w", err)
+	}
+	return st, nil
+}
+
+// UpdateFleet changes the fleet's state in one transaction.
+func (r *Repo) UpdateFleet(ctx context.Context, fn func(*rollout.FleetState) error) error {
+	var st rollout.FleetState
+	if err := r.docs.Update(ctx, fleetCollection, fleetKey, &st, func(bool) error { return fn(&st) }); err != nil {
+		return fmt.Errorf("updating the fleet's state: %w", err)
+	}
+	return nil
 }

@@ -30,6 +30,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("UpdateEmitPutsEventsOnTheBus", func(t *testing.T) { updateEmit(t, open) })
 	t.Run("FinishedRolloutsAreArchived", func(t *testing.T) { archived(t, open) })
 	t.Run("Applications", func(t *testing.T) { applications(t, open) })
+	t.Run("Fleet", func(t *testing.T) { fleet(t, open) })
 }
 
 func sample(id string) rollout.Rollout {
@@ -200,5 +201,20 @@ func applications(t *testing.T, open Open) {
 	}
 	if got, err := s.App(ctx, "shop"); err != nil || got.DeployedTag != "1.0.0" {
 		t.Errorf("App = %+v, %v", got, err)
+	}
+}
+
+func fleet(t *testing.T, open Open) {
+	t.Helper()
+	ctx := context.Background()
+	s, _ := open(t)
+	if st, err := s.Fleet(ctx); err != nil || st.Stopped {
+		t.Fatalf("Fleet of a new state = %+v, %v; want running", st, err)
+	}
+	if err := s.UpdateFleet(ctx, func(f *rollout.FleetState) error { f.Stopped, f.By = true, "ann"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Fleet(ctx); err != nil || !st.Stopped || st.By != "ann" {
+		t.Errorf("Fleet after stopping = %+v, %v", st, err)
 	}
 }

@@ -1,0 +1,48 @@
+Feature: Users steer rollouts: pause, resume, abort, stop the line
+  Every control is an API call with a named token, journaled as an event.
+  A paused rollout starts no cluster until it is resumed; an aborted one
+  rolls back what it touched; a stopped fleet starts no rollout anywhere
+  until it is started again.
+
+  Background:
+    Given a registry
+
+  Scenario: A paused rollout starts no cluster until it is resumed
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And `flotilla pause` is run for the rollout of "1.1.0"
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    And no cluster of wave 2 of the rollout of "1.1.0" starts for 10 seconds
+    When `flotilla resume` is run for the rollout of "1.1.0"
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+
+  Scenario: An aborted rollout rolls back what it touched
+    Given the application will be validated manually
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And the canary in cluster "c1" waits for promotion
+    And `flotilla abort` is run for the rollout of "1.1.0"
+    Then the rollout of "1.1.0" is rolled back
+    And no workload in any cluster runs version "1.1.0"
+
+  Scenario: Stopping the line holds every application until it is started again
+    Given a second application "bravo" that tracks "demo/bravo" in the same waves
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the workload "bravo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And version "2.0.0" of "bravo" has been rolled out to every cluster
+    When `flotilla fleet stop` is run
+    And version "1.1.0" is pushed
+    And version "2.1.0" of "bravo" is pushed
+    Then no cluster takes the rollouts of "1.1.0,2.1.0" for 10 seconds
+    When `flotilla fleet start` is run
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "2.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the primary of "bravo" in every cluster runs version "2.1.0" by digest

@@ -1,0 +1,109 @@
+package features
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+)
+
+func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
+	sc.Step("^`flotilla (pause|resume|abort)` is run for the rollout of \"([^\"]*)\"$", s.controlRollout)
+	sc.Step("^`flotilla fleet (stop|start)` is run$", s.controlFleet)
+	sc.Step(`^cluster "([^"]*)" of the rollout of "([^"]*)" has succeeded$`, s.clusterSucceeded)
+	sc.Step(`^no cluster of wave (\d+) of the rollout of "([^"]*)" starts for (\d+) seconds$`, s.waveHeld)
+	sc.Step(`^no cluster takes the rollouts of "([^"]*)" for (\d+) seconds$`, s.rolloutsHeld)
+}
+
+func (s *scenario) controlRollout(ctx context.Context, action, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	out, err := s.flotillaCLI(ctx, action, id, "--token", s.w.apiToken, "--reason", "features")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, action+" requested by default") {
+		return fmt.Errorf("flotilla %s printed %q", action, out)
+	}
+	return nil
+}
+
+func (s *scenario) controlFleet(ctx context.Context, action string) error {
+	out, err := s.flotillaCLI(ctx, "fleet", action, "--token", s.w.apiToken, "--reason", "features")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, "fleet: "+action+" requested by default") {
+		return fmt.Errorf("flotilla fleet %s printed %q", action, out)
+	}
+	if action == "stop" {
+		// The stop is journaled; wait until flotilla has taken it.
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			var st struct{ Stopped bool }
+			if err := s.getJSON(ctx, "/api/v1/fleet", &st); err != nil {
+				return err
+			}
+			if st.Stopped {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return fmt.Errorf("the fleet is not stopped 30 s after flotilla fleet stop")
+	}
+	return nil
+}
+
+func (s *scenario) clusterSucceeded(ctx context.Context, cluster, version string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		ro, err := s.apiRollout(ctx, version)
+		if err != nil {
+			return err
+		}
+		for _, w := range ro.Waves {
+			for _, c := range w.Clusters {
+				if c.Name == cluster && c.Phase == "Succeeded" {
+					return nil
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("cluster %s of the rollout of %s did not succeed within 2 minutes", cluster, version)
+}
+
+// held checks, for the whole time, that the clusters of the rollout of
+// version that pick selects are all still Pending.
+func (s *scenario) held(ctx context.Context, versions []string, seconds int, pick func(wave int) bool) error {
+	end := time.Now().Add(time.Duration(seconds) * time.Second)
+	for time.Now().Before(end) {
+		for _, v := range versions {
+			ro, err := s.apiRollout(ctx, v)
+			if err != nil {
+				return err
+			}
+			for i, w := range ro.Waves {
+				for _, c := range w.Clusters {
+					if pick(i) && c.Phase != "Pending" {
+						return fmt.Errorf("cluster %s of the rollout of %s is %s, want it held (Pending)", c.Name, v, c.Phase)
+					}
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil
+}
+
+func (s *scenario) waveHeld(ctx context.Context, wave int, version string, seconds int) error {
+	return s.held(ctx, []string{version}, seconds, func(i int) bool { return i == wave-1 })
+}
+
+func (s *scenario) rolloutsHeld(ctx context.Context, versions string, seconds int) error {
+	return s.held(ctx, strings.Split(versions, ","), seconds, func(int) bool { return true })
+}
