@@ -306,11 +306,13 @@ func TestLaunchHolds(t *testing.T) {
 		change func(*testing.T, *embedded.Repo)
 	}{
 		{"rollout paused", func(t *testing.T, repo *embedded.Repo) {
+			t.Helper()
 			if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error { r.Paused = "ann"; return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"fleet stopped", func(t *testing.T, repo *embedded.Repo) {
+			t.Helper()
 			if err := repo.UpdateFleet(t.Context(), func(f *rollout.FleetState) error { f.Stopped = true; return nil }); err != nil {
 				t.Fatal(err)
 			}

@@ -71,7 +71,9 @@ still fails the rollout and rolls it back. A rollout that is not in
 progress (or queued) answers 409.`,
 		`  flotilla pause podinfo-3f2a9c1d7e --reason "incident 42"`,
 		cobra.ExactArgs(1), rolloutPath("pause"),
-		func(args []string, by string) string { return fmt.Sprintf("rollout %s: pause requested by %s", args[0], by) })
+		func(args []string, by string) string {
+			return fmt.Sprintf("rollout %s: pause requested by %s", args[0], by)
+		})
 }
 
 func newResumeCmd() *cobra.Command {
@@ -81,7 +83,9 @@ next wave if the current one ended meanwhile. A rollout that is not
 paused answers 409.`,
 		`  flotilla resume podinfo-3f2a9c1d7e`,
 		cobra.ExactArgs(1), rolloutPath("resume"),
-		func(args []string, by string) string { return fmt.Sprintf("rollout %s: resume requested by %s", args[0], by) })
+		func(args []string, by string) string {
+			return fmt.Sprintf("rollout %s: resume requested by %s", args[0], by)
+		})
 }
 
 func newAbortCmd() *cobra.Command {
@@ -92,7 +96,9 @@ without analysis (the rollout ends RolledBack). A queued rollout just
 ends. A rollout that has finished answers 409.`,
 		`  flotilla abort podinfo-3f2a9c1d7e --reason "bad config"`,
 		cobra.ExactArgs(1), rolloutPath("abort"),
-		func(args []string, by string) string { return fmt.Sprintf("rollout %s: abort requested by %s", args[0], by) })
+		func(args []string, by string) string {
+			return fmt.Sprintf("rollout %s: abort requested by %s", args[0], by)
+		})
 }
 
 func newFleetCmd() *cobra.Command {
