@@ -352,6 +352,7 @@ var payloadTypes = map[string]func() any{
 	TypeRolloutAbortRequested:  func() any { return new(Control) },
 	TypeFleetStopRequested:     func() any { return new(Control) },
 	TypeFleetStartRequested:    func() any { return new(Control) },
+	TypeWaveApprovalRequested:  func() any { return new(WaveApproval) },
 }
 
 // DecodePayload reads e's payload into the catalogue's type for e's type and

@@ -30,7 +30,21 @@ const (
 	TypeRolloutAbortRequested  = "dev.flotilla.rollout.abort.requested.v1"
 	TypeFleetStopRequested     = "dev.flotilla.fleet.stop.requested.v1"
 	TypeFleetStartRequested    = "dev.flotilla.fleet.start.requested.v1"
+	// TypeWaveApprovalRequested: a user approves a wave (payload
+	// WaveApproval).
+	TypeWaveApprovalRequested = "dev.flotilla.wave.approval.requested.v1"
 )
+
+// WaveApproval is a user's approval of a wave of a rollout: Approver is the
+// API token's name (what makes approvers distinct), User how the control
+// is recorded.
+type WaveApproval struct {
+	RolloutID string `json:"rolloutId"`
+	Wave      int    `json:"wave"` // index, from 0
+	Approver  string `json:"approver"`
+	User      string `json:"user"`
+	Reason    string `json:"reason,omitempty"`
+}
 
 // Control is a user's control: who sent it (the API token's name), why,
 // and the rollout it is about ("" for the fleet's).

@@ -1,4 +1,4 @@
-Feature: Users steer rollouts: pause, resume, abort, stop the line
+Feature: Users steer rollouts: pause, resume, abort, stop the line, approve waves
   Every control is an API call with a named token, journaled as an event.
   A paused rollout starts no cluster until it is resumed; an aborted one
   rolls back what it touched; a stopped fleet starts no rollout anywhere
@@ -46,3 +46,17 @@ Feature: Users steer rollouts: pause, resume, abort, stop the line
     And the rollout of "2.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And the primary of "bravo" in every cluster runs version "2.1.0" by digest
+
+  Scenario: A wave that needs two approvers starts once two distinct approvers approved it
+    Given wave 2 needs the approvals of "alice,bob"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" is pushed
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    And no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
+    When "alice" approves wave 2 of the rollout of "1.1.0"
+    Then no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
+    When "bob" approves wave 2 of the rollout of "1.1.0"
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the rollout of "1.1.0" records the approvals of "alice,bob" for wave 2

@@ -15,6 +15,55 @@ func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^cluster "([^"]*)" of the rollout of "([^"]*)" has succeeded$`, s.clusterSucceeded)
 	sc.Step(`^no cluster of wave (\d+) of the rollout of "([^"]*)" starts for (\d+) seconds$`, s.waveHeld)
 	sc.Step(`^no cluster takes the rollouts of "([^"]*)" for (\d+) seconds$`, s.rolloutsHeld)
+	sc.Step(`^wave (\d+) needs the approvals of "([^"]*)"$`, s.waveNeedsApprovals)
+	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of "([^"]*)"$`, s.approveWave)
+	sc.Step(`^the rollout of "([^"]*)" records the approvals of "([^"]*)" for wave (\d+)$`, s.approvalsRecorded)
+}
+
+// waveNeedsApprovals makes wave need as many approvals as names, and gives
+// each name an API token.
+func (s *scenario) waveNeedsApprovals(wave int, names string) error {
+	list := strings.Split(names, ",")
+	s.wavePolicy(wave, "approvals", len(list))
+	if s.w.approverTokens == nil {
+		s.w.approverTokens = map[string]string{}
+	}
+	for _, n := range list {
+		s.w.approverTokens[n] = randomHex(16)
+	}
+	return nil
+}
+
+func (s *scenario) approveWave(ctx context.Context, who string, wave int, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	out, err := s.flotillaCLI(ctx, "approve", id, "--wave", fmt.Sprint(wave), "--token", s.w.approverTokens[who], "--reason", "features")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, fmt.Sprintf("wave %d approved by %s", wave, who)) {
+		return fmt.Errorf("flotilla approve --wave printed %q", out)
+	}
+	return nil
+}
+
+func (s *scenario) approvalsRecorded(ctx context.Context, version, names string, wave int) error {
+	var ro struct {
+		Waves []struct{ Approvers []string }
+	}
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if got := strings.Join(ro.Waves[wave-1].Approvers, ","); got != names {
+		return fmt.Errorf("wave %d of the rollout of %s was approved by %q, want %q", wave, version, got, names)
+	}
+	return nil
 }
 
 func (s *scenario) controlRollout(ctx context.Context, action, version string) error {

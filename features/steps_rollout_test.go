@@ -102,6 +102,8 @@ type world struct {
 	canaries      *canaryLog
 	// onNewVersion is the application's onNewVersion, when a step set it.
 	onNewVersion string
+	// approverTokens are named API tokens (server.apiTokens) by name.
+	approverTokens map[string]string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -271,6 +273,17 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		},
 		"fleet":        map[string]any{"clusters": clusters, "waves": waves},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
+	}
+	if len(w.approverTokens) > 0 {
+		var tokens []map[string]any
+		for name, tok := range w.approverTokens {
+			sec, err := secret("token-"+name, tok)
+			if err != nil {
+				return err
+			}
+			tokens = append(tokens, map[string]any{"name": name, "secret": sec})
+		}
+		cfg["server"].(map[string]any)["apiTokens"] = tokens
 	}
 	if w.onNewVersion != "" {
 		cfg["applications"].([]map[string]any)[0]["onNewVersion"] = w.onNewVersion

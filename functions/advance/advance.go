@@ -3,6 +3,7 @@ package advance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -37,7 +38,7 @@ func (*Function) Name() string { return "advance" }
 func (*Function) Consumes() []string {
 	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
 		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
-		events.TypeFleetStopRequested, events.TypeFleetStartRequested}
+		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested}
 }
 
 type step struct {
@@ -56,6 +57,8 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return f.control(ctx, e)
 	case events.TypeFleetStopRequested, events.TypeFleetStartRequested:
 		return f.fleet(ctx, e)
+	case events.TypeWaveApprovalRequested:
+		return f.approve(ctx, e)
 	}
 	res, err := events.Decode[events.ClusterResult](e)
 	if err != nil {
@@ -148,6 +151,31 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 			return emit(e, r, []step{{typ: events.TypeRolloutFailed, payload: events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}})
 		}
 		return nil, nil
+	})
+	return out, err
+}
+
+// approve records an approver of a wave (once per approver); when the
+// current wave has the approvals it needs, its clusters start.
+func (f *Function) approve(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	a, err := events.Decode[events.WaveApproval](e)
+	if err != nil {
+		return nil, err
+	}
+	_, out, err := f.repo.UpdateEmit(ctx, a.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		if r.Phase.Done() || a.Wave < 0 || a.Wave >= len(r.Waves) || slices.Contains(r.Waves[a.Wave].Approvers, a.Approver) {
+			return nil, nil
+		}
+		wave := &r.Waves[a.Wave]
+		wave.Approvers = append(wave.Approvers, a.Approver)
+		if r.Phase != rollout.Progressing || a.Wave != r.Wave || !wave.Approved() {
+			return nil, nil
+		}
+		pending := wave.Pending()
+		if len(pending) == 0 {
+			return nil, nil
+		}
+		return emit(e, r, []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: pending}}})
 	})
 	return out, err
 }

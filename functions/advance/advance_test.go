@@ -322,7 +322,7 @@ func TestAdvanceContract(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
 		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
-		events.TypeFleetStopRequested, events.TypeFleetStartRequested}, fn.Consumes()); diff != "" {
+		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }
@@ -490,5 +490,44 @@ func TestAdvanceFleetStopStart(t *testing.T) {
 	}
 	if st, _ := repo.Fleet(ctx); st.Stopped {
 		t.Errorf("fleet after start: %+v", st)
+	}
+}
+
+// A wave that needs two approvals starts once two distinct approvers have
+// approved it; the same approver twice counts once.
+func TestAdvanceWaveApprovals(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, state{Phase: rollout.Progressing, Wave: 1, Clusters: map[string]rollout.ClusterPhase{
+		"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
+	if _, err := repo.Update(ctx, rolloutID, func(r *rollout.Rollout) error { r.Waves[1].Approvals = 2; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	fn := advance.New(repo, nil)
+	approve := func(who string) []string {
+		t.Helper()
+		e, err := events.New("approval-"+who, "/flotilla/api", events.TypeWaveApprovalRequested,
+			events.WaveApproval{RolloutID: rolloutID, Wave: 1, Approver: who, User: who})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := fn.Handle(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types(evs)
+	}
+	if got := approve("alice"); len(got) != 0 {
+		t.Errorf("one approval = %v, want the wave still held", got)
+	}
+	if got := approve("alice"); len(got) != 0 {
+		t.Errorf("alice again = %v, want nothing", got)
+	}
+	if diff := cmp.Diff([]string{events.TypeWaveContinued}, approve("bob")); diff != "" {
+		t.Errorf("the second approver (-want +got):\n%s", diff)
+	}
+	ro, _ := repo.Get(ctx, rolloutID)
+	if diff := cmp.Diff([]string{"alice", "bob"}, ro.Waves[1].Approvers); diff != "" {
+		t.Errorf("approvers (-want +got):\n%s", diff)
 	}
 }

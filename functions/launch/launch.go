@@ -51,15 +51,12 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
-	if fleet.Stopped {
-		return nil, nil // the line is stopped: starting it again starts these
-	}
 	_, out, err := f.repo.UpdateEmit(ctx, w.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		if r.Phase != rollout.Progressing || r.Wave != w.Wave {
 			return nil, nil // the rollout moved on (failed, superseded): nothing to launch
 		}
-		if r.Paused != "" {
-			return nil, nil // resuming starts them
+		if r.Waiting = waiting(r, fleet); r.Waiting != "" {
+			return nil, nil // resuming, starting the line, approving start them
 		}
 		app, ok := f.cfg.Application(r.Application)
 		if !ok {
@@ -90,4 +87,19 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return out, nil
 	})
 	return out, err
+}
+
+// waiting says why the clusters of r's current wave may not start now, ""
+// if they may.
+func waiting(r *rollout.Rollout, fleet rollout.FleetState) string {
+	wave := r.Waves[r.Wave]
+	switch {
+	case fleet.Stopped:
+		return fmt.Sprintf("the fleet is stopped (by %s: %s)", fleet.By, fleet.Reason)
+	case r.Paused != "":
+		return "paused by " + r.Paused
+	case !wave.Approved():
+		return fmt.Sprintf("wave %d (%s) waits for %d approvals, has %d %v", r.Wave+1, wave.Name, wave.Approvals, len(wave.Approvers), wave.Approvers)
+	}
+	return ""
 }

@@ -333,3 +333,29 @@ func TestLaunchHolds(t *testing.T) {
 		})
 	}
 }
+
+// A wave waiting for approvals starts nothing and says so; approved, it
+// starts.
+func TestLaunchWaitsForApprovals(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, func(r *rollout.Rollout) { r.Waves[0].Approvals = 1 })
+	f := newFunction(repo)
+	if evs, err := f.Handle(ctx, waveStarted(t, 0, "c1")); err != nil || len(evs) != 0 {
+		t.Fatalf("Handle = %d events, %v; want none", len(evs), err)
+	}
+	ro, _ := repo.Get(ctx, rolloutID)
+	if want := "wave 1 (canary) waits for 1 approvals, has 0 []"; ro.Waiting != want {
+		t.Errorf("waiting %q, want %q", ro.Waiting, want)
+	}
+	if _, err := repo.Update(ctx, rolloutID, func(r *rollout.Rollout) error { r.Waves[0].Approvers = []string{"alice"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := f.Handle(ctx, waveStarted(t, 0, "c1"))
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("approved: %d events, %v; want c1's request and deadline", len(evs), err)
+	}
+	if ro, _ := repo.Get(ctx, rolloutID); ro.Waiting != "" {
+		t.Errorf("still waiting %q", ro.Waiting)
+	}
+}

@@ -282,6 +282,7 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 		policy := w.Policy(cfg.Fleet.WavePolicy)
 		wave.MaxParallel, wave.MaxFailures = policy.Limits(len(wave.Clusters))
 		wave.BakeTime = policy.Bake()
+		wave.Approvals = policy.Approvers()
 		out = append(out, wave)
 	}
 	return out

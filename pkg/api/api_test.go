@@ -33,10 +33,13 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	repo := embedded.NewRepo(s, nil)
-	for _, id := range []string{"r1", "r2", "r3"} {
+	for _, id := range []string{"r1", "r2", "r3", "r4"} {
 		ro := rollout.Rollout{ID: id, Application: "shop", Phase: rollout.Progressing, Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{
 			{Name: "c1", Phase: rollout.ClusterPending}, {Name: "c2", Phase: rollout.ClusterPending},
 		}}}}
+		if id == "r4" { // a second wave that needs an approval
+			ro.Waves = append(ro.Waves, rollout.Wave{Name: "prod", Approvals: 1, Clusters: []rollout.Cluster{{Name: "c3", Phase: rollout.ClusterPending}}})
+		}
 		if _, err := repo.Create(t.Context(), ro); err != nil {
 			t.Fatal(err)
 		}
@@ -124,6 +127,9 @@ func TestAPI(t *testing.T) {
 		{"stop the fleet", "POST", "/api/v1/fleet/stop", token, `{"reason":"freeze"}`, 202, `"by":"ops"`},
 		{"start the fleet without a token", "POST", "/api/v1/fleet/start", "", "", 401, "Bearer"},
 		{"the fleet", "GET", "/api/v1/fleet", "", "", 200, "{}"},
+		{"approve a wave that needs no approval", "POST", "/api/v1/rollouts/r4/waves/all/approval", token, "", 409, "needs no approval for wave 1 (all)"},
+		{"approve an unknown wave", "POST", "/api/v1/rollouts/r4/waves/7/approval", token, "", 400, `has no wave \"7\"`},
+		{"approve a wave", "POST", "/api/v1/rollouts/r4/waves/2/approval", token, `{"reason":"ok"}`, 202, `"by":"ops"`},
 		{"retry a cluster with nothing to retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c1"}`, 409, "nothing of it failed"},
 		{"retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"by":"ann"}`, 202, `"retrying":"the reverts of [c2]"`},
 	}
@@ -193,7 +199,7 @@ func TestListPages(t *testing.T) {
 	if got != 200 {
 		t.Fatalf("list = %d %s", got, body)
 	}
-	if diff := cmp.Diff([]string{"r2", "r1", "r3"}, ids(body)); diff != "" {
+	if diff := cmp.Diff([]string{"r4", "r2", "r1", "r3"}, ids(body)); diff != "" {
 		t.Errorf("first page (-want +got):\n%s", diff)
 	}
 	link := h.Get("Link")

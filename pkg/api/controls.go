@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
@@ -215,4 +217,73 @@ func (a *API) getFleet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// approveWave records the caller (its API token's name) as an approver of
+// a wave, named by its number (from 1) or name; 409 when the wave needs no
+// approval, has started, or has the caller's already.
+func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
+	name, err := a.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req ControlRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, fault.Permanent(fmt.Errorf("decoding the request: %w", err)))
+		return
+	}
+	id := r.PathValue("id")
+	ro, err := a.rollouts.Get(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	idx, err := waveIndex(ro, r.PathValue("wave"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wave := ro.Waves[idx]
+	conflict := ""
+	switch {
+	case ro.Phase.Done():
+		conflict = fmt.Sprintf("has finished (%s)", ro.Phase)
+	case wave.Approvals == 0:
+		conflict = fmt.Sprintf("needs no approval for wave %d (%s)", idx+1, wave.Name)
+	case idx < ro.Wave:
+		conflict = fmt.Sprintf("is past wave %d (%s)", idx+1, wave.Name)
+	case slices.Contains(wave.Approvers, name):
+		conflict = fmt.Sprintf("has %s's approval of wave %d (%s) already: approvals must come from distinct API tokens", name, idx+1, wave.Name)
+	}
+	if conflict != "" {
+		writeError(w, fault.New(fault.ErrConflict, "rollout "+id+" "+conflict))
+		return
+	}
+	user := who(name, req.By)
+	e, err := events.New(fmt.Sprintf("approval/%s/%d/%s", id, idx, name), "/flotilla/api", events.TypeWaveApprovalRequested,
+		events.WaveApproval{RolloutID: id, Wave: idx, Approver: name, User: user, Reason: req.Reason})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e.SetExtension(events.ExtRolloutID, id)
+	if _, err := a.journal.Append(r.Context(), e); err != nil {
+		writeError(w, fmt.Errorf("journaling the approval: %w", err))
+		return
+	}
+	a.log.Info("wave approval requested", "rollout", id, "wave", idx+1, "by", user, "reason", req.Reason)
+	writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
+}
+
+// waveIndex finds a wave of ro by number (from 1) or name.
+func waveIndex(ro rollout.Rollout, ref string) (int, error) {
+	for i, w := range ro.Waves {
+		if w.Name == ref || strconv.Itoa(i+1) == ref {
+			return i, nil
+		}
+	}
+	return 0, fault.Permanent(fmt.Errorf("rollout %s has no wave %q (its waves: 1 to %d, or by name)", ro.ID, ref, len(ro.Waves)))
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"os/user"
 
@@ -18,15 +19,19 @@ type approvalRequest struct {
 }
 
 func newApproveCmd() *cobra.Command {
-	var server, token, cluster, reason string
+	var server, token, cluster, reason, wave string
 	var reject bool
 	cmd := &cobra.Command{
 		Use:   "approve ROLLOUT",
-		Short: "Approve (or --reject) a rollout held by a manual validation",
+		Short: "Approve (or --reject) a rollout held by a manual validation, or approve a wave",
 		Long: `Approve records a manual verdict on a rollout whose application has a manual
 validation: flotilla then opens the canaries' confirm-promotion gate, and Flagger
 promotes them. --reject makes the rollback gate roll them back instead. Without
 --cluster the verdict applies to every cluster of the rollout.
+
+With --wave W (a number from 1, or the wave's name) it approves that wave
+instead, for a wave policy that asks for approvals: its clusters start once
+as many distinct approvers (API token names) as it needs have approved it.
 
 The call needs the API token of the running flotilla (server.apiToken in its
 config): --token, or the environment variable FLOTILLA_TOKEN.`,
@@ -34,6 +39,21 @@ config): --token, or the environment variable FLOTILLA_TOKEN.`,
   flotilla approve r-20260102-api-7f3c --cluster eu-1 --reject --reason "p99 latency regressed"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if wave != "" {
+				if cluster != "" || reject {
+					return fmt.Errorf("--wave approves a wave: it takes neither --cluster nor --reject")
+				}
+				body, err := jsonBody(controlRequest{Reason: reason, By: whoami()})
+				if err != nil {
+					return err
+				}
+				var res controlResponse
+				if err := (apiClient{base: server}).do(cmd.Context(), "POST", "/api/v1/rollouts/"+args[0]+"/waves/"+url.PathEscape(wave)+"/approval", token, body, &res); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: wave %s approved by %s\n", args[0], wave, res.By)
+				return nil
+			}
 			req := approvalRequest{Status: "valid", Cluster: cluster, By: whoami(), Reason: reason}
 			if reject {
 				req.Status = "invalid"
@@ -58,6 +78,7 @@ config): --token, or the environment variable FLOTILLA_TOKEN.`,
 	cmd.Flags().StringVar(&cluster, "cluster", "", "limit the verdict to one cluster")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
 	cmd.Flags().BoolVar(&reject, "reject", false, "reject: roll the canaries back")
+	cmd.Flags().StringVar(&wave, "wave", "", "approve this wave (number from 1, or name) of the rollout instead")
 	return cmd
 }
 

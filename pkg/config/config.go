@@ -245,6 +245,18 @@ type WavePolicy struct {
 	// (Kargo's name) is an alias: set one of them. Default 0.
 	BakeTime         *Duration `json:"bakeTime"`
 	RequiredSoakTime *Duration `json:"requiredSoakTime"`
+	// Approvals is how many distinct approvers (API token names) must
+	// approve the wave ('flotilla approve ROLLOUT --wave W') before its
+	// clusters start. Default 0.
+	Approvals *int `json:"approvals"`
+}
+
+// Approvers returns how many approvals the policy asks for.
+func (p WavePolicy) Approvers() int {
+	if p.Approvals == nil {
+		return 0
+	}
+	return *p.Approvals
 }
 
 // Bake returns the policy's bake time.
@@ -358,6 +370,7 @@ type Wave struct {
 	MaxFailures      *intstr.IntOrString `json:"maxFailures"`
 	BakeTime         *Duration           `json:"bakeTime"`
 	RequiredSoakTime *Duration           `json:"requiredSoakTime"`
+	Approvals        *int                `json:"approvals"`
 	// Members are the wave's clusters, Clusters then those Selector
 	// matches, in fleet order; set by Load.
 	Members []string `json:"-"`
@@ -383,6 +396,9 @@ func (w Wave) Policy(fleet WavePolicy) WavePolicy {
 	}
 	if w.BakeTime != nil || w.RequiredSoakTime != nil {
 		p.BakeTime, p.RequiredSoakTime = w.BakeTime, w.RequiredSoakTime
+	}
+	if w.Approvals != nil {
+		p.Approvals = w.Approvals
 	}
 	return p
 }

@@ -293,7 +293,7 @@ func (v *validator) fleet(f *Fleet) {
 				w.Members = append(w.Members, cn)
 			}
 		}
-		v.wavePolicy(p, WavePolicy{MaxParallel: w.MaxParallel, MaxFailures: w.MaxFailures, BakeTime: w.BakeTime, RequiredSoakTime: w.RequiredSoakTime})
+		v.wavePolicy(p, WavePolicy{MaxParallel: w.MaxParallel, MaxFailures: w.MaxFailures, BakeTime: w.BakeTime, RequiredSoakTime: w.RequiredSoakTime, Approvals: w.Approvals})
 	}
 	// Selectors take the clusters no wave names and no earlier selector took.
 	for i := range f.Waves {
@@ -354,6 +354,9 @@ func (v *validator) wavePolicy(path string, p WavePolicy) {
 	}
 	if p.Bake() < 0 {
 		v.addf(path+".bakeTime", "%s is negative", p.Bake())
+	}
+	if n := p.Approvers(); n < 0 || n > 10 {
+		v.addf(path+".approvals", "%d is out of range: want 0 to 10 distinct approvers", n)
 	}
 }
 

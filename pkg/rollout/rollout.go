@@ -68,6 +68,9 @@ type Rollout struct {
 	// Paused says who paused the rollout (and why): no cluster starts
 	// until it is resumed; those rolling out finish.
 	Paused string `json:"paused,omitempty"`
+	// Waiting says why clusters of the current wave wait to start (paused,
+	// the line stopped, approvals), "" when none does.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Failure is an event a function gave up on.
@@ -99,7 +102,15 @@ type Wave struct {
 	BakeTime    time.Duration `json:"bakeTime,omitempty"`
 	BakingUntil time.Time     `json:"bakingUntil,omitzero"`
 	Baked       bool          `json:"baked,omitempty"`
+	// Approvals is how many distinct approvers the wave needs before its
+	// clusters start; Approvers are those who approved it (API token
+	// names).
+	Approvals int      `json:"approvals,omitempty"`
+	Approvers []string `json:"approvers,omitempty"`
 }
+
+// Approved reports whether the wave has the approvals it needs.
+func (w Wave) Approved() bool { return len(w.Approvers) >= w.Approvals }
 
 // Baking reports whether wave w of r is in its bake.
 func (r *Rollout) Baking(w int) bool {
