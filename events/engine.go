@@ -28,8 +28,11 @@ const (
 	TypeRolloutPauseRequested  = "dev.flotilla.rollout.pause.requested.v1"
 	TypeRolloutResumeRequested = "dev.flotilla.rollout.resume.requested.v1"
 	TypeRolloutAbortRequested  = "dev.flotilla.rollout.abort.requested.v1"
-	TypeFleetStopRequested     = "dev.flotilla.fleet.stop.requested.v1"
-	TypeFleetStartRequested    = "dev.flotilla.fleet.start.requested.v1"
+	// TypeRolloutOverrideRequested lets the current wave start inside a
+	// freeze window (a reason is required).
+	TypeRolloutOverrideRequested = "dev.flotilla.rollout.override.requested.v1"
+	TypeFleetStopRequested       = "dev.flotilla.fleet.stop.requested.v1"
+	TypeFleetStartRequested      = "dev.flotilla.fleet.start.requested.v1"
 	// TypeWaveApprovalRequested: a user approves a wave (payload
 	// WaveApproval).
 	TypeWaveApprovalRequested = "dev.flotilla.wave.approval.requested.v1"

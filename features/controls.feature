@@ -1,4 +1,4 @@
-Feature: Users steer rollouts: pause, resume, abort, stop the line, approve waves
+Feature: Users steer rollouts: pause, resume, abort, stop the line, approve waves, freeze windows
   Every control is an API call with a named token, journaled as an event.
   A paused rollout starts no cluster until it is resumed; an aborted one
   rolls back what it touched; a stopped fleet starts no rollout anywhere
@@ -60,3 +60,24 @@ Feature: Users steer rollouts: pause, resume, abort, stop the line, approve wave
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And the rollout of "1.1.0" records the approvals of "alice,bob" for wave 2
+
+  Scenario: A freeze window holds a wave and releases it when it ends
+    Given wave 2 is frozen for the next 40 seconds
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" waits for the freeze window "features-freeze"
+    And no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
+    And the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+
+  Scenario: An override with a reason lets a wave start inside a freeze window
+    Given wave 2 is frozen for the next 10 minutes
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" waits for the freeze window "features-freeze"
+    When `flotilla override` is run for the rollout of "1.1.0"
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the rollout of "1.1.0" records an override of wave 2

@@ -10,7 +10,10 @@ import (
 )
 
 func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
-	sc.Step("^`flotilla (pause|resume|abort)` is run for the rollout of \"([^\"]*)\"$", s.controlRollout)
+	sc.Step("^`flotilla (pause|resume|abort|override)` is run for the rollout of \"([^\"]*)\"$", s.controlRollout)
+	sc.Step(`^wave (\d+) is frozen for the next (\d+) (seconds|minutes)$`, s.freezeWave)
+	sc.Step(`^the rollout of "([^"]*)" waits for the freeze window "([^"]*)"$`, s.waitsForFreeze)
+	sc.Step(`^the rollout of "([^"]*)" records an override of wave (\d+)$`, s.overrideRecorded)
 	sc.Step("^`flotilla fleet (stop|start)` is run$", s.controlFleet)
 	sc.Step(`^cluster "([^"]*)" of the rollout of "([^"]*)" has succeeded$`, s.clusterSucceeded)
 	sc.Step(`^no cluster of wave (\d+) of the rollout of "([^"]*)" starts for (\d+) seconds$`, s.waveHeld)
@@ -155,4 +158,56 @@ func (s *scenario) waveHeld(ctx context.Context, wave int, version string, secon
 
 func (s *scenario) rolloutsHeld(ctx context.Context, versions string, seconds int) error {
 	return s.held(ctx, strings.Split(versions, ","), seconds, func(int) bool { return true })
+}
+
+// freezeWave gives wave a freeze window from now on: an RFC 5545 rule
+// with one occurrence, starting a second ago.
+func (s *scenario) freezeWave(wave, n int, unit string) error {
+	d := time.Duration(n) * time.Second
+	if unit == "minutes" {
+		d = time.Duration(n) * time.Minute
+	}
+	start := time.Now().UTC().Add(-time.Second).Format("20060102T150405Z")
+	s.wavePolicy(wave, "freezeWindows", []map[string]any{{
+		"name": "features-freeze", "rrule": "DTSTART:" + start + "\nRRULE:FREQ=YEARLY;COUNT=1", "duration": d.String(),
+	}})
+	return nil
+}
+
+func (s *scenario) waitsForFreeze(ctx context.Context, version, window string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		var ro struct{ Waiting string }
+		id, err := s.rolloutID(ctx, version)
+		if err != nil {
+			return err
+		}
+		if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+			return err
+		}
+		if strings.Contains(ro.Waiting, fmt.Sprintf("freeze window %q until", window)) {
+			return nil
+		}
+		last = ro.Waiting
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the rollout of %s does not wait for the freeze window %s (waiting: %q)", version, window, last)
+}
+
+func (s *scenario) overrideRecorded(ctx context.Context, version string, wave int) error {
+	var ro struct {
+		Waves []struct{ FreezeOverride string }
+	}
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if got := ro.Waves[wave-1].FreezeOverride; !strings.Contains(got, "default") || !strings.Contains(got, "features") {
+		return fmt.Errorf("wave %d's override is %q, want who and why", wave, got)
+	}
+	return nil
 }

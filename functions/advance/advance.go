@@ -38,7 +38,8 @@ func (*Function) Name() string { return "advance" }
 func (*Function) Consumes() []string {
 	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
 		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
-		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested}
+		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested,
+		events.TypeRolloutOverrideRequested}
 }
 
 type step struct {
@@ -53,7 +54,8 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	switch e.Type() {
 	case events.TypeWaveBaked:
 		return f.baked(ctx, e)
-	case events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested:
+	case events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
+		events.TypeRolloutOverrideRequested:
 		return f.control(ctx, e)
 	case events.TypeFleetStopRequested, events.TypeFleetStartRequested:
 		return f.fleet(ctx, e)
@@ -127,6 +129,16 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 				r.Paused = pausedBy(c)
 			}
 			return nil, nil
+		case events.TypeRolloutOverrideRequested:
+			if r.Phase != rollout.Progressing {
+				return nil, nil
+			}
+			r.Waves[r.Wave].FreezeOverride = pausedBy(c)
+			pending := r.Waves[r.Wave].Pending()
+			if len(pending) == 0 {
+				return nil, nil
+			}
+			return emit(e, r, []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: pending}}})
 		case events.TypeRolloutResumeRequested:
 			if r.Paused == "" {
 				return nil, nil

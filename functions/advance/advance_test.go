@@ -322,7 +322,8 @@ func TestAdvanceContract(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
 		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
-		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested}, fn.Consumes()); diff != "" {
+		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested,
+		events.TypeRolloutOverrideRequested}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/freeze"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -55,12 +56,22 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if r.Phase != rollout.Progressing || r.Wave != w.Wave {
 			return nil, nil // the rollout moved on (failed, superseded): nothing to launch
 		}
-		if r.Waiting = waiting(r, fleet); r.Waiting != "" {
-			return nil, nil // resuming, starting the line, approving start them
-		}
 		app, ok := f.cfg.Application(r.Application)
 		if !ok {
 			return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
+		}
+		if r.Waiting = waiting(r, fleet); r.Waiting != "" {
+			return nil, nil // resuming, starting the line, approving start them
+		}
+		if fw, until, ok := freeze.Active(f.cfg.FreezeWindows(app, r.Waves[r.Wave].Name), f.now()); ok && r.Waves[r.Wave].FreezeOverride == "" {
+			// Held until the window ends (a timer), or an override.
+			r.Waiting = fmt.Sprintf("freeze window %q until %s", fw.Name, until.UTC().Format(time.RFC3339))
+			timer, err := events.Derive(e, events.TypeWaveContinued, fmt.Sprintf("freeze/%s/%d", fw.Name, until.Unix()),
+				events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: r.Waves[r.Wave].Pending()})
+			if err != nil {
+				return nil, err
+			}
+			return []cloudevents.Event{events.At(timer, until)}, nil
 		}
 		deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
 		room := r.Waves[r.Wave].Room()

@@ -359,3 +359,36 @@ func TestLaunchWaitsForApprovals(t *testing.T) {
 		t.Errorf("still waiting %q", ro.Waiting)
 	}
 }
+
+// A wave inside a freeze window waits, saying until when, with a timer at
+// the window's end; overridden, it starts.
+func TestLaunchFreezeWindow(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, nil)
+	cfg := &config.Config{Applications: []config.Application{app()}, Fleet: config.Fleet{FreezeWindows: []config.FreezeWindow{
+		{Name: "black-friday", Schedule: "0 0 * * *", Duration: config.Duration{Duration: 24 * time.Hour}},
+	}}}
+	f := launch.New(cfg, repo, func() time.Time { return now })
+	evs, err := f.Handle(ctx, waveStarted(t, 0, "c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	if len(evs) != 1 || evs[0].Type() != events.TypeWaveContinued {
+		t.Fatalf("in the window: %v, want the window's end timer", summarize(t, evs))
+	}
+	if due, ok := events.Due(evs[0]); !ok || !due.Equal(end) {
+		t.Errorf("timer due %v, want %v", due, end)
+	}
+	ro, _ := repo.Get(ctx, rolloutID)
+	if want := `freeze window "black-friday" until 2026-11-25T00:00:00Z`; ro.Waiting != want {
+		t.Errorf("waiting %q, want %q", ro.Waiting, want)
+	}
+	if _, err := repo.Update(ctx, rolloutID, func(r *rollout.Rollout) error { r.Waves[0].FreezeOverride = "ann: hotfix"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := f.Handle(ctx, waveStarted(t, 0, "c1")); err != nil || len(evs) != 2 {
+		t.Errorf("overridden: %d events, %v; want c1's request and deadline", len(evs), err)
+	}
+}

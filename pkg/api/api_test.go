@@ -127,6 +127,8 @@ func TestAPI(t *testing.T) {
 		{"stop the fleet", "POST", "/api/v1/fleet/stop", token, `{"reason":"freeze"}`, 202, `"by":"ops"`},
 		{"start the fleet without a token", "POST", "/api/v1/fleet/start", "", "", 401, "Bearer"},
 		{"the fleet", "GET", "/api/v1/fleet", "", "", 200, "{}"},
+		{"override without a reason", "POST", "/api/v1/rollouts/r4/override", token, "", 400, "needs a reason"},
+		{"override a rollout no window holds", "POST", "/api/v1/rollouts/r4/override", token, `{"reason":"fix"}`, 409, "is not held by a freeze window"},
 		{"approve a wave that needs no approval", "POST", "/api/v1/rollouts/r4/waves/all/approval", token, "", 409, "needs no approval for wave 1 (all)"},
 		{"approve an unknown wave", "POST", "/api/v1/rollouts/r4/waves/7/approval", token, "", 400, `has no wave \"7\"`},
 		{"approve a wave", "POST", "/api/v1/rollouts/r4/waves/2/approval", token, `{"reason":"ok"}`, 202, `"by":"ops"`},

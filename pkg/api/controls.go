@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
@@ -173,6 +174,10 @@ func (a *API) rolloutControl(typ string) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
+		if typ == events.TypeRolloutOverrideRequested && strings.TrimSpace(c.Reason) == "" {
+			writeError(w, fault.Permanent(errors.New("an override needs a reason, for the record")))
+			return
+		}
 		if msg := controlConflict(typ, ro); msg != "" {
 			writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s %s", id, msg)))
 			return
@@ -192,6 +197,8 @@ func controlConflict(typ string, ro rollout.Rollout) string {
 		return "is paused already (" + ro.Paused + ")"
 	case typ == events.TypeRolloutResumeRequested && ro.Paused == "":
 		return "is not paused"
+	case typ == events.TypeRolloutOverrideRequested && !strings.HasPrefix(ro.Waiting, "freeze window"):
+		return "is not held by a freeze window"
 	case typ != events.TypeRolloutResumeRequested && ro.Phase != rollout.Progressing && ro.Phase != rollout.Queued:
 		return fmt.Sprintf("is %s: only a rollout in progress or queued can be paused or aborted", ro.Phase)
 	}

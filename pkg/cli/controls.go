@@ -101,6 +101,18 @@ ends. A rollout that has finished answers 409.`,
 		})
 }
 
+func newOverrideCmd() *cobra.Command {
+	return controlCmd("override ROLLOUT --reason REASON", "Let a rollout's wave start inside a freeze window",
+		`Override lets the current wave of a rollout held by a freeze window start
+now. A reason is required; it is recorded with who overrode the window.
+A rollout not held by a freeze window answers 409.`,
+		`  flotilla override podinfo-3f2a9c1d7e --reason "security fix, CAB-1234"`,
+		cobra.ExactArgs(1), rolloutPath("override"),
+		func(args []string, by string) string {
+			return fmt.Sprintf("rollout %s: override requested by %s", args[0], by)
+		})
+}
+
 func newFleetCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/flotilla-cd/flotilla/pkg/freeze"
 )
 
 // Config is flotilla's whole configuration, as returned by Load and Parse:
@@ -225,6 +227,30 @@ type Fleet struct {
 	Waves []Wave `json:"waves"`
 	// WavePolicy is every wave's policy, unless the wave sets its own.
 	WavePolicy WavePolicy `json:"wavePolicy"`
+	// FreezeWindows hold every rollout: a wave does not start inside one
+	// (it waits for the window's end, or an override).
+	FreezeWindows []FreezeWindow `json:"freezeWindows"`
+}
+
+// FreezeWindow is a recurring stretch of time in which no wave starts:
+// from each start of Schedule (cron, five fields or a descriptor such as
+// @weekly) or RRule (RFC 5545: "FREQ=WEEKLY;BYDAY=SA", with DTSTART or
+// not), exactly one of them, for Duration, in TimeZone.
+type FreezeWindow struct {
+	// Name is a DNS label, unique in its list; rollouts name it while
+	// they wait.
+	Name     string   `json:"name"`
+	Schedule string   `json:"schedule"`
+	RRule    string   `json:"rrule"`
+	Duration Duration `json:"duration"`
+	// TimeZone is an IANA time zone, such as "America/New_York".
+	// Default UTC.
+	TimeZone string `json:"timeZone"`
+}
+
+// Window compiles the window.
+func (w FreezeWindow) Window() (freeze.Window, error) {
+	return freeze.New(w.Name, w.Schedule, w.RRule, w.Duration.Duration, w.TimeZone)
 }
 
 // WavePolicy bounds how a wave runs.
@@ -371,6 +397,8 @@ type Wave struct {
 	BakeTime         *Duration           `json:"bakeTime"`
 	RequiredSoakTime *Duration           `json:"requiredSoakTime"`
 	Approvals        *int                `json:"approvals"`
+	// FreezeWindows hold this wave only.
+	FreezeWindows []FreezeWindow `json:"freezeWindows"`
 	// Members are the wave's clusters, Clusters then those Selector
 	// matches, in fleet order; set by Load.
 	Members []string `json:"-"`
@@ -453,6 +481,29 @@ type Application struct {
 	// destination.clusterSelector); it must match at least one. Default:
 	// every cluster of the fleet.
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector"`
+	// FreezeWindows hold this application's rollouts only.
+	FreezeWindows []FreezeWindow `json:"freezeWindows"`
+}
+
+// FreezeWindows returns the windows that hold wave (by name) of app's
+// rollouts: the fleet's, the wave's and the application's. A window that
+// does not compile (validation refuses it) is left out.
+func (c *Config) FreezeWindows(app Application, wave string) []freeze.Window {
+	var out []freeze.Window
+	lists := [][]FreezeWindow{c.Fleet.FreezeWindows, app.FreezeWindows}
+	for _, w := range c.Fleet.Waves {
+		if w.Name == wave {
+			lists = append(lists, w.FreezeWindows)
+		}
+	}
+	for _, l := range lists {
+		for _, fw := range l {
+			if w, err := fw.Window(); err == nil {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
 }
 
 // Targets reports whether the application goes to cluster c.

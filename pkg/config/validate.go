@@ -269,6 +269,7 @@ func (v *validator) fleet(f *Fleet) {
 		v.addf("fleet.waves", "at least one wave is required")
 	}
 	v.wavePolicy("fleet.wavePolicy", f.WavePolicy)
+	v.freezeWindows("fleet.freezeWindows", f.FreezeWindows)
 	waveNames := map[string]string{}
 	waveOf := map[string]int{} // cluster name to 1 + index of its wave
 	for i := range f.Waves {
@@ -293,6 +294,7 @@ func (v *validator) fleet(f *Fleet) {
 				w.Members = append(w.Members, cn)
 			}
 		}
+		v.freezeWindows(p+".freezeWindows", w.FreezeWindows)
 		v.wavePolicy(p, WavePolicy{MaxParallel: w.MaxParallel, MaxFailures: w.MaxFailures, BakeTime: w.BakeTime, RequiredSoakTime: w.RequiredSoakTime, Approvals: w.Approvals})
 	}
 	// Selectors take the clusters no wave names and no earlier selector took.
@@ -429,6 +431,7 @@ func (v *validator) applications(as []Application) {
 		v.gitops(p+".gitops", a.GitOps)
 		v.clusterSelector(p+".clusterSelector", a)
 		v.oneOf(p+".onNewVersion", "onNewVersion", a.OnNewVersion, OnNewVersions)
+		v.freezeWindows(p+".freezeWindows", a.FreezeWindows)
 	}
 }
 
@@ -655,5 +658,18 @@ func (v *validator) gitops(path string, g *GitOps) {
 	}
 	if _, err := json.Marshal(g.Options); err != nil {
 		v.addf(path+".options", "cannot be encoded: %v", err)
+	}
+}
+
+// freezeWindows checks a list of freeze windows: names unique, each one
+// compiles.
+func (v *validator) freezeWindows(path string, ws []FreezeWindow) {
+	seen := map[string]string{}
+	for i, w := range ws {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		v.name(p, "freeze window", w.Name, seen)
+		if _, err := w.Window(); err != nil {
+			v.addf(p, "%v", err)
+		}
 	}
 }

@@ -289,6 +289,20 @@ receivers:
 				{"fleet.waves[0].bakeTime", "-1s is negative"},
 			},
 		}, {
+			name: "freeze windows",
+			doc: sections{
+				fleet: "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1], freezeWindows: [{name: nights, schedule: '61 * * * *', duration: 1h}]}], " +
+					"freezeWindows: [{name: bf, rrule: 'FREQ=YEARLY', duration: 1h, timeZone: Mars/Olympus}, {name: bf, schedule: '@weekly', rrule: 'FREQ=DAILY', duration: 1h}, {name: ok, schedule: '@weekly'}]}\n",
+				applications: withApp("    freezeWindows: [{name: weekends, rrule: 'FREQ=WEEKLY;BYDAY=SA', duration: 48h, timeZone: Europe/Berlin}]\n"),
+			},
+			want: []Problem{
+				{"fleet.freezeWindows[0]", `time zone "Mars/Olympus": unknown time zone Mars/Olympus`},
+				{"fleet.freezeWindows[1].name", `duplicate freeze window name "bf" (first used by fleet.freezeWindows[0])`},
+				{"fleet.freezeWindows[1]", "set exactly one of schedule (cron) and rrule"},
+				{"fleet.freezeWindows[2]", "duration 0s: want a positive duration"},
+				{"fleet.waves[0].freezeWindows[0]", `schedule "61 * * * *": end of range (61) above maximum (59): 61`},
+			},
+		}, {
 			name: "application cluster selector",
 			doc: sections{
 				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {region: eu}}], waves: [{clusters: [c1]}]}\n",

@@ -107,6 +107,9 @@ type Wave struct {
 	// names).
 	Approvals int      `json:"approvals,omitempty"`
 	Approvers []string `json:"approvers,omitempty"`
+	// FreezeOverride says who let the wave start inside a freeze window,
+	// and why.
+	FreezeOverride string `json:"freezeOverride,omitempty"`
 }
 
 // Approved reports whether the wave has the approvals it needs.
