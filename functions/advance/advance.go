@@ -71,7 +71,9 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if err != nil {
 			return nil, events.Permanent(err)
 		}
-		if r.Phase != rollout.Progressing {
+		if r.Phase != rollout.Progressing || w != r.Wave {
+			// A late result of a wave that has passed, or one of a wave not
+			// started (a stale event): the current wave is all that counts.
 			return nil, nil
 		}
 		switch e.Type() {
@@ -81,9 +83,6 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			cl.Phase = rollout.ClusterFailed
 		}
 		cl.Message = res.Reason
-		if w != r.Wave {
-			return nil, nil
-		}
 		return emit(e, r, decide(r, f.now()))
 	})
 	if err != nil {
