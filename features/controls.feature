@@ -77,6 +77,7 @@ Feature: Users steer rollouts: pause, resume, abort, stop the line, approve wave
     And the workload "podinfo" runs in every cluster of the waves
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" waits for the freeze window "features-freeze"
+    And `flotilla get rollouts --watch` shows wave 2 of the rollout of "1.1.0" with cluster "c2" "Pending", waiting for the freeze window "features-freeze"
     When `flotilla override` is run for the rollout of "1.1.0"
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest

@@ -1,8 +1,11 @@
 package features
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla (pause|resume|abort|override)` is run for the rollout of \"([^\"]*)\"$", s.controlRollout)
 	sc.Step(`^wave (\d+) is frozen for the next (\d+) (seconds|minutes)$`, s.freezeWave)
+	sc.Step("^`flotilla get rollouts --watch` shows wave (\\d+) of the rollout of \"([^\"]*)\" with cluster \"([^\"]*)\" \"([^\"]*)\", waiting for the freeze window \"([^\"]*)\"$", s.watchShows)
 	sc.Step(`^the rollout of "([^"]*)" waits for the freeze window "([^"]*)"$`, s.waitsForFreeze)
 	sc.Step(`^the rollout of "([^"]*)" records an override of wave (\d+)$`, s.overrideRecorded)
 	sc.Step("^`flotilla fleet (stop|start)` is run$", s.controlFleet)
@@ -208,6 +212,37 @@ func (s *scenario) overrideRecorded(ctx context.Context, version string, wave in
 	}
 	if got := ro.Waves[wave-1].FreezeOverride; !strings.Contains(got, "default") || !strings.Contains(got, "features") {
 		return fmt.Errorf("wave %d's override is %q, want who and why", wave, got)
+	}
+	return nil
+}
+
+// watchShows runs `flotilla get rollouts --watch` for three seconds and
+// looks for the rollout's waves x clusters and what it waits for.
+func (s *scenario) watchShows(ctx context.Context, wave int, version, cluster, phase, window string) error {
+	waiting := fmt.Sprintf("freeze window %q", window)
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(wctx, flotillaBin, "get", "rollouts", "--watch", "--interval", "500ms", "--server", s.w.flotilla.url())
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run() // ended by the interrupt
+	out := stdout.String()
+	if strings.Count(out, "--- ") < 2 {
+		return fmt.Errorf("--watch redrew %d times in 3 s, want several: %s %s", strings.Count(out, "--- "), out, stderr.String())
+	}
+	var waveLine bool
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, fmt.Sprintf("wave %d ", wave)) && strings.Contains(line, cluster+" "+phase) {
+			waveLine = true
+		}
+	}
+	if !waveLine || !strings.Contains(out, id) || !strings.Contains(out, "waiting: "+waiting) {
+		return fmt.Errorf("--watch output lacks %s's wave %d with %s %s, waiting for %q:\n%s", id, wave, cluster, phase, waiting, out)
 	}
 	return nil
 }

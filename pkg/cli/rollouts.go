@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,13 +16,23 @@ import (
 
 func newGetCmd() *cobra.Command {
 	var server, output string
+	var watch bool
+	var interval time.Duration
 	cmd := &cobra.Command{Use: "get", Short: "List resources of a running flotilla"}
 	rollouts := &cobra.Command{
 		Use:     "rollouts",
 		Aliases: []string{"rollout", "ro"},
-		Short:   "List rollouts, newest first",
-		Args:    cobra.NoArgs,
+		Short:   "List rollouts, newest first (--watch: live, waves x clusters)",
+		Long: `List rollouts, newest first: those in flight, then the latest finished.
+
+With --watch the list is redrawn every --interval until interrupted, each
+rollout in flight with its waves x clusters and what it waits for (bake,
+approvals, a freeze window, a pause, a stopped fleet).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if watch {
+				return watchRollouts(cmd, apiClient{base: server}, interval)
+			}
 			var ros []rollout.Rollout
 			if err := (apiClient{base: server}).get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
 				return err
@@ -34,6 +45,8 @@ func newGetCmd() *cobra.Command {
 		},
 	}
 	rollouts.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	rollouts.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the list live, with waves x clusters, until interrupted")
+	rollouts.Flags().DurationVar(&interval, "interval", time.Second, "how often --watch redraws")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	cmd.AddCommand(rollouts)
 	return cmd
@@ -73,7 +86,7 @@ func writeJSONOut(w io.Writer, v any) error {
 
 func printRollouts(w io.Writer, ros []rollout.Rollout) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAPPLICATION\tTAG\tDIGEST\tPHASE\tWAVE\tCLUSTERS\tAGE")
+	fmt.Fprintln(tw, "ID\tAPPLICATION\tTAG\tDIGEST\tPHASE\tWAVE\tCLUSTERS\tAGE\tWAITING")
 	for _, r := range ros {
 		done, total := 0, 0
 		for _, w := range r.Waves {
@@ -84,8 +97,8 @@ func printRollouts(w io.Writer, ros []rollout.Rollout) {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\n", r.ID, r.Application, r.Tag, short(r.Digest),
-			r.Phase, r.Wave+1, len(r.Waves), done, total, age(r.Created))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%s\n", r.ID, r.Application, r.Tag, short(r.Digest),
+			r.Phase, r.Wave+1, len(r.Waves), done, total, age(r.Created), dash(truncate(waitingFor(r), 60)))
 	}
 	_ = tw.Flush()
 }
@@ -96,6 +109,9 @@ func DescribeRollout(w io.Writer, r rollout.Rollout) {
 		r.ID, r.Application, r.Image, r.Tag, r.Digest, r.Phase)
 	if r.Reason != "" {
 		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)
+	}
+	if why := waitingFor(r); why != "" {
+		fmt.Fprintf(w, "Waiting:      %s\n", why)
 	}
 	fmt.Fprintf(w, "Created:      %s (%s ago)\n\n", r.Created.Format(time.RFC3339), age(r.Created))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -160,4 +176,87 @@ func age(t time.Time) string {
 		return "-"
 	}
 	return time.Since(t).Round(time.Second).String()
+}
+
+// waitingFor says what a rollout in flight waits for, "" if nothing: what
+// launch recorded (a pause, the stopped line, approvals, a freeze window),
+// or its current wave's bake.
+func waitingFor(r rollout.Rollout) string {
+	if r.Phase.Done() || r.Wave >= len(r.Waves) {
+		return ""
+	}
+	if r.Paused != "" {
+		return "paused by " + r.Paused
+	}
+	if r.Waiting != "" {
+		return r.Waiting
+	}
+	if r.Baking(r.Wave) {
+		w := r.Waves[r.Wave]
+		return fmt.Sprintf("wave %d (%s) bakes until %s", r.Wave+1, w.Name, w.BakingUntil.Local().Format(time.TimeOnly))
+	}
+	return ""
+}
+
+// watchRollouts redraws the rollouts every interval until the command's
+// context ends: the list, then each rollout in flight as waves x clusters.
+func watchRollouts(cmd *cobra.Command, c apiClient, interval time.Duration) error {
+	out := cmd.OutOrStdout()
+	tty := false
+	if f, ok := out.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	t := time.NewTicker(max(interval, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		var ros []rollout.Rollout
+		if err := c.get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
+			if cmd.Context().Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if tty {
+			fmt.Fprint(out, "\x1b[H\x1b[2J") // home, clear
+		} else {
+			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
+		}
+		printRollouts(out, ros)
+		for _, r := range ros {
+			if !r.Phase.Done() {
+				printWaves(out, r)
+			}
+		}
+		select {
+		case <-cmd.Context().Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// printWaves prints a rollout in flight as one line per wave: its clusters
+// and their state.
+func printWaves(w io.Writer, r rollout.Rollout) {
+	fmt.Fprintf(w, "\n%s (%s %s): %s\n", r.ID, r.Application, r.Tag, r.Phase)
+	for i, wave := range r.Waves {
+		marker := " "
+		if i == r.Wave {
+			marker = "*"
+		}
+		var cs []string
+		for _, c := range wave.Clusters {
+			s := c.Name + " " + string(c.Phase)
+			if c.CanaryWeight > 0 && c.Phase == rollout.ClusterProgressing {
+				s += fmt.Sprintf(" %d%%", c.CanaryWeight)
+			}
+			cs = append(cs, s)
+		}
+		fmt.Fprintf(w, " %s wave %d %-12s %s\n", marker, i+1, wave.Name, strings.Join(cs, ", "))
+	}
+	if why := waitingFor(r); why != "" {
+		fmt.Fprintf(w, "   waiting: %s\n", why)
+	}
 }
