@@ -33,10 +33,23 @@ const (
 	TypeRolloutOverrideRequested = "dev.flotilla.rollout.override.requested.v1"
 	TypeFleetStopRequested       = "dev.flotilla.fleet.stop.requested.v1"
 	TypeFleetStartRequested      = "dev.flotilla.fleet.start.requested.v1"
+	// TypeVersionQuarantineRequested: a user marks a version bad (payload
+	// QuarantineRequested).
+	TypeVersionQuarantineRequested = "dev.flotilla.version.quarantine.requested.v1"
 	// TypeWaveApprovalRequested: a user approves a wave (payload
 	// WaveApproval).
 	TypeWaveApprovalRequested = "dev.flotilla.wave.approval.requested.v1"
 )
+
+// QuarantineRequested marks a version of an application bad: a tag (every
+// digest of it) or one digest.
+type QuarantineRequested struct {
+	Application string `json:"application"`
+	Tag         string `json:"tag,omitempty"`
+	Digest      string `json:"digest,omitempty"`
+	User        string `json:"user"`
+	Reason      string `json:"reason"`
+}
 
 // WaveApproval is a user's approval of a wave of a rollout: Approver is the
 // API token's name (what makes approvers distinct), User how the control

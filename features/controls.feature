@@ -1,4 +1,4 @@
-Feature: Users steer rollouts: pause, resume, abort, stop the line, approve waves, freeze windows
+Feature: Users steer rollouts: pause, resume, abort, stop the line, approve waves, freeze windows, quarantine
   Every control is an API call with a named token, journaled as an event.
   A paused rollout starts no cluster until it is resumed; an aborted one
   rolls back what it touched; a stopped fleet starts no rollout anywhere
@@ -82,3 +82,16 @@ Feature: Users steer rollouts: pause, resume, abort, stop the line, approve wave
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And the rollout of "1.1.0" records an override of wave 2
+
+  Scenario: A quarantined version is rolled back and never rolls out again
+    Given the application will be validated manually
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And the canary in cluster "c1" waits for promotion
+    And `flotilla quarantine` is run for version "1.1.0"
+    Then the rollout of "1.1.0" is rolled back
+    And no workload in any cluster runs version "1.1.0"
+    When version "1.1.0" is built again and pushed
+    Then flotilla records that "1.1.0" was skipped because "is quarantined"

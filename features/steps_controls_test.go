@@ -15,6 +15,7 @@ import (
 func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla (pause|resume|abort|override)` is run for the rollout of \"([^\"]*)\"$", s.controlRollout)
 	sc.Step(`^wave (\d+) is frozen for the next (\d+) (seconds|minutes)$`, s.freezeWave)
+	sc.Step("^`flotilla quarantine` is run for version \"([^\"]*)\"$", s.quarantineVersion)
 	sc.Step("^`flotilla get rollouts --watch` shows wave (\\d+) of the rollout of \"([^\"]*)\" with cluster \"([^\"]*)\" \"([^\"]*)\", waiting for the freeze window \"([^\"]*)\"$", s.watchShows)
 	sc.Step(`^the rollout of "([^"]*)" waits for the freeze window "([^"]*)"$`, s.waitsForFreeze)
 	sc.Step(`^the rollout of "([^"]*)" records an override of wave (\d+)$`, s.overrideRecorded)
@@ -243,6 +244,17 @@ func (s *scenario) watchShows(ctx context.Context, wave int, version, cluster, p
 	}
 	if !waveLine || !strings.Contains(out, id) || !strings.Contains(out, "waiting: "+waiting) {
 		return fmt.Errorf("--watch output lacks %s's wave %d with %s %s, waiting for %q:\n%s", id, wave, cluster, phase, waiting, out)
+	}
+	return nil
+}
+
+func (s *scenario) quarantineVersion(ctx context.Context, version string) error {
+	out, err := s.flotillaCLI(ctx, "quarantine", s.w.app, version, "--token", s.w.apiToken, "--reason", "features")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, "quarantine requested by default") {
+		return fmt.Errorf("flotilla quarantine printed %q", out)
 	}
 	return nil
 }

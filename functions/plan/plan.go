@@ -37,13 +37,18 @@ func New(cfg *config.Config, repo Rollouts) *Function { return &Function{cfg: cf
 
 func (*Function) Name() string { return "plan" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeImageVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded}
+	return []string{events.TypeImageVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded,
+		events.TypeVersionQuarantineRequested}
 }
 
 // Handle plans rollouts for one verified image, or starts the rollout
 // queued behind one that ended.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	if e.Type() != events.TypeImageVerified {
+	switch e.Type() {
+	case events.TypeVersionQuarantineRequested:
+		return f.quarantine(ctx, e)
+	case events.TypeImageVerified:
+	default:
 		return f.dequeue(ctx, e)
 	}
 	v, err := events.Decode[events.ImageVerified](e)
@@ -294,6 +299,9 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 // moved) is a new version; v must also be newer than a rollout in flight
 // or waiting, which it would take over.
 func (f *Function) decide(ctx context.Context, app config.Application, st rollout.AppState, v events.ImageVerified) (versionpolicy.Decision, error) {
+	if q, ok := st.QuarantineOf(v.Tag, v.Digest); ok {
+		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", v.Tag, q.By, q.Reason)}, nil
+	}
 	track := versionpolicy.Track(app.Track)
 	d, err := versionpolicy.Decide(track, st.DeployedTag, v.Tag)
 	if err != nil {
@@ -322,4 +330,54 @@ func (f *Function) decide(ctx context.Context, app config.Application, st rollou
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is not newer than %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
 	}
 	return d, nil
+}
+
+// quarantine marks a version of an application bad: it never rolls out
+// again, and the rollouts in flight carrying it are aborted (rolled back;
+// a queued one just ends).
+func (f *Function) quarantine(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	q, err := events.Decode[events.QuarantineRequested](e)
+	if err != nil {
+		return nil, err
+	}
+	mark := rollout.Quarantine{Tag: q.Tag, Digest: q.Digest, By: q.User, Reason: q.Reason, At: e.Time().UTC()}
+	if err := f.repo.UpdateApp(ctx, q.Application, func(st *rollout.AppState) error {
+		for _, have := range st.Quarantined {
+			if have.Tag == mark.Tag && have.Digest == mark.Digest {
+				return nil // a redelivery
+			}
+		}
+		st.Quarantined = append(st.Quarantined, mark)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	ros, err := f.repo.ListInFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []cloudevents.Event
+	for _, ro := range ros {
+		if ro.Application != q.Application || !mark.Matches(ro.Tag, ro.Digest) {
+			continue
+		}
+		reason := fmt.Sprintf("%s was quarantined by %s: %s", ro.Tag, q.User, q.Reason)
+		_, evs, err := f.repo.UpdateEmit(ctx, ro.ID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+			switch r.Phase {
+			case rollout.Queued:
+				r.Phase, r.Reason = rollout.Superseded, reason
+				return nil, nil
+			case rollout.Progressing:
+				r.Phase, r.Reason = rollout.Failed, reason
+				ev, err := derive(e, events.TypeRolloutFailed, *r, reason)
+				return []cloudevents.Event{ev}, err
+			}
+			return nil, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	return out, nil
 }

@@ -523,3 +523,40 @@ func TestPlanBaseline(t *testing.T) {
 		t.Errorf("1.0.1 with the digest in flight = %v, want it skipped", got)
 	}
 }
+
+// A quarantined version aborts the rollouts in flight that carry it and is
+// refused from then on.
+func TestPlanQuarantine(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	if _, err := fn.Handle(ctx, verified(t, "v1", image, "1.2.3")); err != nil {
+		t.Fatal(err)
+	}
+	q, err := events.New("q1", "/flotilla/api", events.TypeVersionQuarantineRequested,
+		events.QuarantineRequested{Application: "app", Tag: "1.2.3", User: "ann", Reason: "CVE-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := fn.Handle(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"rollout.failed " + plan.ID("v1", "app")}, kinds(evs)); diff != "" {
+		t.Errorf("quarantine (-want +got):\n%s", diff)
+	}
+	ro, _ := repo.Get(ctx, plan.ID("v1", "app"))
+	if ro.Phase != rollout.Failed || ro.Reason != "1.2.3 was quarantined by ann: CVE-1" {
+		t.Errorf("the rollout is %s: %q", ro.Phase, ro.Reason)
+	}
+	if _, err := repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error { r.Phase = rollout.RolledBack; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = fn.Handle(ctx, verified(t, "v2", image, "1.2.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]functiontest.Emitted{skipped("v2", "app", "1.2.3", "1.2.3 is quarantined (by ann: CVE-1)")}, summarize(t, evs)); diff != "" {
+		t.Errorf("a push of the quarantined version (-want +got):\n%s", diff)
+	}
+}

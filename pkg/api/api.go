@@ -41,7 +41,18 @@ type API struct {
 	approvals Approvals
 	journal   Journal
 	tokens    map[string]string // name -> token
+	apps      map[string]bool   // the configured applications
 	log       *slog.Logger
+}
+
+// WithApplications names the configured applications, which the calls
+// about an application accept (others are 404).
+func (a *API) WithApplications(names ...string) *API {
+	a.apps = map[string]bool{}
+	for _, n := range names {
+		a.apps[n] = true
+	}
+	return a
 }
 
 // New returns the API; tokens are the API tokens by name (none refuses
@@ -66,6 +77,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/override", a.rolloutControl(events.TypeRolloutOverrideRequested))
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/waves/{wave}/approval", a.approveWave)
 	mux.HandleFunc("GET /api/v1/fleet", a.getFleet)
+	mux.HandleFunc("POST /api/v1/applications/{app}/quarantine", a.quarantine)
 	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))
 	mux.HandleFunc("POST /api/v1/fleet/start", a.fleetControl(events.TypeFleetStartRequested))
 }

@@ -64,7 +64,7 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 	if tok != "" {
 		tokens["ops"] = tok
 	}
-	api.New(repo, gates.NewStoreApprovals(s), s, tokens, nil).Register(mux)
+	api.New(repo, gates.NewStoreApprovals(s), s, tokens, nil).WithApplications("shop").Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, s
@@ -127,6 +127,10 @@ func TestAPI(t *testing.T) {
 		{"stop the fleet", "POST", "/api/v1/fleet/stop", token, `{"reason":"freeze"}`, 202, `"by":"ops"`},
 		{"start the fleet without a token", "POST", "/api/v1/fleet/start", "", "", 401, "Bearer"},
 		{"the fleet", "GET", "/api/v1/fleet", "", "", 200, "{}"},
+		{"quarantine an unknown application", "POST", "/api/v1/applications/nope/quarantine", token, `{"tag":"1.0.0","reason":"x"}`, 404, `no application \"nope\"`},
+		{"quarantine without a version", "POST", "/api/v1/applications/shop/quarantine", token, `{"reason":"x"}`, 400, "exactly one of tag and digest"},
+		{"quarantine without a reason", "POST", "/api/v1/applications/shop/quarantine", token, `{"tag":"1.0.0"}`, 400, "needs a reason"},
+		{"quarantine", "POST", "/api/v1/applications/shop/quarantine", token, `{"tag":"1.0.0","reason":"CVE-2026-1"}`, 202, `"by":"ops"`},
 		{"override without a reason", "POST", "/api/v1/rollouts/r4/override", token, "", 400, "needs a reason"},
 		{"override a rollout no window holds", "POST", "/api/v1/rollouts/r4/override", token, `{"reason":"fix"}`, 409, "is not held by a freeze window"},
 		{"approve a wave that needs no approval", "POST", "/api/v1/rollouts/r4/waves/all/approval", token, "", 409, "needs no approval for wave 1 (all)"},

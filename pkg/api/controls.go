@@ -294,3 +294,55 @@ func waveIndex(ro rollout.Rollout, ref string) (int, error) {
 	}
 	return 0, fault.Permanent(fmt.Errorf("rollout %s has no wave %q (its waves: 1 to %d, or by name)", ro.ID, ref, len(ro.Waves)))
 }
+
+// QuarantineRequest is the body of POST
+// /api/v1/applications/{app}/quarantine: a tag (every digest of it) or a
+// digest, and why (required).
+type QuarantineRequest struct {
+	Tag    string `json:"tag,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	Reason string `json:"reason"`
+	By     string `json:"by,omitempty"`
+}
+
+// quarantine marks a version of an application bad: refused from now on,
+// and the rollouts in flight carrying it are aborted.
+func (a *API) quarantine(w http.ResponseWriter, r *http.Request) {
+	name, err := a.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req QuarantineRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, fault.Permanent(fmt.Errorf("decoding the request: %w", err)))
+		return
+	}
+	app := r.PathValue("app")
+	switch {
+	case !a.apps[app]:
+		writeError(w, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", app)))
+		return
+	case (req.Tag == "") == (req.Digest == ""):
+		writeError(w, fault.Permanent(errors.New("name the version to quarantine: exactly one of tag and digest")))
+		return
+	case strings.TrimSpace(req.Reason) == "":
+		writeError(w, fault.Permanent(errors.New("a quarantine needs a reason, for the record")))
+		return
+	}
+	user := who(name, req.By)
+	e, err := events.New(fmt.Sprintf("quarantine/%s/%s%s/%d", app, req.Tag, req.Digest, time.Now().UnixNano()), "/flotilla/api",
+		events.TypeVersionQuarantineRequested, events.QuarantineRequested{Application: app, Tag: req.Tag, Digest: req.Digest, User: user, Reason: req.Reason})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := a.journal.Append(r.Context(), e); err != nil {
+		writeError(w, fmt.Errorf("journaling the quarantine: %w", err))
+		return
+	}
+	a.log.Info("quarantine requested", "application", app, "tag", req.Tag, "digest", req.Digest, "by", user, "reason", req.Reason)
+	writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
+}

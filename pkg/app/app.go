@@ -194,7 +194,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	} else if err := dispatch.ForgetMirror(ctx, s.store); err != nil {
 		return err
 	}
-	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.Tokens(), o.Logger)
+	var apps []string
+	for _, a := range cfg.Applications {
+		apps = append(apps, a.Name)
+	}
+	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.Tokens(), o.Logger).WithApplications(apps...)
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.store}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),

@@ -113,6 +113,45 @@ A rollout not held by a freeze window answers 409.`,
 		})
 }
 
+func newQuarantineCmd() *cobra.Command {
+	var server, token, reason, digest string
+	cmd := &cobra.Command{
+		Use:   "quarantine APPLICATION [TAG]",
+		Short: "Mark a version of an application bad: never rolled out again, rollouts of it aborted",
+		Long: `Quarantine marks a version of an application bad: a tag (every digest of
+it), or with --digest one digest. flotilla refuses it from now on (a push of
+it is skipped, saying so), and aborts the rollouts in flight that carry it
+(their clusters are rolled back). A reason is required.` + tokenHelp,
+		Example: `  flotilla quarantine podinfo 1.2.0 --reason "CVE-2026-1234"
+  flotilla quarantine podinfo --digest sha256:0123... --reason "bad build"`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := map[string]string{"reason": reason, "by": whoami()}
+			if len(args) == 2 {
+				req["tag"] = args[1]
+			}
+			if digest != "" {
+				req["digest"] = digest
+			}
+			body, err := jsonBody(req)
+			if err != nil {
+				return err
+			}
+			var res controlResponse
+			if err := (apiClient{base: server}).do(cmd.Context(), "POST", "/api/v1/applications/"+args[0]+"/quarantine", token, body, &res); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "application %s: quarantine requested by %s\n", args[0], res.By)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "an API token of the server (env FLOTILLA_TOKEN)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
+	cmd.Flags().StringVar(&digest, "digest", "", "quarantine this digest rather than a tag")
+	return cmd
+}
+
 func newFleetCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{

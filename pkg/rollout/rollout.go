@@ -278,6 +278,32 @@ type AppState struct {
 	LatestRollout string `json:"latestRollout,omitempty"`
 	// Queued is the rollout waiting for the one in flight to end, if any.
 	Queued string `json:"queued,omitempty"`
+	// Quarantined are the versions never to roll out again.
+	Quarantined []Quarantine `json:"quarantined,omitempty"`
+}
+
+// Quarantine marks a version bad: a tag (any digest of it) or one digest.
+type Quarantine struct {
+	Tag    string    `json:"tag,omitempty"`
+	Digest string    `json:"digest,omitempty"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// Matches reports whether the quarantine covers tag at digest.
+func (q Quarantine) Matches(tag, digest string) bool {
+	return q.Digest != "" && q.Digest == digest || q.Digest == "" && q.Tag != "" && q.Tag == tag
+}
+
+// QuarantineOf returns the quarantine covering tag at digest, if any.
+func (s AppState) QuarantineOf(tag, digest string) (Quarantine, bool) {
+	for _, q := range s.Quarantined {
+		if q.Matches(tag, digest) {
+			return q, true
+		}
+	}
+	return Quarantine{}, false
 }
 
 // FleetState is what flotilla knows of the whole fleet: whether the line is

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -193,7 +194,7 @@ func applications(t *testing.T, open Open) {
 	t.Helper()
 	ctx := context.Background()
 	s, _ := open(t)
-	if got, err := s.App(ctx, "shop"); err != nil || got != (rollout.AppState{Name: "shop"}) {
+	if got, err := s.App(ctx, "shop"); err != nil || !reflect.DeepEqual(got, rollout.AppState{Name: "shop"}) {
 		t.Fatalf("App of nothing = %+v, %v", got, err)
 	}
 	if err := s.UpdateApp(ctx, "shop", func(a *rollout.AppState) error { a.DeployedTag = "1.0.0"; return nil }); err != nil {
