@@ -351,6 +351,7 @@ var payloadTypes = map[string]func() any{
 	TypeRolloutResumeRequested:     func() any { return new(Control) },
 	TypeRolloutAbortRequested:      func() any { return new(Control) },
 	TypeRolloutOverrideRequested:   func() any { return new(Control) },
+	TypeRolloutRollbackRequested:   func() any { return new(Control) },
 	TypeFleetStopRequested:         func() any { return new(Control) },
 	TypeFleetStartRequested:        func() any { return new(Control) },
 	TypeWaveApprovalRequested:      func() any { return new(WaveApproval) },

@@ -31,6 +31,9 @@ const (
 	// TypeRolloutOverrideRequested lets the current wave start inside a
 	// freeze window (a reason is required).
 	TypeRolloutOverrideRequested = "dev.flotilla.rollout.override.requested.v1"
+	// TypeRolloutRollbackRequested rolls the whole fleet back from a
+	// succeeded rollout to the version before it.
+	TypeRolloutRollbackRequested = "dev.flotilla.rollout.rollback.requested.v1"
 	TypeFleetStopRequested       = "dev.flotilla.fleet.stop.requested.v1"
 	TypeFleetStartRequested      = "dev.flotilla.fleet.start.requested.v1"
 	// TypeVersionQuarantineRequested: a user marks a version bad (payload

@@ -1,4 +1,4 @@
-Feature: Users steer rollouts: pause, resume, abort, stop the line, approve waves, freeze windows, quarantine
+Feature: Users steer rollouts: pause, resume, abort, stop the line, approve waves, freeze windows, quarantine, roll back
   Every control is an API call with a named token, journaled as an event.
   A paused rollout starts no cluster until it is resumed; an aborted one
   rolls back what it touched; a stopped fleet starts no rollout anywhere
@@ -95,3 +95,13 @@ Feature: Users steer rollouts: pause, resume, abort, stop the line, approve wave
     And no workload in any cluster runs version "1.1.0"
     When version "1.1.0" is built again and pushed
     Then flotilla records that "1.1.0" was skipped because "is quarantined"
+
+  Scenario: A succeeded rollout is rolled back: the whole fleet returns to the version before it
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And version "1.1.0" has been rolled out to every cluster
+    When `flotilla rollback` is run for the rollout of "1.1.0"
+    Then the rollback of "1.1.0" ends "RolledBack"
+    And the primary in every cluster runs version "1.0.0" by digest
+    And no workload in any cluster runs version "1.1.0"

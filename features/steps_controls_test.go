@@ -13,7 +13,8 @@ import (
 )
 
 func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
-	sc.Step("^`flotilla (pause|resume|abort|override)` is run for the rollout of \"([^\"]*)\"$", s.controlRollout)
+	sc.Step("^`flotilla (pause|resume|abort|override|rollback)` is run for the rollout of \"([^\"]*)\"$", s.controlRollout)
+	sc.Step(`^the rollback of "([^"]*)" ends "([^"]*)"$`, s.rollbackEnds)
 	sc.Step(`^wave (\d+) is frozen for the next (\d+) (seconds|minutes)$`, s.freezeWave)
 	sc.Step("^`flotilla quarantine` is run for version \"([^\"]*)\"$", s.quarantineVersion)
 	sc.Step("^`flotilla get rollouts --watch` shows wave (\\d+) of the rollout of \"([^\"]*)\" with cluster \"([^\"]*)\" \"([^\"]*)\", waiting for the freeze window \"([^\"]*)\"$", s.watchShows)
@@ -257,4 +258,22 @@ func (s *scenario) quarantineVersion(ctx context.Context, version string) error 
 		return fmt.Errorf("flotilla quarantine printed %q", out)
 	}
 	return nil
+}
+
+// rollbackEnds waits until the rollback of the rollout of version (the
+// rollout "rollback-<id>") is in phase.
+func (s *scenario) rollbackEnds(ctx context.Context, version, phase string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	var last struct{ Phase, Reason string }
+	for time.Now().Before(deadline) {
+		if err := s.getJSON(ctx, "/api/v1/rollouts/rollback-"+id, &last); err == nil && last.Phase == phase {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("the rollback of %s is %s (%q), want %s", version, last.Phase, last.Reason, phase)
 }

@@ -38,7 +38,7 @@ func New(cfg *config.Config, repo Rollouts) *Function { return &Function{cfg: cf
 func (*Function) Name() string { return "plan" }
 func (*Function) Consumes() []string {
 	return []string{events.TypeImageVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded,
-		events.TypeVersionQuarantineRequested}
+		events.TypeVersionQuarantineRequested, events.TypeRolloutRollbackRequested}
 }
 
 // Handle plans rollouts for one verified image, or starts the rollout
@@ -47,6 +47,8 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	switch e.Type() {
 	case events.TypeVersionQuarantineRequested:
 		return f.quarantine(ctx, e)
+	case events.TypeRolloutRollbackRequested:
+		return f.rollBack(ctx, e)
 	case events.TypeImageVerified:
 	default:
 		return f.dequeue(ctx, e)
@@ -109,7 +111,8 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: d.Reason})
 		return []cloudevents.Event{skip}, err
 	}
-	ro = rollout.Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: rollout.Progressing}
+	ro = rollout.Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: rollout.Progressing,
+		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest}
 	ro.Waves = waves(f.cfg, app)
 	if len(ro.Waves) == 0 { // config validation refuses it; a config changed under a running flotilla
 		skip, err := events.Derive(e, events.TypeRolloutSkipped, app.Name,
@@ -218,6 +221,17 @@ func (f *Function) dequeue(ctx context.Context, e cloudevents.Event) ([]cloudeve
 	}
 	if err != nil {
 		return nil, err
+	}
+	if ended.RollbackOf != "" && ended.Phase == rollout.RolledBack && ended.PreviousDigest != "" {
+		// The fleet runs the version before the rolled back one again.
+		if err := f.repo.UpdateApp(ctx, ended.Application, func(a *rollout.AppState) error {
+			if a.DeployedDigest == ended.Digest {
+				a.DeployedTag, a.DeployedDigest = ended.PreviousTag, ended.PreviousDigest
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	st, err := f.repo.App(ctx, ended.Application)
 	if err != nil || st.Queued == "" || st.Queued == ended.ID {
@@ -380,4 +394,63 @@ func (f *Function) quarantine(ctx context.Context, e cloudevents.Event) ([]cloud
 		out = append(out, evs...)
 	}
 	return out, nil
+}
+
+// rollBack rolls the whole fleet back from a succeeded rollout to the
+// version before it: a rollout of its own ("rollback-" + the id) with the
+// clusters as the succeeded one left them, failed from the start, so the
+// rollback function reverts every cluster to the image its primary ran
+// before, newest wave first, without analysis. It is created Queued and
+// then failed with its event in one transaction, so a redelivery after a
+// crash in between finishes the job.
+func (f *Function) rollBack(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	c, err := events.Decode[events.Control](e)
+	if err != nil {
+		return nil, err
+	}
+	done, err := f.repo.Get(ctx, c.RolloutID)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if done.Phase != rollout.Succeeded {
+		return nil, nil
+	}
+	ro := done
+	ro.ID, ro.RollbackOf, ro.Phase = "rollback-"+done.ID, done.ID, rollout.Queued
+	ro.Wave, ro.Failures, ro.Retries, ro.Waiting, ro.Paused = len(done.Waves)-1, nil, 0, "", ""
+	ro.Waves = make([]rollout.Wave, len(done.Waves))
+	for i, w := range done.Waves {
+		ro.Waves[i] = rollout.Wave{Name: w.Name, Clusters: append([]rollout.Cluster(nil), w.Clusters...)}
+	}
+	if _, err := f.repo.Create(ctx, ro); err != nil {
+		return nil, err
+	}
+	reason := fmt.Sprintf("rollback of %s (%s) to %s, requested by %s", done.ID, done.Tag, orDash(done.PreviousTag), pausedBy(c))
+	_, out, err := f.repo.UpdateEmit(ctx, ro.ID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		if r.Phase != rollout.Queued {
+			return nil, nil
+		}
+		r.Phase, r.Reason = rollout.Failed, reason
+		ev, err := derive(e, events.TypeRolloutFailed, *r, reason)
+		return []cloudevents.Event{ev}, err
+	})
+	return out, err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "the version before"
+	}
+	return s
+}
+
+// pausedBy says who sent a control, and why.
+func pausedBy(c events.Control) string {
+	if c.Reason == "" {
+		return c.User
+	}
+	return c.User + ": " + c.Reason
 }

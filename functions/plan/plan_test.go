@@ -173,10 +173,14 @@ func TestPlan(t *testing.T) {
 				want := rollout.Rollout{
 					ID: s.RolloutID, Application: s.Application, Image: image, Tag: tt.tag, Digest: "sha256:" + tt.tag,
 					Phase: rollout.Progressing, Created: ro.Created, Updated: ro.Updated, Version: 1,
+					PreviousTag: tt.latest[s.Application],
 					Waves: []rollout.Wave{
 						{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}},
 						{Name: "rest", Clusters: []rollout.Cluster{{Name: "c2", Phase: rollout.ClusterPending}, {Name: "c3", Phase: rollout.ClusterPending}}},
 					},
+				}
+				if want.PreviousTag != "" {
+					want.PreviousDigest = "sha256:" + want.PreviousTag
 				}
 				if diff := cmp.Diff(want, ro); diff != "" {
 					t.Errorf("stored rollout (-want +got):\n%s", diff)
@@ -558,5 +562,75 @@ func TestPlanQuarantine(t *testing.T) {
 	}
 	if diff := cmp.Diff([]functiontest.Emitted{skipped("v2", "app", "1.2.3", "1.2.3 is quarantined (by ann: CVE-1)")}, summarize(t, evs)); diff != "" {
 		t.Errorf("a push of the quarantined version (-want +got):\n%s", diff)
+	}
+}
+
+// Rolling back a succeeded rollout is a rollout of its own, failed from the
+// start (the rollback function reverts its clusters); when it ends rolled
+// back, the version before is the deployed one again.
+func TestPlanRollbackOfASucceededRollout(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
+		s.DeployedTag, s.DeployedDigest = "1.2.2", "sha256:1.2.2"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fn.Handle(ctx, verified(t, "v1", image, "1.2.3")); err != nil {
+		t.Fatal(err)
+	}
+	id := plan.ID("v1", "app")
+	if _, err := repo.Update(ctx, id, func(r *rollout.Rollout) error {
+		r.Phase = rollout.Succeeded
+		for w := range r.Waves {
+			for c := range r.Waves[w].Clusters {
+				r.Waves[w].Clusters[c].Phase, r.Waves[w].Clusters[c].PreviousImage = rollout.ClusterSucceeded, image+"@sha256:1.2.2"
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
+		s.DeployedTag, s.DeployedDigest = "1.2.3", "sha256:1.2.3"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	req, err := events.New("rb", "/flotilla/api", events.TypeRolloutRollbackRequested, events.Control{RolloutID: id, User: "ann", Reason: "errors"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := fn.Handle(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"rollout.failed rollback-" + id}, kinds(evs)); diff != "" {
+		t.Errorf("rollback requested (-want +got):\n%s", diff)
+	}
+	if evs, err := fn.Handle(ctx, req); err != nil || len(evs) != 0 {
+		t.Errorf("the request again = %v, %v; want nothing", kinds(evs), err)
+	}
+	rb, err := repo.Get(ctx, "rollback-"+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Phase != rollout.Failed || rb.RollbackOf != id || rb.Wave != 1 || rb.Reason != "rollback of "+id+" (1.2.3) to 1.2.2, requested by ann: errors" {
+		t.Errorf("the rollback: %s %q (of %q, wave %d)", rb.Phase, rb.Reason, rb.RollbackOf, rb.Wave)
+	}
+	if _, err := repo.Update(ctx, rb.ID, func(r *rollout.Rollout) error { r.Phase = rollout.RolledBack; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ended, err := events.New("rbd", events.Source, events.TypeRolloutRolledBack, events.RolloutResult{RolloutID: rb.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fn.Handle(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := repo.App(ctx, "app"); st.DeployedTag != "1.2.2" || st.DeployedDigest != "sha256:1.2.2" {
+		t.Errorf("deployed after the rollback: %s %s, want 1.2.2", st.DeployedTag, st.DeployedDigest)
 	}
 }

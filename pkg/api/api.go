@@ -75,6 +75,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/resume", a.rolloutControl(events.TypeRolloutResumeRequested))
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/abort", a.rolloutControl(events.TypeRolloutAbortRequested))
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/override", a.rolloutControl(events.TypeRolloutOverrideRequested))
+	mux.HandleFunc("POST /api/v1/rollouts/{id}/rollback", a.rollBack)
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/waves/{wave}/approval", a.approveWave)
 	mux.HandleFunc("GET /api/v1/fleet", a.getFleet)
 	mux.HandleFunc("POST /api/v1/applications/{app}/quarantine", a.quarantine)

@@ -127,6 +127,8 @@ func TestAPI(t *testing.T) {
 		{"stop the fleet", "POST", "/api/v1/fleet/stop", token, `{"reason":"freeze"}`, 202, `"by":"ops"`},
 		{"start the fleet without a token", "POST", "/api/v1/fleet/start", "", "", 401, "Bearer"},
 		{"the fleet", "GET", "/api/v1/fleet", "", "", 200, "{}"},
+		{"roll back a rollout in progress", "POST", "/api/v1/rollouts/r1/rollback", token, "", 409, "only a succeeded rollout"},
+		{"roll back a succeeded rollout", "POST", "/api/v1/rollouts/r3/rollback", token, `{"reason":"errors"}`, 202, `"by":"ops"`},
 		{"quarantine an unknown application", "POST", "/api/v1/applications/nope/quarantine", token, `{"tag":"1.0.0","reason":"x"}`, 404, `no application \"nope\"`},
 		{"quarantine without a version", "POST", "/api/v1/applications/shop/quarantine", token, `{"reason":"x"}`, 400, "exactly one of tag and digest"},
 		{"quarantine without a reason", "POST", "/api/v1/applications/shop/quarantine", token, `{"tag":"1.0.0"}`, 400, "needs a reason"},

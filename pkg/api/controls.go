@@ -346,3 +346,28 @@ func (a *API) quarantine(w http.ResponseWriter, r *http.Request) {
 	a.log.Info("quarantine requested", "application", app, "tag", req.Tag, "digest", req.Digest, "by", user, "reason", req.Reason)
 	writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 }
+
+// rollBack rolls the fleet back from a succeeded rollout to the version
+// before it; 409 unless the rollout succeeded and was not rolled back yet.
+func (a *API) rollBack(w http.ResponseWriter, r *http.Request) {
+	c, ok := a.control(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	ro, err := a.rollouts.Get(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if ro.Phase != rollout.Succeeded {
+		writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s is %s: only a succeeded rollout is rolled back this way (abort one in progress)", id, ro.Phase)))
+		return
+	}
+	if _, err := a.rollouts.Get(r.Context(), "rollback-"+id); err == nil {
+		writeError(w, fault.New(fault.ErrConflict, fmt.Sprintf("rollout %s is rolled back already: see rollout rollback-%s", id, id)))
+		return
+	}
+	c.RolloutID = id
+	a.journalControl(w, r, events.TypeRolloutRollbackRequested, c)
+}

@@ -152,6 +152,18 @@ it is skipped, saying so), and aborts the rollouts in flight that carry it
 	return cmd
 }
 
+func newRollbackCmd() *cobra.Command {
+	return controlCmd("rollback ROLLOUT", "Roll the whole fleet back from a succeeded rollout to the version before it",
+		`Rollback takes every cluster a succeeded rollout changed back to the image
+its primary ran before, newest wave first, without analysis: a rollout of
+its own, rollback-ROLLOUT, which ends RolledBack (or RollbackFailed, see
+'flotilla retry'). The version before is then the deployed one again. A
+rollout that did not succeed answers 409 (abort one in progress).`,
+		`  flotilla rollback podinfo-3f2a9c1d7e --reason "error rate up since 14:02"`,
+		cobra.ExactArgs(1), rolloutPath("rollback"),
+		func(args []string, by string) string { return fmt.Sprintf("rollout %s: rollback requested by %s", args[0], by) })
+}
+
 func newFleetCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{

@@ -71,6 +71,15 @@ type Rollout struct {
 	// Waiting says why clusters of the current wave wait to start (paused,
 	// the line stopped, approvals), "" when none does.
 	Waiting string `json:"waiting,omitempty"`
+	// PreviousTag and PreviousDigest are what the fleet ran before this
+	// rollout (the application's deployed version when it was planned):
+	// rolling back a succeeded rollout makes them the deployed version
+	// again.
+	PreviousTag    string `json:"previousTag,omitempty"`
+	PreviousDigest string `json:"previousDigest,omitempty"`
+	// RollbackOf names the succeeded rollout this one rolls back (a user's
+	// `flotilla rollback`).
+	RollbackOf string `json:"rollbackOf,omitempty"`
 }
 
 // Failure is an event a function gave up on.
