@@ -161,7 +161,9 @@ its own, rollback-ROLLOUT, which ends RolledBack (or RollbackFailed, see
 rollout that did not succeed answers 409 (abort one in progress).`,
 		`  flotilla rollback podinfo-3f2a9c1d7e --reason "error rate up since 14:02"`,
 		cobra.ExactArgs(1), rolloutPath("rollback"),
-		func(args []string, by string) string { return fmt.Sprintf("rollout %s: rollback requested by %s", args[0], by) })
+		func(args []string, by string) string {
+			return fmt.Sprintf("rollout %s: rollback requested by %s", args[0], by)
+		})
 }
 
 func newFleetCmd() *cobra.Command {
