@@ -59,3 +59,17 @@ Feature: Which version rolls out: newer ones supersede or queue, the baseline is
     When the rollout of "1.2.0" is approved with `flotilla approve`
     Then the rollout of "1.2.0" succeeds
     And the primary in every cluster runs version "1.2.0" by digest
+
+  Scenario: After overlapping versions, a rollback restores the primary's image, never one that was not validated
+    Given the application will be validated manually
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And the canary in cluster "c1" waits for promotion
+    And the analysis gate fails in cluster "c1"
+    And version "1.2.0" is pushed
+    Then the rollout of "1.1.0" is "Superseded"
+    And the rollout of "1.2.0" is rolled back
+    And no workload in any cluster runs version "1.1.0"
+    And the primary in every cluster runs version "1.0.0" by digest

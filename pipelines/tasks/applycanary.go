@@ -73,7 +73,16 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err != nil {
 		return res, err
 	}
+	// What to roll back to is what the primary runs: the last version
+	// Flagger promoted (validated). The workload's own image may be one
+	// that was never validated (an earlier rollout's, superseded mid-way).
+	// Before the first promotion there is no primary: then the workload's.
 	res.PreviousImage = current
+	if validated, err := primaryImage(ctx, kube, p, container); err != nil {
+		return res, err
+	} else if validated != "" {
+		res.PreviousImage = validated
+	}
 	if w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] != "" {
 		res.PreviousImage = w.annotations[AnnotationPreviousImage]
 	}
@@ -153,6 +162,39 @@ func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryPa
 		return w, fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(w.kind), p.Namespace, p.Workload, err)
 	}
 	return w, nil
+}
+
+// primaryImage returns the image of container in the workload's primary
+// (<workload>-primary, which Flagger creates and promotes), "" if there is
+// no primary yet or it has no such container.
+func primaryImage(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryParams, container string) (string, error) {
+	name := p.Workload + "-primary"
+	var cs []corev1.Container
+	var err error
+	switch p.Kind {
+	case "DaemonSet":
+		var ds *appsv1.DaemonSet
+		if ds, err = kube.AppsV1().DaemonSets(p.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			cs = ds.Spec.Template.Spec.Containers
+		}
+	default:
+		var d *appsv1.Deployment
+		if d, err = kube.AppsV1().Deployments(p.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			cs = d.Spec.Template.Spec.Containers
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s/%s: %w", p.Namespace, name, err)
+	}
+	for _, c := range cs {
+		if c.Name == container {
+			return c.Image, nil
+		}
+	}
+	return "", nil
 }
 
 func containerImage(w workload, name string) (string, string, error) {

@@ -172,3 +172,35 @@ func TestApplyCanaryPermanentErrors(t *testing.T) {
 		})
 	}
 }
+
+// What a rollback goes back to is what the primary runs (the version
+// Flagger promoted), not the workload's image, which an earlier rollout
+// superseded mid-way may have left at a version never validated.
+func TestApplyCanaryRecordsThePrimarysImage(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "task")
+	for name, image := range map[string]string{"web": "registry.example.com/web:unvalidated", "web-primary": "registry.example.com/web:validated"} {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Template: podSpec(image),
+			},
+		}
+		if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r2"})
+	res, err := tasks.ApplyCanary(ctx, cl.Config, tasks.ApplyCanaryParams{
+		Rollout: "r2", Namespace: ns, Kind: "Deployment", Workload: "web", Image: "registry.example.com/web@sha256:" + strings.Repeat("b", 64),
+		Canary: objs.Canary,
+	})
+	if err != nil {
+		t.Fatalf("ApplyCanary: %v", err)
+	}
+	if res.PreviousImage != "registry.example.com/web:validated" {
+		t.Errorf("previous image %q, want the primary's", res.PreviousImage)
+	}
+}
