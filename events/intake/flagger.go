@@ -233,8 +233,10 @@ func flaggerEvent(d *Delivery, p flaggerv1.CanaryWebhookPayload, msg string) (Re
 }
 
 // ClassifyCanary tells what a Flagger event means for the canary. The phase
-// Flagger sends is often the one before the event, so the message decides
-// first.
+// Flagger sends with an event is often the one before it (a canary that
+// failed keeps reporting Failed while its next revision is detected,
+// checked and confirmed), so the message decides: only a failure message,
+// or the post-rollout hook (called with the final phase), is a failure.
 func ClassifyCanary(phase, message string) events.CanaryOutcome {
 	switch {
 	case strings.HasPrefix(message, "Promotion completed!"),
@@ -242,7 +244,7 @@ func ClassifyCanary(phase, message string) events.CanaryOutcome {
 		return events.CanarySucceeded
 	case strings.HasPrefix(message, "Initialization done!"):
 		return events.CanaryInitialized
-	case phase == string(flaggerv1.CanaryPhaseFailed),
+	case strings.HasPrefix(message, postRolloutMessage) && phase == string(flaggerv1.CanaryPhaseFailed),
 		strings.HasPrefix(message, "Canary failed!"),
 		strings.HasPrefix(message, "Rolling back"):
 		return events.CanaryFailed

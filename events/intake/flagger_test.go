@@ -204,7 +204,14 @@ func TestClassifyCanary(t *testing.T) {
 		{"Progressing", "Rolling back api.shop failed checks threshold reached 1", events.CanaryFailed},
 		{"Progressing", "Rolling back api.shop progress deadline exceeded canary deployment api.shop is not ready", events.CanaryFailed},
 		{"Progressing", "Canary failed! Scaling down api.shop", events.CanaryFailed},
-		{"Failed", "Halt api.shop advancement waiting for approval", events.CanaryFailed},
+		// A phase left over from a failed revision is no failure of the next
+		// (the confirm-rollout "passed" event of a new revision came with
+		// Failed, and failed it).
+		{"Failed", "Halt api.shop advancement waiting for approval", events.CanaryProgressing},
+		{"Failed", "New revision detected! Scaling up api.shop", events.CanaryProgressing},
+		{"Failed", "Confirm-rollout check confirm passed", events.CanaryProgressing},
+		{"Failed", "post-rollout hook: Failed", events.CanaryFailed},
+		{"Succeeded", "post-rollout hook: Succeeded", events.CanarySucceeded},
 		{"Succeeded", "New revision detected! Scaling up api.shop", events.CanaryProgressing},
 		{"Progressing", "Starting canary analysis for api.shop", events.CanaryProgressing},
 		{"Progressing", "Advance api.shop canary weight 20", events.CanaryProgressing},
