@@ -104,6 +104,8 @@ type world struct {
 	onNewVersion string
 	// approverTokens are named API tokens (server.apiTokens) by name.
 	approverTokens map[string]string
+	// semver is the application's semver constraint, when a step set it.
+	semver string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -284,6 +286,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 			tokens = append(tokens, map[string]any{"name": name, "secret": sec})
 		}
 		cfg["server"].(map[string]any)["apiTokens"] = tokens
+	}
+	if w.semver != "" {
+		cfg["applications"].([]map[string]any)[0]["semver"] = w.semver
 	}
 	if w.onNewVersion != "" {
 		cfg["applications"].([]map[string]any)[0]["onNewVersion"] = w.onNewVersion

@@ -34,6 +34,7 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the application queues newer versions$`, s.queueNewVersions)
 	sc.Step(`^the rollout of "([^"]*)" is "([^"]*)"$`, s.rolloutInPhase)
 	sc.Step(`^the analysis gate passes again in cluster "([^"]*)"$`, s.gatePassesIn)
+	sc.Step(`^the application rolls out only versions "([^"]*)"$`, s.semverConstraint)
 	sc.Step(`^version "([^"]*)" is built again and pushed$`, s.rebuildVersion)
 	sc.Step(`^the primary in every cluster comes to run the rebuilt "([^"]*)" by digest$`, s.primariesComeToRun)
 }
@@ -378,5 +379,10 @@ func (s *scenario) namesWithinBudget(ctx context.Context, version, cluster strin
 	if ro.Phase != "Succeeded" || !strings.Contains(ro.Reason, "within its failure budget") || !strings.Contains(ro.Reason, "cluster "+cluster+" failed") {
 		return fmt.Errorf("rollout %s is %s, reason %q; want Succeeded, naming %s within the budget", id, ro.Phase, ro.Reason, cluster)
 	}
+	return nil
+}
+
+func (s *scenario) semverConstraint(constraint string) error {
+	s.w.semver = constraint
 	return nil
 }

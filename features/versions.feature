@@ -73,3 +73,16 @@ Feature: Which version rolls out: newer ones supersede or queue, the baseline is
     And the rollout of "1.2.0" is rolled back
     And no workload in any cluster runs version "1.1.0"
     And the primary in every cluster runs version "1.0.0" by digest
+
+  Scenario: A semver constraint and pre-releases decide which versions roll out
+    Given the application rolls out only versions "<1.2"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.2.0" is pushed
+    Then flotilla records that "1.2.0" was skipped because "does not satisfy the constraint"
+    When version "1.1.0-rc.1" is pushed
+    Then flotilla records that "1.1.0-rc.1" was skipped because "is a pre-release"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest

@@ -317,7 +317,7 @@ func (f *Function) decide(ctx context.Context, app config.Application, st rollou
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", v.Tag, q.By, q.Reason)}, nil
 	}
 	track := versionpolicy.Track(app.Track)
-	d, err := versionpolicy.Decide(track, st.DeployedTag, v.Tag)
+	d, err := versionpolicy.Policy{Track: track, Constraint: app.Semver, PreReleases: app.PreReleases}.Decide(st.DeployedTag, v.Tag)
 	if err != nil {
 		return d, err
 	}

@@ -456,6 +456,13 @@ type Application struct {
 	Image string `json:"image"`
 	// Track is the version policy. Default TrackMinorVersion.
 	Track Track `json:"track"`
+	// Semver narrows a semantic track with a constraint
+	// (Masterminds/semver syntax, as Flux's semverRange: ">=1.2, <2",
+	// "~1.4", "^2"): a version outside it is skipped, saying so.
+	Semver string `json:"semver"`
+	// PreReleases lets pre-release versions (1.3.0-rc.1) roll out; by
+	// default they are skipped.
+	PreReleases bool `json:"preReleases"`
 	// Namespace holds the workload in every cluster. Default "default".
 	Namespace string `json:"namespace"`
 	// Workload is the object whose image flotilla updates.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/net/http/httpguts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -430,6 +431,13 @@ func (v *validator) applications(as []Application) {
 		v.validation(p+".validation", a.Validation)
 		v.gitops(p+".gitops", a.GitOps)
 		v.clusterSelector(p+".clusterSelector", a)
+		if a.Semver != "" {
+			if _, err := semver.NewConstraint(a.Semver); err != nil {
+				v.addf(p+".semver", "constraint %q: %v", a.Semver, err)
+			} else if a.Track == TrackNewest {
+				v.addf(p+".semver", "track Newest follows the newest tag whatever its version: a semver constraint needs a semantic track")
+			}
+		}
 		v.oneOf(p+".onNewVersion", "onNewVersion", a.OnNewVersion, OnNewVersions)
 		v.freezeWindows(p+".freezeWindows", a.FreezeWindows)
 	}

@@ -303,6 +303,14 @@ receivers:
 				{"fleet.waves[0].freezeWindows[0]", `schedule "61 * * * *": end of range (61) above maximum (59): 61`},
 			},
 		}, {
+			name: "semver constraint",
+			doc:  sections{applications: withApp("    semver: '>=>1'\n")},
+			want: []Problem{{"applications[0].semver", `constraint ">=>1": improper constraint: >=>1`}},
+		}, {
+			name: "semver constraint with track Newest",
+			doc:  sections{applications: withApp("    track: Newest\n    semver: '>=1'\n")},
+			want: []Problem{{"applications[0].semver", "track Newest follows the newest tag whatever its version: a semver constraint needs a semantic track"}},
+		}, {
 			name: "application cluster selector",
 			doc: sections{
 				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {region: eu}}], waves: [{clusters: [c1]}]}\n",

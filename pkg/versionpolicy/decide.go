@@ -1,6 +1,12 @@
 package versionpolicy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
 
 // Decision is the outcome of Decide. Reason is always set and reads as a
 // sentence fragment for logs and events, e.g.
@@ -20,13 +26,52 @@ type Decision struct {
 // track can compare against. The only error is an unknown track, which is
 // permanent (events.IsPermanent) and wraps ErrUnknownTrack.
 func Decide(track Track, current, candidate string) (Decision, error) {
-	if err := track.check(); err != nil {
+	return Policy{Track: track}.Decide(current, candidate)
+}
+
+// Policy is a track and, for the semantic tracks, an optional semver
+// constraint (Masterminds/semver syntax: ">=1.2, <2", "~1.4", "^2") the
+// candidate must satisfy, and whether pre-releases may roll out.
+type Policy struct {
+	Track       Track
+	Constraint  string
+	PreReleases bool
+}
+
+// Check reports an unknown track or a constraint that does not parse
+// (both permanent).
+func (p Policy) Check() error {
+	if err := p.Track.check(); err != nil {
+		return err
+	}
+	if p.Constraint != "" {
+		if _, err := semver.NewConstraint(p.Constraint); err != nil {
+			return events.Permanent(fmt.Errorf("semver constraint %q: %w", p.Constraint, err))
+		}
+	}
+	return nil
+}
+
+// Decide is the package's Decide under the whole policy.
+func (p Policy) Decide(current, candidate string) (Decision, error) {
+	if err := p.Check(); err != nil {
 		return Decision{}, err
 	}
-	if track == Newest {
+	if p.Track == Newest {
 		return decideNewest(current, candidate), nil
 	}
-	return decideSemantic(track, current, candidate), nil
+	cand, ok := parseVersion(candidate)
+	if ok && cand.preRelease() && !p.PreReleases {
+		return reject("%s is a pre-release; pre-releases roll out only with preReleases: true", candidate), nil
+	}
+	if ok && p.Constraint != "" {
+		c, _ := semver.NewConstraint(p.Constraint)
+		c.IncludePrerelease = p.PreReleases
+		if !c.Check(cand.Version) {
+			return reject("%s does not satisfy the constraint %q", candidate, p.Constraint), nil
+		}
+	}
+	return decideSemantic(p.Track, current, candidate), nil
 }
 
 // decideNewest accepts any valid tag other than the current one: the pushed
@@ -47,9 +92,6 @@ func decideNewest(current, candidate string) Decision {
 func decideSemantic(track Track, current, candidate string) Decision {
 	cand, ok := parseVersion(candidate)
 	if !ok {
-		if preReleaseRe.MatchString(candidate) {
-			return reject("%s is a pre-release; track %s accepts only releases (X, X.Y or X.Y.Z, optionally prefixed with v)", candidate, track)
-		}
 		return reject("%q is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)", candidate)
 	}
 	if current == "" {

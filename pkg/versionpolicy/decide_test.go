@@ -91,15 +91,15 @@ func TestDecide(t *testing.T) {
 		{"first deploy still needs a version", MinorVersion, "", "latest",
 			Decision{false, `"latest" is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)`}},
 		{"first deploy rejects pre-release", MajorVersion, "", "1.0.0-rc.1",
-			Decision{false, "1.0.0-rc.1 is a pre-release; track MajorVersion accepts only releases (X, X.Y or X.Y.Z, optionally prefixed with v)"}},
+			Decision{false, "1.0.0-rc.1 is a pre-release; pre-releases roll out only with preReleases: true"}},
 
 		// Tags the semantic tracks do not recognise.
 		{"latest", PatchLevel, "1.2.4", "latest",
 			Decision{false, `"latest" is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)`}},
 		{"pre-release of a patch", PatchLevel, "1.2.4", "1.2.5-rc.1",
-			Decision{false, "1.2.5-rc.1 is a pre-release; track PatchLevel accepts only releases (X, X.Y or X.Y.Z, optionally prefixed with v)"}},
+			Decision{false, "1.2.5-rc.1 is a pre-release; pre-releases roll out only with preReleases: true"}},
 		{"pre-release with v", MajorVersion, "1.2.4", "v2.0.0-beta",
-			Decision{false, "v2.0.0-beta is a pre-release; track MajorVersion accepts only releases (X, X.Y or X.Y.Z, optionally prefixed with v)"}},
+			Decision{false, "v2.0.0-beta is a pre-release; pre-releases roll out only with preReleases: true"}},
 		{"four parts", MajorVersion, "1.2.4", "1.2.4.1",
 			Decision{false, `"1.2.4.1" is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)`}},
 		{"commit sha", MajorVersion, "1.2.4", "3f2a9c1",
@@ -112,8 +112,10 @@ func TestDecide(t *testing.T) {
 			Decision{false, `"99999999999999999999" is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)`}},
 		{"current not a version", MajorVersion, "latest", "1.2.4",
 			Decision{false, `the current tag "latest" is not a semantic version; track MajorVersion cannot compare 1.2.4 with it`}},
+		// The release after its release candidate is an upgrade (semver
+		// precedence).
 		{"current pre-release", PatchLevel, "1.2.4-rc.1", "1.2.4",
-			Decision{false, `the current tag "1.2.4-rc.1" is not a semantic version; track PatchLevel cannot compare 1.2.4 with it`}},
+			Decision{true, "1.2.4 is a patch upgrade of 1.2.4-rc.1; track PatchLevel allows it"}},
 
 		// Newest: the most recently pushed tag, whatever its version.
 		{"newest accepts date tag", Newest, "v20170910-1100", "v20170911-0926",
@@ -195,5 +197,46 @@ func TestNotNewer(t *testing.T) {
 		if got := NotNewer(tt.track, tt.other, tt.candidate); got != tt.want {
 			t.Errorf("NotNewer(%s, %s, %s) = %v, want %v", tt.track, tt.other, tt.candidate, got, tt.want)
 		}
+	}
+}
+
+// A policy's semver constraint (Masterminds/semver) narrows a semantic
+// track; pre-releases roll out only when the policy opts in.
+func TestPolicy(t *testing.T) {
+	tests := []struct {
+		name      string
+		p         Policy
+		current   string
+		candidate string
+		want      Decision
+	}{
+		{"inside the constraint", Policy{Track: MajorVersion, Constraint: ">=1.2, <2"}, "1.2.0", "1.9.0",
+			Decision{true, "1.9.0 is a minor upgrade of 1.2.0; track MajorVersion allows it"}},
+		{"outside the constraint", Policy{Track: MajorVersion, Constraint: ">=1.2, <2"}, "1.2.0", "2.0.0",
+			Decision{false, `2.0.0 does not satisfy the constraint ">=1.2, <2"`}},
+		{"tilde", Policy{Track: MajorVersion, Constraint: "~1.4"}, "1.4.0", "1.5.0",
+			Decision{false, `1.5.0 does not satisfy the constraint "~1.4"`}},
+		{"pre-release refused by default", Policy{Track: MinorVersion}, "1.2.0", "1.3.0-rc.1",
+			Decision{false, "1.3.0-rc.1 is a pre-release; pre-releases roll out only with preReleases: true"}},
+		{"pre-release opted in", Policy{Track: MinorVersion, PreReleases: true}, "1.2.0", "1.3.0-rc.1",
+			Decision{true, "1.3.0-rc.1 is a minor upgrade of 1.2.0; track MinorVersion allows it"}},
+		{"pre-release opted in, with a constraint", Policy{Track: MajorVersion, Constraint: ">=1.2, <2", PreReleases: true}, "1.2.0", "1.3.0-rc.1",
+			Decision{true, "1.3.0-rc.1 is a minor upgrade of 1.2.0; track MajorVersion allows it"}},
+		{"rc after rc", Policy{Track: PatchLevel, PreReleases: true}, "1.3.0-rc.1", "1.3.0-rc.2",
+			Decision{true, "1.3.0-rc.2 is a patch upgrade of 1.3.0-rc.1; track PatchLevel allows it"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.p.Decide(tt.current, tt.candidate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if err := (Policy{Track: MinorVersion, Constraint: ">=>1"}).Check(); !events.IsPermanent(err) {
+		t.Errorf("Check of a bad constraint = %v, want a permanent error", err)
 	}
 }
