@@ -104,8 +104,10 @@ type world struct {
 	onNewVersion string
 	// approverTokens are named API tokens (server.apiTokens) by name.
 	approverTokens map[string]string
-	// semver is the application's semver constraint, when a step set it.
-	semver string
+	// semver is the application's semver constraint, tagFilter its tag
+	// filter, when a step set them.
+	semver    string
+	tagFilter map[string]string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -286,6 +288,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 			tokens = append(tokens, map[string]any{"name": name, "secret": sec})
 		}
 		cfg["server"].(map[string]any)["apiTokens"] = tokens
+	}
+	if w.tagFilter != nil {
+		cfg["applications"].([]map[string]any)[0]["tagFilter"] = w.tagFilter
 	}
 	if w.semver != "" {
 		cfg["applications"].([]map[string]any)[0]["semver"] = w.semver

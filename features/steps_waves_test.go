@@ -35,6 +35,7 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the rollout of "([^"]*)" is "([^"]*)"$`, s.rolloutInPhase)
 	sc.Step(`^the analysis gate passes again in cluster "([^"]*)"$`, s.gatePassesIn)
 	sc.Step(`^the application rolls out only versions "([^"]*)"$`, s.semverConstraint)
+	sc.Step(`^the application rolls out only tags matching "([^"]*)", compared as "([^"]*)"$`, s.tagFilter)
 	sc.Step(`^version "([^"]*)" is built again and pushed$`, s.rebuildVersion)
 	sc.Step(`^the primary in every cluster comes to run the rebuilt "([^"]*)" by digest$`, s.primariesComeToRun)
 }
@@ -384,5 +385,10 @@ func (s *scenario) namesWithinBudget(ctx context.Context, version, cluster strin
 
 func (s *scenario) semverConstraint(constraint string) error {
 	s.w.semver = constraint
+	return nil
+}
+
+func (s *scenario) tagFilter(pattern, extract string) error {
+	s.w.tagFilter = map[string]string{"pattern": pattern, "extract": extract}
 	return nil
 }

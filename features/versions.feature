@@ -86,3 +86,16 @@ Feature: Which version rolls out: newer ones supersede or queue, the baseline is
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
+
+  Scenario: A tag filter admits only matching tags and compares what it extracts
+    Given the application rolls out only tags matching "^release-(?P<v>[0-9.]+)$", compared as "$v"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "release-1.0.0" has been rolled out to every cluster
+    When version "snapshot-1.1.0" is pushed
+    Then flotilla records that "snapshot-1.1.0" was skipped because "does not match the tag filter"
+    When version "release-0.9.0" is pushed
+    Then flotilla records that "release-0.9.0" was skipped because "0.9.0 is older than the current 1.0.0"
+    When version "release-1.1.0" is pushed
+    Then the rollout of "release-1.1.0" succeeds
+    And the primary in every cluster runs version "release-1.1.0" by digest

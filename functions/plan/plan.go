@@ -316,8 +316,15 @@ func (f *Function) decide(ctx context.Context, app config.Application, st rollou
 	if q, ok := st.QuarantineOf(v.Tag, v.Digest); ok {
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", v.Tag, q.By, q.Reason)}, nil
 	}
-	track := versionpolicy.Track(app.Track)
-	d, err := versionpolicy.Policy{Track: track, Constraint: app.Semver, PreReleases: app.PreReleases}.Decide(st.DeployedTag, v.Tag)
+	policy := versionpolicy.Policy{Track: versionpolicy.Track(app.Track), Constraint: app.Semver, PreReleases: app.PreReleases}
+	if f := app.TagFilter; f != nil {
+		re, err := f.Regexp()
+		if err != nil {
+			return versionpolicy.Decision{}, events.Permanent(fmt.Errorf("application %s: tag filter: %w", app.Name, err))
+		}
+		policy.Filter, policy.Extract = re, f.Extract
+	}
+	d, err := policy.Decide(st.DeployedTag, v.Tag)
 	if err != nil {
 		return d, err
 	}
@@ -340,7 +347,7 @@ func (f *Function) decide(ctx context.Context, app config.Application, st rollou
 	switch {
 	case cur.Tag == v.Tag && cur.Digest == v.Digest:
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is being rolled out (rollout %s)", v.Tag, cur.ID)}, nil
-	case cur.Tag != v.Tag && versionpolicy.NotNewer(track, cur.Tag, v.Tag):
+	case cur.Tag != v.Tag && policy.NotNewer(cur.Tag, v.Tag):
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is not newer than %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
 	}
 	return d, nil

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -463,6 +464,9 @@ type Application struct {
 	// PreReleases lets pre-release versions (1.3.0-rc.1) roll out; by
 	// default they are skipped.
 	PreReleases bool `json:"preReleases"`
+	// TagFilter admits only the tags its pattern matches, and compares
+	// the version its extract template makes of them (Flux's filterTags).
+	TagFilter *TagFilter `json:"tagFilter"`
 	// Namespace holds the workload in every cluster. Default "default".
 	Namespace string `json:"namespace"`
 	// Workload is the object whose image flotilla updates.
@@ -545,6 +549,16 @@ const (
 
 // OnNewVersions lists the values of onNewVersion.
 var OnNewVersions = []string{OnNewVersionSupersede, OnNewVersionQueue}
+
+// TagFilter is a Go regular expression over tags and, optionally, the
+// template of its groups that is the version ("$version", "${ts}").
+type TagFilter struct {
+	Pattern string `json:"pattern"`
+	Extract string `json:"extract"`
+}
+
+// Regexp compiles the pattern.
+func (f TagFilter) Regexp() (*regexp.Regexp, error) { return regexp.Compile(f.Pattern) }
 
 // Tracks lists the tracks a config may name.
 var Tracks = []Track{TrackPatchLevel, TrackMinorVersion, TrackMajorVersion, TrackNewest}

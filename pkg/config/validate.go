@@ -431,6 +431,15 @@ func (v *validator) applications(as []Application) {
 		v.validation(p+".validation", a.Validation)
 		v.gitops(p+".gitops", a.GitOps)
 		v.clusterSelector(p+".clusterSelector", a)
+		if f := a.TagFilter; f != nil {
+			if f.Pattern == "" {
+				v.addf(p+".tagFilter.pattern", "required: the regular expression tags must match")
+			} else if re, err := f.Regexp(); err != nil {
+				v.addf(p+".tagFilter.pattern", "%v", err)
+			} else if f.Extract != "" && !strings.Contains(f.Extract, "$") {
+				v.addf(p+".tagFilter.extract", "%q names no group of the pattern: want a template such as \"$version\" (groups: %v)", f.Extract, re.SubexpNames()[1:])
+			}
+		}
 		if a.Semver != "" {
 			if _, err := semver.NewConstraint(a.Semver); err != nil {
 				v.addf(p+".semver", "constraint %q: %v", a.Semver, err)

@@ -307,6 +307,14 @@ receivers:
 			doc:  sections{applications: withApp("    semver: '>=>1'\n")},
 			want: []Problem{{"applications[0].semver", `constraint ">=>1": improper constraint: >=>1`}},
 		}, {
+			name: "tag filter",
+			doc:  sections{applications: withApp("    tagFilter: {pattern: '^release-(?P<version>[0-9.]+$', extract: version}\n")},
+			want: []Problem{{"applications[0].tagFilter.pattern", "error parsing regexp: missing closing ): `^release-(?P<version>[0-9.]+$`"}},
+		}, {
+			name: "tag filter extract without a group",
+			doc:  sections{applications: withApp("    tagFilter: {pattern: '^release-(?P<version>[0-9.]+)$', extract: version}\n")},
+			want: []Problem{{"applications[0].tagFilter.extract", `"version" names no group of the pattern: want a template such as "$version" (groups: [version])`}},
+		}, {
 			name: "semver constraint with track Newest",
 			doc:  sections{applications: withApp("    track: Newest\n    semver: '>=1'\n")},
 			want: []Problem{{"applications[0].semver", "track Newest follows the newest tag whatever its version: a semver constraint needs a semantic track"}},

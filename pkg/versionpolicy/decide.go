@@ -2,6 +2,7 @@ package versionpolicy
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -36,6 +37,27 @@ type Policy struct {
 	Track       Track
 	Constraint  string
 	PreReleases bool
+	// Filter, when set, admits only the tags it matches (Flux's
+	// filterTags.pattern); Extract (a template of its groups, "$ts" or
+	// "${version}") is then the version compared, of both tags.
+	Filter  *regexp.Regexp
+	Extract string
+}
+
+// version returns what p compares of tag, and whether tag passes p's
+// filter.
+func (p Policy) version(tag string) (string, bool) {
+	if p.Filter == nil {
+		return tag, true
+	}
+	m := p.Filter.FindStringSubmatchIndex(tag)
+	if m == nil {
+		return "", false
+	}
+	if p.Extract == "" {
+		return tag, true
+	}
+	return string(p.Filter.ExpandString(nil, p.Extract, tag, m)), true
 }
 
 // Check reports an unknown track or a constraint that does not parse
@@ -56,6 +78,14 @@ func (p Policy) Check() error {
 func (p Policy) Decide(current, candidate string) (Decision, error) {
 	if err := p.Check(); err != nil {
 		return Decision{}, err
+	}
+	tag := candidate
+	candidate, ok := p.version(tag)
+	if !ok {
+		return reject("%s does not match the tag filter %q", tag, p.Filter.String()), nil
+	}
+	if c, ok := p.version(current); ok {
+		current = c
 	}
 	if p.Track == Newest {
 		return decideNewest(current, candidate), nil
@@ -130,8 +160,20 @@ func reject(format string, args ...any) Decision {
 }
 
 // NotNewer reports whether candidate is not a newer version than other
-// under track: an older or the same semantic version (Newest: the same
-// tag), so it must not take over a rollout of other.
+// under the policy (compared as its tag filter extracts them): an older or
+// the same semantic version (Newest: the same tag), so it must not take
+// over a rollout of other.
+func (p Policy) NotNewer(other, candidate string) bool {
+	if o, ok := p.version(other); ok {
+		other = o
+	}
+	if c, ok := p.version(candidate); ok {
+		candidate = c
+	}
+	return NotNewer(p.Track, other, candidate)
+}
+
+// NotNewer is Policy.NotNewer for a track alone.
 func NotNewer(track Track, other, candidate string) bool {
 	if track == Newest {
 		return candidate == other

@@ -2,6 +2,7 @@ package versionpolicy
 
 import (
 	"errors"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -238,5 +239,29 @@ func TestPolicy(t *testing.T) {
 	}
 	if err := (Policy{Track: MinorVersion, Constraint: ">=>1"}).Check(); !events.IsPermanent(err) {
 		t.Errorf("Check of a bad constraint = %v, want a permanent error", err)
+	}
+}
+
+// A tag filter admits only the tags it matches, and what it extracts is
+// the version compared (Flux's filterTags).
+func TestPolicyTagFilter(t *testing.T) {
+	p := Policy{Track: MinorVersion, Filter: regexp.MustCompile(`^release-(?P<version>[0-9.]+)-[a-f0-9]+$`), Extract: "$version"}
+	tests := []struct {
+		current, candidate string
+		want               Decision
+	}{
+		{"release-1.2.0-abc123", "release-1.3.0-def456", Decision{true, "1.3.0 is a minor upgrade of 1.2.0; track MinorVersion allows it"}},
+		{"release-1.2.0-abc123", "release-1.1.0-def456", Decision{false, "1.1.0 is older than the current 1.2.0"}},
+		{"release-1.2.0-abc123", "main-1.3.0-def456", Decision{false, `main-1.3.0-def456 does not match the tag filter "^release-(?P<version>[0-9.]+)-[a-f0-9]+$"`}},
+		{"", "release-1.0.0-a1", Decision{true, "1.0.0 is a version and nothing is deployed yet"}},
+	}
+	for _, tt := range tests {
+		got, err := p.Decide(tt.current, tt.candidate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Decide(%s, %s) (-want +got):\n%s", tt.current, tt.candidate, diff)
+		}
 	}
 }
