@@ -157,6 +157,9 @@ type ImageVerified struct {
 	Image  string `json:"image"`
 	Tag    string `json:"tag"`
 	Digest string `json:"digest"`
+	// Created is when the image was built (its config's created time),
+	// read for applications on track Newest; zero when not read.
+	Created time.Time `json:"created,omitzero"`
 }
 
 // Ref is the pinned reference "registry/repository@digest".

@@ -26,6 +26,8 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
@@ -414,6 +416,12 @@ func (s *scenario) workloadEverywhere(ctx context.Context, name string) error {
 // push writes a new random image as repo:version into the registry and
 // returns the notification the registry would send for it.
 func (s *scenario) push(version string) ([]byte, error) {
+	return s.pushBuiltAt(version, time.Time{})
+}
+
+// pushBuiltAt is push of an image whose config says it was built at built
+// (zero: the random image's own, none).
+func (s *scenario) pushBuiltAt(version string, built time.Time) ([]byte, error) {
 	w := s.w
 	if b, ok := w.pushes[version]; ok {
 		return b, nil
@@ -421,6 +429,11 @@ func (s *scenario) push(version string) ([]byte, error) {
 	img, err := random.Image(256, 1)
 	if err != nil {
 		return nil, err
+	}
+	if !built.IsZero() {
+		if img, err = mutate.CreatedAt(img, v1.Time{Time: built}); err != nil {
+			return nil, err
+		}
 	}
 	ref, err := name.NewTag(w.regHost + "/" + w.repo + ":" + version)
 	if err != nil {

@@ -35,6 +35,7 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the rollout of "([^"]*)" is "([^"]*)"$`, s.rolloutInPhase)
 	sc.Step(`^the analysis gate passes again in cluster "([^"]*)"$`, s.gatePassesIn)
 	sc.Step(`^the application rolls out only versions "([^"]*)"$`, s.semverConstraint)
+	sc.Step(`^version "([^"]*)" built (\d+) minutes ago is pushed$`, s.pushBuilt)
 	sc.Step(`^the application rolls out only tags matching "([^"]*)", compared as "([^"]*)"$`, s.tagFilter)
 	sc.Step(`^version "([^"]*)" is built again and pushed$`, s.rebuildVersion)
 	sc.Step(`^the primary in every cluster comes to run the rebuilt "([^"]*)" by digest$`, s.primariesComeToRun)
@@ -391,4 +392,12 @@ func (s *scenario) semverConstraint(constraint string) error {
 func (s *scenario) tagFilter(pattern, extract string) error {
 	s.w.tagFilter = map[string]string{"pattern": pattern, "extract": extract}
 	return nil
+}
+
+func (s *scenario) pushBuilt(ctx context.Context, version string, minutes int) error {
+	body, err := s.pushBuiltAt(version, time.Now().Add(-time.Duration(minutes)*time.Minute).Truncate(time.Second))
+	if err != nil {
+		return err
+	}
+	return s.notify(ctx, body)
 }

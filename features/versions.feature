@@ -99,3 +99,14 @@ Feature: Which version rolls out: newer ones supersede or queue, the baseline is
     When version "release-1.1.0" is pushed
     Then the rollout of "release-1.1.0" succeeds
     And the primary in every cluster runs version "release-1.1.0" by digest
+
+  Scenario: Track Newest follows when images were built, not when their pushes arrived
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "Newest" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "build-b" built 10 minutes ago is pushed
+    Then the rollout of "build-b" succeeds
+    When version "build-a" built 20 minutes ago is pushed
+    Then flotilla records that "build-a" was skipped because "track Newest follows when images were built"
+    When version "build-c" built 1 minutes ago is pushed
+    Then the rollout of "build-c" succeeds
+    And the primary in every cluster runs version "build-c" by digest

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -112,7 +113,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		return []cloudevents.Event{skip}, err
 	}
 	ro = rollout.Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: rollout.Progressing,
-		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest}
+		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created}
 	ro.Waves = waves(f.cfg, app)
 	if len(ro.Waves) == 0 { // config validation refuses it; a config changed under a running flotilla
 		skip, err := events.Derive(e, events.TypeRolloutSkipped, app.Name,
@@ -328,6 +329,10 @@ func (f *Function) decide(ctx context.Context, app config.Application, st rollou
 	if err != nil {
 		return d, err
 	}
+	if policy.Track == versionpolicy.Newest && d.Accept && builtBefore(v.Created, st.DeployedCreated) {
+		return versionpolicy.Decision{Reason: fmt.Sprintf("%s was built at %s, before the deployed %s (%s); track Newest follows when images were built",
+			v.Tag, v.Created.Format(time.RFC3339), st.DeployedTag, st.DeployedCreated.Format(time.RFC3339))}, nil
+	}
 	if !d.Accept && v.Tag == st.DeployedTag && v.Digest != "" && v.Digest != st.DeployedDigest {
 		d = versionpolicy.Decision{Accept: true, Reason: fmt.Sprintf("%s was pushed again with a new digest", v.Tag)}
 	}
@@ -347,6 +352,8 @@ func (f *Function) decide(ctx context.Context, app config.Application, st rollou
 	switch {
 	case cur.Tag == v.Tag && cur.Digest == v.Digest:
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is being rolled out (rollout %s)", v.Tag, cur.ID)}, nil
+	case policy.Track == versionpolicy.Newest && builtBefore(v.Created, cur.ImageCreated):
+		return versionpolicy.Decision{Reason: fmt.Sprintf("%s was built before %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
 	case cur.Tag != v.Tag && policy.NotNewer(cur.Tag, v.Tag):
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is not newer than %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
 	}
@@ -460,4 +467,10 @@ func pausedBy(c events.Control) string {
 		return c.User
 	}
 	return c.User + ": " + c.Reason
+}
+
+// builtBefore reports whether an image built at t is not newer than one
+// built at than, both known.
+func builtBefore(t, than time.Time) bool {
+	return !t.IsZero() && !than.IsZero() && !t.After(than)
 }

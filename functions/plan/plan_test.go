@@ -3,6 +3,7 @@ package plan_test
 import (
 	"context"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -632,5 +633,40 @@ func TestPlanRollbackOfASucceededRollout(t *testing.T) {
 	}
 	if st, _ := repo.App(ctx, "app"); st.DeployedTag != "1.2.2" || st.DeployedDigest != "sha256:1.2.2" {
 		t.Errorf("deployed after the rollback: %s %s, want 1.2.2", st.DeployedTag, st.DeployedDigest)
+	}
+}
+
+// Track Newest follows when images were built, not when their pushes
+// arrived: an image built before the deployed one is skipped.
+func TestPlanNewestByBuildTime(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	fn := plan.New(newConfig(application("app", image, config.TrackNewest)), repo)
+	t0 := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
+		s.DeployedTag, s.DeployedDigest, s.DeployedCreated = "b", "sha256:b", t0
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	push := func(id, tag string, built time.Time) []functiontest.Emitted {
+		t.Helper()
+		e, err := events.New(id, events.Source, events.TypeImageVerified, events.ImageVerified{Image: image, Tag: tag, Digest: "sha256:" + tag, Created: built})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := fn.Handle(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return summarize(t, evs)
+	}
+	got := push("p1", "a", t0.Add(-time.Hour))
+	want := "a was built at 2026-11-20T07:00:00Z, before the deployed b (2026-11-20T08:00:00Z); track Newest follows when images were built"
+	if diff := cmp.Diff([]functiontest.Emitted{skipped("p1", "app", "a", want)}, got); diff != "" {
+		t.Errorf("an older build pushed later (-want +got):\n%s", diff)
+	}
+	if got := push("p2", "c", t0.Add(time.Hour)); len(got) != 2 {
+		t.Errorf("a newer build = %v, want a rollout", got)
 	}
 }

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -14,12 +15,25 @@ import (
 type Function struct {
 	resolver registry.Resolver
 	tracked  func(image string) bool
+	newest   func(image string) bool
 }
 
 // New returns verify; tracked says whether an application tracks an image
 // ("registry/repository").
 func New(resolver registry.Resolver, tracked func(image string) bool) *Function {
 	return &Function{resolver: resolver, tracked: tracked}
+}
+
+// CreatedReader tells when an image was built (pkg/registry.Remote).
+type CreatedReader interface {
+	Created(ctx context.Context, image, digest string) (time.Time, error)
+}
+
+// WithCreationTime has verify read when the images newest says are built
+// (those an application on track Newest tracks).
+func (f *Function) WithCreationTime(newest func(image string) bool) *Function {
+	f.newest = newest
+	return f
 }
 
 func (*Function) Name() string       { return "verify" }
@@ -49,6 +63,14 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if p.Digest != "" && p.Digest != digest {
 		return reject(fmt.Sprintf("tag %s now resolves to %s, not the pushed %s: the newer push will be acted on", p.Tag, digest, p.Digest))
 	}
-	out, err := events.Derive(e, events.TypeImageVerified, "", events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest})
+	verified := events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest}
+	if c, ok := f.resolver.(CreatedReader); ok && f.newest != nil && f.newest(image) {
+		// Track Newest orders versions by when they were built, not by
+		// when their pushes arrived.
+		if verified.Created, err = c.Created(ctx, image, digest); err != nil {
+			return nil, err
+		}
+	}
+	out, err := events.Derive(e, events.TypeImageVerified, "", verified)
 	return []cloudevents.Event{out}, err
 }

@@ -172,8 +172,16 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		}
 		return false
 	}
+	newest := func(image string) bool {
+		for _, a := range cfg.Applications {
+			if a.Track == config.TrackNewest && registry.SameRepository(a.Image, image) {
+				return true
+			}
+		}
+		return false
+	}
 	fns := []dispatch.Function{
-		verify.New(o.Resolver, tracked),
+		verify.New(o.Resolver, tracked).WithCreationTime(newest),
 		plan.New(cfg, s.repo),
 		launch.New(cfg, s.repo, nil),
 		observe.New(cfg, s.repo, clusters, nil),

@@ -106,3 +106,49 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// Created returns when the image image@digest was built (its config's
+// created time; for an index, its first image's), zero if the config does
+// not say.
+func (r *Remote) Created(ctx context.Context, image, digest string) (time.Time, error) {
+	ref, err := name.NewDigest(image + "@" + digest)
+	if err != nil {
+		return time.Time{}, events.Permanent(fmt.Errorf("reading %s@%s: %w", image, digest, err))
+	}
+	if r.insecure[ref.RegistryStr()] {
+		if ref, err = name.NewDigest(image+"@"+digest, name.Insecure); err != nil {
+			return time.Time{}, events.Permanent(err)
+		}
+	}
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry)}
+	desc, err := remote.Get(ref, opts...)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading %s@%s: %w", image, digest, classify(err))
+	}
+	var img v1.Image
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return time.Time{}, fmt.Errorf("reading index %s@%s: %w", image, digest, classify(err))
+		}
+		m, err := idx.IndexManifest()
+		if err != nil || len(m.Manifests) == 0 {
+			return time.Time{}, classify(err)
+		}
+		if img, err = idx.Image(m.Manifests[0].Digest); err != nil {
+			return time.Time{}, fmt.Errorf("reading %s@%s: %w", image, m.Manifests[0].Digest, classify(err))
+		}
+	} else if img, err = desc.Image(); err != nil {
+		return time.Time{}, fmt.Errorf("reading %s@%s: %w", image, digest, classify(err))
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the config of %s@%s: %w", image, digest, classify(err))
+	}
+	return cfg.Created.UTC(), nil
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -396,5 +397,35 @@ func TestNewRemoteDefaults(t *testing.T) {
 	r = NewRemote(WithKeychain(nil), WithTransport(nil))
 	if r.keychain != authn.DefaultKeychain || r.transport != remote.DefaultTransport {
 		t.Errorf("nil options replaced the defaults: keychain %v, transport %v", r.keychain, r.transport)
+	}
+}
+
+// Created reads when an image was built from its config, and for an index
+// from its first image's.
+func TestRemoteCreated(t *testing.T) {
+	host := startRegistry(t, nil)
+	built := time.Date(2026, 11, 20, 8, 30, 0, 0, time.UTC)
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = mutate.CreatedAt(img, v1.Time{Time: built})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(mustTag(t, host+"/shop/api:1"), img); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRemote(anonymous)
+	got, err := r.Created(t.Context(), host+"/shop/api", mustDigest(t, img.Digest))
+	if err != nil || !got.Equal(built) {
+		t.Errorf("Created = %v, %v; want %v", got, err, built)
+	}
+	idx := pushIndex(t, host, "shop/multi", "1")
+	if _, err := r.Created(t.Context(), host+"/shop/multi", idx); err != nil {
+		t.Errorf("Created of an index: %v", err)
+	}
+	if _, err := r.Created(t.Context(), host+"/shop/api", "sha256:"+strings.Repeat("0", 64)); !events.IsPermanent(err) {
+		t.Errorf("Created of a missing digest = %v, want a permanent error", err)
 	}
 }

@@ -80,6 +80,8 @@ type Rollout struct {
 	// RollbackOf names the succeeded rollout this one rolls back (a user's
 	// `flotilla rollback`).
 	RollbackOf string `json:"rollbackOf,omitempty"`
+	// ImageCreated is when the image was built, read for track Newest.
+	ImageCreated time.Time `json:"imageCreated,omitzero"`
 }
 
 // Failure is an event a function gave up on.
@@ -280,6 +282,8 @@ type AppState struct {
 	// Deployed is the tag and digest the whole fleet last converged on.
 	DeployedTag    string `json:"deployedTag,omitempty"`
 	DeployedDigest string `json:"deployedDigest,omitempty"`
+	// DeployedCreated is when the deployed image was built (track Newest).
+	DeployedCreated time.Time `json:"deployedCreated,omitzero"`
 	// LatestTag is the newest tag a rollout was started for. A push is
 	// compared with Deployed (a hotfix after a rolled back version is
 	// accepted) and with the rollout in flight, which it must be newer than.
