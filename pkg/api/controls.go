@@ -36,19 +36,12 @@ type RetryResponse struct {
 // retry journals a user's retry of a rollout: the reverts of a rollback
 // that failed, and the events functions gave up on (see functions/rollback).
 func (a *API) retry(w http.ResponseWriter, r *http.Request) {
-	name, err := a.authorize(r)
-	if err != nil {
-		writeError(w, err)
+	var req RetryRequest
+	name, ok := a.authorizedRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	var req RetryRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, fault.Permanent(fmt.Errorf("decoding retry: %w", err)))
-		return
-	}
 	ro, err := a.rollouts.Get(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
@@ -126,19 +119,31 @@ type ControlResponse struct {
 
 // control reads a control's body and who sent it.
 func (a *API) control(w http.ResponseWriter, r *http.Request) (events.Control, bool) {
-	name, err := a.authorize(r)
-	if err != nil {
-		writeError(w, err)
-		return events.Control{}, false
-	}
 	var req ControlRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, fault.Permanent(fmt.Errorf("decoding the request: %w", err)))
+	name, ok := a.authorizedRequest(w, r, &req)
+	if !ok {
 		return events.Control{}, false
 	}
 	return events.Control{User: who(name, req.By), Reason: req.Reason}, true
+}
+
+// authorizedRequest authorizes a request that changes something and
+// decodes its (optional) JSON body into req, unknown fields refused; it
+// answers the error itself and reports false on one. It returns the
+// token's name.
+func (a *API) authorizedRequest(w http.ResponseWriter, r *http.Request, req any) (string, bool) {
+	name, err := a.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return "", false
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, fault.Permanent(fmt.Errorf("decoding the request: %w", err)))
+		return "", false
+	}
+	return name, true
 }
 
 // journalControl journals a control and answers 202.
@@ -230,16 +235,9 @@ func (a *API) getFleet(w http.ResponseWriter, r *http.Request) {
 // a wave, named by its number (from 1) or name; 409 when the wave needs no
 // approval, has started, or has the caller's already.
 func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
-	name, err := a.authorize(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var req ControlRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, fault.Permanent(fmt.Errorf("decoding the request: %w", err)))
+	name, ok := a.authorizedRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	id := r.PathValue("id")
@@ -308,16 +306,9 @@ type QuarantineRequest struct {
 // quarantine marks a version of an application bad: refused from now on,
 // and the rollouts in flight carrying it are aborted.
 func (a *API) quarantine(w http.ResponseWriter, r *http.Request) {
-	name, err := a.authorize(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var req QuarantineRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, fault.Permanent(fmt.Errorf("decoding the request: %w", err)))
+	name, ok := a.authorizedRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	app := r.PathValue("app")
