@@ -4,10 +4,12 @@ Feature: Fleet rollouts users can steer: targeting and wave policy
   more than maxFailures of them failed, and must then stay healthy for its
   bake time before the next wave starts.
 
-  Scenario: An application targeted by labels reaches only its clusters
+  Scenario: An application targeted by labels reaches only its clusters, in waves chosen by labels
     Given a registry
     And clusters "c1,c3" are labelled "region=eu"
     And clusters "c2,c4" are labelled "region=us"
+    And clusters "c3,c4" are labelled "tier=late"
+    And wave 2 is the clusters labelled "tier=late"
     And the application goes only to clusters labelled "region=eu"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1,c2" then "c3,c4"
     And the workload "podinfo" runs in every cluster of the waves

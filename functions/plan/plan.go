@@ -103,7 +103,11 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 	if err != nil {
 		return nil, err
 	}
-	d, err := f.decide(ctx, app, st, v)
+	inFlight, err := f.inFlight(ctx, app.Name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := decide(app, st, inFlight, v)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +124,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: "the application targets no cluster of the fleet"})
 		return []cloudevents.Event{skip}, err
 	}
-	queue, out, err := f.makeWay(ctx, e, app, ro)
+	queue, out, err := f.makeWay(ctx, e, app, inFlight, ro)
 	if err != nil {
 		return nil, err
 	}
@@ -153,15 +157,11 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 // or it queues behind it (queue, or a rollback under way, which is never
 // cut short). It returns whether ro queues, and the events of the rollouts
 // it superseded (journaled with their change).
-func (f *Function) makeWay(ctx context.Context, e cloudevents.Event, app config.Application, ro rollout.Rollout) (bool, []cloudevents.Event, error) {
-	ros, err := f.repo.ListInFlight(ctx)
-	if err != nil {
-		return false, nil, err
-	}
+func (f *Function) makeWay(ctx context.Context, e cloudevents.Event, app config.Application, inFlight []rollout.Rollout, ro rollout.Rollout) (bool, []cloudevents.Event, error) {
 	var out []cloudevents.Event
 	queue := false
-	for _, cur := range ros {
-		if cur.Application != app.Name || cur.ID == ro.ID {
+	for _, cur := range inFlight {
+		if cur.ID == ro.ID {
 			continue
 		}
 		supersede := false
@@ -313,7 +313,7 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 // the same tag pushed again with a new digest (a rebuild, a mutable tag
 // moved) is a new version; v must also be newer than a rollout in flight
 // or waiting, which it would take over.
-func (f *Function) decide(ctx context.Context, app config.Application, st rollout.AppState, v events.ImageVerified) (versionpolicy.Decision, error) {
+func decide(app config.Application, st rollout.AppState, inFlight []rollout.Rollout, v events.ImageVerified) (versionpolicy.Decision, error) {
 	if q, ok := st.QuarantineOf(v.Tag, v.Digest); ok {
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", v.Tag, q.By, q.Reason)}, nil
 	}
@@ -336,28 +336,39 @@ func (f *Function) decide(ctx context.Context, app config.Application, st rollou
 	if !d.Accept && v.Tag == st.DeployedTag && v.Digest != "" && v.Digest != st.DeployedDigest {
 		d = versionpolicy.Decision{Accept: true, Reason: fmt.Sprintf("%s was pushed again with a new digest", v.Tag)}
 	}
-	if !d.Accept || st.LatestRollout == "" {
+	if !d.Accept {
 		return d, nil
 	}
-	cur, err := f.repo.Get(ctx, st.LatestRollout)
-	if errors.Is(err, rollout.ErrNotFound) {
-		return d, nil
-	}
-	if err != nil {
-		return d, err
-	}
-	if cur.Phase != rollout.Progressing && cur.Phase != rollout.Queued {
-		return d, nil // ended, or failed: a failed version is no baseline
-	}
-	switch {
-	case cur.Tag == v.Tag && cur.Digest == v.Digest:
-		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is being rolled out (rollout %s)", v.Tag, cur.ID)}, nil
-	case policy.Track == versionpolicy.Newest && builtBefore(v.Created, cur.ImageCreated):
-		return versionpolicy.Decision{Reason: fmt.Sprintf("%s was built before %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
-	case cur.Tag != v.Tag && policy.NotNewer(cur.Tag, v.Tag):
-		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is not newer than %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
+	for _, cur := range inFlight {
+		if cur.Phase != rollout.Progressing && cur.Phase != rollout.Queued {
+			continue // failing: a failed version is no baseline
+		}
+		switch {
+		case cur.Tag == v.Tag && cur.Digest == v.Digest:
+			return versionpolicy.Decision{Reason: fmt.Sprintf("%s is being rolled out (rollout %s)", v.Tag, cur.ID)}, nil
+		case policy.Track == versionpolicy.Newest && builtBefore(v.Created, cur.ImageCreated):
+			return versionpolicy.Decision{Reason: fmt.Sprintf("%s was built before %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
+		case cur.Tag != v.Tag && policy.NotNewer(cur.Tag, v.Tag):
+			return versionpolicy.Decision{Reason: fmt.Sprintf("%s is not newer than %s, which rollout %s is rolling out", v.Tag, cur.Tag, cur.ID)}, nil
+		}
 	}
 	return d, nil
+}
+
+// inFlight lists the application's rollouts in flight (one read, for both
+// the version decision and supersede or queue).
+func (f *Function) inFlight(ctx context.Context, app string) ([]rollout.Rollout, error) {
+	ros, err := f.repo.ListInFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []rollout.Rollout
+	for _, ro := range ros {
+		if ro.Application == app {
+			out = append(out, ro)
+		}
+	}
+	return out, nil
 }
 
 // quarantine marks a version of an application bad: it never rolls out

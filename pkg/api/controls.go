@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -61,18 +62,11 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	attempt := ro.Retries + 1
-	e, err := events.New(fmt.Sprintf("retry/%s/%d", id, attempt), "/flotilla/api", events.TypeRolloutRetryRequested,
+	e, ok := a.journalEvent(w, r, fmt.Sprintf("retry/%s/%d", id, attempt), events.TypeRolloutRetryRequested, id,
 		events.RolloutRetryRequested{RolloutID: id, Cluster: req.Cluster, Attempt: attempt, User: who(name, req.By)})
-	if err != nil {
-		writeError(w, err)
+	if !ok {
 		return
 	}
-	e.SetExtension(events.ExtRolloutID, id)
-	if _, err := a.journal.Append(r.Context(), e); err != nil {
-		writeError(w, fmt.Errorf("journaling the retry: %w", err))
-		return
-	}
-	a.log.Info("rollout retry requested", "rollout", id, "cluster", req.Cluster, "attempt", attempt, "by", who(name, req.By))
 	writeJSON(w, http.StatusAccepted, RetryResponse{EventID: e.ID(), Attempt: attempt, Retrying: what})
 }
 
@@ -148,21 +142,29 @@ func (a *API) authorizedRequest(w http.ResponseWriter, r *http.Request, req any)
 
 // journalControl journals a control and answers 202.
 func (a *API) journalControl(w http.ResponseWriter, r *http.Request, typ string, c events.Control) {
-	id := fmt.Sprintf("control/%s/%d", typ, time.Now().UnixNano())
-	e, err := events.New(id, "/flotilla/api", typ, c)
+	if e, ok := a.journalEvent(w, r, fmt.Sprintf("control/%s/%d", typ, time.Now().UnixNano()), typ, c.RolloutID, c); ok {
+		writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: c.User})
+	}
+}
+
+// journalEvent journals a user's control as an event of type typ with
+// payload p (of rollout rolloutID, if set) and logs it; on a failure it
+// answers the error itself and reports false.
+func (a *API) journalEvent(w http.ResponseWriter, r *http.Request, id, typ, rolloutID string, p any) (cloudevents.Event, bool) {
+	e, err := events.New(id, "/flotilla/api", typ, p)
 	if err != nil {
 		writeError(w, err)
-		return
+		return e, false
 	}
-	if c.RolloutID != "" {
-		e.SetExtension(events.ExtRolloutID, c.RolloutID)
+	if rolloutID != "" {
+		e.SetExtension(events.ExtRolloutID, rolloutID)
 	}
 	if _, err := a.journal.Append(r.Context(), e); err != nil {
 		writeError(w, fmt.Errorf("journaling %s: %w", typ, err))
-		return
+		return e, false
 	}
-	a.log.Info("control requested", "type", typ, "rollout", c.RolloutID, "by", c.User, "reason", c.Reason)
-	writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: c.User})
+	a.log.Info("control requested", "type", typ, "id", id, "rollout", rolloutID, "payload", p)
+	return e, true
 }
 
 // rolloutControl pauses, resumes or aborts a rollout; 409 when the rollout
@@ -268,19 +270,10 @@ func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := who(name, req.By)
-	e, err := events.New(fmt.Sprintf("approval/%s/%d/%s", id, idx, name), "/flotilla/api", events.TypeWaveApprovalRequested,
-		events.WaveApproval{RolloutID: id, Wave: idx, Approver: name, User: user, Reason: req.Reason})
-	if err != nil {
-		writeError(w, err)
-		return
+	if e, ok := a.journalEvent(w, r, fmt.Sprintf("approval/%s/%d/%s", id, idx, name), events.TypeWaveApprovalRequested, id,
+		events.WaveApproval{RolloutID: id, Wave: idx, Approver: name, User: user, Reason: req.Reason}); ok {
+		writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 	}
-	e.SetExtension(events.ExtRolloutID, id)
-	if _, err := a.journal.Append(r.Context(), e); err != nil {
-		writeError(w, fmt.Errorf("journaling the approval: %w", err))
-		return
-	}
-	a.log.Info("wave approval requested", "rollout", id, "wave", idx+1, "by", user, "reason", req.Reason)
-	writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 }
 
 // waveIndex finds a wave of ro by number (from 1) or name.
@@ -324,18 +317,11 @@ func (a *API) quarantine(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := who(name, req.By)
-	e, err := events.New(fmt.Sprintf("quarantine/%s/%s%s/%d", app, req.Tag, req.Digest, time.Now().UnixNano()), "/flotilla/api",
-		events.TypeVersionQuarantineRequested, events.QuarantineRequested{Application: app, Tag: req.Tag, Digest: req.Digest, User: user, Reason: req.Reason})
-	if err != nil {
-		writeError(w, err)
-		return
+	if e, ok := a.journalEvent(w, r, fmt.Sprintf("quarantine/%s/%s%s/%d", app, req.Tag, req.Digest, time.Now().UnixNano()),
+		events.TypeVersionQuarantineRequested, "",
+		events.QuarantineRequested{Application: app, Tag: req.Tag, Digest: req.Digest, User: user, Reason: req.Reason}); ok {
+		writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 	}
-	if _, err := a.journal.Append(r.Context(), e); err != nil {
-		writeError(w, fmt.Errorf("journaling the quarantine: %w", err))
-		return
-	}
-	a.log.Info("quarantine requested", "application", app, "tag", req.Tag, "digest", req.Digest, "by", user, "reason", req.Reason)
-	writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 }
 
 // rollBack rolls the fleet back from a succeeded rollout to the version
