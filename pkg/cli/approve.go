@@ -33,8 +33,9 @@ With --wave W (a number from 1, or the wave's name) it approves that wave
 instead, for a wave policy that asks for approvals: its clusters start once
 as many distinct approvers (API token names) as it needs have approved it.
 
-The call needs the API token of the running flotilla (server.apiToken in its
-config): --token, or the environment variable FLOTILLA_TOKEN.`,
+The call needs an API token of the running flotilla (server.apiToken or
+server.apiTokens in its config): --token, or the environment variable
+FLOTILLA_TOKEN. It is recorded under the token's name.`,
 		Example: `  flotilla approve r-20260102-api-7f3c
   flotilla approve r-20260102-api-7f3c --cluster eu-1 --reject --reason "p99 latency regressed"`,
 		Args: cobra.ExactArgs(1),

@@ -39,8 +39,9 @@ With --cluster only that cluster's are. The retry is journaled as an event
 (dev.flotilla.rollout.retry.requested.v1) naming who asked. Nothing to retry
 is an error (409).
 
-The call needs the API token of the running flotilla (server.apiToken in its
-config): --token, or the environment variable FLOTILLA_TOKEN.`,
+The call needs an API token of the running flotilla (server.apiToken or
+server.apiTokens in its config): --token, or the environment variable
+FLOTILLA_TOKEN. It is recorded under the token's name.`,
 		Example: `  flotilla retry r-20260102-api-7f3c
   flotilla retry r-20260102-api-7f3c --cluster eu-1`,
 		Args: cobra.ExactArgs(1),

@@ -60,8 +60,9 @@ type Server struct {
 	// Default 1000000.
 	DedupeMaxEvents *int `json:"dedupeMaxEvents"`
 	// APIToken authenticates the API calls that change something
-	// (approvals): "Authorization: Bearer <token>". Without it, those calls
-	// are refused; reading the API needs no token.
+	// (approvals, retries, the controls): "Authorization: Bearer <token>";
+	// they are recorded as done by "default". Without it or APITokens,
+	// those calls are refused; reading the API needs no token.
 	APIToken *Secret `json:"apiToken"`
 	// APITokenValue is the resolved APIToken, set by Load. Never marshalled.
 	APITokenValue string `json:"-"`
