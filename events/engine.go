@@ -97,6 +97,10 @@ type PipelineRunRequested struct {
 	// Deadline is when the step's time is up: the executor stops retrying
 	// then and reports the run failed.
 	Deadline time.Time `json:"deadline"`
+	// Restart, when set, is put on the workload's pod template: a user's
+	// retry of a cluster whose analysis failed makes Flagger analyse the
+	// same image again.
+	Restart string `json:"restart,omitempty"`
 }
 
 // PipelineRunFinished: an executor ended a requested run. Error is empty

@@ -47,6 +47,27 @@ Feature: Users steer rollouts: pause, resume, abort, stop the line, approve wave
     And the primary in every cluster runs version "1.1.0" by digest
     And the primary of "bravo" in every cluster runs version "2.1.0" by digest
 
+  Scenario: A cluster that failed within its wave's budget is retried, and Flagger analyses it again
+    Given wave 1 may lose 1 cluster
+    And wave 2 needs the approvals of "alice"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1,c2" then "c3"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.0.0" is pushed
+    And "alice" approves wave 2 of the rollout of "1.0.0"
+    Then the rollout of "1.0.0" succeeds
+    When the analysis gate fails in cluster "c2"
+    And version "1.1.0" is pushed
+    Then cluster "c2" of the rollout of "1.1.0" has failed
+    And cluster "c1" of the rollout of "1.1.0" has succeeded
+    And the primary in clusters "c2" runs version "1.0.0" by digest
+    When the analysis gate passes again in cluster "c2"
+    And `flotilla retry --cluster c2` is run for the rollout of "1.1.0"
+    Then cluster "c2" of the rollout of "1.1.0" has succeeded
+    And the primary in clusters "c1,c2" runs version "1.1.0" by digest
+    When "alice" approves wave 2 of the rollout of "1.1.0"
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+
   Scenario: A wave that needs two approvers starts once two distinct approvers approved it
     Given wave 2 needs the approvals of "alice,bob"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"

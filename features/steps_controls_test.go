@@ -21,7 +21,8 @@ func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the rollout of "([^"]*)" waits for the freeze window "([^"]*)"$`, s.waitsForFreeze)
 	sc.Step(`^the rollout of "([^"]*)" records an override of wave (\d+)$`, s.overrideRecorded)
 	sc.Step("^`flotilla fleet (stop|start)` is run$", s.controlFleet)
-	sc.Step(`^cluster "([^"]*)" of the rollout of "([^"]*)" has succeeded$`, s.clusterSucceeded)
+	sc.Step(`^cluster "([^"]*)" of the rollout of "([^"]*)" has (succeeded|failed)$`, s.clusterEnded)
+	sc.Step("^`flotilla retry --cluster ([^`]*)` is run for the rollout of \"([^\"]*)\"$", s.retryCluster)
 	sc.Step(`^no cluster of wave (\d+) of the rollout of "([^"]*)" starts for (\d+) seconds$`, s.waveHeld)
 	sc.Step(`^no cluster takes the rollouts of "([^"]*)" for (\d+) seconds$`, s.rolloutsHeld)
 	sc.Step(`^wave (\d+) needs the approvals of "([^"]*)"$`, s.waveNeedsApprovals)
@@ -116,7 +117,8 @@ func (s *scenario) controlFleet(ctx context.Context, action string) error {
 	return nil
 }
 
-func (s *scenario) clusterSucceeded(ctx context.Context, cluster, version string) error {
+func (s *scenario) clusterEnded(ctx context.Context, cluster, version, outcome string) error {
+	want := map[string]string{"succeeded": "Succeeded", "failed": "Failed"}[outcome]
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		ro, err := s.apiRollout(ctx, version)
@@ -125,14 +127,30 @@ func (s *scenario) clusterSucceeded(ctx context.Context, cluster, version string
 		}
 		for _, w := range ro.Waves {
 			for _, c := range w.Clusters {
-				if c.Name == cluster && c.Phase == "Succeeded" {
+				if c.Name == cluster && c.Phase == want {
 					return nil
 				}
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("cluster %s of the rollout of %s did not succeed within 2 minutes", cluster, version)
+	return fmt.Errorf("cluster %s of the rollout of %s has not %s within 2 minutes", cluster, version, outcome)
+}
+
+// retryCluster runs `flotilla retry ROLLOUT --cluster C`.
+func (s *scenario) retryCluster(ctx context.Context, cluster, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	out, err := s.flotillaCLI(ctx, "retry", id, "--cluster", cluster, "--token", s.w.apiToken)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, fmt.Sprintf("retry 1 requested: the failed clusters [%s]", cluster)) {
+		return fmt.Errorf("flotilla retry printed %q", out)
+	}
+	return nil
 }
 
 // held checks, for the whole time, that the clusters of the rollout of

@@ -63,6 +63,9 @@ type RunParams struct {
 	GitOps *GitOps
 	// Timeout bounds the whole run. Default DefaultTimeout.
 	Timeout time.Duration
+	// Restart, when set, goes on the workload's pod template: a retry of
+	// the same image (see tasks.AnnotationRestart).
+	Restart string
 }
 
 // GitOps says where an application's image lives in a deployments
@@ -101,6 +104,7 @@ func FromApplyCanary(p tasks.ApplyCanaryParams) RunParams {
 	return RunParams{
 		Rollout: p.Rollout, Namespace: p.Namespace, Kind: p.Kind, Workload: p.Workload,
 		Container: p.Container, Image: p.Image, Canary: p.Canary, Objects: p.Objects,
+		Restart: p.Restart,
 	}
 }
 
@@ -113,6 +117,7 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 	tp, err := tasks.ApplyCanaryParams{
 		Rollout: p.Rollout, Namespace: p.Namespace, Kind: p.Kind, Workload: p.Workload,
 		Container: p.Container, Image: p.Image, Canary: p.Canary, Objects: p.Objects,
+		Restart: p.Restart,
 	}.ParamsOf()
 	if err != nil {
 		return nil, events.Permanent(err)
@@ -158,6 +163,15 @@ func ResultsFrom(m map[string]string) (Results, error) {
 		r.Changed = b
 	}
 	return r, nil
+}
+
+// RunName names the run of p in a cluster (see RunName).
+func (p RunParams) RunName(cluster string) string {
+	if p.Restart != "" {
+		// A user's retry is a run of its own.
+		return RunName(p.Rollout, cluster, p.Image+"\x00"+p.Restart)
+	}
+	return RunName(p.Rollout, cluster, p.Image)
 }
 
 // RunName names the run of a rollout's image in a cluster: readable, a

@@ -71,9 +71,12 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if err != nil {
 			return nil, events.Permanent(err)
 		}
-		if r.Phase != rollout.Progressing || w != r.Wave {
-			// A late result of a wave that has passed, or one of a wave not
-			// started (a stale event): the current wave is all that counts.
+		if r.Phase != rollout.Progressing || w > r.Wave {
+			return nil, nil // a stale event, or one of a wave not started
+		}
+		if w < r.Wave && cl.Phase != rollout.ClusterApplying && cl.Phase != rollout.ClusterProgressing {
+			// A late result of a wave that has passed: only a retried
+			// cluster of it (under way) still counts.
 			return nil, nil
 		}
 		switch e.Type() {
@@ -83,6 +86,11 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			cl.Phase = rollout.ClusterFailed
 		}
 		cl.Message = res.Reason
+		if done, _ := r.WaveOutcome(r.Wave); w < r.Wave && !done {
+			// A retry's end in a wave that has passed decides nothing: the
+			// wave passed. The rollout may end once the last wave is done.
+			return nil, nil
+		}
 		return emit(e, r, decide(r, f.now()))
 	})
 	if err != nil {
@@ -133,7 +141,7 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 				return nil, nil
 			}
 			r.Waves[r.Wave].FreezeOverride = pausedBy(c)
-			pending := r.Waves[r.Wave].Pending()
+			pending := r.Startable()
 			if len(pending) == 0 {
 				return nil, nil
 			}
@@ -146,9 +154,8 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 			if r.Phase != rollout.Progressing {
 				return nil, nil
 			}
-			wave := r.Waves[r.Wave]
-			if pending := wave.Pending(); len(pending) > 0 && wave.Room() > 0 {
-				return emit(e, r, []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: pending}}})
+			if startable(r) {
+				return emit(e, r, []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: r.Startable()}}})
 			}
 			return emit(e, r, decide(r, f.now()))
 		}
@@ -226,7 +233,7 @@ func (f *Function) fleet(ctx context.Context, e cloudevents.Event) ([]cloudevent
 		if r.Phase != rollout.Progressing || r.Paused != "" {
 			continue
 		}
-		pending := r.Waves[r.Wave].Pending()
+		pending := r.Startable()
 		if len(pending) == 0 {
 			continue
 		}
@@ -300,6 +307,11 @@ func decide(r *rollout.Rollout, now time.Time) []step {
 		r.Waves[w].BakingUntil = until
 		return []step{{typ: events.TypeWaveBaked, payload: events.WaveResult{RolloutID: r.ID, Wave: w}, due: until}}
 	}
+	if w+1 == len(r.Waves) && r.RetriesUnderWay() {
+		// A retried cluster of a wave that passed has not finished: the
+		// rollout ends with its result.
+		return nil
+	}
 	if failed > 0 {
 		note := fmt.Sprintf("wave %d (%s) within its failure budget of %d: %s", w+1, wave.Name, wave.MaxFailures, failures(r, w))
 		if r.Reason != "" {
@@ -318,6 +330,17 @@ func decide(r *rollout.Rollout, now time.Time) []step {
 	}
 	r.Phase = rollout.Succeeded
 	return append(steps, step{typ: events.TypeRolloutSucceeded, payload: events.RolloutResult{RolloutID: r.ID}})
+}
+
+// startable reports whether clusters of r wait to start and may: retried
+// ones of waves that passed, or the current wave's within its parallelism.
+func startable(r *rollout.Rollout) bool {
+	for _, name := range r.Startable() {
+		if _, w, _ := r.Cluster(name); w < r.Wave || r.Waves[r.Wave].Room() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func failures(r *rollout.Rollout, w int) string {

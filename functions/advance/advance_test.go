@@ -189,6 +189,35 @@ func TestAdvance(t *testing.T) {
 			deployed: true,
 		},
 		{
+			name:   "a retried cluster of a wave that passed succeeds while the current wave runs",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(progressing, progressing, pending)},
+			typ:    events.TypeClusterSucceeded, cluster: "c1",
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, pending)},
+		},
+		{
+			name:   "a retried cluster of a wave that passed fails again: the wave stays passed",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(progressing, progressing, progressing)},
+			typ:    events.TypeClusterFailed, cluster: "c1", reason: "again",
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(failed, progressing, progressing)},
+		},
+		{
+			name:   "the last wave is done while a retry is under way: the rollout waits for it",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(progressing, succeeded, progressing)},
+			typ:    events.TypeClusterSucceeded, cluster: "c3",
+			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(progressing, succeeded, succeeded)},
+		},
+		{
+			name:   "the retry's end ends the rollout",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(progressing, succeeded, succeeded)},
+			typ:    events.TypeClusterSucceeded, cluster: "c1",
+			want: []functiontest.Emitted{
+				ev(events.TypeWaveSucceeded, events.WaveResult{RolloutID: rolloutID, Wave: 1}),
+				ev(events.TypeRolloutSucceeded, events.RolloutResult{RolloutID: rolloutID}),
+			},
+			after:    state{Phase: rollout.Succeeded, Wave: 1, Clusters: cs(succeeded, succeeded, succeeded)},
+			deployed: true,
+		},
+		{
 			name:   "result after the rollout failed",
 			before: state{Phase: rollout.Failed, Wave: 1, Clusters: cs(succeeded, failed, progressing), Reason: "earlier"},
 			typ:    events.TypeClusterFailed, cluster: "c3", reason: "late",

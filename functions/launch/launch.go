@@ -36,81 +36,132 @@ func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 
 func (*Function) Name() string { return "launch" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeWaveStarted, events.TypeWaveContinued}
+	return []string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested}
 }
 
 // Handle requests a pipeline run and sets a deadline for the clusters of
-// the wave still pending, as many as its maxParallel leaves room for. The
-// requests commit with the clusters' move to Applying: a redelivered wave
-// finds them applying and asks nothing twice.
+// the wave still pending, as many as its maxParallel leaves room for, and
+// for the clusters a user's retry set back. The requests commit with the
+// clusters' move to Applying: a redelivered wave finds them applying and
+// asks nothing twice.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	w, err := events.Decode[events.WaveStarted](e)
-	if err != nil {
-		return nil, err
+	var id string
+	var retry *events.RolloutRetryRequested
+	var wave *events.WaveStarted
+	if e.Type() == events.TypeRolloutRetryRequested {
+		r, err := events.Decode[events.RolloutRetryRequested](e)
+		if err != nil {
+			return nil, err
+		}
+		id, retry = r.RolloutID, &r
+	} else {
+		w, err := events.Decode[events.WaveStarted](e)
+		if err != nil {
+			return nil, err
+		}
+		id, wave = w.RolloutID, &w
 	}
 	fleet, err := f.repo.Fleet(ctx)
 	if err != nil {
 		return nil, err
 	}
-	_, out, err := f.repo.UpdateEmit(ctx, w.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		if r.Phase != rollout.Progressing || r.Wave != w.Wave {
+	_, out, err := f.repo.UpdateEmit(ctx, id, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		if r.Phase != rollout.Progressing || (wave != nil && r.Wave != wave.Wave) {
 			return nil, nil // the rollout moved on (failed, superseded): nothing to launch
 		}
-		app, ok := f.cfg.Application(r.Application)
-		if !ok {
-			return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
+		if wave != nil {
+			for _, name := range wave.Clusters {
+				if _, _, err := r.Cluster(name); err != nil {
+					return nil, events.Permanent(err)
+				}
+			}
 		}
-		if r.Waiting = waiting(r, fleet); r.Waiting != "" {
-			return nil, nil // resuming, starting the line, approving start them
+		if retry != nil && len(r.Retry(retry.Cluster, retry.Attempt, retry.User)) == 0 {
+			return nil, nil // nothing failed (a redelivery), or not in a wave that started
 		}
-		if fw, until, ok := freeze.Active(f.cfg.FreezeWindows(app, r.Waves[r.Wave].Name), f.now()); ok && r.Waves[r.Wave].FreezeOverride == "" {
-			// Held until the window ends (a timer), or an override.
-			r.Waiting = fmt.Sprintf("freeze window %q until %s", fw.Name, until.UTC().Format(time.RFC3339))
-			timer, err := events.Derive(e, events.TypeWaveContinued, fmt.Sprintf("freeze/%s/%d", fw.Name, until.Unix()),
-				events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: r.Waves[r.Wave].Pending()})
-			if err != nil {
-				return nil, err
-			}
-			return []cloudevents.Event{events.At(timer, until)}, nil
-		}
-		deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
-		room := r.Waves[r.Wave].Room()
-		var out []cloudevents.Event
-		for _, name := range w.Clusters {
-			if room == 0 {
-				break // the rest starts as these finish (wave.continued)
-			}
-			c, _, err := r.Cluster(name)
-			if err != nil {
-				return nil, events.Permanent(err)
-			}
-			if c.Phase != rollout.ClusterPending {
-				continue
-			}
-			c.Phase = rollout.ClusterApplying
-			room--
-			evs, err := r.RequestRun(e, c, events.PurposeApply, r.Ref(), r.Tag, deadline)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, evs...)
-		}
-		return out, nil
+		return f.start(e, r, fleet)
 	})
 	return out, err
 }
 
-// waiting says why the clusters of r's current wave may not start now, ""
-// if they may.
+// start starts what of r may start now (Rollout.Startable), unless
+// something holds it: the stopped line or a pause hold the whole rollout,
+// an approval or a freeze window the clusters of its wave (r.Waiting says
+// what holds them).
+func (f *Function) start(e cloudevents.Event, r *rollout.Rollout, fleet rollout.FleetState) ([]cloudevents.Event, error) {
+	app, ok := f.cfg.Application(r.Application)
+	if !ok {
+		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
+	}
+	if r.Waiting = waiting(r, fleet); r.Waiting != "" {
+		return nil, nil // resuming, starting the line start them
+	}
+	deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
+	room := r.Waves[r.Wave].Room()
+	held := map[int]bool{}
+	var out []cloudevents.Event
+	for _, name := range r.Startable() {
+		c, w, err := r.Cluster(name)
+		if err != nil {
+			return nil, events.Permanent(err)
+		}
+		if _, seen := held[w]; !seen {
+			why, timer, err := f.gate(e, r, app, w)
+			if err != nil {
+				return nil, err
+			}
+			held[w] = why != ""
+			if why != "" && r.Waiting == "" {
+				r.Waiting = why
+			}
+			out = append(out, timer...)
+		}
+		if held[w] {
+			continue
+		}
+		if w == r.Wave {
+			if room == 0 {
+				continue // the rest starts as these finish (wave.continued)
+			}
+			room--
+		}
+		c.Phase = rollout.ClusterApplying
+		evs, err := r.RequestRun(e, c, events.PurposeApply, r.Ref(), r.Tag, deadline)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	return out, nil
+}
+
+// gate says why the clusters of wave w of r may not start now ("" if they
+// may): the approvals the wave needs, or a freeze window, which a timer at
+// its end releases (approving or an override start them earlier).
+func (f *Function) gate(e cloudevents.Event, r *rollout.Rollout, app config.Application, w int) (string, []cloudevents.Event, error) {
+	wave := r.Waves[w]
+	if !wave.Approved() {
+		return fmt.Sprintf("wave %d (%s) waits for %d approvals, has %d %v", w+1, wave.Name, wave.Approvals, len(wave.Approvers), wave.Approvers), nil, nil
+	}
+	fw, until, ok := freeze.Active(f.cfg.FreezeWindows(app, wave.Name), f.now())
+	if !ok || wave.FreezeOverride != "" {
+		return "", nil, nil
+	}
+	timer, err := events.Derive(e, events.TypeWaveContinued, fmt.Sprintf("freeze/%s/%d", fw.Name, until.Unix()),
+		events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: r.Startable()})
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("freeze window %q until %s", fw.Name, until.UTC().Format(time.RFC3339)), []cloudevents.Event{events.At(timer, until)}, nil
+}
+
+// waiting says why no cluster of r may start now, "" if they may.
 func waiting(r *rollout.Rollout, fleet rollout.FleetState) string {
-	wave := r.Waves[r.Wave]
 	switch {
 	case fleet.Stopped:
 		return fmt.Sprintf("the fleet is stopped (by %s: %s)", fleet.By, fleet.Reason)
 	case r.Paused != "":
 		return "paused by " + r.Paused
-	case !wave.Approved():
-		return fmt.Sprintf("wave %d (%s) waits for %d approvals, has %d %v", r.Wave+1, wave.Name, wave.Approvals, len(wave.Approvers), wave.Approvers)
 	}
 	return ""
 }

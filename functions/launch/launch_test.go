@@ -218,7 +218,7 @@ func TestLaunchContract(t *testing.T) {
 	if fn.Name() != "launch" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeWaveStarted, events.TypeWaveContinued}, fn.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }
@@ -390,5 +390,134 @@ func TestLaunchFreezeWindow(t *testing.T) {
 	}
 	if evs, err := f.Handle(ctx, waveStarted(t, 0, "c1")); err != nil || len(evs) != 2 {
 		t.Errorf("overridden: %d events, %v; want c1's request and deadline", len(evs), err)
+	}
+}
+
+func retryRequested(tb testing.TB, cluster string, attempt int) cloudevents.Event {
+	tb.Helper()
+	e, err := events.New("retry", events.Source, events.TypeRolloutRetryRequested,
+		events.RolloutRetryRequested{RolloutID: rolloutID, Cluster: cluster, Attempt: attempt, User: "ops"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.SetExtension(events.ExtRolloutID, rolloutID)
+	return e
+}
+
+// A user's retry starts a failed cluster again, its apply carrying a
+// restart token (Flagger analyses the same image anew): in a wave that has
+// passed at once, in the current wave as its parallelism allows, a bake
+// starting again once it is done; held like any start.
+func TestLaunchRetry(t *testing.T) {
+	failed := func(w, c int) func(*rollout.Rollout) {
+		return func(r *rollout.Rollout) {
+			r.Waves[w].Clusters[c].Phase, r.Waves[w].Clusters[c].Step = rollout.ClusterFailed, 1
+		}
+	}
+	inWave2 := func(r *rollout.Rollout) { // the first wave passed, the second runs
+		r.Wave = 1
+		for w, phase := range []rollout.ClusterPhase{rollout.ClusterSucceeded, rollout.ClusterProgressing} {
+			for i := range r.Waves[w].Clusters {
+				if c := &r.Waves[w].Clusters[i]; c.Phase == rollout.ClusterPending {
+					c.Phase = phase
+				}
+			}
+		}
+	}
+	tests := []struct {
+		name        string
+		change      []func(*rollout.Rollout)
+		cluster     string
+		wantRun     []string // clusters whose apply is requested
+		wantPhase   map[string]rollout.ClusterPhase
+		wantWaiting string
+		wantBake    bool // the current wave's bake is still on
+	}{
+		{
+			name: "a cluster of a wave that passed", change: []func(*rollout.Rollout){failed(0, 0), inWave2},
+			wantRun: []string{"c1"}, wantPhase: map[string]rollout.ClusterPhase{"c1": rollout.ClusterApplying, "c2": rollout.ClusterProgressing},
+		},
+		{
+			name: "a cluster of the current wave, no room", cluster: "c3",
+			change: []func(*rollout.Rollout){failed(1, 1), inWave2, func(r *rollout.Rollout) { r.Waves[1].MaxParallel = 1 }},
+			wantPhase: map[string]rollout.ClusterPhase{"c3": rollout.ClusterPending},
+		},
+		{
+			name: "a cluster of a baking wave", cluster: "c3",
+			change: []func(*rollout.Rollout){failed(1, 1), inWave2, func(r *rollout.Rollout) {
+				r.Waves[1].Clusters[0].Phase = rollout.ClusterSucceeded
+				r.Waves[1].BakeTime, r.Waves[1].BakingUntil = time.Minute, now.Add(time.Minute)
+			}},
+			wantRun: []string{"c3"}, wantPhase: map[string]rollout.ClusterPhase{"c3": rollout.ClusterApplying},
+		},
+		{
+			name: "a cluster of a wave that passed, while the current wave waits for its approval",
+			change: []func(*rollout.Rollout){failed(0, 0), func(r *rollout.Rollout) { r.Wave, r.Waves[1].Approvals = 1, 1 }},
+			wantRun: []string{"c1"}, wantPhase: map[string]rollout.ClusterPhase{"c1": rollout.ClusterApplying, "c2": rollout.ClusterPending},
+			wantWaiting: "wave 2 (rest) waits for 1 approvals, has 0 []",
+		},
+		{
+			name: "paused", change: []func(*rollout.Rollout){failed(0, 0), inWave2, func(r *rollout.Rollout) { r.Paused = "ops" }},
+			wantPhase: map[string]rollout.ClusterPhase{"c1": rollout.ClusterPending}, wantWaiting: "paused by ops",
+		},
+		{
+			name: "another cluster named", cluster: "c2", change: []func(*rollout.Rollout){failed(0, 0), inWave2},
+			wantPhase: map[string]rollout.ClusterPhase{"c1": rollout.ClusterFailed},
+		},
+		{
+			name: "nothing failed", change: []func(*rollout.Rollout){inWave2},
+			wantPhase: map[string]rollout.ClusterPhase{"c1": rollout.ClusterSucceeded},
+		},
+		{
+			name: "a wave not started", change: []func(*rollout.Rollout){failed(1, 1)},
+			wantPhase: map[string]rollout.ClusterPhase{"c3": rollout.ClusterFailed},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			repo := functiontest.NewRepo(t)
+			newRollout(t, repo, func(r *rollout.Rollout) {
+				for _, c := range tt.change {
+					c(r)
+				}
+			})
+			evs, err := newFunction(repo).Handle(ctx, retryRequested(t, tt.cluster, 1))
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			var runs []string
+			for _, e := range evs {
+				if e.Type() != events.TypePipelineRunRequested {
+					continue
+				}
+				req, err := events.Decode[events.PipelineRunRequested](e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if req.Restart != rolloutID+"/1" || req.Step != 2 {
+					t.Errorf("request %+v: want restart %s/1 at step 2", req, rolloutID)
+				}
+				runs = append(runs, req.Cluster)
+			}
+			if diff := cmp.Diff(tt.wantRun, runs); diff != "" {
+				t.Errorf("runs requested (-want +got):\n%s", diff)
+			}
+			ro, err := repo.Get(ctx, rolloutID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tt.wantPhase {
+				if c, _, _ := ro.Cluster(name); c.Phase != want {
+					t.Errorf("%s is %s, want %s", name, c.Phase, want)
+				}
+			}
+			if ro.Waiting != tt.wantWaiting {
+				t.Errorf("waiting %q, want %q", ro.Waiting, tt.wantWaiting)
+			}
+			if baking := !ro.Waves[ro.Wave].BakingUntil.IsZero(); baking != tt.wantBake {
+				t.Errorf("bake on: %v, want %v", baking, tt.wantBake)
+			}
+		})
 	}
 }

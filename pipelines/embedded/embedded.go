@@ -77,7 +77,7 @@ func (e *Executor) Run(ctx context.Context, cluster string, p pipelines.RunParam
 		timeout = pipelines.DefaultTimeout
 	}
 	eng := &engine{tasks: taskSpecs(res), step: e.stepRunner(cluster), log: e.log}
-	out, err := eng.run(ctx, res.Pipeline, pipelines.RunName(p.Rollout, cluster, p.Image), params, timeout)
+	out, err := eng.run(ctx, res.Pipeline, p.RunName(cluster), params, timeout)
 	if err != nil {
 		return pipelines.Results{}, err
 	}

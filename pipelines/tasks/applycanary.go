@@ -28,6 +28,10 @@ import (
 const (
 	AnnotationRollout       = "flotilla.dev/rollout"
 	AnnotationPreviousImage = "flotilla.dev/previous-image"
+	// AnnotationRestart on the pod template makes a retry a new revision
+	// of the same image, which Flagger analyses again (as `kubectl
+	// rollout restart` does with its own annotation).
+	AnnotationRestart = "flotilla.dev/restart"
 	FieldManager            = "flotilla"
 )
 
@@ -43,6 +47,9 @@ type ApplyCanaryParams struct {
 	// Objects are what the canary refers to (MetricTemplates, an autoscaler,
 	// a load tester): applied before it, server-side, all in Namespace.
 	Objects []*unstructured.Unstructured `json:"objects,omitempty"`
+	// Restart, when set, goes on the pod template (AnnotationRestart): a
+	// retry of a cluster whose analysis failed.
+	Restart string `json:"restart,omitempty"`
 }
 
 // ApplyCanaryResult is what the task reports back.
@@ -100,13 +107,17 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err := applyCanary(ctx, fl, p.Canary); err != nil {
 		return res, err
 	}
+	template := map[string]any{"spec": map[string]any{
+		"containers": []map[string]string{{"name": container, "image": p.Image}},
+	}}
+	if p.Restart != "" {
+		template["metadata"] = map[string]any{"annotations": map[string]string{AnnotationRestart: p.Restart}}
+	}
 	patch := map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{
 			AnnotationRollout: p.Rollout, AnnotationPreviousImage: res.PreviousImage,
 		}},
-		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-			"containers": []map[string]string{{"name": container, "image": p.Image}},
-		}}},
+		"spec": map[string]any{"template": template},
 	}
 	body, err := json.Marshal(patch)
 	if err != nil {
@@ -115,7 +126,7 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err := w.patch(ctx, body); err != nil {
 		return res, fmt.Errorf("setting image of %s %s/%s: %w", w.kind, p.Namespace, p.Workload, err)
 	}
-	res.Changed = current != p.Image
+	res.Changed = current != p.Image || (p.Restart != "" && p.Restart != w.templateAnnotations[AnnotationRestart])
 	return res, nil
 }
 
@@ -124,6 +135,7 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 type workload struct {
 	kind, namespace, name string
 	annotations           map[string]string
+	templateAnnotations   map[string]string
 	containers            []corev1.Container
 	patch                 func(ctx context.Context, body []byte) error
 }
@@ -138,6 +150,7 @@ func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryPa
 		var d *appsv1.Deployment
 		if d, err = kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Workload, metav1.GetOptions{}); err == nil {
 			w.annotations, w.containers = d.Annotations, d.Spec.Template.Spec.Containers
+			w.templateAnnotations = d.Spec.Template.Annotations
 		}
 		w.patch = func(ctx context.Context, body []byte) error {
 			_, err := kube.AppsV1().Deployments(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)
@@ -147,6 +160,7 @@ func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryPa
 		var ds *appsv1.DaemonSet
 		if ds, err = kube.AppsV1().DaemonSets(p.Namespace).Get(ctx, p.Workload, metav1.GetOptions{}); err == nil {
 			w.annotations, w.containers = ds.Annotations, ds.Spec.Template.Spec.Containers
+			w.templateAnnotations = ds.Spec.Template.Annotations
 		}
 		w.patch = func(ctx context.Context, body []byte) error {
 			_, err := kube.AppsV1().DaemonSets(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)

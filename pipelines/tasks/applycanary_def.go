@@ -26,6 +26,7 @@ const (
 	ParamImage     = "image"
 	ParamCanary    = "canary"
 	ParamObjects   = "objects"
+	ParamRestart   = "restart"
 
 	ResultPreviousImage = "previous-image"
 	ResultChanged       = "changed"
@@ -43,6 +44,7 @@ var applyCanaryDef = Def{
 		{Name: ParamImage, Required: true, Usage: "image to set, repo@digest"},
 		{Name: ParamCanary, Required: true, Usage: "the Flagger Canary, JSON (or YAML); its namespace defaults to --namespace"},
 		{Name: ParamObjects, Usage: "objects the canary refers to (MetricTemplates, an autoscaler, a load tester), a JSON (or YAML) list"},
+		{Name: ParamRestart, Usage: "a token set on the pod template (annotation " + AnnotationRestart + ") so Flagger analyses the same image again: a retry"},
 	},
 	Results: []string{ResultPreviousImage, ResultChanged},
 	Cluster: true,
@@ -70,6 +72,7 @@ func ApplyCanaryParamsFrom(p Params) (ApplyCanaryParams, error) {
 	ap := ApplyCanaryParams{
 		Rollout: p[ParamRollout], Namespace: p[ParamNamespace], Kind: p[ParamKind],
 		Workload: p[ParamWorkload], Container: p[ParamContainer], Image: p[ParamImage],
+		Restart: p[ParamRestart],
 	}
 	if ap.Namespace == "" {
 		ap.Namespace = "default"
@@ -141,6 +144,7 @@ func (p ApplyCanaryParams) ParamsOf() (Params, error) {
 	return Params{
 		ParamRollout: p.Rollout, ParamNamespace: p.Namespace, ParamKind: p.Kind, ParamWorkload: p.Workload,
 		ParamContainer: p.Container, ParamImage: p.Image, ParamCanary: canaryJSON, ParamObjects: objects,
+		ParamRestart: p.Restart,
 	}, nil
 }
 

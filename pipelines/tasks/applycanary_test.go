@@ -204,3 +204,50 @@ func TestApplyCanaryRecordsThePrimarysImage(t *testing.T) {
 		t.Errorf("previous image %q, want the primary's", res.PreviousImage)
 	}
 }
+
+// A retry applies the same image with a restart token on the pod template:
+// a new revision for Flagger, reported as a change; the same token again
+// changes nothing, and an apply without one leaves the token alone.
+func TestApplyCanaryRestart(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "task")
+	image := "registry.example.com/web@sha256:" + strings.Repeat("c", 64)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: podSpec(image),
+		},
+	}
+	if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r3"})
+	for _, tt := range []struct {
+		restart     string
+		wantChanged bool
+		wantToken   string
+	}{
+		{"", false, ""},
+		{"r3/1", true, "r3/1"},
+		{"r3/1", false, "r3/1"},
+		{"", false, "r3/1"},
+		{"r3/2", true, "r3/2"},
+	} {
+		res, err := tasks.ApplyCanary(ctx, cl.Config, tasks.ApplyCanaryParams{
+			Rollout: "r3", Namespace: ns, Kind: "Deployment", Workload: "web", Image: image, Canary: objs.Canary, Restart: tt.restart,
+		})
+		if err != nil {
+			t.Fatalf("ApplyCanary(restart %q): %v", tt.restart, err)
+		}
+		got, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Changed != tt.wantChanged || got.Spec.Template.Annotations[tasks.AnnotationRestart] != tt.wantToken {
+			t.Errorf("restart %q: changed %v, token %q; want %v, %q", tt.restart, res.Changed,
+				got.Spec.Template.Annotations[tasks.AnnotationRestart], tt.wantChanged, tt.wantToken)
+		}
+	}
+}

@@ -202,7 +202,7 @@ func (t *Executor) pipelineRun(cluster string, p pipelines.RunParams, params map
 	labels["app.kubernetes.io/managed-by"] = "flotilla"
 	pr := &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pipelines.RunName(p.Rollout, cluster, p.Image), Namespace: t.namespace, Labels: labels,
+			Name: p.RunName(cluster), Namespace: t.namespace, Labels: labels,
 			Annotations: map[string]string{pipelines.LabelRollout: p.Rollout, pipelines.LabelCluster: cluster, "flotilla.dev/image": p.Image},
 		},
 		Spec: tektonv1.PipelineRunSpec{

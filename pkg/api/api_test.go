@@ -49,6 +49,7 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 		"r2": func(r *rollout.Rollout) {
 			r.Phase, r.Waves[0].Clusters[1].Phase = rollout.RollbackFailed, rollout.ClusterRevertFailed
 		},
+		"r4": func(r *rollout.Rollout) { r.Waves[0].Clusters[1].Phase = rollout.ClusterFailed },
 		"r3": func(r *rollout.Rollout) {
 			// It finished, with a failure recorded on the way.
 			r.Phase = rollout.Succeeded
@@ -140,6 +141,8 @@ func TestAPI(t *testing.T) {
 		{"approve a wave", "POST", "/api/v1/rollouts/r4/waves/2/approval", token, `{"reason":"ok"}`, 202, `"by":"ops"`},
 		{"retry a cluster with nothing to retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c1"}`, 409, "nothing of it failed"},
 		{"retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"by":"ann"}`, 202, `"retrying":"the reverts of [c2]"`},
+		{"retry a rollout in progress with nothing failed", "POST", "/api/v1/rollouts/r1/retry", token, "", 409, "is Progressing and nothing of it failed"},
+		{"retry a failed cluster", "POST", "/api/v1/rollouts/r4/retry", token, `{"cluster":"c2"}`, 202, `"retrying":"the failed clusters [c2] (applied again; Flagger analyses them anew)"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

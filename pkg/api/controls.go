@@ -74,6 +74,20 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 // again, "" when nothing.
 func retrying(ro rollout.Rollout, cluster string) string {
 	var reverts, failures []string
+	var what []string
+	if ro.Phase == rollout.Progressing {
+		var clusters []string
+		for w := 0; w <= ro.Wave && w < len(ro.Waves); w++ {
+			for _, c := range ro.Waves[w].Clusters {
+				if c.Phase == rollout.ClusterFailed && (cluster == "" || c.Name == cluster) {
+					clusters = append(clusters, c.Name)
+				}
+			}
+		}
+		if len(clusters) > 0 {
+			what = append(what, fmt.Sprintf("the failed clusters %v (applied again; Flagger analyses them anew)", clusters))
+		}
+	}
 	if ro.Phase == rollout.RollbackFailed {
 		for _, c := range ro.InPhase(rollout.ClusterRevertFailed) {
 			if cluster == "" || c.Name == cluster {
@@ -86,15 +100,13 @@ func retrying(ro rollout.Rollout, cluster string) string {
 			failures = append(failures, f.Function+" on "+f.EventType)
 		}
 	}
-	switch {
-	case len(reverts) > 0 && len(failures) > 0:
-		return fmt.Sprintf("the reverts of %v, and %v", reverts, failures)
-	case len(reverts) > 0:
-		return fmt.Sprintf("the reverts of %v", reverts)
-	case len(failures) > 0:
-		return fmt.Sprintf("%v", failures)
+	if len(reverts) > 0 {
+		what = append(what, fmt.Sprintf("the reverts of %v", reverts))
 	}
-	return ""
+	if len(failures) > 0 {
+		what = append(what, fmt.Sprintf("%v", failures))
+	}
+	return strings.Join(what, ", and ")
 }
 
 // ControlRequest is the body of the controls (pause, resume, abort, fleet

@@ -25,9 +25,18 @@ func newRetryCmd() *cobra.Command {
 	var server, token, cluster string
 	cmd := &cobra.Command{
 		Use:   "retry ROLLOUT",
-		Short: "Try again what failed in a rollout: the reverts of a failed rollback, steps flotilla gave up on",
+		Short: "Try again what failed in a rollout: failed clusters, the reverts of a failed rollback, steps flotilla gave up on",
 		Long: `Retry asks flotilla to do again what failed in a rollout:
 
+  - a rollout in progress gets its failed clusters (those its waves' failure
+    budgets let pass: maxFailures) applied again: the same image, with a
+    restart token on the pod template (annotation flotilla.dev/restart), so
+    Flagger analyses it anew. A cluster of the current wave starts as the
+    wave's maxParallel allows (and the wave's bake starts again after it);
+    one of a wave that has passed starts at once, and the rollout does not
+    end before it does. Its result counts for the cluster: a wave that
+    passed stays passed. A paused rollout, a stopped fleet or a freeze
+    window holds it like any start;
   - a rollout in RollbackFailed gets the clusters whose revert failed (their
     pipeline failed, or they were not back on their previous image by their
     deadline) reverted again, each with a new deadline; when every one is

@@ -71,6 +71,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		Image:     req.Image,
 		Canary:    objs.Canary,
 		Objects:   deps,
+		Restart:   req.Restart,
 	})
 	// A GitOps application gets the image with its tag (the previous one,
 	// on a revert) into its repository first: else the GitOps agent would

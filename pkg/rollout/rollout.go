@@ -181,6 +181,10 @@ type Cluster struct {
 	Run string `json:"run,omitempty"`
 	// Deadline is when the cluster's current step must be done.
 	Deadline time.Time `json:"deadline,omitempty"`
+	// Retry is the user's retry (its attempt number) that started the
+	// cluster again after it failed; its apply restarts the workload's pods
+	// so Flagger analyses the same image anew.
+	Retry int `json:"retry,omitempty"`
 }
 
 // Ref is the pinned image reference the rollout deploys.
@@ -257,6 +261,53 @@ func (r *Rollout) Running(purpose string) []string {
 		for _, c := range w.Clusters {
 			if c.Run == purpose {
 				out = append(out, c.Name)
+			}
+		}
+	}
+	return out
+}
+
+// Startable lists the clusters that may start now: those of the current
+// wave not started yet, and the retried clusters of waves that have passed
+// (which no parallelism limit holds back).
+func (r *Rollout) Startable() []string {
+	var out []string
+	for w := 0; w <= r.Wave && w < len(r.Waves); w++ {
+		out = append(out, r.Waves[w].Pending()...)
+	}
+	return out
+}
+
+// RetriesUnderWay reports whether a retried cluster of a wave that has
+// passed has not finished yet (the rollout does not end before it does).
+func (r *Rollout) RetriesUnderWay() bool {
+	for w := 0; w < r.Wave && w < len(r.Waves); w++ {
+		for _, c := range r.Waves[w].Clusters {
+			switch c.Phase {
+			case ClusterPending, ClusterApplying, ClusterProgressing:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Retry sets the failed clusters of the waves that have started (only
+// cluster, when set) back to Pending for the user's retry attempt; a bake
+// of the current wave starts again once they are done. It returns the
+// clusters it set back.
+func (r *Rollout) Retry(cluster string, attempt int, by string) []string {
+	var out []string
+	for w := 0; w <= r.Wave && w < len(r.Waves); w++ {
+		for i := range r.Waves[w].Clusters {
+			c := &r.Waves[w].Clusters[i]
+			if c.Phase != ClusterFailed || (cluster != "" && c.Name != cluster) {
+				continue
+			}
+			c.Phase, c.Retry, c.Message = ClusterPending, attempt, "retried by "+by
+			out = append(out, c.Name)
+			if w == r.Wave {
+				r.Waves[w].BakingUntil, r.Waves[w].Baked = time.Time{}, false
 			}
 		}
 	}

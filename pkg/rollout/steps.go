@@ -23,6 +23,7 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	req, err := events.Derive(cause, events.TypePipelineRunRequested, step, events.PipelineRunRequested{
 		RolloutID: r.ID, Application: r.Application, Wave: wave, Cluster: c.Name,
 		Purpose: purpose, Step: c.Step, Image: image, Tag: tag, Deadline: deadline,
+		Restart: restart(r, c, purpose),
 	})
 	if err != nil {
 		return nil, err
@@ -36,4 +37,13 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	}
 	due.SetSubject(c.Name)
 	return []cloudevents.Event{req, events.At(due, deadline)}, nil
+}
+
+// restart is the token an apply of a retried cluster puts on the workload's
+// pod template, so Flagger sees a new revision of the same image.
+func restart(r *Rollout, c *Cluster, purpose string) string {
+	if c.Retry == 0 || purpose != events.PurposeApply {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", r.ID, c.Retry)
 }
