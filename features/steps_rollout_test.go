@@ -101,6 +101,8 @@ type world struct {
 	clusterLabels map[string]map[string]string
 	appSelector   map[string]any
 	wavePolicies  map[int]map[string]any
+	// confirm, when set, is a confirm-rollout gate the canaries ask first.
+	confirm *confirmGate
 	canaries      *canaryLog
 	// onNewVersion is the application's onNewVersion, when a step set it.
 	onNewVersion string
@@ -357,6 +359,10 @@ func (w *world) appConfig(app, repo, track, listen string) map[string]any {
 			// Flagger reports the outcome to flotilla's flagger receiver too.
 			{"name": "report", "type": "post-rollout", "url": "http://" + listen + "/hooks/flagger/" + url.PathEscape(w.flaggerToken) + "?gate=post-rollout", "timeout": "5s"},
 		},
+	}
+	if w.confirm != nil {
+		delivery["webhooks"] = append(delivery["webhooks"].([]map[string]any),
+			map[string]any{"name": "confirm", "type": "confirm-rollout", "url": w.confirm.srv.URL, "timeout": "5s"})
 	}
 	if w.deadline != "" {
 		delivery["deadline"] = w.deadline

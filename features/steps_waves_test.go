@@ -2,7 +2,10 @@ package features
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +42,46 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the application rolls out only tags matching "([^"]*)", compared as "([^"]*)"$`, s.tagFilter)
 	sc.Step(`^version "([^"]*)" is built again and pushed$`, s.rebuildVersion)
 	sc.Step(`^the primary in every cluster comes to run the rebuilt "([^"]*)" by digest$`, s.primariesComeToRun)
+	sc.Step(`^the canaries ask a confirm-rollout gate first, which opens$`, s.confirmRolloutGate)
+	sc.Step(`^the confirm-rollout gate was asked in cluster "([^"]*)" while its canary was "([^"]*)"$`, s.confirmAskedIn)
+}
+
+// confirmGate is a confirm-rollout gate that always opens, and records the
+// cluster and canary phase of every call.
+type confirmGate struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []string // cluster/phase
+}
+
+func (s *scenario) confirmRolloutGate() error {
+	g := &confirmGate{}
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p struct {
+			Phase    string            `json:"phase"`
+			Metadata map[string]string `json:"metadata"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		g.mu.Lock()
+		g.calls = append(g.calls, p.Metadata["cluster"]+"/"+p.Phase)
+		g.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	s.onCleanup(g.srv.Close)
+	s.w.confirm = g
+	return nil
+}
+
+// confirmAskedIn checks that Flagger asked the confirm-rollout gate of a
+// cluster while the canary was still in phase (a phase left over from the
+// revision before: what the next one's first events carry).
+func (s *scenario) confirmAskedIn(cluster, phase string) error {
+	s.w.confirm.mu.Lock()
+	defer s.w.confirm.mu.Unlock()
+	if !slices.Contains(s.w.confirm.calls, cluster+"/"+phase) {
+		return fmt.Errorf("the confirm-rollout gate was asked %v, never in cluster %s while %s", s.w.confirm.calls, cluster, phase)
+	}
+	return nil
 }
 
 func (s *scenario) gatePassesIn(cluster string) error {

@@ -43,6 +43,23 @@ Feature: Fleet rollouts users can steer: targeting and wave policy
     And the primary in clusters "c1,c2,c4" runs version "1.1.0" by digest
     And the primary in clusters "c3" runs version "1.0.0" by digest
 
+  Scenario: After a cluster failed within the budget, the next version through it is analysed afresh
+    Given a registry
+    And wave 2 may lose 1 cluster
+    And the canaries ask a confirm-rollout gate first, which opens
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c3"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the analysis gate fails in cluster "c3"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" names cluster "c3" as failed within the budget
+    When the analysis gate passes again in cluster "c3"
+    And version "1.2.0" is pushed
+    Then the rollout of "1.2.0" succeeds
+    And the confirm-rollout gate was asked in cluster "c3" while its canary was "Failed"
+    And the primary in every cluster runs version "1.2.0" by digest
+
   Scenario: A canary failing during its wave's bake fails the wave, and the rollout rolls back
     Given a registry
     And wave 1 bakes for 30 seconds
