@@ -2,7 +2,9 @@
 //
 //   - A: registry notification POSTed -> wave 1's first apply request;
 //   - B: wave 1's last "Promotion completed!" event POSTed -> every canary of
-//     wave 2 applied (the last wave-2 apply request started, and returned).
+//     wave 2 applied (the last wave-2 apply request started, and returned);
+//   - C (-rollbacks): a wave-2 canary's "Canary failed!" event POSTed -> every
+//     wave-2 cluster's revert applied (started, and returned).
 //
 // It starts its own fleet (pkg/testkit/localfleet, no Tekton), an in-process registry
 // and flotilla's whole main job in process (pkg/app) with the embedded
@@ -50,6 +52,7 @@ type options struct {
 	raw        string
 	inflight   int
 	apps       int
+	rollbacks  int
 }
 
 func main() {
@@ -80,6 +83,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
 	fs.IntVar(&o.inflight, "inflight", 0, "also run the last -wave2 scenario with this many rollouts of other applications held in flight (0: not)")
 	fs.IntVar(&o.apps, "apps", 10, "the other applications the -inflight rollouts spread over")
+	fs.IntVar(&o.rollbacks, "rollbacks", 0, "after the measured rollouts, this many more whose wave 2 fails: measures C (a canary's failure -> every wave-2 revert applied)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,8 +95,8 @@ func run(args []string) error {
 		}
 		o.wave2 = append(o.wave2, n)
 	}
-	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.apps < 1 {
-		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -apps >= 1")
+	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.apps < 1 || o.rollbacks < 0 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -apps >= 1, -rollbacks >= 0")
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

@@ -74,3 +74,11 @@ func (r *recorder) wait(ctx context.Context, ref string, clusters []string) (map
 		}
 	}
 }
+
+// forget drops the calls recorded for ref: a rollback reverts to a
+// reference applied before.
+func (r *recorder) forget(ref string) {
+	r.mu.Lock()
+	delete(r.calls, ref)
+	r.mu.Unlock()
+}

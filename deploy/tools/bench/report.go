@@ -17,12 +17,17 @@ import (
 const (
 	targetA = 100 * time.Millisecond
 	targetB = 200 * time.Millisecond
+	// targetC is issue #12's: first failure -> rollback applied to every
+	// touched cluster, p99 < 1 s for 50 clusters.
+	targetC = time.Second
 )
 
 type scenarioResult struct {
 	wave1, wave2, realClusters, proxied int
 	samples                             []sample
-	took                                time.Duration
+	// rollbacks are the runs whose wave 2 failed (C).
+	rollbacks []sample
+	took      time.Duration
 	// inflight rollouts of apps other applications were held in flight
 	// during the runs; rss is this process's resident memory (flotilla in
 	// process, with the proxies and the bench) once they were, and at the
@@ -41,8 +46,12 @@ func (r scenarioResult) label() string {
 }
 
 func (r scenarioResult) column(f func(sample) time.Duration) []time.Duration {
-	out := make([]time.Duration, len(r.samples))
-	for i, s := range r.samples {
+	return column(r.samples, f)
+}
+
+func column(samples []sample, f func(sample) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(samples))
+	for i, s := range samples {
 		out[i] = f(s)
 	}
 	slices.Sort(out)
@@ -64,8 +73,13 @@ func ms(d time.Duration) string {
 
 func (r scenarioResult) summary() string {
 	a, b := r.column(func(s sample) time.Duration { return s.a }), r.column(func(s sample) time.Duration { return s.b })
-	return fmt.Sprintf("wave2=%s runs=%d: A p50 %s p99 %s ms; B p50 %s p99 %s ms",
+	out := fmt.Sprintf("wave2=%s runs=%d: A p50 %s p99 %s ms; B p50 %s p99 %s ms",
 		r.label(), len(r.samples), ms(percentile(a, 50)), ms(percentile(a, 99)), ms(percentile(b, 50)), ms(percentile(b, 99)))
+	if len(r.rollbacks) > 0 {
+		c := column(r.rollbacks, func(s sample) time.Duration { return s.c })
+		out += fmt.Sprintf("; C (%d rollbacks) p50 %s p99 %s ms", len(r.rollbacks), ms(percentile(c, 50)), ms(percentile(c, 99)))
+	}
+	return out
 }
 
 type machine struct {
@@ -237,6 +251,40 @@ func renderReport(o options, m machine, results []scenarioResult, store, launch 
 				ms(percentile(v, 50)), ms(percentile(v, 90)), ms(percentile(v, 99)), ms(percentile(v, 99.999)), target, verd)
 		}
 	}
+	if slices.ContainsFunc(results, func(r scenarioResult) bool { return len(r.rollbacks) > 0 }) {
+		p("\n**C** (issue #12): first failure -> rollback applied to every touched cluster, p99 < %v for 50 clusters. ", targetC)
+		p("After the runs above, each scenario rolls out more versions whose wave 2 fails: once every wave-2 canary is applied, the bench POSTs the event ")
+		p("Flagger sends when an analysis fails (\"Canary failed! Rolling back ...\") for the first wave-2 cluster; C is until the revert of every wave-2 ")
+		p("cluster to the version before was requested (and returned). A rollback reverts the newest wave first and an older wave once the newer one is ")
+		p("back (its canaries promoted the previous image again): the wave-1 cluster's revert follows Flagger's promotion of wave 2's, which the bench ")
+		p("then simulates as for B, so it is not part of C.\n\n")
+		p("| wave 2 clusters | rollbacks | metric | p50 ms | p90 ms | p99 ms | max ms | target | verdict |\n")
+		p("|---:|---:|---|---:|---:|---:|---:|---|---|\n")
+		for _, r := range results {
+			if len(r.rollbacks) == 0 {
+				continue
+			}
+			for _, row := range []struct {
+				name   string
+				f      func(sample) time.Duration
+				target time.Duration
+			}{
+				{"**C** wave-2 failure -> last wave-2 revert request", func(s sample) time.Duration { return s.c }, targetC},
+				{"wave-2 failure -> last wave-2 revert returned", func(s sample) time.Duration { return s.cComplete }, 0},
+			} {
+				v := column(r.rollbacks, row.f)
+				target, verd := "", ""
+				if row.target > 0 {
+					target, verd = fmt.Sprintf("p99 < %v", row.target), verdict(percentile(v, 99), row.target)
+					if r.wave2 < 50 {
+						verd += " (target is for 50)"
+					}
+				}
+				p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.label(), len(r.rollbacks), row.name,
+					ms(percentile(v, 50)), ms(percentile(v, 90)), ms(percentile(v, 99)), ms(percentile(v, 99.999)), target, verd)
+			}
+		}
+	}
 	p("\nPercentiles are nearest-rank over the measured runs (with 100 runs, p99 is the 99th slowest of 100; max is the slowest).\n\n")
 	p("Where the time goes (p50 / p99 over the runs). For B: the Flagger POST's answer (journaled); the time flotilla's own functions spent ")
 	p("between B's start and the last wave-2 apply request, from their `flotilla_function_duration_seconds` and `flotilla_journal_append_seconds` metrics ")
@@ -372,12 +420,14 @@ does its own work in parallel.
 
 func writeRaw(path string, results []scenarioResult) error {
 	var w strings.Builder
-	w.WriteString("wave2,run,ack_ms,a_ms,stall_a_ms,b_ack_ms,b_first_ms,b_ms,b_complete_ms,observe_ms,observe_calls,advance_ms,journal_ms,stall_b_ms,fleet_cpu_ms,self_cpu_ms,wait_a_ms,wait_b_ms\n")
+	w.WriteString("wave2,run,ack_ms,a_ms,stall_a_ms,b_ack_ms,b_first_ms,b_ms,b_complete_ms,observe_ms,observe_calls,advance_ms,journal_ms,stall_b_ms,fleet_cpu_ms,self_cpu_ms,wait_a_ms,wait_b_ms,rollback,c_ms,c_complete_ms\n")
 	for _, r := range results {
-		for i, s := range r.samples {
-			fmt.Fprintf(&w, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s\n", r.wave2, i+1, ms(s.ack), ms(s.a), ms(s.stallA),
-				ms(s.bAck), ms(s.bFirst), ms(s.b), ms(s.bComplete), ms(s.observe), s.observeCalls, ms(s.advance), ms(s.journal),
-				ms(s.stallB), ms(s.fleetCPU), ms(s.selfCPU), ms(s.waitA), ms(s.waitB))
+		for k, samples := range [][]sample{r.samples, r.rollbacks} {
+			for i, s := range samples {
+				fmt.Fprintf(&w, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%t,%s,%s\n", r.wave2, i+1, ms(s.ack), ms(s.a), ms(s.stallA),
+					ms(s.bAck), ms(s.bFirst), ms(s.b), ms(s.bComplete), ms(s.observe), s.observeCalls, ms(s.advance), ms(s.journal),
+					ms(s.stallB), ms(s.fleetCPU), ms(s.selfCPU), ms(s.waitA), ms(s.waitB), k == 1, ms(s.c), ms(s.cComplete))
+			}
 		}
 	}
 	return os.WriteFile(path, []byte(w.String()), 0o644)

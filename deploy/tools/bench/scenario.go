@@ -77,6 +77,9 @@ type scenario struct {
 	// inflight rollouts of other applications (background.go) are held in
 	// flight during the measured runs.
 	inflight int
+	// deployed is the digest reference the fleet last converged on: what a
+	// rollback goes back to.
+	deployed string
 }
 
 func randomHex(n int) string {
@@ -322,6 +325,9 @@ type sample struct {
 	b         time.Duration // ... -> last wave-2 apply request
 	bComplete time.Duration // ... -> last wave-2 apply returned
 	bAck      time.Duration // last wave-1 Succeeded POST -> 202
+	// A rollback run (after B): a wave-2 canary's failure event POSTed ->
+	// the last wave-2 revert request started, and returned.
+	c, cComplete time.Duration
 	// Where B's time went: flotilla's functions' own handling time (their
 	// metrics) between B's start and the last wave-2 apply request.
 	observe, advance, journal time.Duration
@@ -352,7 +358,7 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 				return res, fmt.Errorf("holding %d rollouts in flight: %w", s.inflight, err)
 			}
 		}
-		smp, err := s.rollout(ctx, i == 0)
+		smp, err := s.rollout(ctx, i == 0, false)
 		if err != nil {
 			return res, fmt.Errorf("run %d: %w", i+1, err)
 		}
@@ -362,6 +368,19 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 		if !warm {
 			res.samples = append(res.samples, smp)
 		}
+	}
+	for i := range s.b.o.rollbacks {
+		if s.inflight > 0 {
+			break // measured without other rollouts in flight only
+		}
+		smp, err := s.rollout(ctx, false, true)
+		if err != nil {
+			return res, fmt.Errorf("rollback run %d: %w", i+1, err)
+		}
+		if s.b.o.verbose {
+			s.log.Info("rollback run", "n", i+1, "C", ms(smp.c), "C_complete", ms(smp.cComplete))
+		}
+		res.rollbacks = append(res.rollbacks, smp)
 	}
 	res.took = time.Since(start)
 	if s.inflight > 0 {
@@ -375,8 +394,10 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 
 // rollout pushes a new version and drives its rollout to the end.
 // initialize waits for Flagger to initialize every canary first (the first
-// rollout of a scenario creates them).
-func (s *scenario) rollout(ctx context.Context, initialize bool) (sample, error) {
+// rollout of a scenario creates them). fail fails a wave-2 canary once wave
+// 2 is applied and measures the rollback (C), which it then drives to its
+// end.
+func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, error) {
 	var smp sample
 	s.version++
 	version := fmt.Sprintf("%d.0.0", s.version)
@@ -470,6 +491,9 @@ func (s *scenario) rollout(ctx context.Context, initialize bool) (sample, error)
 	}); err != nil {
 		return smp, err
 	}
+	if fail {
+		return smp, s.rollback(ctx, id, &smp)
+	}
 	if initialize {
 		if err := s.waitInitialized(ctx, s.wave2); err != nil {
 			return smp, err
@@ -494,7 +518,75 @@ func (s *scenario) rollout(ctx context.Context, initialize bool) (sample, error)
 	if err != nil {
 		return smp, err
 	}
+	s.deployed = ref
 	return smp, s.settle(ctx)
+}
+
+// rollback fails the first wave-2 canary of rollout id (the event Flagger
+// sends when its analysis fails) and measures C: until every wave-2
+// cluster's revert to the deployed version was requested, and returned.
+// Then it does what Flagger does when a revert is promoted (the primary
+// runs the previous image, the canary is Succeeded, and its event) until
+// the rollout is RolledBack: wave 2 first, then wave 1.
+func (s *scenario) rollback(ctx context.Context, id string, smp *sample) error {
+	if s.deployed == "" {
+		return errors.New("a rollback run needs a version rolled out before it")
+	}
+	s.rec.forget(s.deployed)
+	t3 := time.Now()
+	if err := s.post(ctx, "/hooks/flagger/"+s.flaggerToken, http.Header{"Content-Type": {"application/json"}}, s.failureEvent(s.wave2[0], id)); err != nil {
+		return err
+	}
+	w3, err := s.rec.wait(ctx, s.deployed, names(s.wave2))
+	if err != nil {
+		return fmt.Errorf("waiting for wave 2's reverts of %s: %w", id, err)
+	}
+	for _, c := range w3 {
+		smp.c = max(smp.c, c.start.Sub(t3))
+		smp.cComplete = max(smp.cComplete, c.end.Sub(t3))
+	}
+	err = s.until(ctx, 2*time.Minute, "rollout "+id+" to be rolled back", func() (bool, error) {
+		ro, err := s.getRollout(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		switch ro.Phase {
+		case rollout.RolledBack:
+			return true, nil
+		case rollout.Failed:
+		default:
+			return false, fmt.Errorf("rollout %s is %s: %s", id, ro.Phase, ro.Reason)
+		}
+		var reverting []*named
+		for _, n := range s.all() {
+			if c, _, err := ro.Cluster(n.name); err == nil && c.Phase == rollout.ClusterReverting && c.Run == "" {
+				reverting = append(reverting, n)
+			}
+		}
+		if err := s.promote(ctx, reverting, s.deployed); err != nil {
+			return false, err
+		}
+		return false, s.report(ctx, id, reverting)
+	})
+	if err != nil {
+		return err
+	}
+	return s.settle(ctx)
+}
+
+// failureEvent is the event webhook payload Flagger sends when the analysis
+// of n's canary failed.
+func (s *scenario) failureEvent(n *named, rolloutID string) []byte {
+	b, _ := json.Marshal(flaggerv1.CanaryWebhookPayload{
+		Name: workload, Namespace: n.namespace, Phase: flaggerv1.CanaryPhaseFailed, Checksum: randomHex(5),
+		Metadata: map[string]string{
+			"cluster": n.name, "rollout": rolloutID,
+			"eventMessage": "Canary failed! Rolling back " + workload + "." + n.namespace,
+			"eventType":    corev1.EventTypeWarning,
+			"timestamp":    strconv.FormatInt(time.Now().UnixMilli(), 10),
+		},
+	})
+	return b
 }
 
 // settle waits until the clusters' controllers have caught up with the
