@@ -160,6 +160,11 @@ type ImageVerified struct {
 	// Created is when the image was built (its config's created time),
 	// read for applications on track Newest; zero when not read.
 	Created time.Time `json:"created,omitzero"`
+	// SignedBy names, per application with a signature policy, who signed
+	// the digest; Unsigned says, per application, why no signature is
+	// trusted (its rollout stops before the first wave that requires one).
+	SignedBy map[string]string `json:"signedBy,omitempty"`
+	Unsigned map[string]string `json:"unsigned,omitempty"`
 }
 
 // Ref is the pinned reference "registry/repository@digest".

@@ -99,4 +99,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerEngineSteps(sc)
 	s.registerWaveSteps(sc)
 	s.registerControlSteps(sc)
+	s.registerSignatureSteps(sc)
 }

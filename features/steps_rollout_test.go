@@ -39,6 +39,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
 // world is the state of a rollout scenario: a registry, a flotilla process,
@@ -103,7 +104,11 @@ type world struct {
 	wavePolicies  map[int]map[string]any
 	// confirm, when set, is a confirm-rollout gate the canaries ask first.
 	confirm *confirmGate
-	canaries      *canaryLog
+	// verify is the application's verify section; signingKeys the keys
+	// the scenario signs with, by name.
+	verify      map[string]any
+	signingKeys map[string]*sigtest.Keypair
+	canaries    *canaryLog
 	// onNewVersion is the application's onNewVersion, when a step set it.
 	onNewVersion string
 	// approverTokens are named API tokens (server.apiTokens) by name.
@@ -311,6 +316,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	}
 	if w.validation != nil {
 		cfg["applications"].([]map[string]any)[0]["validation"] = w.validation
+	}
+	if w.verify != nil {
+		cfg["applications"].([]map[string]any)[0]["verify"] = w.verify
 	}
 	if w.second != nil {
 		cfg["applications"] = append(cfg["applications"].([]map[string]any), w.appConfig(w.second.name, w.second.repo, track, listen))

@@ -439,7 +439,7 @@ func TestLaunchRetry(t *testing.T) {
 		},
 		{
 			name: "a cluster of the current wave, no room", cluster: "c3",
-			change: []func(*rollout.Rollout){failed(1, 1), inWave2, func(r *rollout.Rollout) { r.Waves[1].MaxParallel = 1 }},
+			change:    []func(*rollout.Rollout){failed(1, 1), inWave2, func(r *rollout.Rollout) { r.Waves[1].MaxParallel = 1 }},
 			wantPhase: map[string]rollout.ClusterPhase{"c3": rollout.ClusterPending},
 		},
 		{
@@ -451,8 +451,8 @@ func TestLaunchRetry(t *testing.T) {
 			wantRun: []string{"c3"}, wantPhase: map[string]rollout.ClusterPhase{"c3": rollout.ClusterApplying},
 		},
 		{
-			name: "a cluster of a wave that passed, while the current wave waits for its approval",
-			change: []func(*rollout.Rollout){failed(0, 0), func(r *rollout.Rollout) { r.Wave, r.Waves[1].Approvals = 1, 1 }},
+			name:    "a cluster of a wave that passed, while the current wave waits for its approval",
+			change:  []func(*rollout.Rollout){failed(0, 0), func(r *rollout.Rollout) { r.Wave, r.Waves[1].Approvals = 1, 1 }},
 			wantRun: []string{"c1"}, wantPhase: map[string]rollout.ClusterPhase{"c1": rollout.ClusterApplying, "c2": rollout.ClusterPending},
 			wantWaiting: "wave 2 (rest) waits for 1 approvals, has 0 []",
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -123,6 +124,21 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		skip, err := events.Derive(e, events.TypeRolloutSkipped, app.Name,
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: "the application targets no cluster of the fleet"})
 		return []cloudevents.Event{skip}, err
+	}
+	ro.SignedBy = v.SignedBy[app.Name]
+	if why, unsigned := v.Unsigned[app.Name]; unsigned {
+		// An unsigned build goes only as far as the waves that take one.
+		ro.Unsigned = why
+		n := slices.IndexFunc(ro.Waves, func(w rollout.Wave) bool { return w.SignatureRequired })
+		if n == 0 {
+			skip, err := events.Derive(e, events.TypeRolloutSkipped, app.Name, events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag,
+				Reason: fmt.Sprintf("no signature is trusted (%s) and wave %s requires one", why, ro.Waves[0].Name)})
+			return []cloudevents.Event{skip}, err
+		}
+		if n > 0 {
+			ro.Reason = fmt.Sprintf("unsigned: rolls out to the waves before %s, which requires a signature", ro.Waves[n].Name)
+			ro.Waves = ro.Waves[:n]
+		}
 	}
 	queue, out, err := f.makeWay(ctx, e, app, inFlight, ro)
 	if err != nil {
@@ -303,6 +319,7 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 		wave.MaxParallel, wave.MaxFailures = policy.Limits(len(wave.Clusters))
 		wave.BakeTime = policy.Bake()
 		wave.Approvals = policy.Approvers()
+		wave.SignatureRequired = app.Verify != nil && policy.SignatureRequired()
 		out = append(out, wave)
 	}
 	return out

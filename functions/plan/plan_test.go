@@ -670,3 +670,57 @@ func TestPlanNewestByBuildTime(t *testing.T) {
 		t.Errorf("a newer build = %v, want a rollout", got)
 	}
 }
+
+// An unsigned build of an application that verifies signatures goes only
+// to the waves before the first one that requires a signature; when that
+// is its first wave, it is skipped, saying why.
+func TestPlanUnsigned(t *testing.T) {
+	unsigned := func(t *testing.T, id string) cloudevents.Event {
+		t.Helper()
+		e, err := events.New(id, events.Source, events.TypeImageVerified, events.ImageVerified{
+			Image: image, Tag: "1.2.3", Digest: "sha256:1.2.3", Unsigned: map[string]string{"app": "it is not signed"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for _, tt := range []struct {
+		name       string
+		canaryTake bool
+		wantWaves  []string
+		wantSkip   string
+	}{
+		{name: "the canary wave takes unsigned builds", canaryTake: true, wantWaves: []string{"canary"}},
+		{name: "every wave requires a signature", wantSkip: "no signature is trusted (it is not signed) and wave canary requires one"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := newConfig(application("app", image, config.TrackMinorVersion))
+			cfg.Applications[0].Verify = &config.Verify{Signatures: []config.SignatureAuthority{{Name: "k"}}}
+			if tt.canaryTake {
+				cfg.Fleet.Waves[0].RequireSignature = ptr.To(false)
+			}
+			repo := functiontest.NewRepo(t)
+			evs, err := plan.New(cfg, repo).Handle(t.Context(), unsigned(t, "v1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantSkip != "" {
+				if diff := cmp.Diff([]functiontest.Emitted{skipped("v1", "app", "1.2.3", tt.wantSkip)}, summarize(t, evs)); diff != "" {
+					t.Errorf("emitted (-want +got):\n%s", diff)
+				}
+				return
+			}
+			ro, err := repo.Get(t.Context(), plan.ID("v1", "app"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, w := range ro.Waves {
+				names = append(names, w.Name)
+			}
+			if diff := cmp.Diff(tt.wantWaves, names); diff != "" || ro.Unsigned != "it is not signed" || !strings.Contains(ro.Reason, "before rest") {
+				t.Errorf("waves %v (-want +got %s), unsigned %q, reason %q", names, diff, ro.Unsigned, ro.Reason)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -16,6 +17,33 @@ type Function struct {
 	resolver registry.Resolver
 	tracked  func(image string) bool
 	newest   func(image string) bool
+	sigs     Signatures
+	signed   func(image string) (apps []SignedApp, others bool)
+}
+
+// Signatures checks an image's signatures against an application's policy
+// (pkg/signature): who signed it, or a permanent error saying why it is
+// not trusted.
+type Signatures interface {
+	Verify(ctx context.Context, app, image, digest string) (string, error)
+}
+
+// SignedApp is an application with a signature policy: its name, and
+// whether the first wave it targets requires a signature.
+type SignedApp struct {
+	Name              string
+	FirstWaveRequires bool
+}
+
+// WithSignatures has verify check the signatures of the images the
+// applications signed says have a policy (others: some application
+// tracking the image has none). A push no application would roll out
+// anywhere unsigned is rejected; otherwise the applications it failed are
+// named in image.verified (plan stops their rollouts before the first wave
+// that requires a signature).
+func (f *Function) WithSignatures(s Signatures, signed func(image string) (apps []SignedApp, others bool)) *Function {
+	f.sigs, f.signed = s, signed
+	return f
 }
 
 // New returns verify; tracked says whether an application tracks an image
@@ -64,6 +92,11 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return reject(fmt.Sprintf("tag %s now resolves to %s, not the pushed %s: the newer push will be acted on", p.Tag, digest, p.Digest))
 	}
 	verified := events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest}
+	if why, err := f.signatures(ctx, &verified); err != nil {
+		return nil, err
+	} else if why != "" {
+		return reject(why)
+	}
 	if c, ok := f.resolver.(CreatedReader); ok && f.newest != nil && f.newest(image) {
 		// Track Newest orders versions by when they were built, not by
 		// when their pushes arrived.
@@ -73,4 +106,41 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	}
 	out, err := events.Derive(e, events.TypeImageVerified, "", verified)
 	return []cloudevents.Event{out}, err
+}
+
+// signatures checks v's signatures for every application with a policy
+// that tracks it, recording who signed it or why not. It returns a reason
+// to reject the push: no application would roll it out anywhere.
+func (f *Function) signatures(ctx context.Context, v *events.ImageVerified) (string, error) {
+	if f.sigs == nil {
+		return "", nil
+	}
+	apps, others := f.signed(v.Image)
+	refused := 0
+	var reasons []string
+	for _, a := range apps {
+		by, err := f.sigs.Verify(ctx, a.Name, v.Image, v.Digest)
+		if err != nil && !events.IsPermanent(err) {
+			return "", err
+		}
+		if err == nil {
+			if v.SignedBy == nil {
+				v.SignedBy = map[string]string{}
+			}
+			v.SignedBy[a.Name] = by
+			continue
+		}
+		if v.Unsigned == nil {
+			v.Unsigned = map[string]string{}
+		}
+		v.Unsigned[a.Name] = err.Error()
+		if a.FirstWaveRequires {
+			refused++
+			reasons = append(reasons, fmt.Sprintf("%s: %v", a.Name, err))
+		}
+	}
+	if len(apps) > 0 && !others && refused == len(apps) {
+		return "signature not trusted (" + strings.Join(reasons, "; ") + ")", nil
+	}
+	return "", nil
 }

@@ -1,6 +1,8 @@
 package verify_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http"
@@ -239,5 +241,95 @@ func TestVerifyContract(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{events.TypeImagePushed}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
+	}
+}
+
+// sigs is a signature check answering from a table (app/digest -> signer,
+// or the error; pkg/signature is tested on its own).
+type sigs map[string]error
+
+func (s sigs) Verify(_ context.Context, app, _, digest string) (string, error) {
+	if err, ok := s[app+"/"+digest]; ok {
+		return "", err
+	}
+	return "key release", nil
+}
+
+// verify checks the signatures of the applications with a policy: a push
+// none of them would roll out anywhere is rejected; otherwise the ones it
+// failed are named, for plan.
+func TestVerifySignatures(t *testing.T) {
+	host := startRegistry(t, nil)
+	digest := push(t, host, "team/api", "1.0.0")
+	image := host + "/team/api"
+	notSigned := events.Permanent(errors.New(image + "@" + digest + " is not signed"))
+	tests := []struct {
+		name    string
+		apps    []verify.SignedApp
+		others  bool
+		checks  sigs
+		wantTyp string
+		want    events.ImageVerified
+		reason  string
+	}{
+		{
+			name: "signed", apps: []verify.SignedApp{{Name: "api", FirstWaveRequires: true}},
+			wantTyp: events.TypeImageVerified,
+			want:    events.ImageVerified{Image: image, Tag: "1.0.0", Digest: digest, SignedBy: map[string]string{"api": "key release"}},
+		},
+		{
+			name: "unsigned, every wave requires a signature", apps: []verify.SignedApp{{Name: "api", FirstWaveRequires: true}},
+			checks: sigs{"api/" + digest: notSigned}, wantTyp: events.TypeImageRejected,
+			reason: "signature not trusted (api: " + image + "@" + digest + " is not signed)",
+		},
+		{
+			name: "unsigned, the first wave takes it", apps: []verify.SignedApp{{Name: "api"}},
+			checks: sigs{"api/" + digest: notSigned}, wantTyp: events.TypeImageVerified,
+			want: events.ImageVerified{Image: image, Tag: "1.0.0", Digest: digest, Unsigned: map[string]string{"api": notSigned.Error()}},
+		},
+		{
+			name: "unsigned, another application tracking it checks no signature", apps: []verify.SignedApp{{Name: "api", FirstWaveRequires: true}},
+			others: true, checks: sigs{"api/" + digest: notSigned}, wantTyp: events.TypeImageVerified,
+			want: events.ImageVerified{Image: image, Tag: "1.0.0", Digest: digest, Unsigned: map[string]string{"api": notSigned.Error()}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := verify.New(resolver(), func(string) bool { return true }).
+				WithSignatures(tt.checks, func(string) ([]verify.SignedApp, bool) { return tt.apps, tt.others })
+			evs, err := f.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/api", Tag: "1.0.0", Digest: digest}))
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("Handle = %d events, %v", len(evs), err)
+			}
+			if evs[0].Type() != tt.wantTyp {
+				t.Fatalf("emitted %s: %s", evs[0].Type(), evs[0].Data())
+			}
+			if tt.wantTyp == events.TypeImageRejected {
+				r, _ := events.Decode[events.ImageRejected](evs[0])
+				if r.Reason != tt.reason {
+					t.Errorf("reason %q, want %q", r.Reason, tt.reason)
+				}
+				return
+			}
+			got, _ := events.Decode[events.ImageVerified](evs[0])
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("verified (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A registry that cannot be read leaves the push to be retried.
+func TestVerifySignaturesRetryable(t *testing.T) {
+	host := startRegistry(t, nil)
+	digest := push(t, host, "team/api", "1.0.0")
+	f := verify.New(resolver(), func(string) bool { return true }).
+		WithSignatures(sigs{"api/" + digest: errors.New("connection refused")},
+			func(string) ([]verify.SignedApp, bool) {
+				return []verify.SignedApp{{Name: "api", FirstWaveRequires: true}}, false
+			})
+	evs, err := f.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/api", Tag: "1.0.0", Digest: digest}))
+	if err == nil || events.IsPermanent(err) || len(evs) != 0 {
+		t.Errorf("Handle = %d events, %v; want a retryable error", len(evs), err)
 	}
 }

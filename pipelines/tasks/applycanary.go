@@ -32,7 +32,7 @@ const (
 	// of the same image, which Flagger analyses again (as `kubectl
 	// rollout restart` does with its own annotation).
 	AnnotationRestart = "flotilla.dev/restart"
-	FieldManager            = "flotilla"
+	FieldManager      = "flotilla"
 )
 
 // ApplyCanaryParams says what to apply to one cluster.

@@ -180,8 +180,16 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		}
 		return false
 	}
+	verifier := verify.New(o.Resolver, tracked).WithCreationTime(newest)
+	sigs, signed, err := signatures(cfg, o.Resolver)
+	if err != nil {
+		return err
+	}
+	if sigs != nil {
+		verifier = verifier.WithSignatures(sigs, signed)
+	}
 	fns := []dispatch.Function{
-		verify.New(o.Resolver, tracked).WithCreationTime(newest),
+		verifier,
 		plan.New(cfg, s.repo),
 		launch.New(cfg, s.repo, nil),
 		observe.New(cfg, s.repo, clusters, nil),

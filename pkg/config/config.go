@@ -277,7 +277,15 @@ type WavePolicy struct {
 	// approve the wave ('flotilla approve ROLLOUT --wave W') before its
 	// clusters start. Default 0.
 	Approvals *int `json:"approvals"`
+	// RequireSignature: the wave takes only images whose signature an
+	// application's verify.signatures trusts. Default true; false lets an
+	// early wave run unsigned builds. Applications without signatures are
+	// not concerned.
+	RequireSignature *bool `json:"requireSignature"`
 }
+
+// SignatureRequired tells whether the policy requires signed images.
+func (p WavePolicy) SignatureRequired() bool { return p.RequireSignature == nil || *p.RequireSignature }
 
 // Approvers returns how many approvals the policy asks for.
 func (p WavePolicy) Approvers() int {
@@ -399,6 +407,7 @@ type Wave struct {
 	BakeTime         *Duration           `json:"bakeTime"`
 	RequiredSoakTime *Duration           `json:"requiredSoakTime"`
 	Approvals        *int                `json:"approvals"`
+	RequireSignature *bool               `json:"requireSignature"`
 	// FreezeWindows hold this wave only.
 	FreezeWindows []FreezeWindow `json:"freezeWindows"`
 	// Members are the wave's clusters, Clusters then those Selector
@@ -429,6 +438,9 @@ func (w Wave) Policy(fleet WavePolicy) WavePolicy {
 	}
 	if w.Approvals != nil {
 		p.Approvals = w.Approvals
+	}
+	if w.RequireSignature != nil {
+		p.RequireSignature = w.RequireSignature
 	}
 	return p
 }
@@ -495,6 +507,51 @@ type Application struct {
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector"`
 	// FreezeWindows hold this application's rollouts only.
 	FreezeWindows []FreezeWindow `json:"freezeWindows"`
+	// Verify is what a pushed image must pass before it rolls out, on top
+	// of its digest being re-resolved at the registry.
+	Verify *Verify `json:"verify"`
+}
+
+// Verify is an application's admission policy for images.
+type Verify struct {
+	// Signatures: the digest must carry a cosign signature by one of them
+	// (any one suffices). Waves with requireSignature: false (the default
+	// is true) take unsigned or wrongly signed builds; a rollout of one
+	// stops before the first wave that requires a signature, and when its
+	// first wave requires one the push is rejected.
+	Signatures []SignatureAuthority `json:"signatures"`
+}
+
+// SignatureAuthority is one signer an application trusts: a cosign public
+// key, or a keyless identity.
+type SignatureAuthority struct {
+	// Name names the authority in messages and records. Required.
+	Name string `json:"name"`
+	// Key is a cosign public key, PEM (cosign.pub), in a file (a mounted
+	// Secret) or an environment variable.
+	Key *Secret `json:"key"`
+	// KeyValue is Key's PEM, read by Load.
+	KeyValue string `json:"-"`
+	// Keyless trusts certificates issued under a trusted root to an
+	// identity (Sigstore's keyless signing).
+	Keyless *Keyless `json:"keyless"`
+}
+
+// Keyless is a Sigstore keyless identity: who the certificate was issued
+// to, by which OIDC issuer, under which root.
+type Keyless struct {
+	// Issuer is the OIDC issuer, exactly
+	// ("https://token.actions.githubusercontent.com"). Required.
+	Issuer string `json:"issuer"`
+	// Subject is a regular expression the certificate's subject (its URI
+	// or e-mail SAN) must match in full. Required.
+	Subject string `json:"subject"`
+	// TrustedRoot is Sigstore's trusted_root.json: the certificate
+	// authorities (and transparency logs) to trust. flotilla does not
+	// fetch it (no TUF): give it as a file. Required.
+	TrustedRoot *Secret `json:"trustedRoot"`
+	// TrustedRootValue is TrustedRoot's JSON, read by Load.
+	TrustedRootValue string `json:"-"`
 }
 
 // FreezeWindows returns the windows that hold wave (by name) of app's

@@ -106,6 +106,17 @@ func applyDefaults(c *Config, base string) {
 
 	for i := range c.Applications {
 		applyApplicationDefaults(&c.Applications[i])
+		if v := c.Applications[i].Verify; v != nil {
+			for j := range v.Signatures {
+				a := &v.Signatures[j]
+				if a.Key != nil && a.Key.File != "" {
+					a.Key.File = resolvePath(base, a.Key.File)
+				}
+				if k := a.Keyless; k != nil && k.TrustedRoot != nil && k.TrustedRoot.File != "" {
+					k.TrustedRoot.File = resolvePath(base, k.TrustedRoot.File)
+				}
+			}
+		}
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"golang.org/x/net/http/httpguts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -449,6 +451,66 @@ func (v *validator) applications(as []Application) {
 		}
 		v.oneOf(p+".onNewVersion", "onNewVersion", a.OnNewVersion, OnNewVersions)
 		v.freezeWindows(p+".freezeWindows", a.FreezeWindows)
+		v.verify(p+".verify", &as[i])
+	}
+}
+
+// verify checks an application's signature authorities and reads their
+// keys and roots.
+func (v *validator) verify(path string, a *Application) {
+	if a.Verify == nil {
+		return
+	}
+	if len(a.Verify.Signatures) == 0 {
+		v.addf(path+".signatures", "required: at least one key or keyless identity (or remove verify)")
+	}
+	names := map[string]bool{}
+	trustedRoot := ""
+	for i := range a.Verify.Signatures {
+		s := &a.Verify.Signatures[i]
+		p := fmt.Sprintf("%s.signatures[%d]", path, i)
+		switch {
+		case s.Name == "":
+			v.addf(p+".name", "required: names the signer in messages")
+		case names[s.Name]:
+			v.addf(p+".name", "%q is used twice", s.Name)
+		}
+		names[s.Name] = true
+		if (s.Key == nil) == (s.Keyless == nil) {
+			v.addf(p, "set exactly one of key and keyless")
+			continue
+		}
+		if s.Key != nil {
+			if s.KeyValue = v.resolveSecret(p+".key", s.Key); s.KeyValue != "" {
+				if _, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(s.KeyValue)); err != nil {
+					v.addf(p+".key", "not a PEM public key (cosign.pub): %v", err)
+				}
+			}
+			continue
+		}
+		k := s.Keyless
+		if k.Issuer == "" {
+			v.addf(p+".keyless.issuer", "required: the OIDC issuer of the signers' certificates")
+		}
+		if k.Subject == "" {
+			v.addf(p+".keyless.subject", "required: a regular expression the certificate's subject must match")
+		} else if _, err := regexp.Compile(k.Subject); err != nil {
+			v.addf(p+".keyless.subject", "%v", err)
+		}
+		if k.TrustedRoot == nil {
+			v.addf(p+".keyless.trustedRoot", "required: Sigstore's trusted_root.json, as a file")
+		} else if k.TrustedRootValue = v.resolveSecret(p+".keyless.trustedRoot", k.TrustedRoot); k.TrustedRootValue != "" {
+			if !json.Valid([]byte(k.TrustedRootValue)) {
+				// The parser's message quotes the content, which may be a secret.
+				v.addf(p+".keyless.trustedRoot", "not a trusted root: not JSON (Sigstore's trusted_root.json)")
+			} else if _, err := root.NewTrustedRootFromJSON([]byte(k.TrustedRootValue)); err != nil {
+				v.addf(p+".keyless.trustedRoot", "not a trusted root: %v", err)
+			}
+			if trustedRoot != "" && trustedRoot != k.TrustedRootValue {
+				v.addf(p+".keyless.trustedRoot", "differs from an earlier keyless identity's: an application's keyless identities share one trusted root")
+			}
+			trustedRoot = k.TrustedRootValue
+		}
 	}
 }
 

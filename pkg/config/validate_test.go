@@ -315,6 +315,21 @@ receivers:
 			doc:  sections{applications: withApp("    tagFilter: {pattern: '^release-(?P<version>[0-9.]+)$', extract: version}\n")},
 			want: []Problem{{"applications[0].tagFilter.extract", `"version" names no group of the pattern: want a template such as "$version" (groups: [version])`}},
 		}, {
+			name: "signature authorities",
+			doc: sections{applications: withApp("    verify: {signatures: [{name: a, key: {file: empty-secret}}, {name: a, key: {env: FLOTILLA_TEST_TOKEN}}, " +
+				"{name: b}, {name: c, keyless: {subject: '('}}, {keyless: {issuer: x, subject: y, trustedRoot: {env: FLOTILLA_TEST_TOKEN}}}]}\n")},
+			want: []Problem{
+				{"applications[0].verify.signatures[0].key.file", `secret file "` + filepath.Join(dir, "empty-secret") + `" is empty`},
+				{"applications[0].verify.signatures[1].name", `"a" is used twice`},
+				{"applications[0].verify.signatures[1].key", "not a PEM public key (cosign.pub): PEM decoding failed"},
+				{"applications[0].verify.signatures[2]", "set exactly one of key and keyless"},
+				{"applications[0].verify.signatures[3].keyless.issuer", "required: the OIDC issuer of the signers' certificates"},
+				{"applications[0].verify.signatures[3].keyless.subject", "error parsing regexp: missing closing ): `(`"},
+				{"applications[0].verify.signatures[3].keyless.trustedRoot", "required: Sigstore's trusted_root.json, as a file"},
+				{"applications[0].verify.signatures[4].name", "required: names the signer in messages"},
+				{"applications[0].verify.signatures[4].keyless.trustedRoot", "not a trusted root: not JSON (Sigstore's trusted_root.json)"},
+			},
+		}, {
 			name: "semver constraint with track Newest",
 			doc:  sections{applications: withApp("    track: Newest\n    semver: '>=1'\n")},
 			want: []Problem{{"applications[0].semver", "track Newest follows the newest tag whatever its version: a semver constraint needs a semantic track"}},

@@ -152,3 +152,20 @@ func (r *Remote) Created(ctx context.Context, image, digest string) (time.Time, 
 	}
 	return cfg.Created.UTC(), nil
 }
+
+// Access returns the pinned reference image@digest (plain HTTP for the
+// insecure hosts) and the options to read it and what is attached to it
+// (signatures) with go-containerregistry under ctx: the same credentials
+// and transport as Resolve.
+func (r *Remote) Access(ctx context.Context, image, digest string) (name.Digest, []remote.Option, error) {
+	var opts []name.Option
+	ref, err := name.NewDigest(image + "@" + digest)
+	if err == nil && r.insecure[ref.RegistryStr()] {
+		opts = append(opts, name.Insecure)
+		ref, err = name.NewDigest(image+"@"+digest, opts...)
+	}
+	if err != nil {
+		return name.Digest{}, nil, events.Permanent(fmt.Errorf("%s@%s: %w", image, digest, err))
+	}
+	return ref, []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry)}, nil
+}

@@ -82,6 +82,11 @@ type Rollout struct {
 	RollbackOf string `json:"rollbackOf,omitempty"`
 	// ImageCreated is when the image was built, read for track Newest.
 	ImageCreated time.Time `json:"imageCreated,omitzero"`
+	// SignedBy is who signed the digest, for an application that verifies
+	// signatures; Unsigned why no signature of it is trusted (the rollout
+	// then ends before the first wave that requires one).
+	SignedBy string `json:"signedBy,omitempty"`
+	Unsigned string `json:"unsigned,omitempty"`
 }
 
 // Failure is an event a function gave up on.
@@ -121,6 +126,9 @@ type Wave struct {
 	// FreezeOverride says who let the wave start inside a freeze window,
 	// and why.
 	FreezeOverride string `json:"freezeOverride,omitempty"`
+	// SignatureRequired: the wave takes only signed images (for an
+	// application that verifies signatures).
+	SignatureRequired bool `json:"signatureRequired,omitempty"`
 }
 
 // Approved reports whether the wave has the approvals it needs.

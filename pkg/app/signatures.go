@@ -1,0 +1,85 @@
+package app
+
+import (
+	"context"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/flotilla-cd/flotilla/functions/verify"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/registry"
+	"github.com/flotilla-cd/flotilla/pkg/signature"
+)
+
+// accessor reads what is attached to an image (pkg/registry.Remote).
+type accessor interface {
+	Access(ctx context.Context, image, digest string) (name.Digest, []remote.Option, error)
+}
+
+// signatures compiles the applications' signature policies (nil when no
+// application verifies signatures) and says, per image, which
+// applications tracking it verify them and whether the first wave each
+// targets requires a signature.
+func signatures(cfg *config.Config, resolver registry.Resolver) (*signature.Verifier, func(string) ([]verify.SignedApp, bool), error) {
+	policies := map[string]signature.Policy{}
+	for _, a := range cfg.Applications {
+		if a.Verify == nil {
+			continue
+		}
+		var p signature.Policy
+		for _, s := range a.Verify.Signatures {
+			switch {
+			case s.Key != nil:
+				p.Keys = append(p.Keys, signature.Key{Name: s.Name, PEM: []byte(s.KeyValue)})
+			case s.Keyless != nil:
+				// One root per application: config validation reads each;
+				// identities under different roots need applications of
+				// their own.
+				p.TrustedRoot = []byte(s.Keyless.TrustedRootValue)
+				p.Identities = append(p.Identities, signature.Identity{
+					Name: s.Name, Issuer: s.Keyless.Issuer, Subject: "^(?:" + s.Keyless.Subject + ")$",
+				})
+			}
+		}
+		policies[a.Name] = p
+	}
+	if len(policies) == 0 {
+		return nil, nil, nil
+	}
+	acc, ok := resolver.(accessor)
+	if !ok {
+		acc = registry.NewRemote()
+	}
+	v, err := signature.New(acc.Access, policies)
+	if err != nil {
+		return nil, nil, err
+	}
+	signed := func(image string) (apps []verify.SignedApp, others bool) {
+		for _, a := range cfg.Applications {
+			if !registry.SameRepository(a.Image, image) {
+				continue
+			}
+			if a.Verify == nil {
+				others = true
+				continue
+			}
+			apps = append(apps, verify.SignedApp{Name: a.Name, FirstWaveRequires: firstWaveRequires(cfg, a)})
+		}
+		return apps, others
+	}
+	return v, signed, nil
+}
+
+// firstWaveRequires tells whether the first wave app targets requires a
+// signature.
+func firstWaveRequires(cfg *config.Config, a config.Application) bool {
+	for _, w := range cfg.Fleet.Waves {
+		for _, n := range w.ClusterNames() {
+			if c, ok := cfg.Cluster(n); ok && a.Targets(c) {
+				return w.Policy(cfg.Fleet.WavePolicy).SignatureRequired()
+			}
+		}
+	}
+	return true
+}

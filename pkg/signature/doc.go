@@ -1,0 +1,26 @@
+// Package signature verifies that an image digest is signed before it rolls
+// out: cosign public keys, or keyless identities (OIDC issuer + subject
+// pattern of a Fulcio-style certificate) under a trusted root read from a
+// file (applications[].verify.signatures).
+//
+// The signatures are found in the registry the way cosign attaches them:
+// the "sha256-<hex>.sig" tag (simple-signing payloads, cosign before v3 and
+// `--new-bundle-format=false`) and Sigstore bundles attached as OCI
+// referrers (cosign v3, with go-containerregistry's fallback to the
+// referrers tag). Every signature is verified by sigstore-go's verifier;
+// the old format is wrapped into an in-memory bundle first, and its payload
+// must name the digest (a signature copied from another image does not
+// count), a bundle's statement must be cosign's signature predicate (an
+// SBOM or provenance attestation does not count).
+//
+// Verify is called once per application and digest: results are cached
+// (bounded), failed ones too, so a digest signed later needs a new push
+// (or a restart). A signature that does not verify is a permanent error
+// (events.Permanent) naming why; a registry that cannot be read is a
+// retryable one.
+//
+// A root without transparency logs (a private CA, the tests' own) is
+// checked at the current time: keyless certificates must still be valid.
+// A root with Rekor logs demands a log entry and checks the certificate at
+// its time, as cosign does.
+package signature

@@ -1,0 +1,461 @@
+package signature
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	sigsig "github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+// What cosign attaches to an image, and how.
+const (
+	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	SignatureAnnotation    = "dev.cosignproject.cosign/signature"
+	CertificateAnnotation  = "dev.sigstore.cosign/certificate"
+	BundleMediaTypeV03     = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	BundleMediaTypePrefix  = "application/vnd.dev.sigstore.bundle"
+	CosignSignPredicate    = "https://sigstore.dev/cosign/sign/v1"
+	SimpleSigningType      = "cosign container image signature"
+)
+
+// Key is a cosign public key (PEM), named for messages.
+type Key struct {
+	Name string
+	PEM  []byte
+}
+
+// Identity is a keyless signer: the certificate's OIDC issuer (exact) and
+// subject (a regular expression over its URI or e-mail SAN).
+type Identity struct {
+	Name    string
+	Issuer  string
+	Subject string
+}
+
+// Policy is what one application accepts: a signature by one of Keys, or
+// by one of Identities under TrustedRoot (a trusted_root.json).
+type Policy struct {
+	Keys        []Key
+	Identities  []Identity
+	TrustedRoot []byte
+}
+
+// Access says how to read image@digest and what is attached to it
+// (pkg/registry.Remote.Access).
+type Access func(ctx context.Context, image, digest string) (name.Digest, []remote.Option, error)
+
+// MaxCached bounds the cached results.
+const MaxCached = 10000
+
+// Verifier checks digests against the applications' policies.
+type Verifier struct {
+	access   Access
+	policies map[string]*compiled
+
+	mu    sync.Mutex
+	cache map[string]result // app \x00 digest
+}
+
+type result struct {
+	by  string
+	err error
+}
+
+type compiled struct {
+	keys       []*verify.Verifier
+	keyNames   []string
+	keyless    *verify.Verifier
+	identities []verify.PolicyOption
+}
+
+// New compiles the policies, by application name.
+func New(access Access, policies map[string]Policy) (*Verifier, error) {
+	v := &Verifier{access: access, policies: map[string]*compiled{}, cache: map[string]result{}}
+	for app, p := range policies {
+		c, err := compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("application %s: %w", app, err)
+		}
+		v.policies[app] = c
+	}
+	return v, nil
+}
+
+// Has tells whether app has a signature policy.
+func (v *Verifier) Has(app string) bool { return v != nil && v.policies[app] != nil }
+
+func compile(p Policy) (*compiled, error) {
+	c := &compiled{}
+	for _, k := range p.Keys {
+		pub, err := cryptoutils.UnmarshalPEMToPublicKey(k.PEM)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", k.Name, err)
+		}
+		// cosign signs simple-signing payloads with SHA-256 whatever the
+		// curve.
+		sv, err := sigsig.LoadVerifier(pub, crypto.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", k.Name, err)
+		}
+		ek := root.NewExpiringKey(sv, time.Time{}, time.Time{})
+		material := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return ek, nil })
+		kv, err := verify.NewVerifier(material, verify.WithNoObserverTimestamps())
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", k.Name, err)
+		}
+		c.keys, c.keyNames = append(c.keys, kv), append(c.keyNames, k.Name)
+	}
+	if len(p.Identities) > 0 {
+		tr, err := root.NewTrustedRootFromJSON(p.TrustedRoot)
+		if err != nil {
+			return nil, fmt.Errorf("trusted root: %w", err)
+		}
+		var opts []verify.VerifierOption
+		if len(tr.RekorLogs()) > 0 {
+			opts = append(opts, verify.WithTransparencyLog(1), verify.WithObserverTimestamps(1))
+			if len(tr.CTLogs()) > 0 {
+				opts = append(opts, verify.WithSignedCertificateTimestamps(1))
+			}
+		} else {
+			opts = append(opts, verify.WithCurrentTime())
+		}
+		if c.keyless, err = verify.NewVerifier(tr, opts...); err != nil {
+			return nil, fmt.Errorf("trusted root: %w", err)
+		}
+		for _, id := range p.Identities {
+			ci, err := verify.NewShortCertificateIdentity(id.Issuer, "", "", id.Subject)
+			if err != nil {
+				return nil, fmt.Errorf("identity %s: %w", id.Name, err)
+			}
+			c.identities = append(c.identities, verify.WithCertificateIdentity(ci))
+		}
+	}
+	if len(c.keys) == 0 && c.keyless == nil {
+		return nil, errors.New("no key and no keyless identity")
+	}
+	return c, nil
+}
+
+// Verify checks that a signature attached to image@digest satisfies app's
+// policy, and says whose it is ("key NAME", or the certificate's subject).
+// An application without a policy is an error. A signature that does not
+// verify, or none, is permanent; a registry that cannot be read is not
+// (and is not cached).
+func (v *Verifier) Verify(ctx context.Context, app, image, digest string) (string, error) {
+	c := v.policies[app]
+	if c == nil {
+		return "", events.Permanent(fmt.Errorf("application %s verifies no signatures", app))
+	}
+	key := app + "\x00" + image + "@" + digest
+	v.mu.Lock()
+	r, ok := v.cache[key]
+	v.mu.Unlock()
+	if ok {
+		return r.by, r.err
+	}
+	by, err := v.verify(ctx, c, image, digest)
+	if err == nil || events.IsPermanent(err) {
+		v.mu.Lock()
+		if len(v.cache) >= MaxCached {
+			for k := range v.cache {
+				delete(v.cache, k)
+				if len(v.cache) < MaxCached/2 {
+					break
+				}
+			}
+		}
+		v.cache[key] = result{by, err}
+		v.mu.Unlock()
+	}
+	return by, err
+}
+
+// candidate is one signature found in the registry.
+type candidate struct {
+	source  string
+	entity  *bundle.Bundle
+	payload []byte // a simple-signing payload (nil for a bundle)
+}
+
+func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string) (string, error) {
+	d, opts, err := v.access(ctx, image, digest)
+	if err != nil {
+		return "", err
+	}
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return "", events.Permanent(err)
+	}
+	cands, err := legacyCandidates(d, h, opts)
+	if err != nil {
+		return "", err
+	}
+	bc, err := bundleCandidates(d, opts)
+	if err != nil {
+		return "", err
+	}
+	cands = append(cands, bc...)
+	if len(cands) == 0 {
+		return "", events.Permanent(fmt.Errorf("%s is not signed (no tag %s, no signature bundle among its referrers)", d, legacyTag(d, h).TagStr()))
+	}
+	digestBytes, _ := hex.DecodeString(h.Hex)
+	var reasons []string
+	for _, cand := range cands {
+		artifact := verify.WithArtifactDigest(h.Algorithm, digestBytes)
+		if cand.payload != nil {
+			artifact = verify.WithArtifact(bytes.NewReader(cand.payload))
+		}
+		res, who, err := c.check(cand, artifact)
+		if err == nil {
+			err = claims(cand, res, h)
+		}
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("%s: %v", cand.source, err))
+			continue
+		}
+		return who, nil
+	}
+	return "", events.Permanent(fmt.Errorf("no signature of %s is trusted: %s", d, strings.Join(reasons, "; ")))
+}
+
+// check verifies one signature with the keys, or the keyless identities.
+func (c *compiled) check(cand candidate, artifact verify.ArtifactPolicyOption) (*verify.VerificationResult, string, error) {
+	vc, err := cand.entity.VerificationContent()
+	if err != nil {
+		return nil, "", err
+	}
+	if vc.Certificate() == nil {
+		if len(c.keys) == 0 {
+			return nil, "", errors.New("signed with a key, and the policy trusts no key")
+		}
+		var errs []string
+		for i, kv := range c.keys {
+			res, err := kv.Verify(cand.entity, verify.NewPolicy(artifact, verify.WithKey()))
+			if err == nil {
+				return res, "key " + c.keyNames[i], nil
+			}
+			errs = append(errs, fmt.Sprintf("key %s: %v", c.keyNames[i], err))
+		}
+		return nil, "", errors.New(strings.Join(errs, "; "))
+	}
+	if c.keyless == nil {
+		return nil, "", errors.New("signed with a certificate, and the policy trusts no keyless identity")
+	}
+	res, err := c.keyless.Verify(cand.entity, verify.NewPolicy(artifact, c.identities...))
+	if err != nil {
+		return nil, "", err
+	}
+	return res, res.Signature.Certificate.SubjectAlternativeName, nil
+}
+
+// claims binds a verified signature to the digest: a simple-signing
+// payload must name it; a bundle must be cosign's signature (its subject
+// was matched by the verifier).
+func claims(cand candidate, res *verify.VerificationResult, h v1.Hash) error {
+	if cand.payload != nil {
+		var ss struct {
+			Critical struct {
+				Image struct {
+					DockerManifestDigest string `json:"docker-manifest-digest"`
+				} `json:"image"`
+				Type string `json:"type"`
+			} `json:"critical"`
+		}
+		if err := json.Unmarshal(cand.payload, &ss); err != nil {
+			return fmt.Errorf("simple-signing payload: %w", err)
+		}
+		if ss.Critical.Type != SimpleSigningType {
+			return fmt.Errorf("simple-signing payload of type %q", ss.Critical.Type)
+		}
+		if ss.Critical.Image.DockerManifestDigest != h.String() {
+			return fmt.Errorf("the signature is for %s, not %s", ss.Critical.Image.DockerManifestDigest, h)
+		}
+		return nil
+	}
+	if res.Statement == nil || res.Statement.PredicateType != CosignSignPredicate {
+		return fmt.Errorf("the bundle is not a cosign signature (predicate %q)", predicate(res))
+	}
+	return nil
+}
+
+func predicate(res *verify.VerificationResult) string {
+	if res.Statement == nil {
+		return ""
+	}
+	return res.Statement.PredicateType
+}
+
+func legacyTag(d name.Digest, h v1.Hash) name.Tag {
+	return d.Context().Tag(fmt.Sprintf("%s-%s.sig", h.Algorithm, h.Hex))
+}
+
+func notFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
+
+// readErr classes an error reading the registry: the image or signature
+// vanished or is refused for good (4xx) is permanent.
+func readErr(what string, err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) && terr.StatusCode >= 400 && terr.StatusCode < 500 &&
+		terr.StatusCode != http.StatusRequestTimeout && terr.StatusCode != http.StatusTooManyRequests {
+		return events.Permanent(fmt.Errorf("reading %s: %w", what, err))
+	}
+	return fmt.Errorf("reading %s: %w", what, err)
+}
+
+// legacyCandidates reads cosign's "<alg>-<hex>.sig" tag.
+func legacyCandidates(d name.Digest, h v1.Hash, opts []remote.Option) ([]candidate, error) {
+	tag := legacyTag(d, h)
+	img, err := remote.Image(tag, opts...)
+	if notFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, readErr(tag.String(), err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, readErr(tag.String(), err)
+	}
+	var out []candidate
+	for i, l := range m.Layers {
+		if l.MediaType != SimpleSigningMediaType {
+			continue
+		}
+		src := fmt.Sprintf("%s layer %d", tag.TagStr(), i)
+		payload, err := readBlob(img, l)
+		if err != nil {
+			return nil, readErr(src, err)
+		}
+		sig, err := base64.StdEncoding.DecodeString(l.Annotations[SignatureAnnotation])
+		if err != nil || len(sig) == 0 {
+			continue // not a signature: nothing to verify
+		}
+		sum := sha256.Sum256(payload)
+		pb := &protobundle.Bundle{
+			MediaType:            BundleMediaTypeV03,
+			VerificationMaterial: &protobundle.VerificationMaterial{},
+			Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
+				MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: sum[:]},
+				Signature:     sig,
+			}},
+		}
+		if certPEM := l.Annotations[CertificateAnnotation]; certPEM != "" {
+			blk, _ := pem.Decode([]byte(certPEM))
+			if blk == nil {
+				continue
+			}
+			pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_Certificate{
+				Certificate: &protocommon.X509Certificate{RawBytes: blk.Bytes}}
+		} else {
+			pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}}
+		}
+		b, err := bundle.NewBundle(pb)
+		if err != nil {
+			continue
+		}
+		out = append(out, candidate{source: src, entity: b, payload: payload})
+	}
+	return out, nil
+}
+
+// bundleCandidates reads the Sigstore bundles attached as OCI referrers
+// (or go-containerregistry's fallback, the "<alg>-<hex>" referrers tag).
+func bundleCandidates(d name.Digest, opts []remote.Option) ([]candidate, error) {
+	idx, err := remote.Referrers(d, opts...)
+	if notFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, readErr("the referrers of "+d.String(), err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, readErr("the referrers of "+d.String(), err)
+	}
+	var out []candidate
+	for _, desc := range im.Manifests {
+		// The artifact type is the manifest's, else its config's media
+		// type (some registries report only the latter).
+		if !strings.HasPrefix(desc.ArtifactType, BundleMediaTypePrefix) &&
+			desc.ArtifactType != string(types.OCIEmptyJSON) && desc.ArtifactType != "" {
+			continue
+		}
+		src := "referrer " + desc.Digest.String()
+		img, err := remote.Image(d.Context().Digest(desc.Digest.String()), opts...)
+		if err != nil {
+			return nil, readErr(src, err)
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			return nil, readErr(src, err)
+		}
+		if len(m.Layers) != 1 || !strings.HasPrefix(string(m.Layers[0].MediaType), BundleMediaTypePrefix) {
+			continue // another artifact (an SBOM, ...)
+		}
+		raw, err := readBlob(img, m.Layers[0])
+		if err != nil {
+			return nil, readErr(src, err)
+		}
+		var b bundle.Bundle
+		if err := b.UnmarshalJSON(raw); err != nil || b.GetDsseEnvelope() == nil {
+			continue // not a signature bundle flotilla can check
+		}
+		out = append(out, candidate{source: src, entity: &b})
+	}
+	return out, nil
+}
+
+// maxBlob bounds what is read of a signature's blob.
+const maxBlob = 4 << 20
+
+func readBlob(img v1.Image, l v1.Descriptor) ([]byte, error) {
+	if l.Size > maxBlob {
+		return nil, fmt.Errorf("blob %s is too large (%d bytes)", l.Digest, l.Size)
+	}
+	layer, err := img.LayerByDigest(l.Digest)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	b, err := io.ReadAll(io.LimitReader(rc, maxBlob+1))
+	if err != nil {
+		return nil, err
+	}
+	if got, _, _ := v1.SHA256(bytes.NewReader(b)); got != l.Digest {
+		return nil, fmt.Errorf("blob %s: content has digest %s", l.Digest, got)
+	}
+	return b, nil
+}

@@ -1,0 +1,226 @@
+package signature_test
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore-go/pkg/sign"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/signature"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
+)
+
+// reg is an in-process registry counting its requests.
+type reg struct {
+	host  string
+	count atomic.Int64
+}
+
+func newRegistry(tb testing.TB) *reg {
+	tb.Helper()
+	r := &reg{}
+	h := registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.count.Add(1)
+		h.ServeHTTP(w, req)
+	}))
+	tb.Cleanup(srv.Close)
+	r.host = strings.TrimPrefix(srv.URL, "http://")
+	return r
+}
+
+func (r *reg) access(ctx context.Context, image, digest string) (name.Digest, []remote.Option, error) {
+	d, err := name.NewDigest(image + "@" + digest)
+	return d, []remote.Option{remote.WithContext(ctx)}, err
+}
+
+// push pushes a random image to repo and returns its pinned reference.
+func (r *reg) push(tb testing.TB, repo string) name.Digest {
+	tb.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tag, err := name.NewTag(r.host + "/" + repo + ":1.0.0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		tb.Fatal(err)
+	}
+	h, err := img.Digest()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tag.Context().Digest(h.String())
+}
+
+func TestVerify(t *testing.T) {
+	r := newRegistry(t)
+	trusted, other := sigtest.NewKeypair(), sigtest.NewKeypair()
+	ca := sigtest.NewCA()
+	rootJSON, err := ca.TrustedRootJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const issuer, subject = "https://token.actions.githubusercontent.com", "https://github.com/acme/shop/.github/workflows/release.yaml@refs/heads/main"
+	keyless := func(san string) sign.BundleOptions {
+		return sign.BundleOptions{CertificateProvider: sigtest.Provider{CA: ca, Issuer: issuer, SAN: san}}
+	}
+	tests := []struct {
+		name    string
+		sign    func(d name.Digest) error
+		wantBy  string
+		wantErr string
+	}{
+		{name: "a key's signature (cosign's .sig tag)", sign: func(d name.Digest) error { return sigtest.SignLegacy(context.Background(), d, trusted, nil) }, wantBy: "key release"},
+		{name: "a key's signature (a bundle among the referrers)", sign: func(d name.Digest) error {
+			_, err := sigtest.SignBundle(d, trusted, sign.BundleOptions{})
+			return err
+		}, wantBy: "key release"},
+		{name: "a keyless signature of the trusted identity", sign: func(d name.Digest) error {
+			_, err := sigtest.SignBundle(d, sigtest.NewKeypair(), keyless(subject))
+			return err
+		}, wantBy: subject},
+		{name: "unsigned", sign: func(name.Digest) error { return nil }, wantErr: "is not signed"},
+		{name: "signed with another key", sign: func(d name.Digest) error { return sigtest.SignLegacy(context.Background(), d, other, nil) }, wantErr: "no signature of"},
+		{name: "a keyless signature of another subject", sign: func(d name.Digest) error {
+			_, err := sigtest.SignBundle(d, sigtest.NewKeypair(), keyless("https://github.com/mallory/shop/.github/workflows/release.yaml@refs/heads/main"))
+			return err
+		}, wantErr: "no signature of"},
+		{name: "a keyless signature from a CA the root does not hold", sign: func(d name.Digest) error {
+			_, err := sigtest.SignBundle(d, sigtest.NewKeypair(), sign.BundleOptions{CertificateProvider: sigtest.Provider{CA: sigtest.NewCA(), Issuer: issuer, SAN: subject}})
+			return err
+		}, wantErr: "no signature of"},
+		{name: "a signature copied from another image", sign: func(d name.Digest) error {
+			src := r.push(t, "acme/elsewhere")
+			if err := sigtest.SignLegacy(context.Background(), src, trusted, nil); err != nil {
+				return err
+			}
+			return sigtest.CopyLegacySignature(src, d)
+		}, wantErr: "the signature is for"},
+	}
+	v, err := signature.New(r.access, map[string]signature.Policy{"shop": {
+		Keys:        []signature.Key{{Name: "release", PEM: trusted.PublicKeyPEM()}},
+		Identities:  []signature.Identity{{Name: "ci", Issuer: issuer, Subject: "^https://github\\.com/acme/.*$"}},
+		TrustedRoot: rootJSON,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := r.push(t, "acme/shop-"+string(rune('a'+i)))
+			if err := tt.sign(d); err != nil {
+				t.Fatalf("signing: %v", err)
+			}
+			by, err := v.Verify(t.Context(), "shop", d.Context().Name(), d.DigestStr())
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Verify: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Verify = %q, %v; want an error saying %q", by, err, tt.wantErr)
+			case tt.wantErr != "" && !events.IsPermanent(err):
+				t.Errorf("error %v is not permanent", err)
+			case by != tt.wantBy:
+				t.Errorf("signed by %q, want %q", by, tt.wantBy)
+			}
+		})
+	}
+}
+
+// A digest is verified once per application: the result, a refusal too,
+// comes from the cache afterwards.
+func TestVerifyCaches(t *testing.T) {
+	r := newRegistry(t)
+	k := sigtest.NewKeypair()
+	v, err := signature.New(r.access, map[string]signature.Policy{"shop": {Keys: []signature.Key{{Name: "k", PEM: k.PublicKeyPEM()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, unsigned := r.push(t, "acme/signed"), r.push(t, "acme/unsigned")
+	if err := sigtest.SignLegacy(context.Background(), signed, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []name.Digest{signed, unsigned} {
+		_, first := v.Verify(t.Context(), "shop", d.Context().Name(), d.DigestStr())
+		before := r.count.Load()
+		_, again := v.Verify(t.Context(), "shop", d.Context().Name(), d.DigestStr())
+		if r.count.Load() != before {
+			t.Errorf("%s: the second Verify asked the registry again", d)
+		}
+		if (first == nil) != (again == nil) {
+			t.Errorf("%s: %v, then %v", d, first, again)
+		}
+	}
+	if _, err := v.Verify(t.Context(), "other", signed.Context().Name(), signed.DigestStr()); err == nil || !events.IsPermanent(err) {
+		t.Errorf("an application without a policy: %v, want a permanent error", err)
+	}
+}
+
+func TestNewRefusesABadPolicy(t *testing.T) {
+	for name, p := range map[string]signature.Policy{
+		"empty":          {},
+		"not a key":      {Keys: []signature.Key{{Name: "k", PEM: []byte("nope")}}},
+		"not a root":     {Identities: []signature.Identity{{Name: "i", Issuer: "x", Subject: "y"}}, TrustedRoot: []byte("{}x")},
+		"a bad subject ": {Identities: []signature.Identity{{Name: "i", Issuer: "x", Subject: "("}}, TrustedRoot: mustRoot(t)},
+	} {
+		if _, err := signature.New(nil, map[string]signature.Policy{"shop": p}); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
+	}
+}
+
+func mustRoot(t *testing.T) []byte {
+	t.Helper()
+	b, err := sigtest.NewCA().TrustedRootJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkVerify is what verifying a new digest costs (the registry on
+// loopback), and a cached one.
+func BenchmarkVerify(b *testing.B) {
+	r := newRegistry(b)
+	k := sigtest.NewKeypair()
+	pol := map[string]signature.Policy{"shop": {Keys: []signature.Key{{Name: "k", PEM: k.PublicKeyPEM()}}}}
+	d := r.push(b, "acme/bench")
+	if err := sigtest.SignLegacy(context.Background(), d, k, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("uncached", func(b *testing.B) {
+		for b.Loop() {
+			v, err := signature.New(r.access, pol)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := v.Verify(b.Context(), "shop", d.Context().Name(), d.DigestStr()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		v, err := signature.New(r.access, pol)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := v.Verify(b.Context(), "shop", d.Context().Name(), d.DigestStr()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
