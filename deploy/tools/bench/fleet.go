@@ -25,6 +25,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
 // bench owns what every scenario shares: the fleet and the registry.
@@ -37,6 +38,9 @@ type bench struct {
 	registry *httptest.Server
 	regHost  string
 	probe    *stallProbe
+	// signer signs every version of the measured application, whose
+	// policy trusts its key.
+	signer *sigtest.Keypair
 }
 
 // realCluster is one cluster of the local fleet with the bench's clients.
@@ -52,7 +56,7 @@ func newBench(ctx context.Context, o options, logger *slog.Logger) (*bench, erro
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, log: logger, dir: dir, probe: newStallProbe(ctx)}
+	b := &bench{o: o, log: logger, dir: dir, probe: newStallProbe(ctx), signer: sigtest.NewKeypair()}
 	logger.Info("starting the local fleet", "clusters", o.clusters, "dir", dir)
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()

@@ -43,6 +43,7 @@ type options struct {
 	out        string
 	storeFile  string
 	launchFile string
+	verifyFile string
 	intake     string
 	journal    string
 	keep       bool
@@ -75,6 +76,7 @@ func run(args []string) error {
 	fs.StringVar(&o.out, "out", "", "write the report to this markdown file (BENCHMARKS.md)")
 	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
 	fs.StringVar(&o.launchFile, "launch-results", "", "output of `go test -bench BenchmarkLaunchWave ./functions/launch` to include in the report")
+	fs.StringVar(&o.verifyFile, "verify-results", "", "output of `go test -bench BenchmarkVerify ./pkg/signature` to include in the report")
 	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/tools/loadtest -out` to include in the report")
 	fs.StringVar(&o.journal, "journal-results", "", "Markdown written by `go run ./deploy/tools/journalbench -out` to include in the report")
 	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
@@ -154,6 +156,12 @@ func run(args []string) error {
 			return err
 		}
 	}
+	var verify []storeResult
+	if o.verifyFile != "" {
+		if verify, err = parseStoreBench(o.verifyFile); err != nil {
+			return err
+		}
+	}
 	if o.raw != "" {
 		if err := writeRaw(o.raw, results); err != nil {
 			return err
@@ -175,7 +183,7 @@ func run(args []string) error {
 		}
 		journal = string(b)
 	}
-	report := renderReport(o, env, results, store, launch, intake, journal)
+	report := renderReport(o, env, results, store, launch, verify, intake, journal)
 	fmt.Print(report)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {

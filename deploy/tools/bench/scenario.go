@@ -37,6 +37,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
 const (
@@ -207,6 +208,10 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	keyFile := filepath.Join(s.dir, "cosign.pub")
+	if err := os.WriteFile(keyFile, s.b.signer.PublicKeyPEM(), 0o600); err != nil {
+		return err
+	}
 	var clusters []map[string]any
 	names := func(ns []*named) []string {
 		var out []string
@@ -235,6 +240,7 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 				"strategy": "blueGreen", "interval": s.b.o.interval.String(), "iterations": 10, "threshold": 1,
 				"progressDeadline": "10m",
 			},
+			"verify": map[string]any{"signatures": []map[string]any{{"name": "bench", "key": map[string]any{"file": keyFile}}}},
 		}}, s.backgroundApps()...),
 	}
 	raw, err := yaml.Marshal(cfgMap)
@@ -401,7 +407,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 	var smp sample
 	s.version++
 	version := fmt.Sprintf("%d.0.0", s.version)
-	ref, body, err := s.push(version)
+	ref, body, err := s.push(ctx, version)
 	if err != nil {
 		return smp, err
 	}
@@ -633,10 +639,22 @@ func earliest(calls map[string]call) call {
 	return first
 }
 
-// push writes a new random image as repo:version and returns its pinned
-// reference and the notification the registry would send for it.
-func (s *scenario) push(version string) (string, []byte, error) {
-	return s.pushRepo(repo, version)
+// push writes a new random image as repo:version, signs it as cosign
+// does (its .sig tag), and returns its pinned reference and the
+// notification the registry would send for it.
+func (s *scenario) push(ctx context.Context, version string) (string, []byte, error) {
+	ref, body, err := s.pushRepo(repo, version)
+	if err != nil {
+		return "", nil, err
+	}
+	d, err := name.NewDigest(ref)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := sigtest.SignLegacy(ctx, d, s.b.signer, nil); err != nil {
+		return "", nil, fmt.Errorf("signing %s: %w", d, err)
+	}
+	return ref, body, nil
 }
 
 // pushRepo pushes repo:version (a repository of the registry).
