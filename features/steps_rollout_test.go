@@ -114,9 +114,10 @@ type world struct {
 	// approverTokens are named API tokens (server.apiTokens) by name.
 	approverTokens map[string]string
 	// semver is the application's semver constraint, tagFilter its tag
-	// filter, when a step set them.
+	// filter, denyTags its denied tag patterns, when a step set them.
 	semver    string
 	tagFilter map[string]string
+	denyTags  []string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -303,6 +304,9 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	}
 	if w.semver != "" {
 		cfg["applications"].([]map[string]any)[0]["semver"] = w.semver
+	}
+	if len(w.denyTags) > 0 {
+		cfg["applications"].([]map[string]any)[0]["denyTags"] = w.denyTags
 	}
 	if w.onNewVersion != "" {
 		cfg["applications"].([]map[string]any)[0]["onNewVersion"] = w.onNewVersion

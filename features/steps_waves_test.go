@@ -40,6 +40,7 @@ func (s *scenario) registerWaveSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the application rolls out only versions "([^"]*)"$`, s.semverConstraint)
 	sc.Step(`^version "([^"]*)" built (\d+) minutes ago is pushed$`, s.pushBuilt)
 	sc.Step(`^the application rolls out only tags matching "([^"]*)", compared as "([^"]*)"$`, s.tagFilter)
+	sc.Step(`^the application never rolls out tags matching "([^"]*)"$`, s.denyTags)
 	sc.Step(`^version "([^"]*)" is built again and pushed$`, s.rebuildVersion)
 	sc.Step(`^the primary in every cluster comes to run the rebuilt "([^"]*)" by digest$`, s.primariesComeToRun)
 	sc.Step(`^the canaries ask a confirm-rollout gate first, which opens$`, s.confirmRolloutGate)
@@ -416,6 +417,11 @@ func (s *scenario) namesWithinBudget(ctx context.Context, version, cluster strin
 
 func (s *scenario) semverConstraint(constraint string) error {
 	s.w.semver = constraint
+	return nil
+}
+
+func (s *scenario) denyTags(pattern string) error {
+	s.w.denyTags = append(s.w.denyTags, pattern)
 	return nil
 }
 

@@ -100,6 +100,19 @@ Feature: Which version rolls out: newer ones supersede or queue, the baseline is
     Then the rollout of "release-1.1.0" succeeds
     And the primary in every cluster runs version "release-1.1.0" by digest
 
+  Scenario: A tag the application denies never rolls out; the next version does
+    Given the application never rolls out tags matching "1\.1\.0|.*-debug"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    Then flotilla records that "1.1.0" was skipped because "matches the application's denyTags pattern"
+    And no rollout of "1.1.0" was started
+    When version "1.2.0" is pushed
+    Then the rollout of "1.2.0" succeeds
+    And the primary in every cluster runs version "1.2.0" by digest
+    And no workload in any cluster runs version "1.1.0"
+
   Scenario: Track Newest follows when images were built, not when their pushes arrived
     Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "Newest" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves

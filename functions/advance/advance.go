@@ -264,9 +264,12 @@ func emit(e cloudevents.Event, r *rollout.Rollout, steps []step) ([]cloudevents.
 	return out, nil
 }
 
-// deployed records a succeeded rollout as what the application runs.
+// deployed records a succeeded rollout as what the application runs. An
+// unsigned build that stopped before the waves requiring a signature is
+// not what the fleet runs: the baseline stays, so the same version, signed
+// later, rolls out to the whole fleet.
 func (f *Function) deployed(ctx context.Context, ro rollout.Rollout) error {
-	if ro.Phase == rollout.Succeeded {
+	if ro.Phase == rollout.Succeeded && ro.StopsBefore == "" {
 		// Idempotent, so a redelivery that finds the rollout done repeats it.
 		return f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
 			st.DeployedTag, st.DeployedDigest, st.DeployedCreated = ro.Tag, ro.Digest, ro.ImageCreated

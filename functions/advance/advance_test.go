@@ -25,6 +25,9 @@ type state struct {
 	Clusters map[string]rollout.ClusterPhase
 	// Parallel and Budget are wave 2's maxParallel and maxFailures.
 	Parallel, Budget int
+	// StopsBefore is the signature-requiring wave an unsigned rollout
+	// does not reach.
+	StopsBefore string
 }
 
 // newRollout stores a rollout of two waves, c1 then c2 and c3, in state st.
@@ -32,7 +35,7 @@ func newRollout(t *testing.T, repo *embedded.Repo, st state) {
 	t.Helper()
 	ro := rollout.Rollout{
 		ID: rolloutID, Application: "shop", Image: "registry.test/team/shop", Tag: "1.3.0", Digest: "sha256:new",
-		Phase: st.Phase, Reason: st.Reason, Wave: st.Wave,
+		Phase: st.Phase, Reason: st.Reason, Wave: st.Wave, StopsBefore: st.StopsBefore,
 		Waves: []rollout.Wave{
 			{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1"}}},
 			{Name: "rest", Clusters: []rollout.Cluster{{Name: "c2"}, {Name: "c3"}}, MaxParallel: st.Parallel, MaxFailures: st.Budget},
@@ -50,7 +53,7 @@ func newRollout(t *testing.T, repo *embedded.Repo, st state) {
 
 func stateOf(ro rollout.Rollout) state {
 	st := state{Phase: ro.Phase, Reason: ro.Reason, Wave: ro.Wave, Clusters: map[string]rollout.ClusterPhase{},
-		Parallel: ro.Waves[1].MaxParallel, Budget: ro.Waves[1].MaxFailures}
+		Parallel: ro.Waves[1].MaxParallel, Budget: ro.Waves[1].MaxFailures, StopsBefore: ro.StopsBefore}
 	for _, w := range ro.Waves {
 		for _, c := range w.Clusters {
 			st.Clusters[c.Name] = c.Phase
@@ -144,6 +147,16 @@ func TestAdvance(t *testing.T) {
 			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, progressing, progressing), Budget: 1},
 			typ:    events.TypeClusterFailed, cluster: "c2", reason: "canary analysis failed",
 			after: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, failed, progressing), Budget: 1},
+		},
+		{
+			name:   "an unsigned build's last wave done: succeeded, and not what the fleet runs",
+			before: state{Phase: rollout.Progressing, Wave: 1, Clusters: cs(succeeded, succeeded, progressing), StopsBefore: "prod"},
+			typ:    events.TypeClusterSucceeded, cluster: "c3",
+			want: []functiontest.Emitted{
+				ev(events.TypeWaveSucceeded, events.WaveResult{RolloutID: rolloutID, Wave: 1}),
+				ev(events.TypeRolloutSucceeded, events.RolloutResult{RolloutID: rolloutID}),
+			},
+			after: state{Phase: rollout.Succeeded, Wave: 1, Clusters: cs(succeeded, succeeded, succeeded), StopsBefore: "prod"},
 		},
 		{
 			name:   "the wave ends within its budget: the rollout succeeds, naming the failure",

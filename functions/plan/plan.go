@@ -137,7 +137,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		}
 		if n > 0 {
 			ro.Reason = fmt.Sprintf("unsigned: rolls out to the waves before %s, which requires a signature", ro.Waves[n].Name)
-			ro.Waves = ro.Waves[:n]
+			ro.StopsBefore, ro.Waves = ro.Waves[n].Name, ro.Waves[:n]
 		}
 	}
 	queue, out, err := f.makeWay(ctx, e, app, inFlight, ro)
@@ -334,6 +334,9 @@ func decide(app config.Application, st rollout.AppState, inFlight []rollout.Roll
 	if q, ok := st.QuarantineOf(v.Tag, v.Digest); ok {
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", v.Tag, q.By, q.Reason)}, nil
 	}
+	if p := app.DeniedBy(v.Tag); p != "" {
+		return versionpolicy.Decision{Reason: fmt.Sprintf("%s matches the application's denyTags pattern %q", v.Tag, p)}, nil
+	}
 	policy := versionpolicy.Policy{Track: versionpolicy.Track(app.Track), Constraint: app.Semver, PreReleases: app.PreReleases}
 	if f := app.TagFilter; f != nil {
 		re, err := f.Regexp()
@@ -361,6 +364,10 @@ func decide(app config.Application, st rollout.AppState, inFlight []rollout.Roll
 			continue // failing: a failed version is no baseline
 		}
 		switch {
+		case cur.Tag == v.Tag && cur.Digest == v.Digest && cur.StopsBefore != "" && v.SignedBy[app.Name] != "":
+			// Signed since its unsigned rollout started: this one takes
+			// the version on to the waves that require a signature.
+			return versionpolicy.Decision{Accept: true, Reason: fmt.Sprintf("%s is signed now (%s); rollout %s took it unsigned", v.Tag, v.SignedBy[app.Name], cur.ID)}, nil
 		case cur.Tag == v.Tag && cur.Digest == v.Digest:
 			return versionpolicy.Decision{Reason: fmt.Sprintf("%s is being rolled out (rollout %s)", v.Tag, cur.ID)}, nil
 		case policy.Track == versionpolicy.Newest && builtBefore(v.Created, cur.ImageCreated):

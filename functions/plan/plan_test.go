@@ -68,6 +68,11 @@ func skipped(parent, app, tag, reason string) functiontest.Emitted {
 	}}
 }
 
+func withDenyTags(a config.Application, patterns ...string) config.Application {
+	a.DenyTags = patterns
+	return a
+}
+
 func TestPlan(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -97,6 +102,20 @@ func TestPlan(t *testing.T) {
 			tag:    "2.0.0",
 			want: []functiontest.Emitted{skipped("v1", "app", "2.0.0",
 				"2.0.0 is a major upgrade of 1.2.3; track MinorVersion allows minor and patch upgrades only")},
+		},
+		{
+			name:   "a tag the application denies",
+			apps:   []config.Application{withDenyTags(application("app", image, config.TrackMinorVersion), `1\.3\.0`, ".*-debug")},
+			latest: map[string]string{"app": "1.2.3"},
+			tag:    "1.3.0",
+			want:   []functiontest.Emitted{skipped("v1", "app", "1.3.0", `1.3.0 matches the application's denyTags pattern "1\\.3\\.0"`)},
+		},
+		{
+			name:   "a denied pattern matches the whole tag only",
+			apps:   []config.Application{withDenyTags(application("app", image, config.TrackMinorVersion), `1\.3`)},
+			latest: map[string]string{"app": "1.2.3"},
+			tag:    "1.3.0",
+			want:   started("v1", "app", "1.3.0"),
 		},
 		{
 			name:   "older version",
@@ -718,9 +737,57 @@ func TestPlanUnsigned(t *testing.T) {
 			for _, w := range ro.Waves {
 				names = append(names, w.Name)
 			}
-			if diff := cmp.Diff(tt.wantWaves, names); diff != "" || ro.Unsigned != "it is not signed" || !strings.Contains(ro.Reason, "before rest") {
-				t.Errorf("waves %v (-want +got %s), unsigned %q, reason %q", names, diff, ro.Unsigned, ro.Reason)
+			if diff := cmp.Diff(tt.wantWaves, names); diff != "" || ro.Unsigned != "it is not signed" || !strings.Contains(ro.Reason, "before rest") || ro.StopsBefore != "rest" {
+				t.Errorf("waves %v (-want +got %s), unsigned %q, reason %q, stops before %q", names, diff, ro.Unsigned, ro.Reason, ro.StopsBefore)
 			}
 		})
+	}
+}
+
+// The same version, signed after its unsigned rollout started, rolls out
+// again through every wave; pushed again unsigned it does not.
+func TestPlanSignedLater(t *testing.T) {
+	verified := func(t *testing.T, id string, signed bool) cloudevents.Event {
+		t.Helper()
+		v := events.ImageVerified{Image: image, Tag: "1.2.3", Digest: "sha256:1.2.3"}
+		if signed {
+			v.SignedBy = map[string]string{"app": "key k"}
+		} else {
+			v.Unsigned = map[string]string{"app": "it is not signed"}
+		}
+		e, err := events.New(id, events.Source, events.TypeImageVerified, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	cfg := newConfig(application("app", image, config.TrackMinorVersion))
+	cfg.Applications[0].Verify = &config.Verify{Signatures: []config.SignatureAuthority{{Name: "k"}}}
+	cfg.Fleet.Waves[0].RequireSignature = ptr.To(false)
+	repo := functiontest.NewRepo(t)
+	f := plan.New(cfg, repo)
+	if _, err := f.Handle(t.Context(), verified(t, "v1", false)); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := f.Handle(t.Context(), verified(t, "v2", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]functiontest.Emitted{skipped("v2", "app", "1.2.3", "1.2.3 is being rolled out (rollout "+plan.ID("v1", "app")+")")}, summarize(t, evs)); diff != "" {
+		t.Errorf("pushed again unsigned (-want +got):\n%s", diff)
+	}
+	if _, err := f.Handle(t.Context(), verified(t, "v3", true)); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := repo.Get(t.Context(), plan.ID("v3", "app"))
+	if err != nil {
+		t.Fatalf("signed later: no rollout: %v", err)
+	}
+	if len(ro.Waves) != 2 || ro.SignedBy != "key k" || ro.StopsBefore != "" {
+		t.Errorf("signed later: %d waves, signed by %q, stops before %q; want every wave", len(ro.Waves), ro.SignedBy, ro.StopsBefore)
+	}
+	first, err := repo.Get(t.Context(), plan.ID("v1", "app"))
+	if err != nil || first.Phase != rollout.Superseded {
+		t.Errorf("the unsigned rollout: %v, %v; want Superseded", first.Phase, err)
 	}
 }

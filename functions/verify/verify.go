@@ -81,6 +81,9 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if !f.tracked(image) {
 		return reject(fmt.Sprintf("repository %s is not tracked by any application", image))
 	}
+	if m := attachmentTag.FindStringSubmatch(p.Tag); m != nil {
+		return f.attached(ctx, e, image, m[1]+":"+m[2], m[3], reject)
+	}
 	digest, err := f.resolver.Resolve(ctx, image, p.Tag)
 	if events.IsPermanent(err) {
 		return reject(err.Error())
@@ -91,20 +94,26 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if p.Digest != "" && p.Digest != digest {
 		return reject(fmt.Sprintf("tag %s now resolves to %s, not the pushed %s: the newer push will be acted on", p.Tag, digest, p.Digest))
 	}
-	verified := events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest}
-	if why, err := f.signatures(ctx, &verified); err != nil {
+	return f.verified(ctx, e, events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest}, reject)
+}
+
+// verified checks v's signatures and reads its build time where needed:
+// image.verified, or image.rejected saying why.
+func (f *Function) verified(ctx context.Context, e cloudevents.Event, v events.ImageVerified, reject func(string) ([]cloudevents.Event, error)) ([]cloudevents.Event, error) {
+	if why, err := f.signatures(ctx, &v); err != nil {
 		return nil, err
 	} else if why != "" {
 		return reject(why)
 	}
-	if c, ok := f.resolver.(CreatedReader); ok && f.newest != nil && f.newest(image) {
+	if c, ok := f.resolver.(CreatedReader); ok && f.newest != nil && f.newest(v.Image) {
 		// Track Newest orders versions by when they were built, not by
 		// when their pushes arrived.
-		if verified.Created, err = c.Created(ctx, image, digest); err != nil {
+		var err error
+		if v.Created, err = c.Created(ctx, v.Image, v.Digest); err != nil {
 			return nil, err
 		}
 	}
-	out, err := events.Derive(e, events.TypeImageVerified, "", verified)
+	out, err := events.Derive(e, events.TypeImageVerified, "", v)
 	return []cloudevents.Event{out}, err
 }
 

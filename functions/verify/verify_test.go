@@ -333,3 +333,96 @@ func TestVerifySignaturesRetryable(t *testing.T) {
 		t.Errorf("Handle = %d events, %v; want a retryable error", len(evs), err)
 	}
 }
+
+// What cosign attaches to a digest is no version: a signature pushed after
+// its image verifies the version that points at it; the rest is rejected.
+func TestVerifyAttachments(t *testing.T) {
+	host := startRegistry(t, nil)
+	image := host + "/team/api"
+	push(t, host, "team/api", "0.9.0")
+	digest := push(t, host, "team/api", "1.0.0")
+	push(t, host, "team/api", "1.1.0")
+	hex := strings.TrimPrefix(digest, "sha256:")
+	orphan := strings.Repeat("ab", 32)
+	api := []verify.SignedApp{{Name: "api", FirstWaveRequires: true}}
+	tests := []struct {
+		name    string
+		tag     string
+		apps    []verify.SignedApp
+		checks  sigs
+		wantTyp string
+		want    events.ImageVerified
+		reason  string
+	}{
+		{
+			name: "a signature pushed after the image", tag: "sha256-" + hex + ".sig", apps: api,
+			wantTyp: events.TypeImageVerified,
+			want:    events.ImageVerified{Image: image, Tag: "1.0.0", Digest: digest, SignedBy: map[string]string{"api": "key release"}},
+		},
+		{
+			name: "a referrers index pushed after the image", tag: "sha256-" + hex, apps: api,
+			wantTyp: events.TypeImageVerified,
+			want:    events.ImageVerified{Image: image, Tag: "1.0.0", Digest: digest, SignedBy: map[string]string{"api": "key release"}},
+		},
+		{
+			name: "a signature the application does not trust", tag: "sha256-" + hex + ".sig", apps: api,
+			checks:  sigs{"api/" + digest: events.Permanent(errors.New("no signature of it is trusted"))},
+			wantTyp: events.TypeImageRejected, reason: "signature not trusted (api: no signature of it is trusted)",
+		},
+		{
+			name: "an attestation", tag: "sha256-" + hex + ".att", apps: api,
+			wantTyp: events.TypeImageRejected, reason: "cosign's attestation of " + digest + ", not a version",
+		},
+		{
+			name: "a signature, and no application verifies signatures", tag: "sha256-" + hex + ".sig",
+			wantTyp: events.TypeImageRejected,
+			reason:  "cosign's signature of " + digest + ", not a version (no application tracking " + image + " verifies signatures)",
+		},
+		{
+			name: "a signature of a digest no tag points at", tag: "sha256-" + orphan + ".sig", apps: api,
+			wantTyp: events.TypeImageRejected,
+			reason:  "cosign's signature of sha256:" + orphan + ": none of the newest 20 tags of " + image + " points at it",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			push(t, host, "team/api", tt.tag)
+			f := verify.New(resolver(), func(string) bool { return true }).
+				WithSignatures(tt.checks, func(string) ([]verify.SignedApp, bool) { return tt.apps, false })
+			evs, err := f.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/api", Tag: tt.tag}))
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("Handle = %d events, %v", len(evs), err)
+			}
+			if evs[0].Type() != tt.wantTyp {
+				t.Fatalf("emitted %s: %s", evs[0].Type(), evs[0].Data())
+			}
+			if tt.wantTyp == events.TypeImageRejected {
+				r, _ := events.Decode[events.ImageRejected](evs[0])
+				if r.Reason != tt.reason {
+					t.Errorf("reason %q, want %q", r.Reason, tt.reason)
+				}
+				return
+			}
+			got, _ := events.Decode[events.ImageVerified](evs[0])
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("verified (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Without signature policies, an attachment is still no version.
+func TestVerifyAttachmentWithoutPolicies(t *testing.T) {
+	host := startRegistry(t, nil)
+	hex := strings.Repeat("cd", 32)
+	push(t, host, "team/api", "sha256-"+hex+".sig")
+	f := verify.New(resolver(), func(string) bool { return true })
+	evs, err := f.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/api", Tag: "sha256-" + hex + ".sig"}))
+	if err != nil || len(evs) != 1 || evs[0].Type() != events.TypeImageRejected {
+		t.Fatalf("Handle = %v, %v; want one image.rejected", evs, err)
+	}
+	r, _ := events.Decode[events.ImageRejected](evs[0])
+	if want := "cosign's signature of sha256:" + hex + ", not a version"; r.Reason != want {
+		t.Errorf("reason %q, want %q", r.Reason, want)
+	}
+}

@@ -480,6 +480,10 @@ type Application struct {
 	// TagFilter admits only the tags its pattern matches, and compares
 	// the version its extract template makes of them (Flux's filterTags).
 	TagFilter *TagFilter `json:"tagFilter"`
+	// DenyTags are Go regular expressions, each matched against the whole
+	// tag: a push of a tag one matches never rolls out (Kargo's
+	// ignoreTags, as patterns): known-bad releases, debug builds.
+	DenyTags []string `json:"denyTags"`
 	// Namespace holds the workload in every cluster. Default "default".
 	Namespace string `json:"namespace"`
 	// Workload is the object whose image flotilla updates.
@@ -617,6 +621,17 @@ type TagFilter struct {
 
 // Regexp compiles the pattern.
 func (f TagFilter) Regexp() (*regexp.Regexp, error) { return regexp.Compile(f.Pattern) }
+
+// DeniedBy returns the first of a's denyTags that matches all of tag, ""
+// when none does (or one does not compile: validation refuses it).
+func (a Application) DeniedBy(tag string) string {
+	for _, p := range a.DenyTags {
+		if re, err := regexp.Compile(`^(?:` + p + `)$`); err == nil && re.MatchString(tag) {
+			return p
+		}
+	}
+	return ""
+}
 
 // Tracks lists the tracks a config may name.
 var Tracks = []Track{TrackPatchLevel, TrackMinorVersion, TrackMajorVersion, TrackNewest}

@@ -75,7 +75,7 @@ func TestExampleConfig(t *testing.T) {
 			Image: "127.0.0.1:5000/demo/podinfo",
 			ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"canary", "prod"}}}},
-			Track: TrackMinorVersion, OnNewVersion: OnNewVersionSupersede, Semver: ">=1.0.0",
+			Track: TrackMinorVersion, OnNewVersion: OnNewVersionSupersede, Semver: ">=1.0.0", DenyTags: []string{`1\.4\.2`, ".*-debug"},
 			Namespace: "demo",
 			Workload:  Workload{Kind: "Deployment", Name: "podinfo", Container: "podinfo"},
 			Service:   Service{Port: 9898, PortDiscovery: ptr.To(true)},

@@ -442,6 +442,13 @@ func (v *validator) applications(as []Application) {
 				v.addf(p+".tagFilter.extract", "%q names no group of the pattern: want a template such as \"$version\" (groups: %v)", f.Extract, re.SubexpNames()[1:])
 			}
 		}
+		for j, d := range a.DenyTags {
+			if d == "" {
+				v.addf(fmt.Sprintf("%s.denyTags[%d]", p, j), "empty: a regular expression of tags never to roll out")
+			} else if _, err := regexp.Compile(d); err != nil {
+				v.addf(fmt.Sprintf("%s.denyTags[%d]", p, j), "%v", err)
+			}
+		}
 		if a.Semver != "" {
 			if _, err := semver.NewConstraint(a.Semver); err != nil {
 				v.addf(p+".semver", "constraint %q: %v", a.Semver, err)

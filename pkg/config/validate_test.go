@@ -311,6 +311,13 @@ receivers:
 			doc:  sections{applications: withApp("    tagFilter: {pattern: '^release-(?P<version>[0-9.]+$', extract: version}\n")},
 			want: []Problem{{"applications[0].tagFilter.pattern", "error parsing regexp: missing closing ): `^release-(?P<version>[0-9.]+$`"}},
 		}, {
+			name: "deny tags",
+			doc:  sections{applications: withApp("    denyTags: ['.*-debug', '', '1.(']\n")},
+			want: []Problem{
+				{"applications[0].denyTags[1]", "empty: a regular expression of tags never to roll out"},
+				{"applications[0].denyTags[2]", "error parsing regexp: missing closing ): `1.(`"},
+			},
+		}, {
 			name: "tag filter extract without a group",
 			doc:  sections{applications: withApp("    tagFilter: {pattern: '^release-(?P<version>[0-9.]+)$', extract: version}\n")},
 			want: []Problem{{"applications[0].tagFilter.extract", `"version" names no group of the pattern: want a template such as "$version" (groups: [version])`}},

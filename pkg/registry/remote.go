@@ -169,3 +169,25 @@ func (r *Remote) Access(ctx context.Context, image, digest string) (name.Digest,
 	}
 	return ref, []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry)}, nil
 }
+
+// Tags lists image's tags (every page the registry returns).
+func (r *Remote) Tags(ctx context.Context, image string) ([]string, error) {
+	var opts []name.Option
+	if ref, err := name.NewRepository(image); err == nil && r.insecure[ref.RegistryStr()] {
+		opts = append(opts, name.Insecure)
+	}
+	repo, err := name.NewRepository(image, opts...)
+	if err != nil {
+		return nil, events.Permanent(fmt.Errorf("listing the tags of %s: %w", image, err))
+	}
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	tags, err := remote.List(repo, remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry))
+	if err != nil {
+		return nil, fmt.Errorf("listing the tags of %s: %w", image, classify(err))
+	}
+	return tags, nil
+}

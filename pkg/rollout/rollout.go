@@ -87,6 +87,10 @@ type Rollout struct {
 	// then ends before the first wave that requires one).
 	SignedBy string `json:"signedBy,omitempty"`
 	Unsigned string `json:"unsigned,omitempty"`
+	// StopsBefore names the first wave requiring a signature, which this
+	// unsigned rollout does not reach: it succeeds without the fleet
+	// running its version, and the version signed later rolls out again.
+	StopsBefore string `json:"stopsBefore,omitempty"`
 }
 
 // Failure is an event a function gave up on.

@@ -13,9 +13,10 @@
 // count), a bundle's statement must be cosign's signature predicate (an
 // SBOM or provenance attestation does not count).
 //
-// Verify is called once per application and digest: results are cached
-// (bounded), failed ones too, so a digest signed later needs a new push
-// (or a restart). A signature that does not verify is a permanent error
+// A trusted signature is verified once per application and digest (the
+// result is cached, bounded); a refusal is not cached, so a digest signed
+// after its push is verified anew when the signature's push arrives
+// (functions/verify). A signature that does not verify is a permanent error
 // (events.Permanent) naming why; a registry that cannot be read is a
 // retryable one.
 //

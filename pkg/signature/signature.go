@@ -79,12 +79,7 @@ type Verifier struct {
 	policies map[string]*compiled
 
 	mu    sync.Mutex
-	cache map[string]result // app \x00 digest
-}
-
-type result struct {
-	by  string
-	err error
+	cache map[string]string // app \x00 image@digest -> who signed it
 }
 
 type compiled struct {
@@ -96,7 +91,7 @@ type compiled struct {
 
 // New compiles the policies, by application name.
 func New(access Access, policies map[string]Policy) (*Verifier, error) {
-	v := &Verifier{access: access, policies: map[string]*compiled{}, cache: map[string]result{}}
+	v := &Verifier{access: access, policies: map[string]*compiled{}, cache: map[string]string{}}
 	for app, p := range policies {
 		c, err := compile(p)
 		if err != nil {
@@ -165,8 +160,9 @@ func compile(p Policy) (*compiled, error) {
 // Verify checks that a signature attached to image@digest satisfies app's
 // policy, and says whose it is ("key NAME", or the certificate's subject).
 // An application without a policy is an error. A signature that does not
-// verify, or none, is permanent; a registry that cannot be read is not
-// (and is not cached).
+// verify, or none, is permanent; a registry that cannot be read is not.
+// Only a trusted signature is cached: a refused digest may be signed
+// later, and its signature's push asks again.
 func (v *Verifier) Verify(ctx context.Context, app, image, digest string) (string, error) {
 	c := v.policies[app]
 	if c == nil {
@@ -174,13 +170,13 @@ func (v *Verifier) Verify(ctx context.Context, app, image, digest string) (strin
 	}
 	key := app + "\x00" + image + "@" + digest
 	v.mu.Lock()
-	r, ok := v.cache[key]
+	by, ok := v.cache[key]
 	v.mu.Unlock()
 	if ok {
-		return r.by, r.err
+		return by, nil
 	}
 	by, err := v.verify(ctx, c, image, digest)
-	if err == nil || events.IsPermanent(err) {
+	if err == nil {
 		v.mu.Lock()
 		if len(v.cache) >= MaxCached {
 			for k := range v.cache {
@@ -190,7 +186,7 @@ func (v *Verifier) Verify(ctx context.Context, app, image, digest string) (strin
 				}
 			}
 		}
-		v.cache[key] = result{by, err}
+		v.cache[key] = by
 		v.mu.Unlock()
 	}
 	return by, err
@@ -222,7 +218,7 @@ func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string
 	}
 	cands = append(cands, bc...)
 	if len(cands) == 0 {
-		return "", events.Permanent(fmt.Errorf("%s is not signed (no tag %s, no signature bundle among its referrers)", d, legacyTag(d, h).TagStr()))
+		return "", events.Permanent(fmt.Errorf("%s is not signed (no tag %s, no signature bundle among its referrers; its signature's push rolls it out)", d, legacyTag(d, h).TagStr()))
 	}
 	digestBytes, _ := hex.DecodeString(h.Hex)
 	var reasons []string

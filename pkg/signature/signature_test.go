@@ -140,8 +140,9 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// A digest is verified once per application: the result, a refusal too,
-// comes from the cache afterwards.
+// A signed digest is verified once per application: the result comes from
+// the cache afterwards. A refusal is asked again: the digest may be signed
+// since.
 func TestVerifyCaches(t *testing.T) {
 	r := newRegistry(t)
 	k := sigtest.NewKeypair()
@@ -153,16 +154,24 @@ func TestVerifyCaches(t *testing.T) {
 	if err := sigtest.SignLegacy(context.Background(), signed, k, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []name.Digest{signed, unsigned} {
-		_, first := v.Verify(t.Context(), "shop", d.Context().Name(), d.DigestStr())
-		before := r.count.Load()
-		_, again := v.Verify(t.Context(), "shop", d.Context().Name(), d.DigestStr())
-		if r.count.Load() != before {
-			t.Errorf("%s: the second Verify asked the registry again", d)
-		}
-		if (first == nil) != (again == nil) {
-			t.Errorf("%s: %v, then %v", d, first, again)
-		}
+	if _, err := v.Verify(t.Context(), "shop", signed.Context().Name(), signed.DigestStr()); err != nil {
+		t.Fatal(err)
+	}
+	before := r.count.Load()
+	if by, err := v.Verify(t.Context(), "shop", signed.Context().Name(), signed.DigestStr()); err != nil || by != "key k" {
+		t.Errorf("again: %q, %v", by, err)
+	}
+	if r.count.Load() != before {
+		t.Errorf("the second Verify of a signed digest asked the registry again")
+	}
+	if _, err := v.Verify(t.Context(), "shop", unsigned.Context().Name(), unsigned.DigestStr()); !events.IsPermanent(err) {
+		t.Fatalf("unsigned: %v, want a permanent error", err)
+	}
+	if err := sigtest.SignLegacy(t.Context(), unsigned, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if by, err := v.Verify(t.Context(), "shop", unsigned.Context().Name(), unsigned.DigestStr()); err != nil || by != "key k" {
+		t.Errorf("signed after it was refused: %q, %v; want key k", by, err)
 	}
 	if _, err := v.Verify(t.Context(), "other", signed.Context().Name(), signed.DigestStr()); err == nil || !events.IsPermanent(err) {
 		t.Errorf("an application without a policy: %v, want a permanent error", err)

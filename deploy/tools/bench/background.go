@@ -22,8 +22,9 @@ import (
 )
 
 // Background rollouts: with -inflight N, the scenario's flotilla also
-// serves -apps other applications, and before the measured runs N rollouts
-// of theirs start and stay in flight in wave 1 (their canaries' analysis
+// serves -inflight other applications, and before the measured runs one
+// rollout of each starts (an application has one rollout in flight: a
+// newer version supersedes it) and stay in flight in wave 1 (their canaries' analysis
 // takes hours), so that the runs are measured next to them.
 
 func bgApp(i int) string { return fmt.Sprintf("bg-%02d", i+1) }
@@ -33,7 +34,7 @@ func (s *scenario) backgroundApps() []map[string]any {
 		return nil
 	}
 	var out []map[string]any
-	for i := range s.b.o.apps {
+	for i := range s.inflight {
 		out = append(out, map[string]any{
 			"name": bgApp(i), "image": s.b.regHost + "/bench/" + bgApp(i), "track": "MajorVersion", "namespace": s.ns,
 			"workload": map[string]any{"kind": "Deployment", "name": bgApp(i)},
@@ -54,7 +55,7 @@ func (s *scenario) createBackgroundWorkloads(ctx context.Context) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, n := range s.wave1 {
-		for i := range s.b.o.apps {
+		for i := range s.inflight {
 			g.Go(func() error {
 				name := bgApp(i)
 				labels := map[string]string{"app": name}
@@ -111,8 +112,7 @@ func (s *scenario) background(ctx context.Context, res *scenarioResult) error {
 	h.Set("Content-Type", "application/vnd.docker.distribution.events.v2+json")
 	h.Set("Authorization", "Bearer "+s.regToken)
 	for i := range s.inflight {
-		app := bgApp(i % s.b.o.apps)
-		_, body, err := s.pushRepo("bench/"+app, fmt.Sprintf("%d.0.0", i/s.b.o.apps+1))
+		_, body, err := s.pushRepo("bench/"+bgApp(i), "1.0.0")
 		if err != nil {
 			return err
 		}
@@ -127,9 +127,9 @@ func (s *scenario) background(ctx context.Context, res *scenarioResult) error {
 	if err != nil {
 		return err
 	}
-	res.inflight, res.apps = s.inflight, s.b.o.apps
+	res.inflight, res.apps = s.inflight, s.inflight
 	res.rssStart = selfRSS()
-	s.log.Info("rollouts held in flight", "rollouts", s.inflight, "apps", s.b.o.apps, "rss_mib", mib(res.rssStart))
+	s.log.Info("rollouts held in flight", "rollouts", s.inflight, "apps", s.inflight, "rss_mib", mib(res.rssStart))
 	return nil
 }
 

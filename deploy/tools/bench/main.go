@@ -52,7 +52,6 @@ type options struct {
 	cpuprofile string
 	raw        string
 	inflight   int
-	apps       int
 	rollbacks  int
 }
 
@@ -83,8 +82,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.verbose, "v", false, "log every run's numbers")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured run as CSV to this file")
 	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
-	fs.IntVar(&o.inflight, "inflight", 0, "also run the last -wave2 scenario with this many rollouts of other applications held in flight (0: not)")
-	fs.IntVar(&o.apps, "apps", 10, "the other applications the -inflight rollouts spread over")
+	fs.IntVar(&o.inflight, "inflight", 0, "also run the last -wave2 scenario with this many rollouts of other applications (one each) held in flight (0: not)")
 	fs.IntVar(&o.rollbacks, "rollbacks", 0, "after the measured rollouts, this many more whose wave 2 fails: measures C (a canary's failure -> every wave-2 revert applied)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
@@ -97,8 +95,8 @@ func run(args []string) error {
 		}
 		o.wave2 = append(o.wave2, n)
 	}
-	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.apps < 1 || o.rollbacks < 0 {
-		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -apps >= 1, -rollbacks >= 0")
+	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.rollbacks < 0 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -rollbacks >= 0")
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
