@@ -21,6 +21,12 @@ const (
 	// verify
 	TypeImageVerified = "dev.flotilla.image.verified.v1"
 	TypeImageRejected = "dev.flotilla.image.rejected.v1"
+	// TypeGitVerified: a pushed commit exists on the branch (or is the
+	// tag's) in the repository, and changes what applications track
+	// (payload GitVerified); TypeGitRejected: a push flotilla refuses to
+	// act on (GitRejected).
+	TypeGitVerified = "dev.flotilla.git.verified.v1"
+	TypeGitRejected = "dev.flotilla.git.rejected.v1"
 
 	// plan
 	TypeRolloutStarted = "dev.flotilla.rollout.started.v1"
@@ -177,6 +183,47 @@ type ImageRejected struct {
 	Reason string `json:"reason"`
 }
 
+// GitVerified: flotilla fetched the repository and found the pushed commit
+// on the branch (or named by the tag), changing paths Applications track.
+type GitVerified struct {
+	RepoURL string `json:"repoUrl"`
+	Ref     string `json:"ref"`
+	Branch  string `json:"branch,omitempty"`
+	Tag     string `json:"tag,omitempty"`
+	// Commit is the full commit id pushed.
+	Commit string `json:"commit"`
+	// Abbrev is Commit shortened for display (its first 12 characters).
+	Abbrev string `json:"abbrev"`
+	// ChangedPaths are what the push changed, as read from the repository
+	// (or listed by the payload).
+	ChangedPaths []string `json:"changedPaths,omitempty"`
+	// Applications are the applications that roll the commit out.
+	Applications []string `json:"applications"`
+	// Clusters are, by application, the clusters whose tracked paths the
+	// push changed: the rollout goes to those (and to those of a rollout
+	// it supersedes). An application missing here (a tag's push) goes to
+	// every cluster it targets.
+	Clusters map[string][]string `json:"clusters,omitempty"`
+	Pusher       string   `json:"pusher,omitempty"`
+}
+
+// Version is how a rollout of the commit names its version: the git tag,
+// else branch@abbrev.
+func (v GitVerified) Version() string {
+	if v.Tag != "" {
+		return v.Tag
+	}
+	return v.Branch + "@" + v.Abbrev
+}
+
+// GitRejected: a git push flotilla refuses to act on, and why.
+type GitRejected struct {
+	RepoURL string `json:"repoUrl"`
+	Ref     string `json:"ref"`
+	Commit  string `json:"commit,omitempty"`
+	Reason  string `json:"reason"`
+}
+
 // RolloutSkipped: an application tracks the image, but this version does not
 // start a rollout (older, outside the track, ...).
 type RolloutSkipped struct {
@@ -331,6 +378,8 @@ var payloadTypes = map[string]func() any{
 	TypePipelineRun:       func() any { return new(PipelineRun) },
 	TypeImageVerified:     func() any { return new(ImageVerified) },
 	TypeImageRejected:     func() any { return new(ImageRejected) },
+	TypeGitVerified:       func() any { return new(GitVerified) },
+	TypeGitRejected:       func() any { return new(GitRejected) },
 	TypeRolloutStarted:    func() any { return new(RolloutStarted) },
 	TypeRolloutSkipped:    func() any { return new(RolloutSkipped) },
 	TypeWaveStarted:       func() any { return new(WaveStarted) },

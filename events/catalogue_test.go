@@ -43,7 +43,7 @@ func TestDecodePayload(t *testing.T) {
 // Every type of the catalogue has a payload.
 func TestPayloadsCoverTheCatalogue(t *testing.T) {
 	for _, typ := range []string{
-		TypeImagePushed, TypeGitPushed, TypeCanary, TypePipelineRun, TypeImageVerified, TypeImageRejected,
+		TypeImagePushed, TypeGitPushed, TypeCanary, TypePipelineRun, TypeImageVerified, TypeImageRejected, TypeGitVerified, TypeGitRejected,
 		TypeRolloutStarted, TypeRolloutSkipped, TypeWaveStarted, TypeClusterApplied, TypeWaveSucceeded,
 		TypeRolloutSucceeded, TypeRolloutFailed, TypeClusterSucceeded, TypeClusterFailed, TypeClusterReverted,
 		TypeRolloutRolledBack, TypeFunctionFailed, TypeEventQuarantined, TypeJournalDamaged,

@@ -8,6 +8,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/render"
 )
 
 // GitOpsFor returns where app's image lives for cluster ("{cluster}" in its
@@ -32,11 +33,45 @@ func GitOpsFor(app config.Application, cluster string) (*GitOps, error) {
 	return &GitOps{URL: g.URL, Branch: g.Branch, Paths: paths, Edit: g.Edit, EditOptions: opts, Secret: g.Secret}, nil
 }
 
-// GitAuth returns the credentials of the GitOps repositories of cfg's
-// applications, by URL, for the embedded executor.
+// GitSourceFor is what a git application's run in cluster renders: the
+// commit named by ref (the rollout's repository@commit), nil for an image
+// application.
+func GitSourceFor(app config.Application, cluster, ref string) (*GitSource, error) {
+	g := app.Git()
+	if g == nil {
+		return nil, nil
+	}
+	i := strings.LastIndex(ref, "@")
+	commit := ref[i+1:]
+	if i < 0 || commit == "" {
+		return nil, events.Permanent(fmt.Errorf("%s is not a revision of %s (repository@commit)", ref, app.Name))
+	}
+	src := &GitSource{URL: g.URL, Commit: commit, Render: g.Render, Secret: g.Secret}
+	for _, p := range g.Paths {
+		src.Paths = append(src.Paths, strings.ReplaceAll(p, "{cluster}", cluster))
+	}
+	if h := g.Helm; h != nil {
+		c := render.Chart{Dir: h.Chart, ValuesFile: strings.ReplaceAll(h.ValuesFile, "{cluster}", cluster), Values: h.Values, ReleaseName: h.ReleaseName}
+		for _, f := range h.DefaultValues {
+			c.DefaultValues = append(c.DefaultValues, strings.ReplaceAll(f, "{cluster}", cluster))
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, events.Permanent(fmt.Errorf("helm values of %s: %w", app.Name, err))
+		}
+		src.Helm = string(b)
+	}
+	return src, nil
+}
+
+// GitAuth returns the credentials of the repositories of cfg's
+// applications (GitOps and git sources), by URL, for the embedded executor.
 func GitAuth(cfg *config.Config) func(url string) (gitops.Auth, error) {
 	return func(url string) (gitops.Auth, error) {
 		for _, a := range cfg.Applications {
+			if g := a.Git(); g != nil && g.URL == url {
+				return gitops.Auth{Username: g.Username, Password: g.PasswordValue, Token: g.TokenValue, SSHKeyFile: g.SSHKeyFile}, nil
+			}
 			g := a.GitOps
 			if g == nil || g.URL != url {
 				continue

@@ -1,6 +1,7 @@
 package pipelines
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -25,9 +26,13 @@ const (
 	ParamGitSecret        = "git-secret"
 	ParamGitImage         = "git-image"
 
+	ParamSource         = "source"
 	ResultPreviousImage = tasks.ResultPreviousImage
 	ResultChanged       = tasks.ResultChanged
 	ResultCommit        = tasks.ResultCommit
+	// A git application's apply-manifests reports these instead.
+	ResultPreviousRevision = tasks.ResultPreviousRevision
+	ResultRevisionChanged  = "revision-changed"
 )
 
 // Labels flotilla puts on its PipelineRuns. intake.TektonSender reads
@@ -61,6 +66,10 @@ type RunParams struct {
 	// GitOps, when set, bumps the image in the application's deployments
 	// repository before the canary is applied.
 	GitOps *GitOps
+	// Git, set for a git application, renders and applies a commit's
+	// manifests (apply-manifests) instead of setting Image; Image is then
+	// the revision, repository@commit.
+	Git *GitSource
 	// Timeout bounds the whole run. Default DefaultTimeout.
 	Timeout time.Duration
 	// Restart, when set, goes on the workload's pod template: a retry of
@@ -85,6 +94,20 @@ type GitOps struct {
 	// Secret names the Secret holding the repository's credentials, in the
 	// namespace the Tekton executor runs pipelines in. Default
 	// "flotilla-git". The embedded executor asks its GitAuth instead.
+	Secret string
+}
+
+// GitSource is the commit a git application's run renders, and how.
+type GitSource struct {
+	URL    string
+	Commit string
+	Paths  []string // "{cluster}" replaced
+	Render string   // manifests (the default), kustomize or helm
+	// Helm is the chart and its values (tasks' render.Chart) as JSON, for
+	// render helm.
+	Helm string
+	// Secret names the Secret holding the repository's credentials, for
+	// the Tekton executor. Default "flotilla-git".
 	Secret string
 }
 
@@ -131,6 +154,15 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 	}
 	out[ParamApplication] = p.Application
 	out[ParamGitOps] = strconv.FormatBool(p.GitOps != nil)
+	out[ParamSource] = "image"
+	if g := p.Git; g != nil {
+		out[ParamSource] = "git"
+		out[tasks.ParamGitURL], out[tasks.ParamGitCommit] = g.URL, g.Commit
+		out[tasks.ParamGitPath] = strings.Join(g.Paths, ",")
+		out[tasks.ParamRender] = cmp.Or(g.Render, "manifests")
+		out[tasks.ParamHelm] = g.Helm
+		out[ParamGitSecret] = cmp.Or(g.Secret, "flotilla-git")
+	}
 	if g := p.GitOps; g != nil {
 		out[ParamGitImage] = g.Image
 		if g.Image == "" {
@@ -154,8 +186,12 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 
 // ResultsFrom decodes the Pipeline's results.
 func ResultsFrom(m map[string]string) (Results, error) {
-	r := Results{PreviousImage: m[ResultPreviousImage], Commit: m[ResultCommit]}
-	if v, ok := m[ResultChanged]; ok {
+	r := Results{PreviousImage: cmp.Or(m[ResultPreviousImage], m[ResultPreviousRevision]), Commit: m[ResultCommit]}
+	v, ok := m[ResultChanged]
+	if !ok {
+		v, ok = m[ResultRevisionChanged]
+	}
+	if ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
 			return r, fmt.Errorf("result %s = %q: %w", ResultChanged, v, err)

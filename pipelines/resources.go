@@ -26,6 +26,8 @@ const (
 	PipelineName    = "flotilla-rollout"
 	TaskApplyCanary = "flotilla-apply-canary"
 	TaskBumpImage   = "flotilla-bump-image"
+	// TaskApplyManifests takes a git application's cluster to a commit.
+	TaskApplyManifests = "flotilla-apply-manifests"
 )
 
 // ImageRepository is flotilla's image; the embedded YAML names it without a

@@ -34,7 +34,7 @@ func TestEmbeddedYAMLValid(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{pipelines.TaskApplyCanary, pipelines.TaskBumpImage}, names); diff != "" {
+	if diff := cmp.Diff([]string{pipelines.TaskApplyCanary, pipelines.TaskApplyManifests, pipelines.TaskBumpImage}, names); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
 	}
 	p := res.Pipeline
@@ -143,7 +143,7 @@ func TestManifestsPinTheImage(t *testing.T) {
 	for _, o := range objs {
 		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
 	}
-	want := []string{"Task flotilla/flotilla-apply-canary", "Task flotilla/flotilla-bump-image", "Pipeline flotilla/flotilla-rollout"}
+	want := []string{"Task flotilla/flotilla-apply-canary", "Task flotilla/flotilla-apply-manifests", "Task flotilla/flotilla-bump-image", "Pipeline flotilla/flotilla-rollout"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/versionpolicy"
@@ -39,7 +40,7 @@ func New(cfg *config.Config, repo Rollouts) *Function { return &Function{cfg: cf
 
 func (*Function) Name() string { return "plan" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeImageVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded,
+	return []string{events.TypeImageVerified, events.TypeGitVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded,
 		events.TypeVersionQuarantineRequested, events.TypeRolloutRollbackRequested}
 }
 
@@ -51,6 +52,8 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return f.quarantine(ctx, e)
 	case events.TypeRolloutRollbackRequested:
 		return f.rollBack(ctx, e)
+	case events.TypeGitVerified:
+		return f.gitVerified(ctx, e)
 	case events.TypeImageVerified:
 	default:
 		return f.dequeue(ctx, e)
@@ -64,7 +67,36 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if !registry.SameRepository(app.Image, v.Image) {
 			continue
 		}
-		evs, err := f.planApp(ctx, e, v, app)
+		evs, err := f.planApp(ctx, e, v, app, nil)
+		if err != nil {
+			return nil, fmt.Errorf("planning %s: %w", app.Name, err)
+		}
+		out = append(out, evs...)
+	}
+	return out, nil
+}
+
+// gitVerified plans rollouts of a verified commit for the applications it
+// names. A git application's version is the commit: the image of its
+// rollouts is the repository (without credentials), the digest the commit
+// and the tag branch@abbrev or the git tag.
+func (f *Function) gitVerified(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	v, err := events.Decode[events.GitVerified](e)
+	if err != nil {
+		return nil, err
+	}
+	var out []cloudevents.Event
+	for _, name := range v.Applications {
+		app, ok := f.cfg.Application(name)
+		if !ok || app.Git() == nil {
+			continue // the configuration changed since verify
+		}
+		iv := events.ImageVerified{Image: gitops.DisplayURL(app.Git().URL), Tag: v.Version(), Digest: v.Commit}
+		var only []string
+		if cs, ok := v.Clusters[name]; ok {
+			only = cs
+		}
+		evs, err := f.planApp(ctx, e, iv, app, only)
 		if err != nil {
 			return nil, fmt.Errorf("planning %s: %w", app.Name, err)
 		}
@@ -80,7 +112,10 @@ func ID(eventID, app string) string {
 	return app + "-" + hex.EncodeToString(h[:])[:10]
 }
 
-func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.ImageVerified, app config.Application) ([]cloudevents.Event, error) {
+// planApp plans v's rollout to app's clusters; only, when set, limits it
+// to those clusters (a git push that changed what only they render) and
+// to the clusters of the app's rollouts in flight, which it takes over.
+func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.ImageVerified, app config.Application, only []string) ([]cloudevents.Event, error) {
 	id := ID(e.ID(), app.Name)
 	ro, err := f.repo.Get(ctx, id)
 	if err == nil && ro.Phase == rollout.Queued {
@@ -120,6 +155,9 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 	ro = rollout.Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: rollout.Progressing,
 		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created}
 	ro.Waves = waves(f.cfg, app)
+	if only != nil {
+		ro.Waves = limitWaves(f.cfg, ro.Waves, only, inFlight)
+	}
 	if len(ro.Waves) == 0 { // config validation refuses it; a config changed under a running flotilla
 		skip, err := events.Derive(e, events.TypeRolloutSkipped, app.Name,
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: "the application targets no cluster of the fleet"})
@@ -325,6 +363,39 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 	return out
 }
 
+// limitWaves keeps of ws the clusters named by only or by a rollout in
+// flight (a newer commit takes their change along), and the waves left
+// with clusters; each wave's limits are computed again for its size.
+func limitWaves(cfg *config.Config, ws []rollout.Wave, only []string, inFlight []rollout.Rollout) []rollout.Wave {
+	keep := map[string]bool{}
+	for _, n := range only {
+		keep[n] = true
+	}
+	for _, cur := range inFlight {
+		if cur.Phase == rollout.Progressing || cur.Phase == rollout.Queued {
+			for _, w := range cur.Waves {
+				for _, c := range w.Clusters {
+					keep[c.Name] = true
+				}
+			}
+		}
+	}
+	var out []rollout.Wave
+	for _, w := range ws {
+		w.Clusters = slices.DeleteFunc(slices.Clone(w.Clusters), func(c rollout.Cluster) bool { return !keep[c.Name] })
+		if len(w.Clusters) == 0 {
+			continue
+		}
+		for _, fw := range cfg.Fleet.Waves {
+			if fw.Name == w.Name {
+				w.MaxParallel, w.MaxFailures = fw.Policy(cfg.Fleet.WavePolicy).Limits(len(w.Clusters))
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // decide says whether v rolls out. The baseline is what the fleet last ran
 // successfully (so a hotfix after a rolled back version is accepted), and
 // the same tag pushed again with a new digest (a rebuild, a mutable tag
@@ -333,6 +404,9 @@ func waves(cfg *config.Config, app config.Application) []rollout.Wave {
 func decide(app config.Application, st rollout.AppState, inFlight []rollout.Rollout, v events.ImageVerified) (versionpolicy.Decision, error) {
 	if q, ok := st.QuarantineOf(v.Tag, v.Digest); ok {
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", v.Tag, q.By, q.Reason)}, nil
+	}
+	if app.Git() != nil {
+		return decideCommit(st, inFlight, v), nil
 	}
 	if p := app.DeniedBy(v.Tag); p != "" {
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s matches the application's denyTags pattern %q", v.Tag, p)}, nil
@@ -377,6 +451,22 @@ func decide(app config.Application, st rollout.AppState, inFlight []rollout.Roll
 		}
 	}
 	return d, nil
+}
+
+// decideCommit decides a git application's verified commit: like GitOps
+// agents, flotilla applies what the branch (or tag) says, whatever its
+// place in history; only the commit deployed or being rolled out already
+// is skipped.
+func decideCommit(st rollout.AppState, inFlight []rollout.Rollout, v events.ImageVerified) versionpolicy.Decision {
+	if v.Digest == st.DeployedDigest {
+		return versionpolicy.Decision{Reason: fmt.Sprintf("commit %s (%s) is deployed already", v.Digest, v.Tag)}
+	}
+	for _, cur := range inFlight {
+		if (cur.Phase == rollout.Progressing || cur.Phase == rollout.Queued) && cur.Digest == v.Digest {
+			return versionpolicy.Decision{Reason: fmt.Sprintf("commit %s (%s) is being rolled out (rollout %s)", v.Digest, v.Tag, cur.ID)}
+		}
+	}
+	return versionpolicy.Decision{Accept: true, Reason: fmt.Sprintf("commit %s of %s", v.Digest, v.Tag)}
 }
 
 // inFlight lists the application's rollouts in flight (one read, for both

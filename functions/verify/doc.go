@@ -9,6 +9,15 @@
 // after its image (cosign signs by digest, so CI pushes first) makes verify
 // find the tag pointing at the digest and verify that version again.
 //
-// Consumes: dev.flotilla.image.pushed.v1
-// Emits:    dev.flotilla.image.verified.v1, dev.flotilla.image.rejected.v1
+// A git push (WithGit) is confirmed against the repository, fetched with
+// go-git: the commit must be on the pushed branch (or be what the pushed
+// tag names). The applications following the repository and branch whose
+// tracked paths the push changed are named in git.verified (a push of a
+// tag matching an application's pattern always counts); the others are
+// skipped, saying what the push changed.
+//
+// Consumes: dev.flotilla.image.pushed.v1, dev.flotilla.git.pushed.v1
+// Emits:    dev.flotilla.image.verified.v1, dev.flotilla.image.rejected.v1,
+// dev.flotilla.git.verified.v1, dev.flotilla.git.rejected.v1,
+// dev.flotilla.rollout.skipped.v1
 package verify

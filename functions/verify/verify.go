@@ -9,6 +9,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 )
 
@@ -19,6 +20,8 @@ type Function struct {
 	newest   func(image string) bool
 	sigs     Signatures
 	signed   func(image string) (apps []SignedApp, others bool)
+	git      GitRepos
+	cfg      *config.Config
 }
 
 // Signatures checks an image's signatures against an application's policy
@@ -65,10 +68,13 @@ func (f *Function) WithCreationTime(newest func(image string) bool) *Function {
 }
 
 func (*Function) Name() string       { return "verify" }
-func (*Function) Consumes() []string { return []string{events.TypeImagePushed} }
+func (*Function) Consumes() []string { return []string{events.TypeImagePushed, events.TypeGitPushed} }
 
 // Handle verifies one push.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	if e.Type() == events.TypeGitPushed {
+		return f.gitPushed(ctx, e)
+	}
 	p, err := events.Decode[events.ImagePushed](e)
 	if err != nil {
 		return nil, err

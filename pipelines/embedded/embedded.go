@@ -26,6 +26,7 @@ import (
 type Executor struct {
 	clusters pipelines.Clusters
 	gitAuth  func(url string) (gitops.Auth, error)
+	mirror   *gitops.Mirror
 	log      *slog.Logger
 }
 
@@ -36,6 +37,12 @@ type Option func(*Executor)
 // repository. Default: none.
 func WithGitAuth(f func(url string) (gitops.Auth, error)) Option {
 	return func(e *Executor) { e.gitAuth = f }
+}
+
+// WithMirror keeps the repositories apply-manifests renders from in
+// mirror between runs. Default: each run fetches a copy of its own.
+func WithMirror(m *gitops.Mirror) Option {
+	return func(e *Executor) { e.mirror = m }
 }
 
 // WithLogger logs task starts and ends at debug level. Default:
@@ -98,6 +105,7 @@ func (e *Executor) stepRunner(cluster string) stepRunner {
 	env := tasks.Env{
 		Cluster: func() (*rest.Config, error) { return e.clusters.Config(cluster) },
 		GitAuth: e.gitAuth,
+		Mirror:  e.mirror,
 	}
 	return func(ctx context.Context, c stepCall) (map[string]string, error) {
 		return runFlotillaStep(ctx, c.Step, env)

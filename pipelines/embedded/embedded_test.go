@@ -28,7 +28,7 @@ func bumpOnly(t *testing.T) (*engine, *tektonv1.Pipeline) {
 	}
 	p := res.Pipeline.DeepCopy()
 	p.Spec.Tasks = p.Spec.Tasks[:1]
-	p.Spec.Results = p.Spec.Results[2:]
+	p.Spec.Results = p.Spec.Results[2:3]
 	if p.Spec.Tasks[0].Name != "bump-image" || p.Spec.Results[0].Name != pipelines.ResultCommit {
 		t.Fatalf("the pipeline's first task is %s, its last result %s", p.Spec.Tasks[0].Name, p.Spec.Results[0].Name)
 	}

@@ -31,6 +31,9 @@ type Env struct {
 	Cluster func() (*rest.Config, error)
 	// GitAuth returns the credentials for the deployments repository at url.
 	GitAuth func(url string) (gitops.Auth, error)
+	// Mirror, when set, keeps the repositories apply-manifests renders
+	// from between runs; nil: each run fetches a copy of its own.
+	Mirror *gitops.Mirror
 }
 
 // Def is one task: its params, results and step logic. `flotilla task
@@ -74,7 +77,7 @@ const ExitPermanent = 3
 // termination message of at most 4 KiB.
 const MaxErrorResult = 1024
 
-var registry = []Def{applyCanaryDef, bumpImageDef}
+var registry = []Def{applyCanaryDef, bumpImageDef, applyManifestsDef}
 
 // Defs lists every task.
 func Defs() []Def { return slices.Clone(registry) }

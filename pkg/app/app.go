@@ -32,6 +32,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
@@ -142,8 +143,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if !o.NoPrune {
 		s.pruneSet = clusters
 	}
+	// One copy of each git application's repository, which verify reads
+	// pushes against and the embedded executor renders from.
+	mirror := gitops.NewMirror(filepath.Join(cfg.Server.DataDir, "git"))
 	if o.Executor == nil {
-		if o.Executor, err = newExecutor(cfg, clusters, o.Logger); err != nil {
+		if o.Executor, err = newExecutor(cfg, clusters, mirror, o.Logger); err != nil {
 			return err
 		}
 	}
@@ -188,6 +192,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if sigs != nil {
 		verifier = verifier.WithSignatures(sigs, signed)
 	}
+	verifier = verifier.WithGit(gitSources{mirror}, cfg)
 	fns := []dispatch.Function{
 		verifier,
 		plan.New(cfg, s.repo),

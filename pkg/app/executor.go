@@ -14,14 +14,15 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/deliver"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"k8s.io/client-go/rest"
 )
 
 // newExecutor builds the executor the fleet's config names.
-func newExecutor(cfg *config.Config, clusters *cluster.Set, log *slog.Logger) (deliver.Executor, error) {
+func newExecutor(cfg *config.Config, clusters *cluster.Set, mirror *gitops.Mirror, log *slog.Logger) (deliver.Executor, error) {
 	if cfg.Fleet.Executor != config.ExecutorTekton {
-		return embedded.New(clusters, embedded.WithGitAuth(pipelines.GitAuth(cfg)), embedded.WithLogger(log)), nil
+		return embedded.New(clusters, embedded.WithGitAuth(pipelines.GitAuth(cfg)), embedded.WithMirror(mirror), embedded.WithLogger(log)), nil
 	}
 	t := cfg.Fleet.Tekton
 	var (

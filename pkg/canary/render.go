@@ -18,6 +18,12 @@ import (
 // AnnotationRollout names the rollout that last applied the canary.
 const AnnotationRollout = "flotilla.dev/rollout"
 
+// AnnotationRevision, on the pod template of a git application's workload,
+// names what it runs: "<repository>@<commit>". Flagger copies it to the
+// primary, so it says which commit the primary was promoted to; flotilla
+// reads it where it reads an image application's container image.
+const AnnotationRevision = "flotilla.dev/revision"
+
 // EventHook is flotilla's own per-canary event webhook: Flagger posts every
 // event of the canary to URL and merges Metadata into each payload, which is
 // how an event finds its cluster and rollout again.

@@ -107,19 +107,19 @@ func (s *Set) CachedCanaryStatus(clusterName, namespace string, w config.Workloa
 
 func (c *nsCache) image(namespace, kind, name, container string) (string, error) {
 	var (
-		pod corev1.PodSpec
+		pod corev1.PodTemplateSpec
 		err error
 	)
 	switch kindOf(kind) {
 	case config.KindDeployment:
 		var d *appsv1.Deployment
 		if d, err = c.deployments.Deployments(namespace).Get(name); err == nil {
-			pod = d.Spec.Template.Spec
+			pod = d.Spec.Template
 		}
 	case config.KindDaemonSet:
 		var d *appsv1.DaemonSet
 		if d, err = c.daemonsets.DaemonSets(namespace).Get(name); err == nil {
-			pod = d.Spec.Template.Spec
+			pod = d.Spec.Template
 		}
 	default:
 		return "", fmt.Errorf("unsupported workload kind %q", kind)
@@ -130,7 +130,7 @@ func (c *nsCache) image(namespace, kind, name, container string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	return containerImage(pod, container), nil
+	return revision(pod, container), nil
 }
 
 // Close stops every watch.

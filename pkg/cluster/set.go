@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
@@ -87,8 +88,12 @@ type CanaryStatus struct {
 	Weight       int
 	Checksum     string    // Flagger's hash of the last applied spec
 	Transition   time.Time // when Flagger last changed the phase
-	PrimaryImage string    // image of the container in <workload>-primary ("" if Flagger has not made it yet)
-	TargetImage  string    // image of the container in the workload itself (the canary)
+	// PrimaryImage is what <workload>-primary runs ("" if Flagger has not
+	// made it yet), TargetImage what the workload itself (the canary)
+	// runs: the container's image, or a git application's revision
+	// (repository@commit).
+	PrimaryImage string
+	TargetImage  string
 }
 
 // Settled tells whether no analysis is under way: Flagger rests in
@@ -165,19 +170,19 @@ func kindOf(kind string) string {
 // "" when there is no such workload or container.
 func image(ctx context.Context, c *clients, namespace, kind, name, container string) (string, error) {
 	var (
-		pod corev1.PodSpec
+		pod corev1.PodTemplateSpec
 		err error
 	)
 	switch kindOf(kind) {
 	case config.KindDeployment:
 		var d *appsv1.Deployment
 		if d, err = c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			pod = d.Spec.Template.Spec
+			pod = d.Spec.Template
 		}
 	case config.KindDaemonSet:
 		var d *appsv1.DaemonSet
 		if d, err = c.kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			pod = d.Spec.Template.Spec
+			pod = d.Spec.Template
 		}
 	default:
 		return "", events.Permanent(fmt.Errorf("reading %s/%s: unsupported workload kind %q", namespace, name, kind))
@@ -188,7 +193,17 @@ func image(ctx context.Context, c *clients, namespace, kind, name, container str
 	if err != nil {
 		return "", fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(kindOf(kind)), namespace, name, err)
 	}
-	return containerImage(pod, container), nil
+	return revision(pod, container), nil
+}
+
+// revision is what a workload runs: a git application's revision
+// (canary.AnnotationRevision on its pod template), else the image of its
+// container.
+func revision(t corev1.PodTemplateSpec, container string) string {
+	if r := t.Annotations[canary.AnnotationRevision]; r != "" {
+		return r
+	}
+	return containerImage(t.Spec, container)
 }
 
 // containerImage returns the image of the named container (the first when

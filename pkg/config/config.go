@@ -2,6 +2,8 @@ package config
 
 import (
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -373,6 +375,119 @@ type GitOps struct {
 	TokenValue    string `json:"-"`
 }
 
+// Source is where an application's versions come from when it is not an
+// image repository.
+type Source struct {
+	// Git is a deployments repository (KubeCD's environments and releases):
+	// a push changing a tracked path on the branch, or a tag matching Tags,
+	// rolls out that commit's rendered manifests through the waves.
+	// Required.
+	Git *GitSource `json:"git"`
+}
+
+// GitSource is a git repository an application's manifests are rendered
+// from.
+type GitSource struct {
+	// URL of the repository: https://, ssh:// (or git@host:path), file:// or
+	// a local path. Pushes are matched to it by host and path (scheme,
+	// credentials, ".git" and a trailing "/" aside). Required.
+	URL string `json:"url"`
+	// Branch whose pushes roll out. Default "main".
+	Branch string `json:"branch"`
+	// Tags, when set, is a Go regular expression matched against the whole
+	// name of a pushed tag: pushes of those tags roll out too (of the
+	// commit they name).
+	Tags string `json:"tags"`
+	// Paths are what each cluster applies, relative to the repository's
+	// root: files or directories of manifests (render manifests), or
+	// kustomization directories (render kustomize). "{cluster}" is
+	// replaced by the cluster's name. A push changing none of them (nor,
+	// for helm, the chart or a values file) is ignored, saying so.
+	// Required unless Render is helm.
+	Paths []string `json:"paths"`
+	// Render is how the paths become objects: manifests (YAML files, the
+	// default), kustomize (kustomize build, built in) or helm (Helm's
+	// template, built in).
+	Render string `json:"render"`
+	// Helm is the chart and its values, for render helm (KubeCD's release
+	// fields).
+	Helm *HelmRelease `json:"helm"`
+	// Username and Password (or Token) authenticate over HTTPS; SSHKeyFile
+	// over SSH. For the tekton executor, the Secret named Secret (default
+	// flotilla-git) in its namespace holds them instead.
+	Username   string  `json:"username"`
+	Password   *Secret `json:"password"`
+	Token      *Secret `json:"token"`
+	SSHKeyFile string  `json:"sshKeyFile"`
+	Secret     string  `json:"secret"`
+	// PasswordValue and TokenValue are resolved by Load. Never marshalled.
+	PasswordValue string `json:"-"`
+	TokenValue    string `json:"-"`
+}
+
+// HelmRelease is a chart in the repository and its values, as KubeCD's
+// releases give them. Values merge in this order, later ones winning: the
+// chart's, DefaultValues, ValuesFile, Values.
+type HelmRelease struct {
+	// Chart is the chart's directory in the repository. Required.
+	Chart string `json:"chart"`
+	// DefaultValues are values files shared by every release of the
+	// cluster ("{cluster}" replaced): KubeCD's environment defaults.
+	DefaultValues []string `json:"defaultValues"`
+	// ValuesFile is the release's values file ("{cluster}" replaced).
+	ValuesFile string `json:"valuesFile"`
+	// Values override the files.
+	Values map[string]any `json:"values"`
+	// ReleaseName is the Helm release name templates see. Default the
+	// application's name.
+	ReleaseName string `json:"releaseName"`
+}
+
+// GitRenders lists the values of GitSource.Render.
+var GitRenders = []string{"manifests", "kustomize", "helm"}
+
+// Defaults of a git source.
+const (
+	DefaultGitBranch = "main"
+	DefaultGitRender = "manifests"
+)
+
+// Git returns the application's git source, nil for an image application.
+func (a Application) Git() *GitSource {
+	if a.Source == nil {
+		return nil
+	}
+	return a.Source.Git
+}
+
+// TagMatches reports whether pushes of tag roll out (Tags matches it in
+// full).
+func (g GitSource) TagMatches(tag string) bool {
+	if g.Tags == "" {
+		return false
+	}
+	re, err := regexp.Compile(`^(?:` + g.Tags + `)$`)
+	return err == nil && re.MatchString(tag)
+}
+
+// TrackedPaths are the paths of the repository cluster takes its objects
+// from: Paths, and for helm the chart and the values files, "{cluster}"
+// replaced.
+func (g GitSource) TrackedPaths(cluster string) []string {
+	ps := slices.Clone(g.Paths)
+	if h := g.Helm; h != nil {
+		ps = append(ps, h.Chart)
+		ps = append(ps, h.DefaultValues...)
+		if h.ValuesFile != "" {
+			ps = append(ps, h.ValuesFile)
+		}
+	}
+	for i, p := range ps {
+		ps[i] = strings.ReplaceAll(p, "{cluster}", cluster)
+	}
+	return ps
+}
+
 // GitOpsEdits lists the values of GitOps.Edit.
 var GitOpsEdits = []string{"kustomize", "helm", "manifest"}
 
@@ -466,8 +581,12 @@ type Application struct {
 	// Name is a DNS label, unique among applications.
 	Name string `json:"name"`
 	// Image is the repository to track, "host[:port]/path", with an explicit
-	// registry host and without tag or digest.
+	// registry host and without tag or digest. Required, unless Source
+	// names a git repository instead.
 	Image string `json:"image"`
+	// Source, instead of Image, makes the application follow a git
+	// repository: a push changing what it tracks rolls that commit out.
+	Source *Source `json:"source"`
 	// Track is the version policy. Default TrackMinorVersion.
 	Track Track `json:"track"`
 	// Semver narrows a semantic track with a constraint

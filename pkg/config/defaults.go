@@ -208,6 +208,17 @@ func applyApplicationDefaults(a *Application) {
 	if g := a.GitOps; g != nil && g.Edit == "" {
 		g.Edit = DefaultGitOpsEdit
 	}
+	if g := a.Git(); g != nil {
+		if g.Branch == "" {
+			g.Branch = DefaultGitBranch
+		}
+		if g.Render == "" {
+			g.Render = DefaultGitRender
+		}
+		if h := g.Helm; h != nil && h.ReleaseName == "" {
+			h.ReleaseName = a.Name
+		}
+	}
 	d := &a.Delivery
 	r, an := &d.TrafficRouting, &d.TrafficAnalysis
 	// Kurator's names fill in flotilla's, which rendering reads; validation

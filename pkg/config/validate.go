@@ -419,7 +419,16 @@ func (v *validator) applications(as []Application) {
 	for i, a := range as {
 		p := fmt.Sprintf("applications[%d]", i)
 		v.name(p, "application", a.Name, seen)
-		v.image(p+".image", a.Image)
+		switch {
+		case a.Git() != nil && a.Image != "":
+			v.addf(p+".image", "set either image or source.git: an application follows an image repository or a git repository")
+		case a.Git() != nil:
+			v.gitSource(p+".source.git", a)
+		case a.Source != nil:
+			v.addf(p+".source.git", "required: the git repository the application follows (or drop source and set image)")
+		default:
+			v.image(p+".image", a.Image)
+		}
 		v.oneOf(p+".track", "track", string(a.Track), tracks())
 		v.dnsLabel(p+".namespace", "namespace", a.Namespace)
 		v.workload(p+".workload", a.Workload)
@@ -730,21 +739,91 @@ func (v *validator) gitops(path string, g *GitOps) {
 		}
 	}
 	v.oneOf(path+".edit", "edit", g.Edit, GitOpsEdits)
-	if g.Password != nil && g.Token != nil {
-		v.addf(path, "set at most one of password and token")
-	}
-	if g.SSHKeyFile != "" && (g.Password != nil || g.Token != nil) {
-		v.addf(path+".sshKeyFile", "set either sshKeyFile or password/token")
-	}
-	if g.Password != nil {
-		g.PasswordValue = v.resolveSecret(path+".password", g.Password)
-	}
-	if g.Token != nil {
-		g.TokenValue = v.resolveSecret(path+".token", g.Token)
-	}
+	g.PasswordValue, g.TokenValue = v.gitCredentials(path, g.Password, g.Token, g.SSHKeyFile)
 	if _, err := json.Marshal(g.Options); err != nil {
 		v.addf(path+".options", "cannot be encoded: %v", err)
 	}
+}
+
+// gitSource checks a git application's repository, what it tracks and how
+// it renders, and resolves its credentials.
+func (v *validator) gitSource(path string, a Application) {
+	g := a.Git()
+	if g.URL == "" {
+		v.addf(path+".url", "required: the deployments repository (https://, ssh://, git@host:path, file:// or a path)")
+	}
+	if a.GitOps != nil {
+		v.addf(strings.TrimSuffix(path, ".source.git")+".gitops", "a git application's repository is its source already: gitops writes images into a repository, for image applications")
+	}
+	for _, field := range []struct {
+		name string
+		set  bool
+	}{{"track", a.Track != DefaultTrack}, {"semver", a.Semver != ""}, {"tagFilter", a.TagFilter != nil}, {"denyTags", len(a.DenyTags) > 0}, {"verify", a.Verify != nil}, {"preReleases", a.PreReleases}} {
+		if field.set {
+			v.addf(strings.TrimSuffix(path, ".source.git")+"."+field.name, "applies to image tags: a git application rolls out every commit that changes what it tracks")
+		}
+	}
+	if g.Tags != "" {
+		if _, err := regexp.Compile(g.Tags); err != nil {
+			v.addf(path+".tags", "%v", err)
+		}
+	}
+	v.oneOf(path+".render", "render", g.Render, GitRenders)
+	switch h := g.Helm; {
+	case g.Render == "helm" && h == nil:
+		v.addf(path+".helm", "required by render helm: the chart directory and its values")
+	case g.Render != "helm" && h != nil:
+		v.addf(path+".helm", "only for render helm (render is %q)", g.Render)
+	case h != nil:
+		if h.Chart == "" {
+			v.addf(path+".helm.chart", "required: the chart's directory in the repository")
+		}
+		v.repoPath(path+".helm.chart", h.Chart)
+		v.repoPath(path+".helm.valuesFile", h.ValuesFile)
+		for i, f := range h.DefaultValues {
+			v.repoPath(fmt.Sprintf("%s.helm.defaultValues[%d]", path, i), f)
+		}
+		if _, err := json.Marshal(h.Values); err != nil {
+			v.addf(path+".helm.values", "cannot be encoded: %v", err)
+		}
+		if h.ReleaseName != "" {
+			v.dnsLabel(path+".helm.releaseName", "release name", h.ReleaseName)
+		}
+	}
+	if len(g.Paths) == 0 && g.Render != "helm" {
+		v.addf(path+".paths", "at least one file or directory of the cluster's objects, e.g. clusters/{cluster}/podinfo")
+	}
+	for i, p := range g.Paths {
+		if p == "" {
+			v.addf(fmt.Sprintf("%s.paths[%d]", path, i), "empty: want a path inside the repository")
+		}
+		v.repoPath(fmt.Sprintf("%s.paths[%d]", path, i), p)
+	}
+	g.PasswordValue, g.TokenValue = v.gitCredentials(path, g.Password, g.Token, g.SSHKeyFile)
+}
+
+// repoPath checks a path inside a repository ("" passes).
+func (v *validator) repoPath(path, p string) {
+	if strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+		v.addf(path, "%q: want a path inside the repository", p)
+	}
+}
+
+// gitCredentials checks a repository's credentials and resolves them.
+func (v *validator) gitCredentials(path string, password, token *Secret, sshKeyFile string) (pw, tok string) {
+	if password != nil && token != nil {
+		v.addf(path, "set at most one of password and token")
+	}
+	if sshKeyFile != "" && (password != nil || token != nil) {
+		v.addf(path+".sshKeyFile", "set either sshKeyFile or password/token")
+	}
+	if password != nil {
+		pw = v.resolveSecret(path+".password", password)
+	}
+	if token != nil {
+		tok = v.resolveSecret(path+".token", token)
+	}
+	return pw, tok
 }
 
 // freezeWindows checks a list of freeze windows: names unique, each one

@@ -73,6 +73,15 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		Objects:   deps,
 		Restart:   req.Restart,
 	})
+	// A git application renders and applies the commit (its previous one,
+	// on a revert) instead of setting an image.
+	src, err := pipelines.GitSourceFor(app, req.Cluster, req.Image)
+	if err != nil {
+		return Result{}, err
+	}
+	if src != nil {
+		p.Application, p.Git = app.Name, src
+	}
 	// A GitOps application gets the image with its tag (the previous one,
 	// on a revert) into its repository first: else the GitOps agent would
 	// apply another.

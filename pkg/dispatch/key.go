@@ -23,7 +23,7 @@ func Key(e cloudevents.Event) string {
 		if repo := imageRepository(e.Subject()); repo != "" {
 			return "image/" + repo
 		}
-	case events.TypeGitPushed:
+	case events.TypeGitPushed, events.TypeGitVerified, events.TypeGitRejected:
 		if repo, _, _ := strings.Cut(e.Subject(), "#"); repo != "" {
 			return "git/" + repo
 		}

@@ -87,6 +87,9 @@ func (r Repo) secrets() []string {
 	return s
 }
 
+// DisplayURL is url without credentials, to show or record.
+func DisplayURL(url string) string { return redactURL(url) }
+
 // redactURL drops the user info of a URL for messages.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)

@@ -86,3 +86,65 @@ func File(tb testing.TB, c *object.Commit, path string) string {
 	}
 	return s
 }
+
+// Commit clones branch of the repository at url, writes files (an empty
+// content deletes the file), commits them with message and pushes; it
+// returns the new commit's id. A branch that does not exist yet is made
+// from main.
+func Commit(tb testing.TB, url, branch, message string, files map[string]string) string {
+	tb.Helper()
+	work, err := git.Clone(memory.NewStorage(), memfs.New(), &git.CloneOptions{URL: url, ReferenceName: plumbing.Main})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wt, err := work.Worktree()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ref := plumbing.NewBranchReferenceName(branch)
+	if branch != "main" {
+		opts := &git.CheckoutOptions{Branch: ref, Create: true}
+		if remote, err := work.Reference(plumbing.NewRemoteReferenceName("origin", branch), true); err == nil {
+			opts.Hash = remote.Hash()
+		}
+		if err := wt.Checkout(opts); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for p, content := range files {
+		if content == "" {
+			if _, err := wt.Remove(p); err != nil {
+				tb.Fatal(err)
+			}
+			continue
+		}
+		if err := util.WriteFile(wt.Filesystem, p, []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := wt.Add(p); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	sig := &object.Signature{Name: "dev", Email: "dev@localhost", When: time.Now()}
+	h, err := wt.Commit(message, &git.CommitOptions{Author: sig, AllowEmptyCommits: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	spec := gitconfig.RefSpec(ref.String() + ":" + ref.String())
+	if err := work.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []gitconfig.RefSpec{spec}}); err != nil {
+		tb.Fatal(err)
+	}
+	return h.String()
+}
+
+// Tag makes a lightweight tag name at commit in the repository at url.
+func Tag(tb testing.TB, url, name, commit string) {
+	tb.Helper()
+	r, err := git.PlainOpen(strings.TrimPrefix(url, "file://"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := r.CreateTag(name, plumbing.NewHash(commit), nil); err != nil {
+		tb.Fatal(err)
+	}
+}

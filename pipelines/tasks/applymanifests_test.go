@@ -1,0 +1,112 @@
+package tasks_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/render"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
+)
+
+const webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: registry.example.com/web:1
+          envFrom:
+            - configMapRef: {name: web-config}
+`
+
+func webConfig(greeting string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: " + greeting + "\n"
+}
+
+// apply-manifests renders a commit's manifests and applies them, marked
+// with the revision, with the canary; the next commit reports the one
+// before; a re-run of a rollout changes nothing and keeps its previous
+// revision.
+func TestApplyManifestsAppliesACommit(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "git")
+	url := gittest.NewRepo(t, map[string]string{
+		"clusters/c1/web/deployment.yaml": webDeployment,
+		"clusters/c1/web/config.yaml":     webConfig("hello"),
+		"README.md":                       "deployments\n",
+	})
+	first := gittest.Head(t, url).Hash.String()
+	second := gittest.Commit(t, url, "main", "greet in Swedish", map[string]string{"clusters/c1/web/config.yaml": webConfig("hej")})
+	app := policy(ns)
+	app.Delivery.Autoscale, app.Delivery.TrafficAnalysis.Metrics = nil, nil
+	mirror := gitops.NewMirror(t.TempDir())
+	apply := func(rollout, commit string) tasks.ApplyCanaryResult {
+		t.Helper()
+		res, err := tasks.ApplyManifests(ctx, cl.Config, mirror, gitops.Repo{URL: url}, tasks.ApplyManifestsParams{
+			Rollout: rollout, Namespace: ns, Workload: "web", Canary: canary.Render(app, canary.Input{Cluster: "c1", Rollout: rollout}).Canary,
+			URL: url, Commit: commit, Paths: []string{"clusters/c1/web"},
+		})
+		if err != nil {
+			t.Fatalf("ApplyManifests(%s, %s): %v", rollout, commit, err)
+		}
+		return res
+	}
+	check := func(commit, greeting string) {
+		t.Helper()
+		d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := d.Spec.Template.Annotations[canary.AnnotationRevision], tasks.Revision(url, commit); got != want {
+			t.Errorf("revision = %q, want %q", got, want)
+		}
+		cm, err := cl.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})
+		if err != nil || cm.Data["greeting"] != greeting {
+			t.Errorf("config map = %v, %v; want greeting %q", cm.Data, err, greeting)
+		}
+		if _, err := cl.Flagger.FlaggerV1beta1().Canaries(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+			t.Errorf("canary: %v", err)
+		}
+	}
+	if res := apply("r1", first); res.PreviousImage != "" || !res.Changed {
+		t.Errorf("first deployment: %+v, want no previous revision and a change", res)
+	}
+	check(first, "hello")
+	want := tasks.ApplyCanaryResult{PreviousImage: tasks.Revision(url, first), Changed: true}
+	if res := apply("r2", second); res != want {
+		t.Errorf("second commit: %+v, want %+v", res, want)
+	}
+	check(second, "hej")
+	want.Changed = false
+	if res := apply("r2", second); res != want {
+		t.Errorf("the same rollout again: %+v, want %+v", res, want)
+	}
+	// A revert applies the first commit again.
+	if res := apply("r2-revert", first); res.PreviousImage != tasks.Revision(url, second) || !res.Changed {
+		t.Errorf("revert: %+v", res)
+	}
+	check(first, "hello")
+
+	_, err := tasks.ApplyManifests(ctx, cl.Config, mirror, gitops.Repo{URL: url}, tasks.ApplyManifestsParams{
+		Rollout: "r3", Namespace: ns, Workload: "api", Canary: canary.Render(app, canary.Input{Cluster: "c1", Rollout: "r3"}).Canary,
+		URL: url, Commit: second, Paths: []string{"clusters/c1/web"},
+	})
+	if !events.IsPermanent(err) || !errors.Is(err, render.ErrRender) || !strings.Contains(err.Error(), "renders no Deployment "+ns+"/api") {
+		t.Errorf("ApplyManifests(a workload the commit lacks) = %v, want a permanent error naming it", err)
+	}
+}

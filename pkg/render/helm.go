@@ -1,0 +1,115 @@
+package render
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// KubeVersion is the Kubernetes version charts see in
+// .Capabilities.KubeVersion (Helm's library default is v1.20).
+const KubeVersion = "v1.34.0"
+
+// helmTemplate renders a chart as `helm template` does, client-only: its
+// CRDs (crds/) first, then its templates in Helm's install order; hooks
+// are left out (flotilla applies, it does not install releases).
+func helmTemplate(dir string, c Chart) ([]*unstructured.Unstructured, error) {
+	chartDir, err := inside(dir, c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, permanentf("%w: loading chart %s: %w", ErrRender, c.Dir, err)
+	}
+	vals, err := values(dir, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return nil, permanentf("%w: chart %s: dependencies: %w", ErrRender, c.Dir, err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	if kv, err := chartutil.ParseKubeVersion(KubeVersion); err == nil {
+		caps.KubeVersion = *kv
+	}
+	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: c.ReleaseName, Namespace: c.Namespace, Revision: 1, IsInstall: true}, caps)
+	if err != nil {
+		return nil, permanentf("%w: chart %s: values: %w", ErrRender, c.Dir, err)
+	}
+	files, err := engine.Render(ch, rv)
+	if err != nil {
+		return nil, permanentf("%w: chart %s: %w", ErrRender, c.Dir, err)
+	}
+	for k := range files {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(files, k)
+		}
+	}
+	_, ms, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, permanentf("%w: chart %s: %w", ErrRender, c.Dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, crd := range ch.CRDObjects() {
+		objs, err := decode(crd.Filename, crd.File.Data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	for _, m := range ms {
+		objs, err := decode(m.Name, []byte(m.Content))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// values merges the chart's user values: DefaultValues files, then
+// ValuesFile, then Values, later ones winning (maps merge, everything else
+// is replaced), as `helm template -f a -f b --set ...` does.
+func values(dir string, c Chart) (map[string]any, error) {
+	out := map[string]any{}
+	for _, f := range slices.Concat(c.DefaultValues, []string{c.ValuesFile}) {
+		if f == "" {
+			continue
+		}
+		full, err := inside(dir, f)
+		if err != nil {
+			return nil, err
+		}
+		v, err := chartutil.ReadValuesFile(full)
+		if err != nil {
+			return nil, permanentf("%w: values file %s: %w", ErrRender, f, err)
+		}
+		out = merge(out, v)
+	}
+	return merge(out, c.Values), nil
+}
+
+// merge merges src into dst, src winning; maps merge recursively.
+func merge(dst, src map[string]any) map[string]any {
+	out := maps.Clone(dst)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := out[k].(map[string]any); ok {
+				out[k] = merge(dm, sm)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,1 @@
+{{- define "podinfo.name" -}}{{ .Release.Name }}{{- end -}}
