@@ -204,7 +204,7 @@ type GitVerified struct {
 	// it supersedes). An application missing here (a tag's push) goes to
 	// every cluster it targets.
 	Clusters map[string][]string `json:"clusters,omitempty"`
-	Pusher       string   `json:"pusher,omitempty"`
+	Pusher   string              `json:"pusher,omitempty"`
 }
 
 // Version is how a rollout of the commit names its version: the git tag,

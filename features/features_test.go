@@ -92,6 +92,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerTektonEventSteps(sc)
 	s.registerValidationSteps(sc)
 	s.registerGitOpsSteps(sc)
+	s.registerGitSteps(sc)
 	s.registerTektonExecutorSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)

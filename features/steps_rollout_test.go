@@ -118,6 +118,10 @@ type world struct {
 	semver    string
 	tagFilter map[string]string
 	denyTags  []string
+	// git is the scenario's deployments repository and gitSource the git
+	// application's source, when steps made them.
+	git       *gitRepo
+	gitSource map[string]any
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -336,6 +340,12 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	}
 	if w.gitops != nil {
 		cfg["applications"].([]map[string]any)[0]["gitops"] = w.gitops
+	}
+	if w.gitSource != nil {
+		a := cfg["applications"].([]map[string]any)[0]
+		delete(a, "image")
+		delete(a, "track")
+		a["source"] = map[string]any{"git": w.gitSource}
 	}
 	if w.tekton != nil {
 		f := cfg["fleet"].(map[string]any)

@@ -17,3 +17,13 @@ Feature: Rollouts run as PipelineRuns on a cluster's real Tekton
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And that namespace holds a succeeded PipelineRun of the rollout of "1.1.0" for every cluster, its pods labelled alike
+
+  Scenario: A git push rolled out by Tekton pipelines renders and applies the commit in every cluster
+    Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    When a push changes "greeting" to "hej" in "charts/podinfo/values.yaml"
+    Then the rollout of that commit succeeds
+    And the primary and the workload in every cluster run that commit, greeting "hej"

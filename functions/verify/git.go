@@ -67,8 +67,13 @@ func (f *Function) gitPushed(ctx context.Context, e cloudevents.Event) ([]cloude
 		g := a.Git()
 		switch {
 		case p.Branch != "" && p.Branch == g.Branch, p.Tag != "" && g.TagMatches(p.Tag):
+		case p.Tag != "" && g.Tags == "":
+			if err := skip(a.Name, fmt.Sprintf("a push of tag %s: the application follows branch %s (it sets no tags pattern)", p.Tag, g.Branch)); err != nil {
+				return nil, err
+			}
+			continue
 		case p.Tag != "":
-			if err := skip(a.Name, fmt.Sprintf("tag %s does not match the application's tags pattern %q", p.Tag, g.Tags)); err != nil {
+			if err := skip(a.Name, fmt.Sprintf("tag %s does not match the application's tags pattern %s", p.Tag, g.Tags)); err != nil {
 				return nil, err
 			}
 			continue

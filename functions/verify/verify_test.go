@@ -239,7 +239,7 @@ func TestVerifyContract(t *testing.T) {
 	if fn.Name() != "verify" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeImagePushed}, fn.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypeImagePushed, events.TypeGitPushed}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }

@@ -149,7 +149,7 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }()
 	if mirror == nil {
 		mirror = gitops.NewMirror(work + "/mirror")
 	}

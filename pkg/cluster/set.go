@@ -84,10 +84,10 @@ func (s *Set) clientsFor(name string) (*clients, error) {
 
 // CanaryStatus is the live state of one canary.
 type CanaryStatus struct {
-	Phase        string
-	Weight       int
-	Checksum     string    // Flagger's hash of the last applied spec
-	Transition   time.Time // when Flagger last changed the phase
+	Phase      string
+	Weight     int
+	Checksum   string    // Flagger's hash of the last applied spec
+	Transition time.Time // when Flagger last changed the phase
 	// PrimaryImage is what <workload>-primary runs ("" if Flagger has not
 	// made it yet), TargetImage what the workload itself (the canary)
 	// runs: the container's image, or a git application's revision

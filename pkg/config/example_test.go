@@ -35,6 +35,7 @@ func TestExampleConfig(t *testing.T) {
 	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
 	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
 	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
+	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
 
 	got, err := Parse(data, filepath.Join("..", "..", "config"))
 	if err != nil {
@@ -89,6 +90,20 @@ func TestExampleConfig(t *testing.T) {
 				Deadline:         Duration{10 * time.Minute},
 				Webhooks:         []Webhook{},
 			},
+		}, {
+			Name: "frontend",
+			Source: &Source{Git: &GitSource{
+				URL: "https://git.example.com/platform/deployments.git", Branch: "main", Tags: "frontend-v[0-9.]+", Render: "helm",
+				Helm: &HelmRelease{Chart: "charts/frontend", DefaultValues: []string{"environments/{cluster}/defaults.yaml"},
+					ValuesFile: "clusters/{cluster}/frontend/values.yaml", Values: map[string]any{"replicaCount": float64(2)}, ReleaseName: "frontend"},
+				Token: &Secret{Env: "FLOTILLA_DEPLOYMENTS_TOKEN"}, TokenValue: "deployments-token",
+			}},
+			Track: TrackMinorVersion, OnNewVersion: OnNewVersionSupersede,
+			Namespace: "web",
+			Workload:  Workload{Kind: "Deployment", Name: "frontend"},
+			Service:   Service{Port: 8080, PortDiscovery: ptr.To(true)},
+			Delivery: Delivery{Strategy: "blueGreen", Provider: "kubernetes", Interval: Duration{30 * time.Second}, Iterations: 4,
+				Threshold: 5, ProgressDeadline: Duration{10 * time.Minute}},
 		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -787,7 +787,7 @@ func (v *validator) gitSource(path string, a Application) {
 			v.addf(path+".helm.values", "cannot be encoded: %v", err)
 		}
 		if h.ReleaseName != "" {
-			v.dnsLabel(path+".helm.releaseName", "release name", h.ReleaseName)
+			v.dnsLabel(path+".helm.releaseName", "release", h.ReleaseName)
 		}
 	}
 	if len(g.Paths) == 0 && g.Render != "helm" {

@@ -318,6 +318,62 @@ receivers:
 				{"applications[0].denyTags[2]", "error parsing regexp: missing closing ): `1.(`"},
 			},
 		}, {
+			name: "git source: image too, and fields of image applications",
+			doc:  sections{applications: withApp("    semver: '^1'\n    denyTags: [x]\n    source: {git: {url: https://git.example.com/d.git, paths: [a]}}\n")},
+			want: []Problem{
+				{"applications[0].image", "set either image or source.git: an application follows an image repository or a git repository"},
+			},
+		}, {
+			name: "git source: what it needs",
+			doc: sections{applications: `
+applications:
+  - name: podinfo
+    workload: {name: podinfo}
+    service: {port: 9898}
+    semver: '^1'
+    gitops: {url: https://git.example.com/d.git, paths: [a.yaml]}
+    source: {git: {tags: 'v(', render: jsonnet, paths: ['', ../x, /etc]}}
+`},
+			want: []Problem{
+				{"applications[0].source.git.url", "required: the deployments repository (https://, ssh://, git@host:path, file:// or a path)"},
+				{"applications[0].gitops", "a git application's repository is its source already: gitops writes images into a repository, for image applications"},
+				{"applications[0].semver", "applies to image tags: a git application rolls out every commit that changes what it tracks"},
+				{"applications[0].source.git.tags", "error parsing regexp: missing closing ): `v(`"},
+				{"applications[0].source.git.render", `unknown render "jsonnet"; want one of manifests, kustomize, helm`},
+				{"applications[0].source.git.paths[0]", "empty: want a path inside the repository"},
+				{"applications[0].source.git.paths[1]", `"../x": want a path inside the repository`},
+				{"applications[0].source.git.paths[2]", `"/etc": want a path inside the repository`},
+			},
+		}, {
+			name: "git source: helm",
+			doc: sections{applications: `
+applications:
+  - name: podinfo
+    workload: {name: podinfo}
+    service: {port: 9898}
+    source: {git: {url: /srv/d.git, render: helm, helm: {valuesFile: ../v.yaml, releaseName: Web}}}
+  - name: web
+    workload: {name: web}
+    service: {port: 9898}
+    source: {git: {url: /srv/d.git, render: kustomize, paths: [a], helm: {chart: c}}}
+  - name: api
+    workload: {name: api}
+    service: {port: 9898}
+    source: {git: {url: /srv/d.git, render: helm}}
+  - name: empty
+    workload: {name: empty}
+    service: {port: 9898}
+    source: {}
+`},
+			want: []Problem{
+				{"applications[0].source.git.helm.chart", "required: the chart's directory in the repository"},
+				{"applications[0].source.git.helm.valuesFile", `"../v.yaml": want a path inside the repository`},
+				{"applications[0].source.git.helm.releaseName", `invalid release name "Web": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+				{"applications[1].source.git.helm", `only for render helm (render is "kustomize")`},
+				{"applications[2].source.git.helm", "required by render helm: the chart directory and its values"},
+				{"applications[3].source.git", "required: the git repository the application follows (or drop source and set image)"},
+			},
+		}, {
 			name: "tag filter extract without a group",
 			doc:  sections{applications: withApp("    tagFilter: {pattern: '^release-(?P<version>[0-9.]+)$', extract: version}\n")},
 			want: []Problem{{"applications[0].tagFilter.extract", `"version" names no group of the pattern: want a template such as "$version" (groups: [version])`}},

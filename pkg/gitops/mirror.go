@@ -147,13 +147,13 @@ func writeFile(dir string, f *object.File) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer func() { _ = rd.Close() }()
 	out, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(out, rd); err != nil {
-		out.Close()
+		_ = out.Close()
 		return err
 	}
 	return out.Close()
