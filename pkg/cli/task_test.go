@@ -141,7 +141,7 @@ func TestPipelinesPrint(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
 	}
-	want := []string{"Task/" + pipelines.TaskApplyCanary, "Task/" + pipelines.TaskBumpImage, "Pipeline/" + pipelines.PipelineName}
+	want := []string{"Task/" + pipelines.TaskApplyCanary, "Task/" + pipelines.TaskApplyManifests, "Task/" + pipelines.TaskBumpImage, "Pipeline/" + pipelines.PipelineName}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
