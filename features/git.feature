@@ -30,6 +30,15 @@ Feature: Git pushes roll out a deployments repository's commits (KubeCD)
     Then the rollout of that commit is rolled back
     And the primary and the workload in every cluster run the first commit, greeting "hello"
 
+  Scenario: A commit running an image the application does not allow changes no cluster
+    Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
+    And the application allows only images matching "registry\.example\.com/podinfo"
+    And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    When a push changes "image" to "evil.example.com/miner:1" in "charts/podinfo/values.yaml"
+    Then the rollout of that commit fails because "image evil.example.com/miner:1 is not allowed"
+    And the primary and the workload in every cluster run the first commit, greeting "hello"
+
   Scenario: A push naming a commit the branch does not have is rejected
     Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
     And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"

@@ -37,6 +37,8 @@ func (s *scenario) registerGitSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^no rollout of that commit was started$`, s.noRolloutOfThatCommit)
 	sc.Step(`^a push of a commit that is not on the branch is delivered$`, s.pushForeignCommit)
 	sc.Step(`^flotilla rejects the git push because "([^"]*)"$`, s.gitPushRejected)
+	sc.Step(`^the application allows only images matching "([^"]*)"$`, s.allowOnlyImages)
+	sc.Step(`^the rollout of that commit fails because "([^"]*)"$`, s.commitRolloutFails)
 }
 
 // gitRepo is a scenario's deployments repository: a bare repository and
@@ -46,6 +48,9 @@ type gitRepo struct {
 	bare, work string
 	commits    map[string]string
 	chart      string
+	// allowedImages is the application's source.git.allowedImages, when
+	// a step set it.
+	allowedImages []string
 }
 
 // The chart of the scenarios' deployments repository: a Deployment whose
@@ -54,7 +59,7 @@ const (
 	gitChart = "apiVersion: v2\nname: %s\nversion: 0.1.0\n"
 	// greeting comes from the values; the image does not matter (kwok runs
 	// the pods).
-	gitChartValues     = "greeting: hello\nreplicaCount: 1\n"
+	gitChartValues     = "greeting: hello\nreplicaCount: 1\nimage: registry.example.com/podinfo:6.0.0\n"
 	gitChartDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -70,7 +75,7 @@ spec:
     spec:
       containers:
         - name: {{ .Chart.Name }}
-          image: registry.example.com/podinfo:6.0.0
+          image: {{ .Values.image | quote }}
           ports:
             - {name: http, containerPort: 9898}
           env:
@@ -135,6 +140,9 @@ func (s *scenario) flotillaServingGit(ctx context.Context, app, wave1, wave2 str
 	s.w.gitSource = map[string]any{
 		"url": "file://" + r.bare, "branch": "main", "render": "helm",
 		"helm": map[string]any{"chart": "charts/" + r.chart, "valuesFile": "clusters/{cluster}/" + r.chart + "/values.yaml"},
+	}
+	if r.allowedImages != nil {
+		s.w.gitSource["allowedImages"] = r.allowedImages
 	}
 	if err := s.flotillaServing(ctx, app, "unused", "MinorVersion", wave1, wave2); err != nil {
 		return err
@@ -344,6 +352,26 @@ func (s *scenario) gitPushRejected(ctx context.Context, reason string) error {
 		}
 		p, err := events.Decode[events.GitRejected](e)
 		return err == nil && p.Commit == s.w.git.commits["that"] && strings.Contains(p.Reason, reason)
+	})
+	return err
+}
+
+func (s *scenario) allowOnlyImages(pattern string) error {
+	s.w.git.allowedImages = []string{pattern}
+	return nil
+}
+
+func (s *scenario) commitRolloutFails(ctx context.Context, reason string) error {
+	id, err := s.rolloutID(ctx, commitVersion(s.w.git.commits["that"]))
+	if err != nil {
+		return err
+	}
+	_, err = s.w.sink.waitFor(ctx, "rollout "+id+" failed", func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeRolloutFailed || events.RolloutID(e) != id {
+			return false
+		}
+		p, err := events.Decode[events.RolloutResult](e)
+		return err == nil && strings.Contains(p.Reason, reason)
 	})
 	return err
 }

@@ -46,7 +46,7 @@ func GitSourceFor(app config.Application, cluster, ref string) (*GitSource, erro
 	if i < 0 || commit == "" {
 		return nil, events.Permanent(fmt.Errorf("%s is not a revision of %s (repository@commit)", ref, app.Name))
 	}
-	src := &GitSource{URL: g.URL, Commit: commit, Render: g.Render, Secret: g.Secret}
+	src := &GitSource{URL: g.URL, Commit: commit, Render: g.Render, Secret: g.Secret, AllowedImages: g.AllowedImages}
 	for _, p := range g.Paths {
 		src.Paths = append(src.Paths, strings.ReplaceAll(p, "{cluster}", cluster))
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -109,6 +110,9 @@ type GitSource struct {
 	// Secret names the Secret holding the repository's credentials, for
 	// the Tekton executor. Default "flotilla-git".
 	Secret string
+	// AllowedImages are the image repositories the rendered objects may
+	// run (regular expressions); none: any.
+	AllowedImages []string
 }
 
 // Results are what a run reports.
@@ -162,6 +166,14 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 		out[tasks.ParamRender] = cmp.Or(g.Render, "manifests")
 		out[tasks.ParamHelm] = g.Helm
 		out[ParamGitSecret] = cmp.Or(g.Secret, "flotilla-git")
+		out[tasks.ParamAllowedImages] = ""
+		if len(g.AllowedImages) > 0 {
+			b, err := json.Marshal(g.AllowedImages)
+			if err != nil {
+				return nil, events.Permanent(fmt.Errorf("allowed images: %w", err))
+			}
+			out[tasks.ParamAllowedImages] = string(b)
+		}
 	}
 	if g := p.GitOps; g != nil {
 		out[ParamGitImage] = g.Image

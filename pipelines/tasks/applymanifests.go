@@ -34,6 +34,8 @@ const (
 	ParamGitCommit = "git-commit"
 	ParamRender    = "render"
 	ParamHelm      = "helm"
+	// ParamAllowedImages is a JSON list of regular expressions.
+	ParamAllowedImages = "allowed-images"
 
 	// ResultPreviousRevision is the revision (repository@commit) the
 	// workload ran before.
@@ -56,6 +58,7 @@ var applyManifestsDef = Def{
 		{Name: ParamGitPath, Usage: "files or directories to render, relative to the repository's root, comma-separated"},
 		{Name: ParamRender, Default: render.Manifests, Usage: "how: manifests (YAML files), kustomize or helm"},
 		{Name: ParamHelm, Usage: `the chart and its values for render helm, a JSON object (fields of render.Chart: Dir, DefaultValues, ValuesFile, Values, ReleaseName)`},
+		{Name: ParamAllowedImages, Usage: `image repositories the rendered objects may run, a JSON list of Go regular expressions (each matching a whole repository); empty: any`},
 	},
 	Results: []string{ResultPreviousRevision, ResultChanged},
 	Cluster: true,
@@ -77,6 +80,9 @@ type ApplyManifestsParams struct {
 	Paths     []string
 	Render    string
 	Chart     *render.Chart
+	// AllowedImages, when set, refuses a commit whose objects run an
+	// image outside them (render.CheckImages), before anything is applied.
+	AllowedImages []string
 }
 
 // Revision is what a git application's workload carries in annotation
@@ -130,6 +136,11 @@ func ApplyManifestsParamsFrom(p Params) (ApplyManifestsParams, error) {
 			return ap, events.Permanent(fmt.Errorf("--%s: %w", ParamHelm, err))
 		}
 	}
+	if a := p[ParamAllowedImages]; a != "" {
+		if err := json.Unmarshal([]byte(a), &ap.AllowedImages); err != nil {
+			return ap, events.Permanent(fmt.Errorf("--%s: want a JSON list of regular expressions: %w", ParamAllowedImages, err))
+		}
+	}
 	if ap.URL == "" || ap.Commit == "" {
 		return ap, events.Permanent(fmt.Errorf("--%s and --%s are required", ParamGitURL, ParamGitCommit))
 	}
@@ -162,6 +173,9 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	}
 	objs, err := render.Render(render.Request{Dir: tree, Kind: p.Render, Paths: p.Paths, Chart: p.Chart})
 	if err != nil {
+		return res, err
+	}
+	if err := render.CheckImages(objs, p.AllowedImages); err != nil {
 		return res, err
 	}
 	kind := kindOr(p.Kind)

@@ -102,7 +102,18 @@ func TestApplyManifestsAppliesACommit(t *testing.T) {
 	}
 	check(first, "hello")
 
+	// A commit running an image the application does not allow changes
+	// nothing.
 	_, err := tasks.ApplyManifests(ctx, cl.Config, mirror, gitops.Repo{URL: url}, tasks.ApplyManifestsParams{
+		Rollout: "r4", Namespace: ns, Workload: "web", Canary: canary.Render(app, canary.Input{Cluster: "c1", Rollout: "r4"}).Canary,
+		URL: url, Commit: second, Paths: []string{"clusters/c1/web"}, AllowedImages: []string{`registry\.example\.com/api`},
+	})
+	if !events.IsPermanent(err) || !strings.Contains(err.Error(), "image registry.example.com/web:1 is not allowed") {
+		t.Errorf("ApplyManifests(an image not allowed) = %v, want a permanent error naming it", err)
+	}
+	check(first, "hello")
+
+	_, err = tasks.ApplyManifests(ctx, cl.Config, mirror, gitops.Repo{URL: url}, tasks.ApplyManifestsParams{
 		Rollout: "r3", Namespace: ns, Workload: "api", Canary: canary.Render(app, canary.Input{Cluster: "c1", Rollout: "r3"}).Canary,
 		URL: url, Commit: second, Paths: []string{"clusters/c1/web"},
 	})

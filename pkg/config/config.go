@@ -412,6 +412,13 @@ type GitSource struct {
 	// Helm is the chart and its values, for render helm (KubeCD's release
 	// fields).
 	Helm *HelmRelease `json:"helm"`
+	// AllowedImages, when set, are Go regular expressions, each matched
+	// against the whole repository of every container image the rendered
+	// objects run ("registry/path", as go-containerregistry names it:
+	// Docker Hub's "nginx" is "index.docker.io/library/nginx"): a commit
+	// rendering any other image fails in each cluster before anything is
+	// applied there. Default: any image.
+	AllowedImages []string `json:"allowedImages"`
 	// Username and Password (or Token) authenticate over HTTPS; SSHKeyFile
 	// over SSH. For the tekton executor, the Secret named Secret (default
 	// flotilla-git) in its namespace holds them instead.

@@ -790,6 +790,13 @@ func (v *validator) gitSource(path string, a Application) {
 			v.dnsLabel(path+".helm.releaseName", "release", h.ReleaseName)
 		}
 	}
+	for i, p := range g.AllowedImages {
+		if p == "" {
+			v.addf(fmt.Sprintf("%s.allowedImages[%d]", path, i), "empty: a regular expression of image repositories the manifests may run")
+		} else if _, err := regexp.Compile(p); err != nil {
+			v.addf(fmt.Sprintf("%s.allowedImages[%d]", path, i), "%v", err)
+		}
+	}
 	if len(g.Paths) == 0 && g.Render != "helm" {
 		v.addf(path+".paths", "at least one file or directory of the cluster's objects, e.g. clusters/{cluster}/podinfo")
 	}

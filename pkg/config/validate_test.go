@@ -332,7 +332,7 @@ applications:
     service: {port: 9898}
     semver: '^1'
     gitops: {url: https://git.example.com/d.git, paths: [a.yaml]}
-    source: {git: {tags: 'v(', render: jsonnet, paths: ['', ../x, /etc]}}
+    source: {git: {tags: 'v(', render: jsonnet, paths: ['', ../x, /etc], allowedImages: ['', 'a(']}}
 `},
 			want: []Problem{
 				{"applications[0].source.git.url", "required: the deployments repository (https://, ssh://, git@host:path, file:// or a path)"},
@@ -340,6 +340,8 @@ applications:
 				{"applications[0].semver", "applies to image tags: a git application rolls out every commit that changes what it tracks"},
 				{"applications[0].source.git.tags", "error parsing regexp: missing closing ): `v(`"},
 				{"applications[0].source.git.render", `unknown render "jsonnet"; want one of manifests, kustomize, helm`},
+				{"applications[0].source.git.allowedImages[0]", "empty: a regular expression of image repositories the manifests may run"},
+				{"applications[0].source.git.allowedImages[1]", "error parsing regexp: missing closing ): `a(`"},
 				{"applications[0].source.git.paths[0]", "empty: want a path inside the repository"},
 				{"applications[0].source.git.paths[1]", `"../x": want a path inside the repository`},
 				{"applications[0].source.git.paths[2]", `"/etc": want a path inside the repository`},
