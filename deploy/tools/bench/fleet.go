@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
@@ -240,4 +242,28 @@ func writeProxyKubeconfig(path, name string, p *nsProxy) error {
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "bench"}
 	cfg.CurrentContext = name
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// renice gives every thread of the processes the nice value: Linux keeps
+// nice per thread, and threads started later inherit their creator's.
+func renice(pids []int, nice int) error {
+	if nice == 0 {
+		return nil
+	}
+	for _, pid := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return fmt.Errorf("renice %d: %w", pid, err)
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("renice %d (thread %d): %w", pid, tid, err)
+			}
+		}
+	}
+	return nil
 }

@@ -53,6 +53,7 @@ type options struct {
 	raw        string
 	inflight   int
 	rollbacks  int
+	fleetNice  int
 }
 
 func main() {
@@ -84,6 +85,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.trace, "trace", false, "print when each wave-2 apply started and how long it took")
 	fs.IntVar(&o.inflight, "inflight", 0, "also run the last -wave2 scenario with this many rollouts of other applications (one each) held in flight (0: not)")
 	fs.IntVar(&o.rollbacks, "rollbacks", 0, "after the measured rollouts, this many more whose wave 2 fails: measures C (a canary's failure -> every wave-2 revert applied)")
+	fs.IntVar(&o.fleetNice, "fleet-nice", 10, "nice value of the fleet's processes (API servers, etcd, controllers, Flagger): they stand in for clusters on other machines, so flotilla's process gets the CPU first (0: share it equally)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -95,8 +97,8 @@ func run(args []string) error {
 		}
 		o.wave2 = append(o.wave2, n)
 	}
-	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.rollbacks < 0 {
-		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -rollbacks >= 0")
+	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.rollbacks < 0 || o.fleetNice < 0 || o.fleetNice > 19 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19")
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -109,6 +111,9 @@ func run(args []string) error {
 	}
 	defer b.close()
 	env.fleetRSS = b.fleetRSS()
+	if err := renice(b.fleetPIDs(), o.fleetNice); err != nil {
+		return err
+	}
 
 	if o.cpuprofile != "" {
 		stop, err := startCPUProfile(o.cpuprofile)
@@ -116,6 +121,10 @@ func run(args []string) error {
 			return err
 		}
 		defer stop()
+	}
+	inputs, err := readInputs(o)
+	if err != nil {
+		return err
 	}
 	var results []scenarioResult
 	type plan struct{ wave2, inflight int }
@@ -139,50 +148,66 @@ func run(args []string) error {
 		}
 		results = append(results, res)
 		fmt.Fprintln(os.Stderr, res.summary())
+		if i < len(plans)-1 {
+			// Every finished scenario is written at once: a run of
+			// hours that is interrupted keeps what it measured.
+			env.loadAfter = loadAvg() + " (partial: " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(plans)) + " scenarios)"
+			if err := writeOutputs(o, env, results, inputs, false); err != nil {
+				return err
+			}
+		}
 	}
 	env.loadAfter = loadAvg()
+	return writeOutputs(o, env, results, inputs, true)
+}
 
-	var store []storeResult
-	if o.storeFile != "" {
-		if store, err = parseStoreBench(o.storeFile); err != nil {
-			return err
+// inputs are the other benchmarks' results the report includes.
+type inputs struct {
+	store, launch, verify []storeResult
+	intake, journal       string
+}
+
+func readInputs(o options) (inputs, error) {
+	var in inputs
+	var err error
+	for _, f := range []struct {
+		path string
+		dst  *[]storeResult
+	}{{o.storeFile, &in.store}, {o.launchFile, &in.launch}, {o.verifyFile, &in.verify}} {
+		if f.path == "" {
+			continue
+		}
+		if *f.dst, err = parseStoreBench(f.path); err != nil {
+			return in, err
 		}
 	}
-	var launch []storeResult
-	if o.launchFile != "" {
-		if launch, err = parseStoreBench(o.launchFile); err != nil {
-			return err
+	for _, f := range []struct {
+		path, what string
+		dst        *string
+	}{{o.intake, "intake", &in.intake}, {o.journal, "journal", &in.journal}} {
+		if f.path == "" {
+			continue
 		}
-	}
-	var verify []storeResult
-	if o.verifyFile != "" {
-		if verify, err = parseStoreBench(o.verifyFile); err != nil {
-			return err
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return in, fmt.Errorf("reading %s results: %w", f.what, err)
 		}
+		*f.dst = string(b)
 	}
+	return in, nil
+}
+
+// writeOutputs writes the raw CSV and the report; final also prints it.
+func writeOutputs(o options, env machine, results []scenarioResult, in inputs, final bool) error {
 	if o.raw != "" {
 		if err := writeRaw(o.raw, results); err != nil {
 			return err
 		}
 	}
-	var intake string
-	if o.intake != "" {
-		b, err := os.ReadFile(o.intake)
-		if err != nil {
-			return fmt.Errorf("reading intake results: %w", err)
-		}
-		intake = string(b)
+	report := renderReport(o, env, results, in.store, in.launch, in.verify, in.intake, in.journal)
+	if final {
+		fmt.Print(report)
 	}
-	var journal string
-	if o.journal != "" {
-		b, err := os.ReadFile(o.journal)
-		if err != nil {
-			return fmt.Errorf("reading journal results: %w", err)
-		}
-		journal = string(b)
-	}
-	report := renderReport(o, env, results, store, launch, verify, intake, journal)
-	fmt.Print(report)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", o.out, err)

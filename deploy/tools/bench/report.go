@@ -343,6 +343,9 @@ func renderReport(o options, m machine, results []scenarioResult, store, launch,
 	}
 	p("\nMachine: %d CPUs (%s), %.0f GiB RAM, Linux %s, %s. Load average before/after: %s / %s ", m.cpus, m.cpuModel, m.memGiB, m.kernel, m.goVersion, m.loadBefore, m.loadAfter)
 	p("(the fleet, flotilla and the bench share its cores; the load before the run is what else was running).\n")
+	if o.fleetNice > 0 {
+		p("The fleet's processes ran at nice %d (`-fleet-nice`): they stand in for clusters that run on their own machines, so when flotilla's process and theirs want a core at once, flotilla's gets it first; their work still shares the two cores, and waits instead (it shows in \"last apply returned\"). `-fleet-nice 0` shares the cores equally, as before 2026-11-25.\n", o.fleetNice)
+	}
 	if len(m.fleetRSS) > 0 {
 		var parts []string
 		var total float64
