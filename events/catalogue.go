@@ -15,8 +15,12 @@ const (
 	// Intake: what senders tell us.
 	TypeImagePushed = "dev.flotilla.image.pushed.v1"
 	TypeGitPushed   = "dev.flotilla.git.pushed.v1"
-	TypeCanary      = "dev.flotilla.canary.v1"
-	TypePipelineRun = "dev.flotilla.pipelinerun.v1"
+	// TypeGitPullRequest: a git host says a pull request was opened,
+	// closed or merged (payload GitPullRequest). A hint only: flotilla
+	// reads the pull request through the host's API before acting.
+	TypeGitPullRequest = "dev.flotilla.git.pullrequest.v1"
+	TypeCanary         = "dev.flotilla.canary.v1"
+	TypePipelineRun    = "dev.flotilla.pipelinerun.v1"
 
 	// verify
 	TypeImageVerified = "dev.flotilla.image.verified.v1"
@@ -99,6 +103,24 @@ type GitPushed struct {
 	Sender       string   `json:"sender"`
 	Receiver     string   `json:"receiver"`
 	DeliveryID   string   `json:"deliveryId,omitempty"`
+}
+
+// GitPullRequest: a git host says a pull request changed state.
+type GitPullRequest struct {
+	RepoURL string `json:"repoUrl"`
+	Number  int64  `json:"number"`
+	URL     string `json:"url,omitempty"`
+	// Action is the host's: opened, closed, reopened, merged, ...
+	Action      string `json:"action"`
+	Merged      bool   `json:"merged,omitempty"`
+	MergeCommit string `json:"mergeCommit,omitempty"`
+	HeadRef     string `json:"headRef"`
+	HeadSHA     string `json:"headSha,omitempty"`
+	BaseRef     string `json:"baseRef,omitempty"`
+	Actor       string `json:"actor,omitempty"`
+	Sender      string `json:"sender"`
+	Receiver    string `json:"receiver"`
+	DeliveryID  string `json:"deliveryId,omitempty"`
 }
 
 // CanaryOutcome classifies a Flagger event from its phase and message.
@@ -374,6 +396,7 @@ type JournalDamaged struct {
 var payloadTypes = map[string]func() any{
 	TypeImagePushed:       func() any { return new(ImagePushed) },
 	TypeGitPushed:         func() any { return new(GitPushed) },
+	TypeGitPullRequest:    func() any { return new(GitPullRequest) },
 	TypeCanary:            func() any { return new(Canary) },
 	TypePipelineRun:       func() any { return new(PipelineRun) },
 	TypeImageVerified:     func() any { return new(ImageVerified) },
@@ -412,6 +435,8 @@ var payloadTypes = map[string]func() any{
 	TypeFleetStopRequested:         func() any { return new(Control) },
 	TypeFleetStartRequested:        func() any { return new(Control) },
 	TypeWaveApprovalRequested:      func() any { return new(WaveApproval) },
+	TypePullRequestRequested:       func() any { return new(PullRequestRequested) },
+	TypePullRequestStatus:          func() any { return new(PullRequestStatus) },
 	TypeVersionQuarantineRequested: func() any { return new(QuarantineRequested) },
 }
 

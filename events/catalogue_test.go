@@ -47,6 +47,7 @@ func TestPayloadsCoverTheCatalogue(t *testing.T) {
 		TypeRolloutStarted, TypeRolloutSkipped, TypeWaveStarted, TypeClusterApplied, TypeWaveSucceeded,
 		TypeRolloutSucceeded, TypeRolloutFailed, TypeClusterSucceeded, TypeClusterFailed, TypeClusterReverted,
 		TypeRolloutRolledBack, TypeFunctionFailed, TypeEventQuarantined, TypeJournalDamaged,
+		TypeGitPullRequest, TypePullRequestRequested, TypePullRequestStatus,
 	} {
 		if _, ok := payloadTypes[typ]; !ok {
 			t.Errorf("no payload for %s", typ)

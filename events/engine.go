@@ -42,7 +42,74 @@ const (
 	// TypeWaveApprovalRequested: a user approves a wave (payload
 	// WaveApproval).
 	TypeWaveApprovalRequested = "dev.flotilla.wave.approval.requested.v1"
+
+	// Pull requests of GitOps applications in mode pullRequest: launch,
+	// rollback, plan and advance ask the proposer (payload
+	// PullRequestRequested; op read is also the poll timer); the proposer
+	// tells launch what it found (PullRequestStatus).
+	TypePullRequestRequested = "dev.flotilla.pullrequest.requested.v1"
+	TypePullRequestStatus    = "dev.flotilla.pullrequest.status.v1"
 )
+
+// Operations of a PullRequestRequested.
+const (
+	PullRequestOpen  = "open"  // push the wave's branch, open (or find) its pull request
+	PullRequestRead  = "read"  // read its state (a host's webhook, or the poll)
+	PullRequestClose = "close" // close it unmerged: its wave no longer waits for it
+)
+
+// States a PullRequestStatus reports.
+const (
+	PullRequestOpened    = "open"
+	PullRequestMerged    = "merged"
+	PullRequestClosed    = "closed"    // closed without merging
+	PullRequestUnchanged = "unchanged" // the base held every change already: nothing to merge
+	PullRequestFailed    = "failed"    // Error says why; given up at the deadline
+)
+
+// PullRequestRequested asks the proposer to open, read or close the pull
+// request of one wave of a rollout.
+type PullRequestRequested struct {
+	RolloutID   string `json:"rolloutId"`
+	Application string `json:"application"`
+	Wave        int    `json:"wave"`
+	// Purpose is apply (the rollout's version) or revert (each cluster's
+	// previous version, in a rollback).
+	Purpose string `json:"purpose"`
+	Op      string `json:"op"`
+	// Number is the pull request's, once opened (read and close).
+	Number int64 `json:"number,omitempty"`
+	// Images are, for a revert, the image each cluster of the wave goes
+	// back to; Tags its tag, where known.
+	Images map[string]string `json:"images,omitempty"`
+	Tags   map[string]string `json:"tags,omitempty"`
+	// Deadline is when the wave stops waiting for the merge.
+	Deadline time.Time `json:"deadline"`
+	// Seq tells polls apart.
+	Seq int `json:"seq,omitempty"`
+}
+
+// PullRequestStatus is what the proposer found of a wave's pull request.
+type PullRequestStatus struct {
+	RolloutID string `json:"rolloutId"`
+	Wave      int    `json:"wave"`
+	Purpose   string `json:"purpose"`
+	Number    int64  `json:"number,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Branch    string `json:"branch,omitempty"`
+	// State is one of the PullRequest* states.
+	State       string `json:"state"`
+	MergeCommit string `json:"mergeCommit,omitempty"`
+	// Verified: the base holds every change after the merge (not edited
+	// away in review).
+	Verified bool `json:"verified,omitempty"`
+	// AutoMerge is what asking for an automatic merge did (merged,
+	// scheduled, or unsupported with the host's reason).
+	AutoMerge string `json:"autoMerge,omitempty"`
+	// Actor closed or merged it, when the host said.
+	Actor string `json:"actor,omitempty"`
+	Error string `json:"error,omitempty"`
+}
 
 // QuarantineRequested marks a version of an application bad: a tag (every
 // digest of it) or one digest.

@@ -28,6 +28,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	defer stopGitea()
 	return fleettest.Main(m, fleettest.Options{
 		Clusters:     4,
 		Tekton:       true,
@@ -93,6 +94,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerValidationSteps(sc)
 	s.registerGitOpsSteps(sc)
 	s.registerGitSteps(sc)
+	s.registerPullRequestSteps(sc)
 	s.registerTektonExecutorSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)

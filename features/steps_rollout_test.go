@@ -122,6 +122,9 @@ type world struct {
 	// application's source, when steps made them.
 	git       *gitRepo
 	gitSource map[string]any
+	// pr is the scenario's Gitea repository, when the application rolls
+	// out by pull request.
+	pr *pullRequests
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -340,6 +343,13 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 	}
 	if w.gitops != nil {
 		cfg["applications"].([]map[string]any)[0]["gitops"] = w.gitops
+	}
+	if w.pr != nil {
+		hookSecret, err := secret("gitea.secret", w.pr.hookSecret)
+		if err != nil {
+			return err
+		}
+		cfg["receivers"] = append(cfg["receivers"].([]map[string]any), map[string]any{"name": "gitea", "type": "gitea", "secret": hookSecret})
 	}
 	if w.gitSource != nil {
 		a := cfg["applications"].([]map[string]any)[0]

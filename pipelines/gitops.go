@@ -72,16 +72,17 @@ func GitAuth(cfg *config.Config) func(url string) (gitops.Auth, error) {
 			if g := a.Git(); g != nil && g.URL == url {
 				return gitops.Auth{Username: g.Username, Password: g.PasswordValue, Token: g.TokenValue, SSHKeyFile: g.SSHKeyFile}, nil
 			}
-			g := a.GitOps
-			if g == nil || g.URL != url {
-				continue
+			if g := a.GitOps; g != nil && g.URL == url {
+				return GitAuthOf(g), nil
 			}
-			return gitops.Auth{
-				Username: g.Username, Password: g.PasswordValue, Token: g.TokenValue, SSHKeyFile: g.SSHKeyFile,
-			}, nil
 		}
 		return gitops.Auth{}, nil
 	}
+}
+
+// GitAuthOf is the credentials of a GitOps repository.
+func GitAuthOf(g *config.GitOps) gitops.Auth {
+	return gitops.Auth{Username: g.Username, Password: g.PasswordValue, Token: g.TokenValue, SSHKeyFile: g.SSHKeyFile}
 }
 
 // GitImage is the image a GitOps bump writes: the rollout's digest with

@@ -54,6 +54,37 @@ func gitPushedEvent(d *Delivery, key string, p events.GitPushed, at time.Time) (
 	return e, nil
 }
 
+// gitPullRequestEvent builds the git.pullrequest event of a delivery: only
+// for flotilla's own branches (flotilla/<rollout>/<wave>), whose rollout it
+// names. Others are ignored, saying why.
+func gitPullRequestEvent(d *Delivery, res Result, key string, p events.GitPullRequest) (Result, error) {
+	p.Receiver = d.Receiver
+	if p.RepoURL == "" || p.Number <= 0 || p.HeadRef == "" {
+		return Result{}, malformed("%s pull request names no repository URL, number or head branch", p.Sender)
+	}
+	rest, ok := strings.CutPrefix(p.HeadRef, "flotilla/")
+	id, _, _ := strings.Cut(rest, "/")
+	if !ok || id == "" {
+		res.Ignored = fmt.Sprintf("pull request #%d of branch %s: not flotilla's", p.Number, p.HeadRef)
+		return res, nil
+	}
+	switch p.Action {
+	case "opened", "closed", "reopened", "merged", "merge", "close", "reopen", "open":
+	default:
+		res.Ignored = fmt.Sprintf("pull request #%d action %q", p.Number, p.Action)
+		return res, nil
+	}
+	e, err := events.New(d.Receiver+"/"+p.Sender+"/"+key, hookSource(d.Receiver), events.TypeGitPullRequest, p)
+	if err != nil {
+		return Result{}, err
+	}
+	e.SetSubject(fmt.Sprintf("%s#%d", p.RepoURL, p.Number))
+	e.SetExtension(events.ExtRolloutID, id)
+	e.SetTime(eventTime(time.Time{}, d))
+	res.Events = []cloudevents.Event{e}
+	return res, nil
+}
+
 // bodyKey is a delivery key for senders that send no delivery id: the hash
 // of the body, so the same body redelivered is the same push.
 func bodyKey(d *Delivery) string {

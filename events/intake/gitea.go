@@ -17,9 +17,11 @@ const (
 	SenderForgejo = "forgejo"
 )
 
-// GiteaSender reads Gitea and Forgejo "push" webhooks. Each push of a ref
-// becomes a [TypeGitPushed]; a deleted ref, and every other event (create,
-// delete, pull_request, ...), is ignored. Gitea reports a deleted branch or
+// GiteaSender reads Gitea and Forgejo "push" and "pull_request" webhooks.
+// Each push of a ref becomes a [TypeGitPushed]; a pull request of one of
+// flotilla's branches opened, closed (merged or not) or reopened becomes a
+// [TypeGitPullRequest]; a deleted ref, other pull requests and actions, and
+// every other event (create, delete, ...), are ignored. Gitea reports a deleted branch or
 // tag as a "delete" event, not as a push.
 //
 // Authentication: X-Gitea-Signature (and Forgejo's X-Forgejo-Signature) is
@@ -137,13 +139,16 @@ func (s GiteaSender) Parse(d *Delivery) (Result, error) {
 		key = bodyKey(d)
 	}
 	res := Result{DeliveryID: delivery}
-	if event != "push" {
+	if event != "push" && event != "pull_request" {
 		res.Ignored = fmt.Sprintf("event %q", event)
 		return res, nil
 	}
 	body, err := jsonOrFormPayload(d, "Gitea")
 	if err != nil {
 		return Result{}, err
+	}
+	if event == "pull_request" {
+		return s.pullRequest(d, res, key, delivery, body)
 	}
 	var push giteaPush
 	if err := json.Unmarshal(body, &push); err != nil {
@@ -181,4 +186,56 @@ func (s GiteaSender) pushed(push giteaPush, d *Delivery, delivery string) (event
 		p.Pusher = push.Pusher.Username
 	}
 	return p, nil
+}
+
+type giteaPullRequest struct {
+	Action      string `json:"action"`
+	Number      int64  `json:"number"`
+	PullRequest struct {
+		Number         int64  `json:"number"`
+		HTMLURL        string `json:"html_url"`
+		Merged         bool   `json:"merged"`
+		MergeCommitSHA string `json:"merge_commit_sha"`
+		Head           struct {
+			Ref string `json:"ref"`
+			SHA string `json:"sha"`
+		} `json:"head"`
+		Base struct {
+			Ref string `json:"ref"`
+		} `json:"base"`
+		MergedBy struct {
+			Login string `json:"login"`
+		} `json:"merged_by"`
+	} `json:"pull_request"`
+	Repository struct {
+		CloneURL string `json:"clone_url"`
+		HTMLURL  string `json:"html_url"`
+	} `json:"repository"`
+	Sender struct {
+		Login string `json:"login"`
+	} `json:"sender"`
+}
+
+// pullRequest reads a "pull_request" delivery.
+func (s GiteaSender) pullRequest(d *Delivery, res Result, key, delivery string, body []byte) (Result, error) {
+	var pr giteaPullRequest
+	if err := json.Unmarshal(body, &pr); err != nil {
+		return Result{}, malformed("decoding Gitea pull request: %w", err)
+	}
+	p := events.GitPullRequest{
+		RepoURL: pr.Repository.CloneURL, Number: pr.Number, URL: pr.PullRequest.HTMLURL, Action: pr.Action,
+		Merged: pr.PullRequest.Merged, MergeCommit: pr.PullRequest.MergeCommitSHA,
+		HeadRef: pr.PullRequest.Head.Ref, HeadSHA: pr.PullRequest.Head.SHA, BaseRef: pr.PullRequest.Base.Ref,
+		Actor: pr.Sender.Login, Sender: s.sender(), DeliveryID: delivery,
+	}
+	if p.Number == 0 {
+		p.Number = pr.PullRequest.Number
+	}
+	if p.RepoURL == "" && pr.Repository.HTMLURL != "" {
+		p.RepoURL = pr.Repository.HTMLURL + ".git"
+	}
+	if p.Merged && pr.PullRequest.MergedBy.Login != "" {
+		p.Actor = pr.PullRequest.MergedBy.Login
+	}
+	return gitPullRequestEvent(d, res, key, p)
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 )
 
-// GitHubSender reads GitHub "push" webhooks (and answers "ping"). Each push
-// of a ref becomes a [TypeGitPushed]; a deleted ref is ignored. "package" and
+// GitHubSender reads GitHub "push" and "pull_request" webhooks (and answers
+// "ping"). Each push of a ref becomes a [TypeGitPushed]; a deleted ref is
+// ignored. A pull request of one of flotilla's branches opened, closed
+// (merged or not) or reopened becomes a [TypeGitPullRequest]. "package" and
 // "registry_package" events (GitHub Packages / GHCR) become
 // [TypeImagePushed]s: see ghcr.go.
 //
@@ -63,6 +65,8 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 	case "ping":
 		res.Ignored = "ping"
 		return res, nil
+	case "pull_request":
+		return parseGitHubPullRequest(d, res, delivery)
 	default:
 		// A hook subscribed to more than pushes: nothing for us, and not
 		// the sender's fault.
@@ -99,4 +103,50 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 	}
 	// GitHub lists the push's commits (up to 20) with no total to compare.
 	return gitPushResult(d, res, delivery, p, push.Deleted, push.Commits, true)
+}
+
+type githubPullRequest struct {
+	Action      string `json:"action"`
+	Number      int64  `json:"number"`
+	PullRequest struct {
+		HTMLURL        string `json:"html_url"`
+		Merged         bool   `json:"merged"`
+		MergeCommitSHA string `json:"merge_commit_sha"`
+		Head           struct {
+			Ref string `json:"ref"`
+			SHA string `json:"sha"`
+		} `json:"head"`
+		Base struct {
+			Ref string `json:"ref"`
+		} `json:"base"`
+	} `json:"pull_request"`
+	Repository struct {
+		CloneURL string `json:"clone_url"`
+		HTMLURL  string `json:"html_url"`
+	} `json:"repository"`
+	Sender struct {
+		Login string `json:"login"`
+	} `json:"sender"`
+}
+
+// parseGitHubPullRequest reads a "pull_request" delivery.
+func parseGitHubPullRequest(d *Delivery, res Result, delivery string) (Result, error) {
+	body, err := jsonOrFormPayload(d, "GitHub")
+	if err != nil {
+		return Result{}, err
+	}
+	var pr githubPullRequest
+	if err := json.Unmarshal(body, &pr); err != nil {
+		return Result{}, malformed("decoding GitHub pull request: %w", err)
+	}
+	p := events.GitPullRequest{
+		RepoURL: pr.Repository.CloneURL, Number: pr.Number, URL: pr.PullRequest.HTMLURL, Action: pr.Action,
+		Merged: pr.PullRequest.Merged, MergeCommit: pr.PullRequest.MergeCommitSHA,
+		HeadRef: pr.PullRequest.Head.Ref, HeadSHA: pr.PullRequest.Head.SHA, BaseRef: pr.PullRequest.Base.Ref,
+		Actor: pr.Sender.Login, Sender: SenderGitHub, DeliveryID: delivery,
+	}
+	if p.RepoURL == "" && pr.Repository.HTMLURL != "" {
+		p.RepoURL = pr.Repository.HTMLURL + ".git"
+	}
+	return gitPullRequestEvent(d, res, delivery, p)
 }

@@ -97,6 +97,8 @@ func (GitLabSender) Parse(d *Delivery) (Result, error) {
 	res := Result{DeliveryID: delivery}
 	switch event {
 	case gitlabPushHook, gitlabTagPushHook, gitlabSystemHook:
+	case gitlabMergeRequestHook:
+		return parseGitLabMergeRequest(d, res, key, delivery)
 	default:
 		res.Ignored = fmt.Sprintf("event %q", event)
 		return res, nil
@@ -170,4 +172,52 @@ func gitlabDeliveryID(d *Delivery) (id, key string) {
 		}
 	}
 	return "", bodyKey(d)
+}
+
+// gitlabMergeRequestHook is the X-Gitlab-Event of merge request events.
+const gitlabMergeRequestHook = "Merge Request Hook"
+
+type gitlabMergeRequest struct {
+	ObjectKind string `json:"object_kind"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	Project struct {
+		GitHTTPURL string `json:"git_http_url"`
+		WebURL     string `json:"web_url"`
+	} `json:"project"`
+	ObjectAttributes struct {
+		IID            int64  `json:"iid"`
+		URL            string `json:"url"`
+		Action         string `json:"action"`
+		State          string `json:"state"`
+		MergeCommitSHA string `json:"merge_commit_sha"`
+		SourceBranch   string `json:"source_branch"`
+		TargetBranch   string `json:"target_branch"`
+		LastCommit     struct {
+			ID string `json:"id"`
+		} `json:"last_commit"`
+	} `json:"object_attributes"`
+}
+
+// parseGitLabMergeRequest reads a "Merge Request Hook" delivery.
+func parseGitLabMergeRequest(d *Delivery, res Result, key, delivery string) (Result, error) {
+	if err := gitJSONMediaType(d, "GitLab"); err != nil {
+		return Result{}, err
+	}
+	var mr gitlabMergeRequest
+	if err := json.Unmarshal(d.Body, &mr); err != nil {
+		return Result{}, malformed("decoding GitLab merge request: %w", err)
+	}
+	a := mr.ObjectAttributes
+	p := events.GitPullRequest{
+		RepoURL: mr.Project.GitHTTPURL, Number: a.IID, URL: a.URL, Action: a.Action,
+		Merged: a.State == "merged", MergeCommit: a.MergeCommitSHA,
+		HeadRef: a.SourceBranch, HeadSHA: a.LastCommit.ID, BaseRef: a.TargetBranch,
+		Actor: mr.User.Username, Sender: SenderGitLab, DeliveryID: delivery,
+	}
+	if p.RepoURL == "" && mr.Project.WebURL != "" {
+		p.RepoURL = mr.Project.WebURL + ".git"
+	}
+	return gitPullRequestEvent(d, res, key, p)
 }

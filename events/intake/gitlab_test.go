@@ -177,7 +177,7 @@ func TestGitLabParse(t *testing.T) {
 		{
 			name:        "merge request",
 			d:           gitlabDelivery("Merge Request Hook", fixture(t, "gitlab", "merge_request.json")),
-			wantIgnored: `event "Merge Request Hook"`,
+			wantIgnored: "pull request #42 of branch feature/canary: not flotilla's",
 		},
 		{
 			name:        "other system hook",

@@ -36,7 +36,7 @@ func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 
 func (*Function) Name() string { return "launch" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested}
+	return []string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested, events.TypePullRequestStatus}
 }
 
 // Handle requests a pipeline run and sets a deadline for the clusters of
@@ -45,6 +45,9 @@ func (*Function) Consumes() []string {
 // clusters' move to Applying: a redelivered wave finds them applying and
 // asks nothing twice.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	if e.Type() == events.TypePullRequestStatus {
+		return f.pullRequest(ctx, e)
+	}
 	var id string
 	var retry *events.RolloutRetryRequested
 	var wave *events.WaveStarted
@@ -145,7 +148,7 @@ func (f *Function) gate(e cloudevents.Event, r *rollout.Rollout, app config.Appl
 	}
 	fw, until, ok := freeze.Active(f.cfg.FreezeWindows(app, wave.Name), f.now())
 	if !ok || wave.FreezeOverride != "" {
-		return "", nil, nil
+		return f.pullRequestGate(e, r, app, w)
 	}
 	timer, err := events.Derive(e, events.TypeWaveContinued, fmt.Sprintf("freeze/%s/%d", fw.Name, until.Unix()),
 		events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: r.Startable()})

@@ -305,6 +305,7 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string, mar
 		}
 		if wave := ro.RevertWave(len(ro.Waves) - 1); wave >= 0 {
 			deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
+			images, tags := map[string]string{}, map[string]string{}
 			for _, name := range ro.ToRevert(wave) {
 				c, _, _ := ro.Cluster(name)
 				c.Phase = rollout.ClusterReverting
@@ -313,8 +314,16 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string, mar
 					return nil, err
 				}
 				out = append(out, evs...)
+				images[name] = c.PreviousImage
+				if t := prevTag(c.PreviousImage); t != "" {
+					tags[name] = t
+				}
 			}
-			return out, nil
+			pr, err := f.revertPullRequest(e, ro, app, wave, images, tags)
+			if err != nil {
+				return nil, err
+			}
+			return append(out, pr...), nil
 		}
 		if len(ro.Running(events.PurposeApply)) > 0 {
 			return out, nil // a cluster may still take the digest: its run's end says
@@ -359,4 +368,27 @@ func (f *Function) previousTag(ctx context.Context, app config.Application) (fun
 		}
 		return ""
 	}, nil
+}
+
+// revertPullRequest asks, for a GitOps application in mode pullRequest
+// whose wave's pull request was merged, for a pull request writing each
+// cluster's previous image back (merged automatically where the host can).
+// The live reverts do not wait for it.
+func (f *Function) revertPullRequest(e cloudevents.Event, ro *rollout.Rollout, app config.Application, wave int, images, tags map[string]string) ([]cloudevents.Event, error) {
+	g := app.GitOps
+	w := &ro.Waves[wave]
+	if g == nil || g.Mode != config.GitOpsModePullRequest || g.PullRequest == nil || g.PullRequest.Revert != config.GitOpsModePullRequest ||
+		w.PullRequest == nil || w.PullRequest.State != rollout.PullRequestMerged || w.RevertPullRequest != nil {
+		return nil, nil
+	}
+	deadline := f.now().UTC().Add(g.PullRequest.MergeDeadline.Duration)
+	w.RevertPullRequest = &rollout.PullRequest{State: rollout.PullRequestRequested, Deadline: deadline, Updated: f.now().UTC()}
+	req, err := events.Derive(e, events.TypePullRequestRequested, fmt.Sprintf("%d/%s/open", wave, events.PurposeRevert), events.PullRequestRequested{
+		RolloutID: ro.ID, Application: ro.Application, Wave: wave, Purpose: events.PurposeRevert, Op: events.PullRequestOpen,
+		Images: images, Tags: tags, Deadline: deadline,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []cloudevents.Event{req}, nil
 }

@@ -8,7 +8,6 @@ import (
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -93,18 +92,7 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] != "" {
 		res.PreviousImage = w.annotations[AnnotationPreviousImage]
 	}
-	if len(p.Objects) > 0 {
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			return res, fmt.Errorf("creating dynamic client: %w", err)
-		}
-		for _, o := range p.Objects {
-			if err := applyObject(ctx, dyn, p.Namespace, o); err != nil {
-				return res, err
-			}
-		}
-	}
-	if err := applyCanary(ctx, fl, p.Canary); err != nil {
+	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
 		return res, err
 	}
 	template := map[string]any{"spec": map[string]any{
@@ -130,6 +118,23 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	return res, nil
 }
 
+// applyPolicy applies the delivery policy's objects (MetricTemplates, HPA,
+// load tester...), then the Canary that refers to them.
+func applyPolicy(ctx context.Context, cfg *rest.Config, fl flaggerclient.Interface, namespace string, objects []*unstructured.Unstructured, c *flaggerv1.Canary) error {
+	if len(objects) > 0 {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("creating dynamic client: %w", err)
+		}
+		for _, o := range objects {
+			if err := applyObject(ctx, dyn, namespace, o); err != nil {
+				return err
+			}
+		}
+	}
+	return applyCanary(ctx, fl, c)
+}
+
 // workload is the part of a Deployment or DaemonSet the task reads, and how
 // to patch it.
 type workload struct {
@@ -141,41 +146,48 @@ type workload struct {
 }
 
 func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryParams) (workload, error) {
-	w := workload{kind: p.Kind, namespace: p.Namespace, name: p.Workload}
-	opts := metav1.PatchOptions{FieldManager: FieldManager}
-	var err error
-	switch p.Kind {
-	case "", "Deployment":
-		w.kind = "Deployment"
-		var d *appsv1.Deployment
-		if d, err = kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Workload, metav1.GetOptions{}); err == nil {
-			w.annotations, w.containers = d.Annotations, d.Spec.Template.Spec.Containers
-			w.templateAnnotations = d.Spec.Template.Annotations
-		}
-		w.patch = func(ctx context.Context, body []byte) error {
-			_, err := kube.AppsV1().Deployments(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)
-			return err
-		}
-	case "DaemonSet":
-		var ds *appsv1.DaemonSet
-		if ds, err = kube.AppsV1().DaemonSets(p.Namespace).Get(ctx, p.Workload, metav1.GetOptions{}); err == nil {
-			w.annotations, w.containers = ds.Annotations, ds.Spec.Template.Spec.Containers
-			w.templateAnnotations = ds.Spec.Template.Annotations
-		}
-		w.patch = func(ctx context.Context, body []byte) error {
-			_, err := kube.AppsV1().DaemonSets(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)
-			return err
-		}
-	default:
-		return w, events.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", p.Kind))
-	}
-	if apierrors.IsNotFound(err) {
+	w := workload{kind: kindOr(p.Kind), namespace: p.Namespace, name: p.Workload}
+	ann, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload)
+	switch {
+	case apierrors.IsNotFound(err):
 		return w, events.Permanent(fmt.Errorf("%s %s/%s not found", strings.ToLower(w.kind), p.Namespace, p.Workload))
-	}
-	if err != nil {
+	case events.IsPermanent(err):
+		return w, err
+	case err != nil:
 		return w, fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(w.kind), p.Namespace, p.Workload, err)
 	}
+	w.annotations, w.containers, w.templateAnnotations = ann, tmpl.Spec.Containers, tmpl.Annotations
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	w.patch = func(ctx context.Context, body []byte) error {
+		var err error
+		if w.kind == "DaemonSet" {
+			_, err = kube.AppsV1().DaemonSets(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)
+		} else {
+			_, err = kube.AppsV1().Deployments(p.Namespace).Patch(ctx, p.Workload, types.StrategicMergePatchType, body, opts)
+		}
+		return err
+	}
 	return w, nil
+}
+
+// readWorkload reads a Deployment's or a DaemonSet's annotations and pod
+// template (kind "" is a Deployment).
+func readWorkload(ctx context.Context, kube kubernetes.Interface, kind, namespace, name string) (map[string]string, corev1.PodTemplateSpec, error) {
+	switch kindOr(kind) {
+	case "Deployment":
+		d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, corev1.PodTemplateSpec{}, err
+		}
+		return d.Annotations, d.Spec.Template, nil
+	case "DaemonSet":
+		ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, corev1.PodTemplateSpec{}, err
+		}
+		return ds.Annotations, ds.Spec.Template, nil
+	}
+	return nil, corev1.PodTemplateSpec{}, events.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", kind))
 }
 
 // primaryImage returns the image of container in the workload's primary
@@ -183,27 +195,14 @@ func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryPa
 // no primary yet or it has no such container.
 func primaryImage(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryParams, container string) (string, error) {
 	name := p.Workload + "-primary"
-	var cs []corev1.Container
-	var err error
-	switch p.Kind {
-	case "DaemonSet":
-		var ds *appsv1.DaemonSet
-		if ds, err = kube.AppsV1().DaemonSets(p.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			cs = ds.Spec.Template.Spec.Containers
-		}
-	default:
-		var d *appsv1.Deployment
-		if d, err = kube.AppsV1().Deployments(p.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			cs = d.Spec.Template.Spec.Containers
-		}
-	}
+	_, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading %s/%s: %w", p.Namespace, name, err)
 	}
-	for _, c := range cs {
+	for _, c := range tmpl.Spec.Containers {
 		if c.Name == container {
 			return c.Image, nil
 		}

@@ -215,21 +215,16 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	ann[AnnotationRollout], ann[AnnotationPreviousImage] = p.Rollout, res.PreviousImage
 	target.SetAnnotations(ann)
 
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return res, fmt.Errorf("creating dynamic client: %w", err)
-	}
-	for _, o := range p.Objects {
-		if err := applyObject(ctx, dyn, p.Namespace, o); err != nil {
-			return res, err
-		}
-	}
 	fl, err := flaggerclient.NewForConfig(cfg)
 	if err != nil {
 		return res, fmt.Errorf("creating flagger client: %w", err)
 	}
-	if err := applyCanary(ctx, fl, p.Canary); err != nil {
+	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
 		return res, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return res, fmt.Errorf("creating dynamic client: %w", err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -321,39 +316,22 @@ func (l liveRevision) previous(rollout string) string {
 // where there is none yet: a first deployment creates the workload).
 func currentRevision(ctx context.Context, kube kubernetes.Interface, p ApplyManifestsParams) (liveRevision, error) {
 	var l liveRevision
-	read := func(name string) (map[string]string, map[string]string, error) {
-		switch kindOr(p.Kind) {
-		case "Deployment":
-			d, err := kube.AppsV1().Deployments(p.Namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, nil, err
-			}
-			return d.Annotations, d.Spec.Template.Annotations, nil
-		case "DaemonSet":
-			d, err := kube.AppsV1().DaemonSets(p.Namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, nil, err
-			}
-			return d.Annotations, d.Spec.Template.Annotations, nil
-		}
-		return nil, nil, events.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", p.Kind))
-	}
-	ann, tmpl, err := read(p.Workload)
+	ann, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload)
 	switch {
 	case apierrors.IsNotFound(err):
 		return l, nil
 	case err != nil:
 		return l, fmt.Errorf("reading %s/%s: %w", p.Namespace, p.Workload, err)
 	}
-	l.revision, l.restart = tmpl[canary.AnnotationRevision], tmpl[AnnotationRestart]
+	l.revision, l.restart = tmpl.Annotations[canary.AnnotationRevision], tmpl.Annotations[AnnotationRestart]
 	l.rollout, l.previousOfRollout = ann[AnnotationRollout], ann[AnnotationPreviousImage]
-	_, ptmpl, err := read(p.Workload + "-primary")
+	_, ptmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload+"-primary")
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return l, fmt.Errorf("reading %s/%s-primary: %w", p.Namespace, p.Workload, err)
 	default:
-		l.primary = ptmpl[canary.AnnotationRevision]
+		l.primary = ptmpl.Annotations[canary.AnnotationRevision]
 	}
 	return l, nil
 }

@@ -52,6 +52,10 @@ type Options struct {
 	Executor   deliver.Executor  // default: the executor the config names
 	Resync     resync.Options    // lost-event recovery; see package resync for defaults
 	NoPrune    bool              // skips the start-up prune (prune.go), for flotillas sharing clusters
+	// PullRequestHosts builds the pull request hosts of applications in
+	// gitops mode pullRequest; default deliver.HostOf (the kept clients).
+	// Tests inject failures with it.
+	PullRequestHosts deliver.Hosts
 }
 
 // Server is the running main job.
@@ -193,6 +197,10 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		verifier = verifier.WithSignatures(sigs, signed)
 	}
 	verifier = verifier.WithGit(gitSources{mirror}, cfg)
+	proposer, err := deliver.NewProposer(cfg, s.repo, o.PullRequestHosts, o.Logger).WithMetrics(o.Registerer)
+	if err != nil {
+		return err
+	}
 	fns := []dispatch.Function{
 		verifier,
 		plan.New(cfg, s.repo),
@@ -201,6 +209,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		advance.New(s.repo, nil),
 		rollback.New(cfg, s.repo, clusters, nil),
 		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.store, 0, o.Logger).SkipEnded(s.repo),
+		proposer,
 	}
 	s.dispatch, err = dispatch.New(s.store, fns, dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers})
 	if err != nil {

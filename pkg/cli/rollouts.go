@@ -131,6 +131,7 @@ func DescribeRollout(w io.Writer, r rollout.Rollout) {
 		}
 	}
 	_ = tw.Flush()
+	pullRequests(w, r)
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(w, "\nFailures (flotilla retry ROLLOUT replays those not retried):")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -141,6 +142,36 @@ func DescribeRollout(w io.Writer, r rollout.Rollout) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// pullRequests lists the waves' pull requests (gitops mode pullRequest).
+func pullRequests(w io.Writer, r rollout.Rollout) {
+	var lines []string
+	for i, wave := range r.Waves {
+		for _, pr := range []struct {
+			what string
+			pr   *rollout.PullRequest
+		}{{"", wave.PullRequest}, {"revert ", wave.RevertPullRequest}} {
+			if pr.pr == nil {
+				continue
+			}
+			line := fmt.Sprintf("%d %s\t%s%s\t#%d\t%s\t%s", i+1, wave.Name, pr.what, pr.pr.State, pr.pr.Number, dash(pr.pr.URL), dash(pr.pr.AutoMerge))
+			if pr.pr.Message != "" {
+				line += "\t" + truncate(pr.pr.Message, 60)
+			}
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPull requests:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tSTATE\tNUMBER\tURL\tAUTO-MERGE\tMESSAGE")
+	for _, l := range lines {
+		fmt.Fprintln(tw, l)
+	}
+	_ = tw.Flush()
 }
 
 func short(d string) string {

@@ -373,6 +373,58 @@ type GitOps struct {
 	// PasswordValue and TokenValue are resolved by Load. Never marshalled.
 	PasswordValue string `json:"-"`
 	TokenValue    string `json:"-"`
+	// Mode is how a rollout writes the image: commit (the default) pushes
+	// a commit to Branch before each cluster's canary; pullRequest pushes
+	// one branch per wave, with every cluster file of the wave, opens a
+	// pull request into Branch, and starts the wave's clusters once it is
+	// merged (KubeCD's way). Closing it unmerged, or leaving it open past
+	// its merge deadline, aborts the rollout.
+	Mode string `json:"mode"`
+	// PullRequest is the host and the pull requests' settings, for mode
+	// pullRequest (required there, refused otherwise).
+	PullRequest *PullRequest `json:"pullRequest"`
+}
+
+// PullRequest configures the pull requests of a GitOps application in mode
+// pullRequest.
+type PullRequest struct {
+	// Host is the git host's kind: github, gitlab, gitea or forgejo.
+	// Required.
+	Host string `json:"host"`
+	// APIURL is the host's API. Default: github https://api.github.com/;
+	// gitlab https://<the url's host>/api/v4; gitea and forgejo
+	// https://<the url's host>.
+	APIURL string `json:"apiURL"`
+	// Repository is "owner/name" on the host (GitLab: the project's full
+	// path). Default: the url's path without ".git".
+	Repository string `json:"repository"`
+	// Token is the API token. Default: gitops.token.
+	Token *Secret `json:"token"`
+	// AutoMerge asks the host to merge each pull request as soon as it may
+	// (its required checks passed), where the host supports it. Default
+	// false: a human merges.
+	AutoMerge bool `json:"autoMerge"`
+	// MergeMethod is how an automatic merge merges: merge, squash or
+	// rebase. Default merge.
+	MergeMethod string `json:"mergeMethod"`
+	// Labels are put on every pull request; Reviewers (user names) are
+	// asked for a review. At most 20 each.
+	Labels    []string `json:"labels"`
+	Reviewers []string `json:"reviewers"`
+	// MergeDeadline is how long a wave waits for its pull request to be
+	// merged before the rollout is aborted. Default 24h; 1m to 720h.
+	MergeDeadline *Duration `json:"mergeDeadline"`
+	// PollInterval is how often flotilla reads an open pull request, for
+	// hosts whose webhooks do not reach it. Default 2m; 10s up to the
+	// merge deadline.
+	PollInterval *Duration `json:"pollInterval"`
+	// Revert is how a rollback writes the previous images: pullRequest (a
+	// pull request merged automatically where the host can) or commit
+	// (pushed to Branch). Default pullRequest. The live revert of each
+	// cluster does not wait for it.
+	Revert string `json:"revert"`
+	// TokenValue is resolved by Load. Never marshalled.
+	TokenValue string `json:"-"`
 }
 
 // Source is where an application's versions come from when it is not an
@@ -497,6 +549,25 @@ func (g GitSource) TrackedPaths(cluster string) []string {
 
 // GitOpsEdits lists the values of GitOps.Edit.
 var GitOpsEdits = []string{"kustomize", "helm", "manifest"}
+
+// GitOps modes: GitOps.Mode's values.
+const (
+	GitOpsModeCommit      = "commit"
+	GitOpsModePullRequest = "pullRequest"
+)
+
+// GitOpsModes lists the values of GitOps.Mode.
+var GitOpsModes = []string{GitOpsModeCommit, GitOpsModePullRequest}
+
+// PullRequestHosts lists the values of PullRequest.Host (the hosts
+// pkg/gitops/pullrequest has a client for).
+var PullRequestHosts = []string{"github", "gitlab", "gitea", "forgejo"}
+
+// MergeMethods lists the values of PullRequest.MergeMethod.
+var MergeMethods = []string{"merge", "squash", "rebase"}
+
+// PullRequestReverts lists the values of PullRequest.Revert.
+var PullRequestReverts = []string{GitOpsModePullRequest, GitOpsModeCommit}
 
 // Cluster is one Kubernetes cluster of the fleet.
 type Cluster struct {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -35,6 +36,11 @@ const (
 	DefaultDedupeMaxEvents  = 1_000_000
 	DefaultTektonNamespace  = "flotilla"
 	DefaultGitOpsEdit       = "kustomize"
+	DefaultGitOpsMode       = GitOpsModeCommit
+	DefaultMergeMethod      = "merge"
+	DefaultMergeDeadline    = 24 * time.Hour
+	DefaultPollInterval     = 2 * time.Minute
+	DefaultGitHubAPI        = "https://api.github.com/"
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
 )
 
@@ -205,8 +211,8 @@ func applyApplicationDefaults(a *Application) {
 		a.Service.PortDiscovery = ptr.To(true)
 	}
 	applyValidationDefaults(a)
-	if g := a.GitOps; g != nil && g.Edit == "" {
-		g.Edit = DefaultGitOpsEdit
+	if g := a.GitOps; g != nil {
+		applyGitOpsDefaults(g)
 	}
 	if g := a.Git(); g != nil {
 		if g.Branch == "" {
@@ -318,4 +324,69 @@ func ExternalURLFor(listen string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// applyGitOpsDefaults fills a GitOps block's edit and mode and, in mode
+// pullRequest, the host's API URL and repository from the url.
+func applyGitOpsDefaults(g *GitOps) {
+	if g.Edit == "" {
+		g.Edit = DefaultGitOpsEdit
+	}
+	if g.Mode == "" {
+		g.Mode = DefaultGitOpsMode
+	}
+	pr := g.PullRequest
+	if pr == nil {
+		return
+	}
+	if pr.MergeMethod == "" {
+		pr.MergeMethod = DefaultMergeMethod
+	}
+	if pr.Revert == "" {
+		pr.Revert = GitOpsModePullRequest
+	}
+	if pr.MergeDeadline == nil {
+		pr.MergeDeadline = &Duration{DefaultMergeDeadline}
+	}
+	if pr.PollInterval == nil {
+		pr.PollInterval = &Duration{DefaultPollInterval}
+	}
+	host, path := repoHostPath(g.URL)
+	if pr.Repository == "" {
+		pr.Repository = path
+	}
+	if pr.APIURL == "" {
+		switch pr.Host {
+		case "github":
+			pr.APIURL = DefaultGitHubAPI
+		case "gitlab":
+			if host != "" {
+				pr.APIURL = "https://" + host + "/api/v4"
+			}
+		case "gitea", "forgejo":
+			if host != "" {
+				pr.APIURL = "https://" + host
+			}
+		}
+	}
+}
+
+// repoHostPath splits a repository URL (https://host/owner/name.git,
+// ssh://git@host/owner/name, git@host:owner/name.git) into its host and its
+// path without ".git"; both empty for a file:// URL or a local path.
+func repoHostPath(raw string) (host, path string) {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Scheme != "file" && u.Host != "" {
+		host, path = u.Hostname(), u.Path
+	} else if at := strings.Index(raw, "@"); at >= 0 && !strings.Contains(raw, "://") {
+		// scp-like: user@host:path
+		h, p, ok := strings.Cut(raw[at+1:], ":")
+		if !ok {
+			return "", ""
+		}
+		host, path = h, p
+	} else {
+		return "", ""
+	}
+	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
+	return host, path
 }

@@ -111,3 +111,50 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example config (-want +got):\n%s", diff)
 	}
 }
+
+// TestExampleReferenceBlocks loads the commented applications at the end
+// of config/example.yaml ("#  - name: ..." blocks, for reference) as
+// entries of the example's applications: each must be a valid config.
+func TestExampleReferenceBlocks(t *testing.T) {
+	const fleetDir = "/tmp/flotilla-fleet/"
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	for _, c := range []string{"c1", "c2", "c3"} {
+		writeFile(t, filepath.Join(tmp, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	}
+	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
+	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
+	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
+	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
+	var blocks [][]string
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "#  - name: "):
+			blocks = append(blocks, []string{line[1:]})
+		case len(blocks) > 0 && strings.HasPrefix(line, "#    "):
+			blocks[len(blocks)-1] = append(blocks[len(blocks)-1], line[1:])
+		case len(blocks) > 0 && !strings.HasPrefix(line, "#"):
+			blocks[len(blocks)-1] = append(blocks[len(blocks)-1], "") // ends the block
+		}
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("found %d reference applications in example.yaml, want the Istio one and the GitOps one", len(blocks))
+	}
+	base := strings.ReplaceAll(string(data), fleetDir, tmp+"/")
+	i := strings.Index(base, "\napplications:\n")
+	if i < 0 {
+		t.Fatal("example.yaml has no applications: section")
+	}
+	for _, b := range blocks {
+		name := strings.TrimPrefix(b[0], "  - name: ")
+		t.Run(name, func(t *testing.T) {
+			doc := base[:i] + "\napplications:\n" + strings.Join(b, "\n") + "\n" + base[i+len("\napplications:\n"):]
+			if _, err := Parse([]byte(doc), filepath.Join("..", "..", "config")); err != nil {
+				t.Errorf("reference application %s:\n%v", name, err)
+			}
+		})
+	}
+}

@@ -743,6 +743,77 @@ func (v *validator) gitops(path string, g *GitOps) {
 	if _, err := json.Marshal(g.Options); err != nil {
 		v.addf(path+".options", "cannot be encoded: %v", err)
 	}
+	v.oneOf(path+".mode", "mode", g.Mode, GitOpsModes)
+	switch {
+	case g.Mode == GitOpsModePullRequest && g.PullRequest == nil:
+		v.addf(path+".pullRequest", "required by mode pullRequest: the git host (github, gitlab, gitea or forgejo) and the pull requests' settings")
+	case g.Mode != GitOpsModePullRequest && g.PullRequest != nil:
+		v.addf(path+".pullRequest", "only for mode pullRequest (mode is %q)", g.Mode)
+	case g.PullRequest != nil:
+		v.pullRequest(path, g)
+	}
+}
+
+// Bounds of a pull request's timings.
+const (
+	minMergeDeadline   = time.Minute
+	maxMergeDeadline   = 720 * time.Hour
+	minPollInterval    = 10 * time.Second
+	maxPullRequestList = 20
+)
+
+// pullRequest checks gitops.pullRequest (mode pullRequest) and resolves
+// its API token.
+func (v *validator) pullRequest(path string, g *GitOps) {
+	pr, p := g.PullRequest, path+".pullRequest"
+	if pr.Host == "bitbucket" {
+		v.addf(p+".host", "bitbucket has no pull request client in flotilla; use mode commit")
+	} else {
+		v.oneOf(p+".host", "host", pr.Host, PullRequestHosts)
+	}
+	if pr.APIURL == "" {
+		v.addf(p+".apiURL", "required: the url names no host (file:// or a local path), so set apiURL and repository")
+	} else {
+		v.httpURL(p+".apiURL", pr.APIURL)
+	}
+	if strings.Trim(pr.Repository, "/") == "" || !strings.Contains(strings.Trim(pr.Repository, "/"), "/") {
+		v.addf(p+".repository", "%q: want owner/name on the host (GitLab: the project's full path)", pr.Repository)
+	}
+	switch {
+	case pr.Token != nil:
+		pr.TokenValue = v.resolveSecret(p+".token", pr.Token)
+	case g.TokenValue != "":
+		pr.TokenValue = g.TokenValue
+	default:
+		v.addf(p+".token", "required: an API token of the host (or gitops.token, which is used when this is not set)")
+	}
+	v.oneOf(p+".mergeMethod", "merge method", pr.MergeMethod, MergeMethods)
+	v.oneOf(p+".revert", "revert", pr.Revert, PullRequestReverts)
+	if d := pr.MergeDeadline.Duration; d < minMergeDeadline || d > maxMergeDeadline {
+		v.addf(p+".mergeDeadline", "%v: want %v to %v", d, minMergeDeadline, maxMergeDeadline)
+	}
+	if d := pr.PollInterval.Duration; d < minPollInterval || d > pr.MergeDeadline.Duration {
+		v.addf(p+".pollInterval", "%v: want %v up to the merge deadline (%v)", d, minPollInterval, pr.MergeDeadline.Duration)
+	}
+	for _, l := range []struct {
+		field string
+		list  []string
+	}{{"labels", pr.Labels}, {"reviewers", pr.Reviewers}} {
+		field, list := l.field, l.list
+		if len(list) > maxPullRequestList {
+			v.addf(p+"."+field, "%d: at most %d", len(list), maxPullRequestList)
+		}
+		for i, s := range list {
+			if strings.TrimSpace(s) == "" || strings.Contains(s, ",") {
+				v.addf(fmt.Sprintf("%s.%s[%d]", p, field, i), "%q: want a non-empty name without commas", s)
+			}
+		}
+	}
+	for i, f := range g.Paths {
+		if !strings.Contains(f, "{cluster}") {
+			v.addf(fmt.Sprintf("%s.paths[%d]", path, i), "%q: mode pullRequest opens one pull request per wave, so each cluster needs its own file: put {cluster} in the path", f)
+		}
+	}
 }
 
 // gitSource checks a git application's repository, what it tracks and how

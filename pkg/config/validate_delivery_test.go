@@ -603,6 +603,7 @@ func TestExampleReferencePolicy(t *testing.T) {
 	if !ok {
 		t.Fatal("config/example.yaml has no commented reference policy")
 	}
+	ref, _, _ = strings.Cut(ref, "\n\n") // the block ends at a blank line
 	var doc strings.Builder
 	doc.WriteString("applications:\n  - name: backend\n")
 	for _, line := range strings.Split(strings.TrimRight(ref, "\n"), "\n") {

@@ -470,6 +470,49 @@ applications:
       token: {env: FLOTILLA_TEST_TOKEN}
 `)},
 		}, {
+			name: "pull requests ok",
+			doc: sections{applications: withApp(`    gitops:
+      url: https://git.example.com/shop/deployments.git
+      paths: ['clusters/{cluster}/podinfo/values.yaml']
+      edit: helm
+      token: {env: FLOTILLA_TEST_TOKEN}
+      mode: pullRequest
+      pullRequest: {host: gitea, autoMerge: true, labels: [flotilla], reviewers: [alice], mergeDeadline: 2h, pollInterval: 30s}
+`)},
+		}, {
+			name: "pull requests wrong",
+			doc: sections{applications: withApp(`    gitops:
+      url: file:///srv/deployments.git
+      paths: ['podinfo/values.yaml']
+      mode: pullRequest
+      pullRequest: {host: bitbucket, mergeMethod: fast-forward, revert: never, labels: ['', 'a,b'], mergeDeadline: 30s, pollInterval: 1s}
+`)},
+			want: []Problem{
+				{"applications[0].gitops.pullRequest.host", "bitbucket has no pull request client in flotilla; use mode commit"},
+				{"applications[0].gitops.pullRequest.apiURL", "required: the url names no host (file:// or a local path), so set apiURL and repository"},
+				{"applications[0].gitops.pullRequest.repository", `"": want owner/name on the host (GitLab: the project's full path)`},
+				{"applications[0].gitops.pullRequest.token", "required: an API token of the host (or gitops.token, which is used when this is not set)"},
+				{"applications[0].gitops.pullRequest.mergeMethod", `unknown merge method "fast-forward"; want one of merge, squash, rebase`},
+				{"applications[0].gitops.pullRequest.revert", `unknown revert "never"; want one of pullRequest, commit`},
+				{"applications[0].gitops.pullRequest.mergeDeadline", "30s: want 1m0s to 720h0m0s"},
+				{"applications[0].gitops.pullRequest.pollInterval", "1s: want 10s up to the merge deadline (30s)"},
+				{"applications[0].gitops.pullRequest.labels[0]", `"": want a non-empty name without commas`},
+				{"applications[0].gitops.pullRequest.labels[1]", `"a,b": want a non-empty name without commas`},
+				{"applications[0].gitops.paths[0]", `"podinfo/values.yaml": mode pullRequest opens one pull request per wave, so each cluster needs its own file: put {cluster} in the path`},
+			},
+		}, {
+			name: "pull request settings without the mode",
+			doc: sections{applications: withApp(`    gitops:
+      url: https://git.example.com/shop/deployments.git
+      paths: ['clusters/{cluster}/values.yaml']
+      mode: push
+      pullRequest: {host: github}
+`)},
+			want: []Problem{
+				{"applications[0].gitops.mode", `unknown mode "push"; want one of commit, pullRequest`},
+				{"applications[0].gitops.pullRequest", `only for mode pullRequest (mode is "push")`},
+			},
+		}, {
 			name: "no fleet at all",
 			doc:  sections{fleet: "-"},
 			want: []Problem{

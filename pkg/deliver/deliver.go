@@ -85,11 +85,14 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	// A GitOps application gets the image with its tag (the previous one,
 	// on a revert) into its repository first: else the GitOps agent would
 	// apply another.
+	// In mode pullRequest the wave's merged pull request wrote the files
+	// (and a rollback's pull request writes them back, unless its revert
+	// is a commit): the run only applies.
 	g, err := pipelines.GitOpsFor(app, req.Cluster)
 	if err != nil {
 		return Result{}, err
 	}
-	if g != nil {
+	if g != nil && !byPullRequest(app, req.Purpose) {
 		g.Image = pipelines.GitImage(req.Image, req.Tag)
 		p.Application, p.GitOps = app.Name, g
 	}
@@ -98,4 +101,14 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		return Result{}, err
 	}
 	return Result{PreviousImage: res.PreviousImage, Changed: res.Changed}, nil
+}
+
+// byPullRequest tells whether a pull request, not the run, writes app's
+// repository for a run of purpose.
+func byPullRequest(app config.Application, purpose string) bool {
+	g := app.GitOps
+	if g == nil || g.Mode != config.GitOpsModePullRequest || g.PullRequest == nil {
+		return false
+	}
+	return purpose == events.PurposeApply || g.PullRequest.Revert == config.GitOpsModePullRequest
 }

@@ -133,6 +133,48 @@ type Wave struct {
 	// SignatureRequired: the wave takes only signed images (for an
 	// application that verifies signatures).
 	SignatureRequired bool `json:"signatureRequired,omitempty"`
+	// PullRequest is the wave's pull request, for a GitOps application in
+	// mode pullRequest: the wave's clusters start once it is merged.
+	// RevertPullRequest is the one a rollback opened to write the previous
+	// images back.
+	PullRequest       *PullRequest `json:"pullRequest,omitempty"`
+	RevertPullRequest *PullRequest `json:"revertPullRequest,omitempty"`
+}
+
+// PullRequestState is where a wave's pull request stands.
+type PullRequestState string
+
+const (
+	PullRequestRequested PullRequestState = "Requested" // asked for, not opened yet
+	PullRequestOpen      PullRequestState = "Open"      // waiting to be merged
+	PullRequestMerged    PullRequestState = "Merged"
+	PullRequestClosed    PullRequestState = "Closed" // closed without merging
+	// PullRequestUnchanged: the base held every change already, so none
+	// was opened.
+	PullRequestUnchanged PullRequestState = "Unchanged"
+	PullRequestFailed    PullRequestState = "Failed" // could not be opened or read (Message)
+)
+
+// PullRequest is a wave's pull request.
+type PullRequest struct {
+	State       PullRequestState `json:"state"`
+	Number      int64            `json:"number,omitempty"`
+	URL         string           `json:"url,omitempty"`
+	Branch      string           `json:"branch,omitempty"`
+	MergeCommit string           `json:"mergeCommit,omitempty"`
+	// AutoMerge is what asking the host to merge it did: merged,
+	// scheduled, or unsupported and why.
+	AutoMerge string `json:"autoMerge,omitempty"`
+	// Deadline is when the wave stops waiting for the merge.
+	Deadline time.Time `json:"deadline,omitzero"`
+	Message  string    `json:"message,omitempty"`
+	Updated  time.Time `json:"updated,omitzero"`
+}
+
+// Merged reports whether the wave may start: its pull request merged (or
+// there was nothing to merge).
+func (p *PullRequest) Merged() bool {
+	return p != nil && (p.State == PullRequestMerged || p.State == PullRequestUnchanged)
 }
 
 // Approved reports whether the wave has the approvals it needs.

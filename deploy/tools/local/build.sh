@@ -13,6 +13,7 @@ KUBE_VERSION=1.34.4
 KWOK_VERSION=0.7.0
 FLAGGER_VERSION=1.41.0
 TEKTON_VERSION=1.9.0
+GITEA_VERSION=1.27.3
 
 CACHE=${FLOTILLA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla}
 BIN=$CACHE/bin
@@ -145,11 +146,38 @@ build_tekton() {
   mv "$BIN/tekton-controller-$TEKTON_VERSION.tmp" "$BIN/tekton-controller-$TEKTON_VERSION"
 }
 
+# Gitea, the git host pull-request mode is tested against. Its module path is
+# gitea.dev since 1.27 and two of its requirements are not served under that path:
+# actions-proto-go is served as code.gitea.io/actions-proto-go (which declares the
+# gitea.dev path, so the replace is valid), and gitea.dev/sdk is used only by the
+# migration from another Gitea, which we drop. SQLite is modernc's (no cgo) by
+# default. No npm here: the web UI's assets are missing; the API and git over
+# HTTP do not need them. Its GitLab migrator's client-go v2.42.0 is not served;
+# v2.43.0 is, and builds.
+build_gitea() {
+  have "gitea-$GITEA_VERSION" && return
+  log "building gitea v$GITEA_VERSION (about 8 min cold)"
+  local w=$SRC/gitea-$GITEA_VERSION
+  copymod "code.gitea.io/gitea@v$GITEA_VERSION" "$w"
+  (
+    cd "$w"
+    go mod edit -replace gitea.dev/actions-proto-go=code.gitea.io/actions-proto-go@v0.6.0 \
+      -replace gitlab.com/gitlab-org/api/client-go/v2=gitlab.com/gitlab-org/api/client-go/v2@v2.43.0 \
+      -droprequire gitea.dev/sdk
+    rm -f services/migrations/gitea_downloader.go services/migrations/gitea_downloader_test.go
+    if grep -rl --include='*.go' '"gitea.dev/sdk' . ; then die "gitea.dev/sdk is still imported"; fi
+    go generate -tags bindata ./modules/options ./modules/public ./modules/templates ./modules/migration
+    go build -tags bindata -trimpath -ldflags "$LDFLAGS_STRIP -X main.Version=$GITEA_VERSION" -o "$BIN/gitea-$GITEA_VERSION.tmp" .
+  )
+  mv "$BIN/gitea-$GITEA_VERSION.tmp" "$BIN/gitea-$GITEA_VERSION"
+}
+
 start=$(date +%s)
 build_etcd
 build_kwok
 build_flagger
 build_kube
 build_tekton
+build_gitea
 log "all fleet binaries ready in $BIN ($(( $(date +%s) - start ))s)"
 echo "$BIN"

@@ -1,0 +1,323 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"code.gitea.io/sdk/gitea"
+	"github.com/cucumber/godog"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/giteatest"
+)
+
+// The scenarios' repositories live on one real Gitea, started by the first
+// scenario that needs it and stopped when the package's tests end.
+var (
+	giteaOnce   sync.Once
+	giteaServer *giteaest
+	giteaErr    error
+)
+
+// giteaest is the shared Gitea and its temporary directory.
+type giteaest struct {
+	*giteatest.Server
+	dir string
+}
+
+func sharedGitea(ctx context.Context) (*giteatest.Server, error) {
+	giteaOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "features-gitea-*")
+		if err != nil {
+			giteaErr = err
+			return
+		}
+		srv, err := giteatest.Start(context.WithoutCancel(ctx), filepath.Join(dir, "gitea"))
+		if err != nil {
+			giteaErr = fmt.Errorf("starting gitea: %w", err)
+			_ = os.RemoveAll(dir)
+			return
+		}
+		giteaServer = &giteaest{Server: srv, dir: dir}
+	})
+	if giteaErr != nil {
+		return nil, giteaErr
+	}
+	return giteaServer.Server, nil
+}
+
+// stopGitea stops the shared Gitea, if a scenario started it.
+func stopGitea() {
+	if giteaServer != nil {
+		giteaServer.Stop()
+		_ = os.RemoveAll(giteaServer.dir)
+	}
+}
+
+// pullRequests is a scenario's Gitea repository in mode pullRequest.
+type pullRequests struct {
+	srv        *giteatest.Server
+	repo       string // its name, owned by giteatest.Admin
+	hookSecret string
+}
+
+func (p *pullRequests) client(ctx context.Context) (*gitea.Client, error) {
+	return gitea.NewClient(p.srv.URL, gitea.SetToken(p.srv.Token), gitea.SetContext(ctx))
+}
+
+func (s *scenario) registerPullRequestSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^the application keeps its image in a Gitea repository and rolls out by pull request$`, s.giteaRepository)
+	sc.Step(`^Gitea sends its pull request webhooks to flotilla$`, s.giteaWebhooks)
+	sc.Step(`^version "([^"]*)" has been rolled out to every cluster by merging its pull requests$`, s.rolledOutByMerging)
+	sc.Step(`^wave (\d+) of the rollout of "([^"]*)" waits for a pull request naming the version, its digest and its waves$`, s.waveWaitsForPullRequest)
+	sc.Step(`^the pull request of wave (\d+) of "([^"]*)" is merged$`, s.mergePullRequest)
+	sc.Step(`^the pull request of wave (\d+) of "([^"]*)" is closed without merging$`, s.closePullRequest)
+	sc.Step(`^the pull requests of "([^"]*)" are merged as they open$`, s.mergeAsTheyOpen)
+	sc.Step(`^the rollout of "([^"]*)" is rolled back because "([^"]*)"$`, s.rolledBackBecause)
+	sc.Step(`^the Gitea repository pins version "([^"]*)" by digest for clusters "([^"]*)"$`, s.giteaPins)
+}
+
+// giteaRepository makes a repository on the shared Gitea holding one
+// kustomize overlay per fleet cluster, and configures the application to
+// keep its image there, by pull request, polling every 10s.
+func (s *scenario) giteaRepository(ctx context.Context) error {
+	srv, err := sharedGitea(ctx)
+	if err != nil {
+		return err
+	}
+	p := &pullRequests{srv: srv, repo: "deploy-" + randomHex(4), hookSecret: randomHex(16)}
+	c, err := p.client(ctx)
+	if err != nil {
+		return err
+	}
+	if _, _, err := c.CreateRepo(gitea.CreateRepoOption{Name: p.repo, DefaultBranch: "main"}); err != nil {
+		return fmt.Errorf("creating the repository on gitea: %w", err)
+	}
+	work := filepath.Join(s.w.dir, "seed")
+	remote := p.authURL()
+	if _, err := git(ctx, s.w.dir, "init", "--initial-branch=main", work); err != nil {
+		return err
+	}
+	for _, cl := range []string{"c1", "c2", "c3", "c4"} {
+		dir := filepath.Join(work, "clusters", cl, "podinfo")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		body := fmt.Sprintf(seedKustomization, cl, s.w.regHost+"/demo/podinfo")
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{{"add", "."}, {"commit", "-m", "seed"}, {"push", remote, "main"}} {
+		if _, err := git(ctx, work, args...); err != nil {
+			return err
+		}
+	}
+	tokenFile := filepath.Join(s.w.dir, "gitea.token")
+	if err := os.WriteFile(tokenFile, []byte(srv.Token+"\n"), 0o600); err != nil {
+		return err
+	}
+	s.w.pr = p
+	s.w.repoDir = remote // what the gitops steps clone
+	s.w.gitops = map[string]any{
+		"url": srv.RepoURL(giteatest.Admin, p.repo), "branch": "main", "paths": []string{"clusters/{cluster}/podinfo/kustomization.yaml"},
+		"username": giteatest.Admin, "token": map[string]string{"file": tokenFile},
+		"mode": "pullRequest",
+		"pullRequest": map[string]any{
+			"host": "gitea", "apiURL": srv.URL, "repository": giteatest.Admin + "/" + p.repo,
+			"labels": []string{}, "pollInterval": "10s", "mergeDeadline": "10m",
+		},
+	}
+	return nil
+}
+
+// authURL is the repository's URL with the token, for the git command.
+func (p *pullRequests) authURL() string {
+	u, _ := url.Parse(p.srv.RepoURL(giteatest.Admin, p.repo))
+	u.User = url.UserPassword(giteatest.Admin, p.srv.Token)
+	return u.String()
+}
+
+// giteaWebhooks has Gitea send the repository's pull request events to
+// flotilla's gitea receiver.
+func (s *scenario) giteaWebhooks(ctx context.Context) error {
+	p := s.w.pr
+	c, err := p.client(ctx)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.CreateRepoHook(giteatest.Admin, p.repo, gitea.CreateHookOption{
+		Type: gitea.HookTypeGitea, Active: true, Events: []string{"pull_request"},
+		Config: map[string]string{"url": "http://" + s.w.flotilla.listen + "/hooks/gitea", "content_type": "json", "secret": p.hookSecret},
+	})
+	return err
+}
+
+// openPullRequest waits until wave's pull request of the version's rollout
+// is open (flotilla's describe says so) and returns it.
+func (s *scenario) openPullRequest(ctx context.Context, wave int, version string) (*gitea.PullRequest, error) {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		var ro struct {
+			Waiting string
+			Waves   []struct {
+				PullRequest *struct {
+					State  string
+					Number int64
+				}
+			}
+		}
+		if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+			return nil, err
+		}
+		last = ro.Waiting
+		if wave <= len(ro.Waves) {
+			if pr := ro.Waves[wave-1].PullRequest; pr != nil && pr.State == "Open" && strings.Contains(ro.Waiting, fmt.Sprintf("waits for pull request #%d", pr.Number)) {
+				c, err := s.w.pr.client(ctx)
+				if err != nil {
+					return nil, err
+				}
+				got, _, err := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, pr.Number)
+				return got, err
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("wave %d of the rollout of %s waits for no open pull request (waiting: %q)", wave, version, last)
+}
+
+func (s *scenario) waveWaitsForPullRequest(ctx context.Context, wave int, version string) error {
+	pr, err := s.openPullRequest(ctx, wave, version)
+	if err != nil {
+		return err
+	}
+	id, _ := s.rolloutID(ctx, version)
+	want := []string{id, version, s.w.digests[version], "c1", fmt.Sprintf("flotilla/%s/%d", id, wave)}
+	for _, w := range want {
+		if !strings.Contains(pr.Title+"\n"+pr.Body+"\n"+pr.Head.Ref, w) {
+			return fmt.Errorf("pull request #%d does not name %q:\n%s\n%s", pr.Index, w, pr.Title, pr.Body)
+		}
+	}
+	// Nothing of the wave started: its clusters wait for the merge.
+	var ro struct {
+		Waves []struct {
+			Clusters []struct{ Name, Phase string }
+		}
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	for _, c := range ro.Waves[wave-1].Clusters {
+		if c.Phase != "Pending" {
+			return fmt.Errorf("cluster %s of wave %d is %s before the merge, want Pending", c.Name, wave, c.Phase)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) mergePullRequest(ctx context.Context, wave int, version string) error {
+	pr, err := s.openPullRequest(ctx, wave, version)
+	if err != nil {
+		return err
+	}
+	c, err := s.w.pr.client(ctx)
+	if err != nil {
+		return err
+	}
+	// Gitea checks a new pull request's mergeability in the background and
+	// answers "try again later" meanwhile, as it would a reviewer.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, _, err := c.MergePullRequest(giteatest.Admin, s.w.pr.repo, pr.Index, gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
+		if err == nil && !ok {
+			err = errors.New("gitea did not merge it")
+		}
+		if err == nil {
+			return nil
+		}
+		if !strings.Contains(strings.ToLower(err.Error()), "try again later") || time.Now().After(deadline) {
+			return fmt.Errorf("merging #%d: %w", pr.Index, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *scenario) closePullRequest(ctx context.Context, wave int, version string) error {
+	pr, err := s.openPullRequest(ctx, wave, version)
+	if err != nil {
+		return err
+	}
+	c, err := s.w.pr.client(ctx)
+	if err != nil {
+		return err
+	}
+	closed := gitea.StateClosed
+	_, _, err = c.EditPullRequest(giteatest.Admin, s.w.pr.repo, pr.Index, gitea.EditPullRequestOption{State: &closed})
+	return err
+}
+
+// mergeAsTheyOpen merges the pull request of each wave as it opens, until
+// the rollout ends or a wave is reached that no longer opens one.
+func (s *scenario) mergeAsTheyOpen(ctx context.Context, version string) error {
+	for wave := 1; wave <= len(s.w.waves); wave++ {
+		if err := s.mergePullRequest(ctx, wave, version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *scenario) rolledOutByMerging(ctx context.Context, version string) error {
+	if err := s.pushVersion(ctx, version); err != nil {
+		return err
+	}
+	if err := s.mergeAsTheyOpen(ctx, version); err != nil {
+		return err
+	}
+	if err := s.rolloutSucceeds(ctx, version); err != nil {
+		return err
+	}
+	return s.primariesRun(ctx, version)
+}
+
+func (s *scenario) rolledBackBecause(ctx context.Context, version, reason string) error {
+	if err := s.rolloutRolledBack(ctx, version); err != nil {
+		return err
+	}
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro struct{ Reason string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if !strings.Contains(ro.Reason, reason) {
+		return fmt.Errorf("rollout %s was rolled back because %q, want %q", id, ro.Reason, reason)
+	}
+	return nil
+}
+
+// giteaPins checks the repository's main branch, waiting a little: a revert
+// pull request merges after the rollback's live reverts.
+func (s *scenario) giteaPins(ctx context.Context, version, clusters string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := s.repositoryPins(ctx, version, clusters)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}

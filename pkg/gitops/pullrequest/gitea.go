@@ -1,0 +1,191 @@
+package pullrequest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"code.gitea.io/sdk/gitea"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+)
+
+// giteaHost talks to Gitea and Forgejo (code.gitea.io/sdk/gitea).
+type giteaHost struct {
+	c           Config
+	owner, name string
+}
+
+func newGitea(c Config) (Host, error) {
+	owner, name, err := ownerName(c.Repository)
+	if err != nil {
+		return nil, err
+	}
+	return &giteaHost{c: c, owner: owner, name: name}, nil
+}
+
+// client is one client per call: the SDK's context is client-wide. An
+// empty version skips the SDK's /version probe (Forgejo's differs).
+func (h *giteaHost) client(ctx context.Context) (*gitea.Client, error) {
+	c, err := gitea.NewClient(h.c.APIURL, gitea.SetToken(h.c.Token), gitea.SetContext(ctx),
+		gitea.SetHTTPClient(h.c.HTTPClient), gitea.SetGiteaVersion(""))
+	if err != nil {
+		return nil, fault.Permanent(fmt.Errorf("gitea client: %w", err))
+	}
+	return c, nil
+}
+
+func (h *giteaHost) Open(ctx context.Context, p PR) (Info, error) {
+	c, err := h.client(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	pr, resp, err := c.GetPullRequestByBaseHead(h.owner, h.name, p.Base, p.Head)
+	if err == nil {
+		return giteaInfo(pr), nil
+	}
+	if status(resp) != http.StatusNotFound {
+		return Info{}, classify("finding the pull request of "+p.Head, status(resp), err)
+	}
+	labels, err := h.labelIDs(c, p.Labels)
+	if err != nil {
+		return Info{}, err
+	}
+	pr, resp, err = c.CreatePullRequest(h.owner, h.name, gitea.CreatePullRequestOption{
+		Head: p.Head, Base: p.Base, Title: p.Title, Body: p.Body, Labels: labels, Reviewers: p.Reviewers,
+	})
+	if err != nil {
+		return Info{}, classify("opening a pull request of "+p.Head, status(resp), err)
+	}
+	return giteaInfo(pr), nil
+}
+
+// labelIDs maps label names to the repository's label ids: Gitea takes
+// ids. A label the repository lacks is an error naming it.
+func (h *giteaHost) labelIDs(c *gitea.Client, names []string) ([]int64, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var ids []int64
+	found := map[string]bool{}
+	for page := 1; ; page++ {
+		labels, resp, err := c.ListRepoLabels(h.owner, h.name, gitea.ListLabelsOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: 50}})
+		if err != nil {
+			return nil, classify("listing labels", status(resp), err)
+		}
+		for _, l := range labels {
+			if slices.Contains(names, l.Name) && !found[l.Name] {
+				found[l.Name] = true
+				ids = append(ids, l.ID)
+			}
+		}
+		if len(labels) < 50 {
+			break
+		}
+	}
+	for _, n := range names {
+		if !found[n] {
+			return nil, fault.Permanent(fmt.Errorf("label %q: the repository %s/%s has no such label", n, h.owner, h.name))
+		}
+	}
+	return ids, nil
+}
+
+func (h *giteaHost) Get(ctx context.Context, number int64) (Info, error) {
+	c, err := h.client(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	pr, resp, err := c.GetPullRequest(h.owner, h.name, number)
+	if err != nil {
+		return Info{}, classify(fmt.Sprintf("reading pull request #%d", number), status(resp), err)
+	}
+	return giteaInfo(pr), nil
+}
+
+func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (AutoMerge, error) {
+	c, err := h.client(ctx)
+	if err != nil {
+		return AutoMerge{}, err
+	}
+	style := map[string]gitea.MergeStyle{MethodMerge: gitea.MergeStyleMerge, MethodSquash: gitea.MergeStyleSquash, MethodRebase: gitea.MergeStyleRebase}[h.c.MergeMethod]
+	_, resp, err := c.MergePullRequest(h.owner, h.name, number, gitea.MergePullRequestOption{
+		Style: style, HeadCommitId: head, MergeWhenChecksSucceed: true,
+	})
+	switch status(resp) {
+	case http.StatusOK:
+		return AutoMerge{State: AutoMerged}, nil
+	case http.StatusCreated:
+		return AutoMerge{State: AutoScheduled}, nil
+	case http.StatusMethodNotAllowed, http.StatusConflict:
+		if strings.Contains(strings.ToLower(errString(err)), "try again later") {
+			// Gitea is still checking whether the new pull request can
+			// merge (it does so in the background): ask again.
+			return AutoMerge{}, classify(fmt.Sprintf("merging pull request #%d", number), http.StatusServiceUnavailable, err)
+		}
+		// Not mergeable (conflicts, the head moved, merges off): a human
+		// decides.
+		return AutoMerge{State: AutoUnsupported, Reason: errString(err)}, nil
+	}
+	if err == nil {
+		err = fmt.Errorf("unexpected status %d", status(resp))
+	}
+	return AutoMerge{}, classify(fmt.Sprintf("merging pull request #%d", number), status(resp), err)
+}
+
+func (h *giteaHost) Close(ctx context.Context, number int64, comment string) error {
+	c, err := h.client(ctx)
+	if err != nil {
+		return err
+	}
+	pr, resp, err := c.GetPullRequest(h.owner, h.name, number)
+	if err != nil {
+		return classify(fmt.Sprintf("reading pull request #%d", number), status(resp), err)
+	}
+	if pr.State == gitea.StateClosed {
+		return nil
+	}
+	if comment != "" {
+		if _, resp, err := c.CreateIssueComment(h.owner, h.name, number, gitea.CreateIssueCommentOption{Body: comment}); err != nil {
+			return classify(fmt.Sprintf("commenting on pull request #%d", number), status(resp), err)
+		}
+	}
+	closed := gitea.StateClosed
+	if _, resp, err := c.EditPullRequest(h.owner, h.name, number, gitea.EditPullRequestOption{State: &closed}); err != nil {
+		return classify(fmt.Sprintf("closing pull request #%d", number), status(resp), err)
+	}
+	return nil
+}
+
+func giteaInfo(pr *gitea.PullRequest) Info {
+	in := Info{Number: pr.Index, URL: pr.HTMLURL, State: Open}
+	if pr.Head != nil {
+		in.HeadRef, in.HeadSHA = pr.Head.Ref, pr.Head.Sha
+	}
+	switch {
+	case pr.HasMerged:
+		in.State = Merged
+		if pr.MergedCommitID != nil {
+			in.MergeCommit = *pr.MergedCommitID
+		}
+	case pr.State == gitea.StateClosed:
+		in.State = Closed
+	}
+	return in
+}
+
+func status(resp *gitea.Response) int {
+	if resp == nil || resp.Response == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,349 @@
+package pullrequest_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"code.gitea.io/sdk/gitea"
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/events/intake"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/gitops/pullrequest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/giteatest"
+)
+
+// The tests run against one real Gitea (pkg/testkit/giteatest), each in a
+// repository of its own.
+var server *giteatest.Server
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "giteatest-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	server, err = giteatest.Start(ctx, filepath.Join(dir, "gitea"))
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting gitea:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	server.Stop()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// sdk is the test's own client, as a reviewer's.
+func sdk(t *testing.T) *gitea.Client {
+	t.Helper()
+	c, err := gitea.NewClient(server.URL, gitea.SetToken(server.Token), gitea.SetContext(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newRepo creates a repository with a README on main and returns the Repo
+// gitops pushes to.
+func newRepo(t *testing.T, name string) gitops.Repo {
+	t.Helper()
+	if _, _, err := sdk(t).CreateRepo(gitea.CreateRepoOption{Name: name, AutoInit: true, DefaultBranch: "main", Readme: "Default"}); err != nil {
+		t.Fatalf("creating %s: %v", name, err)
+	}
+	r := gitops.Repo{URL: server.RepoURL(giteatest.Admin, name), Branch: "main",
+		Auth: gitops.Auth{Username: giteatest.Admin, Token: server.Token}}
+	return r
+}
+
+func host(t *testing.T, repo string, opts ...func(*pullrequest.Config)) pullrequest.Host {
+	t.Helper()
+	c := pullrequest.Config{Kind: pullrequest.KindGitea, APIURL: server.URL, Repository: giteatest.Admin + "/" + repo, Token: server.Token}
+	for _, o := range opts {
+		o(&c)
+	}
+	h, err := pullrequest.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// propose pushes a branch changing a file, as gitops does for a wave.
+func propose(t *testing.T, r gitops.Repo, branch, tag string) gitops.Proposed {
+	t.Helper()
+	res, err := gitops.Propose(t.Context(), r, gitops.Proposal{Branch: branch, Changes: []gitops.Change{{
+		App: "api", Rollout: "api-r1", Image: gitops.Image{Repository: "registry.example.com/team/api", Tag: tag},
+		Files: []gitops.File{{Path: "README.md", Edit: readmeEdit{}}},
+	}}})
+	if err != nil {
+		t.Fatalf("Propose: %v", err)
+	}
+	return res
+}
+
+// readmeEdit appends the image to the README: any file will do for a pull
+// request.
+type readmeEdit struct{}
+
+func (readmeEdit) Apply(src []byte, img gitops.Image) ([]byte, bool, error) {
+	line := "\nimage: " + img.Reference() + "\n"
+	if len(src) >= len(line) && string(src[len(src)-len(line):]) == line {
+		return src, false, nil
+	}
+	return append(src, line...), true, nil
+}
+
+var ignoreURL = cmpopts.IgnoreFields(pullrequest.Info{}, "URL")
+
+// autoMerge asks for the merge as the proposer does: again while the
+// answer is retryable (Gitea checks a new pull request's mergeability in
+// the background and says "try again later" meanwhile).
+func autoMerge(t *testing.T, h pullrequest.Host, number int64, head string) pullrequest.AutoMerge {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		am, err := h.AutoMerge(t.Context(), number, head)
+		if err == nil {
+			return am
+		}
+		if fault.IsPermanent(err) || time.Now().After(deadline) {
+			t.Fatalf("AutoMerge: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestGiteaLifecycle opens a pull request (a second Open finds it), reads
+// it, merges it at once with AutoMerge, and closes another one with a
+// comment.
+func TestGiteaLifecycle(t *testing.T) {
+	r := newRepo(t, "lifecycle")
+	h := host(t, "lifecycle")
+	pushed := propose(t, r, "flotilla/api-r1/1", "1.1.0")
+
+	pr := pullrequest.PR{Head: "flotilla/api-r1/1", Base: "main", Title: "flotilla: api 1.1.0 -> wave 1", Body: "rollout api-r1"}
+	opened, err := h.Open(t.Context(), pr)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	want := pullrequest.Info{Number: opened.Number, HeadRef: pr.Head, HeadSHA: pushed.Commit, State: pullrequest.Open}
+	if diff := cmp.Diff(want, opened, ignoreURL); diff != "" || opened.Number == 0 {
+		t.Errorf("Open (-want +got)\n%s", diff)
+	}
+	if want := fmt.Sprintf("%s/%s/lifecycle/pulls/%d", server.URL, giteatest.Admin, opened.Number); opened.URL != want {
+		t.Errorf("URL = %q, want %q", opened.URL, want)
+	}
+	again, err := h.Open(t.Context(), pr)
+	if err != nil || again.Number != opened.Number {
+		t.Errorf("second Open = #%d, %v; want #%d found, not a new one", again.Number, err, opened.Number)
+	}
+	got, _, err := sdk(t).GetPullRequest(giteatest.Admin, "lifecycle", opened.Number)
+	if err != nil || got.Title != pr.Title || got.Body != pr.Body {
+		t.Errorf("the pull request on Gitea = %+v, %v", got, err)
+	}
+
+	if am := autoMerge(t, h, opened.Number, pushed.Commit); am.State != pullrequest.AutoMerged {
+		t.Fatalf("AutoMerge = %+v; want merged at once (no required checks)", am)
+	}
+	merged, err := h.Get(t.Context(), opened.Number)
+	if err != nil || merged.State != pullrequest.Merged || merged.MergeCommit == "" {
+		t.Errorf("Get after the merge = %+v, %v; want merged with its merge commit", merged, err)
+	}
+
+	propose(t, r, "flotilla/api-r2/1", "1.2.0")
+	other, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r2/1", Base: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(t.Context(), other.Number, "superseded by api-r3"); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	closed, err := h.Get(t.Context(), other.Number)
+	if err != nil || closed.State != pullrequest.Closed {
+		t.Errorf("Get after Close = %+v, %v; want closed", closed, err)
+	}
+	comments, _, err := sdk(t).ListIssueComments(giteatest.Admin, "lifecycle", other.Number, gitea.ListIssueCommentOptions{})
+	if err != nil || len(comments) != 1 || comments[0].Body != "superseded by api-r3" {
+		t.Errorf("comments = %+v, %v; want the close's", comments, err)
+	}
+	if err := h.Close(t.Context(), other.Number, "again"); err != nil {
+		t.Errorf("closing a closed pull request: %v, want nil", err)
+	}
+	reopen, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r2/1", Base: "main", Title: "t"})
+	if err != nil || reopen.Number != other.Number || reopen.State != pullrequest.Closed {
+		t.Errorf("Open of a closed one's branch = %+v, %v; want it found, closed", reopen, err)
+	}
+}
+
+// TestGiteaAutoMergeWaitsForChecks: with a required status check, AutoMerge
+// schedules the merge, and Gitea merges once the check passes.
+func TestGiteaAutoMergeWaitsForChecks(t *testing.T) {
+	r := newRepo(t, "checks")
+	c := sdk(t)
+	if _, _, err := c.CreateBranchProtection(giteatest.Admin, "checks", gitea.CreateBranchProtectionOption{
+		RuleName: "main", EnableStatusCheck: true, StatusCheckContexts: []string{"ci/test"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := host(t, "checks")
+	pushed := propose(t, r, "flotilla/api-r1/1", "1.1.0")
+	opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r1/1", Base: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if am := autoMerge(t, h, opened.Number, pushed.Commit); am.State != pullrequest.AutoScheduled {
+		t.Fatalf("AutoMerge = %+v; want scheduled", am)
+	}
+	if got, err := h.Get(t.Context(), opened.Number); err != nil || got.State != pullrequest.Open {
+		t.Fatalf("Get before the check = %+v, %v; want open", got, err)
+	}
+	if _, _, err := c.CreateStatus(giteatest.Admin, "checks", pushed.Commit, gitea.CreateStatusOption{State: gitea.StatusSuccess, Context: "ci/test"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := h.Get(t.Context(), opened.Number)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == pullrequest.Merged {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not merged 30s after the check passed: %+v", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestGiteaLabels: labels are put by name; a label the repository lacks is
+// a permanent error naming it.
+func TestGiteaLabels(t *testing.T) {
+	r := newRepo(t, "labels")
+	if _, _, err := sdk(t).CreateLabel(giteatest.Admin, "labels", gitea.CreateLabelOption{Name: "flotilla", Color: "#00aabb"}); err != nil {
+		t.Fatal(err)
+	}
+	h := host(t, "labels")
+	propose(t, r, "flotilla/a/1", "1.1.0")
+	opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/a/1", Base: "main", Title: "t", Labels: []string{"flotilla"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _, err := sdk(t).GetPullRequest(giteatest.Admin, "labels", opened.Number)
+	if err != nil || len(pr.Labels) != 1 || pr.Labels[0].Name != "flotilla" {
+		t.Errorf("labels = %+v, %v; want flotilla", pr.Labels, err)
+	}
+	propose(t, r, "flotilla/b/1", "1.2.0")
+	_, err = h.Open(t.Context(), pullrequest.PR{Head: "flotilla/b/1", Base: "main", Title: "t", Labels: []string{"nope"}})
+	if err == nil || !fault.IsPermanent(err) {
+		t.Errorf("Open with an unknown label = %v, want a permanent error", err)
+	}
+}
+
+// TestGiteaErrors: a wrong token and an unknown repository are permanent.
+func TestGiteaErrors(t *testing.T) {
+	newRepo(t, "errors")
+	for name, h := range map[string]pullrequest.Host{
+		"bad token":    host(t, "errors", func(c *pullrequest.Config) { c.Token = "0000" }),
+		"unknown repo": host(t, "nope"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := h.Get(t.Context(), 1)
+			if err == nil || !fault.IsPermanent(err) {
+				t.Errorf("Get = %v, want a permanent error", err)
+			}
+		})
+	}
+}
+
+// TestGiteaWebhooks has the real Gitea send its pull_request webhooks to a
+// receiver here, and reads them with flotilla's gitea sender: a merge of
+// one of flotilla's branches and a close of another become
+// git.pullrequest events naming the rollout; a foreign branch's is ignored.
+func TestGiteaWebhooks(t *testing.T) {
+	r := newRepo(t, "hooks")
+	deliveries := make(chan *intake.Delivery, 32)
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, req *nethttp.Request) {
+		body, _ := io.ReadAll(req.Body)
+		deliveries <- &intake.Delivery{Receiver: "forge", Header: req.Header.Clone(), Body: body, ReceivedAt: time.Now()}
+	}))
+	defer srv.Close()
+	const secret = "hook-s3cret"
+	if _, _, err := sdk(t).CreateRepoHook(giteatest.Admin, "hooks", gitea.CreateHookOption{
+		Type: gitea.HookTypeGitea, Active: true, Events: []string{"pull_request"},
+		Config: map[string]string{"url": srv.URL, "content_type": "json", "secret": secret},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := host(t, "hooks")
+	sender := intake.GiteaSender{Secret: secret}
+	next := func(want string) []cloudevents.Event {
+		t.Helper()
+		for {
+			select {
+			case d := <-deliveries:
+				if err := sender.Authenticate(t.Context(), d); err != nil {
+					t.Fatalf("authenticating Gitea's delivery: %v", err)
+				}
+				res, err := sender.Parse(d)
+				if err != nil {
+					t.Fatalf("parsing Gitea's delivery: %v\n%s", err, d.Body)
+				}
+				if want == "ignored" && res.Ignored != "" {
+					return nil
+				}
+				if len(res.Events) == 1 {
+					p, err := events.Decode[events.GitPullRequest](res.Events[0])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p.Action == want {
+						return res.Events
+					}
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no %s delivery from Gitea in 30s", want)
+			}
+		}
+	}
+
+	pushed := propose(t, r, "flotilla/api-r1/1", "1.1.0")
+	pr, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r1/1", Base: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next("opened")
+	autoMerge(t, h, pr.Number, pushed.Commit)
+	evs := next("closed")
+	got, _ := events.Decode[events.GitPullRequest](evs[0])
+	merged, _ := h.Get(t.Context(), pr.Number)
+	want := events.GitPullRequest{RepoURL: r.URL, Number: pr.Number, URL: merged.URL, Action: "closed", Merged: true, MergeCommit: merged.MergeCommit,
+		HeadRef: "flotilla/api-r1/1", HeadSHA: pushed.Commit, BaseRef: "main", Actor: giteatest.Admin, Sender: "gitea", Receiver: "forge"}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(events.GitPullRequest{}, "DeliveryID")); diff != "" {
+		t.Errorf("merged (-want +got):\n%s", diff)
+	}
+	if events.RolloutID(evs[0]) != "api-r1" {
+		t.Errorf("rollout id = %q, want api-r1", events.RolloutID(evs[0]))
+	}
+
+	propose(t, r, "feature/x", "9.9.9")
+	if _, err := h.Open(t.Context(), pullrequest.PR{Head: "feature/x", Base: "main", Title: "a human's"}); err != nil {
+		t.Fatal(err)
+	}
+	next("ignored")
+}
