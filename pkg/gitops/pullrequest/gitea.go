@@ -2,10 +2,11 @@ package pullrequest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
+	"time"
 
 	"code.gitea.io/sdk/gitea"
 
@@ -105,35 +106,70 @@ func (h *giteaHost) Get(ctx context.Context, number int64) (Info, error) {
 	return giteaInfo(pr), nil
 }
 
+// AutoMerge merges at once when the pull request may merge; else (required
+// checks pending) it schedules Gitea's merge for when they pass. Gitea
+// schedules rather than merges even when nothing is required, so the
+// direct merge comes first. Gitea checks a new pull request's
+// mergeability in the background and refuses merges meanwhile with the
+// same 405 as a conflict (the SDK keeps no message), so AutoMerge waits
+// for the check first.
 func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (AutoMerge, error) {
 	c, err := h.client(ctx)
 	if err != nil {
 		return AutoMerge{}, err
 	}
-	style := map[string]gitea.MergeStyle{MethodMerge: gitea.MergeStyleMerge, MethodSquash: gitea.MergeStyleSquash, MethodRebase: gitea.MergeStyleRebase}[h.c.MergeMethod]
-	_, resp, err := c.MergePullRequest(h.owner, h.name, number, gitea.MergePullRequestOption{
-		Style: style, HeadCommitId: head, MergeWhenChecksSucceed: true,
-	})
-	switch status(resp) {
-	case http.StatusOK:
-		return AutoMerge{State: AutoMerged}, nil
-	case http.StatusCreated:
-		return AutoMerge{State: AutoScheduled}, nil
-	case http.StatusMethodNotAllowed, http.StatusConflict:
-		if strings.Contains(strings.ToLower(errString(err)), "try again later") {
-			// Gitea is still checking whether the new pull request can
-			// merge (it does so in the background): ask again.
-			return AutoMerge{}, classify(fmt.Sprintf("merging pull request #%d", number), http.StatusServiceUnavailable, err)
+	what := fmt.Sprintf("merging pull request #%d", number)
+	for wait := time.Now().Add(mergeableWait); ; {
+		pr, resp, err := c.GetPullRequest(h.owner, h.name, number)
+		if err != nil {
+			return AutoMerge{}, classify(fmt.Sprintf("reading pull request #%d", number), status(resp), err)
 		}
-		// Not mergeable (conflicts, the head moved, merges off): a human
-		// decides.
-		return AutoMerge{State: AutoUnsupported, Reason: errString(err)}, nil
+		if pr.HasMerged {
+			return AutoMerge{State: AutoMerged}, nil
+		}
+		if pr.Mergeable {
+			break
+		}
+		if time.Now().After(wait) {
+			return AutoMerge{State: AutoUnsupported, Reason: "Gitea says it cannot be merged (conflicts?)"}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return AutoMerge{}, classify(what, 0, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	if err == nil {
-		err = fmt.Errorf("unexpected status %d", status(resp))
+	style := map[string]gitea.MergeStyle{MethodMerge: gitea.MergeStyleMerge, MethodSquash: gitea.MergeStyleSquash, MethodRebase: gitea.MergeStyleRebase}[h.c.MergeMethod]
+	for _, whenChecks := range []bool{false, true} {
+		_, resp, err := c.MergePullRequest(h.owner, h.name, number, gitea.MergePullRequestOption{
+			Style: style, HeadCommitId: head, MergeWhenChecksSucceed: whenChecks,
+		})
+		code := status(resp)
+		switch {
+		case err != nil:
+			return AutoMerge{}, classify(what, code, err)
+		case code == http.StatusOK:
+			return AutoMerge{State: AutoMerged}, nil
+		case code == http.StatusCreated:
+			return AutoMerge{State: AutoScheduled}, nil
+		case code == http.StatusMethodNotAllowed && !whenChecks:
+			continue // required checks not passed yet: schedule it
+		case code == http.StatusConflict:
+			// The base moved under the merge (another merge landed): the
+			// proposer cuts the branch again and asks again.
+			return AutoMerge{}, classify(what, code, errors.New("the base moved during the merge"))
+		case code == http.StatusMethodNotAllowed:
+			// Merges refused (merge style off, a protection that cannot
+			// be satisfied by waiting): a human decides.
+			return AutoMerge{State: AutoUnsupported, Reason: fmt.Sprintf("Gitea refused the merge (status %d)", code)}, nil
+		}
+		return AutoMerge{}, classify(what, code, fmt.Errorf("unexpected status %d", code))
 	}
-	return AutoMerge{}, classify(fmt.Sprintf("merging pull request #%d", number), status(resp), err)
+	return AutoMerge{}, classify(what, 0, errors.New("no merge attempt answered"))
 }
+
+// mergeableWait bounds the wait for Gitea's mergeability check.
+const mergeableWait = 20 * time.Second
 
 func (h *giteaHost) Close(ctx context.Context, number int64, comment string) error {
 	c, err := h.client(ctx)
@@ -181,11 +217,4 @@ func status(resp *gitea.Response) int {
 		return 0
 	}
 	return resp.StatusCode
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
