@@ -226,12 +226,19 @@ func (s *scenario) waveWaitsForPullRequest(ctx context.Context, wave int, versio
 	return nil
 }
 
-func (s *scenario) mergePullRequest(ctx context.Context, wave int, version string) error {
+// reviewer is the open pull request of wave of the version's rollout, and
+// a Gitea client to act on it as a reviewer.
+func (s *scenario) reviewer(ctx context.Context, wave int, version string) (*gitea.Client, *gitea.PullRequest, error) {
 	pr, err := s.openPullRequest(ctx, wave, version)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	c, err := s.w.pr.client(ctx)
+	return c, pr, err
+}
+
+func (s *scenario) mergePullRequest(ctx context.Context, wave int, version string) error {
+	c, pr, err := s.reviewer(ctx, wave, version)
 	if err != nil {
 		return err
 	}
@@ -254,11 +261,7 @@ func (s *scenario) mergePullRequest(ctx context.Context, wave int, version strin
 }
 
 func (s *scenario) closePullRequest(ctx context.Context, wave int, version string) error {
-	pr, err := s.openPullRequest(ctx, wave, version)
-	if err != nil {
-		return err
-	}
-	c, err := s.w.pr.client(ctx)
+	c, pr, err := s.reviewer(ctx, wave, version)
 	if err != nil {
 		return err
 	}

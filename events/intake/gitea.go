@@ -188,54 +188,7 @@ func (s GiteaSender) pushed(push giteaPush, d *Delivery, delivery string) (event
 	return p, nil
 }
 
-type giteaPullRequest struct {
-	Action      string `json:"action"`
-	Number      int64  `json:"number"`
-	PullRequest struct {
-		Number         int64  `json:"number"`
-		HTMLURL        string `json:"html_url"`
-		Merged         bool   `json:"merged"`
-		MergeCommitSHA string `json:"merge_commit_sha"`
-		Head           struct {
-			Ref string `json:"ref"`
-			SHA string `json:"sha"`
-		} `json:"head"`
-		Base struct {
-			Ref string `json:"ref"`
-		} `json:"base"`
-		MergedBy struct {
-			Login string `json:"login"`
-		} `json:"merged_by"`
-	} `json:"pull_request"`
-	Repository struct {
-		CloneURL string `json:"clone_url"`
-		HTMLURL  string `json:"html_url"`
-	} `json:"repository"`
-	Sender struct {
-		Login string `json:"login"`
-	} `json:"sender"`
-}
-
-// pullRequest reads a "pull_request" delivery.
+// pullRequest reads a "pull_request" delivery: Gitea's payload is GitHub's.
 func (s GiteaSender) pullRequest(d *Delivery, res Result, key, delivery string, body []byte) (Result, error) {
-	var pr giteaPullRequest
-	if err := json.Unmarshal(body, &pr); err != nil {
-		return Result{}, malformed("decoding Gitea pull request: %w", err)
-	}
-	p := events.GitPullRequest{
-		RepoURL: pr.Repository.CloneURL, Number: pr.Number, URL: pr.PullRequest.HTMLURL, Action: pr.Action,
-		Merged: pr.PullRequest.Merged, MergeCommit: pr.PullRequest.MergeCommitSHA,
-		HeadRef: pr.PullRequest.Head.Ref, HeadSHA: pr.PullRequest.Head.SHA, BaseRef: pr.PullRequest.Base.Ref,
-		Actor: pr.Sender.Login, Sender: s.sender(), DeliveryID: delivery,
-	}
-	if p.Number == 0 {
-		p.Number = pr.PullRequest.Number
-	}
-	if p.RepoURL == "" && pr.Repository.HTMLURL != "" {
-		p.RepoURL = pr.Repository.HTMLURL + ".git"
-	}
-	if p.Merged && pr.PullRequest.MergedBy.Login != "" {
-		p.Actor = pr.PullRequest.MergedBy.Login
-	}
-	return gitPullRequestEvent(d, res, key, p)
+	return gitHubStylePullRequest(d, res, key, delivery, body, s.sender())
 }

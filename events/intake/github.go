@@ -105,10 +105,13 @@ func (GitHubSender) Parse(d *Delivery) (Result, error) {
 	return gitPushResult(d, res, delivery, p, push.Deleted, push.Commits, true)
 }
 
+// githubPullRequest is a "pull_request" payload as GitHub sends it, and
+// Gitea and Forgejo after it.
 type githubPullRequest struct {
 	Action      string `json:"action"`
 	Number      int64  `json:"number"`
 	PullRequest struct {
+		Number         int64  `json:"number"`
 		HTMLURL        string `json:"html_url"`
 		Merged         bool   `json:"merged"`
 		MergeCommitSHA string `json:"merge_commit_sha"`
@@ -119,6 +122,9 @@ type githubPullRequest struct {
 		Base struct {
 			Ref string `json:"ref"`
 		} `json:"base"`
+		MergedBy struct {
+			Login string `json:"login"`
+		} `json:"merged_by"`
 	} `json:"pull_request"`
 	Repository struct {
 		CloneURL string `json:"clone_url"`
@@ -135,18 +141,30 @@ func parseGitHubPullRequest(d *Delivery, res Result, delivery string) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
+	return gitHubStylePullRequest(d, res, delivery, delivery, body, SenderGitHub)
+}
+
+// gitHubStylePullRequest reads a GitHub-shaped "pull_request" payload (GitHub,
+// Gitea, Forgejo) for sender.
+func gitHubStylePullRequest(d *Delivery, res Result, key, delivery string, body []byte, sender string) (Result, error) {
 	var pr githubPullRequest
 	if err := json.Unmarshal(body, &pr); err != nil {
-		return Result{}, malformed("decoding GitHub pull request: %w", err)
+		return Result{}, malformed("decoding %s pull request: %w", sender, err)
 	}
 	p := events.GitPullRequest{
 		RepoURL: pr.Repository.CloneURL, Number: pr.Number, URL: pr.PullRequest.HTMLURL, Action: pr.Action,
 		Merged: pr.PullRequest.Merged, MergeCommit: pr.PullRequest.MergeCommitSHA,
 		HeadRef: pr.PullRequest.Head.Ref, HeadSHA: pr.PullRequest.Head.SHA, BaseRef: pr.PullRequest.Base.Ref,
-		Actor: pr.Sender.Login, Sender: SenderGitHub, DeliveryID: delivery,
+		Actor: pr.Sender.Login, Sender: sender, DeliveryID: delivery,
+	}
+	if p.Number == 0 {
+		p.Number = pr.PullRequest.Number
 	}
 	if p.RepoURL == "" && pr.Repository.HTMLURL != "" {
 		p.RepoURL = pr.Repository.HTMLURL + ".git"
 	}
-	return gitPullRequestEvent(d, res, delivery, p)
+	if p.Merged && pr.PullRequest.MergedBy.Login != "" {
+		p.Actor = pr.PullRequest.MergedBy.Login
+	}
+	return gitPullRequestEvent(d, res, key, p)
 }

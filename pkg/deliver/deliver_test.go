@@ -337,3 +337,28 @@ func TestRunnerSkipsEndedRollouts(t *testing.T) {
 		})
 	}
 }
+
+// In mode pullRequest the merge writes the repository: an apply run only
+// applies; a revert run bumps the repository only with revert: commit.
+func TestRunnerPullRequestMode(t *testing.T) {
+	for _, tt := range []struct {
+		revert              string
+		applyBumps, revBump bool
+	}{{"pullRequest", false, false}, {"commit", false, true}} {
+		t.Run("revert "+tt.revert, func(t *testing.T) {
+			a := app()
+			a.GitOps = &config.GitOps{URL: "file:///repo", Branch: "main", Paths: []string{"clusters/{cluster}/app.yaml"},
+				Mode: config.GitOpsModePullRequest, PullRequest: &config.PullRequest{Host: "gitea", Revert: tt.revert}}
+			exec := &runs{}
+			r := deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{a}}, exec, hooks), nil, 0, nil)
+			for _, purpose := range []string{events.PurposeApply, events.PurposeRevert} {
+				if _, err := r.Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: purpose, Image: ref, Tag: "1.2.3"})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(exec.got) != 2 || (exec.got[0].GitOps != nil) != tt.applyBumps || (exec.got[1].GitOps != nil) != tt.revBump {
+				t.Errorf("runs bump the repository: apply %v, revert %v; want %v, %v", exec.got[0].GitOps != nil, exec.got[1].GitOps != nil, tt.applyBumps, tt.revBump)
+			}
+		})
+	}
+}

@@ -76,7 +76,7 @@ var prDigest = "sha256:" + strings.Repeat("a", 64)
 
 const values = "image:\n  repository: registry.test/team/shop\n  tag: \"1.0.0\"\n"
 
-func prSetup(t *testing.T, host *recordingHost, change func(*rollout.Rollout)) (*deliver.Proposer, string) {
+func prSetup(t *testing.T, host *recordingHost, change func(*rollout.Rollout), configure ...func(*config.Application)) (*deliver.Proposer, string) {
 	t.Helper()
 	url := gittest.NewRepo(t, map[string]string{"clusters/c1/values.yaml": values, "clusters/c2/values.yaml": values})
 	a := app()
@@ -84,6 +84,9 @@ func prSetup(t *testing.T, host *recordingHost, change func(*rollout.Rollout)) (
 		Mode: config.GitOpsModePullRequest, PullRequest: &config.PullRequest{Host: "gitea", APIURL: "https://git.test", Repository: "o/r",
 			MergeMethod: "merge", Revert: "pullRequest", MergeDeadline: &config.Duration{Duration: time.Hour}, PollInterval: &config.Duration{Duration: time.Minute},
 			Labels: []string{"flotilla"}}}
+	for _, c := range configure {
+		c(&a)
+	}
 	ro := rollout.Rollout{ID: rolloutID, Application: "shop", Image: image, Tag: "1.2.3", Digest: prDigest, Phase: rollout.Progressing,
 		Waves: []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}, {Name: "c2", Phase: rollout.ClusterPending}}}}}
 	if change != nil {
@@ -146,8 +149,8 @@ func TestProposerOpens(t *testing.T) {
 	if next.IsZero() {
 		t.Error("no next read scheduled")
 	}
-	if len(host.opened) != 1 {
-		t.Fatalf("opened %d pull requests", len(host.opened))
+	if len(host.opened) != 1 || len(host.calls) != 1 {
+		t.Fatalf("opened %d pull requests, calls %q; want one open and no merge (autoMerge off)", len(host.opened), host.calls)
 	}
 	pr := host.opened[0]
 	if pr.Base != "main" || pr.Head != want.Branch || !strings.Contains(pr.Title, "shop 1.2.3 -> wave 1 (canary)") ||
@@ -280,5 +283,23 @@ func TestBranchNames(t *testing.T) {
 		if _, _, _, ok := deliver.ParseBranch(b); ok {
 			t.Errorf("ParseBranch(%q) ok, want not flotilla's", b)
 		}
+	}
+}
+
+// With autoMerge, the proposer asks the host to merge what it opened and
+// reports what the host did; without it, it never asks (TestProposerOpens).
+func TestProposerAutoMerge(t *testing.T) {
+	host := &recordingHost{state: pullrequest.Open, auto: pullrequest.AutoMerge{State: pullrequest.AutoScheduled}}
+	p, _ := prSetup(t, host, nil, func(a *config.Application) { a.GitOps.PullRequest.AutoMerge = true })
+	evs, err := p.Handle(t.Context(), prRequest(t, events.PullRequestRequested{Wave: 0, Purpose: events.PurposeApply, Op: events.PullRequestOpen}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, next := statusOf(t, evs)
+	if st.State != events.PullRequestOpened || st.AutoMerge != "scheduled" || next.IsZero() {
+		t.Errorf("status = %+v (next read %v); want open, auto-merge scheduled, polled", st, next)
+	}
+	if len(host.calls) != 2 || host.calls[1] != "automerge" {
+		t.Errorf("calls = %q; want open, then automerge", host.calls)
 	}
 }

@@ -69,3 +69,35 @@ func TestGitLabLifecycle(t *testing.T) {
 	}
 	r.done()
 }
+
+// mergeMethod squash asks GitLab to squash; rebase is a project setting on
+// GitLab, so it is unsupported there, asking nothing.
+func TestGitLabMergeMethods(t *testing.T) {
+	for _, tt := range []struct {
+		method string
+		script []exchange
+		want   pullrequest.AutoMergeState
+	}{
+		{pullrequest.MethodSquash, []exchange{{"PUT", gitlabProject + "/merge_requests/3/merge", 200, gitlabMR(3, "merged")}}, pullrequest.AutoMerged},
+		{pullrequest.MethodRebase, nil, pullrequest.AutoUnsupported},
+	} {
+		t.Run(tt.method, func(t *testing.T) {
+			r := &replay{t: t, script: tt.script}
+			srv := httptest.NewServer(r)
+			defer srv.Close()
+			h, err := pullrequest.New(pullrequest.Config{Kind: pullrequest.KindGitLab, APIURL: srv.URL + "/api/v4", Repository: "shop/sub/deploy",
+				Token: "t", MergeMethod: tt.method, HTTPClient: srv.Client()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			am, err := h.AutoMerge(t.Context(), 3, "headsha")
+			if err != nil || am.State != tt.want {
+				t.Errorf("AutoMerge = %+v, %v; want %s", am, err, tt.want)
+			}
+			if tt.method == pullrequest.MethodSquash && (len(r.bodies) != 1 || !strings.Contains(r.bodies[0], `"squash":true`)) {
+				t.Errorf("merge request = %q; want squash", r.bodies)
+			}
+			r.done()
+		})
+	}
+}
