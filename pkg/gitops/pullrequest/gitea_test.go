@@ -231,7 +231,7 @@ func TestGiteaAutoMergeWaitsForChecks(t *testing.T) {
 	}
 }
 
-// TestGiteaLabels: labels are put by name; a label the repository lacks is
+// TestGiteaLabels: labels are put by name, reviewers asked; a label the repository lacks is
 // a permanent error naming it.
 func TestGiteaLabels(t *testing.T) {
 	r := newRepo(t, "labels")
@@ -240,13 +240,16 @@ func TestGiteaLabels(t *testing.T) {
 	}
 	h := host(t, "labels")
 	propose(t, r, "flotilla/a/1", "1.1.0")
-	opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/a/1", Base: "main", Title: "t", Labels: []string{"flotilla"}})
+	opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/a/1", Base: "main", Title: "t", Labels: []string{"flotilla"}, Reviewers: []string{giteatest.Reviewer}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pr, _, err := sdk(t).GetPullRequest(giteatest.Admin, "labels", opened.Number)
 	if err != nil || len(pr.Labels) != 1 || pr.Labels[0].Name != "flotilla" {
 		t.Errorf("labels = %+v, %v; want flotilla", pr.Labels, err)
+	}
+	if len(pr.RequestedReviewers) != 1 || pr.RequestedReviewers[0].UserName != giteatest.Reviewer {
+		t.Errorf("requested reviewers = %+v; want %s", pr.RequestedReviewers, giteatest.Reviewer)
 	}
 	propose(t, r, "flotilla/b/1", "1.2.0")
 	_, err = h.Open(t.Context(), pullrequest.PR{Head: "flotilla/b/1", Base: "main", Title: "t", Labels: []string{"nope"}})

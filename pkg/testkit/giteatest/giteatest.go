@@ -25,8 +25,12 @@ const Version = "1.27.3"
 // Binary is where build.sh puts the Gitea binary.
 func Binary() string { return filepath.Join(localfleet.BinDir(), "gitea-"+Version) }
 
-// Admin is the user Start creates, who owns the test repositories.
-const Admin = "flotilla"
+// Admin is the user Start creates, who owns the test repositories;
+// Reviewer a second user, for review requests.
+const (
+	Admin    = "flotilla"
+	Reviewer = "reviewer"
+)
 
 // Server is a running Gitea.
 type Server struct {
@@ -65,6 +69,10 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	}
 	if _, err := s.run(ctx, "admin", "user", "create", "--config", ini, "--admin", "--username", Admin,
 		"--password", s.Password, "--email", Admin+"@test.invalid", "--must-change-password=false"); err != nil {
+		return nil, err
+	}
+	if _, err := s.run(ctx, "admin", "user", "create", "--config", ini, "--username", Reviewer,
+		"--password", random(12), "--email", Reviewer+"@test.invalid", "--must-change-password=false"); err != nil {
 		return nil, err
 	}
 	out, err := s.run(ctx, "admin", "user", "generate-access-token", "--config", ini, "--username", Admin,
