@@ -87,6 +87,8 @@ type PullRequestRequested struct {
 	Deadline time.Time `json:"deadline"`
 	// Seq tells polls apart.
 	Seq int `json:"seq,omitempty"`
+	// Reason is why a close is asked (the rollout's end), for its comment.
+	Reason string `json:"reason,omitempty"`
 }
 
 // PullRequestStatus is what the proposer found of a wave's pull request.

@@ -50,3 +50,40 @@ Feature: GitOps by pull request: each wave waits for its merge (KubeCD)
     Then the rollout of "1.1.0" is rolled back
     And the primary in every cluster runs version "1.0.0" by digest
     And the Gitea repository pins version "1.0.0" by digest for clusters "c1,c4"
+
+  Scenario: Auto-merge: each wave's pull request merges itself, squashed, once the check main requires passes
+    Given a registry
+    And the application keeps its image in a Gitea repository and rolls out by pull request
+    And the pull requests merge themselves by "squash" once the checks main requires pass
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And Gitea sends its pull request webhooks to flotilla
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster by its pull requests merging themselves
+    And main requires the status check "ci/test" to pass before a merge
+    When version "1.1.0" is pushed
+    Then wave 1 of the rollout of "1.1.0" waits for a pull request naming the version, its digest and its waves
+    And the pull request of wave 1 of "1.1.0" is set to merge itself once its checks pass
+    When the check "ci/test" passes on the pull request of wave 1 of "1.1.0"
+    Then wave 2 of the rollout of "1.1.0" waits for a pull request naming the version, its digest and its waves
+    And the primary in clusters "c1" runs version "1.1.0" by digest
+    When the check "ci/test" passes on the pull request of wave 2 of "1.1.0"
+    Then the rollout of "1.1.0" succeeds
+    And the Gitea repository pins version "1.1.0" by digest for clusters "c1,c2"
+    And main took each pull request of "1.1.0" as one squashed commit
+
+  Scenario: A newer version supersedes a rollout waiting for its pull request, which flotilla closes
+    Given a registry
+    And the application keeps its image in a Gitea repository and rolls out by pull request
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster by merging its pull requests
+    When version "1.1.0" is pushed
+    Then wave 1 of the rollout of "1.1.0" waits for a pull request naming the version, its digest and its waves
+    When version "1.2.0" is pushed
+    Then the pull request of wave 1 of "1.1.0" is closed with a comment naming the rollout of "1.2.0"
+    And wave 1 of the rollout of "1.2.0" waits for a pull request naming the version, its digest and its waves
+    When the pull request of wave 1 of "1.2.0" is merged
+    And the pull request of wave 2 of "1.2.0" is merged
+    Then the rollout of "1.2.0" succeeds
+    And no workload in any cluster runs version "1.1.0"
+    And the Gitea repository pins version "1.2.0" by digest for clusters "c1,c2"

@@ -81,6 +81,182 @@ func (s *scenario) registerPullRequestSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the pull requests of "([^"]*)" are merged as they open$`, s.mergeAsTheyOpen)
 	sc.Step(`^the rollout of "([^"]*)" is rolled back because "([^"]*)"$`, s.rolledBackBecause)
 	sc.Step(`^the Gitea repository pins version "([^"]*)" by digest for clusters "([^"]*)"$`, s.giteaPins)
+	sc.Step(`^the pull requests merge themselves by "([^"]*)" once the checks main requires pass$`, s.autoMergeBy)
+	sc.Step(`^version "([^"]*)" has been rolled out to every cluster by its pull requests merging themselves$`, s.rolledOutByAutoMerge)
+	sc.Step(`^main requires the status check "([^"]*)" to pass before a merge$`, s.requireCheck)
+	sc.Step(`^the pull request of wave (\d+) of "([^"]*)" is set to merge itself once its checks pass$`, s.autoMergeScheduled)
+	sc.Step(`^the check "([^"]*)" passes on the pull request of wave (\d+) of "([^"]*)"$`, s.checkPasses)
+	sc.Step(`^main took each pull request of "([^"]*)" as one squashed commit$`, s.squashed)
+	sc.Step(`^the pull request of wave (\d+) of "([^"]*)" is closed with a comment naming the rollout of "([^"]*)"$`, s.closedNaming)
+}
+
+// autoMergeBy has flotilla ask Gitea to merge each pull request itself, by
+// method, as soon as the checks the base branch requires pass.
+func (s *scenario) autoMergeBy(_ context.Context, method string) error {
+	pr, ok := s.w.gitops["pullRequest"].(map[string]any)
+	if !ok {
+		return errors.New("no pull request block: the Gitea repository step comes first")
+	}
+	pr["autoMerge"], pr["mergeMethod"] = true, method
+	return nil
+}
+
+func (s *scenario) rolledOutByAutoMerge(ctx context.Context, version string) error {
+	if err := s.pushVersion(ctx, version); err != nil {
+		return err
+	}
+	if err := s.rolloutSucceeds(ctx, version); err != nil {
+		return err
+	}
+	return s.primariesRun(ctx, version)
+}
+
+// requireCheck protects main: nothing merges before the check passes.
+func (s *scenario) requireCheck(ctx context.Context, check string) error {
+	c, err := s.w.pr.client(ctx)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.CreateBranchProtection(giteatest.Admin, s.w.pr.repo, gitea.CreateBranchProtectionOption{
+		RuleName: "main", EnableStatusCheck: true, StatusCheckContexts: []string{check},
+	})
+	return err
+}
+
+// autoMergeScheduled: the pull request is open, unmerged (its check has
+// not run), and the rollout says Gitea will merge it.
+func (s *scenario) autoMergeScheduled(ctx context.Context, wave int, version string) error {
+	pr, err := s.openPullRequest(ctx, wave, version)
+	if err != nil {
+		return err
+	}
+	if pr.HasMerged || pr.State != gitea.StateOpen {
+		return fmt.Errorf("pull request #%d is %s (merged %t) before its check passed", pr.Index, pr.State, pr.HasMerged)
+	}
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro struct{ Waiting string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if want := fmt.Sprintf("#%d", pr.Index); !strings.Contains(ro.Waiting, want) || !strings.Contains(ro.Waiting, "auto-merge: scheduled") {
+		return fmt.Errorf("the rollout waits for %q; want %s with its auto-merge scheduled", ro.Waiting, want)
+	}
+	return nil
+}
+
+// checkPasses reports the check as passed on the pull request's head, as
+// a CI system would.
+func (s *scenario) checkPasses(ctx context.Context, check string, wave int, version string) error {
+	c, pr, err := s.reviewer(ctx, wave, version)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.CreateStatus(giteatest.Admin, s.w.pr.repo, pr.Head.Sha, gitea.CreateStatusOption{
+		State: gitea.StatusSuccess, Context: check, Description: "passed"})
+	return err
+}
+
+// numbers returns the pull request number of each wave of the version's
+// rollout, from flotilla's API.
+func (s *scenario) numbers(ctx context.Context, version string) ([]int64, error) {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	var ro struct {
+		Waves []struct{ PullRequest *struct{ Number int64 } }
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return nil, err
+	}
+	var out []int64
+	for i, w := range ro.Waves {
+		if w.PullRequest == nil || w.PullRequest.Number == 0 {
+			return nil, fmt.Errorf("wave %d of %s records no pull request", i+1, id)
+		}
+		out = append(out, w.PullRequest.Number)
+	}
+	return out, nil
+}
+
+// squashed: main's newest commits are one per wave's pull request, in
+// wave order, each with a single parent (no merge commit).
+func (s *scenario) squashed(ctx context.Context, version string) error {
+	numbers, err := s.numbers(ctx, version)
+	if err != nil {
+		return err
+	}
+	c, err := s.w.pr.client(ctx)
+	if err != nil {
+		return err
+	}
+	commits, _, err := c.ListRepoCommits(giteatest.Admin, s.w.pr.repo, gitea.ListCommitOptions{SHA: "main", ListOptions: gitea.ListOptions{PageSize: len(numbers)}})
+	if err != nil {
+		return err
+	}
+	if len(commits) < len(numbers) {
+		return fmt.Errorf("main has %d commits, want at least %d", len(commits), len(numbers))
+	}
+	for i, n := range numbers {
+		cm := commits[len(numbers)-1-i] // newest first
+		if len(cm.Parents) != 1 || !strings.Contains(cm.RepoCommit.Message, fmt.Sprintf("(#%d)", n)) {
+			return fmt.Errorf("commit %.12s on main has %d parents and says %q; want pull request #%d squashed into one commit",
+				cm.SHA, len(cm.Parents), cm.RepoCommit.Message, n)
+		}
+	}
+	return nil
+}
+
+// closedNaming: flotilla closed the pull request of the superseded
+// rollout, saying which rollout took over.
+func (s *scenario) closedNaming(ctx context.Context, wave int, version, by string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro struct {
+		Waves []struct{ PullRequest *struct{ Number int64 } }
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if wave > len(ro.Waves) || ro.Waves[wave-1].PullRequest == nil {
+		return fmt.Errorf("wave %d of %s records no pull request", wave, id)
+	}
+	number := ro.Waves[wave-1].PullRequest.Number
+	byID, err := s.rolloutID(ctx, by)
+	if err != nil {
+		return err
+	}
+	c, err := s.w.pr.client(ctx)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pr, _, err := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, number)
+		if err != nil {
+			return err
+		}
+		comments, _, err := c.ListIssueComments(giteatest.Admin, s.w.pr.repo, number, gitea.ListIssueCommentOptions{})
+		if err != nil {
+			return err
+		}
+		var said []string
+		for _, cm := range comments {
+			said = append(said, cm.Body)
+		}
+		if pr.State == gitea.StateClosed && !pr.HasMerged && strings.Contains(strings.Join(said, "\n"), byID) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pull request #%d is %s (merged %t), comments %q; want closed unmerged, naming %s", number, pr.State, pr.HasMerged, said, byID)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // giteaRepository makes a repository on the shared Gitea holding one

@@ -298,32 +298,35 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string, mar
 		if ro.Phase != rollout.Failed {
 			return out, nil
 		}
+		if waves := toRevertNow(ro); len(waves) > 0 {
+			deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
+			for _, wave := range waves {
+				images, tags := map[string]string{}, map[string]string{}
+				for _, name := range ro.ToRevert(wave) {
+					c, _, _ := ro.Cluster(name)
+					c.Phase = rollout.ClusterReverting
+					evs, err := ro.RequestRun(e, c, events.PurposeRevert, c.PreviousImage, prevTag(c.PreviousImage), deadline)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, evs...)
+					images[name] = c.PreviousImage
+					if t := prevTag(c.PreviousImage); t != "" {
+						tags[name] = t
+					}
+				}
+				pr, err := f.revertPullRequest(e, ro, app, wave, images, tags)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, pr...)
+			}
+			return out, nil
+		}
 		for w := range ro.Waves {
 			if ro.Reverting(w) {
 				return out, nil // wait for the wave being reverted
 			}
-		}
-		if wave := ro.RevertWave(len(ro.Waves) - 1); wave >= 0 {
-			deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
-			images, tags := map[string]string{}, map[string]string{}
-			for _, name := range ro.ToRevert(wave) {
-				c, _, _ := ro.Cluster(name)
-				c.Phase = rollout.ClusterReverting
-				evs, err := ro.RequestRun(e, c, events.PurposeRevert, c.PreviousImage, prevTag(c.PreviousImage), deadline)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, evs...)
-				images[name] = c.PreviousImage
-				if t := prevTag(c.PreviousImage); t != "" {
-					tags[name] = t
-				}
-			}
-			pr, err := f.revertPullRequest(e, ro, app, wave, images, tags)
-			if err != nil {
-				return nil, err
-			}
-			return append(out, pr...), nil
 		}
 		if len(ro.Running(events.PurposeApply)) > 0 {
 			return out, nil // a cluster may still take the digest: its run's end says
@@ -345,6 +348,34 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string, mar
 		return append(out, done), nil
 	})
 	return out, err
+}
+
+// toRevertNow lists the waves whose clusters are reverted now. The
+// rollback goes wave by wave, newest first, each wave once the newer ones
+// are back: with no wave being reverted, the newest that took the digest.
+// While one is, only clusters of that wave or a newer one that took the
+// digest late (their apply ended after the rollback began): they do not
+// wait for their wave's other reverts.
+func toRevertNow(ro *rollout.Rollout) []int {
+	cur := -1
+	for w := range ro.Waves {
+		if ro.Reverting(w) {
+			cur = w
+		}
+	}
+	if cur < 0 {
+		if w := ro.RevertWave(len(ro.Waves) - 1); w >= 0 {
+			return []int{w}
+		}
+		return nil
+	}
+	var out []int
+	for w := len(ro.Waves) - 1; w >= cur; w-- {
+		if len(ro.ToRevert(w)) > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // previousTag returns, for an image a cluster ran before, its tag when it is

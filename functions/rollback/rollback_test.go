@@ -376,6 +376,55 @@ func TestRollbackWaitsForAnApplyInFlight(t *testing.T) {
 	})
 }
 
+// A cluster whose apply ends while its wave is being reverted is reverted
+// at once: it does not wait for the wave's other reverts (which may take
+// Flagger minutes).
+func TestRollbackRevertsALateClusterAtOnce(t *testing.T) {
+	repo := functiontest.NewRepo(t)
+	failedRollout(t, repo, nil)
+	if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error {
+		r.Waves[1].Clusters[1] = rollout.Cluster{Name: "c3", Phase: rollout.ClusterApplying, Step: 1, Run: events.PurposeApply}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	applied := func(id, name string) func() cloudevents.Event {
+		return func() cloudevents.Event {
+			if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error {
+				c, _, _ := r.Cluster(name)
+				c.Phase, c.Run, c.PreviousImage = rollout.ClusterProgressing, "", prev(name)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return event(t, id, events.TypeClusterApplied, events.ClusterResult{RolloutID: rolloutID, Cluster: name})
+		}
+	}
+	fn := newFunction(repo, &fakeStatus{})
+	run(t, fn, repo, []step{
+		{
+			name: "rollout failed: c2 is reverted, c3's apply is in flight", e: func() cloudevents.Event { return rolloutFailed(t) },
+			want: outcome{Requested: []string{"c2"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Succeeded", "c2", "Reverting", "c3", "Applying", "c4", "Pending")},
+		},
+		{
+			name: "c3's apply ended while c2 reverts: c3 is reverted at once", e: applied("applied-c3", "c3"),
+			want: outcome{Requested: []string{"c3"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Succeeded", "c2", "Reverting", "c3", "Reverting", "c4", "Pending")},
+		},
+		{
+			name: "c2 reverted: c3 still reverts, wave 1 waits", e: func() cloudevents.Event { return clusterReverted(t, "r-c2", "c2") },
+			want: outcome{Phase: rollout.Failed,
+				Clusters: phases("c1", "Succeeded", "c2", "Reverted", "c3", "Reverting", "c4", "Pending")},
+		},
+		{
+			name: "c3 reverted: wave 1 is reverted", e: func() cloudevents.Event { return clusterReverted(t, "r-c3", "c3") },
+			want: outcome{Requested: []string{"c1"}, Phase: rollout.Failed,
+				Clusters: phases("c1", "Reverting", "c2", "Reverted", "c3", "Reverted", "c4", "Pending")},
+		},
+	})
+}
+
 func TestRollbackNothingTookTheDigest(t *testing.T) {
 	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, func(r *rollout.Rollout) {

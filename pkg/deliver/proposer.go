@@ -72,15 +72,19 @@ func NewProposer(cfg *config.Config, rollouts RolloutReader, hosts Hosts, log *s
 
 func (*Proposer) Name() string { return "proposer" }
 func (*Proposer) Consumes() []string {
-	return []string{events.TypePullRequestRequested, events.TypeGitPullRequest}
+	return []string{events.TypePullRequestRequested, events.TypeGitPullRequest,
+		events.TypeRolloutSuperseded, events.TypeRolloutFailed, events.TypeRolloutRolledBack}
 }
 func (p *Proposer) Lane() dispatch.Lane { return p.lane }
 
 // Handle answers one request, or turns a host's webhook about one of
 // flotilla's pull requests into a read of it.
 func (p *Proposer) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	if e.Type() == events.TypeGitPullRequest {
+	switch e.Type() {
+	case events.TypeGitPullRequest:
 		return p.hint(ctx, e)
+	case events.TypeRolloutSuperseded, events.TypeRolloutFailed, events.TypeRolloutRolledBack:
+		return p.ended(ctx, e)
 	}
 	req, err := events.Decode[events.PullRequestRequested](e)
 	if err != nil {
@@ -122,6 +126,53 @@ func (p *Proposer) hint(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		RolloutID: id, Application: ro.Application, Wave: wave, Purpose: purpose,
 		Op: events.PullRequestRead, Number: h.Number, Deadline: pr.Deadline, Seq: -1,
 	})
+}
+
+// ended closes, at once, the open pull request of a rollout that no longer
+// waits for it (superseded, failed, rolled back), and tells launch so. A
+// read at the next poll would close it too; this spares reviewers a pull
+// request that merges nothing for up to a poll interval.
+func (p *Proposer) ended(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	res, err := events.Decode[events.RolloutResult](e)
+	if err != nil {
+		return nil, err
+	}
+	ro, err := p.rollouts.Get(ctx, res.RolloutID)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	app, ok := p.cfg.Application(ro.Application)
+	if !ok || app.GitOps == nil || app.GitOps.PullRequest == nil {
+		return nil, nil
+	}
+	var out []cloudevents.Event
+	for w, wave := range ro.Waves {
+		pr := wave.PullRequest
+		if pr == nil || pr.State != rollout.PullRequestOpen || pr.Number == 0 || (ro.Phase == rollout.Progressing && ro.Wave == w) {
+			continue
+		}
+		host, err := p.hosts(app)
+		if err != nil {
+			return nil, err
+		}
+		req := events.PullRequestRequested{Number: pr.Number, Purpose: events.PurposeApply, Deadline: pr.Deadline,
+			RolloutID: ro.ID, Wave: w, Op: events.PullRequestClose, Reason: res.Reason}
+		if err := p.close(ctx, host, req); err != nil {
+			return nil, err
+		}
+		p.metrics.observe(app.GitOps.PullRequest.Host, events.PullRequestClosed, pr.Deadline.Add(-app.GitOps.PullRequest.MergeDeadline.Duration), p.now())
+		st, err := events.Derive(e, events.TypePullRequestStatus, fmt.Sprintf("%d/%s/%s", w, events.PurposeApply, events.PullRequestClosed),
+			events.PullRequestStatus{RolloutID: ro.ID, Wave: w, Purpose: events.PurposeApply, Number: pr.Number,
+				URL: pr.URL, Branch: pr.Branch, State: events.PullRequestClosed, Actor: "flotilla"})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // Branch is the branch of wave w's pull request of rollout id.
@@ -206,6 +257,11 @@ func (p *Proposer) handle(ctx context.Context, e cloudevents.Event, req events.P
 // open pushes the wave's branch and opens (or finds) its pull request.
 func (p *Proposer) open(ctx context.Context, e cloudevents.Event, app config.Application, ro rollout.Rollout, host pullrequest.Host,
 	req events.PullRequestRequested, status *events.PullRequestStatus) ([]cloudevents.Event, error) {
+	if req.Purpose == events.PurposeApply && (ro.Phase != rollout.Progressing || ro.Wave != req.Wave) {
+		// Superseded or ended before its pull request opened: none opens.
+		p.log.Info("not opening the pull request of a wave that no longer waits", "rollout_id", ro.ID, "wave", req.Wave+1, "phase", ro.Phase)
+		return nil, nil
+	}
 	repo, changes, err := p.changes(app, ro, req)
 	if err != nil {
 		return nil, err
@@ -262,7 +318,7 @@ func (p *Proposer) read(ctx context.Context, e cloudevents.Event, app config.App
 	}
 	if req.Purpose == events.PurposeApply && (ro.Phase != rollout.Progressing || ro.Wave != req.Wave) {
 		return nil, p.close(ctx, host, events.PullRequestRequested{Number: req.Number, Purpose: req.Purpose,
-			Deadline: req.Deadline, RolloutID: ro.ID, Wave: req.Wave, Op: events.PullRequestClose})
+			Deadline: req.Deadline, RolloutID: ro.ID, Wave: req.Wave, Op: events.PullRequestClose, Reason: ro.Reason})
 	}
 	info, err := host.Get(ctx, req.Number)
 	if err != nil {
@@ -291,7 +347,11 @@ func (p *Proposer) close(ctx context.Context, host pullrequest.Host, req events.
 	if req.Number == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("flotilla: rollout %s no longer waits for this pull request (it ended, failed or was superseded); closing it.", req.RolloutID)
+	why := "it ended, failed or was superseded"
+	if req.Reason != "" {
+		why = req.Reason
+	}
+	msg := fmt.Sprintf("flotilla: rollout %s no longer waits for this pull request (%s); closing it.", req.RolloutID, why)
 	if err := host.Close(ctx, req.Number, msg); err != nil {
 		if events.IsPermanent(err) || !p.now().Before(req.Deadline.Add(time.Hour)) {
 			p.log.Warn("not closing a pull request", "rollout_id", req.RolloutID, "number", req.Number, "error", err)

@@ -240,6 +240,73 @@ func TestProposerClosesWhatNoLongerWaits(t *testing.T) {
 	}
 }
 
+// A request to open the pull request of a rollout superseded meanwhile
+// pushes and opens nothing.
+func TestProposerOpensNothingForAnEndedRollout(t *testing.T) {
+	host := &recordingHost{state: pullrequest.Open}
+	p, _ := prSetup(t, host, func(r *rollout.Rollout) { r.Phase = rollout.Superseded })
+	evs, err := p.Handle(t.Context(), prRequest(t, events.PullRequestRequested{Wave: 0, Purpose: events.PurposeApply, Op: events.PullRequestOpen}))
+	if err != nil || len(evs) != 0 || len(host.calls) != 0 {
+		t.Errorf("Handle = %d events, %v, calls %q; want nothing", len(evs), err, host.calls)
+	}
+}
+
+// A rollout that ends (superseded, failed, rolled back) gets its open
+// pull request closed at once, with its reason, and launch is told; one
+// still waiting for it, or one with nothing open, is left alone.
+func TestProposerClosesWhenTheRolloutEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		typ        string
+		phase      rollout.Phase
+		pr         *rollout.PullRequest
+		wantCalls  []string
+		wantClosed bool
+	}{
+		{name: "superseded", typ: events.TypeRolloutSuperseded, phase: rollout.Superseded,
+			pr:        &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 7},
+			wantCalls: []string{"close: flotilla: rollout " + rolloutID + " no longer waits for this pull request (superseded by 1.3.0); closing it."}, wantClosed: true},
+		{name: "failed", typ: events.TypeRolloutFailed, phase: rollout.Failed,
+			pr:        &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 7},
+			wantCalls: []string{"close: flotilla: rollout " + rolloutID + " no longer waits for this pull request (superseded by 1.3.0); closing it."}, wantClosed: true},
+		{name: "merged already", typ: events.TypeRolloutRolledBack, phase: rollout.RolledBack,
+			pr: &rollout.PullRequest{State: rollout.PullRequestMerged, Number: 7}},
+		{name: "still waiting", typ: events.TypeRolloutFailed, phase: rollout.Progressing,
+			pr: &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 7}},
+		{name: "none opened", typ: events.TypeRolloutSuperseded, phase: rollout.Superseded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := &recordingHost{state: pullrequest.Open}
+			p, _ := prSetup(t, host, func(r *rollout.Rollout) {
+				r.Phase, r.Reason = tc.phase, "superseded by 1.3.0"
+				r.Waves[0].PullRequest = tc.pr
+			})
+			e, err := events.New("end", events.Source, tc.typ, events.RolloutResult{RolloutID: rolloutID, Reason: "superseded by 1.3.0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := p.Handle(t.Context(), e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantCalls, host.calls); diff != "" {
+				t.Errorf("host calls (-want +got)\n%s", diff)
+			}
+			if !tc.wantClosed {
+				if len(evs) != 0 {
+					t.Errorf("emitted %d events, want none", len(evs))
+				}
+				return
+			}
+			st, next := statusOf(t, evs)
+			want := events.PullRequestStatus{RolloutID: rolloutID, Wave: 0, Purpose: events.PurposeApply, Number: 7, State: events.PullRequestClosed, Actor: "flotilla"}
+			if diff := cmp.Diff(want, st); diff != "" || !next.IsZero() {
+				t.Errorf("status (-want +got)\n%s (next read %v)", diff, next)
+			}
+		})
+	}
+}
+
 // A host's webhook about one of flotilla's pull requests reads it; about
 // another branch, nothing.
 func TestProposerHint(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +229,57 @@ func TestGiteaAutoMergeWaitsForChecks(t *testing.T) {
 			t.Fatalf("not merged 30s after the check passed: %+v", got)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestGiteaMergeMethods: each mergeMethod makes the history it names on
+// the real Gitea, the base having moved after the branch was cut: merge a
+// merge commit (two parents), squash and rebase one new commit on top of
+// the moved base; all three leave the proposed change on the base.
+func TestGiteaMergeMethods(t *testing.T) {
+	for _, method := range []string{pullrequest.MethodMerge, pullrequest.MethodSquash, pullrequest.MethodRebase} {
+		t.Run(method, func(t *testing.T) {
+			name := "method-" + method
+			r := newRepo(t, name)
+			h := host(t, name, func(c *pullrequest.Config) { c.MergeMethod = method })
+			pushed := propose(t, r, "flotilla/api-r1/1", "1.1.0")
+			c := sdk(t)
+			moved, _, err := c.CreateFile(giteatest.Admin, name, "other.txt", gitea.CreateFileOptions{
+				FileOptions: gitea.FileOptions{Message: "meanwhile on main", BranchName: "main"}, Content: "b3RoZXIK"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r1/1", Base: "main", Title: "flotilla: api 1.1.0 -> wave 1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if am := autoMerge(t, h, opened.Number, pushed.Commit); am.State != pullrequest.AutoMerged {
+				t.Fatalf("AutoMerge = %+v; want merged", am)
+			}
+			head, _, err := c.GetSingleCommit(giteatest.Admin, name, "main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parents []string
+			for _, p := range head.Parents {
+				parents = append(parents, p.SHA)
+			}
+			want := map[string][]string{
+				pullrequest.MethodMerge:  {moved.Commit.SHA, pushed.Commit},
+				pullrequest.MethodSquash: {moved.Commit.SHA},
+				pullrequest.MethodRebase: {moved.Commit.SHA},
+			}[method]
+			if diff := cmp.Diff(want, parents); diff != "" {
+				t.Errorf("parents of main's head (-want +got)\n%s", diff)
+			}
+			if head.SHA == pushed.Commit {
+				t.Errorf("main's head is the branch's own commit; want a new one")
+			}
+			readme, _, err := c.GetFile(giteatest.Admin, name, "main", "README.md")
+			if err != nil || !strings.Contains(string(readme), "registry.example.com/team/api:1.1.0") {
+				t.Errorf("README on main = %q, %v; want the proposed image", readme, err)
+			}
+		})
 	}
 }
 
