@@ -25,11 +25,21 @@ help: ## Show this help
 build: ## Build the flotilla binary into bin/
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/flotilla .
 
+# make image pushes here; a loopback registry is reached over plain HTTP.
+IMAGE_REPO ?=
+
+.PHONY: image
+image: deps ## Build flotilla's image for linux/amd64 and linux/arm64 without Docker (static binary, CA certificates, non-root, OCI labels) and push it to IMAGE_REPO; its reference by digest goes to $(CACHE)/image.ref
+	@test -n "$(IMAGE_REPO)" || { echo "image: set IMAGE_REPO, e.g. make image IMAGE_REPO=127.0.0.1:5000/flotilla-cd/flotilla" >&2; exit 2; }
+	@mkdir -p $(CACHE)
+	$(GO) run ./deploy/tools/image -repo $(IMAGE_REPO) -tag $(VERSION) -digest-file $(CACHE)/image.ref
+
 .PHONY: deps
-deps: ## Install the Debian packages the tests and the demo need (docker-registry, git with git-http-backend), only when missing
+deps: ## Install the Debian packages the tests and the demo need (docker-registry, git with git-http-backend, ca-certificates for the image), only when missing
 	@missing=""; \
 	{ command -v docker-registry >/dev/null 2>&1 && dpkg -s docker-registry >/dev/null 2>&1; } || missing="$$missing docker-registry"; \
 	{ command -v git >/dev/null 2>&1 && test -x "$$(git --exec-path)/git-http-backend"; } || missing="$$missing git"; \
+	test -s /etc/ssl/certs/ca-certificates.crt || missing="$$missing ca-certificates"; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \

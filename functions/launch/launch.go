@@ -36,7 +36,8 @@ func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 
 func (*Function) Name() string { return "launch" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested, events.TypePullRequestStatus}
+	return []string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested, events.TypePullRequestStatus,
+		events.TypeRolloutFailed}
 }
 
 // Handle requests a pipeline run and sets a deadline for the clusters of
@@ -45,8 +46,11 @@ func (*Function) Consumes() []string {
 // clusters' move to Applying: a redelivered wave finds them applying and
 // asks nothing twice.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	if e.Type() == events.TypePullRequestStatus {
+	switch e.Type() {
+	case events.TypePullRequestStatus:
 		return f.pullRequest(ctx, e)
+	case events.TypeRolloutFailed:
+		return f.closePullRequests(ctx, e)
 	}
 	var id string
 	var retry *events.RolloutRetryRequested

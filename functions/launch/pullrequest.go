@@ -2,7 +2,9 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -127,6 +129,30 @@ func (f *Function) pullRequest(ctx context.Context, e cloudevents.Event) ([]clou
 		}
 		return f.abort(e, r, st.Wave, pr.Message)
 	})
+	return out, err
+}
+
+// closePullRequests has the open pull request of a wave that no longer
+// waits (its rollout failed) closed at once, with the reason for its
+// comment (plan does the same for a rollout it supersedes). A poll that
+// finds one would close it too: this spares reviewers a pull request that
+// merges nothing for up to a poll interval.
+func (f *Function) closePullRequests(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	if !slices.ContainsFunc(f.cfg.Applications, func(a config.Application) bool {
+		return a.GitOps != nil && a.GitOps.Mode == config.GitOpsModePullRequest
+	}) {
+		return nil, nil
+	}
+	res, err := events.Decode[events.RolloutResult](e)
+	if err != nil {
+		return nil, err
+	}
+	_, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		return r.ClosePullRequests(e, r.Reason, f.now().UTC())
+	})
+	if errors.Is(err, rollout.ErrNotFound) {
+		return nil, nil
+	}
 	return out, err
 }
 

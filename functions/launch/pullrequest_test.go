@@ -153,3 +153,63 @@ func TestLaunchAbortsOnThePullRequest(t *testing.T) {
 		})
 	}
 }
+
+// A rollout that fails gets the open pull request of a wave that no
+// longer waits closed at once, with its reason, recorded closed by
+// flotilla; a closed status then changes nothing. Nothing is asked for a
+// rollout still waiting for it, nor for one with none open.
+func TestLaunchClosesThePullRequestOfAFailedRollout(t *testing.T) {
+	tests := []struct {
+		name  string
+		phase rollout.Phase
+		state rollout.PullRequestState
+		want  bool
+	}{
+		{"failed", rollout.Failed, rollout.PullRequestOpen, true},
+		{"merged already", rollout.Failed, rollout.PullRequestMerged, false},
+		{"still waiting", rollout.Progressing, rollout.PullRequestOpen, false},
+	}
+	const reason = "wave 1 (canary): cluster c1 failed: analysis"
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			repo := functiontest.NewRepo(t)
+			deadline := now.Add(time.Hour)
+			newRollout(t, repo, func(r *rollout.Rollout) {
+				r.Phase, r.Reason = tt.phase, reason
+				r.Waves[0].PullRequest = &rollout.PullRequest{State: tt.state, Number: 7, Deadline: deadline}
+			})
+			at := now
+			f := prFunction(repo, &at)
+			e, err := events.New("end", events.Source, events.TypeRolloutFailed, events.RolloutResult{RolloutID: rolloutID, Reason: reason})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetExtension(events.ExtRolloutID, rolloutID)
+			evs, err := f.Handle(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []emitted
+			if tt.want {
+				want = []emitted{{"end/" + events.TypePullRequestRequested + "/0/apply/close", events.TypePullRequestRequested, "", time.Time{},
+					events.PullRequestRequested{RolloutID: rolloutID, Application: "shop", Wave: 0, Purpose: events.PurposeApply,
+						Op: events.PullRequestClose, Number: 7, Deadline: deadline, Reason: reason}}}
+			}
+			if diff := cmp.Diff(want, summarize(t, evs)); diff != "" {
+				t.Errorf("emitted (-want +got):\n%s", diff)
+			}
+			if !tt.want {
+				return
+			}
+			ro, _ := repo.Get(ctx, rolloutID)
+			if pr := ro.Waves[0].PullRequest; pr.State != rollout.PullRequestClosed || pr.Message != "closed by flotilla: "+reason {
+				t.Errorf("recorded %+v", pr)
+			}
+			if evs, err := f.Handle(ctx, prStatus(t, "closed", events.PullRequestStatus{Wave: 0, Purpose: events.PurposeApply, Number: 7,
+				State: events.PullRequestClosed, Actor: "flotilla"})); err != nil || len(evs) != 0 {
+				t.Errorf("closed status: %d events, %v; want none", len(evs), err)
+			}
+		})
+	}
+}

@@ -249,7 +249,11 @@ func (f *Function) supersede(ctx context.Context, e cloudevents.Event, id string
 		r.Phase = rollout.Superseded
 		r.Reason = fmt.Sprintf("superseded by %s (%s)", by.Tag, by.ID)
 		ev, err := derive(e, events.TypeRolloutSuperseded, *r, r.Reason)
-		return []cloudevents.Event{ev}, err
+		if err != nil {
+			return nil, err
+		}
+		closes, err := r.ClosePullRequests(e, r.Reason, e.Time().UTC())
+		return append([]cloudevents.Event{ev}, closes...), err
 	})
 	if errors.Is(err, rollout.ErrNotFound) {
 		return nil, nil

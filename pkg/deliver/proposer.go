@@ -72,19 +72,15 @@ func NewProposer(cfg *config.Config, rollouts RolloutReader, hosts Hosts, log *s
 
 func (*Proposer) Name() string { return "proposer" }
 func (*Proposer) Consumes() []string {
-	return []string{events.TypePullRequestRequested, events.TypeGitPullRequest,
-		events.TypeRolloutSuperseded, events.TypeRolloutFailed, events.TypeRolloutRolledBack}
+	return []string{events.TypePullRequestRequested, events.TypeGitPullRequest}
 }
 func (p *Proposer) Lane() dispatch.Lane { return p.lane }
 
 // Handle answers one request, or turns a host's webhook about one of
 // flotilla's pull requests into a read of it.
 func (p *Proposer) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	switch e.Type() {
-	case events.TypeGitPullRequest:
+	if e.Type() == events.TypeGitPullRequest {
 		return p.hint(ctx, e)
-	case events.TypeRolloutSuperseded, events.TypeRolloutFailed, events.TypeRolloutRolledBack:
-		return p.ended(ctx, e)
 	}
 	req, err := events.Decode[events.PullRequestRequested](e)
 	if err != nil {
@@ -126,53 +122,6 @@ func (p *Proposer) hint(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		RolloutID: id, Application: ro.Application, Wave: wave, Purpose: purpose,
 		Op: events.PullRequestRead, Number: h.Number, Deadline: pr.Deadline, Seq: -1,
 	})
-}
-
-// ended closes, at once, the open pull request of a rollout that no longer
-// waits for it (superseded, failed, rolled back), and tells launch so. A
-// read at the next poll would close it too; this spares reviewers a pull
-// request that merges nothing for up to a poll interval.
-func (p *Proposer) ended(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	res, err := events.Decode[events.RolloutResult](e)
-	if err != nil {
-		return nil, err
-	}
-	ro, err := p.rollouts.Get(ctx, res.RolloutID)
-	if errors.Is(err, rollout.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	app, ok := p.cfg.Application(ro.Application)
-	if !ok || app.GitOps == nil || app.GitOps.PullRequest == nil {
-		return nil, nil
-	}
-	var out []cloudevents.Event
-	for w, wave := range ro.Waves {
-		pr := wave.PullRequest
-		if pr == nil || pr.State != rollout.PullRequestOpen || pr.Number == 0 || (ro.Phase == rollout.Progressing && ro.Wave == w) {
-			continue
-		}
-		host, err := p.hosts(app)
-		if err != nil {
-			return nil, err
-		}
-		req := events.PullRequestRequested{Number: pr.Number, Purpose: events.PurposeApply, Deadline: pr.Deadline,
-			RolloutID: ro.ID, Wave: w, Op: events.PullRequestClose, Reason: res.Reason}
-		if err := p.close(ctx, host, req); err != nil {
-			return nil, err
-		}
-		p.metrics.observe(app.GitOps.PullRequest.Host, events.PullRequestClosed, pr.Deadline.Add(-app.GitOps.PullRequest.MergeDeadline.Duration), p.now())
-		st, err := events.Derive(e, events.TypePullRequestStatus, fmt.Sprintf("%d/%s/%s", w, events.PurposeApply, events.PullRequestClosed),
-			events.PullRequestStatus{RolloutID: ro.ID, Wave: w, Purpose: events.PurposeApply, Number: pr.Number,
-				URL: pr.URL, Branch: pr.Branch, State: events.PullRequestClosed, Actor: "flotilla"})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, nil
 }
 
 // Branch is the branch of wave w's pull request of rollout id.
@@ -230,7 +179,10 @@ func (p *Proposer) handle(ctx context.Context, e cloudevents.Event, req events.P
 	case events.PullRequestRead:
 		out, err = p.read(ctx, e, app, ro, host, req, &status)
 	case events.PullRequestClose:
-		return nil, p.close(ctx, host, req)
+		// Asked by launch when the rollout no longer waits for it.
+		if err = p.close(ctx, host, req); err == nil {
+			status.State, status.Actor = events.PullRequestClosed, "flotilla"
+		}
 	default:
 		return nil, events.Permanent(fmt.Errorf("pull request op %q: want open, read or close", req.Op))
 	}

@@ -251,59 +251,28 @@ func TestProposerOpensNothingForAnEndedRollout(t *testing.T) {
 	}
 }
 
-// A rollout that ends (superseded, failed, rolled back) gets its open
-// pull request closed at once, with its reason, and launch is told; one
-// still waiting for it, or one with nothing open, is left alone.
-func TestProposerClosesWhenTheRolloutEnds(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		typ        string
-		phase      rollout.Phase
-		pr         *rollout.PullRequest
-		wantCalls  []string
-		wantClosed bool
-	}{
-		{name: "superseded", typ: events.TypeRolloutSuperseded, phase: rollout.Superseded,
-			pr:        &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 7},
-			wantCalls: []string{"close: flotilla: rollout " + rolloutID + " no longer waits for this pull request (superseded by 1.3.0); closing it."}, wantClosed: true},
-		{name: "failed", typ: events.TypeRolloutFailed, phase: rollout.Failed,
-			pr:        &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 7},
-			wantCalls: []string{"close: flotilla: rollout " + rolloutID + " no longer waits for this pull request (superseded by 1.3.0); closing it."}, wantClosed: true},
-		{name: "merged already", typ: events.TypeRolloutRolledBack, phase: rollout.RolledBack,
-			pr: &rollout.PullRequest{State: rollout.PullRequestMerged, Number: 7}},
-		{name: "still waiting", typ: events.TypeRolloutFailed, phase: rollout.Progressing,
-			pr: &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 7}},
-		{name: "none opened", typ: events.TypeRolloutSuperseded, phase: rollout.Superseded},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			host := &recordingHost{state: pullrequest.Open}
-			p, _ := prSetup(t, host, func(r *rollout.Rollout) {
-				r.Phase, r.Reason = tc.phase, "superseded by 1.3.0"
-				r.Waves[0].PullRequest = tc.pr
-			})
-			e, err := events.New("end", events.Source, tc.typ, events.RolloutResult{RolloutID: rolloutID, Reason: "superseded by 1.3.0"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			evs, err := p.Handle(t.Context(), e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.wantCalls, host.calls); diff != "" {
-				t.Errorf("host calls (-want +got)\n%s", diff)
-			}
-			if !tc.wantClosed {
-				if len(evs) != 0 {
-					t.Errorf("emitted %d events, want none", len(evs))
-				}
-				return
-			}
-			st, next := statusOf(t, evs)
-			want := events.PullRequestStatus{RolloutID: rolloutID, Wave: 0, Purpose: events.PurposeApply, Number: 7, State: events.PullRequestClosed, Actor: "flotilla"}
-			if diff := cmp.Diff(want, st); diff != "" || !next.IsZero() {
-				t.Errorf("status (-want +got)\n%s (next read %v)", diff, next)
-			}
-		})
+// op close (launch asks when the rollout ended) closes the pull request
+// with the reason in its comment and reports it closed by flotilla.
+func TestProposerClosesOnRequest(t *testing.T) {
+	host := &recordingHost{state: pullrequest.Open}
+	p, _ := prSetup(t, host, func(r *rollout.Rollout) {
+		r.Phase = rollout.Superseded
+		r.Waves[0].PullRequest = &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 7}
+	})
+	evs, err := p.Handle(t.Context(), prRequest(t, events.PullRequestRequested{Wave: 0, Purpose: events.PurposeApply, Op: events.PullRequestClose,
+		Number: 7, Reason: "superseded by 1.3.0 (shop-2)"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"close: flotilla: rollout " + rolloutID + " no longer waits for this pull request (superseded by 1.3.0 (shop-2)); closing it."}
+	if diff := cmp.Diff(want, host.calls); diff != "" {
+		t.Errorf("host calls (-want +got)\n%s", diff)
+	}
+	st, next := statusOf(t, evs)
+	wantSt := events.PullRequestStatus{RolloutID: rolloutID, Wave: 0, Purpose: events.PurposeApply, Number: 7,
+		Branch: deliver.Branch(rolloutID, 0, events.PurposeApply), State: events.PullRequestClosed, Actor: "flotilla"}
+	if diff := cmp.Diff(wantSt, st); diff != "" || !next.IsZero() {
+		t.Errorf("status (-want +got)\n%s (next read %v)", diff, next)
 	}
 }
 

@@ -47,3 +47,29 @@ func restart(r *Rollout, c *Cluster, purpose string) string {
 	}
 	return fmt.Sprintf("%s/%d", r.ID, c.Retry)
 }
+
+// ClosePullRequests marks closed the open pull request of every wave that
+// no longer waits for it (the rollout ended, or moved past it) and returns
+// the requests, caused by cause, that the proposer close them with a
+// comment giving reason. Recorded with the rollout's change, they are
+// asked once, even of a rollout archived by that change.
+func (r *Rollout) ClosePullRequests(cause cloudevents.Event, reason string, now time.Time) ([]cloudevents.Event, error) {
+	var out []cloudevents.Event
+	for w := range r.Waves {
+		pr := r.Waves[w].PullRequest
+		if pr == nil || pr.State != PullRequestOpen || pr.Number == 0 || (r.Phase == Progressing && r.Wave == w) {
+			continue
+		}
+		pr.State, pr.Message, pr.Updated = PullRequestClosed, "closed by flotilla: "+reason, now
+		ev, err := events.Derive(cause, events.TypePullRequestRequested, fmt.Sprintf("%d/%s/close", w, events.PurposeApply), events.PullRequestRequested{
+			RolloutID: r.ID, Application: r.Application, Wave: w, Purpose: events.PurposeApply, Op: events.PullRequestClose,
+			Number: pr.Number, Deadline: pr.Deadline, Reason: reason,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ev.SetExtension(events.ExtRolloutID, r.ID)
+		out = append(out, ev)
+	}
+	return out, nil
+}
