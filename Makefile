@@ -87,7 +87,7 @@ BENCH_INFLIGHT ?= 100
 BENCH_ROLLBACKS ?= 100
 
 .PHONY: bench
-bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature and reaction latencies on a real local fleet; rewrites BENCHMARKS.md
+bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, reaction latencies on a real local fleet and the image's size and build time; rewrites BENCHMARKS.md
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
 	$(GO) test -run '^$$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 -benchmem ./functions/launch | tee $(CACHE)/bench/launch.txt
@@ -95,6 +95,13 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
 	$(GO) run ./deploy/tools/journalbench -events 5000000 -out $(CACHE)/bench/journal.md
 	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -rollbacks $(BENCH_ROLLBACKS) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -verify-results $(CACHE)/bench/verify.txt -intake-results $(CACHE)/bench/intake.md -journal-results $(CACHE)/bench/journal.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
+	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
+	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
+
+.PHONY: bench-image
+bench-image: deps ## Measure only the image (size per platform, warm build and push time); updates its section of BENCHMARKS.md
+	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
+	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
 
 .PHONY: bench-intake
 bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; updates its section of BENCHMARKS.md

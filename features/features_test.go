@@ -95,6 +95,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerGitOpsSteps(sc)
 	s.registerGitSteps(sc)
 	s.registerPullRequestSteps(sc)
+	s.registerInstallSteps(sc)
 	s.registerTektonExecutorSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)

@@ -14,17 +14,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -39,8 +44,9 @@ func main() {
 }
 
 type options struct {
-	repo, tag, platforms, revision, source, caFile, digestFile, module string
-	created                                                            time.Time
+	repo, tag, platforms, revision, source, caFile, digestFile, module, update string
+	local                                                                      bool
+	created                                                                    time.Time
 }
 
 func run(args []string) error {
@@ -54,8 +60,15 @@ func run(args []string) error {
 	fs.StringVar(&o.caFile, "ca-file", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of CA certificates to put in the image (Debian's ca-certificates)")
 	fs.StringVar(&o.digestFile, "digest-file", "", "also write the pushed reference by digest to this file")
 	fs.StringVar(&o.module, "C", ".", "the module's directory")
+	fs.BoolVar(&o.local, "local", false, "push to an in-process registry on a loopback address instead of -repo (to measure the build)")
+	fs.StringVar(&o.update, "update", "", "replace the image section of this BENCHMARKS.md with the sizes and the build's time (the rest of the file is kept)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.local {
+		reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+		defer reg.Close()
+		o.repo = strings.TrimPrefix(reg.URL, "http://") + "/flotilla-cd/flotilla"
 	}
 	if o.repo == "" {
 		return errors.New("-repo (or IMAGE_REPO) is required")
@@ -74,11 +87,63 @@ func run(args []string) error {
 	for _, s := range sizes {
 		fmt.Fprintf(os.Stderr, "%s: %.1f MB compressed\n", s.platform, float64(s.bytes)/1e6)
 	}
-	fmt.Fprintf(os.Stderr, "built and pushed in %s\n", time.Since(start).Round(100*time.Millisecond))
+	took := time.Since(start)
+	fmt.Fprintf(os.Stderr, "built and pushed in %s\n", took.Round(100*time.Millisecond))
 	if o.digestFile != "" {
-		return os.WriteFile(o.digestFile, []byte(ref+"\n"), 0o644)
+		if err := os.WriteFile(o.digestFile, []byte(ref+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.update != "" {
+		return updateSection(o.update, report(o, sizes, took))
 	}
 	return nil
+}
+
+// The section of BENCHMARKS.md the image's numbers live in.
+const sectionHeading = "## Image"
+
+// report is the image section: what was built, its size per platform
+// against the target, and how long the build and push took.
+func report(o options, sizes []size, took time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nMeasured %s on %d CPUs (%s): `go run ./deploy/tools/image -local -update BENCHMARKS.md` (in `make bench`, after a first build that warms Go's build cache, as `make image` runs on a developer's machine): both platforms built (`CGO_ENABLED=0`, `-trimpath`, stripped), assembled and pushed to an in-process registry on loopback. Target (issue #14): < 40 MB compressed.\n\n",
+		sectionHeading, time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version())
+	b.WriteString("| platform | compressed MB (manifest, config, layer) | target | verdict |\n|---|---:|---|---|\n")
+	for _, s := range sizes {
+		verdict := "met"
+		if s.bytes >= 40e6 {
+			verdict = "**missed**"
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | < 40 MB | %s |\n", s.platform, float64(s.bytes)/1e6, verdict)
+	}
+	fmt.Fprintf(&b, "\n`make image` warm (%s): %s for both platforms, build and push.\n", o.platforms, took.Round(100*time.Millisecond))
+	return b.String()
+}
+
+// updateSection replaces the image section of the Markdown file at path
+// (from its heading to the next "## " heading), or inserts it before
+// "## Reproduce" (else at the end).
+func updateSection(path, section string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(b)
+	section += "\n"
+	if i := strings.Index(doc, "\n"+sectionHeading+"\n"); i >= 0 {
+		i++
+		end := len(doc)
+		if j := strings.Index(doc[i+len(sectionHeading):], "\n## "); j >= 0 {
+			end = i + len(sectionHeading) + j + 1
+		}
+		doc = doc[:i] + section + doc[end:]
+	} else if j := strings.Index(doc, "\n## Reproduce"); j >= 0 {
+		doc = doc[:j+1] + section + doc[j+1:]
+	} else {
+		doc += "\n" + section
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
 }
 
 // fill defaults the tag, revision and creation time from git.
@@ -137,7 +202,7 @@ func build(ctx context.Context, o options) (string, []size, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	opts := image.Options{CACerts: ca, Version: o.tag, Revision: o.revision, Source: o.source, Created: o.created}
 	for _, p := range strings.Split(o.platforms, ",") {
 		plat, err := v1.ParsePlatform(strings.TrimSpace(p))

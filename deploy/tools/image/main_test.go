@@ -102,7 +102,7 @@ func runFromLayer(t *testing.T, img v1.Image) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	bin := filepath.Join(t.TempDir(), "flotilla")
 	tr := tar.NewReader(rc)
 	for {
@@ -135,5 +135,28 @@ func runFromLayer(t *testing.T, img v1.Image) {
 	var info struct{ Version, Platform string }
 	if err := json.Unmarshal(out, &info); err != nil || info.Version != "v0.0.0-imagetest" || info.Platform != "linux/"+runtime.GOARCH {
 		t.Errorf("flotilla version = %s (%v); want v0.0.0-imagetest on linux/%s", out, err, runtime.GOARCH)
+	}
+}
+
+// The image section goes before "## Reproduce" the first time, and
+// replaces itself after; the rest of the file is kept.
+func TestUpdateSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	doc := "# Benchmarks\n\n## Reaction\n\nA\n\n## Reproduce\n\nR\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"## Image\n\none", "## Image\n\ntwo"} {
+		if err := updateSection(path, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Benchmarks\n\n## Reaction\n\nA\n\n## Image\n\ntwo\n## Reproduce\n\nR\n"
+	if string(got) != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
