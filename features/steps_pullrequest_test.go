@@ -488,10 +488,13 @@ func (s *scenario) rolledBackBecause(ctx context.Context, version, reason string
 	return nil
 }
 
-// giteaPins checks the repository's main branch, waiting a little: a revert
-// pull request merges after the rollback's live reverts.
+// giteaPins checks the repository's main branch, waiting: a revert pull
+// request merges after the rollback's live reverts, and Gitea may answer
+// a merge slowly, or with a conflict the proposer retries after cutting
+// the branch again, when the machine is loaded (make test runs packages
+// side by side).
 func (s *scenario) giteaPins(ctx context.Context, version, clusters string) error {
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		err := s.repositoryPins(ctx, version, clusters)
 		if err == nil || time.Now().After(deadline) {

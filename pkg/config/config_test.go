@@ -314,6 +314,28 @@ func TestLoad(t *testing.T) {
 			t.Errorf("dataDir (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("git credential files resolve against the file's directory", func(t *testing.T) {
+		writeFile(t, filepath.Join(dir, "git-token"), "s3cret\n")
+		writeFile(t, filepath.Join(dir, "api-token"), "api\n")
+		path := writeFile(t, filepath.Join(dir, "gitops.yaml"), sections{applications: withApp(`    gitops:
+      url: https://git.example.com/shop/deploy.git
+      paths: ['clusters/{cluster}/values.yaml']
+      token: {file: git-token}
+      mode: pullRequest
+      pullRequest: {host: gitea, token: {file: api-token}}
+`)}.doc())
+		t.Chdir(t.TempDir())
+		c, err := Load(path)
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		g := c.Applications[0].GitOps
+		got := []string{g.Token.File, g.TokenValue, g.PullRequest.Token.File, g.PullRequest.TokenValue}
+		want := []string{filepath.Join(dir, "git-token"), "s3cret", filepath.Join(dir, "api-token"), "api"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("token file, value, API token file, value (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("missing file", func(t *testing.T) {
 		path := filepath.Join(dir, "nope.yaml")
 		_, err := Load(path)

@@ -112,6 +112,7 @@ func applyDefaults(c *Config, base string) {
 
 	for i := range c.Applications {
 		applyApplicationDefaults(&c.Applications[i])
+		resolveGitFiles(&c.Applications[i], base)
 		if v := c.Applications[i].Verify; v != nil {
 			for j := range v.Signatures {
 				a := &v.Signatures[j]
@@ -300,6 +301,35 @@ func defaultDuration(d *Duration, seconds int, def time.Duration) {
 		d.Duration = time.Duration(seconds) * time.Second
 	default:
 		d.Duration = def
+	}
+}
+
+// resolveGitFiles resolves the files of an application's git credentials
+// (gitops, its pull requests', a git source's) against the config's
+// directory, as every other file of the config.
+func resolveGitFiles(a *Application, base string) {
+	secret := func(s *Secret) {
+		if s != nil && s.File != "" {
+			s.File = resolvePath(base, s.File)
+		}
+	}
+	if g := a.GitOps; g != nil {
+		secret(g.Password)
+		secret(g.Token)
+		if g.SSHKeyFile != "" {
+			g.SSHKeyFile = resolvePath(base, g.SSHKeyFile)
+		}
+		if g.PullRequest != nil {
+			secret(g.PullRequest.Token)
+		}
+	}
+	if a.Source != nil && a.Source.Git != nil {
+		g := a.Source.Git
+		secret(g.Password)
+		secret(g.Token)
+		if g.SSHKeyFile != "" {
+			g.SSHKeyFile = resolvePath(base, g.SSHKeyFile)
+		}
 	}
 }
 

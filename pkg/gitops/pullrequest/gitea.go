@@ -119,6 +119,12 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 		return AutoMerge{}, err
 	}
 	what := fmt.Sprintf("merging pull request #%d", number)
+	style := map[string]gitea.MergeStyle{MethodMerge: gitea.MergeStyleMerge, MethodSquash: gitea.MergeStyleSquash, MethodRebase: gitea.MergeStyleRebase}[h.c.MergeMethod]
+	// Gitea schedules a merge by a method the repository turns off (and
+	// never does it): ask first.
+	if why := h.methodOff(c); why != "" {
+		return AutoMerge{State: AutoUnsupported, Reason: why}, nil
+	}
 	for wait := time.Now().Add(mergeableWait); ; {
 		pr, resp, err := c.GetPullRequest(h.owner, h.name, number)
 		if err != nil {
@@ -128,18 +134,31 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 			return AutoMerge{State: AutoMerged}, nil
 		}
 		if pr.Mergeable {
-			break
+			am, refused, err := h.merge(c, number, head, style)
+			if !refused {
+				return am, err
+			}
 		}
 		if time.Now().After(wait) {
-			return AutoMerge{State: AutoUnsupported, Reason: "Gitea says it cannot be merged (conflicts?)"}, nil
+			if !pr.Mergeable {
+				return AutoMerge{State: AutoUnsupported, Reason: "Gitea says it cannot be merged (conflicts?)"}, nil
+			}
+			return AutoMerge{State: AutoUnsupported, Reason: "Gitea refused the merge (status 405: a protection waiting does not satisfy, such as approvals?)"}, nil
 		}
+		// Not checked yet, or refused while Gitea checks it again (its
+		// background check can lag its mergeable flag under load).
 		select {
 		case <-ctx.Done():
 			return AutoMerge{}, classify(what, 0, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	style := map[string]gitea.MergeStyle{MethodMerge: gitea.MergeStyleMerge, MethodSquash: gitea.MergeStyleSquash, MethodRebase: gitea.MergeStyleRebase}[h.c.MergeMethod]
+}
+
+// merge asks Gitea to merge now, else once the required checks pass;
+// refused says it refused both (405).
+func (h *giteaHost) merge(c *gitea.Client, number int64, head string, style gitea.MergeStyle) (AutoMerge, bool, error) {
+	what := fmt.Sprintf("merging pull request #%d", number)
 	for _, whenChecks := range []bool{false, true} {
 		_, resp, err := c.MergePullRequest(h.owner, h.name, number, gitea.MergePullRequestOption{
 			Style: style, HeadCommitId: head, MergeWhenChecksSucceed: whenChecks,
@@ -147,25 +166,37 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 		code := status(resp)
 		switch {
 		case err != nil:
-			return AutoMerge{}, classify(what, code, err)
+			return AutoMerge{}, false, classify(what, code, err)
 		case code == http.StatusOK:
-			return AutoMerge{State: AutoMerged}, nil
+			return AutoMerge{State: AutoMerged}, false, nil
 		case code == http.StatusCreated:
-			return AutoMerge{State: AutoScheduled}, nil
+			return AutoMerge{State: AutoScheduled}, false, nil
 		case code == http.StatusMethodNotAllowed && !whenChecks:
 			continue // required checks not passed yet: schedule it
 		case code == http.StatusConflict:
 			// The base moved under the merge (another merge landed): the
 			// proposer cuts the branch again and asks again.
-			return AutoMerge{}, classify(what, code, errors.New("the base moved during the merge"))
+			return AutoMerge{}, false, classify(what, code, errors.New("the base moved during the merge"))
 		case code == http.StatusMethodNotAllowed:
-			// Merges refused (merge style off, a protection that cannot
-			// be satisfied by waiting): a human decides.
-			return AutoMerge{State: AutoUnsupported, Reason: fmt.Sprintf("Gitea refused the merge (status %d)", code)}, nil
+			return AutoMerge{}, true, nil
 		}
-		return AutoMerge{}, classify(what, code, fmt.Errorf("unexpected status %d", code))
+		return AutoMerge{}, false, classify(what, code, fmt.Errorf("unexpected status %d", code))
 	}
-	return AutoMerge{}, classify(what, 0, errors.New("no merge attempt answered"))
+	return AutoMerge{}, false, classify(what, 0, errors.New("no merge attempt answered"))
+}
+
+// methodOff says so when the repository's settings turn the merge
+// method off.
+func (h *giteaHost) methodOff(c *gitea.Client) string {
+	repo, _, err := c.GetRepo(h.owner, h.name)
+	if err != nil {
+		return "" // the merge itself will tell
+	}
+	allowed := map[string]bool{MethodMerge: repo.AllowMerge, MethodSquash: repo.AllowSquash, MethodRebase: repo.AllowRebase}
+	if on, known := allowed[h.c.MergeMethod]; known && !on {
+		return fmt.Sprintf("the repository does not allow %s merges (its settings)", h.c.MergeMethod)
+	}
+	return ""
 }
 
 // mergeableWait bounds the wait for Gitea's mergeability check.

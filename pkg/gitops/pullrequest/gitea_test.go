@@ -283,6 +283,31 @@ func TestGiteaMergeMethods(t *testing.T) {
 	}
 }
 
+// TestGiteaMergeMethodOff: a merge method the repository's settings turn
+// off is refused; AutoMerge says so (after retrying as long as Gitea may
+// still be checking), and the pull request stays open for a human.
+func TestGiteaMergeMethodOff(t *testing.T) {
+	r := newRepo(t, "squash-off")
+	off := false
+	if _, _, err := sdk(t).EditRepo(giteatest.Admin, "squash-off", gitea.EditRepoOption{AllowSquash: &off}); err != nil {
+		t.Fatal(err)
+	}
+	h := host(t, "squash-off", func(c *pullrequest.Config) { c.MergeMethod = pullrequest.MethodSquash })
+	pushed := propose(t, r, "flotilla/api-r1/1", "1.1.0")
+	opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r1/1", Base: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	am := autoMerge(t, h, opened.Number, pushed.Commit)
+	want := pullrequest.AutoMerge{State: pullrequest.AutoUnsupported, Reason: "the repository does not allow squash merges (its settings)"}
+	if diff := cmp.Diff(want, am); diff != "" {
+		t.Errorf("AutoMerge (-want +got)\n%s", diff)
+	}
+	if got, err := h.Get(t.Context(), opened.Number); err != nil || got.State != pullrequest.Open {
+		t.Errorf("Get = %+v, %v; want still open", got, err)
+	}
+}
+
 // TestGiteaLabels: labels are put by name, reviewers asked; a label the repository lacks is
 // a permanent error naming it.
 func TestGiteaLabels(t *testing.T) {

@@ -1,0 +1,125 @@
+package chart
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-cd/flotilla/pkg/render"
+)
+
+// renderChart is `helm template flotilla flotilla -n flotilla [-f file]`.
+func renderChart(t *testing.T, file string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := render.Render(render.Request{Kind: render.Helm, Dir: dir, Chart: &render.Chart{
+		Dir: "flotilla", ValuesFile: file, ReleaseName: "flotilla", Namespace: "flotilla",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		out[o.GetKind()+"/"+o.GetName()] = o
+	}
+	return out
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The objects each rendering holds.
+func TestRenderings(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Service/flotilla", "ServiceAccount/flotilla"}},
+		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "HTTPRoute/flotilla", "Ingress/flotilla", "NetworkPolicy/flotilla",
+			"PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
+	} {
+		objs := renderChart(t, tc.file)
+		if diff := cmp.Diff(tc.want, keys(objs)); diff != "" {
+			t.Errorf("values %q: objects (-want +got)\n%s", tc.file, diff)
+		}
+		for k, o := range objs {
+			l := o.GetLabels()
+			if l["helm.sh/chart"] != "flotilla-0.1.0" || l["app.kubernetes.io/name"] != "flotilla" || o.GetNamespace() != "flotilla" {
+				t.Errorf("%s: labels %v, namespace %q", k, l, o.GetNamespace())
+			}
+		}
+	}
+}
+
+// The Deployment: one replica replaced (the embedded store is one
+// process's), probes, restricted security, the image by digest when one
+// is given, the init container checking the config, the volumes mounted.
+func TestDeployment(t *testing.T) {
+	d := renderChart(t, "testdata/values-all.yaml")["Deployment/flotilla"]
+	str := func(fields ...string) string {
+		s, _, _ := unstructured.NestedString(d.Object, fields...)
+		return s
+	}
+	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 1 || str("spec", "strategy", "type") != "Recreate" {
+		t.Errorf("replicas %d, strategy %q; want 1, Recreate", r, str("spec", "strategy", "type"))
+	}
+	pod, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+	if sc, _ := pod["securityContext"].(map[string]any); sc["runAsNonRoot"] != true || sc["runAsUser"] != int64(65532) {
+		t.Errorf("pod securityContext %v", sc)
+	}
+	if pod["automountServiceAccountToken"] != false {
+		t.Errorf("automountServiceAccountToken %v, want false", pod["automountServiceAccountToken"])
+	}
+	containers, _ := pod["containers"].([]any)
+	inits, _ := pod["initContainers"].([]any)
+	if len(containers) != 1 || len(inits) != 1 {
+		t.Fatalf("%d containers, %d init containers; want 1 and 1", len(containers), len(inits))
+	}
+	c, _ := containers[0].(map[string]any)
+	ic, _ := inits[0].(map[string]any)
+	wantImage := "ghcr.io/flotilla-cd/flotilla@sha256:0a72042d5adc5d61dd8ee65d856ac75996bbeddc47b588ad7142fcb77ca242ee"
+	if c["image"] != wantImage || ic["image"] != wantImage {
+		t.Errorf("images %v, %v; want %s", c["image"], ic["image"], wantImage)
+	}
+	wantArgs := []any{"serve", "--config=/etc/flotilla/config/config.yaml", "--listen=0.0.0.0:8080", "--data-dir=/var/lib/flotilla/data", "--log-level=info"}
+	if diff := cmp.Diff(wantArgs, c["args"]); diff != "" {
+		t.Errorf("args (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{"config", "check", "--config", "/etc/flotilla/config/config.yaml"}, ic["args"]); diff != "" {
+		t.Errorf("init args (-want +got)\n%s", diff)
+	}
+	for probe, path := range map[string]string{"startupProbe": "/healthz", "livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		if got, _, _ := unstructured.NestedString(c, probe, "httpGet", "path"); got != path {
+			t.Errorf("%s path %q, want %s", probe, got, path)
+		}
+	}
+	sc, _ := c["securityContext"].(map[string]any)
+	if sc["readOnlyRootFilesystem"] != true || sc["allowPrivilegeEscalation"] != false {
+		t.Errorf("container securityContext %v", sc)
+	}
+	var mounts []string
+	for _, m := range c["volumeMounts"].([]any) {
+		mm, _ := m.(map[string]any)
+		mounts = append(mounts, mm["mountPath"].(string))
+	}
+	want := []string{"/etc/flotilla/config", "/etc/flotilla/secrets", "/etc/flotilla/kubeconfigs", "/var/lib/flotilla", "/tmp"}
+	if diff := cmp.Diff(want, mounts); diff != "" {
+		t.Errorf("mounts (-want +got)\n%s", diff)
+	}
+	if a := d.GetAnnotations(); a != nil && strings.Contains(a["checksum/config"], " ") {
+		t.Errorf("checksum %q", a["checksum/config"])
+	}
+}
