@@ -2,8 +2,8 @@ package chart
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,7 +119,14 @@ func TestDeployment(t *testing.T) {
 	if diff := cmp.Diff(want, mounts); diff != "" {
 		t.Errorf("mounts (-want +got)\n%s", diff)
 	}
-	if a := d.GetAnnotations(); a != nil && strings.Contains(a["checksum/config"], " ") {
-		t.Errorf("checksum %q", a["checksum/config"])
+	// The pod restarts when its config or secrets change.
+	ann, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "annotations")
+	for _, k := range []string{"checksum/config", "checksum/secrets"} {
+		if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(ann[k]) {
+			t.Errorf("pod annotation %s = %q, want a sha256", k, ann[k])
+		}
+	}
+	if ann["example.com/team"] != "platform" {
+		t.Errorf("pod annotations %v: want podAnnotations' too", ann)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/flotilla-cd/flotilla/deploy/image"
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/mdsection"
 )
 
 func main() {
@@ -121,29 +122,10 @@ func report(o options, sizes []size, took time.Duration) string {
 	return b.String()
 }
 
-// updateSection replaces the image section of the Markdown file at path
-// (from its heading to the next "## " heading), or inserts it before
-// "## Reproduce" (else at the end).
+// updateSection replaces the image section of the Markdown file at path,
+// or inserts it before "## Reproduce".
 func updateSection(path, section string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	doc := string(b)
-	section += "\n"
-	if i := strings.Index(doc, "\n"+sectionHeading+"\n"); i >= 0 {
-		i++
-		end := len(doc)
-		if j := strings.Index(doc[i+len(sectionHeading):], "\n## "); j >= 0 {
-			end = i + len(sectionHeading) + j + 1
-		}
-		doc = doc[:i] + section + doc[end:]
-	} else if j := strings.Index(doc, "\n## Reproduce"); j >= 0 {
-		doc = doc[:j+1] + section + doc[j+1:]
-	} else {
-		doc += "\n" + section
-	}
-	return os.WriteFile(path, []byte(doc), 0o644)
+	return mdsection.Replace(path, sectionHeading, section, "## Reproduce")
 }
 
 // fill defaults the tag, revision and creation time from git.

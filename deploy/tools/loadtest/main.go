@@ -41,6 +41,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/mdsection"
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/flotilla-cd/flotilla/pkg/store"
@@ -145,28 +146,10 @@ const (
 	sectionIntro   = "`go run ./deploy/tools/loadtest` (in `make bench`): the HTTP intake journaling every event durably before its 202, side by side with cloudevents/sdk-go's HTTP receiver persisting nothing, same load, same run.\n\n"
 )
 
-// updateSection replaces the intake section of the Markdown file at path
-// (from its heading to the next "## " heading), or inserts it before the
-// first "## " heading after the title when there is none.
+// updateSection replaces the intake section of the Markdown file at path,
+// or inserts it before the first "## " heading after the title.
 func updateSection(path, report string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	doc := string(b)
-	section := sectionHeading + "\n\n" + machineLine() + sectionIntro + report + "\n"
-	if i := strings.Index(doc, sectionHeading); i >= 0 {
-		end := len(doc)
-		if j := strings.Index(doc[i+len(sectionHeading):], "\n## "); j >= 0 {
-			end = i + len(sectionHeading) + j + 1
-		}
-		doc = doc[:i] + section + doc[end:]
-	} else if j := strings.Index(doc, "\n## "); j >= 0 {
-		doc = doc[:j+1] + section + doc[j+1:]
-	} else {
-		doc += "\n" + section
-	}
-	return os.WriteFile(path, []byte(doc), 0o644)
+	return mdsection.Replace(path, sectionHeading, sectionHeading+"\n\n"+machineLine()+sectionIntro+report+"\n", "")
 }
 
 // machineLine says when and where the numbers were taken.
