@@ -69,6 +69,10 @@ fuzz-live: ## Fuzz a live `flotilla serve` (every receiver, authenticated) for F
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .golangci.yml
 	$(GOLANGCI_LINT) run ./...
 
+.PHONY: manifests
+manifests: ## Write the kustomize base (deploy/manifests) from the Helm chart's default rendering; make verify checks it is current
+	$(GO) run ./deploy/tools/manifests -chart deploy/chart -out deploy/manifests
+
 .PHONY: verify
 verify: ## Format, tidy and generate, then fail if the tree changed
 	gofmt -w $$(git ls-files '*.go')

@@ -61,6 +61,27 @@ var (
 	clients   = map[string]*fleettest.Clients{}
 )
 
+// fleet is the scenario's fleet: its own, when a step started one, else
+// the package's.
+func (s *scenario) fleet() *localfleet.Fleet {
+	if s.w != nil && s.w.ownFleet != nil {
+		return s.w.ownFleet
+	}
+	return fleet
+}
+
+// clientsFor returns clients for a cluster of the scenario's fleet.
+func (s *scenario) clientsFor(name string) (*fleettest.Clients, error) {
+	if s.w != nil && s.w.ownFleet != nil {
+		cl, ok := s.w.ownFleet.Cluster(name)
+		if !ok {
+			return nil, fmt.Errorf("the scenario's fleet has no cluster %q", name)
+		}
+		return fleettest.NewClients(cl)
+	}
+	return clientsFor(name)
+}
+
 // clientsFor returns (cached) clients for a cluster of the fleet.
 func clientsFor(name string) (*fleettest.Clients, error) {
 	clientsMu.Lock()
@@ -96,6 +117,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerGitSteps(sc)
 	s.registerPullRequestSteps(sc)
 	s.registerInstallSteps(sc)
+	s.registerBootstrapSteps(sc)
 	s.registerTektonExecutorSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)

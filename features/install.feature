@@ -10,3 +10,41 @@ Feature: Installing and checking flotilla where platform teams run it
     Then `flotilla config check --live` reports the configuration valid and clusters "c1,c2" ready
     And `flotilla config check --live` of the configuration with a cluster "c9" whose API server does not answer fails naming it
     And `flotilla config check` of the configuration with a wave naming cluster "c42" the fleet lacks fails with the field's path
+
+  Scenario: flotilla fleet bootstrap makes a fleet without Flagger ready; a second run changes nothing
+    Given a registry
+    And a fleet of 2 clusters without Flagger
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    Then `flotilla fleet check` reports clusters "c1,c2" not ready, Flagger's Deployment missing
+    When `flotilla fleet bootstrap` runs
+    Then it created Flagger, its CRDs and flotilla's identity in clusters "c1,c2" and wrote their kubeconfigs
+    When Flagger runs in every cluster as bootstrap installed it
+    Then `flotilla fleet check` reports clusters "c1,c2" ready
+    When flotilla starts with the kubeconfigs bootstrap wrote
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" is pushed
+    Then the rollout of "1.0.0" succeeds
+    And the primary in every cluster runs version "1.0.0" by digest
+    And a second `flotilla fleet bootstrap` leaves every object unchanged
+
+  Scenario: A rollout through the fleet with RBAC enforced and flotilla's own least-privilege identity
+    Given a registry
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And `flotilla fleet bootstrap` has given flotilla its identity in clusters "c1,c2" and run flotilla's Tekton pipelines in "c1"
+    And flotilla starts with the kubeconfigs bootstrap wrote
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And wave 1 of the rollout of "1.1.0" has been applied
+    And flotilla is killed with SIGKILL
+    And flotilla is started again
+    Then the rollout of "1.1.0" succeeds
+    Given the analysis gate fails in cluster "c2"
+    When version "1.2.0" is pushed
+    Then the rollout of "1.2.0" is rolled back
+    And no workload in any cluster runs version "1.2.0"
+    When flotilla is restarted with the application naming the workload "retired"
+    Then the canary "podinfo" is pruned from every cluster of the waves
+    And flotilla's identity may patch Deployments in the application's namespace, and may not read Secrets, patch Deployments outside it, delete Namespaces or create ClusterRoleBindings
+    And flotilla's identity may run PipelineRuns in the Tekton namespace of "c1" and nowhere else, and the steps' ServiceAccount may do nothing
+    And listing Secrets with flotilla's token is denied

@@ -39,6 +39,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
@@ -125,11 +126,18 @@ type world struct {
 	// pr is the scenario's Gitea repository, when the application rolls
 	// out by pull request.
 	pr *pullRequests
+	// ownFleet is the scenario's own fleet, when a step started one (nil:
+	// the package's); bootstrap is what `flotilla fleet bootstrap` made.
+	ownFleet  *localfleet.Fleet
+	bootstrap *bootstrapRun
+	// lastOutput is the output of the last flotilla command a step ran.
+	lastOutput string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a registry$`, s.aRegistry)
 	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)"$`, s.flotillaServing)
+	sc.Step(`^flotilla is configured for the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)"$`, s.configure)
 	sc.Step(`^the workload "([^"]*)" runs in every cluster of the waves$`, s.workloadEverywhere)
 	sc.Step(`^version "([^"]*)" has been rolled out to every cluster$`, s.rolledOut)
 	sc.Step(`^version "([^"]*)" is pushed$`, s.pushVersion)
@@ -214,6 +222,15 @@ func freePort(ctx context.Context) (string, error) {
 }
 
 func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1, wave2 string) error {
+	if err := s.configure(ctx, app, repo, track, wave1, wave2); err != nil {
+		return err
+	}
+	return s.w.flotilla.start(ctx)
+}
+
+// configure writes the scenario's flotilla config (and makes what it
+// refers to: sink, gate, secrets) without starting flotilla.
+func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2 string) error {
 	w := s.w
 	w.app, w.workload, w.repo = app, app, repo
 	w.waves = [][]string{strings.Split(wave1, ","), strings.Split(wave2, ",")}
@@ -263,7 +280,7 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		}
 		waves = append(waves, wave)
 		for _, n := range names {
-			cl, ok := fleet.Cluster(n)
+			cl, ok := s.fleet().Cluster(n)
 			if !ok {
 				return fmt.Errorf("the fleet has no cluster %s", n)
 			}
@@ -276,7 +293,7 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 				entry["labels"] = l
 			}
 			clusters = append(clusters, entry)
-			c, err := clientsFor(n)
+			c, err := s.clientsFor(n)
 			if err != nil {
 				return err
 			}
@@ -378,7 +395,7 @@ func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1,
 		}
 		_ = os.RemoveAll(w.dir)
 	})
-	return w.flotilla.start(ctx)
+	return nil
 }
 
 // appConfig is the configuration of an application of the scenario: a

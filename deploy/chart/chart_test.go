@@ -15,21 +15,27 @@ import (
 // renderChart is `helm template flotilla flotilla -n flotilla [-f file]`.
 func renderChart(t *testing.T, file string) map[string]*unstructured.Unstructured {
 	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range renderIn(t, file, "flotilla") {
+		out[o.GetKind()+"/"+o.GetName()] = o
+	}
+	return out
+}
+
+// renderIn is `helm template flotilla flotilla -n namespace [-f file]`, in order.
+func renderIn(t *testing.T, file, namespace string) []*unstructured.Unstructured {
+	t.Helper()
 	dir, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	objs, err := render.Render(render.Request{Kind: render.Helm, Dir: dir, Chart: &render.Chart{
-		Dir: "flotilla", ValuesFile: file, ReleaseName: "flotilla", Namespace: "flotilla",
+		Dir: "flotilla", ValuesFile: file, ReleaseName: "flotilla", Namespace: namespace,
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*unstructured.Unstructured{}
-	for _, o := range objs {
-		out[o.GetKind()+"/"+o.GetName()] = o
-	}
-	return out
+	return objs
 }
 
 func keys(m map[string]*unstructured.Unstructured) []string {

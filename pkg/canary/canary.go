@@ -32,12 +32,20 @@ var flaggerProviders = map[string]string{
 	config.ProviderGatewayAPI: "gatewayapi:v1",
 }
 
+// FlaggerProvider is Flagger's name of an application's traffic provider
+// (config.Providers; "" is config.DefaultProvider), for a Canary's
+// spec.provider and Flagger's -mesh-provider.
+func FlaggerProvider(provider string) string {
+	provider = cmp.Or(provider, config.DefaultProvider)
+	if p, ok := flaggerProviders[provider]; ok {
+		return p
+	}
+	return provider
+}
+
 func renderCanary(app config.Application, in Input, o Objects) *flaggerv1.Canary {
 	d := app.Delivery
-	provider := cmp.Or(d.Provider, config.DefaultProvider)
-	if p, ok := flaggerProviders[provider]; ok {
-		provider = p
-	}
+	provider := FlaggerProvider(d.Provider)
 	c := &flaggerv1.Canary{
 		TypeMeta: metav1.TypeMeta{APIVersion: flaggerv1.SchemeGroupVersion.String(), Kind: flaggerv1.CanaryKind},
 		ObjectMeta: metav1.ObjectMeta{

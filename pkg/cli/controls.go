@@ -170,10 +170,12 @@ func newFleetCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{
 		Use:   "fleet",
-		Short: "Show whether the fleet's line is stopped; stop or start it",
+		Short: "Show whether the fleet's line is stopped; stop or start it; bootstrap or check its clusters",
 		Long: `Without a subcommand, fleet shows whether the line is stopped. 'fleet stop'
 stops the line: no cluster of any application starts a rollout until 'fleet
-start' (rollbacks still run; canaries already rolling out finish).`,
+start' (rollbacks still run; canaries already rolling out finish).
+'fleet bootstrap' installs Flagger, flotilla's identity and pipelines into the
+clusters of a config; 'fleet check' reports what is missing or outdated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st fleetState
@@ -202,6 +204,7 @@ was stopped start.`,
 			`  flotilla fleet start`, cobra.NoArgs,
 			func([]string) string { return "/api/v1/fleet/start" },
 			func(_ []string, by string) string { return "fleet: start requested by " + by }),
+		newFleetBootstrapCmd(), newFleetCheckCmd(),
 	)
 	return cmd
 }

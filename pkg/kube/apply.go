@@ -10,9 +10,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -78,6 +80,14 @@ func (a *Applier) Apply(ctx context.Context, objs ...*unstructured.Unstructured)
 }
 
 func (a *Applier) applyOne(ctx context.Context, o *unstructured.Unstructured) error {
+	_, err := a.ApplyObject(ctx, o, false)
+	return err
+}
+
+// resource is the client of o's resource, in o's namespace (default
+// "default") when the resource is namespaced. A kind the server does not know
+// yet is retried once after refreshing discovery.
+func (a *Applier) resource(o *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
 	gvk := o.GroupVersionKind()
 	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
@@ -85,26 +95,55 @@ func (a *Applier) applyOne(ctx context.Context, o *unstructured.Unstructured) er
 		m, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	if err != nil {
-		return fmt.Errorf("mapping %s: %w", gvk, err)
+		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
 	}
-	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := o.GetNamespace()
-		if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		ri = a.dyn.Resource(m.Resource).Namespace(ns)
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return a.dyn.Resource(m.Resource), nil
+	}
+	ns := o.GetNamespace()
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	return a.dyn.Resource(m.Resource).Namespace(ns), nil
+}
+
+// ApplyObject applies one object (server-side apply, forcing ownership of
+// the fields it sets) and returns the object as the server stored it, or,
+// with dryRun, as it would store it.
+func (a *Applier) ApplyObject(ctx context.Context, o *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	ri, err := a.resource(o)
+	if err != nil {
+		return nil, err
 	}
 	body, err := o.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("encoding %s %s: %w", gvk.Kind, o.GetName(), err)
+		return nil, fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
 	}
 	force := true
-	if _, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: a.owner, Force: &force}); err != nil {
-		return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+	opts := metav1.PatchOptions{FieldManager: a.owner, Force: &force}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	return nil
+	out, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, body, opts)
+	if err != nil {
+		return nil, fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+	}
+	return out, nil
+}
+
+// Get reads the object o names (its kind, namespace and name) from the
+// server; a missing object is an error apierrors.IsNotFound recognises, and
+// so is a kind the server does not serve.
+func (a *Applier) Get(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ri, err := a.resource(o)
+	if meta.IsNoMatchError(err) {
+		gvk := o.GroupVersionKind()
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, o.GetName())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ri.Get(ctx, o.GetName(), metav1.GetOptions{})
 }
 
 // WaitCRDsEstablished waits until every named CRD reports Established.

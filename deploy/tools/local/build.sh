@@ -14,6 +14,8 @@ KWOK_VERSION=0.7.0
 FLAGGER_VERSION=1.41.0
 TEKTON_VERSION=1.9.0
 GITEA_VERSION=1.27.3
+PROMETHEUS_OPERATOR_VERSION=0.85.0
+GATEWAY_API_VERSION=1.3.0
 
 CACHE=${FLOTILLA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla}
 BIN=$CACHE/bin
@@ -172,7 +174,24 @@ build_gitea() {
   mv "$BIN/gitea-$GITEA_VERSION.tmp" "$BIN/gitea-$GITEA_VERSION"
 }
 
+# The CRDs of the optional objects of flotilla's chart (ServiceMonitor, HTTPRoute),
+# which its tests apply to a real API server before the chart's renderings.
+fetch_crds() {
+  local d=$BIN/crds
+  [ -f "$d/servicemonitors-$PROMETHEUS_OPERATOR_VERSION.yaml" ] && [ -f "$d/httproutes-$GATEWAY_API_VERSION.yaml" ] && return
+  log "fetching the ServiceMonitor and HTTPRoute CRDs"
+  mkdir -p "$d"
+  local po gw
+  po=$(moddir "github.com/prometheus-operator/prometheus-operator@v$PROMETHEUS_OPERATOR_VERSION")
+  gw=$(moddir "sigs.k8s.io/gateway-api@v$GATEWAY_API_VERSION")
+  [ -n "$po" ] && [ -n "$gw" ] || die "cannot download the CRDs' modules"
+  cp "$po/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" "$d/servicemonitors-$PROMETHEUS_OPERATOR_VERSION.yaml"
+  cp "$gw/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" "$d/httproutes-$GATEWAY_API_VERSION.yaml"
+  chmod 644 "$d"/*.yaml
+}
+
 start=$(date +%s)
+fetch_crds
 build_etcd
 build_kwok
 build_flagger

@@ -88,10 +88,12 @@ func (s clusterStarter) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting flagger", "stock", c.StockFlagger)
-	flagger, err := s.startFlagger(ctx, cfg, applier)
-	if err != nil {
-		return err
+	var flagger Process
+	if !s.opts.NoFlagger {
+		log.Info("starting flagger", "stock", c.StockFlagger)
+		if flagger, err = s.startFlagger(ctx, cfg, applier); err != nil {
+			return err
+		}
 	}
 	var tekton Process
 	if c.Tekton {
@@ -105,10 +107,10 @@ func (s clusterStarter) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, flagger, 60*time.Second, c.Name+" flagger healthy", func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", c.FlaggerPort), ""), nil
-	}); err != nil {
-		return err
+	if !s.opts.NoFlagger {
+		if err := waitFlagger(ctx, flagger, c); err != nil {
+			return err
+		}
 	}
 	if c.Tekton {
 		if err := waitFor(ctx, tekton, 60*time.Second, c.Name+" tekton healthy", func(ctx context.Context) (bool, error) {
@@ -249,6 +251,12 @@ func (s clusterStarter) startFlagger(ctx context.Context, cfg *rest.Config, a *k
 		args = append(args, "-event-webhook="+s.opts.FlaggerEventWebhook)
 	}
 	return s.run(ctx, "flagger", s.bins.flagger(c.StockFlagger), args)
+}
+
+func waitFlagger(ctx context.Context, p Process, c Cluster) error {
+	return waitFor(ctx, p, 60*time.Second, c.Name+" flagger healthy", func(ctx context.Context) (bool, error) {
+		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", c.FlaggerPort), ""), nil
+	})
 }
 
 func (s clusterStarter) startTekton(ctx context.Context, cfg *rest.Config, a *kube.Applier) (Process, error) {

@@ -34,6 +34,10 @@ type Options struct {
 	StockFlagger []string
 	// FlaggerEventWebhook, when set, is every Flagger's global -event-webhook.
 	FlaggerEventWebhook string
+	// NoFlagger starts the clusters without Flagger (neither its CRDs nor
+	// its controller): `flotilla fleet bootstrap` installs it, and
+	// StartFlagger runs the Deployment bootstrap applied.
+	NoFlagger bool
 	// BinDir holds the built binaries. Default BinDir().
 	BinDir string
 	// DieWithParent kills every process of the fleet when the process that
@@ -66,6 +70,10 @@ type Fleet struct {
 	Etcd     Process   `json:"etcd"`
 	EtcdURL  string    `json:"etcdURL"`
 	Clusters []Cluster `json:"clusters"`
+	// BinDir holds the binaries the fleet runs.
+	BinDir string `json:"binDir"`
+	// DieWithParent is Options.DieWithParent, for processes started later.
+	DieWithParent bool `json:"dieWithParent"`
 
 	mu sync.Mutex
 }
@@ -172,7 +180,7 @@ func Up(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving fleet dir: %w", err)
 	}
-	f := &Fleet{Dir: dir, Started: time.Now().UTC()}
+	f := &Fleet{Dir: dir, Started: time.Now().UTC(), BinDir: o.BinDir, DieWithParent: o.DieWithParent}
 	if err := f.up(ctx, o, bins); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()

@@ -14,7 +14,20 @@ const (
 	KwokVersion    = "0.7.0"
 	FlaggerVersion = "1.41.0"
 	TektonVersion  = "1.9.0"
+	// PrometheusOperatorVersion and GatewayAPIVersion are those of the
+	// ServiceMonitor and HTTPRoute CRDs (ChartCRDs).
+	PrometheusOperatorVersion = "0.85.0"
+	GatewayAPIVersion         = "1.3.0"
 )
+
+// ChartCRDs are the files of the CRDs the optional objects of flotilla's
+// chart need (ServiceMonitor, HTTPRoute), which build.sh fetches.
+func ChartCRDs() []string {
+	return []string{
+		filepath.Join(BinDir(), "crds", "servicemonitors-"+PrometheusOperatorVersion+".yaml"),
+		filepath.Join(BinDir(), "crds", "httproutes-"+GatewayAPIVersion+".yaml"),
+	}
+}
 
 // CacheDir is where build.sh keeps its sources and binaries:
 // $FLOTILLA_CACHE, else $XDG_CACHE_HOME/flotilla, else ~/.cache/flotilla.

@@ -1,0 +1,151 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Action is what bootstrap did, or would do, to one object.
+type Action string
+
+// Actions.
+const (
+	Created    Action = "created"
+	Configured Action = "configured"
+	Unchanged  Action = "unchanged"
+	// WouldCreate and WouldConfigure are dry runs' Created and Configured.
+	WouldCreate    Action = "would create"
+	WouldConfigure Action = "would configure"
+)
+
+// Result is one object's Action.
+type Result struct {
+	Cluster string
+	Object  Ref
+	Action  Action
+}
+
+// Ref names an object.
+type Ref struct {
+	Kind, Namespace, Name string
+}
+
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// RefOf names o.
+func RefOf(o *unstructured.Unstructured) Ref {
+	return Ref{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// Applier is what bootstrap needs of a cluster: pkg/kube's Applier.
+type Applier interface {
+	Get(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	ApplyObject(ctx context.Context, o *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error)
+}
+
+// apply applies o (server-side, field manager FieldManager) and tells what
+// changed, comparing the object before and after. A dry run asks the server
+// what it would store (dryRun=All) and compares; for a missing object it
+// asks nothing, since its namespace or CRD may not be there yet either.
+func apply(ctx context.Context, a Applier, o *unstructured.Unstructured, dryRun bool) (Action, error) {
+	cur, err := a.Get(ctx, o)
+	switch {
+	case apierrors.IsNotFound(err):
+		if dryRun {
+			return WouldCreate, nil
+		}
+		if _, err := a.ApplyObject(ctx, o, false); err != nil {
+			return "", err
+		}
+		return Created, nil
+	case err != nil:
+		return "", fmt.Errorf("reading %s: %w", RefOf(o), err)
+	}
+	out, err := a.ApplyObject(ctx, o, dryRun)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	// A controller writing the object's status between the read and the
+	// apply moves its resourceVersion: compare what bootstrap owns.
+	case same(cur, out):
+		return Unchanged, nil
+	case dryRun:
+		return WouldConfigure, nil
+	default:
+		return Configured, nil
+	}
+}
+
+// same compares two versions of an object, leaving out what bootstrap does
+// not apply and the server changes on its own (status, resourceVersion,
+// managedFields' timestamps).
+func same(a, b *unstructured.Unstructured) bool {
+	return diff(strip(a), strip(b), "") == ""
+}
+
+func strip(o *unstructured.Unstructured) map[string]any {
+	c := o.DeepCopy()
+	c.SetManagedFields(nil)
+	c.SetResourceVersion("")
+	unstructured.RemoveNestedField(c.Object, "status")
+	return c.Object
+}
+
+// diff names the first path where a and b differ ("" when equal).
+func diff(a, b any, path string) string {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			return cmpOr(path, ".")
+		}
+		keys := make([]string, 0, len(av)+len(bv))
+		for k := range av {
+			keys = append(keys, k)
+		}
+		for k := range bv {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range slices.Compact(keys) {
+			if d := diff(av[k], bv[k], path+"."+k); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			return cmpOr(path, ".")
+		}
+		for i := range av {
+			if d := diff(av[i], bv[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	default:
+		if equality.Semantic.DeepEqual(a, b) {
+			return ""
+		}
+		return cmpOr(path, ".")
+	}
+}
+
+func cmpOr(path, root string) string {
+	if path == "" {
+		return root
+	}
+	return path
+}

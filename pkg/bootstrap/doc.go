@@ -1,0 +1,27 @@
+// Package bootstrap puts what flotilla needs into the clusters of a fleet
+// (`flotilla fleet bootstrap`) and reports what is missing or outdated
+// (`flotilla fleet check`): Flagger (its CRDs, RBAC and controller, as
+// Flagger v1.41.0's own kustomize overlay builds them, the mesh provider
+// chosen by the applications that target the cluster), optionally Flagger's
+// load tester, flotilla's least-privilege identity, and, in the cluster that
+// runs Tekton, flotilla's Pipeline and Tasks with the Role that runs them.
+//
+// flotilla's identity in a cluster is the ServiceAccount flotilla (in
+// flotilla-system) with a token Secret; ReaderRole is bound cluster-wide
+// (reading what flotilla renders: the start-up prune looks for removed
+// applications' objects everywhere), DeliverRole only in the namespaces of
+// the applications that target the cluster (writing what flotilla renders).
+// Neither grants Secrets, Namespaces or RBAC. Kubeconfig renders a
+// kubeconfig carrying that token, for flotilla's config.
+//
+// Code map:
+//
+//   - plan.go: Options, Target and Plan (config → per-cluster objects);
+//   - flagger.go: Flagger's embedded manifests (manifests/) built with
+//     kustomize;
+//   - identity.go: the ServiceAccount, roles and bindings (their rules are
+//     exported: the README's permissions table is checked against them);
+//   - apply.go, cluster.go: server-side apply with field manager
+//     FieldManager (created / configured / unchanged: the object before
+//     and after, status aside), dry runs, Check, and Kubeconfig.
+package bootstrap
