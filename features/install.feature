@@ -30,7 +30,7 @@ Feature: Installing and checking flotilla where platform teams run it
   Scenario: A rollout through the fleet with RBAC enforced and flotilla's own least-privilege identity
     Given a registry
     And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
-    And `flotilla fleet bootstrap` has given flotilla its identity in clusters "c1,c2" and run flotilla's Tekton pipelines in "c1"
+    And `flotilla fleet bootstrap` has given flotilla its identity in clusters "c1,c2" and the Tekton executor's Role in "c1"
     And flotilla starts with the kubeconfigs bootstrap wrote
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster

@@ -33,14 +33,17 @@ import (
 type bootstrapRun struct {
 	config, identity, kubeconfigs string
 	tektonNamespace, stepAccount  string
+	// admin are --admin-kubeconfig flags: once flotilla runs with its own
+	// identity, the config's kubeconfigs are that identity's.
+	admin []string
 }
 
 // args are the flags every fleet bootstrap and check of the scenario gets:
 // Flagger reaches no Prometheus here, and checks its canaries every 2s as
 // the fleet's own Flaggers do.
 func (b *bootstrapRun) args(cmd string) []string {
-	return []string{"fleet", cmd, "--config", b.config, "--namespace", b.identity,
-		"--metrics-server", "http://127.0.0.1:1", "--flagger-arg=-control-loop-interval=2s"}
+	return append([]string{"fleet", cmd, "--config", b.config, "--namespace", b.identity,
+		"--metrics-server", "http://127.0.0.1:1", "--flagger-arg=-control-loop-interval=2s"}, b.admin...)
 }
 
 func (s *scenario) registerBootstrapSteps(sc *godog.ScenarioContext) {
@@ -52,7 +55,7 @@ func (s *scenario) registerBootstrapSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla fleet check` reports clusters \"([^\"]*)\" ready$", s.checkReady)
 	sc.Step(`^flotilla starts with the kubeconfigs bootstrap wrote$`, s.startWithIdentity)
 	sc.Step("^a second `flotilla fleet bootstrap` leaves every object unchanged$", s.bootstrapUnchanged)
-	sc.Step("^`flotilla fleet bootstrap` has given flotilla its identity in clusters \"([^\"]*)\" and run flotilla's Tekton pipelines in \"([^\"]*)\"$", s.bootstrapIdentity)
+	sc.Step("^`flotilla fleet bootstrap` has given flotilla its identity in clusters \"([^\"]*)\" and the Tekton executor's Role in \"([^\"]*)\"$", s.bootstrapIdentity)
 	sc.Step(`^flotilla is restarted with the application naming the workload "([^"]*)"$`, s.restartRenamed)
 	sc.Step(`^the canary "([^"]*)" is pruned from every cluster of the waves$`, s.canaryPruned)
 	sc.Step(`^flotilla's identity may patch Deployments in the application's namespace, and may not read Secrets, patch Deployments outside it, delete Namespaces or create ClusterRoleBindings$`, s.identityBounded)
@@ -86,7 +89,11 @@ func (s *scenario) fleetWithoutFlagger(ctx context.Context, n int) error {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	s.w.bootstrap = &bootstrapRun{config: s.configPath(), identity: bootstrap.DefaultNamespace, kubeconfigs: filepath.Join(s.w.dir, "kubeconfigs")}
+	b := &bootstrapRun{config: s.configPath(), identity: bootstrap.DefaultNamespace, kubeconfigs: filepath.Join(s.w.dir, "kubeconfigs")}
+	for _, c := range f.Clusters {
+		b.admin = append(b.admin, "--admin-kubeconfig", c.Name+"="+c.Kubeconfig)
+	}
+	s.w.bootstrap = b
 	return nil
 }
 
@@ -273,13 +280,22 @@ func (s *scenario) bootstrapIdentity(ctx context.Context, clusters, tektonCluste
 		if err != nil {
 			return err
 		}
-		for _, ns := range []string{b.identity, b.tektonNamespace, w.namespace} {
-			s.onCleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
+		// So do its cluster-scoped objects, but Flagger's CRDs, which the
+		// fleet's Flaggers use.
+		s.onCleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for _, ns := range []string{b.identity, b.tektonNamespace, w.namespace, bootstrap.DefaultFlaggerNamespace} {
 				_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-			})
-		}
+			}
+			rbac := c.Kube.RbacV1()
+			for _, name := range []string{bootstrap.ReaderRole, "flagger"} {
+				_ = rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+			}
+			for _, name := range []string{bootstrap.ReaderRole, bootstrap.DeliverRole, "flagger"} {
+				_ = rbac.ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+			}
+		})
 	}
 	out, code, err := runFlotilla(ctx, append(b.args("bootstrap"), "--write-kubeconfigs", b.kubeconfigs)...)
 	if err != nil {
@@ -459,4 +475,3 @@ func (s *scenario) tokenDenied(ctx context.Context) error {
 	}
 	return nil
 }
-

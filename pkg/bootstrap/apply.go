@@ -98,6 +98,8 @@ func strip(o *unstructured.Unstructured) map[string]any {
 	c := o.DeepCopy()
 	c.SetManagedFields(nil)
 	c.SetResourceVersion("")
+	// A changed spec moves the generation too: name the spec's field.
+	c.SetGeneration(0)
 	unstructured.RemoveNestedField(c.Object, "status")
 	return c.Object
 }

@@ -128,7 +128,10 @@ func build(dir string, extra map[string]string) ([]*unstructured.Unstructured, e
 			return nil, err
 		}
 	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/k")
+	// kustomize build's order: Namespaces, CRDs, ... Deployments.
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	rm, err := krusty.MakeKustomizer(opts).Run(mem, "/k")
 	if err != nil {
 		return nil, fmt.Errorf("building %s: %w", strings.TrimPrefix(dir, "manifests/"), err)
 	}

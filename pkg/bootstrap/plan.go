@@ -162,7 +162,9 @@ func clusterObjects(cfg *config.Config, c config.Cluster, o Options) ([]*unstruc
 		}
 		objs = append(objs, lt...)
 	}
-	ident, err := identity(o, slices.DeleteFunc(namespaces, func(ns string) bool { return ns == o.Namespace }))
+	// An application in flotilla's own namespace: dedupe drops the second
+	// Namespace, its RoleBinding stays.
+	ident, err := identity(o, namespaces)
 	if err != nil {
 		return nil, err
 	}

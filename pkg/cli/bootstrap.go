@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,7 +191,7 @@ bootstrap itself needs rights to install (the config's kubeconfigs, or
 				if err != nil || kubeconfig == "" {
 					return lines, err
 				}
-				b, err := bootstrap.Kubeconfig(ctx, cfg, f.opts.Namespace)
+				b, err := bootstrap.Kubeconfig(ctx, cfg, cmp.Or(f.opts.Namespace, bootstrap.DefaultNamespace))
 				if err != nil {
 					return lines, fmt.Errorf("cluster %s: %w", t.Name, err)
 				}
@@ -198,7 +199,7 @@ bootstrap itself needs rights to install (the config's kubeconfigs, or
 				if err := os.WriteFile(path, b, 0o600); err != nil {
 					return lines, err
 				}
-				return append(lines, fmt.Sprintf("%s\tkubeconfig of %s/%s written to %s", t.Name, f.opts.Namespace, bootstrap.ServiceAccount, path)), nil
+				return append(lines, fmt.Sprintf("%s\tkubeconfig of %s/%s written to %s", t.Name, cmp.Or(f.opts.Namespace, bootstrap.DefaultNamespace), bootstrap.ServiceAccount, path)), nil
 			})
 		},
 	}

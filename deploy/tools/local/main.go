@@ -47,6 +47,7 @@ func run(args []string) error {
 	tekton := fs.Bool("tekton", true, "also run Tekton Pipelines in every cluster (up)")
 	stock := fs.String("stock-flagger", "", "comma-separated clusters that run the stock Flagger build (up)")
 	webhook := fs.String("flagger-event-webhook", "", "global Flagger -event-webhook URL (up)")
+	noFlagger := fs.Bool("no-flagger", false, "start the clusters without Flagger, for flotilla fleet bootstrap to install (up)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -60,8 +61,8 @@ func run(args []string) error {
 		}
 		f, err := localfleet.Up(ctx, localfleet.Options{
 			Dir: *dir, Clusters: *n, Tekton: *tekton, StockFlagger: stockList,
-			FlaggerEventWebhook: *webhook,
-			Logger:              slog.New(slog.NewTextHandler(os.Stderr, nil)),
+			FlaggerEventWebhook: *webhook, NoFlagger: *noFlagger,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		})
 		if err != nil {
 			return err
