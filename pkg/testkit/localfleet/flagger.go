@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
 // StartFlagger runs Flagger in a cluster of a fleet started with NoFlagger
@@ -33,6 +36,12 @@ func (f *Fleet) StartFlagger(ctx context.Context, cluster, namespace, name strin
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
+		return Process{}, err
+	}
+	// Flagger exits when its CRDs are not served yet.
+	crdCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := kube.WaitCRDsEstablished(crdCtx, cfg, "canaries.flagger.app", "metrictemplates.flagger.app", "alertproviders.flagger.app"); err != nil {
 		return Process{}, err
 	}
 	d, err := cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
