@@ -711,6 +711,18 @@ type Application struct {
 	// Verify is what a pushed image must pass before it rolls out, on top
 	// of its digest being re-resolved at the registry.
 	Verify *Verify `json:"verify"`
+
+	// Kurator's rollout block (an Application's syncPolicies[].rollout)
+	// pasted as it is: serviceName and port are service.name and
+	// service.port, rolloutPolicy is delivery, testLoader and
+	// trafficRoutingProvider are delivery's; workload.namespace is
+	// namespace (workload.apiVersion must be apps/v1). Set either name of
+	// each, or both to the same value (kurator.go).
+	ServiceName            string    `json:"serviceName"`
+	Port                   int32     `json:"port"`
+	RolloutPolicy          *Delivery `json:"rolloutPolicy"`
+	TestLoader             bool      `json:"testLoader"`
+	TrafficRoutingProvider string    `json:"trafficRoutingProvider"`
 }
 
 // Verify is an application's admission policy for images.

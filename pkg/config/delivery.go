@@ -49,6 +49,10 @@ type Workload struct {
 	// Container names the container whose image is updated; empty means the
 	// first container.
 	Container string `json:"container"`
+	// APIVersion and Namespace are Kurator's: apiVersion must be apps/v1
+	// (what Flagger targets); namespace is the application's namespace.
+	APIVersion string `json:"apiVersion"`
+	Namespace  string `json:"namespace"`
 }
 
 // Workload kinds.

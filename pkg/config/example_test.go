@@ -158,3 +158,39 @@ func TestExampleReferenceBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestExamples loads every configuration of config/examples (the seeds'
+// examples), its kubeconfigs under /tmp/flotilla-fleet pointed at files of
+// a temporary directory.
+func TestExamples(t *testing.T) {
+	const fleetDir = "/tmp/flotilla-fleet/"
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("found %d examples, want podinfo on Istio and on Kuma at least", len(files))
+	}
+	tmp := t.TempDir()
+	for _, c := range []string{"c1", "c2", "c3"} {
+		writeFile(t, filepath.Join(tmp, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	}
+	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
+	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = []byte(strings.ReplaceAll(string(data), fleetDir, tmp+"/"))
+			c, err := Parse(data, filepath.Dir(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := c.Applications[0]; a.Namespace != "webapp" || a.Service.Name != "backend" || !a.Delivery.TestLoader {
+				t.Errorf("Kurator's block not applied: namespace %q, service %q, testLoader %t", a.Namespace, a.Service.Name, a.Delivery.TestLoader)
+			}
+		})
+	}
+}

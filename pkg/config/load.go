@@ -58,8 +58,9 @@ func parse(data []byte, base string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	aliases := kuratorAliases(c)
 	applyDefaults(c, base)
-	if verr := validate(c); verr != nil {
+	if verr := validate(c, aliases...); verr != nil {
 		return nil, verr
 	}
 	return c, nil

@@ -62,9 +62,10 @@ func (v *validator) addf(path, format string, args ...any) {
 	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
-// validate checks a defaulted config and resolves receivers' secrets.
-func validate(c *Config) *ValidationError {
-	var v validator
+// validate checks a defaulted config and resolves receivers' secrets;
+// earlier are problems found before defaults (kuratorAliases).
+func validate(c *Config, earlier ...Problem) *ValidationError {
+	v := validator{problems: earlier}
 	v.server(&c.Server)
 	if c.Events.Sink != "" {
 		v.httpURL("events.sink", c.Events.Sink)

@@ -12,6 +12,9 @@ type Validation struct {
 	ValidationPeriod Duration `json:"validationPeriod"`
 	// Items are the validations; every one must pass.
 	Items []ValidationItem `json:"items"`
+	// NoUpdate is Kanary's: true validates without promoting, which a
+	// Flagger canary cannot do; only false is accepted.
+	NoUpdate bool `json:"noUpdate"`
 }
 
 // ValidationItem is one validation: exactly one of its fields.
@@ -28,6 +31,9 @@ type ManualValidation struct {
 	// period: "valid" promotes, "invalid" rolls back, "none" keeps waiting.
 	// Default "none".
 	StatusAfterDeadline string `json:"statusAfterDeadline"`
+	// Status is Kanary's verdict, written into the resource at run time;
+	// here that is `flotilla approve [--reject]`, so it must be empty.
+	Status string `json:"status"`
 }
 
 // ManualStatuses lists the values of StatusAfterDeadline.
