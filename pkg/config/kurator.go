@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 )
 
 // kuratorAliases folds the fields of a pasted Kurator rollout block (and
@@ -75,4 +77,23 @@ func kuratorAliases(c *Config) []Problem {
 		}
 	}
 	return ps
+}
+
+// rolloutPolicyPaths names the problems of a delivery policy written as
+// Kurator's rolloutPolicy by that name.
+func rolloutPolicyPaths(c *Config, verr *ValidationError) {
+	for i, a := range c.Applications {
+		if a.RolloutPolicy == nil {
+			continue
+		}
+		from, to := fmt.Sprintf("applications[%d].delivery", i), fmt.Sprintf("applications[%d].rolloutPolicy", i)
+		if slices.ContainsFunc(verr.Problems, func(p Problem) bool { return p.Path == to }) {
+			continue // both set: delivery is the user's own
+		}
+		for j, p := range verr.Problems {
+			if p.Path == from || strings.HasPrefix(p.Path, from+".") {
+				verr.Problems[j].Path = to + strings.TrimPrefix(p.Path, from)
+			}
+		}
+	}
 }

@@ -121,6 +121,14 @@ applications:
     delivery: {provider: istio}
     trafficRoutingProvider: kuma
 `, []Problem{{"applications[0].trafficRoutingProvider", `"kuma" differs from the delivery's provider: set one`}}},
+		{"a problem in rolloutPolicy", `
+applications:
+  - name: podinfo
+    image: registry.example.com/demo/podinfo
+    workload: {name: podinfo}
+    service: {port: 9898}
+    rolloutPolicy: {rolloutTimeoutSeconds: 600, trafficRouting: {timeoutSeconds: 60}}
+`, []Problem{{"applications[0].rolloutPolicy.trafficRouting.timeoutSeconds", "the kubernetes provider does not apply timeout, only istio, contour or gatewayapi; remove it, or use one of those providers"}}},
 		{"kanary", `
 applications:
   - name: podinfo

@@ -61,6 +61,7 @@ func parse(data []byte, base string) (*Config, error) {
 	aliases := kuratorAliases(c)
 	applyDefaults(c, base)
 	if verr := validate(c, aliases...); verr != nil {
+		rolloutPolicyPaths(c, verr)
 		return nil, verr
 	}
 	return c, nil
