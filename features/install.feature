@@ -17,7 +17,7 @@ Feature: Installing and checking flotilla where platform teams run it
     And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     Then `flotilla fleet check` reports clusters "c1,c2" not ready, Flagger's Deployment missing
     When `flotilla fleet bootstrap` runs
-    Then it created Flagger, its CRDs and flotilla's identity in clusters "c1,c2" and wrote their kubeconfigs
+    Then it created Flagger, its CRDs, its load tester and flotilla's identity in clusters "c1,c2" and wrote their kubeconfigs
     When Flagger runs in every cluster as bootstrap installed it
     Then `flotilla fleet check` reports clusters "c1,c2" ready
     When flotilla starts with the kubeconfigs bootstrap wrote

@@ -36,21 +36,28 @@ type bootstrapRun struct {
 	// admin are --admin-kubeconfig flags: once flotilla runs with its own
 	// identity, the config's kubeconfigs are that identity's.
 	admin []string
+	// loadTester is --load-tester-namespace, when the scenario installs
+	// Flagger's load tester.
+	loadTester string
 }
 
 // args are the flags every fleet bootstrap and check of the scenario gets:
 // Flagger reaches no Prometheus here, and checks its canaries every 2s as
 // the fleet's own Flaggers do.
 func (b *bootstrapRun) args(cmd string) []string {
-	return append([]string{"fleet", cmd, "--config", b.config, "--namespace", b.identity,
+	args := append([]string{"fleet", cmd, "--config", b.config, "--namespace", b.identity,
 		"--metrics-server", "http://127.0.0.1:1", "--flagger-arg=-control-loop-interval=2s"}, b.admin...)
+	if b.loadTester != "" {
+		args = append(args, "--load-tester-namespace", b.loadTester)
+	}
+	return args
 }
 
 func (s *scenario) registerBootstrapSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a fleet of (\d+) clusters without Flagger$`, s.fleetWithoutFlagger)
 	sc.Step("^`flotilla fleet check` reports clusters \"([^\"]*)\" not ready, Flagger's Deployment missing$", s.checkNotReady)
 	sc.Step("^`flotilla fleet bootstrap` runs$", s.bootstrapRuns)
-	sc.Step(`^it created Flagger, its CRDs and flotilla's identity in clusters "([^"]*)" and wrote their kubeconfigs$`, s.bootstrapCreated)
+	sc.Step(`^it created Flagger, its CRDs, its load tester and flotilla's identity in clusters "([^"]*)" and wrote their kubeconfigs$`, s.bootstrapCreated)
 	sc.Step(`^Flagger runs in every cluster as bootstrap installed it$`, s.flaggerFromBootstrap)
 	sc.Step("^`flotilla fleet check` reports clusters \"([^\"]*)\" ready$", s.checkReady)
 	sc.Step(`^flotilla starts with the kubeconfigs bootstrap wrote$`, s.startWithIdentity)
@@ -89,7 +96,7 @@ func (s *scenario) fleetWithoutFlagger(ctx context.Context, n int) error {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	b := &bootstrapRun{config: s.configPath(), identity: bootstrap.DefaultNamespace, kubeconfigs: filepath.Join(s.w.dir, "kubeconfigs")}
+	b := &bootstrapRun{config: s.configPath(), identity: bootstrap.DefaultNamespace, kubeconfigs: filepath.Join(s.w.dir, "kubeconfigs"), loadTester: "loadtester"}
 	for _, c := range f.Clusters {
 		b.admin = append(b.admin, "--admin-kubeconfig", c.Name+"="+c.Kubeconfig)
 	}
@@ -160,6 +167,7 @@ func (s *scenario) bootstrapCreated(clusters string) error {
 			"CustomResourceDefinition canaries.flagger.app", "Deployment flagger-system/flagger", "ClusterRole flagger",
 			"ServiceAccount flotilla-system/flotilla", "ClusterRole " + bootstrap.ReaderRole, "ClusterRole " + bootstrap.DeliverRole,
 			"ClusterRoleBinding " + bootstrap.ReaderRole, "RoleBinding " + s.w.namespace + "/" + bootstrap.DeliverRole,
+			"Deployment loadtester/flagger-loadtester", "Service loadtester/flagger-loadtester",
 		} {
 			if want := c + "\t" + obj + "\tcreated"; !strings.Contains(out, want) {
 				return fmt.Errorf("fleet bootstrap does not say %q:\n%s", want, out)

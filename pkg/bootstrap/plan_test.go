@@ -116,6 +116,23 @@ func TestPlan(t *testing.T) {
 	if diff := cmp.Diff(want, args(ts[0])); diff != "" {
 		t.Errorf("istio only: Flagger's args (-want +got)\n%s", diff)
 	}
+	// The load tester follows Flagger, in its own namespace, at its version.
+	ts, err = Plan(testConfig(), []string{"us"}, Options{LoadTesterNamespace: "lt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := refs(ts[0])[len(flagger) : len(flagger)+3]
+	if diff := cmp.Diff([]string{"Namespace lt", "Service lt/flagger-loadtester", "Deployment lt/flagger-loadtester"}, got); diff != "" {
+		t.Errorf("load tester (-want +got)\n%s", diff)
+	}
+	for _, o := range ts[0].Objects {
+		if o.GetKind() == "Deployment" && o.GetName() == "flagger-loadtester" {
+			c := o.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			if c["image"] != LoadTesterImage+":"+LoadTesterVersion {
+				t.Errorf("load tester image %v", c["image"])
+			}
+		}
+	}
 }
 
 // With the Tekton executor in a fleet cluster, that cluster also gets the
