@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -80,14 +79,15 @@ func (s *scenario) fleetWithoutFlagger(ctx context.Context, n int) error {
 	defer cancel()
 	f, err := localfleet.Up(startCtx, localfleet.Options{
 		Dir: dir, Clusters: n, NoFlagger: true, DieWithParent: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return fmt.Errorf("starting a fleet without Flagger (logs in %s): %w", dir, err)
 	}
 	s.w.ownFleet = f
 	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// Runs in the After hook, when the step's ctx may have ended.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		_ = f.Down(ctx)
 		if s.failed {
@@ -291,7 +291,7 @@ func (s *scenario) bootstrapIdentity(ctx context.Context, clusters, tektonCluste
 		// So do its cluster-scoped objects, but Flagger's CRDs, which the
 		// fleet's Flaggers use.
 		s.onCleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			for _, ns := range []string{b.identity, b.tektonNamespace, w.namespace, bootstrap.DefaultFlaggerNamespace} {
 				_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
@@ -475,7 +475,7 @@ func (s *scenario) tokenDenied(ctx context.Context) error {
 		}
 		_, err = cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
 		if !apierrors.IsForbidden(err) {
-			return fmt.Errorf("listing Secrets in %s with flotilla's token: %v, want Forbidden", c.Name, err)
+			return fmt.Errorf("listing Secrets in %s with flotilla's token: %w, want Forbidden", c.Name, err)
 		}
 		if _, err := cs.AppsV1().Deployments(s.w.namespace).List(ctx, metav1.ListOptions{}); err != nil {
 			return fmt.Errorf("listing Deployments in %s with flotilla's token: %w", c.Name, err)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
 // FieldManager owns the fields bootstrap applies.
@@ -134,5 +134,5 @@ func Kubeconfig(ctx context.Context, admin *rest.Config, namespace string) ([]by
 	}
 	cfg := rest.AnonymousClientConfig(admin)
 	cfg.BearerToken = token
-	return tektonrun.Kubeconfig(cfg)
+	return kube.Kubeconfig(cfg)
 }

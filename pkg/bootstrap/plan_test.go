@@ -211,7 +211,7 @@ func TestParseAllow(t *testing.T) {
 
 // The embedded manifests are Flagger's files at FlaggerVersion, unchanged.
 func TestManifestsAreFlaggers(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/fluxcd/flagger").Output()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", "github.com/fluxcd/flagger").Output()
 	if err != nil {
 		t.Fatal(err)
 	}

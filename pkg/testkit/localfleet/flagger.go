@@ -50,7 +50,7 @@ func (f *Fleet) StartFlagger(ctx context.Context, cluster, namespace, name strin
 	}
 	ci := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "flagger" })
 	if ci < 0 {
-		return Process{}, fmt.Errorf("Deployment %s/%s has no container flagger", namespace, name)
+		return Process{}, fmt.Errorf("no container flagger in Deployment %s/%s", namespace, name)
 	}
 	sa := d.Spec.Template.Spec.ServiceAccountName
 	tok, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
