@@ -1,18 +1,14 @@
 package features
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/cucumber/godog"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 )
 
 func (s *scenario) registerInstallSteps(sc *godog.ScenarioContext) {
@@ -28,15 +24,7 @@ func configCheck(ctx context.Context, cfgPath string, live bool) (string, int, e
 	if live {
 		args = append(args, "--live")
 	}
-	cmd := exec.CommandContext(ctx, flotillaBin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return out.String(), ee.ExitCode(), nil
-	}
-	return out.String(), 0, err
+	return runFlotilla(ctx, args...)
 }
 
 func (s *scenario) configCheckReady(ctx context.Context, clusters string) error {
@@ -57,22 +45,7 @@ func (s *scenario) configCheckReady(ctx context.Context, clusters string) error 
 
 // editedConfig writes a copy of the scenario's config changed by edit.
 func (s *scenario) editedConfig(name string, edit func(cfg map[string]any) error) (string, error) {
-	b, err := os.ReadFile(s.w.flotilla.config)
-	if err != nil {
-		return "", err
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return "", err
-	}
-	if err := edit(cfg); err != nil {
-		return "", err
-	}
-	if b, err = yaml.Marshal(cfg); err != nil {
-		return "", err
-	}
-	p := filepath.Join(s.w.dir, name)
-	return p, os.WriteFile(p, b, 0o600)
+	return s.editedConfigOf(s.w.flotilla.config, name, edit)
 }
 
 func (s *scenario) configCheckUnreachable(ctx context.Context, name string) error {
