@@ -33,6 +33,8 @@ func testMain(m *testing.M) int {
 		Clusters:     4,
 		Tekton:       true,
 		StockFlagger: []string{"c3"},
+		Prometheus:   true,
+		LoadTester:   true,
 	}, &fleet)
 }
 
@@ -126,4 +128,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerWaveSteps(sc)
 	s.registerControlSteps(sc)
 	s.registerSignatureSteps(sc)
+	s.registerAnalysisSteps(sc)
 }

@@ -132,6 +132,13 @@ type world struct {
 	bootstrap *bootstrapRun
 	// lastOutput is the output of the last flotilla command a step ran.
 	lastOutput string
+	// delivery is laid over the application's default delivery, when a
+	// step set it (a null removes a default); routes are the routing
+	// objects steps watch, by cluster; loadTarget stands for the canary's
+	// service in load tests.
+	delivery   map[string]any
+	routes     map[string]*routeLog
+	loadTarget *loadTarget
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -416,6 +423,7 @@ func (w *world) appConfig(app, repo, track, listen string) map[string]any {
 	if w.deadline != "" {
 		delivery["deadline"] = w.deadline
 	}
+	mergeDelivery(delivery, w.delivery)
 	return map[string]any{
 		"name": app, "image": w.regHost + "/" + repo, "track": track, "namespace": w.namespace,
 		"workload": map[string]any{"kind": "Deployment", "name": app},

@@ -16,6 +16,9 @@ TEKTON_VERSION=1.9.0
 GITEA_VERSION=1.27.3
 PROMETHEUS_OPERATOR_VERSION=0.85.0
 GATEWAY_API_VERSION=1.3.0
+ISTIO_API_VERSION=1.27.0
+PROMETHEUS_VERSION=0.307.0
+HEY_VERSION=0.1.4
 
 CACHE=${FLOTILLA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla}
 BIN=$CACHE/bin
@@ -190,13 +193,67 @@ fetch_crds() {
   chmod 644 "$d"/*.yaml
 }
 
+# The CRDs of the mesh and ingress providers Flagger routes through, which the
+# fleet installs in a cluster on demand (localfleet.Fleet.InstallCRDs): the
+# Gateway API's standard channel and Istio's (from istio.io/api).
+fetch_provider_crds() {
+  local d=$BIN/crds
+  [ -f "$d/gateway-api-$GATEWAY_API_VERSION.yaml" ] && [ -f "$d/istio-$ISTIO_API_VERSION.yaml" ] && return
+  log "fetching the Gateway API and Istio CRDs"
+  mkdir -p "$d"
+  local gw is f
+  gw=$(moddir "sigs.k8s.io/gateway-api@v$GATEWAY_API_VERSION")
+  is=$(moddir "istio.io/api@v$ISTIO_API_VERSION")
+  [ -n "$gw" ] && [ -n "$is" ] || die "cannot download the provider CRDs' modules"
+  : >"$d/gateway-api-$GATEWAY_API_VERSION.yaml.tmp"
+  for f in "$gw"/config/crd/standard/*.yaml; do
+    { printf -- '---\n'; cat "$f"; } >>"$d/gateway-api-$GATEWAY_API_VERSION.yaml.tmp"
+  done
+  mv "$d/gateway-api-$GATEWAY_API_VERSION.yaml.tmp" "$d/gateway-api-$GATEWAY_API_VERSION.yaml"
+  cp "$is/kubernetes/customresourcedefinitions.gen.yaml" "$d/istio-$ISTIO_API_VERSION.yaml"
+  chmod 644 "$d"/*.yaml
+}
+
+# Prometheus, which Flagger's analysis queries. Only the file and http service
+# discoveries (plugins/minimum.go) are compiled in, and no web UI assets (no
+# builtinassets tag): the build takes a third of the full one.
+build_prometheus() {
+  have "prometheus-$PROMETHEUS_VERSION" && return
+  log "building prometheus v$PROMETHEUS_VERSION (about 5 min cold)"
+  local w=$SRC/prometheus-$PROMETHEUS_VERSION
+  copymod "github.com/prometheus/prometheus@v$PROMETHEUS_VERSION" "$w"
+  rm "$w/plugins/plugins.go"
+  (cd "$w" && go build -ldflags "$LDFLAGS_STRIP" -o "$BIN/prometheus-$PROMETHEUS_VERSION.tmp" ./cmd/prometheus)
+  mv "$BIN/prometheus-$PROMETHEUS_VERSION.tmp" "$BIN/prometheus-$PROMETHEUS_VERSION"
+}
+
+# Flagger's load tester (same module and version as Flagger), bound to
+# 127.0.0.1 like Flagger, and hey, the load generator its commands run,
+# which it finds on its PATH.
+build_loadtester() {
+  have "flagger-loadtester-$FLAGGER_VERSION" && have "hey-$HEY_VERSION/hey" && return
+  log "building flagger's load tester v$FLAGGER_VERSION and hey v$HEY_VERSION (about 2 min cold)"
+  local w=$SRC/flagger-loadtester-$FLAGGER_VERSION
+  copymod "github.com/fluxcd/flagger@v$FLAGGER_VERSION" "$w"
+  patch "$w/pkg/loadtester/server.go" 'Addr:    ":" + port,' 'Addr:    "127.0.0.1:" + port,'
+  (cd "$w" && go build -ldflags "$LDFLAGS_STRIP" -o "$BIN/flagger-loadtester-$FLAGGER_VERSION.tmp" ./cmd/loadtester)
+  local tmp=$SRC/hey-gobin; rm -rf "$tmp"; mkdir -p "$tmp"
+  GOBIN=$tmp go install -ldflags "$LDFLAGS_STRIP" "github.com/rakyll/hey@v$HEY_VERSION"
+  mkdir -p "$BIN/hey-$HEY_VERSION"
+  mv "$tmp/hey" "$BIN/hey-$HEY_VERSION/hey"
+  mv "$BIN/flagger-loadtester-$FLAGGER_VERSION.tmp" "$BIN/flagger-loadtester-$FLAGGER_VERSION"
+}
+
 start=$(date +%s)
 fetch_crds
+fetch_provider_crds
 build_etcd
 build_kwok
 build_flagger
 build_kube
 build_tekton
 build_gitea
+build_prometheus
+build_loadtester
 log "all fleet binaries ready in $BIN ($(( $(date +%s) - start ))s)"
 echo "$BIN"

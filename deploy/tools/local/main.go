@@ -48,6 +48,8 @@ func run(args []string) error {
 	stock := fs.String("stock-flagger", "", "comma-separated clusters that run the stock Flagger build (up)")
 	webhook := fs.String("flagger-event-webhook", "", "global Flagger -event-webhook URL (up)")
 	noFlagger := fs.Bool("no-flagger", false, "start the clusters without Flagger, for flotilla fleet bootstrap to install (up)")
+	prom := fs.Bool("prometheus", true, "run a Prometheus every Flagger queries (-metrics-server) (up)")
+	loadTester := fs.Bool("load-tester", true, "run Flagger's load tester as a host process (up)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -61,7 +63,7 @@ func run(args []string) error {
 		}
 		f, err := localfleet.Up(ctx, localfleet.Options{
 			Dir: *dir, Clusters: *n, Tekton: *tekton, StockFlagger: stockList,
-			FlaggerEventWebhook: *webhook, NoFlagger: *noFlagger,
+			FlaggerEventWebhook: *webhook, NoFlagger: *noFlagger, Prometheus: *prom, LoadTester: *loadTester,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		})
 		if err != nil {
@@ -104,6 +106,9 @@ func printStatus(f *localfleet.Fleet) {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", cluster, p.Name, p.PID, state, p.Log)
 	}
 	row("-", f.Etcd)
+	for _, p := range f.Services {
+		row("-", p)
+	}
 	for _, c := range f.Clusters {
 		for _, p := range c.Processes {
 			row(c.Name, p)
@@ -121,4 +126,7 @@ func printStatus(f *localfleet.Fleet) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\n", c.Name, c.APIServer, c.Kubeconfig, flagger, c.Tekton)
 	}
 	_ = w.Flush()
+	if f.PrometheusURL != "" || f.LoadTesterURL != "" {
+		fmt.Printf("\nprometheus: %s\nload tester: %s\n", f.PrometheusURL, f.LoadTesterURL)
+	}
 }

@@ -20,6 +20,10 @@ type Options struct {
 	Tekton bool
 	// StockFlagger names clusters that must run the stock Flagger build.
 	StockFlagger []string
+	// Prometheus requires the fleet's Prometheus, which Flagger queries.
+	Prometheus bool
+	// LoadTester requires Flagger's load tester.
+	LoadTester bool
 }
 
 // EnvFleetDir names a running fleet to reuse.
@@ -47,6 +51,7 @@ func Main(m *testing.M, o Options, fleet **localfleet.Fleet) int {
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	f, err := localfleet.Up(startCtx, localfleet.Options{
 		Dir: dir, Clusters: o.Clusters, Tekton: o.Tekton, StockFlagger: o.StockFlagger,
+		Prometheus: o.Prometheus, LoadTester: o.LoadTester,
 		DieWithParent: true, Logger: log,
 	})
 	cancel()
@@ -79,6 +84,12 @@ func reuse(dir string, o Options) (*localfleet.Fleet, error) {
 	}
 	if len(f.Clusters) < o.Clusters {
 		return nil, fmt.Errorf("the fleet has %d clusters, the tests need %d", len(f.Clusters), o.Clusters)
+	}
+	if o.Prometheus && f.PrometheusURL == "" {
+		return nil, fmt.Errorf("the fleet runs no Prometheus, the tests need it (fleet up -prometheus)")
+	}
+	if o.LoadTester && f.LoadTesterURL == "" {
+		return nil, fmt.Errorf("the fleet runs no load tester, the tests need it (fleet up -load-tester)")
 	}
 	for _, c := range f.Clusters {
 		if o.Tekton && !c.Tekton {

@@ -1,6 +1,7 @@
 package localfleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -20,8 +21,12 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
-// portsPerCluster is the size of each cluster's port block.
-const portsPerCluster = 6
+// portsPerCluster is the size of each cluster's port block; servicePorts
+// are the fleet-wide processes' (Prometheus, the load tester).
+const (
+	portsPerCluster = 6
+	servicePorts    = 2
+)
 
 type clusterPorts struct {
 	apiserver, flagger, tektonProbes, tektonHealth, tektonMetrics, tektonProfiling int
@@ -241,7 +246,7 @@ func (s clusterStarter) startFlagger(ctx context.Context, cfg *rest.Config, a *k
 	args := []string{
 		"-kubeconfig=" + c.Kubeconfig,
 		"-mesh-provider=kubernetes",
-		"-metrics-server=http://127.0.0.1:1",
+		"-metrics-server=" + cmp.Or(s.fleet.PrometheusURL, "http://127.0.0.1:1"),
 		"-port=" + strconv.Itoa(c.FlaggerPort),
 		"-cluster-name=" + c.Name,
 		"-control-loop-interval=2s",

@@ -38,6 +38,14 @@ type Options struct {
 	// its controller): `flotilla fleet bootstrap` installs it, and
 	// StartFlagger runs the Deployment bootstrap applied.
 	NoFlagger bool
+	// Prometheus runs one Prometheus server for the fleet, which every
+	// Flagger queries (-metrics-server) and which scrapes the targets a test
+	// adds (Fleet.AddScrapeTarget). Without it Flagger's metrics server is
+	// an address nothing listens on.
+	Prometheus bool
+	// LoadTester runs Flagger's load tester (with hey) as a host process at
+	// Fleet.LoadTesterURL.
+	LoadTester bool
 	// BinDir holds the built binaries. Default BinDir().
 	BinDir string
 	// DieWithParent kills every process of the fleet when the process that
@@ -74,6 +82,12 @@ type Fleet struct {
 	BinDir string `json:"binDir"`
 	// DieWithParent is Options.DieWithParent, for processes started later.
 	DieWithParent bool `json:"dieWithParent"`
+	// Services are the fleet-wide processes (Prometheus, the load tester).
+	Services []Process `json:"services,omitempty"`
+	// PrometheusURL is the fleet's Prometheus (Options.Prometheus), else "".
+	PrometheusURL string `json:"prometheusURL,omitempty"`
+	// LoadTesterURL is the fleet's load tester (Options.LoadTester), else "".
+	LoadTesterURL string `json:"loadTesterURL,omitempty"`
 
 	mu sync.Mutex
 }
@@ -109,6 +123,7 @@ func (f *Fleet) Processes() []Process {
 	for _, c := range f.Clusters {
 		ps = append(ps, c.Processes...)
 	}
+	ps = append(ps, f.Services...)
 	if f.Etcd.PID != 0 {
 		ps = append(ps, f.Etcd)
 	}
@@ -156,6 +171,14 @@ func (f *Fleet) record(cluster int, p Process) error {
 	return f.save()
 }
 
+// recordService adds a started fleet-wide process and saves the state.
+func (f *Fleet) recordService(p Process) error {
+	f.mu.Lock()
+	f.Services = append(f.Services, p)
+	f.mu.Unlock()
+	return f.save()
+}
+
 // Up starts a fleet. On failure it stops whatever it had started.
 func Up(ctx context.Context, o Options) (*Fleet, error) {
 	o = o.withDefaults()
@@ -163,7 +186,7 @@ func Up(ctx context.Context, o Options) (*Fleet, error) {
 		return nil, errors.New("fleet dir is required")
 	}
 	bins := binaries{dir: o.BinDir}
-	if err := bins.check(o.Tekton); err != nil {
+	if err := bins.check(o); err != nil {
 		return nil, err
 	}
 	if old, err := Load(o.Dir); err == nil {
@@ -204,10 +227,11 @@ func (o Options) withDefaults() Options {
 
 func (f *Fleet) up(ctx context.Context, o Options, bins binaries) error {
 	start := time.Now()
-	ports, err := freePorts(ctx, etcdPorts+o.Clusters*portsPerCluster)
+	ports, err := freePorts(ctx, etcdPorts+o.Clusters*portsPerCluster+servicePorts)
 	if err != nil {
 		return err
 	}
+	svcPorts := ports[len(ports)-servicePorts:]
 	token, err := randomToken()
 	if err != nil {
 		return err
@@ -232,6 +256,19 @@ func (f *Fleet) up(ctx context.Context, o Options, bins binaries) error {
 	o.Logger.Info("starting etcd")
 	if err := f.startEtcd(ctx, o, bins, ports[:etcdPorts]); err != nil {
 		return err
+	}
+	// Before the clusters: their Flaggers are given Prometheus's address.
+	if o.Prometheus {
+		o.Logger.Info("starting prometheus")
+		if err := f.startPrometheus(ctx, bins, svcPorts[0]); err != nil {
+			return err
+		}
+	}
+	if o.LoadTester {
+		o.Logger.Info("starting flagger's load tester")
+		if err := f.startLoadTester(ctx, bins, svcPorts[1]); err != nil {
+			return err
+		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range f.Clusters {
@@ -263,6 +300,9 @@ func (f *Fleet) Down(ctx context.Context) error {
 		})
 	}
 	errs = append(errs, g.Wait())
+	for _, p := range f.Services {
+		errs = append(errs, p.stop(ctx, 10*time.Second))
+	}
 	errs = append(errs, f.Etcd.stop(ctx, 10*time.Second))
 	errs = append(errs, os.RemoveAll(filepath.Join(f.Dir, "etcd-data")))
 	if err := os.Remove(filepath.Join(f.Dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -16,7 +16,7 @@ import (
 // TestUpLoadDown starts a real one-cluster fleet (no Tekton), reads it back
 // from its directory as `fleet status` does, and stops it.
 func TestUpLoadDown(t *testing.T) {
-	if err := (binaries{dir: BinDir()}).check(false); err != nil {
+	if err := (binaries{dir: BinDir()}).check(Options{}); err != nil {
 		t.Fatalf("%v\n(make test builds them first)", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

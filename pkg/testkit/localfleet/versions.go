@@ -18,6 +18,12 @@ const (
 	// ServiceMonitor and HTTPRoute CRDs (ChartCRDs).
 	PrometheusOperatorVersion = "0.85.0"
 	GatewayAPIVersion         = "1.3.0"
+	// IstioAPIVersion is that of Istio's CRDs (istio.io/api).
+	IstioAPIVersion = "1.27.0"
+	// PrometheusVersion is the prometheus module's (Prometheus 3.7).
+	PrometheusVersion = "0.307.0"
+	// HeyVersion is that of hey, the load generator of Flagger's load tester.
+	HeyVersion = "0.1.4"
 )
 
 // ChartCRDs are the files of the CRDs the optional objects of flotilla's
@@ -64,6 +70,10 @@ func (b binaries) tekton() string        { return b.path("tekton-controller-" + 
 func (b binaries) tektonConfig() string  { return b.path("tekton-" + TektonVersion + "-config") }
 func (b binaries) flaggerCRD() string    { return b.path("flagger-" + FlaggerVersion + "-crd.yaml") }
 
+func (b binaries) prometheus() string { return b.path("prometheus-" + PrometheusVersion) }
+func (b binaries) loadTester() string { return b.path("flagger-loadtester-" + FlaggerVersion) }
+func (b binaries) heyDir() string     { return b.path("hey-" + HeyVersion) }
+
 func (b binaries) flagger(stock bool) string {
 	if stock {
 		return b.path("flagger-" + FlaggerVersion)
@@ -72,11 +82,17 @@ func (b binaries) flagger(stock bool) string {
 }
 
 // check reports every missing binary at once, with the command that builds them.
-func (b binaries) check(tekton bool) error {
+func (b binaries) check(o Options) error {
 	need := []string{b.etcd(), b.apiserver(), b.controllerMgr(), b.scheduler(), b.kwok(),
 		b.flagger(true), b.flagger(false), b.flaggerCRD()}
-	if tekton {
+	if o.Tekton {
 		need = append(need, b.tekton(), b.tektonConfig())
+	}
+	if o.Prometheus {
+		need = append(need, b.prometheus())
+	}
+	if o.LoadTester {
+		need = append(need, b.loadTester(), filepath.Join(b.heyDir(), "hey"))
 	}
 	var missing []string
 	for _, p := range need {

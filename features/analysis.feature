@@ -1,0 +1,206 @@
+Feature: Every delivery strategy, analysed by the real Flagger on real metrics
+  flotilla renders the application's delivery (Kurator's rollout policy,
+  Kanary's validation) into Flagger canaries; the real Flagger of each
+  cluster routes traffic through the provider's objects (Gateway API
+  HTTPRoutes, Istio VirtualServices), runs its analysis as PromQL against a
+  real Prometheus, and calls a real load tester. The mesh's request metrics
+  are served by the test, which decides whether the canary is healthy.
+
+  Background:
+    Given a registry
+
+  Scenario: A Gateway API canary shifts weight step by step, then is promoted
+    Given the "gatewayapi" CRDs are installed in clusters "c1,c2"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: canary
+      provider: gatewayapi
+      iterations: null
+      trafficRouting:
+        gateways: [gateway-system/public]
+        canaryStrategy: {stepWeight: 20, maxWeight: 60}
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+          - {name: request-duration, interval: 30s, thresholdRange: {max: 500}}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the HTTPRoute "podinfo" is watched in cluster "c1"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And in cluster "c1" the canary's weight went 20, 40, 60 and back to 0
+
+  Scenario: A failing request success rate rolls the whole fleet back
+    Given the "gatewayapi" CRDs are installed in clusters "c1,c2"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: canary
+      provider: gatewayapi
+      iterations: null
+      threshold: 2
+      trafficRouting:
+        gateways: [gateway-system/public]
+        canaryStrategy: {stepWeight: 20, maxWeight: 60}
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the HTTPRoute "podinfo" is watched in cluster "c1"
+    And the mesh reports the workload "podinfo" failing
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" is rolled back
+    And the primary in every cluster runs version "1.0.0" by digest
+    And no workload in any cluster runs version "1.1.0"
+    And in cluster "c1" the canary's weight went 20 and back to 0
+    And Flagger of cluster "c1" halted the analysis on "success rate"
+
+  Scenario: An Istio canary writes its VirtualService and DestinationRules and shifts weight
+    Given the "istio" CRDs are installed in clusters "c1,c2"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: canary
+      provider: istio
+      iterations: null
+      trafficRouting:
+        hosts: [podinfo.example.com]
+        canaryStrategy: {stepWeight: 25, maxWeight: 50}
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+          - {name: request-duration, interval: 30s, thresholdRange: {max: 500}}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the VirtualService "podinfo" is watched in cluster "c1"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And in cluster "c1" the canary's weight went 25, 50 and back to 0
+    And every cluster of the waves has the DestinationRules "podinfo-primary" and "podinfo-canary"
+    And in every cluster of the waves the VirtualService "podinfo" serves the hosts "podinfo.example.com"
+
+  Scenario: A-B testing on the Gateway API sends the matching requests to the canary
+    Given the "gatewayapi" CRDs are installed in clusters "c1,c2"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: abTesting
+      provider: gatewayapi
+      iterations: 3
+      trafficRouting:
+        gateways: [gateway-system/public]
+        match:
+          - headers: {x-canary: {exact: insider}}
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the HTTPRoute "podinfo" is watched in cluster "c1"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And in cluster "c1" the requests with header "x-canary" exactly "insider" went to the canary during the analysis
+
+  Scenario: Blue-green with mirroring on Istio mirrors the traffic to the canary
+    Given the "istio" CRDs are installed in clusters "c1,c2"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: blueGreen
+      provider: istio
+      iterations: 3
+      trafficRouting:
+        mirror: true
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the VirtualService "podinfo" is watched in cluster "c1"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And in cluster "c1" the traffic was mirrored to "podinfo-canary" during the analysis
+
+  Scenario Outline: A custom metric flotilla renders as a MetricTemplate gates the rollout
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      trafficAnalysis:
+        metrics:
+          - name: error-rate
+            interval: 30s
+            thresholdRange: {max: 1}
+            customMetric:
+              provider: {type: prometheus, address: "{{prometheus}}"}
+              query: |
+                sum(rate(http_request_duration_seconds_count{kubernetes_namespace="{{ namespace }}",kubernetes_pod_name=~"{{ target }}-.*",status=~"5.."}[{{ interval }}]))
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the mesh reports the workload "podinfo" <health>
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" <outcome>
+    And the primary in every cluster runs version "<running>" by digest
+    And every cluster of the waves has the MetricTemplate "podinfo-error-rate" querying the fleet's Prometheus
+
+    Examples:
+      | health  | outcome        | running |
+      | healthy | succeeds       | 1.1.0   |
+      | failing | is rolled back | 1.0.0   |
+
+  Scenario: A Kanary PromQL validation that fails rolls the fleet back
+    Given the application's validation is:
+      """
+      validationPeriod: 1m
+      items:
+        - promQL:
+            query: |
+              sum(rate(istio_requests_total{destination_workload_namespace="{{ namespace }}",destination_workload="{{ target }}",response_code="500"}[{{ interval }}])) < bool 0.1
+      """
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the mesh reports the workload "podinfo" failing
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" is rolled back
+    And the primary in every cluster runs version "1.0.0" by digest
+    And Flagger of cluster "c1" halted the analysis on "promql-1"
+
+  Scenario: The load tester runs the analysis' load test against the canary
+    Given a load test target
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      iterations: 3
+      trafficAnalysis:
+        webhooks:
+          url: "{{loadtester}}"
+          timeoutSeconds: 30
+          command: ["hey -z 2s -q 5 -c 1 {{target}}"]
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the load test target received requests from hey
+    And the load tester's log shows the command for "podinfo" in the application's namespace
+
+  Scenario: The canary's HorizontalPodAutoscaler is carried to the primary
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      autoscale: {minReplicas: 2, maxReplicas: 4}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And in every cluster of the waves the HorizontalPodAutoscaler "podinfo-primary" scales Deployment "podinfo-primary" from 2 to 4 replicas

@@ -1,0 +1,512 @@
+package features
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cucumber/godog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/meshmetrics"
+)
+
+func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^the "([^"]*)" CRDs are installed in clusters "([^"]*)"$`, s.crdsInstalled)
+	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)" with delivery:$`, s.flotillaServingDelivery)
+	sc.Step(`^the application's validation is:$`, s.validationIs)
+	sc.Step(`^the mesh reports the workload "([^"]*)" (healthy|failing)$`, s.meshReports)
+	sc.Step(`^the (HTTPRoute|VirtualService) "([^"]*)" is watched in cluster "([^"]*)"$`, s.watchRoute)
+	sc.Step(`^in cluster "([^"]*)" the canary's weight went ((?:\d+, )*\d+) and back to 0$`, s.weightWent)
+	sc.Step(`^in cluster "([^"]*)" the requests with header "([^"]*)" exactly "([^"]*)" went to the canary during the analysis$`, s.headerMatchWent)
+	sc.Step(`^in cluster "([^"]*)" the traffic was mirrored to "([^"]*)" during the analysis$`, s.mirrored)
+	sc.Step(`^every cluster of the waves has the DestinationRules "([^"]*)" and "([^"]*)"$`, s.destinationRules)
+	sc.Step(`^in every cluster of the waves the VirtualService "([^"]*)" serves the hosts "([^"]*)"$`, s.virtualServiceHosts)
+	sc.Step(`^Flagger of cluster "([^"]*)" halted the analysis on "([^"]*)"$`, s.checkFailed)
+	sc.Step(`^every cluster of the waves has the MetricTemplate "([^"]*)" querying the fleet's Prometheus$`, s.metricTemplate)
+	sc.Step(`^a load test target$`, s.loadTestTarget)
+	sc.Step(`^the load test target received requests from hey$`, s.loadTestReceived)
+	sc.Step(`^the load tester's log shows the command for "([^"]*)" in the application's namespace$`, s.loadTesterLog)
+	sc.Step(`^in every cluster of the waves the HorizontalPodAutoscaler "([^"]*)" scales Deployment "([^"]*)" from (\d+) to (\d+) replicas$`, s.primaryHPA)
+}
+
+func (s *scenario) crdsInstalled(ctx context.Context, set, clusters string) error {
+	for _, c := range strings.Split(clusters, ",") {
+		if err := s.fleet().InstallCRDs(ctx, c, localfleet.CRDSet(set)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expand fills a docstring's placeholders: the fleet's Prometheus and load
+// tester, and the scenario's load test target.
+func (s *scenario) expand(text string) string {
+	r := strings.NewReplacer(
+		"{{prometheus}}", s.fleet().PrometheusURL,
+		"{{loadtester}}", s.fleet().LoadTesterURL,
+		"{{target}}", s.w.loadTarget.url(),
+	)
+	return r.Replace(text)
+}
+
+func (s *scenario) flotillaServingDelivery(ctx context.Context, app, repo, track, wave1, wave2 string, doc *godog.DocString) error {
+	var d map[string]any
+	if err := yaml.Unmarshal([]byte(s.expand(doc.Content)), &d); err != nil {
+		return fmt.Errorf("the delivery: %w", err)
+	}
+	s.w.delivery = d
+	return s.flotillaServing(ctx, app, repo, track, wave1, wave2)
+}
+
+func (s *scenario) validationIs(doc *godog.DocString) error {
+	var v map[string]any
+	if err := yaml.Unmarshal([]byte(s.expand(doc.Content)), &v); err != nil {
+		return fmt.Errorf("the validation: %w", err)
+	}
+	s.w.validation = v
+	return nil
+}
+
+// mergeDelivery lays a scenario's delivery over the default one: its keys
+// replace the default's, and a null removes one.
+func mergeDelivery(base, over map[string]any) {
+	for k, v := range over {
+		if v == nil {
+			delete(base, k)
+			continue
+		}
+		base[k] = v
+	}
+}
+
+var (
+	meshOnce sync.Once
+	mesh     *meshmetrics.Exporter
+	errMesh  error
+)
+
+// meshExporter starts the package's mesh metrics, which the fleet's
+// Prometheus scrapes; scenarios set their own workloads (namespaces differ).
+func meshExporter() (*meshmetrics.Exporter, error) {
+	meshOnce.Do(func() {
+		mesh, errMesh = meshmetrics.Start(context.Background())
+		if errMesh == nil {
+			errMesh = fleet.AddScrapeTarget("features-mesh", mesh.Addr())
+		}
+	})
+	return mesh, errMesh
+}
+
+func (s *scenario) meshReports(ctx context.Context, workload, health string) error {
+	e, err := meshExporter()
+	if err != nil {
+		return err
+	}
+	t := meshmetrics.Healthy
+	if health == "failing" {
+		t = meshmetrics.Failing
+	}
+	w := meshmetrics.Workload{Namespace: s.w.namespace, Name: workload}
+	e.Set(w, t)
+	s.onCleanup(func() { e.Remove(w) })
+	// Flagger reads what Prometheus scraped: wait until it has the series,
+	// at the new success rate.
+	q := fmt.Sprintf(`sum(rate(istio_requests_total{destination_workload_namespace=%q,destination_workload=%q,response_code!~"5.*"}[5s])) / sum(rate(istio_requests_total{destination_workload_namespace=%q,destination_workload=%q}[5s]))`,
+		s.w.namespace, workload, s.w.namespace, workload)
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		v, ok, err := promQuery(ctx, s.fleet().PrometheusURL, q)
+		if err != nil || !ok {
+			return false, nil //nolint:nilerr // not scraped yet
+		}
+		return v > t.SuccessRate-0.05 && v < t.SuccessRate+0.05, nil
+	})
+}
+
+// promQuery runs an instant query and returns its single value.
+func promQuery(ctx context.Context, base, q string) (float64, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?query="+url.QueryEscape(q), nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, false, err
+	}
+	if r.Status != "success" || len(r.Data.Result) != 1 || len(r.Data.Result[0].Value) != 2 {
+		return 0, false, nil
+	}
+	str, _ := r.Data.Result[0].Value[1].(string)
+	v, err := strconv.ParseFloat(str, 64)
+	return v, err == nil, nil
+}
+
+var routeGVRs = map[string]schema.GroupVersionResource{
+	"HTTPRoute":       {Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"},
+	"VirtualService":  {Group: "networking.istio.io", Version: "v1beta1", Resource: "virtualservices"},
+	"DestinationRule": {Group: "networking.istio.io", Version: "v1beta1", Resource: "destinationrules"},
+	"MetricTemplate":  {Group: "flagger.app", Version: "v1beta1", Resource: "metrictemplates"},
+}
+
+// routeLog records every version of a routing object's spec, as the
+// cluster's API server reported them.
+type routeLog struct {
+	kind  string
+	mu    sync.Mutex
+	specs []map[string]any
+}
+
+func (l *routeLog) all() []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.specs)
+}
+
+func (s *scenario) watchRoute(ctx context.Context, kind, name, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	log := &routeLog{kind: kind}
+	if s.w.routes == nil {
+		s.w.routes = map[string]*routeLog{}
+	}
+	s.w.routes[cluster] = log
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.onCleanup(cancel)
+	wi, err := c.Dynamic.Resource(routeGVRs[kind]).Namespace(s.w.namespace).Watch(wctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		return fmt.Errorf("watching %s %s in %s: %w", kind, name, cluster, err)
+	}
+	go func() {
+		defer wi.Stop()
+		for ev := range wi.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+			log.mu.Lock()
+			if n := len(log.specs); n == 0 || !reflect.DeepEqual(log.specs[n-1], spec) {
+				log.specs = append(log.specs, spec)
+			}
+			log.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// canaryWeight is the weight a route's first rule gives the canary
+// service, -1 when it names none.
+func canaryWeight(kind string, spec map[string]any, canary string) int64 {
+	switch kind {
+	case "HTTPRoute":
+		rules, _, _ := unstructured.NestedSlice(spec, "rules")
+		if len(rules) == 0 {
+			return -1
+		}
+		refs, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "backendRefs")
+		for _, r := range refs {
+			if m := r.(map[string]any); m["name"] == canary {
+				w, _, _ := unstructured.NestedInt64(m, "weight")
+				return w
+			}
+		}
+	case "VirtualService":
+		http, _, _ := unstructured.NestedSlice(spec, "http")
+		if len(http) == 0 {
+			return -1
+		}
+		routes, _, _ := unstructured.NestedSlice(http[0].(map[string]any), "route")
+		for _, r := range routes {
+			m := r.(map[string]any)
+			if h, _, _ := unstructured.NestedString(m, "destination", "host"); h == canary {
+				w, _, _ := unstructured.NestedInt64(m, "weight")
+				return w
+			}
+		}
+	}
+	return -1
+}
+
+func (s *scenario) routeLogOf(cluster string) (*routeLog, error) {
+	l := s.w.routes[cluster]
+	if l == nil {
+		return nil, fmt.Errorf("no step watched a route in %s", cluster)
+	}
+	return l, nil
+}
+
+func (s *scenario) weightWent(cluster, steps string) error {
+	l, err := s.routeLogOf(cluster)
+	if err != nil {
+		return err
+	}
+	var want []int64
+	for _, f := range strings.Split(steps, ", ") {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		want = append(want, n)
+	}
+	canary := s.w.workload + "-canary"
+	var seen, moves []int64
+	for _, spec := range l.all() {
+		w := canaryWeight(l.kind, spec, canary)
+		seen = append(seen, w)
+		if w > 0 && (len(moves) == 0 || moves[len(moves)-1] != w) {
+			moves = append(moves, w)
+		}
+	}
+	if !slices.Equal(moves, want) {
+		return fmt.Errorf("the canary's weight went %v, want %v (every version of the %s: %v)", moves, want, l.kind, seen)
+	}
+	if last := seen[len(seen)-1]; last != 0 {
+		return fmt.Errorf("the canary's weight ended at %d, want 0 (every version: %v)", last, seen)
+	}
+	return nil
+}
+
+func (s *scenario) headerMatchWent(cluster, header, value string) error {
+	l, err := s.routeLogOf(cluster)
+	if err != nil {
+		return err
+	}
+	canary := s.w.workload + "-canary"
+	var sawMatch bool
+	for _, spec := range l.all() {
+		rules, _, _ := unstructured.NestedSlice(spec, "rules")
+		if len(rules) < 2 {
+			continue
+		}
+		first := rules[0].(map[string]any)
+		matches, _, _ := unstructured.NestedSlice(first, "matches")
+		if !matchesHeader(matches, header, value) {
+			continue
+		}
+		sawMatch = true
+		if canaryWeight(l.kind, spec, canary) == 100 {
+			return nil
+		}
+	}
+	if !sawMatch {
+		return fmt.Errorf("no version of the HTTPRoute matched header %s=%s in its first rule: %v", header, value, l.all())
+	}
+	return fmt.Errorf("the rule matching %s=%s never sent all its requests to %s: %v", header, value, canary, l.all())
+}
+
+func matchesHeader(matches []any, header, value string) bool {
+	for _, m := range matches {
+		hs, _, _ := unstructured.NestedSlice(m.(map[string]any), "headers")
+		for _, h := range hs {
+			hm := h.(map[string]any)
+			if strings.EqualFold(fmt.Sprint(hm["name"]), header) && hm["value"] == value && (hm["type"] == nil || hm["type"] == "Exact") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *scenario) mirrored(cluster, host string) error {
+	l, err := s.routeLogOf(cluster)
+	if err != nil {
+		return err
+	}
+	for _, spec := range l.all() {
+		http, _, _ := unstructured.NestedSlice(spec, "http")
+		if len(http) == 0 {
+			continue
+		}
+		if h, _, _ := unstructured.NestedString(http[0].(map[string]any), "mirror", "host"); h == host {
+			return nil
+		}
+	}
+	return fmt.Errorf("no version of the VirtualService mirrored to %s: %v", host, l.all())
+}
+
+func (s *scenario) destinationRules(ctx context.Context, a, b string) error {
+	for _, c := range s.w.clusters {
+		for _, name := range []string{a, b} {
+			u, err := c.Dynamic.Resource(routeGVRs["DestinationRule"]).Namespace(s.w.namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("DestinationRule %s in %s: %w", name, c.Name, err)
+			}
+			if h, _, _ := unstructured.NestedString(u.Object, "spec", "host"); h != name {
+				return fmt.Errorf("DestinationRule %s in %s is for host %q, want %q", name, c.Name, h, name)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *scenario) virtualServiceHosts(ctx context.Context, name, hosts string) error {
+	for _, c := range s.w.clusters {
+		u, err := c.Dynamic.Resource(routeGVRs["VirtualService"]).Namespace(s.w.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("VirtualService %s in %s: %w", name, c.Name, err)
+		}
+		got, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "hosts")
+		for _, h := range strings.Split(hosts, ",") {
+			if !slices.Contains(got, h) {
+				return fmt.Errorf("VirtualService %s in %s serves %v, not %s", name, c.Name, got, h)
+			}
+		}
+	}
+	return nil
+}
+
+// checkFailed finds Flagger's warning that a metric check failed among the
+// canary's events: "Halt <canary> advancement <what> <value> < <min>",
+// what is "success rate" for the built-in check, the metric's name for a
+// custom one.
+func (s *scenario) checkFailed(ctx context.Context, cluster, metric string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	var msgs []string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := c.Kube.CoreV1().Events(s.w.namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.kind", "Canary").String(),
+		})
+		if err != nil {
+			return false, err
+		}
+		msgs = msgs[:0]
+		for _, e := range evs.Items {
+			msgs = append(msgs, e.Message)
+			if e.Type == corev1.EventTypeWarning && strings.HasPrefix(e.Message, "Halt ") && strings.Contains(e.Message, " advancement "+metric+" ") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("Flagger of %s reported no failing %s check: %w (events: %q)", cluster, metric, err, msgs)
+	}
+	return nil
+}
+
+func (s *scenario) metricTemplate(ctx context.Context, name string) error {
+	for _, c := range s.w.clusters {
+		u, err := c.Dynamic.Resource(routeGVRs["MetricTemplate"]).Namespace(s.w.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("MetricTemplate %s in %s: %w", name, c.Name, err)
+		}
+		addr, _, _ := unstructured.NestedString(u.Object, "spec", "provider", "address")
+		if addr != s.fleet().PrometheusURL {
+			return fmt.Errorf("MetricTemplate %s in %s queries %q, want the fleet's Prometheus %s", name, c.Name, addr, s.fleet().PrometheusURL)
+		}
+	}
+	return nil
+}
+
+// loadTarget is an HTTP server standing for the canary's service, which
+// the load tester's hey sends its requests to.
+type loadTarget struct {
+	srv      *httptest.Server
+	fromHey  atomic.Int64
+	requests atomic.Int64
+}
+
+func (t *loadTarget) url() string {
+	if t == nil {
+		return ""
+	}
+	return t.srv.URL + "/"
+}
+
+func (s *scenario) loadTestTarget() error {
+	t := &loadTarget{}
+	t.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.requests.Add(1)
+		if strings.HasPrefix(r.UserAgent(), "hey/") {
+			t.fromHey.Add(1)
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	}))
+	s.onCleanup(t.srv.Close)
+	s.w.loadTarget = t
+	return nil
+}
+
+func (s *scenario) loadTestReceived() error {
+	t := s.w.loadTarget
+	if n := t.fromHey.Load(); n < 5 {
+		return fmt.Errorf("the load test target received %d requests from hey (%d in all), want at least 5", n, t.requests.Load())
+	}
+	return nil
+}
+
+func (s *scenario) loadTesterLog(workload string) error {
+	var logPath string
+	for _, p := range s.fleet().Services {
+		if p.Name == "loadtester" {
+			logPath = p.Log
+		}
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return fmt.Errorf("reading the load tester's log: %w", err)
+	}
+	want := workload + "." + s.w.namespace
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, want) && strings.Contains(line, "hey ") {
+			return nil
+		}
+	}
+	return fmt.Errorf("the load tester's log (%s) names no hey command of %s", logPath, want)
+}
+
+func (s *scenario) primaryHPA(ctx context.Context, name, target string, minR, maxR int) error {
+	for _, c := range s.w.clusters {
+		h, err := c.Kube.AutoscalingV2().HorizontalPodAutoscalers(s.w.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("HorizontalPodAutoscaler %s in %s: %w", name, c.Name, err)
+		}
+		got := fmt.Sprintf("%s %s from %d to %d", h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name, ptrOr(h.Spec.MinReplicas, 1), h.Spec.MaxReplicas)
+		if want := fmt.Sprintf("Deployment %s from %d to %d", target, minR, maxR); got != want {
+			return fmt.Errorf("HorizontalPodAutoscaler %s in %s scales %s, want %s", name, c.Name, got, want)
+		}
+	}
+	return nil
+}
+
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}

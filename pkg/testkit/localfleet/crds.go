@@ -1,0 +1,98 @@
+package localfleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+)
+
+// CRDSet names the custom resource definitions of one traffic provider,
+// which build.sh fetches from the provider's pinned Go module and
+// InstallCRDs installs in a cluster on demand.
+type CRDSet string
+
+// The CRD sets of the providers Flagger routes through.
+const (
+	// GatewayAPICRDs is the Gateway API's standard channel (Gateway,
+	// GatewayClass, HTTPRoute, GRPCRoute, ReferenceGrant).
+	GatewayAPICRDs CRDSet = "gatewayapi"
+	// IstioCRDs is every CRD of Istio (VirtualService and DestinationRule
+	// are the ones Flagger writes).
+	IstioCRDs CRDSet = "istio"
+)
+
+// crdFiles maps each set to its file in BinDir()/crds.
+var crdFiles = map[CRDSet]string{
+	GatewayAPICRDs: "gateway-api-" + GatewayAPIVersion + ".yaml",
+	IstioCRDs:      "istio-" + IstioAPIVersion + ".yaml",
+}
+
+// CRDSets lists every set InstallCRDs knows, sorted.
+func CRDSets() []CRDSet {
+	sets := make([]CRDSet, 0, len(crdFiles))
+	for s := range crdFiles {
+		sets = append(sets, s)
+	}
+	slices.Sort(sets)
+	return sets
+}
+
+// InstallCRDs applies the CRDs of the sets to a cluster of the fleet and
+// waits until the API server serves them. Applying a set again changes
+// nothing, so scenarios that share a cluster may each ask for it.
+func (f *Fleet) InstallCRDs(ctx context.Context, cluster string, sets ...CRDSet) error {
+	c, ok := f.Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %q", cluster)
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	a, err := kube.NewApplier(cfg, "flotilla-fleet")
+	if err != nil {
+		return err
+	}
+	for _, set := range sets {
+		file, ok := crdFiles[set]
+		if !ok {
+			return fmt.Errorf("unknown CRD set %q (known: %v)", set, CRDSets())
+		}
+		path := filepath.Join(f.binDir(), "crds", file)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading the %s CRDs (run make fleet-build): %w", set, err)
+		}
+		objs, err := kube.Decode(b)
+		if err != nil {
+			return fmt.Errorf("decoding %s: %w", path, err)
+		}
+		var names []string
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" {
+				return fmt.Errorf("%s holds a %s, not only CRDs", path, o.GetKind())
+			}
+			names = append(names, o.GetName())
+		}
+		if err := a.Apply(ctx, objs...); err != nil {
+			return fmt.Errorf("applying the %s CRDs to %s: %w", set, cluster, err)
+		}
+		if err := kube.WaitCRDsEstablished(ctx, cfg, names...); err != nil {
+			return fmt.Errorf("the %s CRDs in %s: %w", set, cluster, err)
+		}
+	}
+	return nil
+}
+
+// binDir is where the fleet's binaries are (BinDir() for a fleet loaded
+// from an older state file).
+func (f *Fleet) binDir() string {
+	if f.BinDir != "" {
+		return f.BinDir
+	}
+	return BinDir()
+}
