@@ -94,6 +94,7 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
       iterations: 3
       trafficRouting:
         gateways: [gateway-system/public]
+        timeout: 30s
         match:
           - headers: {x-canary: {exact: insider}}
       trafficAnalysis:

@@ -2,6 +2,7 @@ package features
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -38,6 +39,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
@@ -316,7 +318,7 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 			{"name": "github", "type": "github", "secret": ghSecret},
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
 		},
-		"fleet":        map[string]any{"clusters": clusters, "waves": waves},
+		"fleet":        map[string]any{"clusters": clusters, "waves": waves, "metricsServer": cmp.Or(s.fleet().PrometheusURL, config.DefaultMetricsServer)},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
 	}
 	if len(w.approverTokens) > 0 {

@@ -18,7 +18,7 @@ const (
 	DefaultNamespace        = "flotilla-system"
 	DefaultFlaggerNamespace = "flagger-system"
 	// DefaultMetricsServer is Flagger's chart's default Prometheus.
-	DefaultMetricsServer = "http://prometheus:9090"
+	DefaultMetricsServer = config.DefaultMetricsServer
 )
 
 // Options says what bootstrap puts into each cluster.
@@ -32,8 +32,8 @@ type Options struct {
 	// provider of the applications that target the cluster when they
 	// agree, else "kubernetes" (flotilla's canaries name their provider).
 	MeshProvider string
-	// MetricsServer is Flagger's -metrics-server. Default
-	// DefaultMetricsServer.
+	// MetricsServer is Flagger's -metrics-server. Default the config's
+	// fleet.metricsServer.
 	MetricsServer string
 	// FlaggerArgs are added to Flagger's arguments (such as
 	// -slack-url=..., -enable-leader-election=true).
@@ -78,6 +78,7 @@ const TektonTarget = "tekton"
 // in the Tekton cluster flotilla's Pipeline and Tasks, a Role to run them
 // and the steps' ServiceAccount.
 func Plan(cfg *config.Config, clusters []string, o Options) ([]Target, error) {
+	o.MetricsServer = cmp.Or(o.MetricsServer, cfg.Fleet.MetricsServer)
 	ts, err := plan(cfg, clusters, o.withDefaults())
 	for i := range ts {
 		ts[i].Objects = dedupe(ts[i].Objects)

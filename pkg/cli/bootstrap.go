@@ -39,7 +39,7 @@ func (f *bootstrapFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.opts.Namespace, "namespace", bootstrap.DefaultNamespace, "namespace of flotilla's ServiceAccount in each cluster")
 	fl.StringVar(&f.opts.FlaggerNamespace, "flagger-namespace", bootstrap.DefaultFlaggerNamespace, "namespace Flagger runs in")
 	fl.StringVar(&f.opts.MeshProvider, "mesh-provider", "", "Flagger's -mesh-provider (default: the provider of the applications targeting the cluster when they agree, else kubernetes)")
-	fl.StringVar(&f.opts.MetricsServer, "metrics-server", bootstrap.DefaultMetricsServer, "Flagger's -metrics-server (Prometheus)")
+	fl.StringVar(&f.opts.MetricsServer, "metrics-server", "", "Flagger's -metrics-server (Prometheus) (default the config's fleet.metricsServer)")
 	fl.StringArrayVar(&f.opts.FlaggerArgs, "flagger-arg", nil, "an argument added to Flagger's (repeat), such as -slack-url=https://... or -enable-leader-election=true")
 	fl.StringVar(&f.opts.LoadTesterNamespace, "load-tester-namespace", "", "also install Flagger's load tester into this namespace")
 	fl.StringVar(&f.opts.Image, "image", "", "image of flotilla's Tekton steps (default the image of this version)")

@@ -234,6 +234,12 @@ type Fleet struct {
 	// FreezeWindows hold every rollout: a wave does not start inside one
 	// (it waits for the window's end, or an override).
 	FreezeWindows []FreezeWindow `json:"freezeWindows"`
+	// MetricsServer is the Prometheus the clusters' Flaggers query (their
+	// -metrics-server): custom metrics of type prometheus and Kanary
+	// promQL validations without an address of their own query it, and
+	// `flotilla fleet bootstrap` starts Flagger with it. An http(s) URL;
+	// default DefaultMetricsServer, Flagger's own default.
+	MetricsServer string `json:"metricsServer"`
 }
 
 // FreezeWindow is a recurring stretch of time in which no wave starts:

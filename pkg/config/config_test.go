@@ -124,9 +124,10 @@ func TestParseDefaults(t *testing.T) {
 			SecretValue: testToken,
 		}},
 		Fleet: Fleet{
-			Executor: "embedded",
-			Clusters: []Cluster{{Name: "c1", Kubeconfig: filepath.Join(dir, "c1.kubeconfig")}},
-			Waves:    []Wave{{Name: "wave-1", Clusters: []string{"c1"}, Members: []string{"c1"}}},
+			Executor:      "embedded",
+			Clusters:      []Cluster{{Name: "c1", Kubeconfig: filepath.Join(dir, "c1.kubeconfig")}},
+			Waves:         []Wave{{Name: "wave-1", Clusters: []string{"c1"}, Members: []string{"c1"}}},
+			MetricsServer: DefaultMetricsServer,
 		},
 		Applications: []Application{{
 			Name:  "podinfo",

@@ -15,6 +15,7 @@ import (
 // Defaults applied by Load and Parse to fields left empty or zero.
 const (
 	DefaultListen           = "127.0.0.1:8080"
+	DefaultMetricsServer    = "http://prometheus:9090"
 	DefaultDataDir          = "flotilla-data"
 	DefaultExecutor         = ExecutorEmbedded
 	DefaultTrack            = TrackMinorVersion
@@ -99,6 +100,9 @@ func applyDefaults(c *Config, base string) {
 			t.Kubeconfig = resolvePath(base, t.Kubeconfig)
 		}
 	}
+	if f.MetricsServer == "" {
+		f.MetricsServer = DefaultMetricsServer
+	}
 	for i := range f.Clusters {
 		if f.Clusters[i].Kubeconfig != "" {
 			f.Clusters[i].Kubeconfig = resolvePath(base, f.Clusters[i].Kubeconfig)
@@ -112,6 +116,7 @@ func applyDefaults(c *Config, base string) {
 
 	for i := range c.Applications {
 		applyApplicationDefaults(&c.Applications[i])
+		defaultMetricsAddress(&c.Applications[i], f.MetricsServer)
 		resolveGitFiles(&c.Applications[i], base)
 		if v := c.Applications[i].Verify; v != nil {
 			for j := range v.Signatures {
@@ -182,6 +187,18 @@ func applyValidationDefaults(a *Application) {
 				Query:    q.Query,
 			},
 		})
+	}
+}
+
+// defaultMetricsAddress points the application's Prometheus queries that
+// name no server (custom metrics, Kanary's promQL) at the fleet's: Flagger
+// itself refuses a MetricTemplate without an address.
+func defaultMetricsAddress(a *Application, server string) {
+	ms := a.Delivery.TrafficAnalysis.Metrics
+	for i := range ms {
+		if cm := ms[i].CustomMetric; cm != nil && cm.Provider.Type == DefaultMetricProvider && cm.Provider.Address == "" {
+			cm.Provider.Address = server
+		}
 	}
 }
 

@@ -355,8 +355,8 @@ type CustomMetric struct {
 type MetricProvider struct {
 	// Type is one of MetricProviderTypes. Default "prometheus".
 	Type string `json:"type"`
-	// Address is the server's http(s) URL. Default (prometheus) Flagger's
-	// -metrics-server.
+	// Address is the server's http(s) URL. Default (prometheus)
+	// fleet.metricsServer.
 	Address string `json:"address"`
 	// SecretRef names a Secret in the application's namespace holding the
 	// credentials, as Flagger reads them for the type.

@@ -257,6 +257,7 @@ func (v *validator) resolveSecret(path string, s *Secret) string {
 func (v *validator) fleet(f *Fleet) {
 	v.oneOf("fleet.executor", "executor", f.Executor, Executors)
 	v.tekton(f)
+	v.httpURL("fleet.metricsServer", f.MetricsServer)
 
 	if len(f.Clusters) == 0 {
 		v.addf("fleet.clusters", "at least one cluster is required")

@@ -270,6 +270,11 @@ func (v *validator) trafficRouting(path string, p paths, d *Delivery) {
 		v.addf(path+".match", "only A/B testing routes requests by match; remove it, or set strategy: abTesting")
 	case len(r.Match) == 0 && d.Strategy == StrategyABTesting:
 		v.addf(path+".match", "required for A/B testing: the headers or cookies of the requests that go to the canary")
+	case d.Provider == ProviderGatewayAPI && d.Strategy == StrategyABTesting && r.Timeout.Duration == 0:
+		// Flagger (1.41) then writes the HTTPRoute's default rule with an
+		// empty request timeout at every analysis step, which the Gateway
+		// API's CRD refuses: the analysis never advances.
+		v.addf(path+".timeout", "required for A/B testing on the gatewayapi provider: Flagger writes the route's request timeout at every step, and an empty one is refused by the API server; set it, such as 30s")
 	}
 	v.matches(path+".match", r.Match, d.Provider)
 	if r.Mirror && d.Strategy == StrategyABTesting {

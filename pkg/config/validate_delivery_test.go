@@ -274,6 +274,13 @@ applications:
     delivery:
       provider: gatewayapi
       trafficRouting: {gateways: [gw], match: [{headers: {x-one: {suffix: a}}}]}
+  - name: d
+    image: r.example.com/d
+    workload: {name: d}
+    service: {port: 80}
+    delivery:
+      provider: gatewayapi
+      trafficRouting: {gateways: [gw], timeout: 30s, match: [{headers: {x-one: {exact: a}}}]}
 `},
 			want: []Problem{
 				{`applications[0].delivery.trafficRouting.match[0].headers["cookie"]`, "the nginx provider matches by exact, not regex"},
@@ -282,6 +289,7 @@ applications:
 				{`applications[0].delivery.trafficRouting.match[1].cookie`, "nginx routes to the canary by one header and one cookie; remove this one"},
 				{`applications[1].delivery.trafficRouting.match[0].headers["x-one"]`, "the contour provider matches by exact, prefix or suffix, not regex"},
 				{`applications[1].delivery.trafficRouting.match[0].sourceLabels`, "only the istio provider matches by source labels; remove them"},
+				{"applications[2].delivery.trafficRouting.timeout", "required for A/B testing on the gatewayapi provider: Flagger writes the route's request timeout at every step, and an empty one is refused by the API server; set it, such as 30s"},
 				{`applications[2].delivery.trafficRouting.match[0].headers["x-one"]`, "the gatewayapi provider matches by exact or regex, not suffix"},
 			},
 		}, {
@@ -513,7 +521,7 @@ func TestDeliveryDefaults(t *testing.T) {
 			d.TrafficRouting.Match = []Match{{Cookie: "canary"}}
 		},
 	}, {
-		name: "kuma speaks http, custom metrics ask prometheus, autoscaling starts at 1",
+		name: "kuma speaks http, custom metrics ask the fleet's prometheus, autoscaling starts at 1",
 		doc: `      provider: kuma
       trafficRouting: {canaryStrategy: {stepWeight: 20, maxWeight: 40}}
       autoscale: {maxReplicas: 4}
@@ -527,7 +535,7 @@ func TestDeliveryDefaults(t *testing.T) {
 			d.Autoscale = &Autoscale{MinReplicas: 1, MaxReplicas: 4}
 			d.TrafficAnalysis.Metrics = []Metric{{
 				Name: "m", Interval: Duration{time.Minute}, ThresholdRange: &ThresholdRange{Max: ptr.To(1.0)},
-				CustomMetric: &CustomMetric{Provider: MetricProvider{Type: "prometheus"}, Query: "up"},
+				CustomMetric: &CustomMetric{Provider: MetricProvider{Type: "prometheus", Address: DefaultMetricsServer}, Query: "up"},
 			}}
 		},
 	}, {

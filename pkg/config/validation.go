@@ -52,8 +52,8 @@ type PromQLValidation struct {
 	// Name of the metric check. Default "promql-<n>", n 1-based among the
 	// promQL items.
 	Name string `json:"name"`
-	// PrometheusURL is the server, an http(s) URL. Default Flagger's
-	// -metrics-server.
+	// PrometheusURL is the server, an http(s) URL. Default
+	// fleet.metricsServer.
 	PrometheusURL string `json:"prometheusURL"`
 	// Query may use Flagger's template variables ({{ interval }},
 	// {{ namespace }}, {{ target }}). Kanary's queries answer true or
