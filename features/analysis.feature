@@ -205,3 +205,47 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
     And in every cluster of the waves the HorizontalPodAutoscaler "podinfo-primary" scales Deployment "podinfo-primary" from 2 to 4 replicas
+
+  Scenario Outline: Flagger routes a canary through <provider>'s objects, step by step
+    Given the "<provider>" CRDs are installed in clusters "c1,c2"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: canary
+      provider: <provider>
+      iterations: null
+      trafficRouting:
+        canaryStrategy: {stepWeight: 30, maxWeight: 60}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the <kind> "podinfo" is watched in cluster "c1"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And in cluster "c1" the canary's weight went 30, 60 and back to 0
+
+    Examples:
+      | provider | kind           |
+      | linkerd  | TrafficSplit   |
+      | contour  | HTTPProxy      |
+      | traefik  | TraefikService |
+      | kuma     | TrafficRoute   |
+
+  Scenario: Flagger routes a canary through nginx's canary Ingress, step by step
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: canary
+      provider: nginx
+      iterations: null
+      trafficRouting:
+        ingressRef: {name: podinfo}
+        canaryStrategy: {stepWeight: 30, maxWeight: 60}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And an Ingress "podinfo" routes "podinfo.example.com" to the workload's service in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the Ingress "podinfo-canary" is watched in cluster "c1"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And in cluster "c1" the canary's weight went 30, 60 and back to 0

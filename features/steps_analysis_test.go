@@ -18,12 +18,14 @@ import (
 
 	"github.com/cucumber/godog"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
@@ -35,7 +37,7 @@ func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)" with delivery:$`, s.flotillaServingDelivery)
 	sc.Step(`^the application's validation is:$`, s.validationIs)
 	sc.Step(`^the mesh reports the workload "([^"]*)" (healthy|failing)$`, s.meshReports)
-	sc.Step(`^the (HTTPRoute|VirtualService) "([^"]*)" is watched in cluster "([^"]*)"$`, s.watchRoute)
+	sc.Step(`^the (HTTPRoute|VirtualService|TrafficSplit|HTTPProxy|TraefikService|TrafficRoute|Ingress) "([^"]*)" is watched in cluster "([^"]*)"$`, s.watchRoute)
 	sc.Step(`^in cluster "([^"]*)" the canary's weight went ((?:\d+, )*\d+) and back to 0$`, s.weightWent)
 	sc.Step(`^in cluster "([^"]*)" the requests with header "([^"]*)" exactly "([^"]*)" went to the canary during the analysis$`, s.headerMatchWent)
 	sc.Step(`^in cluster "([^"]*)" the traffic was mirrored to "([^"]*)" during the analysis$`, s.mirrored)
@@ -43,6 +45,7 @@ func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^in every cluster of the waves the VirtualService "([^"]*)" serves the hosts "([^"]*)"$`, s.virtualServiceHosts)
 	sc.Step(`^Flagger of cluster "([^"]*)" halted the analysis on "([^"]*)"$`, s.checkFailed)
 	sc.Step(`^every cluster of the waves has the MetricTemplate "([^"]*)" querying the fleet's Prometheus$`, s.metricTemplate)
+	sc.Step(`^an Ingress "([^"]*)" routes "([^"]*)" to the workload's service in every cluster of the waves$`, s.ingressEverywhere)
 	sc.Step(`^a load test target$`, s.loadTestTarget)
 	sc.Step(`^the load test target received requests from hey$`, s.loadTestReceived)
 	sc.Step(`^the load tester's log shows the command for "([^"]*)" in the application's namespace$`, s.loadTesterLog)
@@ -177,20 +180,38 @@ var routeGVRs = map[string]schema.GroupVersionResource{
 	"VirtualService":  {Group: "networking.istio.io", Version: "v1beta1", Resource: "virtualservices"},
 	"DestinationRule": {Group: "networking.istio.io", Version: "v1beta1", Resource: "destinationrules"},
 	"MetricTemplate":  {Group: "flagger.app", Version: "v1beta1", Resource: "metrictemplates"},
+	"TrafficSplit":    {Group: "split.smi-spec.io", Version: "v1alpha1", Resource: "trafficsplits"},
+	"HTTPProxy":       {Group: "projectcontour.io", Version: "v1", Resource: "httpproxies"},
+	"TraefikService":  {Group: "traefik.containo.us", Version: "v1alpha1", Resource: "traefikservices"},
+	"TrafficRoute":    {Group: "kuma.io", Version: "v1alpha1", Resource: "trafficroutes"},
+	"Ingress":         {Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
 }
 
-// routeLog records every version of a routing object's spec, as the
-// cluster's API server reported them.
+// clusterScoped are the routing kinds without a namespace.
+var clusterScoped = map[string]bool{"TrafficRoute": true}
+
+// routeLog records every version of a routing object (its spec and
+// annotations), as the cluster's API server reported them.
 type routeLog struct {
-	kind  string
-	mu    sync.Mutex
-	specs []map[string]any
+	kind     string
+	mu       sync.Mutex
+	versions []map[string]any
 }
 
 func (l *routeLog) all() []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.specs)
+	return slices.Clone(l.versions)
+}
+
+// specs are the spec of every version.
+func (l *routeLog) specs() []map[string]any {
+	var out []map[string]any
+	for _, v := range l.all() {
+		sp, _ := v["spec"].(map[string]any)
+		out = append(out, sp)
+	}
+	return out
 }
 
 func (s *scenario) watchRoute(ctx context.Context, kind, name, cluster string) error {
@@ -205,7 +226,11 @@ func (s *scenario) watchRoute(ctx context.Context, kind, name, cluster string) e
 	s.w.routes[cluster] = log
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.onCleanup(cancel)
-	wi, err := c.Dynamic.Resource(routeGVRs[kind]).Namespace(s.w.namespace).Watch(wctx, metav1.ListOptions{
+	ns := s.w.namespace
+	if clusterScoped[kind] {
+		ns = ""
+	}
+	wi, err := c.Dynamic.Resource(routeGVRs[kind]).Namespace(ns).Watch(wctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
 	})
 	if err != nil {
@@ -218,10 +243,10 @@ func (s *scenario) watchRoute(ctx context.Context, kind, name, cluster string) e
 			if !ok || ev.Type == watch.Deleted {
 				continue
 			}
-			spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+			v := map[string]any{"spec": u.Object["spec"], "annotations": u.GetAnnotations()}
 			log.mu.Lock()
-			if n := len(log.specs); n == 0 || !reflect.DeepEqual(log.specs[n-1], spec) {
-				log.specs = append(log.specs, spec)
+			if n := len(log.versions); n == 0 || !reflect.DeepEqual(log.versions[n-1], v) {
+				log.versions = append(log.versions, v)
 			}
 			log.mu.Unlock()
 		}
@@ -229,34 +254,76 @@ func (s *scenario) watchRoute(ctx context.Context, kind, name, cluster string) e
 	return nil
 }
 
-// canaryWeight is the weight a route's first rule gives the canary
-// service, -1 when it names none.
-func canaryWeight(kind string, spec map[string]any, canary string) int64 {
+// weightOf reads a weight written as a number or a string (SMI's
+// TrafficSplit v1alpha1 weight is a Kubernetes quantity).
+func weightOf(v any) int64 {
+	switch w := v.(type) {
+	case int64:
+		return w
+	case float64:
+		return int64(w)
+	case string:
+		n, err := strconv.ParseInt(w, 10, 64)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	return -1
+}
+
+// backendWeight finds, in a list of backends, the weight of the one whose
+// key field names the canary.
+func backendWeight(list []any, key, canary string) int64 {
+	for _, b := range list {
+		m, _ := b.(map[string]any)
+		if name, _, _ := unstructured.NestedString(m, strings.Split(key, ".")...); name == canary {
+			return weightOf(m["weight"])
+		}
+	}
+	return -1
+}
+
+// canaryWeight is the weight a routing object gives the canary (in its
+// first route, where it has several), -1 when it names none.
+func canaryWeight(kind string, version map[string]any, canary, namespace string) int64 {
+	spec, _ := version["spec"].(map[string]any)
+	first := func(path ...string) map[string]any {
+		l, _, _ := unstructured.NestedSlice(spec, path...)
+		if len(l) == 0 {
+			return nil
+		}
+		m, _ := l[0].(map[string]any)
+		return m
+	}
 	switch kind {
 	case "HTTPRoute":
-		rules, _, _ := unstructured.NestedSlice(spec, "rules")
-		if len(rules) == 0 {
-			return -1
-		}
-		refs, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "backendRefs")
-		for _, r := range refs {
-			if m := r.(map[string]any); m["name"] == canary {
-				w, _, _ := unstructured.NestedInt64(m, "weight")
-				return w
-			}
-		}
+		refs, _, _ := unstructured.NestedSlice(first("rules"), "backendRefs")
+		return backendWeight(refs, "name", canary)
 	case "VirtualService":
-		http, _, _ := unstructured.NestedSlice(spec, "http")
-		if len(http) == 0 {
-			return -1
-		}
-		routes, _, _ := unstructured.NestedSlice(http[0].(map[string]any), "route")
-		for _, r := range routes {
-			m := r.(map[string]any)
-			if h, _, _ := unstructured.NestedString(m, "destination", "host"); h == canary {
-				w, _, _ := unstructured.NestedInt64(m, "weight")
-				return w
+		routes, _, _ := unstructured.NestedSlice(first("http"), "route")
+		return backendWeight(routes, "destination.host", canary)
+	case "TrafficSplit":
+		backends, _, _ := unstructured.NestedSlice(spec, "backends")
+		return backendWeight(backends, "service", canary)
+	case "HTTPProxy":
+		services, _, _ := unstructured.NestedSlice(first("routes"), "services")
+		return backendWeight(services, "name", canary)
+	case "TraefikService":
+		services, _, _ := unstructured.NestedSlice(spec, "weighted", "services")
+		return backendWeight(services, "name", canary)
+	case "TrafficRoute":
+		split, _, _ := unstructured.NestedSlice(spec, "conf", "split")
+		for _, sp := range split {
+			m, _ := sp.(map[string]any)
+			if d, _, _ := unstructured.NestedString(m, "destination", "kuma.io/service"); strings.HasPrefix(d, canary+"_"+namespace+"_") {
+				return weightOf(m["weight"])
 			}
+		}
+	case "Ingress":
+		a, _ := version["annotations"].(map[string]string)
+		if a["nginx.ingress.kubernetes.io/canary"] == "true" {
+			return weightOf(a["nginx.ingress.kubernetes.io/canary-weight"])
 		}
 	}
 	return -1
@@ -282,17 +349,21 @@ func (s *scenario) weightWent(cluster, steps string) error {
 	}
 	canary := s.w.workload + "-canary"
 	var seen, moves []int64
-	for _, spec := range l.all() {
-		w := canaryWeight(l.kind, spec, canary)
+	for _, v := range l.all() {
+		w := canaryWeight(l.kind, v, canary, s.w.namespace)
 		seen = append(seen, w)
 		if w > 0 && (len(moves) == 0 || moves[len(moves)-1] != w) {
 			moves = append(moves, w)
 		}
 	}
+	if len(seen) == 0 {
+		return fmt.Errorf("the watched %s never existed in %s", l.kind, cluster)
+	}
 	if !slices.Equal(moves, want) {
 		return fmt.Errorf("the canary's weight went %v, want %v (every version of the %s: %v)", moves, want, l.kind, seen)
 	}
-	if last := seen[len(seen)-1]; last != 0 {
+	// A route that names no canary (-1) sends it nothing.
+	if last := seen[len(seen)-1]; last > 0 {
 		return fmt.Errorf("the canary's weight ended at %d, want 0 (every version: %v)", last, seen)
 	}
 	return nil
@@ -305,7 +376,7 @@ func (s *scenario) headerMatchWent(cluster, header, value string) error {
 	}
 	canary := s.w.workload + "-canary"
 	var sawMatch bool
-	for _, spec := range l.all() {
+	for _, spec := range l.specs() {
 		rules, _, _ := unstructured.NestedSlice(spec, "rules")
 		if len(rules) < 2 {
 			continue
@@ -316,7 +387,7 @@ func (s *scenario) headerMatchWent(cluster, header, value string) error {
 			continue
 		}
 		sawMatch = true
-		if canaryWeight(l.kind, spec, canary) == 100 {
+		if canaryWeight(l.kind, map[string]any{"spec": spec}, canary, s.w.namespace) == 100 {
 			return nil
 		}
 	}
@@ -344,7 +415,7 @@ func (s *scenario) mirrored(cluster, host string) error {
 	if err != nil {
 		return err
 	}
-	for _, spec := range l.all() {
+	for _, spec := range l.specs() {
 		http, _, _ := unstructured.NestedSlice(spec, "http")
 		if len(http) == 0 {
 			continue
@@ -428,6 +499,34 @@ func (s *scenario) metricTemplate(ctx context.Context, name string) error {
 		addr, _, _ := unstructured.NestedString(u.Object, "spec", "provider", "address")
 		if addr != s.fleet().PrometheusURL {
 			return fmt.Errorf("MetricTemplate %s in %s queries %q, want the fleet's Prometheus %s", name, c.Name, addr, s.fleet().PrometheusURL)
+		}
+	}
+	return nil
+}
+
+// ingressEverywhere makes the Ingress an nginx canary refers to
+// (ingressRef): Flagger copies it into the canary Ingress.
+func (s *scenario) ingressEverywhere(ctx context.Context, name, host string) error {
+	for _, c := range s.w.clusters {
+		ing := &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.w.namespace},
+			Spec: networkingv1.IngressSpec{
+				IngressClassName: ptr.To("nginx"),
+				Rules: []networkingv1.IngressRule{{
+					Host: host,
+					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+						Paths: []networkingv1.HTTPIngressPath{{
+							Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix),
+							Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+								Name: s.w.workload, Port: networkingv1.ServiceBackendPort{Number: 9898},
+							}},
+						}},
+					}},
+				}},
+			},
+		}
+		if _, err := c.Kube.NetworkingV1().Ingresses(s.w.namespace).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Ingress %s in %s: %w", name, c.Name, err)
 		}
 	}
 	return nil

@@ -19,6 +19,14 @@ GATEWAY_API_VERSION=1.3.0
 ISTIO_API_VERSION=1.27.0
 PROMETHEUS_VERSION=0.307.0
 HEY_VERSION=0.1.4
+# The newest versions of these modules the proxy serves whose CRDs are the
+# API versions Flagger 1.41 writes (kuma.io/v1alpha1 TrafficRoute,
+# split.smi-spec.io/v1alpha1 TrafficSplit, traefik.containo.us/v1alpha1
+# TraefikService, projectcontour.io/v1 HTTPProxy).
+KUMA_VERSION=1.8.1
+LINKERD2_VERSION=0.0.0-20210617063832-395cc3677e31
+CONTOUR_VERSION=1.33.0
+TRAEFIK_VERSION=2.11.0
 
 CACHE=${FLOTILLA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla}
 BIN=$CACHE/bin
@@ -195,11 +203,16 @@ fetch_crds() {
 
 # The CRDs of the mesh and ingress providers Flagger routes through, which the
 # fleet installs in a cluster on demand (localfleet.Fleet.InstallCRDs): the
-# Gateway API's standard channel and Istio's (from istio.io/api).
+# Gateway API's standard channel, Istio's (from istio.io/api), Kuma's
+# TrafficRoute, the SMI TrafficSplit of Linkerd (from a rendered install of
+# linkerd2, its last one with the CRD), Contour's and Traefik's. nginx
+# routes through the built-in Ingress.
 fetch_provider_crds() {
   local d=$BIN/crds
-  [ -f "$d/gateway-api-$GATEWAY_API_VERSION.yaml" ] && [ -f "$d/istio-$ISTIO_API_VERSION.yaml" ] && return
-  log "fetching the Gateway API and Istio CRDs"
+  [ -f "$d/gateway-api-$GATEWAY_API_VERSION.yaml" ] && [ -f "$d/istio-$ISTIO_API_VERSION.yaml" ] && \
+    [ -f "$d/kuma-$KUMA_VERSION.yaml" ] && [ -f "$d/linkerd-smi-$LINKERD2_VERSION.yaml" ] && \
+    [ -f "$d/contour-$CONTOUR_VERSION.yaml" ] && [ -f "$d/traefik-$TRAEFIK_VERSION.yaml" ] && return
+  log "fetching the CRDs of the traffic providers"
   mkdir -p "$d"
   local gw is f
   gw=$(moddir "sigs.k8s.io/gateway-api@v$GATEWAY_API_VERSION")
@@ -211,6 +224,18 @@ fetch_provider_crds() {
   done
   mv "$d/gateway-api-$GATEWAY_API_VERSION.yaml.tmp" "$d/gateway-api-$GATEWAY_API_VERSION.yaml"
   cp "$is/kubernetes/customresourcedefinitions.gen.yaml" "$d/istio-$ISTIO_API_VERSION.yaml"
+  local ku li co tr
+  ku=$(moddir "github.com/kumahq/kuma@v$KUMA_VERSION")
+  li=$(moddir "github.com/linkerd/linkerd2@v$LINKERD2_VERSION")
+  co=$(moddir "github.com/projectcontour/contour@v$CONTOUR_VERSION")
+  tr=$(moddir "github.com/traefik/traefik/v2@v$TRAEFIK_VERSION")
+  [ -n "$ku" ] && [ -n "$li" ] && [ -n "$co" ] && [ -n "$tr" ] || die "cannot download the provider CRDs' modules"
+  cp "$ku/deployments/charts/kuma/crds/kuma.io_trafficroutes.yaml" "$d/kuma-$KUMA_VERSION.yaml"
+  # The one document of the rendered install that defines the TrafficSplit.
+  awk 'BEGIN { RS = "\n---\n" } /\n  name: trafficsplits\.split\.smi-spec\.io\n/ { print; found = 1 } END { exit !found }' \
+    "$li/cli/cmd/testdata/install_default.golden" >"$d/linkerd-smi-$LINKERD2_VERSION.yaml" || die "no TrafficSplit CRD in linkerd2's install"
+  cp "$co/examples/contour/01-crds.yaml" "$d/contour-$CONTOUR_VERSION.yaml"
+  cp "$tr/docs/content/reference/dynamic-configuration/traefik.containo.us_traefikservices.yaml" "$d/traefik-$TRAEFIK_VERSION.yaml"
   chmod 644 "$d"/*.yaml
 }
 

@@ -23,12 +23,25 @@ const (
 	// IstioCRDs is every CRD of Istio (VirtualService and DestinationRule
 	// are the ones Flagger writes).
 	IstioCRDs CRDSet = "istio"
+	// KumaCRDs is Kuma's TrafficRoute (kuma.io/v1alpha1, cluster-scoped).
+	KumaCRDs CRDSet = "kuma"
+	// LinkerdCRDs is the SMI TrafficSplit (split.smi-spec.io/v1alpha1)
+	// Flagger's linkerd provider writes.
+	LinkerdCRDs CRDSet = "linkerd"
+	// ContourCRDs is every CRD of Contour (HTTPProxy is Flagger's).
+	ContourCRDs CRDSet = "contour"
+	// TraefikCRDs is Traefik's TraefikService (traefik.containo.us/v1alpha1).
+	TraefikCRDs CRDSet = "traefik"
 )
 
 // crdFiles maps each set to its file in BinDir()/crds.
 var crdFiles = map[CRDSet]string{
 	GatewayAPICRDs: "gateway-api-" + GatewayAPIVersion + ".yaml",
 	IstioCRDs:      "istio-" + IstioAPIVersion + ".yaml",
+	KumaCRDs:       "kuma-" + KumaVersion + ".yaml",
+	LinkerdCRDs:    "linkerd-smi-" + Linkerd2Version + ".yaml",
+	ContourCRDs:    "contour-" + ContourVersion + ".yaml",
+	TraefikCRDs:    "traefik-" + TraefikVersion + ".yaml",
 }
 
 // CRDSets lists every set InstallCRDs knows, sorted.

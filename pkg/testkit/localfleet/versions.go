@@ -24,6 +24,12 @@ const (
 	PrometheusVersion = "0.307.0"
 	// HeyVersion is that of hey, the load generator of Flagger's load tester.
 	HeyVersion = "0.1.4"
+	// The modules the other providers' CRDs come from (build.sh says why
+	// these versions).
+	KumaVersion     = "1.8.1"
+	Linkerd2Version = "0.0.0-20210617063832-395cc3677e31"
+	ContourVersion  = "1.33.0"
+	TraefikVersion  = "2.11.0"
 )
 
 // ChartCRDs are the files of the CRDs the optional objects of flotilla's
