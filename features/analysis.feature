@@ -249,3 +249,60 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And in cluster "c1" the canary's weight went 30, 60 and back to 0
+
+  # Kurator's rollout example (seeds 001), pasted as it is but for the
+  # intervals (1s here, not 90s) and the load test's target; Flagger calls
+  # the load tester flotilla installs (testLoader) by its Service's name.
+  Scenario: Kurator's rollout block rolls out on Istio, load tested by the load tester flotilla installs
+    Given the "istio" CRDs are installed in clusters "c1,c2"
+    And a load test target
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with Kurator's rollout block:
+      """
+      workload:
+        apiVersion: apps/v1
+        name: podinfo
+        kind: Deployment
+        namespace: "{{namespace}}"
+      serviceName: podinfo
+      port: 9898
+      testLoader: true
+      trafficRoutingProvider: istio
+      rolloutPolicy:
+        trafficRouting:
+          timeoutSeconds: 60
+          gateways:
+          - istio-system/public-gateway
+          hosts:
+          - backend.webapp
+          canaryStrategy:
+            stepWeight: 10
+            maxWeight: 50
+        trafficAnalysis:
+          checkIntervalSeconds: 1
+          checkFailedTimes: 2
+          metrics:
+          - name: request-success-rate
+            intervalSeconds: 90
+            thresholdRange:
+              min: 99
+          - name: request-duration
+            intervalSeconds: 90
+            thresholdRange:
+              max: 500
+          webhooks:
+            timeoutSeconds: 60
+            command:
+            - "hey -z 1m -q 10 -c 2 {{target}}"
+        rolloutTimeoutSeconds: 600
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the Service of the load tester flotilla installs for "podinfo" reaches the fleet's load tester in clusters "c1,c2"
+    And the mesh reports the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the VirtualService "podinfo" is watched in cluster "c1"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And in cluster "c1" the canary's weight went 10, 20, 30, 40, 50 and back to 0
+    And the load test target received requests from hey
+    And in every cluster of the waves the VirtualService "podinfo" serves the hosts "backend.webapp"

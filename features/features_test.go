@@ -35,6 +35,7 @@ func testMain(m *testing.M) int {
 		StockFlagger: []string{"c3"},
 		Prometheus:   true,
 		LoadTester:   true,
+		ServiceProxy: true,
 	}, &fleet)
 }
 

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/meshmetrics"
 )
@@ -36,6 +37,8 @@ func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the "([^"]*)" CRDs are installed in clusters "([^"]*)"$`, s.crdsInstalled)
 	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)" with delivery:$`, s.flotillaServingDelivery)
 	sc.Step(`^the application's validation is:$`, s.validationIs)
+	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)" with Kurator's rollout block:$`, s.flotillaServingKurator)
+	sc.Step(`^the Service of the load tester flotilla installs for "([^"]*)" reaches the fleet's load tester in clusters "([^"]*)"$`, s.loadTesterRouted)
 	sc.Step(`^the mesh reports the workload "([^"]*)" (healthy|failing)$`, s.meshReports)
 	sc.Step(`^the (HTTPRoute|VirtualService|TrafficSplit|HTTPProxy|TraefikService|TrafficRoute|Ingress) "([^"]*)" is watched in cluster "([^"]*)"$`, s.watchRoute)
 	sc.Step(`^in cluster "([^"]*)" the canary's weight went ((?:\d+, )*\d+) and back to 0$`, s.weightWent)
@@ -79,6 +82,50 @@ func (s *scenario) flotillaServingDelivery(ctx context.Context, app, repo, track
 	}
 	s.w.delivery = d
 	return s.flotillaServing(ctx, app, repo, track, wave1, wave2)
+}
+
+// flotillaServingKurator serves an application whose fields are Kurator's
+// rollout block as the step gives it: its rolloutPolicy is the delivery, to
+// which only the scenario's gate and report webhooks are added.
+func (s *scenario) flotillaServingKurator(ctx context.Context, app, repo, track, wave1, wave2 string, doc *godog.DocString) error {
+	var block map[string]any
+	if err := yaml.Unmarshal([]byte(s.expand(doc.Content)), &block); err != nil {
+		return fmt.Errorf("the rollout block: %w", err)
+	}
+	s.w.kurator = block
+	return s.flotillaServing(ctx, app, repo, track, wave1, wave2)
+}
+
+// applyKurator lays the scenario's Kurator block over an application.
+func (w *world) applyKurator(a map[string]any) {
+	if w.kurator == nil {
+		return
+	}
+	delivery, _ := a["delivery"].(map[string]any)
+	delete(a, "delivery")
+	for k, v := range w.kurator {
+		a[k] = v
+	}
+	if wl, ok := a["workload"].(map[string]any); ok && wl["namespace"] == "{{namespace}}" {
+		wl["namespace"] = w.namespace
+		delete(a, "namespace")
+	}
+	if rp, ok := a["rolloutPolicy"].(map[string]any); ok {
+		rp["webhooks"] = delivery["webhooks"]
+	}
+}
+
+func (s *scenario) loadTesterRouted(app, clusters string) error {
+	u, err := url.Parse(s.fleet().LoadTesterURL)
+	if err != nil {
+		return err
+	}
+	for _, c := range strings.Split(clusters, ",") {
+		if err := s.fleet().RouteService(c, s.w.namespace, config.LoadTesterPrefix+app, u.Host); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *scenario) validationIs(doc *godog.DocString) error {

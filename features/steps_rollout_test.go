@@ -139,6 +139,7 @@ type world struct {
 	// objects steps watch, by cluster; loadTarget stands for the canary's
 	// service in load tests.
 	delivery   map[string]any
+	kurator    map[string]any
 	routes     map[string]*routeLog
 	loadTarget *loadTarget
 }
@@ -426,12 +427,16 @@ func (w *world) appConfig(app, repo, track, listen string) map[string]any {
 		delivery["deadline"] = w.deadline
 	}
 	mergeDelivery(delivery, w.delivery)
-	return map[string]any{
+	a := map[string]any{
 		"name": app, "image": w.regHost + "/" + repo, "track": track, "namespace": w.namespace,
 		"workload": map[string]any{"kind": "Deployment", "name": app},
 		"service":  map[string]any{"port": 9898},
 		"delivery": delivery,
 	}
+	if app == w.app {
+		w.applyKurator(a)
+	}
+	return a
 }
 
 func (s *scenario) workloadEverywhere(ctx context.Context, name string) error {

@@ -50,6 +50,7 @@ func run(args []string) error {
 	noFlagger := fs.Bool("no-flagger", false, "start the clusters without Flagger, for flotilla fleet bootstrap to install (up)")
 	prom := fs.Bool("prometheus", true, "run a Prometheus every Flagger queries (-metrics-server) (up)")
 	loadTester := fs.Bool("load-tester", true, "run Flagger's load tester as a host process (up)")
+	svcProxy := fs.Bool("service-proxy", true, "send Flagger's requests for cluster Services through the fleet's service proxy (up)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func run(args []string) error {
 		}
 		f, err := localfleet.Up(ctx, localfleet.Options{
 			Dir: *dir, Clusters: *n, Tekton: *tekton, StockFlagger: stockList,
-			FlaggerEventWebhook: *webhook, NoFlagger: *noFlagger, Prometheus: *prom, LoadTester: *loadTester,
+			FlaggerEventWebhook: *webhook, NoFlagger: *noFlagger, Prometheus: *prom, LoadTester: *loadTester, ServiceProxy: *svcProxy,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		})
 		if err != nil {

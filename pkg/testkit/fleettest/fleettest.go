@@ -24,6 +24,8 @@ type Options struct {
 	Prometheus bool
 	// LoadTester requires Flagger's load tester.
 	LoadTester bool
+	// ServiceProxy requires the service proxy (localfleet.Options).
+	ServiceProxy bool
 }
 
 // EnvFleetDir names a running fleet to reuse.
@@ -51,7 +53,7 @@ func Main(m *testing.M, o Options, fleet **localfleet.Fleet) int {
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	f, err := localfleet.Up(startCtx, localfleet.Options{
 		Dir: dir, Clusters: o.Clusters, Tekton: o.Tekton, StockFlagger: o.StockFlagger,
-		Prometheus: o.Prometheus, LoadTester: o.LoadTester,
+		Prometheus: o.Prometheus, LoadTester: o.LoadTester, ServiceProxy: o.ServiceProxy,
 		DieWithParent: true, Logger: log,
 	})
 	cancel()
@@ -90,6 +92,9 @@ func reuse(dir string, o Options) (*localfleet.Fleet, error) {
 	}
 	if o.LoadTester && f.LoadTesterURL == "" {
 		return nil, fmt.Errorf("the fleet runs no load tester, the tests need it (fleet up -load-tester)")
+	}
+	if o.ServiceProxy && f.ServiceProxy == "" {
+		return nil, fmt.Errorf("the fleet runs no service proxy, the tests need it (fleet up -service-proxy)")
 	}
 	for _, c := range f.Clusters {
 		if o.Tekton && !c.Tekton {

@@ -22,10 +22,11 @@ import (
 )
 
 // portsPerCluster is the size of each cluster's port block; servicePorts
-// are the fleet-wide processes' (Prometheus, the load tester).
+// are the fleet-wide processes' (Prometheus, the load tester, the service
+// proxy).
 const (
 	portsPerCluster = 6
-	servicePorts    = 2
+	servicePorts    = 3
 )
 
 type clusterPorts struct {
@@ -255,7 +256,7 @@ func (s clusterStarter) startFlagger(ctx context.Context, cfg *rest.Config, a *k
 	if s.opts.FlaggerEventWebhook != "" {
 		args = append(args, "-event-webhook="+s.opts.FlaggerEventWebhook)
 	}
-	return s.run(ctx, "flagger", s.bins.flagger(c.StockFlagger), args)
+	return s.run(ctx, "flagger", s.bins.flagger(c.StockFlagger), args, s.fleet.proxyEnv(c.Name)...)
 }
 
 func waitFlagger(ctx context.Context, p Process, c Cluster) error {

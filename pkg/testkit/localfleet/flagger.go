@@ -68,7 +68,7 @@ func (f *Fleet) StartFlagger(ctx context.Context, cluster, namespace, name strin
 	})
 	args = append(args, "-kubeconfig="+kc, "-port="+strconv.Itoa(c.FlaggerPort))
 	bins := binaries{dir: f.BinDir}
-	p, err := startProcess(ctx, f.Dir, c.Name+"-flagger", bins.flagger(c.StockFlagger), args, nil, f.DieWithParent)
+	p, err := startProcess(ctx, f.Dir, c.Name+"-flagger", bins.flagger(c.StockFlagger), args, f.proxyEnv(c.Name), f.DieWithParent)
 	if err != nil {
 		return p, err
 	}

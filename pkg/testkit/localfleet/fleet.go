@@ -46,6 +46,11 @@ type Options struct {
 	// LoadTester runs Flagger's load tester (with hey) as a host process at
 	// Fleet.LoadTesterURL.
 	LoadTester bool
+	// ServiceProxy runs the service proxy every Flagger sends its requests
+	// for cluster Services through (HTTP_PROXY), which a test routes to
+	// host processes (Fleet.RouteService): Flagger's webhooks to the load
+	// tester flotilla installs, for one.
+	ServiceProxy bool
 	// BinDir holds the built binaries. Default BinDir().
 	BinDir string
 	// DieWithParent kills every process of the fleet when the process that
@@ -88,6 +93,8 @@ type Fleet struct {
 	PrometheusURL string `json:"prometheusURL,omitempty"`
 	// LoadTesterURL is the fleet's load tester (Options.LoadTester), else "".
 	LoadTesterURL string `json:"loadTesterURL,omitempty"`
+	// ServiceProxy is the fleet's service proxy (Options.ServiceProxy), else "".
+	ServiceProxy string `json:"serviceProxy,omitempty"`
 
 	mu sync.Mutex
 }
@@ -261,6 +268,12 @@ func (f *Fleet) up(ctx context.Context, o Options, bins binaries) error {
 	if o.Prometheus {
 		o.Logger.Info("starting prometheus")
 		if err := f.startPrometheus(ctx, bins, svcPorts[0]); err != nil {
+			return err
+		}
+	}
+	if o.ServiceProxy {
+		o.Logger.Info("starting the service proxy")
+		if err := f.startServiceProxy(ctx, svcPorts[2]); err != nil {
 			return err
 		}
 	}
