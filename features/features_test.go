@@ -130,4 +130,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerControlSteps(sc)
 	s.registerSignatureSteps(sc)
 	s.registerAnalysisSteps(sc)
+	s.registerSeedSteps(sc)
 }

@@ -24,6 +24,11 @@ type scenario struct {
 	w        *world
 	task     *taskRun
 	failed   bool
+
+	// checkOut and checkCode are the output and exit code of the last
+	// `flotilla config check` a step ran.
+	checkOut  string
+	checkCode int
 }
 
 func (s *scenario) onCleanup(f func()) { s.cleanups = append(s.cleanups, f) }
