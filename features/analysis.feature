@@ -204,6 +204,7 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
     And version "1.0.0" has been rolled out to every cluster
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
+    And in every cluster of the waves the HorizontalPodAutoscaler "podinfo" scales Deployment "podinfo" from 2 to 4 replicas
     And in every cluster of the waves the HorizontalPodAutoscaler "podinfo-primary" scales Deployment "podinfo-primary" from 2 to 4 replicas
 
   Scenario Outline: Flagger routes a canary through <provider>'s objects, step by step

@@ -2,6 +2,7 @@ package features
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,9 +39,9 @@ func (s *scenario) runCheck(ctx context.Context, path string) error {
 	}
 	out, err := cmd.CombinedOutput()
 	s.checkOut, s.checkCode = string(out), 0
-	if ee := (*exec.ExitError)(nil); err != nil {
-		var ok bool
-		if ee, ok = err.(*exec.ExitError); !ok {
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
 			return err
 		}
 		s.checkCode = ee.ExitCode()

@@ -5,7 +5,8 @@
 #   deploy/tools/local/build.sh            # build what is missing, print the bin dir
 #   FLOTILLA_CACHE=/path build.sh    # cache root (default ${XDG_CACHE_HOME:-~/.cache}/flotilla)
 #
-# Components and why each is patched are described in deploy/tools/local/README.md.
+# Why each component is here and how it is patched: the comment above each
+# function, and the README's "Pinned components".
 set -euo pipefail
 
 ETCD_VERSION=3.6.4

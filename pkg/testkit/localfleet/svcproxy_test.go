@@ -42,7 +42,11 @@ func TestServiceProxy(t *testing.T) {
 			pu, _ := url.Parse(proxy.URL)
 			pu.User = url.UserPassword(tt.cluster, "fleet")
 			c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
-			resp, err := c.Get(tt.url)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, tt.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
