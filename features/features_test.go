@@ -131,4 +131,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerSignatureSteps(sc)
 	s.registerAnalysisSteps(sc)
 	s.registerSeedSteps(sc)
+	s.registerVisibilitySteps(sc)
 }

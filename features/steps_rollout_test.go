@@ -138,8 +138,10 @@ type world struct {
 	// step set it (a null removes a default); routes are the routing
 	// objects steps watch, by cluster; loadTarget stands for the canary's
 	// service in load tests.
-	delivery   map[string]any
-	kurator    map[string]any
+	delivery map[string]any
+	kurator  map[string]any
+	// cdSink receives the CDEvents, when a step made one.
+	cdSink     *sink
 	routes     map[string]*routeLog
 	loadTarget *loadTarget
 }
@@ -313,7 +315,7 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	cfg := map[string]any{
 		// Scenarios share the fleet: each flotilla prunes only its own objects.
 		"server": map[string]any{"listen": listen, "dataDir": filepath.Join(w.dir, "data"), "apiToken": apiSecret, "instance": w.namespace},
-		"events": map[string]any{"sink": w.sink.srv.URL},
+		"events": eventsConfig(w),
 		"receivers": []map[string]any{
 			{"name": "registry", "type": "distribution", "secret": regSecret, "rateLimit": w.registryRateLimit},
 			{"name": "github", "type": "github", "secret": ghSecret},
@@ -1023,4 +1025,14 @@ func (s *scenario) postRolloutReported(ctx context.Context, phase, version strin
 		}
 	}
 	return nil
+}
+
+// eventsConfig sends flotilla's events to the scenario's sink, and its
+// CDEvents to the CDEvents sink when a step made one.
+func eventsConfig(w *world) map[string]any {
+	ev := map[string]any{"sink": w.sink.srv.URL}
+	if w.cdSink != nil {
+		ev["cdevents"] = []string{w.cdSink.srv.URL}
+	}
+	return ev
 }

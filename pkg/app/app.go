@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/verify"
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/cdevents"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/deliver"
@@ -69,6 +70,7 @@ type Server struct {
 	intake    *intake.Intake
 	dispatch  *dispatch.Dispatcher
 	mirror    *dispatch.Mirror
+	cdevents  []*dispatch.Mirror
 	resync    *resync.Resyncer
 	pruneSet  *cluster.Set // the clusters the start-up prune cleans; nil with Options.NoPrune
 	clusters  *cluster.Set // the fleet's clients and watch caches
@@ -224,6 +226,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	} else if err := dispatch.ForgetMirror(ctx, s.store); err != nil {
 		return err
 	}
+	if err := s.cdeventMirrors(ctx, cfg, o.Logger); err != nil {
+		return err
+	}
 	var apps []string
 	for _, a := range cfg.Applications {
 		apps = append(apps, a.Name)
@@ -313,6 +318,9 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.resync.Run(gctx) })
+	for _, m := range s.cdevents {
+		g.Go(func() error { return m.Run(gctx) })
+	}
 	if s.mirror != nil {
 		g.Go(func() error { return s.mirror.Run(gctx) })
 	}
@@ -359,4 +367,24 @@ type journal struct{ s *store.Store }
 func (j journal) Append(ctx context.Context, evs ...cloudevents.Event) (int, error) {
 	recs, err := j.s.Append(ctx, evs...)
 	return len(recs), err
+}
+
+// cdeventCursor prefixes the journal cursors of the CDEvents sinks, one per
+// URL.
+const cdeventCursor = "cdevents:"
+
+// cdeventMirrors makes a mirror per CDEvents sink, translating with the
+// rollouts' state, and forgets the cursors of sinks no longer configured.
+func (s *Server) cdeventMirrors(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	tr := cdevents.Translator{Source: "/flotilla/" + cfg.Server.Instance, Rollouts: s.repo}
+	keep := make([]string, 0, len(cfg.Events.CDEvents))
+	for _, u := range cfg.Events.CDEvents {
+		m, err := dispatch.NewMirror(s.store, u, log)
+		if err != nil {
+			return err
+		}
+		s.cdevents = append(s.cdevents, m.WithTransform(cdeventCursor+u, tr.Translate))
+		keep = append(keep, cdeventCursor+u)
+	}
+	return dispatch.ForgetMirrorsExcept(ctx, s.store, cdeventCursor, keep)
 }

@@ -106,6 +106,11 @@ func (s Server) Tokens() map[string]string {
 type Events struct {
 	// Sink is an optional http(s) URL to which every CloudEvent is mirrored.
 	Sink string `json:"sink"`
+	// CDEvents are http(s) URLs to which flotilla posts the CDEvents (spec
+	// v0.5, as CloudEvents) of what it does: artifact.published,
+	// service.deployed/upgraded/rolledback per cluster, pipelinerun.queued
+	// and finished; each sink in order, nothing lost.
+	CDEvents []string `json:"cdevents"`
 }
 
 // Receiver is one inbound webhook endpoint, served at POST /hooks/<name>

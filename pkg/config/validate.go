@@ -67,6 +67,15 @@ func (v *validator) addf(path, format string, args ...any) {
 func validate(c *Config, earlier ...Problem) *ValidationError {
 	v := validator{problems: earlier}
 	v.server(&c.Server)
+	seenSinks := map[string]bool{}
+	for i, u := range c.Events.CDEvents {
+		p := fmt.Sprintf("events.cdevents[%d]", i)
+		v.httpURL(p, u)
+		if seenSinks[u] {
+			v.addf(p, "%q is listed twice", u)
+		}
+		seenSinks[u] = true
+	}
 	if c.Events.Sink != "" {
 		v.httpURL("events.sink", c.Events.Sink)
 	}

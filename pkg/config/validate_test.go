@@ -72,6 +72,13 @@ func TestValidate(t *testing.T) {
 		}, {
 			name: "sink https ok",
 			doc:  sections{events: "events: {sink: 'https://events.example.com/'}\n"},
+		}, {
+			name: "cdevents sinks",
+			doc:  sections{events: "events: {cdevents: ['https://cd.example.com/', 'ftp://x/', 'https://cd.example.com/']}\n"},
+			want: []Problem{
+				{"events.cdevents[1]", `want an http or https URL, got scheme "ftp"`},
+				{"events.cdevents[2]", `"https://cd.example.com/" is listed twice`},
+			},
 		},
 		// receivers
 		{

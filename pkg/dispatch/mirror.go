@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Mirror posts every journaled event, in order, to an outbound CloudEvents
@@ -17,7 +20,16 @@ type Mirror struct {
 	client cloudevents.Client
 	target string
 	log    *slog.Logger
+	// cursor names the mirror's position in the journal; transform, when
+	// set, turns each event into those to post (none: nothing for it).
+	cursor    string
+	transform Transform
 }
+
+// Transform turns a journaled event into the events a mirror posts for it.
+// An error marked fault.Permanent skips the event (logged); any other is
+// retried, so a transient failure loses nothing.
+type Transform func(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error)
 
 const mirrorCursor = "sink"
 
@@ -45,12 +57,44 @@ func NewMirror(j Journal, url string, log *slog.Logger) (*Mirror, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Mirror{j: j, client: c, target: url, log: log}, nil
+	return &Mirror{j: j, client: c, target: url, log: log, cursor: mirrorCursor}, nil
+}
+
+// WithTransform makes the mirror post what fn makes of each event, keeping
+// its position under its own cursor name.
+func (m *Mirror) WithTransform(cursor string, fn Transform) *Mirror {
+	m.cursor, m.transform = cursor, fn
+	return m
+}
+
+// CursorLister lists the consumers whose names start with a prefix
+// (pkg/store).
+type CursorLister interface {
+	CursorDeleter
+	CursorNames(ctx context.Context, prefix string) ([]string, error)
+}
+
+// ForgetMirrorsExcept drops the cursors named prefix+something that keep
+// lists no longer: the mirrors of sinks taken out of the configuration.
+func ForgetMirrorsExcept(ctx context.Context, j CursorLister, prefix string, keep []string) error {
+	names, err := j.CursorNames(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("listing mirror cursors: %w", err)
+	}
+	for _, n := range names {
+		if slices.Contains(keep, n) {
+			continue
+		}
+		if err := j.DeleteCursor(ctx, n); err != nil {
+			return fmt.Errorf("forgetting mirror cursor %q: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // Run mirrors until ctx ends.
 func (m *Mirror) Run(ctx context.Context) error {
-	cursor, err := m.j.Cursor(ctx, mirrorCursor)
+	cursor, err := m.j.Cursor(ctx, m.cursor)
 	if err != nil {
 		return fmt.Errorf("reading sink cursor: %w", err)
 	}
@@ -88,13 +132,23 @@ func (m *Mirror) Run(ctx context.Context) error {
 				cursor = r.Seq // not an event: the runtime quarantines it
 				continue
 			}
-			if err := m.send(ctx, r.Event); err != nil {
+			out, err := m.outgoing(ctx, r.Event)
+			if err != nil {
 				sent = false // ctx ended; keep what the sink has acknowledged
+				break
+			}
+			for _, e := range out {
+				if err = m.send(ctx, e); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				sent = false
 				break
 			}
 			cursor = r.Seq
 		}
-		if err := m.j.SetCursor(context.WithoutCancel(ctx), mirrorCursor, cursor); err != nil {
+		if err := m.j.SetCursor(context.WithoutCancel(ctx), m.cursor, cursor); err != nil {
 			// Mirrored at least once: a restart resends from the saved cursor.
 			retry(fmt.Errorf("saving sink cursor: %w", err))
 			continue
@@ -103,6 +157,33 @@ func (m *Mirror) Run(ctx context.Context) error {
 		if !sent {
 			return nil
 		}
+	}
+}
+
+// outgoing is what the mirror posts for e: e itself, or what the transform
+// makes of it, retried until it succeeds, fails for good (skipped) or ctx
+// ends (the error).
+func (m *Mirror) outgoing(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	if m.transform == nil {
+		return []cloudevents.Event{e}, nil
+	}
+	delay := 100 * time.Millisecond
+	for {
+		out, err := m.transform(ctx, e)
+		switch {
+		case err == nil:
+			return out, nil
+		case fault.IsPermanent(err):
+			m.log.Error("mirror skips an event it cannot translate", "event_id", e.ID(), "event_type", e.Type(), "sink", m.target, "error", err)
+			return nil, nil
+		}
+		m.log.Warn("mirror could not translate an event, retrying", "event_id", e.ID(), "sink", m.target, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
 	}
 }
 

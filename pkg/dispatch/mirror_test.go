@@ -2,16 +2,19 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -175,5 +178,75 @@ func TestMirrorResumesFromCursor(t *testing.T) {
 	}
 	if cursor < 2 {
 		t.Errorf("cursor after the sink acknowledged 3 events = %d, want at least 2", cursor)
+	}
+}
+
+// TestMirrorTransforms posts what the transform makes of each event under
+// the mirror's own cursor: two for one, none for another, and an event it
+// fails on for good is skipped.
+func TestMirrorTransforms(t *testing.T) {
+	s := newStore(t)
+	snk := newSink(t, 0)
+	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn), newEvent(t, "e3", typeIn), newEvent(t, "e4", typeIn))
+	calls := map[string]int{}
+	m := newMirror(t, s, snk.URL).WithTransform("translated", func(_ context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+		calls[e.ID()]++
+		switch e.ID() {
+		case "e1":
+			a, b := e.Clone(), e.Clone()
+			a.SetID("e1-a")
+			b.SetID("e1-b")
+			return []cloudevents.Event{a, b}, nil
+		case "e2":
+			return nil, nil
+		case "e3":
+			return nil, fault.Permanent(errors.New("cannot translate"))
+		}
+		if calls[e.ID()] == 1 { // a transient failure first
+			return nil, errors.New("state busy")
+		}
+		out := e.Clone()
+		out.SetType(typeOut)
+		return []cloudevents.Event{out}, nil
+	})
+	start(t, m)
+	waitCalls(t, snk.accepted, 3)
+	var got []string
+	for _, e := range snk.events() {
+		got = append(got, e.ID()+" "+e.Type())
+	}
+	if diff := cmp.Diff([]string{"e1-a " + typeIn, "e1-b " + typeIn, "e4 " + typeOut}, got); diff != "" {
+		t.Errorf("sink received (-want +got):\n%s", diff)
+	}
+	// The cursor is saved once the batch is posted.
+	var seq uint64
+	for deadline := time.Now().Add(10 * time.Second); seq == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if seq, err = s.Cursor(t.Context(), "translated"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sink, _ := s.Cursor(t.Context(), "sink"); seq == 0 || sink != 0 {
+		t.Errorf("cursors: translated %d, sink %d; want the mirror's own only", seq, sink)
+	}
+}
+
+func TestForgetMirrorsExcept(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	for _, c := range []string{"cdevents:http://a/", "cdevents:http://b/", "sink", "functions"} {
+		if err := s.SetCursor(ctx, c, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dispatch.ForgetMirrorsExcept(ctx, s, "cdevents:", []string{"cdevents:http://b/"}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.CursorNames(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"cdevents:http://b/", "functions", "sink"}, names); diff != "" {
+		t.Errorf("cursors left (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -54,4 +55,24 @@ func (s *Store) SetCursor(ctx context.Context, consumer string, seq uint64) erro
 		return fmt.Errorf("setting cursor %q: %w", consumer, err)
 	}
 	return nil
+}
+
+// CursorNames lists the consumers with a cursor whose names start with
+// prefix, sorted.
+func (s *Store) CursorNames(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("listing cursors: %w", err)
+	}
+	var names []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketCursors).Cursor()
+		for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, _ = c.Next() {
+			names = append(names, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing cursors: %w", err)
+	}
+	return names, nil
 }

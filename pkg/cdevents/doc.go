@@ -1,0 +1,14 @@
+// Package cdevents turns flotilla's events into CDEvents (spec v0.5, with
+// github.com/cdevents/sdk-go), for CDEvents consumers: a verified image is
+// an artifact.published; a cluster done with a rollout a service.deployed
+// (the application's first version there) or service.upgraded, a cluster
+// put back a service.rolledback, each in the environment of its cluster; a
+// pipeline run asked for and ended a pipelinerun.queued and
+// pipelinerun.finished. Every event of a rollout carries the rollout's id
+// as its chain id. The events validate against the spec's schemas before
+// they leave (the SDK checks them).
+//
+// Translate is a pure function of the event and the rollout it names, read
+// through a port (Rollouts), so a mirror that restarts anywhere in the
+// journal translates the same way.
+package cdevents
