@@ -10,7 +10,8 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
     Given a registry
 
   Scenario: A Gateway API canary shifts weight step by step, then is promoted
-    Given the "gatewayapi" CRDs are installed in clusters "c1,c2"
+    Given the Flagger of cluster "c1" runs with -mesh-provider "gatewayapi:v1"
+    And the "gatewayapi" CRDs are installed in clusters "c1,c2"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
       """
       strategy: canary
@@ -61,7 +62,8 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
     And Flagger of cluster "c1" halted the analysis on "success rate"
 
   Scenario: An Istio canary writes its VirtualService and DestinationRules and shifts weight
-    Given the "istio" CRDs are installed in clusters "c1,c2"
+    Given the Flagger of cluster "c2" runs with -mesh-provider "istio"
+    And the "istio" CRDs are installed in clusters "c1,c2"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
       """
       strategy: canary
@@ -79,9 +81,11 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
     And the mesh reports the workload "podinfo" healthy
     And version "1.0.0" has been rolled out to every cluster
     And the VirtualService "podinfo" is watched in cluster "c1"
+    And the VirtualService "podinfo" is watched in cluster "c2"
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
     And in cluster "c1" the canary's weight went 25, 50 and back to 0
+    And in cluster "c2" the canary's weight went 25, 50 and back to 0
     And every cluster of the waves has the DestinationRules "podinfo-primary" and "podinfo-canary"
     And in every cluster of the waves the VirtualService "podinfo" serves the hosts "podinfo.example.com"
 

@@ -33,9 +33,13 @@ func testMain(m *testing.M) int {
 		Clusters:     4,
 		Tekton:       true,
 		StockFlagger: []string{"c3"},
-		Prometheus:   true,
-		LoadTester:   true,
-		ServiceProxy: true,
+		// The analysis features route through the Gateway API in c1 and
+		// Istio in c2, where Flagger runs with that mesh provider, as
+		// `flotilla fleet bootstrap` starts it for such applications.
+		MeshProviders: map[string]string{"c1": "gatewayapi:v1", "c2": "istio"},
+		Prometheus:    true,
+		LoadTester:    true,
+		ServiceProxy:  true,
 	}, &fleet)
 }
 

@@ -35,6 +35,7 @@ import (
 
 func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the "([^"]*)" CRDs are installed in clusters "([^"]*)"$`, s.crdsInstalled)
+	sc.Step(`^the Flagger of cluster "([^"]*)" runs with -mesh-provider "([^"]*)"$`, s.flaggerMeshProvider)
 	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)" with delivery:$`, s.flotillaServingDelivery)
 	sc.Step(`^the application's validation is:$`, s.validationIs)
 	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)" with Kurator's rollout block:$`, s.flotillaServingKurator)
@@ -53,6 +54,32 @@ func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the load test target received requests from hey$`, s.loadTestReceived)
 	sc.Step(`^the load tester's log shows the command for "([^"]*)" in the application's namespace$`, s.loadTesterLog)
 	sc.Step(`^in every cluster of the waves the HorizontalPodAutoscaler "([^"]*)" scales Deployment "([^"]*)" from (\d+) to (\d+) replicas$`, s.primaryHPA)
+}
+
+// flaggerMeshProvider reads the arguments of the cluster's running Flagger.
+func (s *scenario) flaggerMeshProvider(cluster, want string) error {
+	c, ok := s.fleet().Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %q", cluster)
+	}
+	for _, p := range c.Processes {
+		if p.Name != cluster+"-flagger" {
+			continue
+		}
+		if !s.fleet().ProcessRunning(p) {
+			return fmt.Errorf("the Flagger of %s is not running", cluster)
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+		if err != nil {
+			return err
+		}
+		args := strings.Split(string(b), "\x00")
+		if !slices.Contains(args, "-mesh-provider="+want) {
+			return fmt.Errorf("the Flagger of %s runs %q, not -mesh-provider=%s", cluster, args, want)
+		}
+		return nil
+	}
+	return fmt.Errorf("the fleet runs no Flagger in %s", cluster)
 }
 
 func (s *scenario) crdsInstalled(ctx context.Context, set, clusters string) error {

@@ -50,6 +50,7 @@ func run(args []string) error {
 	noFlagger := fs.Bool("no-flagger", false, "start the clusters without Flagger, for flotilla fleet bootstrap to install (up)")
 	prom := fs.Bool("prometheus", true, "run a Prometheus every Flagger queries (-metrics-server) (up)")
 	loadTester := fs.Bool("load-tester", true, "run Flagger's load tester as a host process (up)")
+	mesh := fs.String("mesh-provider", "", "comma-separated cluster=provider, Flagger's -mesh-provider per cluster, such as c1=gatewayapi:v1,c2=istio (default kubernetes) (up)")
 	svcProxy := fs.Bool("service-proxy", true, "send Flagger's requests for cluster Services through the fleet's service proxy (up)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -58,13 +59,24 @@ func run(args []string) error {
 	defer cancel()
 	switch args[0] {
 	case "up":
+		meshes := map[string]string{}
+		for _, kv := range strings.Split(*mesh, ",") {
+			if kv == "" {
+				continue
+			}
+			c, p, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("-mesh-provider %q: want cluster=provider", kv)
+			}
+			meshes[c] = p
+		}
 		var stockList []string
 		if *stock != "" {
 			stockList = strings.Split(*stock, ",")
 		}
 		f, err := localfleet.Up(ctx, localfleet.Options{
 			Dir: *dir, Clusters: *n, Tekton: *tekton, StockFlagger: stockList,
-			FlaggerEventWebhook: *webhook, NoFlagger: *noFlagger, Prometheus: *prom, LoadTester: *loadTester, ServiceProxy: *svcProxy,
+			FlaggerEventWebhook: *webhook, NoFlagger: *noFlagger, Prometheus: *prom, LoadTester: *loadTester, ServiceProxy: *svcProxy, MeshProviders: meshes,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		})
 		if err != nil {

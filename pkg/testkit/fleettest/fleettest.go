@@ -1,6 +1,7 @@
 package fleettest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,9 @@ type Options struct {
 	Tekton bool
 	// StockFlagger names clusters that must run the stock Flagger build.
 	StockFlagger []string
+	// MeshProviders are the clusters' Flagger -mesh-provider (default
+	// kubernetes).
+	MeshProviders map[string]string
 	// Prometheus requires the fleet's Prometheus, which Flagger queries.
 	Prometheus bool
 	// LoadTester requires Flagger's load tester.
@@ -53,7 +57,7 @@ func Main(m *testing.M, o Options, fleet **localfleet.Fleet) int {
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	f, err := localfleet.Up(startCtx, localfleet.Options{
 		Dir: dir, Clusters: o.Clusters, Tekton: o.Tekton, StockFlagger: o.StockFlagger,
-		Prometheus: o.Prometheus, LoadTester: o.LoadTester, ServiceProxy: o.ServiceProxy,
+		Prometheus: o.Prometheus, LoadTester: o.LoadTester, ServiceProxy: o.ServiceProxy, MeshProviders: o.MeshProviders,
 		DieWithParent: true, Logger: log,
 	})
 	cancel()
@@ -99,6 +103,9 @@ func reuse(dir string, o Options) (*localfleet.Fleet, error) {
 	for _, c := range f.Clusters {
 		if o.Tekton && !c.Tekton {
 			return nil, fmt.Errorf("cluster %s runs without Tekton, the tests need it", c.Name)
+		}
+		if want := cmp.Or(o.MeshProviders[c.Name], "kubernetes"); cmp.Or(c.MeshProvider, "kubernetes") != want {
+			return nil, fmt.Errorf("the Flagger of cluster %s runs -mesh-provider=%s, the tests need %s", c.Name, cmp.Or(c.MeshProvider, "kubernetes"), want)
 		}
 		if slices.Contains(o.StockFlagger, c.Name) && !c.StockFlagger {
 			return nil, fmt.Errorf("cluster %s runs the fast Flagger, the tests need the stock one", c.Name)

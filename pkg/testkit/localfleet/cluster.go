@@ -246,7 +246,7 @@ func (s clusterStarter) startFlagger(ctx context.Context, cfg *rest.Config, a *k
 	c := s.c()
 	args := []string{
 		"-kubeconfig=" + c.Kubeconfig,
-		"-mesh-provider=kubernetes",
+		"-mesh-provider=" + cmp.Or(c.MeshProvider, "kubernetes"),
 		"-metrics-server=" + cmp.Or(s.fleet.PrometheusURL, "http://127.0.0.1:1"),
 		"-port=" + strconv.Itoa(c.FlaggerPort),
 		"-cluster-name=" + c.Name,

@@ -1,6 +1,7 @@
 package localfleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,6 +33,10 @@ type Options struct {
 	// StockFlagger names the clusters that run the unpatched Flagger build (10 s
 	// minimum analysis interval). The others run the fast build (1 s minimum).
 	StockFlagger []string
+	// MeshProviders is Flagger's -mesh-provider by cluster name (such as
+	// "gatewayapi:v1", "istio"); default "kubernetes". A canary's
+	// spec.provider (flotilla always sets it) overrides it.
+	MeshProviders map[string]string
 	// FlaggerEventWebhook, when set, is every Flagger's global -event-webhook.
 	FlaggerEventWebhook string
 	// NoFlagger starts the clusters without Flagger (neither its CRDs nor
@@ -67,6 +72,7 @@ type Cluster struct {
 	APIServer    string    `json:"apiServer"`
 	FlaggerPort  int       `json:"flaggerPort"`
 	StockFlagger bool      `json:"stockFlagger"`
+	MeshProvider string    `json:"meshProvider,omitempty"`
 	Tekton       bool      `json:"tekton"`
 	Processes    []Process `json:"processes"`
 
@@ -256,6 +262,7 @@ func (f *Fleet) up(ctx context.Context, o Options, bins binaries) error {
 			APIServer:    fmt.Sprintf("https://127.0.0.1:%d", cp.apiserver),
 			FlaggerPort:  cp.flagger,
 			StockFlagger: slices.Contains(o.StockFlagger, name),
+			MeshProvider: cmp.Or(o.MeshProviders[name], "kubernetes"),
 			Tekton:       o.Tekton,
 			ports:        cp,
 		})
