@@ -136,4 +136,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerAnalysisSteps(sc)
 	s.registerSeedSteps(sc)
 	s.registerVisibilitySteps(sc)
+	s.registerUISteps(sc)
 }

@@ -257,7 +257,8 @@ func (s *scenario) watchShows(ctx context.Context, wave int, version, cluster, p
 	}
 	var waveLine bool
 	for line := range strings.Lines(out) {
-		if strings.Contains(line, fmt.Sprintf("wave %d ", wave)) && strings.Contains(line, cluster+" "+phase) {
+		// WAVE ("*2 prod"), CLUSTER, STATE, ...
+		if f := strings.Fields(line); len(f) >= 4 && strings.TrimPrefix(f[0], "*") == fmt.Sprint(wave) && f[2] == cluster && f[3] == phase {
 			waveLine = true
 		}
 	}

@@ -141,7 +141,9 @@ type world struct {
 	delivery map[string]any
 	kurator  map[string]any
 	// cdSink receives the CDEvents, when a step made one.
-	cdSink     *sink
+	cdSink *sink
+	// browser shows the web UI, when a step opened it.
+	browser    *browser
 	routes     map[string]*routeLog
 	loadTarget *loadTarget
 }

@@ -42,6 +42,8 @@ type API struct {
 	journal   Journal
 	tokens    map[string]string // name -> token
 	apps      map[string]bool   // the configured applications
+	clusters  []ClusterInfo     // the configured clusters
+	watch     Watch
 	log       *slog.Logger
 }
 
@@ -78,6 +80,9 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/rollback", a.rollBack)
 	mux.HandleFunc("POST /api/v1/rollouts/{id}/waves/{wave}/approval", a.approveWave)
 	mux.HandleFunc("GET /api/v1/fleet", a.getFleet)
+	mux.HandleFunc("GET /api/v1/clusters", a.listClusters)
+	mux.HandleFunc("GET /api/v1/watch", a.watchStream)
+	mux.HandleFunc("GET /api/v1/rollouts/{id}/events", a.getTimeline)
 	mux.HandleFunc("POST /api/v1/applications/{app}/quarantine", a.quarantine)
 	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))
 	mux.HandleFunc("POST /api/v1/fleet/start", a.fleetControl(events.TypeFleetStartRequested))

@@ -38,6 +38,8 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/ui"
+	"github.com/flotilla-cd/flotilla/pkg/watch"
 )
 
 // Options override parts of the configuration and inject dependencies.
@@ -67,6 +69,8 @@ type Server struct {
 	repo      *embedded.Repo
 	approvals *gates.StoreApprovals
 	api       *api.API
+	hub       *watch.Hub // the journal, live, for the API's watchers
+	ui        *ui.Handler
 	intake    *intake.Intake
 	dispatch  *dispatch.Dispatcher
 	mirror    *dispatch.Mirror
@@ -233,7 +237,14 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	for _, a := range cfg.Applications {
 		apps = append(apps, a.Name)
 	}
-	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.Tokens(), o.Logger).WithApplications(apps...)
+	if s.hub, err = watch.New(s.store, s.repo, o.Logger, o.Registerer); err != nil {
+		return err
+	}
+	if s.ui, err = ui.New(); err != nil {
+		return err
+	}
+	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.Tokens(), o.Logger).WithApplications(apps...).
+		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub)
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.store}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),
@@ -255,6 +266,15 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		IdleTimeout:  2 * time.Minute,
 	}
 	return nil
+}
+
+// clusterInfos are the configured clusters as the API lists them.
+func clusterInfos(cs []config.Cluster) []api.ClusterInfo {
+	out := make([]api.ClusterInfo, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, api.ClusterInfo{Name: c.Name, Labels: c.Labels})
+	}
+	return out
 }
 
 // MaxHeaderBytes bounds a request's headers; larger ones are answered 431.
@@ -318,6 +338,7 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.resync.Run(gctx) })
+	g.Go(func() error { return s.hub.Run(gctx) })
 	for _, m := range s.cdevents {
 		g.Go(func() error { return m.Run(gctx) })
 	}

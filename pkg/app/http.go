@@ -16,6 +16,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.api.Register(mux)
+	s.ui.Register(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Hooks bypass the mux: its path cleaning would redirect a path
 		// token holding "//" or "/../", which the intake reads whole.

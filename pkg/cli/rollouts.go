@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/rolloutview"
 )
 
 func newGetCmd() *cobra.Command {
@@ -25,9 +26,10 @@ func newGetCmd() *cobra.Command {
 		Short:   "List rollouts, newest first (--watch: live, waves x clusters)",
 		Long: `List rollouts, newest first: those in flight, then the latest finished.
 
-With --watch the list is redrawn every --interval until interrupted, each
-rollout in flight with its waves x clusters and what it waits for (bake,
-approvals, a freeze window, a pause, a stopped fleet).`,
+With --watch the list is redrawn live (on the server's watch stream, and
+every --interval) until interrupted, each rollout in flight with its
+waves x clusters and what it waits for (bake, approvals, a freeze window,
+a pause, a stopped fleet).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if watch {
@@ -46,7 +48,7 @@ approvals, a freeze window, a pause, a stopped fleet).`,
 	}
 	rollouts.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	rollouts.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the list live, with waves x clusters, until interrupted")
-	rollouts.Flags().DurationVar(&interval, "interval", time.Second, "how often --watch redraws")
+	rollouts.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the list again besides its live changes")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	cmd.AddCommand(rollouts)
 	return cmd
@@ -54,13 +56,18 @@ approvals, a freeze window, a pause, a stopped fleet).`,
 
 func newDescribeCmd() *cobra.Command {
 	var server, output string
+	var watch bool
+	var interval time.Duration
 	cmd := &cobra.Command{Use: "describe", Short: "Show one resource of a running flotilla in detail"}
 	ro := &cobra.Command{
 		Use:     "rollout ID",
 		Aliases: []string{"ro"},
-		Short:   "Show a rollout: waves x clusters with their state",
+		Short:   "Show a rollout: waves x clusters with their state (--watch: live, until it ends)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if watch {
+				return watchRollout(cmd, apiClient{base: server}, args[0], interval)
+			}
 			var r rollout.Rollout
 			if err := (apiClient{base: server}).get(cmd.Context(), "/api/v1/rollouts/"+args[0], &r); err != nil {
 				return err
@@ -73,6 +80,8 @@ func newDescribeCmd() *cobra.Command {
 		},
 	}
 	ro.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	ro.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the rollout live until it ends; exit non-zero unless it succeeded")
+	ro.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the rollout again besides its live changes")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	cmd.AddCommand(ro)
 	return cmd
@@ -104,9 +113,15 @@ func printRollouts(w io.Writer, ros []rollout.Rollout) {
 }
 
 // DescribeRollout prints a rollout as waves x clusters.
-func DescribeRollout(w io.Writer, r rollout.Rollout) {
+func DescribeRollout(w io.Writer, r rollout.Rollout) { describeRollout(w, r, false) }
+
+func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
+	phase := string(r.Phase)
+	if color {
+		phase = rolloutview.Paint(phase, rolloutview.PhaseColor(phase))
+	}
 	fmt.Fprintf(w, "Rollout:      %s\nApplication:  %s\nImage:        %s:%s\nDigest:       %s\nPhase:        %s\n",
-		r.ID, r.Application, r.Image, r.Tag, r.Digest, r.Phase)
+		r.ID, r.Application, r.Image, r.Tag, r.Digest, phase)
 	if r.Reason != "" {
 		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)
 	}
@@ -114,27 +129,15 @@ func DescribeRollout(w io.Writer, r rollout.Rollout) {
 		fmt.Fprintf(w, "Waiting:      %s\n", why)
 	}
 	fmt.Fprintf(w, "Created:      %s (%s ago)\n\n", r.Created.Format(time.RFC3339), age(r.Created))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tCLUSTER\tSTATE\tCANARY\tWEIGHT\tPREVIOUS\tDEADLINE\tMESSAGE")
-	for i, wave := range r.Waves {
-		marker := " "
-		if i == r.Wave && !r.Phase.Done() {
-			marker = "*"
-		}
-		for _, c := range wave.Clusters {
-			deadline := "-"
-			if !c.Deadline.IsZero() && (c.Run != "" || c.Phase == rollout.ClusterApplying || c.Phase == rollout.ClusterProgressing || c.Phase == rollout.ClusterReverting) {
-				deadline = c.Deadline.Local().Format(time.TimeOnly)
-			}
-			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", marker, i+1, wave.Name, c.Name, c.Phase,
-				dash(c.CanaryPhase), c.CanaryWeight, dash(shortRef(c.PreviousImage)), deadline, dash(truncate(c.Message, 60)))
-		}
-	}
-	_ = tw.Flush()
+	rolloutview.Table(w, r, rolloutview.Options{Color: color, Columns: []rolloutview.Column{
+		{Header: "PREVIOUS", Cell: func(c rollout.Cluster) string { return shortRef(c.PreviousImage) }},
+		{Header: "DEADLINE", Cell: deadline},
+		{Header: "MESSAGE", Cell: func(c rollout.Cluster) string { return truncate(c.Message, 60) }},
+	}})
 	pullRequests(w, r)
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(w, "\nFailures (flotilla retry ROLLOUT replays those not retried):")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "AT\tFUNCTION\tEVENT\tCLUSTER\tRETRIED\tERROR")
 		for _, f := range r.Failures {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", f.At.Local().Format(time.TimeOnly), f.Function, f.EventType,
@@ -142,6 +145,14 @@ func DescribeRollout(w io.Writer, r rollout.Rollout) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// deadline is when a cluster's step in flight must be done.
+func deadline(c rollout.Cluster) string {
+	if !c.Deadline.IsZero() && (c.Run != "" || c.Phase == rollout.ClusterApplying || c.Phase == rollout.ClusterProgressing || c.Phase == rollout.ClusterReverting) {
+		return c.Deadline.Local().Format(time.TimeOnly)
+	}
+	return ""
 }
 
 // pullRequests lists the waves' pull requests (gitops mode pullRequest).
@@ -229,65 +240,107 @@ func waitingFor(r rollout.Rollout) string {
 	return ""
 }
 
-// watchRollouts redraws the rollouts every interval until the command's
-// context ends: the list, then each rollout in flight as waves x clusters.
+// watchRollouts redraws the rollouts until the command's context ends: the
+// list, then each rollout in flight as waves x clusters. It redraws at
+// once when the server's watch stream reports a change, and every
+// interval (ages, and what changed while the stream was down).
 func watchRollouts(cmd *cobra.Command, c apiClient, interval time.Duration) error {
-	out := cmd.OutOrStdout()
-	tty := false
-	if f, ok := out.(interface{ Stat() (os.FileInfo, error) }); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
+	ctx := cmd.Context()
+	scr := newScreen(cmd.OutOrStdout())
+	changes := c.changes(ctx, "")
 	t := time.NewTicker(max(interval, 100*time.Millisecond))
 	defer t.Stop()
+	var ros []rollout.Rollout
+	refresh := true
 	for {
-		var ros []rollout.Rollout
-		if err := c.get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
-			if cmd.Context().Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if tty {
-			fmt.Fprint(out, "\x1b[H\x1b[2J") // home, clear
-		} else {
-			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
-		}
-		printRollouts(out, ros)
-		for _, r := range ros {
-			if !r.Phase.Done() {
-				printWaves(out, r)
+		if refresh {
+			if err := c.get(ctx, "/api/v1/rollouts", &ros); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
 			}
 		}
+		scr.draw(func(w io.Writer, color bool) {
+			printRollouts(w, ros)
+			for _, r := range ros {
+				if !r.Phase.Done() {
+					printWaves(w, r, color)
+				}
+			}
+		})
 		select {
-		case <-cmd.Context().Done():
+		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			refresh = true
+		case r, ok := <-changes:
+			if !ok {
+				return nil
+			}
+			ros, refresh = upsert(ros, r), false
 		}
 	}
 }
 
-// printWaves prints a rollout in flight as one line per wave: its clusters
-// and their state.
-func printWaves(w io.Writer, r rollout.Rollout) {
-	fmt.Fprintf(w, "\n%s (%s %s): %s\n", r.ID, r.Application, r.Tag, r.Phase)
-	for i, wave := range r.Waves {
-		marker := " "
-		if i == r.Wave {
-			marker = "*"
+// upsert puts r in place of the rollout of its id, or first.
+func upsert(ros []rollout.Rollout, r rollout.Rollout) []rollout.Rollout {
+	for i := range ros {
+		if ros[i].ID == r.ID {
+			ros[i] = r
+			return ros
 		}
-		var cs []string
-		for _, c := range wave.Clusters {
-			s := c.Name + " " + string(c.Phase)
-			if c.CanaryWeight > 0 && c.Phase == rollout.ClusterProgressing {
-				s += fmt.Sprintf(" %d%%", c.CanaryWeight)
-			}
-			cs = append(cs, s)
-		}
-		fmt.Fprintf(w, " %s wave %d %-12s %s\n", marker, i+1, wave.Name, strings.Join(cs, ", "))
 	}
+	return append([]rollout.Rollout{r}, ros...)
+}
+
+// printWaves prints a rollout in flight as waves x clusters and what it
+// waits for.
+func printWaves(w io.Writer, r rollout.Rollout, color bool) {
+	fmt.Fprintf(w, "\n%s (%s %s): %s\n", r.ID, r.Application, r.Tag, r.Phase)
+	rolloutview.Table(w, r, rolloutview.Options{Color: color})
 	if why := waitingFor(r); why != "" {
-		fmt.Fprintf(w, "   waiting: %s\n", why)
+		fmt.Fprintf(w, "waiting: %s\n", why)
+	}
+}
+
+// watchRollout redraws one rollout (describe --watch) until it ends: at
+// once when the watch stream reports a change, and every interval. It
+// fails when the rollout ends other than Succeeded.
+func watchRollout(cmd *cobra.Command, c apiClient, id string, interval time.Duration) error {
+	ctx := cmd.Context()
+	scr := newScreen(cmd.OutOrStdout())
+	changes := c.changes(ctx, id)
+	t := time.NewTicker(max(interval, 100*time.Millisecond))
+	defer t.Stop()
+	var r rollout.Rollout
+	refresh := true
+	for {
+		if refresh {
+			if err := c.get(ctx, "/api/v1/rollouts/"+url.PathEscape(id), &r); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+		scr.draw(func(w io.Writer, color bool) { describeRollout(w, r, color) })
+		if r.Phase.Done() {
+			if r.Phase != rollout.Succeeded {
+				return fmt.Errorf("rollout %s ended %s: %s", r.ID, r.Phase, r.Reason)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			refresh = true
+		case got, ok := <-changes:
+			if !ok {
+				return nil
+			}
+			r, refresh = got, false
+		}
 	}
 }

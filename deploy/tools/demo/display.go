@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/rolloutview"
 )
 
 // screen shows the demo's progress. On a terminal it redraws one screen (the
@@ -69,7 +70,7 @@ func (s *screen) rollout(title string, r *rollout.Rollout, elapsed time.Duration
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.tty {
-		line := plainLine(r)
+		line := rolloutview.Line(*r)
 		if line != s.lastPlain {
 			s.lastPlain = line
 			_, _ = fmt.Fprintf(s.out, "%s  %s %s\n", s.stamp(), r.Tag, line)
@@ -99,81 +100,29 @@ func (s *screen) redraw() {
 	_, _ = io.WriteString(s.out, b.String())
 }
 
-// plainLine is the rollout in one line: phase, then each cluster's state.
-func plainLine(r *rollout.Rollout) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-11s", r.Phase)
-	for i, w := range r.Waves {
-		fmt.Fprintf(&b, " | wave %d:", i+1)
-		for _, c := range w.Clusters {
-			fmt.Fprintf(&b, " %s=%s/%s/%d%%", c.Name, c.Phase, dash(c.CanaryPhase), c.CanaryWeight)
-		}
-	}
-	return b.String()
-}
-
-// table renders a rollout as waves x clusters.
+// table renders a rollout as waves x clusters (pkg/rolloutview, as
+// `flotilla describe rollout --watch` does), with what each cluster's
+// primary runs now.
 func table(title string, r *rollout.Rollout, elapsed time.Duration, describe func(string) string, color bool) string {
 	var b strings.Builder
 	paint := func(s, code string) string {
 		if !color {
 			return s
 		}
-		return "\x1b[" + code + "m" + s + "\x1b[0m"
+		return rolloutview.Paint(s, code)
 	}
-	fmt.Fprintf(&b, "%s  rollout %s  phase %s  %s\n", paint(title, "1"), r.ID, paint(string(r.Phase), phaseColor(string(r.Phase))),
+	fmt.Fprintf(&b, "%s  rollout %s  phase %s  %s\n", paint(title, "1"), r.ID, paint(string(r.Phase), rolloutview.PhaseColor(string(r.Phase))),
 		elapsed.Round(100*time.Millisecond))
 	if r.Reason != "" {
 		fmt.Fprintf(&b, "  reason: %s\n", truncate(r.Reason, 110))
 	}
-	fmt.Fprintf(&b, "  %-10s %-8s %-12s %-14s %-17s %s\n", "WAVE", "CLUSTER", "STATE", "FLAGGER", "CANARY WEIGHT", "PRIMARY NOW")
-	for i, w := range r.Waves {
-		marker := " "
-		if i == r.Wave && !r.Phase.Done() {
-			marker = "▶"
-		}
-		for j, c := range w.Clusters {
-			wave := ""
-			if j == 0 {
-				wave = fmt.Sprintf("%s %d %s", marker, i+1, w.Name)
-			}
-			state := fmt.Sprintf("%-12s", c.Phase)
-			flagger := fmt.Sprintf("%-14s", dash(c.CanaryPhase))
-			fmt.Fprintf(&b, "  %-10s %-8s %s %s %s  %s\n", wave, c.Name,
-				paint(state, phaseColor(string(c.Phase))), paint(flagger, phaseColor(c.CanaryPhase)),
-				bar(c.CanaryWeight), describe(c.Name))
-		}
-	}
+	rolloutview.Table(&b, *r, rolloutview.Options{Color: color, Columns: []rolloutview.Column{
+		{Header: "PRIMARY NOW", Cell: func(c rollout.Cluster) string { return describe(c.Name) }},
+	}})
 	return b.String()
 }
 
-func bar(weight int) string {
-	n := max(0, min(10, weight/10))
-	return fmt.Sprintf("[%s%s] %3d", strings.Repeat("#", n), strings.Repeat(".", 10-n), weight)
-}
-
-func phaseColor(p string) string {
-	switch p {
-	case "Succeeded", "Reverted", "RolledBack", "Initialized":
-		return "32" // green
-	case "Failed":
-		return "31" // red
-	case "Reverting", "Promoting", "Finalising", "WaitingPromotion", "Applying":
-		return "33" // yellow
-	case "Progressing":
-		return "36" // cyan
-	}
-	return "0"
-}
-
 func bold(s string) string { return "\x1b[1m" + s + "\x1b[0m" }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -1,0 +1,44 @@
+Feature: The web UI: the fleet, live, in a browser
+  flotilla serves a web UI at /ui/ from its own binary: the rollouts, one
+  rollout as waves x clusters with its timeline, and the fleet. Pages stay
+  live on the API's Server-Sent Events; the controls appear once the
+  user gives an API token. These scenarios drive Debian's Chromium,
+  headless.
+
+  Background:
+    Given a registry
+
+  Scenario: The web UI shows a rollout moving through two waves, live
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the web UI is open in a browser
+    When version "1.1.0" is pushed
+    Then the web UI lists the rollout of "1.1.0" without a reload
+    When the rollout of "1.1.0" is opened in the web UI
+    Then the web UI shows wave 1 of the rollout of "1.1.0" rolling out while wave 2 waits, then every cluster "Succeeded", without a reload
+    And the web UI's timeline of the rollout of "1.1.0" has its start, a cluster.succeeded for each cluster, then its end
+    And the fleet page of the web UI shows clusters "c1,c2,c4" running "1.1.0" of "podinfo"
+
+  Scenario: The web UI shows why a rollout failed
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the analysis gate fails in cluster "c4"
+    And the web UI is open in a browser
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" is rolled back
+    And the web UI shows the rollout of "1.1.0" "RolledBack", its reason naming cluster "c4"
+
+  Scenario: The web UI's controls need an API token
+    Given wave 2 needs the approvals of "alice"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the web UI is open in a browser
+    When version "1.1.0" is pushed
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    And the web UI shows the rollout of "1.1.0" without controls, asking for an API token
+    When "alice"'s API token is entered in the web UI
+    And "Approve wave 2" is pressed in the web UI
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" records the approvals of "alice" for wave 2
