@@ -28,6 +28,11 @@ type scenarioResult struct {
 	// rollbacks are the runs whose wave 2 failed (C).
 	rollbacks []sample
 	took      time.Duration
+	// watchers streams of GET /api/v1/watch were open during the runs;
+	// they read watchMessages messages and were dropped watchReconnects
+	// times.
+	watchers                       int
+	watchMessages, watchReconnects int64
 	// inflight rollouts of apps other applications were held in flight
 	// during the runs; rss is this process's resident memory (flotilla in
 	// process, with the proxies and the bench) once they were, and at the
@@ -41,6 +46,9 @@ type scenarioResult struct {
 func (r scenarioResult) label() string {
 	if r.inflight > 0 {
 		return fmt.Sprintf("%d, %d in flight", r.wave2, r.inflight)
+	}
+	if r.watchers > 0 {
+		return fmt.Sprintf("%d, %d watchers", r.wave2, r.watchers)
 	}
 	return strconv.Itoa(r.wave2)
 }
@@ -335,6 +343,14 @@ func renderReport(o options, m machine, results []scenarioResult, store, launch,
 			"Resident memory of the bench's process, flotilla in it with the namespace proxies and the bench: %.0f MiB once they were in flight, %.0f MiB at the end "+
 			"(target for flotilla: < 256 MiB); Go heap in use at the end %.0f MiB.\n",
 			r.label(), r.inflight, r.apps, mib(r.rssStart), mib(r.rssEnd), mib(r.heapEnd))
+	}
+	for _, r := range results {
+		if r.watchers == 0 {
+			continue
+		}
+		p("\nwave2=%s: %d watchers of the watch stream (`GET /api/v1/watch`, as web UI pages and `--watch` hold it) were open during the measured runs, "+
+			"each reading every message: %d messages in all, %d times a watcher fell behind and reconnected. Compare its A and B with wave2=%d's.\n",
+			r.label(), r.watchers, r.watchMessages, r.watchReconnects, r.wave2)
 	}
 	p("\n| scenario | wave 1 clusters | wave 2 clusters | real API servers | named clusters behind a namespace proxy | warm-up runs | wall time |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|\n")

@@ -78,6 +78,9 @@ type scenario struct {
 	// inflight rollouts of other applications (background.go) are held in
 	// flight during the measured runs.
 	inflight int
+	// watchers streams of the watch stream are held open during the
+	// measured runs (watchers.go).
+	watchers int
 	// deployed is the digest reference the fleet last converged on: what a
 	// rollback goes back to.
 	deployed string
@@ -89,13 +92,16 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func (b *bench) newScenario(ctx context.Context, index, wave2, inflight int) (*scenario, error) {
+func (b *bench) newScenario(ctx context.Context, index, wave2, inflight, watchers int) (*scenario, error) {
 	ns := fmt.Sprintf("bench-%d", wave2)
 	if inflight > 0 {
 		ns += fmt.Sprintf("-inflight-%d", inflight)
 	}
+	if watchers > 0 {
+		ns += fmt.Sprintf("-watchers-%d", watchers)
+	}
 	s := &scenario{
-		b: b, log: b.log.With("wave2", wave2, "inflight", inflight), ns: ns, inflight: inflight,
+		b: b, log: b.log.With("wave2", wave2, "inflight", inflight, "watchers", watchers), ns: ns, inflight: inflight, watchers: watchers,
 		dir:      filepath.Join(b.dir, fmt.Sprintf("scenario-%d", index)),
 		regToken: randomHex(16), flaggerToken: randomHex(16),
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
@@ -348,8 +354,8 @@ type sample struct {
 	observeCalls   int
 }
 
-func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
-	res := scenarioResult{wave1: len(s.wave1), wave2: len(s.wave2), realClusters: len(s.b.real)}
+func (s *scenario) run(ctx context.Context) (res scenarioResult, err error) {
+	res = scenarioResult{wave1: len(s.wave1), wave2: len(s.wave2), realClusters: len(s.b.real)}
 	for _, n := range s.all() {
 		if n.proxy != nil {
 			res.proxied++
@@ -359,6 +365,12 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 	start := time.Now()
 	for i := range total {
 		warm := i < s.b.o.warmup
+		if i == s.b.o.warmup && s.watchers > 0 {
+			w := startWatchers(ctx, s.url, s.watchers)
+			res.watchers = s.watchers
+			defer func() { res.watchMessages, res.watchReconnects = w.stop() }()
+			s.log.Info("watchers open", "watchers", s.watchers)
+		}
 		if i == s.b.o.warmup && s.inflight > 0 {
 			if err := s.background(ctx, &res); err != nil {
 				return res, fmt.Errorf("holding %d rollouts in flight: %w", s.inflight, err)
@@ -376,8 +388,8 @@ func (s *scenario) run(ctx context.Context) (scenarioResult, error) {
 		}
 	}
 	for i := range s.b.o.rollbacks {
-		if s.inflight > 0 {
-			break // measured without other rollouts in flight only
+		if s.inflight > 0 || s.watchers > 0 {
+			break // measured without other rollouts in flight or watchers only
 		}
 		smp, err := s.rollout(ctx, false, true)
 		if err != nil {
