@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -148,7 +149,7 @@ func (f *Function) start(e cloudevents.Event, r *rollout.Rollout, fleet rollout.
 func (f *Function) gate(e cloudevents.Event, r *rollout.Rollout, app config.Application, w int) (string, []cloudevents.Event, error) {
 	wave := r.Waves[w]
 	if !wave.Approved() {
-		return fmt.Sprintf("wave %d (%s) waits for %d approvals, has %d %v", w+1, wave.Name, wave.Approvals, len(wave.Approvers), wave.Approvers), nil, nil
+		return fmt.Sprintf("wave %d (%s) waits for %s", w+1, wave.Name, approvalsWanted(wave)), nil, nil
 	}
 	fw, until, ok := freeze.Active(f.cfg.FreezeWindows(app, wave.Name), f.now())
 	if !ok || wave.FreezeOverride != "" {
@@ -171,4 +172,17 @@ func waiting(r *rollout.Rollout, fleet rollout.FleetState) string {
 		return "paused by " + r.Paused
 	}
 	return ""
+}
+
+// approvalsWanted says what approvals a wave waits for: "1 approval, has
+// none", "2 approvals, has 1 (alice)".
+func approvalsWanted(w rollout.Wave) string {
+	want := fmt.Sprintf("%d approval", w.Approvals)
+	if w.Approvals != 1 {
+		want += "s"
+	}
+	if len(w.Approvers) == 0 {
+		return want + ", has none"
+	}
+	return fmt.Sprintf("%s, has %d (%s)", want, len(w.Approvers), strings.Join(w.Approvers, ", "))
 }

@@ -345,7 +345,7 @@ func TestLaunchWaitsForApprovals(t *testing.T) {
 		t.Fatalf("Handle = %d events, %v; want none", len(evs), err)
 	}
 	ro, _ := repo.Get(ctx, rolloutID)
-	if want := "wave 1 (canary) waits for 1 approvals, has 0 []"; ro.Waiting != want {
+	if want := "wave 1 (canary) waits for 1 approval, has none"; ro.Waiting != want {
 		t.Errorf("waiting %q, want %q", ro.Waiting, want)
 	}
 	if _, err := repo.Update(ctx, rolloutID, func(r *rollout.Rollout) error { r.Waves[0].Approvers = []string{"alice"}; return nil }); err != nil {
@@ -454,7 +454,7 @@ func TestLaunchRetry(t *testing.T) {
 			name:    "a cluster of a wave that passed, while the current wave waits for its approval",
 			change:  []func(*rollout.Rollout){failed(0, 0), func(r *rollout.Rollout) { r.Wave, r.Waves[1].Approvals = 1, 1 }},
 			wantRun: []string{"c1"}, wantPhase: map[string]rollout.ClusterPhase{"c1": rollout.ClusterApplying, "c2": rollout.ClusterPending},
-			wantWaiting: "wave 2 (rest) waits for 1 approvals, has 0 []",
+			wantWaiting: "wave 2 (rest) waits for 1 approval, has none",
 		},
 		{
 			name: "paused", change: []func(*rollout.Rollout){failed(0, 0), inWave2, func(r *rollout.Rollout) { r.Paused = "ops" }},
