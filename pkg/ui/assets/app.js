@@ -197,14 +197,14 @@ function rolloutsPage(params) {
       h("tbody", {}, shown.length === 0
         ? h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No rollouts yet: push an image a configured application tracks."))
         : shown.map((r) => h("tr", { dataset: { rollout: r.id, phase: r.phase } },
-          h("td", {}, h("a", { href: "#/rollouts/" + encodeURIComponent(r.id), class: "mono" }, r.id)),
+          h("td", {}, h("a", { href: "#/rollouts/" + encodeURIComponent(r.id), class: "mono", id: "open-" + r.id }, r.id)),
           h("td", {}, r.application),
           h("td", {}, r.tag),
           h("td", { class: "mono" }, short(r.digest)),
           h("td", {}, badge(r.phase)),
           h("td", {}, Math.min(r.wave + 1, (r.waves || []).length) + "/" + (r.waves || []).length),
           h("td", {}, counts(r)),
-          h("td", {}, ago(r.created)),
+          h("td", { dataset: { since: r.created } }, ago(r.created)),
           h("td", {}, waiting(r) || r.reason || "")))))
   );
 }
@@ -217,7 +217,7 @@ function rolloutPage(id) {
   if (!r) return h("section", {}, h("h1", {}, "Rollout " + id), h("p", { class: "muted" }, "Loading…"));
   const why = waiting(r);
   return h("section", { "aria-labelledby": "title", dataset: { rollout: r.id } },
-    h("p", {}, h("a", { href: "#/" }, "← Rollouts")),
+    h("p", {}, h("a", { href: "#/", id: "back" }, "← Rollouts")),
     h("h1", { id: "title" }, r.application + " " + r.tag + " ", h("span", { id: "phase", dataset: { phase: r.phase } }, badge(r.phase))),
     r.reason ? h("p", { id: "reason", class: "reason" }, r.reason) : null,
     why ? h("p", { id: "waiting", class: "waiting" }, why) : null,
@@ -229,7 +229,7 @@ function rolloutPage(id) {
       r.signedBy ? fact("Signed by", r.signedBy) : null,
       r.unsigned ? fact("Unsigned", r.unsigned) : null,
       r.rollbackOf ? fact("Rolls back", h("a", { href: "#/rollouts/" + r.rollbackOf }, r.rollbackOf)) : null,
-      fact("Started", new Date(r.created).toLocaleString() + " (" + ago(r.created) + " ago)"),
+      fact("Started", [new Date(r.created).toLocaleString() + " (", h("span", { dataset: { since: r.created } }, ago(r.created)), " ago)"]),
       fact("Updated", clock(r.updated))),
     controls(r),
     h("h2", {}, "Waves"),
@@ -382,7 +382,7 @@ function fleetPage() {
       h("tbody", {}, state.clusters.map((c) => h("tr", { dataset: { cluster: c.name } },
         h("th", { scope: "row" }, c.name),
         h("td", {}, Object.entries(c.labels || {}).map(([k, v]) => h("span", { class: "chip" }, k + "=" + v))),
-        apps.map((a) => runs(c.applications[a])))))));
+        apps.map((a) => runs(c.applications[a] && Object.assign({ cluster: c.name }, c.applications[a]))))))));
 }
 
 function runs(v) {
@@ -390,8 +390,8 @@ function runs(v) {
   return h("td", { dataset: { tag: v.tag || "" } },
     v.unknown ? h("span", { class: "badge bad" }, "unknown") : null,
     v.tag ? h("span", { class: "mono", title: v.digest }, v.tag) : null,
-    v.rollout ? [" ", h("a", { href: "#/rollouts/" + v.rollout, class: "muted" }, "rollout")] : null,
-    v.rollingOut ? h("div", {}, "→ ", h("a", { href: "#/rollouts/" + v.inFlight }, v.rollingOut), " ", badge(v.phase)) : null,
+    v.rollout ? [" ", h("a", { href: "#/rollouts/" + v.rollout, class: "muted", id: "fleet-" + v.rollout + "-" + v.cluster }, "rollout")] : null,
+    v.rollingOut ? h("div", {}, "→ ", h("a", { href: "#/rollouts/" + v.inFlight, id: "fleet-" + v.inFlight + "-" + v.cluster + "-next" }, v.rollingOut), " ", badge(v.phase)) : null,
     v.unknown ? h("div", { class: "msg" }, v.unknown) : null);
 }
 
@@ -485,8 +485,10 @@ window.addEventListener("hashchange", () => {
   render();
   document.getElementById("main").focus({ preventScroll: true });
 });
-// Ages tick.
-setInterval(render, 5000);
+// Ages tick in place: a redraw would move the keyboard's focus.
+setInterval(() => {
+  for (const el of document.querySelectorAll("[data-since]")) el.textContent = ago(el.dataset.since);
+}, 5000);
 tokenDialog();
 connect();
 reload();
