@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -13,7 +14,7 @@ import (
 
 // Watch streams the journal live and reads timelines (pkg/watch's Hub).
 type Watch interface {
-	Subscribe(rollout string) *watch.Sub
+	Subscribe(rollout string, events bool) *watch.Sub
 	Timeline(ctx context.Context, ro rollout.Rollout) (watch.TimelineOf, error)
 }
 
@@ -32,17 +33,23 @@ const streamWriteTimeout = 10 * time.Second
 
 // watchStream serves Server-Sent Events: "event" (an event journaled, a
 // watch.Entry) and "rollout" (a rollout as it is after that event), for
-// every rollout or the one of ?rollout=. The stream starts at the
-// journal's next record: read the state (GET /api/v1/rollouts) once it is
-// open. It ends when flotilla drops a watcher that fell behind; the
-// browser's EventSource reconnects.
+// every rollout or the one of ?rollout=; ?only=rollouts leaves the events
+// out. The stream starts at the journal's next record: read the state
+// (GET /api/v1/rollouts) once it is open. It ends when flotilla drops a
+// watcher that fell behind; the browser's EventSource reconnects.
 func (a *API) watchStream(w http.ResponseWriter, r *http.Request) {
 	if a.watch == nil {
 		writeError(w, fault.New(fault.ErrNotFound, "watching is not enabled"))
 		return
 	}
-	id := r.URL.Query().Get("rollout")
-	sub := a.watch.Subscribe(id)
+	q := r.URL.Query()
+	id := q.Get("rollout")
+	only := q.Get("only")
+	if only != "" && only != "rollouts" {
+		writeError(w, fault.Permanent(fmt.Errorf("only: want rollouts (or nothing), got %q", only)))
+		return
+	}
+	sub := a.watch.Subscribe(id, only == "")
 	defer sub.Close()
 	rc := http.NewResponseController(w)
 	// The server's write timeout is for ordinary answers, not streams.
@@ -67,12 +74,36 @@ func (a *API) watchStream(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			msg = fmt.Sprintf("event: %s\nid: %d\ndata: %s\n\n", m.Kind, m.Seq, m.Data)
+			msg = drain(m, sub.C)
 		case <-tick.C:
 			msg = ": ping\n\n"
 		}
 		if send(w, rc, msg) != nil {
 			return
+		}
+	}
+}
+
+// maxWrite bounds the messages written to a watcher at once.
+const maxWrite = 1 << 20
+
+// drain renders m and the messages already waiting behind it: one write
+// and one flush for a batch of the journal, not one per message.
+func drain(m watch.Message, c <-chan watch.Message) string {
+	var b strings.Builder
+	for {
+		fmt.Fprintf(&b, "event: %s\nid: %d\ndata: %s\n\n", m.Kind, m.Seq, m.Data)
+		if b.Len() >= maxWrite {
+			return b.String()
+		}
+		var ok bool
+		select {
+		case m, ok = <-c:
+			if !ok { // dropped: what is here still goes out
+				return b.String()
+			}
+		default:
+			return b.String()
 		}
 	}
 }

@@ -178,3 +178,8 @@ func TestFleetView(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestWatchRefusesAnUnknownOnly(t *testing.T) {
+	srv, _, _ := newWatchedAPI(t)
+	get(t, srv.URL+"/api/v1/watch?only=events", http.StatusBadRequest, nil)
+}

@@ -36,9 +36,9 @@ func (c apiClient) changes(ctx context.Context, id string) <-chan rollout.Rollou
 
 // stream reads one connection of the watch stream.
 func (c apiClient) stream(ctx context.Context, id string, out chan<- rollout.Rollout) error {
-	u := strings.TrimRight(c.base, "/") + "/api/v1/watch"
+	u := strings.TrimRight(c.base, "/") + "/api/v1/watch?only=rollouts"
 	if id != "" {
-		u += "?rollout=" + url.QueryEscape(id)
+		u += "&rollout=" + url.QueryEscape(id)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -136,14 +136,16 @@ type Sub struct {
 	C       <-chan Message
 	c       chan Message
 	rollout string
+	events  bool
 	h       *Hub
 }
 
 // Subscribe starts a watcher of rollout id ("" for every rollout and the
-// events of none) from the journal's next record. Close it when done.
-func (h *Hub) Subscribe(id string) *Sub {
+// events of none) from the journal's next record; without events it gets
+// only the rollouts' states (KindRollout). Close it when done.
+func (h *Hub) Subscribe(id string, events bool) *Sub {
 	c := make(chan Message, h.buffer)
-	s := &Sub{C: c, c: c, rollout: id, h: h}
+	s := &Sub{C: c, c: c, rollout: id, events: events, h: h}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
@@ -294,7 +296,7 @@ func (h *Hub) send(m Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
-		if s.rollout != "" && s.rollout != m.Rollout {
+		if s.rollout != "" && s.rollout != m.Rollout || m.Kind == KindEvent && !s.events {
 			continue
 		}
 		select {

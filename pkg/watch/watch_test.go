@@ -110,9 +110,10 @@ func TestHubFansOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	runHub(t, h)
-	all, one := h.Subscribe(""), h.Subscribe("r1")
+	all, one, states := h.Subscribe("", true), h.Subscribe("r1", true), h.Subscribe("", false)
 	defer all.Close()
 	defer one.Close()
+	defer states.Close()
 	if _, err := s.Append(ctx,
 		event(t, "a", events.TypeClusterApplied, "r1", time.Time{}),
 		event(t, "b", events.TypeClusterApplied, "r2", time.Time{}),
@@ -133,8 +134,12 @@ func TestHubFansOut(t *testing.T) {
 	if diff := cmp.Diff(want, received(t, one, len(want))); diff != "" {
 		t.Errorf("rollout r1 (-want +got):\n%s", diff)
 	}
-	if got := testutil.ToFloat64(h.Watchers()); got != 2 {
-		t.Errorf("flotilla_watchers = %v, want 2", got)
+	want = []string{"rollout:r1:Progressing", "rollout:r2:Progressing"}
+	if diff := cmp.Diff(want, received(t, states, len(want))); diff != "" {
+		t.Errorf("states only (-want +got):\n%s", diff)
+	}
+	if got := testutil.ToFloat64(h.Watchers()); got != 3 {
+		t.Errorf("flotilla_watchers = %v, want 3", got)
 	}
 }
 
@@ -147,7 +152,7 @@ func TestHubDropsASlowWatcher(t *testing.T) {
 	}
 	h.WithBuffer(2)
 	runHub(t, h)
-	slow, fast := h.Subscribe(""), h.Subscribe("r1")
+	slow, fast := h.Subscribe("", true), h.Subscribe("r1", true)
 	defer fast.Close()
 	ctx := context.Background()
 	for i := range 3 {
@@ -174,7 +179,7 @@ func TestHubClosesWatchersWhenItStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- h.Run(ctx) }()
-	sub := h.Subscribe("")
+	sub := h.Subscribe("", true)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -182,7 +187,7 @@ func TestHubClosesWatchersWhenItStops(t *testing.T) {
 	if _, ok := <-sub.C; ok {
 		t.Fatal("watcher open after the hub stopped")
 	}
-	if _, ok := <-h.Subscribe("").C; ok {
+	if _, ok := <-h.Subscribe("", true).C; ok {
 		t.Fatal("a stopped hub took a watcher")
 	}
 }

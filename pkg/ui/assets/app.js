@@ -425,10 +425,26 @@ function reload() {
   if (r.page === "fleet") loadFleet();
 }
 
+// streamURL is what the page shown needs of the watch stream: one
+// rollout's events and states, every rollout's states, or everything (the
+// fleet page also follows the line's stops and starts).
+function streamURL() {
+  const r = route();
+  if (r.page === "rollout") return "/api/v1/watch?rollout=" + encodeURIComponent(r.id);
+  if (r.page === "fleet") return "/api/v1/watch";
+  return "/api/v1/watch?only=rollouts";
+}
+
 let fleetTimer = 0;
+let es = null;
+let esURL = "";
 function connect() {
+  const url = streamURL();
+  if (es && esURL === url) return;
+  if (es) es.close();
+  esURL = url;
   const live = document.getElementById("live");
-  const es = new EventSource("/api/v1/watch");
+  es = new EventSource(url);
   es.addEventListener("open", () => {
     state.live = true;
     document.body.dataset.live = "true";
@@ -482,6 +498,7 @@ function tokenDialog() {
 window.addEventListener("hashchange", () => {
   const r = route();
   if (r.page === "fleet") loadFleet();
+  connect(); // the stream this page needs; its open reloads the page's data
   render();
   document.getElementById("main").focus({ preventScroll: true });
 });
