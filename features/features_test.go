@@ -136,5 +136,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerAnalysisSteps(sc)
 	s.registerSeedSteps(sc)
 	s.registerVisibilitySteps(sc)
+	s.registerMetricsSteps(sc)
 	s.registerUISteps(sc)
+	s.registerTracingSteps(sc)
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/otlptest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
@@ -142,6 +143,8 @@ type world struct {
 	kurator  map[string]any
 	// cdSink receives the CDEvents, when a step made one.
 	cdSink *sink
+	// otlp receives flotilla's traces, when a step made it.
+	otlp *otlptest.Receiver
 	// browser shows the web UI, when a step opened it.
 	browser    *browser
 	routes     map[string]*routeLog
@@ -325,6 +328,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 		},
 		"fleet":        map[string]any{"clusters": clusters, "waves": waves, "metricsServer": cmp.Or(s.fleet().PrometheusURL, config.DefaultMetricsServer)},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
+	}
+	if w.otlp != nil {
+		cfg["telemetry"] = tracingConfig(w)
 	}
 	if len(w.approverTokens) > 0 {
 		var tokens []map[string]any

@@ -130,7 +130,11 @@ func TestBaseCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, w := range map[string][]byte{"flotilla.yaml": want, "kustomization.yaml": []byte(Kustomization), "namespace.yaml": []byte(Namespace)} {
+	alerts, err := Alerts(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range map[string][]byte{"flotilla.yaml": want, "kustomization.yaml": []byte(Kustomization), "namespace.yaml": []byte(Namespace), "prometheusrule.yaml": alerts} {
 		got, err := os.ReadFile(filepath.Join("..", "manifests", name))
 		if err != nil {
 			t.Fatal(err)

@@ -374,11 +374,17 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		outcome = outcomeDuplicate
 	}
 	in.metrics.delivery(rcv.Name, rcv.Type, outcome)
-	log.Info("webhook accepted",
+	attrs := []any{
 		slog.String("delivery", logID(res.DeliveryID)),
 		slog.Any("event_ids", logIDs(ids)),
 		slog.Int("new", n),
-		slog.Int("duplicates", len(ids)-n))
+		slog.Int("duplicates", len(ids)-n),
+	}
+	if id := rolloutOf(res.Events); id != "" {
+		// A canary's or a pipeline run's report: its rollout's log.
+		attrs = append(attrs, slog.String("rollout_id", id))
+	}
+	log.Info("webhook accepted", attrs...)
 	writeJSON(w, http.StatusAccepted, acceptedResponse{Accepted: n, Duplicates: len(ids) - n, IDs: ids})
 }
 
@@ -588,7 +594,7 @@ func (in *Intake) answerGate(w http.ResponseWriter, r *http.Request, rcv receive
 		slog.String("cluster", call.Cluster),
 		slog.String("canary", call.Namespace+"/"+call.Name),
 		slog.String("phase", call.Phase),
-		slog.String("rollout", call.RolloutID),
+		slog.String("rollout_id", call.RolloutID),
 	}
 	if err != nil {
 		in.metrics.delivery(rcv.Name, rcv.Type, "gate_error")
@@ -648,6 +654,19 @@ func (in *Intake) handshake(w http.ResponseWriter, r *http.Request, rcv receiver
 	}
 	in.opts.logger.Info("CloudEvents webhook handshake", slog.String("receiver", rcv.Name), slog.String("origin", origin))
 	w.WriteHeader(http.StatusOK)
+}
+
+// rolloutOf is the rollout of evs when they are all of one, else "".
+func rolloutOf(evs []cloudevents.Event) string {
+	id := ""
+	for i, e := range evs {
+		r := events.RolloutID(e)
+		if r == "" || (i > 0 && r != id) {
+			return ""
+		}
+		id = r
+	}
+	return id
 }
 
 func eventIDs(evs []cloudevents.Event) []string {

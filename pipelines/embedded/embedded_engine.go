@@ -278,7 +278,7 @@ func (e *engine) run(ctx context.Context, p *tektonv1.Pipeline, name string, par
 				if reason, skip := resultsMissing(pt, g, out); reason != "" {
 					if skip {
 						out.Tasks[pt.Name] = TaskOutcome{State: StateSkipped, Reason: reason}
-						log.Debug("task skipped", "task", pt.Name, "reason", reason)
+						log.DebugContext(ctx, "task skipped", "task", pt.Name, "reason", reason)
 					} else {
 						out.Tasks[pt.Name] = TaskOutcome{State: StateFailed, Reason: reason}
 						fail(events.Permanent(fmt.Errorf("task %s: %s", pt.Name, reason)))
@@ -299,12 +299,12 @@ func (e *engine) run(ctx context.Context, p *tektonv1.Pipeline, name string, par
 				}
 				if !ok {
 					out.Tasks[pt.Name] = TaskOutcome{State: StateSkipped, Reason: reasonWhenFalse}
-					log.Debug("task skipped", "task", pt.Name, "reason", reasonWhenFalse)
+					log.DebugContext(ctx, "task skipped", "task", pt.Name, "reason", reasonWhenFalse)
 					continue
 				}
 				started[pt.Name] = true
 				running++
-				log.Debug("task started", "task", pt.Name)
+				log.DebugContext(ctx, "task started", "task", pt.Name)
 				go func() {
 					o, err := e.runTask(ctx, name, rpt)
 					done <- taskDone{name: rpt.Name, outcome: o, err: err}
@@ -317,7 +317,7 @@ func (e *engine) run(ctx context.Context, p *tektonv1.Pipeline, name string, par
 		d := <-done
 		running--
 		out.Tasks[d.name] = d.outcome
-		log.Debug("task ended", "task", d.name, "state", d.outcome.State, "attempts", d.outcome.Attempts)
+		log.DebugContext(ctx, "task ended", "task", d.name, "state", d.outcome.State, "attempts", d.outcome.Attempts)
 		if d.err != nil {
 			fail(fmt.Errorf("task %s: %w", d.name, d.err))
 		}

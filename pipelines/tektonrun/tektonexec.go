@@ -147,14 +147,14 @@ func (t *Executor) Run(ctx context.Context, cluster string, p pipelines.RunParam
 	if err != nil {
 		return pipelines.Results{}, err
 	}
-	t.o.log.Info("pipeline run started", "pipelineRun", pr.Name, "namespace", pr.Namespace, "cluster", cluster, "rollout", p.Rollout)
+	t.o.log.InfoContext(ctx, "pipeline run started", "pipelineRun", pr.Name, "namespace", pr.Namespace, "cluster", cluster, "rollout_id", p.Rollout)
 	if !pr.IsDone() {
 		if pr, err = t.follow(ctx, pr.Namespace, pr.Name); err != nil {
 			return pipelines.Results{}, err
 		}
 	}
 	c := pr.Status.GetCondition(apis.ConditionSucceeded)
-	t.o.log.Info("pipeline run ended", "pipelineRun", pr.Name, "cluster", cluster, "rollout", p.Rollout,
+	t.o.log.InfoContext(ctx, "pipeline run ended", "pipelineRun", pr.Name, "cluster", cluster, "rollout_id", p.Rollout,
 		"reason", c.GetReason(), "succeeded", c.IsTrue())
 	if !c.IsTrue() {
 		return pipelines.Results{}, t.failure(ctx, pr)

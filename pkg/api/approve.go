@@ -54,6 +54,6 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a.log.Info("rollout approval recorded", "rollout", id, "cluster", req.Cluster, "status", req.Status, "by", v.By)
+	a.log.InfoContext(r.Context(), "rollout approval recorded", "rollout_id", id, "cluster", req.Cluster, "status", req.Status, "by", v.By)
 	writeJSON(w, http.StatusOK, v)
 }

@@ -175,7 +175,7 @@ func (a *API) journalEvent(w http.ResponseWriter, r *http.Request, id, typ, roll
 		writeError(w, fmt.Errorf("journaling %s: %w", typ, err))
 		return e, false
 	}
-	a.log.Info("control requested", "type", typ, "id", id, "rollout", rolloutID, "payload", p)
+	a.log.InfoContext(r.Context(), "control requested", "type", typ, "id", id, "rollout_id", rolloutID, "payload", p)
 	return e, true
 }
 

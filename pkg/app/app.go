@@ -32,12 +32,15 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fleetmetrics"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/tracing"
 	"github.com/flotilla-cd/flotilla/pkg/ui"
 	"github.com/flotilla-cd/flotilla/pkg/watch"
 )
@@ -69,7 +72,8 @@ type Server struct {
 	repo      *embedded.Repo
 	approvals *gates.StoreApprovals
 	api       *api.API
-	hub       *watch.Hub // the journal, live, for the API's watchers
+	hub       *watch.Hub             // the journal, live, for the API's watchers
+	delivery  *fleetmetrics.Observer // the delivery metrics, from the journal
 	ui        *ui.Handler
 	intake    *intake.Intake
 	dispatch  *dispatch.Dispatcher
@@ -85,14 +89,16 @@ type Server struct {
 	// externalURL is where the clusters reach flotilla: server.externalURL,
 	// else derived from the bound address.
 	externalURL string
+	// tracer exports the rollouts' traces; nil while tracing is off.
+	tracer *tracing.Tracer
 }
 
 // New builds the server and opens its store; it listens at once, so Addr is
 // known before Run.
 func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	// Lines logged while handling an event of a rollout carry its id
+	// (pkg/logctx: the dispatcher puts it in the call's ctx).
+	o.Logger = logctx.Wrap(o.Logger)
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -233,11 +239,20 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err := s.cdeventMirrors(ctx, cfg, o.Logger); err != nil {
 		return err
 	}
+	if t := cfg.Telemetry.Tracing; t.Endpoint != "" {
+		if s.tracer, err = tracing.New(ctx, s.store, t.Endpoint, tracing.WithHeaders(t.HeaderValues), tracing.WithSampleRatio(t.Ratio()),
+			tracing.WithInstance(cfg.Server.Instance), tracing.WithLogger(o.Logger)); err != nil {
+			return err
+		}
+	}
 	var apps []string
 	for _, a := range cfg.Applications {
 		apps = append(apps, a.Name)
 	}
 	if s.hub, err = watch.New(s.store, s.repo, o.Logger, o.Registerer); err != nil {
+		return err
+	}
+	if s.delivery, err = fleetmetrics.New(s.store, s.repo, o.Registerer, fleetmetrics.WithLogger(o.Logger)); err != nil {
 		return err
 	}
 	if s.ui, err = ui.New(); err != nil {
@@ -339,11 +354,15 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.resync.Run(gctx) })
 	g.Go(func() error { return s.hub.Run(gctx) })
+	g.Go(func() error { return s.delivery.Run(gctx) })
 	for _, m := range s.cdevents {
 		g.Go(func() error { return m.Run(gctx) })
 	}
 	if s.mirror != nil {
 		g.Go(func() error { return s.mirror.Run(gctx) })
+	}
+	if s.tracer != nil {
+		g.Go(func() error { return s.tracer.Run(gctx) })
 	}
 	g.Go(func() error {
 		<-gctx.Done()

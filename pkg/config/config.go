@@ -18,6 +18,7 @@ import (
 type Config struct {
 	Server       Server        `json:"server"`
 	Events       Events        `json:"events"`
+	Telemetry    Telemetry     `json:"telemetry"`
 	Receivers    []Receiver    `json:"receivers"`
 	Fleet        Fleet         `json:"fleet"`
 	Applications []Application `json:"applications"`

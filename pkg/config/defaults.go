@@ -48,6 +48,7 @@ const (
 // applyDefaults fills empty fields and makes relative paths absolute against
 // base. It never fails: validate reports what defaults cannot fix.
 func applyDefaults(c *Config, base string) {
+	telemetryDefaults(&c.Telemetry, base)
 	s := &c.Server
 	if s.Listen == "" {
 		s.Listen = DefaultListen

@@ -79,6 +79,7 @@ func validate(c *Config, earlier ...Problem) *ValidationError {
 	if c.Events.Sink != "" {
 		v.httpURL("events.sink", c.Events.Sink)
 	}
+	v.telemetry(&c.Telemetry)
 	v.receivers(c.Receivers)
 	v.fleet(&c.Fleet)
 	v.clusters = c.Fleet.Clusters

@@ -211,7 +211,7 @@ func (p *Proposer) open(ctx context.Context, e cloudevents.Event, app config.App
 	req events.PullRequestRequested, status *events.PullRequestStatus) ([]cloudevents.Event, error) {
 	if req.Purpose == events.PurposeApply && (ro.Phase != rollout.Progressing || ro.Wave != req.Wave) {
 		// Superseded or ended before its pull request opened: none opens.
-		p.log.Info("not opening the pull request of a wave that no longer waits", "rollout_id", ro.ID, "wave", req.Wave+1, "phase", ro.Phase)
+		p.log.InfoContext(ctx, "not opening the pull request of a wave that no longer waits", "rollout_id", ro.ID, "wave", req.Wave+1, "phase", ro.Phase)
 		return nil, nil
 	}
 	repo, changes, err := p.changes(app, ro, req)
@@ -306,7 +306,7 @@ func (p *Proposer) close(ctx context.Context, host pullrequest.Host, req events.
 	msg := fmt.Sprintf("flotilla: rollout %s no longer waits for this pull request (%s); closing it.", req.RolloutID, why)
 	if err := host.Close(ctx, req.Number, msg); err != nil {
 		if events.IsPermanent(err) || !p.now().Before(req.Deadline.Add(time.Hour)) {
-			p.log.Warn("not closing a pull request", "rollout_id", req.RolloutID, "number", req.Number, "error", err)
+			p.log.WarnContext(ctx, "not closing a pull request", "rollout_id", req.RolloutID, "number", req.Number, "error", err)
 			return nil
 		}
 		return err

@@ -92,14 +92,14 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 			return nil, fmt.Errorf("looking up the answer to %s: %w", e.ID(), err)
 		}
 		if done {
-			r.log.Debug("pipeline run answered already", "rollout_id", req.RolloutID, "cluster", req.Cluster, "step", req.Step)
+			r.log.DebugContext(ctx, "pipeline run answered already", "rollout_id", req.RolloutID, "cluster", req.Cluster, "step", req.Step)
 			return nil, nil
 		}
 	}
 	if r.rollouts != nil {
 		ro, err := r.rollouts.Get(ctx, req.RolloutID)
 		if err == nil && ro.Phase.Done() {
-			r.log.Info("not running the pipeline of a rollout that has ended", "rollout_id", req.RolloutID, "phase", ro.Phase,
+			r.log.InfoContext(ctx, "not running the pipeline of a rollout that has ended", "rollout_id", req.RolloutID, "phase", ro.Phase,
 				"cluster", req.Cluster, "step", req.Step)
 			return nil, nil
 		}
@@ -114,7 +114,7 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	}
 	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
 	defer cancel()
-	r.log.Info("running pipeline", "rollout_id", req.RolloutID, "cluster", req.Cluster, "purpose", req.Purpose,
+	r.log.InfoContext(ctx, "running pipeline", "rollout_id", req.RolloutID, "cluster", req.Cluster, "purpose", req.Purpose,
 		"step", req.Step, "image", req.Image, "deadline", req.Deadline)
 	res, err := r.d.Deliver(runCtx, req)
 	switch {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
 )
 
 // Journal is the bus the dispatcher reads and appends to (pkg/store is the
@@ -73,9 +74,9 @@ const cursorName = "runtime"
 
 // New returns a dispatcher for the functions.
 func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	// Every line logged with a call's ctx carries the event's rollout id
+	// (logctx), through this logger or any other wrapped likewise.
+	o.Logger = logctx.Wrap(o.Logger)
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
@@ -173,6 +174,15 @@ func (d *Dispatcher) unstall() {
 	}
 }
 
+// logContext is ctx for handling e with f: every line logged with it
+// carries the event's rollout id, id and type and the function's name
+// (logctx), and it carries the dispatcher's logger (logctx.From) for
+// functions that have none of their own.
+func (d *Dispatcher) logContext(ctx context.Context, f Function, e cloudevents.Event) context.Context {
+	ctx = logctx.With(ctx, logctx.RolloutID, events.RolloutID(e), "event_id", e.ID(), "event_type", e.Type(), "function", f.Name())
+	return logctx.WithLogger(ctx, d.o.Logger)
+}
+
 // call runs f on e once, under the call deadline of f's lane.
 func (d *Dispatcher) call(ctx context.Context, l *lane, f Function, e cloudevents.Event) ([]cloudevents.Event, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.CallTimeout)
@@ -182,7 +192,15 @@ func (d *Dispatcher) call(ctx context.Context, l *lane, f Function, e cloudevent
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 		err = fmt.Errorf("%s did not finish within %s: %w", f.Name(), l.CallTimeout, err)
 	}
-	d.m.observe(f.Name(), err, time.Since(start))
+	took := time.Since(start)
+	d.m.observe(f.Name(), err, took)
+	if err == nil && d.o.Logger.Enabled(ctx, slog.LevelDebug) {
+		emitted := make([]string, len(out))
+		for i, o := range out {
+			emitted[i] = o.Type()
+		}
+		d.o.Logger.DebugContext(ctx, "event handled", "emitted", emitted, "took", took)
+	}
 	return out, err
 }
 
@@ -203,7 +221,7 @@ func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Even
 	}
 	recs, err := d.j.Append(context.WithoutCancel(ctx), out...)
 	if events.IsPermanent(err) {
-		if out, err = d.failed(f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
+		if out, err = d.failed(ctx, f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
 			recs, err = d.j.Append(context.WithoutCancel(ctx), out...)
 		}
 	}
@@ -223,9 +241,8 @@ func (d *Dispatcher) observe(recs []bus.Record) {
 }
 
 // failed records that f gave up on e, as an event in the journal.
-func (d *Dispatcher) failed(f Function, e cloudevents.Event, cause error) ([]cloudevents.Event, error) {
-	d.o.Logger.Error("function gave up on event", "function", f.Name(), "event_id", e.ID(),
-		"event_type", e.Type(), "rollout_id", events.RolloutID(e), "error", cause)
+func (d *Dispatcher) failed(ctx context.Context, f Function, e cloudevents.Event, cause error) ([]cloudevents.Event, error) {
+	d.o.Logger.ErrorContext(ctx, "function gave up on event", "error", cause)
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return nil, errors.Join(cause, fmt.Errorf("encoding the event given up on: %w", err))

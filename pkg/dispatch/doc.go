@@ -18,6 +18,11 @@
 // the journal drops repeats). A failing journal stalls dispatch visibly
 // (Err) and is retried; it never ends the process.
 //
+// The context of every call carries the event's rollout id, id and type
+// and the function's name (pkg/logctx), and the dispatcher's logger
+// (logctx.From): every line logged with it, by the function or anything it
+// calls, carries them.
+//
 // A Mirror follows the same journal with its own cursor and posts every
 // event to an outbound CloudEvents sink.
 package dispatch

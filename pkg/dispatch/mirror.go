@@ -9,7 +9,9 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
 )
 
 // Mirror posts every journaled event, in order, to an outbound CloudEvents
@@ -54,9 +56,7 @@ func NewMirror(j Journal, url string, log *slog.Logger) (*Mirror, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating sink client: %w", err)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = logctx.Wrap(log)
 	return &Mirror{j: j, client: c, target: url, log: log, cursor: mirrorCursor}, nil
 }
 
@@ -132,13 +132,14 @@ func (m *Mirror) Run(ctx context.Context) error {
 				cursor = r.Seq // not an event: the runtime quarantines it
 				continue
 			}
-			out, err := m.outgoing(ctx, r.Event)
+			ectx := logctx.With(ctx, logctx.RolloutID, events.RolloutID(r.Event))
+			out, err := m.outgoing(ectx, r.Event)
 			if err != nil {
 				sent = false // ctx ended; keep what the sink has acknowledged
 				break
 			}
 			for _, e := range out {
-				if err = m.send(ctx, e); err != nil {
+				if err = m.send(ectx, e); err != nil {
 					break
 				}
 			}
@@ -174,10 +175,10 @@ func (m *Mirror) outgoing(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		case err == nil:
 			return out, nil
 		case fault.IsPermanent(err):
-			m.log.Error("mirror skips an event it cannot translate", "event_id", e.ID(), "event_type", e.Type(), "sink", m.target, "error", err)
+			m.log.ErrorContext(ctx, "mirror skips an event it cannot translate", "event_id", e.ID(), "event_type", e.Type(), "sink", m.target, "error", err)
 			return nil, nil
 		}
-		m.log.Warn("mirror could not translate an event, retrying", "event_id", e.ID(), "sink", m.target, "error", err)
+		m.log.WarnContext(ctx, "mirror could not translate an event, retrying", "event_id", e.ID(), "sink", m.target, "error", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -195,7 +196,7 @@ func (m *Mirror) send(ctx context.Context, e cloudevents.Event) error {
 		if cloudevents.IsACK(res) {
 			return nil
 		}
-		m.log.Warn("sink refused event, retrying", "event_id", e.ID(), "sink", m.target, "error", res)
+		m.log.WarnContext(ctx, "sink refused event, retrying", "event_id", e.ID(), "sink", m.target, "error", res)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

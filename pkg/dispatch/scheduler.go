@@ -267,7 +267,8 @@ func (s *scheduler) handle(ctx context.Context, l *lane, it *item) (outcome, tim
 	e := it.rec.Event
 	for it.next < len(it.fns) {
 		f := it.fns[it.next]
-		out, err := s.d.call(ctx, l, f, e)
+		fctx := s.d.logContext(ctx, f, e)
+		out, err := s.d.call(fctx, l, f, e)
 		if err != nil && ctx.Err() != nil {
 			return interrupted, 0
 		}
@@ -275,15 +276,14 @@ func (s *scheduler) handle(ctx context.Context, l *lane, it *item) (outcome, tim
 			it.attempt++
 			if !events.IsPermanent(err) && it.attempt < l.Attempts {
 				delay := min(s.d.o.Backoff<<min(it.attempt-1, 20), l.MaxBackoff)
-				s.d.o.Logger.Warn("handler failed, retrying", "function", f.Name(), "event_id", e.ID(), "event_type", e.Type(),
-					"rollout_id", events.RolloutID(e), "attempt", it.attempt, "retry_in", delay, "error", err)
+				s.d.o.Logger.WarnContext(fctx, "handler failed, retrying", "attempt", it.attempt, "retry_in", delay, "error", err)
 				return retry, delay
 			}
-			if out, err = s.d.failed(f, e, err); err != nil {
-				s.d.o.Logger.Error("recording a function's failure", "function", f.Name(), "event_id", e.ID(), "error", err)
+			if out, err = s.d.failed(fctx, f, e, err); err != nil {
+				s.d.o.Logger.ErrorContext(fctx, "recording a function's failure", "error", err)
 			}
 		}
-		if err := s.d.journal(ctx, f, e, out); err != nil {
+		if err := s.d.journal(fctx, f, e, out); err != nil {
 			return s.journalFailed(ctx, it, err)
 		}
 		if it.stalled > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -72,7 +73,7 @@ func (r *Resyncer) Run(ctx context.Context) error {
 	defer t.Stop()
 	for first := true; ; first = false {
 		if err := r.Pass(ctx, !first); err != nil && ctx.Err() == nil {
-			r.o.Logger.Warn("resync pass failed", "error", err)
+			r.o.Logger.WarnContext(ctx, "resync pass failed", "error", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -90,7 +91,6 @@ func (r *Resyncer) Pass(ctx context.Context, onlyOverdue bool) error {
 	if err != nil {
 		return err
 	}
-	var out []cloudevents.Event
 	for _, ro := range ros {
 		if ro.Phase != rollout.Progressing && ro.Phase != rollout.Failed {
 			continue
@@ -98,34 +98,45 @@ func (r *Resyncer) Pass(ctx context.Context, onlyOverdue bool) error {
 		if onlyOverdue && r.o.Now().Sub(ro.Updated) < r.o.Overdue {
 			continue
 		}
-		app, ok := r.cfg.Application(ro.Application)
-		if !ok {
-			continue
+		if err := r.rollout(logctx.With(ctx, logctx.RolloutID, ro.ID), ro); err != nil {
+			return err
 		}
-		for _, w := range ro.Waves {
-			for _, c := range w.Clusters {
-				if c.Phase != rollout.ClusterProgressing && c.Phase != rollout.ClusterReverting {
-					continue
-				}
-				st, err := r.status.CanaryStatus(ctx, c.Name, app.Namespace, app.Workload)
-				if err != nil {
-					r.o.Logger.Warn("resync: reading canary", "cluster", c.Name, "rollout_id", ro.ID, "error", err)
-					continue
-				}
-				// Only a phase Flagger reached after our apply says anything
-				// about this rollout. Flagger keeps the transition time in
-				// whole seconds, so compare at that precision (observe checks
-				// the images anyway, so an earlier phase in the same second
-				// cannot move the rollout wrongly).
-				if !st.Settled() || st.Transition.Before(c.Applied.Truncate(time.Second)) {
-					continue
-				}
-				e, err := Event(ro.ID, c.Name, app, st)
-				if err != nil {
-					return err
-				}
-				out = append(out, e)
+	}
+	return nil
+}
+
+// rollout reads the waiting clusters of ro and journals a canary event for
+// each that has settled since it was applied. ctx carries ro's id for the
+// log.
+func (r *Resyncer) rollout(ctx context.Context, ro rollout.Rollout) error {
+	app, ok := r.cfg.Application(ro.Application)
+	if !ok {
+		return nil
+	}
+	var out []cloudevents.Event
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			if c.Phase != rollout.ClusterProgressing && c.Phase != rollout.ClusterReverting {
+				continue
 			}
+			st, err := r.status.CanaryStatus(ctx, c.Name, app.Namespace, app.Workload)
+			if err != nil {
+				r.o.Logger.WarnContext(ctx, "resync: reading canary", "cluster", c.Name, logctx.RolloutID, ro.ID, "error", err)
+				continue
+			}
+			// Only a phase Flagger reached after our apply says anything
+			// about this rollout. Flagger keeps the transition time in
+			// whole seconds, so compare at that precision (observe checks
+			// the images anyway, so an earlier phase in the same second
+			// cannot move the rollout wrongly).
+			if !st.Settled() || st.Transition.Before(c.Applied.Truncate(time.Second)) {
+				continue
+			}
+			e, err := Event(ro.ID, c.Name, app, st)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
 		}
 	}
 	if len(out) == 0 {
@@ -133,10 +144,10 @@ func (r *Resyncer) Pass(ctx context.Context, onlyOverdue bool) error {
 	}
 	n, err := r.j.Append(ctx, out...)
 	if err != nil {
-		return fmt.Errorf("journaling resync events: %w", err)
+		return fmt.Errorf("journaling resync events of rollout %s: %w", ro.ID, err)
 	}
 	if n > 0 {
-		r.o.Logger.Info("resync recovered canary states", "events", n)
+		r.o.Logger.InfoContext(ctx, "resync recovered canary states", logctx.RolloutID, ro.ID, "events", n)
 	}
 	return nil
 }

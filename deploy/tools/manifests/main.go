@@ -30,13 +30,18 @@ func run(dir, out string) error {
 	if err != nil {
 		return err
 	}
+	alerts, err := chart.Alerts(dir)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	for name, b := range map[string][]byte{
-		"flotilla.yaml":      base,
-		"kustomization.yaml": []byte(chart.Kustomization),
-		"namespace.yaml":     []byte(chart.Namespace),
+		"flotilla.yaml":       base,
+		"kustomization.yaml":  []byte(chart.Kustomization),
+		"namespace.yaml":      []byte(chart.Namespace),
+		"prometheusrule.yaml": alerts,
 	} {
 		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
 			return err
