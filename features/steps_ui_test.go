@@ -319,16 +319,23 @@ func (s *scenario) uiFleet(ctx context.Context, clusters, version, app string) e
 	return b.notReloaded(ctx)
 }
 
-func (s *scenario) uiReason(ctx context.Context, version, phase, cluster string) error {
+// openRollout loads the page of the rollout of version by its address,
+// as a link from elsewhere would.
+func (s *scenario) openRollout(ctx context.Context, version string) (*browser, string, error) {
 	b, err := s.uiBrowser()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/#/rollouts/"+id)); err != nil {
+	return b, id, b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/#/rollouts/"+id))
+}
+
+func (s *scenario) uiReason(ctx context.Context, version, phase, cluster string) error {
+	b, id, err := s.openRollout(ctx, version)
+	if err != nil {
 		return err
 	}
 	cond := fmt.Sprintf(`document.querySelector('#phase') && document.querySelector('#phase').dataset.phase === %q &&
@@ -340,15 +347,8 @@ func (s *scenario) uiReason(ctx context.Context, version, phase, cluster string)
 }
 
 func (s *scenario) uiNoControls(ctx context.Context, version string) error {
-	b, err := s.uiBrowser()
+	b, _, err := s.openRollout(ctx, version)
 	if err != nil {
-		return err
-	}
-	id, err := s.rolloutID(ctx, version)
-	if err != nil {
-		return err
-	}
-	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/#/rollouts/"+id)); err != nil {
 		return err
 	}
 	return b.until(ctx, uiWait, "no controls and a request for an API token",

@@ -417,7 +417,8 @@ func TestRuntimeMetrics(t *testing.T) {
 	}
 	appendEvents(t, s, newEvent(t, "e1", typeIn), newEvent(t, "e2", typeIn))
 	start(t, rt)
-	waitJournal(t, s, "e2/"+typeOut, "e2/"+events.TypeFunctionFailed+"/b")
+	// e1 and e2 are keys of their own, handled in parallel: wait for both.
+	waitJournal(t, s, "e1/"+typeOut, "e1/"+events.TypeFunctionFailed+"/b", "e2/"+typeOut, "e2/"+events.TypeFunctionFailed+"/b")
 
 	const want = `
 # HELP flotilla_function_calls_total Function invocations by function and outcome (ok, retryable, permanent).
