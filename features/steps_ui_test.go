@@ -27,6 +27,7 @@ func (s *scenario) registerUISteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the web UI shows the rollout of "([^"]*)" without controls, asking for an API token$`, s.uiNoControls)
 	sc.Step(`^"([^"]*)"'s API token is entered in the web UI$`, s.uiEnterToken)
 	sc.Step(`^"([^"]*)" is pressed in the web UI$`, s.uiPress)
+	sc.Step("^`flotilla describe rollout --watch` follows the rollout of \"([^\"]*)\" live until it ends \"([^\"]*)\", exiting non-zero$", s.describeWatch)
 }
 
 // browser is a headless Chromium showing flotilla's web UI.
@@ -166,11 +167,7 @@ func (s *scenario) uiBrowser() (*browser, error) {
 }
 
 func (s *scenario) uiLists(ctx context.Context, version string) error {
-	b, err := s.uiBrowser()
-	if err != nil {
-		return err
-	}
-	id, err := s.rolloutID(ctx, version)
+	b, id, err := s.uiRollout(ctx, version)
 	if err != nil {
 		return err
 	}
@@ -184,11 +181,7 @@ func (s *scenario) uiLists(ctx context.Context, version string) error {
 }
 
 func (s *scenario) uiOpenRollout(ctx context.Context, version string) error {
-	b, err := s.uiBrowser()
-	if err != nil {
-		return err
-	}
-	id, err := s.rolloutID(ctx, version)
+	b, id, err := s.uiRollout(ctx, version)
 	if err != nil {
 		return err
 	}
@@ -207,11 +200,7 @@ func (b *browser) seen(ctx context.Context) ([]string, error) {
 }
 
 func (s *scenario) uiShowsWaves(ctx context.Context, version, phase string) error {
-	b, err := s.uiBrowser()
-	if err != nil {
-		return err
-	}
-	id, err := s.rolloutID(ctx, version)
+	b, id, err := s.uiRollout(ctx, version)
 	if err != nil {
 		return err
 	}
@@ -322,15 +311,21 @@ func (s *scenario) uiFleet(ctx context.Context, clusters, version, app string) e
 // openRollout loads the page of the rollout of version by its address,
 // as a link from elsewhere would.
 func (s *scenario) openRollout(ctx context.Context, version string) (*browser, string, error) {
+	b, id, err := s.uiRollout(ctx, version)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, id, b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/#/rollouts/"+id))
+}
+
+// uiRollout is the open browser and the id of the rollout of version.
+func (s *scenario) uiRollout(ctx context.Context, version string) (*browser, string, error) {
 	b, err := s.uiBrowser()
 	if err != nil {
 		return nil, "", err
 	}
 	id, err := s.rolloutID(ctx, version)
-	if err != nil {
-		return nil, "", err
-	}
-	return b, id, b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/#/rollouts/"+id))
+	return b, id, err
 }
 
 func (s *scenario) uiReason(ctx context.Context, version, phase, cluster string) error {
@@ -388,4 +383,30 @@ func (s *scenario) uiPress(ctx context.Context, label string) error {
 		return err
 	}
 	return b.until(ctx, uiWait, label+" recorded", `!document.getElementById("notice").hidden && document.getElementById("notice").textContent.includes("recorded")`)
+}
+
+// describeWatch runs `flotilla describe rollout ID --watch` while the
+// rollout is in flight: it must redraw it as it changes and end with it,
+// exiting non-zero for any end but Succeeded.
+func (s *scenario) describeWatch(ctx context.Context, version, phase string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, uiRolloutWait)
+	defer cancel()
+	cmd := exec.CommandContext(wctx, flotillaBin, "describe", "rollout", id, "--watch", "--interval", "1h", "--server", s.w.flotilla.url())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || wctx.Err() != nil {
+		return fmt.Errorf("describe --watch ended with %w, want a non-zero exit when the rollout ended:\n%s%s", err, stdout.String(), stderr.String())
+	}
+	views := strings.Split(stdout.String(), "--- ")
+	if len(views) < 3 || !strings.Contains(views[len(views)-1], "Phase:        "+phase) ||
+		!strings.Contains(stderr.String(), "ended "+phase) {
+		return fmt.Errorf("describe --watch drew %d views, the last not %s, or did not say so:\n%s%s", len(views)-1, phase, stdout.String(), stderr.String())
+	}
+	return nil
 }

@@ -3,7 +3,8 @@ Feature: The web UI: the fleet, live, in a browser
   rollout as waves x clusters with its timeline, and the fleet. Pages stay
   live on the API's Server-Sent Events; the controls appear once the
   user gives an API token. These scenarios drive Debian's Chromium,
-  headless.
+  headless. In a terminal, `flotilla describe rollout --watch` follows a
+  rollout on the same stream until it ends.
 
   Background:
     Given a registry
@@ -27,7 +28,8 @@ Feature: The web UI: the fleet, live, in a browser
     And the analysis gate fails in cluster "c4"
     And the web UI is open in a browser
     When version "1.1.0" is pushed
-    Then the rollout of "1.1.0" is rolled back
+    Then `flotilla describe rollout --watch` follows the rollout of "1.1.0" live until it ends "RolledBack", exiting non-zero
+    And the rollout of "1.1.0" is rolled back
     And the web UI shows the rollout of "1.1.0" "RolledBack", its reason naming cluster "c4"
 
   Scenario: The web UI's controls need an API token
