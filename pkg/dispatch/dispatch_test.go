@@ -642,14 +642,19 @@ func TestRuntimeStallsWhileTheCursorCannotBeSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, rt)
-	for i := range 5 {
-		appendEvents(t, s, newEvent(t, fmt.Sprintf("e%d", i), typeIn))
-	}
+	// The first event's cursor save fails: the runtime stalls. (The saver
+	// runs beside the reader, so events appended together could all be
+	// read before the first save fails; append the rest once it has.)
+	appendEvents(t, s, newEvent(t, "e0", typeIn))
 	waitErr(t, rt, func(err error) bool {
 		return err != nil && strings.Contains(err.Error(), "disk on fire") && strings.Contains(err.Error(), "saving dispatch cursor")
 	}, "stall")
-	// Stalled: at most the batch in flight when the save failed, and the
-	// one after it, were handled.
+	for i := 1; i < 5; i++ {
+		appendEvents(t, s, newEvent(t, fmt.Sprintf("e%d", i), typeIn))
+	}
+	// Stalled: at most a batch read as the save failed joins e0; give the
+	// reader many backoffs to (wrongly) read on.
+	time.Sleep(100 * time.Millisecond)
 	if n := len(calls); n > 2 {
 		t.Errorf("the runtime handled %d events without saving its cursor", n)
 	}
