@@ -143,6 +143,34 @@ func TestHubFansOut(t *testing.T) {
 	}
 }
 
+// Appends within the interval reach watchers as one batch: the rollout's
+// state once, after all of its events.
+func TestHubGathersABurst(t *testing.T) {
+	s, repo := open(t)
+	create(t, repo, "r1")
+	h, err := watch.New(s, repo, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WithInterval(time.Second) // the appends below take microseconds
+	runHub(t, h)
+	sub := h.Subscribe("", true)
+	defer sub.Close()
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := s.Append(ctx, event(t, id, events.TypeClusterApplied, "r1", time.Time{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		"event:r1:" + events.TypeClusterApplied, "event:r1:" + events.TypeClusterApplied, "event:r1:" + events.TypeClusterApplied,
+		"rollout:r1:Progressing",
+	}
+	if diff := cmp.Diff(want, received(t, sub, len(want))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestHubDropsASlowWatcher(t *testing.T) {
 	s, repo := open(t)
 	create(t, repo, "r1")
