@@ -423,6 +423,7 @@ var payloadTypes = map[string]func() any{
 	TypeJournalDamaged:    func() any { return new(JournalDamaged) },
 
 	TypePipelineRunRequested:       func() any { return new(PipelineRunRequested) },
+	TypePipelineRunStarted:         func() any { return new(PipelineRunStart) },
 	TypePipelineRunFinished:        func() any { return new(PipelineRunFinished) },
 	TypeClusterDeadline:            func() any { return new(ClusterDeadline) },
 	TypeRolloutRetryRequested:      func() any { return new(RolloutRetryRequested) },

@@ -48,6 +48,7 @@ func TestPayloadsCoverTheCatalogue(t *testing.T) {
 		TypeRolloutSucceeded, TypeRolloutFailed, TypeClusterSucceeded, TypeClusterFailed, TypeClusterReverted,
 		TypeRolloutRolledBack, TypeFunctionFailed, TypeEventQuarantined, TypeJournalDamaged,
 		TypeGitPullRequest, TypePullRequestRequested, TypePullRequestStatus,
+		TypePipelineRunRequested, TypePipelineRunStarted, TypePipelineRunFinished,
 	} {
 		if _, ok := payloadTypes[typ]; !ok {
 			t.Errorf("no payload for %s", typ)

@@ -14,6 +14,8 @@ import (
 const (
 	// launch, rollback -> executors
 	TypePipelineRunRequested = "dev.flotilla.pipelinerun.requested.v1"
+	// pkg/deliver: an executor took a request up (it left the queue)
+	TypePipelineRunStarted = "dev.flotilla.pipelinerun.started.v1"
 	// executors -> observe
 	TypePipelineRunFinished = "dev.flotilla.pipelinerun.finished.v1"
 	// launch, rollback -> (timer) -> observe
@@ -170,6 +172,18 @@ type PipelineRunRequested struct {
 	// retry of a cluster whose analysis failed makes Flagger analyse the
 	// same image again.
 	Restart string `json:"restart,omitempty"`
+}
+
+// PipelineRunStart: an executor took a requested run up, once per
+// request (a retried attempt does not start it again). Between the request
+// and this, the run waited for a free runner; it is told, not acted on.
+type PipelineRunStart struct {
+	RolloutID string `json:"rolloutId"`
+	Wave      int    `json:"wave"`
+	Cluster   string `json:"cluster"`
+	Purpose   string `json:"purpose"`
+	Step      int    `json:"step"`
+	Image     string `json:"image"`
 }
 
 // PipelineRunFinished: an executor ended a requested run. Error is empty

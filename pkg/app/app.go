@@ -220,7 +220,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		observe.New(cfg, s.repo, clusters, nil),
 		advance.New(s.repo, nil),
 		rollback.New(cfg, s.repo, clusters, nil),
-		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.store, 0, o.Logger).SkipEnded(s.repo),
+		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.store, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.store),
 		proposer,
 	}
 	s.dispatch, err = dispatch.New(s.store, fns, dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers})

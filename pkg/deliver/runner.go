@@ -10,6 +10,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -20,9 +21,25 @@ type Runner struct {
 	d        *Deliverer
 	answers  Answers
 	rollouts RolloutReader
+	starts   Starts
 	lane     dispatch.Lane
 	now      func() time.Time
 	log      *slog.Logger
+}
+
+// Starts journals the pipelinerun.started of a request as its run begins
+// (pkg/store implements it); the journal drops a repeat of its id, so a
+// request retried or handed over again after a crash starts once.
+type Starts interface {
+	Append(ctx context.Context, evs ...cloudevents.Event) ([]bus.Record, error)
+}
+
+// AnnounceStarts has the runner journal a pipelinerun.started through j
+// when it takes a request up, beside the run: the run does not wait for it,
+// its answer does (started comes before finished).
+func (r *Runner) AnnounceStarts(j Starts) *Runner {
+	r.starts = j
+	return r
 }
 
 // Lane defaults.
@@ -116,7 +133,9 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	defer cancel()
 	r.log.InfoContext(ctx, "running pipeline", "rollout_id", req.RolloutID, "cluster", req.Cluster, "purpose", req.Purpose,
 		"step", req.Step, "image", req.Image, "deadline", req.Deadline)
+	started := r.announce(ctx, e, req)
 	res, err := r.d.Deliver(runCtx, req)
+	<-started
 	switch {
 	case err == nil:
 		finished.PreviousImage, finished.Changed = res.PreviousImage, res.Changed
@@ -130,6 +149,31 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		return nil, fmt.Errorf("running the %s pipeline for cluster %s: %w", req.Purpose, req.Cluster, err)
 	}
 	return r.finish(e, finished)
+}
+
+// announce journals request e's pipelinerun.started beside the run; the
+// channel closes when that is done. A failure is logged: the event tells,
+// nothing waits for it.
+func (r *Runner) announce(ctx context.Context, e cloudevents.Event, req events.PipelineRunRequested) <-chan struct{} {
+	done := make(chan struct{})
+	if r.starts == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		out, err := events.Derive(e, events.TypePipelineRunStarted, "", events.PipelineRunStart{
+			RolloutID: req.RolloutID, Wave: req.Wave, Cluster: req.Cluster, Purpose: req.Purpose, Step: req.Step, Image: req.Image,
+		})
+		if err == nil {
+			out.SetSubject(req.Cluster)
+			_, err = r.starts.Append(context.WithoutCancel(ctx), out)
+		}
+		if err != nil {
+			r.log.WarnContext(ctx, "journaling the pipeline run's start", "rollout_id", req.RolloutID, "cluster", req.Cluster, "step", req.Step, "error", err)
+		}
+	}()
+	return done
 }
 
 // answerID is the id of the answer to request e.
