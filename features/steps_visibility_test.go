@@ -20,7 +20,7 @@ import (
 func (s *scenario) registerVisibilitySteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a CDEvents sink$`, s.cdeventsSink)
 	sc.Step(`^the CDEvents sink received the artifact\.published of "([^"]*)" before any other CDEvent of its rollout$`, s.artifactPublishedFirst)
-	sc.Step(`^for each cluster the CDEvents sink received pipelinerun\.queued, pipelinerun\.finished and service\.upgraded of "([^"]*)", in that order$`, s.clusterCDEventsInOrder)
+	sc.Step(`^for each cluster the CDEvents sink received pipelinerun\.queued, pipelinerun\.started, pipelinerun\.finished and service\.upgraded of "([^"]*)", in that order$`, s.clusterCDEventsInOrder)
 	sc.Step(`^the CDEvents sink received the service\.upgraded of "([^"]*)" for "([^"]*)" before those for "([^"]*)"$`, s.upgradedBefore)
 	sc.Step(`^every CDEvent the sink received validates against the CDEvents spec$`, s.cdeventsValid)
 	sc.Step(`^the CDEvents sink received a service\.rolledback of "([^"]*)" for "([^"]*)", back to version "([^"]*)"$`, s.rolledBackTo)
@@ -185,7 +185,7 @@ func (s *scenario) clusterCDEventsInOrder(ctx context.Context, version string) e
 				seq = append(seq, e.typ)
 			}
 		}
-		want := []string{"pipelinerun.queued", "pipelinerun.finished", "service.upgraded"}
+		want := []string{"pipelinerun.queued", "pipelinerun.started", "pipelinerun.finished", "service.upgraded"}
 		if !slices.Equal(seq, want) {
 			var all []string
 			for _, e := range evs {

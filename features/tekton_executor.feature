@@ -8,6 +8,7 @@ Feature: Rollouts run as PipelineRuns on a cluster's real Tekton
 
   Scenario: A version rolled out by Tekton pipelines reaches every cluster
     Given a registry
+    And a CDEvents sink
     And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
     And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
@@ -17,6 +18,8 @@ Feature: Rollouts run as PipelineRuns on a cluster's real Tekton
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And that namespace holds a succeeded PipelineRun of the rollout of "1.1.0" for every cluster, its pods labelled alike
+    And for each cluster the CDEvents sink received pipelinerun.queued, pipelinerun.started, pipelinerun.finished and service.upgraded of "1.1.0", in that order
+    And every CDEvent the sink received validates against the CDEvents spec
 
   Scenario: A git push rolled out by Tekton pipelines renders and applies the commit in every cluster
     Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"

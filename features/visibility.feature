@@ -1,7 +1,7 @@
 Feature: The fleet seen from outside: CDEvents
   flotilla posts the CDEvents (spec v0.5) of what it does to the sinks of
   events.cdevents: the verified image as an artifact.published, each
-  cluster's pipeline runs as pipelinerun.queued and finished, each cluster
+  cluster's pipeline runs as pipelinerun.queued, started and finished, each cluster
   done as a service.upgraded (or deployed, or rolledback), in the
   environment of its cluster, the rollout's id as chain id.
 
@@ -16,7 +16,7 @@ Feature: The fleet seen from outside: CDEvents
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
     And the CDEvents sink received the artifact.published of "1.1.0" before any other CDEvent of its rollout
-    And for each cluster the CDEvents sink received pipelinerun.queued, pipelinerun.finished and service.upgraded of "1.1.0", in that order
+    And for each cluster the CDEvents sink received pipelinerun.queued, pipelinerun.started, pipelinerun.finished and service.upgraded of "1.1.0", in that order
     And the CDEvents sink received the service.upgraded of "1.1.0" for "c1" before those for "c2,c4"
     And every CDEvent the sink received validates against the CDEvents spec
 

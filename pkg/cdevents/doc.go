@@ -3,8 +3,8 @@
 // an artifact.published; a cluster done with a rollout a service.deployed
 // (the application's first version there) or service.upgraded, a cluster
 // put back a service.rolledback, each in the environment of its cluster; a
-// pipeline run asked for and ended a pipelinerun.queued and
-// pipelinerun.finished. Every event of a rollout carries the rollout's id
+// pipeline run asked for, taken up by its executor and ended a
+// pipelinerun.queued, pipelinerun.started and pipelinerun.finished. Every event of a rollout carries the rollout's id
 // as its chain id. The events validate against the spec's schemas before
 // they leave (the SDK checks them).
 //

@@ -55,6 +55,8 @@ func (t Translator) Translate(ctx context.Context, e cloudevents.Event) ([]cloud
 		out, err = t.service(ctx, e)
 	case events.TypePipelineRunRequested:
 		out, err = t.pipelineQueued(e)
+	case events.TypePipelineRunStarted:
+		out, err = t.pipelineStarted(e)
 	case events.TypePipelineRunFinished:
 		out, err = t.pipelineFinished(e)
 	default:
@@ -208,6 +210,21 @@ func (t Translator) pipelineQueued(e cloudevents.Event) (event, error) {
 	q.SetChainId(p.RolloutID)
 	q.SetSubjectPipelineName("flotilla-" + p.Purpose)
 	return q, nil
+}
+
+func (t Translator) pipelineStarted(e cloudevents.Event) (event, error) {
+	p, err := events.Decode[events.PipelineRunStart](e)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cdv05.NewPipelineRunStartedEvent()
+	if err != nil {
+		return nil, err
+	}
+	s.SetSubjectId(runID(p.RolloutID, p.Cluster, p.Step))
+	s.SetChainId(p.RolloutID)
+	s.SetSubjectPipelineName("flotilla-" + p.Purpose)
+	return s, nil
 }
 
 func (t Translator) pipelineFinished(e cloudevents.Event) (event, error) {

@@ -3,6 +3,7 @@ package deliver_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
 const (
@@ -283,6 +285,54 @@ func TestRunnerRunsARequestOnce(t *testing.T) {
 	}
 	if n := len(exec.applied()); n != 0 {
 		t.Errorf("ran %d pipelines for a request answered already", n)
+	}
+}
+
+// A run taken up is journaled as started, once per request however often
+// it is attempted, before its answer is returned.
+func TestRunnerAnnouncesStarts(t *testing.T) {
+	j, err := store.Open(filepath.Join(t.TempDir(), "journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	var attempts int
+	exec := &fakeExecutor{answer: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+		attempts++
+		if attempts == 1 {
+			return tasks.ApplyCanaryResult{}, errors.New("the API server is away") // retried
+		}
+		return tasks.ApplyCanaryResult{PreviousImage: oldImage, Changed: true}, nil
+	}}
+	r := newRunner(exec, app()).AnnounceStarts(j)
+	req := requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref, Wave: 1})
+	if _, err := r.Handle(t.Context(), req); err == nil {
+		t.Fatal("the first attempt succeeded; want a retryable failure")
+	}
+	evs, err := r.Handle(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishedOf(t, evs)
+	recs, err := j.Read(t.Context(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []events.PipelineRunStart
+	for _, rec := range recs {
+		if rec.Event.Type() != events.TypePipelineRunStarted || rec.Event.Subject() != "c1" || events.RolloutID(rec.Event) != rolloutID {
+			t.Errorf("journaled %s (subject %q, rollout %q), want a pipelinerun.started of c1", rec.Event.Type(), rec.Event.Subject(), events.RolloutID(rec.Event))
+			continue
+		}
+		p, err := events.Decode[events.PipelineRunStart](rec.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p)
+	}
+	want := []events.PipelineRunStart{{RolloutID: rolloutID, Wave: 1, Cluster: "c1", Purpose: events.PurposeApply, Step: 1, Image: ref}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("started (-want +got):\n%s", diff)
 	}
 }
 

@@ -231,6 +231,14 @@ func (b *Builder) handle(ctx context.Context, ro *tracked, e cloudevents.Event) 
 		}
 	case events.TypePipelineRunRequested:
 		b.requested(ro, e)
+	case events.TypePipelineRunStarted:
+		st, err := events.Decode[events.PipelineRunStart](e)
+		if err != nil {
+			return
+		}
+		if s := ro.runs[runKey(st.Cluster, st.Purpose, st.Step)]; s != nil {
+			s.events = append(s.events, spanEvent{name: "started", at: at}) // it left the queue
+		}
 	case events.TypePipelineRunFinished:
 		f, err := events.Decode[events.PipelineRunFinished](e)
 		if err != nil {

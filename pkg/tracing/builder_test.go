@@ -146,6 +146,7 @@ func TestBuilder(t *testing.T) {
 			s := j.add(2, &v, "app", events.TypeRolloutStarted, rid, events.RolloutStarted{RolloutID: rid, Application: "app", Image: "reg/demo/app", Tag: "1.1.0", Digest: "sha256:1", Waves: [][]string{{"c1"}, {"c2", "c3"}}})
 			w1 := j.add(2, &v, "app", events.TypeWaveStarted, rid, events.WaveStarted{RolloutID: rid, Wave: 0, Clusters: []string{"c1"}})
 			r := run(j, 3, w1, rid, "c1", events.PurposeApply, 0, 1)
+			j.add(3, &r, "", events.TypePipelineRunStarted, rid, events.PipelineRunStart{RolloutID: rid, Cluster: "c1", Purpose: events.PurposeApply, Step: 1})
 			finished(j, 4, r, rid, "c1", events.PurposeApply, 0, 1, "")
 			cluster(j, 4, r, events.TypeClusterApplied, rid, "c1", 0, "")
 			cluster(j, 5, r, events.TypeClusterSucceeded, rid, "c1", 0, "")
@@ -165,7 +166,7 @@ func TestBuilder(t *testing.T) {
 			{Name: "rollout app 1.1.0", Start: 0, End: 10},
 			{Name: "wave 1", Parent: "rollout app 1.1.0", Start: 2, End: 6},
 			{Name: "cluster c1", Parent: "wave 1", Start: 3, End: 5, Events: []string{"applied@4"}},
-			{Name: "pipeline apply c1", Parent: "cluster c1", Start: 3, End: 4},
+			{Name: "pipeline apply c1", Parent: "cluster c1", Start: 3, End: 4, Events: []string{"started@3"}},
 			{Name: "wave 2", Parent: "rollout app 1.1.0", Start: 6, End: 10},
 			{Name: "cluster c2", Parent: "wave 2", Start: 7, End: 9},
 			{Name: "cluster c3", Parent: "wave 2", Start: 7, End: 10},

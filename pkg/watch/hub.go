@@ -87,8 +87,8 @@ const DefaultInterval = 100 * time.Millisecond
 
 // Hub fans the journal out to watchers.
 type Hub struct {
-	j      Journal
-	ros    Rollouts
+	j        Journal
+	ros      Rollouts
 	log      *slog.Logger
 	buffer   int
 	interval time.Duration
