@@ -2,11 +2,8 @@ package api_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,35 +15,17 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/apitest"
 	"github.com/flotilla-cd/flotilla/pkg/watch"
 )
 
 // newWatchedAPI serves the API with a running hub over a real store
 // holding rollout r1.
-func newWatchedAPI(t *testing.T) (*httptest.Server, *store.Store, *embedded.Repo) {
+func newWatchedAPI(t *testing.T) (*apitest.Server, *store.Store, *embedded.Repo) {
 	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	repo := embedded.NewRepo(s, nil)
-	if _, err := repo.Create(t.Context(), rollout.Rollout{ID: "r1", Application: "shop", Phase: rollout.Progressing,
-		Created: time.Now().Add(-time.Minute), Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{{Name: "c1"}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	hub, err := watch.New(s, repo, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = hub.Run(ctx) }()
-	mux := http.NewServeMux()
-	api.New(repo, nil, s, nil, nil).WithWatch(hub).Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() { cancel(); <-done; srv.Close() })
-	return srv, s, repo
+	srv := apitest.Watched(t, rollout.Rollout{ID: "r1", Application: "shop", Phase: rollout.Progressing,
+		Created: time.Now().Add(-time.Minute), Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{{Name: "c1"}}}}})
+	return &srv, srv.Journal, srv.Repo
 }
 
 func appendEvent(t *testing.T, s *store.Store, id, typ, ro string) {

@@ -2,21 +2,16 @@ package cli
 
 import (
 	"bytes"
-	"context"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
-	"github.com/flotilla-cd/flotilla/pkg/watch"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/apitest"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while a command writes it.
@@ -41,28 +36,9 @@ func (s *syncBuffer) String() string {
 // holding rollout r1 in flight.
 func watchedServer(t *testing.T) (string, *store.Store, *embedded.Repo) {
 	t.Helper()
-	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	repo := embedded.NewRepo(s, nil)
-	if _, err := repo.Create(t.Context(), rollout.Rollout{ID: "r1", Application: "shop", Tag: "1.1.0", Phase: rollout.Progressing,
-		Waves: []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterProgressing}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	hub, err := watch.New(s, repo, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = hub.Run(ctx) }()
-	mux := http.NewServeMux()
-	api.New(repo, nil, s, nil, nil).WithWatch(hub).Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() { cancel(); <-done; srv.Close() })
-	return srv.URL, s, repo
+	srv := apitest.Watched(t, rollout.Rollout{ID: "r1", Application: "shop", Tag: "1.1.0", Phase: rollout.Progressing,
+		Waves: []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterProgressing}}}}})
+	return srv.URL, srv.Journal, srv.Repo
 }
 
 // finish ends r1 in phase, as the engine would: the state, then its event.
