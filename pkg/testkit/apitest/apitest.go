@@ -23,7 +23,7 @@ type Server struct {
 
 // Watched serves the API and its watch stream over a fresh store holding
 // the rollouts ros; everything stops when t ends.
-func Watched(t testing.TB, ros ...rollout.Rollout) Server {
+func Watched(t *testing.T, ros ...rollout.Rollout) Server {
 	t.Helper()
 	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
 	if err != nil {
