@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -236,24 +237,34 @@ func (s *scenario) overrideRecorded(ctx context.Context, version string, wave in
 	return nil
 }
 
-// watchShows runs `flotilla get rollouts --watch` for three seconds and
-// looks for the rollout's waves x clusters and what it waits for.
+// watchShows runs `flotilla get rollouts --watch` until it has redrawn the
+// list a few times, and looks for the rollout's waves x clusters and what
+// it waits for.
 func (s *scenario) watchShows(ctx context.Context, wave int, version, cluster, phase, window string) error {
 	waiting := fmt.Sprintf("freeze window %q", window)
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// A loaded machine may take seconds to start the command: wait for its
+	// redraws rather than for a fixed time.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(wctx, flotillaBin, "get", "rollouts", "--watch", "--interval", "500ms", "--server", s.w.flotilla.url())
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	_ = cmd.Run() // ended by the interrupt
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	for wctx.Err() == nil && strings.Count(stdout.String(), "--- ") < 3 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	_ = cmd.Wait() // ended by the interrupt
 	out := stdout.String()
 	if strings.Count(out, "--- ") < 2 {
-		return fmt.Errorf("--watch redrew %d times in 3 s, want several: %s %s", strings.Count(out, "--- "), out, stderr.String())
+		return fmt.Errorf("--watch redrew %d times in 30 s at --interval 500ms, want several: %s %s", strings.Count(out, "--- "), out, stderr.String())
 	}
 	var waveLine bool
 	for line := range strings.Lines(out) {
@@ -266,6 +277,24 @@ func (s *scenario) watchShows(ctx context.Context, wave int, version, cluster, p
 		return fmt.Errorf("--watch output lacks %s's wave %d with %s %s, waiting for %q:\n%s", id, wave, cluster, phase, waiting, out)
 	}
 	return nil
+}
+
+// lockedBuffer is a bytes.Buffer a command writes while a step reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (s *scenario) quarantineVersion(ctx context.Context, version string) error {

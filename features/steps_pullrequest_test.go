@@ -419,21 +419,50 @@ func (s *scenario) mergePullRequest(ctx context.Context, wave int, version strin
 		return err
 	}
 	// Gitea checks a new pull request's mergeability in the background and
-	// answers "try again later" meanwhile, as it would a reviewer.
-	deadline := time.Now().Add(30 * time.Second)
+	// answers "try again later" meanwhile, as it would a reviewer. On a
+	// loaded machine it has also answered a merge with success and left
+	// the pull request open: then the reviewer merges again.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		ok, _, err := c.MergePullRequest(giteatest.Admin, s.w.pr.repo, pr.Index, gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
 		if err == nil && !ok {
 			err = errors.New("gitea did not merge it")
 		}
 		if err == nil {
-			return nil
+			merged, state, err := s.mergeTook(c, pr.Index)
+			if err != nil || merged {
+				return err
+			}
+			if state != gitea.StateOpen || time.Now().After(deadline) {
+				return fmt.Errorf("gitea answered the merge of #%d with success, yet it is %s and not merged", pr.Index, state)
+			}
+			continue
 		}
 		if !strings.Contains(strings.ToLower(err.Error()), "try again later") || time.Now().After(deadline) {
+			if now, _, gerr := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, pr.Index); gerr == nil && now.HasMerged {
+				return nil // an earlier answer's merge took meanwhile
+			}
 			return fmt.Errorf("merging #%d: %w", pr.Index, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// mergeTook waits up to 20 s for Gitea to report pull request index merged;
+// else it returns its state.
+func (s *scenario) mergeTook(c *gitea.Client, index int64) (bool, gitea.StateType, error) {
+	var state gitea.StateType
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		pr, _, err := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, index)
+		if err != nil {
+			return false, "", fmt.Errorf("reading #%d after its merge: %w", index, err)
+		}
+		if pr.HasMerged {
+			return true, pr.State, nil
+		}
+		state = pr.State
+	}
+	return false, state, nil
 }
 
 func (s *scenario) closePullRequest(ctx context.Context, wave int, version string) error {
