@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -419,16 +420,16 @@ func (s *scenario) mergePullRequest(ctx context.Context, wave int, version strin
 		return err
 	}
 	// Gitea checks a new pull request's mergeability in the background and
-	// answers "try again later" meanwhile, as it would a reviewer. On a
-	// loaded machine it has also answered a merge with success and left
-	// the pull request open: then the reviewer merges again.
+	// answers 405 ("try again later") meanwhile, as it would a reviewer.
+	// On a loaded machine it has also answered a merge with success and
+	// left the pull request open: then the reviewer merges again.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		ok, _, err := c.MergePullRequest(giteatest.Admin, s.w.pr.repo, pr.Index, gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
-		if err == nil && !ok {
-			err = errors.New("gitea did not merge it")
+		ok, resp, err := c.MergePullRequest(giteatest.Admin, s.w.pr.repo, pr.Index, gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
+		if err != nil {
+			return fmt.Errorf("merging #%d: %w", pr.Index, err)
 		}
-		if err == nil {
+		if ok {
 			merged, state, err := s.mergeTook(c, pr.Index)
 			if err != nil || merged {
 				return err
@@ -438,13 +439,18 @@ func (s *scenario) mergePullRequest(ctx context.Context, wave int, version strin
 			}
 			continue
 		}
-		if !strings.Contains(strings.ToLower(err.Error()), "try again later") || time.Now().After(deadline) {
-			if now, _, gerr := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, pr.Index); gerr == nil && now.HasMerged {
-				return nil // an earlier answer's merge took meanwhile
-			}
-			return fmt.Errorf("merging #%d: %w", pr.Index, err)
+		// The SDK reads no body of a refusal: its status says enough.
+		if now, _, gerr := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, pr.Index); gerr == nil && now.HasMerged {
+			return nil // an earlier answer's merge took meanwhile
 		}
-		time.Sleep(200 * time.Millisecond)
+		if resp == nil || resp.StatusCode != http.StatusMethodNotAllowed || time.Now().After(deadline) {
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			return fmt.Errorf("merging #%d: gitea answered %d", pr.Index, status)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

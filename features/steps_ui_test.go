@@ -66,9 +66,16 @@ func (s *scenario) openUI(ctx context.Context) error {
 	if err != nil {
 		return errors.New("no chromium on PATH: `make deps` installs Debian's chromium")
 	}
+	// The profile and what chromium leaves in TMPDIR (its singleton
+	// socket) go with the scenario's files, not into /tmp for good.
+	tmp := filepath.Join(s.w.dir, "chromium-tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1000))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1000),
+		chromedp.UserDataDir(filepath.Join(s.w.dir, "chromium")), chromedp.Env("TMPDIR="+tmp))
 	// The browser outlives this step; the scenario's cleanup ends it.
 	actx, acancel := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
