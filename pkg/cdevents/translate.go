@@ -197,6 +197,20 @@ func runID(rolloutID, cluster string, step int) string {
 	return rolloutID + "/" + cluster + "/" + strconv.Itoa(step)
 }
 
+// pipelineEvent is what the SDK's pipelinerun events offer.
+type pipelineEvent interface {
+	event
+	SetSubjectPipelineName(string)
+}
+
+// pipelineRun names run step of rollout in cluster, for purpose, on ev.
+func pipelineRun[E pipelineEvent](ev E, rolloutID, cluster, purpose string, step int) E {
+	ev.SetSubjectId(runID(rolloutID, cluster, step))
+	ev.SetChainId(rolloutID)
+	ev.SetSubjectPipelineName("flotilla-" + purpose)
+	return ev
+}
+
 func (t Translator) pipelineQueued(e cloudevents.Event) (event, error) {
 	p, err := events.Decode[events.PipelineRunRequested](e)
 	if err != nil {
@@ -206,10 +220,7 @@ func (t Translator) pipelineQueued(e cloudevents.Event) (event, error) {
 	if err != nil {
 		return nil, err
 	}
-	q.SetSubjectId(runID(p.RolloutID, p.Cluster, p.Step))
-	q.SetChainId(p.RolloutID)
-	q.SetSubjectPipelineName("flotilla-" + p.Purpose)
-	return q, nil
+	return pipelineRun(q, p.RolloutID, p.Cluster, p.Purpose, p.Step), nil
 }
 
 func (t Translator) pipelineStarted(e cloudevents.Event) (event, error) {
@@ -221,10 +232,7 @@ func (t Translator) pipelineStarted(e cloudevents.Event) (event, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.SetSubjectId(runID(p.RolloutID, p.Cluster, p.Step))
-	s.SetChainId(p.RolloutID)
-	s.SetSubjectPipelineName("flotilla-" + p.Purpose)
-	return s, nil
+	return pipelineRun(s, p.RolloutID, p.Cluster, p.Purpose, p.Step), nil
 }
 
 func (t Translator) pipelineFinished(e cloudevents.Event) (event, error) {
@@ -236,9 +244,7 @@ func (t Translator) pipelineFinished(e cloudevents.Event) (event, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.SetSubjectId(runID(p.RolloutID, p.Cluster, p.Step))
-	f.SetChainId(p.RolloutID)
-	f.SetSubjectPipelineName("flotilla-" + p.Purpose)
+	f = pipelineRun(f, p.RolloutID, p.Cluster, p.Purpose, p.Step)
 	f.SetSubjectOutcome("success")
 	if p.Error != "" {
 		f.SetSubjectOutcome("failure")
