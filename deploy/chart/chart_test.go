@@ -55,7 +55,7 @@ func TestRenderings(t *testing.T) {
 	}{
 		{"", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Service/flotilla", "ServiceAccount/flotilla"}},
 		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "HTTPRoute/flotilla", "Ingress/flotilla", "NetworkPolicy/flotilla",
-			"PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
+			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
 	} {
 		objs := renderChart(t, tc.file)
 		if diff := cmp.Diff(tc.want, keys(objs)); diff != "" {

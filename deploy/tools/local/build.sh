@@ -186,18 +186,21 @@ build_gitea() {
   mv "$BIN/gitea-$GITEA_VERSION.tmp" "$BIN/gitea-$GITEA_VERSION"
 }
 
-# The CRDs of the optional objects of flotilla's chart (ServiceMonitor, HTTPRoute),
-# which its tests apply to a real API server before the chart's renderings.
+# The CRDs of the optional objects of flotilla's chart (ServiceMonitor,
+# PrometheusRule, HTTPRoute), which its tests apply to a real API server before
+# the chart's renderings.
 fetch_crds() {
   local d=$BIN/crds
-  [ -f "$d/servicemonitors-$PROMETHEUS_OPERATOR_VERSION.yaml" ] && [ -f "$d/httproutes-$GATEWAY_API_VERSION.yaml" ] && return
-  log "fetching the ServiceMonitor and HTTPRoute CRDs"
+  [ -f "$d/servicemonitors-$PROMETHEUS_OPERATOR_VERSION.yaml" ] && [ -f "$d/prometheusrules-$PROMETHEUS_OPERATOR_VERSION.yaml" ] &&
+    [ -f "$d/httproutes-$GATEWAY_API_VERSION.yaml" ] && return
+  log "fetching the ServiceMonitor, PrometheusRule and HTTPRoute CRDs"
   mkdir -p "$d"
   local po gw
   po=$(moddir "github.com/prometheus-operator/prometheus-operator@v$PROMETHEUS_OPERATOR_VERSION")
   gw=$(moddir "sigs.k8s.io/gateway-api@v$GATEWAY_API_VERSION")
   [ -n "$po" ] && [ -n "$gw" ] || die "cannot download the CRDs' modules"
   cp "$po/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" "$d/servicemonitors-$PROMETHEUS_OPERATOR_VERSION.yaml"
+  cp "$po/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml" "$d/prometheusrules-$PROMETHEUS_OPERATOR_VERSION.yaml"
   cp "$gw/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" "$d/httproutes-$GATEWAY_API_VERSION.yaml"
   chmod 644 "$d"/*.yaml
 }

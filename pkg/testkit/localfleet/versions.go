@@ -15,7 +15,7 @@ const (
 	FlaggerVersion = "1.41.0"
 	TektonVersion  = "1.9.0"
 	// PrometheusOperatorVersion and GatewayAPIVersion are those of the
-	// ServiceMonitor and HTTPRoute CRDs (ChartCRDs).
+	// ServiceMonitor, PrometheusRule and HTTPRoute CRDs (ChartCRDs).
 	PrometheusOperatorVersion = "0.85.0"
 	GatewayAPIVersion         = "1.3.0"
 	// IstioAPIVersion is that of Istio's CRDs (istio.io/api).
@@ -33,10 +33,12 @@ const (
 )
 
 // ChartCRDs are the files of the CRDs the optional objects of flotilla's
-// chart need (ServiceMonitor, HTTPRoute), which build.sh fetches.
+// chart need (ServiceMonitor, PrometheusRule, HTTPRoute), which build.sh
+// fetches.
 func ChartCRDs() []string {
 	return []string{
 		filepath.Join(BinDir(), "crds", "servicemonitors-"+PrometheusOperatorVersion+".yaml"),
+		filepath.Join(BinDir(), "crds", "prometheusrules-"+PrometheusOperatorVersion+".yaml"),
 		filepath.Join(BinDir(), "crds", "httproutes-"+GatewayAPIVersion+".yaml"),
 	}
 }
