@@ -226,20 +226,7 @@ func TestDashboardAndAlertsQueryRegisteredMetrics(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	rec := &recorder{Registerer: reg}
-	s, err := New(t.Context(), testConfig(t, ""), Options{Registry: reg, Registerer: rec, NoPrune: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	s := runServer(t, testConfig(t, ""), Options{Registry: reg, Registerer: rec, NoPrune: true})
 	prom := startPrometheus(t, rulesYAML, s.Addr())
 	known := func(name string) bool {
 		if slices.Contains(rec.names, name) {

@@ -124,25 +124,7 @@ func TestFlaggerHookURL(t *testing.T) {
 // Headers are read before any authentication: an anonymous client must not
 // make flotilla hold a megabyte of them per connection.
 func TestHeadersBounded(t *testing.T) {
-	s, err := New(t.Context(), testConfig(t, ""), Options{NoPrune: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	s := runServer(t, testConfig(t, ""), Options{NoPrune: true})
 	req, err := http.NewRequestWithContext(t.Context(), "POST", "http://"+s.Addr()+"/hooks/canaries/x", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -210,4 +192,30 @@ func TestNewForgetsTheCursorOfARemovedSink(t *testing.T) {
 			t.Errorf("sink %q: cursors (-want +got):\n%s", tt.sink, diff)
 		}
 	}
+}
+
+// runServer builds flotilla from cfg and o and runs it until the test ends;
+// then it must stop within 20 s.
+func runServer(t *testing.T, cfg *config.Config, o Options) *Server {
+	t.Helper()
+	s, err := New(t.Context(), cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return s
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -18,20 +17,7 @@ func TestServeExportsTraces(t *testing.T) {
 	t.Setenv("FLOTILLA_TEST_OTLP_AUTH", "Bearer sesame")
 	cfg := testConfig(t, "  instance: traced\ntelemetry:\n  tracing:\n    endpoint: "+recv.URL()+"/v1/traces\n"+
 		"    headers: {Authorization: {env: FLOTILLA_TEST_OTLP_AUTH}}\n")
-	s, err := New(t.Context(), cfg, Options{NoPrune: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	s := runServer(t, cfg, Options{NoPrune: true})
 
 	const rid = "podinfo-0123456789"
 	var evs []string
