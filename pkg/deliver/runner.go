@@ -50,6 +50,8 @@ const (
 	// runTimeout bounds one attempt; the request's deadline bounds them
 	// all.
 	runTimeout = 30 * time.Minute
+	// startTimeout bounds journaling a run's pipelinerun.started.
+	startTimeout = time.Minute
 )
 
 // Answers tells whether an event is journaled (pkg/store implements it): a
@@ -167,7 +169,11 @@ func (r *Runner) announce(ctx context.Context, e cloudevents.Event, req events.P
 		})
 		if err == nil {
 			out.SetSubject(req.Cluster)
-			_, err = r.starts.Append(context.WithoutCancel(ctx), out)
+			// Bounded: the answer waits for this, and must not wait on a
+			// journal that hangs longer than a run could.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+			_, err = r.starts.Append(actx, out)
+			cancel()
 		}
 		if err != nil {
 			r.log.WarnContext(ctx, "journaling the pipeline run's start", "rollout_id", req.RolloutID, "cluster", req.Cluster, "step", req.Step, "error", err)
