@@ -58,6 +58,21 @@ const (
 	PullRequestOpen  = "open"  // push the wave's branch, open (or find) its pull request
 	PullRequestRead  = "read"  // read its state (a host's webhook, or the poll)
 	PullRequestClose = "close" // close it unmerged: its wave no longer waits for it
+	// PullRequestMerge asks the host to merge it, now or once its required
+	// checks pass (autoMerge, and every revert); a failed attempt is asked
+	// again later (Attempt), up to a budget, then waits for a user's retry.
+	PullRequestMerge = "merge"
+)
+
+// What asking the host to merge a pull request did (PullRequestStatus.
+// AutoMerge; "unsupported" is followed by ": " and the host's reason).
+const (
+	MergeAsked       = "asked"       // asked, no answer yet
+	MergeMerged      = "merged"      // merged at once
+	MergeScheduled   = "scheduled"   // the host merges it once its required checks pass
+	MergeUnsupported = "unsupported" // the host or the repository refuses: a human merges
+	MergeFailing     = "failing"     // the host answered an error; asked again at NextMerge
+	MergeFailed      = "failed"      // the host kept failing, or refused for good: a user's retry asks again
 )
 
 // States a PullRequestStatus reports.
@@ -91,6 +106,15 @@ type PullRequestRequested struct {
 	Seq int `json:"seq,omitempty"`
 	// Reason is why a close is asked (the rollout's end), for its comment.
 	Reason string `json:"reason,omitempty"`
+	// Head is the commit a merge must merge (the pull request's head when
+	// it opened): a branch pushed anew since is not merged unseen.
+	Head string `json:"head,omitempty"`
+	// Attempt counts a merge's attempts (from 1), Since is when its first
+	// was asked (the budget of retries runs from it), and Retry is the
+	// user's retry that asked again (0: none), so each has its own ids.
+	Attempt int       `json:"attempt,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Retry   int       `json:"retry,omitempty"`
 }
 
 // PullRequestStatus is what the proposer found of a wave's pull request.
@@ -101,15 +125,21 @@ type PullRequestStatus struct {
 	Number    int64  `json:"number,omitempty"`
 	URL       string `json:"url,omitempty"`
 	Branch    string `json:"branch,omitempty"`
+	// Head is its head commit, when opened.
+	Head string `json:"head,omitempty"`
 	// State is one of the PullRequest* states.
 	State       string `json:"state"`
 	MergeCommit string `json:"mergeCommit,omitempty"`
 	// Verified: the base holds every change after the merge (not edited
 	// away in review).
 	Verified bool `json:"verified,omitempty"`
-	// AutoMerge is what asking for an automatic merge did (merged,
-	// scheduled, or unsupported with the host's reason).
+	// AutoMerge is what asking for a merge did: one of the Merge* states
+	// (unsupported with the host's reason).
 	AutoMerge string `json:"autoMerge,omitempty"`
+	// MergeError is the host's last answer to a failed merge; NextMerge
+	// is when flotilla asks again (zero: not before a user's retry).
+	MergeError string    `json:"mergeError,omitempty"`
+	NextMerge  time.Time `json:"nextMerge,omitzero"`
 	// Actor closed or merged it, when the host said.
 	Actor string `json:"actor,omitempty"`
 	Error string `json:"error,omitempty"`

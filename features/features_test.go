@@ -58,7 +58,9 @@ func TestFeatures(t *testing.T) {
 			Concurrency: 6,
 		},
 	}
-	if suite.Run() != 0 {
+	status := suite.Run()
+	timings.report(t, 15)
+	if status != 0 {
 		t.Fatal("features failed")
 	}
 }
@@ -110,6 +112,7 @@ func clientsFor(name string) (*fleettest.Clients, error) {
 
 func initializeScenario(sc *godog.ScenarioContext) {
 	s := &scenario{}
+	timings.record(sc)
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		s.failed = err != nil
 		s.cleanup()

@@ -273,6 +273,7 @@ func (s *scenario) giteaRepository(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.keepGiteaLog(srv.LogPath())
 	if _, _, err := c.CreateRepo(gitea.CreateRepoOption{Name: p.repo, DefaultBranch: "main"}); err != nil {
 		return fmt.Errorf("creating the repository on gitea: %w", err)
 	}
@@ -312,6 +313,37 @@ func (s *scenario) giteaRepository(ctx context.Context) error {
 		},
 	}
 	return nil
+}
+
+// keepGiteaLog keeps, when the scenario fails, what the shared Gitea
+// logged while it ran (other scenarios' requests too) with the scenario's
+// files, and prints its errors.
+func (s *scenario) keepGiteaLog(path string) {
+	var from int64
+	if st, err := os.Stat(path); err == nil {
+		from = st.Size()
+	}
+	dir := s.w.dir
+	s.onCleanup(func() {
+		if !s.failed {
+			return
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || int64(len(b)) < from {
+			return
+		}
+		kept := filepath.Join(dir, "gitea.log")
+		if err := os.WriteFile(kept, b[from:], 0o644); err != nil {
+			return
+		}
+		var errs []string
+		for _, line := range strings.Split(string(b[from:]), "\n") {
+			if strings.Contains(line, " [E] ") || strings.Contains(line, " 500 ") {
+				errs = append(errs, line)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "gitea's log of the scenario kept in %s; its errors (%d):\n%s\n", kept, len(errs), strings.Join(errs[max(0, len(errs)-20):], "\n"))
+	})
 }
 
 // authURL is the repository's URL with the token, for the git command.

@@ -84,10 +84,24 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 				}
 			}
 		}
-		if retry != nil && len(r.Retry(retry.Cluster, retry.Attempt, retry.User)) == 0 {
-			return nil, nil // nothing failed (a redelivery), or not in a wave that started
+		if retry == nil {
+			return f.start(e, r, fleet)
 		}
-		return f.start(e, r, fleet)
+		var merge []cloudevents.Event
+		if retry.Cluster == "" {
+			var err error
+			if merge, err = r.RetryMerge(e, retry.Attempt, f.now().UTC()); err != nil {
+				return nil, err
+			}
+		}
+		if len(r.Retry(retry.Cluster, retry.Attempt, retry.User)) == 0 {
+			if len(merge) > 0 {
+				r.Waiting = waitingFor(r, r.Wave)
+			}
+			return merge, nil // nothing else failed (or a redelivery), or not in a wave that started
+		}
+		out, err := f.start(e, r, fleet)
+		return append(merge, out...), err
 	})
 	return out, err
 }

@@ -60,13 +60,28 @@ func waitingFor(r *rollout.Rollout, w int) string {
 	case pr == nil || pr.State == rollout.PullRequestRequested:
 		return fmt.Sprintf("wave %d (%s) waits for its pull request to be opened", w+1, wave.Name)
 	case pr.State == rollout.PullRequestOpen:
-		s := fmt.Sprintf("wave %d (%s) waits for pull request #%d to be merged (%s) until %s", w+1, wave.Name, pr.Number, pr.URL, pr.Deadline.UTC().Format(time.RFC3339))
-		if pr.AutoMerge != "" {
-			s += "; auto-merge: " + pr.AutoMerge
-		}
-		return s
+		return fmt.Sprintf("wave %d (%s) waits for pull request #%d to be merged (%s) until %s%s", w+1, wave.Name, pr.Number, pr.URL,
+			pr.Deadline.UTC().Format(time.RFC3339), merging(r, pr))
 	}
 	return fmt.Sprintf("wave %d (%s): pull request #%d %s: %s", w+1, wave.Name, pr.Number, pr.State, pr.Message)
+}
+
+// merging says where asking the host to merge pr stands, after a "; ",
+// "" when flotilla does not ask (a human merges).
+func merging(r *rollout.Rollout, pr *rollout.PullRequest) string {
+	switch pr.AutoMerge {
+	case "":
+		return ""
+	case events.MergeAsked:
+		return "; asked the host to merge it"
+	case events.MergeScheduled:
+		return "; auto-merge: scheduled (the host merges it once its required checks pass)"
+	case events.MergeFailing:
+		return fmt.Sprintf("; merging failed (%s), asking again at %s", pr.MergeError, pr.NextMerge.UTC().Format(time.RFC3339))
+	case events.MergeFailed:
+		return fmt.Sprintf("; merging failed (%s): `flotilla retry %s` asks again", pr.MergeError, r.ID)
+	}
+	return "; auto-merge: " + pr.AutoMerge
 }
 
 // abort asks for the rollout's abort (the one audited control path), in
@@ -165,7 +180,10 @@ func record(pr *rollout.PullRequest, st events.PullRequestStatus, now time.Time)
 		pr.Branch = st.Branch
 	}
 	if st.AutoMerge != "" {
-		pr.AutoMerge = st.AutoMerge
+		pr.AutoMerge, pr.MergeError, pr.NextMerge = st.AutoMerge, st.MergeError, st.NextMerge
+	}
+	if st.Head != "" {
+		pr.Head = st.Head
 	}
 	pr.MergeCommit, pr.Updated = st.MergeCommit, now
 	switch st.State {

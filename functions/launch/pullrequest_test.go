@@ -213,3 +213,56 @@ func TestLaunchClosesThePullRequestOfAFailedRollout(t *testing.T) {
 		})
 	}
 }
+
+// Where the merge stands shows in Waiting: asked, failing with the host's
+// answer and the next attempt, failed with how to retry. A user's retry of
+// a failed merge asks the host again (not a retry naming a cluster).
+func TestLaunchSaysWhereTheMergeStands(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, nil)
+	at := now
+	f := prFunction(repo, &at)
+	if _, err := f.Handle(ctx, waveStarted(t, 0, "c1")); err != nil {
+		t.Fatal(err)
+	}
+	url := "https://git.test/shop/deploy/pulls/7"
+	open := "wave 1 (canary) waits for pull request #7 to be merged (" + url + ") until " + now.Add(time.Hour).Format(time.RFC3339)
+	next := now.Add(4 * time.Second)
+	for _, step := range []struct {
+		st   events.PullRequestStatus
+		want string
+	}{
+		{events.PullRequestStatus{AutoMerge: events.MergeAsked, Head: "h1"}, open + "; asked the host to merge it"},
+		{events.PullRequestStatus{AutoMerge: events.MergeFailing, MergeError: "Gitea answered 500: boom", NextMerge: next},
+			open + "; merging failed (Gitea answered 500: boom), asking again at " + next.Format(time.RFC3339)},
+		{events.PullRequestStatus{AutoMerge: events.MergeFailed, MergeError: "Gitea answered 500: boom"},
+			open + "; merging failed (Gitea answered 500: boom): `flotilla retry " + rolloutID + "` asks again"},
+	} {
+		st := step.st
+		st.Wave, st.Purpose, st.Number, st.URL, st.State = 0, events.PurposeApply, 7, url, events.PullRequestOpened
+		if evs, err := f.Handle(ctx, prStatus(t, "st-"+st.AutoMerge, st)); err != nil || len(evs) != 0 {
+			t.Fatalf("status %s: %d events, %v; want none", st.AutoMerge, len(evs), err)
+		}
+		if ro, _ := repo.Get(ctx, rolloutID); ro.Waiting != step.want {
+			t.Errorf("merge %s: Waiting = %q, want %q", st.AutoMerge, ro.Waiting, step.want)
+		}
+	}
+
+	if evs, err := f.Handle(ctx, retryRequested(t, "c1", 1)); err != nil || len(evs) != 0 {
+		t.Errorf("a retry of cluster c1: %d events, %v; want none (the merge is the wave's)", len(evs), err)
+	}
+	evs, err := f.Handle(ctx, retryRequested(t, "", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []emitted{{"retry/" + events.TypePullRequestRequested + "/0/apply/merge", events.TypePullRequestRequested, "", time.Time{},
+		events.PullRequestRequested{RolloutID: rolloutID, Application: "shop", Wave: 0, Purpose: events.PurposeApply, Op: events.PullRequestMerge,
+			Number: 7, Head: "h1", Deadline: now.Add(time.Hour), Attempt: 1, Since: now, Retry: 2}}}
+	if diff := cmp.Diff(want, summarize(t, evs)); diff != "" {
+		t.Errorf("a retry: emitted (-want +got):\n%s", diff)
+	}
+	if ro, _ := repo.Get(ctx, rolloutID); ro.Waiting != open+"; asked the host to merge it" {
+		t.Errorf("after the retry: Waiting = %q", ro.Waiting)
+	}
+}

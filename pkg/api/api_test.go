@@ -49,7 +49,10 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 		"r2": func(r *rollout.Rollout) {
 			r.Phase, r.Waves[0].Clusters[1].Phase = rollout.RollbackFailed, rollout.ClusterRevertFailed
 		},
-		"r4": func(r *rollout.Rollout) { r.Waves[0].Clusters[1].Phase = rollout.ClusterFailed },
+		"r4": func(r *rollout.Rollout) {
+			r.Waves[0].Clusters[1].Phase = rollout.ClusterFailed
+			r.Waves[0].PullRequest = &rollout.PullRequest{State: rollout.PullRequestOpen, Number: 9, AutoMerge: events.MergeFailed}
+		},
 		"r3": func(r *rollout.Rollout) {
 			// It finished, with a failure recorded on the way.
 			r.Phase = rollout.Succeeded
@@ -142,6 +145,8 @@ func TestAPI(t *testing.T) {
 		{"retry a cluster with nothing to retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"cluster":"c1"}`, 409, "nothing of it failed"},
 		{"retry", "POST", "/api/v1/rollouts/r2/retry", token, `{"by":"ann"}`, 202, `"retrying":"the reverts of [c2]"`},
 		{"retry a rollout in progress with nothing failed", "POST", "/api/v1/rollouts/r1/retry", token, "", 409, "is Progressing and nothing of it failed"},
+		{"retry a failed cluster and a failed merge", "POST", "/api/v1/rollouts/r4/retry", token, "", 202,
+			`"retrying":"the failed clusters [c2] (applied again; Flagger analyses them anew), and the merge of pull request #9 (the host is asked again)"`},
 		{"retry a failed cluster", "POST", "/api/v1/rollouts/r4/retry", token, `{"cluster":"c2"}`, 202, `"retrying":"the failed clusters [c2] (applied again; Flagger analyses them anew)"`},
 	}
 	for _, tt := range tests {

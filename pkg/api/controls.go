@@ -87,6 +87,10 @@ func retrying(ro rollout.Rollout, cluster string) string {
 		if len(clusters) > 0 {
 			what = append(what, fmt.Sprintf("the failed clusters %v (applied again; Flagger analyses them anew)", clusters))
 		}
+		if ro.Wave < len(ro.Waves) && cluster == "" && ro.Waves[ro.Wave].PullRequest.MergeFailed() {
+			pr := ro.Waves[ro.Wave].PullRequest
+			what = append(what, fmt.Sprintf("the merge of pull request #%d (the host is asked again)", pr.Number))
+		}
 	}
 	if ro.Phase == rollout.RollbackFailed {
 		for _, c := range ro.InPhase(rollout.ClusterRevertFailed) {

@@ -25,7 +25,7 @@ func newRetryCmd() *cobra.Command {
 	var server, token, cluster string
 	cmd := &cobra.Command{
 		Use:   "retry ROLLOUT",
-		Short: "Try again what failed in a rollout: failed clusters, the reverts of a failed rollback, steps flotilla gave up on",
+		Short: "Try again what failed in a rollout: failed clusters, the reverts of a failed rollback, a pull request's merge, steps flotilla gave up on",
 		Long: `Retry asks flotilla to do again what failed in a rollout:
 
   - a rollout in progress gets its failed clusters (those its waves' failure
@@ -41,6 +41,9 @@ func newRetryCmd() *cobra.Command {
     pipeline failed, or they were not back on their previous image by their
     deadline) reverted again, each with a new deadline; when every one is
     back, the rollout is RolledBack;
+  - a wave whose pull request the git host failed to merge (autoMerge: it
+    answered errors for 5 minutes, or refused for good; describe shows its
+    last answer) gets the host asked again;
   - the events a function gave up on (see 'flotilla describe ROLLOUT',
     "failures") are handled again.
 

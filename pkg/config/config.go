@@ -430,6 +430,11 @@ type PullRequest struct {
 	// hosts whose webhooks do not reach it. Default 2m; 10s up to the
 	// merge deadline.
 	PollInterval *Duration `json:"pollInterval"`
+	// MergeRetryFor is how long flotilla asks the host again (with
+	// back-off from 2s to 30s) after it answers a merge (autoMerge, a
+	// revert) with an error; past it the wave waits for `flotilla retry`.
+	// Default 5m; 0s (never again) up to the merge deadline.
+	MergeRetryFor *Duration `json:"mergeRetryFor"`
 	// Revert is how a rollback writes the previous images: pullRequest (a
 	// pull request merged automatically where the host can) or commit
 	// (pushed to Branch). Default pullRequest. The live revert of each

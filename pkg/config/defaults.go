@@ -41,6 +41,7 @@ const (
 	DefaultMergeMethod      = "merge"
 	DefaultMergeDeadline    = 24 * time.Hour
 	DefaultPollInterval     = 2 * time.Minute
+	DefaultMergeRetryFor    = 5 * time.Minute
 	DefaultGitHubAPI        = "https://api.github.com/"
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
 )
@@ -398,6 +399,9 @@ func applyGitOpsDefaults(g *GitOps) {
 	}
 	if pr.PollInterval == nil {
 		pr.PollInterval = &Duration{DefaultPollInterval}
+	}
+	if pr.MergeRetryFor == nil {
+		pr.MergeRetryFor = &Duration{DefaultMergeRetryFor}
 	}
 	host, path := repoHostPath(g.URL)
 	if pr.Repository == "" {

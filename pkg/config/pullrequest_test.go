@@ -36,7 +36,7 @@ func TestPullRequestDefaults(t *testing.T) {
 		g := &GitOps{URL: tt.url, PullRequest: &PullRequest{Host: tt.host}}
 		applyGitOpsDefaults(g)
 		want := &PullRequest{Host: tt.host, APIURL: tt.apiURL, Repository: "shop/deployments", MergeMethod: "merge", Revert: "pullRequest",
-			MergeDeadline: &Duration{24 * time.Hour}, PollInterval: &Duration{2 * time.Minute}}
+			MergeDeadline: &Duration{24 * time.Hour}, PollInterval: &Duration{2 * time.Minute}, MergeRetryFor: &Duration{5 * time.Minute}}
 		if diff := cmp.Diff(want, g.PullRequest); diff != "" || g.Mode != "commit" || g.Edit != "kustomize" {
 			t.Errorf("%s defaults (-want +got):\n%s (mode %q, edit %q)", tt.host, diff, g.Mode, g.Edit)
 		}

@@ -807,6 +807,9 @@ func (v *validator) pullRequest(path string, g *GitOps) {
 	if d := pr.PollInterval.Duration; d < minPollInterval || d > pr.MergeDeadline.Duration {
 		v.addf(p+".pollInterval", "%v: want %v up to the merge deadline (%v)", d, minPollInterval, pr.MergeDeadline.Duration)
 	}
+	if d := pr.MergeRetryFor.Duration; d < 0 || d > pr.MergeDeadline.Duration {
+		v.addf(p+".mergeRetryFor", "%v: want 0s up to the merge deadline (%v)", d, pr.MergeDeadline.Duration)
+	}
 	for _, l := range []struct {
 		field string
 		list  []string

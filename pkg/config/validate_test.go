@@ -484,7 +484,7 @@ applications:
       edit: helm
       token: {env: FLOTILLA_TEST_TOKEN}
       mode: pullRequest
-      pullRequest: {host: gitea, autoMerge: true, labels: [flotilla], reviewers: [alice], mergeDeadline: 2h, pollInterval: 30s}
+      pullRequest: {host: gitea, autoMerge: true, labels: [flotilla], reviewers: [alice], mergeDeadline: 2h, pollInterval: 30s, mergeRetryFor: 10m}
 `)},
 		}, {
 			name: "pull requests wrong",
@@ -492,7 +492,7 @@ applications:
       url: file:///srv/deployments.git
       paths: ['podinfo/values.yaml']
       mode: pullRequest
-      pullRequest: {host: bitbucket, mergeMethod: fast-forward, revert: never, labels: ['', 'a,b'], mergeDeadline: 30s, pollInterval: 1s}
+      pullRequest: {host: bitbucket, mergeMethod: fast-forward, revert: never, labels: ['', 'a,b'], mergeDeadline: 30s, pollInterval: 1s, mergeRetryFor: 1m}
 `)},
 			want: []Problem{
 				{"applications[0].gitops.pullRequest.host", "bitbucket has no pull request client in flotilla; use mode commit"},
@@ -503,6 +503,7 @@ applications:
 				{"applications[0].gitops.pullRequest.revert", `unknown revert "never"; want one of pullRequest, commit`},
 				{"applications[0].gitops.pullRequest.mergeDeadline", "30s: want 1m0s to 720h0m0s"},
 				{"applications[0].gitops.pullRequest.pollInterval", "1s: want 10s up to the merge deadline (30s)"},
+				{"applications[0].gitops.pullRequest.mergeRetryFor", "1m0s: want 0s up to the merge deadline (30s)"},
 				{"applications[0].gitops.pullRequest.labels[0]", `"": want a non-empty name without commas`},
 				{"applications[0].gitops.pullRequest.labels[1]", `"a,b": want a non-empty name without commas`},
 				{"applications[0].gitops.paths[0]", `"podinfo/values.yaml": mode pullRequest opens one pull request per wave, so each cluster needs its own file: put {cluster} in the path`},

@@ -10,8 +10,9 @@ import (
 // proposerMetrics count what became of pull requests and how long merges
 // took.
 type proposerMetrics struct {
-	outcomes *prometheus.CounterVec
-	wait     *prometheus.HistogramVec
+	outcomes    *prometheus.CounterVec
+	wait        *prometheus.HistogramVec
+	mergeErrors *prometheus.CounterVec
 }
 
 // WithMetrics registers the proposer's metrics in reg.
@@ -26,9 +27,13 @@ func (p *Proposer) WithMetrics(reg prometheus.Registerer) (*Proposer, error) {
 			Help:    "Time from a wave asking for its pull request until the proposer found it merged, by host.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 18), // 1 s .. 36 h
 		}, []string{"host"}),
+		mergeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_pullrequest_merge_errors_total",
+			Help: "Times a git host answered flotilla's request to merge a pull request (autoMerge, reverts) with an error, by host.",
+		}, []string{"host"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.outcomes, m.wait} {
+		for _, c := range []prometheus.Collector{m.outcomes, m.wait, m.mergeErrors} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering the proposer's metrics: %w", err)
 			}
@@ -46,5 +51,12 @@ func (m *proposerMetrics) observe(host, state string, asked time.Time, now time.
 	m.outcomes.WithLabelValues(host, state).Inc()
 	if state == "merged" && !asked.IsZero() && now.After(asked) {
 		m.wait.WithLabelValues(host).Observe(now.Sub(asked).Seconds())
+	}
+}
+
+// mergeFailed counts a host's error answer to a merge.
+func (m *proposerMetrics) mergeFailed(host string) {
+	if m != nil {
+		m.mergeErrors.WithLabelValues(host).Inc()
 	}
 }

@@ -178,13 +178,15 @@ func (p *Proposer) handle(ctx context.Context, e cloudevents.Event, req events.P
 		out, err = p.open(ctx, e, app, ro, host, req, &status)
 	case events.PullRequestRead:
 		out, err = p.read(ctx, e, app, ro, host, req, &status)
+	case events.PullRequestMerge:
+		out, err = p.merge(ctx, app, ro, host, req, &status)
 	case events.PullRequestClose:
 		// Asked by launch when the rollout no longer waits for it.
 		if err = p.close(ctx, host, req); err == nil {
 			status.State, status.Actor = events.PullRequestClosed, "flotilla"
 		}
 	default:
-		return nil, events.Permanent(fmt.Errorf("pull request op %q: want open, read or close", req.Op))
+		return nil, events.Permanent(fmt.Errorf("pull request op %q: want open, read, merge or close", req.Op))
 	}
 	switch {
 	case err == nil:
@@ -197,8 +199,11 @@ func (p *Proposer) handle(ctx context.Context, e cloudevents.Event, req events.P
 	if status.State == "" {
 		return out, nil // nothing new to tell
 	}
-	asked := req.Deadline.Add(-app.GitOps.PullRequest.MergeDeadline.Duration)
-	p.metrics.observe(app.GitOps.PullRequest.Host, status.State, asked, p.now())
+	if req.Op != events.PullRequestMerge || status.State != events.PullRequestOpened {
+		// A merge's progress is no new outcome of the pull request.
+		asked := req.Deadline.Add(-app.GitOps.PullRequest.MergeDeadline.Duration)
+		p.metrics.observe(app.GitOps.PullRequest.Host, status.State, asked, p.now())
+	}
 	st, err := events.Derive(e, events.TypePullRequestStatus, fmt.Sprintf("%d/%s/%s", req.Wave, req.Purpose, status.State), status)
 	if err != nil {
 		return nil, err
@@ -235,26 +240,114 @@ func (p *Proposer) open(ctx context.Context, e cloudevents.Event, app config.App
 		return nil, fmt.Errorf("opening the pull request of %s: %w", status.Branch, err)
 	}
 	fill(status, info)
-	if info.State == pullrequest.Open && (pr.AutoMerge || req.Purpose == events.PurposeRevert) {
-		am, err := host.AutoMerge(ctx, info.Number, info.HeadSHA)
-		if err != nil {
-			return nil, fmt.Errorf("asking #%d to merge: %w", info.Number, err)
-		}
+	if status.State == events.PullRequestMerged {
+		return nil, p.verify(ctx, repo, changes, status)
+	}
+	out, err := p.poll(app, req, info.Number)
+	if err != nil || info.State != pullrequest.Open || !(pr.AutoMerge || req.Purpose == events.PurposeRevert) {
+		return out, err
+	}
+	// The merge is a step of its own, so the rollout says the pull request
+	// is open while the host is asked, and a host failing to merge is
+	// told and asked again, not retried unseen.
+	merge, err := p.mergeRequest(req, info.Number, info.HeadSHA, 1, p.now().UTC(), p.now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	status.AutoMerge = events.MergeAsked
+	return append(out, merge), nil
+}
+
+// Merge retries: the first again after mergeFirstBackoff, each next after
+// twice the last (at most mergeMaxBackoff), while within the application's
+// gitops.pullRequest.mergeRetryFor of the first attempt (and before the
+// merge deadline); a host failing for longer waits for a user's retry.
+const (
+	mergeFirstBackoff = 2 * time.Second
+	mergeMaxBackoff   = 30 * time.Second
+)
+
+// mergeRequest is attempt of asking the host to merge pull request
+// number at head, due at due; since is when the first attempt was asked.
+func (p *Proposer) mergeRequest(req events.PullRequestRequested, number int64, head string, attempt int, since, due time.Time) (cloudevents.Event, error) {
+	id := fmt.Sprintf("%s/pullrequest/%d/%s/%d/merge/%d/%d", req.RolloutID, req.Wave, req.Purpose, number, req.Retry, attempt)
+	e, err := events.New(id, events.Source, events.TypePullRequestRequested, events.PullRequestRequested{
+		RolloutID: req.RolloutID, Application: req.Application, Wave: req.Wave, Purpose: req.Purpose,
+		Op: events.PullRequestMerge, Number: number, Head: head, Images: req.Images, Tags: req.Tags, Deadline: req.Deadline,
+		Attempt: attempt, Since: since, Retry: req.Retry,
+	})
+	if err != nil {
+		return e, err
+	}
+	e.SetExtension(events.ExtRolloutID, req.RolloutID)
+	if due.After(p.now()) {
+		e = events.At(e, due)
+	}
+	return e, nil
+}
+
+// merge asks the host to merge the pull request, now or once its
+// required checks pass. What the host answered goes to launch; an error
+// is told with when flotilla asks again, or, past the budget (or for an
+// answer retrying cannot change), that only a user's retry will.
+func (p *Proposer) merge(ctx context.Context, app config.Application, ro rollout.Rollout, host pullrequest.Host,
+	req events.PullRequestRequested, status *events.PullRequestStatus) ([]cloudevents.Event, error) {
+	recorded := ro.Waves[req.Wave].PullRequest
+	if req.Purpose == events.PurposeRevert {
+		recorded = ro.Waves[req.Wave].RevertPullRequest
+	}
+	// Launch may not have recorded the opening yet: the request is
+	// journaled with it.
+	waits := recorded != nil && (recorded.State == rollout.PullRequestRequested ||
+		(recorded.State == rollout.PullRequestOpen && recorded.Number == req.Number))
+	if !waits || (req.Purpose == events.PurposeApply && (ro.Phase != rollout.Progressing || ro.Wave != req.Wave)) {
+		return nil, nil // decided meanwhile, or the wave no longer waits (a read closes it)
+	}
+	am, err := host.AutoMerge(ctx, req.Number, req.Head)
+	if err == nil {
 		status.AutoMerge = string(am.State)
 		if am.Reason != "" {
 			status.AutoMerge += ": " + am.Reason
 		}
-		if am.State == pullrequest.AutoMerged {
-			if info, err = host.Get(ctx, info.Number); err != nil {
-				return nil, err
-			}
-			fill(status, info)
+		if am.State != pullrequest.AutoMerged {
+			status.State = events.PullRequestOpened
+			return nil, nil
 		}
-	}
-	if status.State == events.PullRequestMerged {
+		info, err := host.Get(ctx, req.Number)
+		if err != nil {
+			return nil, err
+		}
+		fill(status, info)
+		if status.State != events.PullRequestMerged {
+			return nil, nil
+		}
+		repo, changes, err := p.changes(app, ro, req)
+		if err != nil {
+			return nil, err
+		}
 		return nil, p.verify(ctx, repo, changes, status)
 	}
-	return p.poll(app, req, info.Number)
+	if ctx.Err() != nil {
+		return nil, err // this process is stopping: the lane asks again
+	}
+	p.metrics.mergeFailed(app.GitOps.PullRequest.Host)
+	status.State, status.Number, status.MergeError = events.PullRequestOpened, req.Number, err.Error()
+	backoff := min(mergeFirstBackoff<<min(req.Attempt-1, 10), mergeMaxBackoff)
+	next := p.now().UTC().Add(backoff)
+	if events.IsPermanent(err) || next.After(req.Since.Add(app.GitOps.PullRequest.MergeRetryFor.Duration)) || !next.Before(req.Deadline) {
+		p.log.WarnContext(ctx, "the host failed to merge a pull request; waiting for a retry", "rollout_id", ro.ID,
+			"number", req.Number, "attempt", req.Attempt, "error", err)
+		status.AutoMerge = events.MergeFailed
+		return nil, nil
+	}
+	p.log.InfoContext(ctx, "the host failed to merge a pull request; asking again", "rollout_id", ro.ID,
+		"number", req.Number, "attempt", req.Attempt, "next", next, "error", err)
+	status.AutoMerge, status.NextMerge = events.MergeFailing, next
+	again, err := p.mergeRequest(req, req.Number, req.Head, req.Attempt+1, req.Since, next)
+	if err != nil {
+		return nil, err
+	}
+	return []cloudevents.Event{again}, nil
 }
 
 // read reads the pull request; while it is open, the next read is due at
@@ -398,7 +491,7 @@ func (p *Proposer) changes(app config.Application, ro rollout.Rollout, req event
 }
 
 func fill(s *events.PullRequestStatus, in pullrequest.Info) {
-	s.Number, s.URL = in.Number, in.URL
+	s.Number, s.URL, s.Head = in.Number, in.URL, in.HeadSHA
 	switch in.State {
 	case pullrequest.Open:
 		s.State = events.PullRequestOpened

@@ -32,6 +32,8 @@ type recordingHost struct {
 	merge  string
 	auto   pullrequest.AutoMerge
 	err    error
+	// autoErr is AutoMerge's error (a host failing to merge).
+	autoErr error
 }
 
 func (h *recordingHost) record(call string) error {
@@ -56,7 +58,10 @@ func (h *recordingHost) AutoMerge(context.Context, int64, string) (pullrequest.A
 	if h.auto.State == pullrequest.AutoMerged {
 		h.state, h.merge = pullrequest.Merged, "m"
 	}
-	return h.auto, h.record("automerge")
+	if err := h.record("automerge"); err != nil {
+		return pullrequest.AutoMerge{}, err
+	}
+	return h.auto, h.autoErr
 }
 func (h *recordingHost) Close(_ context.Context, _ int64, comment string) error {
 	return h.record("close: " + comment)
@@ -142,7 +147,7 @@ func TestProposerOpens(t *testing.T) {
 	}
 	st, next := statusOf(t, evs)
 	want := events.PullRequestStatus{RolloutID: rolloutID, Purpose: events.PurposeApply, Number: 7, URL: "https://git.test/pulls/7",
-		Branch: "flotilla/" + rolloutID + "/1", State: events.PullRequestOpened}
+		Branch: "flotilla/" + rolloutID + "/1", Head: "head", State: events.PullRequestOpened}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
@@ -322,20 +327,117 @@ func TestBranchNames(t *testing.T) {
 	}
 }
 
-// With autoMerge, the proposer asks the host to merge what it opened and
-// reports what the host did; without it, it never asks (TestProposerOpens).
+// With autoMerge, the proposer opens the pull request, says so, and asks
+// for the merge as a step of its own (without autoMerge it never asks:
+// TestProposerOpens).
 func TestProposerAutoMerge(t *testing.T) {
-	host := &recordingHost{state: pullrequest.Open, auto: pullrequest.AutoMerge{State: pullrequest.AutoScheduled}}
+	host := &recordingHost{state: pullrequest.Open}
 	p, _ := prSetup(t, host, nil, func(a *config.Application) { a.GitOps.PullRequest.AutoMerge = true })
 	evs, err := p.Handle(t.Context(), prRequest(t, events.PullRequestRequested{Wave: 0, Purpose: events.PurposeApply, Op: events.PullRequestOpen}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, next := statusOf(t, evs)
-	if st.State != events.PullRequestOpened || st.AutoMerge != "scheduled" || next.IsZero() {
-		t.Errorf("status = %+v (next read %v); want open, auto-merge scheduled, polled", st, next)
+	var merge []events.PullRequestRequested
+	var rest []cloudevents.Event
+	for _, e := range evs {
+		if req, err := events.Decode[events.PullRequestRequested](e); err == nil && req.Op == events.PullRequestMerge {
+			if _, due := events.Due(e); due {
+				t.Errorf("the merge is asked for later, want at once")
+			}
+			merge = append(merge, req)
+			continue
+		}
+		rest = append(rest, e)
 	}
-	if len(host.calls) != 2 || host.calls[1] != "automerge" {
-		t.Errorf("calls = %q; want open, then automerge", host.calls)
+	st, next := statusOf(t, rest)
+	if st.State != events.PullRequestOpened || st.AutoMerge != events.MergeAsked || st.Head != "head" || next.IsZero() {
+		t.Errorf("status = %+v (next read %v); want open, merge asked, head, polled", st, next)
+	}
+	if len(merge) != 1 || merge[0].Number != 7 || merge[0].Head != "head" || merge[0].Attempt != 1 || merge[0].Since.IsZero() {
+		t.Errorf("merge requests = %+v; want one for #7 at its head, attempt 1", merge)
+	}
+	if diff := cmp.Diff([]string{"open flotilla/" + rolloutID + "/1"}, host.calls); diff != "" {
+		t.Errorf("calls (-want +got)\n%s", diff)
+	}
+}
+
+// The merge step reports what the host did; an error is told with the
+// host's words and asked again with back-off until mergeRetryFor has
+// passed since the first attempt, then (or at once for a permanent
+// error) it waits for a user's retry.
+func TestProposerMerge(t *testing.T) {
+	failing := errors.New("merging pull request #7: Gitea answered 500: database is locked")
+	for _, tt := range []struct {
+		name     string
+		auto     pullrequest.AutoMerge
+		err      error
+		recorded rollout.PullRequestState
+		attempt  int
+		since    time.Duration // before now
+		// want
+		state, merge string
+		next         time.Duration // the next attempt's, after now (0: none)
+		calls        []string
+	}{
+		{name: "scheduled", auto: pullrequest.AutoMerge{State: pullrequest.AutoScheduled}, recorded: rollout.PullRequestOpen,
+			state: events.PullRequestOpened, merge: events.MergeScheduled, calls: []string{"automerge"}},
+		{name: "unsupported", auto: pullrequest.AutoMerge{State: pullrequest.AutoUnsupported, Reason: "squash is off"}, recorded: rollout.PullRequestOpen,
+			state: events.PullRequestOpened, merge: "unsupported: squash is off", calls: []string{"automerge"}},
+		{name: "before launch recorded the opening", auto: pullrequest.AutoMerge{State: pullrequest.AutoScheduled}, recorded: rollout.PullRequestRequested,
+			state: events.PullRequestOpened, merge: events.MergeScheduled, calls: []string{"automerge"}},
+		{name: "merged at once", auto: pullrequest.AutoMerge{State: pullrequest.AutoMerged}, recorded: rollout.PullRequestOpen,
+			state: events.PullRequestMerged, merge: events.MergeMerged, calls: []string{"automerge", "get"}},
+		{name: "failing", err: failing, recorded: rollout.PullRequestOpen, attempt: 1,
+			state: events.PullRequestOpened, merge: events.MergeFailing, next: 2 * time.Second, calls: []string{"automerge"}},
+		{name: "failing, backing off", err: failing, recorded: rollout.PullRequestOpen, attempt: 4, since: time.Minute,
+			state: events.PullRequestOpened, merge: events.MergeFailing, next: 16 * time.Second, calls: []string{"automerge"}},
+		{name: "backing off at most 30s", err: failing, recorded: rollout.PullRequestOpen, attempt: 9, since: time.Minute,
+			state: events.PullRequestOpened, merge: events.MergeFailing, next: 30 * time.Second, calls: []string{"automerge"}},
+		{name: "failed past mergeRetryFor", err: failing, recorded: rollout.PullRequestOpen, attempt: 9, since: 5 * time.Minute,
+			state: events.PullRequestOpened, merge: events.MergeFailed, calls: []string{"automerge"}},
+		{name: "failed for good", err: fault.Permanent(errors.New("merging pull request #7: Gitea answered 403: forbidden")), recorded: rollout.PullRequestOpen, attempt: 1,
+			state: events.PullRequestOpened, merge: events.MergeFailed, calls: []string{"automerge"}},
+		{name: "closed meanwhile", auto: pullrequest.AutoMerge{State: pullrequest.AutoScheduled}, recorded: rollout.PullRequestClosed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			host := &recordingHost{state: pullrequest.Open, auto: tt.auto, autoErr: tt.err}
+			p, _ := prSetup(t, host, func(r *rollout.Rollout) {
+				r.Waves[0].PullRequest = &rollout.PullRequest{State: tt.recorded, Number: 7}
+			}, func(a *config.Application) {
+				a.GitOps.PullRequest.AutoMerge = true
+				a.GitOps.PullRequest.MergeRetryFor = &config.Duration{Duration: 5 * time.Minute}
+			})
+			now := time.Now().UTC()
+			evs, err := p.Handle(t.Context(), prRequest(t, events.PullRequestRequested{Wave: 0, Purpose: events.PurposeApply, Op: events.PullRequestMerge,
+				Number: 7, Head: "head", Attempt: max(tt.attempt, 1), Since: now.Add(-tt.since)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.calls, host.calls); diff != "" {
+				t.Errorf("calls (-want +got)\n%s", diff)
+			}
+			if tt.state == "" {
+				if len(evs) != 0 {
+					t.Errorf("emitted %d events, want none", len(evs))
+				}
+				return
+			}
+			st, next := statusOf(t, evs)
+			if st.State != tt.state || st.AutoMerge != tt.merge || st.Number != 7 {
+				t.Errorf("status = %+v; want %s, merge %q, #7", st, tt.state, tt.merge)
+			}
+			if tt.err != nil && st.MergeError != tt.err.Error() {
+				t.Errorf("merge error = %q, want the host's %q", st.MergeError, tt.err)
+			}
+			if tt.next == 0 {
+				if !next.IsZero() || !st.NextMerge.IsZero() {
+					t.Errorf("next attempt at %v (told %v), want none", next, st.NextMerge)
+				}
+				return
+			}
+			if d := next.Sub(now); d < tt.next || d > tt.next+5*time.Second || !next.Equal(st.NextMerge) {
+				t.Errorf("next attempt in %v (told %v), want %v", d, st.NextMerge, tt.next)
+			}
+		})
 	}
 }

@@ -162,9 +162,15 @@ type PullRequest struct {
 	URL         string           `json:"url,omitempty"`
 	Branch      string           `json:"branch,omitempty"`
 	MergeCommit string           `json:"mergeCommit,omitempty"`
-	// AutoMerge is what asking the host to merge it did: merged,
-	// scheduled, or unsupported and why.
+	// AutoMerge is what asking the host to merge it did: asked, merged,
+	// scheduled, unsupported and why, failing or failed (events.Merge*).
 	AutoMerge string `json:"autoMerge,omitempty"`
+	// MergeError is the host's last answer to a failed merge; NextMerge
+	// is when flotilla asks again (zero: only a user's retry does).
+	MergeError string    `json:"mergeError,omitempty"`
+	NextMerge  time.Time `json:"nextMerge,omitzero"`
+	// Head is the commit it proposed (its head when it opened).
+	Head string `json:"head,omitempty"`
 	// Deadline is when the wave stops waiting for the merge.
 	Deadline time.Time `json:"deadline,omitzero"`
 	Message  string    `json:"message,omitempty"`

@@ -73,3 +73,33 @@ func (r *Rollout) ClosePullRequests(cause cloudevents.Event, reason string, now 
 	}
 	return out, nil
 }
+
+// MergeFailed reports whether the host failed to merge it and flotilla
+// stopped asking: a user's retry asks again.
+func (p *PullRequest) MergeFailed() bool {
+	return p != nil && p.State == PullRequestOpen && p.AutoMerge == events.MergeFailed
+}
+
+// RetryMerge asks the host again to merge the pull request of the current
+// wave, when flotilla stopped asking after the host failed (MergeFailed):
+// a user's retry (attempt, caused by cause). It returns the request, none
+// when there is nothing to ask again.
+func (r *Rollout) RetryMerge(cause cloudevents.Event, attempt int, now time.Time) ([]cloudevents.Event, error) {
+	if r.Phase != Progressing || r.Wave >= len(r.Waves) {
+		return nil, nil
+	}
+	pr := r.Waves[r.Wave].PullRequest
+	if !pr.MergeFailed() {
+		return nil, nil
+	}
+	pr.AutoMerge, pr.MergeError, pr.NextMerge, pr.Updated = events.MergeAsked, "", time.Time{}, now
+	ev, err := events.Derive(cause, events.TypePullRequestRequested, fmt.Sprintf("%d/%s/merge", r.Wave, events.PurposeApply), events.PullRequestRequested{
+		RolloutID: r.ID, Application: r.Application, Wave: r.Wave, Purpose: events.PurposeApply, Op: events.PullRequestMerge,
+		Number: pr.Number, Head: pr.Head, Deadline: pr.Deadline, Attempt: 1, Since: now, Retry: attempt,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ev.SetExtension(events.ExtRolloutID, r.ID)
+	return []cloudevents.Event{ev}, nil
+}

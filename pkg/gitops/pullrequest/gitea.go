@@ -1,11 +1,16 @@
 package pullrequest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"code.gitea.io/sdk/gitea"
@@ -30,12 +35,65 @@ func newGitea(c Config) (Host, error) {
 // client is one client per call: the SDK's context is client-wide. An
 // empty version skips the SDK's /version probe (Forgejo's differs).
 func (h *giteaHost) client(ctx context.Context) (*gitea.Client, error) {
-	c, err := gitea.NewClient(h.c.APIURL, gitea.SetToken(h.c.Token), gitea.SetContext(ctx),
-		gitea.SetHTTPClient(h.c.HTTPClient), gitea.SetGiteaVersion(""))
-	if err != nil {
-		return nil, fault.Permanent(fmt.Errorf("gitea client: %w", err))
+	c, _, err := h.clientTold(ctx)
+	return c, err
+}
+
+// clientTold is client, and what Gitea said in its last error answer:
+// the SDK drops the body of some (a merge's).
+func (h *giteaHost) clientTold(ctx context.Context) (*gitea.Client, *answer, error) {
+	told := &answer{next: h.c.HTTPClient.Transport}
+	if told.next == nil {
+		told.next = http.DefaultTransport
 	}
-	return c, nil
+	hc := *h.c.HTTPClient
+	hc.Transport = told
+	c, err := gitea.NewClient(h.c.APIURL, gitea.SetToken(h.c.Token), gitea.SetContext(ctx),
+		gitea.SetHTTPClient(&hc), gitea.SetGiteaVersion(""))
+	if err != nil {
+		return nil, nil, fault.Permanent(fmt.Errorf("gitea client: %w", err))
+	}
+	return c, told, nil
+}
+
+// answer keeps the message of the last error answer it carried (Gitea's
+// JSON {"message": ...}, else the body's start), leaving the body to read.
+type answer struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	message string
+}
+
+func (a *answer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := a.next.RoundTrip(req)
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if rerr != nil {
+		return resp, nil
+	}
+	var said struct{ Message string }
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &said) == nil && said.Message != "" {
+		msg = said.Message
+	}
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	a.mu.Lock()
+	a.message = msg
+	a.mu.Unlock()
+	return resp, nil
+}
+
+// said is the last error answer's message.
+func (a *answer) said() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.message
 }
 
 func (h *giteaHost) Open(ctx context.Context, p PR) (Info, error) {
@@ -114,7 +172,7 @@ func (h *giteaHost) Get(ctx context.Context, number int64) (Info, error) {
 // same 405 as a conflict (the SDK keeps no message), so AutoMerge waits
 // for the check first.
 func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (AutoMerge, error) {
-	c, err := h.client(ctx)
+	c, told, err := h.clientTold(ctx)
 	if err != nil {
 		return AutoMerge{}, err
 	}
@@ -134,7 +192,7 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 			return AutoMerge{State: AutoMerged}, nil
 		}
 		if pr.Mergeable {
-			am, refused, err := h.merge(c, number, head, style)
+			am, refused, err := h.merge(c, told, number, head, style)
 			if !refused {
 				return am, err
 			}
@@ -143,7 +201,7 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 			if !pr.Mergeable {
 				return AutoMerge{State: AutoUnsupported, Reason: "Gitea says it cannot be merged (conflicts?)"}, nil
 			}
-			return AutoMerge{State: AutoUnsupported, Reason: "Gitea refused the merge (status 405: a protection waiting does not satisfy, such as approvals?)"}, nil
+			return AutoMerge{State: AutoUnsupported, Reason: fmt.Sprintf("Gitea refused the merge (405: %s)", told.said())}, nil
 		}
 		// Not checked yet, or refused while Gitea checks it again (its
 		// background check can lag its mergeable flag under load).
@@ -157,7 +215,7 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 
 // merge asks Gitea to merge now, else once the required checks pass;
 // refused says it refused both (405).
-func (h *giteaHost) merge(c *gitea.Client, number int64, head string, style gitea.MergeStyle) (AutoMerge, bool, error) {
+func (h *giteaHost) merge(c *gitea.Client, told *answer, number int64, head string, style gitea.MergeStyle) (AutoMerge, bool, error) {
 	what := fmt.Sprintf("merging pull request #%d", number)
 	for _, whenChecks := range []bool{false, true} {
 		_, resp, err := c.MergePullRequest(h.owner, h.name, number, gitea.MergePullRequestOption{
@@ -176,11 +234,11 @@ func (h *giteaHost) merge(c *gitea.Client, number int64, head string, style gite
 		case code == http.StatusConflict:
 			// The base moved under the merge (another merge landed): the
 			// proposer cuts the branch again and asks again.
-			return AutoMerge{}, false, classify(what, code, errors.New("the base moved during the merge"))
+			return AutoMerge{}, false, classify(what, code, fmt.Errorf("the base moved during the merge: Gitea answered %d: %s", code, told.said()))
 		case code == http.StatusMethodNotAllowed:
 			return AutoMerge{}, true, nil
 		}
-		return AutoMerge{}, false, classify(what, code, fmt.Errorf("unexpected status %d", code))
+		return AutoMerge{}, false, classify(what, code, fmt.Errorf("Gitea answered %d: %s", code, told.said()))
 	}
 	return AutoMerge{}, false, classify(what, 0, errors.New("no merge attempt answered"))
 }

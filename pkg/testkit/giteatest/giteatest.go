@@ -139,9 +139,11 @@ func (s *Server) writeConfig(port int) (string, error) {
 	p("ENABLED = false")
 	p("[mailer]")
 	p("ENABLED = false")
+	// Info: the router's line per request (method, path, status, time)
+	// besides the errors, so a test that failed can tell what Gitea did.
 	p("[log]")
 	p("MODE = console")
-	p("LEVEL = Warn")
+	p("LEVEL = Info")
 	p("ROOT_PATH = %s", filepath.Join(s.dir, "log"))
 	ini := filepath.Join(s.dir, "app.ini")
 	return ini, os.WriteFile(ini, []byte(b.String()), 0o600)
@@ -165,7 +167,7 @@ func (s *Server) run(ctx context.Context, args ...string) (string, error) {
 
 // serve starts `gitea web` and waits until its health check answers.
 func (s *Server) serve(ctx context.Context, ini string) error {
-	logf, err := os.OpenFile(filepath.Join(s.dir, "gitea.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -191,7 +193,7 @@ func (s *Server) serve(ctx context.Context, ini string) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("gitea exited while starting; see %s", filepath.Join(s.dir, "gitea.log"))
+			return fmt.Errorf("gitea exited while starting; see %s", s.LogPath())
 		case <-ctx.Done():
 			s.Stop()
 			return ctx.Err()
@@ -199,7 +201,7 @@ func (s *Server) serve(ctx context.Context, ini string) error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("gitea not healthy after 90s; see %s", filepath.Join(s.dir, "gitea.log"))
+			return fmt.Errorf("gitea not healthy after 90s; see %s", s.LogPath())
 		}
 	}
 }
@@ -217,6 +219,9 @@ func (s *Server) Stop() {
 		<-s.done
 	}
 }
+
+// LogPath is the file Gitea logs to (a request per line, and its errors).
+func (s *Server) LogPath() string { return filepath.Join(s.dir, "gitea.log") }
 
 // RepoURL is the HTTP clone URL of owner/name.
 func (s *Server) RepoURL(owner, name string) string {
