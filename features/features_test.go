@@ -126,6 +126,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerGitOpsSteps(sc)
 	s.registerGitSteps(sc)
 	s.registerPullRequestSteps(sc)
+	s.registerMergeFaultSteps(sc)
 	s.registerInstallSteps(sc)
 	s.registerBootstrapSteps(sc)
 	s.registerTektonExecutorSteps(sc)

@@ -75,6 +75,7 @@ Feature: GitOps by pull request: each wave waits for its merge (KubeCD)
     Given a registry
     And the application keeps its image in a Gitea repository and rolls out by pull request
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And Gitea sends its pull request webhooks to flotilla
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster by merging its pull requests
     When version "1.1.0" is pushed
@@ -87,3 +88,36 @@ Feature: GitOps by pull request: each wave waits for its merge (KubeCD)
     Then the rollout of "1.2.0" succeeds
     And no workload in any cluster runs version "1.1.0"
     And the Gitea repository pins version "1.2.0" by digest for clusters "c1,c2"
+
+  Scenario: Gitea fails a wave's merge a few times, then merges it: the wave starts, and the rollout said what it waited for on the way
+    Given a registry
+    And the application keeps its image in a Gitea repository and rolls out by pull request
+    And the pull requests merge themselves by "merge" once the checks main requires pass
+    And Gitea's API answers flotilla's first 3 merge requests with 500
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And Gitea sends its pull request webhooks to flotilla
+    And what flotilla's rollouts wait for is watched
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.0.0" is pushed
+    Then the rollout of "1.0.0" succeeds
+    And the primary in every cluster runs version "1.0.0" by digest
+    And Gitea answered 3 merge requests with 500 and merged the pull request of each wave of "1.0.0"
+    And while wave 1 of "1.0.0" waited, the rollout said its pull request was open and Gitea asked to merge it, then that the merge failed with Gitea's answer and when it would ask again
+
+  Scenario: Gitea keeps failing a wave's merge: the wave waits, saying so with Gitea's answer, and `flotilla retry` merges it once Gitea recovers
+    Given a registry
+    And the application keeps its image in a Gitea repository and rolls out by pull request
+    And the pull requests merge themselves by "merge" once the checks main requires pass
+    And flotilla asks Gitea again for "6s" after a merge fails
+    And Gitea's API answers every merge request from flotilla with 500
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.0.0" is pushed
+    Then wave 1 of the rollout of "1.0.0" says merging its pull request failed with Gitea's answer and that `flotilla retry` asks again
+    And the pull request of wave 1 of "1.0.0" is open and not merged on Gitea
+    And no workload in any cluster runs version "1.0.0"
+    When Gitea's API answers merge requests again
+    And `flotilla retry` is run for the rollout of "1.0.0"
+    Then the rollout of "1.0.0" succeeds
+    And the primary in every cluster runs version "1.0.0" by digest
+    And the Gitea repository pins version "1.0.0" by digest for clusters "c1,c2"

@@ -129,6 +129,10 @@ type world struct {
 	// pr is the scenario's Gitea repository, when the application rolls
 	// out by pull request.
 	pr *pullRequests
+	// mergeFaults fails Gitea's merges for flotilla, when a step asked;
+	// waiting records what the rollouts said they waited for.
+	mergeFaults *mergeFaults
+	waiting     *waitingLog
 	// ownFleet is the scenario's own fleet, when a step started one (nil:
 	// the package's); bootstrap is what `flotilla fleet bootstrap` made.
 	ownFleet  *localfleet.Fleet
@@ -695,6 +699,9 @@ func (s *scenario) noWorkloadRuns(ctx context.Context, version string) error {
 	for _, c := range s.w.clusters {
 		for _, d := range []string{s.w.workload, s.w.workload + "-primary"} {
 			got, err := s.imageOf(ctx, c, d)
+			if apierrors.IsNotFound(err) && d != s.w.workload {
+				continue // no canary was ever applied here: no primary runs anything
+			}
 			if err != nil {
 				return err
 			}
