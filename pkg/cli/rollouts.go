@@ -167,8 +167,11 @@ func pullRequests(w io.Writer, r rollout.Rollout) {
 				continue
 			}
 			line := fmt.Sprintf("%d %s\t%s%s\t#%d\t%s\t%s", i+1, wave.Name, pr.what, pr.pr.State, pr.pr.Number, dash(pr.pr.URL), dash(pr.pr.AutoMerge))
-			if pr.pr.Message != "" {
-				line += "\t" + truncate(pr.pr.Message, 60)
+			if msg := pr.pr.Message; msg != "" || pr.pr.MergeError != "" {
+				if msg == "" {
+					msg = pr.pr.MergeError
+				}
+				line += "\t" + truncate(msg, 60)
 			}
 			lines = append(lines, line)
 		}
