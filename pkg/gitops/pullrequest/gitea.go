@@ -183,7 +183,7 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 	if why := h.methodOff(c); why != "" {
 		return AutoMerge{State: AutoUnsupported, Reason: why}, nil
 	}
-	for wait := time.Now().Add(mergeableWait); ; {
+	for wait := time.Now().Add(h.c.MergeableWait); ; {
 		pr, resp, err := c.GetPullRequest(h.owner, h.name, number)
 		if err != nil {
 			return AutoMerge{}, classify(fmt.Sprintf("reading pull request #%d", number), status(resp), err)
@@ -198,8 +198,13 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 			}
 		}
 		if time.Now().After(wait) {
+			// Both may pass (a slow check, a busy Gitea), or need a human
+			// (a conflict): the proposer asks again for a while, saying why.
 			if !pr.Mergeable {
-				return AutoMerge{State: AutoUnsupported, Reason: "Gitea says it cannot be merged (conflicts?)"}, nil
+				return AutoMerge{}, classify(what, 0, fmt.Errorf("Gitea has not found it mergeable in %s (still checking it, or it conflicts with its base)", h.c.MergeableWait))
+			}
+			if said := told.said(); strings.Contains(strings.ToLower(said), "try again later") {
+				return AutoMerge{}, classify(what, 0, fmt.Errorf("Gitea answered 405: %s", said))
 			}
 			return AutoMerge{State: AutoUnsupported, Reason: fmt.Sprintf("Gitea refused the merge (405: %s)", told.said())}, nil
 		}
@@ -256,9 +261,6 @@ func (h *giteaHost) methodOff(c *gitea.Client) string {
 	}
 	return ""
 }
-
-// mergeableWait bounds the wait for Gitea's mergeability check.
-const mergeableWait = 20 * time.Second
 
 func (h *giteaHost) Close(ctx context.Context, number int64, comment string) error {
 	c, err := h.client(ctx)

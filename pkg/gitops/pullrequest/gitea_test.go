@@ -308,6 +308,42 @@ func TestGiteaMergeMethodOff(t *testing.T) {
 	}
 }
 
+// TestGiteaMergeConflict: a pull request that conflicts with its base
+// never becomes mergeable; AutoMerge says so with an error the proposer
+// retries (Gitea may still be checking), not a permanent one, and the pull
+// request stays open.
+func TestGiteaMergeConflict(t *testing.T) {
+	r := newRepo(t, "conflict")
+	h := host(t, "conflict", func(c *pullrequest.Config) { c.MergeableWait = 3 * time.Second })
+	pushed := propose(t, r, "flotilla/api-r1/1", "1.1.0")
+	if _, _, err := sdk(t).UpdateFile(giteatest.Admin, "conflict", "README.md", gitea.UpdateFileOptions{
+		FileOptions: gitea.FileOptions{Message: "meanwhile on main", BranchName: "main"}, SHA: readmeSHA(t, "conflict"),
+		Content: "Q29uZmxpY3QK"}); err != nil {
+		t.Fatal(err)
+	}
+	opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r1/1", Base: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := h.AutoMerge(t.Context(), opened.Number, pushed.Commit)
+	if err == nil || fault.IsPermanent(err) || !strings.Contains(err.Error(), "conflicts with its base") {
+		t.Errorf("AutoMerge = %+v, %v; want a retryable error saying it may conflict", am, err)
+	}
+	if got, err := h.Get(t.Context(), opened.Number); err != nil || got.State != pullrequest.Open {
+		t.Errorf("Get = %+v, %v; want still open", got, err)
+	}
+}
+
+// readmeSHA is the blob of README.md on main, which an update names.
+func readmeSHA(t *testing.T, repo string) string {
+	t.Helper()
+	f, _, err := sdk(t).GetContents(giteatest.Admin, repo, "main", "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.SHA
+}
+
 // TestGiteaLabels: labels are put by name, reviewers asked; a label the repository lacks is
 // a permanent error naming it.
 func TestGiteaLabels(t *testing.T) {

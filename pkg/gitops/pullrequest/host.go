@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
@@ -114,6 +115,10 @@ type Config struct {
 	MergeMethod string
 	// HTTPClient makes the requests. Default http.DefaultClient.
 	HTTPClient *http.Client
+	// MergeableWait bounds how long AutoMerge waits for a host that
+	// checks mergeability in the background (Gitea, Forgejo) before it
+	// answers an error the caller may retry. Default 20s.
+	MergeableWait time.Duration
 }
 
 // New returns the Host of c.Kind.
@@ -123,6 +128,9 @@ func New(c Config) (Host, error) {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
+	}
+	if c.MergeableWait <= 0 {
+		c.MergeableWait = 20 * time.Second
 	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fault.Permanent(fmt.Errorf("pull requests: API URL %q: want an absolute http(s) URL", c.APIURL))
