@@ -160,8 +160,10 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		s.pruneSet = clusters
 	}
 	// One copy of each git application's repository, which verify reads
-	// pushes against and the embedded executor renders from.
-	mirror := gitops.NewMirror(filepath.Join(cfg.Server.DataDir, "git"))
+	// pushes against and the embedded executor renders from. It is state:
+	// under the data directory --data-dir names, never beside the config
+	// (read-only where a ConfigMap holds it).
+	mirror := gitops.NewMirror(filepath.Join(dataDir, "git"))
 	if o.Executor == nil {
 		if o.Executor, err = newExecutor(cfg, clusters, mirror, o.Logger); err != nil {
 			return err
