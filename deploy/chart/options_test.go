@@ -2,6 +2,9 @@ package chart
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -115,5 +118,29 @@ func TestExtraEnvAndVolumes(t *testing.T) {
 		if diff := cmp.Diff(fromYAML(t, tt.volumes), plain(t, extra)); diff != "" {
 			t.Errorf("values %q: extra volumes (-want +got)\n%s", tt.file, diff)
 		}
+	}
+}
+
+// The claim outlives `helm uninstall` unless persistence.keepOnUninstall is
+// off; the kustomize base does not carry Helm's annotation.
+func TestClaimKeptOnUninstall(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		want map[string]string
+	}{
+		{"", map[string]string{"helm.sh/resource-policy": "keep"}},
+		{"testdata/values-all.yaml", nil},
+	} {
+		pvc := renderChart(t, tt.file)["PersistentVolumeClaim/flotilla-data"]
+		if diff := cmp.Diff(tt.want, pvc.GetAnnotations()); diff != "" {
+			t.Errorf("values %q: the claim's annotations (-want +got)\n%s", tt.file, diff)
+		}
+	}
+	base, err := os.ReadFile(filepath.Join("..", "manifests", "flotilla.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(base), "helm.sh/") {
+		t.Errorf("deploy/manifests/flotilla.yaml holds Helm's metadata")
 	}
 }
