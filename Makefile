@@ -75,8 +75,8 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .gola
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: manifests
-manifests: ## Write the kustomize base (deploy/manifests) from the Helm chart's default rendering; make verify checks it is current
-	$(GO) run ./deploy/tools/manifests -chart deploy/chart -out deploy/manifests
+manifests: ## Write the kustomize base (deploy/manifests) from the Helm chart's default rendering, the chart's values table and its copy of the Grafana dashboard; make verify checks they are current
+	$(GO) run ./deploy/tools/manifests -chart deploy/chart -out deploy/manifests -dashboard deploy/grafana/flotilla-dashboard.json
 
 .PHONY: verify
 verify: ## Format, tidy and generate, then fail if the tree changed or tracks a file over 1 MiB

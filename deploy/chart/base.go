@@ -11,7 +11,12 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/render"
 )
 
-//go:generate go run ../tools/manifests -chart . -out ../manifests
+//go:generate go run ../tools/manifests -chart . -out ../manifests -dashboard ../grafana/flotilla-dashboard.json
+
+// DashboardFile is the chart's copy of deploy/grafana/flotilla-dashboard.json
+// (relative to the chart), which grafanaDashboard.enabled ships in a
+// ConfigMap; `make manifests` writes it.
+const DashboardFile = "dashboards/flotilla.json"
 
 // BaseNamespace is the namespace of the kustomize base.
 const BaseNamespace = "flotilla"

@@ -144,3 +144,32 @@ func TestClaimKeptOnUninstall(t *testing.T) {
 		t.Errorf("deploy/manifests/flotilla.yaml holds Helm's metadata")
 	}
 }
+
+// grafanaDashboard.enabled ships deploy/grafana's dashboard in a ConfigMap
+// Grafana's sidecar picks up by its label.
+func TestGrafanaDashboard(t *testing.T) {
+	if _, ok := renderChart(t, "")["ConfigMap/flotilla-dashboard"]; ok {
+		t.Error("the default values render the dashboard's ConfigMap; want it off")
+	}
+	cm := renderChart(t, "testdata/values-all.yaml")["ConfigMap/flotilla-dashboard"]
+	if cm == nil {
+		t.Fatal("values-all.yaml renders no ConfigMap/flotilla-dashboard")
+	}
+	if got := cm.GetLabels()["grafana_dashboard"]; got != "1" {
+		t.Errorf("label grafana_dashboard = %q, want \"1\" (labels %v)", got, cm.GetLabels())
+	}
+	if diff := cmp.Diff(map[string]string{"grafana_folder": "Delivery"}, cm.GetAnnotations()); diff != "" {
+		t.Errorf("annotations (-want +got)\n%s", diff)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "grafana", "flotilla-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedString(cm.Object, "data", "flotilla.json")
+	if got != strings.TrimRight(string(want), "\n") {
+		t.Errorf("the ConfigMap's flotilla.json is not deploy/grafana/flotilla-dashboard.json: run make manifests")
+	}
+	if !json.Valid([]byte(got)) {
+		t.Error("the ConfigMap's flotilla.json is not JSON")
+	}
+}
