@@ -75,16 +75,18 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .gola
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: manifests
-manifests: ## Write the kustomize base (deploy/manifests) from the Helm chart's default rendering; make verify checks it is current
-	$(GO) run ./deploy/tools/manifests -chart deploy/chart -out deploy/manifests
+manifests: ## Write the kustomize base (deploy/manifests) from the Helm chart's default rendering, the chart's values table and its copy of the Grafana dashboard; make verify checks they are current
+	$(GO) run ./deploy/tools/manifests -chart deploy/chart -out deploy/manifests -dashboard deploy/grafana/flotilla-dashboard.json
 
 .PHONY: verify
-verify: ## Format, tidy and generate, then fail if the tree changed
+verify: ## Format, tidy and generate, then fail if the tree changed or tracks a file over 1 MiB
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) mod tidy
 	$(GO) generate ./...
 	@git diff --exit-code || { echo "verify: the tree changed; commit the result" >&2; exit 1; }
 	@test -z "$$(git status --porcelain)" || { git status --porcelain; echo "verify: untracked files" >&2; exit 1; }
+	@big="$$(git ls-files -z | xargs -0 -r sh -c 'find "$$@" -maxdepth 0 -type f -size +1M' find)"; \
+	  test -z "$$big" || { echo "$$big"; echo "verify: tracked files over 1 MiB (a build output? add it to .gitignore)" >&2; exit 1; }
 
 .PHONY: demo
 demo: fleet-build ## Run the demo: a 3-cluster fleet, a real registry and flotilla; 1.1.0 rolls out, 1.2.0 fails in wave 2 and rolls back

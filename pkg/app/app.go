@@ -62,7 +62,15 @@ type Options struct {
 	// gitops mode pullRequest; default deliver.HostOf (the kept clients).
 	// Tests inject failures with it.
 	PullRequestHosts deliver.Hosts
+	// ReadHeaderTimeout is how long a request's headers may take to
+	// arrive; default DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
 }
+
+// DefaultReadHeaderTimeout bounds the arrival of a request's headers. Past
+// it net/http closes the connection without an answer, or answers 400 when
+// not even the request line is complete.
+const DefaultReadHeaderTimeout = 10 * time.Second
 
 // Server is the running main job.
 type Server struct {
@@ -160,8 +168,10 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		s.pruneSet = clusters
 	}
 	// One copy of each git application's repository, which verify reads
-	// pushes against and the embedded executor renders from.
-	mirror := gitops.NewMirror(filepath.Join(cfg.Server.DataDir, "git"))
+	// pushes against and the embedded executor renders from. It is state:
+	// under the data directory --data-dir names, never beside the config
+	// (read-only where a ConfigMap holds it).
+	mirror := gitops.NewMirror(filepath.Join(dataDir, "git"))
 	if o.Executor == nil {
 		if o.Executor, err = newExecutor(cfg, clusters, mirror, o.Logger); err != nil {
 			return err
@@ -269,7 +279,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cmp.Or(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		// Headers are read before anything is authenticated: keep what an
 		// anonymous client can make flotilla hold small (Go's default is
 		// 1 MiB; a webhook's headers, OIDC token included, are a few KB).
@@ -292,7 +302,8 @@ func clusterInfos(cs []config.Cluster) []api.ClusterInfo {
 	return out
 }
 
-// MaxHeaderBytes bounds a request's headers; larger ones are answered 431.
+// MaxHeaderBytes bounds a request's headers; larger ones are answered 431
+// (net/http reads up to 4 KiB more before it refuses them).
 const MaxHeaderBytes = 64 << 10
 
 // receiverConfigs translates the config's receivers for the intake.

@@ -1,6 +1,7 @@
 // Command manifests writes flotilla's kustomize base (deploy/manifests) from
-// its Helm chart, and the chart README's values table from values.yaml, so
-// that none of them drifts: `make manifests` (and `go
+// its Helm chart, the chart README's values table from values.yaml, and the
+// chart's copy of the Grafana dashboard (a chart cannot read files outside
+// itself) from deploy/grafana, so that none of them drifts: `make manifests` (and `go
 // generate`, which `make verify` runs) call it; deploy/chart's tests fail
 // when the committed base is not what the chart renders.
 package main
@@ -18,14 +19,23 @@ import (
 func main() {
 	dir := flag.String("chart", "deploy/chart", "directory holding the chart (flotilla/)")
 	out := flag.String("out", "deploy/manifests", "directory of the kustomize base to write")
+	dashboard := flag.String("dashboard", "deploy/grafana/flotilla-dashboard.json", "the Grafana dashboard the chart ships")
 	flag.Parse()
-	if err := run(*dir, *out); err != nil {
+	if err := run(*dir, *out, *dashboard); err != nil {
 		fmt.Fprintln(os.Stderr, "manifests:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, out string) error {
+func run(dir, out, dashboard string) error {
+	// First: the chart renders its copy.
+	b, err := os.ReadFile(dashboard)
+	if err != nil {
+		return fmt.Errorf("reading the dashboard: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "flotilla", chart.DashboardFile), b, 0o644); err != nil {
+		return fmt.Errorf("copying the dashboard into the chart: %w", err)
+	}
 	base, err := chart.Base(dir)
 	if err != nil {
 		return err

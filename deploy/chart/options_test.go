@@ -1,0 +1,175 @@
+package chart
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// fromYAML parses a YAML literal as JSON values (numbers float64), the
+// form plain() gives a rendered object's fields.
+func fromYAML(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// plain is v through JSON, so that it compares with fromYAML's values.
+func plain(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// podSpec is the rendered Deployment's pod spec and its containers by name.
+func podSpec(t *testing.T, file string) (map[string]any, map[string]map[string]any) {
+	t.Helper()
+	d := renderChart(t, file)["Deployment/flotilla"]
+	pod, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+	containers := map[string]map[string]any{}
+	for _, list := range []string{"initContainers", "containers"} {
+		cs, _ := pod[list].([]any)
+		for _, c := range cs {
+			cm, _ := c.(map[string]any)
+			containers[cm["name"].(string)] = cm
+		}
+	}
+	return pod, containers
+}
+
+// The security contexts: restricted by default; values merge into them and
+// null drops a key, which is how OpenShift's random user ids are let in
+// (values-all.yaml).
+func TestSecurityContexts(t *testing.T) {
+	restricted := `{allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}`
+	for _, tt := range []struct {
+		file           string
+		pod, container string
+	}{{
+		file:      "",
+		pod:       `{runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: {type: RuntimeDefault}}`,
+		container: restricted,
+	}, {
+		file:      "testdata/values-all.yaml",
+		pod:       `{runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}`,
+		container: `{allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}, runAsNonRoot: true}`,
+	}} {
+		pod, containers := podSpec(t, tt.file)
+		if diff := cmp.Diff(fromYAML(t, tt.pod), plain(t, pod["securityContext"])); diff != "" {
+			t.Errorf("values %q: pod securityContext (-want +got)\n%s", tt.file, diff)
+		}
+		for _, name := range []string{"config-check", "flotilla"} {
+			if diff := cmp.Diff(fromYAML(t, tt.container), plain(t, containers[name]["securityContext"])); diff != "" {
+				t.Errorf("values %q: %s's securityContext (-want +got)\n%s", tt.file, name, diff)
+			}
+		}
+	}
+}
+
+// extraEnv and extraVolumeMounts reach both containers (the config check
+// resolves the config's secrets and files too); extraVolumes the pod.
+func TestExtraEnvAndVolumes(t *testing.T) {
+	for _, tt := range []struct {
+		file    string
+		env     string
+		volumes string // the pod's volumes past the chart's
+	}{{
+		file:    "",
+		env:     `null`,
+		volumes: `null`,
+	}, {
+		file: "testdata/values-all.yaml",
+		env: `
+- {name: HTTPS_PROXY, value: "http://proxy.example.com:3128"}
+- {name: FLOTILLA_GIT_TOKEN, valueFrom: {secretKeyRef: {name: flotilla-git, key: token}}}
+`,
+		volumes: `[{name: git-ssh, secret: {secretName: flotilla-git-ssh, defaultMode: 0400}}]`,
+	}} {
+		pod, containers := podSpec(t, tt.file)
+		for _, name := range []string{"config-check", "flotilla"} {
+			if diff := cmp.Diff(fromYAML(t, tt.env), plain(t, containers[name]["env"])); diff != "" {
+				t.Errorf("values %q: %s's env (-want +got)\n%s", tt.file, name, diff)
+			}
+		}
+		var extra []any
+		for _, v := range pod["volumes"].([]any) {
+			switch v.(map[string]any)["name"] {
+			case "config", "secrets", "kubeconfigs", "data", "tmp":
+			default:
+				extra = append(extra, v)
+			}
+		}
+		if diff := cmp.Diff(fromYAML(t, tt.volumes), plain(t, extra)); diff != "" {
+			t.Errorf("values %q: extra volumes (-want +got)\n%s", tt.file, diff)
+		}
+	}
+}
+
+// The claim outlives `helm uninstall` unless persistence.keepOnUninstall is
+// off; the kustomize base does not carry Helm's annotation.
+func TestClaimKeptOnUninstall(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		want map[string]string
+	}{
+		{"", map[string]string{"helm.sh/resource-policy": "keep"}},
+		{"testdata/values-all.yaml", nil},
+	} {
+		pvc := renderChart(t, tt.file)["PersistentVolumeClaim/flotilla-data"]
+		if diff := cmp.Diff(tt.want, pvc.GetAnnotations()); diff != "" {
+			t.Errorf("values %q: the claim's annotations (-want +got)\n%s", tt.file, diff)
+		}
+	}
+	base, err := os.ReadFile(filepath.Join("..", "manifests", "flotilla.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(base), "helm.sh/") {
+		t.Errorf("deploy/manifests/flotilla.yaml holds Helm's metadata")
+	}
+}
+
+// grafanaDashboard.enabled ships deploy/grafana's dashboard in a ConfigMap
+// Grafana's sidecar picks up by its label.
+func TestGrafanaDashboard(t *testing.T) {
+	if _, ok := renderChart(t, "")["ConfigMap/flotilla-dashboard"]; ok {
+		t.Error("the default values render the dashboard's ConfigMap; want it off")
+	}
+	cm := renderChart(t, "testdata/values-all.yaml")["ConfigMap/flotilla-dashboard"]
+	if cm == nil {
+		t.Fatal("values-all.yaml renders no ConfigMap/flotilla-dashboard")
+	}
+	if got := cm.GetLabels()["grafana_dashboard"]; got != "1" {
+		t.Errorf("label grafana_dashboard = %q, want \"1\" (labels %v)", got, cm.GetLabels())
+	}
+	if diff := cmp.Diff(map[string]string{"grafana_folder": "Delivery"}, cm.GetAnnotations()); diff != "" {
+		t.Errorf("annotations (-want +got)\n%s", diff)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "grafana", "flotilla-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedString(cm.Object, "data", "flotilla.json")
+	if got != strings.TrimRight(string(want), "\n") {
+		t.Errorf("the ConfigMap's flotilla.json is not deploy/grafana/flotilla-dashboard.json: run make manifests")
+	}
+	if !json.Valid([]byte(got)) {
+		t.Error("the ConfigMap's flotilla.json is not JSON")
+	}
+}
