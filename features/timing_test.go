@@ -3,6 +3,8 @@ package features
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -74,6 +76,14 @@ func (t *stepTimings) report(tb testing.TB, n int) {
 		fmt.Fprintf(&b, "  %6.1fs  %s\n", s.took.Seconds(), s.name)
 	}
 	tb.Log(b.String())
+	// make test shows no log of a test that passed: the report is kept in
+	// the cache too.
+	if dir := os.Getenv("FLOTILLA_CACHE"); dir != "" {
+		path := filepath.Join(dir, "features-timings.txt")
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err == nil {
+			fmt.Fprintf(os.Stderr, "features: where the time went is in %s\n", path)
+		}
+	}
 }
 
 func slowest(xs []timed, n int) []timed {
