@@ -138,12 +138,32 @@ func (s *scenario) autoMergeScheduled(ctx context.Context, wave int, version str
 	if err != nil {
 		return err
 	}
+	// The merge is asked for after the pull request opened: wait for
+	// Gitea's answer.
+	want := fmt.Sprintf("#%d", pr.Index)
 	var ro struct{ Waiting string }
-	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+	for end := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+			return err
+		}
+		if strings.Contains(ro.Waiting, want) && strings.Contains(ro.Waiting, "auto-merge: scheduled") {
+			break
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("the rollout waits for %q; want %s with its auto-merge scheduled", ro.Waiting, want)
+		}
+	}
+	// Scheduled, and still not merged on Gitea: its check has not run.
+	c, err := s.w.pr.client(ctx)
+	if err != nil {
 		return err
 	}
-	if want := fmt.Sprintf("#%d", pr.Index); !strings.Contains(ro.Waiting, want) || !strings.Contains(ro.Waiting, "auto-merge: scheduled") {
-		return fmt.Errorf("the rollout waits for %q; want %s with its auto-merge scheduled", ro.Waiting, want)
+	now, _, err := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, pr.Index)
+	if err != nil {
+		return err
+	}
+	if now.HasMerged || now.State != gitea.StateOpen {
+		return fmt.Errorf("pull request #%d is %s (merged %t) before its check passed", now.Index, now.State, now.HasMerged)
 	}
 	return nil
 }

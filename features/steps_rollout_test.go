@@ -41,6 +41,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/freeport"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/otlptest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
@@ -233,14 +234,9 @@ func newClusterGate() *clusterGate {
 	return g
 }
 
-func freePort(ctx context.Context) (string, error) {
-	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}
+// freePort is an address for a server the scenario starts as a process
+// (freeport: not one the kernel may hand to another process meanwhile).
+func freePort(ctx context.Context) (string, error) { return freeport.Addr(ctx) }
 
 func (s *scenario) flotillaServing(ctx context.Context, app, repo, track, wave1, wave2 string) error {
 	if err := s.configure(ctx, app, repo, track, wave1, wave2); err != nil {

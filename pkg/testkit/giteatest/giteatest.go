@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/testkit/freeport"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
@@ -228,14 +228,9 @@ func (s *Server) RepoURL(owner, name string) string {
 	return fmt.Sprintf("%s/%s/%s.git", s.URL, owner, name)
 }
 
-func freePort(ctx context.Context) (int, error) {
-	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port Gitea binds once started (freeport: not one the
+// kernel may hand to another process meanwhile).
+func freePort(ctx context.Context) (int, error) { return freeport.Port(ctx) }
 
 func random(n int) string {
 	b := make([]byte, n)

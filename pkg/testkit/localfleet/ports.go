@@ -3,26 +3,18 @@ package localfleet
 import (
 	"context"
 	"fmt"
-	"net"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/freeport"
 )
 
-// freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners are
-// held until all n are chosen, so the ports differ from each other.
+// freePorts reserves n distinct free TCP ports on 127.0.0.1, outside the
+// kernel's ephemeral range (see freeport): the fleet's servers bind them
+// after they start, when another process binding port 0 would have taken
+// one the kernel handed out.
 func freePorts(ctx context.Context, n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("reserving a port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ps, err := freeport.Ports(ctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("reserving a port: %w", err)
 	}
-	return ports, nil
+	return ps, nil
 }
