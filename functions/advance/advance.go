@@ -9,6 +9,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -18,20 +19,23 @@ type Rollouts interface {
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
 	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
 	UpdateFleet(ctx context.Context, fn func(*rollout.FleetState) error) error
+	Fleet(ctx context.Context) (rollout.FleetState, error)
 }
 
 // Function is the advance function.
 type Function struct {
+	cfg  *config.Config
 	repo Rollouts
 	now  func() time.Time
 }
 
-// New returns advance; now defaults to time.Now.
-func New(repo Rollouts, now func() time.Time) *Function {
+// New returns advance over the applications of cfg; now defaults to
+// time.Now.
+func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}
-	return &Function{repo: repo, now: now}
+	return &Function{cfg: cfg, repo: repo, now: now}
 }
 
 func (*Function) Name() string { return "advance" }
@@ -66,6 +70,10 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
+	fleet, err := f.repo.Fleet(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ro, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		cl, w, err := r.Cluster(res.Cluster)
 		if err != nil {
@@ -91,12 +99,38 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			// wave passed. The rollout may end once the last wave is done.
 			return nil, nil
 		}
-		return emit(e, r, decide(r, f.now()))
+		return f.emitStarting(e, r, decide(r, f.now()), fleet)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, f.deployed(ctx, ro)
+}
+
+// emitStarting is emit, and the runs of the wave that steps start, as far
+// as it may start (Rollout.Start), in the same transaction: no hop through
+// launch (wave.started announces the wave to followers; the runs derive
+// from it, as launch's would).
+func (f *Function) emitStarting(e cloudevents.Event, r *rollout.Rollout, steps []step, fleet rollout.FleetState) ([]cloudevents.Event, error) {
+	out, err := emit(e, r, steps)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range out {
+		if ev.Type() != events.TypeWaveStarted {
+			continue
+		}
+		app, ok := f.cfg.Application(r.Application)
+		if !ok {
+			break // no longer configured: nothing starts
+		}
+		runs, err := r.Start(ev, rollout.GatesOf(f.cfg, app, fleet, f.now()))
+		if err != nil {
+			return nil, err
+		}
+		return append(out, runs...), nil
+	}
+	return out, nil
 }
 
 // baked ends a wave's bake: the wave stayed within its failure budget, so
@@ -106,12 +140,16 @@ func (f *Function) baked(ctx context.Context, e cloudevents.Event) ([]cloudevent
 	if err != nil {
 		return nil, err
 	}
+	fleet, err := f.repo.Fleet(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ro, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		if res.Wave < 0 || res.Wave >= len(r.Waves) || !r.Baking(res.Wave) {
 			return nil, nil // failed meanwhile, or a repeated timer
 		}
 		r.Waves[res.Wave].Baked = true
-		return emit(e, r, decide(r, f.now()))
+		return f.emitStarting(e, r, decide(r, f.now()), fleet)
 	})
 	if err != nil {
 		return nil, err
@@ -126,6 +164,10 @@ func (f *Function) baked(ctx context.Context, e cloudevents.Event) ([]cloudevent
 // touched (a queued rollout, which touched nothing, just ends).
 func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	c, err := events.Decode[events.Control](e)
+	if err != nil {
+		return nil, err
+	}
+	fleet, err := f.repo.Fleet(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +199,7 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 			if startable(r) {
 				return emit(e, r, []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: r.Startable()}}})
 			}
-			return emit(e, r, decide(r, f.now()))
+			return f.emitStarting(e, r, decide(r, f.now()), fleet)
 		}
 		reason := "aborted by " + pausedBy(c)
 		switch r.Phase {

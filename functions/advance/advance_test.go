@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/advance"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
@@ -242,7 +243,7 @@ func TestAdvance(t *testing.T) {
 			ctx := t.Context()
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, tt.before)
-			evs, err := advance.New(repo, nil).Handle(ctx, clusterResult(t, tt.typ, tt.cluster, tt.reason))
+			evs, err := advance.New(&config.Config{}, repo, nil).Handle(ctx, clusterResult(t, tt.typ, tt.cluster, tt.reason))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -278,7 +279,7 @@ func TestAdvanceWholeRollout(t *testing.T) {
 	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
 		"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
-	fn := advance.New(repo, nil)
+	fn := advance.New(&config.Config{}, repo, nil)
 	steps := []struct {
 		cluster string
 		want    []string
@@ -322,7 +323,7 @@ func TestAdvanceTwoFailures(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := advance.New(repo, nil).Handle(t.Context(), clusterResult(t, events.TypeClusterFailed, "c3", "second"))
+	evs, err := advance.New(&config.Config{}, repo, nil).Handle(t.Context(), clusterResult(t, events.TypeClusterFailed, "c3", "second"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func TestAdvanceErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, state{Phase: rollout.Progressing})
-			evs, err := advance.New(repo, nil).Handle(t.Context(), tt.e)
+			evs, err := advance.New(&config.Config{}, repo, nil).Handle(t.Context(), tt.e)
 			if err == nil || !events.IsPermanent(err) {
 				t.Errorf("Handle = %v, %v; want a permanent error", evs, err)
 			}
@@ -358,7 +359,7 @@ func TestAdvanceErrors(t *testing.T) {
 }
 
 func TestAdvanceContract(t *testing.T) {
-	fn := advance.New(nil, nil)
+	fn := advance.New(&config.Config{}, nil, nil)
 	if fn.Name() != "advance" {
 		t.Errorf("Name = %q", fn.Name())
 	}
@@ -392,7 +393,7 @@ func TestAdvanceBake(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		fn := advance.New(repo, func() time.Time { return now })
+		fn := advance.New(&config.Config{}, repo, func() time.Time { return now })
 		evs, err := fn.Handle(t.Context(), clusterResult(t, events.TypeClusterSucceeded, "c1", ""))
 		if err != nil {
 			t.Fatal(err)
@@ -477,7 +478,7 @@ func TestAdvanceControls(t *testing.T) {
 	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
 		"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
-	fn := advance.New(repo, nil)
+	fn := advance.New(&config.Config{}, repo, nil)
 	if evs, err := fn.Handle(ctx, control(t, events.TypeRolloutPauseRequested, rolloutID)); err != nil || len(evs) != 0 {
 		t.Fatalf("pause = %v, %v", types(evs), err)
 	}
@@ -515,7 +516,7 @@ func TestAdvanceFleetStopStart(t *testing.T) {
 	repo := functiontest.NewRepo(t)
 	newRollout(t, repo, state{Phase: rollout.Progressing, Wave: 1, Clusters: map[string]rollout.ClusterPhase{
 		"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
-	fn := advance.New(repo, nil)
+	fn := advance.New(&config.Config{}, repo, nil)
 	if evs, err := fn.Handle(ctx, control(t, events.TypeFleetStopRequested, "")); err != nil || len(evs) != 0 {
 		t.Fatalf("stop = %v, %v", types(evs), err)
 	}
@@ -546,7 +547,7 @@ func TestAdvanceWaveApprovals(t *testing.T) {
 	if _, err := repo.Update(ctx, rolloutID, func(r *rollout.Rollout) error { r.Waves[1].Approvals = 2; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	fn := advance.New(repo, nil)
+	fn := advance.New(&config.Config{}, repo, nil)
 	approve := func(who string) []string {
 		t.Helper()
 		e, err := events.New("approval-"+who, "/flotilla/api", events.TypeWaveApprovalRequested,
@@ -572,5 +573,71 @@ func TestAdvanceWaveApprovals(t *testing.T) {
 	ro, _ := repo.Get(ctx, rolloutID)
 	if diff := cmp.Diff([]string{"alice", "bob"}, ro.Waves[1].Approvers); diff != "" {
 		t.Errorf("approvers (-want +got):\n%s", diff)
+	}
+}
+
+// Starting the next wave starts its clusters in the same transaction (no
+// hop through launch), as far as the wave's policy lets them: the runs are
+// derived from wave.started, as launch's would be; a wave that waits for an
+// approval only says so.
+func TestAdvanceStartsTheNextWave(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	cfg := &config.Config{Applications: []config.Application{{Name: "shop", Image: "registry.test/team/shop", Namespace: "default",
+		Workload: config.Workload{Kind: "Deployment", Name: "shop"}}}}
+	for _, tt := range []struct {
+		name        string
+		change      func(*rollout.Rollout)
+		want        []string // clusters whose apply is requested
+		wantWaiting string
+	}{
+		{name: "every cluster", want: []string{"c2", "c3"}},
+		{name: "within maxParallel", change: func(r *rollout.Rollout) { r.Waves[1].MaxParallel = 1 }, want: []string{"c2"}},
+		{name: "held by an approval", change: func(r *rollout.Rollout) { r.Waves[1].Approvals = 1 },
+			wantWaiting: "wave 2 (rest) waits for 1 approval, has none"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := functiontest.NewRepo(t)
+			newRollout(t, repo, state{Phase: rollout.Progressing, Clusters: map[string]rollout.ClusterPhase{
+				"c1": rollout.ClusterProgressing, "c2": rollout.ClusterPending, "c3": rollout.ClusterPending}})
+			if tt.change != nil {
+				if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error { tt.change(r); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs, err := advance.New(cfg, repo, func() time.Time { return at }).Handle(t.Context(), clusterResult(t, events.TypeClusterSucceeded, "c1", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := "in/" + events.TypeWaveStarted + "/" + rolloutID
+			var runs []string
+			for _, e := range evs {
+				if e.Type() != events.TypePipelineRunRequested {
+					continue
+				}
+				req, err := events.Decode[events.PipelineRunRequested](e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := ws + "/" + events.TypePipelineRunRequested + "/" + req.Cluster + "/apply/1"; e.ID() != want || req.Wave != 1 {
+					t.Errorf("run %s of wave %d; want %s", e.ID(), req.Wave+1, want)
+				}
+				runs = append(runs, req.Cluster)
+			}
+			if diff := cmp.Diff(tt.want, runs); diff != "" {
+				t.Errorf("runs requested (-want +got):\n%s", diff)
+			}
+			ro, err := repo.Get(t.Context(), rolloutID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ro.Wave != 1 || ro.Waiting != tt.wantWaiting {
+				t.Errorf("wave %d, waiting %q; want wave 2, %q", ro.Wave+1, ro.Waiting, tt.wantWaiting)
+			}
+			for _, name := range tt.want {
+				if c, _, _ := ro.Cluster(name); c.Phase != rollout.ClusterApplying || c.Step != 1 {
+					t.Errorf("%s is %s at step %d, want applying at 1", name, c.Phase, c.Step)
+				}
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/advance"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -49,7 +50,7 @@ func checkRandomRollout(t *testing.T, rng *rand.Rand) bool {
 	if _, err := repo.Create(ctx, ro); err != nil {
 		t.Fatal(err)
 	}
-	fn := advance.New(repo, nil)
+	fn := advance.New(&config.Config{}, repo, nil)
 	// Every cluster's result (random outcome), shuffled, some repeated;
 	// as results of later waves arrive before their wave started, they
 	// must be ignored or recorded without moving the rollout.

@@ -3,14 +3,12 @@ package launch
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/freeze"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -37,7 +35,9 @@ func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 
 func (*Function) Name() string { return "launch" }
 func (*Function) Consumes() []string {
-	return []string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested, events.TypePullRequestStatus,
+	// Not wave.started: plan and advance start a wave's first clusters
+	// with it (it announces the wave to followers).
+	return []string{events.TypeWaveContinued, events.TypeRolloutRetryRequested, events.TypePullRequestStatus,
 		events.TypeRolloutFailed}
 }
 
@@ -96,7 +96,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		}
 		if len(r.Retry(retry.Cluster, retry.Attempt, retry.User)) == 0 {
 			if len(merge) > 0 {
-				r.Waiting = waitingFor(r, r.Wave)
+				r.Waiting = r.PullRequestWaiting(r.Wave)
 			}
 			return merge, nil // nothing else failed (or a redelivery), or not in a wave that started
 		}
@@ -106,97 +106,11 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	return out, err
 }
 
-// start starts what of r may start now (Rollout.Startable), unless
-// something holds it: the stopped line or a pause hold the whole rollout,
-// an approval or a freeze window the clusters of its wave (r.Waiting says
-// what holds them).
+// start starts what of r may start now (Rollout.Start).
 func (f *Function) start(e cloudevents.Event, r *rollout.Rollout, fleet rollout.FleetState) ([]cloudevents.Event, error) {
 	app, ok := f.cfg.Application(r.Application)
 	if !ok {
 		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
 	}
-	if r.Waiting = waiting(r, fleet); r.Waiting != "" {
-		return nil, nil // resuming, starting the line start them
-	}
-	deadline := f.now().UTC().Add(app.Delivery.StepDeadline())
-	room := r.Waves[r.Wave].Room()
-	held := map[int]bool{}
-	var out []cloudevents.Event
-	for _, name := range r.Startable() {
-		c, w, err := r.Cluster(name)
-		if err != nil {
-			return nil, events.Permanent(err)
-		}
-		if _, seen := held[w]; !seen {
-			why, timer, err := f.gate(e, r, app, w)
-			if err != nil {
-				return nil, err
-			}
-			held[w] = why != ""
-			if why != "" && r.Waiting == "" {
-				r.Waiting = why
-			}
-			out = append(out, timer...)
-		}
-		if held[w] {
-			continue
-		}
-		if w == r.Wave {
-			if room == 0 {
-				continue // the rest starts as these finish (wave.continued)
-			}
-			room--
-		}
-		c.Phase = rollout.ClusterApplying
-		evs, err := r.RequestRun(e, c, events.PurposeApply, r.Ref(), r.Tag, deadline)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, evs...)
-	}
-	return out, nil
-}
-
-// gate says why the clusters of wave w of r may not start now ("" if they
-// may): the approvals the wave needs, or a freeze window, which a timer at
-// its end releases (approving or an override start them earlier).
-func (f *Function) gate(e cloudevents.Event, r *rollout.Rollout, app config.Application, w int) (string, []cloudevents.Event, error) {
-	wave := r.Waves[w]
-	if !wave.Approved() {
-		return fmt.Sprintf("wave %d (%s) waits for %s", w+1, wave.Name, approvalsWanted(wave)), nil, nil
-	}
-	fw, until, ok := freeze.Active(f.cfg.FreezeWindows(app, wave.Name), f.now())
-	if !ok || wave.FreezeOverride != "" {
-		return f.pullRequestGate(e, r, app, w)
-	}
-	timer, err := events.Derive(e, events.TypeWaveContinued, fmt.Sprintf("freeze/%s/%d", fw.Name, until.Unix()),
-		events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: r.Startable()})
-	if err != nil {
-		return "", nil, err
-	}
-	return fmt.Sprintf("freeze window %q until %s", fw.Name, until.UTC().Format(time.RFC3339)), []cloudevents.Event{events.At(timer, until)}, nil
-}
-
-// waiting says why no cluster of r may start now, "" if they may.
-func waiting(r *rollout.Rollout, fleet rollout.FleetState) string {
-	switch {
-	case fleet.Stopped:
-		return fmt.Sprintf("the fleet is stopped (by %s: %s)", fleet.By, fleet.Reason)
-	case r.Paused != "":
-		return "paused by " + r.Paused
-	}
-	return ""
-}
-
-// approvalsWanted says what approvals a wave waits for: "1 approval, has
-// none", "2 approvals, has 1 (alice)".
-func approvalsWanted(w rollout.Wave) string {
-	want := fmt.Sprintf("%d approval", w.Approvals)
-	if w.Approvals != 1 {
-		want += "s"
-	}
-	if len(w.Approvers) == 0 {
-		return want + ", has none"
-	}
-	return fmt.Sprintf("%s, has %d (%s)", want, len(w.Approvers), strings.Join(w.Approvers, ", "))
+	return r.Start(e, rollout.GatesOf(f.cfg, app, fleet, f.now()))
 }

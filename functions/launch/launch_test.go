@@ -218,7 +218,7 @@ func TestLaunchContract(t *testing.T) {
 	if fn.Name() != "launch" {
 		t.Errorf("Name = %q", fn.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypeWaveStarted, events.TypeWaveContinued, events.TypeRolloutRetryRequested, events.TypePullRequestStatus, events.TypeRolloutFailed}, fn.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypeWaveContinued, events.TypeRolloutRetryRequested, events.TypePullRequestStatus, events.TypeRolloutFailed}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }

@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -13,91 +12,6 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
-
-// pullRequestGate holds the clusters of wave w of a GitOps application in
-// mode pullRequest until the wave's pull request is merged: the first time
-// it asks the proposer to open it, with a timer at its merge deadline; at
-// the deadline, still unmerged, it aborts the rollout.
-func (f *Function) pullRequestGate(e cloudevents.Event, r *rollout.Rollout, app config.Application, w int) (string, []cloudevents.Event, error) {
-	g := app.GitOps
-	if g == nil || g.Mode != config.GitOpsModePullRequest || g.PullRequest == nil {
-		return "", nil, nil
-	}
-	wave := &r.Waves[w]
-	pr := wave.PullRequest
-	if pr.Merged() {
-		return "", nil, nil
-	}
-	now := f.now().UTC()
-	if pr == nil {
-		deadline := now.Add(g.PullRequest.MergeDeadline.Duration)
-		wave.PullRequest = &rollout.PullRequest{State: rollout.PullRequestRequested, Deadline: deadline, Updated: now}
-		open, err := events.Derive(e, events.TypePullRequestRequested, fmt.Sprintf("%d/%s/open", w, events.PurposeApply), events.PullRequestRequested{
-			RolloutID: r.ID, Application: r.Application, Wave: w, Purpose: events.PurposeApply, Op: events.PullRequestOpen, Deadline: deadline,
-		})
-		if err != nil {
-			return "", nil, err
-		}
-		due, err := events.Derive(e, events.TypeWaveContinued, fmt.Sprintf("pullrequest/%d/deadline", w),
-			events.WaveStarted{RolloutID: r.ID, Wave: w, Clusters: wave.Pending()})
-		if err != nil {
-			return "", nil, err
-		}
-		return waitingFor(r, w), []cloudevents.Event{open, events.At(due, deadline)}, nil
-	}
-	if (pr.State == rollout.PullRequestRequested || pr.State == rollout.PullRequestOpen) && !now.Before(pr.Deadline) {
-		abort, err := f.abort(e, r, w, fmt.Sprintf("not merged by its deadline %s", pr.Deadline.Format(time.RFC3339)))
-		return waitingFor(r, w), abort, err
-	}
-	return waitingFor(r, w), nil, nil
-}
-
-// waitingFor says what wave w of r waits for.
-func waitingFor(r *rollout.Rollout, w int) string {
-	wave := r.Waves[w]
-	pr := wave.PullRequest
-	switch {
-	case pr == nil || pr.State == rollout.PullRequestRequested:
-		return fmt.Sprintf("wave %d (%s) waits for its pull request to be opened", w+1, wave.Name)
-	case pr.State == rollout.PullRequestOpen:
-		return fmt.Sprintf("wave %d (%s) waits for pull request #%d to be merged (%s) until %s%s", w+1, wave.Name, pr.Number, pr.URL,
-			pr.Deadline.UTC().Format(time.RFC3339), merging(r, pr))
-	}
-	return fmt.Sprintf("wave %d (%s): pull request #%d %s: %s", w+1, wave.Name, pr.Number, pr.State, pr.Message)
-}
-
-// merging says where asking the host to merge pr stands, after a "; ",
-// "" when flotilla does not ask (a human merges).
-func merging(r *rollout.Rollout, pr *rollout.PullRequest) string {
-	switch pr.AutoMerge {
-	case "":
-		return ""
-	case events.MergeAsked:
-		return "; asked the host to merge it"
-	case events.MergeScheduled:
-		return "; auto-merge: scheduled (the host merges it once its required checks pass)"
-	case events.MergeFailing:
-		return fmt.Sprintf("; merging failed (%s), asking again at %s", pr.MergeError, pr.NextMerge.UTC().Format(time.RFC3339))
-	case events.MergeFailed:
-		return fmt.Sprintf("; merging failed (%s): `flotilla retry %s` asks again", pr.MergeError, r.ID)
-	}
-	return "; auto-merge: " + pr.AutoMerge
-}
-
-// abort asks for the rollout's abort (the one audited control path), in
-// the pull request's name.
-func (f *Function) abort(e cloudevents.Event, r *rollout.Rollout, w int, reason string) ([]cloudevents.Event, error) {
-	user := "its pull request"
-	if pr := r.Waves[w].PullRequest; pr != nil && pr.Number != 0 {
-		user = fmt.Sprintf("pull request #%d", pr.Number)
-	}
-	out, err := events.Derive(e, events.TypeRolloutAbortRequested, fmt.Sprintf("pullrequest/%d", w),
-		events.Control{RolloutID: r.ID, User: user, Reason: reason})
-	if err != nil {
-		return nil, err
-	}
-	return []cloudevents.Event{out}, nil
-}
 
 // pullRequest records what the proposer found of a wave's pull request:
 // merged (and verified) or unchanged starts the wave; closed unmerged, a
@@ -136,13 +50,13 @@ func (f *Function) pullRequest(ctx context.Context, e cloudevents.Event) ([]clou
 		switch pr.State {
 		case rollout.PullRequestOpen:
 			if r.Wave == st.Wave {
-				r.Waiting = waitingFor(r, st.Wave)
+				r.Waiting = r.PullRequestWaiting(st.Wave)
 			}
 			return nil, nil
 		case rollout.PullRequestMerged, rollout.PullRequestUnchanged:
 			return f.start(e, r, fleet)
 		}
-		return f.abort(e, r, st.Wave, pr.Message)
+		return r.AbortForPullRequest(e, st.Wave, pr.Message)
 	})
 	return out, err
 }

@@ -1,9 +1,21 @@
-// Package plan matches a verified image to the applications that track its
-// repository and starts a rollout for each application whose version policy
-// accepts the new tag; otherwise it records why not.
+// Package plan matches a verified image (or git commit) to the applications
+// that track it and starts a rollout for each application whose version
+// policy accepts it (superseding or queueing behind the one in flight);
+// otherwise it records why not. Starting a rollout starts what of its first
+// wave may start (Rollout.Start) in the same transaction: the clusters'
+// runs are requested here, not a journal hop later. A rollout that ends
+// starts the one queued behind it; a quarantine or a user's rollback
+// request ends or reverts what runs the version.
 //
-// Consumes: dev.flotilla.image.verified.v1
+// Consumes: dev.flotilla.image.verified.v1, dev.flotilla.git.verified.v1,
+//
+//	dev.flotilla.rollout.succeeded.v1, dev.flotilla.rollout.rolledback.v1,
+//	dev.flotilla.rollout.superseded.v1, dev.flotilla.version.quarantine.requested.v1,
+//	dev.flotilla.rollout.rollback.requested.v1
+//
 // Emits:    dev.flotilla.rollout.started.v1, dev.flotilla.wave.started.v1,
 //
-//	dev.flotilla.rollout.skipped.v1
+//	dev.flotilla.pipelinerun.requested.v1, dev.flotilla.cluster.deadline.v1,
+//	dev.flotilla.rollout.skipped.v1, dev.flotilla.rollout.queued.v1,
+//	dev.flotilla.rollout.superseded.v1, dev.flotilla.pullrequest.requested.v1
 package plan

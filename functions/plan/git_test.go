@@ -82,7 +82,7 @@ func TestPlanGitCommits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if diff := cmp.Diff(s.want, outcome(t, evs)); diff != "" {
+		if diff := cmp.Diff(s.want, outcome(t, decisions(evs))); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", s.name, diff)
 		}
 	}

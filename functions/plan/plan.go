@@ -25,6 +25,7 @@ type Rollouts interface {
 	Create(ctx context.Context, ro rollout.Rollout) (bool, error)
 	UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollout) ([]cloudevents.Event, error)) (rollout.Rollout, []cloudevents.Event, error)
 	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
+	Fleet(ctx context.Context) (rollout.FleetState, error)
 	App(ctx context.Context, name string) (rollout.AppState, error)
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
 }
@@ -33,10 +34,19 @@ type Rollouts interface {
 type Function struct {
 	cfg  *config.Config
 	repo Rollouts
+	now  func() time.Time
 }
 
 // New returns plan over the applications and waves of cfg.
-func New(cfg *config.Config, repo Rollouts) *Function { return &Function{cfg: cfg, repo: repo} }
+func New(cfg *config.Config, repo Rollouts) *Function {
+	return &Function{cfg: cfg, repo: repo, now: time.Now}
+}
+
+// WithClock has plan read the time from now (default time.Now).
+func (f *Function) WithClock(now func() time.Time) *Function {
+	f.now = now
+	return f
+}
 
 func (*Function) Name() string { return "plan" }
 func (*Function) Consumes() []string {
@@ -130,7 +140,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		return []cloudevents.Event{skip}, err
 	}
 	if err == nil {
-		return started(e, ro) // redelivery: emit the same events again (the journal drops them)
+		return f.start(ctx, e, ro.ID) // redelivery: the same events again (the journal drops them)
 	}
 	if !errors.Is(err, rollout.ErrNotFound) {
 		return nil, err
@@ -201,8 +211,38 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		q, err := derive(e, events.TypeRolloutQueued, ro, "waiting for the application's rollout in flight to end")
 		return append(out, q), err
 	}
-	evs, err := started(e, ro)
+	evs, err := f.start(ctx, e, ro.ID)
 	return append(out, evs...), err
+}
+
+// start announces rollout id's start and starts what of its first wave may
+// start, in one transaction: the runs are requested here, not a journal
+// hop later by launch (wave.started announces the wave to followers).
+func (f *Function) start(ctx context.Context, e cloudevents.Event, id string) ([]cloudevents.Event, error) {
+	fleet, err := f.repo.Fleet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, out, err := f.repo.UpdateEmit(ctx, id, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		return f.started(e, r, fleet)
+	})
+	return out, err
+}
+
+// started are the events that start r, caused by e: rollout.started,
+// wave.started, and the runs of the first wave's clusters that may start,
+// derived from wave.started as launch would.
+func (f *Function) started(e cloudevents.Event, r *rollout.Rollout, fleet rollout.FleetState) ([]cloudevents.Event, error) {
+	evs, err := started(e, *r)
+	if err != nil || r.Phase != rollout.Progressing || r.Wave != 0 {
+		return evs, err
+	}
+	app, ok := f.cfg.Application(r.Application)
+	if !ok {
+		return evs, nil // no longer configured: nothing starts
+	}
+	runs, err := r.Start(evs[1], rollout.GatesOf(f.cfg, app, fleet, f.now()))
+	return append(evs, runs...), err
 }
 
 // makeWay decides what the new rollout ro does about the application's
@@ -296,12 +336,16 @@ func (f *Function) dequeue(ctx context.Context, e cloudevents.Event) ([]cloudeve
 	if err != nil || st.Queued == "" || st.Queued == ended.ID {
 		return nil, err
 	}
+	fleet, err := f.repo.Fleet(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ro, out, err := f.repo.UpdateEmit(ctx, st.Queued, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		if r.Phase != rollout.Queued {
 			return nil, nil
 		}
 		r.Phase = rollout.Progressing
-		return started(e, *r)
+		return f.started(e, r, fleet)
 	})
 	if errors.Is(err, rollout.ErrNotFound) {
 		err = nil

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,6 +190,7 @@ func TestPlan(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Get(%s): %v", s.RolloutID, err)
 				}
+				ro = unstarted(ro)
 				ro.Created, ro.Updated = ro.Created.UTC(), ro.Updated.UTC()
 				want := rollout.Rollout{
 					ID: s.RolloutID, Application: s.Application, Image: image, Tag: tt.tag, Digest: "sha256:" + tt.tag,
@@ -340,7 +342,33 @@ func TestPlanErrors(t *testing.T) {
 
 func summarize(t *testing.T, evs []cloudevents.Event) []functiontest.Emitted {
 	t.Helper()
-	return functiontest.Summarize(t, evs, events.TypeRolloutStarted, events.TypeWaveStarted, events.TypeRolloutSkipped)
+	return functiontest.Summarize(t, decisions(evs), events.TypeRolloutStarted, events.TypeWaveStarted, events.TypeRolloutSkipped)
+}
+
+// decisions are evs without the first wave's runs plan requests with a
+// start (Rollout.Start's rule, tested in pkg/rollout and launch; that plan
+// requests them: TestPlanStartsTheFirstWave).
+func decisions(evs []cloudevents.Event) []cloudevents.Event {
+	return slices.DeleteFunc(slices.Clone(evs), func(e cloudevents.Event) bool {
+		return e.Type() == events.TypePipelineRunRequested || e.Type() == events.TypeClusterDeadline
+	})
+}
+
+// unstarted is ro as plan created it, before its start moved the first
+// wave's clusters on.
+func unstarted(ro rollout.Rollout) rollout.Rollout {
+	ro.Waves = slices.Clone(ro.Waves)
+	if len(ro.Waves) > 0 && ro.Phase == rollout.Progressing && ro.Wave == 0 {
+		ro.Waves[0].Clusters = slices.Clone(ro.Waves[0].Clusters)
+		for i := range ro.Waves[0].Clusters {
+			c := &ro.Waves[0].Clusters[i]
+			if c.Phase == rollout.ClusterApplying && c.Step == 1 {
+				c.Phase, c.Step, c.Run, c.Deadline = rollout.ClusterPending, 0, "", time.Time{}
+			}
+		}
+		ro.Version--
+	}
+	return ro
 }
 
 // An application with a cluster selector rolls out only to the clusters it
@@ -363,7 +391,7 @@ func TestPlanTargetsAndWavePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 2 || evs[1].Type() != events.TypeWaveStarted {
+	if evs = decisions(evs); len(evs) != 2 || evs[1].Type() != events.TypeWaveStarted {
 		t.Fatalf("emitted %v, want rollout.started and wave.started", evs)
 	}
 	ws, err := events.Decode[events.WaveStarted](evs[1])
@@ -377,6 +405,7 @@ func TestPlanTargetsAndWavePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ro = unstarted(ro)
 	want := []rollout.Wave{{Name: "rest", MaxParallel: 1, MaxFailures: 1, Clusters: []rollout.Cluster{
 		{Name: "c2", Phase: rollout.ClusterPending}, {Name: "c3", Phase: rollout.ClusterPending}, {Name: "c4", Phase: rollout.ClusterPending},
 	}}}
@@ -406,7 +435,7 @@ func TestPlanSupersedeAndQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return kinds(evs)
+		return kinds(decisions(evs))
 	}
 	phase := func(t *testing.T, repo interface {
 		Get(context.Context, string) (rollout.Rollout, error)
@@ -789,5 +818,65 @@ func TestPlanSignedLater(t *testing.T) {
 	first, err := repo.Get(t.Context(), plan.ID("v1", "app"))
 	if err != nil || first.Phase != rollout.Superseded {
 		t.Errorf("the unsigned rollout: %v, %v; want Superseded", first.Phase, err)
+	}
+}
+
+// A rollout's start requests its first wave's runs in the same transaction
+// (no hop through launch), derived from wave.started as launch would, and
+// held by what holds a start: the stopped line here.
+func TestPlanStartsTheFirstWave(t *testing.T) {
+	ctx := t.Context()
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	repo := functiontest.NewRepo(t)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo).WithClock(func() time.Time { return at })
+	evs, err := fn.Handle(ctx, verified(t, "v1", image, "1.2.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := plan.ID("v1", "app")
+	ws := "v1/" + events.TypeWaveStarted + "/app"
+	if diff := cmp.Diff([]string{"rollout.started " + id, "wave.started " + id, "pipelinerun.requested " + id, "cluster.deadline " + id}, kinds(evs)); diff != "" {
+		t.Fatalf("emitted (-want +got):\n%s", diff)
+	}
+	if evs[1].ID() != ws || evs[2].ID() != ws+"/"+events.TypePipelineRunRequested+"/c1/apply/1" {
+		t.Errorf("ids %s, %s; want the run derived from wave.started", evs[1].ID(), evs[2].ID())
+	}
+	req, err := events.Decode[events.PipelineRunRequested](evs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Cluster != "c1" || req.Purpose != events.PurposeApply || req.Step != 1 || req.Image != image+"@sha256:1.2.3" {
+		t.Errorf("run requested %+v; want c1's apply of the rollout's image by digest", req)
+	}
+	ro, err := repo.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ro.Waves[0].Clusters[0]; c.Phase != rollout.ClusterApplying || c.Step != 1 || ro.Waves[1].Clusters[0].Phase != rollout.ClusterPending {
+		t.Errorf("stored clusters %+v; want c1 applying, wave 2 pending", ro.Waves)
+	}
+	// Redelivered: nothing new is stored, the same events come again.
+	again, err := fn.Handle(ctx, verified(t, "v1", image, "1.2.3"))
+	if err != nil || len(again) != 2 || again[1].ID() != ws {
+		t.Errorf("redelivered: %v, %v; want rollout.started and wave.started again, no new run", kinds(again), err)
+	}
+
+	// The stopped line holds the start.
+	stopped := functiontest.NewRepo(t)
+	if err := stopped.UpdateFleet(ctx, func(f *rollout.FleetState) error {
+		*f = rollout.FleetState{Stopped: true, By: "ops", Reason: "incident"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = plan.New(newConfig(application("app", image, config.TrackMinorVersion)), stopped).Handle(ctx, verified(t, "v1", image, "1.2.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"rollout.started " + id, "wave.started " + id}, kinds(evs)); diff != "" {
+		t.Errorf("with the line stopped (-want +got):\n%s", diff)
+	}
+	if ro, _ := stopped.Get(ctx, id); ro.Waiting != "the fleet is stopped (by ops: incident)" {
+		t.Errorf("waiting %q", ro.Waiting)
 	}
 }

@@ -228,7 +228,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		plan.New(cfg, s.repo),
 		launch.New(cfg, s.repo, nil),
 		observe.New(cfg, s.repo, clusters, nil),
-		advance.New(s.repo, nil),
+		advance.New(cfg, s.repo, nil),
 		rollback.New(cfg, s.repo, clusters, nil),
 		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.store, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.store),
 		proposer,
