@@ -176,6 +176,7 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 		case events.TypeRolloutPauseRequested:
 			if r.Phase == rollout.Progressing || r.Phase == rollout.Queued {
 				r.Paused = pausedBy(c)
+				r.Waiting = "paused by " + r.Paused
 			}
 			return nil, nil
 		case events.TypeRolloutOverrideRequested:
@@ -192,7 +193,7 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 			if r.Paused == "" {
 				return nil, nil
 			}
-			r.Paused = ""
+			r.Paused, r.Waiting = "", ""
 			if r.Phase != rollout.Progressing {
 				return nil, nil
 			}
@@ -335,9 +336,9 @@ func decide(r *rollout.Rollout, now time.Time) []step {
 		}
 		return []step{{typ: events.TypeRolloutFailed, payload: events.RolloutResult{RolloutID: r.ID, Reason: r.Reason}}}
 	}
-	if r.Paused != "" {
-		return nil // held: resuming moves it on
-	}
+	// A pause holds what has not started (Rollout.Start), not the
+	// accounting: a wave that ends while paused is recorded done, and the
+	// next one is announced, its clusters held until the resume.
 	if !done {
 		if pending := wave.Pending(); wave.MaxParallel > 0 && len(pending) > 0 && wave.Room() > 0 {
 			return []step{{typ: events.TypeWaveContinued, payload: events.WaveStarted{RolloutID: r.ID, Wave: w, Clusters: pending}}}
@@ -373,7 +374,7 @@ func decide(r *rollout.Rollout, now time.Time) []step {
 		}
 		return append(steps, step{typ: events.TypeWaveStarted, payload: events.WaveStarted{RolloutID: r.ID, Wave: r.Wave, Clusters: names}})
 	}
-	r.Phase = rollout.Succeeded
+	r.Phase, r.Waiting = rollout.Succeeded, ""
 	return append(steps, step{typ: events.TypeRolloutSucceeded, payload: events.RolloutResult{RolloutID: r.ID}})
 }
 

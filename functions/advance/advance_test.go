@@ -470,9 +470,10 @@ func control(t *testing.T, typ, id string) cloudevents.Event {
 	return e
 }
 
-// A paused rollout starts nothing: its wave ending waits for the resume,
-// which moves it on; aborting fails it (its rollback reverts what it
-// touched).
+// A paused rollout starts nothing, and says so: its wave ending is
+// recorded and the next wave announced, its clusters held until the
+// resume, which starts them; aborting fails it (its rollback reverts what
+// it touched).
 func TestAdvanceControls(t *testing.T) {
 	ctx := t.Context()
 	repo := functiontest.NewRepo(t)
@@ -482,19 +483,29 @@ func TestAdvanceControls(t *testing.T) {
 	if evs, err := fn.Handle(ctx, control(t, events.TypeRolloutPauseRequested, rolloutID)); err != nil || len(evs) != 0 {
 		t.Fatalf("pause = %v, %v", types(evs), err)
 	}
-	if evs, err := fn.Handle(ctx, clusterResult(t, events.TypeClusterSucceeded, "c1", "")); err != nil || len(evs) != 0 {
-		t.Errorf("wave 1 done while paused = %v, %v; want it held", types(evs), err)
+	if ro, _ := repo.Get(ctx, rolloutID); ro.Waiting != "paused by ann: why not" {
+		t.Errorf("paused: waiting %q, want the pause named", ro.Waiting)
 	}
-	ro, _ := repo.Get(ctx, rolloutID)
-	if ro.Paused != "ann: why not" || ro.Wave != 0 {
-		t.Errorf("paused %q at wave %d, want ann's pause at wave 0", ro.Paused, ro.Wave)
-	}
-	evs, err := fn.Handle(ctx, control(t, events.TypeRolloutResumeRequested, rolloutID))
+	evs, err := fn.Handle(ctx, clusterResult(t, events.TypeClusterSucceeded, "c1", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{events.TypeWaveSucceeded, events.TypeWaveStarted}, types(evs)); diff != "" {
+		t.Errorf("wave 1 done while paused (-want +got):\n%s", diff)
+	}
+	ro, _ := repo.Get(ctx, rolloutID)
+	if ro.Paused != "ann: why not" || ro.Wave != 1 || ro.Waiting != "paused by ann: why not" || ro.Waves[1].Clusters[0].Phase != rollout.ClusterPending {
+		t.Errorf("paused %q at wave %d waiting %q, c2 %s; want ann's pause at wave 2, its clusters held", ro.Paused, ro.Wave+1, ro.Waiting, ro.Waves[1].Clusters[0].Phase)
+	}
+	evs, err = fn.Handle(ctx, control(t, events.TypeRolloutResumeRequested, rolloutID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{events.TypeWaveContinued}, types(evs)); diff != "" {
 		t.Errorf("resume (-want +got):\n%s", diff)
+	}
+	if ro, _ := repo.Get(ctx, rolloutID); ro.Waiting != "" {
+		t.Errorf("resumed: waiting %q", ro.Waiting)
 	}
 	evs, err = fn.Handle(ctx, control(t, events.TypeRolloutAbortRequested, rolloutID))
 	if err != nil {
