@@ -1,0 +1,373 @@
+package localfleet
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Labels and taint of a real node. The taint keeps the fleet's ordinary
+// workloads (meant for kwok's fake node) off it: a pod runs on a real node
+// only when it tolerates RealNodeTaint, and selects RealNodeLabel to be sure
+// to land there.
+const (
+	RealNodeLabel = "flotilla.dev/real-node"
+	RealNodeTaint = "flotilla.dev/real-node"
+)
+
+//go:embed pause/main.go
+var pauseSource []byte
+
+// RealNodeOptions configures StartRealNode. The zero value is usable.
+type RealNodeOptions struct {
+	// Name is the node's name. Default "<cluster>-real".
+	Name string
+	// Registry is host:port of a plain-HTTP registry on loopback the node
+	// pulls from; the node pushes its sandbox (pause) image there. Default: a
+	// registry the node serves in this process (RealNode.Registry), stopped
+	// with the node.
+	Registry string
+	// PodSubnet is the IPv4 subnet of the pods on the node's bridge.
+	// Default 10.244.<n>.0/24, n derived from the node's name.
+	PodSubnet string
+	// Logger receives progress. Default: the fleet's none.
+	Logger *slog.Logger
+}
+
+// RealNode is a node of one cluster that runs pods for real: a kubelet on
+// containerd and runc, with a bridge network for its pods. Stop it with
+// Stop: its containers outlive containerd otherwise.
+type RealNode struct {
+	Name    string
+	Cluster string
+	// Dir holds the node's configuration, state and logs.
+	Dir string
+	// Registry is host:port of the registry the node pulls from.
+	Registry string
+	// Bridge is the host's bridge interface of the pods, and PodSubnet
+	// their subnet; the host reaches the pods' IPs through it.
+	Bridge    string
+	PodSubnet string
+	// KubeletPort is the kubelet's HTTPS port on 127.0.0.1, which the API
+	// server dials for logs, exec and port-forward.
+	KubeletPort int
+	// Processes are containerd and the kubelet.
+	Processes []Process
+
+	fleet       *Fleet
+	cgroupRoot  string
+	registry    *http.Server
+	registryLog *os.File
+	log         *slog.Logger
+}
+
+// StartRealNode starts a real node for the named cluster of the fleet and
+// waits until it is Ready. It needs root, cgroup v1, Debian's containerd,
+// runc and containernetworking-plugins (make deps) and the kubelet
+// (deploy/tools/local/build.sh).
+func (f *Fleet) StartRealNode(ctx context.Context, cluster string, o RealNodeOptions) (*RealNode, error) {
+	index := slices.IndexFunc(f.Clusters, func(c Cluster) bool { return c.Name == cluster })
+	if index < 0 {
+		return nil, fmt.Errorf("no cluster %q in the fleet", cluster)
+	}
+	bins := binaries{dir: cmp.Or(f.BinDir, BinDir())}
+	if err := checkRealNodeHost(bins); err != nil {
+		return nil, err
+	}
+	n := &RealNode{
+		Name:    cmp.Or(o.Name, cluster+"-real"),
+		Cluster: cluster,
+		fleet:   f,
+		log:     cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
+	}
+	n.Dir = filepath.Join(f.Dir, n.Name)
+	sum := sha256.Sum256([]byte(f.Dir + "/" + n.Name))
+	// Interface names are at most 15 bytes; the hash keeps two fleets'
+	// bridges apart.
+	n.Bridge = "flt" + hex.EncodeToString(sum[:4])
+	n.PodSubnet = cmp.Or(o.PodSubnet, fmt.Sprintf("10.244.%d.0/24", sum[4]))
+	n.cgroupRoot = "/flotilla-" + n.Name + "-" + hex.EncodeToString(sum[:4])
+	if err := n.start(ctx, index, bins, o); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		return nil, errors.Join(err, n.Stop(stopCtx))
+	}
+	return n, nil
+}
+
+// checkRealNodeHost reports at once everything the host lacks for a real node.
+func checkRealNodeHost(bins binaries) error {
+	var missing []string
+	for _, p := range []string{bins.kubelet(), containerdBin, runcBin, filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback")} {
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	for _, c := range []string{"unshare", "mount", "ip"} {
+		if _, err := exec.LookPath(c); err != nil {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("a real node needs %v (make deps installs containerd, runc and containernetworking-plugins; deploy/tools/local/build.sh builds the kubelet)", missing)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("a real node needs root (containerd, runc and the kubelet mount and create cgroups)")
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return errors.New("a real node is only set up for cgroup v1 here (found cgroup v2)")
+	}
+	return nil
+}
+
+func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNodeOptions) error {
+	start := time.Now()
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating node dir: %w", err)
+	}
+	// What a crashed run left behind under the same names.
+	n.cleanup()
+	n.Registry = o.Registry
+	if n.Registry == "" {
+		if err := n.serveRegistry(ctx); err != nil {
+			return err
+		}
+	}
+	pauseBin := filepath.Join(n.Dir, "pause")
+	if err := BuildStatic(ctx, pauseSource, pauseBin); err != nil {
+		return fmt.Errorf("building the pause binary: %w", err)
+	}
+	pause, err := PushBinary(ctx, n.Registry+"/flotilla/pause", pauseBin)
+	if err != nil {
+		return fmt.Errorf("pushing the pause image: %w", err)
+	}
+	if err := n.createCgroupRoot(); err != nil {
+		return err
+	}
+	gateway, err := n.createBridge(ctx)
+	if err != nil {
+		return err
+	}
+	n.log.Info("starting containerd", "node", n.Name)
+	ctrd, err := n.startContainerd(ctx, index, pause, gateway)
+	if err != nil {
+		return err
+	}
+	c := n.fleet.Clusters[index]
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	n.log.Info("starting kubelet", "node", n.Name, "cluster", c.Name)
+	kubelet, err := n.startKubelet(ctx, index, bins, c, gateway)
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, kubelet, 2*time.Minute, n.Name+" Ready", func(ctx context.Context) (bool, error) {
+		if !ctrd.running() {
+			return false, fmt.Errorf("containerd exited:\n%s", ctrd.tail(15))
+		}
+		return realNodeReady(ctx, cs, n.Name), nil
+	}); err != nil {
+		return err
+	}
+	n.log.Info("real node ready", "node", n.Name, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (n *RealNode) run(ctx context.Context, index int, name, bin string, wrapper, args []string) (Process, error) {
+	p, err := startWrappedProcess(ctx, n.fleet.Dir, n.Name+"-"+name, bin, wrapper, args, nil, n.fleet.DieWithParent)
+	if err != nil {
+		return p, err
+	}
+	n.Processes = append(n.Processes, p)
+	return p, n.fleet.record(index, p)
+}
+
+// serveRegistry serves an in-memory registry on a free loopback port.
+func (n *RealNode) serveRegistry(ctx context.Context) error {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listening for the registry: %w", err)
+	}
+	logPath := filepath.Join(n.fleet.Dir, "logs", n.Name+"-registry.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return fmt.Errorf("creating log dir: %w", err)
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening registry log: %w", err)
+	}
+	n.registryLog = logFile
+	h := registry.New(registry.Logger(log.New(logFile, "", log.LstdFlags)))
+	n.registry = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = n.registry.Serve(l) }()
+	n.Registry = l.Addr().String()
+	return nil
+}
+
+// createBridge creates the pods' bridge with the first address of the pod
+// subnet, which is both the pods' gateway and the node's IP, and returns
+// that address. The CNI bridge plugin would create it with the first pod;
+// the kubelet needs its address before.
+func (n *RealNode) createBridge(ctx context.Context) (string, error) {
+	prefix, err := netip.ParsePrefix(n.PodSubnet)
+	if err != nil || !prefix.Addr().Is4() {
+		return "", fmt.Errorf("pod subnet %q is not an IPv4 prefix", n.PodSubnet)
+	}
+	gw := prefix.Masked().Addr().Next()
+	for _, args := range [][]string{
+		{"link", "add", "name", n.Bridge, "type", "bridge"},
+		{"addr", "add", netip.PrefixFrom(gw, prefix.Bits()).String(), "dev", n.Bridge},
+		{"link", "set", n.Bridge, "up"},
+	} {
+		if b, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("ip %v: %w: %s", args, err, b)
+		}
+	}
+	return gw.String(), nil
+}
+
+func realNodeReady(ctx context.Context, cs kubernetes.Interface, name string) bool {
+	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady {
+			return false
+		}
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Stop stops the kubelet, kills the node's containers and their shims,
+// stops containerd, unmounts what they mounted, removes the node's cgroups
+// and bridge, deletes the Node object and stops the node's registry. The
+// node's directory (logs) stays.
+func (n *RealNode) Stop(ctx context.Context) error {
+	var errs []error
+	for _, p := range slices.Backward(n.Processes) {
+		if p.Name == n.Name+"-kubelet" {
+			errs = append(errs, p.stop(ctx, 10*time.Second))
+		}
+	}
+	errs = append(errs, killCgroup(n.cgroupRoot))
+	for _, p := range n.Processes {
+		errs = append(errs, p.stop(ctx, 10*time.Second))
+	}
+	errs = append(errs, n.cleanup())
+	if i := slices.IndexFunc(n.fleet.Clusters, func(c Cluster) bool { return c.Name == n.Cluster }); i >= 0 {
+		if cfg, err := n.fleet.Clusters[i].RESTConfig(); err == nil {
+			if cs, err := kubernetes.NewForConfig(cfg); err == nil {
+				if err := cs.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					errs = append(errs, fmt.Errorf("deleting node %s: %w", n.Name, err))
+				}
+			}
+		}
+	}
+	if n.registry != nil {
+		errs = append(errs, n.registry.Shutdown(ctx), n.registryLog.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// cleanup removes what a node leaves on the host once its processes are
+// gone: processes left in its cgroups, mounts under its directory, its
+// cgroups and its bridge.
+func (n *RealNode) cleanup() error {
+	errs := []error{killCgroup(n.cgroupRoot)}
+	errs = append(errs, unmountUnder(n.Dir))
+	errs = append(errs, removeCgroup(n.cgroupRoot))
+	errs = append(errs, removeLinksInto("/var/log/containers", n.Dir), removeDeadSockets("/run/containerd/s"))
+	if _, err := net.InterfaceByName(n.Bridge); err == nil {
+		if b, err := exec.Command("ip", "link", "delete", n.Bridge).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", n.Bridge, err, b))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeLinksInto removes the symbolic links in dir that point under
+// target: the kubelet links every container's log in /var/log/containers (a
+// path it does not let us change) and removes the link only when it removes
+// the container, which a stopped node never does.
+func removeLinksInto(dir, target string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if dest, err := os.Readlink(p); err == nil && strings.HasPrefix(dest, filepath.Clean(target)+"/") {
+			errs = append(errs, os.Remove(p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeDeadSockets removes the sockets of dir nobody listens on: the
+// containerd shims' sockets (named by a hash, under /run/containerd/s
+// whatever containerd's state dir), which a killed shim leaves behind. A
+// socket that refuses connections belongs to no live process, ours or not.
+func removeDeadSockets(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Type()&fs.ModeSocket == 0 {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		c, err := net.DialTimeout("unix", p, time.Second)
+		if err == nil {
+			_ = c.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			errs = append(errs, os.Remove(p))
+		}
+	}
+	return errors.Join(errs...)
+}
