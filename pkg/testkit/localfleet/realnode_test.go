@@ -1,0 +1,165 @@
+package localfleet
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+//go:embed testdata/hello/main.go
+var helloSource []byte
+
+// TestRealNode runs a pod in a real container: a static Go binary pushed to
+// the node's loopback registry as a one-layer image, pulled by digest,
+// made Ready by an HTTP readiness probe, its output read through the API
+// server's pods/log and its server reached from the host on the pod's IP.
+func TestRealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a fleet and a real node (containerd, runc, kubelet)")
+	}
+	bins := binaries{dir: BinDir()}
+	if err := bins.check(Options{}); err != nil {
+		t.Fatalf("%v\n(make test builds them first)", err)
+	}
+	if err := checkRealNodeHost(bins); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	f, err := Up(ctx, Options{Dir: t.TempDir(), Clusters: 1, NoFlagger: true, DieWithParent: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Down(context.Background()) })
+	start := time.Now()
+	node, err := f.StartRealNode(ctx, "c1", RealNodeOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("real node %s Ready in %s", node.Name, time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := node.Stop(ctx); err != nil {
+			t.Errorf("stopping the node: %v", err)
+		}
+	})
+
+	bin := filepath.Join(t.TempDir(), "hello")
+	if err := BuildStatic(ctx, helloSource, bin); err != nil {
+		t.Fatal(err)
+	}
+	image, err := PushBinary(ctx, node.Registry+"/test/hello", bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.Clusters[0].RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{RealNodeLabel: "true"},
+			Tolerations:  []corev1.Toleration{{Key: RealNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Containers: []corev1.Container{{
+				Name:  "hello",
+				Image: image,
+				Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
+					PeriodSeconds: 1,
+				},
+			}},
+			TerminationGracePeriodSeconds: new(int64),
+		},
+	}
+	if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	var got *corev1.Pod
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err = cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.Phase == corev1.PodRunning && podReady(got), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the pod Running and Ready: %v\nstatus: %+v\n--- kubelet:\n%s\n--- containerd:\n%s", err, got.Status, node.Processes[1].tail(30), node.Processes[0].tail(30))
+	}
+	t.Logf("pod %s Running and Ready on %s at %s in %s", got.Name, got.Spec.NodeName, got.Status.PodIP, time.Since(start).Round(time.Millisecond))
+	if got.Spec.NodeName != node.Name {
+		t.Errorf("pod ran on %q, want the real node %q", got.Spec.NodeName, node.Name)
+	}
+
+	logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("reading the pod's log through the API server: %v", err)
+	}
+	t.Logf("pod log: %s", strings.TrimSpace(string(logs)))
+	if !strings.Contains(string(logs), "hello from a real container on hello") {
+		t.Errorf("pod log = %q, want the line hello printed", logs)
+	}
+
+	body, err := httpGet(ctx, fmt.Sprintf("http://%s:8080/", got.Status.PodIP))
+	if err != nil {
+		t.Fatalf("reaching the pod from the host: %v", err)
+	}
+	if want := "ok from hello"; !strings.Contains(body, want) {
+		t.Errorf("pod answered %q, want %q", body, want)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func httpGet(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// testWriter sends a logger's lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
