@@ -86,6 +86,10 @@ func makeSharedMount(dir string) error {
 //     which needs CAP_SYS_RESOURCE.
 //   - failCgroupV1 false: this host has cgroup v1 only.
 //   - protectKernelDefaults: see kubeletWrapper.
+//   - makeIPTablesUtilChains false: otherwise the kubelet adds chains to
+//     the host's iptables (KUBE-FIREWALL in INPUT and OUTPUT, a canary and
+//     a hint chain) and nothing removes them; they serve kube-proxy setups
+//     with route_localnet, which this node's kube-proxy does not set.
 //   - evictionHard, image GC at 100%: a shared test machine's disk and
 //     memory are not the node's to defend; the node must not evict or taint
 //     itself because other work fills the disk.
@@ -107,6 +111,7 @@ func (n *RealNode) kubeletConfig(nodeIP string, port int, hardNoFile uint64) ([]
 		"maxOpenFiles":                hardNoFile,
 		"oomScoreAdj":                 0,
 		"protectKernelDefaults":       true,
+		"makeIPTablesUtilChains":      false,
 		"podLogsDir":                  filepath.Join(n.Dir, "pod-logs"),
 		"volumePluginDir":             filepath.Join(n.Dir, "volume-plugins"),
 		"serializeImagePulls":         false,

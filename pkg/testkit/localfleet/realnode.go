@@ -53,6 +53,11 @@ type RealNodeOptions struct {
 	// PodSubnet is the IPv4 subnet of the pods on the node's bridge.
 	// Default 10.244.<n>.0/24, n derived from the node's name.
 	PodSubnet string
+	// KubeProxy also runs kube-proxy (iptables mode) for the node, so the
+	// cluster's ClusterIP Services reach the node's pods, from the host too.
+	// It writes the KUBE-* chains of the host's iptables, so only one node
+	// of the host may run it at a time.
+	KubeProxy bool
 	// Logger receives progress. Default: the fleet's none.
 	Logger *slog.Logger
 }
@@ -74,14 +79,19 @@ type RealNode struct {
 	// KubeletPort is the kubelet's HTTPS port on 127.0.0.1, which the API
 	// server dials for logs, exec and port-forward.
 	KubeletPort int
-	// Processes are containerd and the kubelet.
+	// Processes are containerd, the kubelet and, with
+	// RealNodeOptions.KubeProxy, kube-proxy.
 	Processes []Process
 
-	fleet       *Fleet
-	cgroupRoot  string
-	registry    *http.Server
-	registryLog *os.File
-	log         *slog.Logger
+	fleet      *Fleet
+	cgroupRoot string
+	registry   *http.Server
+	kubeProxy  string
+	// kubeFirewalls are the iptables commands whose KUBE-FIREWALL chain
+	// kube-proxy created (see cleanupKubeProxy).
+	kubeFirewalls []string
+	registryLog   *os.File
+	log           *slog.Logger
 }
 
 // StartRealNode starts a real node for the named cluster of the fleet and
@@ -94,7 +104,7 @@ func (f *Fleet) StartRealNode(ctx context.Context, cluster string, o RealNodeOpt
 		return nil, fmt.Errorf("no cluster %q in the fleet", cluster)
 	}
 	bins := binaries{dir: cmp.Or(f.BinDir, BinDir())}
-	if err := checkRealNodeHost(bins); err != nil {
+	if err := checkRealNodeHost(bins, o.KubeProxy); err != nil {
 		return nil, err
 	}
 	n := &RealNode{
@@ -119,20 +129,26 @@ func (f *Fleet) StartRealNode(ctx context.Context, cluster string, o RealNodeOpt
 }
 
 // checkRealNodeHost reports at once everything the host lacks for a real node.
-func checkRealNodeHost(bins binaries) error {
+func checkRealNodeHost(bins binaries, kubeProxy bool) error {
 	var missing []string
-	for _, p := range []string{bins.kubelet(), containerdBin, runcBin, filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback")} {
+	need := []string{bins.kubelet(), containerdBin, runcBin, filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback")}
+	commands := []string{"unshare", "mount", "ip"}
+	if kubeProxy {
+		need = append(need, bins.kubeProxy())
+		commands = append(commands, "iptables", "iptables-restore", "iptables-save")
+	}
+	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, p)
 		}
 	}
-	for _, c := range []string{"unshare", "mount", "ip"} {
+	for _, c := range commands {
 		if _, err := exec.LookPath(c); err != nil {
 			missing = append(missing, c)
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("a real node needs %v (make deps installs containerd, runc and containernetworking-plugins; deploy/tools/local/build.sh builds the kubelet)", missing)
+		return fmt.Errorf("a real node needs %v (make deps installs containerd, runc, containernetworking-plugins and iptables; deploy/tools/local/build.sh builds the kubelet and kube-proxy)", missing)
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("a real node needs root (containerd, runc and the kubelet mount and create cgroups)")
@@ -197,6 +213,12 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 		return realNodeReady(ctx, cs, n.Name), nil
 	}); err != nil {
 		return err
+	}
+	if o.KubeProxy {
+		n.log.Info("starting kube-proxy", "node", n.Name)
+		if err := n.startKubeProxy(ctx, index, bins, c); err != nil {
+			return err
+		}
 	}
 	n.log.Info("real node ready", "node", n.Name, "took", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -274,8 +296,8 @@ func realNodeReady(ctx context.Context, cs kubernetes.Interface, name string) bo
 }
 
 // Stop stops the kubelet, kills the node's containers and their shims,
-// stops containerd, unmounts what they mounted, removes the node's cgroups
-// and bridge, deletes the Node object and stops the node's registry. The
+// stops containerd (and kube-proxy, removing its iptables rules), unmounts
+// what they mounted, removes the node's cgroups and bridge, deletes the Node object and stops the node's registry. The
 // node's directory (logs) stays.
 func (n *RealNode) Stop(ctx context.Context) error {
 	var errs []error
@@ -288,7 +310,7 @@ func (n *RealNode) Stop(ctx context.Context) error {
 	for _, p := range n.Processes {
 		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}
-	errs = append(errs, n.cleanup())
+	errs = append(errs, n.cleanupKubeProxy(ctx), n.cleanup())
 	if i := slices.IndexFunc(n.fleet.Clusters, func(c Cluster) bool { return c.Name == n.Cluster }); i >= 0 {
 		if cfg, err := n.fleet.Clusters[i].RESTConfig(); err == nil {
 			if cs, err := kubernetes.NewForConfig(cfg); err == nil {

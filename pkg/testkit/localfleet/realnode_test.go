@@ -25,7 +25,8 @@ var helloSource []byte
 // TestRealNode runs a pod in a real container: a static Go binary pushed to
 // the node's loopback registry as a one-layer image, pulled by digest,
 // made Ready by an HTTP readiness probe, its output read through the API
-// server's pods/log and its server reached from the host on the pod's IP.
+// server's pods/log, and its server reached from the host on the pod's IP
+// and through a ClusterIP Service (kube-proxy).
 func TestRealNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fleet and a real node (containerd, runc, kubelet)")
@@ -34,7 +35,7 @@ func TestRealNode(t *testing.T) {
 	if err := bins.check(Options{}); err != nil {
 		t.Fatalf("%v\n(make test builds them first)", err)
 	}
-	if err := checkRealNodeHost(bins); err != nil {
+	if err := checkRealNodeHost(bins, true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -46,7 +47,7 @@ func TestRealNode(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = f.Down(context.Background()) })
 	start := time.Now()
-	node, err := f.StartRealNode(ctx, "c1", RealNodeOptions{Logger: log})
+	node, err := f.StartRealNode(ctx, "c1", RealNodeOptions{KubeProxy: true, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "hello"}},
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{RealNodeLabel: "true"},
 			Tolerations:  []corev1.Toleration{{Key: RealNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
@@ -128,6 +129,34 @@ func TestRealNode(t *testing.T) {
 	if want := "ok from hello"; !strings.Contains(body, want) {
 		t.Errorf("pod answered %q, want %q", body, want)
 	}
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: pod.Namespace},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "hello"},
+			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	if svc, err = cs.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// kube-proxy programs the Service once the EndpointSlice controller
+	// has listed the pod: poll until it answers. Until then the packets
+	// follow the host's default route, where something else may answer.
+	url := fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP)
+	start = time.Now()
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		body, lastErr = httpGet(ctx, url)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("reaching Service %s from the host: %v (last error %v)\n--- kube-proxy:\n%s", url, err, lastErr, node.Processes[2].tail(20))
+	}
+	t.Logf("Service %s answered %q after %s", url, strings.TrimSpace(body), time.Since(start).Round(time.Millisecond))
+	if want := "ok from hello"; !strings.Contains(body, want) {
+		t.Errorf("Service answered %q, want %q", body, want)
+	}
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -146,12 +175,20 @@ func httpGet(ctx context.Context, url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// A new connection each time: before kube-proxy programs a Service,
+	// its address follows the host's default route, where this sandbox's
+	// egress proxy answers 404 and keeps the connection alive; reusing it
+	// would bypass the DNAT rules for good.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s: %q", url, resp.Status, b)
+	}
 	return string(b), err
 }
 
