@@ -51,7 +51,8 @@ type RealNodeOptions struct {
 	// with the node.
 	Registry string
 	// PodSubnet is the IPv4 subnet of the pods on the node's bridge.
-	// Default 10.244.<n>.0/24, n derived from the node's name.
+	// Default the first 10.244.<n>.0/24 no interface of the host is in,
+	// from an n derived from the fleet's directory and the node's name.
 	PodSubnet string
 	// KubeProxy also runs kube-proxy (iptables mode) for the node, so the
 	// cluster's ClusterIP Services reach the node's pods, from the host too.
@@ -118,7 +119,14 @@ func (f *Fleet) StartRealNode(ctx context.Context, cluster string, o RealNodeOpt
 	// Interface names are at most 15 bytes; the hash keeps two fleets'
 	// bridges apart.
 	n.Bridge = "flt" + hex.EncodeToString(sum[:4])
-	n.PodSubnet = cmp.Or(o.PodSubnet, fmt.Sprintf("10.244.%d.0/24", sum[4]))
+	n.PodSubnet = o.PodSubnet
+	if n.PodSubnet == "" {
+		subnet, err := freeSubnet(sum[4])
+		if err != nil {
+			return nil, err
+		}
+		n.PodSubnet = subnet
+	}
 	n.cgroupRoot = "/flotilla-" + n.Name + "-" + hex.EncodeToString(sum[:4])
 	if err := n.start(ctx, index, bins, o); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -275,6 +283,29 @@ func (n *RealNode) createBridge(ctx context.Context) (string, error) {
 		}
 	}
 	return gw.String(), nil
+}
+
+// freeSubnet returns the first 10.244.<n>.0/24, from n = first, that no
+// address of the host's interfaces is in: another node's bridge, say.
+func freeSubnet(first byte) (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("listing the host's addresses: %w", err)
+	}
+	for i := range 256 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, first + byte(i), 0}), 24)
+		if !slices.ContainsFunc(addrs, func(a net.Addr) bool {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				return false
+			}
+			ip, ok := netip.AddrFromSlice(ipn.IP)
+			return ok && p.Contains(ip.Unmap())
+		}) {
+			return p.String(), nil
+		}
+	}
+	return "", errors.New("no free /24 in 10.244.0.0/16 for the pods")
 }
 
 func realNodeReady(ctx context.Context, cs kubernetes.Interface, name string) bool {
