@@ -76,8 +76,10 @@ func makeSharedMount(dir string) error {
 // are not the defaults:
 //   - address and port: the kubelet's server on the node's IP (the bridge's
 //     address; the kubelet refuses a loopback node IP), where the API server
-//     dials it for logs and exec. Anonymous requests are allowed, because the
-//     fleet's API servers present no client certificate to kubelets.
+//     dials it for logs and exec. The pods can reach that address too, so
+//     nothing anonymous is allowed: the API server presents a certificate
+//     of the fleet's client CA and the kubelet asks it (webhook) whether
+//     that user may.
 //   - cgroupRoot: the node's own cgroup, so two nodes do not share
 //     /kubepods and Stop finds every container.
 //   - maxOpenFiles: the kubelet raises its RLIMIT_NOFILE to it (default
@@ -95,14 +97,18 @@ func makeSharedMount(dir string) error {
 //     itself because other work fills the disk.
 func (n *RealNode) kubeletConfig(nodeIP string, port int, hardNoFile uint64) ([]byte, error) {
 	cfg := map[string]any{
-		"apiVersion":                  "kubelet.config.k8s.io/v1beta1",
-		"kind":                        "KubeletConfiguration",
-		"address":                     nodeIP,
-		"port":                        port,
-		"readOnlyPort":                0,
-		"healthzPort":                 0,
-		"authentication":              map[string]any{"anonymous": map[string]any{"enabled": true}, "webhook": map[string]any{"enabled": false}},
-		"authorization":               map[string]any{"mode": "AlwaysAllow"},
+		"apiVersion":   "kubelet.config.k8s.io/v1beta1",
+		"kind":         "KubeletConfiguration",
+		"address":      nodeIP,
+		"port":         port,
+		"readOnlyPort": 0,
+		"healthzPort":  0,
+		"authentication": map[string]any{
+			"anonymous": map[string]any{"enabled": false},
+			"webhook":   map[string]any{"enabled": true},
+			"x509":      map[string]any{"clientCAFile": filepath.Join(n.fleet.Dir, clientCAFile)},
+		},
+		"authorization":               map[string]any{"mode": "Webhook"},
 		"cgroupDriver":                "cgroupfs",
 		"cgroupRoot":                  n.cgroupRoot,
 		"containerRuntimeEndpoint":    "unix://" + n.socket(),
@@ -128,7 +134,7 @@ func (n *RealNode) kubeletConfig(nodeIP string, port int, hardNoFile uint64) ([]
 	return b, nil
 }
 
-func (n *RealNode) startKubelet(ctx context.Context, index int, bins binaries, c Cluster, nodeIP string) (Process, error) {
+func (n *RealNode) startKubelet(ctx context.Context, index int, bins binaries, nodeIP string) (Process, error) {
 	ports, err := freePorts(ctx, 1)
 	if err != nil {
 		return Process{}, err
@@ -156,9 +162,7 @@ func (n *RealNode) startKubelet(ctx context.Context, index int, bins binaries, c
 	}
 	args := []string{
 		"--config=" + cfgPath,
-		// The admin's kubeconfig for now: the Node authorizer and
-		// NodeRestriction would want a system:node:<name> identity.
-		"--kubeconfig=" + c.Kubeconfig,
+		"--kubeconfig=" + n.kubeconfig("kubelet"),
 		"--root-dir=" + root,
 		"--cert-dir=" + filepath.Join(n.Dir, "pki"),
 		"--hostname-override=" + n.Name,

@@ -47,12 +47,12 @@ func (n *RealNode) kubeProxyConfig(kubeconfig string, healthz, metrics int) ([]b
 	return b, nil
 }
 
-func (n *RealNode) startKubeProxy(ctx context.Context, index int, bins binaries, c Cluster) error {
+func (n *RealNode) startKubeProxy(ctx context.Context, index int, bins binaries) error {
 	ports, err := freePorts(ctx, 2)
 	if err != nil {
 		return err
 	}
-	cfg, err := n.kubeProxyConfig(c.Kubeconfig, ports[0], ports[1])
+	cfg, err := n.kubeProxyConfig(n.kubeconfig("kube-proxy"), ports[0], ports[1])
 	if err != nil {
 		return err
 	}

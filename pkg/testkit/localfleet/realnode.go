@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -209,8 +210,11 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
+	if err := n.writeIdentities(ctx, cs, c); err != nil {
+		return err
+	}
 	n.log.Info("starting kubelet", "node", n.Name, "cluster", c.Name)
-	kubelet, err := n.startKubelet(ctx, index, bins, c, gateway)
+	kubelet, err := n.startKubelet(ctx, index, bins, gateway)
 	if err != nil {
 		return err
 	}
@@ -224,7 +228,7 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	}
 	if o.KubeProxy {
 		n.log.Info("starting kube-proxy", "node", n.Name)
-		if err := n.startKubeProxy(ctx, index, bins, c); err != nil {
+		if err := n.startKubeProxy(ctx, index, bins); err != nil {
 			return err
 		}
 	}
@@ -306,6 +310,39 @@ func freeSubnet(first byte) (string, error) {
 		}
 	}
 	return "", errors.New("no free /24 in 10.244.0.0/16 for the pods")
+}
+
+// writeIdentities gives the kubelet and kube-proxy their own identities, as
+// in a real cluster, with certificates of the fleet's client CA: the
+// kubelet is system:node:<name> in system:nodes (the API server's Node
+// authorizer limits it to its own node and pods) and kube-proxy is
+// system:kube-proxy (bound to system:node-proxier by default). It also lets
+// the API server's own client certificate, which the kubelet sees on
+// logs and exec, use the kubelet's API.
+func (n *RealNode) writeIdentities(ctx context.Context, cs kubernetes.Interface, c Cluster) error {
+	ca, err := loadClientCA(n.fleet.Dir)
+	if err != nil {
+		return err
+	}
+	if err := ca.writeCertKubeconfig(n.kubeconfig("kubelet"), c.APIServer, "system:node:"+n.Name, "system:nodes"); err != nil {
+		return err
+	}
+	if err := ca.writeCertKubeconfig(n.kubeconfig("kube-proxy"), c.APIServer, "system:kube-proxy"); err != nil {
+		return err
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "flotilla:" + kubeletClientU},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: kubeletClientU}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("letting the API server use the kubelet's API: %w", err)
+	}
+	return nil
+}
+
+func (n *RealNode) kubeconfig(component string) string {
+	return filepath.Join(n.Dir, component+".kubeconfig")
 }
 
 func realNodeReady(ctx context.Context, cs kubernetes.Interface, name string) bool {

@@ -2,6 +2,7 @@ package localfleet
 
 import (
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"fmt"
 	"io"
@@ -60,19 +61,40 @@ func TestRealNode(t *testing.T) {
 		}
 	})
 
-	bin := filepath.Join(t.TempDir(), "hello")
-	if err := BuildStatic(ctx, helloSource, bin); err != nil {
-		t.Fatal(err)
-	}
-	image, err := PushBinary(ctx, node.Registry+"/test/hello", bin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := f.Clusters[0].RESTConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node is the kubelet's (not kwok's: its Ready reason is the
+	// kubelet's) and is built from the API servers' version.
+	kn, err := cs.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	for _, c := range kn.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			reason = c.Reason
+		}
+	}
+	if reason != "KubeletReady" || kn.Status.NodeInfo.KubeletVersion != "v"+KubeVersion || kn.Status.NodeInfo.ContainerRuntimeVersion == "" {
+		t.Errorf("node Ready reason %q, kubelet %q, runtime %q; want KubeletReady, v%s, containerd", reason, kn.Status.NodeInfo.KubeletVersion, kn.Status.NodeInfo.ContainerRuntimeVersion, KubeVersion)
+	}
+	t.Logf("node %s: kubelet %s, %s, taints %v", node.Name, kn.Status.NodeInfo.KubeletVersion, kn.Status.NodeInfo.ContainerRuntimeVersion, kn.Spec.Taints)
+	// The pods can reach the kubelet's address: it must refuse strangers.
+	if _, err := httpsGetInsecure(ctx, fmt.Sprintf("https://%s:%d/pods", kn.Status.Addresses[0].Address, node.KubeletPort)); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("anonymous GET of the kubelet's /pods: %v, want 401 Unauthorized", err)
+	}
+
+	bin := filepath.Join(t.TempDir(), "hello")
+	if err := BuildStatic(ctx, helloSource, bin); err != nil {
+		t.Fatal(err)
+	}
+	image, err := PushBinary(ctx, node.Registry+"/test/hello", bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,18 +190,28 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// httpGet GETs url on a new connection each time: before kube-proxy
+// programs a Service, its address follows the host's default route, where
+// this sandbox's egress proxy answers 404 and keeps the connection alive;
+// reusing that connection would bypass the DNAT rules for good.
 func httpGet(ctx context.Context, url string) (string, error) {
+	return get(ctx, url, &http.Transport{DisableKeepAlives: true})
+}
+
+// httpsGetInsecure GETs from a server whose certificate is self-signed (the
+// kubelet's).
+func httpsGetInsecure(ctx context.Context, url string) (string, error) {
+	return get(ctx, url, &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}) //nolint:gosec // the kubelet's self-signed certificate, on this host
+}
+
+func get(ctx context.Context, url string, transport *http.Transport) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
-	// A new connection each time: before kube-proxy programs a Service,
-	// its address follows the host's default route, where this sandbox's
-	// egress proxy answers 404 and keeps the connection alive; reusing it
-	// would bypass the DNAT rules for good.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Transport: transport}
 	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
