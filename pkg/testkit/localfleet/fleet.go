@@ -320,6 +320,8 @@ func (f *Fleet) Down(ctx context.Context) error {
 		})
 	}
 	errs = append(errs, g.Wait())
+	// What real nodes stopped without RealNode.Stop left on the host.
+	errs = append(errs, reapNodes(ctx, f.Dir))
 	for _, p := range f.Services {
 		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}

@@ -173,8 +173,13 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return fmt.Errorf("creating node dir: %w", err)
 	}
-	// What a crashed run left behind under the same names.
-	n.cleanup()
+	// What crashed runs left behind.
+	if err := reapNodes(ctx, ""); err != nil {
+		n.log.Warn("cleaning up after earlier real nodes", "err", err)
+	}
+	if err := n.saveRecord(); err != nil {
+		return err
+	}
 	n.Registry = o.Registry
 	if n.Registry == "" {
 		if err := n.serveRegistry(ctx); err != nil {
@@ -213,6 +218,9 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	if err := n.writeIdentities(ctx, cs, c); err != nil {
 		return err
 	}
+	if err := n.saveRecord(); err != nil {
+		return err
+	}
 	n.log.Info("starting kubelet", "node", n.Name, "cluster", c.Name)
 	kubelet, err := n.startKubelet(ctx, index, bins, gateway)
 	if err != nil {
@@ -229,6 +237,9 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	if o.KubeProxy {
 		n.log.Info("starting kube-proxy", "node", n.Name)
 		if err := n.startKubeProxy(ctx, index, bins); err != nil {
+			return err
+		}
+		if err := n.saveRecord(); err != nil {
 			return err
 		}
 	}
@@ -378,7 +389,11 @@ func (n *RealNode) Stop(ctx context.Context) error {
 	for _, p := range n.Processes {
 		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}
-	errs = append(errs, n.cleanupKubeProxy(ctx), n.cleanup())
+	if err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup()); err != nil {
+		errs = append(errs, err)
+	} else if err := os.Remove(n.recordPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
 	if i := slices.IndexFunc(n.fleet.Clusters, func(c Cluster) bool { return c.Name == n.Cluster }); i >= 0 {
 		if cfg, err := n.fleet.Clusters[i].RESTConfig(); err == nil {
 			if cs, err := kubernetes.NewForConfig(cfg); err == nil {
