@@ -23,14 +23,15 @@ import (
 //go:embed testdata/hello/main.go
 var helloSource []byte
 
-// TestRealNode runs a pod in a real container: a static Go binary pushed to
-// the node's loopback registry as a one-layer image, pulled by digest,
-// made Ready by an HTTP readiness probe, its output read through the API
-// server's pods/log, and its server reached from the host on the pod's IP
-// and through a ClusterIP Service (kube-proxy).
+// TestRealNode runs pods in real containers, on real nodes of two clusters
+// at once: a static Go binary pushed to the node's loopback registry as a
+// one-layer image, pulled by digest, made Ready by an HTTP readiness probe,
+// its output read through the API server's pods/log, and its server
+// reached from the host on the pod's IP and, in c1, through a ClusterIP
+// Service (kube-proxy).
 func TestRealNode(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a fleet and a real node (containerd, runc, kubelet)")
+		t.Skip("starts a fleet and real nodes (containerd, runc, kubelet)")
 	}
 	bins := binaries{dir: BinDir()}
 	if err := bins.check(Options{}); err != nil {
@@ -42,13 +43,77 @@ func TestRealNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
-	f, err := Up(ctx, Options{Dir: t.TempDir(), Clusters: 1, NoFlagger: true, DieWithParent: true, Logger: log})
+	f, err := Up(ctx, Options{Dir: t.TempDir(), Clusters: 2, NoFlagger: true, DieWithParent: true, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Down(context.Background()) })
+	node1 := startRealNode(ctx, t, f, "c1", RealNodeOptions{KubeProxy: true, Logger: log})
+	node2 := startRealNode(ctx, t, f, "c2", RealNodeOptions{Logger: log})
+
+	bin := filepath.Join(t.TempDir(), "hello")
+	if err := BuildStatic(ctx, helloSource, bin); err != nil {
+		t.Fatal(err)
+	}
+	pod1 := runHello(ctx, t, f, node1, bin)
+	runHello(ctx, t, f, node2, bin)
+
+	cs := clientset(t, f, "c1")
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: pod1.Namespace},
+		Spec: corev1.ServiceSpec{
+			Selector: pod1.Labels,
+			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	if svc, err = cs.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// kube-proxy programs the Service once the EndpointSlice controller
+	// has listed the pod: poll until it answers. Until then the packets
+	// follow the host's default route, where something else may answer.
+	url := fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP)
 	start := time.Now()
-	node, err := f.StartRealNode(ctx, "c1", RealNodeOptions{KubeProxy: true, Logger: log})
+	var body string
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		body, lastErr = httpGet(ctx, url)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("reaching Service %s from the host: %v (last error %v)\n--- kube-proxy:\n%s", url, err, lastErr, node1.Processes[2].tail(20))
+	}
+	t.Logf("Service %s answered %q after %s", url, strings.TrimSpace(body), time.Since(start).Round(time.Millisecond))
+	if want := "ok from hello"; !strings.Contains(body, want) {
+		t.Errorf("Service answered %q, want %q", body, want)
+	}
+}
+
+func clientset(t *testing.T, f *Fleet, cluster string) kubernetes.Interface {
+	t.Helper()
+	c, ok := f.Cluster(cluster)
+	if !ok {
+		t.Fatalf("no cluster %s", cluster)
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// startRealNode starts a real node, stopped when the test ends, and checks
+// it is the kubelet's (not kwok's: its Ready reason is the kubelet's), of
+// the API servers' version, and refuses anonymous requests (the pods can
+// reach its address).
+func startRealNode(ctx context.Context, t *testing.T, f *Fleet, cluster string, o RealNodeOptions) *RealNode {
+	t.Helper()
+	start := time.Now()
+	node, err := f.StartRealNode(ctx, cluster, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,21 +122,10 @@ func TestRealNode(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := node.Stop(ctx); err != nil {
-			t.Errorf("stopping the node: %v", err)
+			t.Errorf("stopping node %s: %v", node.Name, err)
 		}
 	})
-
-	cfg, err := f.Clusters[0].RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The node is the kubelet's (not kwok's: its Ready reason is the
-	// kubelet's) and is built from the API servers' version.
-	kn, err := cs.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	kn, err := clientset(t, f, cluster).CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,20 +138,23 @@ func TestRealNode(t *testing.T) {
 	if reason != "KubeletReady" || kn.Status.NodeInfo.KubeletVersion != "v"+KubeVersion || kn.Status.NodeInfo.ContainerRuntimeVersion == "" {
 		t.Errorf("node Ready reason %q, kubelet %q, runtime %q; want KubeletReady, v%s, containerd", reason, kn.Status.NodeInfo.KubeletVersion, kn.Status.NodeInfo.ContainerRuntimeVersion, KubeVersion)
 	}
-	t.Logf("node %s: kubelet %s, %s, taints %v", node.Name, kn.Status.NodeInfo.KubeletVersion, kn.Status.NodeInfo.ContainerRuntimeVersion, kn.Spec.Taints)
-	// The pods can reach the kubelet's address: it must refuse strangers.
+	t.Logf("node %s: kubelet %s, %s, pods on %s, taints %v", node.Name, kn.Status.NodeInfo.KubeletVersion, kn.Status.NodeInfo.ContainerRuntimeVersion, node.PodSubnet, kn.Spec.Taints)
 	if _, err := httpsGetInsecure(ctx, fmt.Sprintf("https://%s:%d/pods", kn.Status.Addresses[0].Address, node.KubeletPort)); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("anonymous GET of the kubelet's /pods: %v, want 401 Unauthorized", err)
 	}
+	return node
+}
 
-	bin := filepath.Join(t.TempDir(), "hello")
-	if err := BuildStatic(ctx, helloSource, bin); err != nil {
-		t.Fatal(err)
-	}
+// runHello runs the binary hello on the node, as an image pushed to the
+// node's registry, and checks the pod becomes Running and Ready, that its
+// log holds what hello printed, and that the host reaches it on its IP.
+func runHello(ctx context.Context, t *testing.T, f *Fleet, node *RealNode, bin string) *corev1.Pod {
+	t.Helper()
 	image, err := PushBinary(ctx, node.Registry+"/test/hello", bin)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cs := clientset(t, f, node.Cluster)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "hello"}},
 		Spec: corev1.PodSpec{
@@ -118,7 +175,7 @@ func TestRealNode(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	var got *corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err = cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -128,7 +185,7 @@ func TestRealNode(t *testing.T) {
 		return got.Status.Phase == corev1.PodRunning && podReady(got), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for the pod Running and Ready: %v\nstatus: %+v\n--- kubelet:\n%s\n--- containerd:\n%s", err, got.Status, node.Processes[1].tail(30), node.Processes[0].tail(30))
+		t.Fatalf("waiting for the pod Running and Ready on %s: %v\nstatus: %+v\n--- kubelet:\n%s\n--- containerd:\n%s", node.Name, err, got.Status, node.Processes[1].tail(30), node.Processes[0].tail(30))
 	}
 	t.Logf("pod %s Running and Ready on %s at %s in %s", got.Name, got.Spec.NodeName, got.Status.PodIP, time.Since(start).Round(time.Millisecond))
 	if got.Spec.NodeName != node.Name {
@@ -151,34 +208,7 @@ func TestRealNode(t *testing.T) {
 	if want := "ok from hello"; !strings.Contains(body, want) {
 		t.Errorf("pod answered %q, want %q", body, want)
 	}
-
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: pod.Namespace},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "hello"},
-			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
-		},
-	}
-	if svc, err = cs.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// kube-proxy programs the Service once the EndpointSlice controller
-	// has listed the pod: poll until it answers. Until then the packets
-	// follow the host's default route, where something else may answer.
-	url := fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP)
-	start = time.Now()
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		body, lastErr = httpGet(ctx, url)
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("reaching Service %s from the host: %v (last error %v)\n--- kube-proxy:\n%s", url, err, lastErr, node.Processes[2].tail(20))
-	}
-	t.Logf("Service %s answered %q after %s", url, strings.TrimSpace(body), time.Since(start).Round(time.Millisecond))
-	if want := "ok from hello"; !strings.Contains(body, want) {
-		t.Errorf("Service answered %q, want %q", body, want)
-	}
+	return got
 }
 
 func podReady(p *corev1.Pod) bool {
