@@ -395,6 +395,7 @@ func (n *RealNode) Stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if i := slices.IndexFunc(n.fleet.Clusters, func(c Cluster) bool { return c.Name == n.Cluster }); i >= 0 {
+		errs = append(errs, n.fleet.forget(i, n.Processes))
 		if cfg, err := n.fleet.Clusters[i].RESTConfig(); err == nil {
 			if cs, err := kubernetes.NewForConfig(cfg); err == nil {
 				if err := cs.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -124,6 +124,11 @@ func startRealNode(ctx context.Context, t *testing.T, f *Fleet, cluster string, 
 		if err := node.Stop(ctx); err != nil {
 			t.Errorf("stopping node %s: %v", node.Name, err)
 		}
+		// The fleet lives on without the node (a reused fleet is
+		// restarted when one of its processes is dead).
+		if !f.Running() {
+			t.Errorf("fleet not running after node %s stopped", node.Name)
+		}
 	})
 	kn, err := clientset(t, f, cluster).CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 	if err != nil {
