@@ -9,10 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -22,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,8 +45,8 @@ type RealNodeOptions struct {
 	Name string
 	// Registry is host:port of a plain-HTTP registry on loopback the node
 	// pulls from; the node pushes its sandbox (pause) image there. Default: a
-	// registry the node serves in this process (RealNode.Registry), stopped
-	// with the node.
+	// registry of the node's own (an in-memory one, a process of the fleet
+	// like containerd), stopped with the node.
 	Registry string
 	// PodSubnet is the IPv4 subnet of the pods on the node's bridge.
 	// Default the first 10.244.<n>.0/24 no interface of the host is in,
@@ -81,18 +78,17 @@ type RealNode struct {
 	// KubeletPort is the kubelet's HTTPS port on 127.0.0.1, which the API
 	// server dials for logs, exec and port-forward.
 	KubeletPort int
-	// Processes are containerd, the kubelet and, with
-	// RealNodeOptions.KubeProxy, kube-proxy.
+	// Processes are the node's registry (unless RealNodeOptions.Registry),
+	// containerd, the kubelet and, with RealNodeOptions.KubeProxy,
+	// kube-proxy.
 	Processes []Process
 
 	fleet      *Fleet
 	cgroupRoot string
-	registry   *http.Server
 	kubeProxy  string
 	// kubeFirewalls are the iptables commands whose KUBE-FIREWALL chain
 	// kube-proxy created (see cleanupKubeProxy).
 	kubeFirewalls []string
-	registryLog   *os.File
 	log           *slog.Logger
 }
 
@@ -182,7 +178,7 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	}
 	n.Registry = o.Registry
 	if n.Registry == "" {
-		if err := n.serveRegistry(ctx); err != nil {
+		if err := n.startRegistry(ctx, index); err != nil {
 			return err
 		}
 	}
@@ -247,35 +243,23 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	return nil
 }
 
-func (n *RealNode) run(ctx context.Context, index int, name, bin string, wrapper, args []string) (Process, error) {
-	p, err := startWrappedProcess(ctx, n.fleet.Dir, n.Name+"-"+name, bin, wrapper, args, nil, n.fleet.DieWithParent)
+// Process returns the node's process of that name ("registry",
+// "containerd", "kubelet", "kube-proxy").
+func (n *RealNode) Process(name string) (Process, bool) {
+	i := slices.IndexFunc(n.Processes, func(p Process) bool { return p.Name == n.Name+"-"+name })
+	if i < 0 {
+		return Process{}, false
+	}
+	return n.Processes[i], true
+}
+
+func (n *RealNode) run(ctx context.Context, index int, name, bin string, wrapper, args []string, env ...string) (Process, error) {
+	p, err := startWrappedProcess(ctx, n.fleet.Dir, n.Name+"-"+name, bin, wrapper, args, env, n.fleet.DieWithParent)
 	if err != nil {
 		return p, err
 	}
 	n.Processes = append(n.Processes, p)
 	return p, n.fleet.record(index, p)
-}
-
-// serveRegistry serves an in-memory registry on a free loopback port.
-func (n *RealNode) serveRegistry(ctx context.Context) error {
-	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listening for the registry: %w", err)
-	}
-	logPath := filepath.Join(n.fleet.Dir, "logs", n.Name+"-registry.log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return fmt.Errorf("creating log dir: %w", err)
-	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening registry log: %w", err)
-	}
-	n.registryLog = logFile
-	h := registry.New(registry.Logger(log.New(logFile, "", log.LstdFlags)))
-	n.registry = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = n.registry.Serve(l) }()
-	n.Registry = l.Addr().String()
-	return nil
 }
 
 // createBridge creates the pods' bridge with the first address of the pod
@@ -375,18 +359,17 @@ func realNodeReady(ctx context.Context, cs kubernetes.Interface, name string) bo
 }
 
 // Stop stops the kubelet, kills the node's containers and their shims,
-// stops containerd (and kube-proxy, removing its iptables rules), unmounts
-// what they mounted, removes the node's cgroups and bridge, deletes the Node object and stops the node's registry. The
-// node's directory (logs) stays.
+// stops containerd, kube-proxy (removing its iptables rules) and the
+// registry, unmounts what they mounted, removes the node's cgroups and
+// bridge and deletes the Node object. The node's directory (logs) stays.
 func (n *RealNode) Stop(ctx context.Context) error {
 	var errs []error
-	for _, p := range slices.Backward(n.Processes) {
-		if p.Name == n.Name+"-kubelet" {
-			errs = append(errs, p.stop(ctx, 10*time.Second))
-		}
+	// The kubelet first, or it restarts the containers killed next.
+	if p, ok := n.Process("kubelet"); ok {
+		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}
 	errs = append(errs, killCgroup(n.cgroupRoot))
-	for _, p := range n.Processes {
+	for _, p := range slices.Backward(n.Processes) {
 		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}
 	if err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup()); err != nil {
@@ -403,9 +386,6 @@ func (n *RealNode) Stop(ctx context.Context) error {
 				}
 			}
 		}
-	}
-	if n.registry != nil {
-		errs = append(errs, n.registry.Shutdown(ctx), n.registryLog.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -81,7 +81,7 @@ func TestRealNode(t *testing.T) {
 		return lastErr == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("reaching Service %s from the host: %v (last error %v)\n--- kube-proxy:\n%s", url, err, lastErr, node1.Processes[2].tail(20))
+		t.Fatalf("reaching Service %s from the host: %v (last error %v)\n--- kube-proxy:\n%s", url, err, lastErr, tail(node1, "kube-proxy"))
 	}
 	t.Logf("Service %s answered %q after %s", url, strings.TrimSpace(body), time.Since(start).Round(time.Millisecond))
 	if want := "ok from hello"; !strings.Contains(body, want) {
@@ -190,7 +190,7 @@ func runHello(ctx context.Context, t *testing.T, f *Fleet, node *RealNode, bin s
 		return got.Status.Phase == corev1.PodRunning && podReady(got), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for the pod Running and Ready on %s: %v\nstatus: %+v\n--- kubelet:\n%s\n--- containerd:\n%s", node.Name, err, got.Status, node.Processes[1].tail(30), node.Processes[0].tail(30))
+		t.Fatalf("waiting for the pod Running and Ready on %s: %v\nstatus: %+v\n--- kubelet:\n%s\n--- containerd:\n%s", node.Name, err, got.Status, tail(node, "kubelet"), tail(node, "containerd"))
 	}
 	t.Logf("pod %s Running and Ready on %s at %s in %s", got.Name, got.Spec.NodeName, got.Status.PodIP, time.Since(start).Round(time.Millisecond))
 	if got.Spec.NodeName != node.Name {
@@ -214,6 +214,12 @@ func runHello(ctx context.Context, t *testing.T, f *Fleet, node *RealNode, bin s
 		t.Errorf("pod answered %q, want %q", body, want)
 	}
 	return got
+}
+
+// tail is the end of the log of one of the node's processes.
+func tail(n *RealNode, process string) string {
+	p, _ := n.Process(process)
+	return p.tail(30)
 }
 
 func podReady(p *corev1.Pod) bool {
