@@ -107,9 +107,9 @@ func clientset(t *testing.T, f *Fleet, cluster string) kubernetes.Interface {
 }
 
 // startRealNode starts a real node, stopped when the test ends, and checks
-// it is the kubelet's (not kwok's: its Ready reason is the kubelet's), of
-// the API servers' version, and refuses anonymous requests (the pods can
-// reach its address).
+// it is Ready by a kubelet of the API servers' version (kwok reports
+// "kwok-0.7.0" as its kubelet's) on containerd, and that the kubelet
+// refuses anonymous requests (the pods can reach its address).
 func startRealNode(ctx context.Context, t *testing.T, f *Fleet, cluster string, o RealNodeOptions) *RealNode {
 	t.Helper()
 	start := time.Now()
