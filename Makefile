@@ -35,12 +35,16 @@ image: deps ## Build flotilla's image for linux/amd64 and linux/arm64 without Do
 	$(GO) run ./deploy/tools/image -repo $(IMAGE_REPO) -tag $(VERSION) -digest-file $(CACHE)/image.ref
 
 .PHONY: deps
-deps: ## Install the Debian packages the tests and the demo need (docker-registry, git with git-http-backend, ca-certificates for the image, chromium for the web UI's features), only when missing
+deps: ## Install the Debian packages the tests and the demo need (docker-registry, git with git-http-backend, ca-certificates for the image, chromium for the web UI's features, containerd, runc, the CNI plugins and iptables for the real node), only when missing
 	@missing=""; \
 	{ command -v docker-registry >/dev/null 2>&1 && dpkg -s docker-registry >/dev/null 2>&1; } || missing="$$missing docker-registry"; \
 	{ command -v git >/dev/null 2>&1 && test -x "$$(git --exec-path)/git-http-backend"; } || missing="$$missing git"; \
 	test -s /etc/ssl/certs/ca-certificates.crt || missing="$$missing ca-certificates"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	test -x /usr/bin/containerd || missing="$$missing containerd"; \
+	test -x /usr/sbin/runc || missing="$$missing runc"; \
+	test -x /usr/lib/cni/bridge || missing="$$missing containernetworking-plugins"; \
+	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
@@ -120,7 +124,7 @@ bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; 
 	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -update BENCHMARKS.md
 
 .PHONY: fleet-build
-fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes, kwok, Flagger, Tekton, Gitea, Prometheus, the load tester) and providers' CRDs into the cache
+fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes with the kubelet and kube-proxy of the real node, kwok, Flagger, Tekton, Gitea, Prometheus, the load tester) and providers' CRDs into the cache
 	deploy/tools/local/build.sh >/dev/null
 
 .PHONY: fleet-up

@@ -77,33 +77,60 @@ MOD
   mv "$BIN/$name.tmp" "$BIN/$name"
 }
 
-build_kube() {
-  local names=(kube-apiserver kube-controller-manager kube-scheduler) n
-  local all=1
-  for n in "${names[@]}"; do have "$n-$KUBE_VERSION" || all=0; done
-  [ $all = 1 ] && return
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION (about 6 min cold)"
-  local w=$SRC/kube-wrap-$KUBE_VERSION
+# kubewrap DIR: a throwaway module requiring k8s.io/kubernetes with its replace
+# block (each staging module mapped to itself at the matching v0 version), since
+# go install refuses a module with replace directives. kube_ldflags stamps the
+# version, or kubectl, Flagger and Tekton refuse the server's v0.0.0-master.
+kubewrap() {
+  local w=$1
   rm -rf "$w"; mkdir -p "$w"
   moddir "k8s.io/kubernetes@v$KUBE_VERSION" >/dev/null
   local gomod; gomod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/v$KUBE_VERSION.mod
-  local minor=${KUBE_VERSION#*.}; minor=${minor%%.*}
   {
     printf 'module flotilla.local/kubewrap\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$KUBE_VERSION"
     sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 v0.'"${KUBE_VERSION#*.}"'#p' "$gomod"
     printf ')\n'
   } >"$w/go.mod"
   [ "$(grep -c '=> k8s.io' "$w/go.mod")" -ge 30 ] || die "unexpected replace block in kubernetes go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport (\n' >"$w/tools.go"
-  for n in "${names[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$n" >>"$w/tools.go"; done
-  printf ')\n' >>"$w/tools.go"
-  local v=v$KUBE_VERSION x=""
+}
+
+kube_ldflags() {
+  local minor=${KUBE_VERSION#*.}; minor=${minor%%.*}
+  local v=v$KUBE_VERSION x="" p
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     x="$x -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
+  printf '%s' "$LDFLAGS_STRIP$x"
+}
+
+# kube_build WRAPDIR CMD...: build k8s.io/kubernetes/cmd/CMD into $BIN/CMD-$KUBE_VERSION.
+kube_build() {
+  local w=$1 n; shift
+  kubewrap "$w"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n' >"$w/tools.go"
+  for n in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$n" >>"$w/tools.go"; done
+  printf ')\n' >>"$w/tools.go"
   (cd "$w" && go mod tidy && mkdir -p out && \
-    go build -ldflags "$LDFLAGS_STRIP $x" -o out/ $(for n in "${names[@]}"; do printf 'k8s.io/kubernetes/cmd/%s ' "$n"; done))
-  for n in "${names[@]}"; do mv "$w/out/$n" "$BIN/$n-$KUBE_VERSION"; done
+    go build -ldflags "$(kube_ldflags)" -o out/ $(for n in "$@"; do printf 'k8s.io/kubernetes/cmd/%s ' "$n"; done))
+  for n in "$@"; do mv "$w/out/$n" "$BIN/$n-$KUBE_VERSION"; done
+}
+
+build_kube() {
+  local names=(kube-apiserver kube-controller-manager kube-scheduler) n
+  local all=1
+  for n in "${names[@]}"; do have "$n-$KUBE_VERSION" || all=0; done
+  [ $all = 1 ] && return
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION (about 6 min cold)"
+  kube_build "$SRC/kube-wrap-$KUBE_VERSION" "${names[@]}"
+}
+
+# The kubelet and kube-proxy of a real node (pkg/testkit/realnode), from the same
+# Kubernetes version as the API servers. Both build without cgo, like
+# Kubernetes' own release binaries.
+build_kubelet() {
+  have "kubelet-$KUBE_VERSION" && have "kube-proxy-$KUBE_VERSION" && return
+  log "building kubelet, kube-proxy $KUBE_VERSION (about 5 min cold)"
+  kube_build "$SRC/kubelet-wrap-$KUBE_VERSION" kubelet kube-proxy
 }
 
 build_kwok() {
@@ -280,6 +307,7 @@ build_etcd
 build_kwok
 build_flagger
 build_kube
+build_kubelet
 build_tekton
 build_gitea
 build_prometheus

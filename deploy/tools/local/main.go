@@ -52,6 +52,8 @@ func run(args []string) error {
 	loadTester := fs.Bool("load-tester", true, "run Flagger's load tester as a host process (up)")
 	mesh := fs.String("mesh-provider", "", "comma-separated cluster=provider, Flagger's -mesh-provider per cluster, such as c1=gatewayapi:v1,c2=istio (default kubernetes) (up)")
 	svcProxy := fs.Bool("service-proxy", true, "send Flagger's requests for cluster Services through the fleet's service proxy (up)")
+	realNodes := fs.String("real-nodes", "", "comma-separated clusters that get a real node (kubelet on containerd + runc; needs root, make deps and build.sh) (up)")
+	kubeProxyNode := fs.String("kube-proxy-node", "", "the cluster whose real node also runs kube-proxy, so its ClusterIP Services answer on the host (one per host) (up)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -81,6 +83,16 @@ func run(args []string) error {
 		})
 		if err != nil {
 			return err
+		}
+		for _, c := range strings.Split(*realNodes, ",") {
+			if c == "" {
+				continue
+			}
+			n, err := f.StartRealNode(ctx, c, localfleet.RealNodeOptions{KubeProxy: c == *kubeProxyNode, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+			if err != nil {
+				return fmt.Errorf("starting the real node of %s: %w", c, err)
+			}
+			fmt.Printf("real node %s in %s: pods on %s, images from %s (pods need the toleration %s and the node selector %s=true)\n", n.Name, c, n.PodSubnet, n.Registry, localfleet.RealNodeTaint, localfleet.RealNodeLabel)
 		}
 		printStatus(f)
 		fmt.Printf("\nexport FLOTILLA_FLEET_DIR=%s\nexport KUBECONFIG=%s\n", f.Dir, f.Clusters[0].Kubeconfig)

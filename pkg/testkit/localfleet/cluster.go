@@ -139,12 +139,18 @@ func (s clusterStarter) startAPIServer(ctx context.Context, cfg *rest.Config) (P
 		"--secure-port=" + strconv.Itoa(c.ports.apiserver),
 		"--cert-dir=" + s.dir("certs"),
 		"--token-auth-file=" + s.shared.tokens,
+		"--client-ca-file=" + s.shared.clientCA,
+		"--kubelet-client-certificate=" + s.shared.kubeletClientCert,
+		"--kubelet-client-key=" + s.shared.kubeletClientKey,
 		"--authorization-mode=Node,RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + s.shared.saPub,
 		"--service-account-signing-key-file=" + s.shared.saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--endpoint-reconciler-type=none",
+		// A real node's kubelet (StartRealNode) registers its name as a
+		// Hostname address, which does not resolve, next to its IP.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--profiling=false",
 		"--v=0",
 	}
@@ -227,7 +233,8 @@ func (s clusterStarter) startKwok(ctx context.Context, cs kubernetes.Interface) 
 	}
 	args := []string{
 		"--kubeconfig=" + s.c().Kubeconfig,
-		"--manage-all-nodes=true",
+		// Only the fake node: a real node (StartRealNode) is its kubelet's.
+		"--manage-single-node=" + FakeNode,
 		"--node-port=0",
 		"--node-lease-duration-seconds=40",
 		"--config=" + s.shared.stages,

@@ -24,6 +24,9 @@ var kwokStages []byte
 // sharedFiles are the files every cluster of a fleet uses.
 type sharedFiles struct {
 	saKey, saPub, tokens, stages string
+	// clientCA signs the client certificates the API servers accept, and
+	// kubeletClientCert/Key are theirs for kubelets (see pki.go).
+	clientCA, kubeletClientCert, kubeletClientKey string
 }
 
 func writeSharedFiles(dir, token string) (sharedFiles, error) {
@@ -52,6 +55,12 @@ func writeSharedFiles(dir, token string) (sharedFiles, error) {
 			return s, fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
+	if err := writeClientCA(dir); err != nil {
+		return s, err
+	}
+	s.clientCA = filepath.Join(dir, clientCAFile)
+	s.kubeletClientCert = filepath.Join(dir, kubeletClient+".crt")
+	s.kubeletClientKey = filepath.Join(dir, kubeletClient+".key")
 	return s, nil
 }
 

@@ -184,6 +184,17 @@ func (f *Fleet) record(cluster int, p Process) error {
 	return f.save()
 }
 
+// forget removes stopped processes from their cluster and saves the state,
+// so Running still tells whether the rest of the fleet is alive.
+func (f *Fleet) forget(cluster int, ps []Process) error {
+	f.mu.Lock()
+	f.Clusters[cluster].Processes = slices.DeleteFunc(f.Clusters[cluster].Processes, func(p Process) bool {
+		return slices.ContainsFunc(ps, func(q Process) bool { return q.PID == p.PID && q.Name == p.Name })
+	})
+	f.mu.Unlock()
+	return f.save()
+}
+
 // recordService adds a started fleet-wide process and saves the state.
 func (f *Fleet) recordService(p Process) error {
 	f.mu.Lock()
@@ -320,6 +331,8 @@ func (f *Fleet) Down(ctx context.Context) error {
 		})
 	}
 	errs = append(errs, g.Wait())
+	// What real nodes stopped without RealNode.Stop left on the host.
+	errs = append(errs, reapNodes(ctx, f.Dir))
 	for _, p := range f.Services {
 		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}

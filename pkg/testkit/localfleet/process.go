@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +28,13 @@ type Process struct {
 // process dies, so a crashed test run leaves nothing behind. The process
 // outlives ctx: ctx is not used to kill it, only Process.stop does.
 func startProcess(ctx context.Context, dir, name, bin string, args, env []string, dieWithParent bool) (Process, error) {
+	return startWrappedProcess(ctx, dir, name, bin, nil, args, env, dieWithParent)
+}
+
+// startWrappedProcess is startProcess through a wrapper command that ends by
+// exec-ing bin with args (such as unshare, to run bin in namespaces of its
+// own): the process keeps its PID and is recognized by bin.
+func startWrappedProcess(ctx context.Context, dir, name, bin string, wrapper, args, env []string, dieWithParent bool) (Process, error) {
 	logPath := filepath.Join(dir, "logs", name+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return Process{}, fmt.Errorf("creating log dir: %w", err)
@@ -37,7 +45,8 @@ func startProcess(ctx context.Context, dir, name, bin string, args, env []string
 	}
 	// The child holds its own descriptor of the log; ours is only closed.
 	defer func() { _ = logFile.Close() }()
-	cmd := exec.CommandContext(context.WithoutCancel(ctx), bin, args...)
+	argv := append(append(slices.Clone(wrapper), bin), args...)
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -52,8 +61,13 @@ func startProcess(ctx context.Context, dir, name, bin string, args, env []string
 	go func() { _ = cmd.Wait() }()
 	p := Process{Name: name, Bin: bin, Args: args, PID: cmd.Process.Pid, Log: logPath}
 	// Start returns once execve has begun, but the kernel fills in the new
-	// command line a moment later; until then running() cannot recognize p.
-	for deadline := time.Now().Add(2 * time.Second); !p.running() && time.Now().Before(deadline); {
+	// command line a moment later (later still after a wrapper); until then
+	// running() cannot recognize p.
+	wait := 2 * time.Second
+	if len(wrapper) > 0 {
+		wait = 10 * time.Second
+	}
+	for deadline := time.Now().Add(wait); !p.running() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	return p, nil

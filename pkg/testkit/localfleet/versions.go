@@ -113,3 +113,6 @@ func (b binaries) check(o Options) error {
 	}
 	return nil
 }
+
+func (b binaries) kubelet() string   { return b.path("kubelet-" + KubeVersion) }
+func (b binaries) kubeProxy() string { return b.path("kube-proxy-" + KubeVersion) }
