@@ -255,24 +255,15 @@ func (s *scenario) saysMergeFailed(ctx context.Context, version string) error {
 
 // openNotMerged reads the pull request of wave 1 on Gitea.
 func (s *scenario) openNotMerged(ctx context.Context, version string) error {
-	id, err := s.rolloutID(ctx, version)
+	number, err := s.waveNumber(ctx, 1, version)
 	if err != nil {
 		return err
-	}
-	var ro struct {
-		Waves []struct{ PullRequest *struct{ Number int64 } }
-	}
-	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
-		return err
-	}
-	if len(ro.Waves) == 0 || ro.Waves[0].PullRequest == nil || ro.Waves[0].PullRequest.Number == 0 {
-		return fmt.Errorf("wave 1 of %s records no pull request", id)
 	}
 	c, err := s.w.pr.client(ctx)
 	if err != nil {
 		return err
 	}
-	pr, _, err := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, ro.Waves[0].PullRequest.Number)
+	pr, _, err := c.GetPullRequest(giteatest.Admin, s.w.pr.repo, number)
 	if err != nil {
 		return err
 	}

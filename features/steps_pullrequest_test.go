@@ -231,23 +231,32 @@ func (s *scenario) squashed(ctx context.Context, version string) error {
 	return nil
 }
 
-// closedNaming: flotilla closed the pull request of the superseded
-// rollout, saying which rollout took over.
-func (s *scenario) closedNaming(ctx context.Context, wave int, version, by string) error {
+// waveNumber is the number of the pull request wave (from 1) of the
+// version's rollout records.
+func (s *scenario) waveNumber(ctx context.Context, wave int, version string) (int64, error) {
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var ro struct {
 		Waves []struct{ PullRequest *struct{ Number int64 } }
 	}
 	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return 0, err
+	}
+	if wave < 1 || wave > len(ro.Waves) || ro.Waves[wave-1].PullRequest == nil || ro.Waves[wave-1].PullRequest.Number == 0 {
+		return 0, fmt.Errorf("wave %d of %s records no pull request", wave, id)
+	}
+	return ro.Waves[wave-1].PullRequest.Number, nil
+}
+
+// closedNaming: flotilla closed the pull request of the superseded
+// rollout, saying which rollout took over.
+func (s *scenario) closedNaming(ctx context.Context, wave int, version, by string) error {
+	number, err := s.waveNumber(ctx, wave, version)
+	if err != nil {
 		return err
 	}
-	if wave > len(ro.Waves) || ro.Waves[wave-1].PullRequest == nil {
-		return fmt.Errorf("wave %d of %s records no pull request", wave, id)
-	}
-	number := ro.Waves[wave-1].PullRequest.Number
 	byID, err := s.rolloutID(ctx, by)
 	if err != nil {
 		return err
