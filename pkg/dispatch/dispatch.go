@@ -42,6 +42,11 @@ type Options struct {
 	// to a minute [1s]. The dispatcher never exits for such a failure: it
 	// reports it through Err, so that health checks fail, and retries.
 	StallBackoff time.Duration
+	// WriteTimeout is the deadline of each of the dispatcher's own journal
+	// writes (a function's events and timers, a quarantine record, a
+	// cursor save), so that a hung disk stalls it visibly (Err) instead of
+	// hanging its workers and its shutdown [DefaultWriteTimeout].
+	WriteTimeout time.Duration
 	// Observe, when set, sees every event the dispatcher journals (tests,
 	// live views).
 	Observe func(bus.Record)
@@ -51,6 +56,9 @@ type Options struct {
 const (
 	DefaultWorkers     = 16
 	DefaultCallTimeout = 10 * time.Minute
+	// DefaultWriteTimeout is far beyond a healthy fsync (milliseconds)
+	// and a loaded disk's (seconds).
+	DefaultWriteTimeout = time.Minute
 )
 
 // Dispatcher routes journaled events to the functions that consume them:
@@ -94,6 +102,9 @@ func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 4096
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
 	if o.StallBackoff <= 0 {
 		o.StallBackoff = time.Second
@@ -145,10 +156,29 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // saveCursor records cursor so that a restart does not replay what was
 // handled already.
 func (d *Dispatcher) saveCursor(ctx context.Context, cursor uint64) error {
-	if err := d.j.SetCursor(context.WithoutCancel(ctx), cursorName, cursor); err != nil {
+	wctx, cancel := d.writing(ctx)
+	defer cancel()
+	// A save stuck in the disk does not see its context: stop waiting
+	// for it at the deadline (it ends on its own; a later save covers it).
+	done := make(chan error, 1)
+	go func() { done <- d.j.SetCursor(wctx, cursorName, cursor) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-wctx.Done():
+		err = wctx.Err()
+	}
+	if err != nil {
 		return fmt.Errorf("saving dispatch cursor: %w", err)
 	}
 	return nil
+}
+
+// writing is the context of one of the dispatcher's own journal writes:
+// not cancelled with ctx (what a handled event emitted must be journaled
+// even as the dispatcher stops), but bounded by WriteTimeout.
+func (d *Dispatcher) writing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d.o.WriteTimeout)
 }
 
 // Err returns why the dispatcher is stalled (the journal failed to read,
@@ -210,19 +240,21 @@ func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Even
 	if len(out) == 0 {
 		return nil
 	}
+	wctx, cancel := d.writing(ctx)
+	defer cancel()
 	out, later := splitDue(out, time.Now())
 	if len(later) > 0 {
-		if err := d.j.Schedule(context.WithoutCancel(ctx), later...); err != nil {
+		if err := d.j.Schedule(wctx, later...); err != nil {
 			return fmt.Errorf("scheduling timers of %s: %w", f.Name(), err)
 		}
 	}
 	if len(out) == 0 {
 		return nil
 	}
-	recs, err := d.j.Append(context.WithoutCancel(ctx), out...)
+	recs, err := d.j.Append(wctx, out...)
 	if events.IsPermanent(err) {
 		if out, err = d.failed(ctx, f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
-			recs, err = d.j.Append(context.WithoutCancel(ctx), out...)
+			recs, err = d.j.Append(wctx, out...)
 		}
 	}
 	if err != nil {
@@ -269,7 +301,9 @@ func (d *Dispatcher) quarantine(ctx context.Context, rec bus.Record) error {
 	if err != nil {
 		return fmt.Errorf("recording quarantined record %d: %w", rec.Seq, err)
 	}
-	recs, err := d.j.Append(context.WithoutCancel(ctx), e)
+	wctx, cancel := d.writing(ctx)
+	defer cancel()
+	recs, err := d.j.Append(wctx, e)
 	if err != nil {
 		return fmt.Errorf("recording quarantined record %d: %w", rec.Seq, err)
 	}

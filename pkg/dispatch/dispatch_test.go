@@ -760,3 +760,68 @@ func TestRuntimeQuarantinesAnUnreadableRecord(t *testing.T) {
 // sortStrings compares string slices as sets: events of different keys are
 // handled in parallel, in no set order.
 var sortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
+// journalHung is the store on a disk that hangs while its switch is on:
+// appends wait (as the store's do, for a commit that does not come) until
+// their context ends; cursor saves block, whatever their context, until the
+// disk comes back.
+type journalHung struct {
+	*store.Store
+	appends, saves atomic.Bool
+	back           chan struct{}
+}
+
+func (j *journalHung) Append(ctx context.Context, evs ...cloudevents.Event) ([]store.Record, error) {
+	if j.appends.Load() {
+		<-ctx.Done()
+		return nil, fmt.Errorf("appending events (they may still be journaled): %w", ctx.Err())
+	}
+	return j.Store.Append(ctx, evs...)
+}
+
+func (j *journalHung) SetCursor(ctx context.Context, consumer string, seq uint64) error {
+	if j.saves.Load() {
+		<-j.back
+	}
+	return j.Store.SetCursor(ctx, consumer, seq)
+}
+
+// The dispatcher's own writes have a deadline: a hung disk stalls it
+// visibly (Err) instead of hanging a worker, it carries on once the disk is
+// back, and its shutdown returns while a cursor save hangs.
+func TestDispatcherWritesHaveADeadline(t *testing.T) {
+	s := newStore(t)
+	j := &journalHung{Store: s, back: make(chan struct{})}
+	j.appends.Store(true)
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeOut)}
+	rt, err := dispatch.New(j, []dispatch.Function{a}, dispatch.Options{StallBackoff: time.Millisecond, WriteTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	waitErr(t, rt, func(err error) bool { return err != nil && errors.Is(err, context.DeadlineExceeded) }, "stall on the hung append")
+	j.appends.Store(false)
+	waitJournal(t, s, "e1/"+typeOut)
+
+	j.saves.Store(true)
+	defer close(j.back)
+	appendEvents(t, s, newEvent(t, "e2", typeIn))
+	waitJournal(t, s, "e2/"+typeOut)
+	began := time.Now()
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(waitTimeout):
+		t.Fatal("Run did not return while a cursor save hung")
+	}
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "saving dispatch cursor") {
+		t.Errorf("Run = %v; want the cursor save's deadline", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("stopping took %v while a cursor save hung", took)
+	}
+}
