@@ -9,15 +9,14 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// StatusReader reads a canary's live state (pkg/cluster.Set): the canary
+// StatusReader reads a canary's live state (pkg/cluster.Set, in production): the canary
 // named after workload, and the images of the workload and its primary.
 type StatusReader interface {
-	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (cluster.CanaryStatus, error)
+	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (rollout.CanaryStatus, error)
 }
 
 // statusTimeout bounds one read of a cluster: an API server that does not
@@ -66,17 +65,17 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 }
 
 // CachedStatusReader is a StatusReader with a watch cache
-// (pkg/cluster.Set): ok is false while the cache cannot answer.
+// (pkg/cluster.Set, in production): ok is false while the cache cannot answer.
 type CachedStatusReader interface {
-	CachedCanaryStatus(cluster, namespace string, workload config.Workload) (st cluster.CanaryStatus, ok bool)
+	CachedCanaryStatus(cluster, namespace string, workload config.Workload) (st rollout.CanaryStatus, ok bool)
 }
 
 // cachedStatus reads a canary from the status reader's watch cache, if it
 // has one.
-func (f *Function) cachedStatus(clusterName string, app config.Application) (cluster.CanaryStatus, bool) {
+func (f *Function) cachedStatus(clusterName string, app config.Application) (rollout.CanaryStatus, bool) {
 	c, ok := f.status.(CachedStatusReader)
 	if !ok {
-		return cluster.CanaryStatus{}, false
+		return rollout.CanaryStatus{}, false
 	}
 	return c.CachedCanaryStatus(clusterName, app.Namespace, app.Workload)
 }
@@ -84,7 +83,7 @@ func (f *Function) cachedStatus(clusterName string, app config.Application) (clu
 // decisive tells whether status st (from the cache) is enough to handle
 // canary event c: it shows the outcome the event reports, or the event
 // reports no outcome (Flagger's progress, recorded as it is).
-func decisive(ro *rollout.Rollout, c events.Canary, st cluster.CanaryStatus) bool {
+func decisive(ro *rollout.Rollout, c events.Canary, st rollout.CanaryStatus) bool {
 	switch c.Outcome {
 	case events.CanarySucceeded, events.CanaryInitialized, events.CanaryFailed:
 	default:
@@ -100,7 +99,7 @@ func decisive(ro *rollout.Rollout, c events.Canary, st cluster.CanaryStatus) boo
 }
 
 // readStatus reads a cluster's canary under statusTimeout.
-func (f *Function) readStatus(ctx context.Context, clusterName string, app config.Application) (cluster.CanaryStatus, error) {
+func (f *Function) readStatus(ctx context.Context, clusterName string, app config.Application) (rollout.CanaryStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	return f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
@@ -158,7 +157,7 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 
 // classify decides what a canary event means for a cluster, given the images
 // its primary and canary workloads run now.
-func classify(r *rollout.Rollout, cl *rollout.Cluster, c events.Canary, st cluster.CanaryStatus) (typ, reason string) {
+func classify(r *rollout.Rollout, cl *rollout.Cluster, c events.Canary, st rollout.CanaryStatus) (typ, reason string) {
 	primary, target := st.PrimaryImage, st.TargetImage
 	switch cl.Phase {
 	case rollout.ClusterApplying, rollout.ClusterProgressing:

@@ -13,7 +13,6 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/observe"
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
@@ -29,23 +28,23 @@ const (
 // fakeStatus stands in for the clusters' canary status; the features read
 // real canaries.
 type fakeStatus struct {
-	canaryStatus func(ctx context.Context, cluster, namespace string, w config.Workload) (cluster.CanaryStatus, error)
+	canaryStatus func(ctx context.Context, cluster, namespace string, w config.Workload) (rollout.CanaryStatus, error)
 }
 
-func (f fakeStatus) CanaryStatus(ctx context.Context, cl, namespace string, w config.Workload) (cluster.CanaryStatus, error) {
+func (f fakeStatus) CanaryStatus(ctx context.Context, cl, namespace string, w config.Workload) (rollout.CanaryStatus, error) {
 	return f.canaryStatus(ctx, cl, namespace, w)
 }
 
 // status answers st for the shop canary in any cluster.
-func status(st cluster.CanaryStatus) fakeStatus {
+func status(st rollout.CanaryStatus) fakeStatus {
 	return statusOf(cfg.Applications[0].Workload, st)
 }
 
 // statusOf answers st for the canary of workload w in any cluster.
-func statusOf(w config.Workload, st cluster.CanaryStatus) fakeStatus {
-	return fakeStatus{canaryStatus: func(_ context.Context, _, ns string, got config.Workload) (cluster.CanaryStatus, error) {
+func statusOf(w config.Workload, st rollout.CanaryStatus) fakeStatus {
+	return fakeStatus{canaryStatus: func(_ context.Context, _, ns string, got config.Workload) (rollout.CanaryStatus, error) {
 		if ns != "web" || got != w {
-			return cluster.CanaryStatus{}, errors.New("wrong canary asked for")
+			return rollout.CanaryStatus{}, errors.New("wrong canary asked for")
 		}
 		return st, nil
 	}}
@@ -141,7 +140,7 @@ func TestObserveClassify(t *testing.T) {
 			ctx := t.Context()
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, tt.phase)
-			st := cluster.CanaryStatus{Phase: tt.flagger, Weight: 42, PrimaryImage: tt.images.primary, TargetImage: tt.images.target}
+			st := rollout.CanaryStatus{Phase: tt.flagger, Weight: 42, PrimaryImage: tt.images.primary, TargetImage: tt.images.target}
 			fn := observe.New(cfg, repo, status(st), nil)
 			e := canaryEvent(t, events.Canary{Cluster: tt.cluster, Namespace: "web", Name: "shop-api", Phase: tt.flagger,
 				Outcome: tt.outcome, Message: "flagger says so", RolloutID: rolloutID})
@@ -182,7 +181,7 @@ func TestObserveDaemonSet(t *testing.T) {
 	newRollout(t, repo, rollout.ClusterProgressing)
 	w := config.Workload{Kind: config.KindDaemonSet, Name: "shop-agent"}
 	ds := &config.Config{Applications: []config.Application{{Name: "shop", Image: image, Namespace: "web", Workload: w}}}
-	st := statusOf(w, cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref})
+	st := statusOf(w, rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref})
 	e := canaryEvent(t, events.Canary{Cluster: "c1", Namespace: "web", Name: "shop-agent", Phase: "Succeeded",
 		Outcome: events.CanarySucceeded, Message: "promoted", RolloutID: rolloutID})
 	evs, err := observe.New(ds, repo, st, nil).Handle(t.Context(), e)
@@ -197,8 +196,8 @@ func TestObserveDaemonSet(t *testing.T) {
 }
 
 func TestObserveIgnores(t *testing.T) {
-	never := fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (cluster.CanaryStatus, error) {
-		return cluster.CanaryStatus{}, errors.New("status read for an event that should be ignored")
+	never := fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (rollout.CanaryStatus, error) {
+		return rollout.CanaryStatus{}, errors.New("status read for an event that should be ignored")
 	}}
 	tests := []struct {
 		name string
@@ -227,7 +226,7 @@ func TestObserveErrors(t *testing.T) {
 	if err := bad.SetData(cloudevents.ApplicationJSON, []byte(`"x"`)); err != nil {
 		t.Fatal(err)
 	}
-	ok := status(cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref})
+	ok := status(rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref})
 	tests := []struct {
 		name      string
 		status    fakeStatus
@@ -235,8 +234,8 @@ func TestObserveErrors(t *testing.T) {
 		permanent bool
 	}{
 		{"payload does not decode", ok, bad, true},
-		{"status unreadable", fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (cluster.CanaryStatus, error) {
-			return cluster.CanaryStatus{}, errDown
+		{"status unreadable", fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (rollout.CanaryStatus, error) {
+			return rollout.CanaryStatus{}, errDown
 		}}, canaryEvent(t, events.Canary{Cluster: "c1", Outcome: events.CanarySucceeded, RolloutID: rolloutID}), true},
 		{"cluster not in the rollout", ok, canaryEvent(t, events.Canary{Cluster: "c9", Outcome: events.CanarySucceeded, RolloutID: rolloutID}), true},
 	}
@@ -282,7 +281,7 @@ func TestObserveFailureDuringTheBake(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st := cluster.CanaryStatus{Phase: "Failed", PrimaryImage: ref, TargetImage: ref}
+			st := rollout.CanaryStatus{Phase: "Failed", PrimaryImage: ref, TargetImage: ref}
 			evs, err := observe.New(cfg, repo, status(st), nil).Handle(ctx, canaryEvent(t, events.Canary{Cluster: "c1", Namespace: "web",
 				Name: "shop-api", Phase: "Failed", Outcome: events.CanaryFailed, Message: "gate said no", RolloutID: rolloutID}))
 			if err != nil {

@@ -9,7 +9,6 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -150,7 +149,7 @@ func waiting(r *rollout.Rollout, cl *rollout.Cluster, step int) bool {
 
 // judge decides a cluster at its deadline from its status: a result type
 // and its reason, or "" while Flagger's analysis is under way.
-func judge(r *rollout.Rollout, cl *rollout.Cluster, st cluster.CanaryStatus, readErr error) (typ, reason string) {
+func judge(r *rollout.Rollout, cl *rollout.Cluster, st rollout.CanaryStatus, readErr error) (typ, reason string) {
 	switch {
 	case readErr != nil:
 		return events.TypeClusterFailed, "the cluster cannot be read: " + readErr.Error()

@@ -14,7 +14,6 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/observe"
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
@@ -58,14 +57,14 @@ func finishedEvent(t *testing.T, f events.PipelineRunFinished) cloudevents.Event
 }
 
 func unreadable() fakeStatus {
-	return fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (cluster.CanaryStatus, error) {
-		return cluster.CanaryStatus{}, errors.New("connection refused")
+	return fakeStatus{canaryStatus: func(context.Context, string, string, config.Workload) (rollout.CanaryStatus, error) {
+		return rollout.CanaryStatus{}, errors.New("connection refused")
 	}}
 }
 
 func TestObserveFinished(t *testing.T) {
 	settled := func(primary string) fakeStatus {
-		return status(cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: primary, TargetImage: primary})
+		return status(rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: primary, TargetImage: primary})
 	}
 	tests := []struct {
 		name      string
@@ -178,13 +177,13 @@ func TestObserveDeadline(t *testing.T) {
 		name      string
 		run       bool // the apply run is still in flight
 		extension int
-		seen      cluster.CanaryStatus // what the last look found
+		seen      rollout.CanaryStatus // what the last look found
 		status    fakeStatus
 		want      []result
 		extended  bool
 	}{
 		{
-			name: "succeeded", status: status(cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}),
+			name: "succeeded", status: status(rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}),
 			want: []result{{"dl/" + events.TypeClusterSucceeded + "/c1", events.TypeClusterSucceeded, rolloutID, events.ClusterResult{RolloutID: rolloutID, Cluster: "c1",
 				Reason: "the primary runs " + ref + " (read at the deadline)"}}},
 		},
@@ -193,29 +192,29 @@ func TestObserveDeadline(t *testing.T) {
 			want: failed("the cluster cannot be read: connection refused"),
 		},
 		{
-			name: "the run hangs", run: true, status: status(cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: prev, TargetImage: prev}),
+			name: "the run hangs", run: true, status: status(rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: prev, TargetImage: prev}),
 			want: failed("its pipeline run is still not done"),
 		},
 		{
-			name: "Flagger failed", status: status(cluster.CanaryStatus{Phase: "Failed", PrimaryImage: prev, TargetImage: ref}),
+			name: "Flagger failed", status: status(rollout.CanaryStatus{Phase: "Failed", PrimaryImage: prev, TargetImage: ref}),
 			want: failed("Flagger's analysis failed"),
 		},
 		{
-			name: "progressing", status: status(cluster.CanaryStatus{Phase: "Progressing", Weight: 20, PrimaryImage: prev, TargetImage: ref}),
-			seen: cluster.CanaryStatus{Phase: "Progressing", Weight: 10}, extended: true,
+			name: "progressing", status: status(rollout.CanaryStatus{Phase: "Progressing", Weight: 20, PrimaryImage: prev, TargetImage: ref}),
+			seen: rollout.CanaryStatus{Phase: "Progressing", Weight: 10}, extended: true,
 		},
 		{
-			name: "Flagger never took up the revision", status: status(cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: prev, TargetImage: ref}),
+			name: "Flagger never took up the revision", status: status(rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: prev, TargetImage: ref}),
 			want: failed(`Flagger has not taken up the new revision (phase "Succeeded")`),
 		},
 		{
-			name: "the workload runs another image", status: status(cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: prev, TargetImage: prev}),
+			name: "the workload runs another image", status: status(rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: prev, TargetImage: prev}),
 			want: failed("the workload runs " + prev + ", not " + ref),
 		},
 		{
 			name: "progressing, out of extensions", extension: observe.MaxExtensions,
-			status: status(cluster.CanaryStatus{Phase: "Progressing", Weight: 20, PrimaryImage: prev, TargetImage: ref}),
-			seen:   cluster.CanaryStatus{Phase: "Progressing", Weight: 10},
+			status: status(rollout.CanaryStatus{Phase: "Progressing", Weight: 20, PrimaryImage: prev, TargetImage: ref}),
+			seen:   rollout.CanaryStatus{Phase: "Progressing", Weight: 10},
 			want:   failed("still Progressing at weight 20 after 3 more deadlines"),
 		},
 	}
@@ -311,16 +310,16 @@ func TestObserveFunctionFailed(t *testing.T) {
 // cachedStatus has a watch cache in front of its live reads.
 type cachedStatus struct {
 	fakeStatus
-	cached cluster.CanaryStatus
+	cached rollout.CanaryStatus
 	ok     bool
 	live   int
 }
 
-func (c *cachedStatus) CachedCanaryStatus(string, string, config.Workload) (cluster.CanaryStatus, bool) {
+func (c *cachedStatus) CachedCanaryStatus(string, string, config.Workload) (rollout.CanaryStatus, bool) {
 	return c.cached, c.ok
 }
 
-func (c *cachedStatus) CanaryStatus(ctx context.Context, cl, ns string, w config.Workload) (cluster.CanaryStatus, error) {
+func (c *cachedStatus) CanaryStatus(ctx context.Context, cl, ns string, w config.Workload) (rollout.CanaryStatus, error) {
 	c.live++
 	return c.fakeStatus.CanaryStatus(ctx, cl, ns, w)
 }
@@ -329,11 +328,11 @@ func (c *cachedStatus) CanaryStatus(ctx context.Context, cl, ns string, w config
 // what the event says; when it does not yet (or is not synced), from a live
 // read.
 func TestObserveReadsTheCacheFirst(t *testing.T) {
-	succeeded := cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}
-	stale := cluster.CanaryStatus{Phase: "Promoting", PrimaryImage: prev, TargetImage: ref}
+	succeeded := rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}
+	stale := rollout.CanaryStatus{Phase: "Promoting", PrimaryImage: prev, TargetImage: ref}
 	tests := []struct {
 		name      string
-		cached    cluster.CanaryStatus
+		cached    rollout.CanaryStatus
 		ok        bool
 		outcome   events.CanaryOutcome
 		wantLive  int
@@ -341,7 +340,7 @@ func TestObserveReadsTheCacheFirst(t *testing.T) {
 	}{
 		{"the cache shows the success", succeeded, true, events.CanarySucceeded, 0, []string{events.TypeClusterSucceeded}},
 		{"the cache is behind", stale, true, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
-		{"the cache is not synced", cluster.CanaryStatus{}, false, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
+		{"the cache is not synced", rollout.CanaryStatus{}, false, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
 		{"progress is recorded from the cache", stale, true, events.CanaryProgressing, 0, nil},
 	}
 	for _, tt := range tests {

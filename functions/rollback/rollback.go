@@ -10,14 +10,13 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// StatusReader reads a canary's live state (pkg/cluster.Set).
+// StatusReader reads a canary's live state (pkg/cluster.Set, in production).
 type StatusReader interface {
-	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (cluster.CanaryStatus, error)
+	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (rollout.CanaryStatus, error)
 }
 
 // statusTimeout bounds one read of a cluster.
@@ -114,10 +113,10 @@ func markCluster(name string, from, to rollout.ClusterPhase, msg string) func(*r
 }
 
 // readStatus reads a cluster's canary under statusTimeout.
-func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterName string) (cluster.CanaryStatus, error) {
+func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterName string) (rollout.CanaryStatus, error) {
 	app, ok := f.cfg.Application(ro.Application)
 	if !ok {
-		return cluster.CanaryStatus{}, events.Permanent(fmt.Errorf("application %q is no longer configured", ro.Application))
+		return rollout.CanaryStatus{}, events.Permanent(fmt.Errorf("application %q is no longer configured", ro.Application))
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
@@ -127,7 +126,7 @@ func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterNa
 // reverted tells whether a cluster is back on prev with no analysis under
 // way. Flagger treats a return to the last promoted spec as a manual
 // rollback and reports nothing, so this read is often the only news.
-func reverted(st cluster.CanaryStatus, prev string) bool {
+func reverted(st rollout.CanaryStatus, prev string) bool {
 	return st.Settled() && st.PrimaryImage == prev && st.TargetImage == prev
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/rollback"
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
@@ -35,31 +34,31 @@ func prev(c string) string { return image + "@sha256:old-" + c }
 // status is what the test set last, for the canary of app()'s workload.
 type fakeStatus struct {
 	mu sync.Mutex
-	st map[string]cluster.CanaryStatus
+	st map[string]rollout.CanaryStatus
 }
 
-func (f *fakeStatus) set(cl string, st cluster.CanaryStatus) {
+func (f *fakeStatus) set(cl string, st rollout.CanaryStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.st == nil {
-		f.st = map[string]cluster.CanaryStatus{}
+		f.st = map[string]rollout.CanaryStatus{}
 	}
 	f.st[cl] = st
 }
 
-func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace string, w config.Workload) (cluster.CanaryStatus, error) {
+func (f *fakeStatus) CanaryStatus(_ context.Context, cl, namespace string, w config.Workload) (rollout.CanaryStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.st[cl]
 	if !ok || namespace != "web" || w != app().Workload {
-		return cluster.CanaryStatus{}, errors.New("connection refused")
+		return rollout.CanaryStatus{}, errors.New("connection refused")
 	}
 	return st, nil
 }
 
 // settledOn is a canary at rest with both workloads on img.
-func settledOn(img string) cluster.CanaryStatus {
-	return cluster.CanaryStatus{Phase: "Succeeded", PrimaryImage: img, TargetImage: img}
+func settledOn(img string) rollout.CanaryStatus {
+	return rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: img, TargetImage: img}
 }
 
 func app() config.Application {
@@ -254,7 +253,7 @@ func TestRollbackWaveByWave(t *testing.T) {
 		{
 			name: "c3's revert ran; Flagger is still at work: wait", e: func() cloudevents.Event { return finished(t, "fin-c3", "c3", 2, "") },
 			before: func() {
-				status.set("c3", cluster.CanaryStatus{Phase: "Progressing", PrimaryImage: prev("c3"), TargetImage: ref})
+				status.set("c3", rollout.CanaryStatus{Phase: "Progressing", PrimaryImage: prev("c3"), TargetImage: ref})
 			},
 			want: outcome{Phase: rollout.Failed, Clusters: phases("c1", "Succeeded", "c2", "Reverted", "c3", "Reverting", "c4", "Pending")},
 		},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
@@ -20,6 +19,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 // Set holds a client configuration per cluster of the fleet.
@@ -82,29 +82,8 @@ func (s *Set) clientsFor(name string) (*clients, error) {
 	return c, nil
 }
 
-// CanaryStatus is the live state of one canary.
-type CanaryStatus struct {
-	Phase      string
-	Weight     int
-	Checksum   string    // Flagger's hash of the last applied spec
-	Transition time.Time // when Flagger last changed the phase
-	// PrimaryImage is what <workload>-primary runs ("" if Flagger has not
-	// made it yet), TargetImage what the workload itself (the canary)
-	// runs: the container's image, or a git application's revision
-	// (repository@commit).
-	PrimaryImage string
-	TargetImage  string
-}
-
-// Settled tells whether no analysis is under way: Flagger rests in
-// Initialized, Succeeded or Failed until it sees a new revision.
-func (s CanaryStatus) Settled() bool {
-	switch s.Phase {
-	case "Initialized", "Succeeded", "Failed":
-		return true
-	}
-	return false
-}
+// CanaryStatus is the live state of one canary (the domain's type).
+type CanaryStatus = rollout.CanaryStatus
 
 // CanaryStatus reads a canary and its workloads: w is the canary's target,
 // after which flotilla names the canary, of kind Deployment (also when empty)
