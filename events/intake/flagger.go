@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/gates"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
@@ -48,42 +49,25 @@ const (
 	flaggerMetaGate      = "gate"
 )
 
-// Flagger's gate webhook types ([GateCall.Gate]).
+// Flagger's gate webhook types ([GateCall.Gate]; the domain's, pkg/gates).
 const (
-	GateConfirmRollout         = "confirm-rollout"
-	GatePreRollout             = "pre-rollout"
-	GateRollout                = "rollout"
-	GateConfirmTrafficIncrease = "confirm-traffic-increase"
-	GateConfirmPromotion       = "confirm-promotion"
-	GatePostRollout            = "post-rollout"
-	GateRollback               = "rollback"
+	GateConfirmRollout         = gates.ConfirmRollout
+	GatePreRollout             = gates.PreRollout
+	GateRollout                = gates.Rollout
+	GateConfirmTrafficIncrease = gates.ConfirmTrafficIncrease
+	GateConfirmPromotion       = gates.ConfirmPromotion
+	GatePostRollout            = gates.PostRollout
+	GateRollback               = gates.RollbackGate
 )
 
-var gateTypes = []string{
-	GateConfirmRollout, GatePreRollout, GateRollout, GateConfirmTrafficIncrease,
-	GateConfirmPromotion, GatePostRollout, GateRollback,
-}
+var gateTypes = gates.Types
 
-// GateCall is Flagger calling one of a canary's gate webhooks. Flagger waits
-// for the answer: a 2xx opens a gate, anything else holds or fails it,
-// except for rollback hooks, where a 2xx rolls the canary back.
-type GateCall struct {
-	Gate      string            `json:"gate"`
-	Cluster   string            `json:"cluster,omitempty"`
-	Namespace string            `json:"namespace"`
-	Name      string            `json:"name"`
-	Phase     string            `json:"phase,omitempty"`
-	Checksum  string            `json:"checksum,omitempty"`
-	RolloutID string            `json:"rolloutId,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-}
+// GateCall is Flagger calling one of a canary's gate webhooks
+// (pkg/gates.Call, the domain's type).
+type GateCall = gates.Call
 
-// GateDecision answers a [GateCall]. Open means "2xx": proceed for every
-// gate, roll back for a rollback hook.
-type GateDecision struct {
-	Open   bool
-	Reason string
-}
+// GateDecision answers a [GateCall] (pkg/gates.Decision).
+type GateDecision = gates.Decision
 
 // GateKeeper decides gate calls. It must answer quickly (Flagger's hook
 // timeout is 10s by default) and must not block on the call's outcome.
@@ -92,15 +76,12 @@ type GateKeeper interface {
 }
 
 // DefaultGateKeeper is the intake's gate keeper when none is configured:
-// every gate is open and no rollback is asked for.
+// every gate is open and no rollback is asked for (gates.Default).
 type DefaultGateKeeper struct{}
 
 // Decide implements [GateKeeper].
 func (DefaultGateKeeper) Decide(_ context.Context, call GateCall) (GateDecision, error) {
-	if call.Gate == GateRollback {
-		return GateDecision{Open: false, Reason: "no rollback requested"}, nil
-	}
-	return GateDecision{Open: true, Reason: "no gate configured"}, nil
+	return gates.Default(call), nil
 }
 
 // parseFlaggerGate reads a gate call: post-rollout reports the outcome and

@@ -13,8 +13,10 @@
 //
 // Flagger asks through two hooks flotilla renders into the canary:
 // confirm-promotion (a 2xx promotes) and rollback (a 2xx rolls back). The
-// [Keeper] implements [intake.GateKeeper]: the intake calls it for every gate
-// call and answers Flagger with its decision. Approvals and the time a
+// [Keeper] is the intake's GateKeeper (the intake reads Flagger's call into
+// the domain's [Call] and answers with the [Decision]; the domain imports no
+// edge). The intake calls it for every gate call and answers Flagger with its
+// decision. Approvals and the time a
 // canary revision was first seen at a gate are kept in the store, so a
 // restart neither forgets an approval nor restarts a validation period.
 package gates

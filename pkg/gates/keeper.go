@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/flotilla-cd/flotilla/events/intake"
 )
 
 // Policies finds the validation policy of the canary namespace/name in a
@@ -33,8 +31,7 @@ type Labels interface {
 }
 
 // Keeper decides gate calls by the applications' validation policies. A
-// call for a canary without a policy gets [intake.DefaultGateKeeper]'s
-// answer.
+// call for a canary without a policy gets [Default]'s answer.
 type Keeper struct {
 	policies  Policies
 	approvals Approvals
@@ -50,29 +47,27 @@ func NewKeeper(p Policies, a Approvals, l Labels, now func() time.Time) *Keeper 
 	return &Keeper{policies: p, approvals: a, labels: l, now: now}
 }
 
-var _ intake.GateKeeper = (*Keeper)(nil)
-
-// Decide implements [intake.GateKeeper].
-func (k *Keeper) Decide(ctx context.Context, c intake.GateCall) (intake.GateDecision, error) {
+// Decide decides one gate call (the intake's GateKeeper, in pkg/app).
+func (k *Keeper) Decide(ctx context.Context, c Call) (Decision, error) {
 	p, ok := k.policies(c.Cluster, c.Namespace, c.Name)
 	if !ok || !p.Enabled() {
-		return intake.DefaultGateKeeper{}.Decide(ctx, c)
+		return Default(c), nil
 	}
 	switch c.Gate {
-	case intake.GateConfirmPromotion:
+	case ConfirmPromotion:
 		return k.promote(ctx, p, c)
-	case intake.GateRollback:
+	case RollbackGate:
 		return k.rollback(ctx, p, c)
 	default:
-		return intake.DefaultGateKeeper{}.Decide(ctx, c)
+		return Default(c), nil
 	}
 }
 
 // promote decides confirm-promotion: open when every validation allows it.
-func (k *Keeper) promote(ctx context.Context, p Policy, c intake.GateCall) (intake.GateDecision, error) {
+func (k *Keeper) promote(ctx context.Context, p Policy, c Call) (Decision, error) {
 	left, err := k.periodLeft(ctx, p, c)
 	if err != nil {
-		return intake.GateDecision{}, err
+		return Decision{}, err
 	}
 	if p.LabelWatch != nil {
 		if found, err := k.invalidated(ctx, p, c); err != nil || found != "" {
@@ -82,7 +77,7 @@ func (k *Keeper) promote(ctx context.Context, p Policy, c intake.GateCall) (inta
 	if p.Manual != nil {
 		v, err := k.verdict(ctx, p.Manual, c, left)
 		if err != nil {
-			return intake.GateDecision{}, err
+			return Decision{}, err
 		}
 		switch v.Status {
 		case StatusValid:
@@ -100,11 +95,11 @@ func (k *Keeper) promote(ctx context.Context, p Policy, c intake.GateCall) (inta
 
 // rollback decides the rollback hook: open (roll back) when a validation
 // failed.
-func (k *Keeper) rollback(ctx context.Context, p Policy, c intake.GateCall) (intake.GateDecision, error) {
+func (k *Keeper) rollback(ctx context.Context, p Policy, c Call) (Decision, error) {
 	if p.LabelWatch != nil {
 		found, err := k.invalidated(ctx, p, c)
 		if err != nil {
-			return intake.GateDecision{}, err
+			return Decision{}, err
 		}
 		if found != "" {
 			return open("invalidated: " + found), nil
@@ -113,11 +108,11 @@ func (k *Keeper) rollback(ctx context.Context, p Policy, c intake.GateCall) (int
 	if p.Manual != nil {
 		left, err := k.periodLeft(ctx, p, c)
 		if err != nil {
-			return intake.GateDecision{}, err
+			return Decision{}, err
 		}
 		v, err := k.verdict(ctx, p.Manual, c, left)
 		if err != nil {
-			return intake.GateDecision{}, err
+			return Decision{}, err
 		}
 		if v.Status == StatusInvalid {
 			return open("rejected" + v.by()), nil
@@ -128,7 +123,7 @@ func (k *Keeper) rollback(ctx context.Context, p Policy, c intake.GateCall) (int
 
 // periodLeft is how much of the validation period the canary revision has
 // still to run, counted from the first gate call seen for it.
-func (k *Keeper) periodLeft(ctx context.Context, p Policy, c intake.GateCall) (time.Duration, error) {
+func (k *Keeper) periodLeft(ctx context.Context, p Policy, c Call) (time.Duration, error) {
 	if p.Period <= 0 {
 		return 0, nil
 	}
@@ -142,7 +137,7 @@ func (k *Keeper) periodLeft(ctx context.Context, p Policy, c intake.GateCall) (t
 
 // verdict is the manual verdict: the recorded approval, else the
 // after-deadline status once the period is over.
-func (k *Keeper) verdict(ctx context.Context, m *Manual, c intake.GateCall, left time.Duration) (Approval, error) {
+func (k *Keeper) verdict(ctx context.Context, m *Manual, c Call, left time.Duration) (Approval, error) {
 	if c.RolloutID != "" {
 		a, ok, err := k.approvals.Approval(ctx, c.RolloutID, c.Cluster)
 		if err != nil || ok {
@@ -157,7 +152,7 @@ func (k *Keeper) verdict(ctx context.Context, m *Manual, c intake.GateCall, left
 
 // invalidated returns the first invalidation label found on the canary's
 // Deployment or pods, as "deployment label k=v" / "pod label k=v", or "".
-func (k *Keeper) invalidated(ctx context.Context, p Policy, c intake.GateCall) (string, error) {
+func (k *Keeper) invalidated(ctx context.Context, p Policy, c Call) (string, error) {
 	w := p.LabelWatch
 	dep, pods, err := k.labels.Workload(ctx, c.Cluster, c.Namespace, p.Kind, c.Name)
 	if err != nil {
@@ -186,11 +181,11 @@ func match(labels, want map[string]string) string {
 
 // revisionKey identifies one canary revision in one cluster: Flagger's
 // checksum changes with every new revision.
-func revisionKey(c intake.GateCall) string {
+func revisionKey(c Call) string {
 	return strings.Join([]string{c.Cluster, c.Namespace, c.Name, c.Checksum}, "/")
 }
 
-func open(reason string) intake.GateDecision { return intake.GateDecision{Open: true, Reason: reason} }
-func closed(reason string) intake.GateDecision {
-	return intake.GateDecision{Open: false, Reason: reason}
+func open(reason string) Decision { return Decision{Open: true, Reason: reason} }
+func closed(reason string) Decision {
+	return Decision{Open: false, Reason: reason}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -54,32 +53,32 @@ func TestKeeper(t *testing.T) {
 		wantIn   string // in the reason
 		wantErr  bool
 	}{
-		{name: "no policy: gates open", gate: intake.GateConfirmPromotion, wantOpen: true},
-		{name: "no policy: no rollback", gate: intake.GateRollback, wantOpen: false},
-		{name: "manual, no verdict: hold", policy: ptr(manual(StatusNone)), gate: intake.GateConfirmPromotion, wantIn: "flotilla approve r-1 --cluster eu-1"},
-		{name: "manual, approved", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusValid, By: "ops"}, gate: intake.GateConfirmPromotion, wantOpen: true, wantIn: "approved by ops"},
-		{name: "manual, approved: no rollback", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusValid}, gate: intake.GateRollback},
-		{name: "manual, rejected: hold promotion", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusInvalid}, gate: intake.GateConfirmPromotion, wantIn: "rejected"},
-		{name: "manual, rejected: roll back", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusInvalid, By: "ops"}, gate: intake.GateRollback, wantOpen: true, wantIn: "rejected by ops"},
-		{name: "manual, deadline passed, none: hold", policy: ptr(manual(StatusNone)), elapsed: time.Hour, gate: intake.GateConfirmPromotion},
-		{name: "manual, deadline passed, valid: promote", policy: ptr(manual(StatusValid)), elapsed: time.Hour, gate: intake.GateConfirmPromotion, wantOpen: true, wantIn: "validation deadline"},
-		{name: "manual, deadline not passed, valid: hold", policy: ptr(manual(StatusValid)), elapsed: time.Minute, gate: intake.GateConfirmPromotion},
-		{name: "manual, deadline passed, invalid: roll back", policy: ptr(manual(StatusInvalid)), elapsed: time.Hour, gate: intake.GateRollback, wantOpen: true},
-		{name: "manual: other gates open", policy: ptr(manual(StatusNone)), gate: intake.GateConfirmRollout, wantOpen: true},
-		{name: "watch, clean, period running: hold", policy: &watch, elapsed: time.Minute, gate: intake.GateConfirmPromotion, wantIn: "9m0s left"},
-		{name: "watch, clean, period over: promote", policy: &watch, elapsed: time.Hour, gate: intake.GateConfirmPromotion, wantOpen: true},
-		{name: "watch, clean: no rollback", policy: &watch, gate: intake.GateRollback},
-		{name: "watch, deployment label: roll back", policy: &watch, labels: fakeLabels{deployment: map[string]string{"validation": "failed"}}, gate: intake.GateRollback, wantOpen: true, wantIn: "deployment label validation=failed"},
-		{name: "watch, pod label: roll back", policy: &watch, labels: fakeLabels{pods: []map[string]string{{"app": "api"}, {"monitoring-alert": "high-cpu"}}}, gate: intake.GateRollback, wantOpen: true, wantIn: "pod label monitoring-alert=high-cpu"},
-		{name: "watch, pod label: no promotion even after the period", policy: &watch, elapsed: time.Hour, labels: fakeLabels{pods: []map[string]string{{"monitoring-alert": "high-cpu"}}}, gate: intake.GateConfirmPromotion},
-		{name: "watch, other value: no rollback", policy: &watch, labels: fakeLabels{deployment: map[string]string{"validation": "passed"}}, gate: intake.GateRollback},
-		{name: "watch, labels unreadable: error", policy: &watch, labels: fakeLabels{err: errors.New("connection refused")}, gate: intake.GateRollback, wantErr: true},
+		{name: "no policy: gates open", gate: ConfirmPromotion, wantOpen: true},
+		{name: "no policy: no rollback", gate: RollbackGate, wantOpen: false},
+		{name: "manual, no verdict: hold", policy: ptr(manual(StatusNone)), gate: ConfirmPromotion, wantIn: "flotilla approve r-1 --cluster eu-1"},
+		{name: "manual, approved", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusValid, By: "ops"}, gate: ConfirmPromotion, wantOpen: true, wantIn: "approved by ops"},
+		{name: "manual, approved: no rollback", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusValid}, gate: RollbackGate},
+		{name: "manual, rejected: hold promotion", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusInvalid}, gate: ConfirmPromotion, wantIn: "rejected"},
+		{name: "manual, rejected: roll back", policy: ptr(manual(StatusNone)), approval: &Approval{Status: StatusInvalid, By: "ops"}, gate: RollbackGate, wantOpen: true, wantIn: "rejected by ops"},
+		{name: "manual, deadline passed, none: hold", policy: ptr(manual(StatusNone)), elapsed: time.Hour, gate: ConfirmPromotion},
+		{name: "manual, deadline passed, valid: promote", policy: ptr(manual(StatusValid)), elapsed: time.Hour, gate: ConfirmPromotion, wantOpen: true, wantIn: "validation deadline"},
+		{name: "manual, deadline not passed, valid: hold", policy: ptr(manual(StatusValid)), elapsed: time.Minute, gate: ConfirmPromotion},
+		{name: "manual, deadline passed, invalid: roll back", policy: ptr(manual(StatusInvalid)), elapsed: time.Hour, gate: RollbackGate, wantOpen: true},
+		{name: "manual: other gates open", policy: ptr(manual(StatusNone)), gate: ConfirmRollout, wantOpen: true},
+		{name: "watch, clean, period running: hold", policy: &watch, elapsed: time.Minute, gate: ConfirmPromotion, wantIn: "9m0s left"},
+		{name: "watch, clean, period over: promote", policy: &watch, elapsed: time.Hour, gate: ConfirmPromotion, wantOpen: true},
+		{name: "watch, clean: no rollback", policy: &watch, gate: RollbackGate},
+		{name: "watch, deployment label: roll back", policy: &watch, labels: fakeLabels{deployment: map[string]string{"validation": "failed"}}, gate: RollbackGate, wantOpen: true, wantIn: "deployment label validation=failed"},
+		{name: "watch, pod label: roll back", policy: &watch, labels: fakeLabels{pods: []map[string]string{{"app": "api"}, {"monitoring-alert": "high-cpu"}}}, gate: RollbackGate, wantOpen: true, wantIn: "pod label monitoring-alert=high-cpu"},
+		{name: "watch, pod label: no promotion even after the period", policy: &watch, elapsed: time.Hour, labels: fakeLabels{pods: []map[string]string{{"monitoring-alert": "high-cpu"}}}, gate: ConfirmPromotion},
+		{name: "watch, other value: no rollback", policy: &watch, labels: fakeLabels{deployment: map[string]string{"validation": "passed"}}, gate: RollbackGate},
+		{name: "watch, labels unreadable: error", policy: &watch, labels: fakeLabels{err: errors.New("connection refused")}, gate: RollbackGate, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
 			approvals := openStore(t)
-			call := intake.GateCall{Gate: tt.gate, Cluster: "eu-1", Namespace: "shop", Name: "api", Checksum: "abc", RolloutID: "r-1"}
+			call := Call{Gate: tt.gate, Cluster: "eu-1", Namespace: "shop", Name: "api", Checksum: "abc", RolloutID: "r-1"}
 			// The revision was first seen tt.elapsed ago.
 			if _, err := approvals.FirstSeen(ctx, revisionKey(call), t0.Add(-tt.elapsed)); err != nil {
 				t.Fatal(err)
