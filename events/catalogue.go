@@ -7,6 +7,8 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Event types of the catalogue. Every type is versioned; a payload change that
@@ -345,7 +347,7 @@ func RolloutID(e cloudevents.Event) string {
 func Decode[T any](e cloudevents.Event) (T, error) {
 	var v T
 	if err := json.Unmarshal(e.Data(), &v); err != nil {
-		return v, Permanent(fmt.Errorf("decoding %s payload of event %s: %w", e.Type(), e.ID(), err))
+		return v, fault.Permanent(fmt.Errorf("decoding %s payload of event %s: %w", e.Type(), e.ID(), err))
 	}
 	return v, nil
 }
@@ -447,11 +449,11 @@ var payloadTypes = map[string]func() any{
 func DecodePayload(e cloudevents.Event) (any, error) {
 	newPayload, ok := payloadTypes[e.Type()]
 	if !ok {
-		return nil, Permanent(fmt.Errorf("event %s: type %q is not in the catalogue", e.ID(), e.Type()))
+		return nil, fault.Permanent(fmt.Errorf("event %s: type %q is not in the catalogue", e.ID(), e.Type()))
 	}
 	p := newPayload()
 	if err := json.Unmarshal(e.Data(), p); err != nil {
-		return nil, Permanent(fmt.Errorf("decoding %s payload of event %s: %w", e.Type(), e.ID(), err))
+		return nil, fault.Permanent(fmt.Errorf("decoding %s payload of event %s: %w", e.Type(), e.ID(), err))
 	}
 	return reflect.ValueOf(p).Elem().Interface(), nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -35,7 +36,7 @@ func TestDecodePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecodePayload(e); !IsPermanent(err) {
+	if _, err := DecodePayload(e); !fault.IsPermanent(err) {
 		t.Errorf("DecodePayload(unknown type) = %v, want a permanent error", err)
 	}
 }

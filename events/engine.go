@@ -7,6 +7,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/types"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Event types of the engine: what flotilla asks of its executors, their
@@ -285,10 +287,10 @@ func Due(e cloudevents.Event) (time.Time, bool) {
 func FailedEvent(f FunctionFailed) (cloudevents.Event, error) {
 	var e cloudevents.Event
 	if len(f.Event) == 0 {
-		return e, Permanent(fmt.Errorf("function.failed of %s carries no event", f.EventID))
+		return e, fault.Permanent(fmt.Errorf("function.failed of %s carries no event", f.EventID))
 	}
 	if err := json.Unmarshal(f.Event, &e); err != nil {
-		return e, Permanent(fmt.Errorf("decoding the event %s a function gave up on: %w", f.EventID, err))
+		return e, fault.Permanent(fmt.Errorf("decoding the event %s a function gave up on: %w", f.EventID, err))
 	}
 	return e, nil
 }

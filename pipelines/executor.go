@@ -15,7 +15,7 @@ import (
 //	Run(ctx context.Context, cluster string, p RunParams) (Results, error)
 //
 // which their consumer (pkg/deliver) declares as its Executor. Errors:
-// events.IsPermanent when retrying cannot help (bad params, a workload that
+// fault.IsPermanent when retrying cannot help (bad params, a workload that
 // does not exist, a step that failed permanently); anything else is worth
 // retrying.
 

@@ -12,6 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/embedded"
+	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,14 +28,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pipelines/embedded"
-	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // fleet has two clusters with Tekton, started by TestMain unless the tests
@@ -262,7 +261,7 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 
 	// A run the task refuses fails permanently, its reason carried back.
 	_, err = tekton.Run(ctx, "c2", pipelines.RunParams{Rollout: "r2", Namespace: ns, Workload: "missing", Image: v2, Canary: blueGreen("missing")})
-	if !events.IsPermanent(err) || !strings.Contains(err.Error(), "deployment "+ns+"/missing not found") {
+	if !fault.IsPermanent(err) || !strings.Contains(err.Error(), "deployment "+ns+"/missing not found") {
 		t.Errorf("run for a missing workload: %v, want a permanent error saying it is not found", err)
 	}
 }

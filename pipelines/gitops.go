@@ -3,12 +3,11 @@ package pipelines
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-
-	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/render"
+	"strings"
 )
 
 // GitOpsFor returns where app's image lives for cluster ("{cluster}" in its
@@ -26,7 +25,7 @@ func GitOpsFor(app config.Application, cluster string) (*GitOps, error) {
 	if len(g.Options) > 0 {
 		b, err := json.Marshal(g.Options)
 		if err != nil {
-			return nil, events.Permanent(fmt.Errorf("gitops options of %s: %w", app.Name, err))
+			return nil, fault.Permanent(fmt.Errorf("gitops options of %s: %w", app.Name, err))
 		}
 		opts = string(b)
 	}
@@ -44,7 +43,7 @@ func GitSourceFor(app config.Application, cluster, ref string) (*GitSource, erro
 	i := strings.LastIndex(ref, "@")
 	commit := ref[i+1:]
 	if i < 0 || commit == "" {
-		return nil, events.Permanent(fmt.Errorf("%s is not a revision of %s (repository@commit)", ref, app.Name))
+		return nil, fault.Permanent(fmt.Errorf("%s is not a revision of %s (repository@commit)", ref, app.Name))
 	}
 	src := &GitSource{URL: g.URL, Commit: commit, Render: g.Render, Secret: g.Secret, AllowedImages: g.AllowedImages}
 	for _, p := range g.Paths {
@@ -57,7 +56,7 @@ func GitSourceFor(app config.Application, cluster, ref string) (*GitSource, erro
 		}
 		b, err := json.Marshal(c)
 		if err != nil {
-			return nil, events.Permanent(fmt.Errorf("helm values of %s: %w", app.Name, err))
+			return nil, fault.Permanent(fmt.Errorf("helm values of %s: %w", app.Name, err))
 		}
 		src.Helm = string(b)
 	}

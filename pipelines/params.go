@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 )
 
 // Params and results of the flotilla-rollout Pipeline that are not params
@@ -139,7 +138,7 @@ func FromApplyCanary(p tasks.ApplyCanaryParams) RunParams {
 // ParamKubeconfigSecret, which depends on the executor.
 func (p RunParams) PipelineParams() (map[string]string, error) {
 	if p.Canary == nil {
-		return nil, events.Permanent(fmt.Errorf("run of rollout %s: no canary", p.Rollout))
+		return nil, fault.Permanent(fmt.Errorf("run of rollout %s: no canary", p.Rollout))
 	}
 	tp, err := tasks.ApplyCanaryParams{
 		Rollout: p.Rollout, Namespace: p.Namespace, Kind: p.Kind, Workload: p.Workload,
@@ -147,7 +146,7 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 		Restart: p.Restart,
 	}.ParamsOf()
 	if err != nil {
-		return nil, events.Permanent(err)
+		return nil, fault.Permanent(err)
 	}
 	out := map[string]string(tp)
 	if out[tasks.ParamNamespace] == "" {
@@ -170,7 +169,7 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 		if len(g.AllowedImages) > 0 {
 			b, err := json.Marshal(g.AllowedImages)
 			if err != nil {
-				return nil, events.Permanent(fmt.Errorf("allowed images: %w", err))
+				return nil, fault.Permanent(fmt.Errorf("allowed images: %w", err))
 			}
 			out[tasks.ParamAllowedImages] = string(b)
 		}

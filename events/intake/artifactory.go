@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // SenderArtifactory is the sender type of JFrog Artifactory webhooks.
@@ -84,7 +85,7 @@ func (ArtifactorySender) Parse(d *Delivery) (Result, error) {
 		return Result{}, err
 	}
 	if mt != "application/json" && mt != "" {
-		return Result{}, events.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
+		return Result{}, fault.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
 	}
 	var ev artifactoryEvent
 	if err := json.Unmarshal(d.Body, &ev); err != nil {

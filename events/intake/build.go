@@ -17,6 +17,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // imagePushedEvent builds the [TypeImagePushed] of one pushed tag. key tells
@@ -124,7 +125,7 @@ func cloudEventsOf(d *Delivery) ([]cloudevents.Event, error) {
 		}
 		msg := cehttp.NewMessage(d.Header, io.NopCloser(bytes.NewReader(d.Body)))
 		if msg.ReadEncoding() == binding.EncodingUnknown {
-			return nil, events.Permanent(fmt.Errorf("%w %q: not a CloudEvent: want ce-* headers (binary mode), %s or %s",
+			return nil, fault.Permanent(fmt.Errorf("%w %q: not a CloudEvent: want ce-* headers (binary mode), %s or %s",
 				ErrUnsupportedMediaType, mt, mediaCloudEvent, mediaCloudEventBatch))
 		}
 		e, err := binding.ToEvent(context.Background(), msg)
@@ -162,6 +163,6 @@ func jsonOrFormPayload(d *Delivery, sender string) ([]byte, error) {
 		}
 		return []byte(form.Get("payload")), nil
 	default:
-		return nil, events.Permanent(fmt.Errorf("%w %q: want application/json or application/x-www-form-urlencoded", ErrUnsupportedMediaType, mt))
+		return nil, fault.Permanent(fmt.Errorf("%w %q: want application/json or application/x-www-form-urlencoded", ErrUnsupportedMediaType, mt))
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // SenderCloudEvents is the sender type of native CloudEvents posted by
@@ -91,7 +92,7 @@ func (CloudEventsSender) Parse(d *Delivery) (Result, error) {
 		e, skip, err := cloudEventsEvent(d, ce)
 		if err != nil {
 			if len(ces) > 1 {
-				err = events.Permanent(fmt.Errorf("event %d of the batch: %w", i, err))
+				err = fault.Permanent(fmt.Errorf("event %d of the batch: %w", i, err))
 			}
 			return Result{}, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -440,7 +441,7 @@ func TestEmptyCloudEventsAttributeHeader(t *testing.T) {
 			"Specversion", "1.0", "Id", "1", "Source", "/x", "Type", events.TypeImagePushed)
 		d.Header["Ce-"] = []string{"x"}
 		_, err := s.Parse(d)
-		if err == nil || !events.IsPermanent(err) || !strings.Contains(err.Error(), "names no CloudEvents attribute") {
+		if err == nil || !fault.IsPermanent(err) || !strings.Contains(err.Error(), "names no CloudEvents attribute") {
 			t.Errorf("%T.Parse with a Ce- header = %v, want a permanent refusal", s, err)
 		}
 	}

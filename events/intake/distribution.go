@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Media types of CNCF distribution notification envelopes.
@@ -86,7 +87,7 @@ func (DistributionSender) Parse(d *Delivery) (Result, error) {
 	switch mt {
 	case distributionEventsV1, distributionEventsV2, "application/json":
 	default:
-		return Result{}, events.Permanent(fmt.Errorf("%w %q: want %s", ErrUnsupportedMediaType, mt, distributionEventsV2))
+		return Result{}, fault.Permanent(fmt.Errorf("%w %q: want %s", ErrUnsupportedMediaType, mt, distributionEventsV2))
 	}
 	var env distributionEnvelope
 	if err := json.Unmarshal(d.Body, &env); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // SenderDockerHub is the sender type of Docker Hub repository webhooks.
@@ -130,7 +131,7 @@ func checkJSONHookMediaType(d *Delivery) error {
 		return err
 	}
 	if mt != "" && mt != "application/json" {
-		return events.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
+		return fault.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
 	}
 	return nil
 }

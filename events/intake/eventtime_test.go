@@ -1,11 +1,10 @@
 package intake
 
 import (
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"regexp"
 	"testing"
 	"time"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // withTime replaces the value of every "field" in a JSON body by value (raw
@@ -106,7 +105,7 @@ func TestOutOfRangeSenderTimes(t *testing.T) {
 				res, err := s.Parse(tt.d(t, v))
 				if err != nil {
 					// Refusing is fine too; journaling what cannot be read back is not.
-					if !events.IsPermanent(err) {
+					if !fault.IsPermanent(err) {
 						t.Fatalf("Parse: %v (not permanent)", err)
 					}
 					return

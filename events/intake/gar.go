@@ -23,6 +23,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/time/rate"
@@ -387,7 +388,7 @@ func (GARSender) Parse(d *Delivery) (Result, error) {
 		return Result{}, err
 	}
 	if mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-		return Result{}, events.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
+		return Result{}, fault.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
 	}
 	var push garPush
 	if err := json.Unmarshal(d.Body, &push); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // What the git push senders (GitHub, GitLab, Gitea/Forgejo, Bitbucket Cloud
@@ -52,7 +53,7 @@ func gitJSONMediaType(d *Delivery, sender string) error {
 		return err
 	}
 	if mt != "application/json" && mt != "" {
-		return events.Permanent(fmt.Errorf("%w %q: %s sends application/json", ErrUnsupportedMediaType, mt, sender))
+		return fault.Permanent(fmt.Errorf("%w %q: %s sends application/json", ErrUnsupportedMediaType, mt, sender))
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/flotilla-cd/flotilla/events"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 const (
@@ -261,7 +263,7 @@ func FuzzGiteaParse(f *testing.F) {
 			checkFuzzResult(t, res, err)
 			// Authenticate reads the body too; it must only ever say no.
 			d.Header.Set("X-Gitea-Signature", giteaHexSig("other", body))
-			if err := (GiteaSender{Secret: giteaSecret}).Authenticate(t.Context(), d); err == nil || !events.IsPermanent(err) {
+			if err := (GiteaSender{Secret: giteaSecret}).Authenticate(t.Context(), d); err == nil || !fault.IsPermanent(err) {
 				t.Fatalf("Authenticate of a forged delivery = %v", err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // SenderHarbor is the sender type of Harbor v2 webhooks.
@@ -102,7 +103,7 @@ func (HarborSender) Parse(d *Delivery) (Result, error) {
 	case mt == "application/json" || mt == "":
 		return parseHarborDefault(d)
 	default:
-		return Result{}, events.Permanent(fmt.Errorf("%w %q: want application/json (Default payload format) or %s (CloudEvents)",
+		return Result{}, fault.Permanent(fmt.Errorf("%w %q: want application/json (Default payload format) or %s (CloudEvents)",
 			ErrUnsupportedMediaType, mt, mediaCloudEvent))
 	}
 }

@@ -539,7 +539,7 @@ func (in *Intake) readBody(w http.ResponseWriter, r *http.Request, authenticated
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, errBodyTimeout
 	}
-	return nil, events.Permanent(fmt.Errorf("reading body: %w", err))
+	return nil, fault.Permanent(fmt.Errorf("reading body: %w", err))
 }
 
 // MaxEventIDLen bounds the id of an event the intake journals (the ids
@@ -552,10 +552,10 @@ const MaxEventIDLen = 1024
 func checkEvents(evs []cloudevents.Event) error {
 	for _, e := range evs {
 		if n := len(e.ID()); n > MaxEventIDLen {
-			return events.Permanent(fmt.Errorf("event id %s is %d bytes long: at most %d", logID(e.ID()), n, MaxEventIDLen))
+			return fault.Permanent(fmt.Errorf("event id %s is %d bytes long: at most %d", logID(e.ID()), n, MaxEventIDLen))
 		}
 		if !ValidTime(e.Time()) {
-			return events.Permanent(fmt.Errorf("event %s: time %s is outside years 1-9999", logID(e.ID()), e.Time().UTC().Format(time.RFC3339)))
+			return fault.Permanent(fmt.Errorf("event %s: time %s is outside years 1-9999", logID(e.ID()), e.Time().UTC().Format(time.RFC3339)))
 		}
 	}
 	return nil

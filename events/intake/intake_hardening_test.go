@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"io"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,11 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/flotilla-cd/flotilla/events"
-
-	cloudevents "github.com/cloudevents/sdk-go/v2"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Refused requests used to take the receiver's rate-limit tokens first:
@@ -259,7 +257,7 @@ func TestOverlongIDsRefused(t *testing.T) {
 // the sender a 400, not an endless retry.
 func TestPermanentJournalRefusal(t *testing.T) {
 	ti := startIntake(t, journalFunc(func(context.Context, ...cloudevents.Event) (int, error) {
-		return 0, events.Permanent(fmt.Errorf("event %s does not read back", "x"))
+		return 0, fault.Permanent(fmt.Errorf("event %s does not read back", "x"))
 	}))
 	r := ti.do(t, "POST", "/hooks/registry", registryHeaders(registrySecret), fixture(t, "distribution", "batch.json"))
 	if r.status != http.StatusBadRequest {

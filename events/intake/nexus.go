@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // SenderNexus is the sender type of Sonatype Nexus Repository 3 webhooks.
@@ -94,7 +95,7 @@ func (s NexusSender) Parse(d *Delivery) (Result, error) {
 		return Result{}, err
 	}
 	if mt != "application/json" && mt != "" {
-		return Result{}, events.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
+		return Result{}, fault.Permanent(fmt.Errorf("%w %q: want application/json", ErrUnsupportedMediaType, mt))
 	}
 	var p nexusPayload
 	if err := json.Unmarshal(d.Body, &p); err != nil {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -162,12 +161,12 @@ func usesPathToken(s Sender) bool {
 
 // unauthenticated builds a permanent authentication failure.
 func unauthenticated(reason string) error {
-	return events.Permanent(fmt.Errorf("%w: %s", ErrUnauthenticated, reason))
+	return fault.Permanent(fmt.Errorf("%w: %s", ErrUnauthenticated, reason))
 }
 
 // malformed builds a permanent parse failure.
 func malformed(format string, args ...any) error {
-	return events.Permanent(fmt.Errorf(format, args...))
+	return fault.Permanent(fmt.Errorf(format, args...))
 }
 
 // secureEqual compares two secrets in constant time. Hashing first keeps the
@@ -187,7 +186,7 @@ func mediaType(d *Delivery) (string, error) {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return "", events.Permanent(fmt.Errorf("%w: parsing Content-Type %q: %w", ErrUnsupportedMediaType, ct, err))
+		return "", fault.Permanent(fmt.Errorf("%w: parsing Content-Type %q: %w", ErrUnsupportedMediaType, ct, err))
 	}
 	return mt, nil
 }

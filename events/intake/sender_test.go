@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -81,7 +82,7 @@ func payloads[T any](t *testing.T, evs []cloudevents.Event) []T {
 func checkFuzzResult(t *testing.T, res Result, err error) {
 	t.Helper()
 	if err != nil {
-		if !events.IsPermanent(err) {
+		if !fault.IsPermanent(err) {
 			t.Fatalf("Parse error is not permanent: %v", err)
 		}
 		return
@@ -153,7 +154,7 @@ func checkAuth(t *testing.T, s Sender, d *Delivery, wantOK bool) {
 		t.Fatalf("Authenticate: %v", err)
 	case !wantOK && err == nil:
 		t.Fatal("Authenticate succeeded, want failure")
-	case !wantOK && (!errors.Is(err, ErrUnauthenticated) || !events.IsPermanent(err)):
+	case !wantOK && (!errors.Is(err, ErrUnauthenticated) || !fault.IsPermanent(err)):
 		t.Fatalf("Authenticate error %v is not a permanent ErrUnauthenticated", err)
 	}
 	checkHeadAuth(t, s, d, err)
@@ -177,7 +178,7 @@ func checkHeadAuth(t *testing.T, s Sender, d *Delivery, err error) {
 	case errors.Is(herr, ErrNeedBody):
 	case herr != nil && err == nil:
 		t.Fatalf("AuthenticateHead refuses what Authenticate accepts: %v", herr)
-	case herr != nil && (!errors.Is(herr, ErrUnauthenticated) || !events.IsPermanent(herr)):
+	case herr != nil && (!errors.Is(herr, ErrUnauthenticated) || !fault.IsPermanent(herr)):
 		t.Fatalf("AuthenticateHead error %v is not a permanent ErrUnauthenticated", herr)
 	}
 }
@@ -195,7 +196,7 @@ func checkParseErr(t *testing.T, err, want error) bool {
 		return false
 	case err == nil:
 		t.Fatal("Parse succeeded, want an error")
-	case !events.IsPermanent(err):
+	case !fault.IsPermanent(err):
 		t.Fatalf("Parse error %v is not permanent", err)
 	case !errors.Is(want, errAny) && !errors.Is(err, want):
 		t.Fatalf("Parse error %v, want %v", err, want)

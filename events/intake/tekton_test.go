@@ -8,6 +8,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -244,7 +245,7 @@ func TestTektonParseModes(t *testing.T) {
 				d.Header.Set(k, v)
 			}
 			_, err := TektonSender{}.Parse(d)
-			if err == nil || !events.IsPermanent(err) {
+			if err == nil || !fault.IsPermanent(err) {
 				t.Errorf("Parse = %v, want a permanent error", err)
 			}
 		})

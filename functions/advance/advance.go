@@ -9,7 +9,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -77,7 +79,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	ro, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		cl, w, err := r.Cluster(res.Cluster)
 		if err != nil {
-			return nil, events.Permanent(err)
+			return nil, fault.Permanent(err)
 		}
 		if r.Phase != rollout.Progressing || w > r.Wave {
 			return nil, nil // a stale event, or one of a wave not started

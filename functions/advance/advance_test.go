@@ -9,9 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/functions/advance"
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
@@ -351,7 +353,7 @@ func TestAdvanceErrors(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			newRollout(t, repo, state{Phase: rollout.Progressing})
 			evs, err := advance.New(&config.Config{}, repo, nil).Handle(t.Context(), tt.e)
-			if err == nil || !events.IsPermanent(err) {
+			if err == nil || !fault.IsPermanent(err) {
 				t.Errorf("Handle = %v, %v; want a permanent error", evs, err)
 			}
 		})

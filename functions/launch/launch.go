@@ -8,7 +8,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -80,7 +82,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if wave != nil {
 			for _, name := range wave.Clusters {
 				if _, _, err := r.Cluster(name); err != nil {
-					return nil, events.Permanent(err)
+					return nil, fault.Permanent(err)
 				}
 			}
 		}
@@ -110,7 +112,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 func (f *Function) start(e cloudevents.Event, r *rollout.Rollout, fleet rollout.FleetState) ([]cloudevents.Event, error) {
 	app, ok := f.cfg.Application(r.Application)
 	if !ok {
-		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
+		return nil, fault.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
 	}
 	return r.Start(e, rollout.GatesOf(f.cfg, app, fleet, f.now()))
 }

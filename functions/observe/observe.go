@@ -9,7 +9,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -134,14 +136,14 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			// Not retried: retries would hold the rollout's other events
 			// while the cluster is away. The event is a hint; the
 			// cluster's deadline (and resync) read it again.
-			return nil, events.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
+			return nil, fault.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
 		}
 	}
 	var typ, reason string
 	ro, err = f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
 		cl, _, err := r.Cluster(c.Cluster)
 		if err != nil {
-			return events.Permanent(err)
+			return fault.Permanent(err)
 		}
 		cl.CanaryPhase, cl.CanaryWeight, cl.Message = st.Phase, st.Weight, c.Message
 		typ, reason = classify(r, cl, c, st)

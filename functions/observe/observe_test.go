@@ -11,9 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/observe"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
@@ -247,7 +249,7 @@ func TestObserveErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Handle = %v, want an error", evs)
 			}
-			if got := events.IsPermanent(err); got != tt.permanent {
+			if got := fault.IsPermanent(err); got != tt.permanent {
 				t.Errorf("error %q: permanent = %v, want %v", err, got, tt.permanent)
 			}
 		})

@@ -9,6 +9,8 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -52,7 +54,7 @@ func (f *Function) finished(ctx context.Context, e cloudevents.Event) ([]cloudev
 	_, out, err := f.repo.UpdateEmit(ctx, run.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		cl, _, err := r.Cluster(run.Cluster)
 		if err != nil {
-			return nil, events.Permanent(err)
+			return nil, fault.Permanent(err)
 		}
 		if cl.Step != run.Step || cl.Run != events.PurposeApply {
 			return nil, nil // an earlier step's answer, or one handled already
@@ -112,7 +114,7 @@ func (f *Function) deadline(ctx context.Context, e cloudevents.Event) ([]cloudev
 	_, out, err := f.repo.UpdateEmit(ctx, d.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		cl, _, err := r.Cluster(d.Cluster)
 		if err != nil {
-			return nil, events.Permanent(err)
+			return nil, fault.Permanent(err)
 		}
 		if !waiting(r, cl, d.Step) {
 			return nil, nil

@@ -12,7 +12,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -463,7 +465,7 @@ func decide(app config.Application, st rollout.AppState, inFlight []rollout.Roll
 	if f := app.TagFilter; f != nil {
 		re, err := f.Regexp()
 		if err != nil {
-			return versionpolicy.Decision{}, events.Permanent(fmt.Errorf("application %s: tag filter: %w", app.Name, err))
+			return versionpolicy.Decision{}, fault.Permanent(fmt.Errorf("application %s: tag filter: %w", app.Name, err))
 		}
 		policy.Filter, policy.Extract = re, f.Extract
 	}

@@ -16,9 +16,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/plan"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -330,7 +332,7 @@ func TestPlanErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			evs, err := plan.New(newConfig(tt.app), repo).Handle(t.Context(), tt.e)
-			if err == nil || !events.IsPermanent(err) {
+			if err == nil || !fault.IsPermanent(err) {
 				t.Fatalf("Handle = %v, %v; want a permanent error", evs, err)
 			}
 			if ros, _ := repo.ListInFlight(t.Context()); len(ros) != 0 {

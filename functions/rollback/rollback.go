@@ -10,7 +10,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -103,7 +105,7 @@ func markCluster(name string, from, to rollout.ClusterPhase, msg string) func(*r
 	return func(ro *rollout.Rollout) ([]cloudevents.Event, error) {
 		c, _, err := ro.Cluster(name)
 		if err != nil {
-			return nil, events.Permanent(err)
+			return nil, fault.Permanent(err)
 		}
 		if c.Phase == from {
 			c.Phase, c.Message, c.Run = to, msg, ""
@@ -116,7 +118,7 @@ func markCluster(name string, from, to rollout.ClusterPhase, msg string) func(*r
 func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterName string) (rollout.CanaryStatus, error) {
 	app, ok := f.cfg.Application(ro.Application)
 	if !ok {
-		return rollout.CanaryStatus{}, events.Permanent(fmt.Errorf("application %q is no longer configured", ro.Application))
+		return rollout.CanaryStatus{}, fault.Permanent(fmt.Errorf("application %q is no longer configured", ro.Application))
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
@@ -153,7 +155,7 @@ func (f *Function) finished(ctx context.Context, e cloudevents.Event) (string, f
 	mark := func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		c, _, err := r.Cluster(run.Cluster)
 		if err != nil {
-			return nil, events.Permanent(err)
+			return nil, fault.Permanent(err)
 		}
 		if c.Step != run.Step || c.Run != events.PurposeRevert || c.Phase != rollout.ClusterReverting {
 			return nil, nil
@@ -194,7 +196,7 @@ func (f *Function) deadline(ctx context.Context, e cloudevents.Event) (string, f
 	mark := func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		c, _, err := r.Cluster(d.Cluster)
 		if err != nil {
-			return nil, events.Permanent(err)
+			return nil, fault.Permanent(err)
 		}
 		if c.Step != d.Step || c.Phase != rollout.ClusterReverting {
 			return nil, nil
@@ -278,7 +280,7 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string, mar
 	}
 	app, ok := f.cfg.Application(ro.Application)
 	if !ok {
-		return nil, events.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
+		return nil, fault.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
 	}
 	prevTag, err := f.previousTag(ctx, app)
 	if err != nil {

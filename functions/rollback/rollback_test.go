@@ -12,9 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/rollback"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 )
@@ -475,11 +477,11 @@ func TestRollbackErrors(t *testing.T) {
 	}
 	repo := functiontest.NewRepo(t)
 	failedRollout(t, repo, nil)
-	if _, err := newFunction(repo, &fakeStatus{}).Handle(t.Context(), bad); !events.IsPermanent(err) {
+	if _, err := newFunction(repo, &fakeStatus{}).Handle(t.Context(), bad); !fault.IsPermanent(err) {
 		t.Errorf("undecodable payload: error %v, want a permanent one", err)
 	}
 	fn := rollback.New(&config.Config{}, repo, &fakeStatus{}, nil)
-	if _, err := fn.Handle(t.Context(), rolloutFailed(t)); !events.IsPermanent(err) {
+	if _, err := fn.Handle(t.Context(), rolloutFailed(t)); !fault.IsPermanent(err) {
 		t.Errorf("application no longer configured: error %v, want a permanent one", err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // attachmentTag matches the tags cosign gives what it attaches to a digest
@@ -45,7 +47,7 @@ func (f *Function) attached(ctx context.Context, e cloudevents.Event, image, dig
 		return reject(what + ", not a version (no application tracking " + image + " verifies signatures)")
 	}
 	tag, err := f.tagOf(ctx, lister, image, digest)
-	if events.IsPermanent(err) {
+	if fault.IsPermanent(err) {
 		return reject(fmt.Sprintf("%s: %v", what, err))
 	}
 	if err != nil {
@@ -68,7 +70,7 @@ func (f *Function) tagOf(ctx context.Context, lister TagLister, image, digest st
 	}
 	for _, t := range newestFirst(tags, MaxTagLookups) {
 		d, err := f.resolver.Resolve(ctx, image, t)
-		if events.IsPermanent(err) {
+		if fault.IsPermanent(err) {
 			continue // deleted since the listing
 		}
 		if err != nil {

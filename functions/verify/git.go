@@ -8,7 +8,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
 
@@ -85,7 +87,7 @@ func (f *Function) gitPushed(ctx context.Context, e cloudevents.Event) ([]cloude
 		}
 		if !verified {
 			changed, err = f.git.VerifyPush(ctx, *g, p.Ref, p.Before, p.After)
-			if events.IsPermanent(err) {
+			if fault.IsPermanent(err) {
 				return reject(err.Error())
 			}
 			if err != nil {

@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/functions/verify"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
@@ -157,7 +159,7 @@ func TestVerifyGitPush(t *testing.T) {
 	// A fetch that fails for now is retried (the error returned), not a
 	// verdict.
 	down := verify.New(nil, func(string) bool { return false }).WithGit(mirrorRepos{fail: errors.New("connection refused")}, cfg)
-	if evs, err := down.Handle(context.Background(), gitPush(t, url, "refs/heads/main", seed, webC1)); err == nil || events.IsPermanent(err) || len(evs) != 0 {
+	if evs, err := down.Handle(context.Background(), gitPush(t, url, "refs/heads/main", seed, webC1)); err == nil || fault.IsPermanent(err) || len(evs) != 0 {
 		t.Errorf("Handle(fetch failing) = %v, %v; want a retryable error and no verdict", evs, err)
 	}
 }

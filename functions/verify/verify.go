@@ -9,7 +9,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 )
 
@@ -91,7 +93,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return f.attached(ctx, e, image, m[1]+":"+m[2], m[3], reject)
 	}
 	digest, err := f.resolver.Resolve(ctx, image, p.Tag)
-	if events.IsPermanent(err) {
+	if fault.IsPermanent(err) {
 		return reject(err.Error())
 	}
 	if err != nil {
@@ -135,7 +137,7 @@ func (f *Function) signatures(ctx context.Context, v *events.ImageVerified) (str
 	var reasons []string
 	for _, a := range apps {
 		by, err := f.sigs.Verify(ctx, a.Name, v.Image, v.Digest)
-		if err != nil && !events.IsPermanent(err) {
+		if err != nil && !fault.IsPermanent(err) {
 			return "", err
 		}
 		if err == nil {

@@ -21,7 +21,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/functions/verify"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 )
 
@@ -227,7 +229,7 @@ func TestVerifyErrors(t *testing.T) {
 			if len(evs) != 0 {
 				t.Errorf("Handle emitted %d events with its error", len(evs))
 			}
-			if got := events.IsPermanent(err); got != tt.permanent {
+			if got := fault.IsPermanent(err); got != tt.permanent {
 				t.Errorf("error %q: permanent = %v, want %v", err, got, tt.permanent)
 			}
 		})
@@ -262,7 +264,7 @@ func TestVerifySignatures(t *testing.T) {
 	host := startRegistry(t, nil)
 	digest := push(t, host, "team/api", "1.0.0")
 	image := host + "/team/api"
-	notSigned := events.Permanent(errors.New(image + "@" + digest + " is not signed"))
+	notSigned := fault.Permanent(errors.New(image + "@" + digest + " is not signed"))
 	tests := []struct {
 		name    string
 		apps    []verify.SignedApp
@@ -329,7 +331,7 @@ func TestVerifySignaturesRetryable(t *testing.T) {
 				return []verify.SignedApp{{Name: "api", FirstWaveRequires: true}}, false
 			})
 	evs, err := f.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/api", Tag: "1.0.0", Digest: digest}))
-	if err == nil || events.IsPermanent(err) || len(evs) != 0 {
+	if err == nil || fault.IsPermanent(err) || len(evs) != 0 {
 		t.Errorf("Handle = %d events, %v; want a retryable error", len(evs), err)
 	}
 }
@@ -366,7 +368,7 @@ func TestVerifyAttachments(t *testing.T) {
 		},
 		{
 			name: "a signature the application does not trust", tag: "sha256-" + hex + ".sig", apps: api,
-			checks:  sigs{"api/" + digest: events.Permanent(errors.New("no signature of it is trusted"))},
+			checks:  sigs{"api/" + digest: fault.Permanent(errors.New("no signature of it is trusted"))},
 			wantTyp: events.TypeImageRejected, reason: "signature not trusted (api: no signature of it is trusted)",
 		},
 		{

@@ -10,13 +10,12 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pipelines"
 
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/client-go/rest"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
-	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
 
 // Executor runs the flotilla-rollout Pipeline in process: the default
@@ -119,11 +118,11 @@ func (e *Executor) stepRunner(cluster string) stepRunner {
 func runFlotillaStep(ctx context.Context, s tektonv1.Step, env tasks.Env) (map[string]string, error) {
 	argv := append(append([]string{}, s.Command...), s.Args...)
 	if len(argv) < 3 || path.Base(argv[0]) != "flotilla" || argv[1] != "task" {
-		return nil, events.Permanent(fmt.Errorf("step %s runs %q: the embedded executor runs `flotilla task <name>` steps only", s.Name, argv))
+		return nil, fault.Permanent(fmt.Errorf("step %s runs %q: the embedded executor runs `flotilla task <name>` steps only", s.Name, argv))
 	}
 	def, ok := tasks.Lookup(argv[2])
 	if !ok {
-		return nil, events.Permanent(fmt.Errorf("step %s runs task %q, which flotilla does not have", s.Name, argv[2]))
+		return nil, fault.Permanent(fmt.Errorf("step %s runs task %q, which flotilla does not have", s.Name, argv[2]))
 	}
 	in, err := def.Parse(argv[3:])
 	if err != nil {

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // stepCall is one step of one attempt of a pipeline task, its command,
@@ -74,7 +73,7 @@ func buildGraph(spec tektonv1.PipelineSpec) (graph, error) {
 	known := map[string]bool{}
 	for _, pt := range spec.Tasks {
 		if pt.Name == "" || known[pt.Name] {
-			return g, events.Permanent(fmt.Errorf("pipeline task name %q: empty or not unique", pt.Name))
+			return g, fault.Permanent(fmt.Errorf("pipeline task name %q: empty or not unique", pt.Name))
 		}
 		known[pt.Name] = true
 	}
@@ -86,14 +85,14 @@ func buildGraph(spec tektonv1.PipelineSpec) (graph, error) {
 	for _, pt := range spec.Tasks {
 		for _, dep := range pt.RunAfter {
 			if !known[dep] || dep == pt.Name {
-				return g, events.Permanent(fmt.Errorf("pipeline task %s runs after %q, which is not another task of the pipeline", pt.Name, dep))
+				return g, fault.Permanent(fmt.Errorf("pipeline task %s runs after %q, which is not another task of the pipeline", pt.Name, dep))
 			}
 			add(g.deps, pt.Name, dep)
 		}
 		for _, s := range pipelineTaskStrings(pt) {
 			for _, ref := range resultRefs(s) {
 				if !known[ref[0]] || ref[0] == pt.Name {
-					return g, events.Permanent(fmt.Errorf("pipeline task %s refers to results of %q, which is not another task of the pipeline", pt.Name, ref[0]))
+					return g, fault.Permanent(fmt.Errorf("pipeline task %s refers to results of %q, which is not another task of the pipeline", pt.Name, ref[0]))
 				}
 				add(g.deps, pt.Name, ref[0])
 				add(g.resultDeps, pt.Name, ref[0])
@@ -103,7 +102,7 @@ func buildGraph(spec tektonv1.PipelineSpec) (graph, error) {
 	for _, r := range spec.Results {
 		for _, ref := range resultRefs(r.Value.StringVal) {
 			if !known[ref[0]] {
-				return g, events.Permanent(fmt.Errorf("pipeline result %s refers to results of %q, which is not a task of the pipeline", r.Name, ref[0]))
+				return g, fault.Permanent(fmt.Errorf("pipeline result %s refers to results of %q, which is not a task of the pipeline", r.Name, ref[0]))
 			}
 		}
 	}
@@ -140,14 +139,14 @@ func buildGraph(spec tektonv1.PipelineSpec) (graph, error) {
 				cyclic = append(cyclic, pt.Name)
 			}
 		}
-		return g, events.Permanent(fmt.Errorf("pipeline tasks %s depend on each other in a cycle", strings.Join(cyclic, ", ")))
+		return g, fault.Permanent(fmt.Errorf("pipeline tasks %s depend on each other in a cycle", strings.Join(cyclic, ", ")))
 	}
 	return g, nil
 }
 
 func checkSupported(spec tektonv1.PipelineSpec) error {
 	unsupported := func(what string) error {
-		return events.Permanent(fmt.Errorf("%s: not supported by the embedded executor", what))
+		return fault.Permanent(fmt.Errorf("%s: not supported by the embedded executor", what))
 	}
 	if len(spec.Finally) > 0 {
 		return unsupported("finally tasks")
@@ -183,14 +182,14 @@ func resolveParams(specs tektonv1.ParamSpecs, given map[string]string, where str
 	out := map[string]string{}
 	for _, ps := range specs {
 		if ps.Type != "" && ps.Type != tektonv1.ParamTypeString {
-			return nil, events.Permanent(fmt.Errorf("%s: param %s of type %s: not supported by the embedded executor", where, ps.Name, ps.Type))
+			return nil, fault.Permanent(fmt.Errorf("%s: param %s of type %s: not supported by the embedded executor", where, ps.Name, ps.Type))
 		}
 		if v, ok := given[ps.Name]; ok {
 			out[ps.Name] = v
 			continue
 		}
 		if ps.Default == nil {
-			return nil, events.Permanent(fmt.Errorf("%s: param %s is required", where, ps.Name))
+			return nil, fault.Permanent(fmt.Errorf("%s: param %s is required", where, ps.Name))
 		}
 		out[ps.Name] = ps.Default.StringVal
 	}
@@ -281,7 +280,7 @@ func (e *engine) run(ctx context.Context, p *tektonv1.Pipeline, name string, par
 						log.DebugContext(ctx, "task skipped", "task", pt.Name, "reason", reason)
 					} else {
 						out.Tasks[pt.Name] = TaskOutcome{State: StateFailed, Reason: reason}
-						fail(events.Permanent(fmt.Errorf("task %s: %s", pt.Name, reason)))
+						fail(fault.Permanent(fmt.Errorf("task %s: %s", pt.Name, reason)))
 					}
 					continue
 				}
@@ -381,7 +380,7 @@ func substitutePipelineTask(pt tektonv1.PipelineTask, v vars) (tektonv1.Pipeline
 	pt = *pt.DeepCopy()
 	for i := range pt.Params {
 		if pt.Params[i].Value.Type != "" && pt.Params[i].Value.Type != tektonv1.ParamTypeString {
-			return pt, events.Permanent(fmt.Errorf("param %s of type %s: not supported by the embedded executor", pt.Params[i].Name, pt.Params[i].Value.Type))
+			return pt, fault.Permanent(fmt.Errorf("param %s of type %s: not supported by the embedded executor", pt.Params[i].Name, pt.Params[i].Value.Type))
 		}
 		s, err := substitute(pt.Params[i].Value.StringVal, v)
 		if err != nil {
@@ -409,11 +408,11 @@ func (e *engine) taskSpec(pt tektonv1.PipelineTask) (*tektonv1.TaskSpec, error) 
 	case pt.TaskRef != nil:
 		ts, ok := e.tasks[pt.TaskRef.Name]
 		if !ok {
-			return nil, events.Permanent(fmt.Errorf("task %s refers to Task %q, which is not known", pt.Name, pt.TaskRef.Name))
+			return nil, fault.Permanent(fmt.Errorf("task %s refers to Task %q, which is not known", pt.Name, pt.TaskRef.Name))
 		}
 		return ts, nil
 	default:
-		return nil, events.Permanent(fmt.Errorf("task %s has neither taskRef nor taskSpec", pt.Name))
+		return nil, fault.Permanent(fmt.Errorf("task %s has neither taskRef nor taskSpec", pt.Name))
 	}
 }
 
@@ -453,7 +452,7 @@ func (e *engine) runTask(ctx context.Context, run string, pt tektonv1.PipelineTa
 			return o, nil
 		}
 		o.Reason = err.Error()
-		if ctx.Err() != nil || events.IsPermanent(err) {
+		if ctx.Err() != nil || fault.IsPermanent(err) {
 			break
 		}
 	}
@@ -467,7 +466,7 @@ func (e *engine) runSteps(ctx context.Context, run string, pt tektonv1.PipelineT
 	declared := map[string]bool{}
 	for _, r := range ts.Results {
 		if r.Type != "" && r.Type != tektonv1.ResultsTypeString {
-			return nil, events.Permanent(fmt.Errorf("result %s of type %s: not supported by the embedded executor", r.Name, r.Type))
+			return nil, fault.Permanent(fmt.Errorf("result %s of type %s: not supported by the embedded executor", r.Name, r.Type))
 		}
 		declared[r.Name] = true
 	}
@@ -500,7 +499,7 @@ func (e *engine) runSteps(ctx context.Context, run string, pt tektonv1.PipelineT
 	results := map[string]string{}
 	for _, s := range ts.Steps {
 		if s.Script != "" {
-			return results, events.Permanent(fmt.Errorf("step %s has a script: the embedded executor runs commands only", s.Name))
+			return results, fault.Permanent(fmt.Errorf("step %s has a script: the embedded executor runs commands only", s.Name))
 		}
 		s = *s.DeepCopy()
 		if err := substituteAll(s.Command, taskVars); err != nil {

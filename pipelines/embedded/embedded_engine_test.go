@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // fakeSteps runs steps whose args are instructions:
@@ -68,7 +67,7 @@ func (f *fakeSteps) run(ctx context.Context, c stepCall) (map[string]string, err
 				return out, fmt.Errorf("attempt %d fails", c.Attempt)
 			}
 		case "permanent":
-			return out, events.Permanent(errors.New("cannot work"))
+			return out, fault.Permanent(errors.New("cannot work"))
 		case "block":
 			<-ctx.Done()
 			return out, ctx.Err()
@@ -297,11 +296,11 @@ func TestEngineRetriesAndTimeouts(t *testing.T) {
 		},
 		{
 			name: "retries run out", task: `retries: 1, params: [{name: args, value: "fail=5"}]`,
-			wantAttempts: 2, wantErr: func(err error) bool { return err != nil && !events.IsPermanent(err) },
+			wantAttempts: 2, wantErr: func(err error) bool { return err != nil && !fault.IsPermanent(err) },
 		},
 		{
 			name: "permanent failure is not retried", task: `retries: 3, params: [{name: args, value: "permanent"}]`,
-			wantAttempts: 1, wantErr: events.IsPermanent,
+			wantAttempts: 1, wantErr: fault.IsPermanent,
 		},
 		{
 			name: "each attempt times out, and is retried", task: `retries: 1, timeout: 50ms, params: [{name: args, value: "block"}]`,
@@ -344,7 +343,7 @@ spec:
 `)
 	f := newFakeSteps()
 	out, err := newEngine(t, f).run(t.Context(), p, "run1", nil, 10*time.Second)
-	if !events.IsPermanent(err) || !strings.Contains(err.Error(), "task fails") {
+	if !fault.IsPermanent(err) || !strings.Contains(err.Error(), "task fails") {
 		t.Fatalf("run: %v, want the permanent failure of task fails", err)
 	}
 	if _, ran := out.Tasks["after"]; ran || f.attempts("after") != 0 {
@@ -377,7 +376,7 @@ func TestEngineRefusesBadPipelines(t *testing.T) {
 			}
 			p := parsePipeline(t, "metadata: {name: p}\nspec: "+spec+"\n")
 			_, err := newEngine(t, newFakeSteps()).run(t.Context(), p, "run1", nil, 10*time.Second)
-			if !events.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
+			if !fault.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("run: %v, want a permanent error saying %q", err, tt.want)
 			}
 		})

@@ -5,10 +5,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/selection"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // varRef matches one Tekton variable reference, $(...).
@@ -42,7 +41,7 @@ func substitute(s string, v vars) (string, error) {
 		ref := normalizeRef(m[2 : len(m)-1])
 		val, ok := v(ref)
 		if !ok && err == nil {
-			err = events.Permanent(fmt.Errorf("unknown variable $(%s)", ref))
+			err = fault.Permanent(fmt.Errorf("unknown variable $(%s)", ref))
 		}
 		return val
 	})
@@ -107,7 +106,7 @@ func pipelineTaskStrings(pt tektonv1.PipelineTask) []string {
 func whenAllows(ws tektonv1.WhenExpressions) (bool, error) {
 	for _, w := range ws {
 		if w.CEL != "" {
-			return false, events.Permanent(fmt.Errorf("when expression %q: CEL is not supported by the embedded executor", w.CEL))
+			return false, fault.Permanent(fmt.Errorf("when expression %q: CEL is not supported by the embedded executor", w.CEL))
 		}
 		in := false
 		for _, v := range w.Values {
@@ -126,7 +125,7 @@ func whenAllows(ws tektonv1.WhenExpressions) (bool, error) {
 				return false, nil
 			}
 		default:
-			return false, events.Permanent(fmt.Errorf("when expression on %q: operator %q, want in or notin", w.Input, w.Operator))
+			return false, fault.Permanent(fmt.Errorf("when expression on %q: operator %q, want in or notin", w.Input, w.Operator))
 		}
 	}
 	return true, nil

@@ -8,14 +8,13 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pipelines"
 
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"github.com/google/go-cmp/cmp"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
 
 // bumpOnly is the embedded flotilla-rollout Pipeline with its bump-image
@@ -70,7 +69,7 @@ func TestEmbeddedRunsTheStepCommands(t *testing.T) {
 
 	params[tasks.ParamGitEdit] = "sed"
 	out, err := eng.run(t.Context(), p, "run2", params, time.Minute)
-	if !events.IsPermanent(err) || !strings.Contains(err.Error(), `edit "sed"`) {
+	if !fault.IsPermanent(err) || !strings.Contains(err.Error(), `edit "sed"`) {
 		t.Fatalf("run with an unknown edit: %v, want a permanent error", err)
 	}
 	if o := out.Tasks["bump-image"]; o.Attempts != 1 || !strings.Contains(o.Results[tasks.ResultError], `edit "sed"`) {
@@ -84,7 +83,7 @@ func TestRunFlotillaStepRefusesOtherCommands(t *testing.T) {
 		{Name: "unknown", Command: []string{"flotilla"}, Args: []string{"task", "deploy-everything"}},
 		{Name: "bad flag", Command: []string{"/ko-app/flotilla"}, Args: []string{"task", "bump-image", "--bogus=1"}},
 	} {
-		if _, err := runFlotillaStep(t.Context(), s, tasks.Env{}); !events.IsPermanent(err) {
+		if _, err := runFlotillaStep(t.Context(), s, tasks.Env{}); !fault.IsPermanent(err) {
 			t.Errorf("step %s: %v, want a permanent error", s.Name, err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -17,9 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/canary"
 )
 
 // Annotations flotilla keeps on the workload, so a re-run of the same rollout
@@ -150,8 +149,8 @@ func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryPa
 	ann, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload)
 	switch {
 	case apierrors.IsNotFound(err):
-		return w, events.Permanent(fmt.Errorf("%s %s/%s not found", strings.ToLower(w.kind), p.Namespace, p.Workload))
-	case events.IsPermanent(err):
+		return w, fault.Permanent(fmt.Errorf("%s %s/%s not found", strings.ToLower(w.kind), p.Namespace, p.Workload))
+	case fault.IsPermanent(err):
 		return w, err
 	case err != nil:
 		return w, fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(w.kind), p.Namespace, p.Workload, err)
@@ -187,7 +186,7 @@ func readWorkload(ctx context.Context, kube kubernetes.Interface, kind, namespac
 		}
 		return ds.Annotations, ds.Spec.Template, nil
 	}
-	return nil, corev1.PodTemplateSpec{}, events.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", kind))
+	return nil, corev1.PodTemplateSpec{}, fault.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", kind))
 }
 
 // primaryImage returns the image of container in the workload's primary
@@ -213,7 +212,7 @@ func primaryImage(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryP
 func containerImage(w workload, name string) (string, string, error) {
 	cs := w.containers
 	if len(cs) == 0 {
-		return "", "", events.Permanent(fmt.Errorf("%s %s/%s has no containers", strings.ToLower(w.kind), w.namespace, w.name))
+		return "", "", fault.Permanent(fmt.Errorf("%s %s/%s has no containers", strings.ToLower(w.kind), w.namespace, w.name))
 	}
 	if name == "" {
 		return cs[0].Name, cs[0].Image, nil
@@ -223,7 +222,7 @@ func containerImage(w workload, name string) (string, string, error) {
 			return c.Name, c.Image, nil
 		}
 	}
-	return "", "", events.Permanent(fmt.Errorf("%s %s/%s has no container %q", strings.ToLower(w.kind), w.namespace, w.name, name))
+	return "", "", fault.Permanent(fmt.Errorf("%s %s/%s has no container %q", strings.ToLower(w.kind), w.namespace, w.name, name))
 }
 
 // applyObject applies one of the objects a canary refers to, server-side,
@@ -241,7 +240,7 @@ func applyObject(ctx context.Context, dyn dynamic.Interface, namespace string, o
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err) {
 		// Not found: the cluster does not serve the kind (no Flagger CRD).
-		return events.Permanent(fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, namespace, o.GetName(), err))
+		return fault.Permanent(fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, namespace, o.GetName(), err))
 	}
 	if err != nil {
 		return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, namespace, o.GetName(), err)
@@ -264,7 +263,7 @@ func applyCanary(ctx context.Context, fl flaggerclient.Interface, c *flaggerv1.C
 	if _, err := fl.FlaggerV1beta1().Canaries(c.Namespace).Patch(ctx, c.Name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			return events.Permanent(fmt.Errorf("applying canary %s/%s: %w", c.Namespace, c.Name, err))
+			return fault.Permanent(fmt.Errorf("applying canary %s/%s: %w", c.Namespace, c.Name, err))
 		}
 		return fmt.Errorf("applying canary %s/%s: %w", c.Namespace, c.Name, err)
 	}

@@ -7,13 +7,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/canary"
 )
 
 // Names of the apply-canary task's params and results.
@@ -79,10 +78,10 @@ func ApplyCanaryParamsFrom(p Params) (ApplyCanaryParams, error) {
 	}
 	var c flaggerv1.Canary
 	if err := decodeStrict(p[ParamCanary], &c); err != nil {
-		return ap, events.Permanent(fmt.Errorf("decoding the canary: %w", err))
+		return ap, fault.Permanent(fmt.Errorf("decoding the canary: %w", err))
 	}
 	if c.Name == "" {
-		return ap, events.Permanent(fmt.Errorf("decoding the canary: it has no name"))
+		return ap, fault.Permanent(fmt.Errorf("decoding the canary: it has no name"))
 	}
 	if c.Namespace == "" {
 		c.Namespace = ap.Namespace
@@ -100,16 +99,16 @@ func ApplyCanaryParamsFrom(p Params) (ApplyCanaryParams, error) {
 			err = utiljson.Unmarshal(b, &objs)
 		}
 		if err != nil {
-			return ap, events.Permanent(fmt.Errorf("decoding the objects: %w", err))
+			return ap, fault.Permanent(fmt.Errorf("decoding the objects: %w", err))
 		}
 		for i, v := range objs {
 			o, ok := v.(map[string]any)
 			if !ok {
-				return ap, events.Permanent(fmt.Errorf("decoding the objects: object %d is not a JSON object", i+1))
+				return ap, fault.Permanent(fmt.Errorf("decoding the objects: object %d is not a JSON object", i+1))
 			}
 			u := &unstructured.Unstructured{Object: o}
 			if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
-				return ap, events.Permanent(fmt.Errorf("decoding the objects: object %d has no apiVersion, kind or name", i+1))
+				return ap, fault.Permanent(fmt.Errorf("decoding the objects: object %d has no apiVersion, kind or name", i+1))
 			}
 			ap.Objects = append(ap.Objects, u)
 		}

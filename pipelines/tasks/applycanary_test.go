@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // fleet is one cluster, started by TestMain unless the tests run -short;
@@ -166,7 +165,7 @@ func TestApplyCanaryPermanentErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tasks.ApplyCanary(ctx, cl.Config, tasks.ApplyCanaryParams{Rollout: "r1", Namespace: ns, Kind: tt.kind, Workload: "gone", Image: "x"})
-			if !events.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
+			if !fault.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ApplyCanary = %v, want a permanent error saying %q", err, tt.want)
 			}
 		})

@@ -8,6 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/render"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,11 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/canary"
-	"github.com/flotilla-cd/flotilla/pkg/gitops"
-	"github.com/flotilla-cd/flotilla/pkg/render"
 )
 
 // Names of the apply-manifests task's params (the workload's, the canary's
@@ -133,16 +132,16 @@ func ApplyManifestsParamsFrom(p Params) (ApplyManifestsParams, error) {
 	if h := p[ParamHelm]; h != "" {
 		ap.Chart = new(render.Chart)
 		if err := json.Unmarshal([]byte(h), ap.Chart); err != nil {
-			return ap, events.Permanent(fmt.Errorf("--%s: %w", ParamHelm, err))
+			return ap, fault.Permanent(fmt.Errorf("--%s: %w", ParamHelm, err))
 		}
 	}
 	if a := p[ParamAllowedImages]; a != "" {
 		if err := json.Unmarshal([]byte(a), &ap.AllowedImages); err != nil {
-			return ap, events.Permanent(fmt.Errorf("--%s: want a JSON list of regular expressions: %w", ParamAllowedImages, err))
+			return ap, fault.Permanent(fmt.Errorf("--%s: want a JSON list of regular expressions: %w", ParamAllowedImages, err))
 		}
 	}
 	if ap.URL == "" || ap.Commit == "" {
-		return ap, events.Permanent(fmt.Errorf("--%s and --%s are required", ParamGitURL, ParamGitCommit))
+		return ap, fault.Permanent(fmt.Errorf("--%s and --%s are required", ParamGitURL, ParamGitCommit))
 	}
 	return ap, nil
 }
@@ -186,7 +185,7 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 		}
 	}
 	if target == nil {
-		return res, events.Permanent(fmt.Errorf("%w: commit %s renders no %s %s/%s, the canary's target", render.ErrRender, p.Commit, kind, p.Namespace, p.Workload))
+		return res, fault.Permanent(fmt.Errorf("%w: commit %s renders no %s %s/%s, the canary's target", render.ErrRender, p.Commit, kind, p.Namespace, p.Workload))
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -205,7 +204,7 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	}
 	for k, v := range template {
 		if err := unstructured.SetNestedField(target.Object, v, "spec", "template", "metadata", "annotations", k); err != nil {
-			return res, events.Permanent(fmt.Errorf("%w: %s %s: %w", render.ErrRender, kind, p.Workload, err))
+			return res, fault.Permanent(fmt.Errorf("%w: %s %s: %w", render.ErrRender, kind, p.Workload, err))
 		}
 	}
 	ann := target.GetAnnotations()
@@ -264,7 +263,7 @@ func applyRendered(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTM
 	gvk := o.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		return events.Permanent(fmt.Errorf("applying %s %s: the cluster does not serve %s", gvk.Kind, o.GetName(), gvk))
+		return fault.Permanent(fmt.Errorf("applying %s %s: the cluster does not serve %s", gvk.Kind, o.GetName(), gvk))
 	}
 	if err != nil {
 		return fmt.Errorf("mapping %s: %w", gvk, err)
@@ -285,7 +284,7 @@ func applyRendered(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTM
 	force := true
 	_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-		return events.Permanent(fmt.Errorf("applying %s %s: %w", gvk.Kind, where, err))
+		return fault.Permanent(fmt.Errorf("applying %s %s: %w", gvk.Kind, where, err))
 	}
 	if err != nil {
 		return fmt.Errorf("applying %s %s: %w", gvk.Kind, where, err)

@@ -5,14 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/render"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const webDeployment = `apiVersion: apps/v1
@@ -112,7 +111,7 @@ func TestApplyManifestsAppliesACommit(t *testing.T) {
 		Rollout: "r4", Namespace: ns, Workload: "web", Canary: canary.Render(app, canary.Input{Cluster: "c1", Rollout: "r4"}).Canary,
 		URL: url, Commit: second, Paths: []string{"clusters/c1/web"}, AllowedImages: []string{`registry\.example\.com/api`},
 	})
-	if !events.IsPermanent(err) || !strings.Contains(err.Error(), "image registry.example.com/web:1 is not allowed") {
+	if !fault.IsPermanent(err) || !strings.Contains(err.Error(), "image registry.example.com/web:1 is not allowed") {
 		t.Errorf("ApplyManifests(an image not allowed) = %v, want a permanent error naming it", err)
 	}
 	check(first, "hello")
@@ -121,7 +120,7 @@ func TestApplyManifestsAppliesACommit(t *testing.T) {
 		Rollout: "r3", Namespace: ns, Workload: "api", Canary: canary.Render(app, canary.Input{Cluster: "c1", Rollout: "r3"}).Canary,
 		URL: url, Commit: second, Paths: []string{"clusters/c1/web"},
 	})
-	if !events.IsPermanent(err) || !errors.Is(err, render.ErrRender) || !strings.Contains(err.Error(), "renders no Deployment "+ns+"/api") {
+	if !fault.IsPermanent(err) || !errors.Is(err, render.ErrRender) || !strings.Contains(err.Error(), "renders no Deployment "+ns+"/api") {
 		t.Errorf("ApplyManifests(a workload the commit lacks) = %v, want a permanent error naming it", err)
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"strconv"
 	"strings"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
 
 // Names of the bump-image task's params and results (rollout and image are
@@ -104,7 +103,7 @@ func runBumpImage(ctx context.Context, env Env, p Params) (Results, error) {
 func BumpImage(ctx context.Context, auth gitops.Auth, p BumpImageParams, opts ...gitops.Option) (BumpImageResult, error) {
 	img, err := gitops.ParseImage(p.Image)
 	if err != nil {
-		return BumpImageResult{}, events.Permanent(fmt.Errorf("image %q: %w", p.Image, err))
+		return BumpImageResult{}, fault.Permanent(fmt.Errorf("image %q: %w", p.Image, err))
 	}
 	edit, err := NewEdit(p.Edit, p.EditOptions)
 	if err != nil {
@@ -132,7 +131,7 @@ func NewEdit(kind, options string) (gitops.Edit, error) {
 		dec := json.NewDecoder(bytes.NewReader([]byte(options)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(dst); err != nil {
-			return events.Permanent(fmt.Errorf("decoding the %s edit's options: %w", kind, err))
+			return fault.Permanent(fmt.Errorf("decoding the %s edit's options: %w", kind, err))
 		}
 		return nil
 	}
@@ -156,6 +155,6 @@ func NewEdit(kind, options string) (gitops.Edit, error) {
 		}
 		return e, nil
 	default:
-		return nil, events.Permanent(fmt.Errorf("edit %q: want %s, %s or %s", kind, EditKustomize, EditHelm, EditManifest))
+		return nil, fault.Permanent(fmt.Errorf("edit %q: want %s, %s or %s", kind, EditKustomize, EditHelm, EditManifest))
 	}
 }

@@ -8,12 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 )
 
 // Params are a task's parameters and Results its results, both by their
@@ -131,10 +130,10 @@ func (d Def) Parse(args []string) (*Invocation, error) {
 	fs.SetOutput(discard{})
 	in := d.Bind(fs)
 	if err := fs.Parse(args); err != nil {
-		return nil, events.Permanent(fmt.Errorf("task %s: %w", d.Name, err))
+		return nil, fault.Permanent(fmt.Errorf("task %s: %w", d.Name, err))
 	}
 	if fs.NArg() > 0 {
-		return nil, events.Permanent(fmt.Errorf("task %s: unexpected arguments %q", d.Name, fs.Args()))
+		return nil, fault.Permanent(fmt.Errorf("task %s: unexpected arguments %q", d.Name, fs.Args()))
 	}
 	return in, nil
 }
@@ -156,7 +155,7 @@ func (in *Invocation) Params() (Params, error) {
 		p[spec.Name] = v
 	}
 	if len(missing) > 0 {
-		return p, events.Permanent(fmt.Errorf("task %s: required flags not set: %s", in.def.Name, strings.Join(missing, ", ")))
+		return p, fault.Permanent(fmt.Errorf("task %s: required flags not set: %s", in.def.Name, strings.Join(missing, ", ")))
 	}
 	return p, nil
 }
@@ -184,7 +183,7 @@ func (in *Invocation) Env() Env {
 	return Env{
 		Cluster: func() (*rest.Config, error) {
 			if in.Kubeconfig == "" {
-				return nil, events.Permanent(fmt.Errorf("task %s: no --kubeconfig", in.def.Name))
+				return nil, fault.Permanent(fmt.Errorf("task %s: no --kubeconfig", in.def.Name))
 			}
 			return kube.RESTConfig(in.Kubeconfig, in.Context)
 		},

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
-	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
 
 func TestParseAndParams(t *testing.T) {
@@ -42,7 +41,7 @@ func TestParseAndParams(t *testing.T) {
 		t.Errorf("kubeconfig %q", in.Kubeconfig)
 	}
 	for _, args := range [][]string{{"--nope=1"}, {"stray"}} {
-		if _, err := def.Parse(args); !events.IsPermanent(err) {
+		if _, err := def.Parse(args); !fault.IsPermanent(err) {
 			t.Errorf("Parse(%q) = %v, want a permanent error", args, err)
 		}
 	}
@@ -83,7 +82,7 @@ func TestApplyCanaryParamsRoundTrip(t *testing.T) {
 		"nameless canary":      {"canary": `{}`},
 		"object without kind":  {"canary": `{"metadata":{"name":"web"}}`, "objects": `[{"metadata":{"name":"x"}}]`},
 	} {
-		if _, err := tasks.ApplyCanaryParamsFrom(bad); !events.IsPermanent(err) {
+		if _, err := tasks.ApplyCanaryParamsFrom(bad); !fault.IsPermanent(err) {
 			t.Errorf("%s: %v, want a permanent error", name, err)
 		}
 	}

@@ -22,7 +22,9 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Executor runs the flotilla-rollout Pipeline as PipelineRuns in the cluster
@@ -239,7 +241,7 @@ func (t *Executor) start(ctx context.Context, pr *tektonv1.PipelineRun) (*tekton
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-				return nil, events.Permanent(fmt.Errorf("creating PipelineRun %s/%s: %w", pr.Namespace, pr.Name, err))
+				return nil, fault.Permanent(fmt.Errorf("creating PipelineRun %s/%s: %w", pr.Namespace, pr.Name, err))
 			}
 			return nil, fmt.Errorf("creating PipelineRun %s/%s: %w", pr.Namespace, pr.Name, err)
 		}
@@ -255,7 +257,7 @@ func (t *Executor) start(ctx context.Context, pr *tektonv1.PipelineRun) (*tekton
 			return old, nil
 		}
 	}
-	return nil, events.Permanent(fmt.Errorf("PipelineRun %s/%s failed %d times", pr.Namespace, base, maxRunAttempts))
+	return nil, fault.Permanent(fmt.Errorf("PipelineRun %s/%s failed %d times", pr.Namespace, base, maxRunAttempts))
 }
 
 // permanentReasons are the reasons of a failed PipelineRun that another run
@@ -300,7 +302,7 @@ func (t *Executor) failure(ctx context.Context, pr *tektonv1.PipelineRun) error 
 	}
 	err := errors.New(msg)
 	if permanent {
-		return events.Permanent(err)
+		return fault.Permanent(err)
 	}
 	return err
 }

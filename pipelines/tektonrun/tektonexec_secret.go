@@ -11,10 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // KubeconfigKey is the key of a kubeconfig Secret that holds the kubeconfig.
@@ -26,7 +25,7 @@ const KubeconfigKey = "kubeconfig"
 func Kubeconfig(cfg *rest.Config) ([]byte, error) {
 	b, err := kube.Kubeconfig(cfg)
 	if errors.Is(err, kube.ErrCredentialPlugin) {
-		return nil, events.Permanent(fmt.Errorf("%w: give the cluster a token or client certificate, a pipeline's pod cannot run the plugin", err))
+		return nil, fault.Permanent(fmt.Errorf("%w: give the cluster a token or client certificate, a pipeline's pod cannot run the plugin", err))
 	}
 	return b, err
 }

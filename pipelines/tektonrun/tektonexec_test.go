@@ -25,7 +25,9 @@ import (
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 type staticClusters map[string]*rest.Config
@@ -281,8 +283,8 @@ func TestTektonFailures(t *testing.T) {
 				}}
 			}
 			err := ex.failure(t.Context(), pr)
-			if events.IsPermanent(err) != tt.wantPermanent || !strings.Contains(err.Error(), tt.wantMsg) {
-				t.Errorf("failure = %v (permanent %t), want permanent %t saying %q", err, events.IsPermanent(err), tt.wantPermanent, tt.wantMsg)
+			if fault.IsPermanent(err) != tt.wantPermanent || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("failure = %v (permanent %t), want permanent %t saying %q", err, fault.IsPermanent(err), tt.wantPermanent, tt.wantMsg)
 			}
 		})
 	}
@@ -290,7 +292,7 @@ func TestTektonFailures(t *testing.T) {
 
 func TestKubeconfigRefusesPlugins(t *testing.T) {
 	_, err := Kubeconfig(&rest.Config{Host: "https://x", ExecProvider: &clientcmdapi.ExecConfig{Command: "gke-gcloud-auth-plugin"}})
-	if !events.IsPermanent(err) {
+	if !fault.IsPermanent(err) {
 		t.Errorf("Kubeconfig = %v, want a permanent error", err)
 	}
 }

@@ -6,10 +6,9 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/spf13/cobra"
-
-	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/spf13/cobra"
 )
 
 func newTaskCmd() *cobra.Command {
@@ -75,7 +74,7 @@ func newTaskDefCmd(def tasks.Def) *cobra.Command {
 			if p, ok := paths[tasks.ResultError]; ok {
 				_ = tasks.WriteResults(tasks.Results{tasks.ResultError: tasks.ErrorResult(err)}, map[string]string{tasks.ResultError: p})
 			}
-			if events.IsPermanent(err) {
+			if fault.IsPermanent(err) {
 				return exitError{tasks.ExitPermanent, err}
 			}
 			return err

@@ -6,6 +6,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,12 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/canary"
-	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/kube"
-	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 // Set holds a client configuration per cluster of the fleet.
@@ -54,7 +53,7 @@ func NewSet(clusters []config.Cluster) (*Set, error) {
 func (s *Set) Config(name string) (*rest.Config, error) {
 	cfg, ok := s.cfgs[name]
 	if !ok {
-		return nil, events.Permanent(fmt.Errorf("unknown cluster %q", name))
+		return nil, fault.Permanent(fmt.Errorf("unknown cluster %q", name))
 	}
 	return cfg, nil
 }
@@ -164,7 +163,7 @@ func image(ctx context.Context, c *clients, namespace, kind, name, container str
 			pod = d.Spec.Template
 		}
 	default:
-		return "", events.Permanent(fmt.Errorf("reading %s/%s: unsupported workload kind %q", namespace, name, kind))
+		return "", fault.Permanent(fmt.Errorf("reading %s/%s: unsupported workload kind %q", namespace, name, kind))
 	}
 	if apierrors.IsNotFound(err) {
 		return "", nil

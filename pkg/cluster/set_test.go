@@ -7,17 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
-	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // fleet is one cluster (a real kube-apiserver with Flagger's CRDs), started
@@ -130,7 +129,7 @@ func TestCanaryStatusWorkloadKinds(t *testing.T) {
 		// Flagger can target a Service; flotilla cannot follow one.
 		create(ctx, t, cl, suspendedCanary(ns, "db", "Service"))
 		_, err := set.CanaryStatus(ctx, c.Name, ns, config.Workload{Kind: "Service", Name: "db"})
-		if !events.IsPermanent(err) {
+		if !fault.IsPermanent(err) {
 			t.Errorf("CanaryStatus = %v, want a permanent error", err)
 		}
 	})

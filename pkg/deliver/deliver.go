@@ -5,17 +5,19 @@ import (
 	"fmt"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Hooks builds the event hook a canary reports to, for a cluster and rollout.
 type Hooks func(cluster, rolloutID string) canary.EventHook
 
 // Executor runs the flotilla-rollout Pipeline against one cluster
-// (pipelines/embedded, pipelines/tektonrun). Errors are events.IsPermanent
+// (pipelines/embedded, pipelines/tektonrun). Errors are fault.IsPermanent
 // when retrying cannot help.
 type Executor interface {
 	Run(ctx context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error)
@@ -42,11 +44,11 @@ type Result struct {
 }
 
 // Deliver runs the pipeline the request asks for. Errors are permanent when
-// retrying cannot help (see events.IsPermanent).
+// retrying cannot help (see fault.IsPermanent).
 func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested) (Result, error) {
 	app, ok := d.cfg.Application(req.Application)
 	if !ok {
-		return Result{}, events.Permanent(fmt.Errorf("application %q is no longer configured", req.Application))
+		return Result{}, fault.Permanent(fmt.Errorf("application %q is no longer configured", req.Application))
 	}
 	revert := req.Purpose == events.PurposeRevert
 	objs := canary.Render(app, canary.Input{
@@ -56,7 +58,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	})
 	deps, err := objs.Dependencies()
 	if err != nil {
-		return Result{}, events.Permanent(fmt.Errorf("rendering the delivery policy: %w", err))
+		return Result{}, fault.Permanent(fmt.Errorf("rendering the delivery policy: %w", err))
 	}
 	id := req.RolloutID
 	if revert {

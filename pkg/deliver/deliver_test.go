@@ -13,11 +13,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/deliver"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
@@ -209,7 +211,7 @@ func TestRunnerFailures(t *testing.T) {
 		{
 			name: "permanent failure",
 			answer: func(context.Context, string, tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
-				return tasks.ApplyCanaryResult{}, events.Permanent(errors.New("deployment web/shop-api not found"))
+				return tasks.ApplyCanaryResult{}, fault.Permanent(errors.New("deployment web/shop-api not found"))
 			},
 			wantError: "pipeline failed: deployment web/shop-api not found", wantCalls: 1,
 		},
@@ -235,7 +237,7 @@ func TestRunnerFailures(t *testing.T) {
 			}
 			evs, err := newRunner(exec, a).Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref, Deadline: tt.deadline}))
 			if tt.wantErr {
-				if err == nil || events.IsPermanent(err) || !errors.Is(err, errFlaky) || len(evs) != 0 {
+				if err == nil || fault.IsPermanent(err) || !errors.Is(err, errFlaky) || len(evs) != 0 {
 					t.Fatalf("Handle = %v, %v; want the executor's retryable error", evs, err)
 				}
 			} else {

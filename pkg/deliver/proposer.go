@@ -12,10 +12,12 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/gitops/pullrequest"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -45,7 +47,7 @@ type Hosts func(app config.Application) (pullrequest.Host, error)
 func HostOf(app config.Application) (pullrequest.Host, error) {
 	g := app.GitOps
 	if g == nil || g.PullRequest == nil {
-		return nil, events.Permanent(fmt.Errorf("application %s opens no pull requests", app.Name))
+		return nil, fault.Permanent(fmt.Errorf("application %s opens no pull requests", app.Name))
 	}
 	pr := g.PullRequest
 	return pullrequest.New(pullrequest.Config{Kind: pr.Host, APIURL: pr.APIURL, Repository: pr.Repository, Token: pr.TokenValue, MergeMethod: pr.MergeMethod})
@@ -157,14 +159,14 @@ func ParseBranch(branch string) (id string, wave int, purpose string, ok bool) {
 func (p *Proposer) handle(ctx context.Context, e cloudevents.Event, req events.PullRequestRequested) ([]cloudevents.Event, error) {
 	app, ok := p.cfg.Application(req.Application)
 	if !ok || app.GitOps == nil || app.GitOps.PullRequest == nil {
-		return nil, events.Permanent(fmt.Errorf("application %q opens no pull requests (no longer configured so?)", req.Application))
+		return nil, fault.Permanent(fmt.Errorf("application %q opens no pull requests (no longer configured so?)", req.Application))
 	}
 	ro, err := p.rollouts.Get(ctx, req.RolloutID)
 	if err != nil {
 		return nil, fmt.Errorf("reading rollout %s: %w", req.RolloutID, err)
 	}
 	if req.Wave < 0 || req.Wave >= len(ro.Waves) {
-		return nil, events.Permanent(fmt.Errorf("rollout %s has no wave %d", ro.ID, req.Wave+1))
+		return nil, fault.Permanent(fmt.Errorf("rollout %s has no wave %d", ro.ID, req.Wave+1))
 	}
 	host, err := p.hosts(app)
 	if err != nil {
@@ -186,11 +188,11 @@ func (p *Proposer) handle(ctx context.Context, e cloudevents.Event, req events.P
 			status.State, status.Actor = events.PullRequestClosed, "flotilla"
 		}
 	default:
-		return nil, events.Permanent(fmt.Errorf("pull request op %q: want open, read, merge or close", req.Op))
+		return nil, fault.Permanent(fmt.Errorf("pull request op %q: want open, read, merge or close", req.Op))
 	}
 	switch {
 	case err == nil:
-	case events.IsPermanent(err), !p.now().Before(req.Deadline):
+	case fault.IsPermanent(err), !p.now().Before(req.Deadline):
 		status.State, status.Error = events.PullRequestFailed, err.Error()
 		out = nil
 	default:
@@ -334,7 +336,7 @@ func (p *Proposer) merge(ctx context.Context, app config.Application, ro rollout
 	status.State, status.Number, status.MergeError = events.PullRequestOpened, req.Number, err.Error()
 	backoff := min(mergeFirstBackoff<<min(req.Attempt-1, 10), mergeMaxBackoff)
 	next := p.now().UTC().Add(backoff)
-	if events.IsPermanent(err) || next.After(req.Since.Add(app.GitOps.PullRequest.MergeRetryFor.Duration)) || !next.Before(req.Deadline) {
+	if fault.IsPermanent(err) || next.After(req.Since.Add(app.GitOps.PullRequest.MergeRetryFor.Duration)) || !next.Before(req.Deadline) {
 		p.log.WarnContext(ctx, "the host failed to merge a pull request; waiting for a retry", "rollout_id", ro.ID,
 			"number", req.Number, "attempt", req.Attempt, "error", err)
 		status.AutoMerge = events.MergeFailed
@@ -398,7 +400,7 @@ func (p *Proposer) close(ctx context.Context, host pullrequest.Host, req events.
 	}
 	msg := fmt.Sprintf("flotilla: rollout %s no longer waits for this pull request (%s); closing it.", req.RolloutID, why)
 	if err := host.Close(ctx, req.Number, msg); err != nil {
-		if events.IsPermanent(err) || !p.now().Before(req.Deadline.Add(time.Hour)) {
+		if fault.IsPermanent(err) || !p.now().Before(req.Deadline.Add(time.Hour)) {
 			p.log.WarnContext(ctx, "not closing a pull request", "rollout_id", req.RolloutID, "number", req.Number, "error", err)
 			return nil
 		}
@@ -471,7 +473,7 @@ func (p *Proposer) changes(app config.Application, ro rollout.Rollout, req event
 		if !seen {
 			img, err := gitops.ParseImage(ref)
 			if err != nil {
-				return repo, nil, events.Permanent(fmt.Errorf("image %q of %s: %w", ref, c.Name, err))
+				return repo, nil, fault.Permanent(fmt.Errorf("image %q of %s: %w", ref, c.Name, err))
 			}
 			ch = &gitops.Change{App: app.Name, Rollout: ro.ID, Image: img}
 			byImage[ref], order = ch, append(order, ref)
@@ -481,7 +483,7 @@ func (p *Proposer) changes(app config.Application, ro rollout.Rollout, req event
 		}
 	}
 	if len(order) == 0 {
-		return repo, nil, events.Permanent(fmt.Errorf("wave %d of %s has nothing to propose", req.Wave+1, ro.ID))
+		return repo, nil, fault.Permanent(fmt.Errorf("wave %d of %s has nothing to propose", req.Wave+1, ro.ID))
 	}
 	changes := make([]gitops.Change, 0, len(order))
 	for _, ref := range order {

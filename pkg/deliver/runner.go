@@ -10,8 +10,10 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -141,7 +143,7 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	switch {
 	case err == nil:
 		finished.PreviousImage, finished.Changed = res.PreviousImage, res.Changed
-	case events.IsPermanent(err):
+	case fault.IsPermanent(err):
 		finished.Error = "pipeline failed: " + err.Error()
 	case ctx.Err() != nil:
 		return nil, err // flotilla is stopping: the run is replayed at the next start

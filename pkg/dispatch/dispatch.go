@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 )
 
@@ -252,7 +254,7 @@ func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Even
 		return nil
 	}
 	recs, err := d.j.Append(wctx, out...)
-	if events.IsPermanent(err) {
+	if fault.IsPermanent(err) {
 		if out, err = d.failed(ctx, f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
 			recs, err = d.j.Append(wctx, out...)
 		}
@@ -280,7 +282,7 @@ func (d *Dispatcher) failed(ctx context.Context, f Function, e cloudevents.Event
 		return nil, errors.Join(cause, fmt.Errorf("encoding the event given up on: %w", err))
 	}
 	ev, err := events.Derive(e, events.TypeFunctionFailed, f.Name(), events.FunctionFailed{
-		Function: f.Name(), EventID: e.ID(), EventType: e.Type(), Error: cause.Error(), Permanent: events.IsPermanent(cause),
+		Function: f.Name(), EventID: e.ID(), EventType: e.Type(), Error: cause.Error(), Permanent: fault.IsPermanent(cause),
 		Event: raw, Subject: e.Subject(),
 	})
 	if err != nil {

@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
@@ -325,7 +327,7 @@ func TestRuntimeGivesUp(t *testing.T) {
 		wantCalls int
 		permanent bool
 	}{
-		{"permanent error: no retry", events.Permanent(errors.New("bad input")), 1, true},
+		{"permanent error: no retry", fault.Permanent(errors.New("bad input")), 1, true},
 		{"retries exhausted", errors.New("still down"), 3, false},
 	}
 	for _, tt := range tests {
@@ -409,7 +411,7 @@ func TestRuntimeMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	a := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeOut)}
 	b := &fn{name: "b", consumes: []string{typeIn}, handle: func(context.Context, cloudevents.Event) ([]cloudevents.Event, error) {
-		return nil, events.Permanent(errors.New("no"))
+		return nil, fault.Permanent(errors.New("no"))
 	}}
 	rt, err := dispatch.New(s, []dispatch.Function{a, b}, dispatch.Options{Metrics: reg})
 	if err != nil {

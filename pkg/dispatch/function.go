@@ -7,7 +7,7 @@ import (
 )
 
 // Function is one stateless event handler: it consumes some event types and
-// returns the events it derives. An error marked events.Permanent is never
+// returns the events it derives. An error marked fault.Permanent is never
 // retried; any other error is retried.
 type Function interface {
 	Name() string

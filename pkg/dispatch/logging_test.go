@@ -11,7 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
+
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 )
 
@@ -76,7 +78,7 @@ func TestEveryLineOfARolloutCarriesItsID(t *testing.T) {
 		if calls == 1 {
 			return nil, errors.New("transient")
 		}
-		return nil, events.Permanent(errors.New("for good"))
+		return nil, fault.Permanent(errors.New("for good"))
 	}}
 	d, err := dispatch.New(s, []dispatch.Function{a, b}, dispatch.Options{Logger: slog.New(rec), Backoff: 1})
 	if err != nil {

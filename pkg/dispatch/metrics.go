@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 type metrics struct {
@@ -65,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) observe(fn string, err error, d time.Duration) {
 	outcome := "ok"
 	switch {
-	case events.IsPermanent(err):
+	case fault.IsPermanent(err):
 		outcome = "permanent"
 	case err != nil:
 		outcome = "retryable"

@@ -3,12 +3,11 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/bus"
 )
 
 // item is one journaled event on its way through the functions that
@@ -274,7 +273,7 @@ func (s *scheduler) handle(ctx context.Context, l *lane, it *item) (outcome, tim
 		}
 		if err != nil {
 			it.attempt++
-			if !events.IsPermanent(err) && it.attempt < l.Attempts {
+			if !fault.IsPermanent(err) && it.attempt < l.Attempts {
 				delay := min(s.d.o.Backoff<<min(it.attempt-1, 20), l.MaxBackoff)
 				s.d.o.Logger.WarnContext(fctx, "handler failed, retrying", "attempt", it.attempt, "retry_in", delay, "error", err)
 				return retry, delay

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/util"
 	git "github.com/go-git/go-git/v5"
@@ -17,8 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // Repo is the deployments repository an application lives in.
@@ -238,7 +237,7 @@ func classify(ctx context.Context, err error) error {
 		errors.Is(err, transport.ErrInvalidAuthMethod),
 		errors.Is(err, git.NoMatchingRefSpecError{}),
 		errors.Is(err, plumbing.ErrReferenceNotFound):
-		return events.Permanent(fmt.Errorf("%w: %w", ErrAccess, err))
+		return fault.Permanent(fmt.Errorf("%w: %w", ErrAccess, err))
 	}
 	return err
 }

@@ -30,6 +30,6 @@
 // callers test with errors.Is, and are classified the flotilla way: bad
 // input, a missing file or path, invalid YAML, a refused credential or an
 // unknown repository or branch are permanent (IsPermanent, which agrees with
-// events.IsPermanent); network errors and a push still rejected after every
+// fault.IsPermanent); network errors and a push still rejected after every
 // attempt (ErrConflict) are worth retrying.
 package gitops

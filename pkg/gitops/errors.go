@@ -3,8 +3,7 @@ package gitops
 import (
 	"errors"
 	"fmt"
-
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Sentinel errors, tested with errors.Is. All but ErrConflict come wrapped as
@@ -34,10 +33,10 @@ var (
 )
 
 // IsPermanent tells whether err, or an error it wraps, is permanent: retrying
-// the same bump cannot succeed. It agrees with events.IsPermanent.
-func IsPermanent(err error) bool { return events.IsPermanent(err) }
+// the same bump cannot succeed. It agrees with fault.IsPermanent.
+func IsPermanent(err error) bool { return fault.IsPermanent(err) }
 
 // permanentf formats an error and marks it permanent.
 func permanentf(format string, args ...any) error {
-	return events.Permanent(fmt.Errorf(format, args...))
+	return fault.Permanent(fmt.Errorf(format, args...))
 }

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestMirrorVerifyPush(t *testing.T) {
@@ -45,7 +44,7 @@ func TestMirrorVerifyPush(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := m.VerifyPush(ctx, Repo{URL: url}, tt.ref, tt.before, tt.commit)
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrUnverified) || !events.IsPermanent(err) {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrUnverified) || !fault.IsPermanent(err) {
 					t.Fatalf("VerifyPush() error = %v, want a permanent ErrUnverified containing %q", err, tt.wantErr)
 				}
 				return
@@ -96,7 +95,7 @@ func TestMirrorFetchesAgainAndCheckout(t *testing.T) {
 		t.Error(err)
 	}
 	_, err := m.VerifyPush(ctx, Repo{URL: "file://" + t.TempDir() + "/none.git"}, "refs/heads/main", "", next)
-	if !errors.Is(err, ErrAccess) || !events.IsPermanent(err) {
+	if !errors.Is(err, ErrAccess) || !fault.IsPermanent(err) {
 		t.Errorf("VerifyPush(no repository) = %v, want a permanent ErrAccess", err)
 	}
 }

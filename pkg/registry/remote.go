@@ -7,13 +7,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // Remote resolves tags against the registry over the network with
@@ -52,7 +51,7 @@ var noRetry = remote.Backoff{Steps: 1}
 func (r *Remote) Resolve(ctx context.Context, image, tag string) (string, error) {
 	ref, err := r.reference(image, tag)
 	if err != nil {
-		return "", events.Permanent(fmt.Errorf("resolving %s:%s: %w", image, tag, err))
+		return "", fault.Permanent(fmt.Errorf("resolving %s:%s: %w", image, tag, err))
 	}
 	if r.timeout > 0 {
 		var cancel context.CancelFunc
@@ -102,7 +101,7 @@ func classify(err error) error {
 	var terr *transport.Error
 	if errors.As(err, &terr) && terr.StatusCode >= 400 && terr.StatusCode < 500 &&
 		terr.StatusCode != http.StatusRequestTimeout && terr.StatusCode != http.StatusTooManyRequests {
-		return events.Permanent(err)
+		return fault.Permanent(err)
 	}
 	return err
 }
@@ -113,11 +112,11 @@ func classify(err error) error {
 func (r *Remote) Created(ctx context.Context, image, digest string) (time.Time, error) {
 	ref, err := name.NewDigest(image + "@" + digest)
 	if err != nil {
-		return time.Time{}, events.Permanent(fmt.Errorf("reading %s@%s: %w", image, digest, err))
+		return time.Time{}, fault.Permanent(fmt.Errorf("reading %s@%s: %w", image, digest, err))
 	}
 	if r.insecure[ref.RegistryStr()] {
 		if ref, err = name.NewDigest(image+"@"+digest, name.Insecure); err != nil {
-			return time.Time{}, events.Permanent(err)
+			return time.Time{}, fault.Permanent(err)
 		}
 	}
 	if r.timeout > 0 {
@@ -165,7 +164,7 @@ func (r *Remote) Access(ctx context.Context, image, digest string) (name.Digest,
 		ref, err = name.NewDigest(image+"@"+digest, opts...)
 	}
 	if err != nil {
-		return name.Digest{}, nil, events.Permanent(fmt.Errorf("%s@%s: %w", image, digest, err))
+		return name.Digest{}, nil, fault.Permanent(fmt.Errorf("%s@%s: %w", image, digest, err))
 	}
 	return ref, []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry)}, nil
 }
@@ -178,7 +177,7 @@ func (r *Remote) Tags(ctx context.Context, image string) ([]string, error) {
 	}
 	repo, err := name.NewRepository(image, opts...)
 	if err != nil {
-		return nil, events.Permanent(fmt.Errorf("listing the tags of %s: %w", image, err))
+		return nil, fault.Permanent(fmt.Errorf("listing the tags of %s: %w", image, err))
 	}
 	if r.timeout > 0 {
 		var cancel context.CancelFunc

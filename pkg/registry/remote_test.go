@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -20,8 +21,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // startRegistry runs a real in-process registry, optionally behind wrap, and
@@ -234,7 +233,7 @@ func TestRemoteResolveErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Resolve(%q, %q) = %q, want an error", tt.image, tt.tag, got)
 			}
-			if p := events.IsPermanent(err); p != tt.permanent {
+			if p := fault.IsPermanent(err); p != tt.permanent {
 				t.Errorf("Resolve(%q, %q) error %q: permanent = %v, want %v", tt.image, tt.tag, err, p, tt.permanent)
 			}
 			if want := "resolving " + tt.image + ":" + tt.tag + ": "; !strings.HasPrefix(err.Error(), want) {
@@ -259,7 +258,7 @@ func TestRemoteResolveTimeout(t *testing.T) {
 	if err == nil {
 		t.Fatal("Resolve against a hanging registry succeeded")
 	}
-	if events.IsPermanent(err) {
+	if fault.IsPermanent(err) {
 		t.Errorf("timeout error %q is permanent, want retryable", err)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -313,7 +312,7 @@ func TestRemoteResolveKeychain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := NewRemote(WithKeychain(tt.keychain)).Resolve(t.Context(), host+"/team/app", "1.0")
 			if tt.permanent {
-				if err == nil || !events.IsPermanent(err) {
+				if err == nil || !fault.IsPermanent(err) {
 					t.Fatalf("Resolve = %q, %v; want a permanent error", got, err)
 				}
 				if strings.Contains(err.Error(), "wrong") || strings.Contains(err.Error(), pass) {
@@ -425,7 +424,7 @@ func TestRemoteCreated(t *testing.T) {
 	if _, err := r.Created(t.Context(), host+"/shop/multi", idx); err != nil {
 		t.Errorf("Created of an index: %v", err)
 	}
-	if _, err := r.Created(t.Context(), host+"/shop/api", "sha256:"+strings.Repeat("0", 64)); !events.IsPermanent(err) {
+	if _, err := r.Created(t.Context(), host+"/shop/api", "sha256:"+strings.Repeat("0", 64)); !fault.IsPermanent(err) {
 		t.Errorf("Created of a missing digest = %v, want a permanent error", err)
 	}
 }

@@ -6,6 +6,6 @@
 // refused) or a Helm chart (Helm's loader and template engine, client-only:
 // no cluster lookups; values merged as KubeCD's releases do).
 //
-// Errors are permanent (events.Permanent): a commit that does not render
+// Errors are permanent (fault.Permanent): a commit that does not render
 // never will.
 package render

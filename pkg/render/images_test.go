@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 func obj(kind, name string, spec map[string]any, path ...string) *unstructured.Unstructured {
@@ -67,7 +66,7 @@ func TestImages(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrRender) || !events.IsPermanent(err) {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrRender) || !fault.IsPermanent(err) {
 				t.Errorf("CheckImages() = %v, want a permanent ErrRender containing %q", err, tt.wantErr)
 			}
 		})

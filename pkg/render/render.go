@@ -11,12 +11,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // Kinds of rendering (config.GitRenders).
@@ -193,5 +192,5 @@ func decode(name string, data []byte) ([]*unstructured.Unstructured, error) {
 }
 
 func permanentf(format string, args ...any) error {
-	return events.Permanent(fmt.Errorf(format, args...))
+	return fault.Permanent(fmt.Errorf(format, args...))
 }

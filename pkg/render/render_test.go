@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // summary names each object, with a ConfigMap's data and a Deployment's
@@ -117,7 +116,7 @@ func TestRender(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Render() error = %v, want one containing %q", err, tt.wantErr)
 				}
-				if !events.IsPermanent(err) || !errors.Is(err, ErrRender) {
+				if !fault.IsPermanent(err) || !errors.Is(err, ErrRender) {
 					t.Errorf("Render() error %v is not a permanent ErrRender", err)
 				}
 				return

@@ -17,7 +17,7 @@
 // result is cached, bounded); a refusal is not cached, so a digest signed
 // after its push is verified anew when the signature's push arrives
 // (functions/verify). A signature that does not verify is a permanent error
-// (events.Permanent) naming why; a registry that cannot be read is a
+// (fault.Permanent) naming why; a registry that cannot be read is a
 // retryable one.
 //
 // A root without transparency logs (a private CA, the tests' own) is

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -29,8 +30,6 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	sigsig "github.com/sigstore/sigstore/pkg/signature"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 // What cosign attaches to an image, and how.
@@ -166,7 +165,7 @@ func compile(p Policy) (*compiled, error) {
 func (v *Verifier) Verify(ctx context.Context, app, image, digest string) (string, error) {
 	c := v.policies[app]
 	if c == nil {
-		return "", events.Permanent(fmt.Errorf("application %s verifies no signatures", app))
+		return "", fault.Permanent(fmt.Errorf("application %s verifies no signatures", app))
 	}
 	key := app + "\x00" + image + "@" + digest
 	v.mu.Lock()
@@ -206,7 +205,7 @@ func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string
 	}
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
-		return "", events.Permanent(err)
+		return "", fault.Permanent(err)
 	}
 	cands, err := legacyCandidates(d, h, opts)
 	if err != nil {
@@ -218,7 +217,7 @@ func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string
 	}
 	cands = append(cands, bc...)
 	if len(cands) == 0 {
-		return "", events.Permanent(fmt.Errorf("%s is not signed (no tag %s, no signature bundle among its referrers; its signature's push rolls it out)", d, legacyTag(d, h).TagStr()))
+		return "", fault.Permanent(fmt.Errorf("%s is not signed (no tag %s, no signature bundle among its referrers; its signature's push rolls it out)", d, legacyTag(d, h).TagStr()))
 	}
 	digestBytes, _ := hex.DecodeString(h.Hex)
 	var reasons []string
@@ -237,7 +236,7 @@ func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string
 		}
 		return who, nil
 	}
-	return "", events.Permanent(fmt.Errorf("no signature of %s is trusted: %s", d, strings.Join(reasons, "; ")))
+	return "", fault.Permanent(fmt.Errorf("no signature of %s is trusted: %s", d, strings.Join(reasons, "; ")))
 }
 
 // check verifies one signature with the keys, or the keyless identities.
@@ -322,7 +321,7 @@ func readErr(what string, err error) error {
 	var terr *transport.Error
 	if errors.As(err, &terr) && terr.StatusCode >= 400 && terr.StatusCode < 500 &&
 		terr.StatusCode != http.StatusRequestTimeout && terr.StatusCode != http.StatusTooManyRequests {
-		return events.Permanent(fmt.Errorf("reading %s: %w", what, err))
+		return fault.Permanent(fmt.Errorf("reading %s: %w", what, err))
 	}
 	return fmt.Errorf("reading %s: %w", what, err)
 }

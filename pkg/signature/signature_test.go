@@ -10,15 +10,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/signature"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore-go/pkg/sign"
-
-	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/signature"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
 // reg is an in-process registry counting its requests.
@@ -131,7 +130,7 @@ func TestVerify(t *testing.T) {
 				t.Fatalf("Verify: %v", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Fatalf("Verify = %q, %v; want an error saying %q", by, err, tt.wantErr)
-			case tt.wantErr != "" && !events.IsPermanent(err):
+			case tt.wantErr != "" && !fault.IsPermanent(err):
 				t.Errorf("error %v is not permanent", err)
 			case by != tt.wantBy:
 				t.Errorf("signed by %q, want %q", by, tt.wantBy)
@@ -164,7 +163,7 @@ func TestVerifyCaches(t *testing.T) {
 	if r.count.Load() != before {
 		t.Errorf("the second Verify of a signed digest asked the registry again")
 	}
-	if _, err := v.Verify(t.Context(), "shop", unsigned.Context().Name(), unsigned.DigestStr()); !events.IsPermanent(err) {
+	if _, err := v.Verify(t.Context(), "shop", unsigned.Context().Name(), unsigned.DigestStr()); !fault.IsPermanent(err) {
 		t.Fatalf("unsigned: %v, want a permanent error", err)
 	}
 	if err := sigtest.SignLegacy(t.Context(), unsigned, k, nil); err != nil {
@@ -173,7 +172,7 @@ func TestVerifyCaches(t *testing.T) {
 	if by, err := v.Verify(t.Context(), "shop", unsigned.Context().Name(), unsigned.DigestStr()); err != nil || by != "key k" {
 		t.Errorf("signed after it was refused: %q, %v; want key k", by, err)
 	}
-	if _, err := v.Verify(t.Context(), "other", signed.Context().Name(), signed.DigestStr()); err == nil || !events.IsPermanent(err) {
+	if _, err := v.Verify(t.Context(), "other", signed.Context().Name(), signed.DigestStr()); err == nil || !fault.IsPermanent(err) {
 		t.Errorf("an application without a policy: %v, want a permanent error", err)
 	}
 }

@@ -5,8 +5,7 @@ import (
 	"regexp"
 
 	"github.com/Masterminds/semver/v3"
-
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Decision is the outcome of Decide. Reason is always set and reads as a
@@ -25,7 +24,7 @@ type Decision struct {
 // upgrade larger than the track allows is rejected with a reason, not an
 // error; so is any candidate when current is not a version the (semantic)
 // track can compare against. The only error is an unknown track, which is
-// permanent (events.IsPermanent) and wraps ErrUnknownTrack.
+// permanent (fault.IsPermanent) and wraps ErrUnknownTrack.
 func Decide(track Track, current, candidate string) (Decision, error) {
 	return Policy{Track: track}.Decide(current, candidate)
 }
@@ -68,7 +67,7 @@ func (p Policy) Check() error {
 	}
 	if p.Constraint != "" {
 		if _, err := semver.NewConstraint(p.Constraint); err != nil {
-			return events.Permanent(fmt.Errorf("semver constraint %q: %w", p.Constraint, err))
+			return fault.Permanent(fmt.Errorf("semver constraint %q: %w", p.Constraint, err))
 		}
 	}
 	return nil

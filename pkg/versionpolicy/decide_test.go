@@ -5,9 +5,8 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/flotilla-cd/flotilla/events"
 )
 
 func TestDecide(t *testing.T) {
@@ -163,7 +162,7 @@ func TestDecideUnknownTrack(t *testing.T) {
 			if !errors.Is(err, ErrUnknownTrack) {
 				t.Errorf("Decide(%q) error %v does not wrap ErrUnknownTrack", track, err)
 			}
-			if !events.IsPermanent(err) {
+			if !fault.IsPermanent(err) {
 				t.Errorf("Decide(%q) error %v is not permanent", track, err)
 			}
 		})
@@ -237,7 +236,7 @@ func TestPolicy(t *testing.T) {
 			}
 		})
 	}
-	if err := (Policy{Track: MinorVersion, Constraint: ">=>1"}).Check(); !events.IsPermanent(err) {
+	if err := (Policy{Track: MinorVersion, Constraint: ">=>1"}).Check(); !fault.IsPermanent(err) {
 		t.Errorf("Check of a bad constraint = %v, want a permanent error", err)
 	}
 }

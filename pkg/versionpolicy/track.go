@@ -3,8 +3,7 @@ package versionpolicy
 import (
 	"errors"
 	"fmt"
-
-	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Track names an upgrade policy. The values are the plain strings used in
@@ -34,7 +33,7 @@ func (t Track) check() error {
 	case PatchLevel, MinorVersion, MajorVersion, Newest:
 		return nil
 	}
-	return events.Permanent(fmt.Errorf("%w %q (want %s, %s, %s or %s)",
+	return fault.Permanent(fmt.Errorf("%w %q (want %s, %s, %s or %s)",
 		ErrUnknownTrack, string(t), PatchLevel, MinorVersion, MajorVersion, Newest))
 }
 
