@@ -97,6 +97,7 @@ type Hub struct {
 	subs       map[*Sub]struct{}
 	subscribed chan struct{} // closed at the next Subscribe
 	stopped    bool
+	start      uint64 // the journal's last sequence when the hub was made: Run reads after it
 
 	watchers prometheus.Gauge
 	dropped  prometheus.Counter
@@ -109,7 +110,7 @@ func New(j Journal, ros Rollouts, log *slog.Logger, reg prometheus.Registerer) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{j: j, ros: ros, log: log, buffer: DefaultBuffer, interval: DefaultInterval, subs: map[*Sub]struct{}{}, subscribed: make(chan struct{}),
+	h := &Hub{j: j, ros: ros, log: log, buffer: DefaultBuffer, interval: DefaultInterval, subs: map[*Sub]struct{}{}, subscribed: make(chan struct{}), start: j.LastSeq(),
 		watchers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "flotilla_watchers",
 			Help: "Live watchers of the journal (the API's Server-Sent Events: web UI pages, --watch).",
@@ -205,13 +206,18 @@ func (h *Hub) watched() (bool, <-chan struct{}) {
 // ends; then it closes every watcher.
 func (h *Hub) Run(ctx context.Context) error {
 	defer h.stop()
-	after := h.j.LastSeq()
+	// From the hub's making, not Run's start: a watcher subscribed in
+	// between gets what was appended after it subscribed.
+	after := h.start
 	for {
 		changed := h.j.Changed()
+		// The position is taken before asking who watches: what is appended
+		// after a Subscribe that this check misses is read next time round.
+		last := h.j.LastSeq()
 		watched, subscribed := h.watched()
 		if !watched {
 			// Nobody watches: skip what is appended, read nothing.
-			after = h.j.LastSeq()
+			after = last
 			select {
 			case <-ctx.Done():
 				return nil

@@ -143,6 +143,28 @@ func TestHubFansOut(t *testing.T) {
 	}
 }
 
+// A watcher that subscribes before the hub's loop has started still gets
+// what is appended after it subscribed (the loop reads from the hub's
+// making, not from its own start).
+func TestHubSendsWhatFollowsASubscribeBeforeRun(t *testing.T) {
+	s, repo := open(t)
+	create(t, repo, "r1")
+	h, err := watch.New(s, repo, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := h.Subscribe("r1", true)
+	defer sub.Close()
+	if _, err := s.Append(context.Background(), event(t, "a", events.TypeClusterApplied, "r1", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	runHub(t, h)
+	want := []string{"event:r1:" + events.TypeClusterApplied, "rollout:r1:Progressing"}
+	if diff := cmp.Diff(want, received(t, sub, len(want))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 // Appends within the interval reach watchers as one batch: the rollout's
 // state once, after all of its events.
 func TestHubGathersABurst(t *testing.T) {
