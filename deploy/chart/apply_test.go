@@ -25,22 +25,22 @@ func TestMain(m *testing.M) {
 	os.Exit(fleettest.Main(m, fleettest.Options{Clusters: 1}, &fleet))
 }
 
-// valuesFiles are the renderings checked: the default values and every
-// option on.
-var valuesFiles = []string{"", "testdata/values-all.yaml"}
+// valuesFiles are the renderings checked: the least the default values
+// need (they are refused alone: TestValuesRefused) and every option on.
+var valuesFiles = []string{"testdata/values-minimal.yaml", "testdata/values-all.yaml"}
 
-// `helm lint --strict`: no warning and no error, with either values.
+// `helm lint --strict`: no warning and no error, with either values. (Lint
+// renders in Helm's lint mode, where `fail` only logs: that the default
+// values are refused is TestValuesRefused's.)
 func TestLint(t *testing.T) {
 	for _, file := range valuesFiles {
 		values := map[string]any{}
-		if file != "" {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := yaml.Unmarshal(b, &values); err != nil {
-				t.Fatal(err)
-			}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, &values); err != nil {
+			t.Fatal(err)
 		}
 		l := lint.All("flotilla", values, "flotilla", false)
 		for _, m := range l.Messages {
@@ -94,7 +94,7 @@ func TestApply(t *testing.T) {
 		name, namespace string
 		objs            []*unstructured.Unstructured
 	}{
-		{"default values", "chart-default", renderIn(t, "", "chart-default")},
+		{"minimal values", "chart-minimal", renderIn(t, "testdata/values-minimal.yaml", "chart-minimal")},
 		{"every option on", "chart-all", renderIn(t, "testdata/values-all.yaml", "chart-all")},
 		{"kustomize base", "", base},
 	} {

@@ -53,7 +53,7 @@ func TestRenderings(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Service/flotilla", "ServiceAccount/flotilla"}},
+		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
 		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", "Deployment/flotilla", "HTTPRoute/flotilla", "Ingress/flotilla", "NetworkPolicy/flotilla",
 			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
 	} {

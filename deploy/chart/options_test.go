@@ -62,7 +62,7 @@ func TestSecurityContexts(t *testing.T) {
 		file           string
 		pod, container string
 	}{{
-		file:      "",
+		file:      "testdata/values-minimal.yaml",
 		pod:       `{runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: {type: RuntimeDefault}}`,
 		container: restricted,
 	}, {
@@ -90,7 +90,7 @@ func TestExtraEnvAndVolumes(t *testing.T) {
 		env     string
 		volumes string // the pod's volumes past the chart's
 	}{{
-		file:    "",
+		file:    "testdata/values-minimal.yaml",
 		env:     `null`,
 		volumes: `null`,
 	}, {
@@ -128,7 +128,7 @@ func TestClaimKeptOnUninstall(t *testing.T) {
 		file string
 		want map[string]string
 	}{
-		{"", map[string]string{"helm.sh/resource-policy": "keep"}},
+		{"testdata/values-minimal.yaml", map[string]string{"helm.sh/resource-policy": "keep"}},
 		{"testdata/values-all.yaml", nil},
 	} {
 		pvc := renderChart(t, tt.file)["PersistentVolumeClaim/flotilla-data"]
@@ -148,8 +148,8 @@ func TestClaimKeptOnUninstall(t *testing.T) {
 // grafanaDashboard.enabled ships deploy/grafana's dashboard in a ConfigMap
 // Grafana's sidecar picks up by its label.
 func TestGrafanaDashboard(t *testing.T) {
-	if _, ok := renderChart(t, "")["ConfigMap/flotilla-dashboard"]; ok {
-		t.Error("the default values render the dashboard's ConfigMap; want it off")
+	if _, ok := renderChart(t, "testdata/values-minimal.yaml")["ConfigMap/flotilla-dashboard"]; ok {
+		t.Error("the minimal values render the dashboard's ConfigMap; want it off")
 	}
 	cm := renderChart(t, "testdata/values-all.yaml")["ConfigMap/flotilla-dashboard"]
 	if cm == nil {

@@ -63,3 +63,81 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Where the pod finds things. */}}
 {{- define "flotilla.configPath" -}}/etc/flotilla/config/config.yaml{{- end }}
+
+{{/* The directories the chart mounts Secrets at. */}}
+{{- define "flotilla.kubeconfigsDir" -}}/etc/flotilla/kubeconfigs{{- end }}
+{{- define "flotilla.secretsDir" -}}/etc/flotilla/secrets{{- end }}
+
+{{/* The strings of .v under /etc/flotilla/, one "field<TAB>file" line each,
+     field the value's path from .p (config.fleet.clusters[0].kubeconfig);
+     maps in key order. */}}
+{{- define "flotilla.files" -}}
+{{- if kindIs "map" .v }}
+{{- range $k, $x := .v }}{{ include "flotilla.files" (dict "v" $x "p" (printf "%s.%s" $.p $k)) }}{{ end }}
+{{- else if kindIs "slice" .v }}
+{{- range $i, $x := .v }}{{ include "flotilla.files" (dict "v" $x "p" (printf "%s[%d]" $.p $i)) }}{{ end }}
+{{- else if and (kindIs "string" .v) (hasPrefix "/etc/flotilla/" .v) }}
+{{- printf "%s\t%s\n" .p .v }}
+{{- end }}
+{{- end }}
+
+{{/* Whether .file is .dir or under it: "true" or "". */}}
+{{- define "flotilla.under" -}}
+{{- if or (eq .file .dir) (hasPrefix (printf "%s/" (trimSuffix "/" .dir)) .file) }}true{{ end }}
+{{- end }}
+
+{{/* The values the rendered config needs, which a schema cannot say: every
+     file it names under /etc/flotilla/kubeconfigs needs
+     kubeconfigs.existingSecret, every one under /etc/flotilla/secrets needs
+     existingSecret or `secrets` (holding that key), unless extraVolumeMounts
+     mounts something there. Without them the pod's config check would fail
+     forever; with this, helm install fails first, naming the value to set.
+     An existingConfigMap is not read: flotilla's config check judges it. */}}
+{{- define "flotilla.validate" -}}
+{{- if not .Values.existingConfigMap }}
+{{- $kubeDir := include "flotilla.kubeconfigsDir" . }}
+{{- $secDir := include "flotilla.secretsDir" . }}
+{{- $kube := list }}
+{{- $sec := list }}
+{{- $keys := list }}
+{{- $lacking := list }}
+{{- range splitList "\n" (include "flotilla.files" (dict "v" .Values.config "p" "config")) }}
+{{- if . }}
+{{- $f := splitn "\t" 2 . }}
+{{- $field := $f._0 }}
+{{- $file := $f._1 }}
+{{- $mounted := false }}
+{{- range $.Values.extraVolumeMounts }}
+{{- if include "flotilla.under" (dict "file" $file "dir" .mountPath) }}{{ $mounted = true }}{{ end }}
+{{- end }}
+{{- $reads := printf "%s reads %s" $field $file }}
+{{- if $mounted }}
+{{- else if include "flotilla.under" (dict "file" $file "dir" $kubeDir) }}
+{{- if not $.Values.kubeconfigs.existingSecret }}{{ $kube = append $kube $reads }}{{ end }}
+{{- else if include "flotilla.under" (dict "file" $file "dir" $secDir) }}
+{{- $key := trimPrefix (printf "%s/" $secDir) $file }}
+{{- if $.Values.existingSecret }}
+{{- else if not $.Values.secrets }}
+{{- $sec = append $sec $reads }}
+{{- $keys = append $keys (printf "secrets.%s" $key) }}
+{{- else if not (hasKey $.Values.secrets $key) }}
+{{- $lacking = append $lacking (printf "%s (set secrets.%s)" $reads $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $problems := list }}
+{{- with $kube }}
+{{- $problems = append $problems (printf "kubeconfigs.existingSecret is required: %s (a Secret of the kubeconfig files, mounted at %s: flotilla fleet bootstrap --write-kubeconfigs DIR writes them, kubectl create secret generic NAME --from-file=DIR holds them)" (join ", " .) $kubeDir) }}
+{{- end }}
+{{- with $sec }}
+{{- $problems = append $problems (printf "secrets or existingSecret is required: %s (set %s, or existingSecret: a Secret with those keys; mounted at %s)" (join ", " .) (join ", " (uniq $keys | sortAlpha)) $secDir) }}
+{{- end }}
+{{- with $lacking }}
+{{- $problems = append $problems (printf "secrets lacks a file the config reads: %s" (join ", " .)) }}
+{{- end }}
+{{- with $problems }}
+{{- fail (printf "values: the config reads files no value mounts:\n%s" (join "\n" .)) }}
+{{- end }}
+{{- end }}
+{{- end }}
