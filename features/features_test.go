@@ -128,6 +128,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerPullRequestSteps(sc)
 	s.registerMergeFaultSteps(sc)
 	s.registerInstallSteps(sc)
+	s.registerChartSteps(sc)
 	s.registerBootstrapSteps(sc)
 	s.registerTektonExecutorSteps(sc)
 	s.registerRolloutSteps(sc)

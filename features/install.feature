@@ -48,3 +48,17 @@ Feature: Installing and checking flotilla where platform teams run it
     And flotilla's identity may patch Deployments in the application's namespace, and may not read Secrets, patch Deployments outside it, delete Namespaces or create ClusterRoleBindings
     And flotilla's identity may run PipelineRuns in the Tekton namespace of "c1" and nowhere else, and the steps' ServiceAccount may do nothing
     And listing Secrets with flotilla's token is denied
+
+  Scenario: flotilla from its image, installed by its Helm chart on a real node, carries a version through the waves and rolls a failing one back
+    Given a registry
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When flotilla is installed by its Helm chart from its image on a real node of cluster "c1"
+    Then flotilla's pod is Ready on the real node, from the image by digest, as user 65532 on a read-only root filesystem
+    Given the workload "podinfo" runs in every cluster of the waves
+    When version "1.0.0" is pushed
+    Then the rollout of "1.0.0" succeeds
+    And the primary in every cluster runs version "1.0.0" by digest
+    Given the analysis gate fails in cluster "c2"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" is rolled back
+    And no workload in any cluster runs version "1.1.0"

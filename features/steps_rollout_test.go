@@ -50,7 +50,9 @@ import (
 // world is the state of a rollout scenario: a registry, a flotilla process,
 // a sink of its events, a gate, and the clusters of its waves.
 type world struct {
-	dir      string
+	dir string
+	// deployed is the flotilla the Helm chart installed, when a step did.
+	deployed *deployed
 	registry *httptest.Server
 	regHost  string
 	repo     string

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -107,4 +108,42 @@ func (n *RealNode) cleanupKubeProxy(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// kubeProxyLock is the host-wide lock of the node whose kube-proxy owns the
+// host's KUBE-* chains: two kube-proxies would each rewrite them with their
+// own cluster's Services. Held from before kube-proxy starts until its rules
+// are cleaned up; the kernel drops it when its holder dies.
+const kubeProxyLock = leftoversDir + "/kube-proxy.lock"
+
+// lockKubeProxy takes kubeProxyLock, waiting while another node (of this
+// process or another one, such as a parallel test package) holds it; wait
+// false returns (nil, nil) instead of waiting.
+func lockKubeProxy(ctx context.Context, wait bool) (*os.File, error) {
+	if err := os.MkdirAll(leftoversDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", leftoversDir, err)
+	}
+	f, err := os.OpenFile(kubeProxyLock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", kubeProxyLock, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || !wait {
+			_ = f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("locking %s: %w", kubeProxyLock, err)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for %s (another real node runs kube-proxy on this host): %w", kubeProxyLock, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -98,6 +98,19 @@ func reapNodes(ctx context.Context, dir string) error {
 			continue
 		}
 		n := &RealNode{Name: r.Name, Dir: r.Dir, Bridge: r.Bridge, cgroupRoot: r.CgroupRoot, kubeProxy: r.KubeProxy, kubeFirewalls: r.KubeFirewalls}
+		if n.kubeProxy != "" {
+			// A live node's kube-proxy owns the chains now: leave them to it.
+			lock, err := lockKubeProxy(ctx, false)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if lock == nil {
+				n.kubeProxy, n.kubeFirewalls = "", nil
+			} else {
+				defer func() { _ = lock.Close() }()
+			}
+		}
 		if err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup()); err != nil {
 			errs = append(errs, fmt.Errorf("cleaning up after node %s (%s): %w", r.Name, r.Dir, err))
 			continue

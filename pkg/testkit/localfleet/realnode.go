@@ -89,7 +89,9 @@ type RealNode struct {
 	// kubeFirewalls are the iptables commands whose KUBE-FIREWALL chain
 	// kube-proxy created (see cleanupKubeProxy).
 	kubeFirewalls []string
-	log           *slog.Logger
+	// proxyLock is kubeProxyLock while this node runs kube-proxy.
+	proxyLock *os.File
+	log       *slog.Logger
 }
 
 // StartRealNode starts a real node for the named cluster of the fleet and
@@ -231,6 +233,10 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 		return err
 	}
 	if o.KubeProxy {
+		n.log.Info("waiting for the host's kube-proxy lock", "node", n.Name)
+		if n.proxyLock, err = lockKubeProxy(ctx, true); err != nil {
+			return err
+		}
 		n.log.Info("starting kube-proxy", "node", n.Name)
 		if err := n.startKubeProxy(ctx, index, bins); err != nil {
 			return err
@@ -372,7 +378,12 @@ func (n *RealNode) Stop(ctx context.Context) error {
 	for _, p := range slices.Backward(n.Processes) {
 		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}
-	if err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup()); err != nil {
+	err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup())
+	if n.proxyLock != nil {
+		_ = n.proxyLock.Close() // kube-proxy's rules are gone: another node may run one
+		n.proxyLock = nil
+	}
+	if err != nil {
 		errs = append(errs, err)
 	} else if err := os.Remove(n.recordPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)

@@ -1,0 +1,487 @@
+package features
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+)
+
+// The chart's features run flotilla as platform teams do: its image, built
+// by the same tool as `make image` and pushed by digest, installed by the
+// Helm SDK from deploy/chart/flotilla onto a real node (a kubelet on
+// containerd and runc) of one of the fleet's clusters. The pod runs in the
+// node's network namespace (the chart's hostNetwork) because the fleet's
+// API servers, registry, Flagger and the scenario's servers listen on the
+// host's loopback; its Service, probes, Secrets and volume are real, and
+// every webhook and API call of the scenario goes through the Service's
+// cluster IP (kube-proxy).
+
+const (
+	chartRelease = "flotilla"
+	// chartServiceIP is the Service's fixed cluster IP, in the lower
+	// ("static") band of the fleet's 10.96.0.0/16, which the API server
+	// leaves to fixed addresses: the config names it before it exists.
+	chartServiceIP = "10.96.0.77"
+	chartPath      = "../deploy/chart/flotilla"
+	secretsDir     = "/etc/flotilla/secrets/"
+	kubeconfigsDir = "/etc/flotilla/kubeconfigs/"
+)
+
+// deployed is a flotilla the chart installed.
+type deployed struct {
+	cluster    string
+	kubeconfig string // the cluster's admin kubeconfig, for Helm
+	namespace  string
+	node       *localfleet.RealNode
+	kube       kubernetes.Interface
+	image      string
+	port       int
+}
+
+func (s *scenario) registerChartSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^flotilla is installed by its Helm chart from its image on a real node of cluster "([^"]*)"$`, s.installChart)
+	sc.Step(`^flotilla's pod is Ready on the real node, from the image by digest, as user 65532 on a read-only root filesystem$`, s.chartPodReady)
+}
+
+// installChart starts a real node in the cluster, builds and pushes the
+// image there, and installs the chart with the scenario's config (written
+// by an earlier "flotilla is configured" step), its secrets and the fleet's
+// kubeconfigs in Secrets, and its journal on a PersistentVolume of the
+// node. From then on the scenario's flotilla is the Service.
+func (s *scenario) installChart(ctx context.Context, cluster string) error {
+	w := s.w
+	if w == nil || w.flotilla == nil || w.flotilla.config == "" {
+		return errors.New("no flotilla config: a step configuring flotilla must come first")
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	nodeCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	node, err := s.fleet().StartRealNode(nodeCtx, cluster, localfleet.RealNodeOptions{KubeProxy: true, Logger: log})
+	if err != nil {
+		return fmt.Errorf("starting a real node in %s: %w", cluster, err)
+	}
+	d := &deployed{cluster: cluster, namespace: "flotilla-" + w.namespace, node: node}
+	w.deployed = d
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if s.failed {
+			d.keepLogs(ctx, w.flotilla.logPath)
+		}
+		if err := d.uninstall(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "uninstalling the chart: %v\n", err)
+		}
+		if err := node.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping real node %s: %v\n", node.Name, err)
+		}
+	})
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	d.kube = c.Kube
+	if cl, ok := s.fleet().Cluster(cluster); ok {
+		d.kubeconfig = cl.Kubeconfig
+	}
+	if d.image, err = buildImage(ctx, node.Registry+"/flotilla-cd/flotilla", w.dir); err != nil {
+		return err
+	}
+	port, err := freePort(ctx)
+	if err != nil {
+		return err
+	}
+	_, p, _ := net.SplitHostPort(port)
+	d.port, _ = strconv.Atoi(p)
+	cfg, secrets, kubeconfigs, err := chartConfig(w.flotilla.config, w.dir, w.flotilla.listen, net.JoinHostPort(chartServiceIP, p))
+	if err != nil {
+		return err
+	}
+	if err := d.prepare(ctx, kubeconfigs); err != nil {
+		return err
+	}
+	repo, digest, _ := strings.Cut(d.image, "@")
+	values := map[string]any{
+		"image":        map[string]any{"repository": repo, "digest": digest},
+		"config":       cfg,
+		"secrets":      secrets,
+		"kubeconfigs":  map[string]any{"existingSecret": "flotilla-kubeconfigs"},
+		"logLevel":     "debug",
+		"hostNetwork":  true,
+		"service":      map[string]any{"port": d.port, "clusterIP": chartServiceIP},
+		"persistence":  map[string]any{"storageClass": "", "size": "64Mi", "keepOnUninstall": false},
+		"nodeSelector": map[string]any{localfleet.RealNodeLabel: "true"},
+		"tolerations": []any{map[string]any{
+			"key": localfleet.RealNodeTaint, "operator": "Exists", "effect": "NoSchedule",
+		}},
+	}
+	// Values as the helm CLI reads them, from YAML (the schema's checker
+	// knows map[string]any, not map[string]string).
+	b, err := yaml.Marshal(values)
+	if err != nil {
+		return err
+	}
+	values = nil
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		return err
+	}
+	ch, err := loader.Load(chartPath)
+	if err != nil {
+		return fmt.Errorf("loading the chart: %w", err)
+	}
+	hc, err := d.helm()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	install := action.NewInstall(hc)
+	install.ReleaseName, install.Namespace, install.Timeout = chartRelease, d.namespace, 2*time.Minute
+	if _, err := install.RunWithContext(ctx, ch, values); err != nil {
+		return fmt.Errorf("helm install: %w", err)
+	}
+	if err := d.waitReady(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "chart: flotilla's pod Ready on %s %s after helm install (image %s)\n", node.Name, time.Since(start).Round(time.Millisecond), d.image)
+	// Every later step reaches flotilla through its Service.
+	w.flotilla.listen = net.JoinHostPort(chartServiceIP, p)
+	return nil
+}
+
+// buildImage builds flotilla's image for this machine's platform with the
+// tool `make image` runs and pushes it to repo; it returns its reference by
+// digest.
+func buildImage(ctx context.Context, repo, dir string) (string, error) {
+	refFile := filepath.Join(dir, "image.ref")
+	cmd := exec.CommandContext(ctx, "go", "run", "./deploy/tools/image", "-repo", repo, "-tag", "v0.0.0-features", "-platforms", "linux/amd64", "-digest-file", refFile)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the image: %w\n%s", err, out)
+	}
+	ref, err := os.ReadFile(refFile)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(ref)), nil
+}
+
+// chartConfig turns the scenario's config into the chart's: the chart sets
+// the listen address and the data directory; the secret files become the
+// chart's secrets (mounted at /etc/flotilla/secrets), the kubeconfigs a
+// Secret of their own (mounted at /etc/flotilla/kubeconfigs); and the URLs
+// of flotilla itself (Flagger's report hook) name its Service.
+func chartConfig(path, dir, listen, service string) (cfg map[string]any, secrets, kubeconfigs map[string]string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b = bytes.ReplaceAll(b, []byte("http://"+listen+"/"), []byte("http://"+service+"/"))
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return nil, nil, nil, err
+	}
+	server, _ := cfg["server"].(map[string]any)
+	delete(server, "listen")
+	delete(server, "dataDir")
+	secrets, kubeconfigs = map[string]string{}, map[string]string{}
+	if fleet, ok := cfg["fleet"].(map[string]any); ok {
+		clusters, _ := fleet["clusters"].([]any)
+		for _, c := range clusters {
+			m, _ := c.(map[string]any)
+			name, _ := m["name"].(string)
+			kc, _ := m["kubeconfig"].(string)
+			b, err := os.ReadFile(kc)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("cluster %s: %w", name, err)
+			}
+			kubeconfigs[name+".kubeconfig"] = string(b)
+			m["kubeconfig"] = kubeconfigsDir + name + ".kubeconfig"
+		}
+	}
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch v := v.(type) {
+		case map[string]any:
+			if f, ok := v["file"].(string); ok && strings.HasPrefix(f, dir+"/") {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				key := filepath.Base(f)
+				secrets[key] = string(b)
+				v["file"] = secretsDir + key
+			}
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				if err := walk(v[k]); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return cfg, secrets, kubeconfigs, walk(cfg)
+}
+
+// prepare makes what the release expects to find: its namespace, the
+// kubeconfigs' Secret, and a PersistentVolume on the node (a directory
+// flotilla's user owns) bound in advance to the chart's claim.
+func (d *deployed) prepare(ctx context.Context, kubeconfigs map[string]string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace}}
+	if _, err := d.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", d.namespace, err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-kubeconfigs", Namespace: d.namespace}, StringData: kubeconfigs}
+	if _, err := d.kube.CoreV1().Secrets(d.namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the kubeconfigs' Secret: %w", err)
+	}
+	dir := filepath.Join(d.node.Dir, "volumes", d.namespace)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chown(dir, 65532, 65532); err != nil {
+		return err
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: d.namespace},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: d.namespace, Name: chartRelease + "-data"},
+		},
+	}
+	if _, err := d.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the PersistentVolume: %w", err)
+	}
+	return nil
+}
+
+// helm is the Helm SDK's configuration for the release's namespace of the
+// cluster, its state in Secrets as the helm CLI keeps it.
+func (d *deployed) helm() (*action.Configuration, error) {
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &d.kubeconfig, &d.namespace
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, d.namespace, "secret", func(string, ...any) {}); err != nil {
+		return nil, fmt.Errorf("helm: %w", err)
+	}
+	return cfg, nil
+}
+
+// pod is the release's one pod.
+func (d *deployed) pod(ctx context.Context) (*corev1.Pod, error) {
+	pods, err := d.kube.CoreV1().Pods(d.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
+	if err != nil {
+		return nil, err
+	}
+	if len(pods.Items) != 1 {
+		return nil, fmt.Errorf("%d pods of the release, want 1", len(pods.Items))
+	}
+	return &pods.Items[0], nil
+}
+
+// waitReady waits for the pod Ready through its probes.
+func (d *deployed) waitReady(ctx context.Context) error {
+	var last *corev1.Pod
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := d.pod(ctx)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		last = p
+		return p.Status.Phase == corev1.PodRunning && isReady(p), nil
+	})
+	if err != nil {
+		status := "no pod"
+		if last != nil {
+			b, _ := yaml.Marshal(last.Status)
+			status = string(b)
+		}
+		return fmt.Errorf("waiting for flotilla's pod Ready: %w (last error %v)\n%s\n--- kubelet:\n%s", err, lastErr, status, d.tail("kubelet"))
+	}
+	return nil
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (d *deployed) tail(process string) string {
+	p, ok := d.node.Process(process)
+	if !ok {
+		return ""
+	}
+	return tail(p.Log, 30)
+}
+
+// chartPodReady reads the pod from the API server and its process from the
+// host: Ready on the real node, its image the one built (by digest, as the
+// node pulled it), run by user 65532 with the root filesystem mounted
+// read-only.
+func (s *scenario) chartPodReady(ctx context.Context) error {
+	d := s.w.deployed
+	p, err := d.pod(ctx)
+	if err != nil {
+		return err
+	}
+	if !isReady(p) || p.Spec.NodeName != d.node.Name {
+		return fmt.Errorf("pod %s on node %q, Ready %v; want Ready on %s", p.Name, p.Spec.NodeName, isReady(p), d.node.Name)
+	}
+	var status *corev1.ContainerStatus
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == "flotilla" {
+			status = &p.Status.ContainerStatuses[i]
+		}
+	}
+	if status == nil || !strings.HasSuffix(status.ImageID, "@"+strings.SplitN(d.image, "@", 2)[1]) {
+		return fmt.Errorf("container status %+v, want the image %s", status, d.image)
+	}
+	pid, err := processListening(d.port)
+	if err != nil {
+		return err
+	}
+	uid, ro, err := processIdentity(pid)
+	if err != nil {
+		return err
+	}
+	if uid != "65532" || !ro {
+		return fmt.Errorf("flotilla's process %d runs as uid %s, root filesystem read-only %v; want 65532, true", pid, uid, ro)
+	}
+	fmt.Fprintf(os.Stderr, "chart: flotilla's process %d, uid %s, read-only root, %s idle\n", pid, uid, rss(pid))
+	return nil
+}
+
+// processListening finds the process of flotilla serve whose --listen names
+// port: the container's, seen from the host.
+func processListening(port int) (int, error) {
+	want := fmt.Sprintf("--listen=0.0.0.0:%d", port)
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range dirs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if slices.Contains(args, "serve") && slices.Contains(args, want) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no process runs flotilla serve %s", want)
+}
+
+// processIdentity is the process's real uid and whether its root
+// filesystem is mounted read-only.
+func processIdentity(pid int) (uid string, readOnly bool, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", false, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				uid = f[0]
+			}
+		}
+	}
+	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return "", false, err
+	}
+	// The last mount on / is the one the process sees.
+	sc := bufio.NewScanner(bytes.NewReader(mi))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) > 5 && f[4] == "/" {
+			readOnly = slices.Contains(strings.Split(f[5], ","), "ro")
+		}
+	}
+	return uid, readOnly, nil
+}
+
+// rss is the process's resident set size, as /proc reports it.
+func rss(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return "RSS " + strings.TrimSpace(rest)
+		}
+	}
+	return "RSS unknown"
+}
+
+// keepLogs writes the pod's log (and its previous container's) where the
+// scenario keeps flotilla's.
+func (d *deployed) keepLogs(ctx context.Context, path string) {
+	p, err := d.pod(ctx)
+	if err != nil {
+		return
+	}
+	var out bytes.Buffer
+	for _, c := range []string{"config-check", "flotilla"} {
+		b, err := d.kube.CoreV1().Pods(d.namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c}).DoRaw(ctx)
+		fmt.Fprintf(&out, "--- container %s (err %v):\n%s\n", c, err, b)
+	}
+	_ = os.WriteFile(path, out.Bytes(), 0o644)
+}
+
+// uninstall removes the release, its namespace and its volume.
+func (d *deployed) uninstall(ctx context.Context) error {
+	var errs []error
+	if hc, err := d.helm(); err == nil {
+		if _, err := action.NewUninstall(hc).Run(chartRelease); err != nil && !strings.Contains(err.Error(), "not found") {
+			errs = append(errs, fmt.Errorf("helm uninstall: %w", err))
+		}
+	}
+	if err := d.kube.CoreV1().Namespaces().Delete(ctx, d.namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
+	}
+	if err := d.kube.CoreV1().PersistentVolumes().Delete(ctx, d.namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
