@@ -84,16 +84,23 @@ func (f *Function) cachedStatus(clusterName string, app config.Application) (rol
 
 // decisive tells whether status st (from the cache) is enough to handle
 // canary event c: it shows the outcome the event reports, or the event
-// reports no outcome (Flagger's progress, recorded as it is).
+// reports no outcome (Flagger's progress, recorded as it is). Never for a
+// cluster being reverted: the state a revert waits for is the one the
+// cluster had before the rollout, so a cache left behind (its watch cut
+// while the API server was away, say) shows it although Flagger has since
+// promoted the new image; only a live read says the revert is done.
 func decisive(ro *rollout.Rollout, c events.Canary, st rollout.CanaryStatus) bool {
+	cl, _, err := ro.Cluster(c.Cluster)
+	if err != nil {
+		return true // Update reports it
+	}
+	if cl.Phase == rollout.ClusterReverting {
+		return false
+	}
 	switch c.Outcome {
 	case events.CanarySucceeded, events.CanaryInitialized, events.CanaryFailed:
 	default:
 		return true
-	}
-	cl, _, err := ro.Cluster(c.Cluster)
-	if err != nil {
-		return true // Update reports it
 	}
 	scratch := *cl
 	typ, _ := classify(ro, &scratch, c, st)

@@ -326,28 +326,36 @@ func (c *cachedStatus) CanaryStatus(ctx context.Context, cl, ns string, w config
 
 // A canary event is handled from the watch cache when the cache shows
 // what the event says; when it does not yet (or is not synced), from a live
-// read.
+// read. A revert is judged from a live read only: a cache left behind
+// shows the state before the rollout, which is what a revert waits for.
 func TestObserveReadsTheCacheFirst(t *testing.T) {
 	succeeded := rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}
 	stale := rollout.CanaryStatus{Phase: "Promoting", PrimaryImage: prev, TargetImage: ref}
+	before := rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: prev, TargetImage: prev}
+	reverting := rollout.CanaryStatus{Phase: "Progressing", PrimaryImage: ref, TargetImage: prev}
 	tests := []struct {
 		name      string
+		phase     rollout.ClusterPhase
 		cached    rollout.CanaryStatus
 		ok        bool
+		live      rollout.CanaryStatus
 		outcome   events.CanaryOutcome
 		wantLive  int
 		wantTypes []string
 	}{
-		{"the cache shows the success", succeeded, true, events.CanarySucceeded, 0, []string{events.TypeClusterSucceeded}},
-		{"the cache is behind", stale, true, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
-		{"the cache is not synced", rollout.CanaryStatus{}, false, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
-		{"progress is recorded from the cache", stale, true, events.CanaryProgressing, 0, nil},
+		{"the cache shows the success", rollout.ClusterProgressing, succeeded, true, succeeded, events.CanarySucceeded, 0, []string{events.TypeClusterSucceeded}},
+		{"the cache is behind", rollout.ClusterProgressing, stale, true, succeeded, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
+		{"the cache is not synced", rollout.ClusterProgressing, rollout.CanaryStatus{}, false, succeeded, events.CanarySucceeded, 1, []string{events.TypeClusterSucceeded}},
+		{"progress is recorded from the cache", rollout.ClusterProgressing, stale, true, succeeded, events.CanaryProgressing, 0, nil},
+		{"a revert done is read live", rollout.ClusterReverting, before, true, before, events.CanarySucceeded, 1, []string{events.TypeClusterReverted}},
+		{"a stale cache showing the state before the rollout does not revert", rollout.ClusterReverting, before, true, reverting, events.CanarySucceeded, 1, nil},
+		{"nor does a progress event", rollout.ClusterReverting, before, true, reverting, events.CanaryProgressing, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
-			newRollout(t, repo, rollout.ClusterProgressing)
-			st := &cachedStatus{fakeStatus: status(succeeded), cached: tt.cached, ok: tt.ok}
+			newRollout(t, repo, tt.phase)
+			st := &cachedStatus{fakeStatus: status(tt.live), cached: tt.cached, ok: tt.ok}
 			evs, err := observe.New(cfg, repo, st, nil).Handle(t.Context(),
 				canaryEvent(t, events.Canary{Cluster: "c1", Outcome: tt.outcome, RolloutID: rolloutID}))
 			if err != nil {
