@@ -62,3 +62,17 @@ Feature: Installing and checking flotilla where platform teams run it
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" is rolled back
     And no workload in any cluster runs version "1.1.0"
+
+  Scenario: helm upgrade with a changed config while a registry pushes loses no acknowledged webhook
+    Given a registry
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And flotilla is installed by its Helm chart from its image on a real node of cluster "c1"
+    And the workload "podinfo" runs in every cluster of the waves
+    When the chart is upgraded with a changed config while 30 versions are pushed, one every 200ms
+    Then a new pod replaced the old one, and every push flotilla acknowledged reached the event sink
+    And the rollout of "1.0.30" succeeds
+    And the primary in every cluster runs version "1.0.30" by digest
+
+  Scenario: The chart with its default values is refused by helm install, naming what to set
+    When the chart is installed with its default values in cluster "c1"
+    Then helm install refused it naming "kubeconfigs.existingSecret" and "secrets", and the namespace holds nothing

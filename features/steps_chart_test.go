@@ -9,14 +9,18 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cucumber/godog"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -29,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
@@ -44,14 +49,22 @@ import (
 
 const (
 	chartRelease = "flotilla"
-	// chartServiceIP is the Service's fixed cluster IP, in the lower
+	// chartServiceIPs are the Services' fixed cluster IPs, in the lower
 	// ("static") band of the fleet's 10.96.0.0/16, which the API server
 	// leaves to fixed addresses: the config names it before it exists.
-	chartServiceIP = "10.96.0.77"
-	chartPath      = "../deploy/chart/flotilla"
-	secretsDir     = "/etc/flotilla/secrets/"
-	kubeconfigsDir = "/etc/flotilla/kubeconfigs/"
+	chartServiceIPs = "10.96.0.%d"
+	chartPath       = "../deploy/chart/flotilla"
+	secretsDir      = "/etc/flotilla/secrets/"
+	kubeconfigsDir  = "/etc/flotilla/kubeconfigs/"
 )
+
+// chartMu is held by the scenario whose flotilla the chart installed, from
+// the install to its cleanup: the real node's name, its kube-proxy and the
+// Service's fixed address are one per host.
+var chartMu sync.Mutex
+
+// chartInstalls counts the installs, to pick each one's Service address.
+var chartInstalls atomic.Int32
 
 // deployed is a flotilla the chart installed.
 type deployed struct {
@@ -62,11 +75,24 @@ type deployed struct {
 	kube       kubernetes.Interface
 	image      string
 	port       int
+	// values are the release's values as installed, for upgrades.
+	values map[string]any
+	// acked are the versions whose push flotilla acknowledged (202) during
+	// an upgrade, of sent; firstRefused how many of them only on a retry;
+	// oldPod the pod the upgrade replaced.
+	acked        []string
+	sent         int
+	firstRefused int
+	oldPod       string
 }
 
 func (s *scenario) registerChartSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla is installed by its Helm chart from its image on a real node of cluster "([^"]*)"$`, s.installChart)
 	sc.Step(`^flotilla's pod is Ready on the real node, from the image by digest, as user 65532 on a read-only root filesystem$`, s.chartPodReady)
+	sc.Step(`^the chart is upgraded with a changed config while (\d+) versions are pushed, one every (\d+)ms$`, s.upgradeDuringPushes)
+	sc.Step(`^a new pod replaced the old one, and every push flotilla acknowledged reached the event sink$`, s.acknowledgedDelivered)
+	sc.Step(`^the chart is installed with its default values in cluster "([^"]*)"$`, s.installDefaults)
+	sc.Step(`^helm install refused it naming "([^"]*)" and "([^"]*)", and the namespace holds nothing$`, s.defaultsRefused)
 }
 
 // installChart starts a real node in the cluster, builds and pushes the
@@ -80,10 +106,12 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 		return errors.New("no flotilla config: a step configuring flotilla must come first")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	chartMu.Lock()
 	nodeCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	node, err := s.fleet().StartRealNode(nodeCtx, cluster, localfleet.RealNodeOptions{KubeProxy: true, Logger: log})
 	if err != nil {
+		chartMu.Unlock()
 		return fmt.Errorf("starting a real node in %s: %w", cluster, err)
 	}
 	d := &deployed{cluster: cluster, namespace: "flotilla-" + w.namespace, node: node}
@@ -100,6 +128,7 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 		if err := node.Stop(ctx); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping real node %s: %v\n", node.Name, err)
 		}
+		chartMu.Unlock()
 	})
 	c, err := s.clientsFor(cluster)
 	if err != nil {
@@ -118,7 +147,9 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 	}
 	_, p, _ := net.SplitHostPort(port)
 	d.port, _ = strconv.Atoi(p)
-	cfg, secrets, kubeconfigs, err := chartConfig(w.flotilla.config, w.dir, w.flotilla.listen, net.JoinHostPort(chartServiceIP, p))
+	// A new address each install: the last one's may not be free yet.
+	serviceIP := fmt.Sprintf(chartServiceIPs, 100+chartInstalls.Add(1)%150)
+	cfg, secrets, kubeconfigs, err := chartConfig(w.flotilla.config, w.dir, w.flotilla.listen, net.JoinHostPort(serviceIP, p))
 	if err != nil {
 		return err
 	}
@@ -133,7 +164,7 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 		"kubeconfigs":  map[string]any{"existingSecret": "flotilla-kubeconfigs"},
 		"logLevel":     "debug",
 		"hostNetwork":  true,
-		"service":      map[string]any{"port": d.port, "clusterIP": chartServiceIP},
+		"service":      map[string]any{"port": d.port, "clusterIP": serviceIP},
 		"persistence":  map[string]any{"storageClass": "", "size": "64Mi", "keepOnUninstall": false},
 		"nodeSelector": map[string]any{localfleet.RealNodeLabel: "true"},
 		"tolerations": []any{map[string]any{
@@ -158,18 +189,19 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
+	d.values = values
 	start := time.Now()
 	install := action.NewInstall(hc)
 	install.ReleaseName, install.Namespace, install.Timeout = chartRelease, d.namespace, 2*time.Minute
 	if _, err := install.RunWithContext(ctx, ch, values); err != nil {
 		return fmt.Errorf("helm install: %w", err)
 	}
-	if err := d.waitReady(ctx); err != nil {
+	if err := d.waitReady(ctx, ""); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "chart: flotilla's pod Ready on %s %s after helm install (image %s)\n", node.Name, time.Since(start).Round(time.Millisecond), d.image)
 	// Every later step reaches flotilla through its Service.
-	w.flotilla.listen = net.JoinHostPort(chartServiceIP, p)
+	w.flotilla.listen = net.JoinHostPort(serviceIP, p)
 	return nil
 }
 
@@ -311,8 +343,9 @@ func (d *deployed) pod(ctx context.Context) (*corev1.Pod, error) {
 	return &pods.Items[0], nil
 }
 
-// waitReady waits for the pod Ready through its probes.
-func (d *deployed) waitReady(ctx context.Context) error {
+// waitReady waits for the pod Ready through its probes; a pod whose UID
+// is not (the one an upgrade replaces) is not waited for.
+func (d *deployed) waitReady(ctx context.Context, not string) error {
 	var last *corev1.Pod
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -322,7 +355,7 @@ func (d *deployed) waitReady(ctx context.Context) error {
 			return false, nil
 		}
 		last = p
-		return p.Status.Phase == corev1.PodRunning && isReady(p), nil
+		return string(p.UID) != not && p.Status.Phase == corev1.PodRunning && isReady(p), nil
 	})
 	if err != nil {
 		status := "no pod"
@@ -484,4 +517,207 @@ func (d *deployed) uninstall(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// upgradeDuringPushes upgrades the release with a changed config (the
+// pod's config checksum changes, so the chart's Recreate strategy replaces
+// the pod) while a sender pushes n versions, one every `every`
+// milliseconds, each notification retried until acknowledged as a
+// registry's notification endpoint does, for up to a minute.
+func (s *scenario) upgradeDuringPushes(ctx context.Context, n, every int) error {
+	d := s.w.deployed
+	old, err := d.pod(ctx)
+	if err != nil {
+		return err
+	}
+	d.oldPod = string(old.UID)
+	type result struct {
+		version string
+		first   bool
+		err     error
+	}
+	results := make(chan result, n)
+	go func() {
+		defer close(results)
+		tick := time.NewTicker(time.Duration(every) * time.Millisecond)
+		defer tick.Stop()
+		for i := range n {
+			version := fmt.Sprintf("1.0.%d", i+1)
+			body, err := s.push(version)
+			if err != nil {
+				results <- result{version: version, err: err}
+				return
+			}
+			first, err := s.notifyUntilAcknowledged(ctx, body)
+			results <- result{version: version, first: first, err: err}
+			<-tick.C
+		}
+	}()
+	values := maps.Clone(d.values)
+	cfg := maps.Clone(values["config"].(map[string]any))
+	server := maps.Clone(cfg["server"].(map[string]any))
+	server["retention"] = "240h"
+	cfg["server"], values["config"] = server, cfg
+	hc, err := d.helm()
+	if err != nil {
+		return err
+	}
+	ch, err := loader.Load(chartPath)
+	if err != nil {
+		return err
+	}
+	up := action.NewUpgrade(hc)
+	up.Namespace, up.Timeout = d.namespace, 2*time.Minute
+	start := time.Now()
+	if _, err := up.RunWithContext(ctx, chartRelease, ch, values); err != nil {
+		return fmt.Errorf("helm upgrade: %w", err)
+	}
+	d.values = values
+	if err := d.waitReady(ctx, d.oldPod); err != nil {
+		return err
+	}
+	replaced := time.Since(start).Round(time.Millisecond)
+	var errs []error
+	for r := range results {
+		d.sent++
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("version %s: %w", r.version, r.err))
+			continue
+		}
+		d.acked = append(d.acked, r.version)
+		if !r.first {
+			d.firstRefused++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "chart: helm upgrade, pod replaced and Ready in %s; pushes sent %d, acknowledged %d (%d after a refusal)\n",
+		replaced, d.sent, len(d.acked), d.firstRefused)
+	return errors.Join(errs...)
+}
+
+// notifyUntilAcknowledged posts a registry notification until flotilla
+// answers 202, for up to a minute; first says the first try was.
+func (s *scenario) notifyUntilAcknowledged(ctx context.Context, body []byte) (first bool, err error) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(time.Minute)
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.w.flotilla.url()+"/hooks/registry", bytes.NewReader(body))
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Content-Type", "application/vnd.docker.distribution.events.v2+json")
+		req.Header.Set("Authorization", "Bearer "+s.w.registryToken)
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusAccepted {
+				return try == 0, nil
+			}
+			err = fmt.Errorf("answered %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("not acknowledged within a minute: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// acknowledgedDelivered checks the pod is a new one and that every
+// acknowledged push reached the event sink as image.pushed: what the old
+// pod acknowledged survived in the journal on the volume.
+func (s *scenario) acknowledgedDelivered(ctx context.Context) error {
+	d := s.w.deployed
+	p, err := d.pod(ctx)
+	if err != nil {
+		return err
+	}
+	if string(p.UID) == d.oldPod {
+		return errors.New("the upgrade left the old pod in place")
+	}
+	if len(d.acked) == 0 {
+		return errors.New("no push was acknowledged")
+	}
+	lost := 0
+	for _, v := range d.acked {
+		if _, err := s.w.sink.waitFor(ctx, "image.pushed of "+v, func(e cloudevents.Event) bool {
+			if e.Type() != events.TypeImagePushed {
+				return false
+			}
+			p, err := events.Decode[events.ImagePushed](e)
+			return err == nil && p.Tag == v
+		}); err != nil {
+			lost++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "chart: during helm upgrade: sent %d, acknowledged %d, lost %d\n", d.sent, len(d.acked), lost)
+	if lost > 0 {
+		return fmt.Errorf("%d of %d acknowledged pushes never reached the sink", lost, len(d.acked))
+	}
+	return nil
+}
+
+// installDefaults runs helm install of the chart with its default values
+// into a namespace of its own.
+func (s *scenario) installDefaults(ctx context.Context, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	cl, _ := s.fleet().Cluster(cluster)
+	d := &deployed{cluster: cluster, kubeconfig: cl.Kubeconfig, namespace: "flotilla-defaults-" + randomHex(4), kube: c.Kube}
+	s.w = &world{dir: "", deployed: d}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace}}
+	if _, err := d.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	s.onCleanup(func() {
+		_ = d.kube.CoreV1().Namespaces().Delete(context.Background(), d.namespace, metav1.DeleteOptions{})
+	})
+	hc, err := d.helm()
+	if err != nil {
+		return err
+	}
+	ch, err := loader.Load(chartPath)
+	if err != nil {
+		return err
+	}
+	install := action.NewInstall(hc)
+	install.ReleaseName, install.Namespace = chartRelease, d.namespace
+	_, err = install.RunWithContext(ctx, ch, map[string]any{})
+	if err == nil {
+		return errors.New("helm install of the default values succeeded")
+	}
+	s.w.lastError = err.Error()
+	return nil
+}
+
+// defaultsRefused checks Helm's error names the values to set and that the
+// namespace holds no object of the release (not even Helm's record).
+func (s *scenario) defaultsRefused(ctx context.Context, first, second string) error {
+	msg := s.w.lastError
+	for _, want := range []string{first, second} {
+		if !strings.Contains(msg, want) {
+			return fmt.Errorf("helm install failed with %q, want it to name %s", msg, want)
+		}
+	}
+	d := s.w.deployed
+	secrets, err := d.kube.CoreV1().Secrets(d.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	cms, err := d.kube.CoreV1().ConfigMaps(d.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
+	if err != nil {
+		return err
+	}
+	deps, err := d.kube.AppsV1().Deployments(d.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if n := len(secrets.Items) + len(cms.Items) + len(deps.Items); n != 0 {
+		return fmt.Errorf("the refused install left %d Secrets, %d ConfigMaps, %d Deployments", len(secrets.Items), len(cms.Items), len(deps.Items))
+	}
+	return nil
 }

@@ -53,11 +53,13 @@ type world struct {
 	dir string
 	// deployed is the flotilla the Helm chart installed, when a step did.
 	deployed *deployed
-	registry *httptest.Server
-	regHost  string
-	repo     string
-	digests  map[string]string // version -> digest
-	pushes   map[string][]byte // version -> notification body
+	// lastError is the error a step expected, for a later step to read.
+	lastError string
+	registry  *httptest.Server
+	regHost   string
+	repo      string
+	digests   map[string]string // version -> digest
+	pushes    map[string][]byte // version -> notification body
 
 	app       string
 	workload  string
