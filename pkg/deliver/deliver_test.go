@@ -414,3 +414,93 @@ func TestRunnerPullRequestMode(t *testing.T) {
 		})
 	}
 }
+
+// phases is a rollout reader whose rollouts' phases a test changes.
+type phases struct {
+	mu sync.Mutex
+	of map[string]rollout.Phase
+}
+
+func (p *phases) set(id string, ph rollout.Phase) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.of[id] = ph
+}
+
+func (p *phases) Get(_ context.Context, id string) (rollout.Rollout, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return rollout.Rollout{ID: id, Phase: p.of[id]}, nil
+}
+
+// One run at a time writes an application's workload in a cluster: a newer
+// rollout's run waits for a superseded one's in flight (else the last to
+// write would win), and a superseded rollout's run that waited behind a
+// newer one's writes nothing.
+func TestRunnerOneRunPerWorkload(t *testing.T) {
+	ro := &phases{of: map[string]rollout.Phase{"old": rollout.Progressing, "new": rollout.Progressing}}
+	var (
+		mu       sync.Mutex
+		inFlight int
+		overlap  bool
+		order    []string
+	)
+	entered := make(chan string, 4)
+	release := map[string]chan struct{}{"old": make(chan struct{}), "new": make(chan struct{})}
+	exec := &fakeExecutor{answer: func(ctx context.Context, _ string, p tasks.ApplyCanaryParams) (tasks.ApplyCanaryResult, error) {
+		mu.Lock()
+		inFlight++
+		overlap = overlap || inFlight > 1
+		order = append(order, p.Rollout)
+		mu.Unlock()
+		entered <- p.Rollout
+		<-release[p.Rollout]
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return tasks.ApplyCanaryResult{PreviousImage: oldImage, Changed: true}, nil
+	}}
+	r := deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{app()}}, exec, hooks), nil, 0, nil).SkipEnded(ro)
+	handle := func(id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Handle(t.Context(), requestEvent(t, events.PipelineRunRequested{
+				RolloutID: id, Application: "shop", Cluster: "c1", Step: 1, Purpose: events.PurposeApply, Image: ref,
+			}))
+			done <- err
+		}()
+		return done
+	}
+
+	// The superseded rollout's run is in flight; the newer one's waits.
+	oldDone := handle("old")
+	if got := <-entered; got != "old" {
+		t.Fatalf("first run %q, want old", got)
+	}
+	ro.set("old", rollout.Superseded)
+	newDone := handle("new")
+	time.Sleep(100 * time.Millisecond) // room for a run that does not wait to overlap
+	close(release["old"])
+	if err := <-oldDone; err != nil {
+		t.Fatal(err)
+	}
+	if got := <-entered; got != "new" {
+		t.Fatalf("second run %q, want new", got)
+	}
+
+	// A request of the superseded rollout arriving now waits, then is
+	// skipped: the newer rollout's write stands.
+	again := handle("old")
+	close(release["new"])
+	if err := <-newDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-again; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"old", "new"}, order); diff != "" || overlap {
+		t.Errorf("runs (-want +got):\n%s; overlapping: %v", diff, overlap)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -27,6 +28,8 @@ type Runner struct {
 	lane     dispatch.Lane
 	now      func() time.Time
 	log      *slog.Logger
+	// workloads serialises the runs of one application in one cluster.
+	workloads keyedLock
 }
 
 // Starts journals the pipelinerun.started of a request as its run begins
@@ -117,6 +120,16 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 			return nil, nil
 		}
 	}
+	// One run at a time writes an application's workload in a cluster:
+	// the runs of a superseded rollout may still be in flight when the
+	// newer one's start, and the last to write would win. Taken before
+	// the check that the rollout has not ended, so a run that waited
+	// behind a newer rollout's sees it superseded and writes nothing.
+	unlock, err := r.workloads.lock(ctx, req.Application+"/"+req.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if r.rollouts != nil {
 		ro, err := r.rollouts.Get(ctx, req.RolloutID)
 		if err == nil && ro.Phase.Done() {
@@ -197,4 +210,46 @@ func (r *Runner) finish(e cloudevents.Event, f events.PipelineRunFinished) ([]cl
 	}
 	out.SetSubject(f.Cluster)
 	return []cloudevents.Event{out}, nil
+}
+
+// keyedLock is a mutex per key, made on first use and dropped when no one
+// holds or waits for it; waiting ends with the caller's context.
+type keyedLock struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	held  chan struct{} // a token while held
+	users int           // holders and waiters
+}
+
+// lock takes key's lock, waiting until it is free or ctx ends; the
+// function returned releases it.
+func (k *keyedLock) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{held: make(chan struct{}, 1)}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	release := func() {
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+	select {
+	case l.held <- struct{}{}:
+		return func() { <-l.held; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, fmt.Errorf("waiting for the run in flight on %s: %w", key, ctx.Err())
+	}
 }
