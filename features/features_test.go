@@ -130,6 +130,7 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerInstallSteps(sc)
 	s.registerChartSteps(sc)
 	s.registerBootstrapSteps(sc)
+	s.registerForeignFlaggerSteps(sc)
 	s.registerTektonExecutorSteps(sc)
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)

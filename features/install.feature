@@ -76,3 +76,18 @@ Feature: Installing and checking flotilla where platform teams run it
   Scenario: The chart with its default values is refused by helm install, naming what to set
     When the chart is installed with its default values in cluster "c1"
     Then helm install refused it naming "kubeconfigs.existingSecret" and "secrets", and the namespace holds nothing
+
+  # Catches a bootstrap that applies its Flagger (or Flagger's CRDs) over
+  # one Helm installed, or next to it, and a check that compares Helm's
+  # Deployment with bootstrap's rendering (which calls a newer Flagger
+  # outdated). Helm's Flagger is only created, never run: kwok makes its pod
+  # Ready.
+  Scenario: flotilla fleet bootstrap leaves alone a newer Flagger that Helm installed, and fleet check does not call it outdated
+    Given a registry
+    And a fleet of 2 clusters without Flagger
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And Flagger "1.42.0" installed by Helm as release "flagger" runs in namespace "flagger" of cluster "c1"
+    When `flotilla fleet bootstrap` runs
+    Then it left the Flagger Helm installed in cluster "c1" as it was and applied none of Flagger's own objects there
+    And it created Flagger, its CRDs, its load tester and flotilla's identity in clusters "c2" and wrote their kubeconfigs
+    And `flotilla fleet check` reports the Flagger of cluster "c1" newer than the tested one, not outdated

@@ -142,6 +142,8 @@ type world struct {
 	// the package's); bootstrap is what `flotilla fleet bootstrap` made.
 	ownFleet  *localfleet.Fleet
 	bootstrap *bootstrapRun
+	// foreignFlagger is a Flagger a step installed as Helm would.
+	foreignFlagger *foreignFlagger
 	// lastOutput is the output of the last flotilla command a step ran.
 	lastOutput string
 	// delivery is laid over the application's default delivery, when a

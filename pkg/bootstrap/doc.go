@@ -23,5 +23,18 @@
 //     exported: the README's permissions table is checked against them);
 //   - apply.go, cluster.go: server-side apply with field manager
 //     FieldManager (created / configured / unchanged: the object before
-//     and after, status aside), dry runs, Check, and Kubeconfig.
+//     and after, status aside), dry runs, Check, and Kubeconfig;
+//   - foreign.go: a Flagger bootstrap did not install (Helm's, Flux's, ...),
+//     which bootstrap leaves alone and Check judges by its version.
+//
+// A Flagger bootstrap did not install is a Deployment, in any namespace,
+// running an image whose repository ends in /flagger, whose managedFields
+// name no FieldManager (bootstrap's own rule: labels and names can be
+// copied, server-side apply's record of who applied cannot be by accident).
+// Where one runs, bootstrap applies none of Flagger's own objects
+// (Target.FlaggerObjects, WithoutFlagger) and needs Flagger's CRDs to be
+// there (LeaveAlone); Check never compares it with bootstrap's Flagger,
+// whose settings another installer need not share, and judges its version
+// against FlaggerVersion instead (JudgeForeign): older is Outdated, the
+// same, newer or unreadable is OK.
 package bootstrap

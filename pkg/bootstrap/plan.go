@@ -66,6 +66,13 @@ type Target struct {
 	// Flagger tells whether the target runs Flagger (fleet clusters do).
 	Flagger bool
 	Objects []*unstructured.Unstructured
+	// FlaggerObjects names Flagger's own objects among Objects (its
+	// Namespace, CRDs, ServiceAccount, ClusterRole and binding, and
+	// controller): what bootstrap leaves out of a cluster where a Flagger
+	// it did not install runs (WithoutFlagger). An object something else
+	// of the target needs too (--flagger-namespace shared with the load
+	// tester or an application) is not among them.
+	FlaggerObjects []Ref
 }
 
 // TektonTarget names the cluster that runs Tekton when it is not one of the
@@ -81,6 +88,8 @@ func Plan(cfg *config.Config, clusters []string, o Options) ([]Target, error) {
 	o.MetricsServer = cmp.Or(o.MetricsServer, cfg.Fleet.MetricsServer)
 	ts, err := plan(cfg, clusters, o.withDefaults())
 	for i := range ts {
+		shared := duplicated(ts[i].Objects)
+		ts[i].FlaggerObjects = slices.DeleteFunc(ts[i].FlaggerObjects, func(r Ref) bool { return shared[r] })
 		ts[i].Objects = dedupe(ts[i].Objects)
 	}
 	return ts, err
@@ -98,11 +107,11 @@ func plan(cfg *config.Config, clusters []string, o Options) ([]Target, error) {
 		if !want(c.Name) {
 			continue
 		}
-		objs, err := clusterObjects(cfg, c, o)
+		objs, flagger, err := clusterObjects(cfg, c, o)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
-		out = append(out, Target{Name: c.Name, Kubeconfig: c.Kubeconfig, Context: c.Context, Flagger: true, Objects: objs})
+		out = append(out, Target{Name: c.Name, Kubeconfig: c.Kubeconfig, Context: c.Context, Flagger: true, Objects: objs, FlaggerObjects: flagger})
 	}
 
 	t := cfg.Fleet.Tekton
@@ -132,7 +141,9 @@ func plan(cfg *config.Config, clusters []string, o Options) ([]Target, error) {
 	return out, nil
 }
 
-func clusterObjects(cfg *config.Config, c config.Cluster, o Options) ([]*unstructured.Unstructured, error) {
+// clusterObjects are a fleet cluster's objects, and which of them are
+// Flagger's own.
+func clusterObjects(cfg *config.Config, c config.Cluster, o Options) ([]*unstructured.Unstructured, []Ref, error) {
 	var namespaces, providers []string
 	for _, app := range cfg.Applications {
 		if !app.Targets(c) {
@@ -154,12 +165,16 @@ func clusterObjects(cfg *config.Config, c config.Cluster, o Options) ([]*unstruc
 	}
 	objs, err := flaggerObjects(o.FlaggerNamespace, append(flaggerArgs(provider, o.MetricsServer, c.Name), o.FlaggerArgs...))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	flagger := make([]Ref, 0, len(objs))
+	for _, f := range objs {
+		flagger = append(flagger, RefOf(f))
 	}
 	if o.LoadTesterNamespace != "" {
 		lt, err := loadTesterObjects(o.LoadTesterNamespace)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		objs = append(objs, lt...)
 	}
@@ -167,9 +182,9 @@ func clusterObjects(cfg *config.Config, c config.Cluster, o Options) ([]*unstruc
 	// Namespace, its RoleBinding stays.
 	ident, err := identity(o, namespaces)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return append(objs, ident...), nil
+	return append(objs, ident...), flagger, nil
 }
 
 // tektonObjects are flotilla's Pipeline and Tasks in the executor's
@@ -184,6 +199,19 @@ func tektonObjects(t *config.TektonExecutor, o Options) ([]*unstructured.Unstruc
 		return nil, err
 	}
 	return append(access, ps...), nil
+}
+
+// duplicated names the objects listed more than once.
+func duplicated(objs []*unstructured.Unstructured) map[Ref]bool {
+	seen, out := map[Ref]bool{}, map[Ref]bool{}
+	for _, o := range objs {
+		r := RefOf(o)
+		if seen[r] {
+			out[r] = true
+		}
+		seen[r] = true
+	}
+	return out
 }
 
 // dedupe drops the later of two objects with the same Ref (a namespace both

@@ -28,6 +28,8 @@ type bootstrapFlags struct {
 	admin    []string
 	allow    []string
 	opts     bootstrap.Options
+	// manageFlagger applies bootstrap's Flagger where another runs.
+	manageFlagger bool
 }
 
 func (f *bootstrapFlags) register(cmd *cobra.Command) {
@@ -43,6 +45,28 @@ func (f *bootstrapFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.opts.FlaggerArgs, "flagger-arg", nil, "an argument added to Flagger's (repeat), such as -slack-url=https://... or -enable-leader-election=true")
 	fl.StringVar(&f.opts.LoadTesterNamespace, "load-tester-namespace", "", "also install Flagger's load tester into this namespace")
 	fl.StringVar(&f.opts.Image, "image", "", "image of flotilla's Tekton steps (default the image of this version)")
+	fl.BoolVar(&f.manageFlagger, "manage-flagger", false, "apply flotilla's Flagger "+bootstrap.FlaggerVersion+" even where a Flagger bootstrap did not install (Helm, Flux, ...) runs; by default that one is left alone")
+}
+
+// fleetCluster is what fleet bootstrap and check need of a cluster: pkg/kube's
+// Applier.
+type fleetCluster interface {
+	bootstrap.Applier
+	bootstrap.Lister
+}
+
+// foreign finds the Flaggers bootstrap did not install in t's cluster, which
+// bootstrap leaves alone: none with --manage-flagger, or where the target
+// runs no Flagger.
+func (f *bootstrapFlags) foreign(ctx context.Context, t bootstrap.Target, l bootstrap.Lister) ([]bootstrap.Foreign, error) {
+	if f.manageFlagger || !t.Flagger {
+		return nil, nil
+	}
+	fs, err := bootstrap.FindForeign(ctx, l)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", t.Name, err)
+	}
+	return fs, nil
 }
 
 // plan loads the config and plans the targets, each with the kubeconfig to
@@ -150,9 +174,20 @@ flotilla needs there, with server-side apply (field manager flotilla-bootstrap):
   - with executor tekton, in the cluster that runs Tekton: flotilla's Pipeline
     and Tasks, Role ` + bootstrap.TektonRole + ` (run them) and the steps' ServiceAccount.
 
+A Flagger that bootstrap did not install (a Deployment, in any namespace,
+running an image .../flagger whose fields no flotilla-bootstrap apply owns:
+installed by Helm, Flux or anything else) is left alone: bootstrap prints its
+version and who installed it, and applies none of Flagger's own objects (its
+namespace, CRDs, ServiceAccount, ClusterRole and binding, Deployment) to that
+cluster, only flotilla's; Flagger's CRDs must be there (bootstrap fails naming
+those missing). --manage-flagger applies flotilla's Flagger anyway, in
+--flagger-namespace (remove a Flagger running elsewhere first: two would
+fight over the same canaries); from then on bootstrap manages it.
+
 It prints one line per object: created, configured or unchanged (a second run
 changes nothing). --dry-run asks each cluster what would change and changes
-nothing; --output yaml prints the objects without reaching any cluster.
+nothing (and reports a Flagger it would leave alone the same way); --output
+yaml prints the objects without reaching any cluster (Flagger's included).
 --write-kubeconfigs DIR writes DIR/<cluster>.kubeconfig, carrying flotilla's
 token: point the config's clusters (or the chart's kubeconfigs) at them.
 bootstrap itself needs rights to install (the config's kubeconfigs, or
@@ -160,7 +195,8 @@ bootstrap itself needs rights to install (the config's kubeconfigs, or
 		Example: `  flotilla fleet bootstrap --config flotilla.yaml --dry-run
   flotilla fleet bootstrap --config flotilla.yaml --write-kubeconfigs ./kubeconfigs
   flotilla fleet bootstrap --config flotilla.yaml --cluster eu-1 --admin-kubeconfig eu-1=$HOME/.kube/eu-1
-  flotilla fleet bootstrap --config flotilla.yaml --output yaml > fleet.yaml`,
+  flotilla fleet bootstrap --config flotilla.yaml --output yaml > fleet.yaml
+  flotilla fleet bootstrap --config flotilla.yaml --cluster eu-1 --manage-flagger`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "yaml" {
@@ -183,8 +219,11 @@ bootstrap itself needs rights to install (the config's kubeconfigs, or
 				}
 			}
 			return forEach(cmd.Context(), ts, out, func(ctx context.Context, t bootstrap.Target, cfg *rest.Config, a *kube.Applier) ([]string, error) {
+				lines, t, err := f.leaveForeign(ctx, t, a)
+				if err != nil {
+					return lines, err
+				}
 				rs, err := bootstrap.Apply(ctx, a, t, dryRun)
-				lines := make([]string, 0, len(rs)+1)
 				for _, r := range rs {
 					lines = append(lines, fmt.Sprintf("%s\t%s\t%s", r.Cluster, r.Object, r.Action))
 				}
@@ -208,6 +247,25 @@ bootstrap itself needs rights to install (the config's kubeconfigs, or
 	cmd.Flags().StringVarP(&output, "output", "o", "", "yaml: print the objects instead of applying them (reaches no cluster)")
 	cmd.Flags().StringVar(&kubeconfig, "write-kubeconfigs", "", "write each cluster's kubeconfig with flotilla's token into this directory")
 	return cmd
+}
+
+// leaveForeign tells which Flaggers bootstrap did not install run in t's
+// cluster, one line each, and returns t without Flagger's own objects when
+// any does (bootstrap.LeaveAlone).
+func (f *bootstrapFlags) leaveForeign(ctx context.Context, t bootstrap.Target, a fleetCluster) ([]string, bootstrap.Target, error) {
+	fs, err := f.foreign(ctx, t, a)
+	if err != nil || len(fs) == 0 {
+		return nil, t, err
+	}
+	lines := make([]string, 0, len(fs))
+	for _, ff := range fs {
+		lines = append(lines, fmt.Sprintf("%s\t%s found: left alone (--manage-flagger to apply flotilla's %s over it)", t.Name, ff, bootstrap.FlaggerVersion))
+	}
+	left, err := bootstrap.LeaveAlone(ctx, a, t)
+	if err != nil {
+		return lines, t, fmt.Errorf("%w (or pass --manage-flagger)", err)
+	}
+	return lines, left, nil
 }
 
 // printObjects prints every target's objects as one YAML stream, each
@@ -234,7 +292,15 @@ func newFleetCheckCmd() *cobra.Command {
 would apply: an object is missing, outdated (the cluster would store something
 else: the first differing field is named), or, for Flagger's Deployment, not
 available. It asks with server-side dry runs, so it needs bootstrap's rights,
-and changes nothing. The exit code is 1 when a cluster is not ready.`,
+and changes nothing. The exit code is 1 when a cluster is not ready.
+
+A Flagger that bootstrap did not install (Helm's, Flux's: see 'fleet bootstrap')
+is judged by its version (the image's tag), never compared with bootstrap's
+Flagger: older than ` + bootstrap.FlaggerVersion + ` (the version flotilla is tested with) is
+outdated; the same or newer is ok, and so is a version the image does not
+tell (a digest only), each printed with a line saying so; not available is
+not ready. Its CRDs are checked for presence only. With --manage-flagger,
+check compares with bootstrap's Flagger, as bootstrap would apply it.`,
 		Example: `  flotilla fleet check --config flotilla.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -245,13 +311,14 @@ and changes nothing. The exit code is 1 when a cluster is not ready.`,
 			var mu sync.Mutex
 			notReady := 0
 			err = forEach(cmd.Context(), ts, cmd.OutOrStdout(), func(ctx context.Context, t bootstrap.Target, _ *rest.Config, a *kube.Applier) ([]string, error) {
-				fs, err := bootstrap.Check(ctx, a, t)
+				fs, err := f.check(ctx, t, a)
 				if err != nil {
 					return nil, err
 				}
 				var lines []string
 				for _, f := range fs {
-					if f.State == bootstrap.OK {
+					// An OK finding with a detail is another installer's Flagger.
+					if f.State == bootstrap.OK && f.Detail == "" {
 						continue
 					}
 					l := fmt.Sprintf("%s\t%s\t%s", f.Cluster, f.Object, f.State)
@@ -279,4 +346,17 @@ and changes nothing. The exit code is 1 when a cluster is not ready.`,
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// check is bootstrap.Check, or bootstrap.CheckForeign where a Flagger
+// bootstrap did not install runs (unless --manage-flagger).
+func (f *bootstrapFlags) check(ctx context.Context, t bootstrap.Target, a fleetCluster) ([]bootstrap.Finding, error) {
+	fs, err := f.foreign(ctx, t, a)
+	if err != nil {
+		return nil, err
+	}
+	if len(fs) > 0 {
+		return bootstrap.CheckForeign(ctx, a, t, fs)
+	}
+	return bootstrap.Check(ctx, a, t)
 }

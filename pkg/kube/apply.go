@@ -84,11 +84,9 @@ func (a *Applier) applyOne(ctx context.Context, o *unstructured.Unstructured) er
 	return err
 }
 
-// resource is the client of o's resource, in o's namespace (default
-// "default") when the resource is namespaced. A kind the server does not know
-// yet is retried once after refreshing discovery.
-func (a *Applier) resource(o *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
-	gvk := o.GroupVersionKind()
+// mapping maps a kind to its resource. A kind the server does not know yet
+// is retried once after refreshing discovery.
+func (a *Applier) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
 		a.mapper.Reset()
@@ -96,6 +94,16 @@ func (a *Applier) resource(o *unstructured.Unstructured) (dynamic.ResourceInterf
 	}
 	if err != nil {
 		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
+	}
+	return m, nil
+}
+
+// resource is the client of o's resource, in o's namespace (default
+// "default") when the resource is namespaced.
+func (a *Applier) resource(o *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	m, err := a.mapping(o.GroupVersionKind())
+	if err != nil {
+		return nil, err
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		return a.dyn.Resource(m.Resource), nil
@@ -144,6 +152,19 @@ func (a *Applier) Get(ctx context.Context, o *unstructured.Unstructured) (*unstr
 		return nil, err
 	}
 	return ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+}
+
+// List lists the objects of a kind (apiVersion, kind) in every namespace.
+func (a *Applier) List(ctx context.Context, apiVersion, kind string) ([]unstructured.Unstructured, error) {
+	m, err := a.mapping(schema.FromAPIVersionAndKind(apiVersion, kind))
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.dyn.Resource(m.Resource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", m.Resource.Resource, err)
+	}
+	return l.Items, nil
 }
 
 // WaitCRDsEstablished waits until every named CRD reports Established.

@@ -1,0 +1,224 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/flotilla-cd/flotilla/pkg/bootstrap"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+)
+
+// foreignFlagger is a Flagger a step installed as Helm would: its
+// Deployment as it was created, and Flagger's CRDs.
+type foreignFlagger struct {
+	cluster, version, release string
+	deployment                *appsv1.Deployment
+	crds                      []string
+}
+
+// helmManager is the field manager Helm 3 creates objects with.
+const helmManager = "helm"
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func (s *scenario) registerForeignFlaggerSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^Flagger "([^"]*)" installed by Helm as release "([^"]*)" runs in namespace "([^"]*)" of cluster "([^"]*)"$`, s.helmInstalledFlagger)
+	sc.Step(`^it left the Flagger Helm installed in cluster "([^"]*)" as it was and applied none of Flagger's own objects there$`, s.foreignFlaggerLeftAlone)
+	sc.Step("^`flotilla fleet check` reports the Flagger of cluster \"([^\"]*)\" newer than the tested one, not outdated$", s.checkForeignNewer)
+}
+
+// helmInstalledFlagger creates, as `helm install` of Flagger's chart
+// would (field manager helm, Helm's labels and annotations), Flagger's
+// CRDs (bootstrap's embedded ones, which Helm's chart ships too) and a
+// Flagger Deployment at version in namespace. Nothing runs Flagger's
+// process: bootstrap and check only read the Deployment.
+func (s *scenario) helmInstalledFlagger(ctx context.Context, version, release, namespace, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	ts, err := bootstrap.Plan(&config.Config{Fleet: config.Fleet{Clusters: []config.Cluster{{Name: cluster}}}}, nil, bootstrap.Options{})
+	if err != nil {
+		return err
+	}
+	f := &foreignFlagger{cluster: cluster, version: version, release: release}
+	created := metav1.CreateOptions{FieldManager: helmManager}
+	for _, o := range ts[0].Objects {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		if _, err := c.Dynamic.Resource(crdResource).Create(ctx, o, created); err != nil {
+			return fmt.Errorf("creating CRD %s in %s: %w", o.GetName(), cluster, err)
+		}
+		f.crds = append(f.crds, o.GetName())
+	}
+	crdCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := kube.WaitCRDsEstablished(crdCtx, c.Config, f.crds...); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, created); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s in %s: %w", namespace, cluster, err)
+	}
+	selector := map[string]string{"app.kubernetes.io/name": "flagger", "app.kubernetes.io/instance": release}
+	labels := maps.Clone(selector)
+	labels["app.kubernetes.io/managed-by"] = "Helm"
+	labels["helm.sh/chart"] = "flagger-" + version
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: release, Namespace: namespace, Labels: labels,
+			Annotations: map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: selector},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "flagger", Image: "ghcr.io/fluxcd/flagger:" + version,
+					Args: []string{"-log-level=info", "-mesh-provider=kubernetes", "-metrics-server=http://prometheus:9090"},
+				}}},
+			},
+		},
+	}
+	if f.deployment, err = c.Kube.AppsV1().Deployments(namespace).Create(ctx, d, created); err != nil {
+		return fmt.Errorf("creating Helm's Flagger in %s: %w", cluster, err)
+	}
+	s.w.foreignFlagger = f
+	return nil
+}
+
+// foreignFlaggerLeftAlone reads the cluster: Helm's Deployment has the
+// same spec (generation), image and labels and no field of bootstrap's;
+// neither have Flagger's CRDs; bootstrap's own Flagger is not there; and
+// bootstrap said what it found and still gave flotilla its identity there.
+// It catches a bootstrap that applies its Flagger over Helm's, or next to
+// it, or Flagger's CRDs over Helm's.
+func (s *scenario) foreignFlaggerLeftAlone(ctx context.Context, cluster string) error {
+	f := s.w.foreignFlagger
+	if f == nil || f.cluster != cluster {
+		return fmt.Errorf("no Flagger installed by Helm in %s", cluster)
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	was := f.deployment
+	d, err := c.Kube.AppsV1().Deployments(was.Namespace).Get(ctx, was.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading Helm's Flagger in %s: %w", cluster, err)
+	}
+	var errs []error
+	if got, want := d.Spec.Template.Spec.Containers[0].Image, was.Spec.Template.Spec.Containers[0].Image; got != want {
+		errs = append(errs, fmt.Errorf("image %s, want %s", got, want))
+	}
+	if diff := cmp.Diff(was.Labels, d.Labels); diff != "" {
+		errs = append(errs, fmt.Errorf("labels changed (-before +after)\n%s", diff))
+	}
+	if d.Generation != was.Generation {
+		errs = append(errs, fmt.Errorf("generation %d, was %d: its spec changed", d.Generation, was.Generation))
+	}
+	if m := bootstrapManaged(d.ManagedFields); m != "" {
+		errs = append(errs, fmt.Errorf("Helm's Flagger has fields of %s", m))
+	}
+	for _, name := range f.crds {
+		crd, err := c.Dynamic.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading CRD %s in %s: %w", name, cluster, err)
+		}
+		if m := bootstrapManaged(crd.GetManagedFields()); m != "" {
+			errs = append(errs, fmt.Errorf("CRD %s has fields of %s", name, m))
+		}
+	}
+	if _, err := c.Kube.AppsV1().Deployments(bootstrap.DefaultFlaggerNamespace).Get(ctx, "flagger", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("bootstrap's Flagger %s/flagger next to Helm's: %v, want NotFound", bootstrap.DefaultFlaggerNamespace, err))
+	}
+	if _, err := c.Kube.RbacV1().ClusterRoles().Get(ctx, "flagger", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("bootstrap's ClusterRole flagger: %v, want NotFound", err))
+	}
+	out := s.w.lastOutput
+	for _, want := range []string{
+		fmt.Sprintf("%s\tFlagger %s installed by Helm (release %s in %s, Deployment %s/%s) found: left alone (--manage-flagger to apply flotilla's %s over it)",
+			cluster, f.version, f.release, was.Namespace, was.Namespace, was.Name, bootstrap.FlaggerVersion),
+		cluster + "\tServiceAccount " + s.w.bootstrap.identity + "/" + bootstrap.ServiceAccount + "\tcreated",
+	} {
+		if !strings.Contains(out, want) {
+			errs = append(errs, fmt.Errorf("fleet bootstrap does not say %q", want))
+		}
+	}
+	for _, l := range bootstrapLines(out) {
+		if len(l) == 3 && l[0] == cluster && slices.Contains(flaggerOwnRefs(f), l[1]) {
+			errs = append(errs, fmt.Errorf("fleet bootstrap applied %s to %s", l[1], cluster))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster %s: %w\n%s", cluster, err, out)
+	}
+	return nil
+}
+
+// flaggerOwnRefs are Flagger's own objects, which bootstrap must not
+// apply where Helm's Flagger runs, as its output names them.
+func flaggerOwnRefs(f *foreignFlagger) []string {
+	out := []string{"Namespace " + bootstrap.DefaultFlaggerNamespace, "ServiceAccount " + bootstrap.DefaultFlaggerNamespace + "/flagger",
+		"ClusterRole flagger", "ClusterRoleBinding flagger", "Deployment " + bootstrap.DefaultFlaggerNamespace + "/flagger"}
+	for _, crd := range f.crds {
+		out = append(out, "CustomResourceDefinition "+crd)
+	}
+	return out
+}
+
+// bootstrapManaged names bootstrap's field manager when it owns fields.
+func bootstrapManaged(ms []metav1.ManagedFieldsEntry) string {
+	for _, m := range ms {
+		if m.Manager == bootstrap.FieldManager {
+			return m.Manager
+		}
+	}
+	return ""
+}
+
+// checkForeignNewer runs fleet check until it reports Helm's Flagger ok
+// and newer than the tested version (kwok makes its pod Ready a moment
+// after bootstrap; until then it is not ready, never outdated). It catches
+// a check that compares Helm's Deployment with bootstrap's rendering.
+func (s *scenario) checkForeignNewer(ctx context.Context, cluster string) error {
+	f := s.w.foreignFlagger
+	if f == nil || f.cluster != cluster {
+		return fmt.Errorf("no Flagger installed by Helm in %s", cluster)
+	}
+	want := fmt.Sprintf("%s\tDeployment %s/%s\tok: Flagger %s (installed by Helm), newer than the tested %s",
+		cluster, f.deployment.Namespace, f.deployment.Name, f.version, bootstrap.FlaggerVersion)
+	var out string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if out, _, err = runFlotilla(ctx, s.w.bootstrap.args("check")...); err != nil {
+			return false, err
+		}
+		for _, l := range bootstrapLines(out) {
+			if len(l) == 3 && l[0] == cluster && strings.HasPrefix(l[2], string(bootstrap.Outdated)) {
+				return false, fmt.Errorf("fleet check reports %s %s", l[1], l[2])
+			}
+		}
+		return strings.Contains(out, want), nil
+	})
+	if err != nil {
+		return fmt.Errorf("fleet check does not say %q: %w\n%s", want, err, out)
+	}
+	return nil
+}
