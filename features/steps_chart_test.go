@@ -200,8 +200,35 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "chart: flotilla's pod Ready on %s %s after helm install (image %s)\n", node.Name, time.Since(start).Round(time.Millisecond), d.image)
-	// Every later step reaches flotilla through its Service.
+	// Every later step reaches flotilla through its Service: wait until
+	// kube-proxy routes it (the pod's endpoint reaches kube-proxy a moment
+	// after the pod is Ready; until then the Service refuses).
 	w.flotilla.listen = net.JoinHostPort(serviceIP, p)
+	return waitServing(ctx, w.flotilla.url()+"/readyz")
+}
+
+// waitServing polls url until it answers 200, on a new connection each
+// time (a connection made before kube-proxy's rules would bypass them).
+func waitServing(ctx context.Context, url string) error {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		last = fmt.Errorf("answered %d", resp.StatusCode)
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s through the Service: %w (last: %v)", url, err, last)
+	}
 	return nil
 }
 
