@@ -23,6 +23,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cucumber/godog"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -181,11 +182,7 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 	if err := yaml.Unmarshal(b, &values); err != nil {
 		return err
 	}
-	ch, err := loader.Load(chartPath)
-	if err != nil {
-		return fmt.Errorf("loading the chart: %w", err)
-	}
-	hc, err := d.helm()
+	hc, ch, err := d.helmChart()
 	if err != nil {
 		return err
 	}
@@ -356,6 +353,20 @@ func (d *deployed) helm() (*action.Configuration, error) {
 		return nil, fmt.Errorf("helm: %w", err)
 	}
 	return cfg, nil
+}
+
+// helmChart is the Helm configuration and the chart, for an install or
+// an upgrade.
+func (d *deployed) helmChart() (*action.Configuration, *chart.Chart, error) {
+	hc, err := d.helm()
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := loader.Load(chartPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	return hc, ch, nil
 }
 
 // pod is the release's one pod.
@@ -585,11 +596,7 @@ func (s *scenario) upgradeDuringPushes(ctx context.Context, n, every int) error 
 	server := maps.Clone(cfg["server"].(map[string]any))
 	server["retention"] = "240h"
 	cfg["server"], values["config"] = server, cfg
-	hc, err := d.helm()
-	if err != nil {
-		return err
-	}
-	ch, err := loader.Load(chartPath)
+	hc, ch, err := d.helmChart()
 	if err != nil {
 		return err
 	}
@@ -703,11 +710,7 @@ func (s *scenario) installDefaults(ctx context.Context, cluster string) error {
 	s.onCleanup(func() {
 		_ = d.kube.CoreV1().Namespaces().Delete(context.Background(), d.namespace, metav1.DeleteOptions{})
 	})
-	hc, err := d.helm()
-	if err != nil {
-		return err
-	}
-	ch, err := loader.Load(chartPath)
+	hc, ch, err := d.helmChart()
 	if err != nil {
 		return err
 	}
