@@ -82,31 +82,6 @@ func (f *Function) cachedStatus(clusterName string, app config.Application) (rol
 	return c.CachedCanaryStatus(clusterName, app.Namespace, app.Workload)
 }
 
-// decisive tells whether status st (from the cache) is enough to handle
-// canary event c: it shows the outcome the event reports, or the event
-// reports no outcome (Flagger's progress, recorded as it is). Never for a
-// cluster being reverted: the state a revert waits for is the one the
-// cluster had before the rollout, so a cache left behind (its watch cut
-// while the API server was away, say) shows it although Flagger has since
-// promoted the new image; only a live read says the revert is done.
-func decisive(ro *rollout.Rollout, c events.Canary, st rollout.CanaryStatus) bool {
-	cl, _, err := ro.Cluster(c.Cluster)
-	if err != nil {
-		return true // Update reports it
-	}
-	if cl.Phase == rollout.ClusterReverting {
-		return false
-	}
-	switch c.Outcome {
-	case events.CanarySucceeded, events.CanaryInitialized, events.CanaryFailed:
-	default:
-		return true
-	}
-	scratch := *cl
-	typ, _ := classify(ro, &scratch, c, st)
-	return typ != ""
-}
-
 // readStatus reads a cluster's canary under statusTimeout.
 func (f *Function) readStatus(ctx context.Context, clusterName string, app config.Application) (rollout.CanaryStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
@@ -135,7 +110,7 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return nil, nil
 	}
 	st, ok := f.cachedStatus(c.Cluster, app)
-	if !ok || !decisive(&ro, c, st) {
+	if !ok || !ro.Decisive(c, st) {
 		// The cache is not synced, or does not show yet what the event
 		// says happened: read the cluster itself.
 		var err error
@@ -146,53 +121,8 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			return nil, fault.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
 		}
 	}
-	var typ, reason string
-	ro, err = f.repo.Update(ctx, ro.ID, func(r *rollout.Rollout) error {
-		cl, _, err := r.Cluster(c.Cluster)
-		if err != nil {
-			return fault.Permanent(err)
-		}
-		cl.CanaryPhase, cl.CanaryWeight, cl.Message = st.Phase, st.Weight, c.Message
-		typ, reason = classify(r, cl, c, st)
-		return nil
+	_, out, err := f.repo.UpdateEmit(ctx, ro.ID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		return r.Canary(e, c, st)
 	})
-	if err != nil || typ == "" {
-		return nil, err
-	}
-	cl, wave, _ := ro.Cluster(c.Cluster)
-	out, err := events.Derive(e, typ, c.Cluster, events.ClusterResult{RolloutID: ro.ID, Wave: wave, Cluster: cl.Name, Reason: reason})
-	return []cloudevents.Event{out}, err
-}
-
-// classify decides what a canary event means for a cluster, given the images
-// its primary and canary workloads run now.
-func classify(r *rollout.Rollout, cl *rollout.Cluster, c events.Canary, st rollout.CanaryStatus) (typ, reason string) {
-	primary, target := st.PrimaryImage, st.TargetImage
-	switch cl.Phase {
-	case rollout.ClusterApplying, rollout.ClusterProgressing:
-		switch c.Outcome {
-		case events.CanarySucceeded, events.CanaryInitialized:
-			if primary == r.Ref() {
-				return events.TypeClusterSucceeded, c.Message
-			}
-		case events.CanaryFailed:
-			if target == r.Ref() && primary != r.Ref() {
-				return events.TypeClusterFailed, c.Message
-			}
-		}
-	case rollout.ClusterSucceeded:
-		// A wave must stay healthy through its bake: a canary of it that
-		// fails meanwhile (a new analysis, after a change in the cluster)
-		// fails the cluster again.
-		if _, w, err := r.Cluster(cl.Name); err == nil && r.Baking(w) && c.Outcome == events.CanaryFailed {
-			return events.TypeClusterFailed, "failed during the wave's bake: " + c.Message
-		}
-	case rollout.ClusterReverting:
-		// Whatever Flagger says, the revert is done when both workloads run
-		// the previous image and no analysis is under way.
-		if st.Settled() && primary == cl.PreviousImage && target == cl.PreviousImage {
-			return events.TypeClusterReverted, c.Message
-		}
-	}
-	return "", ""
+	return out, err
 }

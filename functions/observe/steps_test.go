@@ -212,7 +212,7 @@ func TestObserveDeadline(t *testing.T) {
 			want: failed("the workload runs " + prev + ", not " + ref),
 		},
 		{
-			name: "progressing, out of extensions", extension: observe.MaxExtensions,
+			name: "progressing, out of extensions", extension: rollout.MaxExtensions,
 			status: status(rollout.CanaryStatus{Phase: "Progressing", Weight: 20, PrimaryImage: prev, TargetImage: ref}),
 			seen:   rollout.CanaryStatus{Phase: "Progressing", Weight: 10},
 			want:   failed("still Progressing at weight 20 after 3 more deadlines"),

@@ -1,0 +1,230 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+)
+
+// Judging what a cluster reports: a canary event of Flagger, the end of a
+// pipeline run, a step's deadline. Each rule reads the cluster's canary as
+// its caller read it (CanaryStatus) and turns what it shows into the
+// cluster's result (cluster.succeeded, .failed, .applied, .reverted).
+
+// MaxExtensions bounds the deadlines a cluster's step gets beyond its
+// first while Flagger's analysis is under way.
+const MaxExtensions = 3
+
+// result derives a result of cluster name of r from cause.
+func (r *Rollout) result(cause cloudevents.Event, typ, name, reason string) ([]cloudevents.Event, error) {
+	_, wave, _ := r.Cluster(name)
+	out, err := events.Derive(cause, typ, name, events.ClusterResult{RolloutID: r.ID, Wave: wave, Cluster: name, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	out.SetSubject(name)
+	return []cloudevents.Event{out}, nil
+}
+
+// Canary records what Flagger's event c and the canary's status st say of
+// its cluster, and returns the cluster's result it decides (Classify),
+// caused by cause; none while the cluster's outcome is open.
+func (r *Rollout) Canary(cause cloudevents.Event, c events.Canary, st CanaryStatus) ([]cloudevents.Event, error) {
+	cl, _, err := r.Cluster(c.Cluster)
+	if err != nil {
+		return nil, fault.Permanent(err)
+	}
+	cl.CanaryPhase, cl.CanaryWeight, cl.Message = st.Phase, st.Weight, c.Message
+	typ, reason := r.Classify(cl, c, st)
+	if typ == "" {
+		return nil, nil
+	}
+	out, err := events.Derive(cause, typ, c.Cluster, events.ClusterResult{RolloutID: r.ID, Wave: r.waveOf(cl), Cluster: cl.Name, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	return []cloudevents.Event{out}, nil
+}
+
+// waveOf is the index of cl's wave.
+func (r *Rollout) waveOf(cl *Cluster) int {
+	_, w, _ := r.Cluster(cl.Name)
+	return w
+}
+
+// Classify decides what a canary event means for cluster cl of r, given
+// the images its primary and canary workloads run now: "" while the
+// outcome is open. A canary's success counts once the primary runs r's
+// digest, its failure once the canary runs it and the primary does not; a
+// wave must stay healthy through its bake; a revert is done when both
+// workloads run the previous image and no analysis is under way, whatever
+// Flagger says.
+func (r *Rollout) Classify(cl *Cluster, c events.Canary, st CanaryStatus) (typ, reason string) {
+	primary, target := st.PrimaryImage, st.TargetImage
+	switch cl.Phase {
+	case ClusterApplying, ClusterProgressing:
+		switch c.Outcome {
+		case events.CanarySucceeded, events.CanaryInitialized:
+			if primary == r.Ref() {
+				return events.TypeClusterSucceeded, c.Message
+			}
+		case events.CanaryFailed:
+			if target == r.Ref() && primary != r.Ref() {
+				return events.TypeClusterFailed, c.Message
+			}
+		}
+	case ClusterSucceeded:
+		if r.Baking(r.waveOf(cl)) && c.Outcome == events.CanaryFailed {
+			return events.TypeClusterFailed, "failed during the wave's bake: " + c.Message
+		}
+	case ClusterReverting:
+		if st.Settled() && primary == cl.PreviousImage && target == cl.PreviousImage {
+			return events.TypeClusterReverted, c.Message
+		}
+	}
+	return "", ""
+}
+
+// Decisive tells whether status st (from a cache) is enough to judge
+// canary event c: it shows the outcome the event reports, or the event
+// reports no outcome (Flagger's progress, recorded as it is). Never for a
+// cluster being reverted: the state a revert waits for is the one the
+// cluster had before the rollout, so a cache left behind (its watch cut
+// while the API server was away, say) shows it although Flagger has since
+// promoted the new image; only a live read says the revert is done.
+func (r *Rollout) Decisive(c events.Canary, st CanaryStatus) bool {
+	cl, _, err := r.Cluster(c.Cluster)
+	if err != nil {
+		return true // Canary reports it
+	}
+	if cl.Phase == ClusterReverting {
+		return false
+	}
+	switch c.Outcome {
+	case events.CanarySucceeded, events.CanaryInitialized, events.CanaryFailed:
+	default:
+		return true
+	}
+	scratch := *cl
+	typ, _ := r.Classify(&scratch, c, st)
+	return typ != ""
+}
+
+// Applied records the end of an apply run of a cluster (caused by cause,
+// at now) and returns its result. The run failed: so did the cluster. The
+// cluster took the digest: it waits for Flagger (cluster.applied), or,
+// when already (the run changed nothing and the primary runs the digest),
+// it is done. A rollout that failed meanwhile hears of the cluster by
+// cluster.applied, to revert it. An earlier step's answer, or one handled
+// already, changes nothing.
+func (r *Rollout) Applied(cause cloudevents.Event, run events.PipelineRunFinished, already bool, now time.Time) ([]cloudevents.Event, error) {
+	cl, _, err := r.Cluster(run.Cluster)
+	if err != nil {
+		return nil, fault.Permanent(err)
+	}
+	if cl.Step != run.Step || cl.Run != events.PurposeApply {
+		return nil, nil
+	}
+	cl.Run = ""
+	if run.Error != "" {
+		cl.Message = run.Error
+		if r.Phase != Progressing {
+			cl.Phase = ClusterFailed
+			return r.result(cause, events.TypeClusterApplied, cl.Name, run.Error)
+		}
+		return r.result(cause, events.TypeClusterFailed, cl.Name, run.Error)
+	}
+	if cl.PreviousImage == "" {
+		cl.PreviousImage = run.PreviousImage
+	}
+	cl.Applied = now.UTC()
+	if cl.Phase == ClusterApplying {
+		cl.Phase = ClusterProgressing
+	}
+	if already && r.Phase == Progressing {
+		return r.result(cause, events.TypeClusterSucceeded, cl.Name, "already running "+r.Ref())
+	}
+	return r.result(cause, events.TypeClusterApplied, cl.Name, "")
+}
+
+// Waits tells whether cluster cl of r still waits for step's outcome.
+func (r *Rollout) Waits(cl *Cluster, step int) bool {
+	return r.Phase == Progressing && cl.Step == step &&
+		(cl.Phase == ClusterApplying || cl.Phase == ClusterProgressing)
+}
+
+// Expire decides a cluster whose step's time is up (deadline d, caused by
+// cause), from what the cluster runs (st, or the error reading it): the
+// primary runs the digest (succeeded), Flagger failed it, the run or
+// Flagger never started (failed), or Flagger's analysis is still under way
+// (another deadline at next, up to MaxExtensions).
+func (r *Rollout) Expire(cause cloudevents.Event, d events.ClusterDeadline, st CanaryStatus, readErr error, next time.Time) ([]cloudevents.Event, error) {
+	cl, _, err := r.Cluster(d.Cluster)
+	if err != nil {
+		return nil, fault.Permanent(err)
+	}
+	if !r.Waits(cl, d.Step) {
+		return nil, nil
+	}
+	typ, reason := r.Judge(cl, st, readErr)
+	if typ == "" && d.Extension < MaxExtensions {
+		// Still progressing: record where it is, and look again.
+		cl.CanaryPhase, cl.CanaryWeight = st.Phase, st.Weight
+		cl.Deadline = next.UTC()
+		again := d
+		again.Extension++
+		ev, err := events.Derive(cause, events.TypeClusterDeadline, fmt.Sprintf("extension/%d", again.Extension), again)
+		if err != nil {
+			return nil, err
+		}
+		ev.SetSubject(d.Cluster)
+		return []cloudevents.Event{events.At(ev, cl.Deadline)}, nil
+	}
+	if typ == "" {
+		typ, reason = events.TypeClusterFailed, fmt.Sprintf("still %s at weight %d after %d more deadlines", st.Phase, st.Weight, MaxExtensions)
+	}
+	if typ == events.TypeClusterFailed {
+		reason = fmt.Sprintf("no result by its deadline (%s): %s", cl.Deadline.Format(time.RFC3339), reason)
+	}
+	cl.Message = reason
+	return r.result(cause, typ, cl.Name, reason)
+}
+
+// Judge decides cluster cl of r at its deadline from its status: a result
+// type and its reason, or "" while Flagger's analysis is under way (its
+// own progress deadline fails a canary that is stuck).
+func (r *Rollout) Judge(cl *Cluster, st CanaryStatus, readErr error) (typ, reason string) {
+	switch {
+	case readErr != nil:
+		return events.TypeClusterFailed, "the cluster cannot be read: " + readErr.Error()
+	case st.PrimaryImage == r.Ref() && st.Settled():
+		return events.TypeClusterSucceeded, "the primary runs " + r.Ref() + " (read at the deadline)"
+	case st.Phase == "Failed":
+		return events.TypeClusterFailed, "Flagger's analysis failed"
+	case cl.Run != "":
+		return events.TypeClusterFailed, "its pipeline run is still not done"
+	case st.TargetImage != r.Ref():
+		return events.TypeClusterFailed, fmt.Sprintf("the workload runs %s, not %s", st.TargetImage, r.Ref())
+	case !st.Settled():
+		return "", ""
+	}
+	return events.TypeClusterFailed, fmt.Sprintf("Flagger has not taken up the new revision (phase %q)", st.Phase)
+}
+
+// RecordFailure records on r an event a function gave up on, once while
+// it is not retried; the cluster it was about is named when r has it.
+func (r *Rollout) RecordFailure(x Failure, subject string) {
+	for _, y := range r.Failures {
+		if y.EventID == x.EventID && y.Function == x.Function && !y.Retried {
+			return
+		}
+	}
+	if _, _, err := r.Cluster(subject); err == nil {
+		x.Cluster = subject
+	}
+	r.Failures = append(r.Failures, x)
+}
