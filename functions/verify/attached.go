@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 
-	"github.com/Masterminds/semver/v3"
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/versionpolicy"
 )
 
 // attachmentTag matches the tags cosign gives what it attaches to a digest
@@ -68,7 +67,7 @@ func (f *Function) tagOf(ctx context.Context, lister TagLister, image, digest st
 	if err != nil {
 		return "", err
 	}
-	for _, t := range newestFirst(tags, MaxTagLookups) {
+	for _, t := range versionpolicy.NewestFirst(slices.DeleteFunc(tags, attachmentTag.MatchString), MaxTagLookups) {
 		d, err := f.resolver.Resolve(ctx, image, t)
 		if fault.IsPermanent(err) {
 			continue // deleted since the listing
@@ -81,43 +80,4 @@ func (f *Function) tagOf(ctx context.Context, lister TagLister, image, digest st
 		}
 	}
 	return "", nil
-}
-
-// newestFirst orders the version tags (no attachment tags) newest first:
-// semantic versions by precedence, then the others in reverse
-// lexicographic order (dates and timestamps newest first); at most n.
-func newestFirst(tags []string, n int) []string {
-	type tv struct {
-		tag string
-		v   *semver.Version
-	}
-	var vs []tv
-	for _, t := range tags {
-		if attachmentTag.MatchString(t) {
-			continue
-		}
-		v, err := semver.NewVersion(t)
-		if err != nil {
-			v = nil
-		}
-		vs = append(vs, tv{t, v})
-	}
-	slices.SortFunc(vs, func(a, b tv) int {
-		switch {
-		case a.v != nil && b.v != nil:
-			if c := b.v.Compare(a.v); c != 0 {
-				return c
-			}
-		case a.v != nil:
-			return -1
-		case b.v != nil:
-			return 1
-		}
-		return strings.Compare(b.tag, a.tag)
-	})
-	out := make([]string, 0, min(n, len(vs)))
-	for _, x := range vs[:min(n, len(vs))] {
-		out = append(out, x.tag)
-	}
-	return out
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
 
 // GitRepos confirms a git push against the repository itself
@@ -46,7 +45,7 @@ func (f *Function) gitPushed(ctx context.Context, e cloudevents.Event) ([]cloude
 	}
 	var apps []config.Application
 	for _, a := range f.cfg.Applications {
-		if g := a.Git(); g != nil && gitops.SameRepository(g.URL, p.RepoURL) {
+		if g := a.Git(); g != nil && config.SameGitRepository(g.URL, p.RepoURL) {
 			apps = append(apps, a)
 		}
 	}

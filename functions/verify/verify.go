@@ -12,18 +12,23 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/registry"
 )
 
 // Function is the verify function.
 type Function struct {
-	resolver registry.Resolver
+	resolver Resolver
 	tracked  func(image string) bool
 	newest   func(image string) bool
 	sigs     Signatures
 	signed   func(image string) (apps []SignedApp, others bool)
 	git      GitRepos
 	cfg      *config.Config
+}
+
+// Resolver resolves an image's tag to the digest it points at now
+// (pkg/registry.Remote): "sha256:...", image being "host[:port]/repository".
+type Resolver interface {
+	Resolve(ctx context.Context, image, tag string) (digest string, err error)
 }
 
 // Signatures checks an image's signatures against an application's policy
@@ -53,7 +58,7 @@ func (f *Function) WithSignatures(s Signatures, signed func(image string) (apps 
 
 // New returns verify; tracked says whether an application tracks an image
 // ("registry/repository").
-func New(resolver registry.Resolver, tracked func(image string) bool) *Function {
+func New(resolver Resolver, tracked func(image string) bool) *Function {
 	return &Function{resolver: resolver, tracked: tracked}
 }
 

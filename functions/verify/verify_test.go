@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	"github.com/flotilla-cd/flotilla/functions/verify"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 )
@@ -101,7 +102,7 @@ func TestVerify(t *testing.T) {
 	host := startRegistry(t, nil)
 	digest := push(t, host, "team/app", "1.2.3")
 	image := host + "/team/app"
-	tracked := func(img string) bool { return registry.SameRepository(img, image) }
+	tracked := func(img string) bool { return config.SameImage(img, image) }
 	fn := verify.New(resolver(), tracked)
 
 	verified := func(digest string) []out {

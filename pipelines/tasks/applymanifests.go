@@ -8,10 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flotilla-cd/flotilla/pkg/canary"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/gitops"
-	"github.com/flotilla-cd/flotilla/pkg/render"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +21,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/render"
 )
 
 // Names of the apply-manifests task's params (the workload's, the canary's
@@ -87,7 +89,7 @@ type ApplyManifestsParams struct {
 // Revision is what a git application's workload carries in annotation
 // canary.AnnotationRevision: the repository (without credentials) and the
 // commit, as the rollout's reference names them.
-func Revision(url, commit string) string { return gitops.DisplayURL(url) + "@" + commit }
+func Revision(url, commit string) string { return config.DisplayURL(url) + "@" + commit }
 
 func runApplyManifests(ctx context.Context, env Env, p Params) (Results, error) {
 	ap, err := ApplyManifestsParamsFrom(p)

@@ -196,7 +196,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	tracked := func(image string) bool {
 		for _, a := range cfg.Applications {
-			if registry.SameRepository(a.Image, image) {
+			if config.SameImage(a.Image, image) {
 				return true
 			}
 		}
@@ -204,7 +204,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	newest := func(image string) bool {
 		for _, a := range cfg.Applications {
-			if a.Track == config.TrackNewest && registry.SameRepository(a.Image, image) {
+			if a.Track == config.TrackNewest && config.SameImage(a.Image, image) {
 				return true
 			}
 		}
@@ -270,7 +270,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.Tokens(), o.Logger).WithApplications(apps...).
 		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub)
-	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, gates.NewKubeLabels(clusters), nil)
+	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.store}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),
 		intake.WithLogger(o.Logger), intake.WithMetrics(o.Registerer))

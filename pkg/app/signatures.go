@@ -57,7 +57,7 @@ func signatures(cfg *config.Config, resolver registry.Resolver) (*signature.Veri
 	}
 	signed := func(image string) (apps []verify.SignedApp, others bool) {
 		for _, a := range cfg.Applications {
-			if !registry.SameRepository(a.Image, image) {
+			if !config.SameImage(a.Image, image) {
 				continue
 			}
 			if a.Verify == nil {

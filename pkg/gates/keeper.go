@@ -23,11 +23,12 @@ type Approvals interface {
 	FirstSeen(ctx context.Context, key string, now time.Time) (time.Time, error)
 }
 
-// Labels reads the labels label watch looks at.
+// Labels reads the labels label watch looks at (pkg/cluster.Set, in
+// production).
 type Labels interface {
-	// Workload returns the labels of the workload (kind Deployment or
+	// WorkloadLabels returns the labels of the workload (kind Deployment or
 	// DaemonSet), and those of the pods its selector matches.
-	Workload(ctx context.Context, cluster, namespace, kind, name string) (workload map[string]string, pods []map[string]string, err error)
+	WorkloadLabels(ctx context.Context, cluster, namespace, kind, name string) (workload map[string]string, pods []map[string]string, err error)
 }
 
 // Keeper decides gate calls by the applications' validation policies. A
@@ -154,7 +155,7 @@ func (k *Keeper) verdict(ctx context.Context, m *Manual, c Call, left time.Durat
 // Deployment or pods, as "deployment label k=v" / "pod label k=v", or "".
 func (k *Keeper) invalidated(ctx context.Context, p Policy, c Call) (string, error) {
 	w := p.LabelWatch
-	dep, pods, err := k.labels.Workload(ctx, c.Cluster, c.Namespace, p.Kind, c.Name)
+	dep, pods, err := k.labels.WorkloadLabels(ctx, c.Cluster, c.Namespace, p.Kind, c.Name)
 	if err != nil {
 		return "", fmt.Errorf("reading labels of %s/%s in %s: %w", c.Namespace, c.Name, c.Cluster, err)
 	}

@@ -20,7 +20,7 @@ type fakeLabels struct {
 	err        error
 }
 
-func (f fakeLabels) Workload(context.Context, string, string, string, string) (map[string]string, []map[string]string, error) {
+func (f fakeLabels) WorkloadLabels(context.Context, string, string, string, string) (map[string]string, []map[string]string, error) {
 	return f.deployment, f.pods, f.err
 }
 

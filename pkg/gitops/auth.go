@@ -7,6 +7,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+
+	flconfig "github.com/flotilla-cd/flotilla/pkg/config"
 )
 
 // Auth is how Bump authenticates to the repository: HTTP basic (Username and
@@ -87,18 +89,8 @@ func (r Repo) secrets() []string {
 	return s
 }
 
-// DisplayURL is url without credentials, to show or record.
-func DisplayURL(url string) string { return redactURL(url) }
-
-// redactURL drops the user info of a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = nil
-	return u.String()
-}
+// redactURL drops the user info of a URL for messages (config.DisplayURL).
+func redactURL(raw string) string { return flconfig.DisplayURL(raw) }
 
 // scrubbed is an error whose message has the secrets blanked out; errors.Is
 // and errors.As still see what it wraps.

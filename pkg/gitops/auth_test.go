@@ -14,10 +14,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
 
 // gitHTTPServer serves the bare repositories under the directory of

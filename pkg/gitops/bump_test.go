@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/util"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
 
 // The tests push to real bare repositories in t.TempDir() through go-git's

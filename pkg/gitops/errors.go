@@ -3,6 +3,7 @@ package gitops
 import (
 	"errors"
 	"fmt"
+
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 

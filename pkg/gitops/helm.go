@@ -6,7 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/flotilla-cd/flotilla/pkg/registry"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
 // HelmValues sets the image in a Helm values file, following KubeCD's
@@ -120,7 +120,7 @@ func (h HelmValues) plan(s *source, img Image) ([]patch, error) {
 			prefix = n.Value
 		}
 	}
-	if registry.SameRepository(prefix+repo.Value, img.Repository) {
+	if config.SameImage(prefix+repo.Value, img.Repository) {
 		return ps, nil
 	}
 	if !strings.HasPrefix(img.Repository, prefix) || img.Repository == prefix {

@@ -6,7 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/flotilla-cd/flotilla/pkg/registry"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
 // Kustomize sets the image in a kustomization.yaml's images: list:
@@ -109,7 +109,7 @@ func (k Kustomize) matches(e *yaml.Node, img Image) bool {
 		return scalarValue(e, "name") == k.Name
 	}
 	for _, key := range []string{"name", "newName"} {
-		if v := scalarValue(e, key); v != "" && registry.SameRepository(v, img.Repository) {
+		if v := scalarValue(e, key); v != "" && config.SameImage(v, img.Repository) {
 			return true
 		}
 	}

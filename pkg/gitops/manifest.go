@@ -6,7 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/flotilla-cd/flotilla/pkg/registry"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
 // Manifest sets the image in plain Kubernetes YAML, one or several documents
@@ -87,7 +87,7 @@ func (m Manifest) plan(s *source, img Image) ([]patch, error) {
 					continue
 				}
 				repo, _, _ := splitReference(image.Value)
-				if !registry.SameRepository(repo, img.Repository) {
+				if !config.SameImage(repo, img.Repository) {
 					continue
 				}
 				matched++

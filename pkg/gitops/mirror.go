@@ -278,26 +278,3 @@ func mirrorKey(url string) string {
 	sum := sha256.Sum256([]byte(redactURL(url)))
 	return hex.EncodeToString(sum[:12])
 }
-
-// SameRepository tells whether two URLs name the same repository: the
-// host (case aside) and path must match; scheme, credentials, a ".git"
-// suffix and a trailing "/" do not matter, nor do scp-like
-// (git@host:path) and ssh:// spellings.
-func SameRepository(a, b string) bool {
-	return normalURL(a) == normalURL(b)
-}
-
-func normalURL(raw string) string {
-	s := strings.TrimSpace(raw)
-	if i := strings.Index(s, "://"); i >= 0 {
-		s = s[i+3:]
-	} else if at := strings.Index(s, "@"); at >= 0 && strings.Contains(s[at:], ":") {
-		s = strings.Replace(s[at+1:], ":", "/", 1) // git@host:path
-	}
-	if at := strings.LastIndex(strings.SplitN(s, "/", 2)[0], "@"); at >= 0 {
-		s = s[at+1:] // user[:password]@
-	}
-	host, path, _ := strings.Cut(s, "/")
-	path = strings.TrimSuffix(strings.TrimSuffix(path, "/"), ".git")
-	return strings.ToLower(host) + "/" + path
-}

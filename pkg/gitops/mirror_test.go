@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestMirrorVerifyPush(t *testing.T) {
@@ -97,24 +98,5 @@ func TestMirrorFetchesAgainAndCheckout(t *testing.T) {
 	_, err := m.VerifyPush(ctx, Repo{URL: "file://" + t.TempDir() + "/none.git"}, "refs/heads/main", "", next)
 	if !errors.Is(err, ErrAccess) || !fault.IsPermanent(err) {
 		t.Errorf("VerifyPush(no repository) = %v, want a permanent ErrAccess", err)
-	}
-}
-
-func TestSameRepository(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want bool
-	}{
-		{"https://git.example.com/team/deploy.git", "https://git.example.com/team/deploy", true},
-		{"https://user:tok@GIT.example.com/team/deploy/", "http://git.example.com/team/deploy.git", true},
-		{"git@git.example.com:team/deploy.git", "ssh://git@git.example.com/team/deploy", true},
-		{"file:///srv/git/deploy.git", "/srv/git/deploy", true},
-		{"https://git.example.com/team/deploy", "https://git.example.com/team/other", false},
-		{"https://git.example.com/team/deploy", "https://other.example.com/team/deploy", false},
-	}
-	for _, tt := range tests {
-		if got := SameRepository(tt.a, tt.b); got != tt.want {
-			t.Errorf("SameRepository(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
 	}
 }

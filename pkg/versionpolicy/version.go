@@ -2,6 +2,8 @@ package versionpolicy
 
 import (
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 )
@@ -42,4 +44,37 @@ func (v version) upgradeKind(w version) string {
 	default:
 		return "patch"
 	}
+}
+
+// NewestFirst orders tags newest first: semantic versions by precedence,
+// then the others in reverse lexicographic order (dates and timestamps
+// newest first); at most n.
+func NewestFirst(tags []string, n int) []string {
+	type tv struct {
+		tag string
+		v   *semver.Version
+	}
+	vs := make([]tv, 0, len(tags))
+	for _, t := range tags {
+		v, _ := parseVersion(t) // nil when t is no version
+		vs = append(vs, tv{t, v.Version})
+	}
+	slices.SortFunc(vs, func(a, b tv) int {
+		switch {
+		case a.v != nil && b.v != nil:
+			if c := b.v.Compare(a.v); c != 0 {
+				return c
+			}
+		case a.v != nil:
+			return -1
+		case b.v != nil:
+			return 1
+		}
+		return strings.Compare(b.tag, a.tag)
+	})
+	out := make([]string, 0, min(n, len(vs)))
+	for _, x := range vs[:min(n, len(vs))] {
+		out = append(out, x.tag)
+	}
+	return out
 }
