@@ -72,22 +72,12 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if !moves || err != nil {
 			return nil, err
 		}
-		return r.Advance(e, f.gates(r, fleet))
+		return r.Advance(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, f.deployed(ctx, ro)
-}
-
-// gates are what starting r's clusters needs (Rollout.Advance); an
-// application no longer configured has none, and nothing of it starts.
-func (f *Function) gates(r *rollout.Rollout, fleet rollout.FleetState) rollout.Gates {
-	app, ok := f.cfg.Application(r.Application)
-	if !ok {
-		return rollout.Gates{Fleet: fleet, Now: f.now()}
-	}
-	return rollout.GatesOf(f.cfg, app, fleet, f.now())
 }
 
 // baked ends a wave's bake: the wave stayed within its failure budget, so
@@ -105,7 +95,7 @@ func (f *Function) baked(ctx context.Context, e cloudevents.Event) ([]cloudevent
 		if !r.EndBake(res.Wave) {
 			return nil, nil // failed meanwhile, or a repeated timer
 		}
-		return r.Advance(e, f.gates(r, fleet))
+		return r.Advance(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
 	})
 	if err != nil {
 		return nil, err
@@ -136,7 +126,7 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 		case events.TypeRolloutOverrideRequested:
 			return r.Override(e, by)
 		case events.TypeRolloutResumeRequested:
-			return r.Resume(e, f.gates(r, fleet))
+			return r.Resume(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
 		}
 		return r.Abort(e, by)
 	})

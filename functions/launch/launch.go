@@ -110,9 +110,9 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 
 // start starts what of r may start now (Rollout.Start).
 func (f *Function) start(e cloudevents.Event, r *rollout.Rollout, fleet rollout.FleetState) ([]cloudevents.Event, error) {
-	app, ok := f.cfg.Application(r.Application)
-	if !ok {
+	g := rollout.GatesOf(f.cfg, r.Application, fleet, f.now())
+	if g.App.Name == "" {
 		return nil, fault.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
 	}
-	return r.Start(e, rollout.GatesOf(f.cfg, app, fleet, f.now()))
+	return r.Start(e, g)
 }

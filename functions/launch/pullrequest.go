@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -27,36 +26,7 @@ func (f *Function) pullRequest(ctx context.Context, e cloudevents.Event) ([]clou
 		return nil, err
 	}
 	_, out, err := f.repo.UpdateEmit(ctx, st.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		if st.Wave < 0 || st.Wave >= len(r.Waves) {
-			return nil, nil
-		}
-		wave := &r.Waves[st.Wave]
-		slot := &wave.PullRequest
-		if st.Purpose == events.PurposeRevert {
-			slot = &wave.RevertPullRequest
-		}
-		if *slot == nil {
-			*slot = &rollout.PullRequest{}
-		}
-		pr := *slot
-		switch pr.State {
-		case rollout.PullRequestMerged, rollout.PullRequestClosed, rollout.PullRequestUnchanged, rollout.PullRequestFailed:
-			return nil, nil // decided already: a redelivery, or a late read
-		}
-		record(pr, st, f.now().UTC())
-		if st.Purpose == events.PurposeRevert || r.Phase != rollout.Progressing {
-			return nil, nil
-		}
-		switch pr.State {
-		case rollout.PullRequestOpen:
-			if r.Wave == st.Wave {
-				r.Waiting = r.PullRequestWaiting(st.Wave)
-			}
-			return nil, nil
-		case rollout.PullRequestMerged, rollout.PullRequestUnchanged:
-			return f.start(e, r, fleet)
-		}
-		return r.AbortForPullRequest(e, st.Wave, pr.Message)
+		return r.PullRequestFound(e, st, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
 	})
 	return out, err
 }
@@ -83,39 +53,4 @@ func (f *Function) closePullRequests(ctx context.Context, e cloudevents.Event) (
 		return nil, nil
 	}
 	return out, err
-}
-
-// record copies a status into the wave's pull request.
-func record(pr *rollout.PullRequest, st events.PullRequestStatus, now time.Time) {
-	if st.Number != 0 {
-		pr.Number, pr.URL = st.Number, st.URL
-	}
-	if st.Branch != "" {
-		pr.Branch = st.Branch
-	}
-	if st.AutoMerge != "" {
-		pr.AutoMerge, pr.MergeError, pr.NextMerge = st.AutoMerge, st.MergeError, st.NextMerge
-	}
-	if st.Head != "" {
-		pr.Head = st.Head
-	}
-	pr.MergeCommit, pr.Updated = st.MergeCommit, now
-	switch st.State {
-	case events.PullRequestOpened:
-		pr.State = rollout.PullRequestOpen
-	case events.PullRequestMerged:
-		pr.State = rollout.PullRequestMerged
-		if !st.Verified {
-			pr.State, pr.Message = rollout.PullRequestFailed, st.Error
-		}
-	case events.PullRequestUnchanged:
-		pr.State, pr.Message = rollout.PullRequestUnchanged, "the base held every image already"
-	case events.PullRequestClosed:
-		pr.State, pr.Message = rollout.PullRequestClosed, "closed without merging"
-		if st.Actor != "" {
-			pr.Message += " by " + st.Actor
-		}
-	default:
-		pr.State, pr.Message = rollout.PullRequestFailed, st.Error
-	}
 }

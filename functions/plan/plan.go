@@ -195,19 +195,9 @@ func (f *Function) start(ctx context.Context, e cloudevents.Event, id string) ([
 		return nil, err
 	}
 	_, out, err := f.repo.UpdateEmit(ctx, id, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		return r.Started(e, f.gates(r, fleet))
+		return r.Started(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
 	})
 	return out, err
-}
-
-// gates are what starting r's clusters needs (Rollout.Started); an
-// application no longer configured has none, and nothing of it starts.
-func (f *Function) gates(r *rollout.Rollout, fleet rollout.FleetState) rollout.Gates {
-	app, ok := f.cfg.Application(r.Application)
-	if !ok {
-		return rollout.Gates{Fleet: fleet, Now: f.now()}
-	}
-	return rollout.GatesOf(f.cfg, app, fleet, f.now())
 }
 
 // makeWay supersedes what the new rollout ro supersedes of the
@@ -265,7 +255,7 @@ func (f *Function) dequeue(ctx context.Context, e cloudevents.Event) ([]cloudeve
 			return nil, nil
 		}
 		r.Phase = rollout.Progressing
-		return r.Started(e, f.gates(r, fleet))
+		return r.Started(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
 	})
 	if errors.Is(err, rollout.ErrNotFound) {
 		err = nil

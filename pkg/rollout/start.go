@@ -23,8 +23,14 @@ type Gates struct {
 	Now    time.Time
 }
 
-// GatesOf are the gates of app's rollouts under cfg.
-func GatesOf(cfg *config.Config, app config.Application, fleet FleetState, now time.Time) Gates {
+// GatesOf are the gates of the rollouts of application under cfg; an
+// application no longer configured has none (App is zero), and nothing of
+// it starts.
+func GatesOf(cfg *config.Config, application string, fleet FleetState, now time.Time) Gates {
+	app, ok := cfg.Application(application)
+	if !ok {
+		return Gates{Fleet: fleet, Now: now}
+	}
 	return Gates{App: app, Freeze: func(wave string) []freeze.Window { return cfg.FreezeWindows(app, wave) }, Fleet: fleet, Now: now}
 }
 

@@ -7,6 +7,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // RequestRun starts a new step of cluster c (the caller sets its phase): a
@@ -102,4 +103,81 @@ func (r *Rollout) RetryMerge(cause cloudevents.Event, attempt int, now time.Time
 	}
 	ev.SetExtension(events.ExtRolloutID, r.ID)
 	return []cloudevents.Event{ev}, nil
+}
+
+// PullRequestFound records what the proposer found of a wave's pull
+// request (st), caused by cause: merged (and verified) or unchanged
+// starts the wave as far as g lets it (Start); closed unmerged, a merge
+// the base does not hold, or a failure aborts the rollout. A revert's pull
+// request is only recorded; a decided one is not changed again (a
+// redelivery, or a late read).
+func (r *Rollout) PullRequestFound(cause cloudevents.Event, st events.PullRequestStatus, g Gates) ([]cloudevents.Event, error) {
+	if st.Wave < 0 || st.Wave >= len(r.Waves) {
+		return nil, nil
+	}
+	wave := &r.Waves[st.Wave]
+	slot := &wave.PullRequest
+	if st.Purpose == events.PurposeRevert {
+		slot = &wave.RevertPullRequest
+	}
+	if *slot == nil {
+		*slot = &PullRequest{}
+	}
+	pr := *slot
+	switch pr.State {
+	case PullRequestMerged, PullRequestClosed, PullRequestUnchanged, PullRequestFailed:
+		return nil, nil
+	}
+	pr.record(st, g.Now.UTC())
+	if st.Purpose == events.PurposeRevert || r.Phase != Progressing {
+		return nil, nil
+	}
+	switch pr.State {
+	case PullRequestOpen:
+		if r.Wave == st.Wave {
+			r.Waiting = r.PullRequestWaiting(st.Wave)
+		}
+		return nil, nil
+	case PullRequestMerged, PullRequestUnchanged:
+		if g.App.Name == "" {
+			return nil, fault.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
+		}
+		return r.Start(cause, g)
+	}
+	return r.AbortForPullRequest(cause, st.Wave, pr.Message)
+}
+
+// record copies a status into the pull request.
+func (pr *PullRequest) record(st events.PullRequestStatus, now time.Time) {
+	if st.Number != 0 {
+		pr.Number, pr.URL = st.Number, st.URL
+	}
+	if st.Branch != "" {
+		pr.Branch = st.Branch
+	}
+	if st.AutoMerge != "" {
+		pr.AutoMerge, pr.MergeError, pr.NextMerge = st.AutoMerge, st.MergeError, st.NextMerge
+	}
+	if st.Head != "" {
+		pr.Head = st.Head
+	}
+	pr.MergeCommit, pr.Updated = st.MergeCommit, now
+	switch st.State {
+	case events.PullRequestOpened:
+		pr.State = PullRequestOpen
+	case events.PullRequestMerged:
+		pr.State = PullRequestMerged
+		if !st.Verified {
+			pr.State, pr.Message = PullRequestFailed, st.Error
+		}
+	case events.PullRequestUnchanged:
+		pr.State, pr.Message = PullRequestUnchanged, "the base held every image already"
+	case events.PullRequestClosed:
+		pr.State, pr.Message = PullRequestClosed, "closed without merging"
+		if st.Actor != "" {
+			pr.Message += " by " + st.Actor
+		}
+	default:
+		pr.State, pr.Message = PullRequestFailed, st.Error
+	}
 }
