@@ -28,7 +28,7 @@ func TestDocListsWhatEachFunctionConsumes(t *testing.T) {
 		"advance":  advance.New(cfg, nil, nil).Consumes(),
 		"launch":   launch.New(cfg, nil, nil).Consumes(),
 		"observe":  observe.New(cfg, nil, nil, nil).Consumes(),
-		"plan":     plan.New(cfg, nil).Consumes(),
+		"plan":     plan.New(cfg, nil, nil).Consumes(),
 		"rollback": rollback.New(cfg, nil, nil, nil).Consumes(),
 		"verify":   verify.New(nil, nil).Consumes(),
 	} {

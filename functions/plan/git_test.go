@@ -60,7 +60,7 @@ func TestPlanGitCommits(t *testing.T) {
 		Workload: config.Workload{Kind: "Deployment", Name: "web"},
 		Source:   &config.Source{Git: &config.GitSource{URL: "https://flotilla:s3cret@git.test/deploy.git", Branch: "main", Paths: []string{"clusters/{cluster}"}}}}
 	repo := functiontest.NewRepo(t)
-	f := plan.New(newConfig(app), repo)
+	f := plan.New(newConfig(app), repo, nil)
 	ctx := context.Background()
 	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
 	steps := []struct {

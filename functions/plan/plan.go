@@ -34,15 +34,13 @@ type Function struct {
 	now  func() time.Time
 }
 
-// New returns plan over the applications and waves of cfg.
-func New(cfg *config.Config, repo Rollouts) *Function {
-	return &Function{cfg: cfg, repo: repo, now: time.Now}
-}
-
-// WithClock has plan read the time from now (default time.Now).
-func (f *Function) WithClock(now func() time.Time) *Function {
-	f.now = now
-	return f
+// New returns plan over the applications and waves of cfg; now defaults
+// to time.Now.
+func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
+	if now == nil {
+		now = time.Now
+	}
+	return &Function{cfg: cfg, repo: repo, now: now}
 }
 
 func (*Function) Name() string { return "plan" }

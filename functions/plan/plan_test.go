@@ -171,7 +171,7 @@ func TestPlan(t *testing.T) {
 			if tt.image != "" {
 				img = tt.image
 			}
-			fn := plan.New(newConfig(tt.apps...), repo)
+			fn := plan.New(newConfig(tt.apps...), repo, nil)
 			evs, err := fn.Handle(ctx, verified(t, "v1", img, tt.tag))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
@@ -242,7 +242,7 @@ func TestPlan(t *testing.T) {
 func TestPlanRedelivery(t *testing.T) {
 	ctx := t.Context()
 	repo := functiontest.NewRepo(t)
-	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
 	e := verified(t, "v1", image, "1.2.3")
 
 	first, err := fn.Handle(ctx, e)
@@ -331,7 +331,7 @@ func TestPlanErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
-			evs, err := plan.New(newConfig(tt.app), repo).Handle(t.Context(), tt.e)
+			evs, err := plan.New(newConfig(tt.app), repo, nil).Handle(t.Context(), tt.e)
 			if err == nil || !fault.IsPermanent(err) {
 				t.Fatalf("Handle = %v, %v; want a permanent error", evs, err)
 			}
@@ -389,7 +389,7 @@ func TestPlanTargetsAndWavePolicy(t *testing.T) {
 	cfg.Fleet.Waves[1].MaxParallel = ptr.To(intstr.FromInt32(1))
 	cfg.Applications[0].ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}
 	repo := functiontest.NewRepo(t)
-	evs, err := plan.New(cfg, repo).Handle(t.Context(), verified(t, "v1", image, "1.2.3"))
+	evs, err := plan.New(cfg, repo, nil).Handle(t.Context(), verified(t, "v1", image, "1.2.3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestPlanSupersedeAndQueue(t *testing.T) {
 
 	t.Run("supersede", func(t *testing.T) {
 		repo := functiontest.NewRepo(t)
-		fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+		fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
 		handle(t, fn, verified(t, "v1", image, "1.2.3"))
 		got := handle(t, fn, verified(t, "v2", image, "1.3.0"))
 		if diff := cmp.Diff([]string{"rollout.superseded " + a, "rollout.started " + b, "wave.started " + b}, got); diff != "" {
@@ -476,7 +476,7 @@ func TestPlanSupersedeAndQueue(t *testing.T) {
 		repo := functiontest.NewRepo(t)
 		app := application("app", image, config.TrackMinorVersion)
 		app.OnNewVersion = config.OnNewVersionQueue
-		fn := plan.New(newConfig(app), repo)
+		fn := plan.New(newConfig(app), repo, nil)
 		handle(t, fn, verified(t, "v1", image, "1.2.3"))
 		if diff := cmp.Diff([]string{"rollout.queued " + b}, handle(t, fn, verified(t, "v2", image, "1.3.0"))); diff != "" {
 			t.Errorf("a newer version (-want +got):\n%s", diff)
@@ -503,7 +503,7 @@ func TestPlanSupersedeAndQueue(t *testing.T) {
 
 	t.Run("behind a rollback", func(t *testing.T) {
 		repo := functiontest.NewRepo(t)
-		fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+		fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
 		handle(t, fn, verified(t, "v1", image, "1.2.3"))
 		if _, err := repo.Update(t.Context(), a, func(r *rollout.Rollout) error { r.Phase = rollout.Failed; return nil }); err != nil {
 			t.Fatal(err)
@@ -527,7 +527,7 @@ func TestPlanSupersedeAndQueue(t *testing.T) {
 func TestPlanBaseline(t *testing.T) {
 	ctx := t.Context()
 	repo := functiontest.NewRepo(t)
-	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
 	handle := func(id, tag, digest string) []functiontest.Emitted {
 		t.Helper()
 		e, err := events.New(id, events.Source, events.TypeImageVerified, events.ImageVerified{Image: image, Tag: tag, Digest: digest})
@@ -584,7 +584,7 @@ func TestPlanBaseline(t *testing.T) {
 func TestPlanQuarantine(t *testing.T) {
 	ctx := t.Context()
 	repo := functiontest.NewRepo(t)
-	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
 	if _, err := fn.Handle(ctx, verified(t, "v1", image, "1.2.3")); err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +622,7 @@ func TestPlanQuarantine(t *testing.T) {
 func TestPlanRollbackOfASucceededRollout(t *testing.T) {
 	ctx := t.Context()
 	repo := functiontest.NewRepo(t)
-	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
 	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
 		s.DeployedTag, s.DeployedDigest = "1.2.2", "sha256:1.2.2"
 		return nil
@@ -691,7 +691,7 @@ func TestPlanRollbackOfASucceededRollout(t *testing.T) {
 func TestPlanNewestByBuildTime(t *testing.T) {
 	ctx := t.Context()
 	repo := functiontest.NewRepo(t)
-	fn := plan.New(newConfig(application("app", image, config.TrackNewest)), repo)
+	fn := plan.New(newConfig(application("app", image, config.TrackNewest)), repo, nil)
 	t0 := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
 	if err := repo.UpdateApp(ctx, "app", func(s *rollout.AppState) error {
 		s.DeployedTag, s.DeployedDigest, s.DeployedCreated = "b", "sha256:b", t0
@@ -750,7 +750,7 @@ func TestPlanUnsigned(t *testing.T) {
 				cfg.Fleet.Waves[0].RequireSignature = ptr.To(false)
 			}
 			repo := functiontest.NewRepo(t)
-			evs, err := plan.New(cfg, repo).Handle(t.Context(), unsigned(t, "v1"))
+			evs, err := plan.New(cfg, repo, nil).Handle(t.Context(), unsigned(t, "v1"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -796,7 +796,7 @@ func TestPlanSignedLater(t *testing.T) {
 	cfg.Applications[0].Verify = &config.Verify{Signatures: []config.SignatureAuthority{{Name: "k"}}}
 	cfg.Fleet.Waves[0].RequireSignature = ptr.To(false)
 	repo := functiontest.NewRepo(t)
-	f := plan.New(cfg, repo)
+	f := plan.New(cfg, repo, nil)
 	if _, err := f.Handle(t.Context(), verified(t, "v1", false)); err != nil {
 		t.Fatal(err)
 	}
@@ -830,7 +830,7 @@ func TestPlanStartsTheFirstWave(t *testing.T) {
 	ctx := t.Context()
 	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	repo := functiontest.NewRepo(t)
-	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo).WithClock(func() time.Time { return at })
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, func() time.Time { return at })
 	evs, err := fn.Handle(ctx, verified(t, "v1", image, "1.2.3"))
 	if err != nil {
 		t.Fatal(err)
@@ -871,7 +871,7 @@ func TestPlanStartsTheFirstWave(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	evs, err = plan.New(newConfig(application("app", image, config.TrackMinorVersion)), stopped).Handle(ctx, verified(t, "v1", image, "1.2.3"))
+	evs, err = plan.New(newConfig(application("app", image, config.TrackMinorVersion)), stopped, nil).Handle(ctx, verified(t, "v1", image, "1.2.3"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,7 +225,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	fns := []dispatch.Function{
 		verifier,
-		plan.New(cfg, s.repo),
+		plan.New(cfg, s.repo, nil),
 		launch.New(cfg, s.repo, nil),
 		observe.New(cfg, s.repo, clusters, nil),
 		advance.New(cfg, s.repo, nil),
