@@ -14,4 +14,10 @@
 // Package bustest is the contract both must pass: order, de-duplication,
 // durability of cursors and timers, wake-ups. The dispatcher and the intake
 // depend on this package only, never on an adapter.
+//
+// Every follower of the bus (the dispatcher's reader, the sink mirror, the
+// watch hub, the delivery metrics, the tracer) follows it one way,
+// [Follower]: read in order, wait for the next append, and on a failure
+// stall with one back-off (DefaultBackoff doubling up to MaxBackoff),
+// reported, until the bus answers again.
 package bus

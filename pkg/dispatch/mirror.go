@@ -10,6 +10,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 )
@@ -98,67 +99,43 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading sink cursor: %w", err)
 	}
-	// A failing journal (a full disk) must not end serve: wait and retry.
-	delay := time.Second
-	retry := func(err error) {
-		m.log.Error("sink mirror stalled: the journal failed; retrying", "error", err, "retry_in", delay)
-		select {
-		case <-ctx.Done():
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, time.Minute)
-	}
-	for {
-		changed := m.j.Changed()
-		recs, err := m.j.Read(ctx, cursor, 256)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			retry(fmt.Errorf("reading journal: %w", err))
-			continue
-		}
-		if len(recs) == 0 {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-changed:
-				continue
-			}
-		}
-		sent := true
+	// A failing journal (a full disk) or sink cursor must not end serve:
+	// the follower waits and retries.
+	f := bus.Follower{Stalled: func(err error, retryIn time.Duration) {
+		m.log.Error("sink mirror stalled: the journal failed; retrying", "error", err, "retry_in", retryIn)
+	}}
+	return f.Run(ctx, m.j, cursor, func(ctx context.Context, recs []bus.Record) (uint64, error) {
 		for _, r := range recs {
 			if r.Err != nil {
 				cursor = r.Seq // not an event: the runtime quarantines it
 				continue
 			}
-			ectx := logctx.With(ctx, logctx.RolloutID, events.RolloutID(r.Event))
-			out, err := m.outgoing(ectx, r.Event)
-			if err != nil {
-				sent = false // ctx ended; keep what the sink has acknowledged
-				break
-			}
-			for _, e := range out {
-				if err = m.send(ectx, e); err != nil {
-					break
-				}
-			}
-			if err != nil {
-				sent = false
-				break
+			if !m.mirror(ctx, r.Event) {
+				break // ctx ended; keep what the sink has acknowledged
 			}
 			cursor = r.Seq
 		}
 		if err := m.j.SetCursor(context.WithoutCancel(ctx), m.cursor, cursor); err != nil {
 			// Mirrored at least once: a restart resends from the saved cursor.
-			retry(fmt.Errorf("saving sink cursor: %w", err))
-			continue
+			return cursor, fmt.Errorf("saving sink cursor: %w", err)
 		}
-		delay = time.Second
-		if !sent {
-			return nil
+		return cursor, nil
+	})
+}
+
+// mirror sends what e becomes for the sink; false when ctx ended first.
+func (m *Mirror) mirror(ctx context.Context, e cloudevents.Event) bool {
+	ectx := logctx.With(ctx, logctx.RolloutID, events.RolloutID(e))
+	out, err := m.outgoing(ectx, e)
+	if err != nil {
+		return false
+	}
+	for _, o := range out {
+		if m.send(ectx, o) != nil {
+			return false
 		}
 	}
+	return true
 }
 
 // outgoing is what the mirror posts for e: e itself, or what the transform

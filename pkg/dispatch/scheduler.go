@@ -94,52 +94,37 @@ func (s *scheduler) run(ctx context.Context) {
 
 // read admits journaled events until ctx ends, at most MaxInFlight at once.
 func (s *scheduler) read(ctx context.Context) {
-	delay := s.d.o.StallBackoff
-	for ctx.Err() == nil {
-		room := s.waitForRoom(ctx)
-		if room == 0 {
-			return
-		}
-		if !s.saver.healthy() {
-			// The watermark cannot be saved: read nothing new, so that a
-			// restart replays a bounded window. The saver retries.
-			if !sleep(ctx, s.d.o.StallBackoff) {
-				return
+	f := bus.Follower{
+		Batch:   s.d.o.Batch,
+		Backoff: s.d.o.StallBackoff,
+		Ready: func(ctx context.Context, after uint64) (uint64, int, bool) {
+			for {
+				room := s.waitForRoom(ctx)
+				if room == 0 {
+					return after, 0, false
+				}
+				if s.saver.healthy() {
+					return after, room, true
+				}
+				// The watermark cannot be saved: read nothing new, so that a
+				// restart replays a bounded window. The saver retries.
+				if !sleep(ctx, s.d.o.StallBackoff) {
+					return after, 0, false
+				}
 			}
-			continue
-		}
-		changed := s.d.j.Changed()
-		s.mu.Lock()
-		after := s.readSeq
-		s.mu.Unlock()
-		recs, err := s.d.j.Read(ctx, after, min(s.d.o.Batch, room))
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.d.stall(fmt.Errorf("reading journal: %w", err), delay)
-			if !sleep(ctx, delay) {
-				return
-			}
-			delay = min(2*delay, time.Minute)
-			continue
-		}
-		if delay != s.d.o.StallBackoff {
-			s.d.unstall()
-			delay = s.d.o.StallBackoff
-		}
-		if len(recs) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-changed:
-			}
-			continue
-		}
+		},
+		Stalled: func(err error, retryIn time.Duration) { s.d.stall(fmt.Errorf("reading journal: %w", err), retryIn) },
+		Resumed: s.d.unstall,
+	}
+	s.mu.Lock()
+	from := s.readSeq
+	s.mu.Unlock()
+	_ = f.Run(ctx, s.d.j, from, func(_ context.Context, recs []bus.Record) (uint64, error) {
 		for _, rec := range recs {
 			s.admit(rec)
 		}
-	}
+		return recs[len(recs)-1].Seq, nil
+	})
 }
 
 // waitForRoom waits until fewer than MaxInFlight events are in flight and

@@ -199,45 +199,24 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 
 // Run tails the journal from its end until ctx ends.
 func (o *Observer) Run(ctx context.Context) error {
-	after := o.j.LastSeq()
 	sweep := time.NewTicker(sweepEvery)
 	defer sweep.Stop()
-	for {
-		changed := o.j.Changed()
-		recs, err := o.j.Read(ctx, after, batch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			o.log.Warn("delivery metrics: reading the journal", "error", err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
-			continue
-		}
+	f := bus.Follower{Batch: batch, Stalled: func(err error, retryIn time.Duration) {
+		o.log.Warn("delivery metrics: reading the journal; retrying", "error", err, "retry_in", retryIn)
+	}}
+	return f.Run(ctx, o.j, o.j.LastSeq(), func(ctx context.Context, recs []bus.Record) (uint64, error) {
 		for _, rec := range recs {
-			after = rec.Seq
-			if rec.Err != nil {
-				continue
+			if rec.Err == nil {
+				o.record(o.d.event(ctx, rec.Event))
 			}
-			o.record(o.d.event(ctx, rec.Event))
 		}
 		select {
 		case <-sweep.C: // due, busy or not
 			o.sweep(ctx)
 		default:
 		}
-		if len(recs) == batch {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		}
-	}
+		return recs[len(recs)-1].Seq, nil
+	})
 }
 
 // sweep forgets the timings of rollouts no longer in flight that no event

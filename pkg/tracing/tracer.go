@@ -121,39 +121,15 @@ func (t *Tracer) Run(ctx context.Context) error {
 			t.o.log.WarnContext(ctx, "exporting the last spans", "error", err)
 		}
 	}()
-	after, delay := t.from, time.Second
-	for {
-		changed := t.j.Changed()
-		recs, err := t.j.Read(ctx, after, readBatch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			t.o.log.WarnContext(ctx, "tracing: reading the journal; retrying", "error", err, "retry_in", delay)
-			if !wait(ctx, time.After(delay)) {
-				return nil
-			}
-			delay = min(2*delay, time.Minute)
-			continue
-		}
-		delay = time.Second
+	f := bus.Follower{Batch: readBatch, Stalled: func(err error, retryIn time.Duration) {
+		t.o.log.WarnContext(ctx, "tracing: reading the journal; retrying", "error", err, "retry_in", retryIn)
+	}}
+	return f.Run(ctx, t.j, t.from, func(ctx context.Context, recs []bus.Record) (uint64, error) {
 		for _, r := range recs {
-			after = r.Seq
 			if r.Err == nil {
 				t.b.Add(ctx, r.Event)
 			}
 		}
-		if len(recs) == 0 && !wait(ctx, changed) {
-			return nil
-		}
-	}
-}
-
-func wait[T any](ctx context.Context, ch <-chan T) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-ch:
-		return true
-	}
+		return recs[len(recs)-1].Seq, nil
+	})
 }

@@ -206,54 +206,53 @@ func (h *Hub) watched() (bool, <-chan struct{}) {
 // ends; then it closes every watcher.
 func (h *Hub) Run(ctx context.Context) error {
 	defer h.stop()
+	f := bus.Follower{
+		Batch: batch,
+		// Nobody watches: skip what is appended, read nothing, until a
+		// first watcher comes.
+		Ready: func(ctx context.Context, after uint64) (uint64, int, bool) {
+			for {
+				changed := h.j.Changed()
+				// The position is taken before asking who watches: what is
+				// appended after a Subscribe that this check misses is read
+				// next time round.
+				last := h.j.LastSeq()
+				watched, subscribed := h.watched()
+				if watched {
+					return after, 0, true
+				}
+				after = last
+				select {
+				case <-ctx.Done():
+					return after, 0, false
+				case <-changed:
+				case <-subscribed:
+				}
+			}
+		},
+		// Appends close together go out together (gather); a first
+		// watcher after a quiet spell is served at once.
+		Idle: func(ctx context.Context, changed <-chan struct{}) bool {
+			_, subscribed := h.watched()
+			select {
+			case <-ctx.Done():
+				return false
+			case <-changed:
+				return h.gather(ctx)
+			case <-subscribed:
+				return true
+			}
+		},
+		Stalled: func(err error, retryIn time.Duration) {
+			h.log.Warn("watch: reading the journal; retrying", "error", err, "retry_in", retryIn)
+		},
+	}
 	// From the hub's making, not Run's start: a watcher subscribed in
 	// between gets what was appended after it subscribed.
-	after := h.start
-	for {
-		changed := h.j.Changed()
-		// The position is taken before asking who watches: what is appended
-		// after a Subscribe that this check misses is read next time round.
-		last := h.j.LastSeq()
-		watched, subscribed := h.watched()
-		if !watched {
-			// Nobody watches: skip what is appended, read nothing.
-			after = last
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-changed:
-			case <-subscribed:
-			}
-			continue
-		}
-		recs, err := h.j.Read(ctx, after, batch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			h.log.Warn("watch: reading the journal", "error", err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		if len(recs) == 0 {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-changed:
-				if !h.gather(ctx) {
-					return nil
-				}
-			case <-subscribed: // a first watcher after a quiet spell
-			}
-			continue
-		}
-		after = recs[len(recs)-1].Seq
+	return f.Run(ctx, h.j, h.start, func(ctx context.Context, recs []bus.Record) (uint64, error) {
 		h.publish(ctx, recs)
-	}
+		return recs[len(recs)-1].Seq, nil
+	})
 }
 
 // gather waits the interval for more appends to join the first; false
