@@ -121,8 +121,9 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			return nil, fault.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
 		}
 	}
+	deadline := f.now().Add(app.Delivery.StepDeadline())
 	_, out, err := f.repo.UpdateEmit(ctx, ro.ID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		return r.Canary(e, c, st)
+		return r.Canary(e, c, st, deadline)
 	})
 	return out, err
 }

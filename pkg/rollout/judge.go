@@ -30,16 +30,29 @@ func (r *Rollout) result(cause cloudevents.Event, typ, name, reason string) ([]c
 	return []cloudevents.Event{out}, nil
 }
 
+// MaxNudges bounds the applies of the same image again for a revision
+// Flagger missed (Missed), per cluster and retry.
+const MaxNudges = 2
+
 // Canary records what Flagger's event c and the canary's status st say of
 // its cluster, and returns the cluster's result it decides (Classify),
-// caused by cause; none while the cluster's outcome is open.
-func (r *Rollout) Canary(cause cloudevents.Event, c events.Canary, st CanaryStatus) ([]cloudevents.Event, error) {
+// caused by cause; none while the cluster's outcome is open. A revision
+// Flagger missed (Missed) is applied again, with a restart so Flagger sees
+// a new one, due by deadline (up to MaxNudges times).
+func (r *Rollout) Canary(cause cloudevents.Event, c events.Canary, st CanaryStatus, deadline time.Time) ([]cloudevents.Event, error) {
 	cl, _, err := r.Cluster(c.Cluster)
 	if err != nil {
 		return nil, fault.Permanent(err)
 	}
 	cl.CanaryPhase, cl.CanaryWeight, cl.Message = st.Phase, st.Weight, c.Message
 	typ, reason := r.Classify(cl, c, st)
+	if typ == "" && r.Phase == Progressing && r.Missed(cl, st) && cl.Nudges < MaxNudges {
+		cl.Nudges++
+		cl.Phase = ClusterApplying
+		cl.Message = fmt.Sprintf("Flagger initialized the canary at %s on an older primary, missing %s applied meanwhile: applying it again with a restart so Flagger analyses it (%d of %d)",
+			st.Transition.UTC().Format(time.RFC3339), r.Ref(), cl.Nudges, MaxNudges)
+		return r.RequestRun(cause, cl, events.PurposeApply, r.Ref(), r.Tag, deadline)
+	}
 	if typ == "" {
 		return nil, nil
 	}
@@ -87,6 +100,18 @@ func (r *Rollout) Classify(cl *Cluster, c events.Canary, st CanaryStatus) (typ, 
 		}
 	}
 	return "", ""
+}
+
+// Missed tells whether Flagger missed the revision r applied to cluster
+// cl: its canary runs r's digest and its primary does not, yet Flagger
+// finished initializing the canary after the apply. Flagger copies the
+// workload into the primary first and records the spec it sees last; a
+// revision applied in between is that spec, so Flagger never sees it as
+// new and the canary rests Initialized on the older primary.
+func (r *Rollout) Missed(cl *Cluster, st CanaryStatus) bool {
+	return cl.Phase == ClusterProgressing && cl.Run == "" && !cl.Applied.IsZero() &&
+		st.Phase == "Initialized" && st.Transition.After(cl.Applied) &&
+		st.TargetImage == r.Ref() && st.PrimaryImage != r.Ref()
 }
 
 // Decisive tells whether status st (from a cache) is enough to judge

@@ -3,9 +3,11 @@ package rollout_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/google/go-cmp/cmp"
 )
 
 const (
@@ -87,6 +89,50 @@ func TestJudge(t *testing.T) {
 			typ, reason := r.Judge(&r.Waves[0].Clusters[0], tt.status, tt.readErr)
 			if typ != tt.wantType || reason != tt.wantReason {
 				t.Errorf("Judge = %q, %q; want %q, %q", typ, reason, tt.wantType, tt.wantReason)
+			}
+		})
+	}
+}
+
+// A revision applied while Flagger initialized the canary is one Flagger
+// never sees: the cluster applies it again, with a restart token, and says
+// why; a canary that initialized before the apply is left to Flagger.
+func TestCanaryNudgesAMissedRevision(t *testing.T) {
+	missed := rollout.CanaryStatus{Phase: "Initialized", PrimaryImage: oldRef, TargetImage: newRef, Transition: t0.Add(2 * time.Second)}
+	tests := []struct {
+		name   string
+		status rollout.CanaryStatus
+		nudges int
+		want   []string
+	}{
+		{"initialized after the apply: applied again", missed, 0,
+			[]string{events.TypePipelineRunRequested, events.TypeClusterDeadline + "@09:10:00"}},
+		{"initialized before the apply: Flagger will see it", rollout.CanaryStatus{Phase: "Initialized", PrimaryImage: oldRef, TargetImage: newRef, Transition: t0.Add(-time.Second)}, 0, nil},
+		{"progressing: Flagger saw it", rollout.CanaryStatus{Phase: "Progressing", PrimaryImage: oldRef, TargetImage: newRef, Transition: t0.Add(2 * time.Second)}, 0, nil},
+		{"nudged enough: the deadline decides", missed, rollout.MaxNudges, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterProgressing, oldRef)})
+			r.ID, r.Phase = "app-1", rollout.Progressing
+			c := &r.Waves[0].Clusters[0]
+			c.Applied, c.Nudges, c.Step = t0, tt.nudges, 1
+			out, err := r.Canary(cause(t), events.Canary{Cluster: "c1", Outcome: events.CanaryInitialized}, tt.status, t0.Add(10*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, types(out)); diff != "" {
+				t.Fatalf("events (-want +got):\n%s", diff)
+			}
+			if tt.want == nil {
+				return
+			}
+			req, err := events.Decode[events.PipelineRunRequested](out[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Phase != rollout.ClusterApplying || c.Step != 2 || req.Restart != "app-1/0/nudge/1" || req.Image != newRef {
+				t.Errorf("cluster %s step %d, request %+v", c.Phase, c.Step, req)
 			}
 		})
 	}

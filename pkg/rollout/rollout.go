@@ -245,6 +245,10 @@ type Cluster struct {
 	// cluster again after it failed; its apply restarts the workload's pods
 	// so Flagger analyses the same image anew.
 	Retry int `json:"retry,omitempty"`
+	// Nudges counts the applies of the same image again because Flagger
+	// missed the revision (Rollout.Canary); each restarts the workload's
+	// pods so Flagger sees a new one.
+	Nudges int `json:"nudges,omitempty"`
 }
 
 // Ref is the pinned image reference the rollout deploys.
@@ -364,7 +368,7 @@ func (r *Rollout) Retry(cluster string, attempt int, by string) []string {
 			if c.Phase != ClusterFailed || (cluster != "" && c.Name != cluster) {
 				continue
 			}
-			c.Phase, c.Retry, c.Message = ClusterPending, attempt, "retried by "+by
+			c.Phase, c.Retry, c.Nudges, c.Message = ClusterPending, attempt, 0, "retried by "+by
 			out = append(out, c.Name)
 			if w == r.Wave {
 				r.Waves[w].BakingUntil, r.Waves[w].Baked = time.Time{}, false

@@ -40,13 +40,17 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	return []cloudevents.Event{req, events.At(due, deadline)}, nil
 }
 
-// restart is the token an apply of a retried cluster puts on the workload's
-// pod template, so Flagger sees a new revision of the same image.
+// restart is the token an apply of a retried or nudged cluster puts on the
+// workload's pod template, so Flagger sees a new revision of the same
+// image.
 func restart(r *Rollout, c *Cluster, purpose string) string {
-	if c.Retry == 0 || purpose != events.PurposeApply {
+	switch {
+	case purpose != events.PurposeApply || (c.Retry == 0 && c.Nudges == 0):
 		return ""
+	case c.Nudges == 0:
+		return fmt.Sprintf("%s/%d", r.ID, c.Retry)
 	}
-	return fmt.Sprintf("%s/%d", r.ID, c.Retry)
+	return fmt.Sprintf("%s/%d/nudge/%d", r.ID, c.Retry, c.Nudges)
 }
 
 // ClosePullRequests marks closed the open pull request of every wave that
