@@ -201,10 +201,10 @@ func (h *giteaHost) AutoMerge(ctx context.Context, number int64, head string) (A
 			// Both may pass (a slow check, a busy Gitea), or need a human
 			// (a conflict): the proposer asks again for a while, saying why.
 			if !pr.Mergeable {
-				return AutoMerge{}, classify(what, 0, fmt.Errorf("Gitea has not found it mergeable in %s (still checking it, or it conflicts with its base)", h.c.MergeableWait))
+				return AutoMerge{}, classify(what, 0, fmt.Errorf("Gitea has not found it mergeable in %s (still checking it, or it conflicts with its base)", h.c.MergeableWait)) //nolint:staticcheck // the host, by name, starts what the rollout shows
 			}
 			if said := told.said(); strings.Contains(strings.ToLower(said), "try again later") {
-				return AutoMerge{}, classify(what, 0, fmt.Errorf("Gitea answered 405: %s", said))
+				return AutoMerge{}, classify(what, 0, fmt.Errorf("Gitea answered 405: %s", said)) //nolint:staticcheck // the host, by name, starts what the rollout shows
 			}
 			return AutoMerge{State: AutoUnsupported, Reason: fmt.Sprintf("Gitea refused the merge (405: %s)", told.said())}, nil
 		}
@@ -243,7 +243,7 @@ func (h *giteaHost) merge(c *gitea.Client, told *answer, number int64, head stri
 		case code == http.StatusMethodNotAllowed:
 			return AutoMerge{}, true, nil
 		}
-		return AutoMerge{}, false, classify(what, code, fmt.Errorf("Gitea answered %d: %s", code, told.said()))
+		return AutoMerge{}, false, classify(what, code, fmt.Errorf("Gitea answered %d: %s", code, told.said())) //nolint:staticcheck // the host, by name, starts what the rollout shows
 	}
 	return AutoMerge{}, false, classify(what, 0, errors.New("no merge attempt answered"))
 }
