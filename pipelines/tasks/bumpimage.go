@@ -1,14 +1,13 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"strconv"
 	"strings"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 )
 
 // Names of the bump-image task's params and results (rollout and image are
@@ -28,9 +27,9 @@ const (
 
 // Edit kinds of the git-edit param, one per pkg/gitops edit.
 const (
-	EditKustomize = "kustomize"
-	EditHelm      = "helm"
-	EditManifest  = "manifest"
+	EditKustomize = gitops.EditKustomize
+	EditHelm      = gitops.EditHelm
+	EditManifest  = gitops.EditManifest
 )
 
 var bumpImageDef = Def{
@@ -120,41 +119,5 @@ func BumpImage(ctx context.Context, auth gitops.Auth, p BumpImageParams, opts ..
 	return BumpImageResult{Commit: res.Commit, Changed: res.Changed}, nil
 }
 
-// NewEdit builds the edit of kind (EditKustomize, EditHelm, EditManifest)
-// from its options, a JSON object of the edit's fields ("" for none).
-// Unknown kinds and fields are permanent errors.
-func NewEdit(kind, options string) (gitops.Edit, error) {
-	decode := func(dst any) error {
-		if strings.TrimSpace(options) == "" {
-			return nil
-		}
-		dec := json.NewDecoder(bytes.NewReader([]byte(options)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(dst); err != nil {
-			return fault.Permanent(fmt.Errorf("decoding the %s edit's options: %w", kind, err))
-		}
-		return nil
-	}
-	switch kind {
-	case EditKustomize, "":
-		var e gitops.Kustomize
-		if err := decode(&e); err != nil {
-			return nil, err
-		}
-		return e, nil
-	case EditHelm:
-		var e gitops.HelmValues
-		if err := decode(&e); err != nil {
-			return nil, err
-		}
-		return e, nil
-	case EditManifest:
-		var e gitops.Manifest
-		if err := decode(&e); err != nil {
-			return nil, err
-		}
-		return e, nil
-	default:
-		return nil, fault.Permanent(fmt.Errorf("edit %q: want %s, %s or %s", kind, EditKustomize, EditHelm, EditManifest))
-	}
-}
+// NewEdit builds the edit of kind from its options (gitops.NewEdit).
+func NewEdit(kind, options string) (gitops.Edit, error) { return gitops.NewEdit(kind, options) }

@@ -7,7 +7,6 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -64,7 +63,9 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	if revert {
 		id += "-revert"
 	}
-	p := pipelines.FromApplyCanary(tasks.ApplyCanaryParams{
+	// The executor's parameters, built once here: the executors encode
+	// them as the Pipeline's params.
+	p := pipelines.RunParams{
 		Rollout:   id,
 		Namespace: app.Namespace,
 		Kind:      app.Workload.Kind,
@@ -74,7 +75,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		Canary:    objs.Canary,
 		Objects:   deps,
 		Restart:   req.Restart,
-	})
+	}
 	// A git application renders and applies the commit (its previous one,
 	// on a revert) instead of setting an image.
 	src, err := pipelines.GitSourceFor(app, req.Cluster, req.Image)

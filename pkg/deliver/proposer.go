@@ -14,7 +14,6 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -465,7 +464,7 @@ func (p *Proposer) changes(app config.Application, ro rollout.Rollout, req event
 		if err != nil {
 			return repo, nil, err
 		}
-		edit, err := tasks.NewEdit(gp.Edit, gp.EditOptions)
+		edit, err := gitops.NewEdit(gp.Edit, gp.EditOptions)
 		if err != nil {
 			return repo, nil, err
 		}
