@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -20,14 +21,17 @@ import (
 
 // Plan builds rollout id of verified version v of app, given what the
 // application runs (st) and its rollouts in flight, or says why v does not
-// roll out (skip). only, when not nil, limits the rollout to those
-// clusters and to the clusters of the rollouts in flight, which it takes
-// over (a git push that changed what only they render). An unsigned build
-// goes only as far as the waves that take one.
+// roll out (skip, never empty then). only, when not nil, limits the
+// rollout to those clusters and to the clusters of the rollouts in flight,
+// which it takes over (a git push that changed what only they render). An
+// unsigned build goes only as far as the waves that take one.
 func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, v events.ImageVerified, id string, only []string) (ro Rollout, skip string, err error) {
 	d, err := DecideVersion(app, st, inFlight, v)
-	if err != nil || !d.Accept {
-		return Rollout{}, d.Reason, err
+	if err != nil {
+		return Rollout{}, "", err
+	}
+	if !d.Accept {
+		return Rollout{}, cmp.Or(d.Reason, "the version policy does not take "+v.Tag), nil
 	}
 	ro = Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: Progressing,
 		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created}
