@@ -200,6 +200,19 @@ func TestControls(t *testing.T) {
 		want:      []string{events.TypeWaveSucceeded, events.TypeWaveStarted, events.TypePipelineRunRequested, events.TypeClusterDeadline + "@09:02:00"},
 		wantPhase: rollout.Progressing,
 	}, {
+		name: "a wave that ends while paused is recorded done; the next one waits and says so",
+		act: func(r *rollout.Rollout, e cloudevents.Event) ([]cloudevents.Event, error) {
+			r.Wave = 0
+			r.Waves[0].Clusters[0].Phase = rollout.ClusterProgressing
+			r.Pause("alice: lunch")
+			if _, err := r.Record(events.ClusterResult{RolloutID: r.ID, Cluster: "c1"}, true); err != nil {
+				return nil, err
+			}
+			return r.Advance(e, app)
+		},
+		want:      []string{events.TypeWaveSucceeded, events.TypeWaveStarted},
+		wantPhase: rollout.Progressing, wantWaiting: "paused by alice: lunch",
+	}, {
 		name: "an abort fails a rollout in progress",
 		act: func(r *rollout.Rollout, e cloudevents.Event) ([]cloudevents.Event, error) {
 			return r.Abort(e, "bob")
