@@ -16,7 +16,7 @@ import (
 const (
 	// launch, rollback -> executors
 	TypePipelineRunRequested = "dev.flotilla.pipelinerun.requested.v1"
-	// pkg/deliver: an executor took a request up (it left the queue)
+	// pipelines/deliver: an executor took a request up (it left the queue)
 	TypePipelineRunStarted = "dev.flotilla.pipelinerun.started.v1"
 	// executors -> observe
 	TypePipelineRunFinished = "dev.flotilla.pipelinerun.finished.v1"

@@ -20,7 +20,7 @@
 //     Manifests, Objects). `flotilla pipelines print|install` show and
 //     apply them.
 //   - executor.go: the executors' shape (Run: the whole pipeline, GitOps
-//     bump included; pkg/deliver, their consumer, declares it as its
+//     bump included; pipelines/deliver, their consumer, declares it as its
 //     Executor) and ApplyCanary (apply-canary alone); params.go: RunParams
 //     and Results, how they map to the Pipeline's params and results, and
 //     the labels runs carry.

@@ -14,7 +14,7 @@ import (
 //
 //	Run(ctx context.Context, cluster string, p RunParams) (Results, error)
 //
-// which their consumer (pkg/deliver) declares as its Executor. Errors:
+// which their consumer (pipelines/deliver) declares as its Executor. Errors:
 // fault.IsPermanent when retrying cannot help (bad params, a workload that
 // does not exist, a step that failed permanently); anything else is worth
 // retrying.

@@ -25,16 +25,17 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/plan"
 	"github.com/flotilla-cd/flotilla/functions/rollback"
 	"github.com/flotilla-cd/flotilla/functions/verify"
+	"github.com/flotilla-cd/flotilla/pipelines/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cdevents"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/fleetmetrics"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/gitops/proposer"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
@@ -59,9 +60,9 @@ type Options struct {
 	Resync     resync.Options    // lost-event recovery; see package resync for defaults
 	NoPrune    bool              // skips the start-up prune (prune.go), for flotillas sharing clusters
 	// PullRequestHosts builds the pull request hosts of applications in
-	// gitops mode pullRequest; default deliver.HostOf (the kept clients).
+	// gitops mode pullRequest; default proposer.HostOf (the kept clients).
 	// Tests inject failures with it.
-	PullRequestHosts deliver.Hosts
+	PullRequestHosts proposer.Hosts
 	// ReadHeaderTimeout is how long a request's headers may take to
 	// arrive; default DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
@@ -219,7 +220,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		verifier = verifier.WithSignatures(sigs, signed)
 	}
 	verifier = verifier.WithGit(gitSources{mirror}, cfg)
-	proposer, err := deliver.NewProposer(cfg, s.repo, o.PullRequestHosts, o.Logger).WithMetrics(o.Registerer)
+	prop, err := proposer.New(cfg, s.repo, o.PullRequestHosts, o.Logger).WithMetrics(o.Registerer)
 	if err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		advance.New(cfg, s.repo, nil),
 		rollback.New(cfg, s.repo, clusters, nil),
 		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.store, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.store),
-		proposer,
+		prop,
 	}
 	s.dispatch, err = dispatch.New(s.store, fns, dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers})
 	if err != nil {

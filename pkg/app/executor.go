@@ -9,11 +9,11 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/deliver"
 	"github.com/flotilla-cd/flotilla/pipelines/embedded"
 	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"k8s.io/client-go/rest"

@@ -460,7 +460,7 @@ func writeRaw(path string, results []scenarioResult) error {
 func launchSection(launch []storeResult) string {
 	var w strings.Builder
 	w.WriteString("\n## Launching a wave: flotilla's own cost\n\n")
-	w.WriteString("`go test -run '^$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 ./functions/launch` (median of the runs): launch handling one wave.started for a wave of n clusters: it waits for no cluster, so this is all of it: the wave's clusters marked Applying, and a pipeline run request and a deadline timer per cluster, committed in one transaction with the rollout (rendering and applying each cluster is the runner's, pkg/deliver, in parallel). DESIGN's target of 1,000 clusters in one wave starts here.\n\n")
+	w.WriteString("`go test -run '^$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 ./functions/launch` (median of the runs): launch handling one wave.started for a wave of n clusters: it waits for no cluster, so this is all of it: the wave's clusters marked Applying, and a pipeline run request and a deadline timer per cluster, committed in one transaction with the rollout (rendering and applying each cluster is the runner's, pipelines/deliver, in parallel). DESIGN's target of 1,000 clusters in one wave starts here.\n\n")
 	w.WriteString("| benchmark | runs | ms per wave | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n")
 	for _, s := range launch {
 		fmt.Fprintf(&w, "| %s | %d | %.1f | %.0f | %.0f |\n", s.name, s.runs, s.nsPerOp/1e6, s.bPerOp, s.allocs)

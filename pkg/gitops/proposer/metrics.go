@@ -1,4 +1,4 @@
-package deliver
+package proposer
 
 import (
 	"fmt"

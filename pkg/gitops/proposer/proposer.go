@@ -1,4 +1,4 @@
-package deliver
+package proposer
 
 import (
 	"context"
@@ -31,7 +31,7 @@ import (
 type Proposer struct {
 	cfg      *config.Config
 	hosts    Hosts
-	rollouts RolloutReader
+	rollouts Rollouts
 	lane     dispatch.Lane
 	now      func() time.Time
 	log      *slog.Logger
@@ -56,8 +56,13 @@ func HostOf(app config.Application) (pullrequest.Host, error) {
 // all.
 const proposeTimeout = 2 * time.Minute
 
-// NewProposer returns the proposer; hosts defaults to HostOf, log to none.
-func NewProposer(cfg *config.Config, rollouts RolloutReader, hosts Hosts, log *slog.Logger) *Proposer {
+// Rollouts reads a rollout (pkg/state).
+type Rollouts interface {
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
+}
+
+// New returns the proposer; hosts defaults to HostOf, log to none.
+func New(cfg *config.Config, rollouts Rollouts, hosts Hosts, log *slog.Logger) *Proposer {
 	if hosts == nil {
 		hosts = HostOf
 	}

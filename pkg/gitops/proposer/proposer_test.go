@@ -1,4 +1,4 @@
-package deliver_test
+package proposer_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
+	"github.com/flotilla-cd/flotilla/pkg/gitops/proposer"
 	"github.com/flotilla-cd/flotilla/pkg/gitops/pullrequest"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
@@ -77,11 +77,16 @@ func (r rolloutsOf) Get(_ context.Context, id string) (rollout.Rollout, error) {
 	return rollout.Rollout(r), nil
 }
 
+const (
+	rolloutID = "shop-1"
+	image     = "registry.test/team/shop"
+)
+
 var prDigest = "sha256:" + strings.Repeat("a", 64)
 
 const values = "image:\n  repository: registry.test/team/shop\n  tag: \"1.0.0\"\n"
 
-func prSetup(t *testing.T, host *recordingHost, change func(*rollout.Rollout), configure ...func(*config.Application)) (*deliver.Proposer, string) {
+func prSetup(t *testing.T, host *recordingHost, change func(*rollout.Rollout), configure ...func(*config.Application)) (*proposer.Proposer, string) {
 	t.Helper()
 	url := gittest.NewRepo(t, map[string]string{"clusters/c1/values.yaml": values, "clusters/c2/values.yaml": values})
 	a := app()
@@ -97,7 +102,7 @@ func prSetup(t *testing.T, host *recordingHost, change func(*rollout.Rollout), c
 	if change != nil {
 		change(&ro)
 	}
-	p := deliver.NewProposer(&config.Config{Applications: []config.Application{a}}, rolloutsOf(ro), func(config.Application) (pullrequest.Host, error) { return host, nil }, nil)
+	p := proposer.New(&config.Config{Applications: []config.Application{a}}, rolloutsOf(ro), func(config.Application) (pullrequest.Host, error) { return host, nil }, nil)
 	return p, url
 }
 
@@ -275,7 +280,7 @@ func TestProposerClosesOnRequest(t *testing.T) {
 	}
 	st, next := statusOf(t, evs)
 	wantSt := events.PullRequestStatus{RolloutID: rolloutID, Wave: 0, Purpose: events.PurposeApply, Number: 7,
-		Branch: deliver.Branch(rolloutID, 0, events.PurposeApply), State: events.PullRequestClosed, Actor: "flotilla"}
+		Branch: proposer.Branch(rolloutID, 0, events.PurposeApply), State: events.PullRequestClosed, Actor: "flotilla"}
 	if diff := cmp.Diff(wantSt, st); diff != "" || !next.IsZero() {
 		t.Errorf("status (-want +got)\n%s (next read %v)", diff, next)
 	}
@@ -299,7 +304,7 @@ func TestProposerHint(t *testing.T) {
 	if err != nil || len(evs) != 0 || len(host.calls) != 0 {
 		t.Fatalf("a foreign branch: %d events, %v, calls %q", len(evs), err, host.calls)
 	}
-	evs, err = p.Handle(t.Context(), hint(deliver.Branch(rolloutID, 0, events.PurposeApply)))
+	evs, err = p.Handle(t.Context(), hint(proposer.Branch(rolloutID, 0, events.PurposeApply)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,14 +319,14 @@ func TestBranchNames(t *testing.T) {
 		wave    int
 		purpose string
 	}{{"shop-1a2b", 0, events.PurposeApply}, {"a-b-c", 11, events.PurposeRevert}} {
-		b := deliver.Branch(tt.id, tt.wave, tt.purpose)
-		id, wave, purpose, ok := deliver.ParseBranch(b)
+		b := proposer.Branch(tt.id, tt.wave, tt.purpose)
+		id, wave, purpose, ok := proposer.ParseBranch(b)
 		if !ok || id != tt.id || wave != tt.wave || purpose != tt.purpose {
 			t.Errorf("ParseBranch(%q) = %q %d %q %v", b, id, wave, purpose, ok)
 		}
 	}
 	for _, b := range []string{"main", "flotilla/", "flotilla/x", "flotilla/x/0", "flotilla/x/y"} {
-		if _, _, _, ok := deliver.ParseBranch(b); ok {
+		if _, _, _, ok := proposer.ParseBranch(b); ok {
 			t.Errorf("ParseBranch(%q) ok, want not flotilla's", b)
 		}
 	}
@@ -439,5 +444,19 @@ func TestProposerMerge(t *testing.T) {
 				t.Errorf("next attempt in %v (told %v), want %v", d, st.NextMerge, tt.next)
 			}
 		})
+	}
+}
+
+// app is the application the proposer's tests propose for; prSetup gives
+// it its GitOps settings.
+func app() config.Application {
+	return config.Application{
+		Name: "shop", Image: image, Namespace: "web",
+		Workload: config.Workload{Kind: "Deployment", Name: "shop-api", Container: "api"},
+		Service:  config.Service{Port: 8080},
+		Delivery: config.Delivery{
+			Strategy: config.StrategyBlueGreen, Interval: config.Duration{Duration: time.Second}, Iterations: 2, Threshold: 1,
+			ProgressDeadline: config.Duration{Duration: time.Minute},
+		},
 	}
 }

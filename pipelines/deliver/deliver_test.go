@@ -15,10 +15,10 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/deliver"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/store"
