@@ -250,7 +250,7 @@ func (p *Proposer) open(ctx context.Context, e cloudevents.Event, app config.App
 		return nil, p.verify(ctx, repo, changes, status)
 	}
 	out, err := p.poll(app, req, info.Number)
-	if err != nil || info.State != pullrequest.Open || !(pr.AutoMerge || req.Purpose == events.PurposeRevert) {
+	if err != nil || info.State != pullrequest.Open || (!pr.AutoMerge && req.Purpose != events.PurposeRevert) {
 		return out, err
 	}
 	// The merge is a step of its own, so the rollout says the pull request
