@@ -366,6 +366,11 @@ func TestGARRemoteKeySetCachesAndRotates(t *testing.T) {
 	if n := jwks.fetches.Load(); n != 1 {
 		t.Fatalf("%d JWKS fetches for two tokens of one key, want 1", n)
 	}
+	// go-oidc releases a fetch's result (its "inflight") in a goroutine
+	// after handing the keys to the waiters: a token checked before that
+	// goroutine ran gets the old result again, not a new fetch. Let it run
+	// (a loaded machine delayed it past the next line once).
+	time.Sleep(200 * time.Millisecond)
 	// Google rotates: a token names a key the cache lacks, so the key set
 	// is fetched again.
 	jwks.serve(t, keys.rsa, keys.rotated)
