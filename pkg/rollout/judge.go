@@ -107,10 +107,12 @@ func (r *Rollout) Classify(cl *Cluster, c events.Canary, st CanaryStatus) (typ, 
 // finished initializing the canary after the apply. Flagger copies the
 // workload into the primary first and records the spec it sees last; a
 // revision applied in between is that spec, so Flagger never sees it as
-// new and the canary rests Initialized on the older primary.
+// new and the canary rests Initialized on the older primary. Flagger's
+// transition time has whole seconds: one in the second of the apply
+// counts (at worst, one more analysis of the same image).
 func (r *Rollout) Missed(cl *Cluster, st CanaryStatus) bool {
 	return cl.Phase == ClusterProgressing && cl.Run == "" && !cl.Applied.IsZero() &&
-		st.Phase == "Initialized" && st.Transition.After(cl.Applied) &&
+		st.Phase == "Initialized" && !st.Transition.Before(cl.Applied.Truncate(time.Second)) &&
 		st.TargetImage == r.Ref() && st.PrimaryImage != r.Ref()
 }
 

@@ -107,6 +107,9 @@ func TestCanaryNudgesAMissedRevision(t *testing.T) {
 	}{
 		{"initialized after the apply: applied again", missed, 0,
 			[]string{events.TypePipelineRunRequested, events.TypeClusterDeadline + "@09:10:00"}},
+		{"initialized in the second of the apply (Flagger's time has whole seconds): applied again",
+			rollout.CanaryStatus{Phase: "Initialized", PrimaryImage: oldRef, TargetImage: newRef, Transition: t0.Truncate(time.Second)}, 0,
+			[]string{events.TypePipelineRunRequested, events.TypeClusterDeadline + "@09:10:00"}},
 		{"initialized before the apply: Flagger will see it", rollout.CanaryStatus{Phase: "Initialized", PrimaryImage: oldRef, TargetImage: newRef, Transition: t0.Add(-time.Second)}, 0, nil},
 		{"progressing: Flagger saw it", rollout.CanaryStatus{Phase: "Progressing", PrimaryImage: oldRef, TargetImage: newRef, Transition: t0.Add(2 * time.Second)}, 0, nil},
 		{"nudged enough: the deadline decides", missed, rollout.MaxNudges, nil},
@@ -116,7 +119,7 @@ func TestCanaryNudgesAMissedRevision(t *testing.T) {
 			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterProgressing, oldRef)})
 			r.ID, r.Phase = "app-1", rollout.Progressing
 			c := &r.Waves[0].Clusters[0]
-			c.Applied, c.Nudges, c.Step = t0, tt.nudges, 1
+			c.Applied, c.Nudges, c.Step = t0.Add(284*time.Millisecond), tt.nudges, 1
 			out, err := r.Canary(cause(t), events.Canary{Cluster: "c1", Outcome: events.CanaryInitialized}, tt.status, t0.Add(10*time.Minute))
 			if err != nil {
 				t.Fatal(err)
