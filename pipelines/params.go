@@ -88,7 +88,7 @@ type GitOps struct {
 	// Paths are the files holding the image.
 	Paths []string
 	// Edit is tasks.EditKustomize (the default), EditHelm or EditManifest;
-	// EditOptions its fields as a JSON object (see tasks.NewEdit).
+	// EditOptions its fields as a JSON object (see gitops.NewEdit).
 	Edit        string
 	EditOptions string
 	// Secret names the Secret holding the repository's credentials, in the

@@ -104,7 +104,7 @@ func BumpImage(ctx context.Context, auth gitops.Auth, p BumpImageParams, opts ..
 	if err != nil {
 		return BumpImageResult{}, fault.Permanent(fmt.Errorf("image %q: %w", p.Image, err))
 	}
-	edit, err := NewEdit(p.Edit, p.EditOptions)
+	edit, err := gitops.NewEdit(p.Edit, p.EditOptions)
 	if err != nil {
 		return BumpImageResult{}, err
 	}
@@ -119,5 +119,3 @@ func BumpImage(ctx context.Context, auth gitops.Auth, p BumpImageParams, opts ..
 	return BumpImageResult{Commit: res.Commit, Changed: res.Changed}, nil
 }
 
-// NewEdit builds the edit of kind from its options (gitops.NewEdit).
-func NewEdit(kind, options string) (gitops.Edit, error) { return gitops.NewEdit(kind, options) }
