@@ -118,4 +118,3 @@ func BumpImage(ctx context.Context, auth gitops.Auth, p BumpImageParams, opts ..
 	}
 	return BumpImageResult{Commit: res.Commit, Changed: res.Changed}, nil
 }
-
