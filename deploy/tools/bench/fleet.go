@@ -225,7 +225,26 @@ func (p *nsProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	if r.URL.Query().Get("watch") == "" {
+		_, _ = io.Copy(w, resp.Body)
+		return
+	}
+	// A watch streams: each event goes on at once, as the API server sent
+	// it, not when the server's write buffer fills (a watch cache behind
+	// this proxy would lag the cluster by kilobytes of events).
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil || rc.Flush() != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *nsProxy) close() {

@@ -55,6 +55,8 @@ type options struct {
 	watchers   int
 	rollbacks  int
 	fleetNice  int
+	large      int
+	largeRuns  int
 }
 
 func main() {
@@ -87,6 +89,8 @@ func run(args []string) error {
 	fs.IntVar(&o.inflight, "inflight", 0, "also run the last -wave2 scenario with this many rollouts of other applications (one each) held in flight (0: not)")
 	fs.IntVar(&o.watchers, "watchers", 0, "also run the first -wave2 scenario with this many watchers of the watch stream (GET /api/v1/watch: web UI pages, --watch) open (0: not)")
 	fs.IntVar(&o.rollbacks, "rollbacks", 0, "after the measured rollouts, this many more whose wave 2 fails: measures C (a canary's failure -> every wave-2 revert applied)")
+	fs.IntVar(&o.large, "large", 0, "also run a scenario with this many named clusters in wave 2 (1000: DESIGN's one wave of 1,000 clusters), measured -large-runs times (0: not)")
+	fs.IntVar(&o.largeRuns, "large-runs", 5, "measured rollouts of the -large scenario (each applies every one of its clusters twice: its runs take minutes)")
 	fs.IntVar(&o.fleetNice, "fleet-nice", 10, "nice value of the fleet's processes (API servers, etcd, controllers, Flagger): they stand in for clusters on other machines, so flotilla's process gets the CPU first (0: share it equally)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
@@ -99,8 +103,9 @@ func run(args []string) error {
 		}
 		o.wave2 = append(o.wave2, n)
 	}
-	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.watchers < 0 || o.rollbacks < 0 || o.fleetNice < 0 || o.fleetNice > 19 {
-		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -watchers >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19")
+	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.watchers < 0 || o.rollbacks < 0 || o.fleetNice < 0 || o.fleetNice > 19 ||
+		o.large < 0 || o.largeRuns < 1 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -watchers >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19, -large >= 0, -large-runs >= 1")
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -129,20 +134,26 @@ func run(args []string) error {
 		return err
 	}
 	var results []scenarioResult
-	type plan struct{ wave2, inflight, watchers int }
+	type plan struct{ wave2, inflight, watchers, runs, rollbacks int }
 	var plans []plan
 	for _, n := range o.wave2 {
-		plans = append(plans, plan{n, 0, 0})
+		plans = append(plans, plan{n, 0, 0, o.runs, o.rollbacks})
 	}
 	if o.watchers > 0 {
-		plans = append(plans, plan{o.wave2[0], 0, o.watchers})
+		plans = append(plans, plan{o.wave2[0], 0, o.watchers, o.runs, 0})
 	}
 	if o.inflight > 0 {
-		plans = append(plans, plan{o.wave2[len(o.wave2)-1], o.inflight, 0})
+		plans = append(plans, plan{o.wave2[len(o.wave2)-1], o.inflight, 0, o.runs, 0})
+	}
+	if o.large > 0 {
+		plans = append(plans, plan{o.large, 0, 0, o.largeRuns, 0})
 	}
 	for i, pl := range plans {
 		n := pl.wave2
 		sc, err := b.newScenario(ctx, i, n, pl.inflight, pl.watchers)
+		if err == nil {
+			sc.runs, sc.rollbacks = pl.runs, pl.rollbacks
+		}
 		if err != nil {
 			return fmt.Errorf("scenario wave2=%d: %w", n, err)
 		}

@@ -51,8 +51,8 @@ func (r *recorder) Run(ctx context.Context, cluster string, p pipelines.RunParam
 
 // wait returns the calls for ref to every cluster once each has returned
 // without error.
-func (r *recorder) wait(ctx context.Context, ref string, clusters []string) (map[string]call, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+func (r *recorder) wait(ctx context.Context, timeout time.Duration, ref string, clusters []string) (map[string]call, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		r.mu.Lock()

@@ -84,6 +84,15 @@ type scenario struct {
 	// deployed is the digest reference the fleet last converged on: what a
 	// rollback goes back to.
 	deployed string
+	// runs measured rollouts, then rollbacks measured rollbacks.
+	runs, rollbacks int
+}
+
+// scaled is d for up to 50 named clusters, and proportionally more above:
+// the waits between measurements wait for every cluster's objects, which
+// share the fleet's few real API servers.
+func (s *scenario) scaled(d time.Duration) time.Duration {
+	return d * time.Duration(max(1, (len(s.wave1)+len(s.wave2)+49)/50))
 }
 
 func randomHex(n int) string {
@@ -361,7 +370,7 @@ func (s *scenario) run(ctx context.Context) (res scenarioResult, err error) {
 			res.proxied++
 		}
 	}
-	total := s.b.o.warmup + s.b.o.runs
+	total := s.b.o.warmup + s.runs
 	start := time.Now()
 	for i := range total {
 		warm := i < s.b.o.warmup
@@ -387,7 +396,7 @@ func (s *scenario) run(ctx context.Context) (res scenarioResult, err error) {
 			res.samples = append(res.samples, smp)
 		}
 	}
-	for i := range s.b.o.rollbacks {
+	for i := range s.rollbacks {
 		if s.inflight > 0 || s.watchers > 0 {
 			break // measured without other rollouts in flight or watchers only
 		}
@@ -433,7 +442,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 		return smp, err
 	}
 	smp.ack = time.Since(t0)
-	w1, err := s.rec.wait(ctx, ref, names(s.wave1))
+	w1, err := s.rec.wait(ctx, s.scaled(time.Minute), ref, names(s.wave1))
 	if err != nil {
 		return smp, fmt.Errorf("waiting for wave 1 of %s to be applied: %w", version, err)
 	}
@@ -475,7 +484,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 		return smp, err
 	}
 	smp.bAck = time.Since(t2)
-	w2, err := s.rec.wait(ctx, ref, names(s.wave2))
+	w2, err := s.rec.wait(ctx, s.scaled(time.Minute), ref, names(s.wave2))
 	if err != nil {
 		return smp, fmt.Errorf("waiting for wave 2 of %s to be applied: %w", version, err)
 	}
@@ -523,7 +532,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 	if err := s.report(ctx, id, s.wave2); err != nil {
 		return smp, err
 	}
-	err = s.until(ctx, time.Minute, "rollout "+id+" to succeed", func() (bool, error) {
+	err = s.until(ctx, s.scaled(time.Minute), "rollout "+id+" to succeed", func() (bool, error) {
 		ro, err := s.getRollout(ctx, id)
 		if err != nil {
 			return false, err
@@ -555,7 +564,7 @@ func (s *scenario) rollback(ctx context.Context, id string, smp *sample) error {
 	if err := s.post(ctx, "/hooks/flagger/"+s.flaggerToken, http.Header{"Content-Type": {"application/json"}}, s.failureEvent(s.wave2[0], id)); err != nil {
 		return err
 	}
-	w3, err := s.rec.wait(ctx, s.deployed, names(s.wave2))
+	w3, err := s.rec.wait(ctx, s.scaled(time.Minute), s.deployed, names(s.wave2))
 	if err != nil {
 		return fmt.Errorf("waiting for wave 2's reverts of %s: %w", id, err)
 	}
@@ -563,7 +572,7 @@ func (s *scenario) rollback(ctx context.Context, id string, smp *sample) error {
 		smp.c = max(smp.c, c.start.Sub(t3))
 		smp.cComplete = max(smp.cComplete, c.end.Sub(t3))
 	}
-	err = s.until(ctx, 2*time.Minute, "rollout "+id+" to be rolled back", func() (bool, error) {
+	err = s.until(ctx, s.scaled(2*time.Minute), "rollout "+id+" to be rolled back", func() (bool, error) {
 		ro, err := s.getRollout(ctx, id)
 		if err != nil {
 			return false, err
@@ -745,7 +754,7 @@ func (s *scenario) getRollout(ctx context.Context, id string) (rollout.Rollout, 
 
 // waitClusters waits until flotilla's record of every cluster in ns satisfies ok.
 func (s *scenario) waitClusters(ctx context.Context, id string, ns []*named, ok func(rollout.ClusterPhase) bool) error {
-	return s.until(ctx, time.Minute, "clusters of "+id, func() (bool, error) {
+	return s.until(ctx, s.scaled(time.Minute), "clusters of "+id, func() (bool, error) {
 		ro, err := s.getRollout(ctx, id)
 		if err != nil {
 			return false, err
@@ -770,7 +779,7 @@ func (s *scenario) waitClusters(ctx context.Context, id string, ns []*named, ok 
 // cluster in ns (made <workload>-primary).
 func (s *scenario) waitInitialized(ctx context.Context, ns []*named) error {
 	for _, n := range ns {
-		err := s.until(ctx, 5*time.Minute, "Flagger to initialize "+n.name, func() (bool, error) {
+		err := s.until(ctx, s.scaled(5*time.Minute), "Flagger to initialize "+n.name, func() (bool, error) {
 			c, err := n.real.flagger.FlaggerV1beta1().Canaries(n.namespace).Get(ctx, workload, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
