@@ -6,6 +6,8 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 )
 
 // BenchmarkEncodeEvents measures what Append spends on the CPU before the
@@ -26,7 +28,7 @@ func BenchmarkEncodeEvents(b *testing.B) {
 	evs := []cloudevents.Event{e}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encodeEvents(evs); err != nil {
+		if _, err := bus.Encode(evs); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 )
 
 // UpdateAndAppend is Update whose fn also returns events: the document and the
@@ -64,7 +66,7 @@ func (s *Store) commitWithOutbox(collection, key string, v any, fn func(found bo
 				return err
 			}
 			timed = len(later) > 0
-			enc, err = encodeEvents(evs)
+			enc, err = bus.Encode(evs)
 			return err
 		})
 		if err != nil {
@@ -128,7 +130,7 @@ func (s *Store) replayOutbox() error {
 	)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketOutbox).ForEach(func(k, v []byte) error {
-			e, err := decodeEvent(v)
+			e, err := bus.Decode(v)
 			if err == nil {
 				err = e.Validate()
 			}

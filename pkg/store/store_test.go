@@ -3,12 +3,13 @@ package store_test
 import (
 	"encoding/binary"
 	"errors"
-	bolt "go.etcd.io/bbolt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"

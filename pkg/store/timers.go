@@ -9,8 +9,9 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
-	"github.com/cloudevents/sdk-go/v2/types"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 )
 
 // Timers: an event due later (one carrying ExtDue with a time after
@@ -23,19 +24,10 @@ import (
 
 var bucketTimers = []byte("timers")
 
-// ExtDue is the extension of an event due later (events.ExtDue, which the
-// store cannot import: the catalogue's tests use the store).
-const ExtDue = "flotilladue"
+// ExtDue is the extension of an event due later (bus.ExtDue).
+const ExtDue = bus.ExtDue
 
-// due returns when e is due, if it carries ExtDue.
-func due(e cloudevents.Event) (time.Time, bool) {
-	v, ok := e.Extensions()[ExtDue]
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := types.ToTime(v)
-	return t, err == nil
-}
+func due(e cloudevents.Event) (time.Time, bool) { return bus.Due(e) }
 
 // timerState wakes the timer loop when a timer is scheduled.
 type timerState struct {
@@ -65,14 +57,7 @@ func (s *Store) TimersChanged() <-chan struct{} {
 
 // SplitDue separates the events due after now (timers) from the others.
 func SplitDue(evs []cloudevents.Event, now time.Time) (journal, later []cloudevents.Event) {
-	for _, e := range evs {
-		if at, ok := due(e); ok && at.After(now) {
-			later = append(later, e)
-			continue
-		}
-		journal = append(journal, e)
-	}
-	return journal, later
+	return bus.SplitDue(evs, now)
 }
 
 func timerKey(due time.Time, id string) []byte {
@@ -90,7 +75,7 @@ func putTimers(tx *bolt.Tx, evs []cloudevents.Event) error {
 	if err != nil {
 		return err
 	}
-	raw, err := encodeEvents(evs)
+	raw, err := bus.Encode(evs)
 	if err != nil {
 		return err
 	}
@@ -181,7 +166,7 @@ func (s *Store) FireDue(ctx context.Context, now time.Time, limit int) (int, err
 				break
 			}
 			keys = append(keys, bytes.Clone(k))
-			e, err := decodeEvent(v)
+			e, err := bus.Decode(v)
 			if err != nil {
 				// Written by this version, so it read back when written.
 				return fmt.Errorf("timer %q does not read back: %w", k[8:], err)

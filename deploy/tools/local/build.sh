@@ -20,6 +20,7 @@ GATEWAY_API_VERSION=1.3.0
 ISTIO_API_VERSION=1.27.0
 PROMETHEUS_VERSION=0.307.0
 HEY_VERSION=0.1.4
+NATS_VERSION=2.15.2
 # The newest versions of these modules the proxy serves whose CRDs are the
 # API versions Flagger 1.41 writes (kuma.io/v1alpha1 TrafficRoute,
 # split.smi-spec.io/v1alpha1 TrafficSplit, traefik.containo.us/v1alpha1
@@ -270,6 +271,17 @@ fetch_provider_crds() {
   chmod 644 "$d"/*.yaml
 }
 
+# nats-server, the JetStream cluster of flotilla's scale-out mode (the bus and
+# the state of several replicas); the test kit (pkg/testkit/natstest) starts
+# three of them on loopback ports. Stock: nothing to patch.
+build_nats() {
+  have "nats-server-$NATS_VERSION" && return
+  log "building nats-server v$NATS_VERSION (about 1 min cold)"
+  local tmp=$SRC/nats-gobin; rm -rf "$tmp"; mkdir -p "$tmp"
+  GOBIN=$tmp go install -ldflags "$LDFLAGS_STRIP" "github.com/nats-io/nats-server/v2@v$NATS_VERSION"
+  mv "$tmp/nats-server" "$BIN/nats-server-$NATS_VERSION"
+}
+
 # Prometheus, which Flagger's analysis queries. Only the file and http service
 # discoveries (plugins/minimum.go) are compiled in, and no web UI assets (no
 # builtinassets tag): the build takes a third of the full one.
@@ -312,5 +324,6 @@ build_tekton
 build_gitea
 build_prometheus
 build_loadtester
+build_nats
 log "all fleet binaries ready in $BIN ($(( $(date +%s) - start ))s)"
 echo "$BIN"

@@ -1,0 +1,79 @@
+package natsjs_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/bus/bustest"
+	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
+)
+
+// cluster is the package's three-node JetStream cluster.
+var cluster *natstest.Cluster
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "natsjs-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cluster, err = natstest.Start(ctx, dir, 3)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting NATS:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cluster.Stop()
+	if code == 0 {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+var streams atomic.Int64
+
+// open connects to the cluster and opens a bus on a stream of the test's
+// own, closed at the test's end.
+func open(t *testing.T, o natsjs.Options) *natsjs.Bus {
+	t.Helper()
+	nc, err := nats.Connect(cluster.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := natsjs.Open(ctx, nc, o)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(); nc.Close() })
+	return b
+}
+
+func newOptions() natsjs.Options {
+	n := streams.Add(1)
+	return natsjs.Options{Stream: fmt.Sprintf("T%d", n), Subject: fmt.Sprintf("t%d.events", n)}
+}
+
+func TestContract(t *testing.T) {
+	bustest.Run(t, func(t *testing.T) (bus.Bus, func() bus.Bus) {
+		o := newOptions()
+		b := open(t, o)
+		return b, func() bus.Bus {
+			_ = b.Close()
+			b = open(t, o)
+			return b
+		}
+	})
+}
