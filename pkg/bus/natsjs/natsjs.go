@@ -95,6 +95,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 		return nil, fmt.Errorf("creating stream %s: %w", o.Stream, err)
 	}
 	b := &Bus{o: o, nc: nc, js: js, changed: make(chan struct{})}
+	if err := b.answers(ctx); err != nil {
+		return nil, err
+	}
 	if b.cursors, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: o.Stream + "_cursors", Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1,
 	}); err != nil {
@@ -114,6 +117,25 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// answers waits until a new stream answers direct reads (its replicas
+// elected a leader): until then a read finds no responders.
+func (b *Bus) answers(ctx context.Context) error {
+	for {
+		_, err := b.readBatch(ctx, 0, 1)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("reading stream %s: %w", b.o.Stream, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s does not answer: %w", b.o.Stream, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // followAppends wakes readers at every append to the stream, by any

@@ -286,7 +286,9 @@ func (r *Repo) UpdateApp(ctx context.Context, name string, fn func(*rollout.AppS
 func cloneWaves(ws []rollout.Wave) []rollout.Wave {
 	out := make([]rollout.Wave, len(ws))
 	for i, w := range ws {
-		out[i] = rollout.Wave{Name: w.Name, Clusters: append([]rollout.Cluster(nil), w.Clusters...)}
+		out[i] = w // every field: fn may read any of them
+		out[i].Clusters = append([]rollout.Cluster(nil), w.Clusters...)
+		out[i].Approvers = append([]string(nil), w.Approvers...)
 	}
 	return out
 }

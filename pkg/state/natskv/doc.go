@@ -1,0 +1,15 @@
+// Package natskv is the scale-out adapter of pkg/state: the rollout state
+// in JetStream KV buckets, shared by several flotilla replicas.
+//
+// Every change is a read-modify-write under the key's revision, retried
+// with the newer value on a conflict (two replicas never lose each
+// other's changes). The transactional outbox is kept: an update's events
+// are written into the rollout's value with the change, appended to the
+// bus after (pkg/bus/natsjs, which drops an id it has), then cleared; an
+// outbox a crash left is appended by the rollout's next update or by
+// Relay. A finished rollout moves to the archive bucket (its copy and an
+// index by id first, then its in-flight key: each step can be repeated).
+// A rollout is one value: one of 1,000 applying clusters is about 250 KiB
+// of JSON, under the server's default 1 MiB payload limit (buckets are
+// stored S2-compressed; the limit is on the uncompressed value).
+package natskv
