@@ -16,6 +16,10 @@
 //   - Cursors: a KV bucket (<Stream>_cursors), one key per consumer.
 //   - Timers: a KV bucket of due times (<Stream>_timers) indexed in memory
 //     from a watch; timers.go says why not scheduled messages.
+//   - Partitions: the engine's work shared among live replicas without a
+//     leader, one replica per partition at a time, under leases in a KV
+//     bucket (<Stream>_leases); partitions.go says how handover stays
+//     exclusive.
 //
 // The CloudEvents SDK's JetStream binding (protocol/nats_jetstream/v2)
 // sends and receives events but exposes neither the stream's sequence,

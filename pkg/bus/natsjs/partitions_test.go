@@ -1,0 +1,173 @@
+package natsjs_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
+)
+
+// owners counts, per partition, the replicas whose work on it runs: onSet
+// starts and stops it, so more than one at any moment is a breach.
+type owners struct {
+	t      *testing.T
+	mu     sync.Mutex
+	count  []int
+	by     map[string][]int
+	breach bool
+}
+
+func newOwners(t *testing.T, n int) *owners {
+	return &owners{t: t, count: make([]int, n), by: map[string][]int{}}
+}
+
+func (o *owners) onSet(replica string) func([]int) {
+	return func(owned []int) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, p := range o.by[replica] {
+			if !slices.Contains(owned, p) {
+				o.count[p]--
+			}
+		}
+		for _, p := range owned {
+			if !slices.Contains(o.by[replica], p) {
+				o.count[p]++
+				if o.count[p] > 1 {
+					o.breach = true
+					o.t.Errorf("partition %d worked by two replicas at once (%s joined)", p, replica)
+				}
+			}
+		}
+		o.by[replica] = slices.Clone(owned)
+	}
+}
+
+// settled tells whether every partition is worked by exactly one replica,
+// one of these, each working some.
+func (o *owners) settled(replicas ...string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, c := range o.count {
+		if c != 1 {
+			return false
+		}
+	}
+	covered := 0
+	for _, r := range replicas {
+		if len(o.by[r]) == 0 {
+			return false
+		}
+		covered += len(o.by[r])
+	}
+	return covered == len(o.count) // and so by no other replica
+}
+
+func (o *owners) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fmt.Sprintf("%v", o.by)
+}
+
+func waitSettled(t *testing.T, o *owners, within time.Duration, replicas ...string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !o.settled(replicas...) {
+		if time.Since(start) > within {
+			t.Fatalf("partitions not settled on %v within %v: %s", replicas, within, o)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// Three replicas share 12 partitions, each held by one; a replica killed
+// (no release) has its partitions taken over within the lease's time, a
+// replica that leaves hands them over at once, one that joins takes its
+// share; never two replicas on one partition.
+func TestPartitionsAreSharedAndHandedOver(t *testing.T) {
+	ctx := context.Background()
+	o := newOptions()
+	const n = 12
+	own := newOwners(t, n)
+	opts := func(name string) natsjs.PartitionOptions {
+		return natsjs.PartitionOptions{Replica: name, Count: n, LeaseDuration: 1200 * time.Millisecond, RenewDeadline: 900 * time.Millisecond, Renew: 300 * time.Millisecond}
+	}
+	join := func(name string) *natsjs.Partitions {
+		t.Helper()
+		p, err := open(t, o).JoinPartitions(ctx, opts(name), own.onSet(name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, c := join("a"), join("b"), join("c")
+	waitSettled(t, own, 10*time.Second, "a", "b", "c")
+	t.Logf("three replicas: %s", own)
+
+	b.Crash()
+	took := waitSettled(t, own, 5*time.Second, "a", "c")
+	t.Logf("b killed: its partitions worked again after %v: %s", took.Round(time.Millisecond), own)
+
+	if err := c.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	took = waitSettled(t, own, 3*time.Second, "a")
+	t.Logf("c left: a works every partition after %v", took.Round(time.Millisecond))
+
+	d := join("d")
+	took = waitSettled(t, own, 5*time.Second, "a", "d")
+	t.Logf("d joined: shared after %v: %s", took.Round(time.Millisecond), own)
+	for _, p := range []*natsjs.Partitions{a, d} {
+		if err := p.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if own.breach {
+		t.Error("a partition was worked by two replicas at once")
+	}
+}
+
+// A replica cut off from NATS stops its partitions' work within the renew
+// deadline, before the others take them over.
+func TestACutOffReplicaStopsBeforeOthersTakeOver(t *testing.T) {
+	ctx := context.Background()
+	o := newOptions()
+	const n = 8
+	own := newOwners(t, n)
+	opts := natsjs.PartitionOptions{Count: n, LeaseDuration: 1200 * time.Millisecond, RenewDeadline: 900 * time.Millisecond, Renew: 300 * time.Millisecond}
+	opts.Replica = "a"
+	a, err := open(t, o).JoinPartitions(ctx, opts, own.onSet("a"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Leave(ctx) }()
+	nc, err := nats.Connect(cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, err := natsjs.Open(ctx, nc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Replica = "b"
+	b, err := bb.JoinPartitions(ctx, opts, own.onSet("b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, own, 10*time.Second, "a", "b")
+	nc.Close() // b is cut off: it cannot renew
+	took := waitSettled(t, own, 5*time.Second, "a")
+	if got := b.Owned(); len(got) != 0 {
+		t.Errorf("b, cut off, still works %v", got)
+	}
+	t.Logf("b cut off: a works every partition after %v", took.Round(time.Millisecond))
+	b.Crash()
+	_ = bb.Close()
+}
