@@ -1,7 +1,8 @@
 // Package natsjs is the scale-out adapter of pkg/bus: the bus on NATS
 // JetStream, shared by several flotilla replicas.
 //
-//   - Events: one stream (default FLOTILLA, subject flotilla.events),
+//   - Events: one stream (default FLOTILLA, subjects flotilla.events.<p>,
+//     one per partition: a hash of the event's key, fixed count),
 //     replicated (default R3), each event in the CloudEvents NATS binding's
 //     structured mode, its id the Nats-Msg-Id, so the stream's
 //     de-duplication window (default 24h) drops a redelivery. Append
@@ -16,6 +17,8 @@
 //   - Cursors: a KV bucket (<Stream>_cursors), one key per consumer.
 //   - Timers: a KV bucket of due times (<Stream>_timers) indexed in memory
 //     from a watch; timers.go says why not scheduled messages.
+//   - Views: a partition's events, cursors and timers, for the replica
+//     that holds it (Bus.Partition).
 //   - Partitions: the engine's work shared among live replicas without a
 //     leader, one replica per partition at a time, under leases in a KV
 //     bucket (<Stream>_leases); partitions.go says how handover stays

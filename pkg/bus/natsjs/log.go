@@ -63,7 +63,11 @@ func (b *Bus) Append(ctx context.Context, evs ...cloudevents.Event) ([]bus.Recor
 		out = append(out, recs...)
 	}
 	if len(out) > 0 {
-		b.appended(out[len(out)-1].Seq)
+		seqs := map[string]uint64{}
+		for _, r := range out {
+			seqs[b.subjectOf(r.Event)] = r.Seq
+		}
+		b.appended(seqs)
 	}
 	return out, nil
 }
@@ -72,7 +76,7 @@ func (b *Bus) Append(ctx context.Context, evs ...cloudevents.Event) ([]bus.Recor
 func (b *Bus) publish(ctx context.Context, evs []cloudevents.Event, raw [][]byte) ([]bus.Record, error) {
 	msgs := make([]*nats.Msg, len(evs))
 	for i, e := range evs {
-		msgs[i] = b.message(e.ID(), raw[i])
+		msgs[i] = b.message(e, raw[i])
 	}
 	if len(msgs) == 1 {
 		return b.publishEach(ctx, evs, msgs)
@@ -81,7 +85,7 @@ func (b *Bus) publish(ctx context.Context, evs []cloudevents.Event, raw [][]byte
 	switch {
 	case isAPIError(err, errContainsDuplicate) || isAPIError(err, errDuplicateInProcess):
 		for i, e := range evs {
-			msgs[i] = b.message(e.ID(), raw[i]) // the batch's headers are gone
+			msgs[i] = b.message(e, raw[i]) // the batch's headers are gone
 		}
 		return b.publishEach(ctx, evs, msgs)
 	case err != nil:
@@ -129,10 +133,10 @@ func (b *Bus) publishOne(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, e
 }
 
 // message is an event as the CloudEvents NATS binding's structured mode
-// carries it, its id as the message id.
-func (b *Bus) message(id string, raw []byte) *nats.Msg {
-	m := nats.NewMsg(b.o.Subject)
-	m.Header.Set(jetstream.MsgIDHeader, msgID(id))
+// carries it, on its partition's subject, its id as the message id.
+func (b *Bus) message(e cloudevents.Event, raw []byte) *nats.Msg {
+	m := nats.NewMsg(b.subjectOf(e))
+	m.Header.Set(jetstream.MsgIDHeader, msgID(e.ID()))
 	m.Header.Set("Content-Type", event.ApplicationCloudEventsJSON)
 	m.Data = raw
 	return m
@@ -185,8 +189,16 @@ const catchUpTimeout = 2 * time.Second
 // after catchUpTimeout fails the Read, to be retried, so that no append a
 // reader was woken for goes unread.
 func (b *Bus) Read(ctx context.Context, after uint64, limit int) ([]bus.Record, error) {
+	return b.read(ctx, "", after, limit)
+}
+
+// read reads the records of subject ("": all) after seq.
+func (b *Bus) read(ctx context.Context, subject string, after uint64, limit int) ([]bus.Record, error) {
 	b.mu.Lock()
 	high := b.high
+	if subject != "" {
+		high = b.highOfSub[subject]
+	}
 	b.mu.Unlock()
 	var out []bus.Record
 	deadline := time.Now().Add(catchUpTimeout)
@@ -198,7 +210,7 @@ func (b *Bus) Read(ctx context.Context, after uint64, limit int) ([]bus.Record, 
 		if want <= 0 {
 			return out, nil
 		}
-		got, err := b.readBatch(ctx, after, want)
+		got, err := b.readBatch(ctx, subject, after, want)
 		if err != nil {
 			return nil, fmt.Errorf("reading stream %s after %d: %w", b.o.Stream, after, err)
 		}
@@ -223,9 +235,13 @@ func (b *Bus) Read(ctx context.Context, after uint64, limit int) ([]bus.Record, 
 	}
 }
 
-// readBatch reads up to n records after seq.
-func (b *Bus) readBatch(ctx context.Context, after uint64, n int) ([]bus.Record, error) {
-	msgs, err := jetstreamext.GetBatch(ctx, b.js, b.o.Stream, n, jetstreamext.GetBatchSeq(after+1))
+// readBatch reads up to n records of subject ("": all) after seq.
+func (b *Bus) readBatch(ctx context.Context, subject string, after uint64, n int) ([]bus.Record, error) {
+	opts := []jetstreamext.GetBatchOpt{jetstreamext.GetBatchSeq(after + 1)}
+	if subject != "" {
+		opts = append(opts, jetstreamext.GetBatchSubject(subject))
+	}
+	msgs, err := jetstreamext.GetBatch(ctx, b.js, b.o.Stream, n, opts...)
 	if err != nil {
 		return nil, err
 	}

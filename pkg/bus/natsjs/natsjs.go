@@ -2,15 +2,20 @@ package natsjs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Options name and size what Open creates (or updates) in JetStream.
@@ -19,8 +24,17 @@ type Options struct {
 	// buckets of cursors and timers are named after it
 	// (<Stream>_cursors, <Stream>_timers).
 	Stream string
-	// Subject is the stream's subject (default "flotilla.events").
+	// Subject prefixes the stream's subjects (default
+	// "flotilla.events"): an event goes to <Subject>.<partition>.
 	Subject string
+	// Partitions of the stream (default 1), fixed for its life: an
+	// event's partition is a hash of its key (PartitionKey), so the
+	// events of one key keep their order in one partition, which one
+	// replica at a time works (Partitions, View).
+	Partitions int
+	// PartitionKey is the key an event is partitioned by (the engine's
+	// dispatch.Key); nil: its id.
+	PartitionKey func(cloudevents.Event) string
 	// Replicas of the stream and the buckets (default 3: a NATS node
 	// may be lost; 1 for a single-node server).
 	Replicas int
@@ -57,7 +71,33 @@ func (o Options) withDefaults() Options {
 	if o.Duplicates <= 0 {
 		o.Duplicates = DefaultDuplicates
 	}
+	if o.Partitions <= 0 {
+		o.Partitions = 1
+	}
+	if o.PartitionKey == nil {
+		o.PartitionKey = func(e cloudevents.Event) string { return e.ID() }
+	}
 	return o
+}
+
+// metaPartitions is the stream's metadata naming its partition count.
+const metaPartitions = "flotilla.partitions"
+
+// partition is the partition of key among n.
+func partition(key string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	sum := sha256.Sum256([]byte(key))
+	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(n))
+}
+
+// subject is partition p's subject.
+func (b *Bus) subject(p int) string { return b.o.Subject + "." + strconv.Itoa(p) }
+
+// subjectOf is the subject of event e.
+func (b *Bus) subjectOf(e cloudevents.Event) string {
+	return b.subject(partition(b.o.PartitionKey(e), b.o.Partitions))
 }
 
 // Bus is the bus on JetStream. It implements bus.Bus.
@@ -72,9 +112,11 @@ type Bus struct {
 	mu      sync.Mutex
 	changed chan struct{}
 	// high is the highest sequence known to be in the stream (this
-	// process's appends and every append the follower saw): a Read from
-	// a replica behind it retries until it has caught up.
-	high uint64
+	// process's appends and every append the follower saw), in all and
+	// per subject: a Read from a replica behind it retries until it has
+	// caught up.
+	high      uint64
+	highOfSub map[string]uint64
 }
 
 var _ bus.Bus = (*Bus)(nil)
@@ -87,14 +129,20 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	if cur, err := js.Stream(ctx, o.Stream); err == nil {
+		if n := cur.CachedInfo().Config.Metadata[metaPartitions]; n != "" && n != strconv.Itoa(o.Partitions) {
+			return nil, fault.Permanent(fmt.Errorf("stream %s has %s partitions, not %d: an event's partition would change with the count", o.Stream, n, o.Partitions))
+		}
+	}
 	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: o.Stream, Subjects: []string{o.Subject}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		Name: o.Stream, Subjects: []string{o.Subject + ".*"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		Duplicates: o.Duplicates, AllowDirect: true, AllowAtomicPublish: true,
+		Metadata: map[string]string{metaPartitions: strconv.Itoa(o.Partitions)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating stream %s: %w", o.Stream, err)
 	}
-	b := &Bus{o: o, nc: nc, js: js, changed: make(chan struct{})}
+	b := &Bus{o: o, nc: nc, js: js, changed: make(chan struct{}), highOfSub: map[string]uint64{}}
 	if err := b.answers(ctx); err != nil {
 		return nil, err
 	}
@@ -123,7 +171,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 // elected a leader): until then a read finds no responders.
 func (b *Bus) answers(ctx context.Context) error {
 	for {
-		_, err := b.readBatch(ctx, 0, 1)
+		_, err := b.readBatch(ctx, "", 0, 1)
 		if err == nil {
 			return nil
 		}
@@ -150,9 +198,9 @@ func (b *Bus) followAppends(ctx context.Context, s jetstream.Stream) error {
 	}
 	cc, err := c.Consume(func(m jetstream.Msg) {
 		if md, err := m.Metadata(); err == nil {
-			b.appended(md.Sequence.Stream)
+			b.appended(map[string]uint64{m.Subject(): md.Sequence.Stream})
 		}
-	}, jetstream.ConsumeErrHandler(func(jetstream.ConsumeContext, error) { b.appended(0) }))
+	}, jetstream.ConsumeErrHandler(func(jetstream.ConsumeContext, error) { b.appended(nil) }))
 	if err != nil {
 		return fmt.Errorf("following stream %s: %w", b.o.Stream, err)
 	}
@@ -160,11 +208,14 @@ func (b *Bus) followAppends(ctx context.Context, s jetstream.Stream) error {
 	return nil
 }
 
-// appended records that the stream holds seq (0: unknown) and wakes the
-// readers.
-func (b *Bus) appended(seq uint64) {
+// appended records that the stream holds the sequences (by subject; none:
+// unknown) and wakes the readers.
+func (b *Bus) appended(seqs map[string]uint64) {
 	b.mu.Lock()
-	b.high = max(b.high, seq)
+	for sub, seq := range seqs {
+		b.high = max(b.high, seq)
+		b.highOfSub[sub] = max(b.highOfSub[sub], seq)
+	}
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()

@@ -42,6 +42,17 @@ func TestMain(m *testing.M) {
 
 var streams atomic.Int64
 
+// connect connects to the cluster, closed at the test's end.
+func connect(t *testing.T) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(cluster.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // open connects to the cluster and opens a bus on a stream of the test's
 // own, closed at the test's end.
 func open(t *testing.T, o natsjs.Options) *natsjs.Bus {
@@ -67,8 +78,15 @@ func newOptions() natsjs.Options {
 }
 
 func TestContract(t *testing.T) {
+	for _, parts := range []int{1, 4} {
+		t.Run(fmt.Sprintf("partitions=%d", parts), func(t *testing.T) { contract(t, parts) })
+	}
+}
+
+func contract(t *testing.T, parts int) {
 	bustest.Run(t, func(t *testing.T) (bus.Bus, func() bus.Bus) {
 		o := newOptions()
+		o.Partitions = parts
 		b := open(t, o)
 		return b, func() bus.Bus {
 			_ = b.Close()

@@ -21,17 +21,19 @@ import (
 // JetStream's scheduled messages: the engine fires timers itself
 // (FireDue(now), its clock, per partition) and asks when the next one is
 // due, which a schedule the server fires on its own cannot answer. A key
-// is the due time in unix nanoseconds, a dot and the event id in base64url,
-// so one id scheduled twice for one time is one key; the value is the
-// event. Every replica watches the bucket into an index in memory: NextDue
+// is the event's partition, the due time in unix nanoseconds and the event
+// id in base64url, dot-separated, so one id scheduled twice for one time is
+// one key; the value is the event. A partition's timers are fired by the
+// replica that holds it (View). Every replica watches the bucket into an index in memory: NextDue
 // reads it, Schedule by any replica wakes every replica's timer loop. Two
 // replicas firing one timer append it once, the stream dropping the
 // repeated id.
 
 type timer struct {
-	due time.Time
-	rev uint64
-	raw []byte
+	part int
+	due  time.Time
+	rev  uint64
+	raw  []byte
 }
 
 type timerIndex struct {
@@ -45,14 +47,17 @@ type timerIndex struct {
 	changed chan struct{}
 }
 
-func timerKey(due time.Time, id string) string {
-	return strconv.FormatInt(due.UnixNano(), 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+func timerKey(part int, due time.Time, id string) string {
+	return strconv.Itoa(part) + "." + strconv.FormatInt(due.UnixNano(), 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
 }
 
-func keyDue(key string) (time.Time, bool) {
-	ns, _, ok := strings.Cut(key, ".")
-	n, err := strconv.ParseInt(ns, 10, 64)
-	return time.Unix(0, n), ok && err == nil
+// parseTimerKey returns a timer key's partition and due time.
+func parseTimerKey(key string) (int, time.Time, bool) {
+	ps, rest, ok1 := strings.Cut(key, ".")
+	ns, _, ok2 := strings.Cut(rest, ".")
+	part, err1 := strconv.Atoi(ps)
+	n, err2 := strconv.ParseInt(ns, 10, 64)
+	return part, time.Unix(0, n), ok1 && ok2 && err1 == nil && err2 == nil
 }
 
 // watchTimers indexes the bucket's timers and follows it; it returns once
@@ -128,11 +133,11 @@ func (t *timerIndex) put(key string, rev uint64, raw []byte) {
 	if cur, ok := t.byKey[key]; ok && cur.rev >= rev {
 		return
 	}
-	due, ok := keyDue(key)
+	part, due, ok := parseTimerKey(key)
 	if !ok {
 		return // not a timer of this format
 	}
-	t.byKey[key] = timer{due: due, rev: rev, raw: raw}
+	t.byKey[key] = timer{part: part, due: due, rev: rev, raw: raw}
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
@@ -163,7 +168,7 @@ func (b *Bus) Schedule(ctx context.Context, evs ...cloudevents.Event) error {
 	}
 	for i, e := range later {
 		due, _ := bus.Due(e)
-		key := timerKey(due, e.ID())
+		key := timerKey(partition(b.o.PartitionKey(e), b.o.Partitions), due, e.ID())
 		rev, err := b.timers.kv.Put(ctx, key, raw[i])
 		if err != nil {
 			return fmt.Errorf("scheduling timer %s: %w", bus.ShortID(e.ID()), err)
@@ -177,6 +182,13 @@ func (b *Bus) Schedule(ctx context.Context, evs ...cloudevents.Event) error {
 
 // NextDue returns when the earliest timer is due.
 func (b *Bus) NextDue(ctx context.Context) (time.Time, bool, error) {
+	return b.nextDue(ctx, allPartitions)
+}
+
+// allPartitions selects the timers of every partition.
+const allPartitions = -1
+
+func (b *Bus) nextDue(ctx context.Context, part int) (time.Time, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, false, err
 	}
@@ -184,6 +196,9 @@ func (b *Bus) NextDue(ctx context.Context) (time.Time, bool, error) {
 	defer b.timers.mu.Unlock()
 	var next time.Time
 	for _, t := range b.timers.byKey {
+		if part != allPartitions && t.part != part {
+			continue
+		}
 		if next.IsZero() || t.due.Before(next) {
 			next = t.due
 		}
@@ -194,6 +209,10 @@ func (b *Bus) NextDue(ctx context.Context) (time.Time, bool, error) {
 // FireDue appends up to limit timers due at or before now, earliest first,
 // then deletes them.
 func (b *Bus) FireDue(ctx context.Context, now time.Time, limit int) (int, error) {
+	return b.fireDue(ctx, now, limit, allPartitions)
+}
+
+func (b *Bus) fireDue(ctx context.Context, now time.Time, limit, part int) (int, error) {
 	type due struct {
 		key string
 		timer
@@ -201,7 +220,7 @@ func (b *Bus) FireDue(ctx context.Context, now time.Time, limit int) (int, error
 	b.timers.mu.Lock()
 	var ready []due
 	for k, t := range b.timers.byKey {
-		if !t.due.After(now) {
+		if !t.due.After(now) && (part == allPartitions || t.part == part) {
 			ready = append(ready, due{k, t})
 		}
 	}
