@@ -451,9 +451,13 @@ flotilla_function_calls_total{function="b",outcome="permanent"} 2
 		t.Errorf("lint: %v %v", problems, err)
 	}
 
-	// The metrics are registered once per registry.
-	if _, err := dispatch.New(s, nil, dispatch.Options{Metrics: reg}); err == nil {
-		t.Error("a second runtime registered the same metrics")
+	// The dispatchers of a replica's partitions (Shards) share one
+	// registry: a second one counts on the collectors of the first.
+	if _, err := dispatch.New(s, nil, dispatch.Options{Metrics: reg}); err != nil {
+		t.Errorf("a second dispatcher on the registry: %v", err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint after a second dispatcher: %v %v", problems, err)
 	}
 }
 

@@ -23,6 +23,10 @@
 // (logctx.From): every line logged with it, by the function or anything it
 // calls, carries them.
 //
+// In scale-out mode, Shards run one dispatcher per partition of the bus the
+// replica holds, each on that partition's view (its events, cursor and
+// timers), started and stopped as the replica gains and loses partitions.
+//
 // A Mirror follows the same journal with its own cursor and posts every
 // event to an outbound CloudEvents sink.
 package dispatch

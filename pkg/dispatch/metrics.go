@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,12 +54,47 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.duration, m.processed, m.stalls, m.quarantined, m.inflight, m.timers} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering dispatcher metrics: %w", err)
-		}
+	// The dispatchers of a replica's partitions (Shards) share them: a
+	// collector registered already is the one to count on.
+	var err error
+	if m.calls, err = register(reg, m.calls); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.processed, err = register(reg, m.processed); err != nil {
+		return nil, err
+	}
+	if m.stalls, err = register(reg, m.stalls); err != nil {
+		return nil, err
+	}
+	if m.quarantined, err = register(reg, m.quarantined); err != nil {
+		return nil, err
+	}
+	if m.inflight, err = register(reg, m.inflight); err != nil {
+		return nil, err
+	}
+	if m.timers, err = register(reg, m.timers); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c, or returns the collector registered already under
+// its name.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("registering dispatcher metrics: %w", err)
+	}
+	return c, nil
 }
 
 func (m *metrics) observe(fn string, err error, d time.Duration) {

@@ -56,7 +56,9 @@ func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
 	}
 	for _, l := range lanes {
 		l.ready = make(chan *partition, d.o.MaxInFlight+1)
-		d.m.inflight.WithLabelValues(l.metricName()).Set(0)
+		// Added to, not set: the dispatchers of a replica's partitions
+		// (Shards) share the gauge.
+		d.m.inflight.WithLabelValues(l.metricName()).Add(0)
 	}
 	return &scheduler{
 		d:       d,
@@ -90,6 +92,14 @@ func (s *scheduler) run(ctx context.Context) {
 	}
 	s.read(ctx)
 	wg.Wait()
+	// What was in flight is replayed at the next run, by this dispatcher
+	// or by the replica that takes its partition over.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.lanes {
+		s.d.m.inflight.WithLabelValues(l.metricName()).Sub(float64(l.inflight))
+		l.inflight = 0
+	}
 }
 
 // read admits journaled events until ctx ends, at most MaxInFlight at once.
@@ -176,7 +186,7 @@ func (s *scheduler) admit(rec bus.Record) {
 	p.queue = append(p.queue, &item{rec: rec, fns: fns})
 	s.inflight++
 	p.lane.inflight++
-	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Set(float64(p.lane.inflight))
+	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Inc()
 	if !p.busy {
 		p.busy = true
 		p.lane.ready <- p // never blocks: see lanes
@@ -219,7 +229,7 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 	}
 	s.inflight--
 	p.lane.inflight--
-	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Set(float64(p.lane.inflight))
+	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Dec()
 	wm := s.win.finish(it.rec.Seq)
 	if len(p.queue) == 0 {
 		p.busy = false
