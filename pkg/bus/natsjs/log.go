@@ -62,6 +62,9 @@ func (b *Bus) Append(ctx context.Context, evs ...cloudevents.Event) ([]bus.Recor
 		}
 		out = append(out, recs...)
 	}
+	// The events are in: a failure to remember their ids only makes Has
+	// answer false, and its caller do its (idempotent) work again.
+	_ = b.remember(ctx, out)
 	if len(out) > 0 {
 		seqs := map[string]uint64{}
 		for _, r := range out {

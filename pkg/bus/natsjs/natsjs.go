@@ -3,6 +3,7 @@ package natsjs
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,6 +36,12 @@ type Options struct {
 	// PartitionKey is the key an event is partitioned by (the engine's
 	// dispatch.Key); nil: its id.
 	PartitionKey func(cloudevents.Event) string
+	// MaxAge is how long the stream keeps an event (0: until the limits
+	// of the server; the embedded journal's retention).
+	MaxAge time.Duration
+	// Remember selects the events whose ids Has answers for, within the
+	// de-duplication window (the pipeline runs' answers); nil: none.
+	Remember func(cloudevents.Event) bool
 	// Replicas of the stream and the buckets (default 3: a NATS node
 	// may be lost; 1 for a single-node server).
 	Replicas int
@@ -105,7 +112,9 @@ type Bus struct {
 	o       Options
 	nc      *nats.Conn
 	js      jetstream.JetStream
+	stream  jetstream.Stream
 	cursors jetstream.KeyValue
+	ids     jetstream.KeyValue // the ids Remember selects (nil: none)
 	timers  *timerIndex
 	follow  jetstream.ConsumeContext
 
@@ -117,6 +126,9 @@ type Bus struct {
 	// caught up.
 	high      uint64
 	highOfSub map[string]uint64
+	// first is the stream's first sequence as of firstAt.
+	first   uint64
+	firstAt time.Time
 }
 
 var _ bus.Bus = (*Bus)(nil)
@@ -136,13 +148,22 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 	}
 	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: o.Stream, Subjects: []string{o.Subject + ".*"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-		Duplicates: o.Duplicates, AllowDirect: true, AllowAtomicPublish: true,
+		Duplicates: o.Duplicates, AllowDirect: true, AllowAtomicPublish: true, MaxAge: o.MaxAge,
 		Metadata: map[string]string{metaPartitions: strconv.Itoa(o.Partitions)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating stream %s: %w", o.Stream, err)
 	}
-	b := &Bus{o: o, nc: nc, js: js, changed: make(chan struct{}), highOfSub: map[string]uint64{}}
+	b := &Bus{o: o, nc: nc, js: js, stream: s, changed: make(chan struct{}), highOfSub: map[string]uint64{}}
+	info := s.CachedInfo()
+	b.high, b.first, b.firstAt = info.State.LastSeq, info.State.FirstSeq, time.Now()
+	if o.Remember != nil {
+		if b.ids, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: o.Stream + "_ids", Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1, TTL: o.Duplicates,
+		}); err != nil {
+			return nil, fmt.Errorf("creating the ids' bucket: %w", err)
+		}
+	}
 	if err := b.answers(ctx); err != nil {
 		return nil, err
 	}
@@ -238,3 +259,69 @@ func (b *Bus) Close() error {
 
 // ErrClosed is returned once the connection is closed.
 var ErrClosed = errors.New("natsjs: connection closed")
+
+// LastSeq is the highest sequence this process knows the stream holds.
+func (b *Bus) LastSeq() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.high
+}
+
+// firstRefresh bounds how stale FirstSeq may be.
+const firstRefresh = 5 * time.Second
+
+// FirstSeq is the stream's first sequence (retention moves it), read again
+// from the stream at most every few seconds.
+func (b *Bus) FirstSeq() uint64 {
+	b.mu.Lock()
+	first, stale := b.first, time.Since(b.firstAt) > firstRefresh
+	b.mu.Unlock()
+	if !stale {
+		return first
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := b.stream.Info(ctx)
+	if err != nil {
+		return first
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.first, b.firstAt = info.State.FirstSeq, time.Now()
+	return b.first
+}
+
+// Has tells whether an event with id, of those Options.Remember selects,
+// was appended within the de-duplication window.
+func (b *Bus) Has(ctx context.Context, id string) (bool, error) {
+	if b.ids == nil {
+		return false, errors.New("natsjs: Has needs Options.Remember")
+	}
+	_, err := b.ids.Get(ctx, idsKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up event %s: %w", bus.ShortID(id), err)
+	}
+	return true, nil
+}
+
+func idsKey(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(msgID(id))) }
+
+// remember records the ids of the appended events Remember selects. A
+// crash before it leaves Has answering false: the caller's work is then
+// done again, as after any replay.
+func (b *Bus) remember(ctx context.Context, recs []bus.Record) error {
+	if b.ids == nil {
+		return nil
+	}
+	for _, r := range recs {
+		if b.o.Remember(r.Event) {
+			if _, err := b.ids.Put(ctx, idsKey(r.Event.ID()), nil); err != nil {
+				return fmt.Errorf("remembering event %s: %w", bus.ShortID(r.Event.ID()), err)
+			}
+		}
+	}
+	return nil
+}

@@ -178,3 +178,32 @@ func TestReplicasShareTheStream(t *testing.T) {
 		}
 	}
 }
+
+// Has answers for the events Remember selects, appended by any replica;
+// LastSeq and FirstSeq bound the stream.
+func TestHasRemembersSelectedEvents(t *testing.T) {
+	ctx := context.Background()
+	o := newOptions()
+	o.Remember = func(e cloudevents.Event) bool { return strings.HasPrefix(e.ID(), "answer-") }
+	r1, r2 := open(t, o), open(t, o)
+	if _, err := r1.Append(ctx, event(t, "answer-1"), event(t, "other")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{{"answer-1", true}, {"other", false}, {"answer-2", false}} {
+		if got, err := r2.Has(ctx, tc.id); got != tc.want || err != nil {
+			t.Errorf("Has(%s) = %v, %v; want %v", tc.id, got, err, tc.want)
+		}
+	}
+	if got := r1.LastSeq(); got != 2 {
+		t.Errorf("LastSeq = %d, want 2", got)
+	}
+	if got := r2.FirstSeq(); got != 0 && got != 1 {
+		t.Errorf("FirstSeq = %d", got)
+	}
+	if _, err := open(t, newOptions()).Has(ctx, "x"); err == nil {
+		t.Error("Has without Remember answered")
+	}
+}
