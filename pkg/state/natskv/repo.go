@@ -58,12 +58,7 @@ type envelope struct {
 // Open creates or updates the buckets on nc's JetStream. b takes the events
 // of updates; now (default time.Now) stamps rollouts.
 func Open(ctx context.Context, nc *nats.Conn, b Bus, o Options, now func() time.Time) (*Repo, error) {
-	if o.Prefix == "" {
-		o.Prefix = "FLOTILLA"
-	}
-	if o.Replicas <= 0 {
-		o.Replicas = 3
-	}
+	o = o.withDefaults()
 	if now == nil {
 		now = time.Now
 	}
@@ -107,6 +102,16 @@ func answers(ctx context.Context, kv jetstream.KeyValue) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = "FLOTILLA"
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 3
+	}
+	return o
 }
 
 func idKey(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
