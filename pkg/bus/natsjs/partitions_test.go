@@ -87,6 +87,10 @@ func waitSettled(t *testing.T, o *owners, within time.Duration, replicas ...stri
 	return time.Since(start)
 }
 
+// The waits are generous (a loaded machine delays renewals, which only
+// delays handovers); the times they took are logged. The exclusivity
+// checks are strict.
+//
 // Three replicas share 12 partitions, each held by one; a replica killed
 // (no release) has its partitions taken over within the lease's time, a
 // replica that leaves hands them over at once, one that joins takes its
@@ -108,21 +112,21 @@ func TestPartitionsAreSharedAndHandedOver(t *testing.T) {
 		return p
 	}
 	a, b, c := join("a"), join("b"), join("c")
-	waitSettled(t, own, 10*time.Second, "a", "b", "c")
+	waitSettled(t, own, 20*time.Second, "a", "b", "c")
 	t.Logf("three replicas: %s", own)
 
 	b.Crash()
-	took := waitSettled(t, own, 5*time.Second, "a", "c")
+	took := waitSettled(t, own, 20*time.Second, "a", "c")
 	t.Logf("b killed: its partitions worked again after %v: %s", took.Round(time.Millisecond), own)
 
 	if err := c.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	took = waitSettled(t, own, 3*time.Second, "a")
+	took = waitSettled(t, own, 20*time.Second, "a")
 	t.Logf("c left: a works every partition after %v", took.Round(time.Millisecond))
 
 	d := join("d")
-	took = waitSettled(t, own, 5*time.Second, "a", "d")
+	took = waitSettled(t, own, 20*time.Second, "a", "d")
 	t.Logf("d joined: shared after %v: %s", took.Round(time.Millisecond), own)
 	for _, p := range []*natsjs.Partitions{a, d} {
 		if err := p.Leave(ctx); err != nil {
@@ -161,9 +165,9 @@ func TestACutOffReplicaStopsBeforeOthersTakeOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitSettled(t, own, 10*time.Second, "a", "b")
+	waitSettled(t, own, 20*time.Second, "a", "b")
 	nc.Close() // b is cut off: it cannot renew
-	took := waitSettled(t, own, 5*time.Second, "a")
+	took := waitSettled(t, own, 20*time.Second, "a")
 	if got := b.Owned(); len(got) != 0 {
 		t.Errorf("b, cut off, still works %v", got)
 	}
