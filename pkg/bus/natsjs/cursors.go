@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -46,4 +48,22 @@ func (b *Bus) DeleteCursor(ctx context.Context, consumer string) error {
 		return fmt.Errorf("deleting the cursor of %s: %w", consumer, err)
 	}
 	return nil
+}
+
+// CursorNames returns the consumers with a saved cursor whose names start
+// with prefix.
+func (b *Bus) CursorNames(ctx context.Context, prefix string) ([]string, error) {
+	keys, err := b.cursors.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing cursors: %w", err)
+	}
+	var out []string
+	for k := range keys.Keys() {
+		name, err := base64.RawURLEncoding.DecodeString(k)
+		if err == nil && strings.HasPrefix(string(name), prefix) {
+			out = append(out, string(name))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

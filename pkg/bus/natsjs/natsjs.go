@@ -325,3 +325,12 @@ func (b *Bus) remember(ctx context.Context, recs []bus.Record) error {
 	}
 	return nil
 }
+
+// Err says why the bus cannot take appends now (its connection to NATS is
+// not up), nil while it can.
+func (b *Bus) Err() error {
+	if st := b.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("natsjs: the connection to NATS is %s", st)
+	}
+	return nil
+}

@@ -207,3 +207,26 @@ func TestHasRemembersSelectedEvents(t *testing.T) {
 		t.Error("Has without Remember answered")
 	}
 }
+
+// The cursors a replica saves are listed by prefix on another; Err is nil
+// while connected.
+func TestCursorNamesAndErr(t *testing.T) {
+	ctx := context.Background()
+	o := newOptions()
+	r1, r2 := open(t, o), open(t, o)
+	for _, name := range []string{"cdevents/https://a", "cdevents/https://b", "runtime"} {
+		if err := r1.SetCursor(ctx, name, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := r2.CursorNames(ctx, "cdevents/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"cdevents/https://a", "cdevents/https://b"}, got); diff != "" {
+		t.Errorf("CursorNames (-want +got):\n%s", diff)
+	}
+	if err := r2.Err(); err != nil {
+		t.Errorf("Err while connected = %v", err)
+	}
+}
