@@ -39,6 +39,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
+	"github.com/flotilla-cd/flotilla/pkg/state"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
 	"github.com/flotilla-cd/flotilla/pkg/tracing"
@@ -77,15 +78,17 @@ const DefaultReadHeaderTimeout = 10 * time.Second
 type Server struct {
 	cfg       *config.Config
 	log       *slog.Logger
-	store     *store.Store
-	repo      *embedded.Repo
+	store     *store.Store // embedded mode
+	scale     *scaleOut    // scale-out mode
+	bus       eventBus     // the store, or the bus on NATS
+	repo      state.Rollouts
 	approvals *gates.StoreApprovals
 	api       *api.API
 	hub       *watch.Hub             // the journal, live, for the API's watchers
 	delivery  *fleetmetrics.Observer // the delivery metrics, from the journal
 	ui        *ui.Handler
 	intake    *intake.Intake
-	dispatch  *dispatch.Dispatcher
+	dispatch  engine
 	mirror    *dispatch.Mirror
 	cdevents  []*dispatch.Mirror
 	resync    *resync.Resyncer
@@ -153,13 +156,21 @@ func storeBounds(c config.Server) []store.Option {
 // error, s holds what was opened so far, for Close.
 func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, flaggerRecv config.Receiver) (err error) {
 	cfg := s.cfg
-	s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), append(storeBounds(cfg.Server),
-		store.WithLogger(o.Logger), store.WithMetrics(o.Registerer))...)
-	if err != nil {
-		return err
+	if cfg.Server.Bus != nil {
+		if s.scale, err = openScaleOut(ctx, cfg.Server, o.Logger); err != nil {
+			return err
+		}
+		s.bus, s.repo = s.scale.bus, s.scale.repo
+		s.approvals = gates.NewStoreApprovals(s.scale.docs)
+	} else {
+		s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), append(storeBounds(cfg.Server),
+			store.WithLogger(o.Logger), store.WithMetrics(o.Registerer))...)
+		if err != nil {
+			return err
+		}
+		s.bus, s.repo = s.store, embedded.NewRepo(s.store, nil)
+		s.approvals = gates.NewStoreApprovals(s.store)
 	}
-	s.repo = embedded.NewRepo(s.store, nil)
-	s.approvals = gates.NewStoreApprovals(s.store)
 	clusters, err := cluster.NewSet(cfg.Fleet.Clusters)
 	if err != nil {
 		return err
@@ -231,27 +242,31 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		observe.New(cfg, s.repo, clusters, nil),
 		advance.New(cfg, s.repo, nil),
 		rollback.New(cfg, s.repo, clusters, nil),
-		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.store, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.store),
+		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus),
 		prop,
 	}
-	s.dispatch, err = dispatch.New(s.store, fns, dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers})
-	if err != nil {
+	dopts := dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers}
+	var inFlight resync.Rollouts = s.repo
+	if s.scale != nil {
+		shared := &sharedEngine{so: s.scale, fns: fns, opts: dopts, log: o.Logger}
+		s.dispatch, inFlight = shared, ownedRollouts{repo: s.repo, owns: shared.owns}
+	} else if s.dispatch, err = dispatch.New(s.bus, fns, dopts); err != nil {
 		return err
 	}
 	o.Resync.Logger = o.Logger
-	s.resync = resync.New(cfg, s.repo, clusters, journal{s.store}, o.Resync)
+	s.resync = resync.New(cfg, inFlight, clusters, journal{s.bus}, o.Resync)
 	if cfg.Events.Sink != "" {
-		if s.mirror, err = dispatch.NewMirror(s.store, cfg.Events.Sink, o.Logger); err != nil {
+		if s.mirror, err = dispatch.NewMirror(s.bus, cfg.Events.Sink, o.Logger); err != nil {
 			return err
 		}
-	} else if err := dispatch.ForgetMirror(ctx, s.store); err != nil {
+	} else if err := dispatch.ForgetMirror(ctx, s.bus); err != nil {
 		return err
 	}
 	if err := s.cdeventMirrors(ctx, cfg, o.Logger); err != nil {
 		return err
 	}
 	if t := cfg.Telemetry.Tracing; t.Endpoint != "" {
-		if s.tracer, err = tracing.New(ctx, s.store, t.Endpoint, tracing.WithHeaders(t.HeaderValues), tracing.WithSampleRatio(t.Ratio()),
+		if s.tracer, err = tracing.New(ctx, s.bus, t.Endpoint, tracing.WithHeaders(t.HeaderValues), tracing.WithSampleRatio(t.Ratio()),
 			tracing.WithInstance(cfg.Server.Instance), tracing.WithLogger(o.Logger)); err != nil {
 			return err
 		}
@@ -260,19 +275,19 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	for _, a := range cfg.Applications {
 		apps = append(apps, a.Name)
 	}
-	if s.hub, err = watch.New(s.store, s.repo, o.Logger, o.Registerer); err != nil {
+	if s.hub, err = watch.New(s.bus, s.repo, o.Logger, o.Registerer); err != nil {
 		return err
 	}
-	if s.delivery, err = fleetmetrics.New(s.store, s.repo, o.Registerer, fleetmetrics.WithLogger(o.Logger)); err != nil {
+	if s.delivery, err = fleetmetrics.New(s.bus, s.repo, o.Registerer, fleetmetrics.WithLogger(o.Logger)); err != nil {
 		return err
 	}
 	if s.ui, err = ui.New(); err != nil {
 		return err
 	}
-	s.api = api.New(s.repo, s.approvals, s.store, cfg.Server.Tokens(), o.Logger).WithApplications(apps...).
+	s.api = api.New(s.repo, s.approvals, s.bus, cfg.Server.Tokens(), o.Logger).WithApplications(apps...).
 		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub)
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
-	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.store}, intake.WithGateKeeper(keeper),
+	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),
 		intake.WithLogger(o.Logger), intake.WithMetrics(o.Registerer))
 	if err != nil {
@@ -363,19 +378,29 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		return nil
 	})
+	// The sinks' mirrors and the tracer follow the whole bus once: here,
+	// or in scale-out mode on the replica that holds partition 0.
+	var once []func(context.Context) error
+	for _, m := range s.cdevents {
+		once = append(once, m.Run)
+	}
+	if s.mirror != nil {
+		once = append(once, s.mirror.Run)
+	}
+	if s.tracer != nil {
+		once = append(once, s.tracer.Run)
+	}
+	if shared, ok := s.dispatch.(*sharedEngine); ok {
+		shared.once = once
+	} else {
+		for _, run := range once {
+			g.Go(func() error { return run(gctx) })
+		}
+	}
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.resync.Run(gctx) })
 	g.Go(func() error { return s.hub.Run(gctx) })
 	g.Go(func() error { return s.delivery.Run(gctx) })
-	for _, m := range s.cdevents {
-		g.Go(func() error { return m.Run(gctx) })
-	}
-	if s.mirror != nil {
-		g.Go(func() error { return s.mirror.Run(gctx) })
-	}
-	if s.tracer != nil {
-		g.Go(func() error { return s.tracer.Run(gctx) })
-	}
 	g.Go(func() error {
 		<-gctx.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -402,6 +427,9 @@ func (s *Server) Close() error {
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
 	}
+	if s.scale != nil {
+		s.scale.close()
+	}
 	return errors.Join(errs...)
 }
 
@@ -413,8 +441,8 @@ func FlaggerHookURL(externalURL, receiver, secret string) string {
 	return strings.TrimRight(externalURL, "/") + "/hooks/" + url.PathEscape(receiver) + "/" + url.PathEscape(secret)
 }
 
-// journal adapts the store to the intake's Journal.
-type journal struct{ s *store.Store }
+// journal adapts the bus to the intake's Journal.
+type journal struct{ s eventBus }
 
 func (j journal) Append(ctx context.Context, evs ...cloudevents.Event) (int, error) {
 	recs, err := j.s.Append(ctx, evs...)
@@ -431,12 +459,12 @@ func (s *Server) cdeventMirrors(ctx context.Context, cfg *config.Config, log *sl
 	tr := cdevents.Translator{Source: "/flotilla/" + cfg.Server.Instance, Rollouts: s.repo}
 	keep := make([]string, 0, len(cfg.Events.CDEvents))
 	for _, u := range cfg.Events.CDEvents {
-		m, err := dispatch.NewMirror(s.store, u, log)
+		m, err := dispatch.NewMirror(s.bus, u, log)
 		if err != nil {
 			return err
 		}
 		s.cdevents = append(s.cdevents, m.WithTransform(cdeventCursor+u, tr.Translate))
 		keep = append(keep, cdeventCursor+u)
 	}
-	return dispatch.ForgetMirrorsExcept(ctx, s.store, cdeventCursor, keep)
+	return dispatch.ForgetMirrorsExcept(ctx, s.bus, cdeventCursor, keep)
 }

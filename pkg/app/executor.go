@@ -7,6 +7,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/deliver"
@@ -16,7 +18,6 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
-	"k8s.io/client-go/rest"
 )
 
 // newExecutor builds the executor the fleet's config names.

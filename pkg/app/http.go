@@ -5,8 +5,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flotilla-cd/flotilla/events/intake"
 )
 
 func (s *Server) routes() http.Handler {
@@ -41,7 +42,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // unhealthy says what is wrong, if anything.
 func (s *Server) unhealthy() (string, error) {
-	if err := s.store.Err(); err != nil {
+	if err := s.bus.Err(); err != nil {
 		return "journal stopped", err
 	}
 	if err := s.dispatch.Err(); err != nil {

@@ -73,6 +73,47 @@ type Server struct {
 	// abort, stop the fleet, ...) is recorded as done by the name of the
 	// token that authorized it. apiToken, if set too, is named "default".
 	APITokens []APIToken `json:"apiTokens"`
+	// Bus, when set, runs flotilla in scale-out mode: its events, rollout
+	// state and the sharing of work among several active replicas live in
+	// a NATS JetStream cluster. Unset: embedded mode (one process, all
+	// state under DataDir).
+	Bus *Bus `json:"bus"`
+}
+
+// Bus is the NATS JetStream cluster of scale-out mode.
+type Bus struct {
+	// URL lists the NATS servers: comma-separated nats:// or tls:// URLs.
+	// Required.
+	URL string `json:"url"`
+	// CredentialsFile is a NATS credentials file (a user's JWT and nkey
+	// seed, as `nsc` writes it; mounted from a Secret). Optional.
+	CredentialsFile string `json:"credentialsFile"`
+	// TLS: a CA file to verify the servers, and a client certificate and
+	// key for mutual TLS. Optional.
+	TLS *BusTLS `json:"tls"`
+	// Stream names the JetStream stream and prefixes the KV buckets.
+	// Letters, digits, '-' and '_'. Default "FLOTILLA".
+	Stream string `json:"stream"`
+	// Replicas of the stream and the buckets: 1, 3 or 5. Default 3 (one
+	// NATS node may be lost).
+	Replicas int `json:"replicas"`
+	// Partitions the work is shared in, each handled by one replica at a
+	// time: 1-1024, more than the replicas; fixed for the stream's life.
+	// Default 16.
+	Partitions int `json:"partitions"`
+	// Replica names this replica among the live ones (unique). Default
+	// $POD_NAME, else the host name.
+	Replica string `json:"replica"`
+}
+
+// BusTLS are the TLS files of the NATS connection.
+type BusTLS struct {
+	// CAFile verifies the servers' certificates (default: the system's).
+	CAFile string `json:"caFile"`
+	// CertFile and KeyFile are the client's certificate and key, both or
+	// neither.
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
 }
 
 // APIToken is one named API token.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -35,6 +36,9 @@ const (
 	DefaultRetention        = 7 * 24 * time.Hour
 	DefaultDedupeWindow     = 24 * time.Hour
 	DefaultDedupeMaxEvents  = 1_000_000
+	DefaultBusStream        = "FLOTILLA"
+	DefaultBusReplicas      = 3
+	DefaultBusPartitions    = 16
 	DefaultTektonNamespace  = "flotilla"
 	DefaultGitOpsEdit       = "kustomize"
 	DefaultGitOpsMode       = GitOpsModeCommit
@@ -66,9 +70,33 @@ func applyDefaults(c *Config, base string) {
 	if s.DedupeWindow.Duration == 0 {
 		s.DedupeWindow.Duration = DefaultDedupeWindow
 	}
-	if s.DedupeMaxEvents == nil {
+	if s.DedupeMaxEvents == nil && s.Bus == nil { // the embedded journal's bound
 		n := DefaultDedupeMaxEvents
 		s.DedupeMaxEvents = &n
+	}
+	if b := s.Bus; b != nil {
+		if b.Stream == "" {
+			b.Stream = DefaultBusStream
+		}
+		if b.Replicas == 0 {
+			b.Replicas = DefaultBusReplicas
+		}
+		if b.Partitions == 0 {
+			b.Partitions = DefaultBusPartitions
+		}
+		if b.Replica == "" {
+			b.Replica = cmpOr(os.Getenv("POD_NAME"), hostname())
+		}
+		if b.CredentialsFile != "" {
+			b.CredentialsFile = resolvePath(base, b.CredentialsFile)
+		}
+		if t := b.TLS; t != nil {
+			for _, f := range []*string{&t.CAFile, &t.CertFile, &t.KeyFile} {
+				if *f != "" {
+					*f = resolvePath(base, *f)
+				}
+			}
+		}
 	}
 	if s.DataDir == "" {
 		s.DataDir = DefaultDataDir
@@ -441,4 +469,16 @@ func repoHostPath(raw string) (host, path string) {
 	}
 	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
 	return host, path
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -115,6 +115,9 @@ func (v *validator) server(s *Server) {
 	if s.DedupeMaxEvents != nil && *s.DedupeMaxEvents < 0 {
 		v.addf("server.dedupeMaxEvents", "%d is negative: want a number of events, or 0 for no bound", *s.DedupeMaxEvents)
 	}
+	if s.Bus != nil {
+		v.bus(s)
+	}
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}
@@ -131,6 +134,59 @@ func (v *validator) server(s *Server) {
 			continue
 		}
 		t.Value = v.resolveSecret(p+".secret", t.Secret)
+	}
+}
+
+var busStreamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// bus checks scale-out mode's settings.
+func (v *validator) bus(s *Server) {
+	b := s.Bus
+	if b.URL == "" {
+		v.addf("server.bus.url", "required: the NATS servers, such as nats://nats:4222")
+	}
+	for _, u := range strings.Split(b.URL, ",") {
+		if u = strings.TrimSpace(u); u == "" {
+			continue
+		}
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "nats" && pu.Scheme != "tls") || pu.Host == "" {
+			v.addf("server.bus.url", "%q is not a nats:// or tls:// URL with a host", u)
+		}
+	}
+	if !busStreamName.MatchString(b.Stream) {
+		v.addf("server.bus.stream", "%q: want 1-32 letters, digits, '-' or '_'", b.Stream)
+	}
+	if b.Replicas != 1 && b.Replicas != 3 && b.Replicas != 5 {
+		v.addf("server.bus.replicas", "%d: want 1, 3 or 5 (JetStream's replication factors)", b.Replicas)
+	}
+	if b.Partitions < 1 || b.Partitions > 1024 {
+		v.addf("server.bus.partitions", "%d is out of range: want 1 to 1024", b.Partitions)
+	}
+	if b.Replica == "" {
+		v.addf("server.bus.replica", "required: no $POD_NAME nor host name to default to")
+	}
+	v.file("server.bus.credentialsFile", b.CredentialsFile)
+	if t := b.TLS; t != nil {
+		v.file("server.bus.tls.caFile", t.CAFile)
+		v.file("server.bus.tls.certFile", t.CertFile)
+		v.file("server.bus.tls.keyFile", t.KeyFile)
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			v.addf("server.bus.tls", "certFile and keyFile go together (mutual TLS), or neither")
+		}
+	}
+	if s.DedupeMaxEvents != nil {
+		v.addf("server.dedupeMaxEvents", "bounds the embedded journal's ids; with server.bus the stream's de-duplication window (server.dedupeWindow) is the bound: remove it")
+	}
+}
+
+// file checks that a named file, if any, can be read.
+func (v *validator) file(path, name string) {
+	if name == "" {
+		return
+	}
+	if _, err := os.Stat(name); err != nil {
+		v.addf(path, "%v", err)
 	}
 }
 

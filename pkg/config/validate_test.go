@@ -141,6 +141,21 @@ func TestValidate(t *testing.T) {
 				{"server.apiTokens[2].secret.env", `environment variable "FLOTILLA_EMPTY" is not set or is empty`},
 			},
 		}, {
+			name: "scale-out bus",
+			doc:  sections{server: "server: {dedupeMaxEvents: 10, bus: {url: 'http://nats:4222,nats://', stream: 'a.b', replicas: 2, partitions: 0, credentialsFile: missing.creds, tls: {certFile: c1.kubeconfig}}}\n"},
+			want: []Problem{
+				{"server.bus.url", `"http://nats:4222" is not a nats:// or tls:// URL with a host`},
+				{"server.bus.url", `"nats://" is not a nats:// or tls:// URL with a host`},
+				{"server.bus.stream", `"a.b": want 1-32 letters, digits, '-' or '_'`},
+				{"server.bus.replicas", "2: want 1, 3 or 5 (JetStream's replication factors)"},
+				{"server.bus.credentialsFile", "stat " + filepath.Join(dir, "missing.creds") + ": no such file or directory"},
+				{"server.bus.tls", "certFile and keyFile go together (mutual TLS), or neither"},
+				{"server.dedupeMaxEvents", "bounds the embedded journal's ids; with server.bus the stream's de-duplication window (server.dedupeWindow) is the bound: remove it"},
+			},
+		}, {
+			name: "scale-out bus, defaults",
+			doc:  sections{server: "server: {bus: {url: 'nats://n1:4222, tls://n2:4222'}}\n"},
+		}, {
 			name: "journal bounds off",
 			doc:  sections{server: "server: {retention: 0s, dedupeMaxEvents: 0}\n"},
 		}, {
@@ -875,5 +890,35 @@ func TestValidationDefaults(t *testing.T) {
 		ms[0].CustomMetric.Query != "up == bool 1" || ms[0].CustomMetric.Provider.Address != "http://prometheus:9090" ||
 		ms[0].ThresholdRange == nil || ms[0].ThresholdRange.Min == nil || *ms[0].ThresholdRange.Min != 1 {
 		t.Errorf("promQL item rendered as metrics %+v, want one custom metric promql-1 with min 1", ms)
+	}
+}
+
+// Scale-out mode's defaults: the stream, three replicas, sixteen
+// partitions, the replica named by $POD_NAME; no bound by number on the
+// ids (the stream's window is the bound).
+func TestBusDefaults(t *testing.T) {
+	t.Setenv("FLOTILLA_TEST_TOKEN", "s3cret")
+	t.Setenv("POD_NAME", "flotilla-7d9f-abcde")
+	dir := t.TempDir()
+	cfg, err := Parse([]byte(sections{server: "server: {bus: {url: 'nats://nats:4222', credentialsFile: nats.creds}}\n"}.doc()), dir)
+	if err == nil {
+		t.Fatal("a missing credentials file was accepted")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats.creds"), []byte("creds"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"c1.kubeconfig", "c2.kubeconfig"} {
+		_ = os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o600)
+	}
+	cfg, err = Parse([]byte(sections{server: "server: {bus: {url: 'nats://nats:4222', credentialsFile: nats.creds}}\n"}.doc()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Bus{URL: "nats://nats:4222", CredentialsFile: filepath.Join(dir, "nats.creds"), Stream: "FLOTILLA", Replicas: 3, Partitions: 16, Replica: "flotilla-7d9f-abcde"}
+	if diff := cmp.Diff(want, cfg.Server.Bus); diff != "" {
+		t.Errorf("bus (-want +got):\n%s", diff)
+	}
+	if cfg.Server.DedupeMaxEvents != nil {
+		t.Errorf("dedupeMaxEvents defaulted to %d in scale-out mode", *cfg.Server.DedupeMaxEvents)
 	}
 }

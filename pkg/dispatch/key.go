@@ -16,7 +16,7 @@ import (
 // other); else the event alone.
 func Key(e cloudevents.Event) string {
 	if id := events.RolloutID(e); id != "" {
-		return "rollout/" + id
+		return RolloutKey(id)
 	}
 	switch e.Type() {
 	case events.TypeImagePushed, events.TypeImageVerified, events.TypeImageRejected:
@@ -42,3 +42,6 @@ func imageRepository(ref string) string {
 	}
 	return ref
 }
+
+// RolloutKey is the key of a rollout's events.
+func RolloutKey(id string) string { return "rollout/" + id }

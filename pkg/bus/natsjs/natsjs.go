@@ -99,6 +99,9 @@ func partition(key string, n int) int {
 	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(n))
 }
 
+// PartitionOf is the partition of the events of key.
+func (b *Bus) PartitionOf(key string) int { return partition(key, b.o.Partitions) }
+
 // subject is partition p's subject.
 func (b *Bus) subject(p int) string { return b.o.Subject + "." + strconv.Itoa(p) }
 
@@ -146,7 +149,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 			return nil, fault.Permanent(fmt.Errorf("stream %s has %s partitions, not %d: an event's partition would change with the count", o.Stream, n, o.Partitions))
 		}
 	}
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	s, err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: o.Stream, Subjects: []string{o.Subject + ".*"}, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		Duplicates: o.Duplicates, AllowDirect: true, AllowAtomicPublish: true, MaxAge: o.MaxAge,
 		Metadata: map[string]string{metaPartitions: strconv.Itoa(o.Partitions)},
@@ -158,7 +161,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 	info := s.CachedInfo()
 	b.high, b.first, b.firstAt = info.State.LastSeq, info.State.FirstSeq, time.Now()
 	if o.Remember != nil {
-		if b.ids, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		if b.ids, err = EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 			Bucket: o.Stream + "_ids", Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1, TTL: o.Duplicates,
 		}); err != nil {
 			return nil, fmt.Errorf("creating the ids' bucket: %w", err)
@@ -167,12 +170,12 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 	if err := b.answers(ctx); err != nil {
 		return nil, err
 	}
-	if b.cursors, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if b.cursors, err = EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: o.Stream + "_cursors", Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1,
 	}); err != nil {
 		return nil, fmt.Errorf("creating the cursors' bucket: %w", err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: o.Stream + "_timers", Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1,
 	})
 	if err != nil {

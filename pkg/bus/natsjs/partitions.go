@@ -119,7 +119,7 @@ func (b *Bus) JoinPartitions(ctx context.Context, o PartitionOptions, onSet func
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := EnsureKeyValue(ctx, b.js, jetstream.KeyValueConfig{
 		Bucket: b.o.Stream + "_leases", Storage: jetstream.FileStorage, Replicas: b.o.Replicas, History: 1,
 	})
 	if err != nil {
@@ -200,7 +200,7 @@ func (p *Partitions) round(ctx context.Context) {
 	}
 	want := p.assignment(now)
 	p.mu.Lock()
-	held := maps(p.held)
+	held := cloneHeld(p.held)
 	renewedAt := p.renewed
 	p.mu.Unlock()
 
@@ -318,7 +318,7 @@ func pick(members []string, part int) string {
 func (p *Partitions) set(held map[int]uint64) {
 	p.mu.Lock()
 	before := sortedKeys(p.held)
-	p.held = maps(held)
+	p.held = cloneHeld(held)
 	after := sortedKeys(p.held)
 	p.mu.Unlock()
 	if !slices.Equal(before, after) {
@@ -340,7 +340,7 @@ func (p *Partitions) Leave(ctx context.Context) error {
 	p.cancel()
 	<-p.done
 	p.mu.Lock()
-	held := maps(p.held)
+	held := cloneHeld(p.held)
 	p.mu.Unlock()
 	p.set(map[int]uint64{})
 	var errs []error
@@ -367,7 +367,7 @@ func isConflict(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
-func maps(m map[int]uint64) map[int]uint64 {
+func cloneHeld(m map[int]uint64) map[int]uint64 {
 	out := make(map[int]uint64, len(m))
 	for k, v := range m {
 		out[k] = v
@@ -376,7 +376,7 @@ func maps(m map[int]uint64) map[int]uint64 {
 }
 
 func without(m map[int]uint64, drop []int) map[int]uint64 {
-	out := maps(m)
+	out := cloneHeld(m)
 	for _, k := range drop {
 		delete(out, k)
 	}

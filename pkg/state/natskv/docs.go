@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,7 +27,7 @@ func OpenDocs(ctx context.Context, nc *nats.Conn, o Options) (*Docs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := natsjs.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: o.Prefix + "_docs", Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1, Compression: true,
 	})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
+
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,7 +73,7 @@ func Open(ctx context.Context, nc *nats.Conn, b Bus, o Options, now func() time.
 		name string
 		dst  *jetstream.KeyValue
 	}{{"rollouts", &r.rollouts}, {"archive", &r.archive}, {"apps", &r.apps}} {
-		*kv.dst, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		*kv.dst, err = natsjs.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 			Bucket: o.Prefix + "_" + kv.name, Storage: jetstream.FileStorage, Replicas: o.Replicas, History: 1,
 			Compression: true,
 		})

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
+)
+
+// Two replicas in scale-out mode on a real three-node JetStream cluster: a
+// control sent to one (stop the fleet) is handled by whichever holds its
+// partition and read back from the other; and the reverse.
+func TestScaleOutReplicasShareOneFleet(t *testing.T) {
+	nats, err := natstest.Start(t.Context(), t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nats.Stop)
+	t.Setenv("FLOTILLA_TEST_API_TOKEN", "tok")
+	replica := func(name string) *Server {
+		cfg := testConfig(t, fmt.Sprintf("  apiToken: {env: FLOTILLA_TEST_API_TOKEN}\n  bus: {url: %q, partitions: 4, replica: %s}\n", nats.URL(), name))
+		return runServer(t, cfg, Options{NoPrune: true})
+	}
+	a, b := replica("a"), replica("b")
+	for _, s := range []*Server{a, b} {
+		waitReady(t, s)
+	}
+	control := func(s *Server, what string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"reason": "freeze for the test"})
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+s.Addr()+"/api/v1/fleet/"+what, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST fleet/%s: %s", what, resp.Status)
+		}
+	}
+	fleetOn := func(s *Server, stopped bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var st rollout.FleetState
+			resp, err := http.Get("http://" + s.Addr() + "/api/v1/fleet")
+			if err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&st)
+				_ = resp.Body.Close()
+			}
+			if err == nil && st.Stopped == stopped {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the fleet is not stopped=%v on %s: %+v, %v", stopped, s.Addr(), st, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	control(a, "stop")
+	fleetOn(b, true)
+	control(b, "start")
+	fleetOn(a, false)
+}
+
+func waitReady(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.Addr() + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready", s.Addr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
