@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -221,6 +222,13 @@ func writeOutputs(o options, env machine, results []scenarioResult, in inputs, f
 		}
 	}
 	report := renderReport(o, env, results, in.store, in.launch, in.verify, in.intake, in.journal)
+	if o.out != "" {
+		// Sections measured on their own, dated in their headings
+		// ("## ... (2026-11-27)"), are kept until a run supersedes them.
+		if old, err := os.ReadFile(o.out); err == nil {
+			report = keepDated(report, string(old))
+		}
+	}
 	if final {
 		fmt.Print(report)
 	}
@@ -247,4 +255,35 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// datedHeading matches a section heading with a date: a measurement made
+// apart from make bench, which the report keeps.
+var datedHeading = regexp.MustCompile(`^## .*\(\d{4}-\d{2}-\d{2}[^)]*\)\s*$`)
+
+// keepDated inserts the dated "## " sections of old into report, before
+// its "## Reproduce" section, unless report has a section of that heading.
+func keepDated(report, old string) string {
+	var kept []string
+	lines := strings.Split(old, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !datedHeading.MatchString(lines[i]) || strings.Contains(report, "\n"+lines[i]+"\n") {
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && !strings.HasPrefix(lines[j], "## ") {
+			j++
+		}
+		kept = append(kept, strings.TrimRight(strings.Join(lines[i:j], "\n"), "\n"))
+		i = j - 1
+	}
+	if len(kept) == 0 {
+		return report
+	}
+	const repro = "\n## Reproduce\n"
+	k := strings.Index(report, repro)
+	if k < 0 {
+		return report + "\n" + strings.Join(kept, "\n\n") + "\n"
+	}
+	return report[:k] + "\n" + strings.Join(kept, "\n\n") + "\n" + report[k:]
 }
