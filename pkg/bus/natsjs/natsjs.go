@@ -132,6 +132,8 @@ type Bus struct {
 	// first is the stream's first sequence as of firstAt.
 	first   uint64
 	firstAt time.Time
+	// downSince is when Err first saw the connection down.
+	downSince time.Time
 }
 
 var _ bus.Bus = (*Bus)(nil)
@@ -329,11 +331,26 @@ func (b *Bus) remember(ctx context.Context, recs []bus.Record) error {
 	return nil
 }
 
-// Err says why the bus cannot take appends now (its connection to NATS is
-// not up), nil while it can.
+// downTolerance is how long the connection may be down (reconnecting to
+// another node, a NATS node restarting) before Err reports it: a health
+// check that restarted flotilla at every blip would not bring NATS back.
+const downTolerance = 30 * time.Second
+
+// Err says why the bus cannot take appends: its connection to NATS has
+// been down for more than downTolerance. nil while it is up.
 func (b *Bus) Err() error {
-	if st := b.nc.Status(); st != nats.CONNECTED {
-		return fmt.Errorf("natsjs: the connection to NATS is %s", st)
+	st := b.nc.Status()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st == nats.CONNECTED {
+		b.downSince = time.Time{}
+		return nil
+	}
+	if b.downSince.IsZero() {
+		b.downSince = time.Now()
+	}
+	if d := time.Since(b.downSince); d > downTolerance {
+		return fmt.Errorf("natsjs: the connection to NATS has been %s for %s", st, d.Round(time.Second))
 	}
 	return nil
 }
