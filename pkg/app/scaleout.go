@@ -78,7 +78,7 @@ func openScaleOut(ctx context.Context, s config.Server, log *slog.Logger) (*scal
 	so := &scaleOut{cfg: c, nc: nc}
 	if so.bus, err = natsjs.Open(ctx, nc, natsjs.Options{
 		Stream: c.Stream, Subject: "flotilla." + c.Stream, Replicas: c.Replicas, Partitions: c.Partitions,
-		PartitionKey: dispatch.Key, Duplicates: s.DedupeWindow.Duration, MaxAge: s.Retention.Duration,
+		PartitionKey: partitionKey, Duplicates: s.DedupeWindow.Duration, MaxAge: s.Retention.Duration,
 		Remember: func(e cloudevents.Event) bool { return e.Type() == events.TypePipelineRunFinished },
 	}); err != nil {
 		nc.Close()
@@ -94,6 +94,21 @@ func openScaleOut(ctx context.Context, s config.Server, log *slog.Logger) (*scal
 		return nil, err
 	}
 	return so, nil
+}
+
+// partitionKey routes an event to its partition: the dispatcher's key
+// (its rollout, else its image or git repository), except a pipeline run's
+// request, which goes with the workload it writes (application and
+// cluster): the runs of a rollout and of the newer one superseding it
+// then meet on one replica, whose runner lets one at a time write the
+// workload.
+func partitionKey(e cloudevents.Event) string {
+	if e.Type() == events.TypePipelineRunRequested {
+		if req, err := events.Decode[events.PipelineRunRequested](e); err == nil && req.Application != "" {
+			return "workload/" + req.Application + "/" + req.Cluster
+		}
+	}
+	return dispatch.Key(e)
 }
 
 func (so *scaleOut) close() {

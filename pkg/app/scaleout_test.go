@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
 )
@@ -85,5 +88,39 @@ func waitReady(t *testing.T, s *Server) {
 			t.Fatalf("%s not ready", s.Addr())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Pipeline run requests go with the workload they write; every other
+// event with its dispatch key.
+func TestPartitionKey(t *testing.T) {
+	req := func(rolloutID, app, cluster string) cloudevents.Event {
+		e, err := events.New(rolloutID+"/"+cluster, "/test", events.TypePipelineRunRequested,
+			events.PipelineRunRequested{RolloutID: rolloutID, Application: app, Cluster: cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetExtension(events.ExtRolloutID, rolloutID)
+		e.SetSubject(cluster)
+		return e
+	}
+	other, err := events.New("w", "/test", events.TypeWaveStarted, events.WaveStarted{RolloutID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.SetExtension(events.ExtRolloutID, "r1")
+	for _, tc := range []struct {
+		name string
+		e    cloudevents.Event
+		want string
+	}{
+		{"a run of r1", req("r1", "shop", "c1"), "workload/shop/c1"},
+		{"a run of r2, superseding r1", req("r2", "shop", "c1"), "workload/shop/c1"},
+		{"another cluster", req("r2", "shop", "c2"), "workload/shop/c2"},
+		{"any other event", other, "rollout/r1"},
+	} {
+		if got := partitionKey(tc.e); got != tc.want {
+			t.Errorf("%s: partitionKey = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
