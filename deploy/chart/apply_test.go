@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 
 // valuesFiles are the renderings checked: the least the default values
 // need (they are refused alone: TestValuesRefused) and every option on.
-var valuesFiles = []string{"testdata/values-minimal.yaml", "testdata/values-all.yaml"}
+var valuesFiles = []string{"testdata/values-minimal.yaml", "testdata/values-all.yaml", "testdata/values-scaleout.yaml"}
 
 // `helm lint --strict`: no warning and no error, with either values. (Lint
 // renders in Helm's lint mode, where `fail` only logs: that the default

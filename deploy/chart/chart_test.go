@@ -56,6 +56,7 @@ func TestRenderings(t *testing.T) {
 		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
 		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", "Deployment/flotilla", "HTTPRoute/flotilla", "Ingress/flotilla", "NetworkPolicy/flotilla",
 			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
+		{"testdata/values-scaleout.yaml", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PodDisruptionBudget/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
 	} {
 		objs := renderChart(t, tc.file)
 		if diff := cmp.Diff(tc.want, keys(objs)); diff != "" {

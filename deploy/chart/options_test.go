@@ -173,3 +173,58 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Error("the ConfigMap's flotilla.json is not JSON")
 	}
 }
+
+// Scale-out mode: the replicas rolled one at a time with a budget and
+// spread over nodes, each named by its pod, the NATS credentials mounted
+// where the config's server.bus reads them.
+func TestScaleOut(t *testing.T) {
+	const file = "testdata/values-scaleout.yaml"
+	objs := renderChart(t, file)
+	d := objs["Deployment/flotilla"].Object
+	spec, _, _ := unstructured.NestedMap(d, "spec")
+	if diff := cmp.Diff(fromYAML(t, `{type: RollingUpdate, rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}`), plain(t, spec["strategy"])); diff != "" {
+		t.Errorf("strategy (-want +got)\n%s", diff)
+	}
+	if r, _, _ := unstructured.NestedInt64(d, "spec", "replicas"); r != 3 {
+		t.Errorf("replicas %d, want 3", r)
+	}
+	pod, containers := podSpec(t, file)
+	for _, name := range []string{"config-check", "flotilla"} {
+		if diff := cmp.Diff(fromYAML(t, `[{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]`), plain(t, containers[name]["env"])); diff != "" {
+			t.Errorf("%s's env (-want +got)\n%s", name, diff)
+		}
+		found := false
+		for _, m := range containers[name]["volumeMounts"].([]any) {
+			if m.(map[string]any)["name"] == "nats" && m.(map[string]any)["mountPath"] == "/etc/flotilla/nats" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s does not mount the NATS credentials", name)
+		}
+	}
+	if _, ok, _ := unstructured.NestedMap(pod, "affinity", "podAntiAffinity"); !ok {
+		t.Errorf("no anti-affinity: %v", pod["affinity"])
+	}
+	for _, v := range pod["volumes"].([]any) {
+		if v.(map[string]any)["name"] == "data" && v.(map[string]any)["emptyDir"] == nil {
+			t.Errorf("the data volume is not an emptyDir: %v", v)
+		}
+	}
+	if m, _, _ := unstructured.NestedInt64(objs["PodDisruptionBudget/flotilla"].Object, "spec", "maxUnavailable"); m != 1 {
+		t.Errorf("the budget's maxUnavailable %d, want 1", m)
+	}
+	raw, _, _ := unstructured.NestedString(objs["ConfigMap/flotilla-config"].Object, "data", "config.yaml")
+	var cfg struct {
+		Server struct {
+			Bus map[string]any `json:"bus"`
+		} `json:"server"`
+	}
+	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := `{url: "nats://nats.nats:4222", credentialsFile: /etc/flotilla/nats/nats.creds, stream: FLOTILLA, replicas: 3, partitions: 16}`
+	if diff := cmp.Diff(fromYAML(t, want), plain(t, cfg.Server.Bus)); diff != "" {
+		t.Errorf("the config's server.bus (-want +got)\n%s", diff)
+	}
+}

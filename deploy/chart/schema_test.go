@@ -147,6 +147,21 @@ func TestValuesRefused(t *testing.T) {
 		values: "podAnnotations: {example.com/replicas: 2}",
 		want:   []string{"/podAnnotations/example.com~1replicas"},
 	}, {
+		name:   "scale-out mode",
+		values: "testdata/values-scaleout.yaml",
+	}, {
+		name:   "scale-out mode keeping the claim",
+		values: "kubeconfigs: {existingSecret: kc}\nexistingSecret: s\nscaleOut: {enabled: true, nats: {url: 'nats://nats:4222'}}\n",
+		want:   []string{"scaleOut.enabled needs persistence.enabled: false"},
+	}, {
+		name:   "scale-out mode without NATS",
+		values: "kubeconfigs: {existingSecret: kc}\nexistingSecret: s\npersistence: {enabled: false}\nscaleOut: {enabled: true}\n",
+		want:   []string{"/scaleOut/nats"},
+	}, {
+		name:   "scale-out mode on an http URL",
+		values: "kubeconfigs: {existingSecret: kc}\nexistingSecret: s\npersistence: {enabled: false}\nscaleOut: {enabled: true, nats: {url: 'http://nats:4222'}}\n",
+		want:   []string{"/scaleOut/nats/url"},
+	}, {
 		name:   "open objects pass Kubernetes' fields through",
 		values: "existingSecret: s\nkubeconfigs: {existingSecret: kc}\nsecurityContext: {seLinuxOptions: {level: s0}}\nresources: {requests: {cpu: 0.5}}\naffinity: {nodeAffinity: {}}\nservice: {annotations: {a: b}}\n",
 	}} {

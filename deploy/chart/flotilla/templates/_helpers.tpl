@@ -140,4 +140,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail (printf "values: the config reads files no value mounts:\n%s" (join "\n" .)) }}
 {{- end }}
 {{- end }}
+{{- if and .Values.scaleOut.enabled .Values.persistence.enabled }}
+{{- fail "values: scaleOut.enabled needs persistence.enabled: false: the replicas keep their state in NATS, and one ReadWriteOnce claim cannot serve them all" }}
 {{- end }}
+{{- end }}
+
+{{/* The config flotilla reads: .Values.config, and in scale-out mode its
+     server.bus from .Values.scaleOut (each replica named by its pod, through
+     $POD_NAME). */}}
+{{- define "flotilla.config" -}}
+{{- $cfg := deepCopy .Values.config }}
+{{- if .Values.scaleOut.enabled }}
+{{- $server := deepCopy (default (dict) $cfg.server) }}
+{{- $n := .Values.scaleOut.nats }}
+{{- $bus := dict "url" $n.url "stream" $n.stream "replicas" $n.streamReplicas "partitions" $n.partitions }}
+{{- if $n.credentialsSecret }}{{ $_ := set $bus "credentialsFile" (printf "%s/nats.creds" (include "flotilla.natsDir" .)) }}{{ end }}
+{{- $_ := set $server "bus" $bus }}
+{{- $_ := set $cfg "server" $server }}
+{{- end }}
+{{- toYaml $cfg }}
+{{- end }}
+
+{{- define "flotilla.natsDir" -}}/etc/flotilla/nats{{- end }}
