@@ -21,26 +21,7 @@ import (
 // cluster is the package's three-node JetStream cluster.
 var cluster *natstest.Cluster
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "natskv-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cluster, err = natstest.Start(ctx, dir, 3)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting NATS:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cluster.Stop()
-	if code == 0 {
-		_ = os.RemoveAll(dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(natstest.Main(m, 3, &cluster)) }
 
 var prefixes atomic.Int64
 

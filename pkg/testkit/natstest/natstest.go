@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/testkit/freeport"
@@ -203,4 +204,30 @@ func (c *Cluster) Stop() {
 	for i := range c.nodes {
 		c.Kill(i)
 	}
+}
+
+// Main runs a test package's tests with a cluster of n nodes started for
+// them all (its directory kept when a test failed, for the nodes' logs);
+// *c is the cluster. Use it from TestMain: os.Exit(natstest.Main(m, 3, &cluster)).
+func Main(m *testing.M, n int, c **Cluster) int {
+	dir, err := os.MkdirTemp("", "natstest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	*c, err = Start(ctx, dir, n)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting NATS:", err)
+		return 1
+	}
+	code := m.Run()
+	(*c).Stop()
+	if code == 0 {
+		_ = os.RemoveAll(dir)
+	} else {
+		fmt.Fprintln(os.Stderr, "the NATS nodes' logs are under", dir)
+	}
+	return code
 }
