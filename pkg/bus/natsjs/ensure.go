@@ -84,6 +84,9 @@ func ensure[T any](ctx context.Context, what string, create func(context.Context
 		if err == nil {
 			return v, nil
 		}
+		// Retried, 400s too: a placement finds no peers while a node
+		// restarts. A stream the server refuses as configured fails at
+		// the deadline, with the server's reason.
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			var zero T
 			return zero, fmt.Errorf("creating %s: %w", what, err)

@@ -224,7 +224,7 @@ func (b *Bus) read(ctx context.Context, subject string, after uint64, limit int)
 		if len(got) == want {
 			continue
 		}
-		if after >= high {
+		if after >= high || b.expiredUpTo(ctx, high) {
 			return out, nil
 		}
 		if time.Now().After(deadline) {
@@ -236,6 +236,19 @@ func (b *Bus) read(ctx context.Context, subject string, after uint64, limit int)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// expiredUpTo tells whether retention removed every message up to seq
+// (then nothing is left to wait for).
+func (b *Bus) expiredUpTo(ctx context.Context, seq uint64) bool {
+	info, err := b.stream.Info(ctx)
+	if err != nil {
+		return false
+	}
+	b.mu.Lock()
+	b.first, b.firstAt = info.State.FirstSeq, time.Now()
+	b.mu.Unlock()
+	return info.State.FirstSeq > seq
 }
 
 // readBatch reads up to n records of subject ("": all) after seq.

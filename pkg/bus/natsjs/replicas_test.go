@@ -230,3 +230,30 @@ func TestCursorNamesAndErr(t *testing.T) {
 		t.Errorf("Err while connected = %v", err)
 	}
 }
+
+// Events past the stream's MaxAge are gone: a reader behind them reads
+// what is left and does not wait for them.
+func TestAReaderBehindExpiredEventsGoesOn(t *testing.T) {
+	ctx := context.Background()
+	o := newOptions()
+	o.MaxAge, o.Duplicates = time.Second, time.Second
+	b := open(t, o)
+	if _, err := b.Append(ctx, event(t, "old-1"), event(t, "old-2")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // the server expires them
+	start := time.Now()
+	recs, err := b.Read(ctx, 0, 0)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("Read after expiry = %v, %v; want nothing", ids(recs), err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Read waited %v for expired events", took)
+	}
+	if _, err := b.Append(ctx, event(t, "new")); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := b.Read(ctx, 0, 0); err != nil || len(recs) != 1 || recs[0].Seq != 3 {
+		t.Errorf("Read = %v, %v; want new at 3", ids(recs), err)
+	}
+}
