@@ -49,20 +49,26 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 
 // The objects each rendering holds.
 func TestRenderings(t *testing.T) {
+	// The chart's crds/: not templated (no labels), cluster-scoped.
+	const crd = "CustomResourceDefinition/fleetrollouts.flotilla.dev"
 	for _, tc := range []struct {
 		file string
 		want []string
 	}{
-		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
-		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", "Deployment/flotilla", "HTTPRoute/flotilla", "Ingress/flotilla", "NetworkPolicy/flotilla",
+		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", crd, "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
+		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", crd, "Deployment/flotilla", "HTTPRoute/flotilla", "Ingress/flotilla", "NetworkPolicy/flotilla",
 			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
-		{"testdata/values-scaleout.yaml", []string{"ConfigMap/flotilla-config", "Deployment/flotilla", "PodDisruptionBudget/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
+		{"testdata/values-scaleout.yaml", []string{"ConfigMap/flotilla-config", crd, "Deployment/flotilla", "PodDisruptionBudget/flotilla", "Role/flotilla-fleetrollouts", "RoleBinding/flotilla-fleetrollouts",
+			"Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
 	} {
 		objs := renderChart(t, tc.file)
 		if diff := cmp.Diff(tc.want, keys(objs)); diff != "" {
 			t.Errorf("values %q: objects (-want +got)\n%s", tc.file, diff)
 		}
 		for k, o := range objs {
+			if k == crd {
+				continue
+			}
 			l := o.GetLabels()
 			if l["helm.sh/chart"] != "flotilla-0.1.0" || l["app.kubernetes.io/name"] != "flotilla" || o.GetNamespace() != "flotilla" {
 				t.Errorf("%s: labels %v, namespace %q", k, l, o.GetNamespace())

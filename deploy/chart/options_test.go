@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/fleetrollout"
 )
 
 // fromYAML parses a YAML literal as JSON values (numbers float64), the
@@ -217,7 +219,8 @@ func TestScaleOut(t *testing.T) {
 	raw, _, _ := unstructured.NestedString(objs["ConfigMap/flotilla-config"].Object, "data", "config.yaml")
 	var cfg struct {
 		Server struct {
-			Bus map[string]any `json:"bus"`
+			Bus           map[string]any `json:"bus"`
+			FleetRollouts map[string]any `json:"fleetRollouts"`
 		} `json:"server"`
 	}
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
@@ -226,5 +229,19 @@ func TestScaleOut(t *testing.T) {
 	want := `{url: "nats://nats.nats:4222", credentialsFile: /etc/flotilla/nats/nats.creds, stream: FLOTILLA, replicas: 3, partitions: 16}`
 	if diff := cmp.Diff(fromYAML(t, want), plain(t, cfg.Server.Bus)); diff != "" {
 		t.Errorf("the config's server.bus (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff(fromYAML(t, `{namespace: flotilla}`), plain(t, cfg.Server.FleetRollouts)); diff != "" {
+		t.Errorf("the config's server.fleetRollouts (-want +got)\n%s", diff)
+	}
+}
+
+// The chart's CRD is the one flotilla's projector writes.
+func TestFleetRolloutCRD(t *testing.T) {
+	chart, err := os.ReadFile("flotilla/crds/fleetrollouts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(fleetrollout.CRD), string(chart)); diff != "" {
+		t.Errorf("flotilla/crds/fleetrollouts.yaml is not pkg/fleetrollout's (-want +got):\n%s", diff)
 	}
 }

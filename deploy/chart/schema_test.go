@@ -150,6 +150,10 @@ func TestValuesRefused(t *testing.T) {
 		name:   "scale-out mode",
 		values: "testdata/values-scaleout.yaml",
 	}, {
+		name:   "fleet rollouts without the service account's token",
+		values: "kubeconfigs: {existingSecret: kc}\nexistingSecret: s\nfleetRollouts: {enabled: true}\n",
+		want:   []string{"fleetRollouts.enabled needs serviceAccount.automountToken: true"},
+	}, {
 		name:   "scale-out mode keeping the claim",
 		values: "kubeconfigs: {existingSecret: kc}\nexistingSecret: s\nscaleOut: {enabled: true, nats: {url: 'nats://nats:4222'}}\n",
 		want:   []string{"scaleOut.enabled needs persistence.enabled: false"},

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/events/intake"
 	"github.com/flotilla-cd/flotilla/functions/advance"
@@ -33,9 +35,11 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/fleetmetrics"
+	"github.com/flotilla-cd/flotilla/pkg/fleetrollout"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/gitops/proposer"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
@@ -103,6 +107,8 @@ type Server struct {
 	externalURL string
 	// tracer exports the rollouts' traces; nil while tracing is off.
 	tracer *tracing.Tracer
+	// projector keeps the FleetRollouts; nil unless server.fleetRollouts.
+	projector *fleetrollout.Projector
 }
 
 // New builds the server and opens its store; it listens at once, so Addr is
@@ -281,6 +287,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if s.delivery, err = fleetmetrics.New(s.bus, s.repo, o.Registerer, fleetmetrics.WithLogger(o.Logger)); err != nil {
 		return err
 	}
+	if f := cfg.Server.FleetRollouts; f != nil {
+		if s.projector, err = newProjector(f, s.bus, s.repo, o.Logger); err != nil {
+			return err
+		}
+	}
 	if s.ui, err = ui.New(); err != nil {
 		return err
 	}
@@ -390,6 +401,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.tracer != nil {
 		once = append(once, s.tracer.Run)
 	}
+	if s.projector != nil {
+		once = append(once, s.projector.Run)
+	}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		shared.once = once
 	} else {
@@ -439,6 +453,26 @@ func (s *Server) Close() error {
 // reaches the intake whole.
 func FlaggerHookURL(externalURL, receiver, secret string) string {
 	return strings.TrimRight(externalURL, "/") + "/hooks/" + url.PathEscape(receiver) + "/" + url.PathEscape(secret)
+}
+
+// newProjector keeps the FleetRollouts in the management cluster that
+// server.fleetRollouts names (its kubeconfig, else the pod's own).
+func newProjector(f *config.FleetRollouts, j fleetrollout.Journal, ros fleetrollout.Rollouts, log *slog.Logger) (*fleetrollout.Projector, error) {
+	var rc *rest.Config
+	var err error
+	if f.Kubeconfig != "" {
+		rc, err = kube.RESTConfig(f.Kubeconfig, "")
+	} else if rc, err = rest.InClusterConfig(); err != nil {
+		err = fmt.Errorf("server.fleetRollouts: no kubeconfig, and not in a pod with a service account token: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("server.fleetRollouts: %w", err)
+	}
+	return fleetrollout.New(j, ros, dyn, f.Namespace, log), nil
 }
 
 // journal adapts the bus to the intake's Journal.

@@ -78,6 +78,20 @@ type Server struct {
 	// a NATS JetStream cluster. Unset: embedded mode (one process, all
 	// state under DataDir).
 	Bus *Bus `json:"bus"`
+	// FleetRollouts, when set, keeps a FleetRollout custom resource per
+	// rollout in a namespace of the management cluster (in either mode):
+	// `kubectl get fleetrollouts -w` follows the fleet.
+	FleetRollouts *FleetRollouts `json:"fleetRollouts"`
+}
+
+// FleetRollouts is where the FleetRollout resources go. The CRD is
+// deploy/chart/flotilla/crds/fleetrollouts.yaml, which the chart installs.
+type FleetRollouts struct {
+	// Namespace of the resources. Required.
+	Namespace string `json:"namespace"`
+	// Kubeconfig of the management cluster; empty: the pod's own
+	// (in-cluster) credentials.
+	Kubeconfig string `json:"kubeconfig"`
 }
 
 // Bus is the NATS JetStream cluster of scale-out mode.

@@ -74,6 +74,9 @@ func applyDefaults(c *Config, base string) {
 		n := DefaultDedupeMaxEvents
 		s.DedupeMaxEvents = &n
 	}
+	if f := s.FleetRollouts; f != nil && f.Kubeconfig != "" {
+		f.Kubeconfig = resolvePath(base, f.Kubeconfig)
+	}
 	if b := s.Bus; b != nil {
 		if b.Stream == "" {
 			b.Stream = DefaultBusStream

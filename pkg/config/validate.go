@@ -118,6 +118,10 @@ func (v *validator) server(s *Server) {
 	if s.Bus != nil {
 		v.bus(s)
 	}
+	if f := s.FleetRollouts; f != nil {
+		v.dnsLabel("server.fleetRollouts.namespace", "namespace", f.Namespace)
+		v.file("server.fleetRollouts.kubeconfig", f.Kubeconfig)
+	}
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}

@@ -153,6 +153,16 @@ func TestValidate(t *testing.T) {
 				{"server.dedupeMaxEvents", "bounds the embedded journal's ids; with server.bus the stream's de-duplication window (server.dedupeWindow) is the bound: remove it"},
 			},
 		}, {
+			name: "fleet rollouts",
+			doc:  sections{server: "server: {fleetRollouts: {namespace: Flotilla, kubeconfig: missing.kubeconfig}}\n"},
+			want: []Problem{
+				{"server.fleetRollouts.namespace", `invalid namespace name "Flotilla": want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+				{"server.fleetRollouts.kubeconfig", "stat " + filepath.Join(dir, "missing.kubeconfig") + ": no such file or directory"},
+			},
+		}, {
+			name: "fleet rollouts in cluster",
+			doc:  sections{server: "server: {fleetRollouts: {namespace: flotilla}}\n"},
+		}, {
 			name: "scale-out bus, defaults",
 			doc:  sections{server: "server: {bus: {url: 'nats://n1:4222, tls://n2:4222'}}\n"},
 		}, {

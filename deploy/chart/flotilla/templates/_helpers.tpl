@@ -140,6 +140,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail (printf "values: the config reads files no value mounts:\n%s" (join "\n" .)) }}
 {{- end }}
 {{- end }}
+{{- if and .Values.fleetRollouts.enabled (not .Values.serviceAccount.automountToken) }}
+{{- fail "values: fleetRollouts.enabled needs serviceAccount.automountToken: true: flotilla writes the FleetRollouts with the pod's service account" }}
+{{- end }}
 {{- if and .Values.scaleOut.enabled .Values.persistence.enabled }}
 {{- fail "values: scaleOut.enabled needs persistence.enabled: false: the replicas keep their state in NATS, and one ReadWriteOnce claim cannot serve them all" }}
 {{- end }}
@@ -156,6 +159,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $bus := dict "url" $n.url "stream" $n.stream "replicas" $n.streamReplicas "partitions" $n.partitions }}
 {{- if $n.credentialsSecret }}{{ $_ := set $bus "credentialsFile" (printf "%s/nats.creds" (include "flotilla.natsDir" .)) }}{{ end }}
 {{- $_ := set $server "bus" $bus }}
+{{- $_ := set $cfg "server" $server }}
+{{- end }}
+{{- if .Values.fleetRollouts.enabled }}
+{{- $server := deepCopy (default (dict) $cfg.server) }}
+{{- $_ := set $server "fleetRollouts" (dict "namespace" .Release.Namespace) }}
 {{- $_ := set $cfg "server" $server }}
 {{- end }}
 {{- toYaml $cfg }}
