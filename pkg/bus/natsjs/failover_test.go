@@ -11,6 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
 )
 
 // The stream's leader is killed (SIGKILL) while four writers append: every
@@ -129,4 +132,84 @@ func streamLeader(ctx context.Context, t *testing.T, stream string) int {
 		t.Fatalf("leader %q is not a node of natstest", info.Cluster.Leader)
 	}
 	return n - 1
+}
+
+// With the stream's leader killed and not yet back, a replica's readers
+// and timers still hear of another replica's appends and timers: its
+// follower of appends and its watch of the timers lived on the lost node
+// or lost their server, and a reader never waits on them alone.
+func TestReadersAndTimersGoOnWhileANodeIsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a NATS node")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := newOptions()
+	b := open(t, o)
+	leader := streamLeader(ctx, t, o.Stream)
+	// a is connected to the node about to die, as a replica whose NATS
+	// pod goes away is.
+	urls := []string{cluster.NodeURL(leader)}
+	for i := range 3 {
+		if i != leader {
+			urls = append(urls, cluster.NodeURL(i))
+		}
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := natsjs.Open(ctx, nc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(); nc.Close() })
+	cluster.Kill(leader)
+	t.Cleanup(func() {
+		if err := cluster.Restart(context.Background(), leader); err != nil {
+			t.Error(err)
+		}
+	})
+	woken := a.Changed()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := b.Append(ctx, event(t, "while-down"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no append while n%d is down: %v", leader+1, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("another replica's append while a node is down did not wake the readers")
+	}
+	recs, err := a.Read(ctx, 0, 0)
+	if err != nil || len(recs) != 1 || recs[0].Event.ID() != "while-down" {
+		t.Fatalf("Read = %v, %v", ids(recs), err)
+	}
+	due := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for {
+		err := b.Schedule(ctx, events.At(event(t, "deadline"), due))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no timer scheduled while n%d is down: %v", leader+1, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		next, ok, err := a.NextDue(ctx)
+		if err == nil && ok && next.Equal(due) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other replica's timer is not in the index: NextDue = %v, %v, %v", next, ok, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -99,6 +99,10 @@ func partition(key string, n int) int {
 	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(n))
 }
 
+// PartitionFor is the partition of the events of key among partitions:
+// what PartitionOf answers on a bus of that many.
+func PartitionFor(key string, partitions int) int { return partition(key, partitions) }
+
 // PartitionOf is the partition of the events of key.
 func (b *Bus) PartitionOf(key string) int { return partition(key, b.o.Partitions) }
 
@@ -119,7 +123,14 @@ type Bus struct {
 	cursors jetstream.KeyValue
 	ids     jetstream.KeyValue // the ids Remember selects (nil: none)
 	timers  *timerIndex
-	follow  jetstream.ConsumeContext
+
+	// follow is the consumer of appends (followAppends), replaced under
+	// followMu when it gave up; stopFollow ends it.
+	followMu   sync.Mutex
+	follow     jetstream.ConsumeContext
+	stopFollow chan struct{}
+	followDone chan struct{}
+	closeOnce  sync.Once
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -213,14 +224,59 @@ func (b *Bus) answers(ctx context.Context) error {
 }
 
 // followAppends wakes readers at every append to the stream, by any
-// replica: an ordered consumer of the new messages' headers. A reconnect
-// wakes them too (appends may have happened meanwhile).
+// replica: an ordered consumer of the new messages' headers, made again
+// when it gives up (its server went away and it could not be reset). A
+// reconnect wakes them too (appends may have happened meanwhile), and so
+// does a tick every pollEvery: a reader never waits on a notification
+// that cannot come (a consumer lost with its NATS node) for longer than
+// that.
 func (b *Bus) followAppends(ctx context.Context, s jetstream.Stream) error {
+	cc, err := b.consumeAppends(ctx, s)
+	if err != nil {
+		return err
+	}
+	b.follow = cc
+	b.stopFollow = make(chan struct{})
+	b.followDone = make(chan struct{})
+	go func() {
+		defer close(b.followDone)
+		tick := time.NewTicker(pollEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-b.stopFollow:
+				b.followMu.Lock()
+				b.follow.Stop()
+				b.followMu.Unlock()
+				return
+			case <-tick.C:
+				b.appended(nil)
+			case <-cc.Closed():
+				b.appended(nil)
+				next, err := b.consumeAppends(context.Background(), s)
+				if err != nil {
+					continue // the next tick tries again: cc stays closed
+				}
+				b.followMu.Lock()
+				b.follow, cc = next, next
+				b.followMu.Unlock()
+			}
+		}
+	}()
+	return nil
+}
+
+// pollEvery bounds how long a reader waits without a notification.
+const pollEvery = 2 * time.Second
+
+func (b *Bus) consumeAppends(ctx context.Context, s jetstream.Stream) (jetstream.ConsumeContext, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverNewPolicy, HeadersOnly: true,
 	})
 	if err != nil {
-		return fmt.Errorf("following stream %s: %w", b.o.Stream, err)
+		return nil, fmt.Errorf("following stream %s: %w", b.o.Stream, err)
 	}
 	cc, err := c.Consume(func(m jetstream.Msg) {
 		if md, err := m.Metadata(); err == nil {
@@ -228,10 +284,9 @@ func (b *Bus) followAppends(ctx context.Context, s jetstream.Stream) error {
 		}
 	}, jetstream.ConsumeErrHandler(func(jetstream.ConsumeContext, error) { b.appended(nil) }))
 	if err != nil {
-		return fmt.Errorf("following stream %s: %w", b.o.Stream, err)
+		return nil, fmt.Errorf("following stream %s: %w", b.o.Stream, err)
 	}
-	b.follow = cc
-	return nil
+	return cc, nil
 }
 
 // appended records that the stream holds the sequences (by subject; none:
@@ -257,7 +312,8 @@ func (b *Bus) Changed() <-chan struct{} {
 // Close stops following the stream and the timers. The connection stays
 // open.
 func (b *Bus) Close() error {
-	b.follow.Stop()
+	b.closeOnce.Do(func() { close(b.stopFollow) })
+	<-b.followDone
 	b.timers.stop()
 	return nil
 }

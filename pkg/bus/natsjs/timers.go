@@ -61,50 +61,89 @@ func parseTimerKey(key string) (int, time.Time, bool) {
 }
 
 // watchTimers indexes the bucket's timers and follows it; it returns once
-// the index holds every timer the bucket had.
+// the index holds every timer the bucket had. A watch that ends (its
+// server gone for longer than it retries) is started again, and its first
+// snapshot replaces the index.
 func watchTimers(ctx context.Context, kv jetstream.KeyValue) (*timerIndex, error) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := kv.WatchAll(wctx)
+	t := &timerIndex{kv: kv, cancel: cancel, done: make(chan struct{}), byKey: map[string]timer{}, gone: map[string]uint64{}, changed: make(chan struct{})}
+	w, err := t.snapshot(ctx, wctx)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("watching the timers: %w", err)
-	}
-	t := &timerIndex{kv: kv, cancel: cancel, done: make(chan struct{}), byKey: map[string]timer{}, gone: map[string]uint64{}, changed: make(chan struct{})}
-	for initial := true; initial; {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				cancel()
-				return nil, fmt.Errorf("watching the timers: the watch ended")
-			}
-			if e == nil {
-				initial = false
-				continue
-			}
-			t.apply(e)
-		case <-ctx.Done():
-			cancel()
-			return nil, fmt.Errorf("reading the timers: %w", ctx.Err())
-		}
+		return nil, err
 	}
 	go func() {
 		defer close(t.done)
-		defer func() { _ = w.Stop() }()
 		for {
-			select {
-			case e, ok := <-w.Updates():
-				if !ok {
+			t.follow(wctx, w)
+			_ = w.Stop()
+			for {
+				select {
+				case <-wctx.Done():
 					return
+				case <-time.After(time.Second):
 				}
-				if e != nil {
-					t.apply(e)
+				if w, err = t.snapshot(wctx, wctx); err == nil {
+					break
 				}
-			case <-wctx.Done():
-				return
 			}
 		}
 	}()
 	return t, nil
+}
+
+// snapshot starts a watch of every timer and replaces the index with the
+// bucket's timers; the watch runs until wctx ends.
+func (t *timerIndex) snapshot(ctx, wctx context.Context) (jetstream.KeyWatcher, error) {
+	w, err := t.kv.WatchAll(wctx)
+	if err != nil {
+		return nil, fmt.Errorf("watching the timers: %w", err)
+	}
+	var initial []jetstream.KeyValueEntry
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				_ = w.Stop()
+				return nil, errors.New("watching the timers: the watch ended")
+			}
+			if e != nil {
+				initial = append(initial, e)
+				continue
+			}
+			t.mu.Lock()
+			t.byKey = map[string]timer{}
+			for _, e := range initial {
+				if e.Operation() == jetstream.KeyValuePut {
+					t.put(e.Key(), e.Revision(), e.Value())
+				}
+			}
+			close(t.changed) // a timer may have gone: NextDue again
+			t.changed = make(chan struct{})
+			t.mu.Unlock()
+			return w, nil
+		case <-ctx.Done():
+			_ = w.Stop()
+			return nil, fmt.Errorf("reading the timers: %w", ctx.Err())
+		}
+	}
+}
+
+// follow applies the watch's changes until it ends or ctx does.
+func (t *timerIndex) follow(ctx context.Context, w jetstream.KeyWatcher) {
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e != nil {
+				t.apply(e)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (t *timerIndex) stop() {

@@ -25,9 +25,11 @@ import (
 var _ state.Rollouts = (*Repo)(nil)
 
 // Bus is where the events of an update go (pkg/bus/natsjs implements it):
-// its de-duplication by id makes publishing an outbox again harmless.
+// those due later (deadlines) as timers, the others appended. Its
+// de-duplication by id (of events and of timers) makes publishing an
+// outbox again harmless.
 type Bus interface {
-	Append(ctx context.Context, evs ...cloudevents.Event) ([]bus.Record, error)
+	Schedule(ctx context.Context, evs ...cloudevents.Event) error
 }
 
 // Options name and size the buckets.
@@ -279,7 +281,7 @@ func (r *Repo) flush(ctx context.Context, key string, env envelope, rev uint64) 
 		}
 		evs = append(evs, e)
 	}
-	if _, err := r.bus.Append(ctx, evs...); err != nil {
+	if err := r.bus.Schedule(ctx, evs...); err != nil {
 		return rev, fmt.Errorf("appending the outbox: %w", err)
 	}
 	env.Outbox = nil

@@ -118,8 +118,8 @@ func TestARolloutOfAThousandClusters(t *testing.T) {
 // committed (a fake only to inject that failure).
 type failingBus struct{}
 
-func (failingBus) Append(context.Context, ...cloudevents.Event) ([]bus.Record, error) {
-	return nil, errors.New("injected: the bus is unreachable")
+func (failingBus) Schedule(context.Context, ...cloudevents.Event) error {
+	return errors.New("injected: the bus is unreachable")
 }
 
 // An update whose events the bus refused keeps them in its outbox: Relay,

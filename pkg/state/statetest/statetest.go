@@ -29,6 +29,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("CreateGetUpdate", func(t *testing.T) { createGetUpdate(t, open) })
 	t.Run("NoLostUpdates", func(t *testing.T) { noLostUpdates(t, open) })
 	t.Run("UpdateEmitPutsEventsOnTheBus", func(t *testing.T) { updateEmit(t, open) })
+	t.Run("UpdateEmitSchedulesEventsDueLater", func(t *testing.T) { updateEmitTimer(t, open) })
 	t.Run("FinishedRolloutsAreArchived", func(t *testing.T) { archived(t, open) })
 	t.Run("Applications", func(t *testing.T) { applications(t, open) })
 	t.Run("Fleet", func(t *testing.T) { fleet(t, open) })
@@ -131,6 +132,47 @@ func updateEmit(t *testing.T, open Open) {
 	}
 	if len(recs) != 1 || recs[0].Event.ID() != "step-1" {
 		t.Errorf("bus after UpdateEmit: %v", recs)
+	}
+}
+
+// updateEmitTimer: an event an update emits due later (a deadline) is a
+// timer of the bus, not on it before it is due; the others are on it.
+func updateEmitTimer(t *testing.T, open Open) {
+	t.Helper()
+	ctx := context.Background()
+	s, b := open(t)
+	if _, err := s.Create(ctx, sample("r1")); err != nil {
+		t.Fatal(err)
+	}
+	now, err := events.New("now-1", events.Source, "dev.flotilla.statetest.v1", map[string]string{"k": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := events.New("deadline-1", events.Source, "dev.flotilla.statetest.deadline.v1", map[string]string{"k": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(time.Hour)
+	later = events.At(later, due)
+	if _, _, err := s.UpdateEmit(ctx, "r1", func(*rollout.Rollout) ([]cloudevents.Event, error) {
+		return []cloudevents.Event{now, later}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := b.Read(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.Event.ID())
+	}
+	if diff := cmp.Diff([]string{"now-1"}, ids); diff != "" {
+		t.Errorf("bus after UpdateEmit (-want +got):\n%s", diff)
+	}
+	next, ok, err := b.NextDue(ctx)
+	if err != nil || !ok || next.Sub(due).Abs() > time.Second {
+		t.Errorf("NextDue = %v, %v, %v; want the deadline %v", next, ok, err, due)
 	}
 }
 
