@@ -39,4 +39,4 @@ Feature: Rollouts in flight never wait for each other
     And the rollout of "2.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And the primary of "bravo" in every cluster runs version "2.1.0" by digest
-    And no cluster ran a pipeline twice for the same step
+    And no cluster was applied twice for one step, as its API server recorded

@@ -7,6 +7,7 @@ Feature: Users steer rollouts: pause, resume, abort, stop the line, approve wave
   Background:
     Given a registry
 
+  @both-modes
   Scenario: A paused rollout starts no cluster until it is resumed
     Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cucumber/godog"
 
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
 )
 
 var fleet *localfleet.Fleet
@@ -29,6 +32,14 @@ func testMain(m *testing.M) int {
 		return 2
 	}
 	defer stopGitea()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	natsCluster, err = natstest.Start(ctx, filepath.Join(dir, "nats"), 3)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting NATS:", err)
+		return 2
+	}
+	defer natsCluster.Stop()
 	return fleettest.Main(m, fleettest.Options{
 		Clusters:     4,
 		Tekton:       true,
@@ -43,13 +54,25 @@ func testMain(m *testing.M) int {
 	}, &fleet)
 }
 
-func TestFeatures(t *testing.T) {
+func TestFeatures(t *testing.T) { runSuite(t, false, "~@scale-out") }
+
+// TestFeaturesScaleOut runs the scenarios of both modes, and those of
+// scale-out mode only, on three replicas sharing a NATS cluster.
+func TestFeaturesScaleOut(t *testing.T) { runSuite(t, true, "@both-modes,@scale-out") }
+
+// runSuite runs the features of tags, in scale-out mode or embedded.
+func runSuite(t *testing.T, scaleOut bool, tags string) {
+	name := "flotilla"
+	if scaleOut {
+		name = "flotilla scale-out"
+	}
 	suite := godog.TestSuite{
-		Name:                "flotilla",
-		ScenarioInitializer: initializeScenario,
+		Name:                name,
+		ScenarioInitializer: func(sc *godog.ScenarioContext) { initializeScenario(sc, scaleOut) },
 		Options: &godog.Options{
 			Format:   "pretty",
 			Paths:    []string{"."},
+			Tags:     tags,
 			TestingT: t,
 			Strict:   true,
 			NoColors: true,
@@ -110,8 +133,8 @@ func clientsFor(name string) (*fleettest.Clients, error) {
 	return c, nil
 }
 
-func initializeScenario(sc *godog.ScenarioContext) {
-	s := &scenario{}
+func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
+	s := &scenario{scaleOut: scaleOut}
 	timings.record(sc)
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		s.failed = err != nil
@@ -145,4 +168,5 @@ func initializeScenario(sc *godog.ScenarioContext) {
 	s.registerMetricsSteps(sc)
 	s.registerUISteps(sc)
 	s.registerTracingSteps(sc)
+	s.registerScaleOutSteps(sc)
 }

@@ -30,9 +30,16 @@ func buildFlotilla(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// flotillaProcess is one `flotilla serve` run by a scenario.
+// flotillaProcess is one `flotilla serve` run by a scenario, or, in
+// scale-out mode, the scenario's replicas behind one address.
 type flotillaProcess struct {
 	config, listen, logPath string
+	// args are more flags; env more environment variables.
+	args, env []string
+	// replicas, when set, are the scale-out replicas this stands for,
+	// reached through proxy at listen.
+	replicas []*flotillaProcess
+	proxy    *replicaProxy
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -41,15 +48,21 @@ type flotillaProcess struct {
 
 func (p *flotillaProcess) url() string { return "http://" + p.listen }
 
-// start runs `flotilla serve` and waits until /readyz answers.
+// start runs `flotilla serve` and waits until /readyz answers; replicas
+// all start at once, behind their proxy.
 func (p *flotillaProcess) start(ctx context.Context) error {
+	if p.replicas != nil {
+		return p.startReplicas(ctx)
+	}
 	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	// The process outlives this step: stop and kill end it, not ctx.
-	cmd := exec.CommandContext(context.WithoutCancel(ctx), flotillaBin, "serve", "--config", p.config, "--listen", p.listen, "--log-level", "debug")
+	args := append([]string{"serve", "--config", p.config, "--listen", p.listen, "--log-level", "debug"}, p.args...)
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), flotillaBin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), p.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -80,8 +93,16 @@ func (p *flotillaProcess) start(ctx context.Context) error {
 	return nil
 }
 
-// kill sends SIGKILL and waits for the process to be gone.
+// kill sends SIGKILL and waits for the process (every replica) to be gone.
 func (p *flotillaProcess) kill() error {
+	if p.replicas != nil {
+		for _, r := range p.replicas {
+			if err := r.kill(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
@@ -95,8 +116,16 @@ func (p *flotillaProcess) kill() error {
 	return nil
 }
 
-// stop ends the process gracefully (SIGTERM), then kills it.
+// stop ends the process (every replica) gracefully (SIGTERM), then kills it.
 func (p *flotillaProcess) stop() {
+	if p.replicas != nil {
+		var wg sync.WaitGroup
+		for _, r := range p.replicas {
+			wg.Go(r.stop)
+		}
+		wg.Wait()
+		return
+	}
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()

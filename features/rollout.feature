@@ -1,3 +1,6 @@
+# Every scenario here runs in both modes: embedded, and scale-out on three
+# replicas (TestFeaturesScaleOut).
+@both-modes
 Feature: A registry push carried through two waves of real clusters, and back
   flotilla serve (a real process, with its embedded store) receives the push
   notifications of a real registry, verifies the tag's digest there, and rolls

@@ -24,6 +24,9 @@ type scenario struct {
 	w        *world
 	task     *taskRun
 	failed   bool
+	// scaleOut runs the scenario's flotilla in scale-out mode: three
+	// replicas on the package's NATS cluster (the scale-out suite).
+	scaleOut bool
 
 	// checkOut and checkCode are the output and exit code of the last
 	// `flotilla config check` a step ran.

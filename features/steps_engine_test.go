@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,6 +27,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 func (s *scenario) registerEngineSteps(sc *godog.ScenarioContext) {
@@ -47,7 +48,7 @@ func (s *scenario) registerEngineSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the canary in cluster "([^"]*)" has waited for promotion for (\d+) seconds$`, s.heldFor)
 	sc.Step(`^the rollout of "([^"]*)" is still in flight$`, s.stillInFlight)
 	sc.Step(`^wave 1 of the rollouts of "([^"]*)" and "([^"]*)" has been applied$`, s.wave1AppliedBoth)
-	sc.Step(`^no cluster ran a pipeline twice for the same step$`, s.noDoubleRuns)
+	sc.Step(`^no cluster was applied twice for one step, as its API server recorded$`, s.noDoubleApplies)
 	sc.Step(`^cluster "([^"]*)" has taken the rollout of "([^"]*)"$`, s.clusterApplied)
 	sc.Step(`^flotilla keeps handled events for (\d+) seconds and remembers event ids for (\d+) seconds$`, s.journalBounds)
 	sc.Step(`^flotilla's journal has deleted the events it handled$`, s.journalRetired)
@@ -275,38 +276,63 @@ func (s *scenario) wave1AppliedBoth(ctx context.Context, a, b string) error {
 
 // noDoubleRuns reads flotilla's log (every process of the scenario): each
 // pipeline run request (rollout, cluster, purpose, step) ran once.
-func (s *scenario) noDoubleRuns() error {
-	f, err := os.Open(s.w.flotilla.logPath)
-	if err != nil {
-		return err
+// noDoubleApplies reads, from the audit log of every cluster of the
+// waves, each patch flotilla made to the scenario's workloads: one step
+// applies one image for one rollout, so no (rollout, image) pair may be
+// patched twice into one workload of one cluster.
+func (s *scenario) noDoubleApplies() error {
+	apps := []string{s.w.app}
+	if s.w.second != nil {
+		apps = append(apps, s.w.second.name)
 	}
-	defer func() { _ = f.Close() }()
-	runs := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l struct {
-			Msg       string `json:"msg"`
-			RolloutID string `json:"rollout_id"`
-			Cluster   string `json:"cluster"`
-			Purpose   string `json:"purpose"`
-			Step      int    `json:"step"`
+	total := 0
+	for _, names := range s.w.waves {
+		for _, n := range names {
+			cl, ok := s.fleet().Cluster(n)
+			if !ok {
+				return fmt.Errorf("the fleet has no cluster %s", n)
+			}
+			for _, app := range apps {
+				patches, err := fleettest.Patches(cl.AuditLog, "deployments", s.w.namespace, app)
+				if err != nil {
+					return err
+				}
+				seen := map[string]int{}
+				for _, p := range patches {
+					if p.FieldManager != tasks.FieldManager || p.Code >= 300 {
+						continue
+					}
+					var body struct {
+						Metadata struct {
+							Annotations map[string]string `json:"annotations"`
+						} `json:"metadata"`
+						Spec struct {
+							Template struct {
+								Spec struct {
+									Containers []struct {
+										Image string `json:"image"`
+									} `json:"containers"`
+								} `json:"spec"`
+							} `json:"template"`
+						} `json:"spec"`
+					}
+					if err := json.Unmarshal(p.Body, &body); err != nil {
+						return fmt.Errorf("cluster %s: a patch of %s that is not JSON: %w", n, app, err)
+					}
+					for _, c := range body.Spec.Template.Spec.Containers {
+						key := body.Metadata.Annotations[tasks.AnnotationRollout] + " " + c.Image
+						if seen[key]++; seen[key] > 1 {
+							return fmt.Errorf("cluster %s: %s/%s was patched with %s for rollout %s %d times (the last at %s)",
+								n, s.w.namespace, app, c.Image, body.Metadata.Annotations[tasks.AnnotationRollout], seen[key], p.Time.Format(time.RFC3339Nano))
+						}
+						total++
+					}
+				}
+			}
 		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "running pipeline" {
-			continue
-		}
-		runs[fmt.Sprintf("%s %s %s step %d", l.RolloutID, l.Cluster, l.Purpose, l.Step)]++
 	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	if len(runs) == 0 {
-		return errors.New("flotilla logged no pipeline run")
-	}
-	for k, n := range runs {
-		if n != 1 {
-			return fmt.Errorf("%s ran %d times", k, n)
-		}
+	if total == 0 {
+		return errors.New("no cluster's audit log has a patch by flotilla of the scenario's workloads")
 	}
 	return nil
 }

@@ -160,6 +160,15 @@ type world struct {
 	browser    *browser
 	routes     map[string]*routeLog
 	loadTarget *loadTarget
+	// natsDown is the NATS node a step killed, until it is started again;
+	// acked the versions whose push flotilla acknowledged in a burst.
+	natsDown *int
+	acked    []string
+	// fleetRollouts is server.fleetRollouts, kept in cluster
+	// fleetRolloutsIn; kubectlOut what `kubectl get --watch` printed.
+	fleetRollouts   map[string]any
+	fleetRolloutsIn string
+	kubectlOut      *lockedBuffer
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -335,6 +344,12 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 		"fleet":        map[string]any{"clusters": clusters, "waves": waves, "metricsServer": cmp.Or(s.fleet().PrometheusURL, config.DefaultMetricsServer)},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
 	}
+	if s.scaleOut {
+		cfg["server"].(map[string]any)["bus"] = busConfig(w.namespace)
+	}
+	if w.fleetRollouts != nil {
+		cfg["server"].(map[string]any)["fleetRollouts"] = w.fleetRollouts
+	}
 	if w.otlp != nil {
 		cfg["telemetry"] = tracingConfig(w)
 	}
@@ -412,11 +427,24 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 		return err
 	}
-	w.flotilla = &flotillaProcess{config: cfgPath, listen: listen, logPath: filepath.Join(w.dir, "flotilla.log")}
+	if s.scaleOut {
+		w.flotilla = newReplicas(cfgPath, listen, w.dir, w.namespace)
+	} else {
+		w.flotilla = &flotillaProcess{config: cfgPath, listen: listen, logPath: filepath.Join(w.dir, "flotilla.log")}
+	}
 	s.onCleanup(func() {
-		w.flotilla.stop()
 		if s.failed {
-			fmt.Fprintf(os.Stderr, "scenario files kept in %s\n--- flotilla log tail:\n%s\n", w.dir, tail(w.flotilla.logPath, 40))
+			w.flotilla.dumpGoroutines()
+		}
+		w.flotilla.stop()
+		if w.flotilla.proxy != nil {
+			w.flotilla.proxy.close()
+		}
+		if s.scaleOut {
+			deleteStream(w.namespace)
+		}
+		if s.failed {
+			fmt.Fprintf(os.Stderr, "scenario files kept in %s\n--- flotilla log tail:\n%s\n", w.dir, w.flotilla.logs(40))
 			return
 		}
 		_ = os.RemoveAll(w.dir)

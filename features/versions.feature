@@ -29,6 +29,7 @@ Feature: Which version rolls out: newer ones supersede or queue, the baseline is
     When version "1.0.0" is built again and pushed
     Then the primary in every cluster comes to run the rebuilt "1.0.0" by digest
 
+  @both-modes
   Scenario: A newer version supersedes the rollout in flight
     Given the application will be validated manually
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"

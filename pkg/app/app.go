@@ -255,6 +255,12 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	var inFlight resync.Rollouts = s.repo
 	if s.scale != nil {
 		shared := &sharedEngine{so: s.scale, fns: fns, opts: dopts, log: o.Logger}
+		if err := o.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "flotilla_partitions_held",
+			Help: "Partitions of the bus this replica holds and handles the events of (scale-out mode).",
+		}, shared.heldCount)); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
 		s.dispatch, inFlight = shared, ownedRollouts{repo: s.repo, owns: shared.owns}
 	} else if s.dispatch, err = dispatch.New(s.bus, fns, dopts); err != nil {
 		return err

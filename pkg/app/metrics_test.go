@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -37,15 +38,20 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 
 var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
-// The README's metrics table lists exactly the metrics flotilla registers.
+// The README's metrics table lists exactly the metrics flotilla registers,
+// in either mode.
 func TestREADMEListsEveryMetric(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	rec := &recorder{Registerer: reg}
-	s, err := New(t.Context(), testConfig(t, ""), Options{Registry: reg, Registerer: rec, NoPrune: true})
-	if err != nil {
-		t.Fatal(err)
+	var names []string
+	for _, extra := range []string{"", fmt.Sprintf("  bus: {url: %q, stream: METRICS, partitions: 2, replica: m}\n", natsCluster.URL())} {
+		reg := prometheus.NewRegistry()
+		rec := &recorder{Registerer: reg}
+		s, err := New(t.Context(), testConfig(t, extra), Options{Registry: reg, Registerer: rec, NoPrune: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		names = append(names, rec.names...)
 	}
-	t.Cleanup(func() { _ = s.Close() })
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +66,7 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 	}
 	slices.Sort(listed)
 	listed = slices.Compact(listed)
-	registered := slices.Compact(slices.Sorted(slices.Values(rec.names)))
+	registered := slices.Compact(slices.Sorted(slices.Values(names)))
 	if diff := cmp.Diff(registered, listed); diff != "" {
 		t.Errorf("README metrics (-registered +listed):\n%s", diff)
 	}

@@ -148,6 +148,13 @@ func (e *sharedEngine) held(p int) bool {
 	return e.owned[p]
 }
 
+// heldCount is how many partitions this replica holds.
+func (e *sharedEngine) heldCount() float64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return float64(len(e.owned))
+}
+
 // Run joins the partitions until ctx ends, then hands them over.
 func (e *sharedEngine) Run(ctx context.Context) error {
 	e.mu.Lock()

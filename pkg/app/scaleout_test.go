@@ -12,21 +12,15 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
 )
 
 // Two replicas in scale-out mode on a real three-node JetStream cluster: a
 // control sent to one (stop the fleet) is handled by whichever holds its
 // partition and read back from the other; and the reverse.
 func TestScaleOutReplicasShareOneFleet(t *testing.T) {
-	nats, err := natstest.Start(t.Context(), t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nats.Stop)
 	t.Setenv("FLOTILLA_TEST_API_TOKEN", "tok")
 	replica := func(name string) *Server {
-		cfg := testConfig(t, fmt.Sprintf("  apiToken: {env: FLOTILLA_TEST_API_TOKEN}\n  bus: {url: %q, partitions: 4, replica: %s}\n", nats.URL(), name))
+		cfg := testConfig(t, fmt.Sprintf("  apiToken: {env: FLOTILLA_TEST_API_TOKEN}\n  bus: {url: %q, stream: SHARE, partitions: 4, replica: %s}\n", natsCluster.URL(), name))
 		return runServer(t, cfg, Options{NoPrune: true})
 	}
 	a, b := replica("a"), replica("b")

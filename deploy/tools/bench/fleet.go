@@ -27,6 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
@@ -43,6 +44,9 @@ type bench struct {
 	// signer signs every version of the measured application, whose
 	// policy trusts its key.
 	signer *sigtest.Keypair
+	// nats is the three-node JetStream cluster of the scale-out
+	// scenarios (-scale-out), nil without them.
+	nats *natstest.Cluster
 }
 
 // realCluster is one cluster of the local fleet with the bench's clients.
@@ -88,12 +92,21 @@ func newBench(ctx context.Context, o options, logger *slog.Logger) (*bench, erro
 		}
 		b.real = append(b.real, rc)
 	}
+	if o.scaleOut > 0 {
+		if b.nats, err = natstest.Start(startCtx, filepath.Join(dir, "nats"), 3); err != nil {
+			b.close() //nolint:contextcheck // teardown outlives the caller's ctx
+			return nil, fmt.Errorf("starting NATS (make fleet-build builds it): %w", err)
+		}
+	}
 	b.registry = httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	b.regHost = strings.TrimPrefix(b.registry.URL, "http://")
 	return b, nil
 }
 
 func (b *bench) close() {
+	if b.nats != nil {
+		b.nats.Stop()
+	}
 	if b.registry != nil {
 		b.registry.Close()
 	}

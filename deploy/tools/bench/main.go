@@ -58,6 +58,7 @@ type options struct {
 	fleetNice  int
 	large      int
 	largeRuns  int
+	scaleOut   int
 }
 
 func main() {
@@ -92,6 +93,7 @@ func run(args []string) error {
 	fs.IntVar(&o.rollbacks, "rollbacks", 0, "after the measured rollouts, this many more whose wave 2 fails: measures C (a canary's failure -> every wave-2 revert applied)")
 	fs.IntVar(&o.large, "large", 0, "also run a scenario with this many named clusters in wave 2 (1000: DESIGN's one wave of 1,000 clusters), measured -large-runs times (0: not)")
 	fs.IntVar(&o.largeRuns, "large-runs", 5, "measured rollouts of the -large scenario (each applies every one of its clusters twice: its runs take minutes)")
+	fs.IntVar(&o.scaleOut, "scale-out", 0, "also run each -wave2 scenario in scale-out mode with this many replicas (in process, on a three-node NATS JetStream cluster, requests spread over them), right after its embedded run (0: not)")
 	fs.IntVar(&o.fleetNice, "fleet-nice", 10, "nice value of the fleet's processes (API servers, etcd, controllers, Flagger): they stand in for clusters on other machines, so flotilla's process gets the CPU first (0: share it equally)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
@@ -105,7 +107,7 @@ func run(args []string) error {
 		o.wave2 = append(o.wave2, n)
 	}
 	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.watchers < 0 || o.rollbacks < 0 || o.fleetNice < 0 || o.fleetNice > 19 ||
-		o.large < 0 || o.largeRuns < 1 {
+		o.large < 0 || o.largeRuns < 1 || o.scaleOut < 0 {
 		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -watchers >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19, -large >= 0, -large-runs >= 1")
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -135,23 +137,26 @@ func run(args []string) error {
 		return err
 	}
 	var results []scenarioResult
-	type plan struct{ wave2, inflight, watchers, runs, rollbacks int }
+	type plan struct{ wave2, inflight, watchers, runs, rollbacks, replicas int }
 	var plans []plan
 	for _, n := range o.wave2 {
-		plans = append(plans, plan{n, 0, 0, o.runs, o.rollbacks})
+		plans = append(plans, plan{n, 0, 0, o.runs, o.rollbacks, 0})
+		if o.scaleOut > 0 {
+			plans = append(plans, plan{n, 0, 0, o.runs, o.rollbacks, o.scaleOut})
+		}
 	}
 	if o.watchers > 0 {
-		plans = append(plans, plan{o.wave2[0], 0, o.watchers, o.runs, 0})
+		plans = append(plans, plan{o.wave2[0], 0, o.watchers, o.runs, 0, 0})
 	}
 	if o.inflight > 0 {
-		plans = append(plans, plan{o.wave2[len(o.wave2)-1], o.inflight, 0, o.runs, 0})
+		plans = append(plans, plan{o.wave2[len(o.wave2)-1], o.inflight, 0, o.runs, 0, 0})
 	}
 	if o.large > 0 {
-		plans = append(plans, plan{o.large, 0, 0, o.largeRuns, 0})
+		plans = append(plans, plan{o.large, 0, 0, o.largeRuns, 0, 0})
 	}
 	for i, pl := range plans {
 		n := pl.wave2
-		sc, err := b.newScenario(ctx, i, n, pl.inflight, pl.watchers)
+		sc, err := b.newScenario(ctx, i, n, pl.inflight, pl.watchers, pl.replicas)
 		if err == nil {
 			sc.runs, sc.rollbacks = pl.runs, pl.rollbacks
 		}

@@ -11,7 +11,7 @@ import (
 // "observe_calls" counts observe's calls (a count, not a duration).
 type fnTimes map[string]time.Duration
 
-func gatherTimes(reg *prometheus.Registry) fnTimes {
+func gatherTimes(reg prometheus.Gatherer) fnTimes {
 	out := fnTimes{}
 	mfs, err := reg.Gather()
 	if err != nil {

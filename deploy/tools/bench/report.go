@@ -55,6 +55,8 @@ type scenarioResult struct {
 	inflight, apps   int
 	rssStart, rssEnd uint64
 	heapEnd          uint64
+	// replicas > 0: scale-out mode, that many replicas on NATS.
+	replicas int
 }
 
 // label names the scenario in the tables.
@@ -64,6 +66,9 @@ func (r scenarioResult) label() string {
 	}
 	if r.watchers > 0 {
 		return fmt.Sprintf("%d, %d watchers", r.wave2, r.watchers)
+	}
+	if r.replicas > 0 {
+		return fmt.Sprintf("%d, scale-out (%d replicas, NATS R3)", r.wave2, r.replicas)
 	}
 	return strconv.Itoa(r.wave2)
 }

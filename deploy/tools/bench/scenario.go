@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
@@ -66,15 +68,23 @@ type scenario struct {
 	ns           string
 	wave1, wave2 []*named
 	rec          *recorder
-	srv          *app.Server
-	url          string
-	stop         context.CancelFunc
-	done         chan error
+	// srvs are flotilla's replicas (one in embedded mode), each with its
+	// registry; url is the first's, urls every one's: requests go to them
+	// in turn (next), as a Service spreads them.
+	srvs  []*app.Server
+	regs  []*prometheus.Registry
+	url   string
+	urls  []string
+	next  atomic.Uint64
+	stop  context.CancelFunc
+	dones []chan error
+	// replicas > 0 runs flotilla in scale-out mode: that many replicas on
+	// the bench's NATS cluster.
+	replicas     int
 	regToken     string
 	flaggerToken string
 	http         *http.Client
 	version      int
-	reg          *prometheus.Registry
 	// inflight rollouts of other applications (background.go) are held in
 	// flight during the measured runs.
 	inflight int
@@ -101,8 +111,11 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func (b *bench) newScenario(ctx context.Context, index, wave2, inflight, watchers int) (*scenario, error) {
+func (b *bench) newScenario(ctx context.Context, index, wave2, inflight, watchers, replicas int) (*scenario, error) {
 	ns := fmt.Sprintf("bench-%d", wave2)
+	if replicas > 0 {
+		ns += fmt.Sprintf("-so%d", replicas)
+	}
 	if inflight > 0 {
 		ns += fmt.Sprintf("-inflight-%d", inflight)
 	}
@@ -110,7 +123,7 @@ func (b *bench) newScenario(ctx context.Context, index, wave2, inflight, watcher
 		ns += fmt.Sprintf("-watchers-%d", watchers)
 	}
 	s := &scenario{
-		b: b, log: b.log.With("wave2", wave2, "inflight", inflight, "watchers", watchers), ns: ns, inflight: inflight, watchers: watchers,
+		b: b, log: b.log.With("wave2", wave2, "inflight", inflight, "watchers", watchers, "replicas", replicas), ns: ns, inflight: inflight, watchers: watchers, replicas: replicas,
 		dir:      filepath.Join(b.dir, fmt.Sprintf("scenario-%d", index)),
 		regToken: randomHex(16), flaggerToken: randomHex(16),
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
@@ -279,36 +292,93 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 	if s.b.o.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	s.reg = prometheus.NewRegistry()
-	s.srv, err = app.New(ctx, cfg, app.Options{Executor: s.rec, Logger: logger, Registry: s.reg})
-	if err != nil {
-		return err
+	if s.replicas == 0 {
+		return s.startReplicas(ctx, []*config.Config{cfg}, logger)
 	}
-	s.url = "http://" + s.srv.Addr()
+	// Scale-out mode: a stream of the scenario's own on the bench's NATS
+	// cluster, replicated on its three nodes, and one config per replica
+	// (its name).
+	var cfgs []*config.Config
+	for i := range s.replicas {
+		cfgMap["server"] = map[string]any{"listen": "127.0.0.1:0", "dataDir": filepath.Join(s.dir, fmt.Sprintf("data-r%d", i)), "bus": map[string]any{
+			"url": s.b.nats.URL(), "stream": "BENCH_" + strings.ReplaceAll(s.ns, "-", "_"), "replicas": 3, "partitions": 6, "replica": fmt.Sprintf("r%d", i),
+		}}
+		raw, err := yaml.Marshal(cfgMap)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(s.dir, fmt.Sprintf("flotilla-r%d.yaml", i))
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			return err
+		}
+		c, err := config.Load(path)
+		if err != nil {
+			return err
+		}
+		cfgs = append(cfgs, c)
+	}
+	return s.startReplicas(ctx, cfgs, logger)
+}
+
+// startReplicas runs flotilla's main job once per config, in process, and
+// waits until every one is ready.
+func (s *scenario) startReplicas(ctx context.Context, cfgs []*config.Config, logger *slog.Logger) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.stop, s.done = cancel, make(chan error, 1)
-	go func() { s.done <- s.srv.Run(runCtx) }()
-	return s.until(ctx, 10*time.Second, "flotilla ready", func() (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/readyz", nil)
+	s.stop = cancel
+	for _, cfg := range cfgs {
+		reg := prometheus.NewRegistry()
+		srv, err := app.New(ctx, cfg, app.Options{Executor: s.rec, Logger: logger, Registry: reg})
 		if err != nil {
-			return false, err
+			return err
 		}
-		resp, err := s.http.Do(req)
-		if err != nil {
-			return false, nil
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(runCtx) }()
+		s.srvs, s.regs, s.dones = append(s.srvs, srv), append(s.regs, reg), append(s.dones, done)
+		s.urls = append(s.urls, "http://"+srv.Addr())
+	}
+	s.url = s.urls[0]
+	for _, u := range s.urls {
+		if err := s.until(ctx, 30*time.Second, "flotilla ready", func() (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/readyz", nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := s.http.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		}); err != nil {
+			return err
 		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	}
+	return nil
+}
+
+// gatherer reads every replica's metrics.
+func (s *scenario) gatherer() prometheus.Gatherer {
+	var g prometheus.Gatherers
+	for _, r := range s.regs {
+		g = append(g, r)
+	}
+	return g
+}
+
+// target is the URL of the next request: the replicas' in turn.
+func (s *scenario) target() string {
+	return s.urls[s.next.Add(1)%uint64(len(s.urls))]
 }
 
 func (s *scenario) close() {
 	if s.stop != nil {
 		s.stop()
-		if err := <-s.done; err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Warn("flotilla stopped with an error", "error", err)
+		for i, done := range s.dones {
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("flotilla stopped with an error", "error", err)
+			}
+			_ = s.srvs[i].Close()
 		}
-		_ = s.srv.Close()
 	}
 	for _, n := range s.all() {
 		if n.proxy != nil {
@@ -364,7 +434,7 @@ type sample struct {
 }
 
 func (s *scenario) run(ctx context.Context) (res scenarioResult, err error) {
-	res = scenarioResult{wave1: len(s.wave1), wave2: len(s.wave2), realClusters: len(s.b.real)}
+	res = scenarioResult{wave1: len(s.wave1), wave2: len(s.wave2), realClusters: len(s.b.real), replicas: s.replicas}
 	for _, n := range s.all() {
 		if n.proxy != nil {
 			res.proxied++
@@ -476,7 +546,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 
 	// B: wave 1's last Succeeded event -> every canary of wave 2 applied.
 	evBody := s.promotionEvent(last, id)
-	before := gatherTimes(s.reg)
+	before := gatherTimes(s.gatherer())
 	pids := s.b.fleetPIDs()
 	fleet0, self0 := cpuTime(pids...), cpuTime(os.Getpid())
 	t2 := time.Now()
@@ -495,7 +565,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 	smp.bFirst = earliest(w2).start.Sub(t2)
 	smp.stallB, smp.waitB = s.b.probe.within(t2, t2.Add(smp.b))
 	smp.fleetCPU, smp.selfCPU = cpuTime(pids...)-fleet0, cpuTime(os.Getpid())-self0
-	spent := gatherTimes(s.reg).sub(before)
+	spent := gatherTimes(s.gatherer()).sub(before)
 	smp.observe, smp.advance, smp.journal = spent["observe"], spent["advance"], spent["journal"]
 	smp.observeCalls = int(spent["observe_calls"])
 	if s.b.o.trace {
@@ -718,7 +788,7 @@ func (s *scenario) pushRepo(repo, version string) (string, []byte, error) {
 }
 
 func (s *scenario) post(ctx context.Context, path string, h http.Header, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target()+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -134,6 +134,14 @@ build_kubelet() {
   kube_build "$SRC/kubelet-wrap-$KUBE_VERSION" kubelet kube-proxy
 }
 
+# kubectl, which features run as a user would (kubectl get fleetrollouts),
+# from the same Kubernetes version as the API servers.
+build_kubectl() {
+  have "kubectl-$KUBE_VERSION" && return
+  log "building kubectl $KUBE_VERSION (about 2 min cold)"
+  kube_build "$SRC/kubectl-wrap-$KUBE_VERSION" kubectl
+}
+
 build_kwok() {
   have "kwok-$KWOK_VERSION" && return
   log "building kwok v$KWOK_VERSION (about 1.5 min cold)"
@@ -320,6 +328,7 @@ build_kwok
 build_flagger
 build_kube
 build_kubelet
+build_kubectl
 build_tekton
 build_gitea
 build_prometheus

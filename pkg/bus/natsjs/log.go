@@ -238,6 +238,10 @@ func (b *Bus) read(ctx context.Context, subject string, after uint64, limit int)
 	}
 }
 
+// readTimeout bounds one direct batch get (a healthy one takes
+// milliseconds).
+const readTimeout = 5 * time.Second
+
 // expiredUpTo tells whether retention removed every message up to seq
 // (then nothing is left to wait for).
 func (b *Bus) expiredUpTo(ctx context.Context, seq uint64) bool {
@@ -252,7 +256,12 @@ func (b *Bus) expiredUpTo(ctx context.Context, seq uint64) bool {
 }
 
 // readBatch reads up to n records of subject ("": all) after seq.
+// A direct batch get waits for the end of its replies: bounded by
+// readTimeout, since a reply lost with its server (a node gone mid-read)
+// would hold the reader for good.
 func (b *Bus) readBatch(ctx context.Context, subject string, after uint64, n int) ([]bus.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	opts := []jetstreamext.GetBatchOpt{jetstreamext.GetBatchSeq(after + 1)}
 	if subject != "" {
 		opts = append(opts, jetstreamext.GetBatchSubject(subject))

@@ -128,10 +128,12 @@ func (b *Bus) JoinPartitions(ctx context.Context, o PartitionOptions, onSet func
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Partitions{kv: kv, o: o, onSet: onSet, log: log.With("replica", o.Replica), cancel: cancel, done: make(chan struct{}),
 		seen: map[string]seenKey{}, held: map[int]uint64{}}
+	// A watch that cannot start now (a NATS node going away) is started
+	// again at the next round, as one that ends.
 	w, err := kv.WatchAll(wctx)
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("watching the leases: %w", err)
+		p.log.Warn("watching the leases; trying again at the next round", "error", err)
+		w = nil
 	}
 	go p.run(wctx, w)
 	return p, nil
@@ -148,7 +150,10 @@ func (p *Partitions) run(ctx context.Context, w jetstream.KeyWatcher) {
 			_ = w.Stop()
 		}
 	}()
-	updates := w.Updates()
+	var updates <-chan jetstream.KeyValueEntry
+	if w != nil {
+		updates = w.Updates()
+	}
 	tick := time.NewTicker(p.o.Renew)
 	defer tick.Stop()
 	p.round(ctx)

@@ -36,7 +36,7 @@ func OpenDocs(ctx context.Context, nc *nats.Conn, o Options) (*Docs, error) {
 	if err := answers(ctx, kv); err != nil {
 		return nil, fmt.Errorf("bucket %s_docs: %w", o.Prefix, err)
 	}
-	return &Docs{kv: kv}, nil
+	return &Docs{kv: patient{kv}}, nil
 }
 
 func docKey(collection, key string) string { return idKey(collection) + "." + idKey(key) }

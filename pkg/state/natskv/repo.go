@@ -85,6 +85,7 @@ func Open(ctx context.Context, nc *nats.Conn, b Bus, o Options, now func() time.
 		if err := answers(ctx, *kv.dst); err != nil {
 			return nil, fmt.Errorf("bucket %s_%s: %w", o.Prefix, kv.name, err)
 		}
+		*kv.dst = patient{*kv.dst}
 	}
 	return r, nil
 }

@@ -153,6 +153,11 @@ func (s clusterStarter) startAPIServer(ctx context.Context, cfg *rest.Config) (P
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--profiling=false",
 		"--v=0",
+		"--audit-policy-file=" + s.shared.auditPolicy,
+		"--audit-log-path=" + c.AuditLog,
+		"--audit-log-format=json",
+		"--audit-log-maxsize=200",
+		"--audit-log-maxbackup=1",
 	}
 	p, err := s.run(ctx, "kube-apiserver", s.bins.apiserver(), args)
 	if err != nil {

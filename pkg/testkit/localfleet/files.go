@@ -21,9 +21,17 @@ import (
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
+// auditPolicy has the API servers log every patch of a workload or a
+// Canary, with its body (Cluster.AuditLog).
+//
+//go:embed audit-policy.yaml
+var auditPolicy []byte
+
 // sharedFiles are the files every cluster of a fleet uses.
 type sharedFiles struct {
 	saKey, saPub, tokens, stages string
+	// auditPolicy is the API servers' audit policy (AuditLog).
+	auditPolicy string
 	// clientCA signs the client certificates the API servers accept, and
 	// kubeletClientCert/Key are theirs for kubelets (see pki.go).
 	clientCA, kubeletClientCert, kubeletClientKey string
@@ -35,6 +43,8 @@ func writeSharedFiles(dir, token string) (sharedFiles, error) {
 		saPub:  filepath.Join(dir, "sa.pub"),
 		tokens: filepath.Join(dir, "tokens.csv"),
 		stages: filepath.Join(dir, "kwok-stages.yaml"),
+
+		auditPolicy: filepath.Join(dir, "audit-policy.yaml"),
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -49,6 +59,8 @@ func writeSharedFiles(dir, token string) (sharedFiles, error) {
 		s.saPub:  pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
 		s.tokens: []byte(token + ",admin,admin-uid,system:masters\n"),
 		s.stages: kwokStages,
+
+		s.auditPolicy: auditPolicy,
 	}
 	for path, b := range files {
 		if err := os.WriteFile(path, b, 0o600); err != nil {

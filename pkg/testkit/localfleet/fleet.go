@@ -75,6 +75,10 @@ type Cluster struct {
 	MeshProvider string    `json:"meshProvider,omitempty"`
 	Tekton       bool      `json:"tekton"`
 	Processes    []Process `json:"processes"`
+	// AuditLog is the API server's audit log (JSON lines, audit.k8s.io/v1
+	// Events): every patch of a Deployment, DaemonSet, StatefulSet or
+	// Canary, with its body, so tests count applies on the cluster.
+	AuditLog string `json:"auditLog"`
 
 	ports clusterPorts
 }
@@ -270,6 +274,7 @@ func (f *Fleet) up(ctx context.Context, o Options, bins binaries) error {
 		f.Clusters = append(f.Clusters, Cluster{
 			Name:         name,
 			Kubeconfig:   filepath.Join(f.Dir, name, "kubeconfig"),
+			AuditLog:     filepath.Join(f.Dir, name, "audit.log"),
 			APIServer:    fmt.Sprintf("https://127.0.0.1:%d", cp.apiserver),
 			FlaggerPort:  cp.flagger,
 			StockFlagger: slices.Contains(o.StockFlagger, name),

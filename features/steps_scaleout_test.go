@@ -1,0 +1,372 @@
+package features
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cucumber/godog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fleetrollout"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+)
+
+func (s *scenario) registerScaleOutSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^the replica holding the rollout of "([^"]*)" is killed with SIGKILL$`, s.killRolloutHolder)
+	sc.Step(`^the other replicas hold every partition, the killed one's included$`, s.partitionsTakenOver)
+	sc.Step(`^the NATS node leading flotilla's stream is killed$`, s.killStreamLeader)
+	sc.Step(`^the NATS node is started again$`, s.restartNATSNode)
+	sc.Step(`^the replicas are restarted one by one while (\d+) versions are pushed, one every (\d+)ms$`, s.rollingRestartDuringPushes)
+	sc.Step(`^every push flotilla acknowledged reached the event sink and its rollout ended$`, s.acknowledgedRolledOut)
+	sc.Step(`^flotilla keeps FleetRollouts in cluster "([^"]*)"$`, s.keepFleetRollouts)
+	sc.Step("^`kubectl get fleetrollouts --watch` runs in that cluster$", s.kubectlWatch)
+	sc.Step("^`kubectl get fleetrollouts --watch` showed the rollout of \"([^\"]*)\" in wave \"([^\"]*)\", then \"([^\"]*)\", then \"([^\"]*)\"$", s.kubectlShowedWaves)
+	sc.Step("^`kubectl get fleetrollouts` lists the rollout of \"([^\"]*)\" as \"([^\"]*)\" with clusters \"([^\"]*)\"$", s.kubectlLists)
+}
+
+// partitions is busConfig's partition count.
+const partitions = 6
+
+// heldPartitions reads the partitions a replica last said it holds.
+func heldPartitions(logPath string) ([]int, error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var held []int
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg        string `json:"msg"`
+			Partitions []int  `json:"partitions"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "partitions held" {
+			held = l.Partitions
+		}
+	}
+	return held, sc.Err()
+}
+
+// killRolloutHolder kills (SIGKILL) the replica that holds the partition
+// of the rollout's events: the one moving it on.
+func (s *scenario) killRolloutHolder(ctx context.Context, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	p := natsjs.PartitionFor(dispatch.RolloutKey(id), partitions)
+	for i, r := range s.w.flotilla.replicas {
+		held, err := heldPartitions(r.logPath)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(held, p) && r.running() {
+			fmt.Fprintf(os.Stderr, "scale-out: killing replica %d, which holds partition %d of rollout %s\n", i, p, id)
+			return r.kill()
+		}
+	}
+	return fmt.Errorf("no running replica says it holds partition %d of rollout %s", p, id)
+}
+
+// partitionsTakenOver waits until the replicas still running hold every
+// partition between them, one holder each, as their metrics say.
+func (s *scenario) partitionsTakenOver(ctx context.Context) error {
+	var last string
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		seen := map[int]int{}
+		for i, r := range s.w.flotilla.replicas {
+			if !r.running() {
+				continue
+			}
+			held, err := heldPartitions(r.logPath)
+			if err != nil {
+				return err
+			}
+			for _, p := range held {
+				seen[p]++
+			}
+			last += fmt.Sprintf("replica %d holds %v; ", i, held)
+		}
+		once := len(seen) == partitions
+		for _, n := range seen {
+			once = once && n == 1
+		}
+		if once {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+		last = ""
+	}
+	return fmt.Errorf("after a minute the running replicas do not hold the %d partitions once each: %s", partitions, last)
+}
+
+// natsNodeMu lets one scenario at a time take a NATS node away, so the
+// package's cluster keeps its quorum, and only while no scenario's
+// replicas start: creating a stream or bucket of three replicas needs
+// three nodes up (startReplicas holds it for reading).
+var natsNodeMu sync.RWMutex
+
+// killStreamLeader kills the NATS node leading the scenario's stream.
+func (s *scenario) killStreamLeader(ctx context.Context) error {
+	nc, err := nats.Connect(natsCluster.URL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	st, err := js.Stream(ctx, s.w.namespace)
+	if err != nil {
+		return fmt.Errorf("reading flotilla's stream: %w", err)
+	}
+	info := st.CachedInfo()
+	if info.Cluster == nil || len(info.Cluster.Leader) < 2 {
+		return fmt.Errorf("flotilla's stream has no leader: %+v", info.Cluster)
+	}
+	i, err := strconv.Atoi(info.Cluster.Leader[1:]) // nodes are n1, n2, n3
+	if err != nil {
+		return fmt.Errorf("stream leader %q: %w", info.Cluster.Leader, err)
+	}
+	natsNodeMu.Lock()
+	down := i - 1
+	s.w.natsDown = &down
+	natsCluster.Kill(down)
+	s.onCleanup(func() { _ = s.restartNATSNode(context.Background()) })
+	return nil
+}
+
+// restartNATSNode starts the node killStreamLeader killed and waits for
+// the cluster to be whole again.
+func (s *scenario) restartNATSNode(ctx context.Context) error {
+	if s.w.natsDown == nil {
+		return nil
+	}
+	defer natsNodeMu.Unlock()
+	i := *s.w.natsDown
+	s.w.natsDown = nil
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := natsCluster.Restart(ctx, i); err != nil {
+		return err
+	}
+	return natsCluster.WaitReady(ctx, time.Minute)
+}
+
+// rollingRestartDuringPushes restarts the replicas one after another
+// (SIGTERM, then started again and ready) while a sender pushes n
+// versions from 1.0.1, one every `every` milliseconds, each notification
+// retried until acknowledged, as a registry's notification endpoint does.
+func (s *scenario) rollingRestartDuringPushes(ctx context.Context, n, every int) error {
+	type result struct {
+		version string
+		err     error
+	}
+	results := make(chan result, n)
+	go func() {
+		defer close(results)
+		tick := time.NewTicker(time.Duration(every) * time.Millisecond)
+		defer tick.Stop()
+		for i := range n {
+			version := fmt.Sprintf("1.0.%d", i+1)
+			body, err := s.push(version)
+			if err == nil {
+				_, err = s.notifyUntilAcknowledged(ctx, body)
+			}
+			results <- result{version: version, err: err}
+			if err != nil {
+				return
+			}
+			<-tick.C
+		}
+	}()
+	start := time.Now()
+	for i, r := range s.w.flotilla.replicas {
+		r.stop()
+		if err := r.start(ctx); err != nil {
+			return fmt.Errorf("restarting replica %d: %w", i, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "scale-out: %d replicas restarted one by one in %s\n", len(s.w.flotilla.replicas), time.Since(start).Round(time.Millisecond))
+	var errs []error
+	for r := range results {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("version %s: %w", r.version, r.err))
+			continue
+		}
+		s.w.acked = append(s.w.acked, r.version)
+	}
+	return errors.Join(errs...)
+}
+
+// acknowledgedRolledOut checks that every acknowledged push reached the
+// event sink as image.pushed and that the rollout of its version started
+// and ended (succeeded, superseded by a newer push, or rolled back):
+// nothing acknowledged lost, no rollout stalled.
+func (s *scenario) acknowledgedRolledOut(ctx context.Context) error {
+	if len(s.w.acked) == 0 {
+		return errors.New("no push was acknowledged")
+	}
+	ends := map[string]bool{events.TypeRolloutSucceeded: true, events.TypeRolloutSuperseded: true, events.TypeRolloutRolledBack: true}
+	var errs []error
+	for _, v := range s.w.acked {
+		if _, err := s.w.sink.waitFor(ctx, "image.pushed of "+v, func(e cloudevents.Event) bool {
+			if e.Type() != events.TypeImagePushed {
+				return false
+			}
+			p, err := events.Decode[events.ImagePushed](e)
+			return err == nil && p.Tag == v
+		}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		id, err := s.rolloutID(ctx, v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := s.w.sink.waitFor(ctx, "end of rollout "+id+" of "+v, func(e cloudevents.Event) bool {
+			return ends[e.Type()] && events.RolloutID(e) == id
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "scale-out: pushes acknowledged %d, lost or stalled %d\n", len(s.w.acked), len(errs))
+	return errors.Join(errs...)
+}
+
+// keepFleetRollouts has flotilla keep its FleetRollouts in a namespace of
+// its own in cluster (the management cluster), with the chart's CRD
+// applied there as `helm install` does.
+func (s *scenario) keepFleetRollouts(ctx context.Context, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	cl, _ := s.fleet().Cluster(cluster)
+	crds, err := kube.Decode(fleetrollout.CRD)
+	if err != nil {
+		return err
+	}
+	a, err := kube.NewApplier(c.Config, "flotilla-features")
+	if err != nil {
+		return err
+	}
+	if err := a.Apply(ctx, crds...); err != nil {
+		return fmt.Errorf("applying the FleetRollout CRD: %w", err)
+	}
+	if err := kube.WaitCRDsEstablished(ctx, c.Config, "fleetrollouts.flotilla.dev"); err != nil {
+		return err
+	}
+	ns, err := c.CreateNamespace(ctx, "fro")
+	if err != nil {
+		return err
+	}
+	s.w.fleetRollouts = map[string]any{"namespace": ns, "kubeconfig": cl.Kubeconfig}
+	s.w.fleetRolloutsIn = cluster
+	return nil
+}
+
+// kubectlWatch runs `kubectl get fleetrollouts --watch` in the namespace
+// of the FleetRollouts until the scenario ends, keeping what it prints.
+func (s *scenario) kubectlWatch(ctx context.Context) error {
+	if s.w.fleetRollouts == nil {
+		return errors.New("no step had flotilla keep FleetRollouts")
+	}
+	cl, _ := s.fleet().Cluster(s.w.fleetRolloutsIn)
+	out := &lockedBuffer{}
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), kubectl(), "--kubeconfig", cl.Kubeconfig,
+		"get", "fleetrollouts", "-n", s.w.fleetRollouts["namespace"].(string), "--watch")
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("running kubectl: %w", err)
+	}
+	s.onCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	s.w.kubectlOut = out
+	return nil
+}
+
+func kubectl() string {
+	return filepath.Join(localfleet.BinDir(), "kubectl-"+localfleet.KubeVersion)
+}
+
+// kubectlShowedWaves waits until the watch printed the rollout of version
+// in each wave in turn, then in its final phase: every line with the
+// version, in order.
+func (s *scenario) kubectlShowedWaves(ctx context.Context, version, wave1, wave2, phase string) error {
+	if s.w.kubectlOut == nil {
+		return errors.New("no step ran kubectl get fleetrollouts --watch")
+	}
+	want := []string{wave1, wave2, phase}
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		var lines []string
+		for l := range strings.Lines(s.w.kubectlOut.String()) {
+			if strings.Contains(l, " "+version+" ") {
+				lines = append(lines, l)
+			}
+		}
+		next := 0
+		for _, l := range lines {
+			if next < len(want) && strings.Contains(l, want[next]) {
+				next++
+			}
+		}
+		if next == len(want) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("kubectl get fleetrollouts --watch did not show %q in turn for %s; it printed:\n%s", want, version, s.w.kubectlOut.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// kubectlLists runs `kubectl get fleetrollouts` once and finds the row of
+// the rollout of version with the phase and clusters wanted.
+func (s *scenario) kubectlLists(ctx context.Context, version, phase, clusters string) error {
+	cl, _ := s.fleet().Cluster(s.w.fleetRolloutsIn)
+	out, err := exec.CommandContext(ctx, kubectl(), "--kubeconfig", cl.Kubeconfig,
+		"get", "fleetrollouts", "-n", s.w.fleetRollouts["namespace"].(string)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl get fleetrollouts: %w: %s", err, out)
+	}
+	header := true
+	for l := range strings.Lines(string(out)) {
+		if header {
+			header = false
+			if !strings.HasPrefix(l, "NAME") || !strings.Contains(l, "APPLICATION") || !strings.Contains(l, "PHASE") || !strings.Contains(l, "WAVE") {
+				return fmt.Errorf("kubectl get fleetrollouts printed no table of FleetRollouts:\n%s", out)
+			}
+			continue
+		}
+		f := strings.Fields(l)
+		if slices.Contains(f, s.w.app) && slices.Contains(f, version) && slices.Contains(f, phase) && slices.Contains(f, clusters) {
+			return nil
+		}
+	}
+	return fmt.Errorf("kubectl get fleetrollouts lists no %s %s %s with clusters %s:\n%s", s.w.app, version, phase, clusters, out)
+}

@@ -1,0 +1,71 @@
+package natskv
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// electionFor is how long a read or write of a bucket is retried while
+// the bucket has no leader: a NATS node lost, its streams elect another
+// in seconds. A function's state update that failed on that would
+// otherwise use up its retries and be given up.
+const electionFor = 20 * time.Second
+
+// patient is a bucket whose reads and writes outlast a leader election.
+// A write that went through without its answer and is sent again meets a
+// revision conflict (Update, Create), which callers handle as they handle
+// another writer's; Put and Purge are idempotent.
+type patient struct{ jetstream.KeyValue }
+
+func (p patient) Get(ctx context.Context, key string) (e jetstream.KeyValueEntry, err error) {
+	err = retryElection(ctx, func() error { e, err = p.KeyValue.Get(ctx, key); return err })
+	return e, err
+}
+
+func (p patient) Put(ctx context.Context, key string, value []byte) (rev uint64, err error) {
+	err = retryElection(ctx, func() error { rev, err = p.KeyValue.Put(ctx, key, value); return err })
+	return rev, err
+}
+
+func (p patient) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (rev uint64, err error) {
+	err = retryElection(ctx, func() error { rev, err = p.KeyValue.Create(ctx, key, value, opts...); return err })
+	return rev, err
+}
+
+func (p patient) Update(ctx context.Context, key string, value []byte, last uint64) (rev uint64, err error) {
+	err = retryElection(ctx, func() error { rev, err = p.KeyValue.Update(ctx, key, value, last); return err })
+	return rev, err
+}
+
+func (p patient) Purge(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	return retryElection(ctx, func() error { return p.KeyValue.Purge(ctx, key, opts...) })
+}
+
+// retryElection runs op until it succeeds, fails otherwise than for want
+// of a leader, ctx ends or electionFor passed.
+func retryElection(ctx context.Context, op func() error) error {
+	deadline := time.Now().Add(electionFor)
+	wait := 100 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || !leaderless(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// leaderless tells whether err is what JetStream answers while a stream
+// has no leader (or its leader's server just went away).
+func leaderless(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
+}
