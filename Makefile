@@ -106,6 +106,8 @@ BENCH_ROLLBACKS ?= 30
 BENCH_WATCHERS ?= 100
 BENCH_LARGE ?= 1000
 BENCH_LARGE_RUNS ?= 5
+# Each -wave2 scenario runs again in scale-out mode on this many replicas (0: not).
+BENCH_SCALEOUT ?= 3
 
 .PHONY: bench
 bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, reaction latencies on a real local fleet and the image's size and build time; rewrites BENCHMARKS.md
@@ -115,7 +117,7 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) test -run '^$$' -bench BenchmarkVerify -benchtime 200x -count 3 -benchmem ./pkg/signature | tee $(CACHE)/bench/verify.txt
 	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
 	$(GO) run ./deploy/tools/journalbench -events 5000000 -out $(CACHE)/bench/journal.md
-	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -watchers $(BENCH_WATCHERS) -rollbacks $(BENCH_ROLLBACKS) -large $(BENCH_LARGE) -large-runs $(BENCH_LARGE_RUNS) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -verify-results $(CACHE)/bench/verify.txt -intake-results $(CACHE)/bench/intake.md -journal-results $(CACHE)/bench/journal.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
+	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -watchers $(BENCH_WATCHERS) -rollbacks $(BENCH_ROLLBACKS) -large $(BENCH_LARGE) -large-runs $(BENCH_LARGE_RUNS) -scale-out $(BENCH_SCALEOUT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -verify-results $(CACHE)/bench/verify.txt -intake-results $(CACHE)/bench/intake.md -journal-results $(CACHE)/bench/journal.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
 	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
 

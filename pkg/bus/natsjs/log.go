@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -225,6 +226,14 @@ func (b *Bus) read(ctx context.Context, subject string, after uint64, limit int)
 			continue
 		}
 		if after >= high || b.expiredUpTo(ctx, high) {
+			// What this process knows of the stream's end comes from its
+			// follower of appends, which misses what was appended while it
+			// was being made again (its node lost). From time to time the
+			// leader says whether the replica that answered was behind.
+			if seq := b.leaderAhead(ctx, subject, after); seq > after {
+				high = seq
+				continue
+			}
 			return out, nil
 		}
 		if time.Now().After(deadline) {
@@ -236,6 +245,56 @@ func (b *Bus) read(ctx context.Context, subject string, after uint64, limit int)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// leaderEvery is how often a reader asks the stream's leader whether a
+// short read missed records (per subject and process).
+const leaderEvery = 2 * time.Second
+
+// leaderAhead returns the sequence of the first record of subject ("":
+// any) after seq, as the stream's leader answers (not a replica that may
+// lag), or 0: none, not asked (asked within leaderEvery), or no answer.
+// What it finds becomes the subject's known end.
+func (b *Bus) leaderAhead(ctx context.Context, subject string, after uint64) uint64 {
+	b.mu.Lock()
+	if time.Since(b.leaderAsked[subject]) < leaderEvery {
+		b.mu.Unlock()
+		return 0
+	}
+	b.leaderAsked[subject] = time.Now()
+	b.mu.Unlock()
+	filter := subject
+	if filter == "" {
+		filter = b.o.Subject + ".*"
+	}
+	req, err := json.Marshal(map[string]any{"seq": after + 1, "next_by_subj": filter})
+	if err != nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	// The STREAM.MSG.GET API is answered by the leader alone (direct
+	// gets, by any replica).
+	msg, err := b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+b.o.Stream, req)
+	if err != nil {
+		return 0
+	}
+	var resp struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(msg.Data, &resp) != nil || resp.Message == nil || resp.Message.Seq <= after {
+		return 0
+	}
+	seq := resp.Message.Seq
+	b.mu.Lock()
+	b.high = max(b.high, seq)
+	if subject != "" {
+		b.highOfSub[subject] = max(b.highOfSub[subject], seq)
+	}
+	b.mu.Unlock()
+	return seq
 }
 
 // readTimeout bounds one direct batch get (a healthy one takes

@@ -140,6 +140,9 @@ type Bus struct {
 	// caught up.
 	high      uint64
 	highOfSub map[string]uint64
+	// leaderAsked is when a short read of a subject last asked the
+	// leader (leaderAhead).
+	leaderAsked map[string]time.Time
 	// first is the stream's first sequence as of firstAt.
 	first   uint64
 	firstAt time.Time
@@ -170,7 +173,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating stream %s: %w", o.Stream, err)
 	}
-	b := &Bus{o: o, nc: nc, js: js, stream: s, changed: make(chan struct{}), highOfSub: map[string]uint64{}}
+	b := &Bus{o: o, nc: nc, js: js, stream: s, changed: make(chan struct{}), highOfSub: map[string]uint64{}, leaderAsked: map[string]time.Time{}}
 	info := s.CachedInfo()
 	b.high, b.first, b.firstAt = info.State.LastSeq, info.State.FirstSeq, time.Now()
 	if o.Remember != nil {
