@@ -569,28 +569,7 @@ func (s *scenario) upgradeDuringPushes(ctx context.Context, n, every int) error 
 		return err
 	}
 	d.oldPod = string(old.UID)
-	type result struct {
-		version string
-		first   bool
-		err     error
-	}
-	results := make(chan result, n)
-	go func() {
-		defer close(results)
-		tick := time.NewTicker(time.Duration(every) * time.Millisecond)
-		defer tick.Stop()
-		for i := range n {
-			version := fmt.Sprintf("1.0.%d", i+1)
-			body, err := s.push(version)
-			if err != nil {
-				results <- result{version: version, err: err}
-				return
-			}
-			first, err := s.notifyUntilAcknowledged(ctx, body)
-			results <- result{version: version, first: first, err: err}
-			<-tick.C
-		}
-	}()
+	results := s.pushEvery(ctx, n, every)
 	values := maps.Clone(d.values)
 	cfg := maps.Clone(values["config"].(map[string]any))
 	server := maps.Clone(cfg["server"].(map[string]any))
@@ -626,6 +605,43 @@ func (s *scenario) upgradeDuringPushes(ctx context.Context, n, every int) error 
 	fmt.Fprintf(os.Stderr, "chart: helm upgrade, pod replaced and Ready in %s; pushes sent %d, acknowledged %d (%d after a refusal)\n",
 		replaced, d.sent, len(d.acked), d.firstRefused)
 	return errors.Join(errs...)
+}
+
+// pushResult is a version pushEvery pushed, and whether flotilla
+// acknowledged its notification (err nil), at once (first) or after a
+// refusal.
+type pushResult struct {
+	version string
+	first   bool
+	err     error
+}
+
+// pushEvery pushes n versions from 1.0.1 in the background, one every
+// `every` milliseconds, each notification sent until acknowledged as a
+// registry's notification endpoint does; the channel closes after the
+// last (or the first that was never acknowledged).
+func (s *scenario) pushEvery(ctx context.Context, n, every int) <-chan pushResult {
+	results := make(chan pushResult, n)
+	go func() {
+		defer close(results)
+		tick := time.NewTicker(time.Duration(every) * time.Millisecond)
+		defer tick.Stop()
+		for i := range n {
+			version := fmt.Sprintf("1.0.%d", i+1)
+			body, err := s.push(version)
+			if err != nil {
+				results <- pushResult{version: version, err: err}
+				return
+			}
+			first, err := s.notifyUntilAcknowledged(ctx, body)
+			results <- pushResult{version: version, first: first, err: err}
+			if err != nil {
+				return
+			}
+			<-tick.C
+		}
+	}()
+	return results
 }
 
 // notifyUntilAcknowledged posts a registry notification until flotilla

@@ -180,28 +180,7 @@ func (s *scenario) restartNATSNode(ctx context.Context) error {
 // versions from 1.0.1, one every `every` milliseconds, each notification
 // retried until acknowledged, as a registry's notification endpoint does.
 func (s *scenario) rollingRestartDuringPushes(ctx context.Context, n, every int) error {
-	type result struct {
-		version string
-		err     error
-	}
-	results := make(chan result, n)
-	go func() {
-		defer close(results)
-		tick := time.NewTicker(time.Duration(every) * time.Millisecond)
-		defer tick.Stop()
-		for i := range n {
-			version := fmt.Sprintf("1.0.%d", i+1)
-			body, err := s.push(version)
-			if err == nil {
-				_, err = s.notifyUntilAcknowledged(ctx, body)
-			}
-			results <- result{version: version, err: err}
-			if err != nil {
-				return
-			}
-			<-tick.C
-		}
-	}()
+	results := s.pushEvery(ctx, n, every)
 	start := time.Now()
 	for i, r := range s.w.flotilla.replicas {
 		r.stop()

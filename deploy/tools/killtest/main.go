@@ -1,0 +1,517 @@
+// Command killtest measures scale-out mode losing a replica under load:
+// three `flotilla serve` replicas on a three-node NATS JetStream cluster
+// (this machine, loopback), a sender POSTing -webhooks registry
+// notifications (each a new version of one application, tags of a real
+// in-process registry) to the replicas in turn, retrying one that fails on
+// the next replica as a Service would, and kill -9 of one replica when
+// -kill-at of them were acknowledged. It then reads the whole stream and
+// counts: acknowledged, lost (acknowledged but never planned: no rollout
+// started for the version), duplicate rollouts (a version started twice),
+// and the time from the kill until the surviving replicas held every
+// partition again (their flotilla_partitions_held).
+//
+// The application's one cluster is a closed port, so each rollout fails
+// at once; what is measured is the engine's intake and hand-over, not
+// Kubernetes.
+//
+//	go run ./deploy/tools/killtest -webhooks 10000 -out killtest.md
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/nats-io/nats.go"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/freeport"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
+)
+
+const (
+	replicas   = 3
+	partitions = 16
+	stream     = "KILLTEST"
+	repo       = "kill/app"
+	token      = "killtest-token"
+)
+
+type options struct {
+	webhooks, killAt, concurrency int
+	out                           string
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "killtest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("killtest", flag.ContinueOnError)
+	fs.IntVar(&o.webhooks, "webhooks", 10000, "registry notifications to send, each a new version")
+	fs.IntVar(&o.killAt, "kill-at", 0, "kill -9 a replica once this many were acknowledged (default: a third of -webhooks)")
+	fs.IntVar(&o.concurrency, "concurrency", 16, "concurrent senders")
+	fs.StringVar(&o.out, "out", "", "write the Markdown result here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.killAt == 0 {
+		o.killAt = o.webhooks / 3
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir, err := os.MkdirTemp("", "flotilla-killtest-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+
+	bin := filepath.Join(dir, "flotilla")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/flotilla-cd/flotilla")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building flotilla: %w", err)
+	}
+	cluster, err := natstest.Start(ctx, filepath.Join(dir, "nats"), 3)
+	if err != nil {
+		return fmt.Errorf("starting NATS (make fleet-build builds it): %w", err)
+	}
+	defer cluster.Stop()
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	fmt.Fprintf(os.Stderr, "tagging %d versions in the registry\n", o.webhooks)
+	digest, err := tagVersions(ctx, host, o.webhooks)
+	if err != nil {
+		return err
+	}
+	cfg, err := writeConfig(dir, cluster.URL(), host)
+	if err != nil {
+		return err
+	}
+	var reps []*replica
+	for i := range replicas {
+		r, err := startReplica(ctx, bin, cfg, dir, i)
+		if err != nil {
+			return err
+		}
+		defer r.stop()
+		reps = append(reps, r)
+	}
+	for _, r := range reps {
+		if err := r.waitReady(ctx); err != nil {
+			return err
+		}
+	}
+	if err := waitHeld(ctx, reps, time.Minute); err != nil {
+		return fmt.Errorf("before the load: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "%d replicas hold the %d partitions; sending %d notifications, kill -9 at %d acknowledged\n", replicas, partitions, o.webhooks, o.killAt)
+
+	res := send(ctx, o, reps, host, digest)
+	if res.killErr != nil {
+		return res.killErr
+	}
+	// Every acknowledged version planned once: read the stream until it
+	// holds a rollout.started of each, or five minutes passed.
+	nc, err := nats.Connect(cluster.URL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	b, err := natsjs.Open(ctx, nc, natsjs.Options{Stream: stream, Subject: "flotilla." + stream, Partitions: partitions, Replicas: 3})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = b.Close() }()
+	deadline := time.Now().Add(5 * time.Minute)
+	var seen planned
+	for {
+		if seen, err = plannedVersions(ctx, b); err != nil {
+			return err
+		}
+		missing := 0
+		for _, v := range res.acked {
+			if seen.started[v]+seen.skipped[v] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	res.drained = time.Since(res.start)
+	report := render(o, res, seen)
+	fmt.Print(report)
+	if o.out != "" {
+		return os.WriteFile(o.out, []byte(report), 0o644)
+	}
+	return nil
+}
+
+// tagVersions pushes one image and tags it 1.0.1 .. 1.0.n.
+func tagVersions(ctx context.Context, host string, n int) (string, error) {
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return "", err
+	}
+	first, err := name.NewTag(host + "/" + repo + ":1.0.1")
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(first, img, remote.WithContext(ctx)); err != nil {
+		return "", err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	next := atomic.Int64{}
+	next.Store(1)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				t, err := name.NewTag(host + "/" + repo + ":1.0." + strconv.FormatInt(i, 10))
+				if err == nil {
+					err = remote.Tag(t, img, remote.WithContext(ctx))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return "", fmt.Errorf("tagging: %w", err)
+	}
+	d, err := img.Digest()
+	return d.String(), err
+}
+
+// writeConfig writes the replicas' config: scale-out mode, a registry
+// receiver, one application whose one cluster is a closed port.
+func writeConfig(dir, natsURL, host string) (string, error) {
+	secret := filepath.Join(dir, "registry.token")
+	if err := os.WriteFile(secret, []byte(token+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	port, err := freeport.Addr(context.Background())
+	if err != nil {
+		return "", err
+	}
+	kubeconfig := filepath.Join(dir, "c1.kubeconfig")
+	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c1, cluster: {server: 'https://%s', insecure-skip-tls-verify: true}}]\n"+
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: c1, context: {cluster: c1, user: u}}]\ncurrent-context: c1\n", port)
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		return "", err
+	}
+	cfg := map[string]any{
+		"server": map[string]any{"bus": map[string]any{"url": natsURL, "stream": stream, "replicas": 3, "partitions": partitions}},
+		"receivers": []map[string]any{
+			{"name": "registry", "type": "distribution", "secret": map[string]any{"file": secret}, "rateLimit": map[string]any{"perSecond": -1}},
+		},
+		"fleet": map[string]any{"clusters": []map[string]any{{"name": "c1", "kubeconfig": kubeconfig}}, "waves": []map[string]any{{"clusters": []string{"c1"}}}},
+		"applications": []map[string]any{{
+			"name": "app", "image": host + "/" + repo, "track": "MajorVersion", "namespace": "kill",
+			"workload": map[string]any{"name": "app"}, "service": map[string]any{"port": 9898},
+		}},
+	}
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "flotilla.yaml")
+	return path, os.WriteFile(path, raw, 0o600)
+}
+
+// replica is one `flotilla serve`.
+type replica struct {
+	name, addr, log string
+	cmd             *exec.Cmd
+	done            chan struct{}
+	dead            atomic.Bool
+}
+
+func startReplica(ctx context.Context, bin, cfg, dir string, i int) (*replica, error) {
+	addr, err := freeport.Addr(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &replica{name: fmt.Sprintf("r%d", i), addr: addr, log: filepath.Join(dir, fmt.Sprintf("r%d.log", i)), done: make(chan struct{})}
+	f, err := os.Create(r.log)
+	if err != nil {
+		return nil, err
+	}
+	r.cmd = exec.CommandContext(context.WithoutCancel(ctx), bin, "serve", "--config", cfg, "--listen", addr, "--data-dir", filepath.Join(dir, "data-"+r.name))
+	r.cmd.Env = append(os.Environ(), "POD_NAME="+r.name)
+	r.cmd.Stdout, r.cmd.Stderr = f, f
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	go func() { _ = r.cmd.Wait(); _ = f.Close(); close(r.done) }()
+	return r, nil
+}
+
+func (r *replica) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-r.done:
+			return fmt.Errorf("replica %s exited; its log is %s", r.name, r.log)
+		default:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("replica %s not ready within a minute", r.name)
+}
+
+func (r *replica) kill() {
+	r.dead.Store(true)
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.done
+}
+
+func (r *replica) stop() {
+	if r.dead.Load() {
+		return
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		r.kill()
+	}
+}
+
+// held reads a replica's flotilla_partitions_held.
+func (r *replica) held(ctx context.Context) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "flotilla_partitions_held "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int(f), err
+		}
+	}
+	return 0, errors.New("no flotilla_partitions_held")
+}
+
+// waitHeld waits until the live replicas hold every partition between them.
+func waitHeld(ctx context.Context, reps []*replica, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		sum := 0
+		for _, r := range reps {
+			if r.dead.Load() {
+				continue
+			}
+			if n, err := r.held(ctx); err == nil {
+				sum += n
+			}
+		}
+		if sum == partitions {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the live replicas hold %d of %d partitions after %s", sum, partitions, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type result struct {
+	start                 time.Time
+	sent, retried         int
+	acked                 []string
+	ackTimes              []time.Duration
+	killedAfter, handover time.Duration
+	sendTook, drained     time.Duration
+	killErr               error
+}
+
+// send POSTs the notifications from -concurrency senders, each to the
+// next live replica, retrying on the next one what failed, and kills a
+// replica at -kill-at acknowledged.
+func send(ctx context.Context, o options, reps []*replica, host, digest string) *result {
+	res := &result{start: time.Now()}
+	var mu sync.Mutex
+	var next, turn atomic.Int64
+	killOnce := sync.Once{}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency}}
+	var wg sync.WaitGroup
+	for range o.concurrency {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(o.webhooks) {
+					return
+				}
+				version := "1.0." + strconv.FormatInt(i, 10)
+				body := notification(host, version, digest)
+				t0 := time.Now()
+				for try := 0; ; try++ {
+					r := reps[turn.Add(1)%replicas]
+					if r.dead.Load() {
+						continue
+					}
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.addr+"/hooks/registry", bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/vnd.docker.distribution.events.v2+json")
+					req.Header.Set("Authorization", "Bearer "+token)
+					resp, err := client.Do(req)
+					if err == nil {
+						_, _ = io.Copy(io.Discard, resp.Body)
+						_ = resp.Body.Close()
+						if resp.StatusCode == http.StatusAccepted {
+							break
+						}
+					}
+					if ctx.Err() != nil || try > 100 {
+						return
+					}
+					mu.Lock()
+					res.retried++
+					mu.Unlock()
+				}
+				mu.Lock()
+				res.sent++
+				res.acked = append(res.acked, version)
+				res.ackTimes = append(res.ackTimes, time.Since(t0))
+				n := len(res.acked)
+				mu.Unlock()
+				if n == o.killAt {
+					killOnce.Do(func() {
+						res.killedAfter = time.Since(res.start)
+						k := time.Now()
+						reps[1].kill()
+						fmt.Fprintf(os.Stderr, "killed %s (kill -9) at %d acknowledged\n", reps[1].name, n)
+						if err := waitHeld(ctx, reps, 2*time.Minute); err != nil {
+							res.killErr = err
+						}
+						res.handover = time.Since(k)
+					})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.sendTook = time.Since(res.start)
+	return res
+}
+
+func notification(host, version, digest string) []byte {
+	body, _ := json.Marshal(map[string]any{"events": []map[string]any{{
+		"id": "kill-" + version, "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "action": "push",
+		"target": map[string]any{
+			"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest, "repository": repo,
+			"url": fmt.Sprintf("http://%s/v2/%s/manifests/%s", host, repo, digest), "tag": version,
+		},
+		"request": map[string]any{"host": host, "method": "PUT"},
+		"actor":   map[string]any{"name": "ci"},
+	}}})
+	return body
+}
+
+// planned counts, per version, the rollouts started and the versions plan
+// decided otherwise on (skipped: older than one in flight, say), from the
+// stream.
+type planned struct{ started, skipped map[string]int }
+
+func plannedVersions(ctx context.Context, b *natsjs.Bus) (planned, error) {
+	out := planned{started: map[string]int{}, skipped: map[string]int{}}
+	recs, err := b.Read(ctx, 0, 0)
+	if err != nil {
+		return out, err
+	}
+	for _, r := range recs {
+		switch r.Event.Type() {
+		case events.TypeRolloutStarted:
+			if p, err := events.Decode[events.RolloutStarted](r.Event); err == nil {
+				out.started[p.Tag]++
+			}
+		case events.TypeRolloutSkipped:
+			if p, err := events.Decode[events.RolloutSkipped](r.Event); err == nil {
+				out.skipped[p.Tag]++
+			}
+		}
+	}
+	return out, nil
+}
+
+func render(o options, res *result, seen planned) string {
+	lost, dup, skipped := 0, 0, 0
+	for _, v := range res.acked {
+		switch n := seen.started[v]; {
+		case n == 0 && seen.skipped[v] == 0:
+			lost++
+		case n > 1:
+			dup++
+		}
+		if seen.skipped[v] > 0 {
+			skipped++
+		}
+	}
+	slices.Sort(res.ackTimes)
+	p := func(q float64) float64 {
+		if len(res.ackTimes) == 0 {
+			return 0
+		}
+		return float64(res.ackTimes[int(float64(len(res.ackTimes)-1)*q)].Microseconds()) / 1000
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "`go run ./deploy/tools/killtest -webhooks %d` (%s): %d `flotilla serve` replicas on a three-node NATS JetStream cluster (stream R3, %d partitions), "+
+		"%d concurrent senders POSTing registry notifications (each a new version) to the replicas in turn, a failed POST sent again to the next; "+
+		"kill -9 of one replica at %d acknowledged.\n\n", o.webhooks, time.Now().UTC().Format("2006-01-02"), replicas, partitions, o.concurrency, o.killAt)
+	b.WriteString("| sent | acknowledged | POSTs sent again after a failure | lost (acknowledged, never planned) | duplicate rollouts | skipped by plan | ack p50 / p99 | partitions held again after the kill | all sent in | all planned after |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %.1f / %.1f ms | %.1f s | %.1f s | %.1f s |\n\n", o.webhooks, len(res.acked), res.retried, lost, dup, skipped,
+		p(0.5), p(0.99), res.handover.Seconds(), res.sendTook.Seconds(), res.drained.Seconds())
+	return b.String()
+}
