@@ -58,9 +58,18 @@ const (
 	replicas   = 3
 	partitions = 16
 	stream     = "KILLTEST"
-	repo       = "kill/app"
 	token      = "killtest-token"
+	// apps share the versions: notification i is version 1.0.(i/apps+1)
+	// of application i%apps, whose image is kill/app<n>.
+	apps = 50
 )
+
+func repoOf(app int) string { return "kill/app" + strconv.Itoa(app) }
+
+// versionOf is notification i's application and version (i from 1).
+func versionOf(i int) (int, string) {
+	return (i - 1) % apps, "1.0." + strconv.Itoa((i-1)/apps+1)
+}
 
 type options struct {
 	webhooks, killAt, concurrency int
@@ -153,8 +162,8 @@ func run(args []string) error {
 		return err
 	}
 	defer func() { _ = b.Close() }()
-	deadline := time.Now().Add(5 * time.Minute)
 	var seen planned
+	best, progressed := len(res.acked)+1, time.Now()
 	for {
 		if seen, err = plannedVersions(ctx, b); err != nil {
 			return err
@@ -165,7 +174,10 @@ func run(args []string) error {
 				missing++
 			}
 		}
-		if missing == 0 || time.Now().After(deadline) {
+		if missing < best {
+			best, progressed = missing, time.Now()
+		}
+		if missing == 0 || time.Since(progressed) > time.Minute {
 			break
 		}
 		time.Sleep(time.Second)
@@ -179,31 +191,35 @@ func run(args []string) error {
 	return nil
 }
 
-// tagVersions pushes one image and tags it 1.0.1 .. 1.0.n.
+// tagVersions pushes one image to every application's repository and tags
+// it with the versions of the n notifications.
 func tagVersions(ctx context.Context, host string, n int) (string, error) {
 	img, err := random.Image(256, 1)
 	if err != nil {
 		return "", err
 	}
-	first, err := name.NewTag(host + "/" + repo + ":1.0.1")
-	if err != nil {
-		return "", err
-	}
-	if err := remote.Write(first, img, remote.WithContext(ctx)); err != nil {
-		return "", err
+	for a := range apps {
+		t, err := name.NewTag(host + "/" + repoOf(a) + ":1.0.1")
+		if err != nil {
+			return "", err
+		}
+		if err := remote.Write(t, img, remote.WithContext(ctx)); err != nil {
+			return "", err
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	next := atomic.Int64{}
-	next.Store(1)
+	next.Store(apps)
 	for range 8 {
 		wg.Go(func() {
 			for {
-				i := next.Add(1)
-				if i > int64(n) {
+				i := int(next.Add(1))
+				if i > n {
 					return
 				}
-				t, err := name.NewTag(host + "/" + repo + ":1.0." + strconv.FormatInt(i, 10))
+				app, version := versionOf(i)
+				t, err := name.NewTag(host + "/" + repoOf(app) + ":" + version)
 				if err == nil {
 					err = remote.Tag(t, img, remote.WithContext(ctx))
 				}
@@ -243,13 +259,11 @@ func writeConfig(dir, natsURL, host string) (string, error) {
 	cfg := map[string]any{
 		"server": map[string]any{"bus": map[string]any{"url": natsURL, "stream": stream, "replicas": 3, "partitions": partitions}},
 		"receivers": []map[string]any{
-			{"name": "registry", "type": "distribution", "secret": map[string]any{"file": secret}, "rateLimit": map[string]any{"perSecond": -1}},
+			{"name": "registry", "type": "distribution", "secret": map[string]any{"file": secret}, "rateLimit": map[string]any{"perSecond": 100000, "burst": 100000}},
+			{"name": "flagger", "type": "flagger", "secret": map[string]any{"file": secret}},
 		},
-		"fleet": map[string]any{"clusters": []map[string]any{{"name": "c1", "kubeconfig": kubeconfig}}, "waves": []map[string]any{{"clusters": []string{"c1"}}}},
-		"applications": []map[string]any{{
-			"name": "app", "image": host + "/" + repo, "track": "MajorVersion", "namespace": "kill",
-			"workload": map[string]any{"name": "app"}, "service": map[string]any{"port": 9898},
-		}},
+		"fleet":        map[string]any{"clusters": []map[string]any{{"name": "c1", "kubeconfig": kubeconfig}}, "waves": []map[string]any{{"clusters": []string{"c1"}}}},
+		"applications": applications(host),
 	}
 	raw, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -257,6 +271,17 @@ func writeConfig(dir, natsURL, host string) (string, error) {
 	}
 	path := filepath.Join(dir, "flotilla.yaml")
 	return path, os.WriteFile(path, raw, 0o600)
+}
+
+func applications(host string) []map[string]any {
+	var out []map[string]any
+	for a := range apps {
+		out = append(out, map[string]any{
+			"name": "app" + strconv.Itoa(a), "image": host + "/" + repoOf(a), "track": "MajorVersion", "namespace": "kill",
+			"workload": map[string]any{"name": "app" + strconv.Itoa(a)}, "service": map[string]any{"port": 9898},
+		})
+	}
+	return out
 }
 
 // replica is one `flotilla serve`.
@@ -294,7 +319,8 @@ func (r *replica) waitReady(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-r.done:
-			return fmt.Errorf("replica %s exited; its log is %s", r.name, r.log)
+			b, _ := os.ReadFile(r.log)
+			return fmt.Errorf("replica %s exited:\n%s", r.name, b)
 		default:
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+"/readyz", nil)
@@ -395,8 +421,9 @@ func send(ctx context.Context, o options, reps []*replica, host, digest string) 
 				if i > int64(o.webhooks) {
 					return
 				}
-				version := "1.0." + strconv.FormatInt(i, 10)
-				body := notification(host, version, digest)
+				app, version := versionOf(int(i))
+				key := repoOf(app) + ":" + version
+				body := notification(host, repoOf(app), version, digest)
 				t0 := time.Now()
 				for try := 0; ; try++ {
 					r := reps[turn.Add(1)%replicas]
@@ -423,7 +450,7 @@ func send(ctx context.Context, o options, reps []*replica, host, digest string) 
 				}
 				mu.Lock()
 				res.sent++
-				res.acked = append(res.acked, version)
+				res.acked = append(res.acked, key)
 				res.ackTimes = append(res.ackTimes, time.Since(t0))
 				n := len(res.acked)
 				mu.Unlock()
@@ -447,9 +474,9 @@ func send(ctx context.Context, o options, reps []*replica, host, digest string) 
 	return res
 }
 
-func notification(host, version, digest string) []byte {
+func notification(host, repo, version, digest string) []byte {
 	body, _ := json.Marshal(map[string]any{"events": []map[string]any{{
-		"id": "kill-" + version, "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "action": "push",
+		"id": "kill-" + strings.ReplaceAll(repo, "/", "-") + "-" + version, "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "action": "push",
 		"target": map[string]any{
 			"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest, "repository": repo,
 			"url": fmt.Sprintf("http://%s/v2/%s/manifests/%s", host, repo, digest), "tag": version,
@@ -475,15 +502,21 @@ func plannedVersions(ctx context.Context, b *natsjs.Bus) (planned, error) {
 		switch r.Event.Type() {
 		case events.TypeRolloutStarted:
 			if p, err := events.Decode[events.RolloutStarted](r.Event); err == nil {
-				out.started[p.Tag]++
+				out.started[repoKey(p.Image, p.Tag)]++
 			}
 		case events.TypeRolloutSkipped:
 			if p, err := events.Decode[events.RolloutSkipped](r.Event); err == nil {
-				out.skipped[p.Tag]++
+				out.skipped[repoKey(p.Image, p.Tag)]++
 			}
 		}
 	}
 	return out, nil
+}
+
+// repoKey is "kill/app<n>:<tag>" of an image reference's repository.
+func repoKey(image, tag string) string {
+	_, repo, _ := strings.Cut(image, "/")
+	return repo + ":" + tag
 }
 
 func render(o options, res *result, seen planned) string {
