@@ -356,13 +356,16 @@ func (s *scenario) startReplicas(ctx context.Context, cfgs []*config.Config, log
 	return nil
 }
 
-// gatherer reads every replica's metrics.
-func (s *scenario) gatherer() prometheus.Gatherer {
-	var g prometheus.Gatherers
+// times sums the functions' times over the replicas' registries (one
+// Gatherers over them refuses the series they share).
+func (s *scenario) times() fnTimes {
+	out := fnTimes{}
 	for _, r := range s.regs {
-		g = append(g, r)
+		for k, v := range gatherTimes(r) {
+			out[k] += v
+		}
 	}
-	return g
+	return out
 }
 
 // target is the URL of the next request: the replicas' in turn.
@@ -546,7 +549,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 
 	// B: wave 1's last Succeeded event -> every canary of wave 2 applied.
 	evBody := s.promotionEvent(last, id)
-	before := gatherTimes(s.gatherer())
+	before := s.times()
 	pids := s.b.fleetPIDs()
 	fleet0, self0 := cpuTime(pids...), cpuTime(os.Getpid())
 	t2 := time.Now()
@@ -565,7 +568,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 	smp.bFirst = earliest(w2).start.Sub(t2)
 	smp.stallB, smp.waitB = s.b.probe.within(t2, t2.Add(smp.b))
 	smp.fleetCPU, smp.selfCPU = cpuTime(pids...)-fleet0, cpuTime(os.Getpid())-self0
-	spent := gatherTimes(s.gatherer()).sub(before)
+	spent := s.times().sub(before)
 	smp.observe, smp.advance, smp.journal = spent["observe"], spent["advance"], spent["journal"]
 	smp.observeCalls = int(spent["observe_calls"])
 	if s.b.o.trace {
