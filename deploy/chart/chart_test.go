@@ -117,7 +117,7 @@ func TestDeployment(t *testing.T) {
 		}
 	}
 	// The config check reads the same files as flotilla.
-	want := []string{"/etc/flotilla/config", "/etc/flotilla/secrets", "/etc/flotilla/kubeconfigs", "/var/lib/flotilla", "/tmp", "/etc/flotilla/git-ssh"}
+	want := []string{"/etc/flotilla/config", "/etc/flotilla/secrets", "/etc/flotilla/kubeconfigs", "/etc/flotilla/registries/regcred", "/etc/flotilla/registries/ghcr-creds", "/var/lib/flotilla", "/tmp", "/etc/flotilla/git-ssh"}
 	for _, cc := range []map[string]any{c, ic} {
 		var mounts []string
 		for _, m := range cc["volumeMounts"].([]any) {

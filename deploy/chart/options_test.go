@@ -112,7 +112,7 @@ func TestExtraEnvAndVolumes(t *testing.T) {
 		var extra []any
 		for _, v := range pod["volumes"].([]any) {
 			switch v.(map[string]any)["name"] {
-			case "config", "secrets", "kubeconfigs", "data", "tmp":
+			case "config", "secrets", "kubeconfigs", "data", "tmp", "registry-0", "registry-1":
 			default:
 				extra = append(extra, v)
 			}
@@ -120,6 +120,54 @@ func TestExtraEnvAndVolumes(t *testing.T) {
 		if diff := cmp.Diff(fromYAML(t, tt.volumes), plain(t, extra)); diff != "" {
 			t.Errorf("values %q: extra volumes (-want +got)\n%s", tt.file, diff)
 		}
+	}
+}
+
+// registrySecrets: each Secret's .dockerconfigjson mounted in both
+// containers (the config check reads the files too) and listed in the
+// config's registries.dockerConfigFiles, after what the config lists.
+func TestRegistrySecrets(t *testing.T) {
+	const file = "testdata/values-all.yaml"
+	pod, containers := podSpec(t, file)
+	var volumes []any
+	for _, v := range pod["volumes"].([]any) {
+		if strings.HasPrefix(v.(map[string]any)["name"].(string), "registry-") {
+			volumes = append(volumes, v)
+		}
+	}
+	wantVolumes := `
+- {name: registry-0, secret: {secretName: regcred, items: [{key: .dockerconfigjson, path: .dockerconfigjson}]}}
+- {name: registry-1, secret: {secretName: ghcr-creds, items: [{key: .dockerconfigjson, path: .dockerconfigjson}]}}
+`
+	if diff := cmp.Diff(fromYAML(t, wantVolumes), plain(t, volumes)); diff != "" {
+		t.Errorf("volumes (-want +got)\n%s", diff)
+	}
+	for _, name := range []string{"config-check", "flotilla"} {
+		var mounts []any
+		for _, m := range containers[name]["volumeMounts"].([]any) {
+			if strings.HasPrefix(m.(map[string]any)["name"].(string), "registry-") {
+				mounts = append(mounts, m)
+			}
+		}
+		want := `
+- {name: registry-0, mountPath: /etc/flotilla/registries/regcred, readOnly: true}
+- {name: registry-1, mountPath: /etc/flotilla/registries/ghcr-creds, readOnly: true}
+`
+		if diff := cmp.Diff(fromYAML(t, want), plain(t, mounts)); diff != "" {
+			t.Errorf("%s's mounts (-want +got)\n%s", name, diff)
+		}
+	}
+	cm := renderChart(t, file)["ConfigMap/flotilla-config"]
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
+	var cfg struct {
+		Registries any `json:"registries"`
+	}
+	if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := `{providers: [aws], dockerConfigFiles: [/etc/flotilla/registries/regcred/.dockerconfigjson, /etc/flotilla/registries/ghcr-creds/.dockerconfigjson]}`
+	if diff := cmp.Diff(fromYAML(t, want), plain(t, cfg.Registries)); diff != "" {
+		t.Errorf("the config's registries (-want +got)\n%s", diff)
 	}
 }
 

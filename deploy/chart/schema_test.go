@@ -103,6 +103,15 @@ func TestValuesRefused(t *testing.T) {
 		name:   "a config naming no mounted files",
 		values: "config: {receivers: [], fleet: {clusters: [{name: a, kubeconfig: /var/run/a.kubeconfig}], waves: [{name: a, clusters: [a]}]}}",
 	}, {
+		name:    "a config reading registry credentials no value mounts",
+		values:  "existingSecret: s\nkubeconfigs: {existingSecret: kc}\nregistrySecrets: [regcred]\nconfig: {registries: {dockerConfigFiles: [/etc/flotilla/registries/regcred/.dockerconfigjson, /etc/flotilla/registries/ghcr/.dockerconfigjson]}}\n",
+		want:    []string{"registrySecrets lacks a Secret the config reads: config.registries.dockerConfigFiles[1] reads /etc/flotilla/registries/ghcr/.dockerconfigjson (add ghcr to registrySecrets)"},
+		notWant: []string{"regcred/"},
+	}, {
+		name:   "a registry Secret that is not a Secret's name",
+		values: "registrySecrets: [Reg_Cred]",
+		want:   []string{"/registrySecrets/0"},
+	}, {
 		name:   "a misspelt top-level value",
 		values: "servce: {port: 1}",
 		want:   []string{"servce"},

@@ -196,7 +196,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		}
 	}
 	if o.Resolver == nil {
-		o.Resolver = registry.NewRemote()
+		if o.Resolver, err = newRemote(ctx, cfg); err != nil {
+			return err
+		}
 	}
 	s.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
 	if err != nil {
@@ -229,7 +231,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return false
 	}
 	verifier := verify.New(o.Resolver, tracked).WithCreationTime(newest)
-	sigs, signed, err := signatures(cfg, o.Resolver)
+	sigs, signed, err := signatures(ctx, cfg, o.Resolver)
 	if err != nil {
 		return err
 	}

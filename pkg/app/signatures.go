@@ -21,7 +21,7 @@ type accessor interface {
 // application verifies signatures) and says, per image, which
 // applications tracking it verify them and whether the first wave each
 // targets requires a signature.
-func signatures(cfg *config.Config, resolver registry.Resolver) (*signature.Verifier, func(string) ([]verify.SignedApp, bool), error) {
+func signatures(ctx context.Context, cfg *config.Config, resolver registry.Resolver) (*signature.Verifier, func(string) ([]verify.SignedApp, bool), error) {
 	policies := map[string]signature.Policy{}
 	for _, a := range cfg.Applications {
 		if a.Verify == nil {
@@ -49,7 +49,11 @@ func signatures(cfg *config.Config, resolver registry.Resolver) (*signature.Veri
 	}
 	acc, ok := resolver.(accessor)
 	if !ok {
-		acc = registry.NewRemote()
+		remote, err := newRemote(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		acc = remote
 	}
 	v, err := signature.New(acc.Access, policies)
 	if err != nil {

@@ -22,7 +22,35 @@ type Config struct {
 	Receivers    []Receiver    `json:"receivers"`
 	Fleet        Fleet         `json:"fleet"`
 	Applications []Application `json:"applications"`
+	// Registries are the credentials flotilla reads the applications'
+	// registries with (tags, digests, signatures). Unset: the Docker config
+	// of flotilla's user ($DOCKER_CONFIG/config.json) and its credential
+	// helpers, which is also tried last when it is set.
+	Registries *Registries `json:"registries"`
 }
+
+// Registries are where registry credentials come from, tried in this
+// order for an image: the Docker config files (the first with an entry
+// for the image), the providers, then flotilla's user's Docker config.
+type Registries struct {
+	// DockerConfigFiles are Docker config files: the .dockerconfigjson of
+	// a kubernetes.io/dockerconfigjson Secret (`kubectl create secret
+	// docker-registry`), mounted, or a config.json with "auths". Entries
+	// match an image as the kubelet matches image pull secrets (host[:port],
+	// an optional path prefix, "*" for one host label; the longest first).
+	// Each is read again when it changes: a rotated Secret needs no restart.
+	DockerConfigFiles []string `json:"dockerConfigFiles"`
+	// Providers are cloud providers whose workload identity reads their
+	// own registries: aws (ECR: IRSA, EKS Pod Identity, the AWS SDK's
+	// default chain), gcp (Artifact Registry and Container Registry:
+	// workload identity, Application Default Credentials), azure (ACR:
+	// AKS workload identity, a service principal or managed identity in
+	// the environment). Each answers only for its own registries' hosts.
+	Providers []string `json:"providers"`
+}
+
+// RegistryProviders are the names Registries.Providers accepts.
+var RegistryProviders = []string{"aws", "azure", "gcp"}
 
 // Server configures flotilla's own HTTP server.
 type Server struct {

@@ -54,6 +54,13 @@ const (
 // base. It never fails: validate reports what defaults cannot fix.
 func applyDefaults(c *Config, base string) {
 	telemetryDefaults(&c.Telemetry, base)
+	if r := c.Registries; r != nil {
+		for i, f := range r.DockerConfigFiles {
+			if f != "" {
+				r.DockerConfigFiles[i] = resolvePath(base, f)
+			}
+		}
+	}
 	s := &c.Server
 	if s.Listen == "" {
 		s.Listen = DefaultListen

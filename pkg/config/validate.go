@@ -84,6 +84,9 @@ func validate(c *Config, earlier ...Problem) *ValidationError {
 	v.fleet(&c.Fleet)
 	v.clusters = c.Fleet.Clusters
 	v.applications(c.Applications)
+	if c.Registries != nil {
+		v.registries(c.Registries)
+	}
 	if len(v.problems) == 0 {
 		return nil
 	}
@@ -181,6 +184,52 @@ func (v *validator) bus(s *Server) {
 	}
 	if s.DedupeMaxEvents != nil {
 		v.addf("server.dedupeMaxEvents", "bounds the embedded journal's ids; with server.bus the stream's de-duplication window (server.dedupeWindow) is the bound: remove it")
+	}
+}
+
+// registries checks the registry credentials: each Docker config file
+// readable and holding "auths" (the config check in the chart's init
+// container then names a Secret mounted without them), each provider known.
+func (v *validator) registries(r *Registries) {
+	seen := map[string]bool{}
+	for i, f := range r.DockerConfigFiles {
+		p := fmt.Sprintf("registries.dockerConfigFiles[%d]", i)
+		switch {
+		case f == "":
+			v.addf(p, "empty: want the path of a Docker config file")
+		case seen[f]:
+			v.addf(p, "%q is listed twice", f)
+		default:
+			v.dockerConfig(p, f)
+		}
+		seen[f] = true
+	}
+	listed := map[string]bool{}
+	for i, name := range r.Providers {
+		p := fmt.Sprintf("registries.providers[%d]", i)
+		v.oneOf(p, "registry provider", name, RegistryProviders)
+		if listed[name] {
+			v.addf(p, "%q is listed twice", name)
+		}
+		listed[name] = true
+	}
+}
+
+func (v *validator) dockerConfig(path, name string) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		v.addf(path, "%v", err)
+		return
+	}
+	var c struct {
+		Auths map[string]json.RawMessage `json:"auths"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		v.addf(path, "%s is not a Docker config (JSON with \"auths\"): %v", name, err)
+		return
+	}
+	if len(c.Auths) == 0 {
+		v.addf(path, `%s has no "auths": want {"auths": {"registry.example.com": {"auth": "<base64 of user:password>"}}}, as kubectl create secret docker-registry writes it`, name)
 	}
 }
 

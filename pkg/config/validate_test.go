@@ -34,6 +34,9 @@ func withApp(extra string) string {
 func TestValidate(t *testing.T) {
 	dir := testDir(t)
 	writeFile(t, filepath.Join(dir, "empty-secret"), "\n")
+	writeFile(t, filepath.Join(dir, "not-json"), "auths: {}\n")
+	writeFile(t, filepath.Join(dir, "no-auths"), `{"credsStore": "desktop"}`)
+	writeFile(t, filepath.Join(dir, "good.json"), `{"auths": {"registry.example.com": {"auth": "dTpw"}}}`)
 	if err := os.Mkdir(filepath.Join(dir, "kubedir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +154,18 @@ func TestValidate(t *testing.T) {
 				{"server.bus.credentialsFile", "stat " + filepath.Join(dir, "missing.creds") + ": no such file or directory"},
 				{"server.bus.tls", "certFile and keyFile go together (mutual TLS), or neither"},
 				{"server.dedupeMaxEvents", "bounds the embedded journal's ids; with server.bus the stream's de-duplication window (server.dedupeWindow) is the bound: remove it"},
+			},
+		}, {
+			name: "registry credentials",
+			doc:  sections{server: "registries: {dockerConfigFiles: [missing.json, not-json, no-auths, '', good.json, good.json], providers: [aws, ibm, aws]}\n"},
+			want: []Problem{
+				{"registries.dockerConfigFiles[0]", "open " + filepath.Join(dir, "missing.json") + ": no such file or directory"},
+				{"registries.dockerConfigFiles[1]", filepath.Join(dir, "not-json") + ` is not a Docker config (JSON with "auths"): invalid character 'a' looking for beginning of value`},
+				{"registries.dockerConfigFiles[2]", filepath.Join(dir, "no-auths") + ` has no "auths": want {"auths": {"registry.example.com": {"auth": "<base64 of user:password>"}}}, as kubectl create secret docker-registry writes it`},
+				{"registries.dockerConfigFiles[3]", "empty: want the path of a Docker config file"},
+				{"registries.dockerConfigFiles[5]", `"` + filepath.Join(dir, "good.json") + `" is listed twice`},
+				{"registries.providers[1]", `unknown registry provider "ibm"; want one of aws, azure, gcp`},
+				{"registries.providers[2]", `"aws" is listed twice`},
 			},
 		}, {
 			name: "fleet rollouts",

@@ -7,12 +7,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Remote resolves tags against the registry over the network with

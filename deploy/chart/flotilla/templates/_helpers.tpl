@@ -89,7 +89,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The values the rendered config needs, which a schema cannot say: every
      file it names under /etc/flotilla/kubeconfigs needs
      kubeconfigs.existingSecret, every one under /etc/flotilla/secrets needs
-     existingSecret or `secrets` (holding that key), unless extraVolumeMounts
+     existingSecret or `secrets` (holding that key), every one under
+     /etc/flotilla/registries/NAME registrySecrets naming NAME, unless extraVolumeMounts
      mounts something there. Without them the pod's config check would fail
      forever; with this, helm install fails first, naming the value to set.
      An existingConfigMap is not read: flotilla's config check judges it. */}}
@@ -101,6 +102,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $sec := list }}
 {{- $keys := list }}
 {{- $lacking := list }}
+{{- $reg := list }}
 {{- range splitList "\n" (include "flotilla.files" (dict "v" .Values.config "p" "config")) }}
 {{- if . }}
 {{- $f := splitn "\t" 2 . }}
@@ -123,10 +125,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- else if not (hasKey $.Values.secrets $key) }}
 {{- $lacking = append $lacking (printf "%s (set secrets.%s)" $reads $key) }}
 {{- end }}
+{{- else if include "flotilla.under" (dict "file" $file "dir" (include "flotilla.registriesDir" $)) }}
+{{- $name := index (splitList "/" (trimPrefix (printf "%s/" (include "flotilla.registriesDir" $)) $file)) 0 }}
+{{- if not (has $name $.Values.registrySecrets) }}{{ $reg = append $reg (printf "%s (add %s to registrySecrets)" $reads $name) }}{{ end }}
 {{- end }}
 {{- end }}
 {{- end }}
 {{- $problems := list }}
+{{- with $reg }}
+{{- $problems = append $problems (printf "registrySecrets lacks a Secret the config reads: %s" (join ", " .)) }}
+{{- end }}
 {{- with $kube }}
 {{- $problems = append $problems (printf "kubeconfigs.existingSecret is required: %s (a Secret of the kubeconfig files, mounted at %s: flotilla fleet bootstrap --write-kubeconfigs DIR writes them, kubectl create secret generic NAME --from-file=DIR holds them)" (join ", " .) $kubeDir) }}
 {{- end }}
@@ -161,6 +169,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $server "bus" $bus }}
 {{- $_ := set $cfg "server" $server }}
 {{- end }}
+{{- if .Values.registrySecrets }}
+{{- $reg := deepCopy (default (dict) $cfg.registries) }}
+{{- $files := default (list) $reg.dockerConfigFiles }}
+{{- range .Values.registrySecrets }}
+{{- $f := printf "%s/%s/.dockerconfigjson" (include "flotilla.registriesDir" $) . }}
+{{- if not (has $f $files) }}{{ $files = append $files $f }}{{ end }}
+{{- end }}
+{{- $_ := set $reg "dockerConfigFiles" $files }}
+{{- $_ := set $cfg "registries" $reg }}
+{{- end }}
 {{- if .Values.fleetRollouts.enabled }}
 {{- $server := deepCopy (default (dict) $cfg.server) }}
 {{- $_ := set $server "fleetRollouts" (dict "namespace" .Release.Namespace) }}
@@ -170,3 +188,4 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{- define "flotilla.natsDir" -}}/etc/flotilla/nats{{- end }}
+{{- define "flotilla.registriesDir" -}}/etc/flotilla/registries{{- end }}
