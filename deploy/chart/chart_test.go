@@ -56,7 +56,7 @@ func TestRenderings(t *testing.T) {
 		want []string
 	}{
 		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", crd, "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
-		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", crd, "Deployment/flotilla", "HTTPRoute/flotilla", "Ingress/flotilla", "NetworkPolicy/flotilla",
+		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", crd, "Deployment/flotilla", "HTTPRoute/flotilla", "HTTPRoute/flotilla-ui", "Ingress/flotilla", "Ingress/flotilla-ui", "NetworkPolicy/flotilla",
 			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
 		{"testdata/values-scaleout.yaml", []string{"ConfigMap/flotilla-config", crd, "Deployment/flotilla", "PodDisruptionBudget/flotilla", "Role/flotilla-fleetrollouts", "RoleBinding/flotilla-fleetrollouts",
 			"Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},

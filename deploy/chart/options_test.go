@@ -171,6 +171,53 @@ func TestRegistrySecrets(t *testing.T) {
 	}
 }
 
+// ui.ingress and ui.httpRoute route the UI, the API and / (the UI's
+// redirect) to flotilla, apart from the webhooks' Ingress and route.
+func TestUIRoutes(t *testing.T) {
+	objs := renderChart(t, "testdata/values-all.yaml")
+	ing := objs["Ingress/flotilla-ui"]
+	if ing == nil {
+		t.Fatal("no Ingress/flotilla-ui")
+	}
+	spec, _, _ := unstructured.NestedMap(ing.Object, "spec")
+	backend := `{service: {name: flotilla, port: {name: http}}}`
+	want := `
+ingressClassName: internal
+tls: [{hosts: [flotilla.internal.example.com], secretName: flotilla-internal-tls}]
+rules:
+- host: flotilla.internal.example.com
+  http:
+    paths:
+    - {path: /, pathType: Exact, backend: ` + backend + `}
+    - {path: /api, pathType: Prefix, backend: ` + backend + `}
+    - {path: /ui, pathType: Prefix, backend: ` + backend + `}
+`
+	if diff := cmp.Diff(fromYAML(t, want), plain(t, spec)); diff != "" {
+		t.Errorf("Ingress/flotilla-ui spec (-want +got)\n%s", diff)
+	}
+	if got := ing.GetAnnotations()["nginx.ingress.kubernetes.io/auth-url"]; got == "" {
+		t.Errorf("Ingress/flotilla-ui lost its annotations: %v", ing.GetAnnotations())
+	}
+	route := objs["HTTPRoute/flotilla-ui"]
+	if route == nil {
+		t.Fatal("no HTTPRoute/flotilla-ui")
+	}
+	spec, _, _ = unstructured.NestedMap(route.Object, "spec")
+	want = `
+parentRefs: [{name: internal, namespace: gateways}]
+hostnames: [flotilla.internal.example.com]
+rules:
+- matches:
+  - {path: {type: PathPrefix, value: /ui}}
+  - {path: {type: PathPrefix, value: /api}}
+  - {path: {type: Exact, value: /}}
+  backendRefs: [{name: flotilla, port: 8080}]
+`
+	if diff := cmp.Diff(fromYAML(t, want), plain(t, spec)); diff != "" {
+		t.Errorf("HTTPRoute/flotilla-ui spec (-want +got)\n%s", diff)
+	}
+}
+
 // The claim outlives `helm uninstall` unless persistence.keepOnUninstall is
 // off; the kustomize base does not carry Helm's annotation.
 func TestClaimKeptOnUninstall(t *testing.T) {
