@@ -169,4 +169,5 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerUISteps(sc)
 	s.registerTracingSteps(sc)
 	s.registerScaleOutSteps(sc)
+	s.registerRegistrySteps(sc)
 }

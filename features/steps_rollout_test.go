@@ -57,6 +57,12 @@ type world struct {
 	lastError string
 	registry  *httptest.Server
 	regHost   string
+	// listen is flotilla's address when a step chose it before flotilla
+	// was configured (a registry notifying it); registries its config's
+	// registry credentials.
+	listen     string
+	registries map[string]any
+	regLog     string // the log of a registry the scenario runs as a process
 	repo      string
 	digests   map[string]string // version -> digest
 	pushes    map[string][]byte // version -> notification body
@@ -269,7 +275,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	w.namespace = "ro-" + randomHex(4)
 	// Flagger's token has the characters of a base64 secret ('/', '+',
 	// '='): flotilla escapes it in every canary's hook URL.
-	w.registryToken, w.githubSecret, w.flaggerToken = randomHex(16), randomHex(16), randomHex(6)+"/+"+randomHex(6)+"=="
+	// A registry a step started before may already send its notifications
+	// with a token to an address: they are kept.
+	w.registryToken, w.githubSecret, w.flaggerToken = cmp.Or(w.registryToken, randomHex(16)), randomHex(16), randomHex(6)+"/+"+randomHex(6)+"=="
 	var err error
 	// The sink outlives this step; the scenario's cleanup closes it.
 	if w.sink, err = newSink(context.WithoutCancel(ctx)); err != nil {
@@ -278,9 +286,11 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	s.onCleanup(w.sink.close)
 	w.gate = newClusterGate()
 	s.onCleanup(w.gate.srv.Close)
-	listen, err := freePort(ctx)
-	if err != nil {
-		return err
+	listen := w.listen
+	if listen == "" {
+		if listen, err = freePort(ctx); err != nil {
+			return err
+		}
 	}
 	secret := func(name, value string) (map[string]string, error) {
 		p := filepath.Join(w.dir, name)
@@ -349,6 +359,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	}
 	if w.fleetRollouts != nil {
 		cfg["server"].(map[string]any)["fleetRollouts"] = w.fleetRollouts
+	}
+	if w.registries != nil {
+		cfg["registries"] = w.registries
 	}
 	if w.otlp != nil {
 		cfg["telemetry"] = tracingConfig(w)

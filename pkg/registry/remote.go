@@ -46,6 +46,22 @@ func NewRemote(opts ...Option) *Remote {
 // spend the per-call timeout sleeping.
 var noRetry = remote.Backoff{Steps: 1}
 
+// userAgent names flotilla in the registry's logs (go-containerregistry
+// appends its own).
+const userAgent = "flotilla"
+
+// options are every request's: ctx, the keychain, the transport, one try
+// and flotilla's user agent.
+func (r *Remote) options(ctx context.Context) []remote.Option {
+	return []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(r.keychain),
+		remote.WithTransport(r.transport),
+		remote.WithRetryBackoff(noRetry),
+		remote.WithUserAgent(userAgent),
+	}
+}
+
 // Resolve asks the registry for the digest image:tag points at now, with a
 // HEAD request, falling back to GET when HEAD fails or carries no digest
 // (HEAD responses have no body, so GET also says why it failed).
@@ -59,12 +75,7 @@ func (r *Remote) Resolve(ctx context.Context, image, tag string) (string, error)
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 	}
-	opts := []remote.Option{
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(r.keychain),
-		remote.WithTransport(r.transport),
-		remote.WithRetryBackoff(noRetry),
-	}
+	opts := r.options(ctx)
 
 	desc, err := remote.Head(ref, opts...)
 	if err == nil && desc.Digest != (v1.Hash{}) {
@@ -125,7 +136,7 @@ func (r *Remote) Created(ctx context.Context, image, digest string) (time.Time, 
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry)}
+	opts := r.options(ctx)
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading %s@%s: %w", image, digest, classify(err))
@@ -167,7 +178,7 @@ func (r *Remote) Access(ctx context.Context, image, digest string) (name.Digest,
 	if err != nil {
 		return name.Digest{}, nil, fault.Permanent(fmt.Errorf("%s@%s: %w", image, digest, err))
 	}
-	return ref, []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry)}, nil
+	return ref, r.options(ctx), nil
 }
 
 // Tags lists image's tags (every page the registry returns).
@@ -185,7 +196,7 @@ func (r *Remote) Tags(ctx context.Context, image string) ([]string, error) {
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 	}
-	tags, err := remote.List(repo, remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain), remote.WithTransport(r.transport), remote.WithRetryBackoff(noRetry))
+	tags, err := remote.List(repo, r.options(ctx)...)
 	if err != nil {
 		return nil, fmt.Errorf("listing the tags of %s: %w", image, classify(err))
 	}
