@@ -91,3 +91,30 @@ Feature: Installing and checking flotilla where platform teams run it
     Then it left the Flagger Helm installed in cluster "c1" as it was and applied none of Flagger's own objects there
     And it created Flagger, its CRDs, its load tester and flotilla's identity in clusters "c2" and wrote their kubeconfigs
     And `flotilla fleet check` reports the Flagger of cluster "c1" newer than the tested one, not outdated
+
+  # Catches a --manage-flagger that still leaves Flagger's objects out where
+  # Helm installed a Flagger, or applies them otherwise than bootstrap renders
+  # them, and a check --manage-flagger that judges Helm's Flagger instead of
+  # comparing flotilla's with its rendering. Helm's Flagger runs in its
+  # chart's namespace, bootstrap's goes into its own (flagger-system).
+  Scenario: flotilla fleet bootstrap --manage-flagger applies flotilla's Flagger where Helm installed one, and fleet check --manage-flagger reports it ok
+    Given a registry
+    And a fleet of 2 clusters without Flagger
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And Flagger "1.42.0" installed by Helm as release "flagger" runs in namespace "flagger" of cluster "c1"
+    When `flotilla fleet bootstrap --manage-flagger` runs
+    Then it applied flotilla's Flagger and Flagger's CRDs in cluster "c1" as bootstrap renders them, and left the Deployment of Helm's as it was
+    And `flotilla fleet check --manage-flagger` reports flotilla's Flagger ok and clusters "c1,c2" ready
+
+  # Catches a kustomize base that does not run as it is documented: what its
+  # kustomization.yaml says to supply, supplied by an overlay the way users
+  # write one, must be all it needs.
+  Scenario: flotilla from its image, installed by its kustomize base on a real node, carries a version through the waves
+    Given a registry
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When flotilla is installed by its kustomize base from its image on a real node of cluster "c1"
+    Then flotilla's pod is Ready on the real node, from the image by digest, as user 65532 on a read-only root filesystem
+    Given the workload "podinfo" runs in every cluster of the waves
+    When version "1.0.0" is pushed
+    Then the rollout of "1.0.0" succeeds
+    And the primary in every cluster runs version "1.0.0" by digest

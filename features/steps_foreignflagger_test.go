@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -40,6 +41,9 @@ func (s *scenario) registerForeignFlaggerSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^Flagger "([^"]*)" installed by Helm as release "([^"]*)" runs in namespace "([^"]*)" of cluster "([^"]*)"$`, s.helmInstalledFlagger)
 	sc.Step(`^it left the Flagger Helm installed in cluster "([^"]*)" as it was and applied none of Flagger's own objects there$`, s.foreignFlaggerLeftAlone)
 	sc.Step("^`flotilla fleet check` reports the Flagger of cluster \"([^\"]*)\" newer than the tested one, not outdated$", s.checkForeignNewer)
+	sc.Step("^`flotilla fleet bootstrap --manage-flagger` runs$", s.bootstrapManageFlagger)
+	sc.Step(`^it applied flotilla's Flagger and Flagger's CRDs in cluster "([^"]*)" as bootstrap renders them, and left the Deployment of Helm's as it was$`, s.flaggerManaged)
+	sc.Step("^`flotilla fleet check --manage-flagger` reports flotilla's Flagger ok and clusters \"([^\"]*)\" ready$", s.checkManagedReady)
 }
 
 // helmInstalledFlagger creates, as `helm install` of Flagger's chart
@@ -219,6 +223,168 @@ func (s *scenario) checkForeignNewer(ctx context.Context, cluster string) error 
 	})
 	if err != nil {
 		return fmt.Errorf("fleet check does not say %q: %w\n%s", want, err, out)
+	}
+	return nil
+}
+
+// bootstrapManageFlagger runs fleet bootstrap --manage-flagger, which
+// applies flotilla's Flagger even where another runs.
+func (s *scenario) bootstrapManageFlagger(ctx context.Context) error {
+	b := s.w.bootstrap
+	out, code, err := runFlotilla(ctx, append(b.args("bootstrap"), "--manage-flagger", "--write-kubeconfigs", b.kubeconfigs)...)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("fleet bootstrap --manage-flagger exited %d:\n%s", code, out)
+	}
+	s.w.lastOutput = out
+	return nil
+}
+
+// renderedFlagger is bootstrap's Flagger Deployment for cluster as
+// `fleet bootstrap --output yaml` with the scenario's flags renders it.
+func (s *scenario) renderedFlagger(ctx context.Context, cluster string) (*appsv1.Deployment, error) {
+	out, code, err := runFlotilla(ctx, append(s.w.bootstrap.args("bootstrap"), "--manage-flagger", "--output", "yaml")...)
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("fleet bootstrap --output yaml exited %d:\n%s", code, out)
+	}
+	// Each document is headed by its cluster.
+	for _, doc := range strings.Split("\n"+out, "\n---\n") {
+		head, body, _ := strings.Cut(doc, "\n")
+		if head != "# cluster: "+cluster {
+			continue
+		}
+		objs, err := kube.Decode([]byte(body))
+		if err != nil || len(objs) != 1 {
+			return nil, fmt.Errorf("reading fleet bootstrap --output yaml: %d objects, %v\n%s", len(objs), err, doc)
+		}
+		if o := objs[0]; o.GetKind() == "Deployment" && o.GetNamespace() == bootstrap.DefaultFlaggerNamespace && o.GetName() == "flagger" {
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+				return nil, fmt.Errorf("reading bootstrap's Flagger: %w", err)
+			}
+			return &d, nil
+		}
+	}
+	return nil, fmt.Errorf("fleet bootstrap --output yaml renders no Deployment %s/flagger:\n%s", bootstrap.DefaultFlaggerNamespace, out)
+}
+
+// flaggerManaged reads the cluster: bootstrap's Flagger Deployment is
+// there, its fields applied by bootstrap's field manager, its containers'
+// images and arguments as bootstrap renders them; Flagger's CRDs Helm
+// created have fields of bootstrap's now; Helm's Deployment, in another
+// namespace, is as Helm created it; and bootstrap said nothing of leaving a
+// Flagger alone. It catches a --manage-flagger that still leaves Flagger's
+// objects out where another Flagger runs, or applies them otherwise than
+// bootstrap renders them (another namespace, another image or arguments).
+func (s *scenario) flaggerManaged(ctx context.Context, cluster string) error {
+	f := s.w.foreignFlagger
+	if f == nil || f.cluster != cluster {
+		return fmt.Errorf("no Flagger installed by Helm in %s", cluster)
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	want, err := s.renderedFlagger(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	d, err := c.Kube.AppsV1().Deployments(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading bootstrap's Flagger %s/%s in %s: %w", want.Namespace, want.Name, cluster, err)
+	}
+	var errs []error
+	if !appliedBy(d.ManagedFields, bootstrap.FieldManager) {
+		errs = append(errs, fmt.Errorf("Deployment %s/%s has no fields applied by %s: %v", d.Namespace, d.Name, bootstrap.FieldManager, managers(d.ManagedFields)))
+	}
+	type container struct {
+		Name, Image string
+		Args        []string
+	}
+	containers := func(d *appsv1.Deployment) []container {
+		var out []container
+		for _, c := range d.Spec.Template.Spec.Containers {
+			out = append(out, container{c.Name, c.Image, c.Args})
+		}
+		return out
+	}
+	if diff := cmp.Diff(containers(want), containers(d)); diff != "" {
+		errs = append(errs, fmt.Errorf("Flagger's containers are not bootstrap's rendering (-rendered +cluster)\n%s", diff))
+	}
+	for _, name := range f.crds {
+		crd, err := c.Dynamic.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading CRD %s in %s: %w", name, cluster, err)
+		}
+		if !appliedBy(crd.GetManagedFields(), bootstrap.FieldManager) {
+			errs = append(errs, fmt.Errorf("CRD %s has no fields applied by %s: %v", name, bootstrap.FieldManager, managers(crd.GetManagedFields())))
+		}
+	}
+	helm, err := c.Kube.AppsV1().Deployments(f.deployment.Namespace).Get(ctx, f.deployment.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading Helm's Flagger in %s: %w", cluster, err)
+	}
+	if helm.Generation != f.deployment.Generation || bootstrapManaged(helm.ManagedFields) != "" {
+		errs = append(errs, fmt.Errorf("Helm's Flagger changed: generation %d (was %d), managers %v", helm.Generation, f.deployment.Generation, managers(helm.ManagedFields)))
+	}
+	out := s.w.lastOutput
+	if strings.Contains(out, "left alone") {
+		errs = append(errs, errors.New("fleet bootstrap --manage-flagger left a Flagger alone"))
+	}
+	if line := cluster + "\tDeployment " + want.Namespace + "/" + want.Name + "\tcreated"; !strings.Contains(out, line) {
+		errs = append(errs, fmt.Errorf("fleet bootstrap does not say %q", line))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster %s: %w\n%s", cluster, err, out)
+	}
+	return nil
+}
+
+// appliedBy tells whether manager applied fields (server-side apply).
+func appliedBy(ms []metav1.ManagedFieldsEntry, manager string) bool {
+	return slices.ContainsFunc(ms, func(m metav1.ManagedFieldsEntry) bool {
+		return m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply
+	})
+}
+
+// managers names the field managers of an object, for messages.
+func managers(ms []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Manager+" ("+string(m.Operation)+")")
+	}
+	return out
+}
+
+// checkManagedReady runs fleet check --manage-flagger until it exits 0
+// (kwok makes the pod of bootstrap's Flagger Ready a moment after
+// bootstrap), then reads that it reported every cluster ready: it compared
+// flotilla's Flagger with bootstrap's rendering and found it current and
+// available. It catches a check --manage-flagger that still judges Helm's
+// Flagger instead, or calls the Flagger bootstrap applied outdated.
+func (s *scenario) checkManagedReady(ctx context.Context, clusters string) error {
+	var out string
+	var code int
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		out, code, err = runFlotilla(ctx, append(s.w.bootstrap.args("check"), "--manage-flagger")...)
+		return code == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("fleet check --manage-flagger exited %d: %w:\n%s", code, err, out)
+	}
+	for _, c := range strings.Split(clusters, ",") {
+		if !strings.Contains(out, c+"\tready (") {
+			return fmt.Errorf("fleet check --manage-flagger does not report %s ready:\n%s", c, out)
+		}
+	}
+	if strings.Contains(out, "installed by Helm") {
+		return fmt.Errorf("fleet check --manage-flagger judged Helm's Flagger:\n%s", out)
 	}
 	return nil
 }

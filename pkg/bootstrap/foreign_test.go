@@ -3,162 +3,305 @@ package bootstrap
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
-// deployment parses a Deployment written as YAML in a test.
-func deployment(t *testing.T, y string) *unstructured.Unstructured {
+// helmFlagger is testdata/helm-flagger.yaml, Flagger's Deployment as Helm
+// installs it (release flagger), here in namespace ns, the release's.
+func helmFlagger(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
-		t.Fatal(err)
-	}
-	return &unstructured.Unstructured{Object: m}
-}
-
-// flaggerDeployment is a Deployment in flagger/flagger with metadata meta
-// (indented YAML under metadata:) running image.
-func flaggerDeployment(t *testing.T, meta, image string) *unstructured.Unstructured {
-	t.Helper()
-	return deployment(t, `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: flagger
-  namespace: flagger
-`+meta+`
-spec:
-  template:
-    spec:
-      containers:
-        - name: flagger
-          image: `+image+`
-`)
-}
-
-const helmMeta = `  labels:
-    app.kubernetes.io/managed-by: Helm
-  annotations:
-    meta.helm.sh/release-name: flagger
-    meta.helm.sh/release-namespace: flagger`
-
-// Which Deployments run a Flagger bootstrap did not install, who installed
-// it (labels, annotations), and its version (the image's tag).
-func TestForeignFlagger(t *testing.T) {
-	ref := Ref{Kind: "Deployment", Namespace: "flagger", Name: "flagger"}
-	own, err := Plan(testConfig(), []string{"us"}, Options{})
+	b, err := os.ReadFile(filepath.Join("testdata", "helm-flagger.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bootstraps := own[0].Objects[slices.IndexFunc(own[0].Objects, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })].DeepCopy()
-	bootstraps.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate}, {Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply}})
+	objs, err := kube.Decode(b)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("testdata/helm-flagger.yaml: %d objects, %v", len(objs), err)
+	}
+	d := objs[0]
+	d.SetNamespace(ns)
+	a := d.GetAnnotations()
+	a[helmReleaseNamespace] = ns
+	d.SetAnnotations(a)
+	return d
+}
 
-	for _, tc := range []struct {
-		name string
-		d    *unstructured.Unstructured
-		want Foreign
-		ok   bool
+// named renames Deployment d, and the pods it selects after it: Deployments
+// of one namespace must not select each other's pods.
+func named(t *testing.T, d *unstructured.Unstructured, name string) *unstructured.Unstructured {
+	t.Helper()
+	d.SetName(name)
+	for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+		if err := unstructured.SetNestedField(d.Object, name, append(path, "app.kubernetes.io/instance")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// withImage sets the image of d's first container.
+func withImage(t *testing.T, d *unstructured.Unstructured, image string) *unstructured.Unstructured {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	cs[0].(map[string]any)["image"] = image
+	if err := unstructured.SetNestedSlice(d.Object, cs, "spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// withMarks replaces d's labels and annotations: another installer's marks.
+func withMarks(d *unstructured.Unstructured, labels, annotations map[string]string) *unstructured.Unstructured {
+	d.SetLabels(labels)
+	d.SetAnnotations(annotations)
+	return d
+}
+
+// clusterAs is the package's cluster as the field manager reaches it:
+// FieldManager is bootstrap, "helm" is Helm, "helm-controller" Flux's.
+func clusterAs(t *testing.T, manager string) *kube.Applier {
+	t.Helper()
+	cfg, err := fleet.Clusters[0].RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := kube.NewApplier(cfg, manager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// applyAs applies objs, in order, as the field manager.
+func applyAs(ctx context.Context, t *testing.T, manager string, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	a := clusterAs(t, manager)
+	for _, o := range objs {
+		if _, err := a.ApplyObject(ctx, o, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The resources deleteAfter deletes.
+var deleted = map[string]schema.GroupVersionResource{
+	"Namespace":                {Version: "v1", Resource: "namespaces"},
+	"CustomResourceDefinition": {Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+}
+
+// deleteAfter deletes, when the test ends, those of objs that are
+// Namespaces or CRDs: what a test creates in the package's cluster, whose
+// other objects go with their namespaces.
+func deleteAfter(t *testing.T, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	cfg, err := fleet.Clusters[0].RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, o := range objs {
+			gvr, ok := deleted[o.GetKind()]
+			if !ok {
+				continue
+			}
+			if err := dyn.Resource(gvr).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s: %v", RefOf(o), err)
+			}
+		}
+	})
+}
+
+// testNamespace creates a namespace of the test's own, as Helm's
+// --create-namespace would.
+func testNamespace(ctx context.Context, t *testing.T, prefix string) string {
+	t.Helper()
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": randomName(prefix)}}}
+	deleteAfter(t, ns)
+	applyAs(ctx, t, "helm", ns)
+	return ns.GetName()
+}
+
+// foreignIn is FindForeign's answer for namespace ns only: other tests'
+// Flaggers may run in the cluster.
+func foreignIn(ctx context.Context, l Lister, ns string) ([]Foreign, error) {
+	fs, err := FindForeign(ctx, l)
+	return slices.DeleteFunc(fs, func(f Foreign) bool { return f.Deployment.Namespace != ns }), err
+}
+
+// availableIn waits until every Flagger FindForeign finds in ns (at least
+// one) is available: kwok makes their pods Ready a moment after they are
+// created.
+func availableIn(ctx context.Context, t *testing.T, l Lister, ns string) []Foreign {
+	t.Helper()
+	var fs []Foreign
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		fs, err = foreignIn(ctx, l, ns)
+		return len(fs) > 0 && !slices.ContainsFunc(fs, func(f Foreign) bool { return !f.Available }), err
+	})
+	if err != nil {
+		t.Fatalf("waiting for the Flaggers in %s to be available: %v (last %+v)", ns, err, fs)
+	}
+	return fs
+}
+
+// failingLister fails every List: a cluster that refuses to list.
+type failingLister struct{ err error }
+
+func (l failingLister) List(context.Context, string, string) ([]unstructured.Unstructured, error) {
+	return nil, l.err
+}
+
+const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// Which Deployments of a real cluster run a Flagger bootstrap did not
+// install, who installed it (labels, annotations) and its version (the
+// image's tag): each Deployment applied by the field managers that
+// install it, as the API server stores it (managedFields, status).
+func TestFindForeign(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	ns := testNamespace(ctx, t, "ff-")
+	helm := func(name, image string) *unstructured.Unstructured {
+		return withImage(t, named(t, helmFlagger(t, ns), name), image)
+	}
+	ts, err := Plan(testConfig(), []string{"us"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := ts[0].Objects[slices.IndexFunc(ts[0].Objects, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })].DeepCopy()
+	own.SetNamespace(ns)
+	own.SetName("bootstraps")
+	sidecar := helm("sidecar", "ghcr.io/fluxcd/flagger:1.42.0")
+	cs, _, _ := unstructured.NestedSlice(sidecar.Object, "spec", "template", "spec", "containers")
+	if err := unstructured.SetNestedSlice(sidecar.Object, append([]any{map[string]any{"name": "proxy", "image": "envoyproxy/envoy:v1.30.0"}}, cs...), "spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	release := "release flagger in " + ns
+
+	// want.Deployment is the case's Deployment.
+	cases := []struct {
+		name     string
+		d        *unstructured.Unstructured
+		managers []string
+		want     Foreign
+		ok       bool
 	}{
 		{
-			name: "Helm",
-			d:    flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger:1.42.0"),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerHelm, Source: "release flagger in flagger"}, ok: true,
+			name: "Helm", d: helm("helm", "ghcr.io/fluxcd/flagger:1.42.0"), managers: []string{"helm"},
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerHelm, Source: release}, ok: true,
 		},
 		{
-			name: "Helm's label alone",
-			d:    flaggerDeployment(t, "  labels:\n    app.kubernetes.io/managed-by: Helm", "ghcr.io/fluxcd/flagger:1.41.0"),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:1.41.0", Version: "1.41.0", Installer: InstallerHelm}, ok: true,
+			name: "Helm's label alone", managers: []string{"helm"},
+			d:    withMarks(helm("helm-label", "ghcr.io/fluxcd/flagger:1.41.0"), map[string]string{helmManagedBy: "Helm"}, nil),
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger:1.41.0", Version: "1.41.0", Installer: InstallerHelm}, ok: true,
 		},
 		{
-			name: "Flux's helm-controller, which leaves Helm's marks too",
-			d: flaggerDeployment(t, `  labels:
-    app.kubernetes.io/managed-by: Helm
-    helm.toolkit.fluxcd.io/name: flagger
-    helm.toolkit.fluxcd.io/namespace: flux-system
-  annotations:
-    meta.helm.sh/release-name: flux-system-flagger
-    meta.helm.sh/release-namespace: flagger`, "ghcr.io/fluxcd/flagger:1.42.0"),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerFlux, Source: "HelmRelease flux-system/flagger"}, ok: true,
+			name: "Flux's helm-controller, which leaves Helm's marks too", managers: []string{"helm-controller"},
+			d: withMarks(helm("flux-helm", "ghcr.io/fluxcd/flagger:1.42.0"),
+				map[string]string{helmManagedBy: "Helm", fluxHelmName: "flagger", fluxHelmNamespace: "flux-system"},
+				map[string]string{helmReleaseName: "flux-system-flagger", helmReleaseNamespace: ns}),
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerFlux, Source: "HelmRelease flux-system/flagger"}, ok: true,
 		},
 		{
-			name: "Flux's kustomize-controller",
-			d:    flaggerDeployment(t, "  labels:\n    kustomize.toolkit.fluxcd.io/name: infra\n    kustomize.toolkit.fluxcd.io/namespace: flux-system", "ghcr.io/fluxcd/flagger:1.40.0"),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:1.40.0", Version: "1.40.0", Installer: InstallerFlux, Source: "Kustomization flux-system/infra"}, ok: true,
+			name: "Flux's kustomize-controller", managers: []string{"kustomize-controller"},
+			d:    withMarks(helm("flux-kustomize", "ghcr.io/fluxcd/flagger:1.40.0"), map[string]string{fluxKustomizeName: "infra", fluxKustomizeNS: "flux-system"}, nil),
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger:1.40.0", Version: "1.40.0", Installer: InstallerFlux, Source: "Kustomization flux-system/infra"}, ok: true,
 		},
 		{
-			name: "a mirror with a port, a v tag, no installer's marks",
-			d:    flaggerDeployment(t, "  labels:\n    app: flagger", "mirror.example.com:5000/fluxcd/flagger:v1.43.1"),
-			want: Foreign{Deployment: ref, Image: "mirror.example.com:5000/fluxcd/flagger:v1.43.1", Version: "1.43.1", Installer: InstallerOther}, ok: true,
+			name: "a mirror with a port, a v tag, no installer's marks", managers: []string{"kubectl"},
+			d:    withMarks(helm("mirror", "mirror.example.com:5000/fluxcd/flagger:v1.43.1"), map[string]string{"app": "flagger"}, nil),
+			want: Foreign{Image: "mirror.example.com:5000/fluxcd/flagger:v1.43.1", Version: "1.43.1", Installer: InstallerOther}, ok: true,
 		},
 		{
-			name: "a tag and a digest",
-			d:    flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger:1.42.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:1.42.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Version: "1.42.0", Installer: InstallerHelm, Source: "release flagger in flagger"}, ok: true,
+			name: "a tag and a digest", d: helm("tag-digest", "ghcr.io/fluxcd/flagger:1.42.0@"+digest), managers: []string{"helm"},
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger:1.42.0@" + digest, Version: "1.42.0", Installer: InstallerHelm, Source: release}, ok: true,
 		},
 		{
-			name: "a digest only: the version is unknown",
-			d:    flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Installer: InstallerHelm, Source: "release flagger in flagger"}, ok: true,
+			name: "a digest only: the version is unknown", d: helm("digest", "ghcr.io/fluxcd/flagger@"+digest), managers: []string{"helm"},
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger@" + digest, Installer: InstallerHelm, Source: release}, ok: true,
 		},
 		{
-			name: "latest: the version is unknown",
-			d:    flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger:latest"),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:latest", Installer: InstallerHelm, Source: "release flagger in flagger"}, ok: true,
+			name: "latest: the version is unknown", d: helm("latest", "ghcr.io/fluxcd/flagger:latest"), managers: []string{"helm"},
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger:latest", Installer: InstallerHelm, Source: release}, ok: true,
 		},
 		{
-			name: "available",
-			d: func() *unstructured.Unstructured {
-				d := flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger:1.42.0")
-				d.SetGeneration(2)
-				d.Object["status"] = map[string]any{"observedGeneration": int64(2), "conditions": []any{map[string]any{"type": "Available", "status": "True"}}}
-				return d
-			}(),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerHelm, Source: "release flagger in flagger", Available: true}, ok: true,
+			name: "Flagger in a second container", d: withMarks(sidecar, nil, nil), managers: []string{"kubectl"},
+			want: Foreign{Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerOther}, ok: true,
 		},
-		{
-			name: "Flagger in a second container",
-			d: deployment(t, `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: flagger, namespace: flagger}
-spec:
-  template:
-    spec:
-      containers:
-        - {name: proxy, image: envoyproxy/envoy:v1.30.0}
-        - {name: flagger, image: ghcr.io/fluxcd/flagger:1.42.0}
-`),
-			want: Foreign{Deployment: ref, Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerOther}, ok: true,
-		},
-		{name: "the load tester is not Flagger", d: flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger-loadtester:0.35.0")},
-		{name: "an image named flagger without a repository path", d: flaggerDeployment(t, helmMeta, "flagger:1.42.0")},
-		{name: "bootstrap's own Flagger", d: bootstraps},
-		{
-			name: "a Helm Flagger bootstrap applied over (--manage-flagger)",
-			d: func() *unstructured.Unstructured {
-				d := flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger:1.41.0")
-				d.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}, {Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply}})
-				return d
-			}(),
-		},
-	} {
+		{name: "the load tester is not Flagger", d: helm("loadtester", "ghcr.io/fluxcd/flagger-loadtester:0.35.0"), managers: []string{"helm"}},
+		{name: "an image named flagger without a repository path", d: helm("no-repository", "flagger:1.42.0"), managers: []string{"helm"}},
+		{name: "another application", d: withMarks(helm("podinfo", "ghcr.io/stefanprodan/podinfo:6.0.0"), nil, nil), managers: []string{"kubectl"}},
+		{name: "bootstrap's own Flagger", d: own, managers: []string{FieldManager}},
+		{name: "a Helm Flagger bootstrap applied over (--manage-flagger)", d: helm("managed", "ghcr.io/fluxcd/flagger:1.41.0"), managers: []string{"helm", FieldManager}},
+	}
+	for _, tc := range cases {
+		for _, m := range tc.managers {
+			applyAs(ctx, t, m, tc.d)
+		}
+	}
+	fs, err := foreignIn(ctx, clusterAs(t, FieldManager), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Foreign{}
+	for _, f := range fs {
+		got[f.Deployment.Name] = f
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := ForeignFlagger(tc.d)
+			f, ok := got[tc.d.GetName()]
 			if ok != tc.ok {
-				t.Fatalf("foreign %t, want %t (%+v)", ok, tc.ok, got)
+				t.Fatalf("foreign %t, want %t (%+v)", ok, tc.ok, f)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if tc.ok {
+				tc.want.Deployment = RefOf(tc.d)
+			}
+			// Whether kwok has made a pod Ready yet is a matter of time.
+			if diff := cmp.Diff(tc.want, f, cmpopts.IgnoreFields(Foreign{}, "Available")); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
 	}
+	t.Run("available", func(t *testing.T) {
+		helm := Ref{Kind: "Deployment", Namespace: ns, Name: "helm"}
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			fs, err := foreignIn(ctx, clusterAs(t, FieldManager), ns)
+			return slices.ContainsFunc(fs, func(f Foreign) bool { return f.Deployment == helm && f.Available }), err
+		})
+		if err != nil {
+			t.Errorf("Helm's Flagger never reported available: %v", err)
+		}
+	})
+	t.Run("a failed list", func(t *testing.T) {
+		boom := errors.New("forbidden")
+		if _, err := FindForeign(ctx, failingLister{boom}); !errors.Is(err, boom) {
+			t.Errorf("%v, want it wrapped", err)
+		}
+	})
 }
 
 func TestForeignString(t *testing.T) {
@@ -213,61 +356,6 @@ func TestJudgeForeign(t *testing.T) {
 	}
 }
 
-// fakeCluster is an Applier and Lister over objects in memory: Get finds
-// them, a dry run returns the object applied, a real apply is recorded.
-type fakeCluster struct {
-	objs    []*unstructured.Unstructured
-	listErr error
-	applied []Ref
-}
-
-func (c *fakeCluster) Get(_ context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	for _, x := range c.objs {
-		if RefOf(x) == RefOf(o) {
-			return x.DeepCopy(), nil
-		}
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: o.GetKind()}, o.GetName())
-}
-
-func (c *fakeCluster) ApplyObject(_ context.Context, o *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
-	if !dryRun {
-		c.applied = append(c.applied, RefOf(o))
-	}
-	return o.DeepCopy(), nil
-}
-
-func (c *fakeCluster) List(_ context.Context, _, kind string) ([]unstructured.Unstructured, error) {
-	if c.listErr != nil {
-		return nil, c.listErr
-	}
-	var out []unstructured.Unstructured
-	for _, x := range c.objs {
-		if x.GetKind() == kind {
-			out = append(out, *x.DeepCopy())
-		}
-	}
-	return out, nil
-}
-
-func TestFindForeign(t *testing.T) {
-	helm := flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger:1.42.0")
-	other := deployment(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: podinfo, namespace: shop}\nspec: {template: {spec: {containers: [{name: app, image: ghcr.io/stefanprodan/podinfo:6.0.0}]}}}\n")
-	c := &fakeCluster{objs: []*unstructured.Unstructured{other, helm}}
-	got, err := FindForeign(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Foreign{{Deployment: RefOf(helm), Image: "ghcr.io/fluxcd/flagger:1.42.0", Version: "1.42.0", Installer: InstallerHelm, Source: "release flagger in flagger"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got)\n%s", diff)
-	}
-	boom := errors.New("forbidden")
-	if _, err := FindForeign(context.Background(), &fakeCluster{listErr: boom}); !errors.Is(err, boom) {
-		t.Errorf("a failed list: %v, want it wrapped", err)
-	}
-}
-
 // Flagger's own objects, which bootstrap leaves out where another Flagger
 // runs: not a namespace the load tester shares.
 func TestWithoutFlagger(t *testing.T) {
@@ -306,70 +394,123 @@ func TestWithoutFlagger(t *testing.T) {
 	}
 }
 
-// bootstrap leaves another Flagger alone only when Flagger's CRDs are
-// there, and then applies nothing of Flagger's.
-func TestLeaveAlone(t *testing.T) {
-	ts, err := Plan(testConfig(), []string{"us"}, Options{})
+// foreignTarget is bootstrap's plan for a cluster "us" whose application
+// namespace, flotilla's namespace and Flagger's are the test's own, and
+// whose Flagger CRDs are renamed into an API group of the test's own: the
+// test creates and deletes them as another installer would, never the
+// CRDs the fleet's Flagger serves in the package's cluster.
+func foreignTarget(t *testing.T) Target {
+	t.Helper()
+	cfg := &config.Config{
+		Fleet:        config.Fleet{Clusters: []config.Cluster{{Name: "us"}}},
+		Applications: []config.Application{{Name: "shop", Namespace: randomName("app-")}},
+	}
+	ts, err := Plan(cfg, nil, Options{Namespace: randomName("id-"), FlaggerNamespace: randomName("fl-")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	target := ts[0]
-	crds := target.flaggerCRDs()
-	ctx := context.Background()
+	group := randomName("t") + ".flagger.app"
+	for i, o := range target.Objects {
+		j := slices.Index(target.FlaggerObjects, RefOf(o))
+		if o.GetKind() != "CustomResourceDefinition" || j < 0 {
+			continue
+		}
+		crd := o.DeepCopy()
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		crd.SetName(plural + "." + group)
+		if err := unstructured.SetNestedField(crd.Object, group, "spec", "group"); err != nil {
+			t.Fatal(err)
+		}
+		target.Objects[i], target.FlaggerObjects[j] = crd, RefOf(crd)
+	}
+	deleteAfter(t, target.Objects...)
+	return target
+}
 
-	c := &fakeCluster{objs: crds[1:]}
-	_, err = LeaveAlone(ctx, c, target)
-	if err == nil || !strings.Contains(err.Error(), "(alertproviders.flagger.app)") {
+// managedByBootstrap reads o from the cluster and tells whether bootstrap's
+// field manager owns fields of it.
+func managedByBootstrap(ctx context.Context, t *testing.T, a Applier, o *unstructured.Unstructured) bool {
+	t.Helper()
+	cur, err := a.Get(ctx, o)
+	if err != nil {
+		t.Fatalf("reading %s: %v", RefOf(o), err)
+	}
+	return appliedByBootstrap(cur)
+}
+
+// bootstrap leaves another Flagger alone only when Flagger's CRDs are
+// there, and then applies nothing of Flagger's: read from the cluster, the
+// Flagger Helm installed and its CRDs have no field of bootstrap's, and
+// bootstrap's own Flagger is not there.
+func TestLeaveAlone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	target := foreignTarget(t)
+	crds := target.flaggerCRDs()
+	helm := helmFlagger(t, testNamespace(ctx, t, "helm-"))
+	applyAs(ctx, t, "helm", append(crds[1:], helm)...)
+	a := clusterAs(t, FieldManager)
+
+	_, err := LeaveAlone(ctx, a, target)
+	if err == nil || !strings.Contains(err.Error(), "("+crds[0].GetName()+")") {
 		t.Errorf("a missing CRD: %v, want it named", err)
 	}
 
-	c = &fakeCluster{objs: crds}
-	left, err := LeaveAlone(ctx, c, target)
+	applyAs(ctx, t, "helm", crds[0])
+	left, err := LeaveAlone(ctx, a, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Apply(ctx, c, left, false); err != nil {
+	rs, err := Apply(ctx, a, left, false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range c.applied {
-		if slices.Contains(target.FlaggerObjects, r) {
-			t.Errorf("bootstrap applied Flagger's %s over another Flagger", r)
+	var applied []string
+	for _, r := range rs {
+		applied = append(applied, r.Object.String())
+	}
+	if diff := cmp.Diff(refs(target.WithoutFlagger()), applied); diff != "" {
+		t.Errorf("applied (-want +got)\n%s", diff)
+	}
+	for _, o := range append(crds, helm) {
+		if managedByBootstrap(ctx, t, a, o) {
+			t.Errorf("bootstrap applied over Helm's %s", RefOf(o))
 		}
 	}
-	if len(c.applied) == 0 {
-		t.Error("bootstrap applied nothing of flotilla's")
+	for _, o := range target.Objects {
+		if o.GetKind() != "Deployment" || !slices.Contains(target.FlaggerObjects, RefOf(o)) {
+			continue
+		}
+		if _, err := a.Get(ctx, o); !apierrors.IsNotFound(err) {
+			t.Errorf("bootstrap's Flagger %s next to Helm's: %v, want NotFound", RefOf(o), err)
+		}
 	}
 }
 
 // check judges another Flagger by its version, never by comparing it with
-// bootstrap's, and its CRDs by their presence only.
+// bootstrap's, and its CRDs by their presence only; it changes nothing.
 func TestCheckForeign(t *testing.T) {
-	ts, err := Plan(testConfig(), []string{"us"}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := ts[0]
-	helm := flaggerDeployment(t, helmMeta, "ghcr.io/fluxcd/flagger:1.42.0")
-	helm.SetGeneration(1)
-	helm.Object["status"] = map[string]any{"observedGeneration": int64(1), "conditions": []any{map[string]any{"type": "Available", "status": "True"}}}
-	// The cluster holds everything bootstrap would apply but Flagger's,
-	// a newer Flagger's CRDs (unlike bootstrap's) but one, and Helm's Flagger.
-	objs := []*unstructured.Unstructured{helm}
-	for _, o := range target.WithoutFlagger().Objects {
-		objs = append(objs, o.DeepCopy())
-	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	target := foreignTarget(t)
 	crds := target.flaggerCRDs()
+	a := clusterAs(t, FieldManager)
+	// The cluster holds Helm's Flagger 1.42.0, a newer Flagger's CRDs
+	// (unlike bootstrap's) but one, and what bootstrap applies but Flagger's.
+	helm := helmFlagger(t, testNamespace(ctx, t, "helm-"))
+	applyAs(ctx, t, "helm", helm)
 	for _, crd := range crds[:2] {
 		newer := crd.DeepCopy()
 		newer.SetLabels(map[string]string{"app.kubernetes.io/version": "1.42.0"})
-		objs = append(objs, newer)
+		applyAs(ctx, t, "helm", newer)
 	}
-	c := &fakeCluster{objs: objs}
-	fs, err := FindForeign(context.Background(), c)
-	if err != nil {
+	if _, err := Apply(ctx, a, target.WithoutFlagger(), false); err != nil {
 		t.Fatal(err)
 	}
-	got, err := CheckForeign(context.Background(), c, target, fs)
+	fs := availableIn(ctx, t, a, helm.GetNamespace())
+
+	got, err := CheckForeign(ctx, a, target, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +532,12 @@ func TestCheckForeign(t *testing.T) {
 	if n := len(got); n != 1+len(crds)+len(target.WithoutFlagger().Objects) {
 		t.Errorf("%d findings, want one per foreign Flagger, CRD and object of flotilla's", n)
 	}
-	if len(c.applied) != 0 {
-		t.Errorf("check applied %v", c.applied)
+	if _, err := a.Get(ctx, crds[2]); !apierrors.IsNotFound(err) {
+		t.Errorf("check created the missing CRD: %v", err)
+	}
+	for _, o := range append(crds[:2], helm) {
+		if managedByBootstrap(ctx, t, a, o) {
+			t.Errorf("check applied over Helm's %s", RefOf(o))
+		}
 	}
 }

@@ -2,83 +2,152 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla-cd/flotilla/pkg/bootstrap"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
-// fakeFleetCluster holds objects in memory: Get finds them, a dry run
-// returns the object applied, List lists them (or fails with listErr).
-type fakeFleetCluster struct {
-	objs    []*unstructured.Unstructured
-	listErr error
-}
-
-func (c *fakeFleetCluster) Get(_ context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	for _, x := range c.objs {
-		if bootstrap.RefOf(x) == bootstrap.RefOf(o) {
-			return x.DeepCopy(), nil
-		}
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: o.GetKind()}, o.GetName())
-}
-
-func (c *fakeFleetCluster) ApplyObject(_ context.Context, o *unstructured.Unstructured, _ bool) (*unstructured.Unstructured, error) {
-	return o.DeepCopy(), nil
-}
-
-func (c *fakeFleetCluster) List(_ context.Context, _, kind string) ([]unstructured.Unstructured, error) {
-	if c.listErr != nil {
-		return nil, c.listErr
-	}
-	var out []unstructured.Unstructured
-	for _, x := range c.objs {
-		if x.GetKind() == kind {
-			out = append(out, *x.DeepCopy())
-		}
-	}
-	return out, nil
-}
-
-// helmFlagger is a Flagger Deployment Helm installed (release flagger in
-// namespace flagger), at version.
-func helmFlagger(version string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{
-			"name": "flagger", "namespace": "flagger",
-			"labels":      map[string]any{"app.kubernetes.io/managed-by": "Helm"},
-			"annotations": map[string]any{"meta.helm.sh/release-name": "flagger", "meta.helm.sh/release-namespace": "flagger"},
-		},
-		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
-			map[string]any{"name": "flagger", "image": "ghcr.io/fluxcd/flagger:" + version},
-		}}}},
-	}}
-}
-
-// target is bootstrap's plan for one cluster c1, and Flagger's CRDs in it.
-func target(t *testing.T) (bootstrap.Target, []*unstructured.Unstructured) {
+// reach is the package's cluster as fleet bootstrap and check reach it:
+// pkg/kube's Applier with bootstrap's field manager.
+func reach(t *testing.T) *kube.Applier {
 	t.Helper()
-	ts, err := bootstrap.Plan(&config.Config{Fleet: config.Fleet{Clusters: []config.Cluster{{Name: "c1"}}}}, nil, bootstrap.Options{})
+	cfg, err := fleet.Clusters[0].RESTConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var crds []*unstructured.Unstructured
-	for _, o := range ts[0].Objects {
-		if o.GetKind() == "CustomResourceDefinition" {
-			crds = append(crds, o)
+	a, err := kube.NewApplier(cfg, bootstrap.FieldManager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// randomName is prefix and 8 random hex digits.
+func randomName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// installHelmFlagger creates, as Helm would (field manager helm), Flagger's
+// Deployment of pkg/bootstrap's testdata/helm-flagger.yaml (release flagger,
+// 1.42.0) in a namespace of the test's own, deleted when the test ends, and
+// waits until it is available (kwok makes its pod Ready). Flagger's CRDs are
+// the fleet's.
+func installHelmFlagger(ctx context.Context, t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "bootstrap", "testdata", "helm-flagger.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kube.Decode(b)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("helm-flagger.yaml: %d objects, %v", len(objs), err)
+	}
+	d, ns := objs[0], randomName("helm-")
+	d.SetNamespace(ns)
+	d.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "flagger", "meta.helm.sh/release-namespace": ns})
+	cfg, err := fleet.Clusters[0].RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Deployment first: it is gone at once, its namespace only once
+	// emptied, and the next test looks for Flaggers in every namespace.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.AppsV1().Deployments(ns).Delete(ctx, d.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting Helm's Flagger: %v", err)
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting namespace %s: %v", ns, err)
+		}
+	})
+	helm, err := kube.NewApplier(cfg, "helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespace := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+	for _, o := range []*unstructured.Unstructured{namespace, d} {
+		if _, err := helm.ApplyObject(ctx, o, false); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return ts[0], crds
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cur, err := helm.Get(ctx, d)
+		if err != nil {
+			return false, err
+		}
+		f, _ := bootstrap.ForeignFlagger(cur)
+		return f.Available, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for Helm's Flagger to be available: %v", err)
+	}
+	return d
+}
+
+// target is bootstrap's plan for one cluster c1 whose application
+// namespace, flotilla's namespace and Flagger's are the test's own.
+func target(t *testing.T) bootstrap.Target {
+	t.Helper()
+	cfg := &config.Config{
+		Fleet:        config.Fleet{Clusters: []config.Cluster{{Name: "c1"}}},
+		Applications: []config.Application{{Name: "shop", Namespace: randomName("app-")}},
+	}
+	ts, err := bootstrap.Plan(cfg, nil, bootstrap.Options{Namespace: randomName("id-"), FlaggerNamespace: randomName("fl-")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts[0]
+}
+
+// withCRDsMissing is t with Flagger's CRDs renamed into an API group no
+// cluster serves: t as bootstrap sees a cluster that lacks them, without
+// deleting the CRDs the fleet's Flagger serves.
+func withCRDsMissing(t bootstrap.Target) bootstrap.Target {
+	t.Objects, t.FlaggerObjects = slices.Clone(t.Objects), slices.Clone(t.FlaggerObjects)
+	for i, o := range t.Objects {
+		j := slices.Index(t.FlaggerObjects, bootstrap.RefOf(o))
+		if o.GetKind() != "CustomResourceDefinition" || j < 0 {
+			continue
+		}
+		crd := o.DeepCopy()
+		crd.SetName(strings.Replace(crd.GetName(), ".flagger.app", ".missing.flagger.app", 1))
+		t.Objects[i], t.FlaggerObjects[j] = crd, bootstrap.RefOf(crd)
+	}
+	return t
+}
+
+// listFails is the package's cluster refusing to list.
+type listFails struct {
+	fleetCluster
+	err error
+}
+
+func (c listFails) List(context.Context, string, string) ([]unstructured.Unstructured, error) {
+	return nil, c.err
 }
 
 func refsOf(t bootstrap.Target) []string {
@@ -106,16 +175,28 @@ func TestManageFlaggerFlag(t *testing.T) {
 
 // bootstrap leaves a Flagger Helm installed alone, saying so, unless
 // --manage-flagger; it fails naming Flagger's CRDs when they are missing.
+// The package's cluster runs no other Flagger Deployment.
 func TestLeaveForeign(t *testing.T) {
-	tgt, crds := target(t)
-	ctx := context.Background()
-	withHelm := &fakeFleetCluster{objs: append([]*unstructured.Unstructured{helmFlagger("1.42.0")}, crds...)}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	tgt, a := target(t), reach(t)
 
-	lines, got, err := (&bootstrapFlags{}).leaveForeign(ctx, tgt, withHelm)
+	// Nobody else's Flagger: bootstrap's own applies.
+	lines, got, err := (&bootstrapFlags{}).leaveForeign(ctx, tgt, a)
+	if err != nil || lines != nil {
+		t.Errorf("no other Flagger: %q, %v", lines, err)
+	}
+	if diff := cmp.Diff(refsOf(tgt), refsOf(got)); diff != "" {
+		t.Errorf("no other Flagger: objects applied (-want +got)\n%s", diff)
+	}
+
+	helm := installHelmFlagger(ctx, t)
+	lines, got, err = (&bootstrapFlags{}).leaveForeign(ctx, tgt, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"c1\tFlagger 1.42.0 installed by Helm (release flagger in flagger, Deployment flagger/flagger) found: left alone (--manage-flagger to apply flotilla's " + bootstrap.FlaggerVersion + " over it)"}
+	ns := helm.GetNamespace()
+	want := []string{"c1\tFlagger 1.42.0 installed by Helm (release flagger in " + ns + ", Deployment " + ns + "/flagger) found: left alone (--manage-flagger to apply flotilla's " + bootstrap.FlaggerVersion + " over it)"}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("lines (-want +got)\n%s", diff)
 	}
@@ -124,7 +205,7 @@ func TestLeaveForeign(t *testing.T) {
 	}
 
 	// --manage-flagger does not even look.
-	lines, got, err = (&bootstrapFlags{manageFlagger: true}).leaveForeign(ctx, tgt, &fakeFleetCluster{listErr: errors.New("not asked")})
+	lines, got, err = (&bootstrapFlags{manageFlagger: true}).leaveForeign(ctx, tgt, listFails{a, errors.New("not asked")})
 	if err != nil || lines != nil {
 		t.Errorf("--manage-flagger: %q, %v", lines, err)
 	}
@@ -132,49 +213,60 @@ func TestLeaveForeign(t *testing.T) {
 		t.Errorf("--manage-flagger: objects applied (-want +got)\n%s", diff)
 	}
 
-	// Nobody else's Flagger: bootstrap's own applies.
-	lines, got, err = (&bootstrapFlags{}).leaveForeign(ctx, tgt, &fakeFleetCluster{})
-	if err != nil || lines != nil || len(got.Objects) != len(tgt.Objects) {
-		t.Errorf("no other Flagger: %q, %d objects, %v", lines, len(got.Objects), err)
-	}
-
-	noCRDs := &fakeFleetCluster{objs: []*unstructured.Unstructured{helmFlagger("1.42.0")}}
-	_, _, err = (&bootstrapFlags{}).leaveForeign(ctx, tgt, noCRDs)
-	if err == nil || !strings.Contains(err.Error(), "canaries.flagger.app") || !strings.Contains(err.Error(), "--manage-flagger") {
+	missing := withCRDsMissing(tgt)
+	_, _, err = (&bootstrapFlags{}).leaveForeign(ctx, missing, a)
+	if err == nil || !strings.Contains(err.Error(), "canaries.missing.flagger.app") || !strings.Contains(err.Error(), "--manage-flagger") {
 		t.Errorf("missing CRDs: %v, want them named and --manage-flagger", err)
 	}
 }
 
-// check does not call a newer Flagger Helm installed outdated; with
+// check judges a newer Flagger Helm installed by its version, ok, and the
+// fleet's Flagger CRDs (not bootstrap's rendering) by their presence; with
 // --manage-flagger it compares with bootstrap's Flagger, which is missing.
 func TestCheckForeignFlagger(t *testing.T) {
-	tgt, crds := target(t)
-	ctx := context.Background()
-	c := &fakeFleetCluster{objs: append([]*unstructured.Unstructured{helmFlagger("1.42.0")}, crds...)}
-	fs, err := (&bootstrapFlags{}).check(ctx, tgt, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flagger := bootstrap.Ref{Kind: "Deployment", Namespace: "flagger", Name: "flagger"}
-	if fs[0].Object != flagger || fs[0].State != bootstrap.NotReady || !strings.Contains(fs[0].Detail, "newer than the tested") {
-		t.Errorf("Helm's Flagger: %+v", fs[0])
-	}
-	for _, f := range fs {
-		if f.State == bootstrap.Outdated {
-			t.Errorf("outdated: %+v", f)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	tgt, a := target(t), reach(t)
+	helm := bootstrap.RefOf(installHelmFlagger(ctx, t))
+	var own bootstrap.Ref
+	crds := []bootstrap.Finding{}
+	for _, o := range tgt.Objects {
+		switch o.GetKind() {
+		case "Deployment":
+			own = bootstrap.RefOf(o)
+		case "CustomResourceDefinition":
+			crds = append(crds, bootstrap.Finding{Cluster: "c1", Object: bootstrap.RefOf(o), State: bootstrap.OK})
 		}
 	}
-
-	fs, err = (&bootstrapFlags{manageFlagger: true}).check(ctx, tgt, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := bootstrap.Ref{Kind: "Deployment", Namespace: bootstrap.DefaultFlaggerNamespace, Name: "flagger"}
-	found := false
-	for _, f := range fs {
-		found = found || f.Object == own && f.State == bootstrap.Missing
-	}
-	if !found {
-		t.Errorf("--manage-flagger: bootstrap's Flagger not reported missing: %+v", fs)
+	for _, tc := range []struct {
+		name  string
+		flags bootstrapFlags
+		// kinds are those of the findings compared.
+		kinds []string
+		want  []bootstrap.Finding
+	}{
+		{
+			name:  "left alone",
+			kinds: []string{"Deployment", "CustomResourceDefinition"},
+			want: append([]bootstrap.Finding{{Cluster: "c1", Object: helm, State: bootstrap.OK,
+				Detail: "Flagger 1.42.0 (installed by Helm), newer than the tested " + bootstrap.FlaggerVersion}}, crds...),
+		},
+		{
+			name:  "--manage-flagger",
+			flags: bootstrapFlags{manageFlagger: true},
+			kinds: []string{"Deployment"},
+			want:  []bootstrap.Finding{{Cluster: "c1", Object: own, State: bootstrap.Missing}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, err := tc.flags.check(ctx, tgt, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.DeleteFunc(fs, func(f bootstrap.Finding) bool { return !slices.Contains(tc.kinds, f.Object.Kind) })
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("findings of %v (-want +got)\n%s", tc.kinds, diff)
+			}
+		})
 	}
 }
