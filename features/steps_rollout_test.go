@@ -63,9 +63,9 @@ type world struct {
 	listen     string
 	registries map[string]any
 	regLog     string // the log of a registry the scenario runs as a process
-	repo      string
-	digests   map[string]string // version -> digest
-	pushes    map[string][]byte // version -> notification body
+	repo       string
+	digests    map[string]string // version -> digest
+	pushes     map[string][]byte // version -> notification body
 
 	app       string
 	workload  string
