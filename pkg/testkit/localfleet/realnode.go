@@ -57,6 +57,15 @@ type RealNodeOptions struct {
 	// It writes the KUBE-* chains of the host's iptables, so only one node
 	// of the host may run it at a time.
 	KubeProxy bool
+	// HostLoopback lets the node's pods reach the host's loopback servers
+	// (the fleet's API servers, registries, a test's own servers) at the
+	// node's address, Gateway, port for port, as pods reach their node:
+	// TCP to Gateway from the bridge and from the host itself (but for the
+	// kubelet's port) is DNATed to 127.0.0.1, with route_localnet on the
+	// bridge only. So one address names those servers for pods and host
+	// processes alike, and the pods keep a network of their own (no
+	// hostNetwork) while the servers stay on loopback.
+	HostLoopback bool
 	// Logger receives progress. Default: the fleet's none.
 	Logger *slog.Logger
 }
@@ -75,6 +84,10 @@ type RealNode struct {
 	// their subnet; the host reaches the pods' IPs through it.
 	Bridge    string
 	PodSubnet string
+	// Gateway is the bridge's address: the pods' gateway and the node's
+	// InternalIP (and, with RealNodeOptions.HostLoopback, the host's
+	// loopback servers).
+	Gateway string
 	// KubeletPort is the kubelet's HTTPS port on 127.0.0.1, which the API
 	// server dials for logs, exec and port-forward.
 	KubeletPort int
@@ -199,6 +212,7 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	if err != nil {
 		return err
 	}
+	n.Gateway = gateway
 	n.log.Info("starting containerd", "node", n.Name)
 	ctrd, err := n.startContainerd(ctx, index, pause, gateway)
 	if err != nil {
@@ -242,6 +256,11 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 			return err
 		}
 		if err := n.saveRecord(); err != nil {
+			return err
+		}
+	}
+	if o.HostLoopback {
+		if err := n.loopbackToHost(ctx); err != nil {
 			return err
 		}
 	}
@@ -409,6 +428,7 @@ func (n *RealNode) cleanup() error {
 	errs = append(errs, unmountUnder(n.Dir))
 	errs = append(errs, removeCgroup(n.cgroupRoot))
 	errs = append(errs, removeLinksInto("/var/log/containers", n.Dir), removeDeadSockets("/run/containerd/s"))
+	errs = append(errs, n.removeLoopbackRules())
 	if _, err := net.InterfaceByName(n.Bridge); err == nil {
 		if b, err := exec.Command("ip", "link", "delete", n.Bridge).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", n.Bridge, err, b))

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,7 +32,9 @@ var helloSource []byte
 // one-layer image, pulled by digest, made Ready by an HTTP readiness probe,
 // its output read through the API server's pods/log, and its server
 // reached from the host on the pod's IP and, in c1, through a ClusterIP
-// Service (kube-proxy).
+// Service (kube-proxy); c1's pods reach a server on the host's loopback at
+// the node's address (HostLoopback), as the host does, and the rules that
+// make it so are gone with the node.
 func TestRealNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fleet and real nodes (containerd, runc, kubelet)")
@@ -48,7 +54,7 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Down(context.Background()) })
-	node1 := startRealNode(ctx, t, f, "c1", RealNodeOptions{KubeProxy: true, Logger: log})
+	node1 := startRealNode(ctx, t, f, "c1", RealNodeOptions{KubeProxy: true, HostLoopback: true, Logger: log})
 	node2 := startRealNode(ctx, t, f, "c2", RealNodeOptions{Logger: log})
 
 	bin := filepath.Join(t.TempDir(), "hello")
@@ -87,6 +93,23 @@ func TestRealNode(t *testing.T) {
 	if want := "ok from hello"; !strings.Contains(body, want) {
 		t.Errorf("Service answered %q, want %q", body, want)
 	}
+	checkHostLoopback(ctx, t, node1, pod1)
+}
+
+// checkHostLoopback serves on the host's loopback and reaches it at the
+// node's address from the pod (through hello's /fetch) and from the host.
+func checkHostLoopback(ctx context.Context, t *testing.T, node *RealNode, pod *corev1.Pod) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "loopback of the host") }))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	alias := "http://" + net.JoinHostPort(node.Gateway, port) + "/"
+	for _, via := range []string{fmt.Sprintf("http://%s:8080/fetch?url=%s", pod.Status.PodIP, url.QueryEscape(alias)), alias} {
+		body, err := httpGet(ctx, via)
+		if err != nil || !strings.Contains(body, "loopback of the host") {
+			t.Errorf("GET %s: %q, %v; want the host's loopback server", via, body, err)
+		}
+	}
 }
 
 func clientset(t *testing.T, f *Fleet, cluster string) kubernetes.Interface {
@@ -123,6 +146,11 @@ func startRealNode(ctx context.Context, t *testing.T, f *Fleet, cluster string, 
 		defer cancel()
 		if err := node.Stop(ctx); err != nil {
 			t.Errorf("stopping node %s: %v", node.Name, err)
+		}
+		if out, err := exec.Command("iptables", "-w", "-t", "nat", "-S").Output(); err != nil {
+			t.Error(err)
+		} else if strings.Contains(string(out), node.loopbackComment()) {
+			t.Errorf("the node's loopback rules outlived it:\n%s", out)
 		}
 		// The fleet lives on without the node (a reused fleet is
 		// restarted when one of its processes is dead).
