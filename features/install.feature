@@ -50,10 +50,11 @@ Feature: Installing and checking flotilla where platform teams run it
     And listing Secrets with flotilla's token is denied
 
   Scenario: flotilla from its image, installed by its Helm chart on a real node, carries a version through the waves and rolls a failing one back
-    Given a registry
+    Given a real node in cluster "c1", its pods on a network of their own
+    And a registry
     And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
-    When flotilla is installed by its Helm chart from its image on a real node of cluster "c1"
-    Then flotilla's pod is Ready on the real node, from the image by digest, as user 65532 on a read-only root filesystem
+    When flotilla is installed by its Helm chart from its image on the real node
+    Then flotilla's pod is Ready on the real node's pod network, from the image by digest, as user 65532 on a read-only root filesystem
     Given the workload "podinfo" runs in every cluster of the waves
     When version "1.0.0" is pushed
     Then the rollout of "1.0.0" succeeds
@@ -64,9 +65,10 @@ Feature: Installing and checking flotilla where platform teams run it
     And no workload in any cluster runs version "1.1.0"
 
   Scenario: helm upgrade with a changed config while a registry pushes loses no acknowledged webhook
-    Given a registry
+    Given a real node in cluster "c1", its pods on a network of their own
+    And a registry
     And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
-    And flotilla is installed by its Helm chart from its image on a real node of cluster "c1"
+    And flotilla is installed by its Helm chart from its image on the real node
     And the workload "podinfo" runs in every cluster of the waves
     When the chart is upgraded with a changed config while 30 versions are pushed, one every 200ms
     Then a new pod replaced the old one, and every push flotilla acknowledged reached the event sink
@@ -106,3 +108,16 @@ Feature: Installing and checking flotilla where platform teams run it
     Then it applied flotilla's Flagger and Flagger's CRDs in cluster "c1" as bootstrap renders them, and left the Deployment of Helm's as it was
     And `flotilla fleet check --manage-flagger` reports flotilla's Flagger ok and clusters "c1,c2" ready
 
+  # Catches a kustomize base that does not run as it is documented: what its
+  # kustomization.yaml says to supply, supplied by an overlay the way users
+  # write one, must be all it needs.
+  Scenario: flotilla from its image, installed by its kustomize base on a real node, carries a version through the waves
+    Given a real node in cluster "c1", its pods on a network of their own
+    And a registry
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When flotilla is installed by its kustomize base from its image on the real node
+    Then flotilla's pod is Ready on the real node's pod network, from the image by digest, as user 65532 on a read-only root filesystem
+    Given the workload "podinfo" runs in every cluster of the waves
+    When version "1.0.0" is pushed
+    Then the rollout of "1.0.0" succeeds
+    And the primary in every cluster runs version "1.0.0" by digest

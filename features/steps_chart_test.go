@@ -10,6 +10,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
@@ -41,12 +44,13 @@ import (
 // The chart's features run flotilla as platform teams do: its image, built
 // by the same tool as `make image` and pushed by digest, installed by the
 // Helm SDK from deploy/chart/flotilla onto a real node (a kubelet on
-// containerd and runc) of one of the fleet's clusters. The pod runs in the
-// node's network namespace (the chart's hostNetwork) because the fleet's
-// API servers, registry, Flagger and the scenario's servers listen on the
-// host's loopback; its Service, probes, Secrets and volume are real, and
-// every webhook and API call of the scenario goes through the Service's
-// cluster IP (kube-proxy).
+// containerd and runc) of one of the fleet's clusters. The pod has a network
+// of its own, on the node's bridge, as by the chart's defaults; the fleet's
+// API servers and the scenario's servers, which listen on the host's
+// loopback, it reaches at the node's address (the real node's
+// HostLoopback), by which the scenario names them. Its Service, probes,
+// Secrets and volume are real, and every webhook and API call of the
+// scenario goes through the Service's cluster IP (kube-proxy).
 
 const (
 	chartRelease = "flotilla"
@@ -88,8 +92,10 @@ type deployed struct {
 }
 
 func (s *scenario) registerChartSteps(sc *godog.ScenarioContext) {
-	sc.Step(`^flotilla is installed by its Helm chart from its image on a real node of cluster "([^"]*)"$`, s.installChart)
-	sc.Step(`^flotilla's pod is Ready on the real node, from the image by digest, as user 65532 on a read-only root filesystem$`, s.chartPodReady)
+	sc.Step(`^a real node in cluster "([^"]*)", its pods on a network of their own$`, s.aRealNode)
+	sc.Step(`^flotilla is installed by its Helm chart from its image on the real node$`, s.installChart)
+	sc.Step(`^flotilla is installed by its kustomize base from its image on the real node$`, s.installKustomize)
+	sc.Step(`^flotilla's pod is Ready on the real node's pod network, from the image by digest, as user 65532 on a read-only root filesystem$`, s.chartPodReady)
 	sc.Step(`^the chart is upgraded with a changed config while (\d+) versions are pushed, one every (\d+)ms$`, s.upgradeDuringPushes)
 	sc.Step(`^a new pod replaced the old one, and every push flotilla acknowledged reached the event sink$`, s.acknowledgedDelivered)
 	sc.Step(`^the chart is installed with its default values in cluster "([^"]*)"$`, s.installDefaults)
@@ -101,71 +107,20 @@ func (s *scenario) registerChartSteps(sc *godog.ScenarioContext) {
 // by an earlier "flotilla is configured" step), its secrets and the fleet's
 // kubeconfigs in Secrets, and its journal on a PersistentVolume of the
 // node. From then on the scenario's flotilla is the Service.
-func (s *scenario) installChart(ctx context.Context, cluster string) error {
-	w := s.w
-	if w == nil || w.flotilla == nil || w.flotilla.config == "" {
-		return errors.New("no flotilla config: a step configuring flotilla must come first")
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	chartMu.Lock()
-	nodeCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	node, err := s.fleet().StartRealNode(nodeCtx, cluster, localfleet.RealNodeOptions{KubeProxy: true, Logger: log})
-	if err != nil {
-		chartMu.Unlock()
-		return fmt.Errorf("starting a real node in %s: %w", cluster, err)
-	}
-	d := &deployed{cluster: cluster, namespace: "flotilla-" + w.namespace, node: node}
-	w.deployed = d
-	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if s.failed {
-			d.keepLogs(ctx, w.flotilla.logPath)
-		}
-		if err := d.uninstall(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "uninstalling the chart: %v\n", err)
-		}
-		if err := node.Stop(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping real node %s: %v\n", node.Name, err)
-		}
-		chartMu.Unlock()
-	})
-	c, err := s.clientsFor(cluster)
+func (s *scenario) installChart(ctx context.Context) error {
+	in, err := s.prepareInstall(ctx)
 	if err != nil {
 		return err
 	}
-	d.kube = c.Kube
-	if cl, ok := s.fleet().Cluster(cluster); ok {
-		d.kubeconfig = cl.Kubeconfig
-	}
-	if d.image, err = buildImage(ctx, node.Registry+"/flotilla-cd/flotilla", w.dir); err != nil {
-		return err
-	}
-	port, err := freePort(ctx)
-	if err != nil {
-		return err
-	}
-	_, p, _ := net.SplitHostPort(port)
-	d.port, _ = strconv.Atoi(p)
-	// A new address each install: the last one's may not be free yet.
-	serviceIP := fmt.Sprintf(chartServiceIPs, 100+chartInstalls.Add(1)%150)
-	cfg, secrets, kubeconfigs, err := chartConfig(w.flotilla.config, w.dir, w.flotilla.listen, net.JoinHostPort(serviceIP, p))
-	if err != nil {
-		return err
-	}
-	if err := d.prepare(ctx, kubeconfigs); err != nil {
-		return err
-	}
+	d := in.d
 	repo, digest, _ := strings.Cut(d.image, "@")
 	values := map[string]any{
 		"image":        map[string]any{"repository": repo, "digest": digest},
-		"config":       cfg,
-		"secrets":      secrets,
+		"config":       in.cfg,
+		"secrets":      in.secrets,
 		"kubeconfigs":  map[string]any{"existingSecret": "flotilla-kubeconfigs"},
 		"logLevel":     "debug",
-		"hostNetwork":  true,
-		"service":      map[string]any{"port": d.port, "clusterIP": serviceIP},
+		"service":      map[string]any{"port": d.port, "clusterIP": in.serviceIP},
 		"persistence":  map[string]any{"storageClass": "", "size": "64Mi", "keepOnUninstall": false},
 		"nodeSelector": map[string]any{localfleet.RealNodeLabel: "true"},
 		"tolerations": []any{map[string]any{
@@ -193,15 +148,116 @@ func (s *scenario) installChart(ctx context.Context, cluster string) error {
 	if _, err := install.RunWithContext(ctx, ch, values); err != nil {
 		return fmt.Errorf("helm install: %w", err)
 	}
+	return s.installed(ctx, in, "helm install", start)
+}
+
+// install is what both installs (chart, kustomize base) start from: the
+// real node, the image on it, the release's namespace with the
+// kubeconfigs' Secret and a volume, and the scenario's config turned into
+// the pod's.
+type install struct {
+	d         *deployed
+	serviceIP string
+	cfg       map[string]any
+	secrets   map[string]string
+}
+
+// aRealNode starts a real node in the cluster (held until the scenario's
+// cleanup, which uninstalls flotilla from it and stops it), its pods on
+// the node's bridge, reaching the host's loopback servers at the node's
+// address (localfleet.RealNodeOptions.HostLoopback): the scenario's
+// registry, sink and the fleet's API servers are named by that address
+// from then on, in the pod and on the host alike.
+func (s *scenario) aRealNode(ctx context.Context, cluster string) error {
+	if s.w == nil {
+		dir, err := os.MkdirTemp("", "flotilla-scenario-*")
+		if err != nil {
+			return err
+		}
+		s.w = &world{dir: dir, digests: map[string]string{}, pushes: map[string][]byte{}}
+	}
+	w := s.w
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	chartMu.Lock()
+	nodeCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	node, err := s.fleet().StartRealNode(nodeCtx, cluster, localfleet.RealNodeOptions{KubeProxy: true, HostLoopback: true, Logger: log})
+	if err != nil {
+		chartMu.Unlock()
+		return fmt.Errorf("starting a real node in %s: %w", cluster, err)
+	}
+	w.realNode = node
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if d := w.deployed; d != nil {
+			if s.failed {
+				d.keepLogs(ctx, w.flotilla.logPath)
+			}
+			if err := d.uninstall(ctx); err != nil {
+				fmt.Fprintf(os.Stderr, "uninstalling flotilla: %v\n", err)
+			}
+		}
+		if err := node.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping real node %s: %v\n", node.Name, err)
+		}
+		chartMu.Unlock()
+	})
+	return nil
+}
+
+// prepareInstall builds and pushes the image to the real node's registry
+// and prepares the release's namespace.
+func (s *scenario) prepareInstall(ctx context.Context) (*install, error) {
+	w := s.w
+	if w == nil || w.realNode == nil {
+		return nil, errors.New("no real node: a step starting one must come first")
+	}
+	if w.flotilla == nil || w.flotilla.config == "" {
+		return nil, errors.New("no flotilla config: a step configuring flotilla must come first")
+	}
+	node, cluster := w.realNode, w.realNode.Cluster
+	d := &deployed{cluster: cluster, namespace: "flotilla-" + w.namespace, node: node}
+	w.deployed = d
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return nil, err
+	}
+	d.kube = c.Kube
+	if cl, ok := s.fleet().Cluster(cluster); ok {
+		d.kubeconfig = cl.Kubeconfig
+	}
+	if d.image, err = buildImage(ctx, node.Registry+"/flotilla-cd/flotilla", w.dir); err != nil {
+		return nil, err
+	}
+	port, err := freePort(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, p, _ := net.SplitHostPort(port)
+	d.port, _ = strconv.Atoi(p)
+	// A new address each install: the last one's may not be free yet.
+	in := &install{d: d, serviceIP: fmt.Sprintf(chartServiceIPs, 100+chartInstalls.Add(1)%150)}
+	cfg, secrets, kubeconfigs, err := chartConfig(w.flotilla.config, w.dir, w.flotilla.listen, net.JoinHostPort(in.serviceIP, p), node.Gateway)
+	if err != nil {
+		return nil, err
+	}
+	in.cfg, in.secrets = cfg, secrets
+	return in, d.prepare(ctx, kubeconfigs)
+}
+
+// installed waits for the pod Ready and then for its Service: every
+// later step reaches flotilla through it.
+func (s *scenario) installed(ctx context.Context, in *install, how string, start time.Time) error {
+	d := in.d
 	if err := d.waitReady(ctx, ""); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "chart: flotilla's pod Ready on %s %s after helm install (image %s)\n", node.Name, time.Since(start).Round(time.Millisecond), d.image)
-	// Every later step reaches flotilla through its Service: wait until
-	// kube-proxy routes it (the pod's endpoint reaches kube-proxy a moment
-	// after the pod is Ready; until then the Service refuses).
-	w.flotilla.listen = net.JoinHostPort(serviceIP, p)
-	return waitServing(ctx, w.flotilla.url()+"/readyz")
+	fmt.Fprintf(os.Stderr, "%s: flotilla's pod Ready on %s %s after it (image %s)\n", how, d.node.Name, time.Since(start).Round(time.Millisecond), d.image)
+	// The pod's endpoint reaches kube-proxy a moment after the pod is
+	// Ready; until then the Service refuses.
+	s.w.flotilla.listen = net.JoinHostPort(in.serviceIP, strconv.Itoa(d.port))
+	return waitServing(ctx, s.w.flotilla.url()+"/readyz")
 }
 
 // waitServing polls url until it answers 200, on a new connection each
@@ -251,7 +307,7 @@ func buildImage(ctx context.Context, repo, dir string) (string, error) {
 // chart's secrets (mounted at /etc/flotilla/secrets), the kubeconfigs a
 // Secret of their own (mounted at /etc/flotilla/kubeconfigs); and the URLs
 // of flotilla itself (Flagger's report hook) name its Service.
-func chartConfig(path, dir, listen, service string) (cfg map[string]any, secrets, kubeconfigs map[string]string, err error) {
+func chartConfig(path, dir, listen, service, hostAlias string) (cfg map[string]any, secrets, kubeconfigs map[string]string, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, nil, err
@@ -259,6 +315,21 @@ func chartConfig(path, dir, listen, service string) (cfg map[string]any, secrets
 	b = bytes.ReplaceAll(b, []byte("http://"+listen+"/"), []byte("http://"+service+"/"))
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
 		return nil, nil, nil, err
+	}
+	// The pod's loopback is its own: the host's servers flotilla dials
+	// itself are at hostAlias. (Those Flagger dials, such as the
+	// canaries' webhooks and the metrics server, are the host's own.)
+	if events, ok := cfg["events"].(map[string]any); ok {
+		if sink, ok := events["sink"].(string); ok {
+			events["sink"] = strings.Replace(sink, "//127.0.0.1:", "//"+hostAlias+":", 1)
+		}
+		if sinks, ok := events["cdevents"].([]any); ok {
+			for i, u := range sinks {
+				if u, ok := u.(string); ok {
+					sinks[i] = strings.Replace(u, "//127.0.0.1:", "//"+hostAlias+":", 1)
+				}
+			}
+		}
 	}
 	server, _ := cfg["server"].(map[string]any)
 	delete(server, "listen")
@@ -270,7 +341,7 @@ func chartConfig(path, dir, listen, service string) (cfg map[string]any, secrets
 			m, _ := c.(map[string]any)
 			name, _ := m["name"].(string)
 			kc, _ := m["kubeconfig"].(string)
-			b, err := os.ReadFile(kc)
+			b, err := aliasedKubeconfig(kc, hostAlias)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("cluster %s: %w", name, err)
 			}
@@ -306,6 +377,27 @@ func chartConfig(path, dir, listen, service string) (cfg map[string]any, secrets
 		return nil
 	}
 	return cfg, secrets, kubeconfigs, walk(cfg)
+}
+
+// aliasedKubeconfig is the kubeconfig at path with its API servers on the
+// host's loopback named by hostAlias, their certificates still checked
+// for 127.0.0.1 (tls-server-name).
+func aliasedKubeconfig(path, hostAlias string) ([]byte, error) {
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range kc.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			return nil, err
+		}
+		if u.Hostname() == "127.0.0.1" {
+			u.Host = net.JoinHostPort(hostAlias, u.Port())
+			c.Server, c.TLSServerName = u.String(), "127.0.0.1"
+		}
+	}
+	return clientcmd.Write(*kc)
 }
 
 // prepare makes what the release expects to find: its namespace, the
@@ -435,6 +527,13 @@ func (s *scenario) chartPodReady(ctx context.Context) error {
 	}
 	if !isReady(p) || p.Spec.NodeName != d.node.Name {
 		return fmt.Errorf("pod %s on node %q, Ready %v; want Ready on %s", p.Name, p.Spec.NodeName, isReady(p), d.node.Name)
+	}
+	subnet, err := netip.ParsePrefix(d.node.PodSubnet)
+	if err != nil {
+		return err
+	}
+	if ip, err := netip.ParseAddr(p.Status.PodIP); err != nil || p.Spec.HostNetwork || !subnet.Contains(ip) || ip.String() == d.node.Gateway {
+		return fmt.Errorf("pod %s at %q (hostNetwork %v); want an address of its own in the node's pod subnet %s", p.Name, p.Status.PodIP, p.Spec.HostNetwork, subnet)
 	}
 	var status *corev1.ContainerStatus
 	for i := range p.Status.ContainerStatuses {

@@ -63,9 +63,12 @@ type world struct {
 	listen     string
 	registries map[string]any
 	regLog     string // the log of a registry the scenario runs as a process
-	repo       string
-	digests    map[string]string // version -> digest
-	pushes     map[string][]byte // version -> notification body
+	// realNode is the real node a step started, whose pods reach the
+	// host's loopback at its address.
+	realNode *localfleet.RealNode
+	repo     string
+	digests  map[string]string // version -> digest
+	pushes   map[string][]byte // version -> notification body
 
 	app       string
 	workload  string
@@ -217,13 +220,19 @@ func randomHex(n int) string {
 }
 
 func (s *scenario) aRegistry() error {
-	dir, err := os.MkdirTemp("", "flotilla-scenario-*")
-	if err != nil {
-		return err
+	if s.w == nil { // else a real node's step made it
+		dir, err := os.MkdirTemp("", "flotilla-scenario-*")
+		if err != nil {
+			return err
+		}
+		s.w = &world{dir: dir, digests: map[string]string{}, pushes: map[string][]byte{}}
 	}
-	s.w = &world{dir: dir, digests: map[string]string{}, pushes: map[string][]byte{}}
 	s.w.registry = httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	s.w.regHost = strings.TrimPrefix(s.w.registry.URL, "http://")
+	if n := s.w.realNode; n != nil {
+		// Named so that a pod on the node reaches it too.
+		s.w.regHost = strings.Replace(s.w.regHost, "127.0.0.1", n.Gateway, 1)
+	}
 	s.onCleanup(s.w.registry.Close)
 	return nil
 }

@@ -44,7 +44,19 @@ const Kustomization = `# flotilla's kustomize base. flotilla.yaml is generated f
 #     prod.kubeconfig; flotilla fleet bootstrap --write-kubeconfigs DIR writes them,
 #     kubectl create secret generic flotilla-kubeconfigs --from-file=DIR holds them).
 # The pod does not start until both Secrets exist; its init container runs
-# flotilla config check.
+# flotilla config check. An overlay supplying them, as features/install.feature
+# applies one with kubectl apply -k on a real node:
+#   resources: [../flotilla]            # this directory, vendored or by URL
+#   namespace: delivery                 # optional: moves every object
+#   configMapGenerator:                 # namespace: the base's, or nothing to replace
+#     - {name: flotilla-config, namespace: flotilla, behavior: replace, files: [config.yaml]}
+#   secretGenerator:
+#     - {name: flotilla-secrets, files: [registry-token, flagger-token]}
+#     - {name: flotilla-kubeconfigs, files: [staging.kubeconfig, prod.kubeconfig]}
+#   images:
+#     - {name: ghcr.io/flotilla-cd/flotilla, digest: sha256:...}
+# The replaced ConfigMap keeps its name, so a changed config.yaml reaches the
+# pod at its next start: kubectl rollout restart deployment/flotilla.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: ` + BaseNamespace + `
