@@ -195,3 +195,50 @@ func TestExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestExampleRegistries loads config/example.yaml with its commented
+// registries block uncommented, its Docker config file made: a valid
+// config with the block's values.
+func TestExampleRegistries(t *testing.T) {
+	const fleetDir = "/tmp/flotilla-fleet/"
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	for _, c := range []string{"c1", "c2", "c3"} {
+		writeFile(t, filepath.Join(tmp, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	}
+	dockerConfig := filepath.Join(tmp, ".dockerconfigjson")
+	writeFile(t, dockerConfig, `{"auths": {"registry.example.com": {"auth": "dTpw"}}}`)
+	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
+	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
+	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
+	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
+	var block []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case line == "# registries:":
+			in = true
+		case in && !strings.HasPrefix(line, "#"):
+			in = false
+		}
+		if in {
+			block = append(block, strings.TrimPrefix(strings.TrimPrefix(line, "#"), " "))
+		}
+	}
+	if len(block) < 3 {
+		t.Fatalf("found no commented registries block in example.yaml: %q", block)
+	}
+	doc := strings.ReplaceAll(string(data), fleetDir, tmp+"/") + "\n" + strings.Join(block, "\n") + "\n"
+	doc = strings.ReplaceAll(doc, "/etc/flotilla/registries/regcred/.dockerconfigjson", dockerConfig)
+	c, err := Parse([]byte(doc), filepath.Join("..", "..", "config"))
+	if err != nil {
+		t.Fatalf("example.yaml with its registries block:\n%v", err)
+	}
+	want := &Registries{DockerConfigFiles: []string{dockerConfig}, Providers: []string{"aws"}}
+	if diff := cmp.Diff(want, c.Registries); diff != "" {
+		t.Errorf("registries (-want +got)\n%s", diff)
+	}
+}
