@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Action is what bootstrap did, or would do, to one object.
@@ -18,9 +20,15 @@ const (
 	Created    Action = "created"
 	Configured Action = "configured"
 	Unchanged  Action = "unchanged"
-	// WouldCreate and WouldConfigure are dry runs' Created and Configured.
+	// Replaced is another installer's object deleted and created again as
+	// bootstrap's, where the server refused to change it in place
+	// (Target.Replace).
+	Replaced Action = "replaced"
+	// WouldCreate, WouldConfigure and WouldReplace are dry runs' Created,
+	// Configured and Replaced.
 	WouldCreate    Action = "would create"
 	WouldConfigure Action = "would configure"
+	WouldReplace   Action = "would replace"
 )
 
 // Result is one object's Action.
@@ -51,13 +59,21 @@ func RefOf(o *unstructured.Unstructured) Ref {
 type Applier interface {
 	Get(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	ApplyObject(ctx context.Context, o *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error)
+	// Delete deletes the object o names (only the one of o's UID, when o
+	// has one) and what it owns.
+	Delete(ctx context.Context, o *unstructured.Unstructured) error
 }
+
+// ReplaceWait bounds the wait for an object bootstrap replaces to be gone.
+const ReplaceWait = 2 * time.Minute
 
 // apply applies o (server-side, field manager FieldManager) and tells what
 // changed, comparing the object before and after. A dry run asks the server
 // what it would store (dryRun=All) and compares; for a missing object it
 // asks nothing, since its namespace or CRD may not be there yet either.
-func apply(ctx context.Context, a Applier, o *unstructured.Unstructured, dryRun bool) (Action, error) {
+// With mayReplace, another installer's Flagger the server refuses to change
+// in place is replaced (replaceable, replace).
+func apply(ctx context.Context, a Applier, o *unstructured.Unstructured, dryRun, mayReplace bool) (Action, error) {
 	cur, err := a.Get(ctx, o)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -72,6 +88,9 @@ func apply(ctx context.Context, a Applier, o *unstructured.Unstructured, dryRun 
 		return "", fmt.Errorf("reading %s: %w", RefOf(o), err)
 	}
 	out, err := a.ApplyObject(ctx, o, dryRun)
+	if err != nil && mayReplace && replaceable(cur, err) {
+		return replace(ctx, a, cur, o, dryRun)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -85,6 +104,32 @@ func apply(ctx context.Context, a Applier, o *unstructured.Unstructured, dryRun 
 	default:
 		return Configured, nil
 	}
+}
+
+// replace deletes cur, waits until it is gone (with what it owns: a
+// Deployment's pods, so two Flaggers never run at once) and creates o in its
+// place, as kubectl apply --force does. A dry run changes nothing.
+func replace(ctx context.Context, a Applier, cur, o *unstructured.Unstructured, dryRun bool) (Action, error) {
+	if dryRun {
+		return WouldReplace, nil
+	}
+	if err := a.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, ReplaceWait, true, func(ctx context.Context) (bool, error) {
+		now, err := a.Get(ctx, cur)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && now.GetUID() != cur.GetUID(), err
+	})
+	if err != nil {
+		return "", fmt.Errorf("waiting for %s to be deleted, to replace it: %w", RefOf(cur), err)
+	}
+	if _, err := a.ApplyObject(ctx, o, false); err != nil {
+		return "", err
+	}
+	return Replaced, nil
 }
 
 // same compares two versions of an object, leaving out what bootstrap does

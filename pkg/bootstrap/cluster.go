@@ -22,11 +22,11 @@ const FieldManager = "flotilla-bootstrap"
 
 // Apply applies a target's objects in order and tells what each one did; a
 // dry run changes nothing and tells what it would do. It stops at the first
-// object that fails.
+// object that fails. Objects of t.Replace may be replaced (apply).
 func Apply(ctx context.Context, a Applier, t Target, dryRun bool) ([]Result, error) {
 	var out []Result
 	for _, o := range t.Objects {
-		act, err := apply(ctx, a, o, dryRun)
+		act, err := apply(ctx, a, o, dryRun, slices.Contains(t.Replace, RefOf(o)))
 		if err != nil {
 			return out, fmt.Errorf("cluster %s: %w", t.Name, err)
 		}
@@ -58,7 +58,8 @@ type Finding struct {
 // Check compares a target's objects with its cluster: missing, outdated (the
 // server would store something else if bootstrap applied it: asked with a
 // dry run, so Check needs bootstrap's rights but changes nothing), or, for a
-// Deployment, not available.
+// Deployment, not available. An object of t.Replace bootstrap would replace
+// is Outdated.
 func Check(ctx context.Context, a Applier, t Target) ([]Finding, error) {
 	var out []Finding
 	for _, o := range t.Objects {
@@ -73,7 +74,12 @@ func Check(ctx context.Context, a Applier, t Target) ([]Finding, error) {
 			return out, fmt.Errorf("cluster %s: reading %s: %w", t.Name, f.Object, err)
 		}
 		want, err := a.ApplyObject(ctx, o, true)
-		if err != nil {
+		switch {
+		case err != nil && slices.Contains(t.Replace, f.Object) && replaceable(cur, err):
+			f.State, f.Detail = Outdated, "another installer's, which the server refuses to change in place: bootstrap would replace it"
+			out = append(out, f)
+			continue
+		case err != nil:
 			return out, fmt.Errorf("cluster %s: %w", t.Name, err)
 		}
 		if d := diff(strip(cur), strip(want), ""); d != "" {

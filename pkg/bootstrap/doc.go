@@ -23,7 +23,7 @@
 //     exported: the README's permissions table is checked against them);
 //   - apply.go, cluster.go: server-side apply with field manager
 //     FieldManager (created / configured / unchanged: the object before
-//     and after, status aside), dry runs, Check, and Kubeconfig;
+//     and after, status aside; replaced), dry runs, Check, and Kubeconfig;
 //   - foreign.go: a Flagger bootstrap did not install (Helm's, Flux's, ...),
 //     which bootstrap leaves alone and Check judges by its version.
 //
@@ -36,5 +36,11 @@
 // there (LeaveAlone); Check never compares it with bootstrap's Flagger,
 // whose settings another installer need not share, and judges its version
 // against FlaggerVersion instead (JudgeForeign): older is Outdated, the
-// same, newer or unreadable is OK.
+// same, newer or unreadable is OK. Taking it over (--manage-flagger,
+// Target.TakeOver) applies bootstrap's Flagger anyway; where the other's
+// Deployment stands where bootstrap's goes and the server refuses to change
+// it in place (an immutable selector, another manager's rollingUpdate beside
+// bootstrap's Recreate), bootstrap deletes it, waits until it is gone
+// (ReplaceWait) and creates its own: Replaced, or WouldReplace in a dry run.
+// It never replaces an object it applied before.
 package bootstrap

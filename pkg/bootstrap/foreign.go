@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -184,6 +185,36 @@ func (t Target) WithoutFlagger() Target {
 	})
 	t.FlaggerObjects = nil
 	return t
+}
+
+// TakeOver is t for --manage-flagger: bootstrap applies its Flagger over
+// one it did not install, and replaces that one's Deployment when it stands
+// where bootstrap's goes and the server refuses to change it in place (its
+// selector is immutable; its strategy keeps another manager's rollingUpdate
+// beside bootstrap's Recreate). Flagger's CRDs are never replaced: deleting
+// one deletes every canary.
+func (t Target) TakeOver() Target {
+	t.Replace = nil
+	for _, r := range t.FlaggerObjects {
+		if r.Kind == "Deployment" {
+			t.Replace = append(t.Replace, r)
+		}
+	}
+	return t
+}
+
+// replaceable tells whether cur, the object an apply was refused on with
+// err, is a Flagger bootstrap did not install (ForeignFlagger) and err
+// refuses a change the object cannot take in place: an immutable field, or
+// the Deployment's strategy.
+func replaceable(cur *unstructured.Unstructured, err error) bool {
+	var st apierrors.APIStatus
+	if _, ok := ForeignFlagger(cur); !ok || !apierrors.IsInvalid(err) || !errors.As(err, &st) || st.Status().Details == nil {
+		return false
+	}
+	return slices.ContainsFunc(st.Status().Details.Causes, func(c metav1.StatusCause) bool {
+		return strings.Contains(c.Message, "field is immutable") || strings.HasPrefix(c.Field, "spec.strategy")
+	})
 }
 
 // flaggerCRDs are Flagger's CRDs among t's objects.

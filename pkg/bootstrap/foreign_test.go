@@ -541,3 +541,201 @@ func TestCheckForeign(t *testing.T) {
 		}
 	}
 }
+
+// takeOverTarget is foreignTarget reduced to Flagger's Deployment, taking
+// over (TakeOver), and Flagger's namespace, created as Helm's
+// --create-namespace would: bootstrap's ClusterRole and binding are named
+// as the fleet's Flagger's.
+func takeOverTarget(ctx context.Context, t *testing.T) Target {
+	t.Helper()
+	target := foreignTarget(t)
+	i := slices.IndexFunc(target.Objects, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "Deployment" && slices.Contains(target.FlaggerObjects, RefOf(o))
+	})
+	own := target.Objects[i]
+	applyAs(ctx, t, "helm", &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": own.GetNamespace()}}})
+	return Target{Name: target.Name, Flagger: true, Objects: []*unstructured.Unstructured{own}, FlaggerObjects: []Ref{RefOf(own)}}.TakeOver()
+}
+
+// helmAt is Helm's Flagger (testdata/helm-flagger.yaml) where bootstrap's
+// Flagger Deployment own goes, with the chart's RollingUpdate strategy and
+// its rollingUpdate fields.
+func helmAt(t *testing.T, own *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	d := helmFlagger(t, own.GetNamespace())
+	d.SetName(own.GetName())
+	strategy := map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": int64(1)}}
+	if err := unstructured.SetNestedMap(d.Object, strategy, "spec", "strategy"); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// withSelector sets the labels Deployment d selects its pods by.
+func withSelector(t *testing.T, d *unstructured.Unstructured, labels map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+		if err := unstructured.SetNestedMap(d.Object, labels, path...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// --manage-flagger over a Flagger Helm installed exactly where bootstrap's
+// goes: the server refuses bootstrap's apply (Helm's selector is
+// immutable; Helm's rollingUpdate cannot stay beside bootstrap's
+// Recreate), so bootstrap deletes Helm's Deployment and creates its own;
+// check and a dry run only say so. Without taking over, and over a
+// Deployment bootstrap applied, nothing is replaced. Read from the cluster.
+func TestTakeOver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	a := clusterAs(t, FieldManager)
+	for _, tc := range []struct {
+		name string
+		// helm is Helm's Flagger where own goes.
+		helm func(own *unstructured.Unstructured) *unstructured.Unstructured
+	}{
+		{"Helm's selector and strategy", func(own *unstructured.Unstructured) *unstructured.Unstructured { return helmAt(t, own) }},
+		{"bootstrap's selector, Helm's strategy", func(own *unstructured.Unstructured) *unstructured.Unstructured {
+			labels, _, _ := unstructured.NestedMap(own.Object, "spec", "selector", "matchLabels")
+			return withSelector(t, helmAt(t, own), labels)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			takeOver := takeOverTarget(ctx, t)
+			own := takeOver.Objects[0]
+			helm := tc.helm(own)
+			applyAs(ctx, t, "helm", helm)
+			availableIn(ctx, t, a, own.GetNamespace())
+			before, err := a.Get(ctx, helm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			untouched := func(when string) {
+				t.Helper()
+				now, err := a.Get(ctx, helm)
+				if err != nil {
+					t.Fatalf("%s: %v", when, err)
+				}
+				if now.GetUID() != before.GetUID() || !same(before, now) || appliedByBootstrap(now) {
+					t.Errorf("%s: Helm's Flagger changed: %s", when, diff(strip(before), strip(now), ""))
+				}
+			}
+
+			plain := takeOver
+			plain.Replace = nil
+			if _, err := Apply(ctx, a, plain, false); !apierrors.IsInvalid(err) {
+				t.Errorf("without taking over: %v, want the server's refusal", err)
+			}
+			if _, err := Check(ctx, a, plain); !apierrors.IsInvalid(err) {
+				t.Errorf("check without taking over: %v, want the server's refusal", err)
+			}
+			untouched("without taking over")
+
+			fs, err := Check(ctx, a, takeOver)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Finding{{Cluster: "us", Object: RefOf(own), State: Outdated,
+				Detail: "another installer's, which the server refuses to change in place: bootstrap would replace it"}}
+			if diff := cmp.Diff(want, fs); diff != "" {
+				t.Errorf("check (-want +got)\n%s", diff)
+			}
+			rs, err := Apply(ctx, a, takeOver, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]Action{WouldReplace}, actions(rs)); diff != "" {
+				t.Errorf("dry run (-want +got)\n%s", diff)
+			}
+			untouched("dry run")
+
+			rs, err = Apply(ctx, a, takeOver, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]Action{Replaced}, actions(rs)); diff != "" {
+				t.Errorf("taking over (-want +got)\n%s", diff)
+			}
+			got, err := a.Get(ctx, own)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var managers []string
+			for _, m := range got.GetManagedFields() {
+				managers = append(managers, m.Manager)
+			}
+			if got.GetUID() == before.GetUID() || !appliedByBootstrap(got) || slices.Contains(managers, "helm") {
+				t.Errorf("taking over: the Deployment is not bootstrap's alone (managers %v)", managers)
+			}
+			for _, field := range []string{"selector", "strategy"} {
+				wantF, _, _ := unstructured.NestedFieldNoCopy(own.Object, "spec", field)
+				gotF, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", field)
+				if diff := cmp.Diff(wantF, gotF); diff != "" {
+					t.Errorf("taking over: spec.%s (-bootstrap's +got)\n%s", field, diff)
+				}
+			}
+
+			// The Deployment controller annotates a new Deployment with its
+			// revision a moment later; apply compares annotations too.
+			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				got, err = a.Get(ctx, own)
+				return got != nil && got.GetAnnotations()["deployment.kubernetes.io/revision"] != "", err
+			})
+			if err != nil {
+				t.Fatalf("waiting for the revision of bootstrap's Deployment: %v", err)
+			}
+			rs, err = Apply(ctx, a, takeOver, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]Action{Unchanged}, actions(rs)); diff != "" {
+				t.Errorf("after taking over (-want +got)\n%s", diff)
+			}
+			// Bootstrap's own Deployment is never replaced, even where the
+			// server refuses a change.
+			changed := takeOver
+			changed.Objects = []*unstructured.Unstructured{withSelector(t, own.DeepCopy(), map[string]any{"app": "flagger-changed"})}
+			if _, err := Apply(ctx, a, changed, false); !apierrors.IsInvalid(err) {
+				t.Errorf("a refused change to bootstrap's Deployment: %v, want the server's refusal", err)
+			}
+			if now, err := a.Get(ctx, own); err != nil || now.GetUID() != got.GetUID() {
+				t.Errorf("bootstrap replaced its own Deployment (%v)", err)
+			}
+		})
+	}
+}
+
+// A Deployment to replace that does not go (a finalizer holds it) fails the
+// take-over at the deadline, naming it; nothing is created in its place.
+func TestTakeOverStuck(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	a := clusterAs(t, FieldManager)
+	takeOver := takeOverTarget(ctx, t)
+	helm := helmAt(t, takeOver.Objects[0])
+	helm.SetFinalizers([]string{"test.flotilla.dev/hold"})
+	applyAs(ctx, t, "helm", helm)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		released := helm.DeepCopy()
+		released.SetFinalizers(nil)
+		if _, err := clusterAs(t, "helm").ApplyObject(ctx, released, false); err != nil {
+			t.Errorf("removing the finalizer: %v", err)
+		}
+	})
+
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := Apply(short, a, takeOver, false)
+	if err == nil || !strings.Contains(err.Error(), "waiting for "+RefOf(helm).String()+" to be deleted") {
+		t.Errorf("%v, want the Deployment named", err)
+	}
+	now, err := a.Get(ctx, helm)
+	if err != nil || appliedByBootstrap(now) || now.GetDeletionTimestamp() == nil {
+		t.Errorf("Helm's Flagger, held: %v, want it deleting and not bootstrap's", err)
+	}
+}

@@ -73,6 +73,10 @@ type Target struct {
 	// of the target needs too (--flagger-namespace shared with the load
 	// tester or an application) is not among them.
 	FlaggerObjects []Ref
+	// Replace names objects bootstrap may delete and create again where
+	// another installer's Flagger stands in their place and the server
+	// refuses to change it in place (TakeOver, --manage-flagger).
+	Replace []Ref
 }
 
 // TektonTarget names the cluster that runs Tekton when it is not one of the

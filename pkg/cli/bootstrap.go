@@ -56,10 +56,10 @@ type fleetCluster interface {
 }
 
 // foreign finds the Flaggers bootstrap did not install in t's cluster, which
-// bootstrap leaves alone: none with --manage-flagger, or where the target
+// bootstrap leaves alone without --manage-flagger: none where the target
 // runs no Flagger.
 func (f *bootstrapFlags) foreign(ctx context.Context, t bootstrap.Target, l bootstrap.Lister) ([]bootstrap.Foreign, error) {
-	if f.manageFlagger || !t.Flagger {
+	if !t.Flagger {
 		return nil, nil
 	}
 	fs, err := bootstrap.FindForeign(ctx, l)
@@ -182,15 +182,19 @@ namespace, CRDs, ServiceAccount, ClusterRole and binding, Deployment) to that
 cluster, only flotilla's; Flagger's CRDs must be there (bootstrap fails naming
 those missing). --manage-flagger applies flotilla's Flagger anyway, in
 --flagger-namespace (remove a Flagger running elsewhere first: two would
-fight over the same canaries); from then on bootstrap manages it.
+fight over the same canaries); from then on bootstrap manages it. Where the
+other Flagger's Deployment stands where bootstrap's goes and the server
+refuses to change it in place (another selector, a rollingUpdate strategy),
+bootstrap deletes it, waits until it and its pods are gone, and creates its
+own: "replaced" ("would replace" with --dry-run, which deletes nothing).
 
-It prints one line per object: created, configured or unchanged (a second run
-changes nothing). --dry-run asks each cluster what would change and changes
-nothing (and reports a Flagger it would leave alone the same way); --output
-yaml prints the objects without reaching any cluster (Flagger's included).
---write-kubeconfigs DIR writes DIR/<cluster>.kubeconfig, carrying flotilla's
-token: point the config's clusters (or the chart's kubeconfigs) at them.
-bootstrap itself needs rights to install (the config's kubeconfigs, or
+It prints one line per object: created, configured, unchanged or replaced (a
+second run changes nothing). --dry-run asks each cluster what would change
+and changes nothing (and reports a Flagger it would leave alone the same way);
+--output yaml prints the objects without reaching any cluster (Flagger's
+included). --write-kubeconfigs DIR writes DIR/<cluster>.kubeconfig, carrying
+flotilla's token: point the config's clusters (or the chart's kubeconfigs) at
+them. bootstrap itself needs rights to install (the config's kubeconfigs, or
 --admin-kubeconfig per cluster).`,
 		Example: `  flotilla fleet bootstrap --config flotilla.yaml --dry-run
   flotilla fleet bootstrap --config flotilla.yaml --write-kubeconfigs ./kubeconfigs
@@ -251,8 +255,12 @@ bootstrap itself needs rights to install (the config's kubeconfigs, or
 
 // leaveForeign tells which Flaggers bootstrap did not install run in t's
 // cluster, one line each, and returns t without Flagger's own objects when
-// any does (bootstrap.LeaveAlone).
+// any does (bootstrap.LeaveAlone). With --manage-flagger it returns t taking
+// over (bootstrap.TakeOver).
 func (f *bootstrapFlags) leaveForeign(ctx context.Context, t bootstrap.Target, a fleetCluster) ([]string, bootstrap.Target, error) {
+	if f.manageFlagger {
+		return nil, t.TakeOver(), nil
+	}
 	fs, err := f.foreign(ctx, t, a)
 	if err != nil || len(fs) == 0 {
 		return nil, t, err
@@ -300,7 +308,8 @@ Flagger: older than ` + bootstrap.FlaggerVersion + ` (the version flotilla is te
 outdated; the same or newer is ok, and so is a version the image does not
 tell (a digest only), each printed with a line saying so; not available is
 not ready. Its CRDs are checked for presence only. With --manage-flagger,
-check compares with bootstrap's Flagger, as bootstrap would apply it.`,
+check compares with bootstrap's Flagger, as bootstrap would apply it (outdated
+where bootstrap would replace the other's Deployment).`,
 		Example: `  flotilla fleet check --config flotilla.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -349,8 +358,12 @@ check compares with bootstrap's Flagger, as bootstrap would apply it.`,
 }
 
 // check is bootstrap.Check, or bootstrap.CheckForeign where a Flagger
-// bootstrap did not install runs (unless --manage-flagger).
+// bootstrap did not install runs (unless --manage-flagger: then Check of t
+// taking over).
 func (f *bootstrapFlags) check(ctx context.Context, t bootstrap.Target, a fleetCluster) ([]bootstrap.Finding, error) {
+	if f.manageFlagger {
+		return bootstrap.Check(ctx, a, t.TakeOver())
+	}
 	fs, err := f.foreign(ctx, t, a)
 	if err != nil {
 		return nil, err

@@ -204,13 +204,18 @@ func TestLeaveForeign(t *testing.T) {
 		t.Errorf("objects applied (-want +got)\n%s", diff)
 	}
 
-	// --manage-flagger does not even look.
+	// --manage-flagger does not even look, and takes over Flagger's
+	// Deployment.
 	lines, got, err = (&bootstrapFlags{manageFlagger: true}).leaveForeign(ctx, tgt, listFails{a, errors.New("not asked")})
 	if err != nil || lines != nil {
 		t.Errorf("--manage-flagger: %q, %v", lines, err)
 	}
 	if diff := cmp.Diff(refsOf(tgt), refsOf(got)); diff != "" {
 		t.Errorf("--manage-flagger: objects applied (-want +got)\n%s", diff)
+	}
+	own := tgt.Objects[slices.IndexFunc(tgt.Objects, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })]
+	if diff := cmp.Diff([]bootstrap.Ref{bootstrap.RefOf(own)}, got.Replace); diff != "" {
+		t.Errorf("--manage-flagger: objects it may replace (-want +got)\n%s", diff)
 	}
 
 	missing := withCRDsMissing(tgt)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 )
 
 // Decode splits a multi-document YAML (or JSON) stream into objects, skipping
@@ -152,6 +153,25 @@ func (a *Applier) Get(ctx context.Context, o *unstructured.Unstructured) (*unstr
 		return nil, err
 	}
 	return ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+}
+
+// Delete deletes the object o names, in the foreground: the server removes
+// what it owns first (a Deployment's ReplicaSets and pods), so the object
+// is gone only once they are. When o carries a UID, only that object is
+// deleted, not one created since under its name.
+func (a *Applier) Delete(ctx context.Context, o *unstructured.Unstructured) error {
+	ri, err := a.resource(o)
+	if err != nil {
+		return err
+	}
+	opts := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}
+	if uid := o.GetUID(); uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	if err := ri.Delete(ctx, o.GetName(), opts); err != nil {
+		return fmt.Errorf("deleting %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+	}
+	return nil
 }
 
 // List lists the objects of a kind (apiVersion, kind) in every namespace.
