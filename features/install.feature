@@ -121,3 +121,15 @@ Feature: Installing and checking flotilla where platform teams run it
     When version "1.0.0" is pushed
     Then the rollout of "1.0.0" succeeds
     And the primary in every cluster runs version "1.0.0" by digest
+
+  # Catches a --manage-flagger that fails where Helm's Flagger stands exactly
+  # where bootstrap's goes (the API server refuses Helm's selector and
+  # strategy to change in place), or keeps Helm's fields in the object.
+  Scenario: flotilla fleet bootstrap --manage-flagger replaces a Flagger Helm installed where bootstrap's goes
+    Given a registry
+    And a fleet of 2 clusters without Flagger
+    And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And Flagger "1.42.0" installed by Helm as release "flagger" runs in namespace "flagger-system" of cluster "c1"
+    When `flotilla fleet bootstrap --manage-flagger` runs
+    Then it replaced the Flagger Helm installed in cluster "c1" by flotilla's, as bootstrap renders it
+    And `flotilla fleet check --manage-flagger` reports flotilla's Flagger ok and clusters "c1,c2" ready

@@ -44,6 +44,7 @@ func (s *scenario) registerForeignFlaggerSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla fleet bootstrap --manage-flagger` runs$", s.bootstrapManageFlagger)
 	sc.Step(`^it applied flotilla's Flagger and Flagger's CRDs in cluster "([^"]*)" as bootstrap renders them, and left the Deployment of Helm's as it was$`, s.flaggerManaged)
 	sc.Step("^`flotilla fleet check --manage-flagger` reports flotilla's Flagger ok and clusters \"([^\"]*)\" ready$", s.checkManagedReady)
+	sc.Step(`^it replaced the Flagger Helm installed in cluster "([^"]*)" by flotilla's, as bootstrap renders it$`, s.flaggerReplaced)
 }
 
 // helmInstalledFlagger creates, as `helm install` of Flagger's chart
@@ -337,6 +338,58 @@ func (s *scenario) flaggerManaged(ctx context.Context, cluster string) error {
 		errs = append(errs, errors.New("fleet bootstrap --manage-flagger left a Flagger alone"))
 	}
 	if line := cluster + "\tDeployment " + want.Namespace + "/" + want.Name + "\tcreated"; !strings.Contains(out, line) {
+		errs = append(errs, fmt.Errorf("fleet bootstrap does not say %q", line))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster %s: %w\n%s", cluster, err, out)
+	}
+	return nil
+}
+
+// flaggerReplaced reads the cluster: the Deployment where Helm's Flagger
+// stood (bootstrap's own place) is a new object (another UID), applied by
+// bootstrap's field manager and by no one else, its selector, strategy and
+// containers bootstrap's rendering; and bootstrap said it replaced it. It
+// catches a --manage-flagger that fails on Helm's immutable selector or
+// strategy there, or leaves Helm's fields in the object.
+func (s *scenario) flaggerReplaced(ctx context.Context, cluster string) error {
+	f := s.w.foreignFlagger
+	if f == nil || f.cluster != cluster {
+		return fmt.Errorf("no Flagger installed by Helm in %s", cluster)
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	want, err := s.renderedFlagger(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	if want.Namespace != f.deployment.Namespace || want.Name != f.deployment.Name {
+		return fmt.Errorf("Helm's Flagger %s/%s is not where bootstrap's goes (%s/%s)", f.deployment.Namespace, f.deployment.Name, want.Namespace, want.Name)
+	}
+	d, err := c.Kube.AppsV1().Deployments(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading Deployment %s/%s in %s: %w", want.Namespace, want.Name, cluster, err)
+	}
+	var errs []error
+	if d.UID == f.deployment.UID {
+		errs = append(errs, fmt.Errorf("Deployment %s/%s is still Helm's object (UID %s)", d.Namespace, d.Name, d.UID))
+	}
+	if ms := managers(d.ManagedFields); !appliedBy(d.ManagedFields, bootstrap.FieldManager) || slices.ContainsFunc(d.ManagedFields, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == helmManager }) {
+		errs = append(errs, fmt.Errorf("Deployment %s/%s managed by %v; want %s's alone", d.Namespace, d.Name, ms, bootstrap.FieldManager))
+	}
+	if diff := cmp.Diff(want.Spec.Selector, d.Spec.Selector); diff != "" {
+		errs = append(errs, fmt.Errorf("selector is not bootstrap's (-rendered +cluster)\n%s", diff))
+	}
+	if d.Spec.Strategy.Type != want.Spec.Strategy.Type || (want.Spec.Strategy.RollingUpdate == nil) != (d.Spec.Strategy.RollingUpdate == nil) {
+		errs = append(errs, fmt.Errorf("strategy %+v, want bootstrap's %+v", d.Spec.Strategy, want.Spec.Strategy))
+	}
+	if diff := cmp.Diff(want.Spec.Template.Spec.Containers[0].Args, d.Spec.Template.Spec.Containers[0].Args); diff != "" || want.Spec.Template.Spec.Containers[0].Image != d.Spec.Template.Spec.Containers[0].Image {
+		errs = append(errs, fmt.Errorf("Flagger's container is not bootstrap's rendering: image %s, args (-rendered +cluster)\n%s", d.Spec.Template.Spec.Containers[0].Image, diff))
+	}
+	out := s.w.lastOutput
+	if line := cluster + "\tDeployment " + want.Namespace + "/" + want.Name + "\treplaced"; !strings.Contains(out, line) {
 		errs = append(errs, fmt.Errorf("fleet bootstrap does not say %q", line))
 	}
 	if err := errors.Join(errs...); err != nil {
