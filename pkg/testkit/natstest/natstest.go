@@ -28,6 +28,7 @@ func Binary() string { return filepath.Join(localfleet.BinDir(), "nats-server-"+
 type Cluster struct {
 	dir   string
 	nodes []*node
+	auth  *Auth // nil: plain client ports
 }
 
 type node struct {
@@ -42,6 +43,11 @@ type node struct {
 // returns once JetStream answers on every node. It fails when the binary
 // was not built (make fleet-build).
 func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
+	return start(ctx, dir, n, nil)
+}
+
+// start is Start, with the client ports secured by auth unless it is nil.
+func start(ctx context.Context, dir string, n int, auth *Auth) (*Cluster, error) {
 	if _, err := os.Stat(Binary()); err != nil {
 		return nil, fmt.Errorf("nats-server %s not built (make fleet-build): %w", Version, err)
 	}
@@ -52,7 +58,7 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir}
+	c := &Cluster{dir: dir, auth: auth}
 	for i := range n {
 		c.nodes = append(c.nodes, &node{name: fmt.Sprintf("n%d", i+1), client: ports[3*i], route: ports[3*i+1], monitor: ports[3*i+2]})
 	}
@@ -88,6 +94,10 @@ func (c *Cluster) writeConfig(nd *node) error {
 		cluster = fmt.Sprintf("cluster {\n  name: flotilla-test\n  listen: 127.0.0.1:%d\n  routes: [%s]\n}\n",
 			nd.route, strings.Join(routes, ", "))
 	}
+	secured := ""
+	if c.auth != nil {
+		secured = c.auth.config()
+	}
 	conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
 http: 127.0.0.1:%d
@@ -96,7 +106,7 @@ jetstream {
   max_memory_store: 64MB
   max_file_store: 1GB
 }
-%s`, nd.name, nd.client, nd.monitor, filepath.Join(d, "jetstream"), cluster)
+%s%s`, nd.name, nd.client, nd.monitor, filepath.Join(d, "jetstream"), cluster, secured)
 	nd.conf, nd.log = filepath.Join(d, "nats.conf"), filepath.Join(d, "nats.log")
 	return os.WriteFile(nd.conf, []byte(conf), 0o600)
 }
@@ -121,17 +131,23 @@ func (c *Cluster) start(i int) error {
 }
 
 // URL is every node's client URL, comma-separated, as nats.Connect takes
-// a cluster's.
+// a cluster's: nats:// URLs, tls:// ones for a secured cluster.
 func (c *Cluster) URL() string {
 	var urls []string
-	for _, nd := range c.nodes {
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", nd.client))
+	for i := range c.nodes {
+		urls = append(urls, c.NodeURL(i))
 	}
 	return strings.Join(urls, ",")
 }
 
 // NodeURL is node i's client URL.
-func (c *Cluster) NodeURL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.nodes[i].client) }
+func (c *Cluster) NodeURL(i int) string {
+	scheme := "nats"
+	if c.auth != nil {
+		scheme = "tls"
+	}
+	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, c.nodes[i].client)
+}
 
 // Log is node i's log file.
 func (c *Cluster) Log(i int) string { return c.nodes[i].log }
