@@ -57,7 +57,11 @@ func openScaleOut(ctx context.Context, s config.Server, log *slog.Logger) (*scal
 	c := s.Bus
 	opts := []nats.Option{
 		nats.Name("flotilla " + c.Replica), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("disconnected from NATS", "error", err) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil { // nil: the connection was closed on purpose
+				log.Warn("disconnected from NATS", "error", err)
+			}
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("reconnected to NATS", "server", nc.ConnectedUrlRedacted()) }),
 	}
 	if c.CredentialsFile != "" {
