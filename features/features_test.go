@@ -62,6 +62,7 @@ func TestFeaturesScaleOut(t *testing.T) { runSuite(t, true, "@both-modes,@scale-
 
 // runSuite runs the features of tags, in scale-out mode or embedded.
 func runSuite(t *testing.T, scaleOut bool, tags string) {
+	t.Helper()
 	name := "flotilla"
 	if scaleOut {
 		name = "flotilla scale-out"

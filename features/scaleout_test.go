@@ -152,7 +152,7 @@ type replicaProxy struct {
 type bodyKey struct{}
 
 func newReplicaProxy(listen string, replicas []*flotillaProcess) (*replicaProxy, error) {
-	l, err := net.Listen("tcp", listen)
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening for the replicas' proxy: %w", err)
 	}

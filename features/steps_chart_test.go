@@ -188,7 +188,7 @@ func (s *scenario) aRealNode(ctx context.Context, cluster string) error {
 	}
 	w.realNode = node
 	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if d := w.deployed; d != nil {
 			if s.failed {
@@ -280,7 +280,7 @@ func waitServing(ctx context.Context, url string) error {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for %s through the Service: %w (last: %v)", url, err, last)
+		return fmt.Errorf("waiting for %s through the Service: %w (last: %w)", url, err, last)
 	}
 	return nil
 }
@@ -493,7 +493,7 @@ func (d *deployed) waitReady(ctx context.Context, not string) error {
 			b, _ := yaml.Marshal(last.Status)
 			status = string(b)
 		}
-		return fmt.Errorf("waiting for flotilla's pod Ready: %w (last error %v)\n%s\n--- kubelet:\n%s", err, lastErr, status, d.tail("kubelet"))
+		return fmt.Errorf("waiting for flotilla's pod Ready: %w (last error %w)\n%s\n--- kubelet:\n%s", err, lastErr, status, d.tail("kubelet"))
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func (s *scenario) foreignFlaggerLeftAlone(ctx context.Context, cluster string) 
 		}
 	}
 	if _, err := c.Kube.AppsV1().Deployments(bootstrap.DefaultFlaggerNamespace).Get(ctx, "flagger", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("bootstrap's Flagger %s/flagger next to Helm's: %v, want NotFound", bootstrap.DefaultFlaggerNamespace, err))
+		errs = append(errs, fmt.Errorf("bootstrap's Flagger %s/flagger next to Helm's: %w, want NotFound", bootstrap.DefaultFlaggerNamespace, err))
 	}
 	if _, err := c.Kube.RbacV1().ClusterRoles().Get(ctx, "flagger", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("bootstrap's ClusterRole flagger: %v, want NotFound", err))

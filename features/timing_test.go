@@ -60,6 +60,7 @@ func (t *stepTimings) add(to *[]timed, x timed) {
 
 // report logs the n slowest scenarios and steps, and the scenarios' sum.
 func (t *stepTimings) report(tb testing.TB, n int) {
+	tb.Helper()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var sum time.Duration

@@ -29,7 +29,7 @@ func install(t *testing.T, values string) (map[string]string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]any{}
+	var vals map[string]any
 	if strings.HasSuffix(values, ".yaml") {
 		vals, err = chartutil.ReadValuesFile(values)
 	} else {

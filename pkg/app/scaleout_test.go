@@ -47,7 +47,7 @@ func TestScaleOutReplicasShareOneFleet(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			var st rollout.FleetState
-			resp, err := http.Get("http://" + s.Addr() + "/api/v1/fleet")
+			resp, err := get(t, "http://"+s.Addr()+"/api/v1/fleet")
 			if err == nil {
 				err = json.NewDecoder(resp.Body).Decode(&st)
 				_ = resp.Body.Close()
@@ -71,7 +71,7 @@ func waitReady(t *testing.T, s *Server) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get("http://" + s.Addr() + "/readyz")
+		resp, err := get(t, "http://"+s.Addr()+"/readyz")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -117,4 +117,14 @@ func TestPartitionKey(t *testing.T) {
 			t.Errorf("%s: partitionKey = %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// get is a GET of url bound to the test's context.
+func get(t *testing.T, url string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
 }

@@ -925,7 +925,7 @@ func TestBusDefaults(t *testing.T) {
 	t.Setenv("FLOTILLA_TEST_TOKEN", "s3cret")
 	t.Setenv("POD_NAME", "flotilla-7d9f-abcde")
 	dir := t.TempDir()
-	cfg, err := Parse([]byte(sections{server: "server: {bus: {url: 'nats://nats:4222', credentialsFile: nats.creds}}\n"}.doc()), dir)
+	_, err := Parse([]byte(sections{server: "server: {bus: {url: 'nats://nats:4222', credentialsFile: nats.creds}}\n"}.doc()), dir)
 	if err == nil {
 		t.Fatal("a missing credentials file was accepted")
 	}
@@ -935,7 +935,7 @@ func TestBusDefaults(t *testing.T) {
 	for _, f := range []string{"c1.kubeconfig", "c2.kubeconfig"} {
 		_ = os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o600)
 	}
-	cfg, err = Parse([]byte(sections{server: "server: {bus: {url: 'nats://nats:4222', credentialsFile: nats.creds}}\n"}.doc()), dir)
+	cfg, err := Parse([]byte(sections{server: "server: {bus: {url: 'nats://nats:4222', credentialsFile: nats.creds}}\n"}.doc()), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,9 @@ func TestContract(t *testing.T) {
 }
 
 func contract(t *testing.T, parts int) {
+	t.Helper()
 	bustest.Run(t, func(t *testing.T) (bus.Bus, func() bus.Bus) {
+		t.Helper()
 		o := newOptions()
 		o.Partitions = parts
 		b := open(t, o)

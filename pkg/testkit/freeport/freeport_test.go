@@ -19,7 +19,7 @@ func TestPorts(t *testing.T) {
 		}
 		seen[p] = true
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ps[0])))
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ps[0])))
 	if err != nil {
 		t.Fatalf("binding a port handed out: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // loopbackToHost makes the host's loopback servers reachable at the
@@ -48,7 +49,9 @@ func (n *RealNode) removeLoopbackRules() error {
 	if _, err := exec.LookPath("iptables"); err != nil {
 		return nil // a host without iptables never had the rules
 	}
-	out, err := exec.Command("iptables", "-w", "-t", "nat", "-S").Output()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "iptables", "-w", "-t", "nat", "-S").Output()
 	if err != nil {
 		return fmt.Errorf("listing nat rules: %w", err)
 	}
@@ -62,7 +65,7 @@ func (n *RealNode) removeLoopbackRules() error {
 		for i, a := range args {
 			args[i] = strings.Trim(a, `"`)
 		}
-		if b, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+		if b, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("iptables %v: %w: %s", args, err, b))
 		}
 	}

@@ -477,7 +477,9 @@ func removeDeadSockets(dir string) error {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		c, err := net.DialTimeout("unix", p, time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := (&net.Dialer{}).DialContext(ctx, "unix", p)
+		cancel()
 		if err == nil {
 			_ = c.Close()
 			continue

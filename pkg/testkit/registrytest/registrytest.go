@@ -74,7 +74,7 @@ func Start(ctx context.Context, dir string, o Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.cmd = exec.Command(Binary, "serve", path)
+	r.cmd = exec.Command(Binary, "serve", path) //nolint:noctx // the registry outlives Start's context; Stop kills it
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
