@@ -67,7 +67,7 @@ func TestFleetRolloutsFollowTheRollouts(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(runCtx) }()
-	t.Cleanup(func() { stop(); _ = <-done })
+	t.Cleanup(func() { stop(); <-done }) //nolint:errcheck // after stop, Run returns its cancellation
 
 	ro := rollout.Rollout{ID: "shop-0a1b2c3d4e", Application: "shop", Image: "registry.test/shop", Tag: "1.4.0", Digest: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		Phase: rollout.Progressing, Waves: []rollout.Wave{
