@@ -97,7 +97,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if m := attachmentTag.FindStringSubmatch(p.Tag); m != nil {
 		return f.attached(ctx, e, image, m[1]+":"+m[2], m[3], reject)
 	}
-	digest, err := f.resolver.Resolve(ctx, image, p.Tag)
+	digest, err := f.resolve(ctx, image, p.Tag, p.Digest != "")
 	if fault.IsPermanent(err) {
 		return reject(err.Error())
 	}
@@ -108,6 +108,32 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return reject(fmt.Sprintf("tag %s now resolves to %s, not the pushed %s: the newer push will be acted on", p.Tag, digest, p.Digest))
 	}
 	return f.verified(ctx, e, events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest}, reject)
+}
+
+// TagLinkWait is how long a pushed tag the registry refuses (MANIFEST_UNKNOWN,
+// say) is asked again when its notification named the pushed digest:
+// Docker's registry (distribution) notifies a manifest's push before it
+// links the tag to it, so a notification can come before its tag resolves.
+const TagLinkWait = 3 * time.Second
+
+// resolve is the resolver's digest for image:tag, asked again with growing
+// pauses for up to TagLinkWait while it is refused for good and pushed
+// says the push named a digest.
+func (f *Function) resolve(ctx context.Context, image, tag string, pushed bool) (string, error) {
+	deadline := time.Now().Add(TagLinkWait)
+	pause := 100 * time.Millisecond
+	for {
+		digest, err := f.resolver.Resolve(ctx, image, tag)
+		if err == nil || !pushed || !fault.IsPermanent(err) || time.Now().Add(pause).After(deadline) {
+			return digest, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
 // verified checks v's signatures and reads its build time where needed:

@@ -237,6 +237,45 @@ func TestVerifyErrors(t *testing.T) {
 	}
 }
 
+// Docker's registry notifies a manifest's push before it links the tag:
+// a tag not found yet for a push that named its digest is asked again, and
+// verified once linked; one never linked is rejected after TagLinkWait.
+func TestVerifyWaitsForTheTagLink(t *testing.T) {
+	var unlinked atomic.Int32 // manifest reads of the tag answered 404 before passing
+	unlinked.Store(3)
+	host := startRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if strings.HasSuffix(req.URL.Path, "/manifests/1.2.3") && req.Method != http.MethodPut && unlinked.Add(-1) >= 0 {
+				http.Error(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`, http.StatusNotFound)
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	digest := push(t, host, "team/app", "1.2.3")
+	fn := verify.New(resolver(), func(string) bool { return true })
+
+	evs, err := fn.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/app", Tag: "1.2.3", Digest: digest}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Type() != events.TypeImageVerified {
+		t.Fatalf("Handle = %v, want image.verified once the tag resolves", evs)
+	}
+	if n := unlinked.Load(); n >= 0 {
+		t.Errorf("the tag was asked %d times too few", n+1)
+	}
+
+	start := time.Now()
+	evs, err = fn.Handle(t.Context(), pushed(t, events.ImagePushed{Registry: host, Repository: "team/app", Tag: "9.9.9", Digest: digest}))
+	if err != nil || len(evs) != 1 || evs[0].Type() != events.TypeImageRejected {
+		t.Fatalf("Handle = %v, %v; want image.rejected for a tag never linked", evs, err)
+	}
+	if took := time.Since(start); took < verify.TagLinkWait/2 || took > 2*verify.TagLinkWait {
+		t.Errorf("rejected after %s, want about %s of asking again", took, verify.TagLinkWait)
+	}
+}
+
 func TestVerifyContract(t *testing.T) {
 	fn := verify.New(resolver(), nil)
 	if fn.Name() != "verify" {
