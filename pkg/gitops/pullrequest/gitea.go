@@ -112,14 +112,31 @@ func (h *giteaHost) Open(ctx context.Context, p PR) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	pr, resp, err = c.CreatePullRequest(h.owner, h.name, gitea.CreatePullRequestOption{
+	opt := gitea.CreatePullRequestOption{
 		Head: p.Head, Base: p.Base, Title: p.Title, Body: p.Body, Labels: labels, Reviewers: p.Reviewers,
-	})
-	if err != nil {
-		return Info{}, classify("opening a pull request of "+p.Head, status(resp), err)
 	}
-	return giteaInfo(pr), nil
+	// Gitea records a pushed branch from a queue: for a moment after the
+	// push, opening a pull request of it answers 404. Ask again meanwhile.
+	deadline := time.Now().Add(BranchWait)
+	for pause := 200 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		pr, resp, err = c.CreatePullRequest(h.owner, h.name, opt)
+		if err == nil {
+			return giteaInfo(pr), nil
+		}
+		if status(resp) != http.StatusNotFound || time.Now().Add(pause).After(deadline) {
+			return Info{}, classify("opening a pull request of "+p.Head, status(resp), err)
+		}
+		select {
+		case <-ctx.Done():
+			return Info{}, classify("opening a pull request of "+p.Head, status(resp), err)
+		case <-time.After(pause):
+		}
+	}
 }
+
+// BranchWait is how long Gitea is asked again to open the pull request of a
+// branch it answers 404 for: one just pushed, not recorded yet.
+const BranchWait = 5 * time.Second
 
 // labelIDs maps label names to the repository's label ids: Gitea takes
 // ids. A label the repository lacks is an error naming it.

@@ -6,9 +6,12 @@ import (
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,6 +135,42 @@ func autoMerge(t *testing.T, h pullrequest.Host, number int64, head string) pull
 // TestGiteaLifecycle opens a pull request (a second Open finds it), reads
 // it, merges it at once with AutoMerge, and closes another one with a
 // comment.
+// Gitea answers 404 to opening the pull request of a branch it has not
+// recorded yet (it records pushes from a queue): Open asks again, and a
+// branch that never comes is still refused for good after BranchWait.
+func TestGiteaOpenWaitsForThePushedBranch(t *testing.T) {
+	r := newRepo(t, "queued")
+	target, err := url.Parse(server.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refuse atomic.Int32 // pull requests' POSTs answered 404 before passing
+	refuse.Store(2)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, req *nethttp.Request) {
+		if req.Method == nethttp.MethodPost && strings.HasSuffix(req.URL.Path, "/pulls") && refuse.Add(-1) >= 0 {
+			nethttp.Error(w, `{"message":"not found"}`, nethttp.StatusNotFound)
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	h := host(t, "queued", func(c *pullrequest.Config) { c.APIURL = srv.URL })
+	propose(t, r, "flotilla/api-r1/1", "1.1.0")
+	opened, err := h.Open(t.Context(), pullrequest.PR{Head: "flotilla/api-r1/1", Base: "main", Title: "wave 1"})
+	if err != nil || opened.Number == 0 {
+		t.Fatalf("Open = %+v, %v; want the pull request once Gitea has the branch", opened, err)
+	}
+	start := time.Now()
+	_, err = h.Open(t.Context(), pullrequest.PR{Head: "flotilla/never-pushed", Base: "main", Title: "never"})
+	if !fault.IsPermanent(err) {
+		t.Fatalf("Open of a branch never pushed = %v, want a permanent error", err)
+	}
+	if took := time.Since(start); took < pullrequest.BranchWait/2 {
+		t.Errorf("refused after %s, want about %s of asking again", took, pullrequest.BranchWait)
+	}
+}
+
 func TestGiteaLifecycle(t *testing.T) {
 	r := newRepo(t, "lifecycle")
 	h := host(t, "lifecycle")
