@@ -33,6 +33,13 @@ const errDuplicateInProcess jetstream.ErrorCode = 10158
 // same id to be stored.
 const inProcessTimeout = 5 * time.Second
 
+// publishTimeout bounds one publish's wait for its acknowledgement. A
+// request sent while the stream's leader is being elected (its node
+// killed) may never be answered, and nats.go waits for the caller's
+// deadline, however far: Append fails after this instead, and its caller's
+// retry is de-duplicated by id.
+const publishTimeout = 10 * time.Second
+
 func isAPIError(err error, code jetstream.ErrorCode) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == code
@@ -85,7 +92,9 @@ func (b *Bus) publish(ctx context.Context, evs []cloudevents.Event, raw [][]byte
 	if len(msgs) == 1 {
 		return b.publishEach(ctx, evs, msgs)
 	}
-	ack, err := jetstreamext.PublishMsgBatch(ctx, b.js, msgs)
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	ack, err := jetstreamext.PublishMsgBatch(pctx, b.js, msgs)
+	cancel()
 	switch {
 	case isAPIError(err, errContainsDuplicate) || isAPIError(err, errDuplicateInProcess):
 		for i, e := range evs {
@@ -124,7 +133,9 @@ func (b *Bus) publishEach(ctx context.Context, evs []cloudevents.Event, msgs []*
 func (b *Bus) publishOne(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(inProcessTimeout)
 	for wait := 2 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		ack, err := b.js.PublishMsg(ctx, m)
+		pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		ack, err := b.js.PublishMsg(pctx, m)
+		cancel()
 		if !isAPIError(err, errDuplicateInProcess) || time.Now().After(deadline) {
 			return ack, err
 		}
