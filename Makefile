@@ -93,7 +93,7 @@ verify: ## Format, tidy and generate, then fail if the tree changed or tracks a 
 	  test -z "$$big" || { echo "$$big"; echo "verify: tracked files over 1 MiB (a build output? add it to .gitignore)" >&2; exit 1; }
 
 .PHONY: demo
-demo: fleet-build ## Run the demo: a 3-cluster fleet, a real registry and flotilla; 1.1.0 rolls out, 1.2.0 fails in wave 2 and rolls back
+demo: demo-fleet ## Run the demo: a 3-cluster fleet, a real registry and flotilla; 1.1.0 rolls out, 1.2.0 fails in wave 2 and rolls back
 	$(GO) run ./deploy/tools/demo
 
 # make bench fits in an hour on a 2-core machine: 30 measured rollouts and 30 rollbacks per
@@ -133,6 +133,13 @@ bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; 
 .PHONY: fleet-build
 fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes with the kubelet and kube-proxy of the real node and kubectl, kwok, Flagger, Tekton, Gitea, Prometheus, the load tester) and providers' CRDs into the cache
 	deploy/tools/local/build.sh >/dev/null
+
+# What localfleet checks for and starts without Tekton, Prometheus and the load
+# tester, as the demo runs it: etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler, kwok, Flagger (stock and fast) and its CRD.
+.PHONY: demo-fleet
+demo-fleet: ## Build only the fleet binaries make demo needs (etcd, the Kubernetes control plane, kwok, Flagger) into the cache
+	deploy/tools/local/build.sh etcd kube kwok flagger >/dev/null
 
 .PHONY: fleet-up
 fleet-up: fleet-build ## Start a local fleet of N clusters (default 3) with Flagger and Tekton
