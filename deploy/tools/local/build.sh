@@ -338,10 +338,10 @@ for c in "$@"; do
   [[ " ${COMPONENTS[*]} " == *" $c "* ]] || die "unknown component $c (known: ${COMPONENTS[*]})"
 done
 
-# One component at a time: on 2 cores one Go build keeps both busy (1.9 cores
-# on average, cold), and builds side by side only contend. Measured on
-# 2026-11-28 for make demo's components and the demo's own compile, cold: 1,675
-# CPU seconds one after the other, 2,002 in three builds side by side.
+# One component at a time: on 2 cores one Go build alone keeps both busy (1.9
+# cores on average over make demo's components and the demo's compile, cold,
+# measured 2026-11-28), so builds side by side could only fill the last tenth,
+# and in a trial did worse (three side by side: 1,171 s; one after the other: 889 s).
 start=$(date +%s)
 for c in "${COMPONENTS[@]}"; do
   [[ " $* " == *" $c "* ]] || continue
