@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/bootstrap"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // foreignFlagger is a Flagger a step installed as Helm would: its
@@ -115,11 +116,7 @@ func (s *scenario) helmInstalledFlagger(ctx context.Context, version, release, n
 // It catches a bootstrap that applies its Flagger over Helm's, or next to
 // it, or Flagger's CRDs over Helm's.
 func (s *scenario) foreignFlaggerLeftAlone(ctx context.Context, cluster string) error {
-	f := s.w.foreignFlagger
-	if f == nil || f.cluster != cluster {
-		return fmt.Errorf("no Flagger installed by Helm in %s", cluster)
-	}
-	c, err := s.clientsFor(cluster)
+	f, c, err := s.foreignIn(cluster)
 	if err != nil {
 		return err
 	}
@@ -283,11 +280,7 @@ func (s *scenario) renderedFlagger(ctx context.Context, cluster string) (*appsv1
 // objects out where another Flagger runs, or applies them otherwise than
 // bootstrap renders them (another namespace, another image or arguments).
 func (s *scenario) flaggerManaged(ctx context.Context, cluster string) error {
-	f := s.w.foreignFlagger
-	if f == nil || f.cluster != cluster {
-		return fmt.Errorf("no Flagger installed by Helm in %s", cluster)
-	}
-	c, err := s.clientsFor(cluster)
+	f, c, err := s.foreignIn(cluster)
 	if err != nil {
 		return err
 	}
@@ -353,11 +346,7 @@ func (s *scenario) flaggerManaged(ctx context.Context, cluster string) error {
 // catches a --manage-flagger that fails on Helm's immutable selector or
 // strategy there, or leaves Helm's fields in the object.
 func (s *scenario) flaggerReplaced(ctx context.Context, cluster string) error {
-	f := s.w.foreignFlagger
-	if f == nil || f.cluster != cluster {
-		return fmt.Errorf("no Flagger installed by Helm in %s", cluster)
-	}
-	c, err := s.clientsFor(cluster)
+	f, c, err := s.foreignIn(cluster)
 	if err != nil {
 		return err
 	}
@@ -396,6 +385,17 @@ func (s *scenario) flaggerReplaced(ctx context.Context, cluster string) error {
 		return fmt.Errorf("cluster %s: %w\n%s", cluster, err, out)
 	}
 	return nil
+}
+
+// foreignIn is the Flagger a step installed as Helm would in cluster, and
+// the cluster's clients.
+func (s *scenario) foreignIn(cluster string) (*foreignFlagger, *fleettest.Clients, error) {
+	f := s.w.foreignFlagger
+	if f == nil || f.cluster != cluster {
+		return nil, nil, fmt.Errorf("no Flagger installed by Helm in %s", cluster)
+	}
+	c, err := s.clientsFor(cluster)
+	return f, c, err
 }
 
 // appliedBy tells whether manager applied fields (server-side apply).

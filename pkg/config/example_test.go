@@ -118,18 +118,7 @@ func TestExampleConfig(t *testing.T) {
 // entries of the example's applications: each must be a valid config.
 func TestExampleReferenceBlocks(t *testing.T) {
 	const fleetDir = "/tmp/flotilla-fleet/"
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	for _, c := range []string{"c1", "c2", "c3"} {
-		writeFile(t, filepath.Join(tmp, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
-	}
-	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
-	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
-	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
-	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
+	data, tmp := exampleFixture(t)
 	var blocks [][]string
 	for _, line := range strings.Split(string(data), "\n") {
 		switch {
@@ -201,20 +190,9 @@ func TestExamples(t *testing.T) {
 // config with the block's values.
 func TestExampleRegistries(t *testing.T) {
 	const fleetDir = "/tmp/flotilla-fleet/"
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	for _, c := range []string{"c1", "c2", "c3"} {
-		writeFile(t, filepath.Join(tmp, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
-	}
+	data, tmp := exampleFixture(t)
 	dockerConfig := filepath.Join(tmp, ".dockerconfigjson")
 	writeFile(t, dockerConfig, `{"auths": {"registry.example.com": {"auth": "dTpw"}}}`)
-	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
-	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
-	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
-	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
 	var block []string
 	in := false
 	for _, line := range strings.Split(string(data), "\n") {
@@ -241,4 +219,24 @@ func TestExampleRegistries(t *testing.T) {
 	if diff := cmp.Diff(want, c.Registries); diff != "" {
 		t.Errorf("registries (-want +got)\n%s", diff)
 	}
+}
+
+// exampleFixture is config/example.yaml and a directory holding the
+// kubeconfigs its clusters name (under /tmp/flotilla-fleet/ in the file),
+// with the environment variables its secrets read set.
+func exampleFixture(t *testing.T) (data []byte, dir string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	for _, c := range []string{"c1", "c2", "c3"} {
+		writeFile(t, filepath.Join(dir, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	}
+	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
+	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
+	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
+	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
+	return data, dir
 }
