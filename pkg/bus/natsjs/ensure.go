@@ -97,3 +97,21 @@ func ensure[T any](ctx context.Context, what string, create func(context.Context
 		}
 	}
 }
+
+// retried runs a step of opening the bus (a watch, a consumer) until it
+// succeeds, for up to ensureTimeout: while a NATS node restarts or a
+// stream's leader is elected, creating a consumer can time out, and one
+// replica starting then should wait for its bus, not exit.
+func retried[T any](ctx context.Context, step func(context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(ensureTimeout)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		v, err := step(ctx)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}

@@ -234,7 +234,7 @@ func (b *Bus) answers(ctx context.Context) error {
 // that cannot come (a consumer lost with its NATS node) for longer than
 // that.
 func (b *Bus) followAppends(ctx context.Context, s jetstream.Stream) error {
-	cc, err := b.consumeAppends(ctx, s)
+	cc, err := retried(ctx, func(ctx context.Context) (jetstream.ConsumeContext, error) { return b.consumeAppends(ctx, s) })
 	if err != nil {
 		return err
 	}

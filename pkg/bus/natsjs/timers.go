@@ -67,7 +67,7 @@ func parseTimerKey(key string) (int, time.Time, bool) {
 func watchTimers(ctx context.Context, kv jetstream.KeyValue) (*timerIndex, error) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t := &timerIndex{kv: kv, cancel: cancel, done: make(chan struct{}), byKey: map[string]timer{}, gone: map[string]uint64{}, changed: make(chan struct{})}
-	w, err := t.snapshot(ctx, wctx)
+	w, err := retried(ctx, func(ctx context.Context) (jetstream.KeyWatcher, error) { return t.snapshot(ctx, wctx) })
 	if err != nil {
 		cancel()
 		return nil, err
