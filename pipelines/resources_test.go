@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla-cd/flotilla/deploy/image"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
@@ -53,7 +55,7 @@ func TestEmbeddedYAMLValid(t *testing.T) {
 }
 
 // TestStepsMatchTheirCommands checks that every step runs `flotilla task
-// <name>` with a flag the task command defines for every param and result
+// <name>`, flotilla by its path in flotilla's image, with a flag the task command defines for every param and result
 // of its Task, and no other: the Task and the command cannot drift apart.
 func TestStepsMatchTheirCommands(t *testing.T) {
 	res, err := pipelines.Load("")
@@ -66,7 +68,7 @@ func TestStepsMatchTheirCommands(t *testing.T) {
 				t.Fatalf("%d steps, want 1", len(task.Spec.Steps))
 			}
 			s := task.Spec.Steps[0]
-			if diff := cmp.Diff([]string{"flotilla"}, s.Command); diff != "" {
+			if diff := cmp.Diff([]string{image.Entrypoint}, s.Command); diff != "" {
 				t.Fatalf("command (-want +got):\n%s", diff)
 			}
 			if len(s.Args) < 2 || s.Args[0] != "task" {

@@ -173,7 +173,7 @@ build_flagger() {
 # one on a hard-coded port. We bind them to 127.0.0.1 and make the health port
 # configurable (KNATIVE_HEALTH_PROBES_PORT) so several controllers can run at once.
 build_tekton() {
-  have "tekton-controller-$TEKTON_VERSION" && [ -d "$BIN/tekton-$TEKTON_VERSION-config" ] && return
+  have "tekton-controller-$TEKTON_VERSION" && [ -d "$BIN/tekton-$TEKTON_VERSION-config" ] && [ -d "$BIN/tekton-$TEKTON_VERSION-images" ] && return
   log "building tekton pipelines controller v$TEKTON_VERSION (about 4 min cold)"
   local w=$SRC/tekton-$TEKTON_VERSION
   copymod "github.com/tektoncd/pipeline@v$TEKTON_VERSION" "$w"
@@ -189,6 +189,14 @@ build_tekton() {
   patch "$w/cmd/controller/main.go" 'http.ListenAndServe(":"+port, mux)' 'http.ListenAndServe("127.0.0.1:"+port, mux)'
   (cd "$w" && go mod edit -replace "knative.dev/pkg=$k" && \
     go build -ldflags "$LDFLAGS_STRIP" -o "$BIN/tekton-controller-$TEKTON_VERSION.tmp" ./cmd/controller)
+  # The binaries of Tekton's own images (its release builds them with ko, at
+  # /ko-app/<name>): a real node runs them in the TaskRuns' pods (the
+  # entrypoint copied into every step, nop for stopped sidecars, the
+  # working-dir initializer). Static: the images hold nothing else.
+  local imgs=$BIN/tekton-$TEKTON_VERSION-images
+  rm -rf "$imgs.tmp"; mkdir -p "$imgs.tmp"
+  (cd "$w" && CGO_ENABLED=0 go build -ldflags "$LDFLAGS_STRIP" -o "$imgs.tmp/" ./cmd/entrypoint ./cmd/nop ./cmd/workingdirinit)
+  rm -rf "$imgs"; mv "$imgs.tmp" "$imgs"
   local cfg=$BIN/tekton-$TEKTON_VERSION-config
   rm -rf "$cfg"; mkdir -p "$cfg/crds"
   cp "$w"/config/100-namespace/*.yaml "$cfg/"

@@ -322,7 +322,7 @@ func (s clusterStarter) startTekton(ctx context.Context, cfg *rest.Config, a *ku
 	}
 	args := []string{"-kubeconfig=" + c.Kubeconfig, "-disable-ha"}
 	for _, img := range []string{"entrypoint-image", "nop-image", "sidecarlogresults-image", "workingdirinit-image", "shell-image", "shell-image-win"} {
-		args = append(args, "-"+img+"=registry.local/tekton/"+strings.TrimSuffix(img, "-image")+":v"+TektonVersion)
+		args = append(args, "-"+img+"="+TektonImage(strings.TrimSuffix(img, "-image")))
 	}
 	return s.run(ctx, "tekton-controller", s.bins.tekton(), args, env...)
 }

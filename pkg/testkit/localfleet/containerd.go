@@ -101,16 +101,21 @@ func (n *RealNode) cniConfig(gateway string) ([]byte, error) {
 	return b, nil
 }
 
-func (n *RealNode) startContainerd(ctx context.Context, index int, pauseImage, gateway string) (Process, error) {
+// startContainerd starts containerd with the node's configuration;
+// mirrors are more registries' hosts.toml (by registry host), besides the
+// node's own registry.
+func (n *RealNode) startContainerd(ctx context.Context, index int, pauseImage, gateway string, mirrors map[string][]byte) (Process, error) {
 	cni, err := n.cniConfig(gateway)
 	if err != nil {
 		return Process{}, err
 	}
-	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+n.Registry, "http://"+n.Registry)
 	files := map[string][]byte{
 		filepath.Join(n.Dir, "containerd.toml"):                   []byte(n.containerdConfig(pauseImage)),
 		filepath.Join(n.Dir, "cni", "10-flotilla.conflist"):       cni,
-		filepath.Join(n.Dir, "certs.d", n.Registry, "hosts.toml"): []byte(hosts),
+		filepath.Join(n.Dir, "certs.d", n.Registry, "hosts.toml"): registryHosts("http://" + n.Registry),
+	}
+	for host, b := range mirrors {
+		files[filepath.Join(n.Dir, "certs.d", host, "hosts.toml")] = b
 	}
 	for path, b := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -52,14 +52,25 @@ func BuildStatic(ctx context.Context, src []byte, out string) error {
 // bin>, which is also its entrypoint, and returns the image's reference by
 // digest.
 func PushBinary(ctx context.Context, repo, bin string) (string, error) {
+	return pushBinaryAt(ctx, repo+":latest", bin, "/"+filepath.Base(bin))
+}
+
+// pushBinaryAt pushes to ref (repo:tag) an image whose single layer is the
+// file bin at path (absolute), which is also its entrypoint, and returns
+// the image's reference by digest.
+func pushBinaryAt(ctx context.Context, ref, bin, path string) (string, error) {
 	b, err := os.ReadFile(bin)
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", bin, err)
 	}
-	base := filepath.Base(bin)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: base, Mode: 0o755, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+	for _, dir := range parents(path) {
+		if err := tw.WriteHeader(&tar.Header{Name: dir + "/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
+			return "", fmt.Errorf("writing layer: %w", err)
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: path[1:], Mode: 0o755, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
 		return "", fmt.Errorf("writing layer: %w", err)
 	}
 	if _, err := tw.Write(b); err != nil {
@@ -84,20 +95,30 @@ func PushBinary(ctx context.Context, repo, bin string) (string, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
-	cfg.Config = v1.Config{Entrypoint: []string{"/" + base}}
+	cfg.Config = v1.Config{Entrypoint: []string{path}}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return "", fmt.Errorf("setting image config: %w", err)
 	}
-	ref, err := name.ParseReference(repo+":latest", name.Insecure)
+	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
-		return "", fmt.Errorf("parsing reference %q: %w", repo, err)
+		return "", fmt.Errorf("parsing reference %q: %w", ref, err)
 	}
-	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
-		return "", fmt.Errorf("pushing %s: %w", ref, err)
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", r, err)
 	}
 	d, err := img.Digest()
 	if err != nil {
 		return "", fmt.Errorf("computing digest: %w", err)
 	}
-	return ref.Context().Digest(d.String()).String(), nil
+	return r.Context().Digest(d.String()).String(), nil
+}
+
+// parents lists the directories above path's file, outermost first,
+// without the leading slash: "/ko-app/entrypoint" gives ["ko-app"].
+func parents(path string) []string {
+	var out []string
+	for dir := filepath.Dir(path); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		out = append([]string{dir[1:]}, out...)
+	}
+	return out
 }

@@ -213,12 +213,20 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 		return err
 	}
 	n.Gateway = gateway
+	c := n.fleet.Clusters[index]
+	mirrors := map[string][]byte{}
+	if c.Tekton {
+		host, hosts, err := n.tektonImages(ctx, bins)
+		if err != nil {
+			return err
+		}
+		mirrors[host] = hosts
+	}
 	n.log.Info("starting containerd", "node", n.Name)
-	ctrd, err := n.startContainerd(ctx, index, pause, gateway)
+	ctrd, err := n.startContainerd(ctx, index, pause, gateway, mirrors)
 	if err != nil {
 		return err
 	}
-	c := n.fleet.Clusters[index]
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		return err

@@ -76,6 +76,10 @@ func (b binaries) scheduler() string     { return b.path("kube-scheduler-" + Kub
 func (b binaries) kwok() string          { return b.path("kwok-" + KwokVersion) }
 func (b binaries) tekton() string        { return b.path("tekton-controller-" + TektonVersion) }
 func (b binaries) tektonConfig() string  { return b.path("tekton-" + TektonVersion + "-config") }
+
+// tektonImages holds the binaries of Tekton's images (entrypoint, nop,
+// workingdirinit), which a real node serves its TaskRuns' pods.
+func (b binaries) tektonImages() string { return b.path("tekton-" + TektonVersion + "-images") }
 func (b binaries) flaggerCRD() string    { return b.path("flagger-" + FlaggerVersion + "-crd.yaml") }
 
 func (b binaries) prometheus() string { return b.path("prometheus-" + PrometheusVersion) }
@@ -94,7 +98,7 @@ func (b binaries) check(o Options) error {
 	need := []string{b.etcd(), b.apiserver(), b.controllerMgr(), b.scheduler(), b.kwok(),
 		b.flagger(true), b.flagger(false), b.flaggerCRD()}
 	if o.Tekton {
-		need = append(need, b.tekton(), b.tektonConfig())
+		need = append(need, b.tekton(), b.tektonConfig(), b.tektonImages())
 	}
 	if o.Prometheus {
 		need = append(need, b.prometheus())
