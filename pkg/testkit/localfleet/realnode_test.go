@@ -22,6 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"knative.dev/pkg/apis"
+
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	tektonclient "github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 )
 
 //go:embed testdata/hello/main.go
@@ -32,7 +37,8 @@ var helloSource []byte
 // one-layer image, pulled by digest, made Ready by an HTTP readiness probe,
 // its output read through the API server's pods/log, and its server
 // reached from the host on the pod's IP and, in c1, through a ClusterIP
-// Service (kube-proxy); c1's pods reach a server on the host's loopback at
+// Service (kube-proxy); c2's Tekton runs a TaskRun there, from Tekton's
+// own images the node serves; c1's pods reach a server on the host's loopback at
 // the node's address (HostLoopback), as the host does, and the rules that
 // make it so are gone with the node.
 func TestRealNode(t *testing.T) {
@@ -49,7 +55,7 @@ func TestRealNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
-	f, err := Up(ctx, Options{Dir: t.TempDir(), Clusters: 2, NoFlagger: true, DieWithParent: true, Logger: log})
+	f, err := Up(ctx, Options{Dir: t.TempDir(), Clusters: 2, NoFlagger: true, Tekton: true, DieWithParent: true, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +69,7 @@ func TestRealNode(t *testing.T) {
 	}
 	pod1 := runHello(ctx, t, f, node1, bin)
 	runHello(ctx, t, f, node2, bin)
+	runTaskRun(ctx, t, f, node2)
 
 	cs := clientset(t, f, "c1")
 	svc := &corev1.Service{
@@ -300,4 +307,59 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
+}
+
+// runTaskRun runs a TaskRun of one step on the node, with Tekton's nop
+// image as the step (the node serves Tekton's images): Tekton's "prepare"
+// init container copies its entrypoint, which then runs the step; the
+// TaskRun succeeds, and the kubelet saw both exit 0.
+func runTaskRun(ctx context.Context, t *testing.T, f *Fleet, node *RealNode) {
+	t.Helper()
+	c, _ := f.Cluster(node.Cluster)
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := tektonclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &tektonv1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "nop", Namespace: metav1.NamespaceDefault},
+		Spec: tektonv1.TaskRunSpec{
+			TaskSpec: &tektonv1.TaskSpec{Steps: []tektonv1.Step{{Name: "nop", Image: TektonImage("nop"), Command: []string{"/ko-app/nop"}}}},
+			PodTemplate: &pod.Template{
+				NodeSelector: map[string]string{RealNodeLabel: "true"},
+				Tolerations:  []corev1.Toleration{{Key: RealNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			},
+		},
+	}
+	if _, err := tc.TektonV1().TaskRuns(tr.Namespace).Create(ctx, tr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var got *tektonv1.TaskRun
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err = tc.TektonV1().TaskRuns(tr.Namespace).Get(ctx, tr.Name, metav1.GetOptions{})
+		return err == nil && got.IsDone(), err
+	})
+	if err != nil {
+		t.Fatalf("waiting for the TaskRun on %s: %v\n--- kubelet:\n%s", node.Name, err, tail(node, "kubelet"))
+	}
+	if cond := got.Status.GetCondition(apis.ConditionSucceeded); !cond.IsTrue() {
+		t.Fatalf("TaskRun ended %s: %s\n--- kubelet:\n%s", cond.GetReason(), cond.GetMessage(), tail(node, "kubelet"))
+	}
+	p, err := clientset(t, f, node.Cluster).CoreV1().Pods(tr.Namespace).Get(ctx, got.Status.PodName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("TaskRun %s succeeded on %s in %s", got.Name, p.Spec.NodeName, time.Since(start).Round(time.Millisecond))
+	if p.Spec.NodeName != node.Name {
+		t.Errorf("the TaskRun's pod ran on %q, want the real node %q", p.Spec.NodeName, node.Name)
+	}
+	for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			t.Errorf("container %s (%s): %+v, want terminated with exit code 0", st.Name, st.Image, st.State)
+		}
+	}
 }
