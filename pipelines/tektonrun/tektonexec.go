@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pipelines"
 
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektonclient "github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +50,7 @@ type options struct {
 	pipeline       string
 	serviceAccount string
 	labels         map[string]string
+	podTemplate    *pod.Template
 	secretName     func(cluster string) string
 	manageSecrets  bool
 	log            *slog.Logger
@@ -73,6 +75,14 @@ func WithServiceAccount(name string) Option {
 // pods).
 func WithLabels(l map[string]string) Option {
 	return func(o *options) { o.labels = maps.Clone(l) }
+}
+
+// WithPodTemplate sets Tekton's pod template of every PipelineRun's
+// TaskRuns (spec.taskRunTemplate.podTemplate): where the steps' pods run
+// and how (node selector, tolerations, security context, image pull
+// secrets, ...). A copy is kept. Default: none, Tekton's defaults.
+func WithPodTemplate(t *pod.Template) Option {
+	return func(o *options) { o.podTemplate = t.DeepCopy() }
 }
 
 // WithSecretName names the kubeconfig Secret of each cluster. Default
@@ -214,6 +224,9 @@ func (t *Executor) pipelineRun(cluster string, p pipelines.RunParams, params map
 	}
 	if t.o.serviceAccount != "" {
 		pr.Spec.TaskRunTemplate.ServiceAccountName = t.o.serviceAccount
+	}
+	if t.o.podTemplate != nil {
+		pr.Spec.TaskRunTemplate.PodTemplate = t.o.podTemplate.DeepCopy()
 	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		pr.Spec.Params = append(pr.Spec.Params, tektonv1.Param{Name: k, Value: *tektonv1.NewStructuredValues(params[k])})

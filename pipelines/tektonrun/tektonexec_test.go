@@ -11,6 +11,7 @@ import (
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"github.com/google/go-cmp/cmp"
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
 
@@ -216,6 +218,65 @@ func TestTektonObserveEndsTheWait(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the completion event did not end the wait")
+	}
+}
+
+// TestTektonPodTemplate: the PipelineRun created carries the pod template
+// as its TaskRuns' (spec.taskRunTemplate.podTemplate), a copy of it; none
+// leaves Tekton's default.
+func TestTektonPodTemplate(t *testing.T) {
+	const tmplYAML = `
+nodeSelector: {node-pool: ci}
+tolerations: [{key: dedicated, operator: Equal, value: ci, effect: NoSchedule}]
+securityContext: {runAsNonRoot: true, runAsUser: 65532}
+imagePullSecrets: [{name: regcred}]
+`
+	parse := func(t *testing.T) *pod.Template {
+		t.Helper()
+		var tmpl pod.Template
+		if err := yaml.UnmarshalStrict([]byte(tmplYAML), &tmpl); err != nil {
+			t.Fatal(err)
+		}
+		return &tmpl
+	}
+	for _, tt := range []struct {
+		name string
+		opts func(tmpl *pod.Template) []Option // tmpl is tmplYAML's
+		want tektonv1.PipelineTaskRunTemplate
+	}{{
+		name: "pod template",
+		opts: func(tmpl *pod.Template) []Option { return []Option{WithPodTemplate(tmpl)} },
+		want: tektonv1.PipelineTaskRunTemplate{PodTemplate: parse(t)},
+	}, {
+		name: "pod template and service account",
+		opts: func(tmpl *pod.Template) []Option {
+			return []Option{WithServiceAccount("flotilla-steps"), WithPodTemplate(tmpl)}
+		},
+		want: tektonv1.PipelineTaskRunTemplate{PodTemplate: parse(t), ServiceAccountName: "flotilla-steps"},
+	}, {
+		name: "nil",
+		opts: func(*pod.Template) []Option { return []Option{WithPodTemplate(nil)} },
+	}, {
+		name: "none",
+		opts: func(*pod.Template) []Option { return nil },
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := parse(t)
+			tc := tektonfake.NewSimpleClientset()
+			ex := newExecutor(tc, kubefake.NewClientset(), "flotilla", staticClusters{}, tt.opts(tmpl)...)
+			tmpl.NodeSelector["node-pool"] = "changed after" // the executor keeps its own copy
+			p := testRunParams()
+			if _, err := ex.start(t.Context(), ex.pipelineRun("c1", p, map[string]string{}, time.Minute)); err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			pr, err := tc.TektonV1().PipelineRuns("flotilla").Get(t.Context(), pipelines.RunName(p.Rollout, "c1", p.Image), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, pr.Spec.TaskRunTemplate); diff != "" {
+				t.Errorf("taskRunTemplate (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -45,6 +45,9 @@ func newExecutor(cfg *config.Config, clusters *cluster.Set, mirror *gitops.Mirro
 	if len(t.Labels) > 0 {
 		opts = append(opts, tektonrun.WithLabels(t.Labels))
 	}
+	if t.PodTemplate != nil {
+		opts = append(opts, tektonrun.WithPodTemplate(t.PodTemplate))
+	}
 	exec, err := tektonrun.New(rc, t.Namespace, clusters, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("tekton executor: %w", err)

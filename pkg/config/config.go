@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -429,6 +430,12 @@ type TektonExecutor struct {
 	// TaskRuns and their pods (for policies, quotas, cost reports, ...).
 	// flotilla's own labels (flotilla.dev/*) take precedence. Default: none.
 	Labels map[string]string `json:"labels"`
+	// PodTemplate is Tekton's pod template for every TaskRun of the
+	// PipelineRuns (their spec.taskRunTemplate.podTemplate): where the
+	// steps' pods run and how (nodeSelector, tolerations, affinity,
+	// securityContext, imagePullSecrets, priorityClassName, ...). Default:
+	// none, Tekton's defaults.
+	PodTemplate *pod.Template `json:"podTemplate"`
 	// ManageSecrets has flotilla write each target cluster's kubeconfig
 	// into a Secret flotilla-kubeconfig-<cluster> before its first run.
 	// Default true; false when the Secrets are provisioned otherwise.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -218,6 +220,52 @@ func TestExampleRegistries(t *testing.T) {
 	want := &Registries{DockerConfigFiles: []string{dockerConfig}, Providers: []string{"aws"}}
 	if diff := cmp.Diff(want, c.Registries); diff != "" {
 		t.Errorf("registries (-want +got)\n%s", diff)
+	}
+}
+
+// TestExampleTekton loads config/example.yaml with its commented tekton
+// block uncommented, executor tekton: a valid config with the block's
+// values.
+func TestExampleTekton(t *testing.T) {
+	const fleetDir = "/tmp/flotilla-fleet/"
+	data, tmp := exampleFixture(t)
+	var block []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case line == "  # tekton:":
+			in = true
+		case in && !strings.HasPrefix(line, "  #   "):
+			in = false
+		}
+		if in {
+			block = append(block, "  "+strings.TrimPrefix(line, "  # "))
+		}
+	}
+	if len(block) < 3 {
+		t.Fatalf("found no commented tekton block in example.yaml: %q", block)
+	}
+	doc := strings.ReplaceAll(string(data), fleetDir, tmp+"/")
+	if strings.Count(doc, "\n  executor: embedded\n") != 1 {
+		t.Fatal("example.yaml does not set fleet.executor: embedded once")
+	}
+	doc = strings.Replace(doc, "\n  executor: embedded\n", "\n  executor: tekton\n"+strings.Join(block, "\n")+"\n", 1)
+	c, err := Parse([]byte(doc), filepath.Join("..", "..", "config"))
+	if err != nil {
+		t.Fatalf("example.yaml with its tekton block:\n%v", err)
+	}
+	want := &TektonExecutor{
+		Cluster: "c1", Namespace: "flotilla", ServiceAccount: "flotilla-steps", Labels: map[string]string{"team": "platform"},
+		ManageSecrets: ptr.To(true),
+		PodTemplate: &pod.Template{
+			NodeSelector:     map[string]string{"node-pool": "ci"},
+			Tolerations:      []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ci", Effect: corev1.TaintEffectNoSchedule}},
+			SecurityContext:  &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}},
+		},
+	}
+	if diff := cmp.Diff(want, c.Fleet.Tekton); diff != "" {
+		t.Errorf("fleet.tekton (-want +got)\n%s", diff)
 	}
 }
 

@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -91,6 +95,26 @@ line 9: applications[0].delivery.trafficRouting.trafficPolicy.outlierDetection.c
 line 11: applications[0].delivery.trafficAnalysis.metrics[0].thresholdRange.min: want a number, got "ninety"
 line 11: applications[0].delivery.trafficAnalysis.metrics[0].intervalSeconds: want an integer, got "1m"`,
 	}, {
+		name: "unknown fields and wrong shapes in the tekton pod template",
+		doc: sections{fleet: `
+fleet:
+  executor: tekton
+  tekton:
+    cluster: c1
+    podTemplate:
+      nodeSelecter: {pool: ci}
+      tolerations: [{key: dedicated, operator: Exists, effects: NoSchedule}]
+      securityContext: {runAsUser: root}
+      volumes: [{name: cache, emptyDir: {sizelimit: 1Gi}}, {name: tmp, emptyDir: {sizeLimit: lots}}]
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+`}.doc(),
+		want: `parsing config: line 12: fleet.tekton.podTemplate: unknown field "nodeSelecter"
+line 13: fleet.tekton.podTemplate.tolerations[0]: unknown field "effects"
+line 14: fleet.tekton.podTemplate.securityContext.runAsUser: want an integer, got "root"
+line 15: fleet.tekton.podTemplate.volumes[0].emptyDir: unknown field "sizelimit" (did you mean "sizeLimit"?)
+line 15: fleet.tekton.podTemplate.volumes[1].emptyDir.sizeLimit: invalid quantity "lots": want a Kubernetes quantity such as "1Gi" or "500m"`,
+	}, {
 		name: "bool and int",
 		doc:  "receivers: [{insecure: yes}]\napplications: [{service: {port: 99999999999}}]\n",
 		want: `parsing config: line 1: receivers[0].insecure: want true or false, got "yes"
@@ -163,5 +187,50 @@ applications:
 	got := []Delivery{c.Applications[0].Delivery, c.Applications[1].Delivery}
 	if got[1].Interval != got[0].Interval || got[1].Iterations != 2 || got[1].Threshold != 1 {
 		t.Errorf("merged deliveries = %+v", got)
+	}
+}
+
+// TestParseTektonPodTemplate: fleet.tekton.podTemplate is Tekton's own pod
+// template, Kubernetes' field names and shapes (inline volume sources,
+// quantities, key selectors) included.
+func TestParseTektonPodTemplate(t *testing.T) {
+	dir := testDir(t)
+	doc := sections{fleet: `
+fleet:
+  executor: tekton
+  tekton:
+    cluster: c1
+    podTemplate:
+      nodeSelector: {kubernetes.io/os: linux, node-pool: ci}
+      tolerations:
+        - {key: dedicated, operator: Equal, value: ci, effect: NoSchedule}
+        - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 60}
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532}
+      imagePullSecrets: [{name: regcred}]
+      priorityClassName: ci-low
+      env: [{name: GIT_TOKEN, valueFrom: {secretKeyRef: {name: git, key: token}}}]
+      volumes: [{name: cache, emptyDir: {sizeLimit: 1Gi}}]
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+`}.doc()
+	c, err := Parse([]byte(doc), dir)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &pod.Template{
+		NodeSelector: map[string]string{"kubernetes.io/os": "linux", "node-pool": "ci"},
+		Tolerations: []corev1.Toleration{
+			{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ci", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)},
+		},
+		SecurityContext:   &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532)},
+		ImagePullSecrets:  []corev1.LocalObjectReference{{Name: "regcred"}},
+		PriorityClassName: ptr.To("ci-low"),
+		Env: []corev1.EnvVar{{Name: "GIT_TOKEN", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "git"}, Key: "token"}}}},
+		Volumes: pod.Volumes{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Gi"))}}}},
+	}
+	if diff := cmp.Diff(want, c.Fleet.Tekton.PodTemplate, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("podTemplate (-want +got):\n%s", diff)
 	}
 }

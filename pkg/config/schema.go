@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -46,8 +48,10 @@ type schemaWalker struct {
 }
 
 var (
-	durationType    = reflect.TypeFor[Duration]()
-	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
+	durationType        = reflect.TypeFor[Duration]()
+	intOrStringType     = reflect.TypeFor[intstr.IntOrString]()
+	quantityType        = reflect.TypeFor[resource.Quantity]()
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 )
 
 func (w *schemaWalker) addf(n *yamlv3.Node, path, format string, args ...any) {
@@ -87,6 +91,15 @@ func (w *schemaWalker) walk(n *yamlv3.Node, t reflect.Type, path string) {
 		if n.Kind != yamlv3.ScalarNode {
 			w.addf(n, path, "want a port number or name, got a %s", kindName(n))
 		}
+	case t == quantityType: // in Kubernetes' types, e.g. a pod template's volumes
+		if n.Kind != yamlv3.ScalarNode {
+			w.addf(n, path, "want a quantity such as \"1Gi\" or \"500m\", got a %s", kindName(n))
+		} else if _, err := resource.ParseQuantity(n.Value); err != nil {
+			w.addf(n, path, "invalid quantity %q: want a Kubernetes quantity such as \"1Gi\" or \"500m\"", n.Value)
+		}
+	case reflect.PointerTo(t).Implements(jsonUnmarshalerType):
+		// Another type that decodes itself (metav1.Time, ...): the strict
+		// decode that follows judges it.
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yamlv3.MappingNode {
 			w.addf(n, path, "want a mapping of fields, got a %s", kindName(n))
@@ -165,19 +178,42 @@ func (w *schemaWalker) walkMerge(v *yamlv3.Node, t reflect.Type, path string) {
 	w.walk(v, t, path)
 }
 
-// jsonFields maps the JSON names of t's fields to their types.
+// jsonFields maps the JSON names of t's fields to their types. The fields
+// of an embedded struct with no JSON name (Kubernetes' `json:",inline"`, as
+// corev1.Volume's VolumeSource) are t's, as encoding/json has them; t's own
+// fields win.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
 	fields := map[string]reflect.Type{}
+	var promoted []map[string]reflect.Type
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "-" {
+		if name == "-" {
+			continue
+		}
+		if et := f.Type; f.Anonymous && name == "" {
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				promoted = append(promoted, jsonFields(et))
+				continue
+			}
+		}
+		if !f.IsExported() {
 			continue
 		}
 		if name == "" {
 			name = f.Name
 		}
 		fields[name] = f.Type
+	}
+	for _, p := range promoted {
+		for name, ft := range p {
+			if _, ok := fields[name]; !ok {
+				fields[name] = ft
+			}
+		}
 	}
 	return fields
 }

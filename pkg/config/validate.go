@@ -18,7 +18,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	"golang.org/x/net/http/httpguts"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -840,6 +842,45 @@ func (v *validator) tekton(f *Fleet) {
 	}
 	v.dnsLabel("fleet.tekton.namespace", "namespace", t.Namespace)
 	v.labels("fleet.tekton.labels", t.Labels)
+	v.podTemplate("fleet.tekton.podTemplate", t.PodTemplate)
+}
+
+// podTemplate checks what of Tekton's pod template can be checked cheaply
+// here, which Kubernetes would otherwise refuse only when Tekton creates a
+// step's pod, failing every rollout: node selector labels, tolerations and
+// pull secret names. The rest is Kubernetes' to judge.
+func (v *validator) podTemplate(path string, pt *pod.Template) {
+	if pt == nil {
+		return
+	}
+	v.labels(path+".nodeSelector", pt.NodeSelector)
+	for i, tl := range pt.Tolerations {
+		p := fmt.Sprintf("%s.tolerations[%d]", path, i)
+		switch tl.Operator {
+		case "", corev1.TolerationOpEqual:
+			if tl.Key == "" {
+				v.addf(p+".operator", "a toleration without a key tolerates every taint: want operator Exists")
+			}
+		case corev1.TolerationOpExists:
+			if tl.Value != "" {
+				v.addf(p+".value", "must be empty with operator Exists")
+			}
+		default:
+			v.addf(p+".operator", "unknown operator %q; want Equal or Exists", tl.Operator)
+		}
+		switch tl.Effect {
+		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule:
+			if tl.TolerationSeconds != nil {
+				v.addf(p+".tolerationSeconds", "only with effect NoExecute")
+			}
+		case corev1.TaintEffectNoExecute:
+		default:
+			v.addf(p+".effect", "unknown effect %q; want NoSchedule, PreferNoSchedule or NoExecute", tl.Effect)
+		}
+	}
+	for i, s := range pt.ImagePullSecrets {
+		v.subdomain(fmt.Sprintf("%s.imagePullSecrets[%d].name", path, i), s.Name)
+	}
 }
 
 // gitops checks an application's deployments repository and resolves its

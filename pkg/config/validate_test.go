@@ -487,6 +487,33 @@ applications:
 				{`fleet.tekton.labels["team/"]`, "invalid label key: name part must be non-empty; name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"},
 			},
 		}, {
+			name: "tekton pod template invalid",
+			doc: sections{fleet: `
+fleet:
+  executor: tekton
+  tekton:
+    cluster: c1
+    podTemplate:
+      nodeSelector: {'pool/': ci}
+      tolerations:
+        - {operator: Equal, value: x}
+        - {key: dedicated, operator: Exists, value: ci, effect: NoSchedual}
+        - {key: dedicated, operator: exists, effect: NoSchedule, tolerationSeconds: 60}
+      imagePullSecrets: [{name: Regcred}, {}]
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+`},
+			want: []Problem{
+				{`fleet.tekton.podTemplate.nodeSelector["pool/"]`, "invalid label key: name part must be non-empty; name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"},
+				{"fleet.tekton.podTemplate.tolerations[0].operator", "a toleration without a key tolerates every taint: want operator Exists"},
+				{"fleet.tekton.podTemplate.tolerations[1].value", "must be empty with operator Exists"},
+				{"fleet.tekton.podTemplate.tolerations[1].effect", `unknown effect "NoSchedual"; want NoSchedule, PreferNoSchedule or NoExecute`},
+				{"fleet.tekton.podTemplate.tolerations[2].operator", `unknown operator "exists"; want Equal or Exists`},
+				{"fleet.tekton.podTemplate.tolerations[2].tolerationSeconds", "only with effect NoExecute"},
+				{"fleet.tekton.podTemplate.imagePullSecrets[0].name", `invalid name "Regcred": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+				{"fleet.tekton.podTemplate.imagePullSecrets[1].name", "required"},
+			},
+		}, {
 			name: "tekton ok",
 			doc: sections{fleet: "fleet: {executor: tekton, tekton: {cluster: c1, labels: {simfail: on-host, team.example.com/owner: shop}}, " +
 				"clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"},
