@@ -227,7 +227,7 @@ func (s *scenario) prepareInstall(ctx context.Context) (*install, error) {
 	if cl, ok := s.fleet().Cluster(cluster); ok {
 		d.kubeconfig = cl.Kubeconfig
 	}
-	if d.image, err = buildImage(ctx, node.Registry+"/flotilla-cd/flotilla", w.dir); err != nil {
+	if d.image, err = s.flotillaImage(ctx); err != nil {
 		return nil, err
 	}
 	port, err := freePort(ctx)
@@ -283,6 +283,23 @@ func waitServing(ctx context.Context, url string) error {
 		return fmt.Errorf("waiting for %s through the Service: %w (last: %w)", url, err, last)
 	}
 	return nil
+}
+
+// flotillaImage is flotilla's image in the real node's registry, by
+// digest: built and pushed by the scenario's first step that needs it.
+func (s *scenario) flotillaImage(ctx context.Context) (string, error) {
+	w := s.w
+	if w == nil || w.realNode == nil {
+		return "", errors.New("no real node: a step starting one must come first")
+	}
+	if w.image == "" {
+		img, err := buildImage(ctx, w.realNode.Registry+"/flotilla-cd/flotilla", w.dir)
+		if err != nil {
+			return "", err
+		}
+		w.image = img
+	}
+	return w.image, nil
 }
 
 // buildImage builds flotilla's image for this machine's platform with the

@@ -66,6 +66,7 @@ type world struct {
 	// realNode is the real node a step started, whose pods reach the
 	// host's loopback at its address.
 	realNode *localfleet.RealNode
+	image    string // flotilla's image on the real node, by digest (flotillaImage)
 	repo     string
 	digests  map[string]string // version -> digest
 	pushes   map[string][]byte // version -> notification body

@@ -2,11 +2,16 @@ package features
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 
 	"github.com/cucumber/godog"
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
@@ -21,6 +26,8 @@ func (s *scenario) registerTektonExecutorSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla's pipelines are installed in a fresh namespace of cluster "([^"]*)"$`, s.pipelinesInstalled)
 	sc.Step(`^flotilla runs its rollout pipelines there on Tekton, labelled "([^"]*)"$`, s.runsOnTekton)
 	sc.Step(`^that namespace holds a succeeded PipelineRun of the rollout of "([^"]*)" for every cluster, its pods labelled alike$`, s.pipelineRunsOfRollout)
+	sc.Step(`^flotilla's pipelines are installed in a fresh namespace of cluster "([^"]*)", their steps in flotilla's image on the real node$`, s.pipelinesOnRealNode)
+	sc.Step(`^every step of the rollout of "([^"]*)" ran on the real node in a container of flotilla's image by digest, and exited 0$`, s.stepsRanOnRealNode)
 }
 
 // tektonExecutor is where a scenario's flotilla runs its pipelines with
@@ -31,44 +38,34 @@ type tektonExecutor struct {
 	cluster   *fleettest.Clients
 	namespace string
 	labels    map[string]string // fleet.tekton.labels; nil until runsOnTekton
-	steps     *fleettest.HostSteps
+	// podTemplate is fleet.tekton.podTemplate; nil for none.
+	podTemplate map[string]any
+	// steps runs the on-host pods' steps; nil when a real node runs them.
+	steps *fleettest.HostSteps
+	// image is the image the steps run, by digest, when a real node
+	// runs them.
+	image string
 }
 
 // config is fleet.tekton.
 func (t *tektonExecutor) config() map[string]any {
-	return map[string]any{"cluster": t.cluster.Name, "namespace": t.namespace, "labels": t.labels}
+	c := map[string]any{"cluster": t.cluster.Name, "namespace": t.namespace, "labels": t.labels}
+	if t.podTemplate != nil {
+		c["podTemplate"] = t.podTemplate
+	}
+	return c
 }
 
 // pipelinesInstalled installs the Tasks and Pipeline with `flotilla
 // pipelines install`, as an operator would, and runs the steps of the
 // namespace's on-host pods.
 func (s *scenario) pipelinesInstalled(ctx context.Context, cluster string) error {
-	cl, ok := fleet.Cluster(cluster)
-	if !ok {
-		return fmt.Errorf("the fleet has no cluster %s", cluster)
-	}
-	c, err := clientsFor(cluster)
+	t, err := s.installPipelines(ctx, cluster, "")
 	if err != nil {
 		return err
 	}
-	ns, err := c.CreateNamespace(ctx, "tekton")
-	if err != nil {
-		return fmt.Errorf("creating namespace in %s: %w", cluster, err)
-	}
-	s.onCleanup(func() {
-		// Runs in the After hook, when the step's ctx may have ended.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
-	out, err := exec.CommandContext(ctx, flotillaBin, "pipelines", "install", "--kubeconfig", cl.Kubeconfig, "--namespace", ns).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("flotilla pipelines install: %w\n%s", err, out)
-	}
-	if want := "Pipeline " + ns + "/" + pipelines.PipelineName + " applied"; !strings.Contains(string(out), want) {
-		return fmt.Errorf("flotilla pipelines install printed %q, want %q", out, want)
-	}
-	t := &tektonExecutor{cluster: c, namespace: ns}
+	c := t.cluster
+	ns := t.namespace
 	// The steps outlive this step; the scenario's cleanup stops them.
 	t.steps = fleettest.StartHostSteps(context.WithoutCancel(ctx), c.Kube, ns, flotillaBin, func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "host steps in %s/%s: %s\n", cluster, ns, fmt.Sprintf(format, args...))
@@ -79,7 +76,136 @@ func (s *scenario) pipelinesInstalled(ctx context.Context, cluster string) error
 			fmt.Fprintf(os.Stderr, "--- steps run on the host for %s/%s:\n%s\n", cluster, ns, t.steps.Log())
 		}
 	})
+	return nil
+}
+
+// installPipelines runs `flotilla pipelines install` (its steps in image,
+// or the default) into a fresh namespace of the cluster, which becomes the
+// scenario's Tekton executor.
+func (s *scenario) installPipelines(ctx context.Context, cluster, image string) (*tektonExecutor, error) {
+	cl, ok := fleet.Cluster(cluster)
+	if !ok {
+		return nil, fmt.Errorf("the fleet has no cluster %s", cluster)
+	}
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := c.CreateNamespace(ctx, "tekton")
+	if err != nil {
+		return nil, fmt.Errorf("creating namespace in %s: %w", cluster, err)
+	}
+	s.onCleanup(func() {
+		// Runs in the After hook, when the step's ctx may have ended.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	args := []string{"pipelines", "install", "--kubeconfig", cl.Kubeconfig, "--namespace", ns}
+	if image != "" {
+		args = append(args, "--image", image)
+	}
+	out, err := exec.CommandContext(ctx, flotillaBin, args...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("flotilla pipelines install: %w\n%s", err, out)
+	}
+	if want := "Pipeline " + ns + "/" + pipelines.PipelineName + " applied"; !strings.Contains(string(out), want) {
+		return nil, fmt.Errorf("flotilla pipelines install printed %q, want %q", out, want)
+	}
+	t := &tektonExecutor{cluster: c, namespace: ns, image: image}
 	s.w.tekton = t
+	return t, nil
+}
+
+// pipelinesOnRealNode installs the pipelines with their steps in
+// flotilla's image (by digest, from the real node's registry), and has
+// the executor put the TaskRuns' pods on the real node through
+// fleet.tekton.podTemplate: there containerd and runc run Tekton's
+// entrypoint and then each step, no host steps.
+func (s *scenario) pipelinesOnRealNode(ctx context.Context, cluster string) error {
+	node := s.w.realNode
+	if node == nil || node.Cluster != cluster {
+		return fmt.Errorf("no real node in cluster %s: a step starting one must come first", cluster)
+	}
+	image, err := s.flotillaImage(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := s.installPipelines(ctx, cluster, image)
+	if err != nil {
+		return err
+	}
+	t.podTemplate = map[string]any{
+		"nodeSelector": map[string]any{localfleet.RealNodeLabel: "true"},
+		"tolerations": []any{map[string]any{
+			"key": localfleet.RealNodeTaint, "operator": "Exists", "effect": "NoSchedule",
+		}},
+	}
+	return nil
+}
+
+// stepsRanOnRealNode reads, from the pods of the rollout's PipelineRuns as
+// the real node's kubelet reported them, that each ran there: Tekton's
+// entrypoint image in the "prepare" init container, then every step in
+// flotilla's image, pulled by its digest, terminated with exit code 0.
+func (s *scenario) stepsRanOnRealNode(ctx context.Context, version string) error {
+	t, node := s.w.tekton, s.w.realNode
+	if t == nil || t.image == "" || node == nil {
+		return errors.New("no pipelines on a real node: a step installing them must come first")
+	}
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	pods, err := t.cluster.Kube.CoreV1().Pods(t.namespace).List(ctx, metav1.ListOptions{LabelSelector: pipelines.LabelRollout + "=" + pipelines.LabelValue(id)})
+	if err != nil {
+		return fmt.Errorf("listing the pods of rollout %s: %w", id, err)
+	}
+	if len(pods.Items) == 0 {
+		return fmt.Errorf("rollout %s has no pods in %s/%s", id, t.cluster.Name, t.namespace)
+	}
+	_, digest, _ := strings.Cut(t.image, "@")
+	steps := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != node.Name {
+			return fmt.Errorf("pod %s ran on node %q, not the real node %s", p.Name, p.Spec.NodeName, node.Name)
+		}
+		for _, c := range p.Status.InitContainerStatuses {
+			if c.Name == "prepare" && c.Image != localfleet.TektonImage("entrypoint") {
+				return fmt.Errorf("pod %s: Tekton's entrypoint ran from %s, want %s", p.Name, c.Image, localfleet.TektonImage("entrypoint"))
+			}
+			if err := exitedZero(p.Name, c); err != nil {
+				return err
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if !strings.HasPrefix(c.Name, "step-") {
+				continue
+			}
+			if !strings.HasSuffix(c.ImageID, "@"+digest) {
+				return fmt.Errorf("pod %s: step %s ran image %s (%s), want flotilla's %s", p.Name, c.Name, c.Image, c.ImageID, t.image)
+			}
+			if err := exitedZero(p.Name, c); err != nil {
+				return err
+			}
+			steps++
+		}
+	}
+	if steps == 0 {
+		return fmt.Errorf("the pods of rollout %s report no step containers", id)
+	}
+	return nil
+}
+
+// exitedZero checks that the kubelet saw the container terminate with
+// exit code 0.
+func exitedZero(pod string, c corev1.ContainerStatus) error {
+	if c.State.Terminated == nil {
+		return fmt.Errorf("pod %s: container %s has not terminated: %+v", pod, c.Name, c.State)
+	}
+	if tm := c.State.Terminated; tm.ExitCode != 0 {
+		return fmt.Errorf("pod %s: container %s exited %d (%s): %s", pod, c.Name, tm.ExitCode, tm.Reason, tm.Message)
+	}
 	return nil
 }
 
