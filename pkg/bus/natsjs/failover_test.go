@@ -213,3 +213,65 @@ func TestReadersAndTimersGoOnWhileANodeIsDown(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// With two of the three nodes gone the stream has no quorum and may leave
+// a publish unanswered: an Append still returns, failed, within the bound
+// of one publish (publishTimeout, 10 s), however long its caller would
+// wait, and once the nodes are back the caller's retry with the same id
+// stores the event once.
+func TestAnAppendWithoutQuorumFailsWithinItsBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills two NATS nodes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := newOptions()
+	b := open(t, o)
+	leader := streamLeader(ctx, t, o.Stream)
+	var gone []int
+	for i := range 3 {
+		if i != leader {
+			cluster.Kill(i)
+			gone = append(gone, i)
+		}
+	}
+	restart := func() {
+		for _, i := range gone {
+			if err := cluster.Restart(context.Background(), i); err != nil {
+				t.Error(err)
+			}
+		}
+		gone = nil
+	}
+	t.Cleanup(restart)
+	start := time.Now()
+	_, err := b.Append(ctx, event(t, "no-quorum"))
+	took := time.Since(start)
+	t.Logf("Append without quorum: %v after %s", err, took.Round(time.Millisecond))
+	if err == nil {
+		t.Fatal("Append without quorum succeeded")
+	}
+	if took > 15*time.Second {
+		t.Errorf("Append without quorum returned after %s, want within the 10 s publish bound", took)
+	}
+	restart()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := b.Append(actx, event(t, "no-quorum"))
+		acancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no append after the nodes came back: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	recs, err := b.Read(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(recs); len(got) != 1 || got[0] != "no-quorum" {
+		t.Errorf("the stream holds %v, want no-quorum once", got)
+	}
+}

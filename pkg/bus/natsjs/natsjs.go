@@ -197,7 +197,11 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the timers' bucket: %w", err)
 	}
-	if b.timers, err = watchTimers(ctx, kv); err != nil {
+	b.cursors = bounded{b.cursors}
+	if b.ids != nil {
+		b.ids = bounded{b.ids}
+	}
+	if b.timers, err = watchTimers(ctx, bounded{kv}); err != nil {
 		return nil, err
 	}
 	if err := b.followAppends(ctx, s); err != nil {

@@ -3,6 +3,7 @@ package natskv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,36 +23,48 @@ const electionFor = 20 * time.Second
 type patient struct{ jetstream.KeyValue }
 
 func (p patient) Get(ctx context.Context, key string) (e jetstream.KeyValueEntry, err error) {
-	err = retryElection(ctx, func() error { e, err = p.KeyValue.Get(ctx, key); return err })
+	err = retryElection(ctx, func(ctx context.Context) error { e, err = p.KeyValue.Get(ctx, key); return err })
 	return e, err
 }
 
 func (p patient) Put(ctx context.Context, key string, value []byte) (rev uint64, err error) {
-	err = retryElection(ctx, func() error { rev, err = p.KeyValue.Put(ctx, key, value); return err })
+	err = retryElection(ctx, func(ctx context.Context) error { rev, err = p.KeyValue.Put(ctx, key, value); return err })
 	return rev, err
 }
 
 func (p patient) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (rev uint64, err error) {
-	err = retryElection(ctx, func() error { rev, err = p.KeyValue.Create(ctx, key, value, opts...); return err })
+	err = retryElection(ctx, func(ctx context.Context) error { rev, err = p.KeyValue.Create(ctx, key, value, opts...); return err })
 	return rev, err
 }
 
 func (p patient) Update(ctx context.Context, key string, value []byte, last uint64) (rev uint64, err error) {
-	err = retryElection(ctx, func() error { rev, err = p.KeyValue.Update(ctx, key, value, last); return err })
+	err = retryElection(ctx, func(ctx context.Context) error { rev, err = p.KeyValue.Update(ctx, key, value, last); return err })
 	return rev, err
 }
 
 func (p patient) Purge(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
-	return retryElection(ctx, func() error { return p.KeyValue.Purge(ctx, key, opts...) })
+	return retryElection(ctx, func(ctx context.Context) error { return p.KeyValue.Purge(ctx, key, opts...) })
 }
 
+// attemptFor bounds one read or write: a request sent while a bucket's
+// leader is elected can go unanswered, and nats.go would wait for the
+// caller's deadline (minutes) rather than its own 5 s default. An attempt
+// cut short is retried like one answered "no leader".
+const attemptFor = 10 * time.Second
+
 // retryElection runs op until it succeeds, fails otherwise than for want
-// of a leader, ctx ends or electionFor passed.
-func retryElection(ctx context.Context, op func() error) error {
+// of a leader, ctx ends or electionFor passed; each attempt gets at most
+// attemptFor.
+func retryElection(ctx context.Context, op func(context.Context) error) error {
 	deadline := time.Now().Add(electionFor)
 	wait := 100 * time.Millisecond
 	for {
-		err := op()
+		actx, cancel := context.WithTimeout(ctx, attemptFor)
+		err := op(actx)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s: %w", attemptFor, nats.ErrTimeout)
+		}
 		if err == nil || !leaderless(err) || time.Now().After(deadline) {
 			return err
 		}
