@@ -121,6 +121,15 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
 	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
 
+# The pod's memory during rollouts of 50 clusters (wave 1: 1, wave 2: 49) from flotilla's image,
+# installed by its chart on a real node: needs root, as the real node does.
+BENCH_POD_RUNS ?= 3
+
+.PHONY: bench-pod
+bench-pod: fleet-build ## Measure the RSS of flotilla's pod (its image, by its chart, on a real node) idle and during rollouts of 50 clusters; prints the rows for BENCHMARKS.md
+	@mkdir -p $(CACHE)/bench
+	$(GO) run ./deploy/tools/bench -pod -wave1 1 -wave2 49 -runs $(BENCH_POD_RUNS) -raw $(CACHE)/bench/pod-memory.csv
+
 .PHONY: bench-image
 bench-image: deps ## Measure only the image (size per platform, warm build and push time); updates its section of BENCHMARKS.md
 	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null

@@ -47,6 +47,8 @@ type bench struct {
 	// nats is the three-node JetStream cluster of the scale-out
 	// scenarios (-scale-out), nil without them.
 	nats *natstest.Cluster
+	// pod is the real node flotilla's pod runs on (-pod), nil without it.
+	pod *podNode
 }
 
 // realCluster is one cluster of the local fleet with the bench's clients.
@@ -104,6 +106,7 @@ func newBench(ctx context.Context, o options, logger *slog.Logger) (*bench, erro
 }
 
 func (b *bench) close() {
+	b.stopPodNode()
 	if b.nats != nil {
 		b.nats.Stop()
 	}

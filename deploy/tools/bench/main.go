@@ -59,6 +59,12 @@ type options struct {
 	large      int
 	largeRuns  int
 	scaleOut   int
+	// pod runs flotilla from its image by its chart on a real node and
+	// measures its memory (pod.go) instead of the latencies.
+	pod      bool
+	chart    string
+	podEvery time.Duration
+	podIdle  time.Duration
 }
 
 func main() {
@@ -95,6 +101,10 @@ func run(args []string) error {
 	fs.IntVar(&o.largeRuns, "large-runs", 5, "measured rollouts of the -large scenario (each applies every one of its clusters twice: its runs take minutes)")
 	fs.IntVar(&o.scaleOut, "scale-out", 0, "also run each -wave2 scenario in scale-out mode with this many replicas (in process, on a three-node NATS JetStream cluster, requests spread over them), right after its embedded run (0: not)")
 	fs.IntVar(&o.fleetNice, "fleet-nice", 10, "nice value of the fleet's processes (API servers, etcd, controllers, Flagger): they stand in for clusters on other machines, so flotilla's process gets the CPU first (0: share it equally)")
+	fs.BoolVar(&o.pod, "pod", false, "instead of the latencies: install flotilla from its image by its chart on a real node of c1 (needs root), roll -runs versions out through the first -wave2 scenario from the pod, and report the pod's memory idle before, during and after (-raw: every sample)")
+	fs.StringVar(&o.chart, "chart", "deploy/chart/flotilla", "the chart's directory, for -pod")
+	fs.DurationVar(&o.podEvery, "pod-every", 250*time.Millisecond, "how often -pod samples the pod's memory")
+	fs.DurationVar(&o.podIdle, "pod-idle", 30*time.Second, "how long -pod samples the idle pod before the first rollout and after the last")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -110,9 +120,15 @@ func run(args []string) error {
 		o.large < 0 || o.largeRuns < 1 || o.scaleOut < 0 {
 		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -watchers >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19, -large >= 0, -large-runs >= 1")
 	}
+	if o.pod && (len(o.wave2) != 1 || o.out != "" || o.podEvery <= 0 || o.podIdle < 0) {
+		return fmt.Errorf("-pod needs one -wave2 scenario, no -out (it prints its rows), -pod-every > 0 and -pod-idle >= 0")
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if o.pod {
+		return runPod(ctx, o, log)
+	}
 
 	env := captureMachine()
 	b, err := newBench(ctx, o, log)

@@ -67,7 +67,13 @@ type scenario struct {
 	dir          string
 	ns           string
 	wave1, wave2 []*named
-	rec          *recorder
+	// rec tells when flotilla applied a version to clusters: the recorder
+	// around its executor in process, the clusters' Deployments read back
+	// with flotilla in its pod (-pod).
+	rec applies
+	// pod is flotilla installed by its chart on a real node (-pod), nil
+	// in process.
+	pod *podFlotilla
 	// srvs are flotilla's replicas (one in embedded mode), each with its
 	// registry; url is the first's, urls every one's: requests go to them
 	// in turn (next), as a Service spreads them.
@@ -223,22 +229,44 @@ func (s *scenario) createWorkloads(ctx context.Context) error {
 	return g.Wait()
 }
 
+// applies tells when flotilla applied versions to the named clusters.
+type applies interface {
+	// wait returns the applies of ref to every one of clusters, waiting up
+	// to timeout for them.
+	wait(ctx context.Context, timeout time.Duration, ref string, clusters []string) (map[string]call, error)
+	// forget drops what was seen of ref: a rollback applies it again.
+	forget(ref string)
+}
+
 func (s *scenario) startFlotilla(ctx context.Context) error {
+	cfgMap, err := s.flotillaConfig()
+	if err != nil {
+		return err
+	}
+	if s.b.pod != nil {
+		return s.installPod(ctx, cfgMap)
+	}
+	return s.startInProcess(ctx, cfgMap)
+}
+
+// flotillaConfig is the scenario's configuration of flotilla, its secrets
+// and the application's public key written to files of the scenario.
+func (s *scenario) flotillaConfig() (map[string]any, error) {
 	secret := func(name, value string) (map[string]string, error) {
 		p := filepath.Join(s.dir, name)
 		return map[string]string{"file": p}, os.WriteFile(p, []byte(value+"\n"), 0o600)
 	}
 	regSecret, err := secret("registry.token", s.regToken)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	flSecret, err := secret("flagger.token", s.flaggerToken)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keyFile := filepath.Join(s.dir, "cosign.pub")
 	if err := os.WriteFile(keyFile, s.b.signer.PublicKeyPEM(), 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	var clusters []map[string]any
 	names := func(ns []*named) []string {
@@ -271,6 +299,12 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 			"verify": map[string]any{"signatures": []map[string]any{{"name": "bench", "key": map[string]any{"file": keyFile}}}},
 		}}, s.backgroundApps()...),
 	}
+	return cfgMap, nil
+}
+
+// startInProcess runs flotilla's main job in this process with cfgMap,
+// its executor wrapped by the recorder.
+func (s *scenario) startInProcess(ctx context.Context, cfgMap map[string]any) error {
 	raw, err := yaml.Marshal(cfgMap)
 	if err != nil {
 		return err
@@ -287,13 +321,14 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.rec = newRecorder(embedded.New(set))
+	rec := newRecorder(embedded.New(set))
+	s.rec = rec
 	logger := slog.New(slog.DiscardHandler)
 	if s.b.o.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	if s.replicas == 0 {
-		return s.startReplicas(ctx, []*config.Config{cfg}, logger)
+		return s.startReplicas(ctx, []*config.Config{cfg}, rec, logger)
 	}
 	// Scale-out mode: a stream of the scenario's own on the bench's NATS
 	// cluster, replicated on its three nodes, and one config per replica
@@ -317,17 +352,17 @@ func (s *scenario) startFlotilla(ctx context.Context) error {
 		}
 		cfgs = append(cfgs, c)
 	}
-	return s.startReplicas(ctx, cfgs, logger)
+	return s.startReplicas(ctx, cfgs, rec, logger)
 }
 
 // startReplicas runs flotilla's main job once per config, in process, and
 // waits until every one is ready.
-func (s *scenario) startReplicas(ctx context.Context, cfgs []*config.Config, logger *slog.Logger) error {
+func (s *scenario) startReplicas(ctx context.Context, cfgs []*config.Config, rec *recorder, logger *slog.Logger) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
 	for _, cfg := range cfgs {
 		reg := prometheus.NewRegistry()
-		srv, err := app.New(ctx, cfg, app.Options{Executor: s.rec, Logger: logger, Registry: reg})
+		srv, err := app.New(ctx, cfg, app.Options{Executor: rec, Logger: logger, Registry: reg})
 		if err != nil {
 			return err
 		}
@@ -382,6 +417,9 @@ func (s *scenario) close() {
 			}
 			_ = s.srvs[i].Close()
 		}
+	}
+	if s.pod != nil {
+		s.pod.uninstall()
 	}
 	for _, n := range s.all() {
 		if n.proxy != nil {
