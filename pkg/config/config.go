@@ -330,6 +330,44 @@ type Fleet struct {
 	// `flotilla fleet bootstrap` starts Flagger with it. An http(s) URL;
 	// default DefaultMetricsServer, Flagger's own default.
 	MetricsServer string `json:"metricsServer"`
+	// Poll is how every image application's registry is polled, behind
+	// its webhooks (an application's poll overrides it).
+	Poll Poll `json:"poll"`
+}
+
+// Poll is the safety net behind the webhooks: flotilla lists an
+// application's tags every Interval (jittered, backing off while the
+// registry fails) and feeds a newer version than the webhooks brought
+// into the same path as a push (pkg/poll).
+type Poll struct {
+	// Interval between two polls of an application; "0s" turns polling
+	// off. Default DefaultRegistryPoll for the fleet; an application's
+	// default is the fleet's.
+	Interval *Duration `json:"interval"`
+	// Disabled turns polling off (the fleet's: every application's, unless
+	// an application sets its own interval).
+	Disabled bool `json:"disabled"`
+}
+
+// PollInterval is how often app's registry is polled, 0 when it is not:
+// polling disabled or 0s for the application, else for the fleet, and git
+// applications (not polled yet).
+func (c *Config) PollInterval(app Application) time.Duration {
+	if app.Git() != nil {
+		return 0
+	}
+	if p := app.Poll; p != nil {
+		if p.Disabled {
+			return 0
+		}
+		if p.Interval != nil {
+			return p.Interval.Duration
+		}
+	}
+	if c.Fleet.Poll.Disabled || c.Fleet.Poll.Interval == nil {
+		return 0
+	}
+	return c.Fleet.Poll.Interval.Duration
 }
 
 // FreezeWindow is a recurring stretch of time in which no wave starts:
@@ -818,6 +856,9 @@ type Application struct {
 	// Verify is what a pushed image must pass before it rolls out, on top
 	// of its digest being re-resolved at the registry.
 	Verify *Verify `json:"verify"`
+	// Poll overrides fleet.poll for this application (image applications
+	// only).
+	Poll *Poll `json:"poll"`
 
 	// Kurator's rollout block (an Application's syncPolicies[].rollout)
 	// pasted as it is: serviceName and port are service.name and

@@ -128,6 +128,7 @@ func TestParseDefaults(t *testing.T) {
 			Clusters:      []Cluster{{Name: "c1", Kubeconfig: filepath.Join(dir, "c1.kubeconfig")}},
 			Waves:         []Wave{{Name: "wave-1", Clusters: []string{"c1"}, Members: []string{"c1"}}},
 			MetricsServer: DefaultMetricsServer,
+			Poll:          Poll{Interval: &Duration{DefaultRegistryPoll}},
 		},
 		Applications: []Application{{
 			Name:  "podinfo",

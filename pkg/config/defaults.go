@@ -45,6 +45,7 @@ const (
 	DefaultMergeMethod      = "merge"
 	DefaultMergeDeadline    = 24 * time.Hour
 	DefaultPollInterval     = 2 * time.Minute
+	DefaultRegistryPoll     = 5 * time.Minute
 	DefaultMergeRetryFor    = 5 * time.Minute
 	DefaultGitHubAPI        = "https://api.github.com/"
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
@@ -142,6 +143,9 @@ func applyDefaults(c *Config, base string) {
 	}
 	if f.MetricsServer == "" {
 		f.MetricsServer = DefaultMetricsServer
+	}
+	if f.Poll.Interval == nil {
+		f.Poll.Interval = &Duration{DefaultRegistryPoll}
 	}
 	for i := range f.Clusters {
 		if f.Clusters[i].Kubeconfig != "" {

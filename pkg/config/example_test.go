@@ -73,6 +73,7 @@ func TestExampleConfig(t *testing.T) {
 			},
 			WavePolicy:    WavePolicy{MaxParallel: ptr.To(intstr.FromString("100%")), MaxFailures: ptr.To(intstr.FromInt32(0)), BakeTime: &Duration{}, Approvals: ptr.To(0), RequireSignature: ptr.To(true)},
 			MetricsServer: "http://prometheus.monitoring:9090",
+			Poll:          Poll{Interval: &Duration{5 * time.Minute}},
 		},
 		Applications: []Application{{
 			Name:  "podinfo",

@@ -379,6 +379,7 @@ func (v *validator) fleet(f *Fleet) {
 	v.oneOf("fleet.executor", "executor", f.Executor, Executors)
 	v.tekton(f)
 	v.httpURL("fleet.metricsServer", f.MetricsServer)
+	v.poll("fleet.poll", &f.Poll)
 
 	if len(f.Clusters) == 0 {
 		v.addf("fleet.clusters", "at least one cluster is required")
@@ -591,6 +592,25 @@ func (v *validator) applications(as []Application) {
 		v.oneOf(p+".onNewVersion", "onNewVersion", a.OnNewVersion, OnNewVersions)
 		v.freezeWindows(p+".freezeWindows", a.FreezeWindows)
 		v.verify(p+".verify", &as[i])
+		if a.Poll != nil && a.Git() != nil {
+			v.addf(p+".poll", "git applications are not polled yet (only image applications): drop poll")
+		} else {
+			v.poll(p+".poll", a.Poll)
+		}
+	}
+}
+
+// MinPollInterval is the shortest poll interval: a registry listed more
+// often than this is hammered, not watched.
+const MinPollInterval = time.Second
+
+// poll checks a poll: an interval of 0s (off) or at least MinPollInterval.
+func (v *validator) poll(path string, p *Poll) {
+	if p == nil || p.Interval == nil {
+		return
+	}
+	if d := p.Interval.Duration; d != 0 && d < MinPollInterval {
+		v.addf(path+".interval", "%s: want 0s (off) or at least %s", d, MinPollInterval)
 	}
 }
 

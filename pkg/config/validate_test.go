@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -364,6 +365,33 @@ receivers:
 				{"applications[0].denyTags[1]", "empty: a regular expression of tags never to roll out"},
 				{"applications[0].denyTags[2]", "error parsing regexp: missing closing ): `1.(`"},
 			},
+		}, {
+			name: "poll intervals",
+			doc: sections{
+				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}], poll: {interval: -1s}}\n",
+				applications: withApp("    poll: {interval: 500ms}\n"),
+			},
+			want: []Problem{
+				{"fleet.poll.interval", "-1s: want 0s (off) or at least 1s"},
+				{"applications[0].poll.interval", "500ms: want 0s (off) or at least 1s"},
+			},
+		}, {
+			name: "poll off and on",
+			doc: sections{
+				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}], poll: {interval: 0s}}\n",
+				applications: withApp("    poll: {interval: 2s, disabled: false}\n"),
+			},
+		}, {
+			name: "poll of a git application",
+			doc: sections{applications: `
+applications:
+  - name: web
+    workload: {name: web}
+    service: {port: 9898}
+    source: {git: {url: /srv/d.git, paths: [a]}}
+    poll: {interval: 1m}
+`},
+			want: []Problem{{"applications[0].poll", "git applications are not polled yet (only image applications): drop poll"}},
 		}, {
 			name: "git source: image too, and fields of image applications",
 			doc:  sections{applications: withApp("    semver: '^1'\n    denyTags: [x]\n    source: {git: {url: https://git.example.com/d.git, paths: [a]}}\n")},
@@ -942,6 +970,45 @@ func TestValidationDefaults(t *testing.T) {
 		ms[0].CustomMetric.Query != "up == bool 1" || ms[0].CustomMetric.Provider.Address != "http://prometheus:9090" ||
 		ms[0].ThresholdRange == nil || ms[0].ThresholdRange.Min == nil || *ms[0].ThresholdRange.Min != 1 {
 		t.Errorf("promQL item rendered as metrics %+v, want one custom metric promql-1 with min 1", ms)
+	}
+}
+
+// An application's poll interval: its own, else the fleet's (5m by
+// default); disabled or 0s is off; git applications are not polled.
+func TestPollInterval(t *testing.T) {
+	t.Setenv("FLOTILLA_TEST_TOKEN", "s3cret")
+	tests := []struct {
+		name       string
+		fleet, app string // the fleet's poll and the application's, YAML flow
+		want       time.Duration
+	}{
+		{name: "default", want: DefaultRegistryPoll},
+		{name: "the fleet's", fleet: "{interval: 10m}", want: 10 * time.Minute},
+		{name: "the fleet's off", fleet: "{interval: 0s}", want: 0},
+		{name: "the fleet's disabled", fleet: "{disabled: true}", want: 0},
+		{name: "the application's", fleet: "{interval: 10m}", app: "{interval: 2s}", want: 2 * time.Second},
+		{name: "the application's within a fleet disabled", fleet: "{disabled: true}", app: "{interval: 2s}", want: 2 * time.Second},
+		{name: "the application's off", app: "{interval: 0s}", want: 0},
+		{name: "the application's disabled", app: "{disabled: true, interval: 1m}", want: 0},
+		{name: "the application's without an interval", fleet: "{interval: 3m}", app: "{}", want: 3 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := sections{}
+			if tt.fleet != "" {
+				doc.fleet = "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}], poll: " + tt.fleet + "}\n"
+			}
+			if tt.app != "" {
+				doc.applications = withApp("    poll: " + tt.app + "\n")
+			}
+			c, err := Parse([]byte(doc.doc()), testDir(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, c.PollInterval(c.Applications[0])); diff != "" {
+				t.Errorf("PollInterval (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
