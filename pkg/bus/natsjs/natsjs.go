@@ -260,7 +260,7 @@ func (b *Bus) followAppends(ctx context.Context, s jetstream.Stream) error {
 				b.appended(nil)
 			case <-cc.Closed():
 				b.appended(nil)
-				next, err := b.consumeAppends(context.Background(), s)
+				next, err := b.consumeAppends(context.WithoutCancel(ctx), s)
 				if err != nil {
 					continue // the next tick tries again: cc stays closed
 				}

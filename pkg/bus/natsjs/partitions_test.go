@@ -24,6 +24,7 @@ type owners struct {
 }
 
 func newOwners(t *testing.T, n int) *owners {
+	t.Helper()
 	return &owners{t: t, count: make([]int, n), by: map[string][]int{}}
 }
 

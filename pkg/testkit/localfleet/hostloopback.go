@@ -32,7 +32,7 @@ func (n *RealNode) loopbackToHost(ctx context.Context) error {
 		args = append(args, "-d", n.Gateway+"/32", "-p", "tcp", "!", "--dport", kubelet,
 			"-m", "comment", "--comment", n.loopbackComment(), "-j", "DNAT", "--to-destination", "127.0.0.1")
 		if b, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput(); err != nil {
-			return errors.Join(fmt.Errorf("iptables %v: %w: %s", args, err, b), n.removeLoopbackRules())
+			return errors.Join(fmt.Errorf("iptables %v: %w: %s", args, err, b), n.removeLoopbackRules(ctx))
 		}
 	}
 	return nil
@@ -42,14 +42,14 @@ func (n *RealNode) loopbackComment() string { return "flotilla-host-loopback-" +
 
 // removeLoopbackRules deletes the nat rules loopbackToHost added, found by
 // their comment (none is fine). route_localnet goes with the bridge.
-func (n *RealNode) removeLoopbackRules() error {
+func (n *RealNode) removeLoopbackRules(ctx context.Context) error {
 	if n.Bridge == "" {
 		return nil
 	}
 	if _, err := exec.LookPath("iptables"); err != nil {
 		return nil // a host without iptables never had the rules
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "iptables", "-w", "-t", "nat", "-S").Output()
 	if err != nil {

@@ -111,7 +111,7 @@ func reapNodes(ctx context.Context, dir string) error {
 				defer func() { _ = lock.Close() }()
 			}
 		}
-		if err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup()); err != nil {
+		if err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup(ctx)); err != nil {
 			errs = append(errs, fmt.Errorf("cleaning up after node %s (%s): %w", r.Name, r.Dir, err))
 			continue
 		}

@@ -405,7 +405,7 @@ func (n *RealNode) Stop(ctx context.Context) error {
 	for _, p := range slices.Backward(n.Processes) {
 		errs = append(errs, p.stop(ctx, 10*time.Second))
 	}
-	err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup())
+	err := errors.Join(n.cleanupKubeProxy(ctx), n.cleanup(ctx))
 	if n.proxyLock != nil {
 		_ = n.proxyLock.Close() // kube-proxy's rules are gone: another node may run one
 		n.proxyLock = nil
@@ -430,15 +430,17 @@ func (n *RealNode) Stop(ctx context.Context) error {
 
 // cleanup removes what a node leaves on the host once its processes are
 // gone: processes left in its cgroups, mounts under its directory, its
-// cgroups and its bridge.
-func (n *RealNode) cleanup() error {
+// cgroups and its bridge. It runs after ctx ended too (a test's cleanup).
+func (n *RealNode) cleanup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
 	errs := []error{killCgroup(n.cgroupRoot)}
 	errs = append(errs, unmountUnder(n.Dir))
 	errs = append(errs, removeCgroup(n.cgroupRoot))
-	errs = append(errs, removeLinksInto("/var/log/containers", n.Dir), removeDeadSockets("/run/containerd/s"))
-	errs = append(errs, n.removeLoopbackRules())
+	errs = append(errs, removeLinksInto("/var/log/containers", n.Dir), removeDeadSockets(ctx, "/run/containerd/s"))
+	errs = append(errs, n.removeLoopbackRules(ctx))
 	if _, err := net.InterfaceByName(n.Bridge); err == nil {
-		if b, err := exec.Command("ip", "link", "delete", n.Bridge).CombinedOutput(); err != nil {
+		if b, err := exec.CommandContext(ctx, "ip", "link", "delete", n.Bridge).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("deleting bridge %s: %w: %s", n.Bridge, err, b))
 		}
 	}
@@ -471,7 +473,7 @@ func removeLinksInto(dir, target string) error {
 // containerd shims' sockets (named by a hash, under /run/containerd/s
 // whatever containerd's state dir), which a killed shim leaves behind. A
 // socket that refuses connections belongs to no live process, ours or not.
-func removeDeadSockets(dir string) error {
+func removeDeadSockets(ctx context.Context, dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -485,8 +487,8 @@ func removeDeadSockets(dir string) error {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := (&net.Dialer{}).DialContext(ctx, "unix", p)
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		c, err := (&net.Dialer{}).DialContext(dctx, "unix", p)
 		cancel()
 		if err == nil {
 			_ = c.Close()

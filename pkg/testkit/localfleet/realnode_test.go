@@ -149,12 +149,12 @@ func startRealNode(ctx context.Context, t *testing.T, f *Fleet, cluster string, 
 	}
 	t.Logf("real node %s Ready in %s", node.Name, time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if err := node.Stop(ctx); err != nil {
 			t.Errorf("stopping node %s: %v", node.Name, err)
 		}
-		if out, err := exec.Command("iptables", "-w", "-t", "nat", "-S").Output(); err != nil {
+		if out, err := exec.CommandContext(ctx, "iptables", "-w", "-t", "nat", "-S").Output(); err != nil {
 			t.Error(err)
 		} else if strings.Contains(string(out), node.loopbackComment()) {
 			t.Errorf("the node's loopback rules outlived it:\n%s", out)

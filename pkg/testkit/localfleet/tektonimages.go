@@ -36,7 +36,7 @@ func (n *RealNode) tektonImages(ctx context.Context, bins binaries) (hostsDir st
 	for _, name := range tektonImageNames {
 		bin := filepath.Join(bins.tektonImages(), name)
 		if _, err := os.Stat(bin); err != nil {
-			return "", nil, fmt.Errorf("Tekton's %s binary (deploy/tools/local/build.sh tekton builds it): %w", name, err)
+			return "", nil, fmt.Errorf("the binary of Tekton's %s image (deploy/tools/local/build.sh tekton builds it): %w", name, err)
 		}
 		ref := n.Registry + "/tekton/" + name + ":v" + TektonVersion
 		if _, err := pushBinaryAt(ctx, ref, bin, "/ko-app/"+name); err != nil {

@@ -80,7 +80,7 @@ func (b binaries) tektonConfig() string  { return b.path("tekton-" + TektonVersi
 // tektonImages holds the binaries of Tekton's images (entrypoint, nop,
 // workingdirinit), which a real node serves its TaskRuns' pods.
 func (b binaries) tektonImages() string { return b.path("tekton-" + TektonVersion + "-images") }
-func (b binaries) flaggerCRD() string    { return b.path("flagger-" + FlaggerVersion + "-crd.yaml") }
+func (b binaries) flaggerCRD() string   { return b.path("flagger-" + FlaggerVersion + "-crd.yaml") }
 
 func (b binaries) prometheus() string { return b.path("prometheus-" + PrometheusVersion) }
 func (b binaries) loadTester() string { return b.path("flagger-loadtester-" + FlaggerVersion) }
