@@ -64,7 +64,7 @@ copymod() {
 build_etcd() {
   local name=etcd-$ETCD_VERSION
   have "$name" && return
-  log "building etcd $ETCD_VERSION (about 1.5 min cold)"
+  log "building etcd $ETCD_VERSION (about 1 min cold)"
   local w=$SRC/etcd-wrap-$ETCD_VERSION
   rm -rf "$w"; mkdir -p "$w"
   cat >"$w/go.mod" <<MOD
@@ -122,7 +122,7 @@ build_kube() {
   local all=1
   for n in "${names[@]}"; do have "$n-$KUBE_VERSION" || all=0; done
   [ $all = 1 ] && return
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION (about 6 min cold)"
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION (about 5.5 min cold)"
   kube_build "$SRC/kube-wrap-$KUBE_VERSION" "${names[@]}"
 }
 
@@ -145,7 +145,7 @@ build_kubectl() {
 
 build_kwok() {
   have "kwok-$KWOK_VERSION" && return
-  log "building kwok v$KWOK_VERSION (about 1.5 min cold)"
+  log "building kwok v$KWOK_VERSION (about 2 min cold)"
   local tmp=$SRC/kwok-gobin; rm -rf "$tmp"; mkdir -p "$tmp"
   GOBIN=$tmp go install -ldflags "$LDFLAGS_STRIP" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
   mv "$tmp/kwok" "$BIN/kwok-$KWOK_VERSION"
@@ -174,7 +174,7 @@ build_flagger() {
 # configurable (KNATIVE_HEALTH_PROBES_PORT) so several controllers can run at once.
 build_tekton() {
   have "tekton-controller-$TEKTON_VERSION" && [ -d "$BIN/tekton-$TEKTON_VERSION-config" ] && [ -d "$BIN/tekton-$TEKTON_VERSION-images" ] && return
-  log "building tekton pipelines controller v$TEKTON_VERSION (about 4 min cold)"
+  log "building tekton pipelines controller and its images v$TEKTON_VERSION (about 4.5 min cold)"
   local w=$SRC/tekton-$TEKTON_VERSION
   copymod "github.com/tektoncd/pipeline@v$TEKTON_VERSION" "$w"
   local kpv; kpv=$(sed -n 's/^\tknative.dev\/pkg \(v[^ ]*\).*/\1/p' "$w/go.mod" | head -1)
