@@ -87,7 +87,14 @@ type ImagePushed struct {
 	Sender     string `json:"sender"`
 	Receiver   string `json:"receiver"`
 	DeliveryID string `json:"deliveryId,omitempty"`
+	// Source says what brought the push: "" a sender's webhook, SourcePoll
+	// flotilla's own poll of the registry (pkg/poll).
+	Source string `json:"source,omitempty"`
 }
+
+// SourcePoll marks a push flotilla found by polling the registry, not
+// from a webhook (ImagePushed.Source, ImageVerified.Source).
+const SourcePoll = "poll"
 
 // Image is "registry/repository", the name go-containerregistry parses.
 func (p ImagePushed) Image() string { return p.Registry + "/" + p.Repository }
@@ -195,6 +202,9 @@ type ImageVerified struct {
 	// trusted (its rollout stops before the first wave that requires one).
 	SignedBy map[string]string `json:"signedBy,omitempty"`
 	Unsigned map[string]string `json:"unsigned,omitempty"`
+	// Source is the push's (ImagePushed.Source): "" a webhook, SourcePoll
+	// flotilla's poll.
+	Source string `json:"source,omitempty"`
 }
 
 // Ref is the pinned reference "registry/repository@digest".

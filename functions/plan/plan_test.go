@@ -197,7 +197,7 @@ func TestPlan(t *testing.T) {
 				want := rollout.Rollout{
 					ID: s.RolloutID, Application: s.Application, Image: image, Tag: tt.tag, Digest: "sha256:" + tt.tag,
 					Phase: rollout.Progressing, Created: ro.Created, Updated: ro.Updated, Version: 1,
-					PreviousTag: tt.latest[s.Application],
+					PreviousTag: tt.latest[s.Application], Source: rollout.SourceWebhook,
 					Waves: []rollout.Wave{
 						{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}},
 						{Name: "rest", Clusters: []rollout.Cluster{{Name: "c2", Phase: rollout.ClusterPending}, {Name: "c3", Phase: rollout.ClusterPending}}},

@@ -107,7 +107,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if p.Digest != "" && p.Digest != digest {
 		return reject(fmt.Sprintf("tag %s now resolves to %s, not the pushed %s: the newer push will be acted on", p.Tag, digest, p.Digest))
 	}
-	return f.verified(ctx, e, events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest}, reject)
+	return f.verified(ctx, e, events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest, Source: p.Source}, reject)
 }
 
 // TagLinkWait is how long a pushed tag the registry refuses (MANIFEST_UNKNOWN,

@@ -122,6 +122,9 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 	}
 	fmt.Fprintf(w, "Rollout:      %s\nApplication:  %s\nImage:        %s:%s\nDigest:       %s\nPhase:        %s\n",
 		r.ID, r.Application, r.Image, r.Tag, r.Digest, phase)
+	if r.Source != "" {
+		fmt.Fprintf(w, "Source:       %s\n", r.Source)
+	}
 	if r.Reason != "" {
 		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)
 	}

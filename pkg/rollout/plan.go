@@ -34,7 +34,7 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 		return Rollout{}, cmp.Or(d.Reason, "the version policy does not take "+v.Tag), nil
 	}
 	ro = Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: Progressing,
-		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created}
+		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created, Source: cmp.Or(v.Source, SourceWebhook)}
 	ro.Waves = Waves(cfg, app)
 	if only != nil {
 		ro.Waves = LimitWaves(cfg, ro.Waves, only, inFlight)
@@ -132,13 +132,9 @@ func DecideVersion(app config.Application, st AppState, inFlight []Rollout, v ev
 	if p := app.DeniedBy(v.Tag); p != "" {
 		return versionpolicy.Decision{Reason: fmt.Sprintf("%s matches the application's denyTags pattern %q", v.Tag, p)}, nil
 	}
-	policy := versionpolicy.Policy{Track: versionpolicy.Track(app.Track), Constraint: app.Semver, PreReleases: app.PreReleases}
-	if f := app.TagFilter; f != nil {
-		re, err := f.Regexp()
-		if err != nil {
-			return versionpolicy.Decision{}, fault.Permanent(fmt.Errorf("application %s: tag filter: %w", app.Name, err))
-		}
-		policy.Filter, policy.Extract = re, f.Extract
+	policy, err := policyOf(app)
+	if err != nil {
+		return versionpolicy.Decision{}, err
 	}
 	d, err := policy.Decide(st.DeployedTag, v.Tag)
 	if err != nil {
@@ -172,6 +168,68 @@ func DecideVersion(app config.Application, st AppState, inFlight []Rollout, v ev
 		}
 	}
 	return d, nil
+}
+
+// policyOf is app's version policy: its track, semver constraint,
+// pre-releases and tag filter.
+func policyOf(app config.Application) (versionpolicy.Policy, error) {
+	policy := versionpolicy.Policy{Track: versionpolicy.Track(app.Track), Constraint: app.Semver, PreReleases: app.PreReleases}
+	if f := app.TagFilter; f != nil {
+		re, err := f.Regexp()
+		if err != nil {
+			return policy, fault.Permanent(fmt.Errorf("application %s: tag filter: %w", app.Name, err))
+		}
+		policy.Filter, policy.Extract = re, f.Extract
+	}
+	return policy, nil
+}
+
+// Polled picks, of the tags a poll listed in app's repository, the newest
+// that would roll out now and that no rollout was started for yet: the
+// version decision accepts it (DecideVersion, against what the fleet runs
+// and the rollouts in flight) and it is newer than the newest tag a
+// rollout was started for (st.LatestTag: what a webhook, or an earlier
+// poll, brought; a version that failed is not brought back). It returns
+// "" and why when there is none. A poll cannot order track Newest's tags
+// (that needs every image's build time), nor see a tag moved to a new
+// digest: neither is polled.
+func Polled(app config.Application, st AppState, inFlight []Rollout, tags []string) (tag, reason string, err error) {
+	switch {
+	case app.Git() != nil:
+		return "", "a git application: its branch is not polled", nil
+	case app.Track == config.TrackNewest:
+		return "", "track Newest: a poll cannot tell which tag was built last", nil
+	}
+	policy, err := policyOf(app)
+	if err != nil {
+		return "", "", err
+	}
+	for _, t := range slices.Sorted(slices.Values(tags)) {
+		if tag != "" && policy.NotNewer(tag, t) {
+			continue
+		}
+		if st.LatestTag != "" && policy.NotNewer(st.LatestTag, t) {
+			continue
+		}
+		if slices.ContainsFunc(inFlight, func(r Rollout) bool { return (r.Phase == Progressing || r.Phase == Queued) && r.Tag == t }) {
+			continue
+		}
+		d, err := DecideVersion(app, st, inFlight, events.ImageVerified{Tag: t})
+		if err != nil {
+			return "", "", err
+		}
+		if d.Accept {
+			tag = t
+		}
+	}
+	if tag != "" {
+		return tag, "", nil
+	}
+	base := cmp.Or(st.LatestTag, st.DeployedTag)
+	if base == "" {
+		return "", fmt.Sprintf("none of the %d tags is a version the application takes", len(tags)), nil
+	}
+	return "", fmt.Sprintf("none of the %d tags is newer than %s that the application takes", len(tags), base), nil
 }
 
 // decideCommit decides a git application's verified commit: like GitOps

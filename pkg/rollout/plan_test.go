@@ -94,3 +94,56 @@ func TestMakeWay(t *testing.T) {
 		})
 	}
 }
+
+// Polled: what a poll of the registry feeds in, of the tags it listed.
+func TestPolled(t *testing.T) {
+	minor := config.Application{Name: "app", Track: config.TrackMinorVersion, DenyTags: []string{".*-debug"}}
+	patch := config.Application{Name: "app", Track: config.TrackPatchLevel, Semver: "<1.2.9"}
+	filtered := config.Application{Name: "app", Track: config.TrackMajorVersion,
+		TagFilter: &config.TagFilter{Pattern: `^release-(?P<v>[0-9.]+)$`, Extract: "$v"}}
+	deployed := rollout.AppState{DeployedTag: "1.2.0", DeployedDigest: "sha256:d120", LatestTag: "1.2.0"}
+	tags := []string{"1.0.0", "1.2.0", "1.2.1", "1.3.0", "1.3.1-rc.1", "1.4.0-debug", "2.0.0", "latest", "sha256-abc.sig"}
+	tests := []struct {
+		name     string
+		app      config.Application
+		st       rollout.AppState
+		inFlight []rollout.Rollout
+		tags     []string
+		want     string
+		reason   string
+	}{
+		{name: "the newest the track takes", app: minor, st: deployed, tags: tags, want: "1.3.0"},
+		{name: "nothing deployed: the newest version", app: minor, tags: []string{"0.9.0", "1.1.0", "v1.1.1"}, want: "v1.1.1"},
+		{name: "patch level within its constraint", app: patch, st: deployed, tags: tags, want: "1.2.1"},
+		{name: "what the webhook brought already changes nothing", app: minor,
+			st: rollout.AppState{DeployedTag: "1.2.0", LatestTag: "1.3.0"}, tags: tags,
+			reason: "none of the 9 tags is newer than 1.3.0 that the application takes"},
+		{name: "the version in flight is not fed again", app: minor, st: deployed, tags: tags,
+			inFlight: []rollout.Rollout{{ID: "app-1", Tag: "1.3.0", Digest: "sha256:d130", Phase: rollout.Progressing}},
+			reason:   "none of the 9 tags is newer than 1.2.0 that the application takes"},
+		{name: "a failed version is not brought back", app: minor,
+			st: rollout.AppState{DeployedTag: "1.2.0", LatestTag: "1.3.0"}, tags: []string{"1.2.0", "1.3.0"},
+			reason: "none of the 2 tags is newer than 1.3.0 that the application takes"},
+		{name: "a newer one than the failed version", app: minor,
+			st: rollout.AppState{DeployedTag: "1.2.0", LatestTag: "1.3.0"}, tags: []string{"1.2.0", "1.3.0", "1.3.1"}, want: "1.3.1"},
+		{name: "a quarantined tag is skipped", app: minor,
+			st:   rollout.AppState{DeployedTag: "1.2.0", Quarantined: []rollout.Quarantine{{Tag: "1.3.0"}}},
+			tags: []string{"1.2.0", "1.2.5", "1.3.0"}, want: "1.2.5"},
+		{name: "tag filter and extract", app: filtered, st: rollout.AppState{DeployedTag: "release-1.0"},
+			tags: []string{"release-1.0", "release-2.1", "release-10.0", "10.0", "debug-99"}, want: "release-10.0"},
+		{name: "an empty repository", app: minor, tags: nil, reason: "none of the 0 tags is a version the application takes"},
+		{name: "track Newest is not polled", app: config.Application{Name: "app", Track: config.TrackNewest}, tags: tags,
+			reason: "track Newest: a poll cannot tell which tag was built last"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason, err := rollout.Polled(tt.app, tt.st, tt.inFlight, tt.tags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{tt.want, tt.reason}, []string{got, reason}); diff != "" {
+				t.Errorf("Polled (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

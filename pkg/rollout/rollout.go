@@ -91,7 +91,17 @@ type Rollout struct {
 	// unsigned rollout does not reach: it succeeds without the fleet
 	// running its version, and the version signed later rolls out again.
 	StopsBefore string `json:"stopsBefore,omitempty"`
+	// Source says what brought the version: SourceWebhook (a sender's
+	// webhook) or SourcePoll (flotilla's poll of the registry found it);
+	// "" for rollouts that no push started (a fleet rollback).
+	Source string `json:"source,omitempty"`
 }
+
+// What brought a rollout's version (Rollout.Source).
+const (
+	SourceWebhook = "webhook"
+	SourcePoll    = "poll" // events.SourcePoll
+)
 
 // Failure is an event a function gave up on.
 type Failure struct {
