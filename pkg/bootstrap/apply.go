@@ -96,8 +96,11 @@ func apply(ctx context.Context, a Applier, o *unstructured.Unstructured, dryRun,
 	}
 	switch {
 	// A controller writing the object's status between the read and the
-	// apply moves its resourceVersion: compare what bootstrap owns.
-	case same(cur, out):
+	// apply moves its resourceVersion: compare what bootstrap owns. (The
+	// Deployment controller's revision annotation lands on a Deployment
+	// just created: labels and annotations bootstrap does not set are
+	// left out too.)
+	case same(ownMeta(cur, o), ownMeta(out, o)):
 		return Unchanged, nil
 	case dryRun:
 		return WouldConfigure, nil
@@ -137,6 +140,28 @@ func replace(ctx context.Context, a Applier, cur, o *unstructured.Unstructured, 
 // managedFields' timestamps).
 func same(a, b *unstructured.Unstructured) bool {
 	return diff(strip(a), strip(b), "") == ""
+}
+
+// ownMeta is o without the labels and annotations applied does not set.
+func ownMeta(o, applied *unstructured.Unstructured) *unstructured.Unstructured {
+	c := o.DeepCopy()
+	c.SetLabels(only(c.GetLabels(), applied.GetLabels()))
+	c.SetAnnotations(only(c.GetAnnotations(), applied.GetAnnotations()))
+	return c
+}
+
+// only is m's entries whose keys want has.
+func only(m, want map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if _, ok := want[k]; ok {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func strip(o *unstructured.Unstructured) map[string]any {
