@@ -255,8 +255,10 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	dopts := dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers}
 	var inFlight resync.Rollouts = s.repo
+	mopts := []fleetmetrics.Option{fleetmetrics.WithLogger(o.Logger)}
 	if s.scale != nil {
 		shared := &sharedEngine{so: s.scale, fns: fns, opts: dopts, log: o.Logger}
+		mopts = append(mopts, fleetmetrics.WithActive(func() bool { return shared.held(0) }))
 		if err := o.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flotilla_partitions_held",
 			Help: "Partitions of the bus this replica holds and handles the events of (scale-out mode).",
@@ -292,7 +294,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if s.hub, err = watch.New(s.bus, s.repo, o.Logger, o.Registerer); err != nil {
 		return err
 	}
-	if s.delivery, err = fleetmetrics.New(s.bus, s.repo, o.Registerer, fleetmetrics.WithLogger(o.Logger)); err != nil {
+	if s.delivery, err = fleetmetrics.New(s.bus, s.repo, o.Registerer, mopts...); err != nil {
 		return err
 	}
 	if f := cfg.Server.FleetRollouts; f != nil {

@@ -131,7 +131,8 @@ func (e *sharedEngine) owns(rolloutID string) bool {
 // sharedEngine is scale-out mode's engine: this replica takes its share
 // of the partitions and runs their dispatchers; while it holds partition
 // 0 it also runs the followers that must run once in the whole fleet of
-// replicas (the sinks' mirrors, the tracer).
+// replicas (the sinks' mirrors, the tracer) and reports the delivery
+// metrics (fleetmetrics.WithActive).
 type sharedEngine struct {
 	so     *scaleOut
 	fns    []dispatch.Function

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,11 @@ type Observer struct {
 	ros Rollouts
 	log *slog.Logger
 	d   *deriver
+	// active tells whether this process reports the fleet's metrics
+	// (WithActive); nil: always.
+	active func() bool
+	// seen is the position of the last record read.
+	seen atomic.Uint64
 
 	histograms map[string]*prometheus.HistogramVec
 	counters   map[string]*prometheus.CounterVec
@@ -70,6 +76,14 @@ func WithLogger(l *slog.Logger) Option { return func(o *Observer) { o.log = l } 
 // WithClock sets the clock the observer forgets rollouts by; default
 // time.Now (tests).
 func WithClock(now func() time.Time) Option { return func(o *Observer) { o.d.now = now } }
+
+// WithActive has the observer report the fleet's metrics only while
+// active says so: in scale-out mode every replica reads the whole bus, and
+// only the one holding partition 0 reports, so that a sum over replicas
+// counts each rollout once. An inactive observer still follows the bus
+// (its timings stay current, for when it becomes active) and reports its
+// own journal's health.
+func WithActive(active func() bool) Option { return func(o *Observer) { o.active = active } }
 
 // New returns an observer of j reading rollouts from ros; its metrics are
 // registered into reg.
@@ -160,6 +174,9 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 		up = 0
 	}
 	ch <- prometheus.MustNewConstMetric(o.journalUp, prometheus.GaugeValue, up)
+	if !o.reporting() {
+		return
+	}
 	// A scrape carries no context: the read gets a deadline of its own.
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
@@ -215,9 +232,13 @@ func (o *Observer) Run(ctx context.Context) error {
 			o.sweep(ctx)
 		default:
 		}
+		o.seen.Store(recs[len(recs)-1].Seq)
 		return recs[len(recs)-1].Seq, nil
 	})
 }
+
+// Seen is the position of the last record the observer has read.
+func (o *Observer) Seen() uint64 { return o.seen.Load() }
 
 // sweep forgets the timings of rollouts no longer in flight that no event
 // ended (queued ones aborted or superseded before they started).
@@ -231,7 +252,13 @@ func (o *Observer) sweep(ctx context.Context) {
 	o.d.sweep(ros, since)
 }
 
+// reporting tells whether the observer reports the fleet's metrics now.
+func (o *Observer) reporting() bool { return o.active == nil || o.active() }
+
 func (o *Observer) record(obs []Observation) {
+	if !o.reporting() {
+		return
+	}
 	for _, ob := range obs {
 		if h, ok := o.histograms[ob.Metric]; ok {
 			h.WithLabelValues(ob.Labels...).Observe(ob.Value)

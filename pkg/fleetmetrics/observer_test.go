@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,5 +122,78 @@ flotilla_cluster_results_total{result="succeeded"} 1
 flotilla_rollbacks_total{application="podinfo",trigger="automatic"} 1
 `), "flotilla_cluster_results_total", "flotilla_rollbacks_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// In scale-out mode every replica's observer follows the whole bus and
+// only the active one (the holder of partition 0) reports the fleet's
+// metrics: what the others saw is not counted twice, and their scrapes
+// carry no rollout gauges, only their own journal's health.
+func TestObserverReportsOnlyWhileActive(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	repo := embedded.NewRepo(st, time.Now)
+	ctx := t.Context()
+	if _, err := repo.Create(ctx, rollout.Rollout{ID: "a", Application: "podinfo", Phase: rollout.Progressing}); err != nil {
+		t.Fatal(err)
+	}
+	var active atomic.Bool
+	reg := prometheus.NewPedanticRegistry()
+	o, err := fleetmetrics.New(st, repo, reg, fleetmetrics.WithActive(active.Load))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(run) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	ev := must(t)
+	succeed := func(id, cluster string) {
+		t.Helper()
+		e := ev(events.New(id, events.Source, events.TypeClusterSucceeded, events.ClusterResult{RolloutID: "a", Cluster: cluster}))
+		recs, err := st.Append(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Wait until the observer has read it.
+		err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return o.Seen() >= recs[0].Seq, nil
+		})
+		if err != nil {
+			t.Fatalf("the observer did not read %s: %v", id, err)
+		}
+	}
+	count := func() int {
+		t.Helper()
+		n, err := testutil.GatherAndCount(reg, "flotilla_cluster_results_total", "flotilla_rollouts", "flotilla_journal_writable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	succeed("while-inactive", "c1")
+	if n := count(); n != 1 { // flotilla_journal_writable alone
+		t.Errorf("an inactive observer reports %d series, want only its journal's health", n)
+	}
+	active.Store(true)
+	succeed("while-active", "c2")
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP flotilla_cluster_results_total Cluster results of rollouts: succeeded, failed, reverted, revert_failed.
+# TYPE flotilla_cluster_results_total counter
+flotilla_cluster_results_total{result="succeeded"} 1
+`), "flotilla_cluster_results_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "flotilla_rollouts"); err != nil || n == 0 {
+		t.Errorf("the active observer reports %d flotilla_rollouts series (%v), want the phases", n, err)
 	}
 }
