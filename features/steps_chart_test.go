@@ -11,10 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,19 +22,12 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cucumber/godog"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/charttest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
@@ -53,14 +43,11 @@ import (
 // scenario goes through the Service's cluster IP (kube-proxy).
 
 const (
-	chartRelease = "flotilla"
 	// chartServiceIPs are the Services' fixed cluster IPs, in the lower
 	// ("static") band of the fleet's 10.96.0.0/16, which the API server
 	// leaves to fixed addresses: the config names it before it exists.
 	chartServiceIPs = "10.96.0.%d"
 	chartPath       = "../deploy/chart/flotilla"
-	secretsDir      = "/etc/flotilla/secrets/"
-	kubeconfigsDir  = "/etc/flotilla/kubeconfigs/"
 )
 
 // chartMu is held by the scenario whose flotilla the chart installed, from
@@ -73,13 +60,10 @@ var chartInstalls atomic.Int32
 
 // deployed is a flotilla the chart installed.
 type deployed struct {
-	cluster    string
-	kubeconfig string // the cluster's admin kubeconfig, for Helm
-	namespace  string
-	node       *localfleet.RealNode
-	kube       kubernetes.Interface
-	image      string
-	port       int
+	charttest.Release
+	cluster string
+	image   string
+	port    int
 	// values are the release's values as installed, for upgrades.
 	values map[string]any
 	// acked are the versions whose push flotilla acknowledged (202) during
@@ -115,38 +99,22 @@ func (s *scenario) installChart(ctx context.Context) error {
 	d := in.d
 	repo, digest, _ := strings.Cut(d.image, "@")
 	values := map[string]any{
-		"image":        map[string]any{"repository": repo, "digest": digest},
-		"config":       in.cfg,
-		"secrets":      in.secrets,
-		"kubeconfigs":  map[string]any{"existingSecret": "flotilla-kubeconfigs"},
-		"logLevel":     "debug",
-		"service":      map[string]any{"port": d.port, "clusterIP": in.serviceIP},
-		"persistence":  map[string]any{"storageClass": "", "size": "64Mi", "keepOnUninstall": false},
-		"nodeSelector": map[string]any{localfleet.RealNodeLabel: "true"},
-		"tolerations": []any{map[string]any{
-			"key": localfleet.RealNodeTaint, "operator": "Exists", "effect": "NoSchedule",
-		}},
+		"image":       map[string]any{"repository": repo, "digest": digest},
+		"config":      in.cfg,
+		"secrets":     in.secrets,
+		"kubeconfigs": map[string]any{"existingSecret": charttest.KubeconfigsSecret},
+		"logLevel":    "debug",
+		"service":     map[string]any{"port": d.port, "clusterIP": in.serviceIP},
+		"persistence": map[string]any{"storageClass": "", "size": "64Mi", "keepOnUninstall": false},
 	}
-	// Values as the helm CLI reads them, from YAML (the schema's checker
-	// knows map[string]any, not map[string]string).
-	b, err := yaml.Marshal(values)
-	if err != nil {
-		return err
-	}
-	values = nil
-	if err := yaml.Unmarshal(b, &values); err != nil {
-		return err
-	}
-	hc, ch, err := d.helmChart()
-	if err != nil {
+	maps.Copy(values, charttest.NodeValues())
+	if values, err = charttest.HelmValues(values); err != nil {
 		return err
 	}
 	d.values = values
 	start := time.Now()
-	install := action.NewInstall(hc)
-	install.ReleaseName, install.Namespace, install.Timeout = chartRelease, d.namespace, 2*time.Minute
-	if _, err := install.RunWithContext(ctx, ch, values); err != nil {
-		return fmt.Errorf("helm install: %w", err)
+	if err := d.Install(ctx, values); err != nil {
+		return err
 	}
 	return s.installed(ctx, in, "helm install", start)
 }
@@ -194,7 +162,7 @@ func (s *scenario) aRealNode(ctx context.Context, cluster string) error {
 			if s.failed {
 				d.keepLogs(ctx, w.flotilla.logPath)
 			}
-			if err := d.uninstall(ctx); err != nil {
+			if err := d.Uninstall(ctx); err != nil {
 				fmt.Fprintf(os.Stderr, "uninstalling flotilla: %v\n", err)
 			}
 		}
@@ -217,15 +185,15 @@ func (s *scenario) prepareInstall(ctx context.Context) (*install, error) {
 		return nil, errors.New("no flotilla config: a step configuring flotilla must come first")
 	}
 	node, cluster := w.realNode, w.realNode.Cluster
-	d := &deployed{cluster: cluster, namespace: "flotilla-" + w.namespace, node: node}
+	d := &deployed{cluster: cluster, Release: charttest.Release{Namespace: "flotilla-" + w.namespace, Node: node, Chart: chartPath}}
 	w.deployed = d
 	c, err := s.clientsFor(cluster)
 	if err != nil {
 		return nil, err
 	}
-	d.kube = c.Kube
+	d.Kube = c.Kube
 	if cl, ok := s.fleet().Cluster(cluster); ok {
-		d.kubeconfig = cl.Kubeconfig
+		d.Kubeconfig = cl.Kubeconfig
 	}
 	if d.image, err = s.flotillaImage(ctx); err != nil {
 		return nil, err
@@ -243,46 +211,21 @@ func (s *scenario) prepareInstall(ctx context.Context) (*install, error) {
 		return nil, err
 	}
 	in.cfg, in.secrets = cfg, secrets
-	return in, d.prepare(ctx, kubeconfigs)
+	return in, d.Prepare(ctx, kubeconfigs)
 }
 
 // installed waits for the pod Ready and then for its Service: every
 // later step reaches flotilla through it.
 func (s *scenario) installed(ctx context.Context, in *install, how string, start time.Time) error {
 	d := in.d
-	if err := d.waitReady(ctx, ""); err != nil {
+	if err := d.WaitReady(ctx, ""); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "%s: flotilla's pod Ready on %s %s after it (image %s)\n", how, d.node.Name, time.Since(start).Round(time.Millisecond), d.image)
+	fmt.Fprintf(os.Stderr, "%s: flotilla's pod Ready on %s %s after it (image %s)\n", how, d.Node.Name, time.Since(start).Round(time.Millisecond), d.image)
 	// The pod's endpoint reaches kube-proxy a moment after the pod is
 	// Ready; until then the Service refuses.
 	s.w.flotilla.listen = net.JoinHostPort(in.serviceIP, strconv.Itoa(d.port))
-	return waitServing(ctx, s.w.flotilla.url()+"/readyz")
-}
-
-// waitServing polls url until it answers 200, on a new connection each
-// time (a connection made before kube-proxy's rules would bypass them).
-func waitServing(ctx context.Context, url string) error {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		last = fmt.Errorf("answered %d", resp.StatusCode)
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %s through the Service: %w (last: %w)", url, err, last)
-	}
-	return nil
+	return charttest.WaitServing(ctx, s.w.flotilla.url()+"/readyz")
 }
 
 // flotillaImage is flotilla's image in the real node's registry, by
@@ -293,30 +236,13 @@ func (s *scenario) flotillaImage(ctx context.Context) (string, error) {
 		return "", errors.New("no real node: a step starting one must come first")
 	}
 	if w.image == "" {
-		img, err := buildImage(ctx, w.realNode.Registry+"/flotilla-cd/flotilla", w.dir)
+		img, err := charttest.BuildImage(ctx, "..", w.realNode.Registry+"/flotilla-cd/flotilla", "v0.0.0-features", w.dir)
 		if err != nil {
 			return "", err
 		}
 		w.image = img
 	}
 	return w.image, nil
-}
-
-// buildImage builds flotilla's image for this machine's platform with the
-// tool `make image` runs and pushes it to repo; it returns its reference by
-// digest.
-func buildImage(ctx context.Context, repo, dir string) (string, error) {
-	refFile := filepath.Join(dir, "image.ref")
-	cmd := exec.CommandContext(ctx, "go", "run", "./deploy/tools/image", "-repo", repo, "-tag", "v0.0.0-features", "-platforms", "linux/amd64", "-digest-file", refFile)
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the image: %w\n%s", err, out)
-	}
-	ref, err := os.ReadFile(refFile)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(ref)), nil
 }
 
 // chartConfig turns the scenario's config into the chart's: the chart sets
@@ -348,188 +274,8 @@ func chartConfig(path, dir, listen, service, hostAlias string) (cfg map[string]a
 			}
 		}
 	}
-	server, _ := cfg["server"].(map[string]any)
-	delete(server, "listen")
-	delete(server, "dataDir")
-	secrets, kubeconfigs = map[string]string{}, map[string]string{}
-	if fleet, ok := cfg["fleet"].(map[string]any); ok {
-		clusters, _ := fleet["clusters"].([]any)
-		for _, c := range clusters {
-			m, _ := c.(map[string]any)
-			name, _ := m["name"].(string)
-			kc, _ := m["kubeconfig"].(string)
-			b, err := aliasedKubeconfig(kc, hostAlias)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("cluster %s: %w", name, err)
-			}
-			kubeconfigs[name+".kubeconfig"] = string(b)
-			m["kubeconfig"] = kubeconfigsDir + name + ".kubeconfig"
-		}
-	}
-	var walk func(v any) error
-	walk = func(v any) error {
-		switch v := v.(type) {
-		case map[string]any:
-			if f, ok := v["file"].(string); ok && strings.HasPrefix(f, dir+"/") {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					return err
-				}
-				key := filepath.Base(f)
-				secrets[key] = string(b)
-				v["file"] = secretsDir + key
-			}
-			for _, k := range slices.Sorted(maps.Keys(v)) {
-				if err := walk(v[k]); err != nil {
-					return err
-				}
-			}
-		case []any:
-			for _, e := range v {
-				if err := walk(e); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return cfg, secrets, kubeconfigs, walk(cfg)
-}
-
-// aliasedKubeconfig is the kubeconfig at path with its API servers on the
-// host's loopback named by hostAlias, their certificates still checked
-// for 127.0.0.1 (tls-server-name).
-func aliasedKubeconfig(path, hostAlias string) ([]byte, error) {
-	kc, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range kc.Clusters {
-		u, err := url.Parse(c.Server)
-		if err != nil {
-			return nil, err
-		}
-		if u.Hostname() == "127.0.0.1" {
-			u.Host = net.JoinHostPort(hostAlias, u.Port())
-			c.Server, c.TLSServerName = u.String(), "127.0.0.1"
-		}
-	}
-	return clientcmd.Write(*kc)
-}
-
-// prepare makes what the release expects to find: its namespace, the
-// kubeconfigs' Secret, and a PersistentVolume on the node (a directory
-// flotilla's user owns) bound in advance to the chart's claim.
-func (d *deployed) prepare(ctx context.Context, kubeconfigs map[string]string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace}}
-	if _, err := d.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", d.namespace, err)
-	}
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-kubeconfigs", Namespace: d.namespace}, StringData: kubeconfigs}
-	if _, err := d.kube.CoreV1().Secrets(d.namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the kubeconfigs' Secret: %w", err)
-	}
-	dir := filepath.Join(d.node.Dir, "volumes", d.namespace)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	if err := os.Chown(dir, 65532, 65532); err != nil {
-		return err
-	}
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: d.namespace},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
-			ClaimRef:                      &corev1.ObjectReference{Namespace: d.namespace, Name: chartRelease + "-data"},
-		},
-	}
-	if _, err := d.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the PersistentVolume: %w", err)
-	}
-	return nil
-}
-
-// helm is the Helm SDK's configuration for the release's namespace of the
-// cluster, its state in Secrets as the helm CLI keeps it.
-func (d *deployed) helm() (*action.Configuration, error) {
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Namespace = &d.kubeconfig, &d.namespace
-	cfg := new(action.Configuration)
-	if err := cfg.Init(flags, d.namespace, "secret", func(string, ...any) {}); err != nil {
-		return nil, fmt.Errorf("helm: %w", err)
-	}
-	return cfg, nil
-}
-
-// helmChart is the Helm configuration and the chart, for an install or
-// an upgrade.
-func (d *deployed) helmChart() (*action.Configuration, *chart.Chart, error) {
-	hc, err := d.helm()
-	if err != nil {
-		return nil, nil, err
-	}
-	ch, err := loader.Load(chartPath)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the chart: %w", err)
-	}
-	return hc, ch, nil
-}
-
-// pod is the release's one pod.
-func (d *deployed) pod(ctx context.Context) (*corev1.Pod, error) {
-	pods, err := d.kube.CoreV1().Pods(d.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
-	if err != nil {
-		return nil, err
-	}
-	if len(pods.Items) != 1 {
-		return nil, fmt.Errorf("%d pods of the release, want 1", len(pods.Items))
-	}
-	return &pods.Items[0], nil
-}
-
-// waitReady waits for the pod Ready through its probes; a pod whose UID
-// is not (the one an upgrade replaces) is not waited for.
-func (d *deployed) waitReady(ctx context.Context, not string) error {
-	var last *corev1.Pod
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := d.pod(ctx)
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		last = p
-		return string(p.UID) != not && p.Status.Phase == corev1.PodRunning && isReady(p), nil
-	})
-	if err != nil {
-		status := "no pod"
-		if last != nil {
-			b, _ := yaml.Marshal(last.Status)
-			status = string(b)
-		}
-		return fmt.Errorf("waiting for flotilla's pod Ready: %w (last error %w)\n%s\n--- kubelet:\n%s", err, lastErr, status, d.tail("kubelet"))
-	}
-	return nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func (d *deployed) tail(process string) string {
-	p, ok := d.node.Process(process)
-	if !ok {
-		return ""
-	}
-	return tail(p.Log, 30)
+	secrets, kubeconfigs, err = charttest.PodConfig(cfg, dir, hostAlias)
+	return cfg, secrets, kubeconfigs, err
 }
 
 // chartPodReady reads the pod from the API server and its process from the
@@ -538,18 +284,18 @@ func (d *deployed) tail(process string) string {
 // read-only.
 func (s *scenario) chartPodReady(ctx context.Context) error {
 	d := s.w.deployed
-	p, err := d.pod(ctx)
+	p, err := d.Pod(ctx)
 	if err != nil {
 		return err
 	}
-	if !isReady(p) || p.Spec.NodeName != d.node.Name {
-		return fmt.Errorf("pod %s on node %q, Ready %v; want Ready on %s", p.Name, p.Spec.NodeName, isReady(p), d.node.Name)
+	if !charttest.IsReady(p) || p.Spec.NodeName != d.Node.Name {
+		return fmt.Errorf("pod %s on node %q, Ready %v; want Ready on %s", p.Name, p.Spec.NodeName, charttest.IsReady(p), d.Node.Name)
 	}
-	subnet, err := netip.ParsePrefix(d.node.PodSubnet)
+	subnet, err := netip.ParsePrefix(d.Node.PodSubnet)
 	if err != nil {
 		return err
 	}
-	if ip, err := netip.ParseAddr(p.Status.PodIP); err != nil || p.Spec.HostNetwork || !subnet.Contains(ip) || ip.String() == d.node.Gateway {
+	if ip, err := netip.ParseAddr(p.Status.PodIP); err != nil || p.Spec.HostNetwork || !subnet.Contains(ip) || ip.String() == d.Node.Gateway {
 		return fmt.Errorf("pod %s at %q (hostNetwork %v); want an address of its own in the node's pod subnet %s", p.Name, p.Status.PodIP, p.Spec.HostNetwork, subnet)
 	}
 	var status *corev1.ContainerStatus
@@ -561,7 +307,7 @@ func (s *scenario) chartPodReady(ctx context.Context) error {
 	if status == nil || !strings.HasSuffix(status.ImageID, "@"+strings.SplitN(d.image, "@", 2)[1]) {
 		return fmt.Errorf("container status %+v, want the image %s", status, d.image)
 	}
-	pid, err := processListening(d.port)
+	pid, err := charttest.ProcessListening(d.port)
 	if err != nil {
 		return err
 	}
@@ -572,33 +318,12 @@ func (s *scenario) chartPodReady(ctx context.Context) error {
 	if uid != "65532" || !ro {
 		return fmt.Errorf("flotilla's process %d runs as uid %s, root filesystem read-only %v; want 65532, true", pid, uid, ro)
 	}
-	fmt.Fprintf(os.Stderr, "chart: flotilla's process %d, uid %s, read-only root, %s idle\n", pid, uid, rss(pid))
+	rss := "RSS unknown"
+	if m, err := charttest.ReadProcMemory(pid); err == nil {
+		rss = fmt.Sprintf("RSS %d kB", m.VmRSS>>10)
+	}
+	fmt.Fprintf(os.Stderr, "chart: flotilla's process %d, uid %s, read-only root, %s idle\n", pid, uid, rss)
 	return nil
-}
-
-// processListening finds the process of flotilla serve whose --listen names
-// port: the container's, seen from the host.
-func processListening(port int) (int, error) {
-	want := fmt.Sprintf("--listen=0.0.0.0:%d", port)
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range dirs {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if slices.Contains(args, "serve") && slices.Contains(args, want) {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no process runs flotilla serve %s", want)
 }
 
 // processIdentity is the process's real uid and whether its root
@@ -630,47 +355,19 @@ func processIdentity(pid int) (uid string, readOnly bool, err error) {
 	return uid, readOnly, nil
 }
 
-// rss is the process's resident set size, as /proc reports it.
-func rss(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return "RSS " + strings.TrimSpace(rest)
-		}
-	}
-	return "RSS unknown"
-}
-
 // keepLogs writes the pod's log (and its previous container's) where the
 // scenario keeps flotilla's.
 func (d *deployed) keepLogs(ctx context.Context, path string) {
-	p, err := d.pod(ctx)
+	p, err := d.Pod(ctx)
 	if err != nil {
 		return
 	}
 	var out bytes.Buffer
 	for _, c := range []string{"config-check", "flotilla"} {
-		b, err := d.kube.CoreV1().Pods(d.namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c}).DoRaw(ctx)
+		b, err := d.Kube.CoreV1().Pods(d.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c}).DoRaw(ctx)
 		fmt.Fprintf(&out, "--- container %s (err %v):\n%s\n", c, err, b)
 	}
 	_ = os.WriteFile(path, out.Bytes(), 0o644)
-}
-
-// uninstall removes the release, its namespace and its volume.
-func (d *deployed) uninstall(ctx context.Context) error {
-	var errs []error
-	if hc, err := d.helm(); err == nil {
-		if _, err := action.NewUninstall(hc).Run(chartRelease); err != nil && !strings.Contains(err.Error(), "not found") {
-			errs = append(errs, fmt.Errorf("helm uninstall: %w", err))
-		}
-	}
-	if err := d.kube.CoreV1().Namespaces().Delete(ctx, d.namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		errs = append(errs, err)
-	}
-	if err := d.kube.CoreV1().PersistentVolumes().Delete(ctx, d.namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 // upgradeDuringPushes upgrades the release with a changed config (the
@@ -680,7 +377,7 @@ func (d *deployed) uninstall(ctx context.Context) error {
 // registry's notification endpoint does, for up to a minute.
 func (s *scenario) upgradeDuringPushes(ctx context.Context, n, every int) error {
 	d := s.w.deployed
-	old, err := d.pod(ctx)
+	old, err := d.Pod(ctx)
 	if err != nil {
 		return err
 	}
@@ -691,18 +388,18 @@ func (s *scenario) upgradeDuringPushes(ctx context.Context, n, every int) error 
 	server := maps.Clone(cfg["server"].(map[string]any))
 	server["retention"] = "240h"
 	cfg["server"], values["config"] = server, cfg
-	hc, ch, err := d.helmChart()
+	hc, ch, err := d.HelmChart()
 	if err != nil {
 		return err
 	}
 	up := action.NewUpgrade(hc)
-	up.Namespace, up.Timeout = d.namespace, 2*time.Minute
+	up.Namespace, up.Timeout = d.Namespace, 2*time.Minute
 	start := time.Now()
-	if _, err := up.RunWithContext(ctx, chartRelease, ch, values); err != nil {
+	if _, err := up.RunWithContext(ctx, charttest.ReleaseName, ch, values); err != nil {
 		return fmt.Errorf("helm upgrade: %w", err)
 	}
 	d.values = values
-	if err := d.waitReady(ctx, d.oldPod); err != nil {
+	if err := d.WaitReady(ctx, d.oldPod); err != nil {
 		return err
 	}
 	replaced := time.Since(start).Round(time.Millisecond)
@@ -796,7 +493,7 @@ func (s *scenario) notifyUntilAcknowledged(ctx context.Context, body []byte) (fi
 // pod acknowledged survived in the journal on the volume.
 func (s *scenario) acknowledgedDelivered(ctx context.Context) error {
 	d := s.w.deployed
-	p, err := d.pod(ctx)
+	p, err := d.Pod(ctx)
 	if err != nil {
 		return err
 	}
@@ -833,21 +530,21 @@ func (s *scenario) installDefaults(ctx context.Context, cluster string) error {
 		return err
 	}
 	cl, _ := s.fleet().Cluster(cluster)
-	d := &deployed{cluster: cluster, kubeconfig: cl.Kubeconfig, namespace: "flotilla-defaults-" + randomHex(4), kube: c.Kube}
+	d := &deployed{cluster: cluster, Release: charttest.Release{Kubeconfig: cl.Kubeconfig, Namespace: "flotilla-defaults-" + randomHex(4), Kube: c.Kube, Chart: chartPath}}
 	s.w = &world{dir: "", deployed: d}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace}}
-	if _, err := d.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.Namespace}}
+	if _, err := d.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	s.onCleanup(func() {
-		_ = d.kube.CoreV1().Namespaces().Delete(context.Background(), d.namespace, metav1.DeleteOptions{})
+		_ = d.Kube.CoreV1().Namespaces().Delete(context.Background(), d.Namespace, metav1.DeleteOptions{})
 	})
-	hc, ch, err := d.helmChart()
+	hc, ch, err := d.HelmChart()
 	if err != nil {
 		return err
 	}
 	install := action.NewInstall(hc)
-	install.ReleaseName, install.Namespace = chartRelease, d.namespace
+	install.ReleaseName, install.Namespace = charttest.ReleaseName, d.Namespace
 	_, err = install.RunWithContext(ctx, ch, map[string]any{})
 	if err == nil {
 		return errors.New("helm install of the default values succeeded")
@@ -866,15 +563,15 @@ func (s *scenario) defaultsRefused(ctx context.Context, first, second string) er
 		}
 	}
 	d := s.w.deployed
-	secrets, err := d.kube.CoreV1().Secrets(d.namespace).List(ctx, metav1.ListOptions{})
+	secrets, err := d.Kube.CoreV1().Secrets(d.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	cms, err := d.kube.CoreV1().ConfigMaps(d.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
+	cms, err := d.Kube.CoreV1().ConfigMaps(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + charttest.ReleaseName})
 	if err != nil {
 		return err
 	}
-	deps, err := d.kube.AppsV1().Deployments(d.namespace).List(ctx, metav1.ListOptions{})
+	deps, err := d.Kube.AppsV1().Deployments(d.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}

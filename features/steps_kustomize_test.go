@@ -35,7 +35,7 @@ func (s *scenario) installKustomize(ctx context.Context) error {
 	}
 	kubectl := filepath.Join(localfleet.BinDir(), "kubectl-"+localfleet.KubeVersion)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", in.d.kubeconfig, "apply", "-k", filepath.Join(dir, "overlay"))
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", in.d.Kubeconfig, "apply", "-k", filepath.Join(dir, "overlay"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("kubectl apply -k: %w\n%s", err, out)
 	}
@@ -113,7 +113,7 @@ func writeOverlay(dir string, in *install) error {
 	k, err := yaml.Marshal(map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
-		"namespace":  d.namespace,
+		"namespace":  d.Namespace,
 		"resources":  []string{"../base"},
 		"configMapGenerator": []map[string]any{{
 			// The base's namespace: a generator's object replaces the

@@ -16,13 +16,13 @@ import (
 )
 
 // memSample is one reading of the pod's memory, in bytes: its process's
-// VmRSS, its cgroup's numbers as the kubelet computes them (read from the
-// host's cgroup files at once), and the kubelet's own summary (which
-// refreshes on the kubelet's housekeeping schedule, not at every read).
+// resident memory, its cgroup's numbers as the kubelet computes them (read
+// from the host's cgroup files at once), and the kubelet's own summary
+// (whose numbers change only when the kubelet reads the cgroup again).
 type memSample struct {
 	at     time.Time
 	phase  string
-	vmRSS  int64
+	proc   charttest.ProcMemory
 	cgroup charttest.CgroupMemory
 	// kubeletRSS and kubeletWS are the container's memory.rssBytes and
 	// workingSetBytes in GET /api/v1/nodes/<node>/proxy/stats/summary,
@@ -71,7 +71,7 @@ func (m *memSampler) loop(ctx context.Context, every time.Duration) {
 func (m *memSampler) sample(ctx context.Context) {
 	s := memSample{at: time.Now()}
 	var err error
-	if s.vmRSS, err = charttest.VmRSS(m.pid); err == nil {
+	if s.proc, err = charttest.ReadProcMemory(m.pid); err == nil {
 		s.cgroup, err = charttest.ReadCgroupMemory(m.pid)
 	}
 	kctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -84,7 +84,7 @@ func (m *memSampler) sample(ctx context.Context) {
 	if err != nil {
 		m.errs++
 	}
-	if s.vmRSS > 0 {
+	if s.proc.VmRSS > 0 {
 		s.phase = m.phase
 		m.samples = append(m.samples, s)
 	}
@@ -167,24 +167,26 @@ func (m memStats) String() string { return fmt.Sprintf("%.0f / %.0f", m.median, 
 
 // phaseRow is the report's row of one phase.
 type phaseRow struct {
-	phase              string
-	took               time.Duration
-	samples            int
-	vmRSS, cgRSS, cgWS memStats
-	kubeRSS, kubeWS    memStats
-	kubeletDistinct    int
+	phase           string
+	took            time.Duration
+	samples         int
+	vmRSS, anon     memStats
+	cgRSS, cgWS     memStats
+	kubeRSS, kubeWS memStats
+	kubeletDistinct int
 }
 
 func phaseRows(samples []memSample, phases []string, took map[string]time.Duration) []phaseRow {
 	var rows []phaseRow
 	for _, ph := range phases {
-		var vm, rss, ws, krss, kws []int64
+		var vm, anon, rss, ws, krss, kws []int64
 		kubeAt := map[time.Time]bool{}
 		for _, s := range samples {
 			if s.phase != ph {
 				continue
 			}
-			vm, rss, ws = append(vm, s.vmRSS), append(rss, s.cgroup.RSS), append(ws, s.cgroup.WorkingSet)
+			vm, anon = append(vm, s.proc.VmRSS), append(anon, s.proc.RssAnon)
+			rss, ws = append(rss, s.cgroup.RSS), append(ws, s.cgroup.WorkingSet)
 			if s.kubeletRSS > 0 {
 				krss, kws = append(krss, s.kubeletRSS), append(kws, s.kubeletWS)
 				kubeAt[s.kubeletAt] = true
@@ -192,7 +194,7 @@ func phaseRows(samples []memSample, phases []string, took map[string]time.Durati
 		}
 		rows = append(rows, phaseRow{
 			phase: ph, took: took[ph], samples: len(vm),
-			vmRSS: statsOf(vm), cgRSS: statsOf(rss), cgWS: statsOf(ws), kubeRSS: statsOf(krss), kubeWS: statsOf(kws),
+			vmRSS: statsOf(vm), anon: statsOf(anon), cgRSS: statsOf(rss), cgWS: statsOf(ws), kubeRSS: statsOf(krss), kubeWS: statsOf(kws),
 			kubeletDistinct: len(kubeAt),
 		})
 	}
@@ -204,11 +206,12 @@ func podReport(o options, env machine, sc *scenario, rows []phaseRow, every time
 	var b strings.Builder
 	fmt.Fprintf(&b, "RSS of flotilla's pod during rollouts of %d clusters (wave 1: %d, wave 2: %d; %d real API servers, %d named clusters behind a namespace proxy), measured %s by `%s`:\n\n",
 		len(sc.all()), len(sc.wave1), len(sc.wave2), len(sc.b.real), countProxied(sc), env.started.Format("2006-01-02"), podCommand(o))
-	b.WriteString("| phase | wall time | samples | VmRSS MiB, median / peak | cgroup rss MiB (kubelet's rssBytes), median / peak | cgroup working set MiB, median / peak | kubelet's summary: rssBytes / workingSetBytes MiB, median / peak (distinct readings) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("MiB, median / peak of the phase's samples.\n\n")
+	b.WriteString("| phase | wall time | samples | VmRSS | of it RssAnon | cgroup rss | cgroup working set | kubelet's rssBytes | kubelet's workingSetBytes (distinct readings) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s / %s (%d) |\n", r.phase, r.took.Round(time.Second), r.samples, r.vmRSS, r.cgRSS, r.cgWS, r.kubeRSS, r.kubeWS, r.kubeletDistinct)
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s (%d) |\n", r.phase, r.took.Round(time.Second), r.samples, r.vmRSS, r.anon, r.cgRSS, r.cgWS, r.kubeRSS, r.kubeWS, r.kubeletDistinct)
 	}
-	fmt.Fprintf(&b, "\nSampled every %s from the host: the process's VmRSS (/proc/<pid>/status), its memory cgroup's total_rss and usage_in_bytes less total_inactive_file (what the kubelet reports as rssBytes and workingSetBytes), and the kubelet's stats summary through the API server (GET /api/v1/nodes/%s/proxy/stats/summary), which refreshes only on the kubelet's housekeeping; %d reads failed. The pod: the chart's defaults (requests 100m CPU, 128Mi; limit 512Mi), the image by digest, helm install to Ready and served in %s.\n",
+	fmt.Fprintf(&b, "\nSampled every %s from the host: the process's VmRSS and RssAnon (/proc/<pid>/status; VmRSS also counts the mapped binary, RssFile), its memory cgroup's total_rss and usage_in_bytes less total_inactive_file (v1; what the kubelet reports as rssBytes and workingSetBytes), and the kubelet's stats summary through the API server (GET /api/v1/nodes/%s/proxy/stats/summary; its numbers change when the kubelet reads the cgroup again: distinct readings); %d reads failed. The pod: the chart's defaults (requests 100m CPU, 128Mi; limit 512Mi), the image by digest, helm install to Ready and served in %s.\n",
 		every, sc.b.pod.node.Name, failed, sc.pod.ready.Round(100*time.Millisecond))
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %.0f GiB RAM, Linux %s, %s; load average before/after: %s / %s.\n", env.cpus, env.cpuModel, env.memGiB, env.kernel, env.goVersion, env.loadBefore, env.loadAfter)
 	return b.String()
@@ -231,9 +234,9 @@ func podCommand(o options) string {
 // writePodRaw writes every sample as CSV.
 func writePodRaw(path string, samples []memSample) error {
 	var b strings.Builder
-	b.WriteString("time,phase,vmrss_bytes,cgroup_rss_bytes,cgroup_working_set_bytes,kubelet_rss_bytes,kubelet_working_set_bytes,kubelet_time\n")
+	b.WriteString("time,phase,vmrss_bytes,rss_anon_bytes,cgroup_rss_bytes,cgroup_working_set_bytes,kubelet_rss_bytes,kubelet_working_set_bytes,kubelet_time\n")
 	for _, s := range samples {
-		fmt.Fprintf(&b, "%s,%s,%d,%d,%d,%d,%d,%s\n", s.at.UTC().Format(time.RFC3339Nano), s.phase, s.vmRSS, s.cgroup.RSS, s.cgroup.WorkingSet, s.kubeletRSS, s.kubeletWS, s.kubeletAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "%s,%q,%d,%d,%d,%d,%d,%d,%s\n", s.at.UTC().Format(time.RFC3339Nano), s.phase, s.proc.VmRSS, s.proc.RssAnon, s.cgroup.RSS, s.cgroup.WorkingSet, s.kubeletRSS, s.kubeletWS, s.kubeletAt.UTC().Format(time.RFC3339))
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -35,26 +35,36 @@ func ProcessListening(port int) (int, error) {
 	return 0, fmt.Errorf("no process runs flotilla serve %s", want)
 }
 
-// VmRSS is the process's resident set size in bytes, as /proc reports it.
-func VmRSS(pid int) (int64, error) {
+// ProcMemory is a process's resident memory in bytes, as /proc/<pid>/status
+// reports it: VmRSS is RssAnon (its heap and stacks) plus RssFile (mapped
+// files: a static binary's text) plus RssShmem.
+type ProcMemory struct {
+	VmRSS, RssAnon, RssFile int64
+}
+
+// ReadProcMemory reads the process's resident memory from /proc.
+func ReadProcMemory(pid int) (ProcMemory, error) {
+	var m ProcMemory
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the status of process %d: %w", pid, err)
+		return m, fmt.Errorf("reading the status of process %d: %w", pid, err)
 	}
+	fields := map[string]*int64{"VmRSS:": &m.VmRSS, "RssAnon:": &m.RssAnon, "RssFile:": &m.RssFile}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest) // "<n> kB"
-			if len(f) == 0 {
-				break
-			}
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing VmRSS %q: %w", rest, err)
-			}
-			return kb << 10, nil
+		f := strings.Fields(line) // "VmRSS: <n> kB"
+		if len(f) < 2 || fields[f[0]] == nil {
+			continue
 		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("parsing %q of process %d: %w", line, pid, err)
+		}
+		*fields[f[0]] = kb << 10
 	}
-	return 0, fmt.Errorf("process %d has no VmRSS", pid)
+	if m.VmRSS == 0 {
+		return m, fmt.Errorf("process %d has no VmRSS", pid)
+	}
+	return m, nil
 }
 
 // CgroupMemory is the memory of a process's cgroup (v1, the hosts the real
