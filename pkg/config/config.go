@@ -74,8 +74,9 @@ type Server struct {
 	// Workers bounds the functions flotilla runs at once. The events of one
 	// rollout (or of one image or git repository, before a rollout starts)
 	// are handled in order, one at a time; different ones in parallel, up
-	// to Workers, so one slow cluster never holds up another rollout.
-	// 1-1024; default 16.
+	// to Workers, so one slow cluster never holds up another rollout. In
+	// scale-out mode the bound is each replica's, however many partitions
+	// it holds. 1-1024; default 16.
 	Workers int `json:"workers"`
 	// Retention is how long the journal keeps events that every consumer
 	// has handled; older segments are deleted. "0s" keeps every event.

@@ -52,6 +52,11 @@ type Options struct {
 	// Observe, when set, sees every event the dispatcher journals (tests,
 	// live views).
 	Observe func(bus.Record)
+
+	// slots, when set (by Shards), bounds the calls of each lane across
+	// the dispatchers sharing it, so that Workers (and each lane's
+	// workers) bound a replica's calls however many partitions it holds.
+	slots *slots
 }
 
 // Defaults of [Options].

@@ -1,7 +1,9 @@
 package dispatch
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -74,4 +76,45 @@ func buildLanes(o Options, fns []Function) (*lane, map[string]*lane, error) {
 		}
 	}
 	return def, byType, nil
+}
+
+// slots bound the calls of each lane across the dispatchers of one
+// replica (Shards): its partitions' dispatchers each run the lane's
+// workers, and take a slot of the lane's shared pool for each call.
+type slots struct {
+	mu     sync.Mutex
+	byLane map[string]chan struct{}
+}
+
+// pool is lane l's pool, made with l's workers at its first use.
+func (s *slots) pool(l *lane) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.byLane[l.Name]
+	if !ok {
+		p = make(chan struct{}, l.Workers)
+		s.byLane[l.Name] = p
+	}
+	return p
+}
+
+// acquire takes a slot of l's pool, false when ctx ended first. A nil
+// slots (one dispatcher) always has room: its workers are the bound.
+func (s *slots) acquire(ctx context.Context, l *lane) bool {
+	if s == nil {
+		return true
+	}
+	select {
+	case s.pool(l) <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// release gives back a slot acquire took.
+func (s *slots) release(l *lane) {
+	if s != nil {
+		<-s.pool(l)
+	}
 }

@@ -25,7 +25,7 @@ func rolloutEvent(t *testing.T, id, r string) cloudevents.Event {
 	return e
 }
 
-// gated is a function whose calls for the rollout "slow" wait for release;
+// gated is a function whose calls for the rollouts "slow..." wait for release;
 // every call is reported on calls.
 type gated struct {
 	fn
@@ -37,7 +37,7 @@ func newGated() *gated {
 	g := &gated{calls: make(chan string, 100), release: make(chan struct{})}
 	g.fn = fn{name: "gated", consumes: []string{typeIn}, handle: func(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 		g.calls <- e.ID()
-		if events.RolloutID(e) == "slow" {
+		if strings.HasPrefix(events.RolloutID(e), "slow") {
 			select {
 			case <-g.release:
 			case <-ctx.Done():

@@ -201,7 +201,11 @@ func (s *scheduler) work(ctx context.Context, l *lane) {
 		case <-ctx.Done():
 			return
 		case p := <-l.ready:
+			if !s.d.o.slots.acquire(ctx, l) {
+				return // not handled: the watermark stays below it
+			}
 			s.runHead(ctx, p)
+			s.d.o.slots.release(l)
 		}
 	}
 }

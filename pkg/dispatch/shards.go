@@ -39,6 +39,7 @@ func NewShards(ctx context.Context, view func(p int) (Journal, error), fns []Fun
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.slots = &slots{byLane: map[string]chan struct{}{}}
 	return &Shards{view: view, fns: fns, o: o, ctx: ctx, running: map[int]*shard{}, errs: map[int]error{}}
 }
 
