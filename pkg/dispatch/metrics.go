@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 type metrics struct {

@@ -3,11 +3,12 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-cd/flotilla/pkg/bus"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/bus"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // item is one journaled event on its way through the functions that
