@@ -67,6 +67,7 @@ type world struct {
 	// host's loopback at its address.
 	realNode *localfleet.RealNode
 	image    string // flotilla's image on the real node, by digest (flotillaImage)
+	killed   string // the scale-out replica a step killed, by name
 	repo     string
 	digests  map[string]string // version -> digest
 	pushes   map[string][]byte // version -> notification body
@@ -179,6 +180,10 @@ type world struct {
 	fleetRollouts   map[string]any
 	fleetRolloutsIn string
 	kubectlOut      *lockedBuffer
+	// pollInterval is fleet.poll.interval, when a step set it; else 0s:
+	// the other scenarios drive flotilla by their webhooks alone, and a
+	// poll at a time of its own would race their steps.
+	pollInterval string
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -361,7 +366,8 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 			{"name": "github", "type": "github", "secret": ghSecret},
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
 		},
-		"fleet":        map[string]any{"clusters": clusters, "waves": waves, "metricsServer": cmp.Or(s.fleet().PrometheusURL, config.DefaultMetricsServer)},
+		"fleet": map[string]any{"clusters": clusters, "waves": waves, "metricsServer": cmp.Or(s.fleet().PrometheusURL, config.DefaultMetricsServer),
+			"poll": map[string]any{"interval": cmp.Or(w.pollInterval, "0s")}},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
 	}
 	if s.scaleOut {

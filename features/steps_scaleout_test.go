@@ -1,11 +1,10 @@
 package features
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,80 +44,90 @@ func (s *scenario) registerScaleOutSteps(sc *godog.ScenarioContext) {
 // partitions is busConfig's partition count.
 const partitions = 6
 
-// heldPartitions reads the partitions a replica last said it holds.
-func heldPartitions(logPath string) ([]int, error) {
-	f, err := os.Open(logPath)
+// leases reads, from NATS, who holds each partition of the scenario's
+// stream: the <stream>_leases bucket natsjs.Partitions keeps, each key
+// partition.<p> valued with its holder's replica name.
+func (s *scenario) leases(ctx context.Context) (map[int]string, error) {
+	nc, err := nats.Connect(natsCluster.URL())
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = f.Close() }()
-	var held []int
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l struct {
-			Msg        string `json:"msg"`
-			Partitions []int  `json:"partitions"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "partitions held" {
-			held = l.Partitions
-		}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
 	}
-	return held, sc.Err()
+	kv, err := js.KeyValue(ctx, s.w.namespace+"_leases")
+	if err != nil {
+		return nil, fmt.Errorf("the leases' bucket: %w", err)
+	}
+	held := map[int]string{}
+	for p := range partitions {
+		e, err := kv.Get(ctx, "partition."+strconv.Itoa(p))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the lease of partition %d: %w", p, err)
+		}
+		held[p] = string(e.Value())
+	}
+	return held, nil
 }
 
+// replicaName is the name replica i goes by (its POD_NAME, see
+// newReplicas).
+func (s *scenario) replicaName(i int) string { return fmt.Sprintf("%s-r%d", s.w.namespace, i) }
+
 // killRolloutHolder kills (SIGKILL) the replica that holds the partition
-// of the rollout's events: the one moving it on.
+// of the rollout's events, as its lease in NATS says: the one moving it on.
 func (s *scenario) killRolloutHolder(ctx context.Context, version string) error {
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
 		return err
 	}
 	p := natsjs.PartitionFor(dispatch.RolloutKey(id), partitions)
+	held, err := s.leases(ctx)
+	if err != nil {
+		return err
+	}
 	for i, r := range s.w.flotilla.replicas {
-		held, err := heldPartitions(r.logPath)
-		if err != nil {
-			return err
-		}
-		if slices.Contains(held, p) && r.running() {
+		if held[p] == s.replicaName(i) && r.running() {
 			fmt.Fprintf(os.Stderr, "scale-out: killing replica %d, which holds partition %d of rollout %s\n", i, p, id)
+			s.w.killed = held[p]
 			return r.kill()
 		}
 	}
-	return fmt.Errorf("no running replica says it holds partition %d of rollout %s", p, id)
+	return fmt.Errorf("no running replica holds partition %d of rollout %s: the leases say %v", p, id, held)
 }
 
 // partitionsTakenOver waits until the replicas still running hold every
-// partition between them, one holder each, as their metrics say.
+// partition between them, as the leases in NATS say: the killed one's
+// lease expired and another replica took each of its partitions.
 func (s *scenario) partitionsTakenOver(ctx context.Context) error {
-	var last string
+	running := map[string]bool{}
+	for i, r := range s.w.flotilla.replicas {
+		if r.running() {
+			running[s.replicaName(i)] = true
+		}
+	}
+	var held map[int]string
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		seen := map[int]int{}
-		for i, r := range s.w.flotilla.replicas {
-			if !r.running() {
-				continue
-			}
-			held, err := heldPartitions(r.logPath)
-			if err != nil {
-				return err
-			}
-			for _, p := range held {
-				seen[p]++
-			}
-			last += fmt.Sprintf("replica %d holds %v; ", i, held)
+		var err error
+		if held, err = s.leases(ctx); err != nil {
+			return err
 		}
-		once := len(seen) == partitions
-		for _, n := range seen {
-			once = once && n == 1
+		all := len(held) == partitions
+		for _, r := range held {
+			all = all && running[r]
 		}
-		if once {
+		if all {
 			return nil
 		}
 		time.Sleep(500 * time.Millisecond)
-		last = ""
 	}
-	return fmt.Errorf("after a minute the running replicas do not hold the %d partitions once each: %s", partitions, last)
+	return fmt.Errorf("after a minute the partitions' leases are %v, want each held by one of the running replicas %v (the killed one: %s)", held, slices.Sorted(maps.Keys(running)), s.w.killed)
 }
 
 // natsNodeMu lets one scenario at a time take a NATS node away, so the
