@@ -44,6 +44,7 @@ type API struct {
 	apps      map[string]bool   // the configured applications
 	clusters  []ClusterInfo     // the configured clusters
 	watch     Watch
+	refresher Refresher
 	log       *slog.Logger
 }
 
@@ -84,6 +85,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/watch", a.watchStream)
 	mux.HandleFunc("GET /api/v1/rollouts/{id}/events", a.getTimeline)
 	mux.HandleFunc("POST /api/v1/applications/{app}/quarantine", a.quarantine)
+	mux.HandleFunc("POST /api/v1/applications/{app}/refresh", a.refresh)
 	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))
 	mux.HandleFunc("POST /api/v1/fleet/start", a.fleetControl(events.TypeFleetStartRequested))
 }

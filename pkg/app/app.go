@@ -41,6 +41,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/gitops/proposer"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
+	"github.com/flotilla-cd/flotilla/pkg/poll"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/state"
@@ -96,6 +97,7 @@ type Server struct {
 	mirror    *dispatch.Mirror
 	cdevents  []*dispatch.Mirror
 	resync    *resync.Resyncer
+	poll      *poll.Poller
 	pruneSet  *cluster.Set // the clusters the start-up prune cleans; nil with Options.NoPrune
 	clusters  *cluster.Set // the fleet's clients and watch caches
 	http      *http.Server
@@ -271,6 +273,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	o.Resync.Logger = o.Logger
 	s.resync = resync.New(cfg, inFlight, clusters, journal{s.bus}, o.Resync)
+	if s.poll, err = s.newPoller(ctx, cfg, o.Resolver, o); err != nil {
+		return err
+	}
 	if cfg.Events.Sink != "" {
 		if s.mirror, err = dispatch.NewMirror(s.bus, cfg.Events.Sink, o.Logger); err != nil {
 			return err
@@ -306,7 +311,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return err
 	}
 	s.api = api.New(s.repo, s.approvals, s.bus, cfg.Server.Tokens(), o.Logger).WithApplications(apps...).
-		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub)
+		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll})
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),
@@ -423,6 +428,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.resync.Run(gctx) })
+	g.Go(func() error { return s.poll.Run(gctx) })
 	g.Go(func() error { return s.hub.Run(gctx) })
 	g.Go(func() error { return s.delivery.Run(gctx) })
 	g.Go(func() error {

@@ -21,7 +21,7 @@ func Key(e cloudevents.Event) string {
 	switch e.Type() {
 	case events.TypeImagePushed, events.TypeImageVerified, events.TypeImageRejected:
 		if repo := imageRepository(e.Subject()); repo != "" {
-			return "image/" + repo
+			return ImageKey(repo)
 		}
 	case events.TypeGitPushed, events.TypeGitVerified, events.TypeGitRejected:
 		if repo, _, _ := strings.Cut(e.Subject(), "#"); repo != "" {
@@ -42,6 +42,10 @@ func imageRepository(ref string) string {
 	}
 	return ref
 }
+
+// ImageKey is the key of the pushes of image repository repo
+// ("registry/repository") and their verdicts.
+func ImageKey(repo string) string { return "image/" + repo }
 
 // RolloutKey is the key of a rollout's events.
 func RolloutKey(id string) string { return "rollout/" + id }

@@ -18,6 +18,9 @@ var (
 	ErrAuthRateLimited      = errors.New("too many unauthenticated requests")
 	ErrBusy                 = errors.New("busy")
 	ErrConflict             = errors.New("conflict")
+	// ErrUpstream: a service flotilla asked on the caller's behalf (a
+	// registry a refresh polls) failed or refused.
+	ErrUpstream = errors.New("an upstream service failed")
 )
 
 // kindError is an error of a kind with its own message.
@@ -50,6 +53,7 @@ var statusTable = []struct {
 	{is(ErrUnauthenticated), http.StatusUnauthorized, "unauthenticated"},
 	{is(ErrUnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
 	{is(ErrConflict), http.StatusConflict, "conflict"},
+	{is(ErrUpstream), http.StatusBadGateway, "upstream_error"},
 	{IsPermanent, http.StatusBadRequest, "malformed"},
 }
 

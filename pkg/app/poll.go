@@ -1,0 +1,46 @@
+package app
+
+import (
+	"context"
+
+	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/poll"
+	"github.com/flotilla-cd/flotilla/pkg/registry"
+)
+
+// newPoller builds the registries' poll (pkg/poll) on the resolver when it
+// lists tags too (registry.Remote), else on a client of cfg's registries.
+// In scale-out mode a replica polls the applications whose pushes fall in
+// the partitions it holds (the replica that plans them), so that the
+// replicas share the polls and none is polled twice.
+func (s *Server) newPoller(ctx context.Context, cfg *config.Config, resolver registry.Resolver, o Options) (*poll.Poller, error) {
+	reg, ok := resolver.(poll.Registry)
+	if !ok {
+		remote, err := newRemote(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		reg = remote
+	}
+	po := poll.Options{Logger: o.Logger, Metrics: o.Registerer}
+	if shared, ok := s.dispatch.(*sharedEngine); ok {
+		po.Owns = func(a config.Application) bool {
+			return shared.held(s.scale.bus.PartitionOf(dispatch.ImageKey(a.Image)))
+		}
+	}
+	return poll.New(cfg, reg, s.repo, journal{s.bus}, po)
+}
+
+// refresher is the API's refresh on the poll.
+type refresher struct{ p *poll.Poller }
+
+func (r refresher) Refresh(ctx context.Context, app string) (api.RefreshResponse, error) {
+	res, err := r.p.Poll(ctx, app)
+	if err != nil {
+		return api.RefreshResponse{}, err
+	}
+	return api.RefreshResponse{Application: res.Application, Image: res.Image, Tags: res.Tags, Newest: res.Newest,
+		Digest: res.Digest, Started: res.Started, EventID: res.EventID, Reason: res.Reason, At: res.At}, nil
+}

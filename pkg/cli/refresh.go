@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// refreshResponse is pkg/api.RefreshResponse.
+type refreshResponse struct {
+	Application string `json:"application"`
+	Image       string `json:"image"`
+	Tags        int    `json:"tags"`
+	Newest      string `json:"newest"`
+	Digest      string `json:"digest"`
+	Started     bool   `json:"started"`
+	EventID     string `json:"eventId"`
+	Reason      string `json:"reason"`
+	By          string `json:"by"`
+}
+
+func newRefreshCmd() *cobra.Command {
+	var server, token string
+	cmd := &cobra.Command{
+		Use:   "refresh APPLICATION",
+		Short: "Poll an application's registry now, for a version no webhook brought",
+		Long: `Refresh lists the tags of an application's image repository now, as the
+periodic poll behind the webhooks does (fleet.poll), and picks with its
+version policy the newest version it would roll out that no rollout was
+started for. That version is fed in as a push, marked source: poll: it is
+verified and planned as a webhook's push (flotilla get rollouts shows its
+rollout). A version a webhook brought already changes nothing. Refresh
+prints how many tags the registry listed, the version found and whether it
+was fed in, or why nothing was.` + tokenHelp,
+		Example: `  flotilla refresh podinfo`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body, err := jsonBody(controlRequest{By: whoami()})
+			if err != nil {
+				return err
+			}
+			var res refreshResponse
+			if err := (apiClient{base: server}).do(cmd.Context(), "POST", "/api/v1/applications/"+args[0]+"/refresh", token, body, &res); err != nil {
+				return err
+			}
+			printRefresh(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "an API token of the server (env FLOTILLA_TOKEN)")
+	return cmd
+}
+
+// printRefresh says what a refresh found.
+func printRefresh(w io.Writer, r refreshResponse) {
+	fmt.Fprintf(w, "application %s: %d tags in %s\n", r.Application, r.Tags, r.Image)
+	switch {
+	case r.Started:
+		fmt.Fprintf(w, "newest: %s (%s), fed in as a push (event %s): its rollout will say source: poll\n", r.Newest, r.Digest, r.EventID)
+	case r.Newest != "":
+		fmt.Fprintf(w, "newest: %s (%s), not started: %s\n", r.Newest, r.Digest, r.Reason)
+	default:
+		fmt.Fprintf(w, "nothing to start: %s\n", r.Reason)
+	}
+}

@@ -1,0 +1,15 @@
+// Package poll is the safety net behind the webhooks. A registry's webhook
+// can be lost (flotilla restarting, a sender that does not retry, a
+// misconfigured hook), and a push whose webhook is lost would never roll
+// out. The Poller lists every image application's tags periodically (its
+// interval, jittered, backing off while the registry fails), picks with the
+// application's version policy the newest version that no rollout was
+// started for (rollout.Polled), and journals it as the push a registry
+// webhook would have sent (events.TypeImagePushed, marked
+// events.SourcePoll): verify, dedupe and plan are the webhook's. A version a
+// webhook brought already changes nothing; the poll's event id is derived
+// from the repository, tag and digest, so the journal drops a poll's repeat.
+//
+// In scale-out mode each replica polls only the applications whose pushes
+// fall in the bus partitions it holds (Options.Owns).
+package poll

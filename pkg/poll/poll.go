@@ -1,0 +1,309 @@
+package poll
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Registry lists a repository's tags and resolves one to its digest
+// (pkg/registry.Remote), image being "host[:port]/repository".
+type Registry interface {
+	Tags(ctx context.Context, image string) ([]string, error)
+	Resolve(ctx context.Context, image, tag string) (digest string, err error)
+}
+
+// Rollouts is the rollout state a poll decides against (pkg/state).
+type Rollouts interface {
+	App(ctx context.Context, name string) (rollout.AppState, error)
+	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
+}
+
+// Journal records the pushes a poll finds; it reports how many were new.
+type Journal interface {
+	Append(ctx context.Context, evs ...cloudevents.Event) (int, error)
+}
+
+// Options tune the Poller; zero values take the defaults in brackets.
+type Options struct {
+	Logger *slog.Logger // [discard]
+	// Metrics registers the poll's metrics [none].
+	Metrics prometheus.Registerer
+	// Owns says whether this replica polls the application (scale-out
+	// mode: the partition of its pushes is held here) [every one].
+	Owns func(app config.Application) bool
+	// Timeout bounds one poll of an application [30s].
+	Timeout time.Duration
+	// Rand returns a number in [0, 1) for the jitter [math/rand/v2].
+	Rand func() float64
+}
+
+// MaxBackoff is how far the interval of a failing registry grows: doubled
+// at each failure in a row, up to MaxBackoff times.
+const MaxBackoff = 8
+
+// Jitter is the part of an interval added at random to each wait, so that
+// applications polled at the same interval spread out.
+const Jitter = 0.1
+
+// Poller polls the applications' registries.
+type Poller struct {
+	cfg *config.Config
+	reg Registry
+	ros Rollouts
+	j   Journal
+	o   Options
+
+	polls *prometheus.CounterVec
+	found *prometheus.CounterVec
+
+	mu   sync.Mutex
+	last map[string]Result // by application
+}
+
+// Outcomes of a poll (the outcome label of flotilla_polls_total).
+const (
+	OutcomeCurrent = "current" // nothing newer than what the webhooks brought
+	OutcomeFound   = "found"   // a newer version, fed in as a push
+	OutcomeRepeat  = "repeat"  // a version a poll fed in already (the journal had it)
+	OutcomeError   = "error"   // the registry or the state failed
+)
+
+// New returns a Poller over cfg's applications.
+func New(cfg *config.Config, reg Registry, ros Rollouts, j Journal, o Options) (*Poller, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Owns == nil {
+		o.Owns = func(config.Application) bool { return true }
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	p := &Poller{cfg: cfg, reg: reg, ros: ros, j: j, o: o, last: map[string]Result{},
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_polls_total",
+			Help: "Polls of the applications' registries by outcome: current (nothing newer), found (a newer version fed in as a push), repeat (fed in before), error.",
+		}, []string{"outcome"}),
+		found: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_poll_found_total",
+			Help: "Versions a poll found that no webhook had brought, fed in as pushes (their rollouts say source: poll).",
+		}, []string{"application"}),
+	}
+	if o.Metrics != nil {
+		for _, c := range []prometheus.Collector{p.polls, p.found} {
+			if err := o.Metrics.Register(c); err != nil {
+				return nil, fmt.Errorf("registering poll metrics: %w", err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// Result is what one poll of an application found.
+type Result struct {
+	Application string `json:"application"`
+	Image       string `json:"image"`
+	// Tags is how many tags the registry listed.
+	Tags int `json:"tags"`
+	// Newest is the newest tag the application would roll out now that no
+	// rollout was started for, "" when none (Reason says why); Digest is
+	// what it points at.
+	Newest string `json:"newest,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Started: the poll fed Newest in as a push (EventID), new to the
+	// journal; verify and plan take it from there, as a webhook's.
+	Started bool      `json:"started"`
+	EventID string    `json:"eventId,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// ErrNotPolled: the application is not one a poll can look at.
+var ErrNotPolled = errors.New("not polled")
+
+// Poll polls app now: lists its tags, picks the newest it would roll out
+// that no rollout was started for, and journals it as a push.
+func (p *Poller) Poll(ctx context.Context, name string) (Result, error) {
+	app, ok := p.cfg.Application(name)
+	if !ok {
+		return Result{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", name))
+	}
+	if app.Git() != nil {
+		return Result{}, fault.Permanent(fmt.Errorf("application %s follows a git repository: %w (only image applications are)", name, ErrNotPolled))
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	res, err := p.poll(ctx, app)
+	res.Application, res.Image, res.At = app.Name, app.Image, time.Now()
+	outcome := OutcomeCurrent
+	switch {
+	case err != nil:
+		outcome = OutcomeError
+		res.Reason = err.Error()
+	case res.Started:
+		outcome = OutcomeFound
+		p.found.WithLabelValues(app.Name).Inc()
+	case res.EventID != "":
+		outcome = OutcomeRepeat
+	}
+	p.polls.WithLabelValues(outcome).Inc()
+	p.mu.Lock()
+	p.last[app.Name] = res
+	p.mu.Unlock()
+	return res, err
+}
+
+func (p *Poller) poll(ctx context.Context, app config.Application) (Result, error) {
+	var res Result
+	tags, err := p.reg.Tags(ctx, app.Image)
+	if err != nil {
+		return res, upstream(err)
+	}
+	res.Tags = len(tags)
+	st, err := p.ros.App(ctx, app.Name)
+	if err != nil {
+		return res, fmt.Errorf("reading application %s: %w", app.Name, err)
+	}
+	all, err := p.ros.ListInFlight(ctx)
+	if err != nil {
+		return res, fmt.Errorf("listing rollouts in flight: %w", err)
+	}
+	var inFlight []rollout.Rollout
+	for _, ro := range all {
+		if ro.Application == app.Name {
+			inFlight = append(inFlight, ro)
+		}
+	}
+	tag, reason, err := rollout.Polled(app, st, inFlight, tags)
+	if err != nil || tag == "" {
+		res.Reason = reason
+		return res, err
+	}
+	res.Newest = tag
+	if res.Digest, err = p.reg.Resolve(ctx, app.Image, tag); err != nil {
+		return res, upstream(err)
+	}
+	e, err := Event(app.Image, tag, res.Digest)
+	if err != nil {
+		return res, err
+	}
+	res.EventID = e.ID()
+	n, err := p.j.Append(ctx, e)
+	if err != nil {
+		return res, fmt.Errorf("journaling the push of %s:%s: %w", app.Image, tag, err)
+	}
+	res.Started = n > 0
+	if res.Started {
+		p.o.Logger.InfoContext(ctx, "poll found a version no webhook brought", "application", app.Name, "tag", tag, "digest", res.Digest, "event_id", e.ID())
+	} else {
+		res.Reason = fmt.Sprintf("%s was fed in before (event %s)", tag, e.ID())
+	}
+	return res, nil
+}
+
+// upstream marks a registry's error as an upstream failure (502 at the
+// API), keeping what it wraps (permanent or not).
+func upstream(err error) error { return fmt.Errorf("%w (%w)", err, fault.ErrUpstream) }
+
+// Event is the push a poll journals for image:tag at digest: a registry
+// webhook's event, marked events.SourcePoll, its id derived from what was
+// found, so that finding it again adds nothing to the journal.
+func Event(image, tag, digest string) (cloudevents.Event, error) {
+	h := sha256.Sum256([]byte(image + "\x00" + tag + "\x00" + digest))
+	host, repo, _ := strings.Cut(image, "/")
+	e, err := events.New("poll/"+hex.EncodeToString(h[:16]), "/flotilla/poll", events.TypeImagePushed, events.ImagePushed{
+		Registry: host, Repository: repo, Tag: tag, Digest: digest,
+		Sender: events.SourcePoll, Receiver: events.SourcePoll, Source: events.SourcePoll,
+	})
+	if err != nil {
+		return e, err
+	}
+	e.SetSubject(image + ":" + tag)
+	return e, nil
+}
+
+// Last is what the latest poll of each application found.
+func (p *Poller) Last() map[string]Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]Result, len(p.last))
+	for k, v := range p.last {
+		out[k] = v
+	}
+	return out
+}
+
+// Run polls every image application with an interval, each on its own
+// schedule, until ctx ends.
+func (p *Poller) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, app := range p.cfg.Applications {
+		every := p.cfg.PollInterval(app)
+		if every <= 0 || app.Git() != nil {
+			continue
+		}
+		wg.Go(func() { p.loop(ctx, app, every) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// loop polls app every interval: first within a jitter of the start
+// (catching up on what was pushed while flotilla was down), then after
+// each Wait.
+func (p *Poller) loop(ctx context.Context, app config.Application, every time.Duration) {
+	ctx = logctx.With(ctx, "application", app.Name)
+	t := time.NewTimer(p.jitter(every))
+	defer t.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if p.o.Owns(app) {
+			if _, err := p.Poll(ctx, app.Name); err != nil && ctx.Err() == nil {
+				failures++
+				p.o.Logger.WarnContext(ctx, "polling the registry failed", "application", app.Name, "image", app.Image,
+					"failures", failures, "error", err)
+			} else {
+				failures = 0
+			}
+		}
+		t.Reset(p.Wait(every, failures))
+	}
+}
+
+// Wait is how long to wait before the next poll after failures failures
+// in a row: the interval, doubled per failure up to MaxBackoff times, plus
+// a jitter of up to Jitter of it.
+func (p *Poller) Wait(every time.Duration, failures int) time.Duration {
+	d := every * time.Duration(min(1<<min(failures, 3), MaxBackoff))
+	return d + p.jitter(d)
+}
+
+func (p *Poller) jitter(d time.Duration) time.Duration {
+	return time.Duration(p.o.Rand() * Jitter * float64(cmp.Or(d, time.Second)))
+}
