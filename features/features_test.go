@@ -171,4 +171,5 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerTracingSteps(sc)
 	s.registerScaleOutSteps(sc)
 	s.registerRegistrySteps(sc)
+	s.registerPollSteps(sc)
 }

@@ -1,0 +1,50 @@
+Feature: Nothing missed: a poll of the registry behind the webhooks
+  A registry push is acted on from its webhook; a webhook that never arrives
+  (flotilla restarting, a sender that does not retry, a misconfigured hook) is
+  caught by flotilla's own poll of the application's registry, which feeds what
+  it finds into the same path as a webhook: verified, planned and deduplicated
+  alike. The rollout says it was found by a poll. `flotilla refresh` polls now.
+
+  Background:
+    Given a registry
+
+  # Catches a flotilla that acts on webhooks only (the push is never rolled
+  # out), and one whose poll bypasses verify and plan (no rollout, or one
+  # not marked source poll).
+  Scenario: A push whose webhook is dropped rolls out within one poll interval, marked source: poll
+    Given flotilla polls the applications' registries every "2s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed without its registry notification
+    Then the rollout of "1.1.0" starts within 10 seconds
+    And the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And `flotilla describe rollout` of "1.1.0" says it came from a "poll"
+    And the API says the rollout of "1.1.0" came from a "poll"
+    And flotilla counted the version found by polling
+
+  # Catches a poll that feeds a version the webhook brought again (a second
+  # rollout, or a superseded one).
+  Scenario: A push with its webhook and a poll that sees the same version: exactly one rollout
+    Given flotilla polls the applications' registries every "2s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And flotilla has polled the registry 3 more times and found nothing new
+    And exactly 1 rollout of "1.1.0" was started
+
+  # Catches a refresh that does not poll, or does not feed what it finds in.
+  Scenario: `flotilla refresh podinfo` finds a version pushed without its webhook
+    Given flotilla polls the applications' registries every "0s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed without its registry notification
+    And `flotilla refresh podinfo` is run
+    Then it answers that it found version "1.1.0" and fed it in
+    And the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the API says the rollout of "1.1.0" came from a "poll"

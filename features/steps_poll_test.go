@@ -1,0 +1,187 @@
+package features
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cucumber/godog"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+func (s *scenario) registerPollSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^flotilla polls the applications' registries every "([^"]*)"$`, s.pollEvery)
+	sc.Step(`^version "([^"]*)" is pushed without its registry notification$`, s.pushWithoutNotification)
+	sc.Step(`^the rollout of "([^"]*)" starts within (\d+) seconds$`, s.rolloutStartsWithin)
+	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" says it came from a \"([^\"]*)\"$", s.describeSaysSource)
+	sc.Step(`^the API says the rollout of "([^"]*)" came from a "([^"]*)"$`, s.apiSaysSource)
+	sc.Step(`^flotilla counted the version found by polling$`, s.countedPollFound)
+	sc.Step(`^flotilla has polled the registry (\d+) more times and found nothing new$`, s.polledNothingNew)
+	sc.Step("^`flotilla refresh ([^`]*)` is run$", s.refreshRun)
+	sc.Step(`^it answers that it found version "([^"]*)" and fed it in$`, s.refreshFound)
+}
+
+// pollEvery sets fleet.poll.interval of the flotilla the scenario starts.
+func (s *scenario) pollEvery(interval string) error {
+	s.w.pollInterval = interval
+	return nil
+}
+
+// pushWithoutNotification pushes version to the registry and drops its
+// notification, as a lost webhook.
+func (s *scenario) pushWithoutNotification(version string) error {
+	_, err := s.push(version)
+	return err
+}
+
+// rolloutStartsWithin waits, at most d, for the rollout of version to
+// start, as the sink of flotilla's events sees it.
+func (s *scenario) rolloutStartsWithin(ctx context.Context, version string, seconds int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second)
+	defer cancel()
+	if _, err := s.rolloutID(ctx, version); err != nil {
+		return fmt.Errorf("no rollout of %s started within %d s: %w", version, seconds, err)
+	}
+	return nil
+}
+
+func (s *scenario) describeSaysSource(ctx context.Context, version, source string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	out, err := s.flotillaCLI(ctx, "describe", "rollout", id)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == "Source" {
+			if got := strings.TrimSpace(v); got != source {
+				return fmt.Errorf("flotilla describe rollout %s says source %q, want %q", id, got, source)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("flotilla describe rollout %s names no source:\n%s", id, out)
+}
+
+func (s *scenario) apiSaysSource(ctx context.Context, version, source string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro struct{ Tag, Digest, Source string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if ro.Source != source || ro.Tag != version || ro.Digest != s.w.digests[version] {
+		return fmt.Errorf("the API has rollout %s of %s@%s from %q, want %s@%s from %q", id, ro.Tag, ro.Digest, ro.Source,
+			version, s.w.digests[version], source)
+	}
+	// The push the poll journaled says so too, and names the digest the
+	// registry holds.
+	if source == events.SourcePoll {
+		if _, err := s.w.sink.waitFor(ctx, "the poll's push of "+version, func(e cloudevents.Event) bool {
+			p, err := events.Decode[events.ImagePushed](e)
+			return e.Type() == events.TypeImagePushed && err == nil && p.Tag == version && p.Source == events.SourcePoll &&
+				p.Digest == s.w.digests[version]
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pollMetrics reads flotilla_polls_total by outcome and
+// flotilla_poll_found_total summed over the applications.
+func (s *scenario) pollMetrics(ctx context.Context) (polls map[string]float64, found float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.w.flotilla.url()+"/metrics", nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	polls = map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		series, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(value, &v); err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(series, `flotilla_polls_total{outcome="`):
+			polls[strings.TrimSuffix(strings.TrimPrefix(series, `flotilla_polls_total{outcome="`), `"}`)] = v
+		case strings.HasPrefix(series, "flotilla_poll_found_total{"):
+			found += v
+		}
+	}
+	return polls, found, sc.Err()
+}
+
+func (s *scenario) countedPollFound(ctx context.Context) error {
+	polls, found, err := s.pollMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	if found < 1 || polls["found"] < 1 {
+		return fmt.Errorf("flotilla_poll_found_total %v, flotilla_polls_total %v: want the version found counted", found, polls)
+	}
+	return nil
+}
+
+// polledNothingNew waits (at most a minute) until flotilla has polled the
+// registry n more times, each finding nothing newer than what the webhooks
+// brought.
+func (s *scenario) polledNothingNew(ctx context.Context, n int) error {
+	before, found, err := s.pollMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		polls, foundNow, err := s.pollMetrics(ctx)
+		if err != nil {
+			return err
+		}
+		if foundNow != found || polls["found"] != before["found"] || polls["repeat"] != before["repeat"] {
+			return fmt.Errorf("a poll fed a version in (polls %v, before %v): the webhook had brought it", polls, before)
+		}
+		if polls["current"] >= before["current"]+float64(n) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after a minute flotilla polled %v times (%v), want %d more", polls["current"]-before["current"], polls, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (s *scenario) refreshRun(ctx context.Context, app string) error {
+	out, err := s.flotillaCLI(ctx, "refresh", app, "--token", s.w.apiToken)
+	s.w.lastOutput = out
+	return err
+}
+
+func (s *scenario) refreshFound(version string) error {
+	want := fmt.Sprintf("newest: %s (%s), fed in as a push", version, s.w.digests[version])
+	if !strings.Contains(s.w.lastOutput, want) {
+		return fmt.Errorf("flotilla refresh printed %q, want %q", s.w.lastOutput, want)
+	}
+	return nil
+}
