@@ -112,6 +112,9 @@ type GitPushed struct {
 	Sender       string   `json:"sender"`
 	Receiver     string   `json:"receiver"`
 	DeliveryID   string   `json:"deliveryId,omitempty"`
+	// Source says what brought the push: "" a git host's webhook,
+	// SourcePoll flotilla's own poll of the branch (pkg/poll).
+	Source string `json:"source,omitempty"`
 }
 
 // GitPullRequest: a git host says a pull request changed state.
@@ -239,6 +242,8 @@ type GitVerified struct {
 	// every cluster it targets.
 	Clusters map[string][]string `json:"clusters,omitempty"`
 	Pusher   string              `json:"pusher,omitempty"`
+	// Source is the push's (GitPushed.Source).
+	Source string `json:"source,omitempty"`
 }
 
 // Version is how a rollout of the commit names its version: the git tag,

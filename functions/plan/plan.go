@@ -96,7 +96,7 @@ func (f *Function) gitVerified(ctx context.Context, e cloudevents.Event) ([]clou
 		if !ok || app.Git() == nil {
 			continue // the configuration changed since verify
 		}
-		iv := events.ImageVerified{Image: config.DisplayURL(app.Git().URL), Tag: v.Version(), Digest: v.Commit}
+		iv := events.ImageVerified{Image: config.DisplayURL(app.Git().URL), Tag: v.Version(), Digest: v.Commit, Source: v.Source}
 		var only []string
 		if cs, ok := v.Clusters[name]; ok {
 			only = cs

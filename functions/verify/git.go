@@ -55,7 +55,7 @@ func (f *Function) gitPushed(ctx context.Context, e cloudevents.Event) ([]cloude
 	if p.After == "" {
 		return reject("the push names no commit")
 	}
-	v := events.GitVerified{RepoURL: p.RepoURL, Ref: p.Ref, Branch: p.Branch, Tag: p.Tag, Commit: p.After, Pusher: p.Pusher}
+	v := events.GitVerified{RepoURL: p.RepoURL, Ref: p.Ref, Branch: p.Branch, Tag: p.Tag, Commit: p.After, Pusher: p.Pusher, Source: p.Source}
 	var out []cloudevents.Event
 	skip := func(app, reason string) error {
 		ev, err := events.Derive(e, events.TypeRolloutSkipped, app, events.RolloutSkipped{Application: app, Image: p.RepoURL, Tag: refName(p), Reason: reason})

@@ -6,12 +6,14 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/poll"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 )
 
-// newPoller builds the registries' poll (pkg/poll) on the resolver when it
-// lists tags too (registry.Remote), else on a client of cfg's registries.
+// newPoller builds the registries' and branches' poll (pkg/poll) on the
+// resolver when it lists tags too (registry.Remote), else on a client of
+// cfg's registries, and on git ls-remote for git applications.
 // In scale-out mode a replica polls the applications whose pushes fall in
 // the partitions it holds (the replica that plans them), so that the
 // replicas share the polls and none is polled twice.
@@ -24,13 +26,25 @@ func (s *Server) newPoller(ctx context.Context, cfg *config.Config, resolver reg
 		}
 		reg = remote
 	}
-	po := poll.Options{Logger: o.Logger, Metrics: o.Registerer}
+	po := poll.Options{Logger: o.Logger, Metrics: o.Registerer, Heads: gitHeads{}}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		po.Owns = func(a config.Application) bool {
-			return shared.held(s.scale.bus.PartitionOf(dispatch.ImageKey(a.Image)))
+			key := dispatch.ImageKey(a.Image)
+			if g := a.Git(); g != nil {
+				key = dispatch.GitKey(config.DisplayURL(g.URL))
+			}
+			return shared.held(s.scale.bus.PartitionOf(key))
 		}
 	}
 	return poll.New(cfg, reg, s.repo, journal{s.bus}, po)
+}
+
+// gitHeads reads git applications' branch heads for the poll, with their
+// sources' credentials.
+type gitHeads struct{}
+
+func (gitHeads) Head(ctx context.Context, src config.GitSource) (string, error) {
+	return gitops.Head(ctx, SourceRepo(src))
 }
 
 // refresher is the API's refresh on the poll.

@@ -337,9 +337,10 @@ type Fleet struct {
 }
 
 // Poll is the safety net behind the webhooks: flotilla lists an
-// application's tags every Interval (jittered, backing off while the
-// registry fails) and feeds a newer version than the webhooks brought
-// into the same path as a push (pkg/poll).
+// application's tags (a git application's branch head) every Interval
+// (jittered, backing off while the registry fails) and feeds a newer
+// version than the webhooks brought into the same path as a push
+// (pkg/poll).
 type Poll struct {
 	// Interval between two polls of an application; "0s" turns polling
 	// off. Default DefaultRegistryPoll for the fleet; an application's
@@ -350,13 +351,10 @@ type Poll struct {
 	Disabled bool `json:"disabled"`
 }
 
-// PollInterval is how often app's registry is polled, 0 when it is not:
-// polling disabled or 0s for the application, else for the fleet, and git
-// applications (not polled yet).
+// PollInterval is how often app's registry (or branch) is polled, 0 when
+// it is not: polling disabled or 0s for the application, else for the
+// fleet.
 func (c *Config) PollInterval(app Application) time.Duration {
-	if app.Git() != nil {
-		return 0
-	}
 	if p := app.Poll; p != nil {
 		if p.Disabled {
 			return 0
@@ -857,8 +855,7 @@ type Application struct {
 	// Verify is what a pushed image must pass before it rolls out, on top
 	// of its digest being re-resolved at the registry.
 	Verify *Verify `json:"verify"`
-	// Poll overrides fleet.poll for this application (image applications
-	// only).
+	// Poll overrides fleet.poll for this application.
 	Poll *Poll `json:"poll"`
 
 	// Kurator's rollout block (an Application's syncPolicies[].rollout)

@@ -592,11 +592,7 @@ func (v *validator) applications(as []Application) {
 		v.oneOf(p+".onNewVersion", "onNewVersion", a.OnNewVersion, OnNewVersions)
 		v.freezeWindows(p+".freezeWindows", a.FreezeWindows)
 		v.verify(p+".verify", &as[i])
-		if a.Poll != nil && a.Git() != nil {
-			v.addf(p+".poll", "git applications are not polled yet (only image applications): drop poll")
-		} else {
-			v.poll(p+".poll", a.Poll)
-		}
+		v.poll(p+".poll", a.Poll)
 	}
 }
 

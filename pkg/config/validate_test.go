@@ -382,17 +382,6 @@ receivers:
 				applications: withApp("    poll: {interval: 2s, disabled: false}\n"),
 			},
 		}, {
-			name: "poll of a git application",
-			doc: sections{applications: `
-applications:
-  - name: web
-    workload: {name: web}
-    service: {port: 9898}
-    source: {git: {url: /srv/d.git, paths: [a]}}
-    poll: {interval: 1m}
-`},
-			want: []Problem{{"applications[0].poll", "git applications are not polled yet (only image applications): drop poll"}},
-		}, {
 			name: "git source: image too, and fields of image applications",
 			doc:  sections{applications: withApp("    semver: '^1'\n    denyTags: [x]\n    source: {git: {url: https://git.example.com/d.git, paths: [a]}}\n")},
 			want: []Problem{

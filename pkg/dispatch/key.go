@@ -25,7 +25,7 @@ func Key(e cloudevents.Event) string {
 		}
 	case events.TypeGitPushed, events.TypeGitVerified, events.TypeGitRejected:
 		if repo, _, _ := strings.Cut(e.Subject(), "#"); repo != "" {
-			return "git/" + repo
+			return GitKey(repo)
 		}
 	}
 	return "event/" + e.ID()
@@ -46,6 +46,10 @@ func imageRepository(ref string) string {
 // ImageKey is the key of the pushes of image repository repo
 // ("registry/repository") and their verdicts.
 func ImageKey(repo string) string { return "image/" + repo }
+
+// GitKey is the key of the pushes of git repository repo (its URL without
+// credentials) and their verdicts.
+func GitKey(repo string) string { return "git/" + repo }
 
 // RolloutKey is the key of a rollout's events.
 func RolloutKey(id string) string { return "rollout/" + id }

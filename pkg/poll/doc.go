@@ -6,7 +6,9 @@
 // application's version policy the newest version that no rollout was
 // started for (rollout.Polled), and journals it as the push a registry
 // webhook would have sent (events.TypeImagePushed, marked
-// events.SourcePoll): verify, dedupe and plan are the webhook's. A version a
+// events.SourcePoll): verify, dedupe and plan are the webhook's. A git
+// application's branch head is read as `git ls-remote` does
+// (rollout.PolledCommit) and journaled as the git host's push would be. A version a
 // webhook brought already changes nothing; the poll's event id is derived
 // from the repository, tag and digest, so the journal drops a poll's repeat.
 //

@@ -30,6 +30,12 @@ type Registry interface {
 	Resolve(ctx context.Context, image, tag string) (digest string, err error)
 }
 
+// Heads reads the commit a git application's branch points at now, as
+// `git ls-remote` (pkg/gitops.Head, with the source's credentials).
+type Heads interface {
+	Head(ctx context.Context, src config.GitSource) (commit string, err error)
+}
+
 // Rollouts is the rollout state a poll decides against (pkg/state).
 type Rollouts interface {
 	App(ctx context.Context, name string) (rollout.AppState, error)
@@ -53,6 +59,9 @@ type Options struct {
 	Timeout time.Duration
 	// Rand returns a number in [0, 1) for the jitter [math/rand/v2].
 	Rand func() float64
+	// Heads reads git applications' branches [none: git applications
+	// are not polled].
+	Heads Heads
 }
 
 // MaxBackoff is how far the interval of a failing registry grows: doubled
@@ -149,13 +158,21 @@ func (p *Poller) Poll(ctx context.Context, name string) (Result, error) {
 	if !ok {
 		return Result{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", name))
 	}
-	if app.Git() != nil {
-		return Result{}, fault.Permanent(fmt.Errorf("application %s follows a git repository: %w (only image applications are)", name, ErrNotPolled))
+	if app.Git() != nil && p.o.Heads == nil {
+		return Result{}, fault.Permanent(fmt.Errorf("application %s follows a git repository: %w", name, ErrNotPolled))
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
-	res, err := p.poll(ctx, app)
-	res.Application, res.Image, res.At = app.Name, app.Image, time.Now()
+	var res Result
+	var err error
+	if g := app.Git(); g != nil {
+		res, err = p.pollGit(ctx, app, *g)
+		res.Image = config.DisplayURL(g.URL)
+	} else {
+		res, err = p.poll(ctx, app)
+		res.Image = app.Image
+	}
+	res.Application, res.At = app.Name, time.Now()
 	outcome := OutcomeCurrent
 	switch {
 	case err != nil:
@@ -208,10 +225,16 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 	if err != nil {
 		return res, err
 	}
+	return p.journal(ctx, app, res, e)
+}
+
+// journal appends the push e of what res found.
+func (p *Poller) journal(ctx context.Context, app config.Application, res Result, e cloudevents.Event) (Result, error) {
+	tag := res.Newest
 	res.EventID = e.ID()
 	n, err := p.j.Append(ctx, e)
 	if err != nil {
-		return res, fmt.Errorf("journaling the push of %s:%s: %w", app.Image, tag, err)
+		return res, fmt.Errorf("journaling the push of %s of %s: %w", tag, app.Name, err)
 	}
 	res.Started = n > 0
 	if res.Started {
@@ -220,6 +243,59 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 		res.Reason = fmt.Sprintf("%s was fed in before (event %s)", tag, e.ID())
 	}
 	return res, nil
+}
+
+// pollGit reads app's branch head and journals it as a git push when no
+// rollout was started for it.
+func (p *Poller) pollGit(ctx context.Context, app config.Application, src config.GitSource) (Result, error) {
+	var res Result
+	head, err := p.o.Heads.Head(ctx, src)
+	if err != nil {
+		return res, upstream(err)
+	}
+	st, err := p.ros.App(ctx, app.Name)
+	if err != nil {
+		return res, fmt.Errorf("reading application %s: %w", app.Name, err)
+	}
+	all, err := p.ros.ListInFlight(ctx)
+	if err != nil {
+		return res, fmt.Errorf("listing rollouts in flight: %w", err)
+	}
+	var inFlight []rollout.Rollout
+	for _, ro := range all {
+		if ro.Application == app.Name {
+			inFlight = append(inFlight, ro)
+		}
+	}
+	ok, reason := rollout.PolledCommit(st, inFlight, src.Branch, head)
+	if !ok {
+		res.Reason = reason
+		return res, nil
+	}
+	res.Newest, res.Digest = src.Branch+"@"+head[:min(12, len(head))], head
+	e, err := GitEvent(src, head, st.DeployedDigest)
+	if err != nil {
+		return res, err
+	}
+	return p.journal(ctx, app, res, e)
+}
+
+// GitEvent is the push a poll journals for src's branch at head: a git
+// host's webhook's event (the changes since before, the deployed commit),
+// marked events.SourcePoll, its id derived from what was found.
+func GitEvent(src config.GitSource, head, before string) (cloudevents.Event, error) {
+	repo := config.DisplayURL(src.URL)
+	ref := "refs/heads/" + src.Branch
+	h := sha256.Sum256([]byte(repo + "\x00" + ref + "\x00" + head))
+	e, err := events.New("poll/"+hex.EncodeToString(h[:16]), "/flotilla/poll", events.TypeGitPushed, events.GitPushed{
+		RepoURL: repo, Ref: ref, Branch: src.Branch, Before: before, After: head,
+		Sender: events.SourcePoll, Receiver: events.SourcePoll, Source: events.SourcePoll,
+	})
+	if err != nil {
+		return e, err
+	}
+	e.SetSubject(repo + "#" + ref)
+	return e, nil
 }
 
 // upstream marks a registry's error as an upstream failure (502 at the
@@ -260,7 +336,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, app := range p.cfg.Applications {
 		every := p.cfg.PollInterval(app)
-		if every <= 0 || app.Git() != nil {
+		if every <= 0 || app.Git() != nil && p.o.Heads == nil {
 			continue
 		}
 		wg.Go(func() { p.loop(ctx, app, every) })

@@ -2,6 +2,7 @@ package poll_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http"
@@ -25,11 +26,14 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/poll"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
 
 // startRegistry runs go-containerregistry's in-process registry, optionally
@@ -316,5 +320,70 @@ func TestRun(t *testing.T) {
 	}
 	if _, ok := p.Last()["off"]; ok {
 		t.Error("the application with polling disabled was polled")
+	}
+}
+
+// heads reads branch heads with git ls-remote (pkg/gitops).
+type heads struct{}
+
+func (heads) Head(ctx context.Context, src config.GitSource) (string, error) {
+	return gitops.Head(ctx, gitops.Repo{URL: src.URL, Branch: src.Branch})
+}
+
+// A git application's branch: its head, when no rollout was started for
+// it, is fed in once as the git push a webhook would have made (before:
+// the deployed commit).
+func TestPollGit(t *testing.T) {
+	url := gittest.NewRepo(t, map[string]string{"web/app.yaml": "a: 1\n"})
+	deployed := gittest.Head(t, url).Hash.String()
+	web := config.Application{Name: "web", Source: &config.Source{Git: &config.GitSource{URL: url, Branch: "main", Paths: []string{"web"}}}}
+	f := newFixture(t, web)
+	if err := f.repo.UpdateApp(t.Context(), "web", func(st *rollout.AppState) error {
+		st.DeployedDigest, st.LatestTag = deployed, "main@"+deployed[:12]
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := f.poller(t, nil, poll.Options{Heads: heads{}})
+	res, err := p.Poll(t.Context(), "web")
+	if err != nil || res.Started || res.Reason != "commit "+deployed[:12]+" is the newest a rollout was started for" {
+		t.Errorf("Poll of the deployed head = %+v, %v; want nothing started", res, err)
+	}
+	next := gittest.Commit(t, url, "main", "next", map[string]string{"web/app.yaml": "a: 2\n"})
+	res, err = p.Poll(t.Context(), "web")
+	if err != nil || !res.Started || res.Newest != "main@"+next[:12] || res.Digest != next {
+		t.Errorf("Poll after a push = %+v, %v; want main@%s fed in", res, err, next[:12])
+	}
+	if res, err = p.Poll(t.Context(), "web"); err != nil || res.Started {
+		t.Errorf("Poll again = %+v, %v; want nothing new", res, err)
+	}
+	recs, err := f.store.Read(t.Context(), 0, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("journal: %d events, %v; want the one push", len(recs), err)
+	}
+	got, err := events.Decode[events.GitPushed](recs[0].Event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := events.GitPushed{RepoURL: url, Ref: "refs/heads/main", Branch: "main", Before: deployed, After: next,
+		Sender: "poll", Receiver: "poll", Source: events.SourcePoll}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the poll's git push (-want +got):\n%s", diff)
+	}
+	if s := recs[0].Event.Subject(); s != url+"#refs/heads/main" {
+		t.Errorf("subject %q, want the webhook's repository#ref", s)
+	}
+}
+
+// Poll refuses an application it does not know, and a git application
+// without a way to read branches.
+func TestPollRefuses(t *testing.T) {
+	f := newFixture(t, config.Application{Name: "web", Source: &config.Source{Git: &config.GitSource{URL: "file:///x.git", Branch: "main"}}})
+	p := f.poller(t, nil, poll.Options{})
+	if _, err := p.Poll(t.Context(), "nope"); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("Poll of an unknown application: %v, want not found", err)
+	}
+	if _, err := p.Poll(t.Context(), "web"); !errors.Is(err, poll.ErrNotPolled) || !fault.IsPermanent(err) {
+		t.Errorf("Poll of a git application without Heads: %v, want permanent ErrNotPolled", err)
 	}
 }

@@ -196,7 +196,7 @@ func policyOf(app config.Application) (versionpolicy.Policy, error) {
 func Polled(app config.Application, st AppState, inFlight []Rollout, tags []string) (tag, reason string, err error) {
 	switch {
 	case app.Git() != nil:
-		return "", "a git application: its branch is not polled", nil
+		return "", "a git application: its branch is polled, not tags (PolledCommit)", nil
 	case app.Track == config.TrackNewest:
 		return "", "track Newest: a poll cannot tell which tag was built last", nil
 	}
@@ -230,6 +230,21 @@ func Polled(app config.Application, st AppState, inFlight []Rollout, tags []stri
 		return "", fmt.Sprintf("none of the %d tags is a version the application takes", len(tags)), nil
 	}
 	return "", fmt.Sprintf("none of the %d tags is newer than %s that the application takes", len(tags), base), nil
+}
+
+// PolledCommit says whether the head commit a poll read from a git
+// application's branch rolls out: not when it is deployed, being rolled
+// out, or was rolled out before (st.LatestTag names it: a webhook, or an
+// earlier poll, brought it; a commit that failed is not brought back).
+func PolledCommit(st AppState, inFlight []Rollout, branch, head string) (bool, string) {
+	abbrev := head[:min(12, len(head))]
+	if st.LatestTag == branch+"@"+abbrev {
+		return false, fmt.Sprintf("commit %s is the newest a rollout was started for", abbrev)
+	}
+	if d := decideCommit(st, inFlight, events.ImageVerified{Tag: branch + "@" + abbrev, Digest: head}); !d.Accept {
+		return false, d.Reason
+	}
+	return true, ""
 }
 
 // decideCommit decides a git application's verified commit: like GitOps

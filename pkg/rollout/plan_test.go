@@ -147,3 +147,32 @@ func TestPolled(t *testing.T) {
 		})
 	}
 }
+
+// PolledCommit: a git branch's head, as a poll read it.
+func TestPolledCommit(t *testing.T) {
+	const head = "0123456789abcdef0123456789abcdef01234567"
+	tests := []struct {
+		name     string
+		st       rollout.AppState
+		inFlight []rollout.Rollout
+		want     bool
+		reason   string
+	}{
+		{name: "a commit no webhook brought", st: rollout.AppState{DeployedDigest: "fedcba", LatestTag: "main@fedcba"}, want: true},
+		{name: "nothing deployed yet", want: true},
+		{name: "deployed already", st: rollout.AppState{DeployedDigest: head},
+			reason: "commit " + head + " (main@0123456789ab) is deployed already"},
+		{name: "being rolled out", inFlight: []rollout.Rollout{{ID: "web-1", Digest: head, Phase: rollout.Progressing}},
+			reason: "commit " + head + " (main@0123456789ab) is being rolled out (rollout web-1)"},
+		{name: "a rollout was started for it (it failed)", st: rollout.AppState{DeployedDigest: "fedcba", LatestTag: "main@0123456789ab"},
+			reason: "commit 0123456789ab is the newest a rollout was started for"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason := rollout.PolledCommit(tt.st, tt.inFlight, "main", head)
+			if diff := cmp.Diff([]any{tt.want, tt.reason}, []any{got, reason}); diff != "" {
+				t.Errorf("PolledCommit (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
