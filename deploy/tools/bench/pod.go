@@ -289,7 +289,7 @@ func runPod(ctx context.Context, o options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer b.close()
+	defer b.close() //nolint:contextcheck // teardown outlives the caller's ctx
 	if err := renice(b.fleetPIDs(), o.fleetNice); err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func runPod(ctx context.Context, o options, logger *slog.Logger) error {
 		return fmt.Errorf("scenario wave2=%d: %w", o.wave2[0], err)
 	}
 	sc.runs = o.runs
-	defer sc.close()
+	defer sc.close() //nolint:contextcheck // teardown outlives the caller's ctx
 	rows, samples, failed, err := sc.sampleRollouts(ctx)
 	if err != nil {
 		return err
