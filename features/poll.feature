@@ -48,3 +48,16 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
     And the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And the API says the rollout of "1.1.0" came from a "poll"
+
+  # Catches a poll of image applications only: a git host's push lost
+  # (GitHub does not retry) is never rolled out.
+  Scenario: A git push whose webhook is dropped rolls out within one poll interval, marked source: poll
+    Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
+    And flotilla polls the applications' registries every "2s"
+    And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    When a push without its webhook changes "greeting" to "hej" in "clusters/c1/podinfo/values.yaml"
+    Then the rollout of that commit succeeds
+    And the primary in cluster "c1" runs that commit, greeting "hej"
+    And the primary in cluster "c2" runs the first commit, greeting "hello"
+    And the API says the rollout of that commit came from a "poll"

@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cucumber/godog"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
 )
@@ -24,6 +27,8 @@ func (s *scenario) registerPollSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla has polled the registry (\d+) more times and found nothing new$`, s.polledNothingNew)
 	sc.Step("^`flotilla refresh ([^`]*)` is run$", s.refreshRun)
 	sc.Step(`^it answers that it found version "([^"]*)" and fed it in$`, s.refreshFound)
+	sc.Step(`^a push without its webhook changes "([^"]*)" to "([^"]*)" in "([^"]*)"$`, s.pushValueWithoutWebhook)
+	sc.Step(`^the API says the rollout of that commit came from a "([^"]*)"$`, s.apiSaysCommitSource)
 }
 
 // pollEvery sets fleet.poll.interval of the flotilla the scenario starts.
@@ -182,6 +187,56 @@ func (s *scenario) refreshFound(version string) error {
 	want := fmt.Sprintf("newest: %s (%s), fed in as a push", version, s.w.digests[version])
 	if !strings.Contains(s.w.lastOutput, want) {
 		return fmt.Errorf("flotilla refresh printed %q, want %q", s.w.lastOutput, want)
+	}
+	return nil
+}
+
+// pushValueWithoutWebhook sets key to value in the deployments
+// repository's file at path, commits and pushes it, and delivers no
+// webhook (a git host that does not retry, as GitHub): that commit.
+func (s *scenario) pushValueWithoutWebhook(ctx context.Context, key, value, path string) error {
+	r := s.w.git
+	file := filepath.Join(r.work, path)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		return err
+	}
+	values[key] = value
+	if b, err = yaml.Marshal(values); err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"add", path}, {"commit", "-m", "set " + key + " in " + path}, {"push", "origin", "main"}} {
+		if _, err := git(ctx, r.work, args...); err != nil {
+			return err
+		}
+	}
+	head, err := git(ctx, r.work, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	r.commits["that"] = strings.TrimSpace(head)
+	return nil
+}
+
+func (s *scenario) apiSaysCommitSource(ctx context.Context, source string) error {
+	commit := s.w.git.commits["that"]
+	id, err := s.rolloutID(ctx, commitVersion(commit))
+	if err != nil {
+		return err
+	}
+	var ro struct{ Digest, Source string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if ro.Source != source || ro.Digest != commit {
+		return fmt.Errorf("the API has rollout %s of commit %s from %q, want commit %s from %q", id, ro.Digest, ro.Source, commit, source)
 	}
 	return nil
 }
