@@ -10,7 +10,9 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
 
   # Catches a flotilla that acts on webhooks only (the push is never rolled
   # out), and one whose poll bypasses verify and plan (no rollout, or one
-  # not marked source poll).
+  # not marked source poll). In scale-out mode too: the replica holding the
+  # partition of the image's pushes polls it.
+  @both-modes
   Scenario: A push whose webhook is dropped rolls out within one poll interval, marked source: poll
     Given flotilla polls the applications' registries every "2s"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
@@ -61,3 +63,19 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
     And the primary in cluster "c1" runs that commit, greeting "hej"
     And the primary in cluster "c2" runs the first commit, greeting "hello"
     And the API says the rollout of that commit came from a "poll"
+
+  # Catches a poll that waits a whole interval after a start, and one that
+  # feeds every version it finds rather than the newest.
+  Scenario: flotilla down while two versions are pushed: after it starts, the newest rolls out, once
+    Given flotilla polls the applications' registries every "2s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When flotilla is killed with SIGKILL
+    And version "1.1.0" is pushed without its registry notification
+    And version "1.2.0" is pushed without its registry notification
+    And flotilla is started again
+    Then the rollout of "1.2.0" succeeds
+    And the primary in every cluster runs version "1.2.0" by digest
+    And exactly 1 rollout of "1.2.0" was started
+    And no rollout of "1.1.0" was started

@@ -103,9 +103,31 @@ func (s *scenario) apiSaysSource(ctx context.Context, version, source string) er
 }
 
 // pollMetrics reads flotilla_polls_total by outcome and
-// flotilla_poll_found_total summed over the applications.
-func (s *scenario) pollMetrics(ctx context.Context) (polls map[string]float64, found float64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.w.flotilla.url()+"/metrics", nil)
+// flotilla_poll_found_total summed over the applications and, in
+// scale-out mode, over the replicas (each polls the applications of the
+// partitions it holds).
+func (s *scenario) pollMetrics(ctx context.Context) (map[string]float64, float64, error) {
+	procs := s.w.flotilla.replicas
+	if len(procs) == 0 {
+		procs = []*flotillaProcess{s.w.flotilla}
+	}
+	polls, found := map[string]float64{}, 0.0
+	for _, p := range procs {
+		pp, f, err := scrapePolls(ctx, p.url())
+		if err != nil {
+			return nil, 0, err
+		}
+		for k, v := range pp {
+			polls[k] += v
+		}
+		found += f
+	}
+	return polls, found, nil
+}
+
+// scrapePolls reads the poll's metrics from one flotilla at base.
+func scrapePolls(ctx context.Context, base string) (polls map[string]float64, found float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return nil, 0, err
 	}
