@@ -79,3 +79,21 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
     And the primary in every cluster runs version "1.2.0" by digest
     And exactly 1 rollout of "1.2.0" was started
     And no rollout of "1.1.0" was started
+
+  # Catches a poll that hammers a failing registry (no backoff: 12 failures
+  # in 12 s at an interval of 1s; doubled up to 8x, 1 or 2 once it settled), that hides
+  # its failure, that rolls something out without the registry's answer, or
+  # that stays stuck once the registry is back.
+  Scenario: A registry whose tag list fails while polled: backoff, a visible error, no rollout, nothing stuck
+    Given the registry's tag list answers 503
+    And flotilla polls the applications' registries every "1s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed without its registry notification
+    Then flotilla's failed polls back off: between 1 and 4 in 12 seconds
+    And `flotilla refresh podinfo` fails with 502, naming the registry's answer
+    And no rollout of "1.1.0" was started
+    When the registry's tag list answers again
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest

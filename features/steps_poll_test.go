@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -29,6 +30,89 @@ func (s *scenario) registerPollSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^it answers that it found version "([^"]*)" and fed it in$`, s.refreshFound)
 	sc.Step(`^a push without its webhook changes "([^"]*)" to "([^"]*)" in "([^"]*)"$`, s.pushValueWithoutWebhook)
 	sc.Step(`^the API says the rollout of that commit came from a "([^"]*)"$`, s.apiSaysCommitSource)
+	sc.Step(`^the registry's tag list answers 503$`, s.tagListFails)
+	sc.Step(`^the registry's tag list answers again$`, s.tagListAnswers)
+	sc.Step(`^flotilla's failed polls back off: between (\d+) and (\d+) in (\d+) seconds$`, s.failedPollsBackOff)
+	sc.Step("^`flotilla refresh ([^`]*)` fails with 502, naming the registry's answer$", s.refreshFails)
+}
+
+// tagLists fails the registry's tag lists (GET /v2/<name>/tags/list) with
+// 503 while failing is set; the rest of the registry answers.
+type tagLists struct {
+	next    http.Handler
+	failing atomic.Bool
+}
+
+func (t *tagLists) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if t.failing.Load() && strings.HasSuffix(r.URL.Path, "/tags/list") {
+		http.Error(w, `{"errors":[{"code":"UNAVAILABLE","message":"tag lists are down"}]}`, http.StatusServiceUnavailable)
+		return
+	}
+	t.next.ServeHTTP(w, r)
+}
+
+// tagListFails puts the failing tag lists in front of the scenario's
+// registry, before anything asks it.
+func (s *scenario) tagListFails() error {
+	t := &tagLists{next: s.w.registry.Config.Handler}
+	t.failing.Store(true)
+	s.w.registry.Config.Handler = t
+	return nil
+}
+
+func (s *scenario) tagListAnswers() error {
+	t, ok := s.w.registry.Config.Handler.(*tagLists)
+	if !ok {
+		return fmt.Errorf("the registry's tag list was not made to fail")
+	}
+	t.failing.Store(false)
+	return nil
+}
+
+// failedPollsBackOff counts the polls that failed during a window: with
+// the interval doubling per failure, fewer than one per interval, but some.
+func (s *scenario) failedPollsBackOff(ctx context.Context, least, most, seconds int) error {
+	before, _, err := s.pollMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(seconds) * time.Second):
+	}
+	after, _, err := s.pollMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	n := int(after["error"] - before["error"])
+	if n < least || n > most {
+		return fmt.Errorf("%d polls failed in %d s (polls %v), want between %d and %d", n, seconds, after, least, most)
+	}
+	if after["found"] != before["found"] {
+		return fmt.Errorf("a poll found a version while the tag list failed: %v", after)
+	}
+	return nil
+}
+
+func (s *scenario) refreshFails(ctx context.Context, app string) error {
+	out, err := s.flotillaCLI(ctx, "refresh", app, "--token", s.w.apiToken)
+	if err == nil {
+		return fmt.Errorf("flotilla refresh succeeded against a failing registry: %s", out)
+	}
+	if !strings.Contains(err.Error(), "UNAVAILABLE: tag lists are down") {
+		return fmt.Errorf("flotilla refresh failed without naming the registry's answer: %v", err)
+	}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+s.w.apiToken)
+	status, err := s.post(ctx, "/api/v1/applications/"+app+"/refresh", h, nil)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusBadGateway {
+		return fmt.Errorf("POST /api/v1/applications/%s/refresh answered %d, want 502", app, status)
+	}
+	return nil
 }
 
 // pollEvery sets fleet.poll.interval of the flotilla the scenario starts.
