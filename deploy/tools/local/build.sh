@@ -122,7 +122,7 @@ build_kube() {
   local all=1
   for n in "${names[@]}"; do have "$n-$KUBE_VERSION" || all=0; done
   [ $all = 1 ] && return
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION (about 5.5 min cold)"
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBE_VERSION (about 6 min cold)"
   kube_build "$SRC/kube-wrap-$KUBE_VERSION" "${names[@]}"
 }
 
