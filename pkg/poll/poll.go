@@ -198,19 +198,9 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 		return res, upstream(err)
 	}
 	res.Tags = len(tags)
-	st, err := p.ros.App(ctx, app.Name)
+	st, inFlight, err := p.state(ctx, app.Name)
 	if err != nil {
-		return res, fmt.Errorf("reading application %s: %w", app.Name, err)
-	}
-	all, err := p.ros.ListInFlight(ctx)
-	if err != nil {
-		return res, fmt.Errorf("listing rollouts in flight: %w", err)
-	}
-	var inFlight []rollout.Rollout
-	for _, ro := range all {
-		if ro.Application == app.Name {
-			inFlight = append(inFlight, ro)
-		}
+		return res, err
 	}
 	tag, reason, err := rollout.Polled(app, st, inFlight, tags)
 	if err != nil || tag == "" {
@@ -226,6 +216,26 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 		return res, err
 	}
 	return p.journal(ctx, app, res, e)
+}
+
+// state reads what the version decision needs of an application: its
+// state and its rollouts in flight.
+func (p *Poller) state(ctx context.Context, app string) (rollout.AppState, []rollout.Rollout, error) {
+	st, err := p.ros.App(ctx, app)
+	if err != nil {
+		return st, nil, fmt.Errorf("reading application %s: %w", app, err)
+	}
+	all, err := p.ros.ListInFlight(ctx)
+	if err != nil {
+		return st, nil, fmt.Errorf("listing rollouts in flight: %w", err)
+	}
+	var inFlight []rollout.Rollout
+	for _, ro := range all {
+		if ro.Application == app {
+			inFlight = append(inFlight, ro)
+		}
+	}
+	return st, inFlight, nil
 }
 
 // journal appends the push e of what res found.
@@ -253,19 +263,9 @@ func (p *Poller) pollGit(ctx context.Context, app config.Application, src config
 	if err != nil {
 		return res, upstream(err)
 	}
-	st, err := p.ros.App(ctx, app.Name)
+	st, inFlight, err := p.state(ctx, app.Name)
 	if err != nil {
-		return res, fmt.Errorf("reading application %s: %w", app.Name, err)
-	}
-	all, err := p.ros.ListInFlight(ctx)
-	if err != nil {
-		return res, fmt.Errorf("listing rollouts in flight: %w", err)
-	}
-	var inFlight []rollout.Rollout
-	for _, ro := range all {
-		if ro.Application == app.Name {
-			inFlight = append(inFlight, ro)
-		}
+		return res, err
 	}
 	ok, reason := rollout.PolledCommit(st, inFlight, src.Branch, head)
 	if !ok {

@@ -1,7 +1,6 @@
 package charttest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -208,21 +207,7 @@ func (r *Release) tail(process string, n int) string {
 	if !ok {
 		return ""
 	}
-	f, err := os.Open(p.Log)
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = f.Close() }()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
+	return p.Tail(n)
 }
 
 // Uninstall removes the release, its namespace and its volume.

@@ -119,8 +119,8 @@ func (p Process) stop(ctx context.Context, grace time.Duration) error {
 	return nil
 }
 
-// tail returns the last lines of the process's log, for error messages.
-func (p Process) tail(n int) string {
+// Tail returns the last n lines of the process's log, for error messages.
+func (p Process) Tail(n int) string {
 	b, err := os.ReadFile(p.Log)
 	if err != nil {
 		return ""

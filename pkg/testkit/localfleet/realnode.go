@@ -248,7 +248,7 @@ func (n *RealNode) start(ctx context.Context, index int, bins binaries, o RealNo
 	}
 	if err := waitFor(ctx, kubelet, 2*time.Minute, n.Name+" Ready", func(ctx context.Context) (bool, error) {
 		if !ctrd.running() {
-			return false, fmt.Errorf("containerd exited:\n%s", ctrd.tail(15))
+			return false, fmt.Errorf("containerd exited:\n%s", ctrd.Tail(15))
 		}
 		return realNodeReady(ctx, cs, n.Name), nil
 	}); err != nil {

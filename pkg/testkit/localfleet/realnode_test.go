@@ -254,7 +254,7 @@ func runHello(ctx context.Context, t *testing.T, f *Fleet, node *RealNode, bin s
 // tail is the end of the log of one of the node's processes.
 func tail(n *RealNode, process string) string {
 	p, _ := n.Process(process)
-	return p.tail(30)
+	return p.Tail(30)
 }
 
 func podReady(p *corev1.Pod) bool {

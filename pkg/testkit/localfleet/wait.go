@@ -20,7 +20,7 @@ func waitFor(ctx context.Context, p Process, timeout time.Duration, what string,
 		return cond(ctx)
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for %s: %w\n--- last lines of %s:\n%s", what, err, p.Log, p.tail(15))
+		return fmt.Errorf("waiting for %s: %w\n--- last lines of %s:\n%s", what, err, p.Log, p.Tail(15))
 	}
 	return nil
 }
