@@ -142,9 +142,9 @@ func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
 // derived). A background saver writes it as it moves. When Run returns,
 // the last watermark is saved.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	cursor, err := d.j.Cursor(ctx, cursorName)
+	cursor, err := d.readCursor(ctx)
 	if err != nil {
-		return fmt.Errorf("reading dispatch cursor: %w", err)
+		return err
 	}
 	saver := newCursorSaver(d, cursor)
 	go saver.run(ctx)
@@ -158,6 +158,35 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	s.run(ctx)
 	saver.stop()
 	return d.saveCursor(ctx, s.watermark())
+}
+
+// readCursor reads where the dispatcher stopped, retrying a journal that
+// fails (it stalls, as a failing read or append does) until ctx ends: a
+// dispatcher that gave up here would leave its partition unhandled.
+func (d *Dispatcher) readCursor(ctx context.Context) (uint64, error) {
+	delay := d.o.StallBackoff
+	for {
+		cursor, err := d.j.Cursor(ctx, cursorName)
+		if err == nil {
+			if delay != d.o.StallBackoff {
+				d.unstall()
+			}
+			return cursor, nil
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("reading dispatch cursor: %w", err)
+		}
+		err = fmt.Errorf("reading dispatch cursor: %w", err)
+		d.stall(err, delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, err
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Minute)
+	}
 }
 
 // saveCursor records cursor so that a restart does not replay what was

@@ -574,8 +574,15 @@ func TestRuntimeDoesNotWaitAfterLastAttempt(t *testing.T) {
 // its switch is on: a disk that filled up, then was cleared.
 type journalFailing struct {
 	*store.Store
-	appends, saves atomic.Bool
-	err            error
+	appends, saves, reads atomic.Bool
+	err                   error
+}
+
+func (j *journalFailing) Cursor(ctx context.Context, consumer string) (uint64, error) {
+	if j.reads.Load() {
+		return 0, j.err
+	}
+	return j.Store.Cursor(ctx, consumer)
 }
 
 func (j *journalFailing) Append(ctx context.Context, evs ...cloudevents.Event) ([]store.Record, error) {
@@ -625,6 +632,32 @@ func TestRuntimeStallsWhileTheJournalFails(t *testing.T) {
 	}
 	j.appends.Store(false)
 	waitJournal(t, s, "e1/"+typeOut, "e2/"+typeOut)
+	waitErr(t, rt, func(err error) bool { return err == nil }, "resume")
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+// A dispatcher whose cursor could not be read at start (NATS busy past
+// its bound, in scale-out mode) used to return from Run at once, leaving its
+// partition held and unhandled: a rollout never started. It now stalls
+// visibly and starts once the read works.
+func TestRuntimeRetriesReadingItsCursor(t *testing.T) {
+	s := newStore(t)
+	j := &journalFailing{Store: s, err: errors.New("nats: timeout")}
+	j.reads.Store(true)
+	a := &fn{name: "a", consumes: []string{typeIn}, handle: emit(typeOut)}
+	rt, err := dispatch.New(j, []dispatch.Function{a}, dispatch.Options{StallBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	stop := start(t, rt)
+	waitErr(t, rt, func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "reading dispatch cursor") && strings.Contains(err.Error(), "nats: timeout")
+	}, "stall")
+	j.reads.Store(false)
+	waitJournal(t, s, "e1/"+typeOut)
 	waitErr(t, rt, func(err error) bool { return err == nil }, "resume")
 	if err := stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
