@@ -56,9 +56,9 @@ func (r *Rollout) Record(res events.ClusterResult, succeeded bool) (bool, error)
 	if w < r.Wave && cl.Phase != ClusterApplying && cl.Phase != ClusterProgressing {
 		return false, nil
 	}
-	cl.Phase, cl.Message = ClusterFailed, res.Reason
+	cl.Phase, cl.Message, cl.Failure = ClusterFailed, res.Reason, res.Reason
 	if succeeded {
-		cl.Phase = ClusterSucceeded
+		cl.Phase, cl.Failure = ClusterSucceeded, ""
 	}
 	if done, _ := r.WaveOutcome(r.Wave); w < r.Wave && !done {
 		return false, nil

@@ -346,3 +346,42 @@ func violation(before, after rollout.Rollout) string {
 	}
 	return ""
 }
+
+// TestFailureOutlivesTheRevert: the cluster whose result failed the wave
+// keeps why once reverted; the clusters reverted because of it say
+// nothing of a failure, though both end Reverted.
+func TestFailureOutlivesTheRevert(t *testing.T) {
+	r := waves([]rollout.Cluster{cl("c1", rollout.ClusterSucceeded, "app@sha256:old")}, []rollout.Cluster{cl("c2", rollout.ClusterProgressing, "app@sha256:old")})
+	r.Phase, r.Wave = rollout.Progressing, 1
+	moves, err := r.Record(events.ClusterResult{RolloutID: r.ID, Cluster: "c2", Reason: "Flagger's analysis failed"}, false)
+	if err != nil || !moves {
+		t.Fatalf("Record = %v, %v", moves, err)
+	}
+	if _, err := r.Advance(cause(t), rollout.Gates{Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	g := rollout.Reverts{PreviousTag: func(string) string { return "" }, Now: t0}
+	for range 2 { // newest wave first, then the first
+		if _, err := r.Rollback(cause(t), g); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"c1", "c2"} {
+			if err := r.MarkReverted(name, "previous image restored"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := map[string][2]string{}
+	for _, w := range r.Waves {
+		for _, c := range w.Clusters {
+			got[c.Name] = [2]string{string(c.Phase), c.Failure}
+		}
+	}
+	want := map[string][2]string{
+		"c1": {"Reverted", ""},
+		"c2": {"Reverted", "Flagger's analysis failed"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("clusters (-want +got):\n%s", diff)
+	}
+}

@@ -242,7 +242,11 @@ type Cluster struct {
 	CanaryWeight  int          `json:"canaryWeight,omitempty"`
 	Applied       time.Time    `json:"applied,omitempty"` // when the pipeline last applied to it
 	Message       string       `json:"message,omitempty"`
-	Updated       time.Time    `json:"updated"`
+	// Failure says why the cluster's own result counted as a failure of
+	// its wave (Record): it stays when the cluster is reverted, so the
+	// cluster that failed stands apart from those reverted because of it.
+	Failure string    `json:"failure,omitempty"`
+	Updated time.Time `json:"updated"`
 	// Step numbers the runs requested for the cluster in this rollout; a
 	// late answer or deadline of an earlier step is ignored.
 	Step int `json:"step,omitempty"`
