@@ -45,7 +45,11 @@ type API struct {
 	clusters  []ClusterInfo     // the configured clusters
 	watch     Watch
 	refresher Refresher
+	appState  Apps              // what flotilla knows of each application
+	appInfos  []ApplicationInfo // the configured applications, in order
 	log       *slog.Logger
+
+	health Health // the clusters' health (GET /api/v1/clusters)
 }
 
 // WithApplications names the configured applications, which the calls
@@ -84,6 +88,8 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/clusters", a.listClusters)
 	mux.HandleFunc("GET /api/v1/watch", a.watchStream)
 	mux.HandleFunc("GET /api/v1/rollouts/{id}/events", a.getTimeline)
+	mux.HandleFunc("GET /api/v1/applications", a.listApplications)
+	mux.HandleFunc("GET /api/v1/applications/{app}", a.getApplication)
 	mux.HandleFunc("POST /api/v1/applications/{app}/quarantine", a.quarantine)
 	mux.HandleFunc("POST /api/v1/applications/{app}/refresh", a.refresh)
 	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))

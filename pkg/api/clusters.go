@@ -1,8 +1,12 @@
 package api
 
 import (
+	"cmp"
+	"context"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -20,11 +24,46 @@ func (a *API) WithClusters(cs ...ClusterInfo) *API {
 	return a
 }
 
-// ClusterView is a cluster and what it runs of each application.
+// ClusterView is a cluster, its health and what it runs of each
+// application.
 type ClusterView struct {
 	Name         string             `json:"name"`
 	Labels       map[string]string  `json:"labels,omitempty"`
 	Applications map[string]Running `json:"applications"`
+	// Health is what the cluster answered when last read (WithHealth);
+	// nil when no reader is set.
+	Health *ClusterHealth `json:"health,omitempty"`
+}
+
+// Health reads a cluster's health (pkg/cluster's Set: its API server, and
+// whether Flagger has taken up its canaries), answering a recent read again.
+type Health interface {
+	Health(ctx context.Context, cluster string) ClusterHealth
+}
+
+// ClusterHealth is what a cluster answered when last read.
+type ClusterHealth struct {
+	// Reachable: its API server answered; Kubernetes is its version.
+	Reachable  bool   `json:"reachable"`
+	Kubernetes string `json:"kubernetes,omitempty"`
+	// Flagger is Ready (Flagger's Canary served, and every canary older
+	// than 30 s carries Flagger's status), NotReady (some do not), Missing
+	// (the Canary is not served) or Unknown (the cluster was not read).
+	Flagger string `json:"flagger"`
+	// Canaries counts the cluster's canaries, Waiting those without
+	// Flagger's status.
+	Canaries int `json:"canaries"`
+	Waiting  int `json:"waiting,omitempty"`
+	// Detail says what failed.
+	Detail  string    `json:"detail,omitempty"`
+	Checked time.Time `json:"checked"`
+}
+
+// WithHealth has GET /api/v1/clusters say each cluster's health, read
+// from h, all clusters at once.
+func (a *API) WithHealth(h Health) *API {
+	a.health = h
+	return a
 }
 
 // Running is what a cluster runs of an application, as flotilla's
@@ -41,7 +80,18 @@ type Running struct {
 	Phase      string `json:"phase,omitempty"`
 	// Unknown says why what it runs is not known (its revert failed).
 	Unknown string `json:"unknown,omitempty"`
+	// State is how Rollout left it when that rollout failed it: StateFailed
+	// (its own result failed, Failure says why) or StateReverted (put back
+	// because another cluster failed); "" when it took the version.
+	State   string `json:"state,omitempty"`
+	Failure string `json:"failure,omitempty"`
 }
+
+// Running.State.
+const (
+	StateFailed   = "failed"
+	StateReverted = "reverted"
+)
 
 // clusterRollouts is how many of the latest rollouts the fleet view reads.
 const clusterRollouts = 500
@@ -53,7 +103,18 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, FleetView(a.clusters, page.Rollouts))
+	out := FleetView(a.clusters, page.Rollouts)
+	if a.health != nil {
+		var wg sync.WaitGroup
+		for i := range out {
+			wg.Go(func() {
+				h := a.health.Health(r.Context(), out[i].Name)
+				out[i].Health = &h
+			})
+		}
+		wg.Wait()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // FleetView says what each cluster runs of each application, from
@@ -97,6 +158,10 @@ func running(run *Running, r rollout.Rollout, c rollout.Cluster) bool {
 	case rollout.ClusterReverted, rollout.ClusterFailed:
 		// Put back, or Flagger kept the primary on what it ran.
 		run.Tag, run.Digest, run.Rollout = r.PreviousTag, digestOf(c.PreviousImage), r.ID
+		run.State, run.Failure = StateReverted, c.Failure
+		if c.Failure != "" || c.Phase == rollout.ClusterFailed {
+			run.State, run.Failure = StateFailed, cmp.Or(c.Failure, c.Message)
+		}
 		return true
 	case rollout.ClusterRevertFailed:
 		run.Unknown, run.Rollout = "its revert failed in rollout "+r.ID, r.ID

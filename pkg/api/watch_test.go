@@ -137,18 +137,20 @@ func TestFleetView(t *testing.T) {
 	c := func(name string, p rollout.ClusterPhase) rollout.Cluster {
 		return rollout.Cluster{Name: name, Phase: p, PreviousImage: "reg/app@sha256:prev"}
 	}
+	failed := func(c rollout.Cluster) rollout.Cluster { c.Failure = "Flagger's analysis failed"; return c }
 	ros := []rollout.Rollout{ // newest first
 		ro("r4", "shop", "1.3", rollout.Progressing, c("c1", rollout.ClusterProgressing), c("c2", rollout.ClusterPending)),
-		ro("r3", "shop", "1.2", rollout.RolledBack, c("c1", rollout.ClusterReverted), c("c2", rollout.ClusterFailed), c("c3", rollout.ClusterPending)),
+		ro("r3", "shop", "1.2", rollout.RolledBack, c("c1", rollout.ClusterReverted), failed(c("c2", rollout.ClusterReverted)), c("c3", rollout.ClusterPending)),
 		ro("r2", "shop", "1.1", rollout.Succeeded, c("c1", rollout.ClusterSucceeded), c("c2", rollout.ClusterSucceeded), c("c3", rollout.ClusterSucceeded)),
 		ro("r1", "cart", "2.0", rollout.RollbackFailed, c("c2", rollout.ClusterRevertFailed), c("gone", rollout.ClusterSucceeded)),
 	}
 	want := []api.ClusterView{
 		{Name: "c1", Labels: map[string]string{"env": "prod"}, Applications: map[string]api.Running{
-			"shop": {Tag: "0.9", Digest: "sha256:prev", Rollout: "r3", RollingOut: "1.3", InFlight: "r4", Phase: "Progressing"},
+			"shop": {Tag: "0.9", Digest: "sha256:prev", Rollout: "r3", RollingOut: "1.3", InFlight: "r4", Phase: "Progressing", State: api.StateReverted},
 		}},
 		{Name: "c2", Applications: map[string]api.Running{
-			"shop": {Tag: "0.9", Digest: "sha256:prev", Rollout: "r3", RollingOut: "1.3", InFlight: "r4", Phase: "Pending"},
+			"shop": {Tag: "0.9", Digest: "sha256:prev", Rollout: "r3", RollingOut: "1.3", InFlight: "r4", Phase: "Pending",
+				State: api.StateFailed, Failure: "Flagger's analysis failed"},
 			"cart": {Unknown: "its revert failed in rollout r1", Rollout: "r1"},
 		}},
 		{Name: "c3", Applications: map[string]api.Running{"shop": {Tag: "1.1", Digest: "sha256:1.1", Rollout: "r2"}}},

@@ -312,6 +312,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	s.api = api.New(s.repo, s.approvals, s.bus, cfg.Server.Tokens(), o.Logger).WithApplications(apps...).
 		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll})
+	s.api.WithHealth(clusterHealth{clusters})
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),

@@ -27,7 +27,8 @@ type Set struct {
 
 	mu      sync.Mutex
 	clients map[string]*clients
-	caches  map[nsKey]*nsCache // see cache.go
+	caches  map[nsKey]*nsCache      // see cache.go
+	health  map[string]*healthEntry // see health.go
 	closed  bool
 }
 

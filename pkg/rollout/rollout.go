@@ -422,6 +422,19 @@ type AppState struct {
 	Queued string `json:"queued,omitempty"`
 	// Quarantined are the versions never to roll out again.
 	Quarantined []Quarantine `json:"quarantined,omitempty"`
+	// DeployedRollout is the rollout that brought the fleet to Deployed,
+	// DeployedAt when it succeeded.
+	DeployedRollout string    `json:"deployedRollout,omitempty"`
+	DeployedAt      time.Time `json:"deployedAt,omitzero"`
+	// LastSeen is the last push of the application flotilla saw (either
+	// source), LastWebhook the last a webhook brought; LastSkipped the
+	// last push that started no rollout, and why; WebhookSilent the alarm
+	// of a webhook that missed a version a poll found (nil: none).
+	// See application.go.
+	LastSeen      *Seen    `json:"lastSeen,omitempty"`
+	LastWebhook   *Seen    `json:"lastWebhook,omitempty"`
+	LastSkipped   *Skipped `json:"lastSkipped,omitempty"`
+	WebhookSilent *Silence `json:"webhookSilent,omitempty"`
 }
 
 // Quarantine marks a version bad: a tag (any digest of it) or one digest.

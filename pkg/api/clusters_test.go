@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/gates"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// healthOf answers a fixed health per cluster.
+type healthOf map[string]api.ClusterHealth
+
+func (h healthOf) Health(_ context.Context, name string) api.ClusterHealth { return h[name] }
+
+// serveRollouts serves the API over a real store holding ros, created in
+// order (the last is the newest).
+func serveRollouts(t *testing.T, ros []rollout.Rollout, configure func(*api.API)) *httptest.Server {
+	t.Helper()
+	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	for _, ro := range ros {
+		phase := ro.Phase
+		ro.Phase = rollout.Progressing
+		if _, err := repo.Create(t.Context(), ro); err != nil {
+			t.Fatal(err)
+		}
+		if phase.Done() { // finished: archived
+			if _, err := repo.Update(t.Context(), ro.ID, func(r *rollout.Rollout) error { r.Phase = phase; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a := api.New(repo, gates.NewStoreApprovals(s), s, nil, nil)
+	configure(a)
+	mux := http.NewServeMux()
+	a.Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// One application's rollouts are paged as the list is: its rollouts in
+// flight, then its finished ones, newest first, ?limit= at a time, the
+// next page named by a Link that keeps the application.
+func TestListOneApplicationsRollouts(t *testing.T) {
+	var ros []rollout.Rollout
+	for i := range 7 {
+		app := "shop"
+		if i%2 == 1 {
+			app = "cart"
+		}
+		ros = append(ros, rollout.Rollout{ID: fmt.Sprintf("r%d", i), Application: app, Phase: rollout.Succeeded})
+	}
+	ros = append(ros, rollout.Rollout{ID: "r7", Application: "shop", Phase: rollout.Progressing},
+		rollout.Rollout{ID: "r8", Application: "cart", Phase: rollout.Progressing})
+	srv := serveRollouts(t, ros, func(a *api.API) { a.WithApplications("shop", "cart") })
+	var pages [][]string
+	next := "/api/v1/rollouts?application=shop&limit=2"
+	for next != "" && len(pages) < 10 {
+		status, h, body := call(t, srv, "GET", next, "", "")
+		if status != 200 {
+			t.Fatalf("GET %s = %d %s", next, status, body)
+		}
+		var got []rollout.Rollout
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.ID)
+		}
+		pages = append(pages, ids)
+		next = ""
+		if link := h.Get("Link"); link != "" {
+			next, _, _ = strings.Cut(strings.TrimPrefix(link, "<"), ">")
+			if !strings.Contains(next, "application=shop") {
+				t.Errorf("Link %q lost the application", link)
+			}
+		}
+	}
+	want := [][]string{{"r7", "r6", "r4"}, {"r2", "r0"}, nil}
+	if diff := cmp.Diff(want, pages); diff != "" {
+		t.Errorf("pages (-want +got):\n%s", diff)
+	}
+	if status, _, body := call(t, srv, "GET", "/api/v1/rollouts?application=nope", "", ""); status != http.StatusNotFound {
+		t.Errorf("an unknown application = %d %s, want 404", status, body)
+	}
+}
+
+// GET /api/v1/clusters says each cluster's health beside what it runs.
+func TestClustersSayTheirHealth(t *testing.T) {
+	at := time.Date(2026, 11, 28, 22, 0, 0, 0, time.UTC)
+	health := healthOf{
+		"c1": {Reachable: true, Kubernetes: "v1.34.1", Flagger: "Ready", Canaries: 2, Checked: at},
+		"c2": {Flagger: "Unknown", Detail: "reaching the API server: connection refused", Checked: at},
+	}
+	srv := serveRollouts(t, nil, func(a *api.API) {
+		a.WithClusters(api.ClusterInfo{Name: "c1"}, api.ClusterInfo{Name: "c2"}).WithHealth(health)
+	})
+	status, _, body := call(t, srv, "GET", "/api/v1/clusters", "", "")
+	if status != 200 {
+		t.Fatalf("GET /api/v1/clusters = %d %s", status, body)
+	}
+	var got []api.ClusterView
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	h1, h2 := health["c1"], health["c2"]
+	want := []api.ClusterView{
+		{Name: "c1", Applications: map[string]api.Running{}, Health: &h1},
+		{Name: "c2", Applications: map[string]api.Running{}, Health: &h2},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("clusters (-want +got):\n%s", diff)
+	}
+}
