@@ -421,6 +421,13 @@ func (s *Server) Run(ctx context.Context) error {
 		once = append(once, s.projector.Run)
 	}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
+		if r := s.cfg.Server.Retention.Duration; r > 0 {
+			// The stream keeps an event until every cursor that reads it
+			// has passed it, as the embedded journal does (no MaxAge).
+			once = append(once, func(ctx context.Context) error {
+				return s.scale.bus.RunRetention(ctx, r, retireEvery(r), s.log)
+			})
+		}
 		shared.once = once
 	} else {
 		for _, run := range once {

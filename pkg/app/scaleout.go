@@ -82,7 +82,7 @@ func openScaleOut(ctx context.Context, s config.Server, log *slog.Logger) (*scal
 	so := &scaleOut{cfg: c, nc: nc}
 	if so.bus, err = natsjs.Open(ctx, nc, natsjs.Options{
 		Stream: c.Stream, Subject: "flotilla." + c.Stream, Replicas: c.Replicas, Partitions: c.Partitions,
-		PartitionKey: partitionKey, Duplicates: s.DedupeWindow.Duration, MaxAge: s.Retention.Duration,
+		PartitionKey: partitionKey, Duplicates: s.DedupeWindow.Duration, // retention: RunRetention, by the cursors
 		Remember: func(e cloudevents.Event) bool { return e.Type() == events.TypePipelineRunFinished },
 	}); err != nil {
 		nc.Close()
@@ -113,6 +113,12 @@ func partitionKey(e cloudevents.Event) string {
 		}
 	}
 	return dispatch.Key(e)
+}
+
+// retireEvery is how often the stream's retention runs: an eighth of the
+// retention period, from a second to ten minutes.
+func retireEvery(retention time.Duration) time.Duration {
+	return min(max(retention/8, time.Second), 10*time.Minute)
 }
 
 func (so *scaleOut) close() {
