@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
@@ -48,6 +47,7 @@ type Options struct {
 //	<Prefix>_apps      app.<name> -> application state; fleet -> the fleet's
 type Repo struct {
 	rollouts, archive, apps jetstream.KeyValue
+	index                   *archiveIndex // the archive's page keys, for List
 	bus                     Bus
 	now                     func() time.Time
 }
@@ -87,6 +87,7 @@ func Open(ctx context.Context, nc *nats.Conn, b Bus, o Options, now func() time.
 		}
 		*kv.dst = patient{*kv.dst}
 	}
+	r.index = &archiveIndex{kv: r.archive}
 	return r, nil
 }
 
@@ -417,6 +418,26 @@ func (r *Repo) ListInFlight(ctx context.Context) ([]rollout.Rollout, error) {
 	return out, nil
 }
 
+// listPage is a page's keys, read from every key of the archive: what
+// List does when its index is not up to date.
+func (r *Repo) listPage(ctx context.Context, before string, limit int) (page []string, more bool, err error) {
+	keys, err := r.archive.ListKeys(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing finished rollouts: %w", err)
+	}
+	for k := range keys.Keys() {
+		if isPageKey(k) && (before == "" || k < before) {
+			page = append(page, k)
+		}
+	}
+	slices.Sort(page)
+	slices.Reverse(page)
+	if limit > 0 && len(page) > limit {
+		page, more = page[:limit], true
+	}
+	return page, more, nil
+}
+
 // List returns a page: on the first (before "") every rollout in flight,
 // then up to limit finished ones, newest first.
 func (r *Repo) List(ctx context.Context, before string, limit int) (rollout.Page, error) {
@@ -428,21 +449,15 @@ func (r *Repo) List(ctx context.Context, before string, limit int) (rollout.Page
 		}
 		p.Rollouts = inFlight
 	}
-	keys, err := r.archive.ListKeys(ctx)
-	if err != nil {
-		return p, fmt.Errorf("listing finished rollouts: %w", err)
-	}
-	var page []string
-	for k := range keys.Keys() {
-		if !strings.HasPrefix(k, "id.") && (before == "" || k < before) {
-			page = append(page, k)
+	page, more, ok := r.index.page(ctx, before, limit)
+	if !ok {
+		var err error
+		if page, more, err = r.listPage(ctx, before, limit); err != nil {
+			return p, err
 		}
 	}
-	slices.Sort(page)
-	slices.Reverse(page)
-	if limit > 0 && len(page) > limit {
-		page = page[:limit]
-		p.Next = page[limit-1]
+	if more {
+		p.Next = page[len(page)-1]
 	}
 	for _, k := range page {
 		var ro rollout.Rollout

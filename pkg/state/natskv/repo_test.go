@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
@@ -171,4 +172,58 @@ func TestTheOutboxOutlivesABusThatFailed(t *testing.T) {
 	if err != nil || ro.Reason != "c1" || ro.Version != 4 {
 		t.Errorf("rollout = %q v%d, %v; want c1 v4", ro.Reason, ro.Version, err)
 	}
+}
+
+// List pages the archive from an index its watch keeps, and a rollout
+// another replica archived a moment before is on the page: the index
+// catches up with the archive's last write before it answers.
+func TestListSeesWhatAnotherReplicaArchived(t *testing.T) {
+	ctx := context.Background()
+	prefix := newPrefix()
+	reader, writer := open(t, prefix), open(t, prefix)
+	if p, err := reader.repo.List(ctx, "", 2); err != nil || len(p.Rollouts) != 0 {
+		t.Fatalf("List of nothing = %+v, %v", p, err)
+	}
+	var want []string
+	for i := range 5 {
+		id := fmt.Sprintf("r%d", i)
+		ro := sample(id, 1)
+		ro.Created = time.Unix(int64(1000+i), 0)
+		if _, err := writer.repo.Create(ctx, ro); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := writer.repo.Update(ctx, id, func(ro *rollout.Rollout) error { ro.Phase = rollout.Succeeded; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]string{id}, want...) // newest first
+		// At once, from the other replica: the newest is on the first page.
+		p, err := reader.repo.List(ctx, "", 2)
+		if err != nil || len(p.Rollouts) == 0 || p.Rollouts[0].ID != id {
+			t.Fatalf("List after archiving %s = %v, %v", id, rolloutIDs(p.Rollouts), err)
+		}
+	}
+	var got []string
+	before := ""
+	for range 10 {
+		p, err := reader.repo.List(ctx, before, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rolloutIDs(p.Rollouts)...)
+		if p.Next == "" {
+			break
+		}
+		before = p.Next
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pages (-want +got):\n%s", diff)
+	}
+}
+
+func rolloutIDs(ros []rollout.Rollout) []string {
+	out := []string{}
+	for _, ro := range ros {
+		out = append(out, ro.ID)
+	}
+	return out
 }
