@@ -1,9 +1,13 @@
+# Every scenario here runs in both modes (TestFeaturesScaleOut too).
+@both-modes
 Feature: flotilla's journal does not grow with history
   Events every consumer has handled leave the journal once they are older
   than server.retention; event ids are remembered for server.dedupeWindow.
   Rollouts do not need the journal: they survive a restart after their
   events are gone, and a webhook the registry delivers again once the
-  window has passed starts nothing, saying why.
+  window has passed starts nothing, saying why. In scale-out mode the
+  stream on NATS keeps an event until every cursor that reads it has
+  passed it, as the embedded journal does.
 
   Background:
     Given a registry

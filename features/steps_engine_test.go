@@ -21,6 +21,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cucumber/godog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -62,6 +64,9 @@ func (s *scenario) journalBounds(retention, window int) error {
 // journalRetired waits until retention has deleted journal segments, as
 // flotilla's metrics say.
 func (s *scenario) journalRetired(ctx context.Context) error {
+	if s.scaleOut {
+		return s.streamRetired(ctx)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	var last map[string]float64
 	for time.Now().Before(deadline) {
@@ -73,6 +78,37 @@ func (s *scenario) journalRetired(ctx context.Context) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	return fmt.Errorf("after 60 s the journal still starts at its first event: %v", last)
+}
+
+// streamRetired waits, in scale-out mode, until the scenario's stream on
+// NATS holds fewer events than were appended to it: retention purged what
+// every cursor had passed.
+func (s *scenario) streamRetired(ctx context.Context) error {
+	nc, err := nats.Connect(natsCluster.URL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var last jetstream.StreamState
+	for time.Now().Before(deadline) {
+		st, err := js.Stream(ctx, s.w.namespace)
+		if err == nil {
+			info, err := st.Info(ctx)
+			if err == nil {
+				last = info.State
+				if last.LastSeq > 0 && last.Msgs < last.LastSeq {
+					return nil
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("after 60 s the stream still holds every event appended: %d of %d (first %d)", last.Msgs, last.LastSeq, last.FirstSeq)
 }
 
 // metrics reads the named unlabelled metrics from flotilla's /metrics.
