@@ -1,5 +1,6 @@
 // flotilla's web UI: rollouts, one rollout as waves x clusters with its
-// timeline, and the fleet. It reads /api/v1 and stays live on the Server-Sent
+// timeline, an application's history and status, and the fleet as a map of
+// clusters x applications. It reads /api/v1 and stays live on the Server-Sent
 // Events of /api/v1/watch; it loads nothing from anywhere else.
 "use strict";
 
@@ -11,6 +12,7 @@ const state = {
   clusters: [],
   fleet: {},
   live: false,
+  app: null, // the application shown: {name, rollouts (newest first), next, status, statusError}
 };
 
 // ---- small helpers -------------------------------------------------------
@@ -50,7 +52,7 @@ function clock(t) {
 }
 
 const tone = {
-  Succeeded: "ok", Reverted: "ok", RolledBack: "warn", Initialized: "ok",
+  Succeeded: "ok", Reverted: "warn", RolledBack: "warn", Initialized: "ok",
   Failed: "bad", RevertFailed: "bad", RollbackFailed: "bad", Aborted: "bad", Superseded: "idle",
   Progressing: "run", Applying: "run", Promoting: "run", Finalising: "run", Reverting: "warn",
   RollingBack: "warn", WaitingPromotion: "warn", Waiting: "warn", Pending: "idle", Queued: "idle",
@@ -62,6 +64,51 @@ function badge(phase) {
 
 function done(r) {
   return ["Succeeded", "RolledBack", "Superseded"].includes(r.phase);
+}
+
+// appLink links to an application's page.
+function appLink(name, attrs) {
+  return h("a", Object.assign({ href: "#/applications/" + encodeURIComponent(name) }, attrs || {}), name);
+}
+
+// compareVersions orders version strings newest first: numbers by value
+// (1.10 after 1.9), the rest as text.
+function compareVersions(a, b) {
+  const pa = String(a).replace(/^v/, "").split(/[.+-]/), pb = String(b).replace(/^v/, "").split(/[.+-]/);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i], y = pb[i];
+    if (x === undefined) return 1;
+    if (y === undefined) return -1;
+    const nx = /^\d+$/.test(x), ny = /^\d+$/.test(y);
+    const c = nx && ny ? Number(y) - Number(x) : String(y).localeCompare(String(x));
+    if (c) return c;
+  }
+  return 0;
+}
+
+// palette gives each version of a set a colour, newest first: the
+// newest is the strongest; a version keeps its colour within a page.
+const swatches = 8;
+function palette(versions) {
+  const out = new Map();
+  [...new Set(versions.filter((v) => v && v !== "?"))].sort(compareVersions).forEach((v, i) => out.set(v, "v" + Math.min(i, swatches - 1)));
+  return out;
+}
+
+function legend(colours, id) {
+  return h("ul", { class: "legend", id, "aria-label": "Versions, newest first" },
+    [...colours].map(([v, c]) => h("li", { dataset: { version: v } }, h("span", { class: "swatch " + c, "aria-hidden": "true" }), v)));
+}
+
+async function getPage(path) {
+  const resp = await fetch(path, { headers: { Accept: "application/json" } });
+  if (!resp.ok) {
+    let msg = resp.status + " " + resp.statusText;
+    try { msg = (await resp.json()).error || msg; } catch (_) { /* not JSON */ }
+    throw new Error(msg);
+  }
+  const m = /<([^>]+)>;\s*rel="next"/.exec(resp.headers.get("Link") || "");
+  return { body: await resp.json(), next: m ? m[1] : "" };
 }
 
 function token() {
@@ -106,6 +153,7 @@ function route() {
   const params = new URLSearchParams(query || "");
   if (parts[0] === "rollouts" && parts[1]) return { page: "rollout", id: decodeURIComponent(parts[1]), params };
   if (parts[0] === "fleet") return { page: "fleet", params };
+  if (parts[0] === "applications" && parts[1]) return { page: "application", app: decodeURIComponent(parts[1]), params };
   return { page: "rollouts", params };
 }
 
@@ -122,11 +170,12 @@ function render() {
 function draw() {
   const r = route();
   for (const a of document.querySelectorAll("[data-nav]")) {
-    if (a.dataset.nav === (r.page === "rollout" ? "rollouts" : r.page)) a.setAttribute("aria-current", "page");
+    if (a.dataset.nav === (r.page === "rollout" || r.page === "application" ? "rollouts" : r.page)) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
   const main = document.getElementById("main");
-  const view = r.page === "rollout" ? rolloutPage(r.id) : r.page === "fleet" ? fleetPage() : rolloutsPage(r.params);
+  const view = r.page === "rollout" ? rolloutPage(r.id) : r.page === "fleet" ? fleetPage()
+    : r.page === "application" ? applicationPage(r.app) : rolloutsPage(r.params);
   // Keep the focused control (a filter, a button) across redraws.
   const focused = document.activeElement && document.activeElement.id;
   main.replaceChildren(view);
@@ -198,7 +247,7 @@ function rolloutsPage(params) {
         ? h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No rollouts yet: push an image a configured application tracks."))
         : shown.map((r) => h("tr", { dataset: { rollout: r.id, phase: r.phase } },
           h("td", {}, h("a", { href: "#/rollouts/" + encodeURIComponent(r.id), class: "mono", id: "open-" + r.id }, r.id)),
-          h("td", {}, r.application),
+          h("td", {}, appLink(r.application)),
           h("td", {}, r.tag),
           h("td", { class: "mono" }, short(r.digest)),
           h("td", {}, badge(r.phase)),
@@ -218,7 +267,7 @@ function rolloutPage(id) {
   const why = waiting(r);
   return h("section", { "aria-labelledby": "title", dataset: { rollout: r.id } },
     h("p", {}, h("a", { href: "#/", id: "back" }, "← Rollouts")),
-    h("h1", { id: "title" }, r.application + " " + r.tag + " ", h("span", { id: "phase", dataset: { phase: r.phase } }, badge(r.phase))),
+    h("h1", { id: "title" }, appLink(r.application, { id: "application-link" }), " " + r.tag + " ", h("span", { id: "phase", dataset: { phase: r.phase } }, badge(r.phase))),
     r.reason ? h("p", { id: "reason", class: "reason" }, r.reason) : null,
     why ? h("p", { id: "waiting", class: "waiting" }, why) : null,
     h("dl", { class: "facts" },
@@ -258,13 +307,33 @@ function wave(r, w, i) {
       !done(r) && i >= r.wave && w.approvals && (w.approvers || []).length < w.approvals && token()
         ? h("button", { type: "button", id: "approve-wave-" + (i + 1), onclick: () => act("Approve wave " + (i + 1), "/api/v1/rollouts/" + r.id + "/waves/" + (i + 1) + "/approval", {}) }, "Approve wave " + (i + 1))
         : null),
-    h("ul", { class: "clusters" }, (w.clusters || []).map((c) => cluster(c))));
+    h("ul", { class: "clusters" }, (w.clusters || []).map((c) => cluster(c, culprits(r)))));
 }
 
-function cluster(c) {
+// culprits names the clusters whose own result failed r.
+function culprits(r) {
+  return (r.waves || []).flatMap((w) => (w.clusters || []).filter((c) => c.failure).map((c) => c.name));
+}
+
+// outcome tells a cluster a failure touched: "failed" (its own result
+// failed the wave; it may since be reverted) or "reverted" (put back
+// because another cluster failed); "" otherwise.
+function outcome(c) {
+  if (c.failure || c.phase === "Failed") return "failed";
+  if (c.phase === "Reverted" || c.phase === "Reverting") return "reverted";
+  return "";
+}
+
+function cluster(c, failed) {
   const weight = c.canaryWeight || 0;
-  return h("li", { class: "cluster", dataset: { cluster: c.name, phase: c.phase, canary: c.canaryPhase || "" } },
-    h("div", {}, h("span", { class: "name" }, c.name), badge(c.phase)),
+  const o = outcome(c);
+  const others = (failed || []).filter((n) => n !== c.name);
+  return h("li", { class: "cluster" + (o ? " " + o : ""), dataset: { cluster: c.name, phase: c.phase, canary: c.canaryPhase || "", outcome: o } },
+    h("div", {}, h("span", { class: "name" }, c.name),
+      o === "failed" && c.phase !== "Failed" ? [h("span", { class: "badge bad", dataset: { failed: "true" } }, "✕ Failed"), " "] : null,
+      badge(c.phase)),
+    o === "failed" && c.failure ? h("div", { class: "why bad-text" }, "failed the wave: " + c.failure) : null,
+    o === "reverted" && !c.failure && others.length ? h("div", { class: "why" }, "↺ put back because " + others.join(", ") + " failed") : null,
     h("div", { class: "line" }, h("span", { class: "muted" }, "Flagger"), h("span", {}, c.canaryPhase || "-")),
     h("div", { class: "line" }, h("span", { class: "muted" }, "canary weight"), h("span", {}, weight + "%")),
     h("progress", { max: 100, value: weight, "aria-label": c.name + " canary weight " + weight + "%" }),
@@ -366,33 +435,103 @@ async function loadRollout(id) {
   render();
 }
 
-// ---- the fleet -------------------------------------------------------------
+// ---- the fleet: a map of clusters x applications ----------------------------
+
+// cellState is what a cell shows besides the version: rolling (a rollout
+// in flight brings another version), failed, reverted, unknown, drift.
+function cellState(v) {
+  if (!v) return "none";
+  if (v.unknown) return "unknown";
+  if (v.drift) return "drift";
+  if (v.rollingOut) return v.phase === "Pending" ? "waiting" : "rolling";
+  return v.state || "ok";
+}
+
+const stateMark = { rolling: "→", failed: "✕", reverted: "↺", unknown: "?", drift: "⚠" };
+const stateWord = { ok: "runs", waiting: "waiting for", rolling: "rolling out", failed: "failed", reverted: "reverted", unknown: "unknown", drift: "drifted", none: "" };
 
 function fleetPage() {
   const apps = [...new Set(state.clusters.flatMap((c) => Object.keys(c.applications || {})))].sort();
   const f = state.fleet || {};
-  return h("section", { "aria-labelledby": "title" },
+  const colours = {};
+  for (const a of apps) colours[a] = palette(state.clusters.map((c) => (c.applications[a] || {}).tag));
+  const q = (route().params.get("cluster") || "").toLowerCase();
+  const shown = state.clusters.filter((c) => !q || c.name.toLowerCase().includes(q) ||
+    Object.entries(c.labels || {}).some(([k, v]) => (k + "=" + v).toLowerCase().includes(q)));
+  const healthy = state.clusters.filter((c) => !c.health || (c.health.reachable && c.health.flagger === "Ready")).length;
+  return h("section", { "aria-labelledby": "title", class: "fleet" },
     h("h1", { id: "title" }, "Fleet"),
     f.stopped
       ? h("p", { class: "reason", id: "line" }, "The line is stopped" + (f.by ? " by " + f.by : "") + (f.reason ? ": " + f.reason : "") + ". No cluster starts a rollout until it is started again.")
       : h("p", { class: "muted", id: "line" }, "The line is running."),
-    h("table", { id: "clusters" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Cluster"), h("th", { scope: "col" }, "Labels"),
-        apps.map((a) => h("th", { scope: "col" }, a)))),
-      h("tbody", {}, state.clusters.map((c) => h("tr", { dataset: { cluster: c.name } },
-        h("th", { scope: "row" }, c.name),
-        h("td", {}, Object.entries(c.labels || {}).map(([k, v]) => h("span", { class: "chip" }, k + "=" + v))),
-        apps.map((a) => runs(c.applications[a] && Object.assign({ cluster: c.name }, c.applications[a]))))))));
+    h("div", { class: "summary", id: "fleet-summary" },
+      h("span", { id: "health-summary", class: healthy === state.clusters.length ? "" : "bad-text" },
+        healthy + " of " + state.clusters.length + " clusters healthy"),
+      apps.map((a) => spread(a, colours[a]))),
+    h("div", { class: "filters" },
+      h("label", {}, "Filter clusters ",
+        h("input", { id: "filter-cluster", type: "search", value: q, placeholder: "name or label",
+          oninput: (e) => { const p = route().params; if (e.target.value) p.set("cluster", e.target.value); else p.delete("cluster"); history.replaceState(null, "", "#/fleet" + (p.toString() ? "?" + p : "")); render(); } })),
+      h("span", { class: "muted" }, shown.length + " of " + state.clusters.length),
+      h("ul", { class: "legend states", "aria-label": "States" },
+        ["rolling", "failed", "reverted", "unknown", "drift"].map((s) => h("li", {}, h("span", { class: "mark " + s, "aria-hidden": "true" }, stateMark[s]), stateWord[s])))),
+    h("div", { class: "map-wrap" },
+      h("table", { id: "clusters", class: "map" },
+        h("caption", { class: "sr" }, "Clusters x applications: the version each cluster runs and its state"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Cluster"), h("th", { scope: "col" }, "Health"),
+          apps.map((a) => h("th", { scope: "col", dataset: { app: a } }, appLink(a, { id: "fleet-app-" + a }))))),
+        h("tbody", {}, shown.map((c) => h("tr", { dataset: { cluster: c.name } },
+          h("th", { scope: "row", title: Object.entries(c.labels || {}).map(([k, v]) => k + "=" + v).join(" ") }, c.name,
+            Object.keys(c.labels || {}).length ? h("span", { class: "labels" }, Object.entries(c.labels).map(([k, v]) => k + "=" + v).join(" ")) : null),
+          health(c),
+          apps.map((a) => runs(a, c.applications[a] && Object.assign({ cluster: c.name }, c.applications[a]), colours[a]))))))));
 }
 
-function runs(v) {
-  if (!v) return h("td", { class: "muted" }, "-");
-  return h("td", { dataset: { tag: v.tag || "" } },
-    v.unknown ? h("span", { class: "badge bad" }, "unknown") : null,
-    v.tag ? h("span", { class: "mono", title: v.digest }, v.tag) : null,
-    v.rollout ? [" ", h("a", { href: "#/rollouts/" + v.rollout, class: "muted", id: "fleet-" + v.rollout + "-" + v.cluster }, "rollout")] : null,
-    v.rollingOut ? h("div", {}, "→ ", h("a", { href: "#/rollouts/" + v.inFlight, id: "fleet-" + v.inFlight + "-" + v.cluster + "-next" }, v.rollingOut), " ", badge(v.phase)) : null,
-    v.unknown ? h("div", { class: "msg" }, v.unknown) : null);
+// spread draws how an application's versions spread over the clusters.
+function spread(app, colours) {
+  const count = new Map();
+  let total = 0;
+  for (const c of state.clusters) {
+    const v = c.applications[app];
+    if (!v) continue;
+    const key = v.unknown ? "?" : v.tag || "?";
+    count.set(key, (count.get(key) || 0) + 1);
+    total++;
+  }
+  const parts = [...count].sort((a, b) => compareVersions(a[0], b[0]));
+  return h("div", { class: "spread", dataset: { app }, role: "img",
+    "aria-label": app + ": " + parts.map(([v, n]) => n + " on " + v).join(", ") },
+    h("span", { class: "spread-name" }, app),
+    h("span", { class: "bar" }, parts.map(([v, n]) => {
+      const seg = h("span", { class: "seg " + (colours.get(v) || "vx"), title: n + " on " + v }, n > 0 ? v + " ×" + n : "");
+      seg.style.flexGrow = String(n); // CSSOM: allowed by the CSP
+      return seg;
+    })),
+    total === 0 ? h("span", { class: "muted" }, "not rolled out yet") : null);
+}
+
+function health(c) {
+  const hl = c.health;
+  if (!hl) return h("td", { class: "health muted" }, "-");
+  const api = hl.reachable, fl = hl.flagger === "Ready";
+  return h("td", { class: "health", dataset: { reachable: String(api), flagger: hl.flagger }, title: hl.detail || "" },
+    h("span", { class: "dot " + (api ? "ok" : "bad") }, api ? "API" : "unreachable"),
+    " ",
+    api ? h("span", { class: "dot " + (fl ? "ok" : "bad") }, fl ? "Flagger" : "Flagger " + hl.flagger.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase()) : null);
+}
+
+function runs(app, v, colours) {
+  const st = cellState(v);
+  if (!v) return h("td", { class: "cell none", dataset: { app, state: st } }, h("span", { class: "muted" }, "-"));
+  const what = (v.tag || (v.unknown ? "unknown" : "?")) + (st !== "ok" ? ", " + stateWord[st] : "") +
+    (v.rollingOut ? " " + v.rollingOut + " (" + v.phase + ")" : "") + (v.failure ? ": " + v.failure : "") + (v.unknown ? ": " + v.unknown : "");
+  const link = v.inFlight || v.rollout;
+  return h("td", { class: "cell " + (colours.get(v.tag) || "vx") + " " + st, dataset: { app, tag: v.tag || "", state: st }, title: what },
+    h("a", { href: link ? "#/rollouts/" + link : "#/applications/" + encodeURIComponent(app), id: "fleet-" + (v.inFlight || v.rollout || app) + "-" + v.cluster + (v.inFlight ? "-next" : ""),
+      "aria-label": v.cluster + " " + app + ": " + what },
+    stateMark[st] && st !== "rolling" ? h("span", { class: "mark " + st, "aria-hidden": "true" }, stateMark[st]) : null,
+    h("span", { class: "ver" }, v.tag || (v.unknown ? "?" : "")),
+    v.rollingOut ? h("span", { class: st === "waiting" ? "muted" : "next" }, (st === "waiting" ? "next " : "→ ") + v.rollingOut) : null));
 }
 
 async function loadFleet() {
@@ -402,6 +541,258 @@ async function loadFleet() {
     state.fleet = fleet;
   } catch (err) {
     notice("Fleet: " + err.message);
+  }
+  render();
+}
+
+// ---- an application: its history and status -------------------------------
+
+function applicationPage(name) {
+  const a = state.app;
+  if (!a || a.name !== name) {
+    loadApplication(name);
+    return h("section", {}, h("h1", {}, name), h("p", { class: "muted" }, "Loading…"));
+  }
+  const st = a.status;
+  return h("section", { "aria-labelledby": "title", dataset: { application: name } },
+    h("p", {}, h("a", { href: "#/", id: "back" }, "← Rollouts"), " · ", h("a", { href: "#/fleet" }, "Fleet")),
+    h("h1", { id: "title" }, "Application " + name, " ",
+      st && st.webhookSilent ? h("span", { class: "badge bad", id: "silent" }, "webhook silent") : null),
+    appStatus(a),
+    h("h2", {}, "History"),
+    history(a),
+    h("h2", {}, "Rollouts"),
+    appRollouts(a),
+    a.next ? h("p", {}, h("button", { type: "button", id: "older", onclick: () => loadOlder(name) }, "Older rollouts")) : null);
+}
+
+function seenText(s) {
+  return [h("span", { class: "mono" }, s.tag), " brought by ", h("strong", { dataset: { source: s.source || "" } }, s.source === "poll" ? "a poll" : "a webhook"),
+    " · ", new Date(s.at).toLocaleString(), " (", h("span", { dataset: { since: s.at } }, ago(s.at)), " ago)",
+    s.error ? h("div", { class: "bad-text" }, "not verified yet: " + s.error) : null];
+}
+
+function appStatus(a) {
+  const st = a.status;
+  if (!st) return h("p", { class: "muted", id: "app-status" }, a.statusError ? "Status not available: " + a.statusError : "Reading its status…");
+  return h("dl", { class: "facts", id: "app-status" },
+    fact("Runs", st.deployed ? h("span", { id: "deployed" }, h("span", { class: "mono" }, st.deployed.tag), st.deployed.rollout ? [" (", h("a", { href: "#/rollouts/" + st.deployed.rollout }, st.deployed.rollout), ")"] : null,
+      st.deployed.at ? " since " + new Date(st.deployed.at).toLocaleString() : null) : h("span", { class: "muted", id: "deployed" }, "nothing rolled out yet")),
+    st.latest && (!st.deployed || st.latest.tag !== st.deployed.tag) ? fact("Latest started", [h("span", { class: "mono" }, st.latest.tag), st.latest.rollout ? [" (", h("a", { href: "#/rollouts/" + st.latest.rollout }, st.latest.rollout), ")"] : null]) : null,
+    st.queued ? fact("Queued", h("a", { href: "#/rollouts/" + st.queued }, st.queued)) : null,
+    fact("Last seen push", st.lastSeen ? h("span", { id: "last-seen" }, seenText(st.lastSeen)) : h("span", { class: "muted", id: "last-seen" }, "none yet")),
+    fact("Last skipped", st.lastSkipped
+      ? h("span", { id: "last-skipped", class: "skipped", dataset: { tag: st.lastSkipped.tag, outcome: st.lastSkipped.outcome } },
+        h("span", { class: "badge " + (st.lastSkipped.outcome === "rejected" ? "bad" : "warn") }, st.lastSkipped.outcome), " ",
+        h("span", { class: "mono" }, st.lastSkipped.tag), ": ", h("span", { class: "why-skipped" }, st.lastSkipped.reason),
+        h("span", { class: "muted" }, " · " + new Date(st.lastSkipped.at).toLocaleString()))
+      : h("span", { class: "muted", id: "last-skipped" }, "none")),
+    fact("Webhook", st.webhookSilent
+      ? h("span", { id: "webhook", class: "bad-text", dataset: { silent: "true" } }, "silent: a poll found " + (st.silence ? st.silence.tag + " at " + new Date(st.silence.found).toLocaleString() : "a version") + " that no webhook announced" +
+        (st.silence && st.silence.lastWebhook ? "; the last webhook brought " + st.silence.lastWebhook.tag + " " + ago(st.silence.lastWebhook.at) + " ago" : "; no webhook was ever heard"))
+      : h("span", { id: "webhook", dataset: { silent: "false" } }, st.lastWebhook ? "heard: " + st.lastWebhook.tag + ", " + ago(st.lastWebhook.at) + " ago" : "no webhook heard yet")),
+    st.pollInterval ? fact("Polled", "every " + st.pollInterval) : null,
+    (st.quarantined || []).length ? fact("Quarantined", st.quarantined.map((q) => (q.tag || short(q.digest)) + " by " + q.by + ": " + q.reason).join("; ")) : null);
+}
+
+// lanes turns an application's rollouts into what each cluster ran and
+// when: segments [{version, from, kind, rollout}] and marks (a failure).
+function lanes(rollouts) {
+  const asc = rollouts.slice().sort((a, b) => (a.created || "").localeCompare(b.created || ""));
+  const by = new Map();
+  const lane = (name) => { if (!by.has(name)) by.set(name, { name, segs: [], marks: [] }); return by.get(name); };
+  const t = (x) => (x && !x.startsWith("0001") ? Date.parse(x) : 0);
+  // What a cluster ran before r: the fleet's version, or its own image's
+  // tag or digest where it ran something else.
+  const prevOf = (r, c) => {
+    const img = c.previousImage || "";
+    if (r.previousTag && (!img || img.endsWith("@" + r.previousDigest))) return r.previousTag;
+    if (img.includes("@")) return short(img.slice(img.indexOf("@") + 1));
+    const last = img.split("/").pop();
+    return last.includes(":") ? last.slice(last.lastIndexOf(":") + 1) : last;
+  };
+  for (const r of asc) {
+    const start = t(r.created);
+    for (const w of r.waves || []) {
+      for (const c of w.clusters || []) {
+        const l = lane(c.name);
+        const prev = prevOf(r, c);
+        if (!l.segs.length && prev) l.segs.push({ version: prev, from: start, kind: "before", rollout: "" });
+        const at = t(c.updated) || t(r.updated) || start;
+        const applied = t(c.applied) || at;
+        switch (c.phase) {
+          case "Succeeded":
+            l.segs.push({ version: r.tag, from: at, kind: "ok", rollout: r.id });
+            break;
+          case "Reverted": case "Reverting": case "RevertFailed": case "Failed":
+            if (c.failure || c.phase === "Failed") {
+              // Flagger kept the primary on what it ran: a failed canary.
+              l.marks.push({ at: applied, kind: "failed", rollout: r.id, version: r.tag, why: c.failure || c.message || "" });
+              if (c.phase === "RevertFailed") l.segs.push({ version: "?", from: at, kind: "unknown", rollout: r.id });
+            } else {
+              l.segs.push({ version: r.tag, from: applied, kind: "reverted", rollout: r.id });
+              l.segs.push({ version: c.phase === "RevertFailed" ? "?" : prev, from: at, kind: c.phase === "RevertFailed" ? "unknown" : "restored", rollout: r.id });
+            }
+            break;
+          case "Applying": case "Progressing":
+            if (r.phase === "Progressing") l.marks.push({ at: applied, kind: "rolling", rollout: r.id, version: r.tag, why: c.canaryPhase || c.phase });
+            break;
+        }
+      }
+    }
+  }
+  for (const l of by.values()) l.segs.sort((a, b) => a.from - b.from);
+  return [...by.values()];
+}
+
+// versionsOf is what a lane's cluster ran, in order, each once in a row.
+function versionsOf(l) {
+  const out = [];
+  for (const sg of l.segs) if (out[out.length - 1] !== sg.version) out.push(sg.version);
+  return out;
+}
+
+// grouped folds lanes that tell the same story (the same versions, the
+// same failures, each change within a minute of the first's) into one,
+// so fifty clusters that did the same read as one line.
+function grouped(ls) {
+  const out = [];
+  const story = (l) => versionsOf(l).join(",") + "|" + l.segs.map((s) => s.kind).join(",") + "|" + l.marks.map((m) => m.kind + m.version).join(",");
+  for (const l of ls) {
+    const g = out.find((o) => story(o) === story(l) && o.segs.every((s, i) => Math.abs(s.from - l.segs[i].from) < 60000));
+    if (g) g.clusters.push(l.name);
+    else out.push(Object.assign({}, l, { clusters: [l.name] }));
+  }
+  return out;
+}
+
+// laneName names a lane's clusters: a run of lanes in a row as "first …
+// last (n)", others by name or as "first, second +n".
+function laneName(cs, order) {
+  if (cs.length <= 3) return cs.join(", ");
+  const i = order.indexOf(cs[0]);
+  if (cs.every((c, k) => order[i + k] === c)) return cs[0] + " … " + cs[cs.length - 1] + " (" + cs.length + ")";
+  return cs[0] + ", " + cs[1] + " +" + (cs.length - 2);
+}
+
+function took(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return s + "s";
+  if (s < 7200) return Math.floor(s / 60) + "m" + (s % 60 ? (s % 60) + "s" : "");
+  return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
+}
+
+function history(a) {
+  if (!a.rollouts.length) return h("p", { class: "muted", id: "history" }, "No rollouts of " + a.name + " yet.");
+  const now = Date.now();
+  const ls = lanes(a.rollouts);
+  const times = a.rollouts.map((r) => Date.parse(r.created)).filter((x) => x > 0);
+  const t0 = Math.min(...times), span = Math.max(now - t0, 1000);
+  const x = (t) => Math.max(0, Math.min(100, ((t - t0) / span) * 100));
+  const place = (el, from, to) => {
+    el.style.left = x(from) + "%"; // CSSOM: allowed by the CSP, unlike style attributes
+    if (to !== undefined) el.style.width = Math.max(x(to) - x(from), 0.4) + "%";
+    return el;
+  };
+  const colours = palette(a.rollouts.flatMap((r) => [r.tag, r.previousTag]).concat(ls.flatMap((l) => l.segs.map((s) => s.version))));
+  const rolloutBars = a.rollouts.map((r) => {
+    const end = done(r) ? Date.parse(r.updated) || now : now;
+    return place(h("a", { class: "bar-rollout " + (tone[r.phase] || "idle"), href: "#/rollouts/" + r.id,
+      dataset: { rollout: r.id, phase: r.phase, tag: r.tag }, title: r.tag + " " + r.phase + (r.reason ? ": " + r.reason : ""),
+      "aria-label": "rollout of " + r.tag + ", " + r.phase }, r.tag), Date.parse(r.created), end);
+  });
+  const axis = [0, 0.25, 0.5, 0.75, 1].map((f) => place(h("span", { class: "tick" }, clock(new Date(t0 + f * span).toISOString())), t0 + f * span));
+  return h("div", { class: "history", id: "history", role: "group", "aria-label": "What each cluster of " + a.name + " ran, and when" },
+    legend(colours, "history-legend"),
+    h("ol", { class: "lanes" },
+      h("li", { class: "lane rollouts" }, h("span", { class: "lane-name" }, "rollouts"), h("span", { class: "track" }, rolloutBars)),
+      grouped(ls).map((l) => {
+        const versions = versionsOf(l);
+        const last = l.segs[l.segs.length - 1];
+        const said = l.clusters.join(", ") + ": " + versions.join(", then ") + (l.marks.some((m) => m.kind === "failed") ? "; failed " + l.marks.filter((m) => m.kind === "failed").map((m) => m.version).join(", ") : "");
+        return h("li", { class: "lane", dataset: { clusters: l.clusters.join(","), versions: versions.join(","), now: last ? last.version : "" }, "aria-label": said },
+          h("span", { class: "lane-name", title: l.clusters.join(", ") }, laneName(l.clusters, ls.map((x) => x.name))),
+          h("span", { class: "track" },
+            l.segs.map((sg, i) => {
+              const to = i + 1 < l.segs.length ? l.segs[i + 1].from : now;
+              return place(h("span", { class: "seg " + (colours.get(sg.version) || "vx") + " " + sg.kind, dataset: { version: sg.version, kind: sg.kind },
+                title: l.name + " ran " + sg.version + " from " + new Date(sg.from).toLocaleString() + (sg.kind === "reverted" ? " (put back)" : "") }, sg.version), sg.from, to);
+            }),
+            l.marks.map((m) => place(h("span", { class: "pin " + m.kind, dataset: { kind: m.kind, version: m.version }, title: l.name + ": " + m.version + " " + m.kind + (m.why ? ": " + m.why : "") }, m.kind === "failed" ? "✕" : "→"), m.at))));
+      })),
+    h("div", { class: "axis", "aria-hidden": "true" }, h("span", { class: "lane-name" }), h("span", { class: "track" }, axis)));
+}
+
+function appRollouts(a) {
+  return h("table", { id: "app-rollouts" },
+    h("thead", {}, h("tr", {}, ["Rollout", "Version", "Outcome", "Source", "Started", "Took", "Clusters"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, a.rollouts.map((r) => {
+      const failed = culprits(r);
+      const lasted = done(r) ? took(Date.parse(r.updated) - Date.parse(r.created)) : "…";
+      return h("tr", { dataset: { rollout: r.id, phase: r.phase } },
+        h("td", {}, h("a", { href: "#/rollouts/" + encodeURIComponent(r.id), class: "mono" }, r.id)),
+        h("td", {}, r.tag, r.previousTag ? h("span", { class: "muted" }, " ← " + r.previousTag) : null),
+        h("td", {}, badge(r.phase), r.reason ? h("div", { class: "msg" }, r.reason) : null),
+        h("td", {}, r.source || "-"),
+        h("td", {}, new Date(r.created).toLocaleString()),
+        h("td", {}, lasted),
+        h("td", {}, outcomes(r, failed)));
+    })));
+}
+
+// outcomes sums up a rollout's clusters: how many took it, and by name
+// those that failed it and those put back because of them.
+function outcomes(r, failed) {
+  const cs = (r.waves || []).flatMap((w) => w.clusters || []);
+  const groups = [
+    ["failed", "bad", "✕ ", cs.filter((c) => outcome(c) === "failed"), (c) => "failed: " + (c.failure || c.message || "")],
+    ["reverted", "warn", "↺ ", cs.filter((c) => outcome(c) === "reverted"), () => failed.length ? "put back because " + failed.join(", ") + " failed" : "put back"],
+  ];
+  const ok = cs.filter((c) => c.phase === "Succeeded").length;
+  const other = cs.length - ok - groups.reduce((n, g) => n + g[3].length, 0);
+  return h("ul", { class: "chips" },
+    ok ? h("li", { class: "chip ok" }, "✓ " + ok + " took it") : null,
+    groups.map(([o, cls, mark, list, why]) => list.map((c) => h("li", { class: "chip " + cls, dataset: { cluster: c.name, outcome: o }, title: why(c) }, mark + c.name))),
+    other ? h("li", { class: "chip idle" }, other + (done(r) || r.phase === "RollbackFailed" ? " not reached" : " to go")) : null);
+}
+
+async function loadApplication(name) {
+  state.app = { name, rollouts: [], next: "", status: null, statusError: "" };
+  const base = "/api/v1/rollouts?limit=50&application=" + encodeURIComponent(name);
+  const [page, status] = await Promise.allSettled([getPage(base), getJSON("/api/v1/applications/" + encodeURIComponent(name))]);
+  if (!state.app || state.app.name !== name) return;
+  if (page.status === "fulfilled") {
+    state.app.rollouts = page.value.body;
+    state.app.next = page.value.next;
+  } else notice("Application " + name + ": " + page.reason.message);
+  if (status.status === "fulfilled") state.app.status = status.value;
+  else state.app.statusError = status.reason.message;
+  render();
+}
+
+async function loadOlder(name) {
+  const a = state.app;
+  if (!a || a.name !== name || !a.next) return;
+  try {
+    const page = await getPage(a.next);
+    const seen = new Set(a.rollouts.map((r) => r.id));
+    a.rollouts = a.rollouts.concat(page.body.filter((r) => !seen.has(r.id)));
+    a.next = page.next;
+  } catch (err) {
+    notice("Older rollouts: " + err.message);
+  }
+  render();
+}
+
+let statusTimer = 0;
+async function reloadStatus() {
+  const a = state.app;
+  if (!a) return;
+  try {
+    a.status = await getJSON("/api/v1/applications/" + encodeURIComponent(a.name));
+    a.statusError = "";
+  } catch (err) {
+    a.statusError = err.message;
   }
   render();
 }
@@ -423,6 +814,7 @@ function reload() {
   loadRollouts();
   if (r.page === "rollout") loadRollout(r.id);
   if (r.page === "fleet") loadFleet();
+  if (r.page === "application") loadApplication(r.app);
 }
 
 // streamURL is what the page shown needs of the watch stream: one
@@ -431,7 +823,7 @@ function reload() {
 function streamURL() {
   const r = route();
   if (r.page === "rollout") return "/api/v1/watch?rollout=" + encodeURIComponent(r.id);
-  if (r.page === "fleet") return "/api/v1/watch";
+  if (r.page === "fleet" || r.page === "application") return "/api/v1/watch";
   return "/api/v1/watch?only=rollouts";
 }
 
@@ -461,6 +853,11 @@ function connect() {
   es.addEventListener("rollout", (m) => {
     const r = JSON.parse(m.data);
     state.rollouts.set(r.id, r);
+    if (state.app && r.application === state.app.name && route().page === "application") {
+      const i = state.app.rollouts.findIndex((x) => x.id === r.id);
+      if (i >= 0) state.app.rollouts[i] = r;
+      else state.app.rollouts.unshift(r);
+    }
     if (route().page === "fleet") {
       clearTimeout(fleetTimer);
       fleetTimer = setTimeout(loadFleet, 300);
@@ -476,6 +873,10 @@ function connect() {
     if (!e.rollout && route().page === "fleet") {
       clearTimeout(fleetTimer);
       fleetTimer = setTimeout(loadFleet, 300);
+    }
+    if (route().page === "application") { // a push seen, skipped, a webhook heard
+      clearTimeout(statusTimer);
+      statusTimer = setTimeout(reloadStatus, 300);
     }
   });
 }
