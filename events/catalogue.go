@@ -263,6 +263,30 @@ type GitRejected struct {
 	Reason  string `json:"reason"`
 }
 
+// TypeApplicationWebhookMissed: a poll found a version of an application
+// that no webhook announced (payload WebhookMissed): its webhook is
+// reported silent (flotilla_application_webhook_silent, the API's
+// applications, `flotilla get applications`) until a webhook of the
+// application arrives again. verify emits it, at the poll's push.
+const TypeApplicationWebhookMissed = "dev.flotilla.application.webhook.missed.v1"
+
+// WebhookMissed: Application's webhook did not announce Version (at
+// Digest) of Repository, which a poll found (its push journaled at
+// Found, event PushID); LastWebhook is when a webhook of the application
+// last brought a push (LastWebhookVersion), zero when none ever did.
+type WebhookMissed struct {
+	Application        string    `json:"application"`
+	Repository         string    `json:"repository"`
+	Version            string    `json:"version"`
+	Digest             string    `json:"digest,omitempty"`
+	Found              time.Time `json:"found"`
+	PushID             string    `json:"pushId"`
+	LastWebhook        time.Time `json:"lastWebhook,omitzero"`
+	LastWebhookVersion string    `json:"lastWebhookVersion,omitempty"`
+}
+
+func init() { payloadTypes[TypeApplicationWebhookMissed] = func() any { return new(WebhookMissed) } }
+
 // RolloutSkipped: an application tracks the image, but this version does not
 // start a rollout (older, outside the track, ...).
 type RolloutSkipped struct {
@@ -280,6 +304,9 @@ type RolloutStarted struct {
 	Tag         string     `json:"tag"`
 	Digest      string     `json:"digest"`
 	Waves       [][]string `json:"waves"`
+	// Kind is the rollout's kind: "" a version's, KindCatchUp or
+	// KindDriftRevert.
+	Kind string `json:"kind,omitempty"`
 }
 
 // WaveStarted: the clusters of one wave are to receive the rollout.
@@ -365,6 +392,50 @@ func Decode[T any](e cloudevents.Event) (T, error) {
 		return v, fault.Permanent(fmt.Errorf("decoding %s payload of event %s: %w", e.Type(), e.ID(), err))
 	}
 	return v, nil
+}
+
+// Reconciling the clusters with the validated digest (pkg/reconcile).
+const (
+	// TypeReconcileRequested asks plan for a rollout of the application's
+	// validated digest to some of its clusters, without a push (payload
+	// ReconcileRequested): a catch-up, or a drift's revert.
+	TypeReconcileRequested = "dev.flotilla.reconcile.requested.v1"
+	// TypeDriftDetected: a cluster's primary runs something else than
+	// the application's validated digest (payload DriftDetected).
+	TypeDriftDetected = "dev.flotilla.drift.detected.v1"
+)
+
+// Kinds of a ReconcileRequested (rollout.KindCatchUp, KindDriftRevert).
+const (
+	KindCatchUp     = "catch-up"
+	KindDriftRevert = "drift-revert"
+)
+
+// ReconcileRequested asks for a rollout of kind Kind (KindCatchUp,
+// KindDriftRevert) of Application's validated Digest to Clusters; plan
+// starts it while Digest is still the validated one and no rollout of the
+// application is in flight. Its subject is the image, so plan takes it in
+// order with the image's pushes.
+type ReconcileRequested struct {
+	Application string   `json:"application"`
+	Kind        string   `json:"kind"`
+	Image       string   `json:"image"`
+	Tag         string   `json:"tag"`
+	Digest      string   `json:"digest"`
+	Clusters    []string `json:"clusters"`
+	Reason      string   `json:"reason,omitempty"`
+}
+
+// DriftDetected: Cluster's primary of Application runs Image, not the
+// validated Digest (Tag); Policy is the application's driftPolicy (report,
+// or revert: a rollout of kind drift-revert follows).
+type DriftDetected struct {
+	Application string `json:"application"`
+	Cluster     string `json:"cluster"`
+	Image       string `json:"image"`
+	Digest      string `json:"digest"`
+	Tag         string `json:"tag,omitempty"`
+	Policy      string `json:"policy"`
 }
 
 // TypeFunctionFailed records that a function gave up on an event.
@@ -456,6 +527,8 @@ var payloadTypes = map[string]func() any{
 	TypePullRequestRequested:       func() any { return new(PullRequestRequested) },
 	TypePullRequestStatus:          func() any { return new(PullRequestStatus) },
 	TypeVersionQuarantineRequested: func() any { return new(QuarantineRequested) },
+	TypeReconcileRequested:         func() any { return new(ReconcileRequested) },
+	TypeDriftDetected:              func() any { return new(DriftDetected) },
 }
 
 // DecodePayload reads e's payload into the catalogue's type for e's type and

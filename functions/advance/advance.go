@@ -197,6 +197,7 @@ func (f *Function) deployed(ctx context.Context, ro rollout.Rollout) error {
 	if ro.Phase == rollout.Succeeded && ro.StopsBefore == "" {
 		// Idempotent, so a redelivery that finds the rollout done repeats it.
 		return f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
+			st.DeployedClusters = rollout.DeployedTo(*st, ro)
 			st.DeployedTag, st.DeployedDigest, st.DeployedCreated = ro.Tag, ro.Digest, ro.ImageCreated
 			return nil
 		})

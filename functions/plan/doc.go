@@ -5,13 +5,16 @@
 // wave may start (Rollout.Start) in the same transaction: the clusters'
 // runs are requested here, not a journal hop later. A rollout that ends
 // starts the one queued behind it; a quarantine or a user's rollback
-// request ends or reverts what runs the version.
+// request ends or reverts what runs the version. A catch-up's or a
+// drift's revert's request (pkg/reconcile) starts a rollout of the
+// validated digest limited to its clusters, of kind catch-up or
+// drift-revert, unless a rollout of the application is in flight.
 //
 // Consumes: dev.flotilla.image.verified.v1, dev.flotilla.git.verified.v1,
 //
 //	dev.flotilla.rollout.succeeded.v1, dev.flotilla.rollout.rolledback.v1,
 //	dev.flotilla.rollout.superseded.v1, dev.flotilla.version.quarantine.requested.v1,
-//	dev.flotilla.rollout.rollback.requested.v1
+//	dev.flotilla.rollout.rollback.requested.v1, dev.flotilla.reconcile.requested.v1
 //
 // Emits:    dev.flotilla.rollout.started.v1, dev.flotilla.wave.started.v1,
 //

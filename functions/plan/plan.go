@@ -46,7 +46,7 @@ func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
 func (*Function) Name() string { return "plan" }
 func (*Function) Consumes() []string {
 	return []string{events.TypeImageVerified, events.TypeGitVerified, events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutSuperseded,
-		events.TypeVersionQuarantineRequested, events.TypeRolloutRollbackRequested}
+		events.TypeVersionQuarantineRequested, events.TypeRolloutRollbackRequested, events.TypeReconcileRequested}
 }
 
 // Handle plans rollouts for one verified image, or starts the rollout
@@ -59,6 +59,8 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return f.rollBack(ctx, e)
 	case events.TypeGitVerified:
 		return f.gitVerified(ctx, e)
+	case events.TypeReconcileRequested:
+		return f.reconcile(ctx, e)
 	case events.TypeImageVerified:
 	default:
 		return f.dequeue(ctx, e)
@@ -362,4 +364,48 @@ func pausedBy(c events.Control) string {
 		return c.User
 	}
 	return c.User + ": " + c.Reason
+}
+
+// reconcile starts a rollout of the application's validated digest to
+// the clusters a check found behind (a catch-up) or drifted (a revert):
+// limited to them, with the waves' pipeline and analysis, unless the
+// digest is no longer the validated one or a rollout of the application
+// is in flight (rollout.PlanReconcile). Its id derives from the request's,
+// which derives from the clusters, digest and kind: one such rollout,
+// however often it is asked for.
+func (f *Function) reconcile(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	r, err := events.Decode[events.ReconcileRequested](e)
+	if err != nil {
+		return nil, err
+	}
+	app, ok := f.cfg.Application(r.Application)
+	if !ok {
+		return nil, nil // the configuration changed since
+	}
+	id := ID(e.ID(), app.Name)
+	switch ro, err := f.repo.Get(ctx, id); {
+	case err == nil && ro.Phase.Done():
+		return nil, nil // a redelivery: it ran
+	case err == nil:
+		return f.start(ctx, e, ro.ID)
+	case !errors.Is(err, rollout.ErrNotFound):
+		return nil, err
+	}
+	st, err := f.repo.App(ctx, app.Name)
+	if err != nil {
+		return nil, err
+	}
+	inFlight, err := f.inFlight(ctx, app.Name)
+	if err != nil {
+		return nil, err
+	}
+	ro, skip := rollout.PlanReconcile(f.cfg, app, st, inFlight, r, id)
+	if skip != "" {
+		// Not a push skipped: the next check finds what is left to do.
+		return nil, nil
+	}
+	if _, err := f.repo.Create(ctx, ro); err != nil {
+		return nil, err
+	}
+	return f.start(ctx, e, ro.ID)
 }

@@ -56,7 +56,9 @@ const (
 //	                  "reason": "2.0.0 is outside track minor of 1.4.0", "at": "…", "eventId": "…"},
 //	  "webhookSilent": true,
 //	  "silence": {"tag": "1.5.0", "digest": "sha256:…", "found": "…", "lastWebhook": {…}},
-//	  "quarantined": [{"tag": "1.3.0", "by": "ops", "reason": "…", "at": "…"}]
+//	  "quarantined": [{"tag": "1.3.0", "by": "ops", "reason": "…", "at": "…"}],
+//	  "drift": {"digest": "sha256:…", "tag": "1.4.0", "since": "…",
+//	            "clusters": [{"cluster": "eu-2", "state": "drifted", "image": "…:1.3.9", "reason": "…"}]}
 //	}
 //
 // lastSeen.error says why a push is not verified yet (the registry's
@@ -86,6 +88,11 @@ type ApplicationView struct {
 	WebhookSilent bool                 `json:"webhookSilent"`
 	Silence       *rollout.Silence     `json:"silence,omitempty"`
 	Quarantined   []rollout.Quarantine `json:"quarantined,omitempty"`
+	// Drift is what the latest check of the clusters against the deployed
+	// digest found (pkg/reconcile): each cluster not current (to catch
+	// up, drifted, without a workload, unreadable), since when; nil
+	// before the first check.
+	Drift *rollout.DriftStatus `json:"drift,omitempty"`
 }
 
 // Deployment is a version the fleet converged on, and the rollout that
@@ -120,7 +127,7 @@ func (a *API) WithApplicationInfos(apps Apps, infos ...ApplicationInfo) *API {
 func ViewOf(in ApplicationInfo, st rollout.AppState) ApplicationView {
 	v := ApplicationView{Name: in.Name, Kind: in.Kind, Repository: in.Repository, Branch: in.Branch,
 		Queued: st.Queued, LastSeen: st.LastSeen, LastWebhook: st.LastWebhook, LastSkipped: st.LastSkipped,
-		WebhookSilent: st.WebhookSilent != nil, Silence: st.WebhookSilent, Quarantined: st.Quarantined}
+		WebhookSilent: st.WebhookSilent != nil, Silence: st.WebhookSilent, Quarantined: st.Quarantined, Drift: st.Drift}
 	if in.PollInterval > 0 {
 		v.PollInterval = in.PollInterval.String()
 	}

@@ -105,10 +105,11 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
 	}
 	out := FleetView(a.clusters, page.Rollouts)
 	if a.health != nil {
+		ctx := r.Context()
 		var wg sync.WaitGroup
 		for i := range out {
 			wg.Go(func() {
-				h := a.health.Health(r.Context(), out[i].Name)
+				h := a.health.Health(ctx, out[i].Name)
 				out[i].Health = &h
 			})
 		}

@@ -42,6 +42,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/poll"
+	"github.com/flotilla-cd/flotilla/pkg/reconcile"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/state"
@@ -98,6 +99,7 @@ type Server struct {
 	cdevents  []*dispatch.Mirror
 	resync    *resync.Resyncer
 	poll      *poll.Poller
+	reconcile *reconcile.Reconciler
 	pruneSet  *cluster.Set // the clusters the start-up prune cleans; nil with Options.NoPrune
 	clusters  *cluster.Set // the fleet's clients and watch caches
 	http      *http.Server
@@ -276,6 +278,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if s.poll, err = s.newPoller(ctx, cfg, o.Resolver, o); err != nil {
 		return err
 	}
+	if s.reconcile, err = s.newReconciler(cfg, o); err != nil {
+		return err
+	}
 	if cfg.Events.Sink != "" {
 		if s.mirror, err = dispatch.NewMirror(s.bus, cfg.Events.Sink, o.Logger); err != nil {
 			return err
@@ -437,6 +442,7 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.resync.Run(gctx) })
 	g.Go(func() error { return s.poll.Run(gctx) })
+	g.Go(func() error { return s.reconcile.Run(gctx) })
 	g.Go(func() error { return s.hub.Run(gctx) })
 	g.Go(func() error { return s.delivery.Run(gctx) })
 	g.Go(func() error {

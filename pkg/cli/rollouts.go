@@ -50,7 +50,7 @@ a pause, a stopped fleet).`,
 	rollouts.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the list live, with waves x clusters, until interrupted")
 	rollouts.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the list again besides its live changes")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.AddCommand(rollouts)
+	cmd.AddCommand(rollouts, newGetApplicationsCmd(&server))
 	return cmd
 }
 
@@ -83,7 +83,7 @@ func newDescribeCmd() *cobra.Command {
 	ro.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the rollout live until it ends; exit non-zero unless it succeeded")
 	ro.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the rollout again besides its live changes")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.AddCommand(ro)
+	cmd.AddCommand(ro, newDescribeApplicationCmd(&server))
 	return cmd
 }
 
@@ -124,6 +124,9 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 		r.ID, r.Application, r.Image, r.Tag, r.Digest, phase)
 	if r.Source != "" {
 		fmt.Fprintf(w, "Source:       %s\n", r.Source)
+	}
+	if r.Kind != "" {
+		fmt.Fprintf(w, "Kind:         %s\n", r.Kind)
 	}
 	if r.Reason != "" {
 		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)

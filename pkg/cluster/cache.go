@@ -69,6 +69,7 @@ func (s *Set) namespaceCache(clusterName, namespace string) (*nsCache, error) {
 		daemonsets:  daemonsets.Lister(),
 		synced:      []cache.InformerSynced{canaries.Informer().HasSynced, deployments.Informer().HasSynced, daemonsets.Informer().HasSynced},
 	}
+	s.watchPrimaries(clusterName, canaries.Informer(), deployments.Informer())
 	kf.Start(nc.stop)
 	ff.Start(nc.stop)
 	if s.caches == nil {

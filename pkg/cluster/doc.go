@@ -1,5 +1,6 @@
 // Package cluster gives access to the clusters of a fleet: a client
 // configuration per cluster from the config's kubeconfigs, and reads of a
 // canary's live status (Flagger phase, weight, the images its primary and
-// canary workloads, Deployments or DaemonSets, run).
+// canary workloads, Deployments or DaemonSets, run), and a cluster's
+// health (its API server reached, Flagger ready: health.go).
 package cluster

@@ -56,7 +56,7 @@ func TestJudgeFlagger(t *testing.T) {
 // answer is unreachable, within the read's bound, and said so again
 // from the cache.
 func TestHealthOfAnUnreachableCluster(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

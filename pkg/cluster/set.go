@@ -30,6 +30,8 @@ type Set struct {
 	caches  map[nsKey]*nsCache      // see cache.go
 	health  map[string]*healthEntry // see health.go
 	closed  bool
+	// primaryChanged is told of primaries changed or gone (observe.go).
+	primaryChanged func(cluster, namespace, workload string)
 }
 
 type clients struct {

@@ -334,6 +334,30 @@ type Fleet struct {
 	// Poll is how every image application's registry is polled, behind
 	// its webhooks (an application's poll overrides it).
 	Poll Poll `json:"poll"`
+	// Reconcile is how often each application's clusters are compared
+	// with its validated digest: a cluster that entered its waves or came
+	// back empty is caught up, a primary changed by hand is drift
+	// (pkg/reconcile).
+	Reconcile Reconcile `json:"reconcile"`
+}
+
+// Reconcile is the check of what the clusters run against what the fleet
+// validated (pkg/reconcile): catch-up and drift.
+type Reconcile struct {
+	// Interval between two checks of an application's clusters (also
+	// made, where cheap, when the clusters' watch caches see a primary
+	// change); "0s" turns catch-up and drift detection off. Default
+	// DefaultReconcileInterval.
+	Interval *Duration `json:"interval"`
+}
+
+// ReconcileInterval is how often the applications' clusters are checked
+// (fleet.reconcile.interval), 0 when they are not.
+func (c *Config) ReconcileInterval() time.Duration {
+	if c.Fleet.Reconcile.Interval == nil {
+		return DefaultReconcileInterval
+	}
+	return c.Fleet.Reconcile.Interval.Duration
 }
 
 // Poll is the safety net behind the webhooks: flotilla lists an
@@ -857,6 +881,14 @@ type Application struct {
 	Verify *Verify `json:"verify"`
 	// Poll overrides fleet.poll for this application.
 	Poll *Poll `json:"poll"`
+	// DriftPolicy says what flotilla does when a cluster's primary runs
+	// something else than the validated digest (a change by hand):
+	// "report" (the default, also when empty: an event, a metric, the
+	// API) or "revert"
+	// (also a rollout of kind drift-revert that restores the validated
+	// digest through the normal pipeline, to the drifted clusters only).
+	// Image applications only.
+	DriftPolicy string `json:"driftPolicy"`
 
 	// Kurator's rollout block (an Application's syncPolicies[].rollout)
 	// pasted as it is: serviceName and port are service.name and
@@ -966,6 +998,15 @@ const (
 
 // OnNewVersions lists the values of onNewVersion.
 var OnNewVersions = []string{OnNewVersionSupersede, OnNewVersionQueue}
+
+// Values of driftPolicy.
+const (
+	DriftPolicyReport = "report"
+	DriftPolicyRevert = "revert"
+)
+
+// DriftPolicies lists the values of driftPolicy.
+var DriftPolicies = []string{DriftPolicyReport, DriftPolicyRevert}
 
 // TagFilter is a Go regular expression over tags and, optionally, the
 // template of its groups that is the version ("$version", "${ts}").

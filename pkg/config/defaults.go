@@ -51,6 +51,9 @@ const (
 	DefaultOIDCJWKSURL      = "https://www.googleapis.com/oauth2/v3/certs"
 )
 
+// DefaultReconcileInterval is fleet.reconcile.interval's default.
+const DefaultReconcileInterval = time.Minute
+
 // applyDefaults fills empty fields and makes relative paths absolute against
 // base. It never fails: validate reports what defaults cannot fix.
 func applyDefaults(c *Config, base string) {

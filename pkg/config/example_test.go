@@ -74,13 +74,14 @@ func TestExampleConfig(t *testing.T) {
 			WavePolicy:    WavePolicy{MaxParallel: ptr.To(intstr.FromString("100%")), MaxFailures: ptr.To(intstr.FromInt32(0)), BakeTime: &Duration{}, Approvals: ptr.To(0), RequireSignature: ptr.To(true)},
 			MetricsServer: "http://prometheus.monitoring:9090",
 			Poll:          Poll{Interval: &Duration{5 * time.Minute}},
+			Reconcile:     Reconcile{Interval: &Duration{time.Minute}},
 		},
 		Applications: []Application{{
 			Name:  "podinfo",
 			Image: "127.0.0.1:5000/demo/podinfo",
 			ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"canary", "prod"}}}},
-			Track: TrackMinorVersion, OnNewVersion: OnNewVersionSupersede, Semver: ">=1.0.0", DenyTags: []string{`1\.4\.2`, ".*-debug"},
+			Track: TrackMinorVersion, OnNewVersion: OnNewVersionSupersede, DriftPolicy: DriftPolicyReport, Semver: ">=1.0.0", DenyTags: []string{`1\.4\.2`, ".*-debug"},
 			Namespace: "demo",
 			Workload:  Workload{Kind: "Deployment", Name: "podinfo", Container: "podinfo"},
 			Service:   Service{Port: 9898, PortDiscovery: ptr.To(true)},

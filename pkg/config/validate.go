@@ -380,6 +380,9 @@ func (v *validator) fleet(f *Fleet) {
 	v.tekton(f)
 	v.httpURL("fleet.metricsServer", f.MetricsServer)
 	v.poll("fleet.poll", &f.Poll)
+	if r := f.Reconcile.Interval; r != nil && r.Duration != 0 && r.Duration < MinPollInterval {
+		v.addf("fleet.reconcile.interval", "%s: want 0s (off) or at least %s", r.Duration, MinPollInterval)
+	}
 
 	if len(f.Clusters) == 0 {
 		v.addf("fleet.clusters", "at least one cluster is required")
@@ -593,6 +596,12 @@ func (v *validator) applications(as []Application) {
 		v.freezeWindows(p+".freezeWindows", a.FreezeWindows)
 		v.verify(p+".verify", &as[i])
 		v.poll(p+".poll", a.Poll)
+		if a.DriftPolicy != "" {
+			v.oneOf(p+".driftPolicy", "driftPolicy", a.DriftPolicy, DriftPolicies)
+		}
+		if a.DriftPolicy == DriftPolicyRevert && a.Git() != nil {
+			v.addf(p+".driftPolicy", "revert: a git application's clusters each run the last commit that changed them, not one digest; drift is checked for image applications only")
+		}
 	}
 }
 

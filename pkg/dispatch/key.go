@@ -13,13 +13,14 @@ import (
 // key is the rollout the event belongs to (the rolloutid extension); else,
 // for pushes and their verdicts, the image repository or git repository
 // (so two pushes of one application's image are planned one after the
-// other); else the event alone.
+// other; a catch-up's or a drift's revert's request goes with its image's
+// pushes); else the event alone.
 func Key(e cloudevents.Event) string {
 	if id := events.RolloutID(e); id != "" {
 		return RolloutKey(id)
 	}
 	switch e.Type() {
-	case events.TypeImagePushed, events.TypeImageVerified, events.TypeImageRejected:
+	case events.TypeImagePushed, events.TypeImageVerified, events.TypeImageRejected, events.TypeReconcileRequested:
 		if repo := imageRepository(e.Subject()); repo != "" {
 			return ImageKey(repo)
 		}

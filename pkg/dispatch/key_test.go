@@ -32,6 +32,7 @@ func TestKey(t *testing.T) {
 		{ev("7", events.TypeGitPushed, "https://git.example.com/deploy.git#refs/heads/main", ""), "git/https://git.example.com/deploy.git"},
 		{ev("8", events.TypeImagePushed, "", ""), "event/8"},
 		{ev("9", events.TypeFunctionFailed, "", ""), "event/9"},
+		{ev("10", events.TypeReconcileRequested, "registry.example.com:5000/demo/podinfo@sha256:abc", ""), "image/registry.example.com:5000/demo/podinfo"},
 	}
 	for _, tt := range tests {
 		if got := Key(tt.e); got != tt.want {

@@ -336,7 +336,7 @@ func (r *Rollout) Started(cause cloudevents.Event, g Gates) ([]cloudevents.Event
 	cause = cause.Clone()
 	cause.SetExtension(events.ExtRolloutID, r.ID)
 	s, err := events.Derive(cause, events.TypeRolloutStarted, r.Application, events.RolloutStarted{
-		RolloutID: r.ID, Application: r.Application, Image: r.Image, Tag: r.Tag, Digest: r.Digest, Waves: waves,
+		RolloutID: r.ID, Application: r.Application, Image: r.Image, Tag: r.Tag, Digest: r.Digest, Waves: waves, Kind: r.Kind,
 	})
 	if err != nil {
 		return nil, err

@@ -95,6 +95,10 @@ type Rollout struct {
 	// webhook) or SourcePoll (flotilla's poll of the registry found it);
 	// "" for rollouts that no push started (a fleet rollback).
 	Source string `json:"source,omitempty"`
+	// Kind is "" for a version's rollout, KindCatchUp or KindDriftRevert
+	// for one that carries the validated digest to some clusters without
+	// a push (reconcile.go).
+	Kind string `json:"kind,omitempty"`
 }
 
 // What brought a rollout's version (Rollout.Source).
@@ -413,6 +417,14 @@ type AppState struct {
 	DeployedDigest string `json:"deployedDigest,omitempty"`
 	// DeployedCreated is when the deployed image was built (track Newest).
 	DeployedCreated time.Time `json:"deployedCreated,omitzero"`
+	// DeployedClusters are the clusters the deployed digest was rolled out
+	// to (its rollout's, and those caught up since); nil when unknown (a
+	// state from before flotilla kept it): every cluster counts then. A
+	// cluster of the waves not among them entered them since (reconcile.go).
+	DeployedClusters []string `json:"deployedClusters,omitempty"`
+	// Drift is what the latest check of the clusters found (pkg/reconcile),
+	// nil before the first.
+	Drift *DriftStatus `json:"drift,omitempty"`
 	// LatestTag is the newest tag a rollout was started for. A push is
 	// compared with Deployed (a hotfix after a rolled back version is
 	// accepted) and with the rollout in flight, which it must be newer than.

@@ -45,7 +45,14 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 // image.
 func restart(r *Rollout, c *Cluster, purpose string) string {
 	switch {
-	case purpose != events.PurposeApply || (c.Retry == 0 && c.Nudges == 0):
+	case purpose != events.PurposeApply:
+		return ""
+	case c.Retry == 0 && c.Nudges == 0 && r.Kind != "":
+		// A catch-up or a drift's revert applies the validated digest
+		// the workload may run already: a new revision all the same, so
+		// Flagger analyses it and promotes it over the primary.
+		return r.ID
+	case c.Retry == 0 && c.Nudges == 0:
 		return ""
 	case c.Nudges == 0:
 		return fmt.Sprintf("%s/%d", r.ID, c.Retry)

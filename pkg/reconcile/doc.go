@@ -1,0 +1,27 @@
+// Package reconcile holds what the clusters run against what the fleet
+// validated. For each application (in scale-out mode, each whose pushes
+// fall in a partition this replica holds), every fleet.reconcile.interval
+// and when a cluster's watch cache sees a primary change or go, the
+// Reconciler reads what each cluster of its waves runs (pkg/cluster's
+// Observe) and has the domain judge it (rollout.Reconcile) against the
+// application's validated digest (AppState.DeployedDigest):
+//
+//   - a cluster that entered the waves (new in the config, or its labels
+//     now match) or came back empty (no canary or primary) is caught up:
+//     it journals a reconcile request, which plan turns into a rollout of
+//     kind catch-up limited to those clusters, with the waves' pipeline
+//     and analysis, without a push;
+//   - a cluster the digest was rolled out to whose primary runs something
+//     else drifted: it journals drift.detected (once per cluster, image
+//     and digest), counts it (flotilla_drift_clusters), records it in the
+//     application's state (AppState.Drift, read by the API), and with
+//     driftPolicy revert requests a rollout of kind drift-revert to the
+//     drifted clusters.
+//
+// Nothing is decided while a rollout of the application is in flight: it
+// reaches every cluster of its waves itself. A request's id derives from
+// the application, kind, digest and clusters (and, for a revert, the
+// images found), so a check repeated, or made again after a restart,
+// starts no second rollout; one that failed is not started again by
+// itself (`flotilla retry` it).
+package reconcile

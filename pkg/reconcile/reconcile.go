@@ -1,0 +1,363 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Reader reads what an application's workload runs in a cluster
+// (pkg/cluster.Set).
+type Reader interface {
+	Observe(ctx context.Context, cluster, namespace string, w config.Workload) (rollout.Observed, error)
+}
+
+// Rollouts is the state a check decides against and records its findings
+// in (pkg/state).
+type Rollouts interface {
+	App(ctx context.Context, name string) (rollout.AppState, error)
+	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
+	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
+}
+
+// Journal records the requests and drift a check finds; it reports how
+// many were new.
+type Journal interface {
+	Append(ctx context.Context, evs ...cloudevents.Event) (int, error)
+}
+
+// Options tune the Reconciler; zero values take the defaults in brackets.
+type Options struct {
+	Logger *slog.Logger // [discard]
+	// Metrics registers the metrics [none].
+	Metrics prometheus.Registerer
+	// Owns says whether this replica checks the application (scale-out
+	// mode: the partition of its pushes is held here) [every one].
+	Owns func(app config.Application) bool
+	// Timeout bounds one check of an application [30s].
+	Timeout time.Duration
+	// Settle is how long a check waits after a watch cache saw a primary
+	// change, so that a burst of changes makes one check [1s].
+	Settle time.Duration
+	// Now is the clock [time.Now].
+	Now func() time.Time
+}
+
+// Parallel bounds the clusters one check reads at once.
+const Parallel = 8
+
+// Reconciler checks the applications' clusters against their validated
+// digests.
+type Reconciler struct {
+	cfg  *config.Config
+	read Reader
+	ros  Rollouts
+	j    Journal
+	o    Options
+
+	drift     *prometheus.GaugeVec
+	detected  *prometheus.CounterVec
+	requested *prometheus.CounterVec
+	checks    *prometheus.CounterVec
+
+	mu      sync.Mutex
+	pending map[string]bool // applications a watch asked to check
+	wake    chan struct{}
+}
+
+// Outcomes of a check (the outcome label of flotilla_reconcile_checks_total).
+const (
+	OutcomeCurrent = "current" // every cluster runs the validated digest
+	OutcomeFound   = "found"   // clusters to catch up, drifted or unreadable
+	OutcomeSkipped = "skipped" // a rollout in flight, nothing validated yet
+	OutcomeError   = "error"
+)
+
+// New returns a Reconciler over cfg's applications.
+func New(cfg *config.Config, read Reader, ros Rollouts, j Journal, o Options) (*Reconciler, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Owns == nil {
+		o.Owns = func(config.Application) bool { return true }
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	r := &Reconciler{cfg: cfg, read: read, ros: ros, j: j, o: o, pending: map[string]bool{}, wake: make(chan struct{}, 1),
+		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flotilla_drift_clusters",
+			Help: "Clusters whose primary runs something else than the application's validated digest, as the latest check found.",
+		}, []string{"application"}),
+		detected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_drift_detected_total",
+			Help: "Drifts found: a cluster's primary running another image than the validated digest (each cluster, image and digest once).",
+		}, []string{"application"}),
+		requested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_reconcile_rollouts_total",
+			Help: "Rollouts of the validated digest requested without a push, by kind: catch-up (clusters that entered the waves or came back empty), drift-revert.",
+		}, []string{"application", "kind"}),
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_reconcile_checks_total",
+			Help: "Checks of an application's clusters against its validated digest, by outcome: current, found, skipped (a rollout in flight, nothing validated), error.",
+		}, []string{"outcome"}),
+	}
+	if o.Metrics != nil {
+		for _, c := range []prometheus.Collector{r.drift, r.detected, r.requested, r.checks} {
+			if err := o.Metrics.Register(c); err != nil {
+				return nil, fmt.Errorf("registering reconcile metrics: %w", err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// Run checks every application each fleet.reconcile.interval, the first
+// time at once (a cluster new in the config is caught up at start-up),
+// and the applications a watch cache saw a primary of change (Changed),
+// until ctx ends. With an interval of 0 it does nothing.
+func (r *Reconciler) Run(ctx context.Context) error {
+	every := r.cfg.ReconcileInterval()
+	if every <= 0 {
+		return nil
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			for _, app := range r.cfg.Applications {
+				r.check(ctx, app.Name)
+			}
+			t.Reset(every)
+		case <-r.wake:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(r.o.Settle):
+			}
+			r.mu.Lock()
+			apps := r.pending
+			r.pending = map[string]bool{}
+			r.mu.Unlock()
+			for app := range apps {
+				r.check(ctx, app)
+			}
+		}
+	}
+}
+
+// check is Check for Run: its error is logged.
+func (r *Reconciler) check(ctx context.Context, app string) {
+	if _, err := r.Check(ctx, app); err != nil && ctx.Err() == nil {
+		r.o.Logger.WarnContext(ctx, "checking the clusters against the validated digest failed", "application", app, "error", err)
+	}
+}
+
+// Changed tells the Reconciler that the primary of workload in a
+// cluster's namespace changed or went (pkg/cluster's OnPrimaryChange): the
+// applications it belongs to are checked shortly. It never blocks.
+func (r *Reconciler) Changed(cluster, namespace, workload string) {
+	if r.cfg.ReconcileInterval() <= 0 {
+		return
+	}
+	found := false
+	r.mu.Lock()
+	for _, a := range r.cfg.Applications {
+		if a.Namespace == namespace && a.Workload.Name == workload && a.Git() == nil {
+			r.pending[a.Name], found = true, true
+		}
+	}
+	r.mu.Unlock()
+	if !found {
+		return
+	}
+	r.o.Logger.Debug("a primary changed", "cluster", cluster, "namespace", namespace, "workload", workload)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Check reads what the clusters of application name's waves run, judges
+// it against the validated digest (rollout.Reconcile) and acts on it:
+// journals the drift found and the catch-up's and revert's requests,
+// records what it found in the application's state and metrics. An
+// application another replica checks is left alone.
+func (r *Reconciler) Check(ctx context.Context, name string) (rollout.Reconciliation, error) {
+	app, ok := r.cfg.Application(name)
+	if !ok {
+		return rollout.Reconciliation{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", name))
+	}
+	if !r.o.Owns(app) {
+		r.drift.DeleteLabelValues(app.Name) // counted where it is checked
+		return rollout.Reconciliation{Skip: "checked by another replica"}, nil
+	}
+	ctx = logctx.With(ctx, "application", app.Name)
+	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	rec, err := r.check1(ctx, app)
+	outcome := OutcomeCurrent
+	switch {
+	case err != nil:
+		outcome = OutcomeError
+	case rec.Skip != "":
+		outcome = OutcomeSkipped
+	case slices.ContainsFunc(rec.Clusters, func(c rollout.ClusterCheck) bool { return c.State != rollout.CheckCurrent }):
+		outcome = OutcomeFound
+	}
+	r.checks.WithLabelValues(outcome).Inc()
+	return rec, err
+}
+
+func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollout.Reconciliation, error) {
+	st, err := r.ros.App(ctx, app.Name)
+	if err != nil {
+		return rollout.Reconciliation{}, fmt.Errorf("reading application %s: %w", app.Name, err)
+	}
+	all, err := r.ros.ListInFlight(ctx)
+	if err != nil {
+		return rollout.Reconciliation{}, fmt.Errorf("listing rollouts in flight: %w", err)
+	}
+	if ok, why := rollout.Settled(app, st, all); ok {
+		return rollout.Reconciliation{Skip: why}, nil
+	}
+	obs := r.observe(ctx, app)
+	rec := rollout.Reconcile(r.cfg, app, st, all, obs)
+	if rec.Skip != "" {
+		return rec, nil
+	}
+	r.drift.WithLabelValues(app.Name).Set(float64(len(rec.Drifted)))
+	found := map[string]string{}
+	for _, c := range rec.Clusters {
+		found[c.Cluster] = c.Image
+	}
+	var evs []cloudevents.Event
+	for _, c := range rec.Drifted {
+		e, err := DriftEvent(app, st, c, found[c])
+		if err != nil {
+			return rec, err
+		}
+		evs = append(evs, e)
+	}
+	newDrift := 0
+	if len(evs) > 0 {
+		if newDrift, err = r.j.Append(ctx, evs...); err != nil {
+			return rec, fmt.Errorf("journaling the drift of %s: %w", app.Name, err)
+		}
+		if newDrift > 0 {
+			r.detected.WithLabelValues(app.Name).Add(float64(newDrift))
+			r.o.Logger.WarnContext(ctx, "clusters drifted from the validated digest", "application", app.Name, "clusters", rec.Drifted,
+				"digest", st.DeployedDigest, "policy", cmp.Or(app.DriftPolicy, config.DriftPolicyReport))
+		}
+	}
+	for kind, clusters := range map[string][]string{rollout.KindCatchUp: rec.CatchUp, rollout.KindDriftRevert: rec.Revert} {
+		if len(clusters) == 0 {
+			continue
+		}
+		e, err := Request(app, st, kind, clusters, found)
+		if err != nil {
+			return rec, err
+		}
+		n, err := r.j.Append(ctx, e)
+		if err != nil {
+			return rec, fmt.Errorf("journaling the %s of %s: %w", kind, app.Name, err)
+		}
+		if n > 0 {
+			r.requested.WithLabelValues(app.Name, kind).Inc()
+			r.o.Logger.InfoContext(ctx, "requested a rollout of the validated digest", "application", app.Name, "kind", kind,
+				"clusters", clusters, "tag", st.DeployedTag, "digest", st.DeployedDigest, "event_id", e.ID())
+		}
+	}
+	status := rec.Status(st, r.o.Now())
+	if !reflect.DeepEqual(status, st.Drift) {
+		if err := r.ros.UpdateApp(ctx, app.Name, func(a *rollout.AppState) error {
+			a.Drift = status
+			return nil
+		}); err != nil {
+			return rec, fmt.Errorf("recording the check of %s: %w", app.Name, err)
+		}
+	}
+	return rec, nil
+}
+
+// observe reads every cluster of app's waves, Parallel at a time.
+func (r *Reconciler) observe(ctx context.Context, app config.Application) []rollout.Observed {
+	var names []string
+	for _, w := range rollout.Waves(r.cfg, app) {
+		for _, c := range w.Clusters {
+			names = append(names, c.Name)
+		}
+	}
+	out := make([]rollout.Observed, len(names))
+	sem := make(chan struct{}, Parallel)
+	var wg sync.WaitGroup
+	for i, c := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			o, err := r.read.Observe(ctx, c, app.Namespace, app.Workload)
+			if err != nil {
+				o = rollout.Observed{Cluster: c, Err: err.Error()}
+			}
+			o.Cluster = c
+			out[i] = o
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Request is the request of a rollout of kind of app's validated digest
+// to clusters: its id derives from what it asks (rollout.ReconcileID),
+// its subject is the image pinned, so dispatch keys it with the image's
+// pushes.
+func Request(app config.Application, st rollout.AppState, kind string, clusters []string, found map[string]string) (cloudevents.Event, error) {
+	imgs := map[string]string{}
+	if kind == rollout.KindDriftRevert {
+		imgs = found
+	}
+	reason := fmt.Sprintf("%s of %s to %v", kind, st.DeployedTag, clusters)
+	e, err := events.New(rollout.ReconcileID(app.Name, kind, st.DeployedDigest, clusters, imgs), "/flotilla/reconcile", events.TypeReconcileRequested,
+		events.ReconcileRequested{Application: app.Name, Kind: kind, Image: app.Image, Tag: st.DeployedTag, Digest: st.DeployedDigest,
+			Clusters: clusters, Reason: reason})
+	if err != nil {
+		return e, err
+	}
+	e.SetSubject(app.Image + "@" + st.DeployedDigest)
+	return e, nil
+}
+
+// DriftEvent is the drift.detected of cluster's primary running image, its
+// id derived from the application, cluster, image and validated digest:
+// journaled once per drift.
+func DriftEvent(app config.Application, st rollout.AppState, cluster, image string) (cloudevents.Event, error) {
+	h := sha256.Sum256([]byte(app.Name + "\x00" + cluster + "\x00" + image + "\x00" + st.DeployedDigest))
+	return events.New("drift/"+hex.EncodeToString(h[:16]), "/flotilla/reconcile", events.TypeDriftDetected, events.DriftDetected{
+		Application: app.Name, Cluster: cluster, Image: image, Digest: st.DeployedDigest, Tag: st.DeployedTag, Policy: cmp.Or(app.DriftPolicy, config.DriftPolicyReport),
+	})
+}

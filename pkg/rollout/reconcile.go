@@ -1,0 +1,251 @@
+package rollout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+)
+
+// Reconciling: what the clusters run of an application, held against the
+// digest its fleet converged on (AppState.DeployedDigest). A cluster that
+// entered the application's waves (new in the config, or its labels now
+// match) or came back empty (no canary or no primary) is caught up: a
+// rollout of KindCatchUp limited to it carries the validated digest
+// through the wave's pipeline and analysis, without a new push. A cluster
+// the digest was rolled out to whose primary runs something else drifted
+// (a change by hand): it is reported, and with driftPolicy revert a
+// rollout of KindDriftRevert restores the digest. Nothing is decided while
+// a rollout of the application is in flight: it reaches every cluster of
+// its waves itself, and its clusters are in motion.
+
+// Kinds of rollouts (Rollout.Kind) that no push started.
+const (
+	// KindCatchUp carries the validated digest to clusters that entered
+	// the waves or came back empty.
+	KindCatchUp = events.KindCatchUp
+	// KindDriftRevert restores the validated digest in clusters whose
+	// primary was changed by hand (driftPolicy: revert).
+	KindDriftRevert = events.KindDriftRevert
+)
+
+// Observed is what one cluster runs of an application, as read from it
+// (pkg/cluster's watch cache, or live).
+type Observed struct {
+	Cluster string
+	// Err is why the cluster could not be read ("" when it was).
+	Err string
+	// Workload: the application's workload exists; Canary: its Flagger
+	// canary exists; Primary is what <workload>-primary runs, "" when
+	// there is none.
+	Workload bool
+	Canary   bool
+	Primary  string
+}
+
+// What a check found of a cluster (ClusterCheck.State).
+const (
+	CheckCurrent    = "current"     // the primary runs the validated digest
+	CheckCatchUp    = "catch-up"    // entered the waves, or came back empty: caught up
+	CheckDrifted    = "drifted"     // the primary runs something else: drift
+	CheckNoWorkload = "no-workload" // empty, and no workload to apply the digest to
+	CheckUnreadable = "unreadable"  // the cluster could not be read
+)
+
+// ClusterCheck is what a check found of one cluster.
+type ClusterCheck struct {
+	Cluster string `json:"cluster"`
+	State   string `json:"state"`
+	// Image is what the cluster's primary runs ("" none).
+	Image  string `json:"image,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Reconciliation is what a check of an application's clusters decided.
+type Reconciliation struct {
+	// Skip says why nothing was decided ("" when the clusters were
+	// judged): nothing validated yet, a rollout in flight.
+	Skip     string         `json:"skip,omitempty"`
+	Clusters []ClusterCheck `json:"clusters,omitempty"`
+	// CatchUp and Revert are the clusters a rollout of KindCatchUp and of
+	// KindDriftRevert go to (sorted); Drifted every drifted cluster.
+	CatchUp []string `json:"catchUp,omitempty"`
+	Drifted []string `json:"drifted,omitempty"`
+	Revert  []string `json:"revert,omitempty"`
+}
+
+// Settled tells whether there is nothing to reconcile now (a rollout of the
+// application in flight, nothing validated), and why: the clusters are not
+// read then.
+func Settled(app config.Application, st AppState, inFlight []Rollout) (bool, string) {
+	switch {
+	case app.Git() != nil:
+		return true, "a git application: each cluster runs the last commit that changed it"
+	case st.DeployedDigest == "":
+		return true, "no version has been validated yet"
+	}
+	for _, ro := range inFlight {
+		if ro.Application == app.Name && !ro.Phase.Done() {
+			return true, fmt.Sprintf("rollout %s (%s, %s) is in flight: it reaches its clusters itself", ro.ID, ro.Tag, ro.Phase)
+		}
+	}
+	return false, ""
+}
+
+// Reconcile judges what the clusters of app's waves run (obs, one per
+// cluster read) against the validated digest st.DeployedDigest. A
+// cluster with no canary or no primary is empty: caught up when its
+// workload exists (the pipeline sets the image of a live workload, it
+// does not create it). A primary that runs another image is drift in a
+// cluster the digest was rolled out to (st.DeployedClusters; every
+// cluster when that is unknown), else the cluster entered the waves since
+// and is caught up. Drift is reverted with driftPolicy revert.
+func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, obs []Observed) Reconciliation {
+	var out Reconciliation
+	if ok, why := Settled(app, st, inFlight); ok {
+		out.Skip = why
+		return out
+	}
+	targets := map[string]bool{}
+	for _, w := range Waves(cfg, app) {
+		for _, c := range w.Clusters {
+			targets[c.Name] = true
+		}
+	}
+	known := func(c string) bool { return st.DeployedClusters == nil || slices.Contains(st.DeployedClusters, c) }
+	for _, o := range obs {
+		if !targets[o.Cluster] {
+			continue
+		}
+		chk := ClusterCheck{Cluster: o.Cluster, Image: o.Primary}
+		switch {
+		case o.Err != "":
+			chk.State, chk.Reason = CheckUnreadable, o.Err
+		case !o.Canary || o.Primary == "":
+			if !o.Workload {
+				chk.State, chk.Reason = CheckNoWorkload, fmt.Sprintf("no workload %s/%s to set the image of", app.Namespace, app.Workload.Name)
+				break
+			}
+			chk.State, chk.Reason = CheckCatchUp, "no canary or primary: the cluster is new to the application, or came back empty"
+			out.CatchUp = append(out.CatchUp, o.Cluster)
+		case RunsDigest(o.Primary, st.DeployedDigest):
+			chk.State = CheckCurrent
+		case !known(o.Cluster):
+			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out", st.DeployedTag)
+			out.CatchUp = append(out.CatchUp, o.Cluster)
+		default:
+			chk.State, chk.Reason = CheckDrifted, fmt.Sprintf("the primary runs %s, not the validated %s (%s)", o.Primary, st.DeployedTag, st.DeployedDigest)
+			out.Drifted = append(out.Drifted, o.Cluster)
+			if app.DriftPolicy == config.DriftPolicyRevert {
+				out.Revert = append(out.Revert, o.Cluster)
+			}
+		}
+		out.Clusters = append(out.Clusters, chk)
+	}
+	slices.SortFunc(out.Clusters, func(a, b ClusterCheck) int { return strings.Compare(a.Cluster, b.Cluster) })
+	slices.Sort(out.CatchUp)
+	slices.Sort(out.Drifted)
+	slices.Sort(out.Revert)
+	return out
+}
+
+// RunsDigest tells whether an image reference pins digest.
+func RunsDigest(image, digest string) bool {
+	return digest != "" && strings.HasSuffix(image, "@"+digest)
+}
+
+// ReconcileID is the id of the request of a rollout of kind to clusters
+// of app at digest: the same clusters, digest and kind (and, for a
+// revert, the same images found) make the same id, so the journal and
+// plan start one such rollout, however often it is found (restarts too).
+func ReconcileID(app, kind, digest string, clusters []string, found map[string]string) string {
+	var b strings.Builder
+	for _, k := range []string{app, kind, digest} {
+		b.WriteString(k + "\x00")
+	}
+	for _, c := range slices.Sorted(slices.Values(clusters)) {
+		b.WriteString(c + "=" + found[c] + "\x00")
+	}
+	h := sha256.Sum256([]byte(b.String()))
+	return "reconcile/" + hex.EncodeToString(h[:16])
+}
+
+// PlanReconcile builds rollout id of kind r.Kind, carrying the validated
+// digest to r.Clusters, or says why it does not start (skip): the digest
+// is no longer the validated one, a rollout of the application is in
+// flight (it reaches the clusters itself), or none of the clusters is in
+// the application's waves any more. The rollout runs each wave's
+// pipeline and analysis, limited to those clusters.
+func PlanReconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, r events.ReconcileRequested, id string) (ro Rollout, skip string) {
+	if r.Kind != KindCatchUp && r.Kind != KindDriftRevert {
+		return Rollout{}, fmt.Sprintf("unknown kind %q", r.Kind)
+	}
+	if st.DeployedDigest != r.Digest {
+		return Rollout{}, fmt.Sprintf("%s is no longer the validated digest (%s is)", r.Digest, st.DeployedDigest)
+	}
+	if ok, why := Settled(app, st, inFlight); ok {
+		return Rollout{}, why
+	}
+	ro = Rollout{ID: id, Application: app.Name, Image: r.Image, Tag: st.DeployedTag, Digest: st.DeployedDigest, Phase: Progressing,
+		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: st.DeployedCreated, Kind: r.Kind, Reason: r.Reason}
+	ro.Waves = LimitWaves(cfg, Waves(cfg, app), r.Clusters, nil)
+	if len(ro.Waves) == 0 {
+		return Rollout{}, fmt.Sprintf("none of %s is in the application's waves", strings.Join(r.Clusters, ", "))
+	}
+	return ro, ""
+}
+
+// DeployedTo are the clusters the validated digest runs in once ro
+// succeeded: a catch-up or a revert adds its clusters to those of st; a
+// version's rollout makes them its own.
+func DeployedTo(st AppState, ro Rollout) []string {
+	var out []string
+	if ro.Kind != "" && ro.Digest == st.DeployedDigest {
+		if st.DeployedClusters == nil {
+			return nil // unknown (a state from before), so every cluster stays counted
+		}
+		out = slices.Clone(st.DeployedClusters)
+	}
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			if !slices.Contains(out, c.Name) {
+				out = append(out, c.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DriftStatus is what the latest check of an application's clusters found
+// that is not current (AppState.Drift): drifted clusters, and those caught
+// up, empty or unreadable. Since is when it was first found so.
+type DriftStatus struct {
+	Digest   string         `json:"digest"`
+	Tag      string         `json:"tag,omitempty"`
+	Clusters []ClusterCheck `json:"clusters,omitempty"`
+	Since    time.Time      `json:"since"`
+}
+
+// Status is what r found of the clusters that are not current, at digest
+// (tag), found at now; nil when r judged none (it skipped).
+func (r Reconciliation) Status(st AppState, now time.Time) *DriftStatus {
+	if r.Skip != "" {
+		return st.Drift
+	}
+	out := &DriftStatus{Digest: st.DeployedDigest, Tag: st.DeployedTag, Since: now.UTC()}
+	for _, c := range r.Clusters {
+		if c.State != CheckCurrent {
+			out.Clusters = append(out.Clusters, c)
+		}
+	}
+	if prev := st.Drift; prev != nil && prev.Digest == out.Digest && slices.Equal(prev.Clusters, out.Clusters) {
+		out.Since = prev.Since
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package rollout_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// reconcileFleet: wave a is c1, wave b is c2 and c3.
+func reconcileFleet() *config.Config {
+	return &config.Config{Fleet: config.Fleet{
+		Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
+		Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3"}}},
+	}}
+}
+
+func TestReconcile(t *testing.T) {
+	const (
+		digest = "sha256:d100"
+		ref    = "reg.test/app@" + digest
+		old    = "reg.test/app@sha256:d090"
+	)
+	report := config.Application{Name: "app", Image: "reg.test/app", Namespace: "ns", Workload: config.Workload{Name: "app"}, DriftPolicy: config.DriftPolicyReport}
+	revert := report
+	revert.DriftPolicy = config.DriftPolicyRevert
+	git := report
+	git.Source = &config.Source{Git: &config.GitSource{URL: "https://git.test/x"}}
+	st := rollout.AppState{DeployedTag: "1.0.0", DeployedDigest: digest, DeployedClusters: []string{"c1", "c2"}}
+	current := func(c string) rollout.Observed {
+		return rollout.Observed{Cluster: c, Workload: true, Canary: true, Primary: ref}
+	}
+	all := []rollout.Observed{current("c1"), current("c2"), current("c3")}
+	with := func(o rollout.Observed) []rollout.Observed {
+		out := []rollout.Observed{}
+		for _, a := range all {
+			if a.Cluster == o.Cluster {
+				a = o
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	ok := func(cs ...string) []rollout.ClusterCheck {
+		var out []rollout.ClusterCheck
+		for _, c := range cs {
+			out = append(out, rollout.ClusterCheck{Cluster: c, State: rollout.CheckCurrent, Image: ref})
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		app      config.Application
+		st       rollout.AppState
+		inFlight []rollout.Rollout
+		obs      []rollout.Observed
+		want     rollout.Reconciliation
+	}{
+		{name: "every cluster runs the digest", app: report, st: st, obs: all,
+			want: rollout.Reconciliation{Clusters: ok("c1", "c2", "c3")}},
+		{name: "nothing validated yet", app: report, st: rollout.AppState{}, obs: all,
+			want: rollout.Reconciliation{Skip: "no version has been validated yet"}},
+		{name: "a rollout in flight reaches the clusters itself", app: report, st: st, obs: with(rollout.Observed{Cluster: "c3"}),
+			inFlight: []rollout.Rollout{{ID: "app-1", Application: "app", Tag: "1.1.0", Phase: rollout.Progressing}},
+			want:     rollout.Reconciliation{Skip: "rollout app-1 (1.1.0, Progressing) is in flight: it reaches its clusters itself"}},
+		{name: "a rollout rolling back holds it too", app: report, st: st, obs: all,
+			inFlight: []rollout.Rollout{{ID: "app-1", Application: "app", Tag: "1.1.0", Phase: rollout.Failed}},
+			want:     rollout.Reconciliation{Skip: "rollout app-1 (1.1.0, Failed) is in flight: it reaches its clusters itself"}},
+		{name: "another application's rollout does not", app: report, st: st, obs: all,
+			inFlight: []rollout.Rollout{{ID: "other-1", Application: "other", Tag: "1.1.0", Phase: rollout.Progressing}},
+			want:     rollout.Reconciliation{Clusters: ok("c1", "c2", "c3")}},
+		{name: "a git application is not checked", app: git, st: st, obs: all,
+			want: rollout.Reconciliation{Skip: "a git application: each cluster runs the last commit that changed it"}},
+		{name: "a cluster with no canary is caught up", app: report, st: st,
+			obs: with(rollout.Observed{Cluster: "c3", Workload: true}),
+			want: rollout.Reconciliation{CatchUp: []string{"c3"}, Clusters: append(ok("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckCatchUp,
+				Reason: "no canary or primary: the cluster is new to the application, or came back empty"})}},
+		{name: "a cluster whose primary is gone is caught up", app: report, st: st,
+			obs: with(rollout.Observed{Cluster: "c2", Workload: true, Canary: true}),
+			want: rollout.Reconciliation{CatchUp: []string{"c2"}, Clusters: []rollout.ClusterCheck{ok("c1")[0], {Cluster: "c2", State: rollout.CheckCatchUp,
+				Reason: "no canary or primary: the cluster is new to the application, or came back empty"}, ok("c3")[0]}}},
+		{name: "an empty cluster with no workload is only reported", app: report, st: st,
+			obs: with(rollout.Observed{Cluster: "c3"}),
+			want: rollout.Reconciliation{Clusters: append(ok("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckNoWorkload,
+				Reason: "no workload ns/app to set the image of"})}},
+		{name: "a cluster that entered the waves since is caught up, not drift", app: revert, st: st,
+			obs: with(rollout.Observed{Cluster: "c3", Workload: true, Canary: true, Primary: old}),
+			want: rollout.Reconciliation{CatchUp: []string{"c3"}, Clusters: append(ok("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckCatchUp,
+				Image: old, Reason: "entered the waves after 1.0.0 was rolled out"})}},
+		{name: "a primary changed by hand is drift, reported", app: report, st: st,
+			obs: with(rollout.Observed{Cluster: "c2", Workload: true, Canary: true, Primary: old}),
+			want: rollout.Reconciliation{Drifted: []string{"c2"}, Clusters: []rollout.ClusterCheck{ok("c1")[0], {Cluster: "c2", State: rollout.CheckDrifted,
+				Image: old, Reason: "the primary runs " + old + ", not the validated 1.0.0 (" + digest + ")"}, ok("c3")[0]}}},
+		{name: "drift reverted by policy", app: revert, st: st,
+			obs: with(rollout.Observed{Cluster: "c2", Workload: true, Canary: true, Primary: old}),
+			want: rollout.Reconciliation{Drifted: []string{"c2"}, Revert: []string{"c2"}, Clusters: []rollout.ClusterCheck{ok("c1")[0], {Cluster: "c2", State: rollout.CheckDrifted,
+				Image: old, Reason: "the primary runs " + old + ", not the validated 1.0.0 (" + digest + ")"}, ok("c3")[0]}}},
+		{name: "clusters deployed to unknown (a state from before): every one counts, so drift", app: report,
+			st:  rollout.AppState{DeployedTag: "1.0.0", DeployedDigest: digest},
+			obs: with(rollout.Observed{Cluster: "c3", Workload: true, Canary: true, Primary: old}),
+			want: rollout.Reconciliation{Drifted: []string{"c3"}, Clusters: append(ok("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckDrifted,
+				Image: old, Reason: "the primary runs " + old + ", not the validated 1.0.0 (" + digest + ")"})}},
+		{name: "an unreadable cluster is neither", app: revert, st: st,
+			obs: with(rollout.Observed{Cluster: "c1", Err: "connection refused"}),
+			want: rollout.Reconciliation{Clusters: append([]rollout.ClusterCheck{{Cluster: "c1", State: rollout.CheckUnreadable, Reason: "connection refused"}}, ok("c2", "c3")...)}},
+		{name: "a cluster outside the waves is not judged", app: report, st: st,
+			obs:  append(all, rollout.Observed{Cluster: "c9", Workload: true}),
+			want: rollout.Reconciliation{Clusters: ok("c1", "c2", "c3")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rollout.Reconcile(reconcileFleet(), tt.app, tt.st, tt.inFlight, tt.obs)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Reconcile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPlanReconcile(t *testing.T) {
+	app := config.Application{Name: "app", Image: "reg.test/app"}
+	st := rollout.AppState{DeployedTag: "1.0.0", DeployedDigest: "sha256:d100", DeployedClusters: []string{"c1", "c2"}}
+	req := events.ReconcileRequested{Application: "app", Kind: rollout.KindCatchUp, Image: "reg.test/app", Tag: "1.0.0", Digest: "sha256:d100",
+		Clusters: []string{"c3"}, Reason: "catch-up of 1.0.0 to [c3]"}
+	tests := []struct {
+		name     string
+		st       rollout.AppState
+		inFlight []rollout.Rollout
+		req      events.ReconcileRequested
+		want     rollout.Rollout
+		skip     string
+	}{
+		{name: "a catch-up to the clusters asked, in their wave", st: st, req: req,
+			want: rollout.Rollout{ID: "id", Application: "app", Image: "reg.test/app", Tag: "1.0.0", Digest: "sha256:d100", Phase: rollout.Progressing,
+				PreviousTag: "1.0.0", PreviousDigest: "sha256:d100", Kind: rollout.KindCatchUp, Reason: "catch-up of 1.0.0 to [c3]",
+				Waves: []rollout.Wave{{Name: "b", Clusters: []rollout.Cluster{{Name: "c3", Phase: rollout.ClusterPending}}}}}},
+		{name: "not while a rollout is in flight", st: st, req: req,
+			inFlight: []rollout.Rollout{{ID: "app-1", Application: "app", Tag: "1.1.0", Phase: rollout.Queued}},
+			skip:     "rollout app-1 (1.1.0, Queued) is in flight: it reaches its clusters itself"},
+		{name: "not once another digest is validated", st: rollout.AppState{DeployedTag: "1.1.0", DeployedDigest: "sha256:d110"}, req: req,
+			skip: "sha256:d100 is no longer the validated digest (sha256:d110 is)"},
+		{name: "not to clusters no longer in the waves", st: st, req: func() events.ReconcileRequested { r := req; r.Clusters = []string{"c9"}; return r }(),
+			skip: "none of c9 is in the application's waves"},
+		{name: "not of an unknown kind", st: st, req: func() events.ReconcileRequested { r := req; r.Kind = "sideways"; return r }(),
+			skip: `unknown kind "sideways"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, skip := rollout.PlanReconcile(reconcileFleet(), app, tt.st, tt.inFlight, tt.req, "id")
+			if skip != tt.skip {
+				t.Errorf("skip = %q, want %q", skip, tt.skip)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("PlanReconcile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDeployedTo(t *testing.T) {
+	wave := func(cs ...string) []rollout.Wave {
+		var w rollout.Wave
+		for _, c := range cs {
+			w.Clusters = append(w.Clusters, rollout.Cluster{Name: c})
+		}
+		return []rollout.Wave{w}
+	}
+	st := rollout.AppState{DeployedDigest: "sha256:old", DeployedClusters: []string{"c1", "c2"}}
+	tests := []struct {
+		name string
+		st   rollout.AppState
+		ro   rollout.Rollout
+		want []string
+	}{
+		{name: "a version's rollout: its clusters", st: st, ro: rollout.Rollout{Digest: "sha256:new", Waves: wave("c2", "c1")}, want: []string{"c1", "c2"}},
+		{name: "a catch-up adds its clusters", st: st, ro: rollout.Rollout{Kind: rollout.KindCatchUp, Digest: "sha256:old", Waves: wave("c3")},
+			want: []string{"c1", "c2", "c3"}},
+		{name: "a catch-up of a state from before keeps every cluster counted", st: rollout.AppState{DeployedDigest: "sha256:old"},
+			ro: rollout.Rollout{Kind: rollout.KindCatchUp, Digest: "sha256:old", Waves: wave("c3")}},
+		{name: "a revert adds nothing new twice", st: st, ro: rollout.Rollout{Kind: rollout.KindDriftRevert, Digest: "sha256:old", Waves: wave("c2")},
+			want: []string{"c1", "c2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, rollout.DeployedTo(tt.st, tt.ro)); diff != "" {
+				t.Errorf("DeployedTo (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReconcileIDs(t *testing.T) {
+	a := rollout.ReconcileID("app", rollout.KindCatchUp, "sha256:d", []string{"c2", "c1"}, nil)
+	if b := rollout.ReconcileID("app", rollout.KindCatchUp, "sha256:d", []string{"c1", "c2"}, nil); a != b {
+		t.Errorf("the same clusters in another order make another id: %s, %s", a, b)
+	}
+	for _, other := range []string{
+		rollout.ReconcileID("app", rollout.KindCatchUp, "sha256:e", []string{"c1", "c2"}, nil),
+		rollout.ReconcileID("app", rollout.KindDriftRevert, "sha256:d", []string{"c1", "c2"}, nil),
+		rollout.ReconcileID("app", rollout.KindCatchUp, "sha256:d", []string{"c1"}, nil),
+		rollout.ReconcileID("app", rollout.KindCatchUp, "sha256:d", []string{"c1", "c2"}, map[string]string{"c1": "x"}),
+	} {
+		if other == a {
+			t.Errorf("another digest, kind, set of clusters or image found makes the same id %s", a)
+		}
+	}
+}
