@@ -46,11 +46,12 @@ type ClusterHealth struct {
 	// Reachable: its API server answered; Kubernetes is its version.
 	Reachable  bool   `json:"reachable"`
 	Kubernetes string `json:"kubernetes,omitempty"`
-	// Flagger is Ready (Flagger's Canary served, and every canary older
-	// than 30 s carries Flagger's status), NotReady (some do not), Missing
-	// (the Canary is not served) or Unknown (the cluster was not read).
+	// Flagger is Ready (Flagger's Canary served, and every canary of
+	// flotilla's there older than 30 s carries Flagger's status), NotReady
+	// (some do not), Missing (the Canary is not served) or Unknown (the
+	// cluster was not read).
 	Flagger string `json:"flagger"`
-	// Canaries counts the cluster's canaries, Waiting those without
+	// Canaries counts flotilla's canaries there, Waiting those without
 	// Flagger's status.
 	Canaries int `json:"canaries"`
 	Waiting  int `json:"waiting,omitempty"`

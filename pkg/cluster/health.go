@@ -8,6 +8,8 @@ import (
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/pkg/canary"
 )
 
 // FlaggerState says whether Flagger works in a cluster (Health.Flagger).
@@ -15,7 +17,8 @@ type FlaggerState string
 
 const (
 	// FlaggerReady: its Canary API is served and it has taken up every
-	// canary there (each one older than FlaggerGrace carries a status).
+	// canary flotilla made there (each one older than FlaggerGrace carries
+	// a status).
 	FlaggerReady FlaggerState = "Ready"
 	// FlaggerNotReady: canaries older than FlaggerGrace carry no status:
 	// no Flagger controller runs, or it cannot write.
@@ -36,8 +39,8 @@ type Health struct {
 	Reachable  bool
 	Kubernetes string
 	Flagger    FlaggerState
-	// Canaries counts the cluster's canaries, Waiting those older than
-	// FlaggerGrace without a status from Flagger.
+	// Canaries counts flotilla's canaries in the cluster, Waiting those
+	// older than FlaggerGrace without a status from Flagger.
 	Canaries, Waiting int
 	// Detail says what failed, "" when nothing did.
 	Detail string
@@ -57,8 +60,8 @@ type healthEntry struct {
 	h  Health
 }
 
-// Health reads a cluster's health (Reach, then its canaries in every
-// namespace), or answers the one read within HealthTTL. Concurrent
+// Health reads a cluster's health (Reach, then flotilla's canaries in
+// every namespace), or answers the one read within HealthTTL. Concurrent
 // callers share one read.
 func (s *Set) Health(ctx context.Context, name string) Health {
 	s.mu.Lock()
@@ -106,7 +109,11 @@ func (s *Set) readHealth(ctx context.Context, name string) Health {
 		h.Detail = err.Error()
 		return h
 	}
-	list, err := c.flagger.FlaggerV1beta1().Canaries(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	// flotilla's canaries only: another tool's may wait for a Flagger of
+	// their own.
+	list, err := c.flagger.FlaggerV1beta1().Canaries(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector: canary.LabelManagedBy + "=" + canary.ManagedBy,
+	})
 	if err != nil {
 		h.Detail = fmt.Sprintf("listing canaries: %v", err)
 		return h
