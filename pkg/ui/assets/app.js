@@ -181,7 +181,10 @@ function draw() {
   main.replaceChildren(view);
   if (focused) {
     const el = document.getElementById(focused);
-    if (el && main.contains(el)) el.focus();
+    if (el && main.contains(el)) {
+      el.focus();
+      if (el.type === "search") el.setSelectionRange(el.value.length, el.value.length); // keep typing at the end
+    }
   }
 }
 
@@ -683,7 +686,7 @@ function took(ms) {
 }
 
 function history(a) {
-  if (!a.rollouts.length) return h("p", { class: "muted", id: "history" }, "No rollouts of " + a.name + " yet.");
+  if (!a.rollouts.length) return h("p", { class: "muted", id: "history" }, a.loading ? "Loading…" : "No rollouts of " + a.name + " yet.");
   const now = Date.now();
   const ls = lanes(a.rollouts);
   const times = a.rollouts.map((r) => Date.parse(r.created)).filter((x) => x > 0);
@@ -695,7 +698,7 @@ function history(a) {
     return el;
   };
   const colours = palette(a.rollouts.flatMap((r) => [r.tag, r.previousTag]).concat(ls.flatMap((l) => l.segs.map((s) => s.version))));
-  const rolloutBars = a.rollouts.map((r) => {
+  const rolloutBars = a.rollouts.slice().reverse().map((r) => { // the newest drawn last, on top
     const end = done(r) ? Date.parse(r.updated) || now : now;
     return place(h("a", { class: "bar-rollout " + (tone[r.phase] || "idle"), href: "#/rollouts/" + r.id,
       dataset: { rollout: r.id, phase: r.phase, tag: r.tag }, title: r.tag + " " + r.phase + (r.reason ? ": " + r.reason : ""),
@@ -757,10 +760,12 @@ function outcomes(r, failed) {
 }
 
 async function loadApplication(name) {
-  state.app = { name, rollouts: [], next: "", status: null, statusError: "" };
+  // Read again (the stream reopened): what is shown stays until the answer.
+  if (!state.app || state.app.name !== name) state.app = { name, rollouts: [], next: "", status: null, statusError: "", loading: true };
   const base = "/api/v1/rollouts?limit=50&application=" + encodeURIComponent(name);
   const [page, status] = await Promise.allSettled([getPage(base), getJSON("/api/v1/applications/" + encodeURIComponent(name))]);
   if (!state.app || state.app.name !== name) return;
+  state.app.loading = false;
   if (page.status === "fulfilled") {
     state.app.rollouts = page.value.body;
     state.app.next = page.value.next;
