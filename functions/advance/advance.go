@@ -199,6 +199,7 @@ func (f *Function) deployed(ctx context.Context, ro rollout.Rollout) error {
 		return f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
 			st.DeployedClusters = rollout.DeployedTo(*st, ro)
 			st.DeployedTag, st.DeployedDigest, st.DeployedCreated = ro.Tag, ro.Digest, ro.ImageCreated
+			st.DeployedRollout, st.DeployedAt = ro.ID, ro.Updated
 			return nil
 		})
 	}

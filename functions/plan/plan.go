@@ -155,6 +155,15 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		return nil, err
 	}
 	if skip != "" {
+		// What the API and `flotilla get applications` answer to "I pushed
+		// and nothing happened"; kept again on a redelivery, the same.
+		if err := f.repo.UpdateApp(ctx, app.Name, func(st *rollout.AppState) error {
+			st.Skip(rollout.Skipped{Tag: v.Tag, Digest: v.Digest, Source: v.Source, Outcome: rollout.OutcomeSkipped,
+				Reason: skip, At: e.Time().UTC(), EventID: e.ID()})
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 		ev, err := events.Derive(e, events.TypeRolloutSkipped, app.Name,
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: skip})
 		return []cloudevents.Event{ev}, err

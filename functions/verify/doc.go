@@ -16,8 +16,14 @@
 // tag matching an application's pattern always counts); the others are
 // skipped, saying what the push changed.
 //
+// WithApplications, verify records every push of an application in its
+// state (what it saw, from which source, when; why it rejected or
+// skipped it; why it is not verified yet), and a poll's push of a version
+// no webhook announced reports the application's webhook silent
+// (application.webhook.missed) until a webhook's push of it arrives.
+//
 // Consumes: dev.flotilla.image.pushed.v1, dev.flotilla.git.pushed.v1
 // Emits:    dev.flotilla.image.verified.v1, dev.flotilla.image.rejected.v1,
 // dev.flotilla.git.verified.v1, dev.flotilla.git.rejected.v1,
-// dev.flotilla.rollout.skipped.v1
+// dev.flotilla.rollout.skipped.v1, dev.flotilla.application.webhook.missed.v1
 package verify

@@ -23,6 +23,7 @@ type Function struct {
 	signed   func(image string) (apps []SignedApp, others bool)
 	git      GitRepos
 	cfg      *config.Config
+	apps     Applications
 }
 
 // Resolver resolves an image's tag to the digest it points at now
@@ -77,8 +78,16 @@ func (f *Function) WithCreationTime(newest func(image string) bool) *Function {
 func (*Function) Name() string       { return "verify" }
 func (*Function) Consumes() []string { return []string{events.TypeImagePushed, events.TypeGitPushed} }
 
-// Handle verifies one push.
+// Handle verifies one push (and, WithApplications, records it).
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	out, err := f.handle(ctx, e)
+	if f.apps == nil {
+		return out, err
+	}
+	return f.record(ctx, e, out, err)
+}
+
+func (f *Function) handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	if e.Type() == events.TypeGitPushed {
 		return f.gitPushed(ctx, e)
 	}

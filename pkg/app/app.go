@@ -242,7 +242,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if sigs != nil {
 		verifier = verifier.WithSignatures(sigs, signed)
 	}
-	verifier = verifier.WithGit(gitSources{mirror}, cfg)
+	verifier = verifier.WithGit(gitSources{mirror}, cfg).WithApplications(s.repo, cfg)
 	prop, err := proposer.New(cfg, s.repo, o.PullRequestHosts, o.Logger).WithMetrics(o.Registerer)
 	if err != nil {
 		return err
@@ -297,14 +297,13 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
-	var apps []string
-	for _, a := range cfg.Applications {
-		apps = append(apps, a.Name)
-	}
 	if s.hub, err = watch.New(s.bus, s.repo, o.Logger, o.Registerer); err != nil {
 		return err
 	}
 	if s.delivery, err = fleetmetrics.New(s.bus, s.repo, o.Registerer, mopts...); err != nil {
+		return err
+	}
+	if err := s.silenceMetric(cfg, o); err != nil {
 		return err
 	}
 	if f := cfg.Server.FleetRollouts; f != nil {
@@ -315,7 +314,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if s.ui, err = ui.New(); err != nil {
 		return err
 	}
-	s.api = api.New(s.repo, s.approvals, s.bus, cfg.Server.Tokens(), o.Logger).WithApplications(apps...).
+	s.api = api.New(s.repo, s.approvals, s.bus, cfg.Server.Tokens(), o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
 		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll})
 	s.api.WithHealth(clusterHealth{clusters})
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)

@@ -55,8 +55,9 @@ type Silence struct {
 	// Tag and Digest are the version the poll found.
 	Tag    string `json:"tag"`
 	Digest string `json:"digest,omitempty"`
-	// Found is when the poll's push was journaled.
-	Found time.Time `json:"found"`
+	// Found is when the poll's push was journaled; EventID is that push.
+	Found   time.Time `json:"found"`
+	EventID string    `json:"eventId,omitempty"`
 	// LastWebhook is the last push a webhook brought before it, nil when
 	// no webhook of the application was ever seen.
 	LastWebhook *Seen `json:"lastWebhook,omitempty"`
@@ -70,10 +71,10 @@ func (s *AppState) Saw(p Seen) *Silence {
 	if p.Source == "" {
 		p.Source = SourceWebhook
 	}
-	seen := p
+	seen, hook := p, p // copies of their own: Failed changes LastSeen only
 	s.LastSeen = &seen
 	if p.Source != SourcePoll {
-		s.LastWebhook, s.WebhookSilent = &seen, nil
+		s.LastWebhook, s.WebhookSilent = &hook, nil
 		return nil
 	}
 	if sameVersion(s.LastWebhook, p.Tag, p.Digest) {
@@ -82,7 +83,7 @@ func (s *AppState) Saw(p Seen) *Silence {
 	if w := s.WebhookSilent; w != nil && w.Tag == p.Tag && sameDigest(w.Digest, p.Digest) {
 		return nil
 	}
-	silence := &Silence{Tag: p.Tag, Digest: p.Digest, Found: p.At}
+	silence := &Silence{Tag: p.Tag, Digest: p.Digest, Found: p.At, EventID: p.EventID}
 	if s.LastWebhook != nil {
 		last := *s.LastWebhook
 		silence.LastWebhook = &last

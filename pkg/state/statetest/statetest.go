@@ -245,6 +245,29 @@ func applications(t *testing.T, open Open) {
 	if got, err := s.App(ctx, "shop"); err != nil || got.DeployedTag != "1.0.0" {
 		t.Errorf("App = %+v, %v", got, err)
 	}
+	// What flotilla saw of its pushes is kept whole (the API's
+	// applications read it back).
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	hook := rollout.Seen{Tag: "1.0.0", Digest: "sha256:a", Source: rollout.SourceWebhook, At: at, EventID: "h1"}
+	poll := rollout.Seen{Tag: "1.1.0", Digest: "sha256:b", Source: rollout.SourcePoll, At: at.Add(time.Minute), EventID: "p1", Error: "registry: 503"}
+	skip := rollout.Skipped{Tag: "2.0.0", Source: rollout.SourceWebhook, Outcome: rollout.OutcomeSkipped, Reason: "outside the track", At: at, EventID: "h2"}
+	want := rollout.AppState{Name: "shop", DeployedTag: "1.0.0", DeployedRollout: "shop-1", DeployedAt: at,
+		LastSeen: &poll, LastWebhook: &hook, LastSkipped: &skip,
+		WebhookSilent: &rollout.Silence{Tag: "1.1.0", Digest: "sha256:b", Found: at.Add(time.Minute), EventID: "p1", LastWebhook: &hook}}
+	if err := s.UpdateApp(ctx, "shop", func(a *rollout.AppState) error {
+		a.DeployedRollout, a.DeployedAt = want.DeployedRollout, want.DeployedAt
+		a.LastSeen, a.LastWebhook, a.LastSkipped, a.WebhookSilent = want.LastSeen, want.LastWebhook, want.LastSkipped, want.WebhookSilent
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.App(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("App (-want +got):\n%s", diff)
+	}
 }
 
 func fleet(t *testing.T, open Open) {

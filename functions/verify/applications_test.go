@@ -1,0 +1,146 @@
+package verify_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/flotilla-cd/flotilla/events"
+
+	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
+	"github.com/flotilla-cd/flotilla/functions/verify"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// WithApplications, verify keeps every push of an application in its
+// state, push after push: what it saw and from where, why it rejected
+// one, why one is not verified yet, and the silence of a webhook that
+// missed a version a poll found (application.webhook.missed, once per
+// version), ended by a webhook's push.
+func TestVerifyRecordsWhatItSaw(t *testing.T) {
+	var failing atomic.Bool
+	host := startRegistry(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	d1 := push(t, host, "team/app", "1.0.0")
+	d2 := push(t, host, "team/app", "1.1.0")
+	image := host + "/team/app"
+	cfg := &config.Config{Applications: []config.Application{{Name: "shop", Image: image}, {Name: "other", Image: host + "/team/other"}}}
+	repo := functiontest.NewRepo(t)
+	fn := verify.New(resolver(), func(img string) bool { return config.SameImage(img, image) }).WithApplications(repo, cfg)
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	pushEvent := func(id, tag, source string, minute int) cloudevents.Event {
+		e, err := events.New(id, "/hooks/registry", events.TypeImagePushed,
+			events.ImagePushed{Registry: host, Repository: "team/app", Tag: tag, Source: source})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetTime(at.Add(time.Duration(minute) * time.Minute))
+		return e
+	}
+	hook1 := rollout.Seen{Tag: "1.0.0", Digest: d1, Source: rollout.SourceWebhook, At: at, EventID: "hook-1"}
+	poll2 := rollout.Seen{Tag: "1.1.0", Digest: d2, Source: rollout.SourcePoll, At: at.Add(5 * time.Minute), EventID: "poll-2"}
+	silence := &rollout.Silence{Tag: "1.1.0", Digest: d2, Found: poll2.At, EventID: "poll-2", LastWebhook: &hook1}
+	missed := events.WebhookMissed{Application: "shop", Repository: image, Version: "1.1.0", Digest: d2, Found: poll2.At,
+		PushID: "poll-2", LastWebhook: at, LastWebhookVersion: "1.0.0"}
+	for _, step := range []struct {
+		name    string
+		push    cloudevents.Event
+		failing bool
+		// emitted are the types emitted and the webhook.missed, if any
+		emitted []string
+		missed  *events.WebhookMissed
+		retried bool // verify failed, to be retried
+		want    rollout.AppState
+	}{
+		{
+			name: "a webhook's push", push: pushEvent("hook-1", "1.0.0", "", 0),
+			emitted: []string{events.TypeImageVerified},
+			want:    rollout.AppState{Name: "shop", LastSeen: &hook1, LastWebhook: &hook1},
+		},
+		{
+			name: "a poll's push of a version no webhook announced", push: pushEvent("poll-2", "1.1.0", events.SourcePoll, 5),
+			emitted: []string{events.TypeImageVerified, events.TypeApplicationWebhookMissed}, missed: &missed,
+			want: rollout.AppState{Name: "shop", LastSeen: &poll2, LastWebhook: &hook1, WebhookSilent: silence},
+		},
+		{
+			name: "the same push redelivered: the same event again (the journal keeps one)", push: pushEvent("poll-2", "1.1.0", events.SourcePoll, 5),
+			emitted: []string{events.TypeImageVerified, events.TypeApplicationWebhookMissed}, missed: &missed,
+			want: rollout.AppState{Name: "shop", LastSeen: &poll2, LastWebhook: &hook1, WebhookSilent: silence},
+		},
+		{
+			name: "a registry failing: why the push is not verified yet", push: pushEvent("hook-3", "1.1.0", "", 6), failing: true,
+			retried: true,
+			want: rollout.AppState{Name: "shop",
+				LastSeen: &rollout.Seen{Tag: "1.1.0", Source: rollout.SourceWebhook, At: at.Add(6 * time.Minute), EventID: "hook-3",
+					Error: "resolving " + image + ":1.1.0"},
+				LastWebhook: &rollout.Seen{Tag: "1.1.0", Source: rollout.SourceWebhook, At: at.Add(6 * time.Minute), EventID: "hook-3"}},
+		},
+		{
+			name: "a webhook's push of a tag the registry does not have: rejected, and why", push: pushEvent("hook-4", "9.9.9", "", 7),
+			emitted: []string{events.TypeImageRejected},
+			want: rollout.AppState{Name: "shop",
+				LastSeen:    &rollout.Seen{Tag: "9.9.9", Source: rollout.SourceWebhook, At: at.Add(7 * time.Minute), EventID: "hook-4"},
+				LastWebhook: &rollout.Seen{Tag: "9.9.9", Source: rollout.SourceWebhook, At: at.Add(7 * time.Minute), EventID: "hook-4"},
+				LastSkipped: &rollout.Skipped{Tag: "9.9.9", Source: rollout.SourceWebhook, Outcome: rollout.OutcomeRejected,
+					Reason: "resolving " + image + ":9.9.9", At: at.Add(7 * time.Minute), EventID: "hook-4"}},
+		},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			failing.Store(step.failing)
+			out, err := fn.Handle(context.Background(), step.push)
+			if step.retried != (err != nil) || err != nil && fault.IsPermanent(err) {
+				t.Fatalf("Handle: %v, want a retried error: %v", err, step.retried)
+			}
+			var types []string
+			var gotMissed *events.WebhookMissed
+			for _, e := range out {
+				types = append(types, e.Type())
+				if e.Type() == events.TypeApplicationWebhookMissed {
+					m, err := events.Decode[events.WebhookMissed](e)
+					if err != nil {
+						t.Fatal(err)
+					}
+					gotMissed = &m
+					if want := step.push.ID() + "/" + events.TypeApplicationWebhookMissed + "/shop"; e.ID() != want {
+						t.Errorf("webhook.missed's id = %s, want %s (derived from the push)", e.ID(), want)
+					}
+				}
+			}
+			if diff := cmp.Diff(step.emitted, types); diff != "" {
+				t.Errorf("emitted (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(step.missed, gotMissed); diff != "" {
+				t.Errorf("webhook.missed (-want +got)\n%s", diff)
+			}
+			st, err := repo.App(context.Background(), "shop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A registry's error message is not ours to pin: its start is.
+			prefix := cmp.Comparer(func(a, b string) bool {
+				return a == b || a != "" && b != "" && (len(a) > len(b) && a[:len(b)] == b || len(b) > len(a) && b[:len(a)] == a)
+			})
+			if diff := cmp.Diff(step.want, st, prefix, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("the application's state (-want +got)\n%s", diff)
+			}
+		})
+	}
+	if st, err := repo.App(context.Background(), "other"); err != nil || st.LastSeen != nil {
+		t.Errorf("an application of another image: %+v, %v", st, err)
+	}
+}
