@@ -172,4 +172,5 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerScaleOutSteps(sc)
 	s.registerRegistrySteps(sc)
 	s.registerPollSteps(sc)
+	s.registerCatchUpSteps(sc)
 }

@@ -184,6 +184,10 @@ type world struct {
 	// the other scenarios drive flotilla by their webhooks alone, and a
 	// poll at a time of its own would race their steps.
 	pollInterval string
+	// reconcile is fleet.reconcile and the application's driftPolicy,
+	// when steps set them (steps_catchup_test.go); else the interval is
+	// 0s, for the same reason as the poll's.
+	reconcile *reconcileWorld
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -367,7 +371,7 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
 		},
 		"fleet": map[string]any{"clusters": clusters, "waves": waves, "metricsServer": cmp.Or(s.fleet().PrometheusURL, config.DefaultMetricsServer),
-			"poll": map[string]any{"interval": cmp.Or(w.pollInterval, "0s")}},
+			"poll": map[string]any{"interval": cmp.Or(w.pollInterval, "0s")}, "reconcile": w.reconcileConfig()},
 		"applications": []map[string]any{w.appConfig(app, repo, track, listen)},
 	}
 	if s.scaleOut {
@@ -404,6 +408,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	}
 	if w.onNewVersion != "" {
 		cfg["applications"].([]map[string]any)[0]["onNewVersion"] = w.onNewVersion
+	}
+	if r := w.reconcile; r != nil && r.driftPolicy != "" {
+		cfg["applications"].([]map[string]any)[0]["driftPolicy"] = r.driftPolicy
 	}
 	if w.appSelector != nil {
 		cfg["applications"].([]map[string]any)[0]["clusterSelector"] = w.appSelector

@@ -1,0 +1,60 @@
+Feature: Catch-up and drift: the clusters held against the validated digest
+  flotilla compares what each cluster of an application's waves runs with the
+  digest the fleet last converged on, at start-up, every
+  fleet.reconcile.interval and when a cluster's watch cache sees a primary
+  change. A cluster that entered the waves, or came back empty, gets that digest
+  through its wave's pipeline and analysis without a push (a rollout of kind
+  catch-up); a primary changed by hand is drift: reported, and with
+  driftPolicy: revert restored (a rollout of kind drift-revert).
+
+  Background:
+    Given a registry
+    And flotilla checks the clusters against the validated digest every "2s"
+
+  # Catches a flotilla that leaves a cluster added to a wave empty until the
+  # next push, one that rolls the new cluster out without the wave's
+  # pipeline (no canary, no primary), one that starts a second catch-up, and
+  # one that touches the clusters that run the digest already.
+  @both-modes
+  Scenario: A cluster added to the last wave gets the validated digest without a push
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When flotilla is restarted with cluster "c4" added to the last wave
+    Then a rollout of kind "catch-up" of "1.0.0" to "c4" succeeds
+    And the primary in cluster "c4" runs version "1.0.0" by digest
+    And the primary in every cluster runs version "1.0.0" by digest
+    And `flotilla describe rollout` of that rollout says kind "catch-up"
+    And the API says that rollout is of kind "catch-up" and goes to "c4" only
+    And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started
+
+  # Catches a flotilla that never looks at the primaries (nothing reported), one
+  # that reports drift only in its log (no event, no metric, nothing in the
+  # API), and one that reverts what the policy says to report.
+  Scenario: A primary's image changed by hand is reported as drift
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When the primary of "podinfo" in cluster "c2" is set by hand to its old version
+    Then flotilla journals the drift of cluster "c2" to its old version
+    And flotilla's metric says 1 cluster of "podinfo" drifted
+    And the API's application "podinfo" names cluster "c2" drifted, running its old version
+    And in 6 seconds no rollout of kind "drift-revert" was started
+    And the primary in cluster "c2" still runs its old version
+
+  # Catches a revert policy that only reports, one that reverts outside the
+  # pipeline (no rollout, no analysis: Flagger would not promote it), and
+  # one that rolls out to every cluster rather than the drifted one.
+  @both-modes
+  Scenario: A primary's image changed by hand is restored with driftPolicy: revert
+    Given the application's drift policy is "revert"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When the primary of "podinfo" in cluster "c2" is set by hand to its old version
+    Then flotilla journals the drift of cluster "c2" to its old version
+    And a rollout of kind "drift-revert" of "1.0.0" to "c2" succeeds
+    And the primary in cluster "c2" runs version "1.0.0" by digest
+    And the primary in every cluster runs version "1.0.0" by digest
+    And the API says that rollout is of kind "drift-revert" and goes to "c2" only

@@ -1,0 +1,461 @@
+package features
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cucumber/godog"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+// reconcileWorld is what the catch-up and drift steps set and found.
+type reconcileWorld struct {
+	// interval is fleet.reconcile.interval, driftPolicy the application's.
+	interval, driftPolicy string
+	// rolloutID is the catch-up's or revert's rollout a step found.
+	rolloutID string
+}
+
+func (w *world) reconcileConfig() map[string]any {
+	interval := "0s"
+	if w.reconcile != nil {
+		interval = cmp.Or(w.reconcile.interval, interval)
+	}
+	return map[string]any{"interval": interval}
+}
+
+func (w *world) reconcileState() *reconcileWorld {
+	if w.reconcile == nil {
+		w.reconcile = &reconcileWorld{}
+	}
+	return w.reconcile
+}
+
+func (s *scenario) registerCatchUpSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^flotilla checks the clusters against the validated digest every "([^"]*)"$`, s.reconcileEvery)
+	sc.Step(`^the application's drift policy is "([^"]*)"$`, s.driftPolicy)
+	sc.Step(`^the workload "([^"]*)" runs its old version in cluster "([^"]*)"$`, s.workloadOldIn)
+	sc.Step(`^flotilla is restarted with cluster "([^"]*)" added to the last wave$`, s.restartWithCluster)
+	sc.Step(`^a rollout of kind "([^"]*)" of "([^"]*)" to "([^"]*)" succeeds$`, s.kindRolloutSucceeds)
+	sc.Step(`^the primary in cluster "([^"]*)" runs version "([^"]*)" by digest$`, s.primaryInRuns)
+	sc.Step("^`flotilla describe rollout` of that rollout says kind \"([^\"]*)\"$", s.describeSaysKind)
+	sc.Step(`^the API says that rollout is of kind "([^"]*)" and goes to "([^"]*)" only$`, s.apiSaysKind)
+	sc.Step(`^after flotilla is restarted again and checks (\d+) more times, exactly (\d+) rollouts? of kind "([^"]*)" (?:was|were) started$`, s.restartedNoSecond)
+	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" is set by hand to its old version$`, s.primarySetByHand)
+	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to its old version$`, s.driftJournaled)
+	sc.Step(`^flotilla's metric says (\d+) clusters? of "([^"]*)" drifted$`, s.driftMetric)
+	sc.Step(`^the API's application "([^"]*)" names cluster "([^"]*)" drifted, running its old version$`, s.apiNamesDrift)
+	sc.Step(`^in (\d+) seconds no rollout of kind "([^"]*)" was started$`, s.noKindRolloutWithin)
+	sc.Step(`^the primary in cluster "([^"]*)" still runs its old version$`, s.primaryStillOld)
+}
+
+func (s *scenario) reconcileEvery(interval string) error {
+	if s.w == nil {
+		return fmt.Errorf("no scenario world: a registry first")
+	}
+	s.w.reconcileState().interval = interval
+	return nil
+}
+
+func (s *scenario) driftPolicy(policy string) error {
+	s.w.reconcileState().driftPolicy = policy
+	return nil
+}
+
+// oldImage is what the scenario's workloads run before flotilla touches
+// them (workloadEverywhere's), by tag.
+func (s *scenario) oldImage() string { return s.w.regHost + "/" + s.w.repo + ":0.1.0" }
+
+// workloadOldIn creates the scenario's namespace and workload in a cluster
+// that is not in the waves yet, running the old version (no canary, no
+// primary: flotilla never delivered there).
+func (s *scenario) workloadOldIn(ctx context.Context, name, cluster string) error {
+	w := s.w
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace in %s: %w", cluster, err)
+	}
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, w.namespace, metav1.DeleteOptions{})
+	})
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: name, Image: s.oldImage(),
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9898}},
+				}}},
+			},
+		},
+	}
+	if _, err := c.Kube.AppsV1().Deployments(w.namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating deployment in %s: %w", cluster, err)
+	}
+	return nil
+}
+
+// restartWithCluster stops flotilla, adds cluster to its config's fleet
+// and last wave, and starts it again: a cluster new in the config at
+// start-up.
+func (s *scenario) restartWithCluster(ctx context.Context, cluster string) error {
+	w := s.w
+	cl, ok := s.fleet().Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", cluster)
+	}
+	w.flotilla.stop()
+	b, err := os.ReadFile(w.flotilla.config)
+	if err != nil {
+		return err
+	}
+	cfg := map[string]any{}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return err
+	}
+	fl := cfg["fleet"].(map[string]any)
+	fl["clusters"] = append(fl["clusters"].([]any), map[string]any{"name": cluster, "kubeconfig": cl.Kubeconfig})
+	waves := fl["waves"].([]any)
+	last := waves[len(waves)-1].(map[string]any)
+	last["clusters"] = append(last["clusters"].([]any), cluster)
+	if b, err = yaml.Marshal(cfg); err != nil {
+		return err
+	}
+	if err := os.WriteFile(w.flotilla.config, b, 0o600); err != nil {
+		return err
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	w.clusters = append(w.clusters, c)
+	w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
+	return w.flotilla.start(ctx)
+}
+
+// kindStarted is the rollout.started of a rollout of kind of version to
+// exactly clusters, once the sink has it.
+func (s *scenario) kindStarted(ctx context.Context, kind, version, clusters string) (events.RolloutStarted, error) {
+	want := strings.Split(clusters, ",")
+	slices.Sort(want)
+	e, err := s.w.sink.waitFor(ctx, "a rollout of kind "+kind+" of "+version+" to "+clusters, func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeRolloutStarted {
+			return false
+		}
+		p, err := events.Decode[events.RolloutStarted](e)
+		return err == nil && p.Kind == kind && p.Tag == version && slices.Equal(want, slices.Sorted(slices.Values(slices.Concat(p.Waves...))))
+	})
+	if err != nil {
+		return events.RolloutStarted{}, err
+	}
+	return events.Decode[events.RolloutStarted](e)
+}
+
+func (s *scenario) kindRolloutSucceeds(ctx context.Context, kind, version, clusters string) error {
+	p, err := s.kindStarted(ctx, kind, version, clusters)
+	if err != nil {
+		return err
+	}
+	s.w.reconcileState().rolloutID = p.RolloutID
+	if p.Digest != s.w.digests[version] {
+		return fmt.Errorf("the %s rollout %s carries %s, want %s's validated digest %s", kind, p.RolloutID, p.Digest, version, s.w.digests[version])
+	}
+	ends := map[string]bool{events.TypeRolloutSucceeded: true, events.TypeRolloutRolledBack: true}
+	e, err := s.w.sink.waitFor(ctx, "end of rollout "+p.RolloutID, func(e cloudevents.Event) bool {
+		return ends[e.Type()] && events.RolloutID(e) == p.RolloutID
+	})
+	if err != nil {
+		return err
+	}
+	if e.Type() != events.TypeRolloutSucceeded {
+		return fmt.Errorf("the %s rollout %s ended %s: %s", kind, p.RolloutID, e.Type(), e.Data())
+	}
+	return nil
+}
+
+func (s *scenario) primaryInRuns(ctx context.Context, cluster, version string) error {
+	want, err := s.ref(version)
+	if err != nil {
+		return err
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	got, err := s.imageOf(ctx, c, s.w.workload+"-primary")
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("primary in %s runs %s, want %s (version %s)", cluster, got, want, version)
+	}
+	return nil
+}
+
+func (s *scenario) describeSaysKind(ctx context.Context, kind string) error {
+	id := s.w.reconcileState().rolloutID
+	out, err := s.flotillaCLI(ctx, "describe", "rollout", id)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == "Kind" {
+			if got := strings.TrimSpace(v); got != kind {
+				return fmt.Errorf("flotilla describe rollout %s says kind %q, want %q", id, got, kind)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("flotilla describe rollout %s names no kind:\n%s", id, out)
+}
+
+func (s *scenario) apiSaysKind(ctx context.Context, kind, clusters string) error {
+	id := s.w.reconcileState().rolloutID
+	var ro struct {
+		Kind, Phase string
+		Waves       []struct{ Clusters []struct{ Name, Phase string } }
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	var got []string
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			got = append(got, c.Name)
+		}
+	}
+	slices.Sort(got)
+	want := strings.Split(clusters, ",")
+	slices.Sort(want)
+	if ro.Kind != kind || !slices.Equal(got, want) {
+		return fmt.Errorf("the API has rollout %s of kind %q to %v, want kind %q to %v", id, ro.Kind, got, kind, want)
+	}
+	return nil
+}
+
+// kindRollouts are the ids of the rollouts of kind the sink saw start.
+func (s *scenario) kindRollouts(kind string) []string {
+	var ids []string
+	for _, e := range s.w.sink.all() {
+		if e.Type() != events.TypeRolloutStarted {
+			continue
+		}
+		if p, err := events.Decode[events.RolloutStarted](e); err == nil && p.Kind == kind && !slices.Contains(ids, p.RolloutID) {
+			ids = append(ids, p.RolloutID)
+		}
+	}
+	return ids
+}
+
+// restartedNoSecond restarts flotilla (a catch-up found again at start-up
+// must not start twice), waits for n checks of the clusters, and counts
+// the rollouts of kind, in the sink and in the API.
+func (s *scenario) restartedNoSecond(ctx context.Context, n, want int, kind string) error {
+	s.w.flotilla.stop()
+	if err := s.w.flotilla.start(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		checks, err := s.reconcileMetric(ctx, "flotilla_reconcile_checks_total{")
+		if err != nil {
+			return err
+		}
+		if checks >= float64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after a minute flotilla checked the clusters %v times, want %d", checks, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if ids := s.kindRollouts(kind); len(ids) != want {
+		return fmt.Errorf("%d rollouts of kind %s started (%v), want %d", len(ids), kind, ids, want)
+	}
+	var ros []struct{ ID, Kind string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts", &ros); err != nil {
+		return err
+	}
+	count := 0
+	for _, r := range ros {
+		if r.Kind == kind {
+			count++
+		}
+	}
+	if count != want {
+		return fmt.Errorf("the API lists %d rollouts of kind %s, want %d", count, kind, want)
+	}
+	return nil
+}
+
+// reconcileMetric sums the series of flotilla's metrics whose line starts
+// with prefix, over the replicas in scale-out mode (each checks the
+// applications of the partitions it holds).
+func (s *scenario) reconcileMetric(ctx context.Context, prefix string) (float64, error) {
+	procs := s.w.flotilla.replicas
+	if len(procs) == 0 {
+		procs = []*flotillaProcess{s.w.flotilla}
+	}
+	sum := 0.0
+	for _, p := range procs {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url()+"/metrics", nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			series, value, ok := strings.Cut(sc.Text(), " ")
+			if !ok || !strings.HasPrefix(series, prefix) {
+				continue
+			}
+			var v float64
+			if _, err := fmt.Sscan(value, &v); err == nil {
+				sum += v
+			}
+		}
+		_ = resp.Body.Close()
+		if err := sc.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return sum, nil
+}
+
+// primarySetByHand changes the image of the workload's primary, which
+// Flagger manages, as someone with kubectl would.
+func (s *scenario) primarySetByHand(ctx context.Context, name, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := c.Kube.AppsV1().Deployments(s.w.namespace).Get(ctx, name+"-primary", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = s.oldImage()
+		_, err = c.Kube.AppsV1().Deployments(s.w.namespace).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (s *scenario) driftJournaled(ctx context.Context, cluster string) error {
+	_, err := s.w.sink.waitFor(ctx, "the drift of "+cluster, func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeDriftDetected {
+			return false
+		}
+		p, err := events.Decode[events.DriftDetected](e)
+		return err == nil && p.Cluster == cluster && p.Image == s.oldImage() && p.Application == s.w.app && p.Digest == s.w.digests["1.0.0"]
+	})
+	return err
+}
+
+func (s *scenario) driftMetric(ctx context.Context, n int, app string) error {
+	got, err := s.reconcileMetric(ctx, `flotilla_drift_clusters{application="`+app+`"}`)
+	if err != nil {
+		return err
+	}
+	if got != float64(n) {
+		return fmt.Errorf("flotilla_drift_clusters of %s is %v, want %d", app, got, n)
+	}
+	detected, err := s.reconcileMetric(ctx, `flotilla_drift_detected_total{application="`+app+`"}`)
+	if err != nil {
+		return err
+	}
+	if detected < float64(n) {
+		return fmt.Errorf("flotilla_drift_detected_total of %s is %v, want at least %d", app, detected, n)
+	}
+	return nil
+}
+
+func (s *scenario) apiNamesDrift(ctx context.Context, app, cluster string) error {
+	var v struct {
+		Drift *struct {
+			Digest   string
+			Clusters []struct{ Cluster, State, Image string }
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := s.getJSON(ctx, "/api/v1/applications/"+app, &v); err != nil {
+			return err
+		}
+		if d := v.Drift; d != nil && d.Digest == s.w.digests["1.0.0"] {
+			for _, c := range d.Clusters {
+				if c.Cluster == cluster && c.State == "drifted" && c.Image == s.oldImage() {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after 30 s GET /api/v1/applications/%s says drift %+v, want %s drifted to %s", app, v.Drift, cluster, s.oldImage())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (s *scenario) noKindRolloutWithin(ctx context.Context, seconds int, kind string) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(seconds) * time.Second):
+	}
+	if ids := s.kindRollouts(kind); len(ids) != 0 {
+		return fmt.Errorf("rollouts of kind %s started: %v", kind, ids)
+	}
+	return nil
+}
+
+func (s *scenario) primaryStillOld(ctx context.Context, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	got, err := s.imageOf(ctx, c, s.w.workload+"-primary")
+	if err != nil {
+		return err
+	}
+	if got != s.oldImage() {
+		return fmt.Errorf("primary in %s runs %s, want %s (set by hand, reported only)", cluster, got, s.oldImage())
+	}
+	return nil
+}
+
