@@ -134,6 +134,9 @@ func New(cfg *config.Config, read Reader, ros Rollouts, j Journal, o Options) (*
 	return r, nil
 }
 
+// Config is the configuration the Reconciler checks.
+func (r *Reconciler) Config() *config.Config { return r.cfg }
+
 // Run checks every application each fleet.reconcile.interval, the first
 // time at once (a cluster new in the config is caught up at start-up),
 // and the applications a watch cache saw a primary of change (Changed),
