@@ -239,7 +239,9 @@ func (s *scenario) apiSaysKind(ctx context.Context, kind, clusters string) error
 	id := s.w.reconcileState().rolloutID
 	var ro struct {
 		Kind, Phase string
-		Waves       []struct{ Clusters []struct{ Name, Phase string } }
+		Waves       []struct {
+			Clusters []struct{ Name, Phase string }
+		}
 	}
 	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
 		return err
@@ -458,4 +460,3 @@ func (s *scenario) primaryStillOld(ctx context.Context, cluster string) error {
 	}
 	return nil
 }
-

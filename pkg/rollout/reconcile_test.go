@@ -104,7 +104,7 @@ func TestReconcile(t *testing.T) {
 			want: rollout.Reconciliation{Drifted: []string{"c3"}, Clusters: append(ok("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckDrifted,
 				Image: old, Reason: "the primary runs " + old + ", not the validated 1.0.0 (" + digest + ")"})}},
 		{name: "an unreadable cluster is neither", app: revert, st: st,
-			obs: with(rollout.Observed{Cluster: "c1", Err: "connection refused"}),
+			obs:  with(rollout.Observed{Cluster: "c1", Err: "connection refused"}),
 			want: rollout.Reconciliation{Clusters: append([]rollout.ClusterCheck{{Cluster: "c1", State: rollout.CheckUnreadable, Reason: "connection refused"}}, ok("c2", "c3")...)}},
 		{name: "a cluster outside the waves is not judged", app: report, st: st,
 			obs:  append(all, rollout.Observed{Cluster: "c9", Workload: true}),
