@@ -172,5 +172,6 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerScaleOutSteps(sc)
 	s.registerRegistrySteps(sc)
 	s.registerPollSteps(sc)
+	s.registerApplicationSteps(sc)
 	s.registerCatchUpSteps(sc)
 }

@@ -11,9 +11,13 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
   # Catches a flotilla that acts on webhooks only (the push is never rolled
   # out), and one whose poll bypasses verify and plan (no rollout, or one
   # not marked source poll). In scale-out mode too: the replica holding the
-  # partition of the image's pushes polls it.
+  # partition of the image's pushes polls it. The alarm catches a poll that
+  # quietly makes up for a broken webhook (no event, no gauge, nothing in
+  # `flotilla get applications` or the API), one raised but never cleared
+  # by the webhook's return, and, in scale-out mode, a gauge each replica
+  # reports (a sum over them of 3).
   @both-modes
-  Scenario: A push whose webhook is dropped rolls out within one poll interval, marked source: poll
+  Scenario: A push whose webhook is dropped rolls out within one poll interval, marked source: poll, and the silent-receiver alarm fires
     Given flotilla polls the applications' registries every "2s"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
     And the workload "podinfo" runs in every cluster of the waves
@@ -25,6 +29,10 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
     And `flotilla describe rollout` of "1.1.0" says it came from a "poll"
     And the API says the rollout of "1.1.0" came from a "poll"
     And flotilla counted the version found by polling
+    And the silent-receiver alarm fires for "podinfo": "1.1.0" found by a poll, the last webhook having brought "1.0.0"
+    When version "1.2.0" is pushed
+    Then the rollout of "1.2.0" succeeds
+    And the silent-receiver alarm of "podinfo" is cleared, the last webhook having brought "1.2.0"
 
   # Catches a poll that feeds a version the webhook brought again (a second
   # rollout, or a superseded one).
