@@ -376,6 +376,29 @@ receivers:
 				{"applications[0].poll.interval", "500ms: want 0s (off) or at least 1s"},
 			},
 		}, {
+			name: "reconcile interval and drift policy",
+			doc: sections{
+				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}], reconcile: {interval: 100ms}}\n",
+				applications: withApp("    driftPolicy: heal\n"),
+			},
+			want: []Problem{
+				{"fleet.reconcile.interval", "100ms: want 0s (off) or at least 1s"},
+				{"applications[0].driftPolicy", `unknown driftPolicy "heal"; want one of report, revert`},
+			},
+		}, {
+			name: "a git application's drift is not reverted",
+			doc:  sections{applications: withApp("    driftPolicy: revert\n    source: {git: {url: https://git.example.com/d.git, paths: [a]}}\n")},
+			want: []Problem{
+				{"applications[0].image", "set either image or source.git: an application follows an image repository or a git repository"},
+				{"applications[0].driftPolicy", "revert: a git application's clusters each run the last commit that changed them, not one digest; drift is checked for image applications only"},
+			},
+		}, {
+			name: "reconcile off, drift reverted",
+			doc: sections{
+				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}], reconcile: {interval: 0s}}\n",
+				applications: withApp("    driftPolicy: revert\n"),
+			},
+		}, {
 			name: "poll off and on",
 			doc: sections{
 				fleet:        "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}], poll: {interval: 0s}}\n",
