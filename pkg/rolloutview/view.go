@@ -38,12 +38,12 @@ func Table(w io.Writer, r rollout.Rollout, o Options) {
 			marker = "*"
 		}
 		for _, c := range wave.Clusters {
-			row := []string{fmt.Sprintf("%s%d %s", marker, i+1, wave.Name), c.Name, string(c.Phase), Dash(c.CanaryPhase), Bar(c.CanaryWeight)}
+			row := []string{fmt.Sprintf("%s%d %s", marker, i+1, wave.Name), c.Name, State(c), Dash(c.CanaryPhase), Bar(c.CanaryWeight)}
 			for _, col := range o.Columns {
 				row = append(row, Dash(col.Cell(c)))
 			}
 			rows = append(rows, row)
-			phases = append(phases, string(c.Phase), c.CanaryPhase)
+			phases = append(phases, State(c), c.CanaryPhase)
 		}
 	}
 	widths := make([]int, len(headers))
@@ -71,6 +71,17 @@ func Table(w io.Writer, r rollout.Rollout, o Options) {
 	}
 }
 
+// State is a cluster's state as the table shows it: its phase, or
+// "Failed, reverted" for a cluster whose own result failed its wave and
+// that is reverted since, so it stands apart from the clusters reverted
+// because of it.
+func State(c rollout.Cluster) string {
+	if c.Failure != "" && c.Phase != rollout.ClusterFailed && c.Phase != rollout.ClusterSucceeded {
+		return "Failed, " + strings.ToLower(string(c.Phase))
+	}
+	return string(c.Phase)
+}
+
 // Line is r in one line: its phase, then each cluster's state, Flagger
 // phase and weight, wave by wave.
 func Line(r rollout.Rollout) string {
@@ -95,11 +106,11 @@ func Bar(weight int) string {
 // phase.
 func PhaseColor(p string) string {
 	switch p {
-	case "Succeeded", "Reverted", "RolledBack", "Initialized":
+	case "Succeeded", "Initialized":
 		return "32" // green
-	case "Failed", "RevertFailed", "RollbackFailed":
+	case "Failed", "RevertFailed", "RollbackFailed", "Failed, reverting", "Failed, reverted", "Failed, revertfailed":
 		return "31" // red
-	case "Reverting", "Promoting", "Finalising", "WaitingPromotion", "Applying", "Waiting":
+	case "Reverted", "RolledBack", "Reverting", "Promoting", "Finalising", "WaitingPromotion", "Applying", "Waiting":
 		return "33" // yellow
 	case "Progressing":
 		return "36" // cyan

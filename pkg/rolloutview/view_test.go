@@ -53,6 +53,24 @@ WAVE       CLUSTER  STATE        FLAGGER      WEIGHT
 	}
 }
 
+// A cluster that failed its wave stays apart from those reverted because
+// of it: its state says so, in red; theirs is Reverted, in yellow.
+func TestFailedStandsApartFromReverted(t *testing.T) {
+	r := rollout.Rollout{ID: "r2", Phase: rollout.RolledBack, Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{
+		{Name: "c1", Phase: rollout.ClusterReverted},
+		{Name: "c4", Phase: rollout.ClusterReverted, Failure: "Flagger's analysis failed"},
+	}}}}
+	var b strings.Builder
+	rolloutview.Table(&b, r, rolloutview.Options{Color: true})
+	want := `WAVE    CLUSTER  STATE             FLAGGER  WEIGHT
+ 1 all  c1       ` + "\x1b[33mReverted        \x1b[0m" + `  -        [..........]   0%
+ 1 all  c4       ` + "\x1b[31mFailed, reverted\x1b[0m" + `  -        [..........]   0%
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestLine(t *testing.T) {
 	want := "Progressing | wave 1: c1=Succeeded/Succeeded/0% | wave 2: c2=Progressing/Progressing/30% c10=Pending/-/0%"
 	if diff := cmp.Diff(want, rolloutview.Line(ro)); diff != "" {
