@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/verify"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 )
 
 // WithApplications, verify keeps every push of an application in its
@@ -142,5 +145,83 @@ func TestVerifyRecordsWhatItSaw(t *testing.T) {
 	}
 	if st, err := repo.App(context.Background(), "other"); err != nil || st.LastSeen != nil {
 		t.Errorf("an application of another image: %+v, %v", st, err)
+	}
+}
+
+// A git push is seen by the applications following the repository, as
+// branch@abbrev (or the tag), its commit the digest; a push they skip, or
+// one rejected, says why; a poll's push of a head no webhook brought
+// reports the webhook silent.
+func TestVerifyRecordsGitPushes(t *testing.T) {
+	url := gittest.NewRepo(t, map[string]string{"README.md": "deployments\n", "clusters/c1/web/app.yaml": "a: 1\n"})
+	seed := gittest.Head(t, url).Hash.String()
+	web := gittest.Commit(t, url, "main", "web in c1", map[string]string{"clusters/c1/web/app.yaml": "a: 2\n"})
+	readme := gittest.Commit(t, url, "main", "readme", map[string]string{"README.md": "more\n"})
+	cfg := &config.Config{
+		Fleet: config.Fleet{Clusters: []config.Cluster{{Name: "c1"}}},
+		Applications: []config.Application{
+			{Name: "web", Source: &config.Source{Git: &config.GitSource{URL: url, Branch: "main", Paths: []string{"clusters/{cluster}/web"}}}},
+			{Name: "image-app", Image: "registry.example.com/app"},
+		},
+	}
+	repo := functiontest.NewRepo(t)
+	f := verify.New(nil, func(string) bool { return false }).WithGit(mirrorRepos{m: gitops.NewMirror(t.TempDir())}, cfg).WithApplications(repo, cfg)
+	handle := func(e cloudevents.Event) []string {
+		t.Helper()
+		evs, err := f.Handle(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, e := range evs {
+			types = append(types, e.Type())
+		}
+		return types
+	}
+	app := func() rollout.AppState {
+		t.Helper()
+		st, err := repo.App(context.Background(), "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	hook := gitPush(t, url, "refs/heads/main", seed, web)
+	handle(hook)
+	st := app()
+	want := &rollout.Seen{Tag: "main@" + web[:12], Digest: web, Source: rollout.SourceWebhook, At: hook.Time().UTC(), EventID: hook.ID()}
+	if diff := cmp.Diff(want, st.LastSeen); diff != "" || st.WebhookSilent != nil || st.LastSkipped != nil {
+		t.Errorf("a webhook's push: LastSeen (-want +got)\n%s; silent %+v, skipped %+v", diff, st.WebhookSilent, st.LastSkipped)
+	}
+
+	polled := gitPush(t, url, "refs/heads/main", web, readme)
+	p, _ := events.Decode[events.GitPushed](polled)
+	p.Source = events.SourcePoll
+	if err := polled.SetData(cloudevents.ApplicationJSON, p); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{events.TypeRolloutSkipped, events.TypeApplicationWebhookMissed}, handle(polled)); diff != "" {
+		t.Errorf("a poll's push of a head no webhook brought (-want +got)\n%s", diff)
+	}
+	st = app()
+	if s := st.WebhookSilent; s == nil || s.Tag != "main@"+readme[:12] || s.Digest != readme || s.LastWebhook == nil || s.LastWebhook.Digest != web {
+		t.Errorf("WebhookSilent = %+v, want main@%s missed after the webhook of %s", s, readme[:12], web)
+	}
+	if k := st.LastSkipped; k == nil || k.Outcome != rollout.OutcomeSkipped || k.Source != rollout.SourcePoll ||
+		k.Reason != "the push changes nothing the application tracks (it changed README.md)" {
+		t.Errorf("LastSkipped = %+v, want the poll's push skipped for changing nothing tracked", k)
+	}
+
+	other := gitPush(t, url, "refs/heads/main", readme, strings.Repeat("f", 40))
+	if diff := cmp.Diff([]string{events.TypeGitRejected}, handle(other)); diff != "" {
+		t.Errorf("a commit main does not have (-want +got)\n%s", diff)
+	}
+	st = app()
+	if k := st.LastSkipped; k == nil || k.Outcome != rollout.OutcomeRejected || !strings.Contains(k.Reason, "has no commit "+strings.Repeat("f", 40)) {
+		t.Errorf("LastSkipped = %+v, want rejected: no such commit", k)
+	}
+	if st.WebhookSilent != nil {
+		t.Errorf("a webhook's push left the webhook silent: %+v", st.WebhookSilent)
 	}
 }
