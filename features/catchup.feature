@@ -9,7 +9,6 @@ Feature: Catch-up and drift: the clusters held against the validated digest
 
   Background:
     Given a registry
-    And flotilla checks the clusters against the validated digest every "2s"
 
   # Catches a flotilla that leaves a cluster added to a wave empty until the
   # next push, one that rolls the new cluster out without the wave's
@@ -17,7 +16,8 @@ Feature: Catch-up and drift: the clusters held against the validated digest
   # one that touches the clusters that run the digest already.
   @both-modes
   Scenario: A cluster added to the last wave gets the validated digest without a push
-    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster
     And the workload "podinfo" runs its old version in cluster "c4"
@@ -30,14 +30,17 @@ Feature: Catch-up and drift: the clusters held against the validated digest
     And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started
 
   # Catches a flotilla that never looks at the primaries (nothing reported), one
-  # that reports drift only in its log (no event, no metric, nothing in the
-  # API), and one that reverts what the policy says to report.
+  # that looks only at its interval (a minute here: the watch caches' events
+  # must find it within seconds), one that reports drift only in its log (no
+  # event, no metric, nothing in the API), and one that reverts what the
+  # policy says to report.
   Scenario: A primary's image changed by hand is reported as drift
-    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    Given flotilla checks the clusters against the validated digest every "1m"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster
     When the primary of "podinfo" in cluster "c2" is set by hand to its old version
-    Then flotilla journals the drift of cluster "c2" to its old version
+    Then flotilla journals the drift of cluster "c2" to its old version within 10 seconds
     And flotilla's metric says 1 cluster of "podinfo" drifted
     And the API's application "podinfo" names cluster "c2" drifted, running its old version
     And in 6 seconds no rollout of kind "drift-revert" was started
@@ -48,7 +51,8 @@ Feature: Catch-up and drift: the clusters held against the validated digest
   # one that rolls out to every cluster rather than the drifted one.
   @both-modes
   Scenario: A primary's image changed by hand is restored with driftPolicy: revert
-    Given the application's drift policy is "revert"
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And the application's drift policy is "revert"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster

@@ -30,6 +30,8 @@ type reconcileWorld struct {
 	interval, driftPolicy string
 	// rolloutID is the catch-up's or revert's rollout a step found.
 	rolloutID string
+	// changed is when a step changed a primary by hand.
+	changed time.Time
 }
 
 func (w *world) reconcileConfig() map[string]any {
@@ -59,6 +61,7 @@ func (s *scenario) registerCatchUpSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^after flotilla is restarted again and checks (\d+) more times, exactly (\d+) rollouts? of kind "([^"]*)" (?:was|were) started$`, s.restartedNoSecond)
 	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" is set by hand to its old version$`, s.primarySetByHand)
 	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to its old version$`, s.driftJournaled)
+	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to its old version within (\d+) seconds$`, s.driftJournaledWithin)
 	sc.Step(`^flotilla's metric says (\d+) clusters? of "([^"]*)" drifted$`, s.driftMetric)
 	sc.Step(`^the API's application "([^"]*)" names cluster "([^"]*)" drifted, running its old version$`, s.apiNamesDrift)
 	sc.Step(`^in (\d+) seconds no rollout of kind "([^"]*)" was started$`, s.noKindRolloutWithin)
@@ -364,7 +367,7 @@ func (s *scenario) primarySetByHand(ctx context.Context, name, cluster string) e
 	if err != nil {
 		return err
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d, err := c.Kube.AppsV1().Deployments(s.w.namespace).Get(ctx, name+"-primary", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -373,17 +376,34 @@ func (s *scenario) primarySetByHand(ctx context.Context, name, cluster string) e
 		_, err = c.Kube.AppsV1().Deployments(s.w.namespace).Update(ctx, d, metav1.UpdateOptions{})
 		return err
 	})
+	s.w.reconcileState().changed = time.Now()
+	return err
 }
 
 func (s *scenario) driftJournaled(ctx context.Context, cluster string) error {
-	_, err := s.w.sink.waitFor(ctx, "the drift of "+cluster, func(e cloudevents.Event) bool {
+	e, err := s.w.sink.waitFor(ctx, "the drift of "+cluster, func(e cloudevents.Event) bool {
 		if e.Type() != events.TypeDriftDetected {
 			return false
 		}
 		p, err := events.Decode[events.DriftDetected](e)
 		return err == nil && p.Cluster == cluster && p.Image == s.oldImage() && p.Application == s.w.app && p.Digest == s.w.digests["1.0.0"]
 	})
+	if err == nil {
+		// What the watch buys over the interval: the event's time is when
+		// flotilla found the drift.
+		fmt.Printf("drift journaled %v after the primary was changed (interval %s)\n",
+			e.Time().Sub(s.w.reconcileState().changed).Round(time.Millisecond), s.w.reconcile.interval)
+	}
 	return err
+}
+
+func (s *scenario) driftJournaledWithin(ctx context.Context, cluster string, seconds int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Until(s.w.reconcileState().changed.Add(time.Duration(seconds)*time.Second)))
+	defer cancel()
+	if err := s.driftJournaled(ctx, cluster); err != nil {
+		return fmt.Errorf("no drift journaled within %d s of the change (the interval is %s: the watch must find it): %w", seconds, s.w.reconcile.interval, err)
+	}
+	return nil
 }
 
 func (s *scenario) driftMetric(ctx context.Context, n int, app string) error {
