@@ -252,3 +252,43 @@ func value(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no single series of %s", name)
 	return 0
 }
+
+// BenchmarkCheck is one check of an application of four clusters that all
+// run the validated digest (the common case), reading the clusters from a
+// cache-like reader and the embedded state: what each application costs
+// per fleet.reconcile.interval.
+func BenchmarkCheck(b *testing.B) {
+	s, err := store.Open(filepath.Join(b.TempDir(), "db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	cfg := &config.Config{
+		Fleet: config.Fleet{
+			Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}, {Name: "c4"}},
+			Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3", "c4"}}},
+		},
+		Applications: []config.Application{{Name: "app", Image: image, Namespace: "ns", Workload: config.Workload{Name: "app"}}},
+	}
+	cs := &clusters{runs: map[string]rollout.Observed{}}
+	for _, c := range []string{"c1", "c2", "c3", "c4"} {
+		cs.runs[c] = rollout.Observed{Cluster: c, Workload: true, Canary: true, Primary: ref}
+	}
+	if err := repo.UpdateApp(b.Context(), "app", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest = "1.0.0", digest
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	r, err := reconcile.New(cfg, cs, repo, journal{s}, reconcile.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Check(b.Context(), "app"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
