@@ -43,6 +43,7 @@ func (s *Set) Observe(ctx context.Context, clusterName, namespace string, w conf
 		if o.Primary, err = nc.image(namespace, w.Kind, w.Name+"-primary", w.Container); err != nil {
 			return o, err
 		}
+		o.Generation = nc.generation(namespace, w.Kind, w.Name+"-primary")
 		return o, nil
 	}
 	c, err := s.clientsFor(clusterName)
@@ -65,7 +66,38 @@ func (s *Set) Observe(ctx context.Context, clusterName, namespace string, w conf
 	if o.Primary, err = image(ctx, c, namespace, w.Kind, w.Name+"-primary", w.Container); err != nil {
 		return o, err
 	}
+	o.Generation = liveGeneration(ctx, c, namespace, w.Kind, w.Name+"-primary")
 	return o, nil
+}
+
+// generation is a cached workload's metadata.generation, 0 when it is
+// not there.
+func (c *nsCache) generation(namespace, kind, name string) int64 {
+	if kindOf(kind) == config.KindDaemonSet {
+		if d, err := c.daemonsets.DaemonSets(namespace).Get(name); err == nil {
+			return d.Generation
+		}
+		return 0
+	}
+	if d, err := c.deployments.Deployments(namespace).Get(name); err == nil {
+		return d.Generation
+	}
+	return 0
+}
+
+// liveGeneration is a workload's metadata.generation read live, 0 when it
+// cannot be read.
+func liveGeneration(ctx context.Context, c *clients, namespace, kind, name string) int64 {
+	if kindOf(kind) == config.KindDaemonSet {
+		if d, err := c.kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			return d.Generation
+		}
+		return 0
+	}
+	if d, err := c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		return d.Generation
+	}
+	return 0
 }
 
 // OnPrimaryChange has the watch caches call fn(cluster, namespace,

@@ -255,13 +255,14 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 		return rec, nil
 	}
 	r.drift.WithLabelValues(app.Name).Set(float64(len(rec.Drifted)))
-	found := map[string]string{}
+	found, primaries := map[string]string{}, map[string]string{}
 	for _, c := range rec.Clusters {
 		found[c.Cluster] = c.Image
+		primaries[c.Cluster] = fmt.Sprintf("%s#%d", c.Image, c.Generation)
 	}
 	var evs []cloudevents.Event
 	for _, c := range rec.Drifted {
-		e, err := DriftEvent(app, st, c, found[c])
+		e, err := DriftEvent(app, st, c, found[c], primaries[c])
 		if err != nil {
 			return rec, err
 		}
@@ -282,7 +283,7 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 		if len(clusters) == 0 {
 			continue
 		}
-		e, err := Request(app, st, kind, clusters, found)
+		e, err := Request(app, st, kind, clusters, primaries)
 		if err != nil {
 			return rec, err
 		}
@@ -336,13 +337,14 @@ func (r *Reconciler) observe(ctx context.Context, app config.Application) []roll
 }
 
 // Request is the request of a rollout of kind of app's validated digest
-// to clusters: its id derives from what it asks (rollout.ReconcileID),
-// its subject is the image pinned, so dispatch keys it with the image's
-// pushes.
-func Request(app config.Application, st rollout.AppState, kind string, clusters []string, found map[string]string) (cloudevents.Event, error) {
+// to clusters: its id derives from what it asks (rollout.ReconcileID;
+// a revert's from the primaries found too, by cluster: image and
+// generation), its subject is the image pinned, so dispatch keys it with
+// the image's pushes.
+func Request(app config.Application, st rollout.AppState, kind string, clusters []string, primaries map[string]string) (cloudevents.Event, error) {
 	imgs := map[string]string{}
 	if kind == rollout.KindDriftRevert {
-		imgs = found
+		imgs = primaries
 	}
 	reason := fmt.Sprintf("%s of %s to %v", kind, st.DeployedTag, clusters)
 	e, err := events.New(rollout.ReconcileID(app.Name, kind, st.DeployedDigest, clusters, imgs), "/flotilla/reconcile", events.TypeReconcileRequested,
@@ -356,10 +358,11 @@ func Request(app config.Application, st rollout.AppState, kind string, clusters 
 }
 
 // DriftEvent is the drift.detected of cluster's primary running image, its
-// id derived from the application, cluster, image and validated digest:
-// journaled once per drift.
-func DriftEvent(app config.Application, st rollout.AppState, cluster, image string) (cloudevents.Event, error) {
-	h := sha256.Sum256([]byte(app.Name + "\x00" + cluster + "\x00" + image + "\x00" + st.DeployedDigest))
+// id derived from the application, cluster, primary (image and
+// generation) and validated digest: journaled once per drift, and again
+// when the primary is changed again.
+func DriftEvent(app config.Application, st rollout.AppState, cluster, image, primary string) (cloudevents.Event, error) {
+	h := sha256.Sum256([]byte(app.Name + "\x00" + cluster + "\x00" + primary + "\x00" + st.DeployedDigest))
 	return events.New("drift/"+hex.EncodeToString(h[:16]), "/flotilla/reconcile", events.TypeDriftDetected, events.DriftDetected{
 		Application: app.Name, Cluster: cluster, Image: image, Digest: st.DeployedDigest, Tag: st.DeployedTag, Policy: cmp.Or(app.DriftPolicy, config.DriftPolicyReport),
 	})

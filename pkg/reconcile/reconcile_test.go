@@ -184,6 +184,22 @@ func TestCheckRevertsAndWaits(t *testing.T) {
 	if diff := cmp.Diff(want, j.types(t)); diff != "" {
 		t.Errorf("journal (-want +got):\n%s", diff)
 	}
+	// Found again as it was: nothing new. Changed by hand again to the
+	// same image after its revert (a new generation of the primary): a
+	// new drift and a new revert.
+	if _, err := r.Check(t.Context(), "app"); err != nil {
+		t.Fatal(err)
+	}
+	cs.mu.Lock()
+	cs.runs["c1"] = rollout.Observed{Cluster: "c1", Workload: true, Canary: true, Primary: old, Generation: 7}
+	cs.mu.Unlock()
+	if _, err := r.Check(t.Context(), "app"); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, want...)
+	if diff := cmp.Diff(want, j.types(t)); diff != "" {
+		t.Errorf("journal after a second change by hand (-want +got):\n%s", diff)
+	}
 }
 
 func TestCheckSkipsWhatAnotherReplicaHolds(t *testing.T) {

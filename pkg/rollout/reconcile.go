@@ -46,6 +46,10 @@ type Observed struct {
 	Workload bool
 	Canary   bool
 	Primary  string
+	// Generation is the primary's metadata.generation: every change of
+	// its spec (a hand's too) makes a new one, so a drift found again
+	// after a revert is a new drift.
+	Generation int64
 }
 
 // What a check found of a cluster (ClusterCheck.State).
@@ -61,9 +65,11 @@ const (
 type ClusterCheck struct {
 	Cluster string `json:"cluster"`
 	State   string `json:"state"`
-	// Image is what the cluster's primary runs ("" none).
-	Image  string `json:"image,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	// Image is what the cluster's primary runs ("" none); Generation the
+	// primary's generation it was read at.
+	Image      string `json:"image,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // Reconciliation is what a check of an application's clusters decided.
@@ -122,7 +128,7 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 		if !targets[o.Cluster] {
 			continue
 		}
-		chk := ClusterCheck{Cluster: o.Cluster, Image: o.Primary}
+		chk := ClusterCheck{Cluster: o.Cluster, Image: o.Primary, Generation: o.Generation}
 		switch {
 		case o.Err != "":
 			chk.State, chk.Reason = CheckUnreadable, o.Err
@@ -161,8 +167,9 @@ func RunsDigest(image, digest string) bool {
 
 // ReconcileID is the id of the request of a rollout of kind to clusters
 // of app at digest: the same clusters, digest and kind (and, for a
-// revert, the same images found) make the same id, so the journal and
-// plan start one such rollout, however often it is found (restarts too).
+// revert, the same primaries found: image and generation) make the same
+// id, so the journal and plan start one such rollout, however often it is
+// found (restarts too); a primary changed by hand again is a new one.
 func ReconcileID(app, kind, digest string, clusters []string, found map[string]string) string {
 	var b strings.Builder
 	for _, k := range []string{app, kind, digest} {
