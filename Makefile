@@ -110,7 +110,7 @@ BENCH_LARGE_RUNS ?= 5
 BENCH_SCALEOUT ?= 3
 
 .PHONY: bench
-bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, reaction latencies on a real local fleet and the image's size and build time; rewrites BENCHMARKS.md
+bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, reaction latencies on a real local fleet, the image's size and build time and the poll behind the webhooks at 500 applications; rewrites BENCHMARKS.md
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
 	$(GO) test -run '^$$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 -benchmem ./functions/launch | tee $(CACHE)/bench/launch.txt
@@ -120,6 +120,7 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -watchers $(BENCH_WATCHERS) -rollbacks $(BENCH_ROLLBACKS) -large $(BENCH_LARGE) -large-runs $(BENCH_LARGE_RUNS) -scale-out $(BENCH_SCALEOUT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -verify-results $(CACHE)/bench/verify.txt -intake-results $(CACHE)/bench/intake.md -journal-results $(CACHE)/bench/journal.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
 	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
+	$(GO) run ./deploy/tools/pollbench -apps 500 -update BENCHMARKS.md
 
 # The pod's memory during rollouts of 50 clusters (wave 1: 1, wave 2: 49) from flotilla's image,
 # installed by its chart on a real node: needs root, as the real node does.

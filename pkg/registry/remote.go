@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -23,7 +24,22 @@ type Remote struct {
 	keychain  authn.Keychain
 	transport http.RoundTripper
 	timeout   time.Duration
+
+	// puller keeps, per repository, the transport a registry's ping and
+	// token exchange set up, so that a poll or a push's verification asks
+	// the registry once instead of pinging it first every time. It is made
+	// again after ReuseFor (credentials are read again) and at once after a
+	// registry refused its credentials.
+	mu       sync.Mutex
+	puller   *remote.Puller
+	pullerAt time.Time
 }
+
+// ReuseFor is how long a Remote reuses the transports it set up with a
+// registry (and the credentials they were set up with), unless the
+// registry refuses them first. A registry's short-lived tokens are
+// refreshed within it as they expire.
+const ReuseFor = time.Hour
 
 var _ Resolver = (*Remote)(nil)
 
@@ -50,16 +66,51 @@ var noRetry = remote.Backoff{Steps: 1}
 // appends its own).
 const userAgent = "flotilla"
 
-// options are every request's: ctx, the keychain, the transport, one try
-// and flotilla's user agent.
-func (r *Remote) options(ctx context.Context) []remote.Option {
+// base are the options every request and the puller share: the keychain,
+// the transport, one try and flotilla's user agent.
+func (r *Remote) base() []remote.Option {
 	return []remote.Option{
-		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(r.keychain),
 		remote.WithTransport(r.transport),
 		remote.WithRetryBackoff(noRetry),
 		remote.WithUserAgent(userAgent),
 	}
+}
+
+// options are every request's: ctx, the base options and the puller that
+// reuses what earlier requests set up.
+func (r *Remote) options(ctx context.Context) []remote.Option {
+	opts := append(r.base(), remote.WithContext(ctx))
+	if p := r.reuse(); p != nil {
+		opts = append(opts, remote.Reuse(p))
+	}
+	return opts
+}
+
+// reuse returns the puller, made again once it is ReuseFor old.
+func (r *Remote) reuse() *remote.Puller {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.puller == nil || time.Since(r.pullerAt) > ReuseFor {
+		p, err := remote.NewPuller(r.base()...)
+		if err != nil {
+			return nil // each request sets itself up
+		}
+		r.puller, r.pullerAt = p, time.Now()
+	}
+	return r.puller
+}
+
+// refused drops the puller when a registry refused its credentials: the
+// next request reads them again (rotated, or fixed in the keychain).
+func (r *Remote) refused(err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden) {
+		r.mu.Lock()
+		r.puller = nil
+		r.mu.Unlock()
+	}
+	return err
 }
 
 // Resolve asks the registry for the digest image:tag points at now, with a
@@ -86,7 +137,7 @@ func (r *Remote) Resolve(ctx context.Context, image, tag string) (string, error)
 	}
 	got, err := remote.Get(ref, opts...)
 	if err != nil {
-		return "", fmt.Errorf("resolving %s:%s: %w", image, tag, classify(err))
+		return "", fmt.Errorf("resolving %s:%s: %w", image, tag, classify(r.refused(err)))
 	}
 	return got.Digest.String(), nil
 }
@@ -139,7 +190,7 @@ func (r *Remote) Created(ctx context.Context, image, digest string) (time.Time, 
 	opts := r.options(ctx)
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("reading %s@%s: %w", image, digest, classify(err))
+		return time.Time{}, fmt.Errorf("reading %s@%s: %w", image, digest, classify(r.refused(err)))
 	}
 	var img v1.Image
 	if desc.MediaType.IsIndex() {
@@ -198,7 +249,7 @@ func (r *Remote) Tags(ctx context.Context, image string) ([]string, error) {
 	}
 	tags, err := remote.List(repo, r.options(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("listing the tags of %s: %w", image, classify(err))
+		return nil, fmt.Errorf("listing the tags of %s: %w", image, classify(r.refused(err)))
 	}
 	return tags, nil
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -427,5 +429,92 @@ func TestRemoteCreated(t *testing.T) {
 	}
 	if _, err := r.Created(t.Context(), host+"/shop/api", "sha256:"+strings.Repeat("0", 64)); !fault.IsPermanent(err) {
 		t.Errorf("Created of a missing digest = %v, want a permanent error", err)
+	}
+}
+
+// A Remote sets a repository's transport up once (the registry's ping,
+// its token exchange) and reuses it: a poll's tag list and a push's
+// verification each make one request, not a ping first every time.
+func TestRemoteReusesWhatItSetUp(t *testing.T) {
+	var pings, others atomic.Int32
+	host := startRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.URL.Path == "/v2/" {
+				pings.Add(1)
+			} else {
+				others.Add(1)
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	want := pushImage(t, host, "team/app", "1.0")
+	pings.Store(0)
+	others.Store(0)
+	r := NewRemote(anonymous)
+	for range 3 {
+		if got, err := r.Resolve(t.Context(), host+"/team/app", "1.0"); err != nil || got != want {
+			t.Fatalf("Resolve = %s, %v; want %s", got, err, want)
+		}
+		if tags, err := r.Tags(t.Context(), host+"/team/app"); err != nil || len(tags) != 1 {
+			t.Fatalf("Tags = %v, %v", tags, err)
+		}
+	}
+	if p, o := pings.Load(), others.Load(); p != 1 || o != 6 {
+		t.Errorf("3 resolves and 3 tag lists made %d pings and %d other requests; want 1 and 6", p, o)
+	}
+}
+
+// rotatingKeychain answers with the credentials of the moment.
+type rotatingKeychain struct {
+	mu   sync.Mutex
+	auth authn.Authenticator
+}
+
+func (k *rotatingKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.auth, nil
+}
+
+func (k *rotatingKeychain) set(a authn.Authenticator) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.auth = a
+}
+
+// Credentials rotated at the registry and then in the keychain: the
+// request the registry refuses drops what was set up, and the next one
+// reads the keychain again instead of reusing the old credentials.
+func TestRemoteReadsRotatedCredentials(t *testing.T) {
+	var mu sync.Mutex
+	pass := "first"
+	host := startRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			mu.Lock()
+			want := pass
+			mu.Unlock()
+			if _, p, ok := req.BasicAuth(); !ok || p != want {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	pushImage(t, host, "team/app", "1.0", remote.WithAuth(&authn.Basic{Username: "u", Password: "first"}))
+	kc := &rotatingKeychain{auth: &authn.Basic{Username: "u", Password: "first"}}
+	r := NewRemote(WithKeychain(kc))
+	if _, err := r.Tags(t.Context(), host+"/team/app"); err != nil {
+		t.Fatalf("Tags with the first password: %v", err)
+	}
+	mu.Lock()
+	pass = "second"
+	mu.Unlock()
+	if _, err := r.Tags(t.Context(), host+"/team/app"); err == nil {
+		t.Fatal("Tags with the old password succeeded")
+	}
+	kc.set(&authn.Basic{Username: "u", Password: "second"})
+	if _, err := r.Tags(t.Context(), host+"/team/app"); err != nil {
+		t.Errorf("Tags once the keychain has the new password: %v", err)
 	}
 }
