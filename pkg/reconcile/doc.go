@@ -12,7 +12,7 @@
 //     kind catch-up limited to those clusters, with the waves' pipeline
 //     and analysis, without a push;
 //   - a cluster the digest was rolled out to whose primary runs something
-//     else drifted: it journals drift.detected (once per cluster, image
+//     else drifted: it journals drift.detected (once per cluster, primary
 //     and digest), counts it (flotilla_drift_clusters), records it in the
 //     application's state (AppState.Drift, read by the API), and with
 //     driftPolicy revert requests a rollout of kind drift-revert to the
@@ -21,7 +21,8 @@
 // Nothing is decided while a rollout of the application is in flight: it
 // reaches every cluster of its waves itself. A request's id derives from
 // the application, kind, digest and clusters (and, for a revert, the
-// images found), so a check repeated, or made again after a restart,
-// starts no second rollout; one that failed is not started again by
-// itself (`flotilla retry` it).
+// primaries found: image and generation), so a check repeated, or made
+// again after a restart, starts no second rollout; one that failed is not
+// started again by itself (`flotilla retry` it); a primary changed by
+// hand again is a new drift.
 package reconcile

@@ -113,7 +113,7 @@ func New(cfg *config.Config, read Reader, ros Rollouts, j Journal, o Options) (*
 		}, []string{"application"}),
 		detected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flotilla_drift_detected_total",
-			Help: "Drifts found: a cluster's primary running another image than the validated digest (each cluster, image and digest once).",
+			Help: "Drifts found: a cluster's primary running another image than the validated digest (each cluster, primary: image and generation, and digest once).",
 		}, []string{"application"}),
 		requested: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flotilla_reconcile_rollouts_total",
