@@ -736,7 +736,7 @@ function appRollouts(a) {
         h("td", {}, h("a", { href: "#/rollouts/" + encodeURIComponent(r.id), class: "mono" }, r.id)),
         h("td", {}, r.tag, r.previousTag ? h("span", { class: "muted" }, " ← " + r.previousTag) : null),
         h("td", {}, badge(r.phase), r.reason ? h("div", { class: "msg" }, r.reason) : null),
-        h("td", {}, r.source || "-"),
+        h("td", { dataset: { kind: r.kind || "" } }, r.kind || r.source || "-"), // a catch-up or a drift's revert: no push brought it
         h("td", {}, new Date(r.created).toLocaleString()),
         h("td", {}, lasted),
         h("td", {}, outcomes(r, failed)));
