@@ -29,6 +29,19 @@ Feature: Catch-up and drift: the clusters held against the validated digest
     And the API says that rollout is of kind "catch-up" and goes to "c4" only
     And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started
 
+  # Catches a flotilla that sees only clusters new in its config: a cluster
+  # whose canary (and with it Flagger's primary) is gone stays empty. The
+  # interval is a minute: the watch caches see the canary go.
+  Scenario: A cluster that comes back empty gets the validated digest without a push
+    Given flotilla checks the clusters against the validated digest every "1m"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When the canary of "podinfo" in cluster "c2" is deleted with its primary
+    Then a rollout of kind "catch-up" of "1.0.0" to "c2" succeeds
+    And the primary in cluster "c2" runs version "1.0.0" by digest
+    And the primary in every cluster runs version "1.0.0" by digest
+
   # Catches a flotilla that never looks at the primaries (nothing reported), one
   # that looks only at its interval (a minute here: the watch caches' events
   # must find it within seconds), one that reports drift only in its log (no

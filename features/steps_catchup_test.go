@@ -60,6 +60,7 @@ func (s *scenario) registerCatchUpSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the API says that rollout is of kind "([^"]*)" and goes to "([^"]*)" only$`, s.apiSaysKind)
 	sc.Step(`^after flotilla is restarted again and checks (\d+) more times, exactly (\d+) rollouts? of kind "([^"]*)" (?:was|were) started$`, s.restartedNoSecond)
 	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" is set by hand to its old version$`, s.primarySetByHand)
+	sc.Step(`^the canary of "([^"]*)" in cluster "([^"]*)" is deleted with its primary$`, s.canaryDeleted)
 	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to its old version$`, s.driftJournaled)
 	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to its old version within (\d+) seconds$`, s.driftJournaledWithin)
 	sc.Step(`^flotilla's metric says (\d+) clusters? of "([^"]*)" drifted$`, s.driftMetric)
@@ -378,6 +379,35 @@ func (s *scenario) primarySetByHand(ctx context.Context, name, cluster string) e
 	})
 	s.w.reconcileState().changed = time.Now()
 	return err
+}
+
+// canaryDeleted deletes the workload's Flagger canary and waits until its
+// primary, which the canary owns, is gone too: the cluster is empty of
+// what flotilla delivered, its workload left as it was.
+func (s *scenario) canaryDeleted(ctx context.Context, name, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := c.Flagger.FlaggerV1beta1().Canaries(s.w.namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		return fmt.Errorf("deleting canary %s in %s: %w", name, cluster, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c.Kube.AppsV1().Deployments(s.w.namespace).Get(ctx, name+"-primary", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the primary %s-primary in %s is still there a minute after its canary was deleted (%v)", name, cluster, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (s *scenario) driftJournaled(ctx context.Context, cluster string) error {

@@ -27,11 +27,13 @@ import (
 func (s *Set) Observe(ctx context.Context, clusterName, namespace string, w config.Workload) (rollout.Observed, error) {
 	o := rollout.Observed{Cluster: clusterName}
 	if nc, err := s.namespaceCache(clusterName, namespace); err == nil && nc.ready() {
-		_, err := nc.canaries.Canaries(namespace).Get(w.Name)
+		cn, err := nc.canaries.Canaries(namespace).Get(w.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return o, err
+		case cn.DeletionTimestamp != nil:
+			return o, errBeingDeleted(namespace, w.Name, clusterName)
 		default:
 			o.Canary = true
 		}
@@ -50,11 +52,13 @@ func (s *Set) Observe(ctx context.Context, clusterName, namespace string, w conf
 	if err != nil {
 		return o, err
 	}
-	_, err = c.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, w.Name, metav1.GetOptions{})
+	cn, err := c.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, w.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return o, fmt.Errorf("reading canary %s/%s in %s: %w", namespace, w.Name, clusterName, err)
+	case cn.DeletionTimestamp != nil:
+		return o, errBeingDeleted(namespace, w.Name, clusterName)
 	default:
 		o.Canary = true
 	}
@@ -98,6 +102,12 @@ func liveGeneration(ctx context.Context, c *clients, namespace, kind, name strin
 		return d.Generation
 	}
 	return 0
+}
+
+// errBeingDeleted: a canary on its way out (its primary going first) is
+// neither there nor gone yet; its deletion's end is seen again.
+func errBeingDeleted(namespace, name, cluster string) error {
+	return fmt.Errorf("canary %s/%s in %s is being deleted", namespace, name, cluster)
 }
 
 // OnPrimaryChange has the watch caches call fn(cluster, namespace,
