@@ -267,7 +267,8 @@ type GitRejected struct {
 // that no webhook announced (payload WebhookMissed): its webhook is
 // reported silent (flotilla_application_webhook_silent, the API's
 // applications, `flotilla get applications`) until a webhook of the
-// application arrives again. verify emits it, at the poll's push.
+// application arrives again. Whichever records the poll's push emits it:
+// plan for a version verified, verify for one it refused or skipped.
 const TypeApplicationWebhookMissed = "dev.flotilla.application.webhook.missed.v1"
 
 // WebhookMissed: Application's webhook did not announce Version (at

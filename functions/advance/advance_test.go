@@ -266,7 +266,8 @@ func TestAdvance(t *testing.T) {
 			want := rollout.AppState{Name: "shop"}
 			if tt.deployed {
 				want.DeployedTag, want.DeployedDigest = "1.3.0", "sha256:new"
-				want.DeployedRollout, want.DeployedAt = rolloutID, ro.Updated // the rollout that deployed it, when it succeeded
+				// the rollout that deployed it, when it succeeded
+				want.DeployedRollout, want.DeployedAt = rolloutID, ro.Updated
 				want.DeployedClusters = []string{"c1", "c2", "c3"} // every cluster of its waves, the failed one too
 			}
 			if diff := cmp.Diff(want, app); diff != "" {

@@ -10,6 +10,11 @@
 // validated digest limited to its clusters, of kind catch-up or
 // drift-revert, unless a rollout of the application is in flight.
 //
+// It records each verified push in the application's state (what it saw,
+// from a webhook or a poll; why it skipped it) in the update it makes with
+// its decision, and reports the application's webhook silent when a
+// poll's push brings a version no webhook announced.
+//
 // Consumes: dev.flotilla.image.verified.v1, dev.flotilla.git.verified.v1,
 //
 //	dev.flotilla.rollout.succeeded.v1, dev.flotilla.rollout.rolledback.v1,
@@ -20,5 +25,6 @@
 //
 //	dev.flotilla.pipelinerun.requested.v1, dev.flotilla.cluster.deadline.v1,
 //	dev.flotilla.rollout.skipped.v1, dev.flotilla.rollout.queued.v1,
-//	dev.flotilla.rollout.superseded.v1, dev.flotilla.pullrequest.requested.v1
+//	dev.flotilla.rollout.superseded.v1, dev.flotilla.pullrequest.requested.v1,
+//	dev.flotilla.application.webhook.missed.v1
 package plan

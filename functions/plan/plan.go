@@ -126,7 +126,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 	id := ID(e.ID(), app.Name)
 	ro, err := f.repo.Get(ctx, id)
 	if err == nil && ro.Phase == rollout.Queued {
-		return nil, nil // a redelivery: it waits already
+		return f.saw(ctx, e, v, app.Name, nil) // a redelivery: it waits already
 	}
 	if err == nil && ro.Phase.Done() {
 		// A redelivery after the dedupe window (the journal forgot the
@@ -137,7 +137,13 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 		return []cloudevents.Event{skip}, err
 	}
 	if err == nil {
-		return f.start(ctx, e, ro.ID) // redelivery: the same events again (the journal drops them)
+		// A redelivery: the same events again (the journal drops them).
+		missed, err := f.saw(ctx, e, v, app.Name, nil)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := f.start(ctx, e, ro.ID)
+		return append(missed, evs...), err
 	}
 	if !errors.Is(err, rollout.ErrNotFound) {
 		return nil, err
@@ -157,16 +163,17 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 	if skip != "" {
 		// What the API and `flotilla get applications` answer to "I pushed
 		// and nothing happened"; kept again on a redelivery, the same.
-		if err := f.repo.UpdateApp(ctx, app.Name, func(st *rollout.AppState) error {
-			st.Skip(rollout.Skipped{Tag: v.Tag, Digest: v.Digest, Source: v.Source, Outcome: rollout.OutcomeSkipped,
-				Reason: skip, At: e.Time().UTC(), EventID: e.ID()})
-			return nil
-		}); err != nil {
+		seen := seenOf(e, v)
+		missed, err := f.saw(ctx, e, v, app.Name, func(st *rollout.AppState) {
+			st.Skip(rollout.Skipped{Tag: v.Tag, Digest: v.Digest, Source: seen.Source, Outcome: rollout.OutcomeSkipped,
+				Reason: skip, At: seen.At, EventID: seen.EventID})
+		})
+		if err != nil {
 			return nil, err
 		}
 		ev, err := events.Derive(e, events.TypeRolloutSkipped, app.Name,
 			events.RolloutSkipped{Application: app.Name, Image: v.Image, Tag: v.Tag, Reason: skip})
-		return []cloudevents.Event{ev}, err
+		return append(missed, ev), err
 	}
 	queue, out, err := f.makeWay(ctx, e, app, inFlight, ro)
 	if err != nil {
@@ -178,15 +185,16 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 	if _, err := f.repo.Create(ctx, ro); err != nil {
 		return nil, err
 	}
-	if err := f.repo.UpdateApp(ctx, app.Name, func(st *rollout.AppState) error {
+	missed, err := f.saw(ctx, e, v, app.Name, func(st *rollout.AppState) {
 		st.LatestTag, st.LatestRollout = v.Tag, id
 		if queue {
 			st.Queued = id
 		}
-		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	out = append(out, missed...)
 	if queue {
 		q, err := ro.Event(e, events.TypeRolloutQueued, "waiting for the application's rollout in flight to end")
 		return append(out, q), err

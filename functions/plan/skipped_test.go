@@ -3,7 +3,9 @@ package plan_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
@@ -73,6 +75,84 @@ func TestPlanKeepsWhyItSkipped(t *testing.T) {
 			}
 			if st.LastSkipped.At.IsZero() {
 				t.Error("LastSkipped.At is zero")
+			}
+		})
+	}
+}
+
+// plan records a verified push in the application's state in the update
+// it makes with its decision: what it saw and from where; a poll's push
+// of a version no webhook announced reports the webhook silent
+// (application.webhook.missed, the same again on a redelivery), a
+// webhook's push ends it.
+func TestPlanRecordsWhatItSaw(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	push := func(id, tag, source string, minute int) cloudevents.Event {
+		t.Helper()
+		e, err := events.New(id+"/"+events.TypeImageVerified, events.Source, events.TypeImageVerified,
+			events.ImageVerified{Image: image, Tag: tag, Digest: "sha256:" + tag, Source: source})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetTime(at.Add(time.Duration(minute) * time.Minute))
+		return e
+	}
+	missedOf := func(evs []cloudevents.Event) []events.WebhookMissed {
+		t.Helper()
+		var out []events.WebhookMissed
+		for _, e := range evs {
+			if e.Type() == events.TypeApplicationWebhookMissed {
+				m, err := events.Decode[events.WebhookMissed](e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	hook1 := rollout.Seen{Tag: "1.0.0", Digest: "sha256:1.0.0", Source: rollout.SourceWebhook, At: at, EventID: "h1"}
+	poll2 := rollout.Seen{Tag: "1.1.0", Digest: "sha256:1.1.0", Source: rollout.SourcePoll, At: at.Add(5 * time.Minute), EventID: "p2"}
+	hook3 := rollout.Seen{Tag: "1.2.0", Digest: "sha256:1.2.0", Source: rollout.SourceWebhook, At: at.Add(6 * time.Minute), EventID: "h3"}
+	missed := []events.WebhookMissed{{Application: "app", Repository: image, Version: "1.1.0", Digest: "sha256:1.1.0", Found: poll2.At,
+		PushID: "p2", LastWebhook: at, LastWebhookVersion: "1.0.0"}}
+	for _, step := range []struct {
+		name   string
+		push   cloudevents.Event
+		missed []events.WebhookMissed
+		seen   *rollout.Seen
+		silent *rollout.Silence
+	}{
+		{name: "a webhook's push", push: push("h1", "1.0.0", "", 0), seen: &hook1},
+		{name: "a poll's push of a version no webhook announced", push: push("p2", "1.1.0", events.SourcePoll, 5), missed: missed, seen: &poll2,
+			silent: &rollout.Silence{Tag: "1.1.0", Digest: "sha256:1.1.0", Found: poll2.At, EventID: "p2", LastWebhook: &hook1}},
+		{name: "redelivered: the same event again", push: push("p2", "1.1.0", events.SourcePoll, 5), missed: missed, seen: &poll2,
+			silent: &rollout.Silence{Tag: "1.1.0", Digest: "sha256:1.1.0", Found: poll2.At, EventID: "p2", LastWebhook: &hook1}},
+		{name: "a webhook's push ends it", push: push("h3", "1.2.0", "", 6), seen: &hook3},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			evs, err := fn.Handle(ctx, step.push)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(step.missed, missedOf(evs)); diff != "" {
+				t.Errorf("application.webhook.missed (-want +got)\n%s", diff)
+			}
+			st, err := repo.App(ctx, "app")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(step.seen, st.LastSeen); diff != "" {
+				t.Errorf("LastSeen (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(step.silent, st.WebhookSilent); diff != "" {
+				t.Errorf("WebhookSilent (-want +got)\n%s", diff)
+			}
+			if st.LatestTag != step.seen.Tag {
+				t.Errorf("LatestTag = %s, want %s (in the same update)", st.LatestTag, step.seen.Tag)
 			}
 		})
 	}

@@ -19,14 +19,17 @@ type Applications interface {
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
 }
 
-// WithApplications has verify record, for each application of cfg a push
-// concerns (those tracking the image, or following the git repository),
-// what it saw (rollout.AppState.Saw: version, digest, source, when), why
-// it rejected or skipped it, and why a push is not verified yet (a
-// registry's error, retried). A poll's push of a version no webhook
-// announced reports the application's webhook silent: verify emits
-// application.webhook.missed with it, derived from the push, so a
-// redelivery journals it once.
+// WithApplications has verify record the pushes it does not verify for an
+// application of cfg (those tracking the image, or following the git
+// repository) in the application's state: what it saw
+// (rollout.AppState.Saw: version, digest, source, when), why it rejected
+// or skipped it, or why it is not verified yet (a registry's error,
+// retried). A push verified for an application is recorded by plan, in
+// the update of the state it makes with its decision, so the way from a
+// push to its rollout has no write more. A poll's push of a version no
+// webhook announced reports the application's webhook silent: whichever
+// records it emits application.webhook.missed, derived from the push, so
+// a redelivery journals it once.
 func (f *Function) WithApplications(apps Applications, cfg *config.Config) *Function {
 	f.apps = apps
 	if f.cfg == nil {
@@ -103,13 +106,17 @@ func (f *Function) record(ctx context.Context, e cloudevents.Event, out []cloude
 		}
 	}
 	for _, app := range p.apps {
+		k, skipped := skipOf(app, seen, out)
+		if herr == nil && !skipped {
+			continue // verified for app: plan records it, with its decision, in the update it makes anyway
+		}
 		var silence *rollout.Silence
 		err := f.apps.UpdateApp(ctx, app, func(st *rollout.AppState) error {
 			st.Saw(seen)
 			if herr != nil {
 				st.Failed(seen.EventID, herr.Error())
 			}
-			if k, ok := skipOf(app, seen, out); ok {
+			if skipped {
 				st.Skip(k)
 			}
 			silence = nil
