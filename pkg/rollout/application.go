@@ -67,18 +67,27 @@ type Silence struct {
 // a poll's push of a version no webhook announced starts one, returned
 // (nil otherwise, and for a version already reported silent, so a
 // redelivered push reports nothing twice).
+//
+// Pushes may be recorded out of the order they arrived in (verify records
+// those it refuses, plan those verified, a journal hop later): one older
+// than the last seen does not replace it, and a poll's push older than
+// the last webhook raises no alarm (the webhook works since).
 func (s *AppState) Saw(p Seen) *Silence {
 	if p.Source == "" {
 		p.Source = SourceWebhook
 	}
 	seen, hook := p, p // copies of their own: Failed changes LastSeen only
-	s.LastSeen = &seen
+	if s.LastSeen == nil || !p.At.Before(s.LastSeen.At) {
+		s.LastSeen = &seen
+	}
 	if p.Source != SourcePoll {
-		s.LastWebhook, s.WebhookSilent = &hook, nil
+		if s.LastWebhook == nil || !p.At.Before(s.LastWebhook.At) {
+			s.LastWebhook, s.WebhookSilent = &hook, nil
+		}
 		return nil
 	}
-	if sameVersion(s.LastWebhook, p.Tag, p.Digest) {
-		return nil // a webhook brought it first: the poll only saw it again
+	if sameVersion(s.LastWebhook, p.Tag, p.Digest) || s.LastWebhook != nil && p.At.Before(s.LastWebhook.At) {
+		return nil // a webhook brought it first, or came since: the poll only saw it again
 	}
 	if w := s.WebhookSilent; w != nil && w.Tag == p.Tag && sameDigest(w.Digest, p.Digest) {
 		return nil

@@ -29,6 +29,7 @@ func TestSaw(t *testing.T) {
 		// reported is what each push reported (nil: nothing)
 		reported []*rollout.Silence
 		silent   *rollout.Silence
+		last     *rollout.Seen // LastSeen, when not the last push
 	}{
 		{name: "webhooks only", pushes: []rollout.Seen{h1, hook("1.1.0", "sha256:b", 1)}, reported: []*rollout.Silence{nil, nil}},
 		{
@@ -71,6 +72,12 @@ func TestSaw(t *testing.T) {
 			silent:   silence(poll("1.1.0", "sha256:c", 5), ptr(hook("1.1.0", "sha256:b", 1))),
 		},
 		{
+			name:     "a poll's push recorded after a later webhook's raises no alarm, and stays behind it",
+			pushes:   []rollout.Seen{hook("1.2.0", "sha256:c", 6), poll("1.1.0", "sha256:b", 5)},
+			reported: []*rollout.Silence{nil, nil},
+			last:     ptr(hook("1.2.0", "sha256:c", 6)),
+		},
+		{
 			name:   "a second version missed is reported too",
 			pushes: []rollout.Seen{h1, poll("1.1.0", "sha256:b", 5), poll("1.2.0", "sha256:c", 10)},
 			reported: []*rollout.Silence{nil, silence(poll("1.1.0", "sha256:b", 5), &h1),
@@ -90,8 +97,11 @@ func TestSaw(t *testing.T) {
 			if diff := cmp.Diff(tc.silent, st.WebhookSilent); diff != "" {
 				t.Errorf("WebhookSilent (-want +got)\n%s", diff)
 			}
-			last := tc.pushes[len(tc.pushes)-1]
-			if diff := cmp.Diff(&last, st.LastSeen); diff != "" {
+			last := tc.last
+			if last == nil {
+				last = &tc.pushes[len(tc.pushes)-1]
+			}
+			if diff := cmp.Diff(last, st.LastSeen); diff != "" {
 				t.Errorf("LastSeen (-want +got)\n%s", diff)
 			}
 		})
