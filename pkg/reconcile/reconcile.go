@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -32,6 +33,7 @@ type Reader interface {
 // in (pkg/state).
 type Rollouts interface {
 	App(ctx context.Context, name string) (rollout.AppState, error)
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
 	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
 	UpdateApp(ctx context.Context, name string, fn func(*rollout.AppState) error) error
 }
@@ -249,8 +251,19 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 	if ok, why := rollout.Settled(app, st, all); ok {
 		return rollout.Reconciliation{Skip: why}, nil
 	}
+	var partial *rollout.Rollout
+	if st.LatestRollout != "" && st.LatestTag != st.DeployedTag {
+		// The newest rollout may have succeeded unsigned, stopping
+		// before the waves that require a signature: its clusters run
+		// its digest by design.
+		if ro, err := r.ros.Get(ctx, st.LatestRollout); err == nil && ro.StopsBefore != "" {
+			partial = &ro
+		} else if err != nil && !errors.Is(err, rollout.ErrNotFound) {
+			return rollout.Reconciliation{}, fmt.Errorf("reading rollout %s: %w", st.LatestRollout, err)
+		}
+	}
 	obs := r.observe(ctx, app)
-	rec := rollout.Reconcile(r.cfg, app, st, all, obs)
+	rec := rollout.Reconcile(r.cfg, app, st, all, obs, partial)
 	if rec.Skip != "" {
 		return rec, nil
 	}

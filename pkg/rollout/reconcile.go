@@ -110,8 +110,12 @@ func Settled(app config.Application, st AppState, inFlight []Rollout) (bool, str
 // does not create it). A primary that runs another image is drift in a
 // cluster the digest was rolled out to (st.DeployedClusters; every
 // cluster when that is unknown), else the cluster entered the waves since
-// and is caught up. Drift is reverted with driftPolicy revert.
-func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, obs []Observed) Reconciliation {
+// and is caught up. Drift is reverted with driftPolicy revert. A cluster
+// whose primary runs the digest of partial, a rollout that succeeded
+// unsigned and stopped before the waves requiring a signature, to one of
+// its clusters, is current: the rollout left it so by design, and the
+// version signed later rolls out to the whole fleet.
+func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, obs []Observed, partial *Rollout) Reconciliation {
 	var out Reconciliation
 	if ok, why := Settled(app, st, inFlight); ok {
 		out.Skip = why
@@ -141,6 +145,8 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 			out.CatchUp = append(out.CatchUp, o.Cluster)
 		case RunsDigest(o.Primary, st.DeployedDigest):
 			chk.State = CheckCurrent
+		case partial != nil && partial.Phase == Succeeded && partial.StopsBefore != "" && RunsDigest(o.Primary, partial.Digest) && inRollout(partial, o.Cluster):
+			chk.State, chk.Reason = CheckCurrent, fmt.Sprintf("runs %s, which rollout %s took unsigned as far as the waves before %s", partial.Tag, partial.ID, partial.StopsBefore)
 		case !known(o.Cluster):
 			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out", st.DeployedTag)
 			out.CatchUp = append(out.CatchUp, o.Cluster)
@@ -158,6 +164,12 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 	slices.Sort(out.Drifted)
 	slices.Sort(out.Revert)
 	return out
+}
+
+// inRollout tells whether cluster is one of ro's.
+func inRollout(ro *Rollout, cluster string) bool {
+	_, _, err := ro.Cluster(cluster)
+	return err == nil
 }
 
 // RunsDigest tells whether an image reference pins digest.

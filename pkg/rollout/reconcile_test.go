@@ -57,6 +57,7 @@ func TestReconcile(t *testing.T) {
 		st       rollout.AppState
 		inFlight []rollout.Rollout
 		obs      []rollout.Observed
+		partial  *rollout.Rollout
 		want     rollout.Reconciliation
 	}{
 		{name: "every cluster runs the digest", app: report, st: st, obs: all,
@@ -103,6 +104,18 @@ func TestReconcile(t *testing.T) {
 			obs: with(rollout.Observed{Cluster: "c3", Workload: true, Canary: true, Primary: old}),
 			want: rollout.Reconciliation{Drifted: []string{"c3"}, Clusters: append(ok("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckDrifted,
 				Image: old, Reason: "the primary runs " + old + ", not the validated 1.0.0 (" + digest + ")"})}},
+		{name: "a cluster running an unsigned build that stopped before the signed waves is current", app: revert, st: st,
+			obs: with(rollout.Observed{Cluster: "c1", Workload: true, Canary: true, Primary: "reg.test/app@sha256:unsigned"}),
+			partial: &rollout.Rollout{ID: "app-2", Tag: "1.1.0", Digest: "sha256:unsigned", Phase: rollout.Succeeded, StopsBefore: "b",
+				Waves: []rollout.Wave{{Name: "a", Clusters: []rollout.Cluster{{Name: "c1"}}}}},
+			want: rollout.Reconciliation{Clusters: append([]rollout.ClusterCheck{{Cluster: "c1", State: rollout.CheckCurrent, Image: "reg.test/app@sha256:unsigned",
+				Reason: "runs 1.1.0, which rollout app-2 took unsigned as far as the waves before b"}}, ok("c2", "c3")...)}},
+		{name: "that build elsewhere is drift", app: revert, st: st,
+			obs: with(rollout.Observed{Cluster: "c2", Workload: true, Canary: true, Primary: "reg.test/app@sha256:unsigned"}),
+			partial: &rollout.Rollout{ID: "app-2", Tag: "1.1.0", Digest: "sha256:unsigned", Phase: rollout.Succeeded, StopsBefore: "b",
+				Waves: []rollout.Wave{{Name: "a", Clusters: []rollout.Cluster{{Name: "c1"}}}}},
+			want: rollout.Reconciliation{Drifted: []string{"c2"}, Revert: []string{"c2"}, Clusters: []rollout.ClusterCheck{ok("c1")[0], {Cluster: "c2", State: rollout.CheckDrifted,
+				Image: "reg.test/app@sha256:unsigned", Reason: "the primary runs reg.test/app@sha256:unsigned, not the validated 1.0.0 (" + digest + ")"}, ok("c3")[0]}}},
 		{name: "an unreadable cluster is neither", app: revert, st: st,
 			obs:  with(rollout.Observed{Cluster: "c1", Err: "connection refused"}),
 			want: rollout.Reconciliation{Clusters: append([]rollout.ClusterCheck{{Cluster: "c1", State: rollout.CheckUnreadable, Reason: "connection refused"}}, ok("c2", "c3")...)}},
@@ -112,7 +125,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := rollout.Reconcile(reconcileFleet(), tt.app, tt.st, tt.inFlight, tt.obs)
+			got := rollout.Reconcile(reconcileFleet(), tt.app, tt.st, tt.inFlight, tt.obs, tt.partial)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Reconcile (-want +got):\n%s", diff)
 			}
