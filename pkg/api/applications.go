@@ -55,7 +55,7 @@ const (
 //	  "lastSkipped": {"tag": "2.0.0", "digest": "sha256:…", "source": "webhook", "outcome": "skipped",
 //	                  "reason": "2.0.0 is outside track minor of 1.4.0", "at": "…", "eventId": "…"},
 //	  "webhookSilent": true,
-//	  "silence": {"tag": "1.5.0", "digest": "sha256:…", "found": "…", "lastWebhook": {…}},
+//	  "silence": {"tag": "1.5.0", "digest": "sha256:…", "found": "…", "eventId": "poll/…", "lastWebhook": {…}},
 //	  "quarantined": [{"tag": "1.3.0", "by": "ops", "reason": "…", "at": "…"}],
 //	  "drift": {"digest": "sha256:…", "tag": "1.4.0", "since": "…",
 //	            "clusters": [{"cluster": "eu-2", "state": "drifted", "image": "…:1.3.9", "reason": "…"}]}
