@@ -200,7 +200,19 @@ func (s *scenario) kindRolloutSucceeds(ctx context.Context, kind, version, clust
 	if e.Type() != events.TypeRolloutSucceeded {
 		return fmt.Errorf("the %s rollout %s ended %s: %s", kind, p.RolloutID, e.Type(), e.Data())
 	}
+	fmt.Printf("%s rollout %s of %s to %s succeeded %v after it started\n", kind, p.RolloutID, version, clusters,
+		e.Time().Sub(s.startedAt(p.RolloutID)).Round(time.Millisecond))
 	return nil
+}
+
+// startedAt is when the sink's rollout.started of rollout id was made.
+func (s *scenario) startedAt(id string) time.Time {
+	for _, e := range s.w.sink.all() {
+		if e.Type() == events.TypeRolloutStarted && events.RolloutID(e) == id {
+			return e.Time()
+		}
+	}
+	return time.Time{}
 }
 
 func (s *scenario) primaryInRuns(ctx context.Context, cluster, version string) error {
