@@ -43,6 +43,9 @@ type push struct {
 	apps       []string
 	repository string
 	seen       rollout.Seen
+	// elsewhere are the applications following the repository the push
+	// is none of whose versions (a push to another branch).
+	elsewhere map[string]bool
 }
 
 // pushOf reads the push e (nil when it concerns no application, or is not
@@ -80,6 +83,12 @@ func (f *Function) pushOf(e cloudevents.Event) *push {
 		for _, a := range f.cfg.Applications {
 			if g := a.Git(); g != nil && config.SameGitRepository(g.URL, gp.RepoURL) {
 				p.apps = append(p.apps, a.Name)
+				if gp.Branch != "" && gp.Branch != g.Branch {
+					if p.elsewhere == nil {
+						p.elsewhere = map[string]bool{}
+					}
+					p.elsewhere[a.Name] = true
+				}
 			}
 		}
 	}
@@ -111,6 +120,15 @@ func (f *Function) record(ctx context.Context, e cloudevents.Event, out []cloude
 			continue // verified for app: plan records it, with its decision, in the update it makes anyway
 		}
 		var silence *rollout.Silence
+		if p.elsewhere[app] {
+			if seen.Source == rollout.SourcePoll {
+				continue
+			}
+			if err := f.apps.UpdateApp(ctx, app, func(st *rollout.AppState) error { st.Heard(seen); return nil }); err != nil {
+				return nil, fmt.Errorf("recording the push of %s of %s: %w", seen.Tag, app, err)
+			}
+			continue
+		}
 		err := f.apps.UpdateApp(ctx, app, func(st *rollout.AppState) error {
 			st.Saw(seen)
 			if herr != nil {

@@ -216,6 +216,24 @@ func TestVerifyRecordsGitPushes(t *testing.T) {
 		t.Errorf("LastSkipped = %+v, want the poll's push skipped for changing nothing tracked", k)
 	}
 
+	// A push to a branch the application does not follow: the receiver
+	// works (the silence ends), but it is not the application's push.
+	side := gitPush(t, url, "refs/heads/next", readme, gittest.Commit(t, url, "next", "elsewhere", map[string]string{"README.md": "next\n"}))
+	if diff := cmp.Diff([]string{events.TypeRolloutSkipped}, handle(side)); diff != "" {
+		t.Errorf("a push to another branch (-want +got)\n%s", diff)
+	}
+	before := st
+	st = app()
+	if st.WebhookSilent != nil || st.LastWebhook == nil || st.LastWebhook.EventID != side.ID() {
+		t.Errorf("after a webhook's push to another branch: silent %+v, last webhook %+v; want it heard", st.WebhookSilent, st.LastWebhook)
+	}
+	if diff := cmp.Diff(before.LastSeen, st.LastSeen); diff != "" {
+		t.Errorf("a push to another branch changed LastSeen (-before +after)\n%s", diff)
+	}
+	if diff := cmp.Diff(before.LastSkipped, st.LastSkipped); diff != "" {
+		t.Errorf("a push to another branch changed LastSkipped (-before +after)\n%s", diff)
+	}
+
 	other := gitPush(t, url, "refs/heads/main", readme, strings.Repeat("f", 40))
 	if diff := cmp.Diff([]string{events.TypeGitRejected}, handle(other)); diff != "" {
 		t.Errorf("a commit main does not have (-want +got)\n%s", diff)

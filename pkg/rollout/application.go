@@ -101,6 +101,23 @@ func (s *AppState) Saw(p Seen) *Silence {
 	return silence
 }
 
+// Heard records webhook push p of the application's repository that is
+// none of its versions (a push to a branch it does not follow): the
+// receiver works, so it ends a silence and is the last webhook, but it is
+// not the last push seen nor skipped (a repository's other branches would
+// bury the application's own pushes).
+func (s *AppState) Heard(p Seen) {
+	if p.Source == SourcePoll {
+		return
+	}
+	if p.Source == "" {
+		p.Source = SourceWebhook
+	}
+	if s.LastWebhook == nil || !p.At.Before(s.LastWebhook.At) {
+		s.LastWebhook, s.WebhookSilent = &p, nil
+	}
+}
+
 // Failed records why push eventID is not verified yet (err "": it is).
 func (s *AppState) Failed(eventID, err string) {
 	if s.LastSeen != nil && s.LastSeen.EventID == eventID {

@@ -125,3 +125,22 @@ func TestFailed(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Heard: a webhook's push of the repository that is none of the
+// application's versions ends a silence, and is only the last webhook.
+func TestHeard(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	var st rollout.AppState
+	poll := rollout.Seen{Tag: "main@aaa", Digest: "aaa", Source: rollout.SourcePoll, At: at, EventID: "p1"}
+	st.Saw(poll)
+	st.Heard(rollout.Seen{Tag: "next@bbb", Source: rollout.SourcePoll, At: at.Add(time.Minute)})
+	if st.WebhookSilent == nil {
+		t.Fatal("a poll's push elsewhere ended the silence")
+	}
+	next := rollout.Seen{Tag: "next@ccc", Digest: "ccc", Source: rollout.SourceWebhook, At: at.Add(2 * time.Minute), EventID: "h2"}
+	st.Heard(next)
+	want := rollout.AppState{LastSeen: &poll, LastWebhook: &next}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("after a webhook's push elsewhere (-want +got)\n%s", diff)
+	}
+}
