@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -48,7 +49,7 @@ const (
 //	  "name": "shop", "kind": "image", "repository": "registry.example.com/shop",
 //	  "pollInterval": "5m0s",
 //	  "deployed": {"tag": "1.4.0", "digest": "sha256:…", "rollout": "shop-3fa2…", "at": "…"},
-//	  "latest": {"tag": "1.5.0", "rollout": "shop-9c1d…"},
+//	  "latest": {"tag": "1.5.0", "rollout": "shop-9c1d…", "phase": "Progressing"},
 //	  "queued": "shop-77ab…",
 //	  "lastSeen": {"tag": "1.5.0", "digest": "sha256:…", "source": "poll", "at": "…", "eventId": "poll/…"},
 //	  "lastWebhook": {"tag": "1.4.0", "digest": "sha256:…", "source": "webhook", "at": "…", "eventId": "…"},
@@ -104,10 +105,13 @@ type Deployment struct {
 	At      time.Time `json:"at,omitzero"`
 }
 
-// Latest is the newest version a rollout was started for.
+// Latest is the newest version a rollout was started for, and where
+// that rollout stands (its phase: Progressing, Queued, Failed while it
+// rolls back, Succeeded, RolledBack, ...; "" when it is gone).
 type Latest struct {
 	Tag     string `json:"tag"`
 	Rollout string `json:"rollout,omitempty"`
+	Phase   string `json:"phase,omitempty"`
 }
 
 // WithApplicationInfos names the configured applications (as
@@ -176,5 +180,15 @@ func (a *API) application(ctx context.Context, in ApplicationInfo) (ApplicationV
 	if err != nil {
 		return ApplicationView{}, fmt.Errorf("reading application %s: %w", in.Name, err)
 	}
-	return ViewOf(in, st), nil
+	v := ViewOf(in, st)
+	if v.Latest != nil && v.Latest.Rollout != "" {
+		ro, err := a.rollouts.Get(ctx, v.Latest.Rollout)
+		switch {
+		case err == nil:
+			v.Latest.Phase = string(ro.Phase)
+		case !errors.Is(err, rollout.ErrNotFound):
+			return ApplicationView{}, fmt.Errorf("reading rollout %s of %s: %w", v.Latest.Rollout, in.Name, err)
+		}
+	}
+	return v, nil
 }

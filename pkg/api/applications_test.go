@@ -42,6 +42,9 @@ func TestApplications(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := repo.Create(t.Context(), rollout.Rollout{ID: "shop-2", Application: "shop", Tag: "1.5.0", Phase: rollout.Progressing}); err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	api.New(repo, gates.NewStoreApprovals(s), s, map[string]string{"ops": token}, nil).WithApplicationInfos(repo,
 		api.ApplicationInfo{Name: "shop", Kind: api.KindImage, Repository: "registry.test/shop", PollInterval: 5 * time.Minute},
@@ -52,7 +55,7 @@ func TestApplications(t *testing.T) {
 
 	shop := api.ApplicationView{Name: "shop", Kind: "image", Repository: "registry.test/shop", PollInterval: "5m0s",
 		Deployed: &api.Deployment{Tag: "1.4.0", Digest: "sha256:a", Rollout: "shop-1", At: at},
-		Latest:   &api.Latest{Tag: "1.5.0", Rollout: "shop-2"},
+		Latest:   &api.Latest{Tag: "1.5.0", Rollout: "shop-2", Phase: "Progressing"},
 		LastSeen: &poll, LastWebhook: &hook, LastSkipped: &skip, WebhookSilent: true,
 		Silence: &rollout.Silence{Tag: "1.5.0", Digest: "sha256:b", Found: poll.At, EventID: "p1", LastWebhook: &hook}}
 	site := api.ApplicationView{Name: "site", Kind: "git", Repository: "https://git.test/site", Branch: "main"}

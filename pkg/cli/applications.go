@@ -78,8 +78,8 @@ func PrintApplications(w io.Writer, apps []api.ApplicationView, now time.Time) {
 		if a.Deployed != nil {
 			deployed = a.Deployed.Tag
 		}
-		if a.Latest != nil && (a.Deployed == nil || a.Latest.Tag != a.Deployed.Tag) {
-			rolling = a.Latest.Tag
+		if l := a.Latest; l != nil && inFlight(l.Phase) {
+			rolling = l.Tag
 		}
 		seen, source, seenAge := "-", "-", "-"
 		if s := a.LastSeen; s != nil {
@@ -92,6 +92,15 @@ func PrintApplications(w io.Writer, apps []api.ApplicationView, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, deployed, rolling, seen, source, seenAge, skipped, why, webhook(a))
 	}
 	_ = tw.Flush()
+}
+
+// inFlight tells whether a rollout in phase has not ended.
+func inFlight(phase string) bool {
+	switch rollout.Phase(phase) {
+	case rollout.Progressing, rollout.Queued, rollout.Failed, rollout.RollbackFailed:
+		return true
+	}
+	return false
 }
 
 // webhook says whether an application's webhook is silent.
@@ -118,7 +127,7 @@ func DescribeApplication(w io.Writer, a api.ApplicationView, now time.Time) {
 		fmt.Fprintln(w, "Deployed:     -")
 	}
 	if l := a.Latest; l != nil {
-		fmt.Fprintf(w, "Latest:       %s (rollout %s)\n", l.Tag, dash(l.Rollout))
+		fmt.Fprintf(w, "Latest:       %s (rollout %s, %s)\n", l.Tag, dash(l.Rollout), dash(l.Phase))
 	}
 	if a.Queued != "" {
 		fmt.Fprintf(w, "Queued:       %s\n", a.Queued)

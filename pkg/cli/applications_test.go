@@ -19,7 +19,7 @@ var (
 	apps   = []api.ApplicationView{
 		{Name: "shop", Kind: "image", Repository: "registry.test/shop", PollInterval: "5m0s",
 			Deployed: &api.Deployment{Tag: "1.4.0", Digest: hook.Digest, Rollout: "shop-1", At: appsAt},
-			Latest:   &api.Latest{Tag: "1.5.0", Rollout: "shop-2"},
+			Latest:   &api.Latest{Tag: "1.5.0", Rollout: "shop-2", Phase: "Progressing"},
 			LastSeen: &polled, LastWebhook: &hook, WebhookSilent: true,
 			LastSkipped: &rollout.Skipped{Tag: "2.0.0", Source: "webhook", Outcome: "skipped", At: appsAt.Add(time.Minute),
 				Reason: "2.0.0 is a major upgrade of 1.4.0; track MinorVersion allows minor and patch upgrades only"},
@@ -48,7 +48,7 @@ Kind:         image
 Repository:   registry.test/shop
 Polled:       5m0s
 Deployed:     1.4.0 sha256:aaaaaaaaaaaa (rollout shop-1, 2026-11-28T12:00:00Z, 10m0s ago)
-Latest:       1.5.0 (rollout shop-2)
+Latest:       1.5.0 (rollout shop-2, Progressing)
 Last seen:    1.5.0 sha256:bbbbbbbbbbbb (poll, 2026-11-28T12:05:00Z, 5m0s ago)
 Last webhook: 1.4.0 sha256:aaaaaaaaaaaa (webhook, 2026-11-28T12:00:00Z, 10m0s ago)
 Last skipped: 2.0.0  (skipped, webhook, 2026-11-28T12:01:00Z, 9m0s ago): 2.0.0 is a major upgrade of 1.4.0; track MinorVersion allows minor and patch upgrades only
