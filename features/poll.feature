@@ -36,6 +36,23 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
 
   # Catches a poll that feeds a version the webhook brought again (a second
   # rollout, or a superseded one).
+  # Catches a poll that leaves track Newest out, and one that takes the
+  # lexically last tag (build-z, built before what runs: plan skips it and
+  # build-c never rolls out) instead of the most recently built.
+  Scenario: On track Newest, builds pushed without their webhooks: the most recently built rolls out
+    Given flotilla polls the applications' registries every "2s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "Newest" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "build-b" built 10 minutes ago is pushed
+    Then the rollout of "build-b" succeeds
+    When version "build-z" built 20 minutes ago is pushed without its registry notification
+    And version "build-c" built 1 minutes ago is pushed without its registry notification
+    Then the rollout of "build-c" starts within 10 seconds
+    And the rollout of "build-c" succeeds
+    And the primary in every cluster runs version "build-c" by digest
+    And `flotilla describe rollout` of "build-c" says it came from a "poll"
+    And no rollout of "build-z" was started
+
   Scenario: A push with its webhook and a poll that sees the same version: exactly one rollout
     Given flotilla polls the applications' registries every "2s"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"

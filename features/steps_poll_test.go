@@ -21,6 +21,7 @@ import (
 func (s *scenario) registerPollSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla polls the applications' registries every "([^"]*)"$`, s.pollEvery)
 	sc.Step(`^version "([^"]*)" is pushed without its registry notification$`, s.pushWithoutNotification)
+	sc.Step(`^version "([^"]*)" built (\d+) minutes ago is pushed without its registry notification$`, s.pushBuiltWithoutNotification)
 	sc.Step(`^the rollout of "([^"]*)" starts within (\d+) seconds$`, s.rolloutStartsWithin)
 	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" says it came from a \"([^\"]*)\"$", s.describeSaysSource)
 	sc.Step(`^the API says the rollout of "([^"]*)" came from a "([^"]*)"$`, s.apiSaysSource)
@@ -125,6 +126,13 @@ func (s *scenario) pollEvery(interval string) error {
 // notification, as a lost webhook.
 func (s *scenario) pushWithoutNotification(version string) error {
 	_, err := s.push(version)
+	return err
+}
+
+// pushBuiltWithoutNotification pushes an image built minutes ago, and
+// sends no notification for it.
+func (s *scenario) pushBuiltWithoutNotification(version string, minutes int) error {
+	_, err := s.pushBuiltAt(version, time.Now().Add(-time.Duration(minutes)*time.Minute).Truncate(time.Second))
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ import (
 type Registry interface {
 	Tags(ctx context.Context, image string) ([]string, error)
 	Resolve(ctx context.Context, image, tag string) (digest string, err error)
+	// Created is when image@digest was built (its config's created
+	// time; zero if it does not say): track Newest's order.
+	Created(ctx context.Context, image, digest string) (time.Time, error)
 }
 
 // Heads reads the commit a git application's branch points at now, as
@@ -85,7 +89,16 @@ type Poller struct {
 
 	mu   sync.Mutex
 	last map[string]Result // by application
+	// built is, per application on track Newest, what each tag read so
+	// far points at and when it was built: a tag is read once.
+	built map[string]map[string]rollout.Built
 }
+
+// MaxReads bounds the tags a poll of a track Newest application reads
+// (digest and build time, two requests each) that earlier polls did not:
+// a repository of thousands of tags is read over several polls, the
+// lexically last first, instead of in one burst.
+const MaxReads = 50
 
 // Outcomes of a poll (the outcome label of flotilla_polls_total).
 const (
@@ -109,7 +122,7 @@ func New(cfg *config.Config, reg Registry, ros Rollouts, j Journal, o Options) (
 	if o.Rand == nil {
 		o.Rand = rand.Float64
 	}
-	p := &Poller{cfg: cfg, reg: reg, ros: ros, j: j, o: o, last: map[string]Result{},
+	p := &Poller{cfg: cfg, reg: reg, ros: ros, j: j, o: o, last: map[string]Result{}, built: map[string]map[string]rollout.Built{},
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flotilla_polls_total",
 			Help: "Polls of the applications' registries by outcome: current (nothing newer), found (a newer version fed in as a push), repeat (fed in before), error.",
@@ -202,6 +215,9 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 	if err != nil {
 		return res, err
 	}
+	if app.Track == config.TrackNewest {
+		return p.pollNewest(ctx, app, st, inFlight, tags, res)
+	}
 	tag, reason, err := rollout.Polled(app, st, inFlight, tags)
 	if err != nil || tag == "" {
 		res.Reason = reason
@@ -216,6 +232,68 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 		return res, err
 	}
 	return p.journal(ctx, app, res, e)
+}
+
+// pollNewest is poll for track Newest: it reads the digest and build time
+// of the tags not read before (up to MaxReads) and feeds in the most
+// recently built one the application would roll out.
+func (p *Poller) pollNewest(ctx context.Context, app config.Application, st rollout.AppState, inFlight []rollout.Rollout, tags []string, res Result) (Result, error) {
+	imgs, err := p.readBuilt(ctx, app, tags)
+	if err != nil {
+		return res, err
+	}
+	b, found, reason, err := rollout.PolledNewest(app, st, inFlight, imgs)
+	if err != nil || !found {
+		res.Reason = reason
+		return res, err
+	}
+	res.Newest, res.Digest = b.Tag, b.Digest
+	e, err := Event(app.Image, b.Tag, b.Digest)
+	if err != nil {
+		return res, err
+	}
+	return p.journal(ctx, app, res, e)
+}
+
+// readBuilt returns what tags point at and when each was built, reading
+// the tags earlier polls did not (at most MaxReads, the lexically last
+// first) and forgetting those no longer listed.
+func (p *Poller) readBuilt(ctx context.Context, app config.Application, tags []string) ([]rollout.Built, error) {
+	p.mu.Lock()
+	known := p.built[app.Name]
+	p.mu.Unlock()
+	next := make(map[string]rollout.Built, len(tags))
+	var unread []string
+	for _, tag := range tags {
+		if b, ok := known[tag]; ok {
+			next[tag] = b
+		} else {
+			unread = append(unread, tag)
+		}
+	}
+	slices.Sort(unread)
+	slices.Reverse(unread)
+	defer func() { // what was read stays read, even when a later read failed
+		p.mu.Lock()
+		p.built[app.Name] = next
+		p.mu.Unlock()
+	}()
+	for _, tag := range unread[:min(len(unread), MaxReads)] {
+		digest, err := p.reg.Resolve(ctx, app.Image, tag)
+		if err != nil {
+			return nil, upstream(err)
+		}
+		created, err := p.reg.Created(ctx, app.Image, digest)
+		if err != nil {
+			return nil, upstream(err)
+		}
+		next[tag] = rollout.Built{Tag: tag, Digest: digest, Created: created}
+	}
+	out := make([]rollout.Built, 0, len(next))
+	for _, b := range next {
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // state reads what the version decision needs of an application: its

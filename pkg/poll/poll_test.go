@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
@@ -385,5 +387,77 @@ func TestPollRefuses(t *testing.T) {
 	}
 	if _, err := p.Poll(t.Context(), "web"); !errors.Is(err, poll.ErrNotPolled) || !fault.IsPermanent(err) {
 		t.Errorf("Poll of a git application without Heads: %v, want permanent ErrNotPolled", err)
+	}
+}
+
+// pushBuilt writes a random image built at built to image:tag and returns
+// its digest.
+func pushBuilt(t *testing.T, image, tag string, built time.Time) string {
+	t.Helper()
+	img, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.CreatedAt(img, v1.Time{Time: built}); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewTag(image + ":" + tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+// Track Newest follows when images were built: a poll reads each tag's
+// digest and build time once, and feeds in the most recently built build
+// the application takes, not the lexically last tag.
+func TestPollTrackNewest(t *testing.T) {
+	var manifests atomic.Int32
+	host := startRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/manifests/") {
+				manifests.Add(1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	image := host + "/team/shop"
+	now := time.Now().UTC().Truncate(time.Second)
+	pushBuilt(t, image, "build-b", now.Add(-10*time.Minute))
+	dc := pushBuilt(t, image, "build-c", now.Add(-time.Minute))
+	pushBuilt(t, image, "build-z-old", now.Add(-time.Hour))
+	shop := config.Application{Name: "shop", Image: image, Track: config.TrackNewest}
+	f := newFixture(t, shop)
+	if err := f.repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedCreated, st.LatestTag = "build-b", now.Add(-10*time.Minute), "build-b"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := f.poller(t, registry.NewRemote(anonymous), poll.Options{})
+	res, err := p.Poll(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Newest != "build-c" || res.Digest != dc || !res.Started {
+		t.Errorf("Poll = %+v; want build-c at %s fed in", res, dc)
+	}
+	if diff := cmp.Diff([]string{image + ":build-c@" + dc + " poll"}, f.pushes(t)); diff != "" {
+		t.Errorf("pushes (-want +got):\n%s", diff)
+	}
+	// Read once: the second poll reads no manifest again.
+	read := manifests.Load()
+	if _, err := p.Poll(t.Context(), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if again := manifests.Load() - read; again != 0 {
+		t.Errorf("the second poll read %d manifests again", again)
 	}
 }

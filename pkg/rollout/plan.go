@@ -198,7 +198,7 @@ func Polled(app config.Application, st AppState, inFlight []Rollout, tags []stri
 	case app.Git() != nil:
 		return "", "a git application: its branch is polled, not tags (PolledCommit)", nil
 	case app.Track == config.TrackNewest:
-		return "", "track Newest: a poll cannot tell which tag was built last", nil
+		return "", "track Newest: tags are ordered by build time (PolledNewest)", nil
 	}
 	policy, err := policyOf(app)
 	if err != nil {

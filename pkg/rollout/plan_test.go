@@ -132,8 +132,8 @@ func TestPolled(t *testing.T) {
 		{name: "tag filter and extract", app: filtered, st: rollout.AppState{DeployedTag: "release-1.0"},
 			tags: []string{"release-1.0", "release-2.1", "release-10.0", "10.0", "debug-99"}, want: "release-10.0"},
 		{name: "an empty repository", app: minor, tags: nil, reason: "none of the 0 tags is a version the application takes"},
-		{name: "track Newest is not polled", app: config.Application{Name: "app", Track: config.TrackNewest}, tags: tags,
-			reason: "track Newest: a poll cannot tell which tag was built last"},
+		{name: "track Newest goes to PolledNewest", app: config.Application{Name: "app", Track: config.TrackNewest}, tags: tags,
+			reason: "track Newest: tags are ordered by build time (PolledNewest)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
