@@ -27,7 +27,7 @@ Feature: A registry push carried through two waves of real clusters, and back
     Then the rollout of "1.1.0" is rolled back
     And the primary in every cluster runs version "1.0.0" by digest
     And no workload in any cluster runs version "1.1.0"
-    And `flotilla describe rollout` of "1.1.0" shows every cluster "Reverted"
+    And `flotilla describe rollout` of "1.1.0" shows cluster "c4" "Failed, reverted" and every other cluster "Reverted"
 
   Scenario: flotilla killed with SIGKILL mid-rollout completes it after a restart
     When version "1.1.0" is pushed

@@ -104,6 +104,7 @@ func (s *scenario) taskFails(a, b, c string) error {
 func (s *scenario) registerCLISteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla get rollouts` lists the rollout of \"([^\"]*)\" as \"([^\"]*)\"$", s.getRolloutsLists)
 	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" shows every cluster \"([^\"]*)\"$", s.describeShows)
+	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" shows cluster \"([^\"]*)\" \"([^\"]*)\" and every other cluster \"([^\"]*)\"$", s.describeShowsOne)
 }
 
 // flotillaCLI runs a flotilla client command against the scenario's server.
@@ -140,6 +141,17 @@ func (s *scenario) getRolloutsLists(ctx context.Context, version, phase string) 
 }
 
 func (s *scenario) describeShows(ctx context.Context, version, state string) error {
+	return s.describeShowsStates(ctx, version, "", "", state)
+}
+
+// describeShowsOne checks that describe shows cluster in state one and
+// every other cluster in state others (a cluster that failed its wave
+// apart from those reverted because of it).
+func (s *scenario) describeShowsOne(ctx context.Context, version, cluster, one, others string) error {
+	return s.describeShowsStates(ctx, version, cluster, one, others)
+}
+
+func (s *scenario) describeShowsStates(ctx context.Context, version, cluster, one, others string) error {
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
 		return err
@@ -148,20 +160,43 @@ func (s *scenario) describeShows(ctx context.Context, version, state string) err
 	if err != nil {
 		return err
 	}
+	states, err := describedStates(out)
+	if err != nil {
+		return err
+	}
 	for _, c := range s.w.clusters {
-		found := false
-		for _, line := range strings.Split(out, "\n") {
-			f := strings.Fields(line)
-			if len(f) >= 4 && f[2] == c.Name {
-				found = true
-				if f[3] != state {
-					return fmt.Errorf("describe shows %s as %q, want %s:\n%s", c.Name, f[3], state, out)
-				}
-			}
+		want := others
+		if c.Name == cluster {
+			want = one
 		}
-		if !found {
+		got, ok := states[c.Name]
+		if !ok {
 			return fmt.Errorf("describe does not show cluster %s:\n%s", c.Name, out)
+		}
+		if got != want {
+			return fmt.Errorf("describe shows %s as %q, want %q:\n%s", c.Name, got, want, out)
 		}
 	}
 	return nil
+}
+
+// describedStates reads the STATE column of `flotilla describe rollout`'s
+// clusters table (a state may be words: "Failed, reverted"), by cluster.
+func describedStates(out string) (map[string]string, error) {
+	lines := strings.Split(out, "\n")
+	var cluster, state, flagger int
+	for i, line := range lines {
+		if strings.Contains(line, "CLUSTER") && strings.Contains(line, "STATE") && strings.Contains(line, "FLAGGER") {
+			cluster, state, flagger = strings.Index(line, "CLUSTER"), strings.Index(line, "STATE"), strings.Index(line, "FLAGGER")
+			got := map[string]string{}
+			for _, row := range lines[i+1:] {
+				if len(row) < flagger {
+					continue
+				}
+				got[strings.TrimSpace(row[cluster:state])] = strings.TrimSpace(row[state:flagger])
+			}
+			return got, nil
+		}
+	}
+	return nil, fmt.Errorf("describe shows no clusters table:\n%s", out)
 }
