@@ -214,12 +214,15 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Bus, error) {
 // answers waits until a new stream answers direct reads (its replicas
 // elected a leader): until then a read finds no responders.
 func (b *Bus) answers(ctx context.Context) error {
+	deadline := time.Now().Add(ensureTimeout)
 	for {
 		_, err := b.readBatch(ctx, "", 0, 1)
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, nats.ErrNoResponders) {
+		// No responders: no leader yet; a read unanswered: the cluster is
+		// busy electing (replicas restarting). Both are waited out.
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("reading stream %s: %w", b.o.Stream, err)
 		}
 		select {

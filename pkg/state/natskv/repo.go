@@ -91,21 +91,33 @@ func Open(ctx context.Context, nc *nats.Conn, b Bus, o Options, now func() time.
 	return r, nil
 }
 
+// answersFor bounds how long Open waits for a bucket to answer.
+const answersFor = 30 * time.Second
+
 // answers waits until a new bucket answers reads (its replicas elected a
-// leader): until then a read finds no responders.
+// leader): until then a read finds no responders, or, while the NATS
+// cluster is busy electing (replicas restarting), goes unanswered. Each
+// read is bounded, and retried for up to answersFor: a replica starting
+// then should wait for its state, not exit.
 func answers(ctx context.Context, kv jetstream.KeyValue) error {
-	for {
-		_, err := kv.Get(ctx, "probe")
+	deadline := time.Now().Add(answersFor)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := kv.Get(rctx, "probe")
+		cancel()
 		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil
 		}
-		if !errors.Is(err, nats.ErrNoResponders) {
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 			return err
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("not answering: %w", err)
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("not answering: %w", ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
