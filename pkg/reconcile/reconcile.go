@@ -55,7 +55,7 @@ type Options struct {
 	// Timeout bounds one check of an application [30s].
 	Timeout time.Duration
 	// Settle is how long a check waits after a watch cache saw a primary
-	// change, so that a burst of changes makes one check [1s].
+	// change, so that a burst of changes makes one check [250ms].
 	Settle time.Duration
 	// Now is the clock [time.Now].
 	Now func() time.Time
@@ -103,7 +103,7 @@ func New(cfg *config.Config, read Reader, ros Rollouts, j Journal, o Options) (*
 		o.Timeout = 30 * time.Second
 	}
 	if o.Settle <= 0 {
-		o.Settle = time.Second
+		o.Settle = 250 * time.Millisecond
 	}
 	if o.Now == nil {
 		o.Now = time.Now
