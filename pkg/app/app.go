@@ -286,7 +286,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	} else if err := dispatch.ForgetMirror(ctx, s.bus); err != nil {
-		return err
+		// Housekeeping: the next start tries again; meanwhile the stale
+		// cursor only holds retention back (and says so).
+		o.Logger.Warn("forgetting the cursor of a sink no longer configured", "error", err)
 	}
 	if err := s.cdeventMirrors(ctx, cfg, o.Logger); err != nil {
 		return err
@@ -529,5 +531,8 @@ func (s *Server) cdeventMirrors(ctx context.Context, cfg *config.Config, log *sl
 		s.cdevents = append(s.cdevents, m.WithTransform(cdeventCursor+u, tr.Translate))
 		keep = append(keep, cdeventCursor+u)
 	}
-	return dispatch.ForgetMirrorsExcept(ctx, s.bus, cdeventCursor, keep)
+	if err := dispatch.ForgetMirrorsExcept(ctx, s.bus, cdeventCursor, keep); err != nil {
+		log.Warn("forgetting the cursors of CDEvents sinks no longer configured", "error", err)
+	}
+	return nil
 }

@@ -95,9 +95,9 @@ func ForgetMirrorsExcept(ctx context.Context, j CursorLister, prefix string, kee
 
 // Run mirrors until ctx ends.
 func (m *Mirror) Run(ctx context.Context) error {
-	cursor, err := m.j.Cursor(ctx, m.cursor)
+	cursor, err := m.readCursor(ctx)
 	if err != nil {
-		return fmt.Errorf("reading sink cursor: %w", err)
+		return err
 	}
 	// A failing journal (a full disk) or sink cursor must not end serve:
 	// the follower waits and retries.
@@ -121,6 +121,29 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 		return cursor, nil
 	})
+}
+
+// readCursor reads where the mirror stopped, retrying a journal that fails
+// until ctx ends: a mirror that gave up here would send nothing more until
+// a restart.
+func (m *Mirror) readCursor(ctx context.Context) (uint64, error) {
+	delay := 100 * time.Millisecond
+	for {
+		cursor, err := m.j.Cursor(ctx, m.cursor)
+		if err == nil {
+			return cursor, nil
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("reading sink cursor: %w", err)
+		}
+		m.log.Error("sink mirror stalled: reading its cursor failed; retrying", "sink", m.target, "error", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("reading sink cursor: %w", ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
 }
 
 // mirror sends what e becomes for the sink; false when ctx ended first.

@@ -250,3 +250,24 @@ func TestForgetMirrorsExcept(t *testing.T) {
 		t.Errorf("cursors left (-want +got):\n%s", diff)
 	}
 }
+
+// A mirror whose cursor could not be read at start (NATS busy past its
+// bound) used to return from Run, sending nothing more until a restart.
+// It retries until the read works.
+func TestMirrorRetriesReadingItsCursor(t *testing.T) {
+	s := newStore(t)
+	j := &journalFailing{Store: s, err: errors.New("nats: timeout")}
+	j.reads.Store(true)
+	snk := newSink(t, 0)
+	m, err := dispatch.NewMirror(j, snk.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, newEvent(t, "e1", typeIn))
+	start(t, m)
+	time.Sleep(300 * time.Millisecond) // a few failed reads
+	j.reads.Store(false)
+	if diff := cmp.Diff([]string{"e1"}, waitCalls(t, snk.accepted, 1)); diff != "" {
+		t.Errorf("the sink received (-want +got):\n%s", diff)
+	}
+}
