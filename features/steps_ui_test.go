@@ -22,12 +22,12 @@ func (s *scenario) registerUISteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the rollout of "([^"]*)" is opened in the web UI$`, s.uiOpenRollout)
 	sc.Step(`^the web UI shows wave 1 of the rollout of "([^"]*)" rolling out while wave 2 waits, then every cluster "([^"]*)", without a reload$`, s.uiShowsWaves)
 	sc.Step(`^the web UI's timeline of the rollout of "([^"]*)" has its start, a cluster\.succeeded for each cluster, then its end$`, s.uiTimeline)
-	sc.Step(`^the fleet page of the web UI shows clusters "([^"]*)" running "([^"]*)" of "([^"]*)"$`, s.uiFleet)
 	sc.Step(`^the web UI shows the rollout of "([^"]*)" "([^"]*)", its reason naming cluster "([^"]*)"$`, s.uiReason)
 	sc.Step(`^the web UI shows the rollout of "([^"]*)" without controls, asking for an API token$`, s.uiNoControls)
 	sc.Step(`^"([^"]*)"'s API token is entered in the web UI$`, s.uiEnterToken)
 	sc.Step(`^"([^"]*)" is pressed in the web UI$`, s.uiPress)
 	sc.Step("^`flotilla describe rollout --watch` follows the rollout of \"([^\"]*)\" live until it ends \"([^\"]*)\", exiting non-zero$", s.describeWatch)
+	s.registerUIAppSteps(sc)
 }
 
 // browser is a headless Chromium showing flotilla's web UI.
@@ -291,28 +291,6 @@ func (s *scenario) uiTimeline(ctx context.Context, version string) error {
 func jsArray(ss []string) string {
 	b, _ := json.Marshal(ss)
 	return string(b)
-}
-
-func (s *scenario) uiFleet(ctx context.Context, clusters, version, app string) error {
-	b, err := s.uiBrowser()
-	if err != nil {
-		return err
-	}
-	if err := b.click(ctx, `a[data-nav="fleet"]`); err != nil {
-		return err
-	}
-	names := strings.Split(clusters, ",")
-	cond := fmt.Sprintf(`(() => { const apps = [...document.querySelectorAll('#clusters thead th')].map((th) => th.textContent);
-		const col = apps.indexOf(%q);
-		return col > 0 && %s.every((c) => { const row = document.querySelector('#clusters tr[data-cluster="' + c + '"]');
-			return row && row.children[col].dataset.tag === %q; }); })()`, app, jsArray(names), version)
-	if err := b.until(ctx, uiWait, "clusters "+clusters+" run "+app+" "+version, cond); err != nil {
-		return err
-	}
-	if err := b.shot(ctx, "fleet"); err != nil {
-		return err
-	}
-	return b.notReloaded(ctx)
 }
 
 // openRollout loads the page of the rollout of version by its address,

@@ -1,8 +1,12 @@
 Feature: The web UI: the fleet, live, in a browser
   flotilla serves a web UI at /ui/ from its own binary: the rollouts, one
-  rollout as waves x clusters with its timeline, and the fleet. Pages stay
-  live on the API's Server-Sent Events; the controls appear once the
-  user gives an API token. These scenarios drive Debian's Chromium,
+  rollout as waves x clusters with its timeline, an application's history
+  (which version each cluster ran, when, and each rollout's outcome) and
+  status (the last push seen, the last skipped and why, a silent webhook),
+  and the fleet as a map of clusters x applications coloured by version and
+  state, with each cluster's health. A cluster that failed stands apart
+  from those reverted because of it. Pages stay live on the API's
+  Server-Sent Events; the controls appear once the user gives an API token. These scenarios drive Debian's Chromium,
   headless. In a terminal, `flotilla describe rollout --watch` follows a
   rollout on the same stream until it ends.
 
@@ -19,8 +23,11 @@ Feature: The web UI: the fleet, live, in a browser
     When the rollout of "1.1.0" is opened in the web UI
     Then the web UI shows wave 1 of the rollout of "1.1.0" rolling out while wave 2 waits, then every cluster "Succeeded", without a reload
     And the web UI's timeline of the rollout of "1.1.0" has its start, a cluster.succeeded for each cluster, then its end
-    And the fleet page of the web UI shows clusters "c1,c2,c4" running "1.1.0" of "podinfo"
+    And the fleet map of the web UI shows each cluster running "1.1.0" of "podinfo" as its primary does, reachable with Flagger ready
+    When the application page of "podinfo" is opened from the rollouts list
+    Then the web UI's application page draws each cluster running "1.1.0" after "1.0.0", as its primary does
 
+  @both-modes
   Scenario: The web UI shows why a rollout failed
     Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
     And the workload "podinfo" runs in every cluster of the waves
@@ -31,6 +38,10 @@ Feature: The web UI: the fleet, live, in a browser
     Then `flotilla describe rollout --watch` follows the rollout of "1.1.0" live until it ends "RolledBack", exiting non-zero
     And the rollout of "1.1.0" is rolled back
     And the web UI shows the rollout of "1.1.0" "RolledBack", its reason naming cluster "c4"
+    And the web UI's rollout of "1.1.0" shows cluster "c4" failed, apart from the clusters reverted because of it
+    And the fleet map of the web UI shows cluster "c4" failed and the others of the rollout of "1.1.0" reverted
+    When the application page of "podinfo" is opened from the fleet map
+    Then the web UI's application page draws cluster "c4" failing "1.1.0" while the others ran it and were put back to "1.0.0", as their primaries run
 
   Scenario: The web UI's controls need an API token
     Given wave 2 needs the approvals of "alice"
@@ -44,3 +55,12 @@ Feature: The web UI: the fleet, live, in a browser
     And "Approve wave 2" is pressed in the web UI
     Then the rollout of "1.1.0" succeeds
     And the rollout of "1.1.0" records the approvals of "alice" for wave 2
+
+  Scenario: The web UI's application page says why a push was skipped
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the web UI is open in a browser
+    When the application page of "podinfo" is opened from the fleet map
+    And version "2.0.0" is pushed
+    Then the web UI's application page says "2.0.0" was skipped, the reason naming "track", brought by a webhook, without a reload

@@ -457,7 +457,13 @@ function fleetPage() {
   const apps = [...new Set(state.clusters.flatMap((c) => Object.keys(c.applications || {})))].sort();
   const f = state.fleet || {};
   const colours = {};
-  for (const a of apps) colours[a] = palette(state.clusters.map((c) => (c.applications[a] || {}).tag));
+  // Ranked with the versions of the application's latest rollouts, as
+  // its page ranks them: a version has one colour on both pages.
+  const recent = [...state.rollouts.values()];
+  for (const a of apps) {
+    colours[a] = palette(state.clusters.map((c) => (c.applications[a] || {}).tag)
+      .concat(recent.filter((r) => r.application === a).flatMap((r) => [r.tag, r.previousTag])));
+  }
   const q = (route().params.get("cluster") || "").toLowerCase();
   const shown = state.clusters.filter((c) => !q || c.name.toLowerCase().includes(q) ||
     Object.entries(c.labels || {}).some(([k, v]) => (k + "=" + v).toLowerCase().includes(q)));
@@ -600,7 +606,7 @@ function appStatus(a) {
 
 // lanes turns an application's rollouts into what each cluster ran and
 // when: segments [{version, from, kind, rollout}] and marks (a failure).
-function lanes(rollouts) {
+function lanes(rollouts, took) {
   const asc = rollouts.slice().sort((a, b) => (a.created || "").localeCompare(b.created || ""));
   const by = new Map();
   const lane = (name) => { if (!by.has(name)) by.set(name, { name, segs: [], marks: [] }); return by.get(name); };
@@ -633,7 +639,9 @@ function lanes(rollouts) {
               l.marks.push({ at: applied, kind: "failed", rollout: r.id, version: r.tag, why: c.failure || c.message || "" });
               if (c.phase === "RevertFailed") l.segs.push({ version: "?", from: at, kind: "unknown", rollout: r.id });
             } else {
-              l.segs.push({ version: r.tag, from: applied, kind: "reverted", rollout: r.id });
+              // From when it took the version (its timeline says), else
+              // from its last apply.
+              l.segs.push({ version: r.tag, from: ((took || {})[r.id] || {})[c.name] || applied, kind: "reverted", rollout: r.id });
               l.segs.push({ version: c.phase === "RevertFailed" ? "?" : prev, from: at, kind: c.phase === "RevertFailed" ? "unknown" : "restored", rollout: r.id });
             }
             break;
@@ -688,7 +696,7 @@ function took(ms) {
 function history(a) {
   if (!a.rollouts.length) return h("p", { class: "muted", id: "history" }, a.loading ? "Loading…" : "No rollouts of " + a.name + " yet.");
   const now = Date.now();
-  const ls = lanes(a.rollouts);
+  const ls = lanes(a.rollouts, a.took);
   const times = a.rollouts.map((r) => Date.parse(r.created)).filter((x) => x > 0);
   const t0 = Math.min(...times), span = Math.max(now - t0, 1000);
   const x = (t) => Math.max(0, Math.min(100, ((t - t0) / span) * 100));
@@ -761,7 +769,7 @@ function outcomes(r, failed) {
 
 async function loadApplication(name) {
   // Read again (the stream reopened): what is shown stays until the answer.
-  if (!state.app || state.app.name !== name) state.app = { name, rollouts: [], next: "", status: null, statusError: "", loading: true };
+  if (!state.app || state.app.name !== name) state.app = { name, rollouts: [], next: "", status: null, statusError: "", loading: true, took: {} };
   const base = "/api/v1/rollouts?limit=50&application=" + encodeURIComponent(name);
   const [page, status] = await Promise.allSettled([getPage(base), getJSON("/api/v1/applications/" + encodeURIComponent(name))]);
   if (!state.app || state.app.name !== name) return;
@@ -773,6 +781,33 @@ async function loadApplication(name) {
   if (status.status === "fulfilled") state.app.status = status.value;
   else state.app.statusError = status.reason.message;
   render();
+  loadTook(state.app.rollouts);
+}
+
+// rolledBack: a rollout whose clusters were put back.
+function rolledBack(r) {
+  return ["RolledBack", "RollbackFailed"].includes(r.phase);
+}
+
+// loadTook reads, from the timelines of rollouts rolled back (a few at a
+// time), when each cluster took the version before it was put back: the
+// rollout says only when it was put back.
+async function loadTook(rollouts) {
+  const a = state.app;
+  if (!a) return;
+  const todo = rollouts.filter((r) => rolledBack(r) && !a.took[r.id]).slice(0, 10);
+  if (!todo.length) return;
+  await Promise.all(todo.map(async (r) => {
+    try {
+      const tl = await getJSON("/api/v1/rollouts/" + encodeURIComponent(r.id) + "/events");
+      const at = {};
+      for (const e of tl.events || []) {
+        if (shortType(e.type) === "cluster.succeeded" && e.data && e.data.cluster) at[e.data.cluster] = Date.parse(e.time);
+      }
+      a.took[r.id] = at;
+    } catch (_) { /* drawn from the rollout alone */ }
+  }));
+  render();
 }
 
 async function loadOlder(name) {
@@ -783,6 +818,7 @@ async function loadOlder(name) {
     const seen = new Set(a.rollouts.map((r) => r.id));
     a.rollouts = a.rollouts.concat(page.body.filter((r) => !seen.has(r.id)));
     a.next = page.next;
+    loadTook(page.body);
   } catch (err) {
     notice("Older rollouts: " + err.message);
   }
@@ -862,6 +898,7 @@ function connect() {
       const i = state.app.rollouts.findIndex((x) => x.id === r.id);
       if (i >= 0) state.app.rollouts[i] = r;
       else state.app.rollouts.unshift(r);
+      if (rolledBack(r)) loadTook([r]);
     }
     if (route().page === "fleet") {
       clearTimeout(fleetTimer);
