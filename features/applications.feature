@@ -25,3 +25,17 @@ Feature: "I pushed and nothing happened" is answered
     And `flotilla describe application podinfo` says the last push skipped was "2.0.0", because "is a major upgrade of 1.0.0; track MinorVersion allows minor and patch upgrades only"
     And the API says "podinfo" skipped "2.0.0" from a "webhook" because "track MinorVersion", the fleet running "1.0.0" from its rollout
     And the primary in every cluster runs version "1.0.0" by digest
+
+  # Catches a rejection kept only in the journal (image.rejected) and not
+  # in the application's state, and one that does not say why.
+  Scenario: An unsigned push: `flotilla get applications` and the API say it was rejected and why
+    Given the application accepts only images signed with the key "release"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" signed with the key "release" is pushed
+    Then the rollout of "1.1.0" succeeds
+    When version "1.2.0" is pushed
+    Then the push of "1.2.0" is rejected saying "is not signed"
+    And `flotilla get applications` says "podinfo" runs "1.1.0", last saw "1.2.0" from a "webhook" and rejected it because "is not signed"
+    And the API says "podinfo" rejected "1.2.0" from a "webhook" because "is not signed", the fleet running "1.1.0" from its rollout
+    And no workload in any cluster runs version "1.2.0"

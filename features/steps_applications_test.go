@@ -22,8 +22,8 @@ import (
 func (s *scenario) registerApplicationSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the silent-receiver alarm fires for "([^"]*)": "([^"]*)" found by a poll, the last webhook having brought "([^"]*)"$`, s.silentAlarmFires)
 	sc.Step(`^the silent-receiver alarm of "([^"]*)" is cleared, the last webhook having brought "([^"]*)"$`, s.silentAlarmCleared)
-	sc.Step("^`flotilla get applications` says \"([^\"]*)\" runs \"([^\"]*)\", last saw \"([^\"]*)\" from a \"([^\"]*)\" and skipped it because \"([^\"]*)\"$", s.getApplicationsSaysSkipped)
-	sc.Step(`^the API says "([^"]*)" skipped "([^"]*)" from a "([^"]*)" because "([^"]*)", the fleet running "([^"]*)" from its rollout$`, s.apiSaysSkipped)
+	sc.Step("^`flotilla get applications` says \"([^\"]*)\" runs \"([^\"]*)\", last saw \"([^\"]*)\" from a \"([^\"]*)\" and (skipped|rejected) it because \"([^\"]*)\"$", s.getApplicationsSaysSkipped)
+	sc.Step(`^the API says "([^"]*)" (skipped|rejected) "([^"]*)" from a "([^"]*)" because "([^"]*)", the fleet running "([^"]*)" from its rollout$`, s.apiSaysSkipped)
 	sc.Step("^`flotilla describe application ([^`]*)` says the last push skipped was \"([^\"]*)\", because \"([^\"]*)\"$", s.describeApplicationSaysSkipped)
 }
 
@@ -181,27 +181,28 @@ func (s *scenario) applicationsRow(ctx context.Context, app string) (map[string]
 	return nil, fmt.Errorf("flotilla get applications lists no %s:\n%s", app, out)
 }
 
-func (s *scenario) getApplicationsSaysSkipped(ctx context.Context, app, deployed, version, source, reason string) error {
+func (s *scenario) getApplicationsSaysSkipped(ctx context.Context, app, deployed, version, source, outcome, reason string) error {
 	row, err := s.applicationsRow(ctx, app)
 	if err != nil {
 		return err
 	}
 	if row["DEPLOYED"] != deployed || row["LAST SEEN"] != version || row["SOURCE"] != source ||
-		row["LAST SKIPPED"] != version+" (skipped)" || !strings.Contains(row["WHY"], reason) {
-		return fmt.Errorf("flotilla get applications says %v: want %s deployed, %s last seen from a %s and skipped because %q", row, deployed, version, source, reason)
+		row["LAST SKIPPED"] != version+" ("+outcome+")" || !strings.Contains(row["WHY"], reason) {
+		return fmt.Errorf("flotilla get applications says %v: want %s deployed, %s last seen from a %s and %s because %q", row, deployed, version, source, outcome, reason)
 	}
 	return nil
 }
 
-func (s *scenario) apiSaysSkipped(ctx context.Context, app, version, source, reason, deployed string) error {
+func (s *scenario) apiSaysSkipped(ctx context.Context, app, outcome, version, source, reason, deployed string) error {
 	var v api.ApplicationView
 	if err := s.getJSON(ctx, "/api/v1/applications/"+app, &v); err != nil {
 		return err
 	}
 	k := v.LastSkipped
-	if k == nil || k.Tag != version || k.Digest != s.w.digests[version] || k.Source != source || k.Outcome != "skipped" ||
+	// A push verify refused names the digest its webhook said, if any.
+	if k == nil || k.Tag != version || k.Digest != s.w.digests[version] && (outcome != "rejected" || k.Digest != "") || k.Source != source || k.Outcome != outcome ||
 		!strings.Contains(k.Reason, reason) || k.At.IsZero() {
-		return fmt.Errorf("GET /api/v1/applications/%s: last skipped %+v, want %s@%s from a %s skipped because %q", app, k, version, s.w.digests[version], source, reason)
+		return fmt.Errorf("GET /api/v1/applications/%s: last skipped %+v, want %s@%s from a %s %s because %q", app, k, version, s.w.digests[version], source, outcome, reason)
 	}
 	id, err := s.rolloutID(ctx, deployed)
 	if err != nil {

@@ -72,7 +72,9 @@ func newDescribeApplicationCmd(server *string) *cobra.Command {
 // PrintApplications prints the applications as a table, ages from now.
 func PrintApplications(w io.Writer, apps []api.ApplicationView, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APPLICATION\tDEPLOYED\tROLLING OUT\tLAST SEEN\tSOURCE\tSEEN\tLAST SKIPPED\tWHY\tWEBHOOK")
+	// WHY last and whole: the reason is what the table is read for, and
+	// often long (a signature's verdict names the image).
+	fmt.Fprintln(tw, "APPLICATION\tDEPLOYED\tROLLING OUT\tLAST SEEN\tSOURCE\tSEEN\tWEBHOOK\tLAST SKIPPED\tWHY")
 	for _, a := range apps {
 		deployed, rolling := "-", "-"
 		if a.Deployed != nil {
@@ -87,9 +89,9 @@ func PrintApplications(w io.Writer, apps []api.ApplicationView, now time.Time) {
 		}
 		skipped, why := "-", "-"
 		if k := a.LastSkipped; k != nil {
-			skipped, why = k.Tag+" ("+k.Outcome+")", truncate(k.Reason, 60)
+			skipped, why = k.Tag+" ("+k.Outcome+")", k.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, deployed, rolling, seen, source, seenAge, skipped, why, webhook(a))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, deployed, rolling, seen, source, seenAge, webhook(a), skipped, why)
 	}
 	_ = tw.Flush()
 }

@@ -31,9 +31,9 @@ var (
 func TestPrintApplications(t *testing.T) {
 	var b strings.Builder
 	cli.PrintApplications(&b, apps, appsAt.Add(10*time.Minute))
-	want := `APPLICATION  DEPLOYED  ROLLING OUT  LAST SEEN  SOURCE  SEEN  LAST SKIPPED     WHY                                                           WEBHOOK
-shop         1.4.0     1.5.0        1.5.0      poll    5m0s  2.0.0 (skipped)  2.0.0 is a major upgrade of 1.4.0; track MinorVersion allow…  silent: missed 1.5.0
-site         -         -            -          -       -     -                -                                                             ok
+	want := `APPLICATION  DEPLOYED  ROLLING OUT  LAST SEEN  SOURCE  SEEN  WEBHOOK               LAST SKIPPED     WHY
+shop         1.4.0     1.5.0        1.5.0      poll    5m0s  silent: missed 1.5.0  2.0.0 (skipped)  2.0.0 is a major upgrade of 1.4.0; track MinorVersion allows minor and patch upgrades only
+site         -         -            -          -       -     ok                    -                -
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("get applications (-want +got)\n%s", diff)
