@@ -412,7 +412,7 @@ func (s *scenario) canaryDeleted(ctx context.Context, name, cluster string) erro
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the primary %s-primary in %s is still there a minute after its canary was deleted (%v)", name, cluster, err)
+			return fmt.Errorf("the primary %s-primary in %s is still there a minute after its canary was deleted (last read: %w)", name, cluster, err)
 		}
 		select {
 		case <-ctx.Done():
