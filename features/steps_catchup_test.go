@@ -412,7 +412,10 @@ func (s *scenario) canaryDeleted(ctx context.Context, name, cluster string) erro
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the primary %s-primary in %s is still there a minute after its canary was deleted (last read: %w)", name, cluster, err)
+			if err != nil {
+				return fmt.Errorf("reading the primary %s-primary in %s a minute after its canary was deleted: %w", name, cluster, err)
+			}
+			return fmt.Errorf("the primary %s-primary in %s is still there a minute after its canary was deleted", name, cluster)
 		}
 		select {
 		case <-ctx.Done():
