@@ -11,6 +11,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/cucumber/godog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
 // The web UI's application page (an application's history and status),
@@ -26,6 +29,7 @@ func (s *scenario) registerUIAppSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the fleet map of the web UI shows cluster "([^"]*)" failed and the others of the rollout of "([^"]*)" reverted$`, s.uiFleetFailed)
 	sc.Step(`^the web UI's rollout of "([^"]*)" shows cluster "([^"]*)" failed, apart from the clusters reverted because of it$`, s.uiRolloutFailed)
 	sc.Step(`^the web UI's application page says "([^"]*)" was skipped, the reason naming "([^"]*)", brought by a (webhook|poll), without a reload$`, s.uiSkipped)
+	sc.Step(`^the fleet map of the web UI shows cluster "([^"]*)" unreachable, and "([^"]*)" reachable with Flagger ready$`, s.uiUnreachable)
 }
 
 // lanesJS reads the application page's history: each cluster's versions,
@@ -317,4 +321,45 @@ func (s *scenario) uiSkipped(ctx context.Context, version, reason, source string
 		}
 	}
 	return b.notReloaded(ctx)
+}
+
+// uiUnreachable checks the map's health against what flotilla's own
+// connection to each cluster answers: the frozen one does not, the other
+// does.
+func (s *scenario) uiUnreachable(ctx context.Context, down, up string) error {
+	if _, err := s.uiMap(ctx, s.w.app, down+" unreachable, "+up+" reachable with Flagger ready", func(m map[string]mapCell) error {
+		if x := m[down]; x.Reachable != "false" {
+			return fmt.Errorf("cluster %s: %+v", down, x)
+		}
+		if x := m[up]; x.Reachable != "true" || x.Flagger != "Ready" {
+			return fmt.Errorf("cluster %s: %+v", up, x)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	p, ok := s.w.proxied[down]
+	if !ok {
+		return fmt.Errorf("flotilla does not reach %s through a connection a step can freeze", down)
+	}
+	cfg, err := kube.RESTConfig(p.kubeconfig, "")
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := cluster.Reach(rctx, cfg); err == nil {
+		return fmt.Errorf("the map says %s is unreachable, but its API server answers through flotilla's connection", down)
+	}
+	cl, ok := fleet.Cluster(up)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", up)
+	}
+	if cfg, err = kube.RESTConfig(cl.Kubeconfig, ""); err != nil {
+		return err
+	}
+	if pr, err := cluster.Reach(ctx, cfg); err != nil || !pr.Flagger {
+		return fmt.Errorf("the map says %s is reachable with Flagger ready, but it answers %+v, %w", up, pr, err)
+	}
+	return nil
 }

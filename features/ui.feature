@@ -64,3 +64,14 @@ Feature: The web UI: the fleet, live, in a browser
     When the application page of "podinfo" is opened from the fleet map
     And version "2.0.0" is pushed
     Then the web UI's application page says "2.0.0" was skipped, the reason naming "track", brought by a webhook, without a reload
+
+  Scenario: The web UI's fleet map shows a cluster flotilla cannot reach
+    Given flotilla reaches cluster "c2" through a connection that can freeze
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the web UI is open in a browser
+    When flotilla's connection to cluster "c2" freezes, as if its API server stopped
+    Then the fleet map of the web UI shows cluster "c2" unreachable, and "c1" reachable with Flagger ready
+    When flotilla's connection to cluster "c2" comes back
+    Then the fleet map of the web UI shows each cluster running "1.0.0" of "podinfo" as its primary does, reachable with Flagger ready
