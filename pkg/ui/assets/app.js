@@ -945,6 +945,11 @@ window.addEventListener("hashchange", () => {
   render();
   document.getElementById("main").focus({ preventScroll: true });
 });
+// The clusters' health changes without an event: the fleet page reads it
+// again as often as the API reads the clusters (every 10 s).
+setInterval(() => {
+  if (route().page === "fleet" && document.visibilityState === "visible") loadFleet();
+}, 10000);
 // Ages tick in place: a redraw would move the keyboard's focus.
 setInterval(() => {
   for (const el of document.querySelectorAll("[data-since]")) el.textContent = ago(el.dataset.since);
