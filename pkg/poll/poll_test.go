@@ -54,22 +54,7 @@ func startRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
 // push writes a random image to image:tag and returns its digest.
 func push(t *testing.T, image, tag string) string {
 	t.Helper()
-	img, err := random.Image(128, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := name.NewTag(image + ":" + tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.String()
+	return pushBuilt(t, image, tag, time.Time{})
 }
 
 // journal adapts the real store to the Poller's Journal.
@@ -390,16 +375,18 @@ func TestPollRefuses(t *testing.T) {
 	}
 }
 
-// pushBuilt writes a random image built at built to image:tag and returns
-// its digest.
+// pushBuilt writes a random image built at built (zero: no build time)
+// to image:tag and returns its digest.
 func pushBuilt(t *testing.T, image, tag string, built time.Time) string {
 	t.Helper()
 	img, err := random.Image(128, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img, err = mutate.CreatedAt(img, v1.Time{Time: built}); err != nil {
-		t.Fatal(err)
+	if !built.IsZero() {
+		if img, err = mutate.CreatedAt(img, v1.Time{Time: built}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ref, err := name.NewTag(image + ":" + tag)
 	if err != nil {
