@@ -46,8 +46,24 @@ const partitions = 6
 
 // leases reads, from NATS, who holds each partition of the scenario's
 // stream: the <stream>_leases bucket natsjs.Partitions keeps, each key
-// partition.<p> valued with its holder's replica name.
+// partition.<p> valued with its holder's replica name. A read NATS does
+// not answer in time (its cluster busy with other scenarios, or electing a
+// leader) is tried again, for up to 30 s in all.
 func (s *scenario) leases(ctx context.Context) (map[int]string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		held, err := s.readLeases(ctx)
+		timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		if err == nil || !timedOut || ctx.Err() != nil || time.Now().After(deadline) {
+			return held, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// readLeases is one read of leases, each request bounded by the jetstream
+// client's default timeout.
+func (s *scenario) readLeases(ctx context.Context) (map[int]string, error) {
 	nc, err := nats.Connect(natsCluster.URL())
 	if err != nil {
 		return nil, err
