@@ -15,7 +15,11 @@ func (s *Server) newReconciler(cfg *config.Config, o Options) (*reconcile.Reconc
 	ro := reconcile.Options{Logger: o.Logger, Metrics: o.Registerer}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		ro.Owns = func(a config.Application) bool {
-			return shared.held(s.scale.bus.PartitionOf(dispatch.ImageKey(a.Image)))
+			key := dispatch.ImageKey(a.Image)
+			if g := a.Git(); g != nil {
+				key = dispatch.GitKey(config.DisplayURL(g.URL))
+			}
+			return shared.held(s.scale.bus.PartitionOf(key))
 		}
 	}
 	r, err := reconcile.New(cfg, s.clusters, s.repo, journal{s.bus}, ro)

@@ -14,13 +14,22 @@ import (
 // for pushes and their verdicts, the image repository or git repository
 // (so two pushes of one application's image are planned one after the
 // other; a catch-up's or a drift's revert's request goes with its image's
-// pushes); else the event alone.
+// pushes, or its git repository's); else the event alone.
 func Key(e cloudevents.Event) string {
 	if id := events.RolloutID(e); id != "" {
 		return RolloutKey(id)
 	}
 	switch e.Type() {
-	case events.TypeImagePushed, events.TypeImageVerified, events.TypeImageRejected, events.TypeReconcileRequested:
+	case events.TypeReconcileRequested:
+		// A git application's names "repository#commit"; an image
+		// application's the image pinned.
+		if repo, _, git := strings.Cut(e.Subject(), "#"); git && repo != "" {
+			return GitKey(repo)
+		}
+		if repo := imageRepository(e.Subject()); repo != "" {
+			return ImageKey(repo)
+		}
+	case events.TypeImagePushed, events.TypeImageVerified, events.TypeImageRejected:
 		if repo := imageRepository(e.Subject()); repo != "" {
 			return ImageKey(repo)
 		}

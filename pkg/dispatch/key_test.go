@@ -33,6 +33,7 @@ func TestKey(t *testing.T) {
 		{ev("8", events.TypeImagePushed, "", ""), "event/8"},
 		{ev("9", events.TypeFunctionFailed, "", ""), "event/9"},
 		{ev("10", events.TypeReconcileRequested, "registry.example.com:5000/demo/podinfo@sha256:abc", ""), "image/registry.example.com:5000/demo/podinfo"},
+		{ev("11", events.TypeReconcileRequested, "https://git.example.com/deploy.git#0123abc", ""), "git/https://git.example.com/deploy.git"},
 	}
 	for _, tt := range tests {
 		if got := Key(tt.e); got != tt.want {

@@ -18,6 +18,17 @@
 //     driftPolicy revert requests a rollout of kind drift-revert to the
 //     drifted clusters.
 //
+// A git application is checked against its validated commit (the commit
+// its fleet last converged on, AppState.DeployedDigest too): a cluster
+// that came empty (no canary or no primary; no workload is needed, the
+// commit's render creates it) is caught up with that commit, its request
+// naming the repository and commit ("repository#commit", keyed with the
+// repository's pushes). A cluster whose primary runs is not compared with
+// what the commit renders for it (each cluster runs the last commit that
+// changed what it renders): a git application's drift is not detected,
+// and a cluster that entered the waves with a workload of its own is not
+// caught up.
+//
 // Nothing is decided while a rollout of the application is in flight: it
 // reaches every cluster of its waves itself. A request's id derives from
 // the application, kind, digest and clusters (and, for a revert, the

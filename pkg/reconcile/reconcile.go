@@ -193,7 +193,7 @@ func (r *Reconciler) Changed(cluster, namespace, workload string) {
 	found := false
 	r.mu.Lock()
 	for _, a := range r.cfg.Applications {
-		if a.Namespace == namespace && a.Workload.Name == workload && a.Git() == nil {
+		if a.Namespace == namespace && a.Workload.Name == workload {
 			r.pending[a.Name], found = true, true
 		}
 	}
@@ -353,20 +353,27 @@ func (r *Reconciler) observe(ctx context.Context, app config.Application) []roll
 // to clusters: its id derives from what it asks (rollout.ReconcileID;
 // a revert's from the primaries found too, by cluster: image and
 // generation), its subject is the image pinned, so dispatch keys it with
-// the image's pushes.
+// the image's pushes. A git application's names its repository (without
+// credentials, as its pushes' rollouts do) and the validated commit,
+// "repository#commit", so dispatch keys it with the repository's pushes.
 func Request(app config.Application, st rollout.AppState, kind string, clusters []string, primaries map[string]string) (cloudevents.Event, error) {
 	imgs := map[string]string{}
 	if kind == rollout.KindDriftRevert {
 		imgs = primaries
 	}
+	image, subject := app.Image, app.Image+"@"+st.DeployedDigest
+	if g := app.Git(); g != nil {
+		image = config.DisplayURL(g.URL)
+		subject = image + "#" + st.DeployedDigest
+	}
 	reason := fmt.Sprintf("%s of %s to %v", kind, st.DeployedTag, clusters)
 	e, err := events.New(rollout.ReconcileID(app.Name, kind, st.DeployedDigest, clusters, imgs), "/flotilla/reconcile", events.TypeReconcileRequested,
-		events.ReconcileRequested{Application: app.Name, Kind: kind, Image: app.Image, Tag: st.DeployedTag, Digest: st.DeployedDigest,
+		events.ReconcileRequested{Application: app.Name, Kind: kind, Image: image, Tag: st.DeployedTag, Digest: st.DeployedDigest,
 			Clusters: clusters, Reason: reason})
 	if err != nil {
 		return e, err
 	}
-	e.SetSubject(app.Image + "@" + st.DeployedDigest)
+	e.SetSubject(subject)
 	return e, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/reconcile"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
@@ -306,5 +307,76 @@ func BenchmarkCheck(b *testing.B) {
 		if _, err := r.Check(b.Context(), "app"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A git application: its validated commit is caught up to a cluster new
+// to it (nothing there: the commit's render creates the workload) or
+// emptied, once however often it is found (a restart's check too); a
+// cluster whose primary runs is not compared (no drift), and the
+// request names the repository and commit, keyed with its pushes.
+func TestCheckCatchesUpAGitApplication(t *testing.T) {
+	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	const (
+		commit = "0123456789abcdef0123456789abcdef01234567"
+		url    = "https://bot:secret@git.test/platform/deployments.git"
+		shown  = "https://git.test/platform/deployments.git"
+	)
+	cfg := &config.Config{
+		Fleet: config.Fleet{
+			Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
+			Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3"}}},
+		},
+		Applications: []config.Application{{Name: "app", Namespace: "ns", Workload: config.Workload{Name: "app"}, DriftPolicy: config.DriftPolicyRevert,
+			Source: &config.Source{Git: &config.GitSource{URL: url, Branch: "main"}}}},
+	}
+	cs := &clusters{runs: map[string]rollout.Observed{
+		"c1": {Cluster: "c1", Workload: true, Canary: true, Primary: "registry.example.com/podinfo:6.0.0"},
+		"c2": {Cluster: "c2", Workload: true, Canary: true, Primary: "registry.example.com/podinfo:5.0.0"},
+		"c3": {Cluster: "c3"},
+	}}
+	if err := repo.UpdateApp(t.Context(), "app", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedClusters = "main@0123456789ab", commit, []string{"c1", "c2"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	j := journal{s}
+	for i := range 3 {
+		r, err := reconcile.New(cfg, cs, repo, j, reconcile.Options{Now: func() time.Time { return t0 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := r.Check(t.Context(), "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if diff := cmp.Diff([]string{"c3"}, rec.CatchUp); diff != "" {
+				t.Errorf("caught up (-want +got):\n%s", diff)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"reconcile.requested catch-up c3"}, j.types(t)); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	recs, err := s.Read(t.Context(), 0, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("journal: %d records, %v", len(recs), err)
+	}
+	e := recs[0].Event
+	p, err := events.Decode[events.ReconcileRequested](e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type request struct{ Subject, Key, Image, Tag, Digest string }
+	want := request{Subject: shown + "#" + commit, Key: dispatch.GitKey(shown), Image: shown, Tag: "main@0123456789ab", Digest: commit}
+	if diff := cmp.Diff(want, request{e.Subject(), dispatch.Key(e), p.Image, p.Tag, p.Digest}); diff != "" {
+		t.Errorf("the request (-want +got):\n%s", diff)
 	}
 }

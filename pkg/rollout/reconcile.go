@@ -23,6 +23,13 @@ import (
 // rollout of KindDriftRevert restores the digest. Nothing is decided while
 // a rollout of the application is in flight: it reaches every cluster of
 // its waves itself, and its clusters are in motion.
+//
+// A git application's validated version is the commit its fleet last
+// converged on (DeployedDigest, its rollouts' digest); a catch-up carries
+// that commit, which renders what each cluster runs now, to the clusters
+// that came empty (new to the application, or emptied: its render creates
+// the workload, so no workload is needed). A cluster whose primary runs is
+// current (GitNotCompared): its drift is not detected.
 
 // Kinds of rollouts (Rollout.Kind) that no push started.
 const (
@@ -86,13 +93,10 @@ type Reconciliation struct {
 }
 
 // Settled tells whether there is nothing to reconcile now (a rollout of the
-// application in flight, nothing validated), and why: the clusters are not
-// read then.
+// application in flight, nothing validated: no digest, or for a git
+// application no commit), and why: the clusters are not read then.
 func Settled(app config.Application, st AppState, inFlight []Rollout) (bool, string) {
-	switch {
-	case app.Git() != nil:
-		return true, "a git application: each cluster runs the last commit that changed it"
-	case st.DeployedDigest == "":
+	if st.DeployedDigest == "" {
 		return true, "no version has been validated yet"
 	}
 	for _, ro := range inFlight {
@@ -114,7 +118,10 @@ func Settled(app config.Application, st AppState, inFlight []Rollout) (bool, str
 // whose primary runs the digest of partial, a rollout that succeeded
 // unsigned and stopped before the waves requiring a signature, to one of
 // its clusters, is current: the rollout left it so by design, and the
-// version signed later rolls out to the whole fleet.
+// version signed later rolls out to the whole fleet. Of a git application
+// (st.DeployedDigest is the commit) every empty cluster is caught up, the
+// commit's render creating the workload, and a cluster whose primary runs
+// is current, not compared (GitNotCompared).
 func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, obs []Observed, partial *Rollout) Reconciliation {
 	var out Reconciliation
 	if ok, why := Settled(app, st, inFlight); ok {
@@ -137,12 +144,14 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 		case o.Err != "":
 			chk.State, chk.Reason = CheckUnreadable, o.Err
 		case !o.Canary || o.Primary == "":
-			if !o.Workload {
+			if !o.Workload && app.Git() == nil {
 				chk.State, chk.Reason = CheckNoWorkload, fmt.Sprintf("no workload %s/%s to set the image of", app.Namespace, app.Workload.Name)
 				break
 			}
 			chk.State, chk.Reason = CheckCatchUp, "no canary or primary: the cluster is new to the application, or came back empty"
 			out.CatchUp = append(out.CatchUp, o.Cluster)
+		case app.Git() != nil:
+			chk.State, chk.Reason = CheckCurrent, GitNotCompared
 		case RunsDigest(o.Primary, st.DeployedDigest):
 			chk.State = CheckCurrent
 		case partial != nil && partial.Phase == Succeeded && partial.StopsBefore != "" && RunsDigest(o.Primary, partial.Digest) && inRollout(partial, o.Cluster):
@@ -165,6 +174,13 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 	slices.Sort(out.Revert)
 	return out
 }
+
+// GitNotCompared is why a git application's cluster that runs a primary
+// is current: what the primary runs is not held against what the
+// validated commit renders for the cluster (each cluster runs the last
+// commit that changed what it renders, which a push limited to other
+// clusters does not name), so its drift is not detected.
+const GitNotCompared = "a git application: the primary is not compared with what the validated commit renders (drift of git applications is not detected)"
 
 // inRollout tells whether cluster is one of ro's.
 func inRollout(ro *Rollout, cluster string) bool {

@@ -29,7 +29,19 @@ func TestReconcile(t *testing.T) {
 	revert.DriftPolicy = config.DriftPolicyRevert
 	git := report
 	git.Source = &config.Source{Git: &config.GitSource{URL: "https://git.test/x"}}
+	gitRevert := git
+	gitRevert.DriftPolicy = config.DriftPolicyRevert
 	st := rollout.AppState{DeployedTag: "1.0.0", DeployedDigest: digest, DeployedClusters: []string{"c1", "c2"}}
+	// A git application's validated version is a commit; its clusters
+	// run what the last commit that changed them rendered.
+	gitSt := rollout.AppState{DeployedTag: "main@0123456789ab", DeployedDigest: "0123456789abcdef", DeployedClusters: []string{"c1"}}
+	gitCurrent := func(imageCluster ...string) []rollout.ClusterCheck {
+		var out []rollout.ClusterCheck
+		for i := 0; i+1 < len(imageCluster); i += 2 {
+			out = append(out, rollout.ClusterCheck{Cluster: imageCluster[i+1], State: rollout.CheckCurrent, Image: imageCluster[i], Reason: rollout.GitNotCompared})
+		}
+		return out
+	}
 	current := func(c string) rollout.Observed {
 		return rollout.Observed{Cluster: c, Workload: true, Canary: true, Primary: ref}
 	}
@@ -73,8 +85,25 @@ func TestReconcile(t *testing.T) {
 		{name: "another application's rollout does not", app: report, st: st, obs: all,
 			inFlight: []rollout.Rollout{{ID: "other-1", Application: "other", Tag: "1.1.0", Phase: rollout.Progressing}},
 			want:     rollout.Reconciliation{Clusters: ok("c1", "c2", "c3")}},
-		{name: "a git application is not checked", app: git, st: st, obs: all,
-			want: rollout.Reconciliation{Skip: "a git application: each cluster runs the last commit that changed it"}},
+		{name: "a git application with no commit validated yet", app: git, st: rollout.AppState{}, obs: all,
+			want: rollout.Reconciliation{Skip: "no version has been validated yet"}},
+		{name: "a git application's clusters that run a primary are current, not compared", app: gitRevert, st: gitSt,
+			obs:  []rollout.Observed{current("c1"), {Cluster: "c2", Workload: true, Canary: true, Primary: old}, current("c3")},
+			want: rollout.Reconciliation{Clusters: gitCurrent(ref, "c1", old, "c2", ref, "c3")}},
+		{name: "a git application's cluster new to it, with nothing, is caught up: the commit's render creates the workload", app: git, st: gitSt,
+			obs: with(rollout.Observed{Cluster: "c3"}),
+			want: rollout.Reconciliation{CatchUp: []string{"c3"}, Clusters: append(gitCurrent(ref, "c1", ref, "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckCatchUp,
+				Reason: "no canary or primary: the cluster is new to the application, or came back empty"})}},
+		{name: "a git application's cluster whose canary went is caught up", app: gitRevert, st: gitSt,
+			obs: with(rollout.Observed{Cluster: "c1", Workload: true}),
+			want: rollout.Reconciliation{CatchUp: []string{"c1"}, Clusters: append([]rollout.ClusterCheck{{Cluster: "c1", State: rollout.CheckCatchUp,
+				Reason: "no canary or primary: the cluster is new to the application, or came back empty"}}, gitCurrent(ref, "c2", ref, "c3")...)}},
+		{name: "a git application's unreadable cluster is neither", app: git, st: gitSt,
+			obs:  with(rollout.Observed{Cluster: "c2", Err: "connection refused"}),
+			want: rollout.Reconciliation{Clusters: []rollout.ClusterCheck{gitCurrent(ref, "c1")[0], {Cluster: "c2", State: rollout.CheckUnreadable, Reason: "connection refused"}, gitCurrent(ref, "c3")[0]}}},
+		{name: "a git application's rollout in flight reaches the clusters itself", app: git, st: gitSt, obs: with(rollout.Observed{Cluster: "c3"}),
+			inFlight: []rollout.Rollout{{ID: "app-1", Application: "app", Tag: "main@c0ffee", Phase: rollout.Progressing}},
+			want:     rollout.Reconciliation{Skip: "rollout app-1 (main@c0ffee, Progressing) is in flight: it reaches its clusters itself"}},
 		{name: "a cluster with no canary is caught up", app: report, st: st,
 			obs: with(rollout.Observed{Cluster: "c3", Workload: true}),
 			want: rollout.Reconciliation{CatchUp: []string{"c3"}, Clusters: append(ok("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckCatchUp,
@@ -138,8 +167,13 @@ func TestPlanReconcile(t *testing.T) {
 	st := rollout.AppState{DeployedTag: "1.0.0", DeployedDigest: "sha256:d100", DeployedClusters: []string{"c1", "c2"}}
 	req := events.ReconcileRequested{Application: "app", Kind: rollout.KindCatchUp, Image: "reg.test/app", Tag: "1.0.0", Digest: "sha256:d100",
 		Clusters: []string{"c3"}, Reason: "catch-up of 1.0.0 to [c3]"}
+	gitApp := config.Application{Name: "app", Source: &config.Source{Git: &config.GitSource{URL: "https://git.test/deployments"}}}
+	gitSt := rollout.AppState{DeployedTag: "main@0123456789ab", DeployedDigest: "0123456789abcdef", DeployedClusters: []string{"c1", "c2"}}
+	gitReq := events.ReconcileRequested{Application: "app", Kind: rollout.KindCatchUp, Image: "https://git.test/deployments", Tag: "main@0123456789ab",
+		Digest: "0123456789abcdef", Clusters: []string{"c3"}, Reason: "catch-up of main@0123456789ab to [c3]"}
 	tests := []struct {
 		name     string
+		app      *config.Application
 		st       rollout.AppState
 		inFlight []rollout.Rollout
 		req      events.ReconcileRequested
@@ -150,6 +184,12 @@ func TestPlanReconcile(t *testing.T) {
 			want: rollout.Rollout{ID: "id", Application: "app", Image: "reg.test/app", Tag: "1.0.0", Digest: "sha256:d100", Phase: rollout.Progressing,
 				PreviousTag: "1.0.0", PreviousDigest: "sha256:d100", Kind: rollout.KindCatchUp, Reason: "catch-up of 1.0.0 to [c3]",
 				Waves: []rollout.Wave{{Name: "b", Clusters: []rollout.Cluster{{Name: "c3", Phase: rollout.ClusterPending}}}}}},
+		{name: "a git application's catch-up carries the validated commit", app: &gitApp, st: gitSt, req: gitReq,
+			want: rollout.Rollout{ID: "id", Application: "app", Image: "https://git.test/deployments", Tag: "main@0123456789ab", Digest: "0123456789abcdef",
+				Phase: rollout.Progressing, PreviousTag: "main@0123456789ab", PreviousDigest: "0123456789abcdef", Kind: rollout.KindCatchUp, Reason: "catch-up of main@0123456789ab to [c3]",
+				Waves: []rollout.Wave{{Name: "b", Clusters: []rollout.Cluster{{Name: "c3", Phase: rollout.ClusterPending}}}}}},
+		{name: "not a commit the fleet moved on from", app: &gitApp, st: rollout.AppState{DeployedTag: "main@fedcba987654", DeployedDigest: "fedcba9876543210"}, req: gitReq,
+			skip: "0123456789abcdef is no longer the validated digest (fedcba9876543210 is)"},
 		{name: "not while a rollout is in flight", st: st, req: req,
 			inFlight: []rollout.Rollout{{ID: "app-1", Application: "app", Tag: "1.1.0", Phase: rollout.Queued}},
 			skip:     "rollout app-1 (1.1.0, Queued) is in flight: it reaches its clusters itself"},
@@ -162,7 +202,11 @@ func TestPlanReconcile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, skip := rollout.PlanReconcile(reconcileFleet(), app, tt.st, tt.inFlight, tt.req, "id")
+			a := app
+			if tt.app != nil {
+				a = *tt.app
+			}
+			got, skip := rollout.PlanReconcile(reconcileFleet(), a, tt.st, tt.inFlight, tt.req, "id")
 			if skip != tt.skip {
 				t.Errorf("skip = %q, want %q", skip, tt.skip)
 			}
