@@ -75,3 +75,23 @@ Feature: Catch-up and drift: the clusters held against the validated digest
     And the primary in cluster "c2" runs version "1.0.0" by digest
     And the primary in every cluster runs version "1.0.0" by digest
     And the API says that rollout is of kind "drift-revert" and goes to "c2" only
+
+  # Catches a flotilla that leaves a git application's new cluster empty
+  # until the next push, one that catches it up with the first commit rather
+  # than the last validated one (c4's values are unchanged since the first,
+  # but the chart's are not), and one that starts a second catch-up.
+  @both-modes
+  Scenario: A cluster added to a git application's last wave gets the last validated commit without a push
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And a deployments repository with the chart "podinfo" and values for clusters "c1,c2,c4"
+    And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    And a push changes "greeting" to "hej" in "charts/podinfo/values.yaml"
+    And the rollout of that commit succeeds
+    And the application's namespace exists in cluster "c4"
+    When flotilla is restarted with cluster "c4" added to the last wave
+    Then a rollout of kind "catch-up" of that commit to "c4" succeeds
+    And the primary in cluster "c4" runs that commit, greeting "hej"
+    And the primary and the workload in every cluster run that commit, greeting "hej"
+    And the API says that rollout is of kind "catch-up" and goes to "c4" only
+    And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started

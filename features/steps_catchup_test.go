@@ -67,6 +67,8 @@ func (s *scenario) registerCatchUpSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the API's application "([^"]*)" names cluster "([^"]*)" drifted, running its old version$`, s.apiNamesDrift)
 	sc.Step(`^in (\d+) seconds no rollout of kind "([^"]*)" was started$`, s.noKindRolloutWithin)
 	sc.Step(`^the primary in cluster "([^"]*)" still runs its old version$`, s.primaryStillOld)
+	sc.Step(`^the application's namespace exists in cluster "([^"]*)"$`, s.namespaceIn)
+	sc.Step(`^a rollout of kind "([^"]*)" of that commit to "([^"]*)" succeeds$`, s.kindCommitRolloutSucceeds)
 }
 
 func (s *scenario) reconcileEvery(interval string) error {
@@ -524,4 +526,33 @@ func (s *scenario) primaryStillOld(ctx context.Context, cluster string) error {
 		return fmt.Errorf("primary in %s runs %s, want %s (set by hand, reported only)", cluster, got, s.oldImage())
 	}
 	return nil
+}
+
+// namespaceIn creates the scenario's namespace, empty, in a cluster that
+// is not in the waves yet (a new cluster bootstrapped with its
+// namespaces): a git application's commit renders its workload there.
+func (s *scenario) namespaceIn(ctx context.Context, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.w.namespace}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace in %s: %w", cluster, err)
+	}
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, s.w.namespace, metav1.DeleteOptions{})
+	})
+	return nil
+}
+
+// kindCommitRolloutSucceeds is kindRolloutSucceeds for a git
+// application's "that" commit: the rollout carries the commit.
+func (s *scenario) kindCommitRolloutSucceeds(ctx context.Context, kind, clusters string) error {
+	commit := s.w.git.commits["that"]
+	version := commitVersion(commit)
+	s.w.digests[version] = commit
+	return s.kindRolloutSucceeds(ctx, kind, version, clusters)
 }
