@@ -29,6 +29,31 @@ Feature: Catch-up and drift: the clusters held against the validated digest
     And the API says that rollout is of kind "catch-up" and goes to "c4" only
     And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started
 
+  # Catches a flotilla that sees only clusters new in its config: c4 is in
+  # it from the start, taken by the last wave's selector but not by the
+  # application's (a cluster in no wave is an error in the config), and
+  # enters the application's waves when its labels change. Also catches one
+  # that catches up a cluster the application does not go to.
+  @both-modes
+  Scenario: A cluster whose labels now match gets the validated digest without a push
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And clusters "c1,c2" are labelled "team=web"
+    And clusters "c2" are labelled "ring=late"
+    And wave 2 is the clusters labelled "ring=late"
+    And the application goes only to clusters labelled "team=web"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    And flotilla is restarted with cluster "c4" labelled "ring=late,team=batch" in its config
+    And in 6 seconds no rollout of kind "catch-up" was started
+    When flotilla is restarted with cluster "c4" labelled "ring=late,team=web", which the application's waves now take
+    Then a rollout of kind "catch-up" of "1.0.0" to "c4" succeeds
+    And the primary in cluster "c4" runs version "1.0.0" by digest
+    And the primary in every cluster runs version "1.0.0" by digest
+    And the API says that rollout is of kind "catch-up" and goes to "c4" only
+    And `flotilla get rollouts` lists that rollout as kind "catch-up"
+
   # Catches a flotilla that sees only clusters new in its config: a cluster
   # whose canary (and with it Flagger's primary) is gone stays empty. The
   # interval is a minute: the watch caches see the canary go.

@@ -174,4 +174,5 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerPollSteps(sc)
 	s.registerApplicationSteps(sc)
 	s.registerCatchUpSteps(sc)
+	s.registerLabelSteps(sc)
 }

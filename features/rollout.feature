@@ -18,7 +18,7 @@ Feature: A registry push carried through two waves of real clusters, and back
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And Flagger reported "Succeeded" for "1.1.0" through its post-rollout hook in every cluster
-    And `flotilla get rollouts` lists the rollout of "1.1.0" as "Succeeded"
+    And `flotilla get rollouts` lists the rollout of "1.1.0" as "Succeeded", of kind "push"
     And `flotilla describe rollout` of "1.1.0" shows every cluster "Succeeded"
 
   Scenario: A failing gate in wave 2 rolls the whole fleet back

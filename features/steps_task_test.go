@@ -124,20 +124,14 @@ func (s *scenario) getRolloutsLists(ctx context.Context, version, phase string) 
 	if err != nil {
 		return err
 	}
-	out, err := s.flotillaCLI(ctx, "get", "rollouts")
+	row, out, err := s.getRolloutsRow(ctx, id)
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 5 && f[0] == id {
-			if f[2] != version || f[4] != phase {
-				return fmt.Errorf("get rollouts shows %q, want tag %s phase %s", line, version, phase)
-			}
-			return nil
-		}
+	if row["TAG"] != version || row["PHASE"] != phase {
+		return fmt.Errorf("get rollouts shows %s with tag %s phase %s, want tag %s phase %s:\n%s", id, row["TAG"], row["PHASE"], version, phase, out)
 	}
-	return fmt.Errorf("get rollouts does not list %s:\n%s", id, out)
+	return nil
 }
 
 func (s *scenario) describeShows(ctx context.Context, version, state string) error {

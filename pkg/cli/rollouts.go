@@ -95,7 +95,7 @@ func writeJSONOut(w io.Writer, v any) error {
 
 func printRollouts(w io.Writer, ros []rollout.Rollout) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAPPLICATION\tTAG\tDIGEST\tPHASE\tWAVE\tCLUSTERS\tAGE\tWAITING")
+	fmt.Fprintln(tw, "ID\tAPPLICATION\tKIND\tTAG\tDIGEST\tPHASE\tWAVE\tCLUSTERS\tAGE\tWAITING")
 	for _, r := range ros {
 		done, total := 0, 0
 		for _, w := range r.Waves {
@@ -106,10 +106,29 @@ func printRollouts(w io.Writer, ros []rollout.Rollout) {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%s\n", r.ID, r.Application, r.Tag, short(r.Digest),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%s\n", r.ID, r.Application, kindOf(r), r.Tag, short(r.Digest),
 			r.Phase, r.Wave+1, len(r.Waves), done, total, age(r.Created), dash(truncate(waitingFor(r), 60)))
 	}
 	_ = tw.Flush()
+}
+
+// Kinds of rollouts as `get rollouts` shows them besides rollout.Kind's.
+const (
+	kindPush     = "push"     // a version's, which a webhook or a poll brought
+	kindRollback = "rollback" // `flotilla rollback`'s
+)
+
+// kindOf is what started r: a version pushed, a rollback, or what the
+// domain names (rollout.KindCatchUp, rollout.KindDriftRevert).
+func kindOf(r rollout.Rollout) string {
+	switch {
+	case r.Kind != "":
+		return r.Kind
+	case r.RollbackOf != "":
+		return kindRollback
+	default:
+		return kindPush
+	}
 }
 
 // DescribeRollout prints a rollout as waves x clusters.
