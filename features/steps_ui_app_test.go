@@ -30,6 +30,9 @@ func (s *scenario) registerUIAppSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the web UI's rollout of "([^"]*)" shows cluster "([^"]*)" failed, apart from the clusters reverted because of it$`, s.uiRolloutFailed)
 	sc.Step(`^the web UI's application page says "([^"]*)" was skipped, the reason naming "([^"]*)", brought by a (webhook|poll), without a reload$`, s.uiSkipped)
 	sc.Step(`^the fleet map of the web UI shows cluster "([^"]*)" unreachable, and "([^"]*)" reachable with Flagger ready$`, s.uiUnreachable)
+	sc.Step(`^the fleet map is open in the web UI, noting each state its cells show$`, s.uiFleetRecorded)
+	sc.Step(`^the fleet map of the web UI shows cluster "([^"]*)" drifted, running what its primary runs, in its own colour, and "([^"]*)" running "([^"]*)" as its primary does$`, s.uiFleetDrifted)
+	sc.Step(`^the fleet map of the web UI shows cluster "([^"]*)" reverting its drift to "([^"]*)", then running "([^"]*)" as its primary does, without a reload$`, s.uiFleetReverted)
 }
 
 // lanesJS reads the application page's history: each cluster's versions,
@@ -187,6 +190,10 @@ type mapCell struct {
 	State     string `json:"state"`
 	Reachable string `json:"reachable"`
 	Flagger   string `json:"flagger"`
+	// Image is what a drifted cell says its primary runs; Text the cell's
+	// text, as a user reads it.
+	Image string `json:"image"`
+	Text  string `json:"text"`
 }
 
 func (s *scenario) uiMap(ctx context.Context, app, what string, ok func(map[string]mapCell) error) (map[string]mapCell, error) {
@@ -201,7 +208,8 @@ func (s *scenario) uiMap(ctx context.Context, app, what string, ok func(map[stri
 	  for (const row of document.querySelectorAll('#clusters tbody tr[data-cluster]')) {
 	    const cell = row.querySelector('td[data-app=%q]'), hl = row.querySelector('td.health');
 	    out[row.dataset.cluster] = { tag: cell ? cell.dataset.tag || "" : "", state: cell ? cell.dataset.state : "",
-	      reachable: hl ? hl.dataset.reachable || "" : "", flagger: hl ? hl.dataset.flagger || "" : "" };
+	      reachable: hl ? hl.dataset.reachable || "" : "", flagger: hl ? hl.dataset.flagger || "" : "",
+	      image: cell ? cell.dataset.image || "" : "", text: cell ? cell.innerText : "" };
 	  }
 	  return out; })()`, app)
 	var got map[string]mapCell
@@ -362,4 +370,120 @@ func (s *scenario) uiUnreachable(ctx context.Context, down, up string) error {
 		return fmt.Errorf("the map says %s is reachable with Flagger ready, but it answers %+v, %w", up, pr, err)
 	}
 	return nil
+}
+
+// cellRecorder notes, on the page, each state the fleet map's cells of
+// application %q show, as "<cluster>=<state>:<version>" (the version a
+// rollout in flight brings, else the one it runs), once per change.
+const cellRecorder = `(() => {
+  window.__flotillaCells = [];
+  const last = {};
+  const snap = () => {
+    for (const cell of document.querySelectorAll('#clusters tbody tr[data-cluster] td[data-app=%q]')) {
+      const c = cell.closest("tr").dataset.cluster, s = cell.dataset.state + ":" + (cell.dataset.next || cell.dataset.tag || "");
+      if (last[c] !== s) { last[c] = s; window.__flotillaCells.push(c + "=" + s); }
+    }
+  };
+  snap();
+  new MutationObserver(snap).observe(document.getElementById("main"), { childList: true, subtree: true });
+})()`
+
+// uiFleetRecorded opens the fleet map, as a user would, and notes each
+// state its cells go through from then on.
+func (s *scenario) uiFleetRecorded(ctx context.Context) error {
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	if err := b.click(ctx, `a[data-nav="fleet"]`); err != nil {
+		return err
+	}
+	if err := b.until(ctx, uiWait, "the fleet map", fmt.Sprintf(`document.querySelector('#clusters td[data-app=%q]')`, s.w.app)); err != nil {
+		return err
+	}
+	return b.run(ctx, uiWait, chromedp.Evaluate(fmt.Sprintf(cellRecorder, s.w.app), nil))
+}
+
+// uiFleetDrifted checks that the map shows cluster drifted, saying what
+// its primary runs, which is what the cluster's primary really runs and
+// not the validated version; drawn in the drift's colour, which the
+// legend names; and the other cluster running version, as its primary
+// does.
+func (s *scenario) uiFleetDrifted(ctx context.Context, cluster, other, version string) error {
+	got, err := s.uiMap(ctx, s.w.app, cluster+" drifted, "+other+" running "+version, func(m map[string]mapCell) error {
+		d := m[cluster]
+		name := d.Image[strings.LastIndex(d.Image, "/")+1:]
+		if d.State != "drifted" || d.Image == "" || !strings.Contains(d.Text, "drifted: runs "+name) {
+			return fmt.Errorf("cluster %s: %+v", cluster, d)
+		}
+		if x := m[other]; x.Tag != version || x.State != "ok" {
+			return fmt.Errorf("cluster %s: %+v", other, x)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The world: the drifted cluster's primary runs what the map says,
+	// not the validated version; the other's runs the version.
+	primary, err := s.primaryImages(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	if primary[cluster] != got[cluster].Image {
+		return fmt.Errorf("the map says %s's primary runs %s, it runs %s", cluster, got[cluster].Image, primary[cluster])
+	}
+	if validated, err := s.ref(version); err != nil || primary[cluster] == validated {
+		return fmt.Errorf("the map says %s drifted, but its primary runs the validated %s (%s), %w", cluster, version, primary[cluster], err)
+	}
+	if err := s.runsAsPrimary(ctx, other, version); err != nil {
+		return err
+	}
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	cell := func(c string) string { return fmt.Sprintf(`#clusters tr[data-cluster=%q] td[data-app=%q]`, c, s.w.app) }
+	colours := fmt.Sprintf(`(() => { const look = (sel) => { const st = getComputedStyle(document.querySelector(sel)); return st.backgroundColor + " " + st.backgroundImage; };
+	  const legend = document.querySelector('#states-legend li[data-state="drifted"]');
+	  return legend && legend.innerText.includes("drifted") && look(%q) !== look(%q); })()`, cell(cluster), cell(other))
+	if err := b.until(ctx, uiWait, cluster+" drawn in the drift's colour, which the legend names", colours); err != nil {
+		return err
+	}
+	if err := b.shot(ctx, "fleet-drift"); err != nil {
+		return err
+	}
+	return b.notReloaded(ctx)
+}
+
+// uiFleetReverted checks, from what the map's cells went through since
+// the map was opened, that cluster showed its drift being reverted to
+// version, then ran version, as its primary does.
+func (s *scenario) uiFleetReverted(ctx context.Context, cluster, version, now string) error {
+	if _, err := s.uiMap(ctx, s.w.app, cluster+" running "+now, func(m map[string]mapCell) error {
+		if x := m[cluster]; x.Tag != now || x.State != "ok" {
+			return fmt.Errorf("cluster %s: %+v", cluster, x)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	var seen []string
+	if err := b.run(ctx, uiWait, chromedp.Evaluate(`window.__flotillaCells || []`, &seen)); err != nil {
+		return err
+	}
+	reverting := slices.Index(seen, cluster+"=reverting:"+version)
+	if reverting < 0 || slices.Index(seen[reverting:], cluster+"=ok:"+now) < 0 {
+		return fmt.Errorf("the fleet map did not show %s reverting its drift to %s, then running %s; its cells went through:\n%s",
+			cluster, version, now, strings.Join(seen, "\n"))
+	}
+	fmt.Printf("the fleet map's cells went through: %s\n", strings.Join(seen, ", "))
+	if err := s.runsAsPrimary(ctx, cluster, now); err != nil {
+		return err
+	}
+	return b.notReloaded(ctx)
 }

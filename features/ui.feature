@@ -5,7 +5,9 @@ Feature: The web UI: the fleet, live, in a browser
   status (the last push seen, the last skipped and why, a silent webhook),
   and the fleet as a map of clusters x applications coloured by version and
   state, with each cluster's health. A cluster that failed stands apart
-  from those reverted because of it. Pages stay live on the API's
+  from those reverted because of it; one whose primary was changed by hand
+  shows as drifted, in its own colour, and one being caught up or having
+  its drift reverted says so. Pages stay live on the API's
   Server-Sent Events; the controls appear once the user gives an API token. These scenarios drive Debian's Chromium,
   headless. In a terminal, `flotilla describe rollout --watch` follows a
   rollout on the same stream until it ends.
@@ -75,3 +77,32 @@ Feature: The web UI: the fleet, live, in a browser
     Then the fleet map of the web UI shows cluster "c2" unreachable, and "c1" reachable with Flagger ready
     When flotilla's connection to cluster "c2" comes back
     Then the fleet map of the web UI shows each cluster running "1.0.0" of "podinfo" as its primary does, reachable with Flagger ready
+
+  # Catches a map that draws a primary changed by hand as the version
+  # flotilla last rolled out there (the rollouts say so, the cluster does
+  # not), one that shows the drift only on the application's API, and one
+  # that draws it in a version's colour.
+  Scenario: The web UI's fleet map shows a primary changed by hand as drifted
+    Given flotilla checks the clusters against the validated digest every "1m"
+    And the application's drift policy is "report"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the web UI is open in a browser
+    When the primary of "podinfo" in cluster "c2" is set by hand to its old version
+    Then the fleet map of the web UI shows cluster "c2" drifted, running what its primary runs, in its own colour, and "c1" running "1.0.0" as its primary does
+
+  # Catches a map that shows a revert of a drift as a version's rollout
+  # (nothing says why 1.0.0 rolls out again), and one that keeps showing
+  # the drift once the revert put the validated digest back.
+  Scenario: The web UI's fleet map shows a drift being reverted
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And the application's drift policy is "revert"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the web UI is open in a browser
+    And the fleet map is open in the web UI, noting each state its cells show
+    When the primary of "podinfo" in cluster "c2" is set by hand to its old version
+    Then a rollout of kind "drift-revert" of "1.0.0" to "c2" succeeds
+    And the fleet map of the web UI shows cluster "c2" reverting its drift to "1.0.0", then running "1.0.0" as its primary does, without a reload

@@ -3,10 +3,13 @@ package api
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -75,10 +78,13 @@ type Running struct {
 	// Rollout is the rollout that last changed it.
 	Rollout string `json:"rollout,omitempty"`
 	// RollingOut is the version a rollout in flight brings to it, Phase
-	// the cluster's phase in that rollout.
+	// the cluster's phase in that rollout, Kind that rollout's kind:
+	// rollout.KindCatchUp or rollout.KindDriftRevert when it carries the
+	// validated digest to the cluster without a push, "" for a version's.
 	RollingOut string `json:"rollingOut,omitempty"`
 	InFlight   string `json:"inFlight,omitempty"`
 	Phase      string `json:"phase,omitempty"`
+	Kind       string `json:"kind,omitempty"`
 	// Unknown says why what it runs is not known (its revert failed).
 	Unknown string `json:"unknown,omitempty"`
 	// State is how Rollout left it when that rollout failed it: StateFailed
@@ -86,6 +92,27 @@ type Running struct {
 	// because another cluster failed); "" when it took the version.
 	State   string `json:"state,omitempty"`
 	Failure string `json:"failure,omitempty"`
+	// Drift is what the latest check of the clusters against the
+	// application's validated digest (pkg/reconcile) found of this one
+	// when it does not run it: nil when it does, or when a rollout put the
+	// validated digest in it since.
+	Drift *Drift `json:"drift,omitempty"`
+}
+
+// Drift is what a check of an application's clusters against its
+// validated digest found of one cluster that does not run it.
+type Drift struct {
+	// State is rollout.CheckDrifted (its primary runs Image: changed by
+	// hand), CheckCatchUp (new to the waves, or came back empty: a rollout
+	// of kind catch-up follows), CheckNoWorkload or CheckUnreadable.
+	State  string `json:"state"`
+	Image  string `json:"image,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Tag and Digest are the validated version it was held against; Since
+	// is when the check first found what it found.
+	Tag    string    `json:"tag,omitempty"`
+	Digest string    `json:"digest"`
+	Since  time.Time `json:"since"`
 }
 
 // Running.State.
@@ -104,7 +131,12 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := FleetView(a.clusters, page.Rollouts)
+	states, err := a.appStates(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := FleetView(a.clusters, page.Rollouts, states)
 	if a.health != nil {
 		ctx := r.Context()
 		var wg sync.WaitGroup
@@ -119,11 +151,41 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// appStateReads is how many applications' states the fleet view reads at
+// once (in scale-out mode each is a round trip to the state's KV).
+const appStateReads = 16
+
+// appStates reads every configured application's state, by name.
+func (a *API) appStates(ctx context.Context) (map[string]rollout.AppState, error) {
+	out := map[string]rollout.AppState{}
+	if a.appState == nil {
+		return out, nil
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(appStateReads)
+	for _, in := range a.appInfos {
+		g.Go(func() error {
+			st, err := a.appState.App(gctx, in.Name)
+			if err != nil {
+				return fmt.Errorf("reading application %s: %w", in.Name, err)
+			}
+			mu.Lock()
+			out[in.Name] = st
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
 // FleetView says what each cluster runs of each application, from
 // rollouts, newest first: the version of the latest rollout that
 // finished on it (its own, or the previous one where it was put back or
-// its canary failed), and the version of a rollout in flight.
-func FleetView(clusters []ClusterInfo, ros []rollout.Rollout) []ClusterView {
+// its canary failed), the version of a rollout in flight, and what the
+// latest check of the clusters found of it (apps' AppState.Drift, by
+// application).
+func FleetView(clusters []ClusterInfo, ros []rollout.Rollout, apps map[string]rollout.AppState) []ClusterView {
 	out := make([]ClusterView, len(clusters))
 	at := map[string]int{}
 	for i, c := range clusters {
@@ -131,6 +193,8 @@ func FleetView(clusters []ClusterInfo, ros []rollout.Rollout) []ClusterView {
 		at[c.Name] = i
 	}
 	settled := map[[2]string]bool{}
+	// took is when the latest rollout that succeeded on a cluster did.
+	took := map[[2]string]time.Time{}
 	for _, r := range ros {
 		for _, wave := range r.Waves {
 			for _, c := range wave.Clusters {
@@ -141,11 +205,51 @@ func FleetView(clusters []ClusterInfo, ros []rollout.Rollout) []ClusterView {
 				}
 				run := out[i].Applications[r.Application]
 				settled[key] = running(&run, r, c)
+				if c.Phase == rollout.ClusterSucceeded {
+					took[key] = cmp.Or(c.Updated, r.Updated)
+				}
 				if run != (Running{}) {
 					out[i].Applications[r.Application] = run
 				}
 			}
 		}
+	}
+	for app, st := range apps {
+		for _, d := range drifts(st) {
+			i, ok := at[d.cluster]
+			// A rollout that succeeded on the cluster after the check put
+			// the validated digest there: the next check finds it current.
+			if !ok || took[[2]string{app, d.cluster}].After(d.Since) {
+				continue
+			}
+			run := out[i].Applications[app]
+			run.Drift = &d.Drift
+			out[i].Applications[app] = run
+		}
+	}
+	return out
+}
+
+// clusterDrift is a cluster's Drift.
+type clusterDrift struct {
+	cluster string
+	Drift
+}
+
+// drifts is what the latest check of an application's clusters found of
+// those that do not run its validated digest: nothing when that check
+// held them against another digest (a version rolled out since).
+func drifts(st rollout.AppState) []clusterDrift {
+	d := st.Drift
+	if d == nil || d.Digest == "" || d.Digest != st.DeployedDigest {
+		return nil
+	}
+	var out []clusterDrift
+	for _, c := range d.Clusters {
+		if c.State == rollout.CheckCurrent {
+			continue
+		}
+		out = append(out, clusterDrift{c.Cluster, Drift{State: c.State, Image: c.Image, Reason: c.Reason, Tag: d.Tag, Digest: d.Digest, Since: d.Since}})
 	}
 	return out
 }
@@ -170,7 +274,7 @@ func running(run *Running, r rollout.Rollout, c rollout.Cluster) bool {
 		return true
 	}
 	if !r.Phase.Done() && run.RollingOut == "" {
-		run.RollingOut, run.InFlight, run.Phase = r.Tag, r.ID, string(c.Phase)
+		run.RollingOut, run.InFlight, run.Phase, run.Kind = r.Tag, r.ID, string(c.Phase), r.Kind
 	}
 	return false
 }

@@ -132,3 +132,102 @@ func TestClustersSayTheirHealth(t *testing.T) {
 		t.Errorf("clusters (-want +got):\n%s", diff)
 	}
 }
+
+// The fleet view says, per application and cluster, what the latest check
+// against the validated digest found: a drift, a cluster to catch up; not
+// a check held against a digest no longer validated, nor one a rollout
+// that succeeded on the cluster since made current. A rollout in flight
+// that no push started says its kind.
+func TestFleetViewDrift(t *testing.T) {
+	since := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	clusters := []api.ClusterInfo{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}}
+	ok := func(name string, at time.Time) rollout.Cluster {
+		return rollout.Cluster{Name: name, Phase: rollout.ClusterSucceeded, Updated: at}
+	}
+	v1 := rollout.Rollout{ID: "r1", Application: "shop", Tag: "1.0", Digest: "sha256:1", Phase: rollout.Succeeded,
+		Waves: []rollout.Wave{{Clusters: []rollout.Cluster{ok("c1", since.Add(-time.Hour)), ok("c2", since.Add(-time.Hour))}}}}
+	drifted := rollout.ClusterCheck{Cluster: "c2", State: rollout.CheckDrifted, Image: "reg/shop:0.9", Generation: 3, Reason: "the primary runs reg/shop:0.9"}
+	catchUp := rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckCatchUp, Reason: "entered the waves after 1.0 was rolled out"}
+	state := func(digest string, cs ...rollout.ClusterCheck) map[string]rollout.AppState {
+		return map[string]rollout.AppState{"shop": {DeployedTag: "1.0", DeployedDigest: "sha256:1",
+			Drift: &rollout.DriftStatus{Digest: digest, Tag: "1.0", Since: since, Clusters: cs}}}
+	}
+	drift := func(c rollout.ClusterCheck) *api.Drift {
+		return &api.Drift{State: c.State, Image: c.Image, Reason: c.Reason, Tag: "1.0", Digest: "sha256:1", Since: since}
+	}
+	took := api.Running{Tag: "1.0", Digest: "sha256:1", Rollout: "r1"}
+	for _, tc := range []struct {
+		name string
+		ros  []rollout.Rollout
+		apps map[string]rollout.AppState
+		want map[string]api.Running // by cluster, of shop
+	}{
+		{"drifted, and new to the waves", []rollout.Rollout{v1}, state("sha256:1", drifted, catchUp),
+			map[string]api.Running{"c1": took, "c2": {Tag: "1.0", Digest: "sha256:1", Rollout: "r1", Drift: drift(drifted)}, "c3": {Drift: drift(catchUp)}}},
+		{"held against a digest no longer validated", []rollout.Rollout{v1}, state("sha256:0", drifted),
+			map[string]api.Running{"c1": took, "c2": took}},
+		{"no check yet", []rollout.Rollout{v1}, nil, map[string]api.Running{"c1": took, "c2": took}},
+		{"reverting, catching up", []rollout.Rollout{
+			{ID: "r2", Application: "shop", Tag: "1.0", Digest: "sha256:1", Phase: rollout.Progressing, Kind: rollout.KindDriftRevert,
+				Waves: []rollout.Wave{{Clusters: []rollout.Cluster{{Name: "c2", Phase: rollout.ClusterProgressing}, {Name: "c3", Phase: rollout.ClusterPending}}}}}, v1},
+			state("sha256:1", drifted, catchUp),
+			map[string]api.Running{"c1": took,
+				"c2": {Tag: "1.0", Digest: "sha256:1", Rollout: "r1", RollingOut: "1.0", InFlight: "r2", Phase: "Progressing", Kind: rollout.KindDriftRevert, Drift: drift(drifted)},
+				"c3": {RollingOut: "1.0", InFlight: "r2", Phase: "Pending", Kind: rollout.KindDriftRevert, Drift: drift(catchUp)}}},
+		{"reverted since the check", []rollout.Rollout{
+			{ID: "r2", Application: "shop", Tag: "1.0", Digest: "sha256:1", Phase: rollout.Succeeded, Kind: rollout.KindDriftRevert,
+				Waves: []rollout.Wave{{Clusters: []rollout.Cluster{ok("c2", since.Add(time.Minute))}}}}, v1},
+			state("sha256:1", drifted),
+			map[string]api.Running{"c1": took, "c2": {Tag: "1.0", Digest: "sha256:1", Rollout: "r2"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]api.Running{}
+			for _, c := range api.FleetView(clusters, tc.ros, tc.apps) {
+				if run, ok := c.Applications["shop"]; ok {
+					got[c.Name] = run
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// GET /api/v1/clusters reads each application's state for its drift.
+func TestClustersSayTheirDrift(t *testing.T) {
+	since := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	if err := repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest = "1.0", "sha256:1"
+		st.Drift = &rollout.DriftStatus{Digest: "sha256:1", Tag: "1.0", Since: since,
+			Clusters: []rollout.ClusterCheck{{Cluster: "c1", State: rollout.CheckDrifted, Image: "reg/shop:0.9"}}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	api.New(repo, gates.NewStoreApprovals(s), s, nil, nil).WithClusters(api.ClusterInfo{Name: "c1"}).
+		WithApplicationInfos(repo, api.ApplicationInfo{Name: "shop", Kind: api.KindImage}).Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	status, _, body := call(t, srv, "GET", "/api/v1/clusters", "", "")
+	if status != 200 {
+		t.Fatalf("GET /api/v1/clusters = %d %s", status, body)
+	}
+	var got []api.ClusterView
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []api.ClusterView{{Name: "c1", Applications: map[string]api.Running{
+		"shop": {Drift: &api.Drift{State: rollout.CheckDrifted, Image: "reg/shop:0.9", Tag: "1.0", Digest: "sha256:1", Since: since}},
+	}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("clusters (-want +got):\n%s", diff)
+	}
+}

@@ -155,7 +155,7 @@ func TestFleetView(t *testing.T) {
 		}},
 		{Name: "c3", Applications: map[string]api.Running{"shop": {Tag: "1.1", Digest: "sha256:1.1", Rollout: "r2"}}},
 	}
-	if diff := cmp.Diff(want, api.FleetView(clusters, ros)); diff != "" {
+	if diff := cmp.Diff(want, api.FleetView(clusters, ros, nil)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

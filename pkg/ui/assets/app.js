@@ -440,18 +440,34 @@ async function loadRollout(id) {
 
 // ---- the fleet: a map of clusters x applications ----------------------------
 
-// cellState is what a cell shows besides the version: rolling (a rollout
-// in flight brings another version), failed, reverted, unknown, drift.
+// cellState is what a cell shows besides the version: a rollout in flight
+// (rolling, waiting; catching up or reverting a drift: a rollout no push
+// started), drifted (its primary changed by hand), failed, reverted,
+// unknown.
 function cellState(v) {
   if (!v) return "none";
   if (v.unknown) return "unknown";
-  if (v.drift) return "drift";
+  if (v.rollingOut && v.kind === "catch-up") return "catching-up";
+  if (v.rollingOut && v.kind === "drift-revert") return "reverting";
   if (v.rollingOut) return v.phase === "Pending" ? "waiting" : "rolling";
+  if (v.drift && v.drift.state === "drifted") return "drifted";
+  if (v.drift && v.drift.state === "catch-up") return "behind";
   return v.state || "ok";
 }
 
-const stateMark = { rolling: "→", failed: "✕", reverted: "↺", unknown: "?", drift: "⚠" };
-const stateWord = { ok: "runs", waiting: "waiting for", rolling: "rolling out", failed: "failed", reverted: "reverted", unknown: "unknown", drift: "drifted", none: "" };
+const stateMark = { rolling: "→", failed: "✕", reverted: "↺", unknown: "?", drifted: "⚠", behind: "+", "catching-up": "+", reverting: "↻" };
+const stateWord = {
+  ok: "runs", waiting: "waiting for", rolling: "rolling out", failed: "failed", reverted: "reverted", unknown: "unknown",
+  drifted: "drifted", behind: "to catch up", "catching-up": "catching up to", reverting: "reverting drift to", none: "",
+};
+
+// imageName is an image reference without its registry and path, its
+// digest cut short: what a cell has room for.
+function imageName(ref) {
+  const last = (ref || "").split("/").pop();
+  const at = last.indexOf("@");
+  return at < 0 ? last : last.slice(0, at + 1) + short(last.slice(at + 1));
+}
 
 function fleetPage() {
   const apps = [...new Set(state.clusters.flatMap((c) => Object.keys(c.applications || {})))].sort();
@@ -482,8 +498,9 @@ function fleetPage() {
         h("input", { id: "filter-cluster", type: "search", value: q, placeholder: "name or label",
           oninput: (e) => { const p = route().params; if (e.target.value) p.set("cluster", e.target.value); else p.delete("cluster"); history.replaceState(null, "", "#/fleet" + (p.toString() ? "?" + p : "")); render(); } })),
       h("span", { class: "muted" }, shown.length + " of " + state.clusters.length),
-      h("ul", { class: "legend states", "aria-label": "States" },
-        ["rolling", "failed", "reverted", "unknown", "drift"].map((s) => h("li", {}, h("span", { class: "mark " + s, "aria-hidden": "true" }, stateMark[s]), stateWord[s])))),
+      h("ul", { class: "legend states", id: "states-legend", "aria-label": "States" },
+        ["rolling", "failed", "reverted", "unknown", "drifted", "catching-up", "reverting"].map((s) => h("li", { dataset: { state: s } },
+          h("span", { class: "mark " + s, "aria-hidden": "true" }, stateMark[s]), s === "drifted" ? "drifted (changed by hand)" : stateWord[s].replace(/ to$/, ""))))),
     h("div", { class: "map-wrap" },
       h("table", { id: "clusters", class: "map" },
         h("caption", { class: "sr" }, "Clusters x applications: the version each cluster runs and its state"),
@@ -503,16 +520,18 @@ function spread(app, colours) {
   for (const c of state.clusters) {
     const v = c.applications[app];
     if (!v) continue;
-    const key = v.unknown ? "?" : v.tag || "?";
+    const key = v.unknown ? "?" : cellState(v) === "drifted" ? "drifted" : v.tag || "?";
     count.set(key, (count.get(key) || 0) + 1);
     total++;
   }
-  const parts = [...count].sort((a, b) => compareVersions(a[0], b[0]));
+  // Versions newest first, then the drifted and the unknown.
+  const odd = (v) => (v === "drifted" ? 1 : v === "?" ? 2 : 0);
+  const parts = [...count].sort((a, b) => odd(a[0]) - odd(b[0]) || compareVersions(a[0], b[0]));
   return h("div", { class: "spread", dataset: { app }, role: "img",
-    "aria-label": app + ": " + parts.map(([v, n]) => n + " on " + v).join(", ") },
+    "aria-label": app + ": " + parts.map(([v, n]) => n + (v === "drifted" ? " drifted" : " on " + v)).join(", ") },
     h("span", { class: "spread-name" }, app),
     h("span", { class: "bar" }, parts.map(([v, n]) => {
-      const seg = h("span", { class: "seg " + (colours.get(v) || "vx"), title: n + " on " + v }, n > 0 ? v + " ×" + n : "");
+      const seg = h("span", { class: "seg " + (v === "drifted" ? "drifted" : colours.get(v) || "vx"), title: n + " " + (v === "drifted" ? "drifted" : "on " + v) }, n > 0 ? v + " ×" + n : "");
       seg.style.flexGrow = String(n); // CSSOM: allowed by the CSP
       return seg;
     })),
@@ -532,15 +551,28 @@ function health(c) {
 function runs(app, v, colours) {
   const st = cellState(v);
   if (!v) return h("td", { class: "cell none", dataset: { app, state: st } }, h("span", { class: "muted" }, "-"));
-  const what = (v.tag || (v.unknown ? "unknown" : "?")) + (st !== "ok" ? ", " + stateWord[st] : "") +
-    (v.rollingOut ? " " + v.rollingOut + " (" + v.phase + ")" : "") + (v.failure ? ": " + v.failure : "") + (v.unknown ? ": " + v.unknown : "");
+  const d = v.drift;
+  const drifted = st === "drifted";
+  // What the check found besides a drift: a cluster to catch up, no
+  // workload, not read.
+  const note = d && !drifted && !v.rollingOut ? (d.state === "catch-up" ? "to catch up to " + d.tag : d.state === "no-workload" ? "no workload" : d.state) : "";
+  const what = (drifted ? "drifted: runs " + d.image + ", not the validated " + d.tag : (v.tag || (v.unknown ? "unknown" : "?")) +
+    (st !== "ok" && st !== "behind" ? ", " + stateWord[st] : "")) +
+    (v.rollingOut ? " " + v.rollingOut + " (" + v.phase + ")" : "") + (v.failure ? ": " + v.failure : "") + (v.unknown ? ": " + v.unknown : "") +
+    (drifted && v.rollingOut ? "; it drifted: runs " + d.image : "") + (note ? "; " + note : "") +
+    (d ? " (found " + new Date(d.since).toLocaleString() + (d.reason ? ": " + d.reason : "") + ")" : "");
   const link = v.inFlight || v.rollout;
-  return h("td", { class: "cell " + (colours.get(v.tag) || "vx") + " " + st, dataset: { app, tag: v.tag || "", state: st }, title: what },
+  const next = { waiting: "next ", "catching-up": "+ catching up to ", reverting: "↻ reverting drift to " }[st] || "→ ";
+  return h("td", { class: "cell " + (drifted ? "drifted" : colours.get(v.tag) || "vx") + " " + st,
+    dataset: { app, tag: v.tag || "", next: v.rollingOut || "", state: st, image: d && d.image || "", check: d ? d.state : "" }, title: what },
     h("a", { href: link ? "#/rollouts/" + link : "#/applications/" + encodeURIComponent(app), id: "fleet-" + (v.inFlight || v.rollout || app) + "-" + v.cluster + (v.inFlight ? "-next" : ""),
       "aria-label": v.cluster + " " + app + ": " + what },
-    stateMark[st] && st !== "rolling" ? h("span", { class: "mark " + st, "aria-hidden": "true" }, stateMark[st]) : null,
-    h("span", { class: "ver" }, v.tag || (v.unknown ? "?" : "")),
-    v.rollingOut ? h("span", { class: st === "waiting" ? "muted" : "next" }, (st === "waiting" ? "next " : "→ ") + v.rollingOut) : null));
+    stateMark[st] && !["rolling", "catching-up", "reverting"].includes(st) ? h("span", { class: "mark " + st, "aria-hidden": "true" }, stateMark[st]) : null,
+    drifted
+      ? h("span", { class: "drift" }, "drifted: runs ", h("span", { class: "ver" }, imageName(d.image)))
+      : h("span", { class: "ver" }, v.tag || (v.unknown ? "?" : "")),
+    v.rollingOut ? h("span", { class: st === "waiting" ? "muted" : "next" }, next + v.rollingOut) : null,
+    note ? h("span", { class: "muted note" }, note) : null));
 }
 
 async function loadFleet() {
