@@ -53,6 +53,21 @@ Feature: Nothing missed: a poll of the registry behind the webhooks
     And `flotilla describe rollout` of "build-c" says it came from a "poll"
     And no rollout of "build-z" was started
 
+  # Catches a poll that compares tags only: 1.0.0 rebuilt and pushed again
+  # without its webhook is the deployed tag, but not the deployed digest (the
+  # webhook's push of it rolls out: versions.feature); and one that feeds
+  # the new digest in at every poll (a second rollout of it).
+  Scenario: A version rebuilt and pushed again without its webhook: the poll rolls out its new digest
+    Given flotilla polls the applications' registries every "2s"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.0.0" is built again and pushed without its registry notification
+    Then the rollout of the rebuilt "1.0.0" starts within 10 seconds, from a "poll"
+    And the primary in every cluster comes to run the rebuilt "1.0.0" by digest
+    And flotilla has polled the registry 3 more times and found nothing new
+    And exactly 1 rollout of the rebuilt "1.0.0" was started
+
   Scenario: A push with its webhook and a poll that sees the same version: exactly one rollout
     Given flotilla polls the applications' registries every "2s"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"

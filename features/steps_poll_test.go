@@ -35,6 +35,9 @@ func (s *scenario) registerPollSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the registry's tag list answers again$`, s.tagListAnswers)
 	sc.Step(`^flotilla's failed polls back off: between (\d+) and (\d+) in (\d+) seconds$`, s.failedPollsBackOff)
 	sc.Step("^`flotilla refresh ([^`]*)` fails with 502, naming the registry's answer$", s.refreshFails)
+	sc.Step(`^version "([^"]*)" is built again and pushed without its registry notification$`, s.rebuildWithoutNotification)
+	sc.Step(`^the rollout of the rebuilt "([^"]*)" starts within (\d+) seconds, from a "([^"]*)"$`, s.rebuiltStartsWithin)
+	sc.Step(`^exactly (\d+) rollouts? of the rebuilt "([^"]*)" (?:was|were) started$`, s.rebuiltRollouts)
 }
 
 // tagLists fails the registry's tag lists (GET /v2/<name>/tags/list) with
@@ -351,6 +354,66 @@ func (s *scenario) apiSaysCommitSource(ctx context.Context, source string) error
 	}
 	if ro.Source != source || ro.Digest != commit {
 		return fmt.Errorf("the API has rollout %s of commit %s from %q, want commit %s from %q", id, ro.Digest, ro.Source, commit, source)
+	}
+	return nil
+}
+
+// rebuildWithoutNotification pushes version again as a new image (a new
+// digest under the same tag), and sends no notification for it.
+func (s *scenario) rebuildWithoutNotification(version string) error {
+	old := s.w.digests[version]
+	delete(s.w.pushes, version)
+	if _, err := s.push(version); err != nil {
+		return err
+	}
+	if s.w.digests[version] == old {
+		return fmt.Errorf("the rebuilt %s has the old digest %s", version, old)
+	}
+	return nil
+}
+
+// rebuiltStarts are the rollout.started of version at its current digest
+// (the rebuilt one) the sink saw.
+func (s *scenario) rebuiltStarts(version string) []events.RolloutStarted {
+	var out []events.RolloutStarted
+	for _, e := range s.w.sink.all() {
+		if e.Type() != events.TypeRolloutStarted {
+			continue
+		}
+		if p, err := events.Decode[events.RolloutStarted](e); err == nil && p.Tag == version && p.Digest == s.w.digests[version] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// rebuiltStartsWithin waits, at most seconds, for a rollout of version's
+// rebuilt digest to start, and reads in the API what brought it.
+func (s *scenario) rebuiltStartsWithin(ctx context.Context, version string, seconds int, source string) error {
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second)
+	defer cancel()
+	digest := s.w.digests[version]
+	e, err := s.w.sink.waitFor(wctx, "rollout of the rebuilt "+version+" started", func(e cloudevents.Event) bool {
+		p, err := events.Decode[events.RolloutStarted](e)
+		return e.Type() == events.TypeRolloutStarted && err == nil && p.Tag == version && p.Digest == digest
+	})
+	if err != nil {
+		return fmt.Errorf("no rollout of the rebuilt %s (%s) started within %d s: %w", version, digest, seconds, err)
+	}
+	id := events.RolloutID(e)
+	var ro struct{ Tag, Digest, Source string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if ro.Source != source || ro.Tag != version || ro.Digest != digest {
+		return fmt.Errorf("the API has rollout %s of %s@%s from %q, want %s@%s from %q", id, ro.Tag, ro.Digest, ro.Source, version, digest, source)
+	}
+	return nil
+}
+
+func (s *scenario) rebuiltRollouts(want int, version string) error {
+	if got := s.rebuiltStarts(version); len(got) != want {
+		return fmt.Errorf("%d rollouts of the rebuilt %s (%s) started (%v), want %d", len(got), version, s.w.digests[version], got, want)
 	}
 	return nil
 }

@@ -6,7 +6,12 @@
 // application's version policy the newest version that no rollout was
 // started for (rollout.Polled), and journals it as the push a registry
 // webhook would have sent (events.TypeImagePushed, marked
-// events.SourcePoll): verify, dedupe and plan are the webhook's. A git
+// events.SourcePoll): verify, dedupe and plan are the webhook's. It also
+// resolves the deployed tag: one pushed again with a new digest (rebuilt,
+// its webhook lost) is fed in as that webhook's push would be
+// (rollout.PolledMoved). Conditional requests are not made: the
+// distribution registry gives no ETag or Last-Modified on its tag list,
+// and a moved tag does not change the list. A git
 // application's branch head is read as `git ls-remote` does
 // (rollout.PolledCommit) and journaled as the git host's push would be. A version a
 // webhook brought already changes nothing; the poll's event id is derived

@@ -44,6 +44,7 @@ type Heads interface {
 type Rollouts interface {
 	App(ctx context.Context, name string) (rollout.AppState, error)
 	ListInFlight(ctx context.Context) ([]rollout.Rollout, error)
+	Get(ctx context.Context, id string) (rollout.Rollout, error)
 }
 
 // Journal records the pushes a poll finds; it reports how many were new.
@@ -219,9 +220,12 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 		return p.pollNewest(ctx, app, st, inFlight, tags, res)
 	}
 	tag, reason, err := rollout.Polled(app, st, inFlight, tags)
-	if err != nil || tag == "" {
-		res.Reason = reason
+	if err != nil {
 		return res, err
+	}
+	if tag == "" {
+		res.Reason = reason
+		return p.moved(ctx, app, st, inFlight, tags, res)
 	}
 	res.Newest = tag
 	if res.Digest, err = p.reg.Resolve(ctx, app.Image, tag); err != nil {
@@ -243,12 +247,63 @@ func (p *Poller) pollNewest(ctx context.Context, app config.Application, st roll
 		return res, err
 	}
 	b, found, reason, err := rollout.PolledNewest(app, st, inFlight, imgs)
-	if err != nil || !found {
-		res.Reason = reason
+	if err != nil {
 		return res, err
+	}
+	if !found {
+		res.Reason = reason
+		return p.moved(ctx, app, st, inFlight, tags, res)
 	}
 	res.Newest, res.Digest = b.Tag, b.Digest
 	e, err := Event(app.Image, b.Tag, b.Digest)
+	if err != nil {
+		return res, err
+	}
+	return p.journal(ctx, app, res, e)
+}
+
+// moved reads what the deployed tag points at now and, when it was pushed
+// again with a new digest (rebuilt: its webhook dropped), feeds that in as
+// a webhook's push of it would be (rollout.PolledMoved). One request more
+// per poll (a HEAD of the tag's manifest); res is returned as it came when
+// the tag has not moved.
+func (p *Poller) moved(ctx context.Context, app config.Application, st rollout.AppState, inFlight []rollout.Rollout, tags []string, res Result) (Result, error) {
+	tag := st.DeployedTag
+	if tag == "" || st.DeployedDigest == "" || !slices.Contains(tags, tag) {
+		return res, nil
+	}
+	digest, err := p.reg.Resolve(ctx, app.Image, tag)
+	if err != nil {
+		return res, upstream(err)
+	}
+	if digest == st.DeployedDigest {
+		return res, nil
+	}
+	img := rollout.Built{Tag: tag, Digest: digest}
+	if app.Track == config.TrackNewest {
+		if img.Created, err = p.reg.Created(ctx, app.Image, digest); err != nil {
+			return res, upstream(err)
+		}
+	}
+	var latest *rollout.Rollout
+	if st.LatestTag == tag && st.LatestRollout != "" && st.LatestRollout != st.DeployedRollout {
+		ro, err := p.ros.Get(ctx, st.LatestRollout)
+		switch {
+		case err == nil:
+			latest = &ro
+		case !errors.Is(err, rollout.ErrNotFound):
+			return res, fmt.Errorf("reading rollout %s: %w", st.LatestRollout, err)
+		}
+	}
+	ok, reason, err := rollout.PolledMoved(app, st, inFlight, img, latest)
+	if err != nil || !ok {
+		if reason != "" {
+			res.Reason = reason
+		}
+		return res, err
+	}
+	res.Newest, res.Digest, res.Reason = tag, digest, ""
+	e, err := Event(app.Image, tag, digest)
 	if err != nil {
 		return res, err
 	}

@@ -123,7 +123,7 @@ func app(image string) config.Application {
 func TestPoll(t *testing.T) {
 	host := startRegistry(t, nil)
 	image := host + "/team/shop"
-	push(t, image, "1.2.0")
+	d120 := push(t, image, "1.2.0")
 	d130 := push(t, image, "1.3.0")
 	push(t, image, "2.0.0")
 	tests := []struct {
@@ -143,7 +143,24 @@ func TestPoll(t *testing.T) {
 		pushes: []string{image + ":1.3.0@" + d130 + " poll"},
 	}, {
 		name:  "a version a webhook brought changes nothing",
-		st:    rollout.AppState{DeployedTag: "1.2.0", LatestTag: "1.3.0"},
+		st:    rollout.AppState{DeployedTag: "1.2.0", DeployedDigest: d120, LatestTag: "1.3.0"},
+		polls: 1,
+		want: []poll.Result{
+			{Application: "shop", Image: image, Tags: 3, Reason: "none of the 3 tags is newer than 1.3.0 that the application takes"},
+		},
+	}, {
+		// The webhook's push of a tag pushed again rolls it out too.
+		name:  "the deployed tag pushed again with a new digest is fed in once",
+		st:    rollout.AppState{DeployedTag: "1.3.0", DeployedDigest: "sha256:before", LatestTag: "1.3.0"},
+		polls: 2,
+		want: []poll.Result{
+			{Application: "shop", Image: image, Tags: 3, Newest: "1.3.0", Digest: d130, Started: true},
+			{Application: "shop", Image: image, Tags: 3, Newest: "1.3.0", Digest: d130, Reason: "1.3.0 was fed in before"},
+		},
+		pushes: []string{image + ":1.3.0@" + d130 + " poll"},
+	}, {
+		name:  "the deployed tag at the deployed digest changes nothing",
+		st:    rollout.AppState{DeployedTag: "1.3.0", DeployedDigest: d130, LatestTag: "1.3.0"},
 		polls: 1,
 		want: []poll.Result{
 			{Application: "shop", Image: image, Tags: 3, Reason: "none of the 3 tags is newer than 1.3.0 that the application takes"},
@@ -446,5 +463,42 @@ func TestPollTrackNewest(t *testing.T) {
 	}
 	if again := manifests.Load() - read; again != 0 {
 		t.Errorf("the second poll read %d manifests again", again)
+	}
+}
+
+// On track Newest too, the deployed tag pushed again with a new digest is
+// fed in, once.
+func TestPollTrackNewestMoved(t *testing.T) {
+	host := startRegistry(t, nil)
+	image := host + "/team/shop"
+	now := time.Now().UTC().Truncate(time.Second)
+	rebuilt := pushBuilt(t, image, "build-b", now.Add(-time.Minute))
+	shop := config.Application{Name: "shop", Image: image, Track: config.TrackNewest}
+	f := newFixture(t, shop)
+	if err := f.repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedCreated, st.LatestTag = "build-b", "sha256:before", now.Add(-10*time.Minute), "build-b"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := f.poller(t, registry.NewRemote(anonymous), poll.Options{})
+	var got []poll.Result
+	for range 2 {
+		res, err := p.Poll(t.Context(), "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Reason, _, _ = strings.Cut(res.Reason, " (event")
+		got = append(got, res)
+	}
+	want := []poll.Result{
+		{Application: "shop", Image: image, Tags: 1, Newest: "build-b", Digest: rebuilt, Started: true},
+		{Application: "shop", Image: image, Tags: 1, Newest: "build-b", Digest: rebuilt, Reason: "build-b was fed in before"},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(poll.Result{}, "At", "EventID")); diff != "" {
+		t.Errorf("polls (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{image + ":build-b@" + rebuilt + " poll"}, f.pushes(t)); diff != "" {
+		t.Errorf("pushes (-want +got):\n%s", diff)
 	}
 }

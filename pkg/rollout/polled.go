@@ -55,3 +55,24 @@ func PolledNewest(app config.Application, st AppState, inFlight []Rollout, imgs 
 	}
 	return Built{}, false, fmt.Sprintf("none of the %d tags read was built after %s that the application takes", len(imgs), base), nil
 }
+
+// PolledMoved says whether the deployed tag, which a poll read pointing at
+// img.Digest, rolls out again: pushed again with a new digest (rebuilt),
+// as DecideVersion takes a webhook's push of it. latest is the newest
+// rollout started for the tag (st.LatestRollout, nil when another tag's
+// or the deployed one's): a build that failed is not fed in at every poll.
+func PolledMoved(app config.Application, st AppState, inFlight []Rollout, img Built, latest *Rollout) (bool, string, error) {
+	switch {
+	case app.Git() != nil || st.DeployedTag == "" || st.DeployedDigest == "" || img.Tag != st.DeployedTag:
+		return false, "", nil
+	case img.Digest == st.DeployedDigest:
+		return false, fmt.Sprintf("%s points at the deployed digest", img.Tag), nil
+	case latest != nil && latest.Tag == img.Tag && latest.Digest == img.Digest:
+		return false, fmt.Sprintf("%s's new digest %s was rolled out before (rollout %s, %s)", img.Tag, img.Digest, latest.ID, latest.Phase), nil
+	}
+	d, err := DecideVersion(app, st, inFlight, events.ImageVerified{Tag: img.Tag, Digest: img.Digest, Created: img.Created})
+	if err != nil || !d.Accept {
+		return false, d.Reason, err
+	}
+	return true, d.Reason, nil
+}

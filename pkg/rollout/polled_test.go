@@ -64,3 +64,53 @@ func TestPolledNewest(t *testing.T) {
 		})
 	}
 }
+
+// A deployed tag a poll finds pointing at a new digest (rebuilt and pushed
+// again) rolls out as a webhook's push of it would, once.
+func TestPolledMoved(t *testing.T) {
+	minor := config.Application{Name: "app", Track: config.TrackMinorVersion}
+	deployed := rollout.AppState{DeployedTag: "1.0.0", DeployedDigest: "sha256:old", LatestTag: "1.0.0", DeployedRollout: "app-1", LatestRollout: "app-1"}
+	rebuilt := rollout.Built{Tag: "1.0.0", Digest: "sha256:new"}
+	type result struct {
+		Moved  bool
+		Reason string
+	}
+	tests := []struct {
+		name     string
+		app      config.Application
+		st       rollout.AppState
+		inFlight []rollout.Rollout
+		img      rollout.Built
+		latest   *rollout.Rollout
+		want     result
+	}{
+		{name: "rebuilt: rolls out", app: minor, st: deployed, img: rebuilt, want: result{true, "1.0.0 was pushed again with a new digest"}},
+		{name: "the deployed digest", app: minor, st: deployed, img: rollout.Built{Tag: "1.0.0", Digest: "sha256:old"},
+			want: result{Reason: "1.0.0 points at the deployed digest"}},
+		{name: "not the deployed tag", app: minor, st: deployed, img: rollout.Built{Tag: "1.1.0", Digest: "sha256:x"}},
+		{name: "nothing deployed", app: minor, img: rebuilt},
+		{name: "being rolled out", app: minor, st: deployed, img: rebuilt,
+			inFlight: []rollout.Rollout{{ID: "app-2", Tag: "1.0.0", Digest: "sha256:new", Phase: rollout.Progressing}},
+			want:     result{Reason: "1.0.0 is being rolled out (rollout app-2)"}},
+		{name: "rolled out before and failed: not brought back", app: minor, st: deployed, img: rebuilt,
+			latest: &rollout.Rollout{ID: "app-2", Tag: "1.0.0", Digest: "sha256:new", Phase: rollout.RolledBack},
+			want:   result{Reason: "1.0.0's new digest sha256:new was rolled out before (rollout app-2, RolledBack)"}},
+		{name: "rebuilt again after a failed build", app: minor, st: deployed, img: rollout.Built{Tag: "1.0.0", Digest: "sha256:newer"},
+			latest: &rollout.Rollout{ID: "app-2", Tag: "1.0.0", Digest: "sha256:new", Phase: rollout.RolledBack},
+			want:   result{true, "1.0.0 was pushed again with a new digest"}},
+		{name: "quarantined", app: minor, img: rebuilt,
+			st:   rollout.AppState{DeployedTag: "1.0.0", DeployedDigest: "sha256:old", Quarantined: []rollout.Quarantine{{Tag: "1.0.0", Digest: "sha256:new", By: "ops", Reason: "bad"}}},
+			want: result{Reason: "1.0.0 is quarantined (by ops: bad)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			moved, reason, err := rollout.PolledMoved(tt.app, tt.st, tt.inFlight, tt.img, tt.latest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, result{moved, reason}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
