@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -92,6 +93,40 @@ func TestPlanReconcile(t *testing.T) {
 		}
 		if len(other) != 0 {
 			t.Errorf("a catch-up started beside one in flight: %v", kinds(other))
+		}
+	})
+	t.Run("a git application's catch-up applies its validated commit", func(t *testing.T) {
+		commit := strings.Repeat("a", 40)
+		app := config.Application{Name: "web", Namespace: "default", Workload: config.Workload{Kind: "Deployment", Name: "web"},
+			Source: &config.Source{Git: &config.GitSource{URL: "https://flotilla:s3cret@git.test/deploy.git", Branch: "main", Paths: []string{"clusters/{cluster}"}}}}
+		repo := functiontest.NewRepo(t)
+		if err := repo.UpdateApp(t.Context(), "web", func(st *rollout.AppState) error {
+			st.DeployedTag, st.DeployedDigest, st.DeployedClusters = "main@aaaaaaaaaaaa", commit, []string{"c1", "c2"}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := events.New("reconcile/g", "/flotilla/reconcile", events.TypeReconcileRequested, events.ReconcileRequested{
+			Application: "web", Kind: rollout.KindCatchUp, Image: "https://git.test/deploy.git", Tag: "main@aaaaaaaaaaaa", Digest: commit, Clusters: []string{"c3"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetSubject("https://git.test/deploy.git#" + commit)
+		evs, err := plan.New(newConfig(app), repo, nil).Handle(t.Context(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := plan.ID("reconcile/g", "web")
+		if diff := cmp.Diff([]string{"rollout.started " + id, "wave.started " + id, "pipelinerun.requested " + id, "cluster.deadline " + id}, kinds(evs)); diff != "" {
+			t.Fatalf("emitted (-want +got):\n%s", diff)
+		}
+		run, err := events.Decode[events.PipelineRunRequested](evs[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		type applied struct{ Cluster, Image string }
+		if diff := cmp.Diff(applied{"c3", "https://git.test/deploy.git@" + commit}, applied{run.Cluster, run.Image}); diff != "" {
+			t.Errorf("the run (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("not once another digest is validated", func(t *testing.T) {

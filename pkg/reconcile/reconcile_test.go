@@ -254,6 +254,42 @@ func TestChangedChecksSoon(t *testing.T) {
 	}
 }
 
+// A git application's canary gone from a cluster (the watch cache's
+// event) has its validated commit caught up there at once, not at the
+// next interval.
+func TestChangedCatchesUpAGitApplicationSoon(t *testing.T) {
+	_, cs, repo, j, _ := setup(t, config.DriftPolicyReport) // "app" has a validated version
+	cfg := &config.Config{
+		Fleet: config.Fleet{Clusters: []config.Cluster{{Name: "c1"}}, Waves: []config.Wave{{Name: "a", Clusters: []string{"c1"}}},
+			Reconcile: config.Reconcile{Interval: &config.Duration{Duration: time.Hour}}},
+		Applications: []config.Application{{Name: "app", Namespace: "ns", Workload: config.Workload{Name: "app"},
+			Source: &config.Source{Git: &config.GitSource{URL: "https://git.test/deploy.git", Branch: "main"}}}},
+	}
+	r, err := reconcile.New(cfg, cs, repo, j, reconcile.Options{Settle: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(100 * time.Millisecond) // the first check, at start: current
+	if got := j.types(t); len(got) != 0 {
+		t.Fatalf("the first check journaled %v, want nothing", got)
+	}
+	cs.mu.Lock()
+	cs.runs["c1"] = rollout.Observed{Cluster: "c1", Workload: true}
+	cs.mu.Unlock()
+	r.Changed("c1", "ns", "app")
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(j.types(t), "reconcile.requested catch-up c1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no catch-up journaled 5 s after the canary went: %v", j.types(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // value is the value of the single series of gauge name.
 func value(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
