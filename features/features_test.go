@@ -137,8 +137,20 @@ func clientsFor(name string) (*fleettest.Clients, error) {
 func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s := &scenario{scaleOut: scaleOut}
 	timings.record(sc)
-	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+	var failedStep string
+	sc.StepContext().After(func(ctx context.Context, st *godog.Step, status godog.StepResultStatus, _ error) (context.Context, error) {
+		if status == godog.StepFailed && failedStep == "" {
+			failedStep = st.Text
+		}
+		return ctx, nil
+	})
+	sc.After(func(ctx context.Context, sn *godog.Scenario, err error) (context.Context, error) {
 		s.failed = err != nil
+		if s.failed {
+			// Said before the cleanup prints the logs' tails, so the
+			// reason heads what a CI shows of a long failure.
+			fmt.Fprintf(os.Stderr, "--- scenario %q failed at step %q: %v\n", sn.Name, failedStep, err)
+		}
 		s.cleanup()
 		return ctx, nil
 	})
