@@ -838,20 +838,37 @@ func (s *scenario) rolloutsStarted(ctx context.Context, n int, version string) e
 	return nil
 }
 
+// getJSON reads path from flotilla's API into v. An answer of 502, 503 or
+// 504 (flotilla said it could not answer now: its state store busy, as a
+// NATS cluster under the whole suite's load can be) is asked again, for up
+// to 30 s, as a client would; the last answer is the error.
 func (s *scenario) getJSON(ctx context.Context, path string, v any) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, err := s.getJSONOnce(ctx, path, v)
+		busy := code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
+		if !busy || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func (s *scenario) getJSONOnce(ctx context.Context, path string, v any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.w.flotilla.url()+path, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return resp.StatusCode, fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(v)
 }
 
 func (s *scenario) skippedBecause(ctx context.Context, version, reason string) error {
