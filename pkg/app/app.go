@@ -278,7 +278,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if s.poll, err = s.newPoller(ctx, cfg, o.Resolver, o); err != nil {
 		return err
 	}
-	if s.reconcile, err = s.newReconciler(cfg, o); err != nil {
+	if s.reconcile, err = s.newReconciler(cfg, o, mirror); err != nil {
 		return err
 	}
 	if cfg.Events.Sink != "" {

@@ -107,6 +107,15 @@ func (s *Set) CachedCanaryStatus(clusterName, namespace string, w config.Workloa
 }
 
 func (c *nsCache) image(namespace, kind, name, container string) (string, error) {
+	pod, err := c.template(namespace, kind, name)
+	if err != nil || pod == nil {
+		return "", err
+	}
+	return revision(*pod, container), nil
+}
+
+// template is a cached workload's pod template, nil when it is not there.
+func (c *nsCache) template(namespace, kind, name string) (*corev1.PodTemplateSpec, error) {
 	var (
 		pod corev1.PodTemplateSpec
 		err error
@@ -123,15 +132,15 @@ func (c *nsCache) image(namespace, kind, name, container string) (string, error)
 			pod = d.Spec.Template
 		}
 	default:
-		return "", fmt.Errorf("unsupported workload kind %q", kind)
+		return nil, fmt.Errorf("unsupported workload kind %q", kind)
 	}
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return revision(pod, container), nil
+	return &pod, nil
 }
 
 // Close stops every watch.

@@ -7,6 +7,7 @@ import (
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -42,9 +43,11 @@ func (s *Set) Observe(ctx context.Context, clusterName, namespace string, w conf
 			return o, err
 		}
 		o.Workload = target != ""
-		if o.Primary, err = nc.image(namespace, w.Kind, w.Name+"-primary", w.Container); err != nil {
+		primary, err := nc.template(namespace, w.Kind, w.Name+"-primary")
+		if err != nil {
 			return o, err
 		}
+		setPrimary(&o, primary, w.Container)
 		o.Generation = nc.generation(namespace, w.Kind, w.Name+"-primary")
 		return o, nil
 	}
@@ -67,9 +70,11 @@ func (s *Set) Observe(ctx context.Context, clusterName, namespace string, w conf
 		return o, err
 	}
 	o.Workload = target != ""
-	if o.Primary, err = image(ctx, c, namespace, w.Kind, w.Name+"-primary", w.Container); err != nil {
+	primary, err := template(ctx, c, namespace, w.Kind, w.Name+"-primary")
+	if err != nil {
 		return o, err
 	}
+	setPrimary(&o, primary, w.Container)
 	o.Generation = liveGeneration(ctx, c, namespace, w.Kind, w.Name+"-primary")
 	return o, nil
 }
@@ -172,4 +177,15 @@ func sameImages(a, b *appsv1.Deployment) bool {
 		}
 	}
 	return true
+}
+
+// setPrimary records what the primary's pod template runs: its revision
+// (a git application's repository@commit, else the container's image) and
+// its container's image (held against what a git application's commit
+// renders). A nil template is no primary.
+func setPrimary(o *rollout.Observed, pod *corev1.PodTemplateSpec, container string) {
+	if pod == nil {
+		return
+	}
+	o.Primary, o.PrimaryImage = revision(*pod, container), containerImage(pod.Spec, container)
 }

@@ -49,7 +49,7 @@ func TestObserve(t *testing.T) {
 		w    config.Workload
 		want rollout.Observed
 	}{
-		{"delivered", web, rollout.Observed{Cluster: c.Name, Workload: true, Canary: true, Primary: "web:1", Generation: 1}},
+		{"delivered", web, rollout.Observed{Cluster: c.Name, Workload: true, Canary: true, Primary: "web:1", PrimaryImage: "web:1", Generation: 1}},
 		{"never delivered", config.Workload{Name: "bare", Container: "app"}, rollout.Observed{Cluster: c.Name, Workload: true}},
 		{"no workload", config.Workload{Name: "ghost", Container: "app"}, rollout.Observed{Cluster: c.Name}},
 	}

@@ -150,6 +150,16 @@ func kindOf(kind string) string {
 // image returns the image of the container of the workload of kind kind, or
 // "" when there is no such workload or container.
 func image(ctx context.Context, c *clients, namespace, kind, name, container string) (string, error) {
+	pod, err := template(ctx, c, namespace, kind, name)
+	if err != nil || pod == nil {
+		return "", err
+	}
+	return revision(*pod, container), nil
+}
+
+// template returns the pod template of the workload of kind kind, nil
+// when there is no such workload.
+func template(ctx context.Context, c *clients, namespace, kind, name string) (*corev1.PodTemplateSpec, error) {
 	var (
 		pod corev1.PodTemplateSpec
 		err error
@@ -166,15 +176,15 @@ func image(ctx context.Context, c *clients, namespace, kind, name, container str
 			pod = d.Spec.Template
 		}
 	default:
-		return "", fault.Permanent(fmt.Errorf("reading %s/%s: unsupported workload kind %q", namespace, name, kind))
+		return nil, fault.Permanent(fmt.Errorf("reading %s/%s: unsupported workload kind %q", namespace, name, kind))
 	}
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(kindOf(kind)), namespace, name, err)
+		return nil, fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(kindOf(kind)), namespace, name, err)
 	}
-	return revision(pod, container), nil
+	return &pod, nil
 }
 
 // revision is what a workload runs: a git application's revision

@@ -887,7 +887,8 @@ type Application struct {
 	// API) or "revert"
 	// (also a rollout of kind drift-revert that restores the validated
 	// digest through the normal pipeline, to the drifted clusters only).
-	// Image applications only.
+	// A git application's primary is held against the image its validated
+	// commit renders for the cluster; revert re-applies that commit.
 	DriftPolicy string `json:"driftPolicy"`
 
 	// Kurator's rollout block (an Application's syncPolicies[].rollout)

@@ -599,9 +599,6 @@ func (v *validator) applications(as []Application) {
 		if a.DriftPolicy != "" {
 			v.oneOf(p+".driftPolicy", "driftPolicy", a.DriftPolicy, DriftPolicies)
 		}
-		if a.DriftPolicy == DriftPolicyRevert && a.Git() != nil {
-			v.addf(p+".driftPolicy", "revert: a git application's clusters each run the last commit that changed them, not one digest; drift is checked for image applications only")
-		}
 	}
 }
 

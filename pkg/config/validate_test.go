@@ -386,11 +386,10 @@ receivers:
 				{"applications[0].driftPolicy", `unknown driftPolicy "heal"; want one of report, revert`},
 			},
 		}, {
-			name: "a git application's drift is not reverted",
+			name: "a git application's drift may be reverted",
 			doc:  sections{applications: withApp("    driftPolicy: revert\n    source: {git: {url: https://git.example.com/d.git, paths: [a]}}\n")},
 			want: []Problem{
 				{"applications[0].image", "set either image or source.git: an application follows an image repository or a git repository"},
-				{"applications[0].driftPolicy", "revert: a git application's clusters each run the last commit that changed them, not one digest; drift is checked for image applications only"},
 			},
 		}, {
 			name: "reconcile off, drift reverted",

@@ -23,11 +23,16 @@
 // that came empty (no canary or no primary; no workload is needed, the
 // commit's render creates it) is caught up with that commit, its request
 // naming the repository and commit ("repository#commit", keyed with the
-// repository's pushes). A cluster whose primary runs is not compared with
-// what the commit renders for it (each cluster runs the last commit that
-// changed what it renders): a git application's drift is not detected,
-// and a cluster that entered the waves with a workload of its own is not
-// caught up.
+// repository's pushes). A cluster whose primary runs is held against the
+// image the commit renders for the workload's container in that cluster
+// (the Renderer port, pkg/app over pkg/gitops's copies of the
+// repositories: rendered once per commit and cluster, again when another
+// commit is validated): another image is drift, reported as an image
+// application's, and with driftPolicy revert the commit is applied again
+// to the drifted clusters (a new revision Flagger analyses: the
+// rollout's restart token on the pod template). A cluster the commit
+// could not be rendered for is not compared; the next check renders
+// again.
 //
 // Nothing is decided while a rollout of the application is in flight: it
 // reaches every cluster of its waves itself. A request's id derives from

@@ -29,6 +29,14 @@ type Reader interface {
 	Observe(ctx context.Context, cluster, namespace string, w config.Workload) (rollout.Observed, error)
 }
 
+// Renderer renders a git application's commit for one cluster (pkg/app,
+// over pkg/gitops's copies of the repositories and pkg/render): the image
+// the commit runs in the application's workload container there, held
+// against what the primary runs.
+type Renderer interface {
+	WorkloadImage(ctx context.Context, app config.Application, cluster, commit string) (string, error)
+}
+
 // Rollouts is the state a check decides against and records its findings
 // in (pkg/state).
 type Rollouts interface {
@@ -59,6 +67,10 @@ type Options struct {
 	Settle time.Duration
 	// Now is the clock [time.Now].
 	Now func() time.Time
+	// Render renders a git application's validated commit, once per
+	// commit and cluster [none: a git application's primaries are not
+	// compared].
+	Render Renderer
 }
 
 // Parallel bounds the clusters one check reads at once.
@@ -81,6 +93,17 @@ type Reconciler struct {
 	mu      sync.Mutex
 	pending map[string]bool // applications a watch asked to check
 	wake    chan struct{}
+
+	rmu      sync.Mutex
+	rendered map[string]rendered // by application: its validated commit's images
+}
+
+// rendered is the image a git application's commit renders, by cluster:
+// rendered once per commit and cluster, forgotten when another commit is
+// validated.
+type rendered struct {
+	commit string
+	images map[string]string
 }
 
 // Outcomes of a check (the outcome label of flotilla_reconcile_checks_total).
@@ -108,7 +131,7 @@ func New(cfg *config.Config, read Reader, ros Rollouts, j Journal, o Options) (*
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	r := &Reconciler{cfg: cfg, read: read, ros: ros, j: j, o: o, pending: map[string]bool{}, wake: make(chan struct{}, 1),
+	r := &Reconciler{cfg: cfg, read: read, ros: ros, j: j, o: o, pending: map[string]bool{}, wake: make(chan struct{}, 1), rendered: map[string]rendered{},
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flotilla_drift_clusters",
 			Help: "Clusters whose primary runs something else than the application's validated digest, as the latest check found.",
@@ -263,6 +286,7 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 		}
 	}
 	obs := r.observe(ctx, app)
+	r.render(ctx, app, st.DeployedDigest, obs)
 	rec := rollout.Reconcile(r.cfg, app, st, all, obs, partial)
 	if rec.Skip != "" {
 		return rec, nil
@@ -347,6 +371,44 @@ func (r *Reconciler) observe(ctx context.Context, app config.Application) []roll
 	}
 	wg.Wait()
 	return out
+}
+
+// render sets, for a git application, what its validated commit renders
+// for each cluster whose primary runs (Observed.Rendered, or RenderErr),
+// rendering a commit for a cluster once: an error is not kept, the next
+// check renders again.
+func (r *Reconciler) render(ctx context.Context, app config.Application, commit string, obs []rollout.Observed) {
+	if app.Git() == nil || r.o.Render == nil {
+		return
+	}
+	for i, o := range obs {
+		if o.Err != "" || !o.Canary || o.Primary == "" {
+			continue
+		}
+		r.rmu.Lock()
+		c, ok := r.rendered[app.Name]
+		if !ok || c.commit != commit {
+			c = rendered{commit: commit, images: map[string]string{}}
+			r.rendered[app.Name] = c
+		}
+		img, ok := c.images[o.Cluster]
+		r.rmu.Unlock()
+		if !ok {
+			var err error
+			if img, err = r.o.Render.WorkloadImage(ctx, app, o.Cluster, commit); err != nil {
+				obs[i].RenderErr = err.Error()
+				r.o.Logger.WarnContext(ctx, "rendering the validated commit failed: the primary is not compared", "application", app.Name,
+					"cluster", o.Cluster, "commit", commit, "error", err)
+				continue
+			}
+			r.rmu.Lock()
+			if c := r.rendered[app.Name]; c.commit == commit {
+				c.images[o.Cluster] = img
+			}
+			r.rmu.Unlock()
+		}
+		obs[i].Rendered = img
+	}
 }
 
 // Request is the request of a rollout of kind of app's validated digest

@@ -416,3 +416,119 @@ func TestCheckCatchesUpAGitApplication(t *testing.T) {
 		t.Errorf("the request (-want +got):\n%s", diff)
 	}
 }
+
+// renderer renders each cluster's image of a commit, counting the renders.
+type renderer struct {
+	mu     sync.Mutex
+	images map[string]string // by cluster
+	calls  []string          // commit/cluster
+}
+
+func (r *renderer) WorkloadImage(_ context.Context, _ config.Application, cluster, commit string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, commit[:4]+"/"+cluster)
+	img, ok := r.images[cluster]
+	if !ok {
+		return "", errors.New("renders no Deployment ns/app")
+	}
+	return img, nil
+}
+
+// A git application's primary changed by hand: its image is held against
+// what the validated commit renders for the cluster (rendered once per
+// commit and cluster, however often checked), found drifted, journaled
+// once and reverted with the commit; a cluster the commit does not render
+// for is not compared, and another commit validated is rendered anew.
+func TestCheckFindsAGitApplicationsDrift(t *testing.T) {
+	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	const (
+		commit = "0123456789abcdef0123456789abcdef01234567"
+		next   = "fedcba9876543210fedcba9876543210fedcba98"
+		rev    = "https://git.test/deploy.git@" + commit
+		img    = "reg.test/podinfo:6.0.0"
+		hand   = "reg.test/podinfo:6.0.1"
+	)
+	cfg := &config.Config{
+		Fleet: config.Fleet{
+			Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
+			Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3"}}},
+		},
+		Applications: []config.Application{{Name: "app", Namespace: "ns", Workload: config.Workload{Name: "app"}, DriftPolicy: config.DriftPolicyRevert,
+			Source: &config.Source{Git: &config.GitSource{URL: "https://git.test/deploy.git", Branch: "main"}}}},
+	}
+	cs := &clusters{runs: map[string]rollout.Observed{
+		"c1": {Cluster: "c1", Workload: true, Canary: true, Primary: rev, PrimaryImage: img},
+		"c2": {Cluster: "c2", Workload: true, Canary: true, Primary: rev, PrimaryImage: hand, Generation: 3},
+		"c3": {Cluster: "c3", Workload: true, Canary: true, Primary: rev, PrimaryImage: hand},
+	}}
+	rd := &renderer{images: map[string]string{"c1": img, "c2": img}}
+	if err := repo.UpdateApp(t.Context(), "app", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedClusters = "main@0123456789ab", commit, []string{"c1", "c2", "c3"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	j := journal{s}
+	reg := prometheus.NewRegistry()
+	r, err := reconcile.New(cfg, cs, repo, j, reconcile.Options{Metrics: reg, Render: rd, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec rollout.Reconciliation
+	for range 3 {
+		if rec, err = r.Check(t.Context(), "app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type found struct {
+		Drifted, Revert []string
+		Checks          []rollout.ClusterCheck
+	}
+	want := found{Drifted: []string{"c2"}, Revert: []string{"c2"}, Checks: []rollout.ClusterCheck{
+		{Cluster: "c1", State: rollout.CheckCurrent, Image: rev},
+		{Cluster: "c2", State: rollout.CheckDrifted, Image: hand, Generation: 3,
+			Reason: "the primary runs " + hand + ", not " + img + ", which the validated main@0123456789ab (" + commit + ") renders"},
+		{Cluster: "c3", State: rollout.CheckCurrent, Image: rev, Reason: rollout.GitNotCompared + ": renders no Deployment ns/app"},
+	}}
+	if diff := cmp.Diff(want, found{rec.Drifted, rec.Revert, rec.Clusters}); diff != "" {
+		t.Errorf("the check (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"drift.detected c2 " + hand + " revert", "reconcile.requested drift-revert c2"}, j.types(t)); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	if got := value(t, reg, "flotilla_drift_clusters"); got != 1 {
+		t.Errorf("flotilla_drift_clusters = %v, want 1", got)
+	}
+	// c3's render failed: rendered again at each check, the others once.
+	if diff := cmp.Diff([]string{"0123/c1", "0123/c2", "0123/c3", "0123/c3", "0123/c3"}, rd.calls); diff != "" {
+		t.Errorf("renders (-want +got):\n%s", diff)
+	}
+	st, err := repo.App(t.Context(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Drift == nil || len(st.Drift.Clusters) != 1 || st.Drift.Clusters[0].State != rollout.CheckDrifted {
+		t.Errorf("the application's state says %+v, want c2 drifted", st.Drift)
+	}
+
+	// Another commit validated: rendered anew.
+	if err := repo.UpdateApp(t.Context(), "app", func(st *rollout.AppState) error {
+		st.DeployedDigest = next
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rd.calls = nil
+	if _, err := r.Check(t.Context(), "app"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"fedc/c1", "fedc/c2", "fedc/c3"}, rd.calls); diff != "" {
+		t.Errorf("renders of the next commit (-want +got):\n%s", diff)
+	}
+}

@@ -28,8 +28,12 @@ import (
 // converged on (DeployedDigest, its rollouts' digest); a catch-up carries
 // that commit, which renders what each cluster runs now, to the clusters
 // that came empty (new to the application, or emptied: its render creates
-// the workload, so no workload is needed). A cluster whose primary runs is
-// current (GitNotCompared): its drift is not detected.
+// the workload, so no workload is needed). A cluster whose primary runs
+// is held against the image the commit renders for its workload in that
+// cluster (Observed.Rendered): another image on the primary is drift,
+// reported and with driftPolicy revert restored by re-applying the
+// commit; a cluster the commit's image could not be rendered for is
+// current, not compared (GitNotCompared).
 
 // Kinds of rollouts (Rollout.Kind) that no push started.
 const (
@@ -57,6 +61,13 @@ type Observed struct {
 	// its spec (a hand's too) makes a new one, so a drift found again
 	// after a revert is a new drift.
 	Generation int64
+	// Of a git application (whose Primary is the revision, repository@
+	// commit): PrimaryImage is the image the primary's container runs;
+	// Rendered the image the validated commit renders for the workload's
+	// container in this cluster ("" not rendered, RenderErr says why).
+	PrimaryImage string
+	Rendered     string
+	RenderErr    string
 }
 
 // What a check found of a cluster (ClusterCheck.State).
@@ -120,8 +131,11 @@ func Settled(app config.Application, st AppState, inFlight []Rollout) (bool, str
 // its clusters, is current: the rollout left it so by design, and the
 // version signed later rolls out to the whole fleet. Of a git application
 // (st.DeployedDigest is the commit) every empty cluster is caught up, the
-// commit's render creating the workload, and a cluster whose primary runs
-// is current, not compared (GitNotCompared).
+// commit's render creating the workload; a cluster whose primary runs
+// another image than the commit renders for it (o.Rendered) is judged as
+// an image application's whose primary runs another digest (drift, or
+// caught up when it entered the waves since), and one the commit could
+// not be rendered for is current, not compared (GitNotCompared).
 func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, obs []Observed, partial *Rollout) Reconciliation {
 	var out Reconciliation
 	if ok, why := Settled(app, st, inFlight); ok {
@@ -150,8 +164,23 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 			}
 			chk.State, chk.Reason = CheckCatchUp, "no canary or primary: the cluster is new to the application, or came back empty"
 			out.CatchUp = append(out.CatchUp, o.Cluster)
-		case app.Git() != nil:
+		case app.Git() != nil && o.Rendered == "":
 			chk.State, chk.Reason = CheckCurrent, GitNotCompared
+			if o.RenderErr != "" {
+				chk.Reason += ": " + o.RenderErr
+			}
+		case app.Git() != nil && o.PrimaryImage == o.Rendered:
+			chk.State = CheckCurrent
+		case app.Git() != nil && !known(o.Cluster):
+			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out: runs %s, the commit renders %s", st.DeployedTag, o.PrimaryImage, o.Rendered)
+			out.CatchUp = append(out.CatchUp, o.Cluster)
+		case app.Git() != nil:
+			chk.Image = o.PrimaryImage
+			chk.State, chk.Reason = CheckDrifted, fmt.Sprintf("the primary runs %s, not %s, which the validated %s (%s) renders", o.PrimaryImage, o.Rendered, st.DeployedTag, st.DeployedDigest)
+			out.Drifted = append(out.Drifted, o.Cluster)
+			if app.DriftPolicy == config.DriftPolicyRevert {
+				out.Revert = append(out.Revert, o.Cluster)
+			}
 		case RunsDigest(o.Primary, st.DeployedDigest):
 			chk.State = CheckCurrent
 		case partial != nil && partial.Phase == Succeeded && partial.StopsBefore != "" && RunsDigest(o.Primary, partial.Digest) && inRollout(partial, o.Cluster):
@@ -176,11 +205,9 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 }
 
 // GitNotCompared is why a git application's cluster that runs a primary
-// is current: what the primary runs is not held against what the
-// validated commit renders for the cluster (each cluster runs the last
-// commit that changed what it renders, which a push limited to other
-// clusters does not name), so its drift is not detected.
-const GitNotCompared = "a git application: the primary is not compared with what the validated commit renders (drift of git applications is not detected)"
+// is current without being compared: the image the validated commit
+// renders for it is not known (the render failed, or no renderer).
+const GitNotCompared = "a git application: the primary is not compared, the validated commit's image for the cluster is not rendered"
 
 // inRollout tells whether cluster is one of ro's.
 func inRollout(ro *Rollout, cluster string) bool {

@@ -42,6 +42,28 @@ func TestReconcile(t *testing.T) {
 		}
 		return out
 	}
+	// Compared with what the validated commit renders for each cluster.
+	const (
+		gitRev = "https://git.test/x@0123456789abcdef"
+		img    = "reg.test/app:6.0.0"
+		hand   = "reg.test/app:6.0.1"
+	)
+	gitDrift := gitSt
+	gitDrift.DeployedClusters = []string{"c1", "c2", "c3"}
+	gitObs := func(clusterImage ...string) []rollout.Observed {
+		var out []rollout.Observed
+		for i := 0; i+1 < len(clusterImage); i += 2 {
+			out = append(out, rollout.Observed{Cluster: clusterImage[i], Workload: true, Canary: true, Primary: gitRev, PrimaryImage: clusterImage[i+1], Rendered: img})
+		}
+		return out
+	}
+	gitRuns := func(cs ...string) []rollout.ClusterCheck {
+		var out []rollout.ClusterCheck
+		for _, c := range cs {
+			out = append(out, rollout.ClusterCheck{Cluster: c, State: rollout.CheckCurrent, Image: gitRev})
+		}
+		return out
+	}
 	current := func(c string) rollout.Observed {
 		return rollout.Observed{Cluster: c, Workload: true, Canary: true, Primary: ref}
 	}
@@ -101,6 +123,29 @@ func TestReconcile(t *testing.T) {
 		{name: "a git application's unreadable cluster is neither", app: git, st: gitSt,
 			obs:  with(rollout.Observed{Cluster: "c2", Err: "connection refused"}),
 			want: rollout.Reconciliation{Clusters: []rollout.ClusterCheck{gitCurrent(ref, "c1")[0], {Cluster: "c2", State: rollout.CheckUnreadable, Reason: "connection refused"}, gitCurrent(ref, "c3")[0]}}},
+		{name: "a git application's cluster whose primary runs the image the commit renders is current", app: gitRevert, st: gitDrift,
+			obs:  gitObs("c1", img, "c2", img, "c3", img),
+			want: rollout.Reconciliation{Clusters: gitRuns("c1", "c2", "c3")}},
+		{name: "a git application's primary changed by hand is drift, reported", app: git, st: gitDrift,
+			obs: gitObs("c1", img, "c2", hand, "c3", img),
+			want: rollout.Reconciliation{Drifted: []string{"c2"}, Clusters: []rollout.ClusterCheck{gitRuns("c1")[0], {Cluster: "c2", State: rollout.CheckDrifted, Image: hand,
+				Reason: "the primary runs " + hand + ", not " + img + ", which the validated main@0123456789ab (0123456789abcdef) renders"}, gitRuns("c3")[0]}}},
+		{name: "a git application's drift reverted by policy", app: gitRevert, st: gitDrift,
+			obs: gitObs("c1", img, "c2", hand, "c3", img),
+			want: rollout.Reconciliation{Drifted: []string{"c2"}, Revert: []string{"c2"}, Clusters: []rollout.ClusterCheck{gitRuns("c1")[0], {Cluster: "c2", State: rollout.CheckDrifted, Image: hand,
+				Reason: "the primary runs " + hand + ", not " + img + ", which the validated main@0123456789ab (0123456789abcdef) renders"}, gitRuns("c3")[0]}}},
+		{name: "a git application's cluster that entered the waves running another image is caught up", app: gitRevert, st: gitSt,
+			obs: gitObs("c1", img, "c2", img, "c3", hand),
+			want: rollout.Reconciliation{CatchUp: []string{"c3"}, Clusters: append(gitRuns("c1", "c2"), rollout.ClusterCheck{Cluster: "c3", State: rollout.CheckCatchUp, Image: gitRev,
+				Reason: "entered the waves after main@0123456789ab was rolled out: runs " + hand + ", the commit renders " + img})}},
+		{name: "a git application's cluster the commit could not be rendered for is not compared", app: gitRevert, st: gitDrift,
+			obs: func() []rollout.Observed {
+				o := gitObs("c1", img, "c2", hand, "c3", img)
+				o[1].Rendered, o[1].RenderErr = "", "commit 0123456789abcdef renders no Deployment ns/app"
+				return o
+			}(),
+			want: rollout.Reconciliation{Clusters: []rollout.ClusterCheck{gitRuns("c1")[0], {Cluster: "c2", State: rollout.CheckCurrent, Image: gitRev,
+				Reason: rollout.GitNotCompared + ": commit 0123456789abcdef renders no Deployment ns/app"}, gitRuns("c3")[0]}}},
 		{name: "a git application's rollout in flight reaches the clusters itself", app: git, st: gitSt, obs: with(rollout.Observed{Cluster: "c3"}),
 			inFlight: []rollout.Rollout{{ID: "app-1", Application: "app", Tag: "main@c0ffee", Phase: rollout.Progressing}},
 			want:     rollout.Reconciliation{Skip: "rollout app-1 (main@c0ffee, Progressing) is in flight: it reaches its clusters itself"}},
