@@ -81,7 +81,10 @@ Feature: The web UI: the fleet, live, in a browser
   # Catches a map that draws a primary changed by hand as the version
   # flotilla last rolled out there (the rollouts say so, the cluster does
   # not), one that shows the drift only on the application's API, and one
-  # that draws it in a version's colour.
+  # that draws it in a version's colour. In scale-out mode the replica
+  # that holds the application's partition finds the drift; the map is
+  # read from whichever replica serves the page.
+  @both-modes
   Scenario: The web UI's fleet map shows a primary changed by hand as drifted
     Given flotilla checks the clusters against the validated digest every "1m"
     And the application's drift policy is "report"
