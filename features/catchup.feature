@@ -120,3 +120,38 @@ Feature: Catch-up and drift: the clusters held against the validated digest
     And the primary and the workload in every cluster run that commit, greeting "hej"
     And the API says that rollout is of kind "catch-up" and goes to "c4" only
     And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started
+
+  # Catches a flotilla that does not compare a git application's primaries
+  # (a git cluster reported current whatever it runs), one that compares
+  # them with the image the repository names elsewhere than the validated
+  # commit's render for the cluster, and one that reverts what the policy
+  # says to report. The interval is a minute: the watch caches find it.
+  Scenario: A git application's primary whose image was changed by hand is reported as drift
+    Given flotilla checks the clusters against the validated digest every "1m"
+    And a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
+    And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    When the primary of "podinfo" in cluster "c2" is set by hand to image "registry.example.com/podinfo:6.0.1"
+    Then flotilla journals the drift of cluster "c2" to image "registry.example.com/podinfo:6.0.1" from the first commit within 10 seconds
+    And flotilla's metric says 1 cluster of "podinfo" drifted
+    And the API's application "podinfo" names cluster "c2" drifted, running image "registry.example.com/podinfo:6.0.1"
+    And in 6 seconds no rollout of kind "drift-revert" was started
+    And the primary in cluster "c2" still runs image "registry.example.com/podinfo:6.0.1"
+
+  # Catches a revert that re-applies the commit without a new revision
+  # (the workload unchanged: Flagger analyses nothing and the primary keeps
+  # the hand's image), one outside the pipeline, and one that goes to every
+  # cluster rather than the drifted one.
+  @both-modes
+  Scenario: A git application's primary changed by hand is restored with driftPolicy: revert
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And the application's drift policy is "revert"
+    And a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
+    And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    When the primary of "podinfo" in cluster "c2" is set by hand to image "registry.example.com/podinfo:6.0.1"
+    Then flotilla journals the drift of cluster "c2" to image "registry.example.com/podinfo:6.0.1" from the first commit within 10 seconds
+    And a rollout of kind "drift-revert" of the first commit to "c2" succeeds
+    And the primary in cluster "c2" runs image "registry.example.com/podinfo:6.0.0"
+    And the primary and the workload in every cluster run the first commit, greeting "hello"
+    And the API says that rollout is of kind "drift-revert" and goes to "c2" only

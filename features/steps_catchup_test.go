@@ -68,7 +68,11 @@ func (s *scenario) registerCatchUpSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^in (\d+) seconds no rollout of kind "([^"]*)" was started$`, s.noKindRolloutWithin)
 	sc.Step(`^the primary in cluster "([^"]*)" still runs its old version$`, s.primaryStillOld)
 	sc.Step(`^the application's namespace exists in cluster "([^"]*)"$`, s.namespaceIn)
-	sc.Step(`^a rollout of kind "([^"]*)" of that commit to "([^"]*)" succeeds$`, s.kindCommitRolloutSucceeds)
+	sc.Step(`^a rollout of kind "([^"]*)" of (that|the first) commit to "([^"]*)" succeeds$`, s.kindCommitRolloutSucceeds)
+	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" is set by hand to image "([^"]*)"$`, s.primarySetByHandTo)
+	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to image "([^"]*)" from the first commit within (\d+) seconds$`, s.gitDriftJournaledWithin)
+	sc.Step(`^the API's application "([^"]*)" names cluster "([^"]*)" drifted, running image "([^"]*)"$`, s.apiNamesDriftTo)
+	sc.Step(`^the primary in cluster "([^"]*)" (?:still )?runs image "([^"]*)"$`, s.primaryRunsImage)
 }
 
 func (s *scenario) reconcileEvery(interval string) error {
@@ -378,6 +382,12 @@ func (s *scenario) reconcileMetric(ctx context.Context, prefix string) (float64,
 // primarySetByHand changes the image of the workload's primary, which
 // Flagger manages, as someone with kubectl would.
 func (s *scenario) primarySetByHand(ctx context.Context, name, cluster string) error {
+	return s.primarySetByHandTo(ctx, name, cluster, s.oldImage())
+}
+
+// primarySetByHandTo sets the image of the primary's first container to
+// image, as someone with kubectl would.
+func (s *scenario) primarySetByHandTo(ctx context.Context, name, cluster, image string) error {
 	c, err := s.clientsFor(cluster)
 	if err != nil {
 		return err
@@ -387,7 +397,7 @@ func (s *scenario) primarySetByHand(ctx context.Context, name, cluster string) e
 		if err != nil {
 			return err
 		}
-		d.Spec.Template.Spec.Containers[0].Image = s.oldImage()
+		d.Spec.Template.Spec.Containers[0].Image = image
 		_, err = c.Kube.AppsV1().Deployments(s.w.namespace).Update(ctx, d, metav1.UpdateOptions{})
 		return err
 	})
@@ -428,12 +438,19 @@ func (s *scenario) canaryDeleted(ctx context.Context, name, cluster string) erro
 }
 
 func (s *scenario) driftJournaled(ctx context.Context, cluster string) error {
+	return s.driftJournaledOf(ctx, cluster, s.oldImage(), s.w.digests["1.0.0"])
+}
+
+// driftJournaledOf waits for the drift.detected of cluster's primary
+// running image, held against the validated digest (a git application's
+// commit).
+func (s *scenario) driftJournaledOf(ctx context.Context, cluster, image, digest string) error {
 	e, err := s.w.sink.waitFor(ctx, "the drift of "+cluster, func(e cloudevents.Event) bool {
 		if e.Type() != events.TypeDriftDetected {
 			return false
 		}
 		p, err := events.Decode[events.DriftDetected](e)
-		return err == nil && p.Cluster == cluster && p.Image == s.oldImage() && p.Application == s.w.app && p.Digest == s.w.digests["1.0.0"]
+		return err == nil && p.Cluster == cluster && p.Image == image && p.Application == s.w.app && p.Digest == digest
 	})
 	if err == nil {
 		// What the watch buys over the interval: the event's time is when
@@ -472,6 +489,16 @@ func (s *scenario) driftMetric(ctx context.Context, n int, app string) error {
 }
 
 func (s *scenario) apiNamesDrift(ctx context.Context, app, cluster string) error {
+	return s.apiNamesDriftOf(ctx, app, cluster, s.oldImage(), s.w.digests["1.0.0"])
+}
+
+// apiNamesDriftTo is apiNamesDrift for a git application whose first
+// commit is the validated one.
+func (s *scenario) apiNamesDriftTo(ctx context.Context, app, cluster, image string) error {
+	return s.apiNamesDriftOf(ctx, app, cluster, image, s.w.git.commits["first"])
+}
+
+func (s *scenario) apiNamesDriftOf(ctx context.Context, app, cluster, image, digest string) error {
 	var v struct {
 		Drift *struct {
 			Digest   string
@@ -483,15 +510,15 @@ func (s *scenario) apiNamesDrift(ctx context.Context, app, cluster string) error
 		if err := s.getJSON(ctx, "/api/v1/applications/"+app, &v); err != nil {
 			return err
 		}
-		if d := v.Drift; d != nil && d.Digest == s.w.digests["1.0.0"] {
+		if d := v.Drift; d != nil && d.Digest == digest {
 			for _, c := range d.Clusters {
-				if c.Cluster == cluster && c.State == "drifted" && c.Image == s.oldImage() {
+				if c.Cluster == cluster && c.State == "drifted" && c.Image == image {
 					return nil
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("after 30 s GET /api/v1/applications/%s says drift %+v, want %s drifted to %s", app, v.Drift, cluster, s.oldImage())
+			return fmt.Errorf("after 30 s GET /api/v1/applications/%s says drift %+v, want %s drifted to %s", app, v.Drift, cluster, image)
 		}
 		select {
 		case <-ctx.Done():
@@ -550,9 +577,45 @@ func (s *scenario) namespaceIn(ctx context.Context, cluster string) error {
 
 // kindCommitRolloutSucceeds is kindRolloutSucceeds for a git
 // application's "that" commit: the rollout carries the commit.
-func (s *scenario) kindCommitRolloutSucceeds(ctx context.Context, kind, clusters string) error {
-	commit := s.w.git.commits["that"]
+func (s *scenario) kindCommitRolloutSucceeds(ctx context.Context, kind, which, clusters string) error {
+	commit := s.w.git.commits[map[string]string{"that": "that", "the first": "first"}[which]]
 	version := commitVersion(commit)
 	s.w.digests[version] = commit
 	return s.kindRolloutSucceeds(ctx, kind, version, clusters)
+}
+
+func (s *scenario) gitDriftJournaledWithin(ctx context.Context, cluster, image string, seconds int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Until(s.w.reconcileState().changed.Add(time.Duration(seconds)*time.Second)))
+	defer cancel()
+	if err := s.driftJournaledOf(ctx, cluster, image, s.w.git.commits["first"]); err != nil {
+		return fmt.Errorf("no drift journaled within %d s of the change (the interval is %s): %w", seconds, s.w.reconcile.interval, err)
+	}
+	return nil
+}
+
+// primaryRunsImage reads the image the primary's first container runs in
+// a cluster, waiting up to 30 s for it to be image.
+func (s *scenario) primaryRunsImage(ctx context.Context, cluster, image string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := s.imageOf(ctx, c, s.w.workload+"-primary")
+		if err == nil && got == image {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("the primary in %s runs %s, want %s", cluster, got, image)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
