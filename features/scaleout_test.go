@@ -55,7 +55,7 @@ func newReplicas(cfgPath, listen, dir, name string) *flotillaProcess {
 // running, each on a port of its own.
 func (p *flotillaProcess) startReplicas(ctx context.Context) error {
 	if p.proxy == nil {
-		px, err := newReplicaProxy(p.listen, p.replicas)
+		px, err := newReplicaProxy(ctx, p.listen, p.replicas)
 		if err != nil {
 			return err
 		}
@@ -151,8 +151,8 @@ type replicaProxy struct {
 
 type bodyKey struct{}
 
-func newReplicaProxy(listen string, replicas []*flotillaProcess) (*replicaProxy, error) {
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", listen)
+func newReplicaProxy(ctx context.Context, listen string, replicas []*flotillaProcess) (*replicaProxy, error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening for the replicas' proxy: %w", err)
 	}

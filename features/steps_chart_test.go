@@ -536,7 +536,7 @@ func (s *scenario) installDefaults(ctx context.Context, cluster string) error {
 	if _, err := d.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	s.onCleanup(func() {
+	s.onCleanup(func() { //nolint:contextcheck // a cleanup: it runs once the scenario's context has ended
 		_ = d.Kube.CoreV1().Namespaces().Delete(context.Background(), d.Namespace, metav1.DeleteOptions{})
 	})
 	hc, ch, err := d.HelmChart()

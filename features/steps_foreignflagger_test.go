@@ -151,7 +151,7 @@ func (s *scenario) foreignFlaggerLeftAlone(ctx context.Context, cluster string) 
 		errs = append(errs, fmt.Errorf("bootstrap's Flagger %s/flagger next to Helm's: %w, want NotFound", bootstrap.DefaultFlaggerNamespace, err))
 	}
 	if _, err := c.Kube.RbacV1().ClusterRoles().Get(ctx, "flagger", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("bootstrap's ClusterRole flagger: %v, want NotFound", err))
+		errs = append(errs, fmt.Errorf("bootstrap's ClusterRole flagger: %w, want NotFound", err))
 	}
 	out := s.w.lastOutput
 	for _, want := range []string{
@@ -258,7 +258,7 @@ func (s *scenario) renderedFlagger(ctx context.Context, cluster string) (*appsv1
 		}
 		objs, err := kube.Decode([]byte(body))
 		if err != nil || len(objs) != 1 {
-			return nil, fmt.Errorf("reading fleet bootstrap --output yaml: %d objects, %v\n%s", len(objs), err, doc)
+			return nil, fmt.Errorf("reading fleet bootstrap --output yaml: %d objects, %w\n%s", len(objs), err, doc)
 		}
 		if o := objs[0]; o.GetKind() == "Deployment" && o.GetNamespace() == bootstrap.DefaultFlaggerNamespace && o.GetName() == "flagger" {
 			var d appsv1.Deployment

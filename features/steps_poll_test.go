@@ -105,7 +105,7 @@ func (s *scenario) refreshFails(ctx context.Context, app string) error {
 		return fmt.Errorf("flotilla refresh succeeded against a failing registry: %s", out)
 	}
 	if !strings.Contains(err.Error(), "UNAVAILABLE: tag lists are down") {
-		return fmt.Errorf("flotilla refresh failed without naming the registry's answer: %v", err)
+		return fmt.Errorf("flotilla refresh failed without naming the registry's answer: %w", err)
 	}
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+s.w.apiToken)

@@ -468,7 +468,7 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	} else {
 		w.flotilla = &flotillaProcess{config: cfgPath, listen: listen, logPath: filepath.Join(w.dir, "flotilla.log")}
 	}
-	s.onCleanup(func() {
+	s.onCleanup(func() { //nolint:contextcheck // a cleanup: it runs once the scenario's context has ended
 		if s.failed {
 			w.flotilla.dumpGoroutines()
 		}

@@ -179,7 +179,7 @@ func (s *scenario) killStreamLeader(ctx context.Context) error {
 	down := i - 1
 	s.w.natsDown = &down
 	natsCluster.Kill(down)
-	s.onCleanup(func() { _ = s.restartNATSNode(context.Background()) })
+	s.onCleanup(func() { _ = s.restartNATSNode(context.Background()) }) //nolint:contextcheck // a cleanup: it runs once the scenario's context has ended
 	return nil
 }
 

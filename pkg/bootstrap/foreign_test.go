@@ -139,7 +139,7 @@ func deleteAfter(t *testing.T, objs ...*unstructured.Unstructured) {
 func testNamespace(ctx context.Context, t *testing.T, prefix string) string {
 	t.Helper()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": randomName(prefix)}}}
-	deleteAfter(t, ns)
+	deleteAfter(t, ns) //nolint:contextcheck // its cleanup runs once the test's context has ended
 	applyAs(ctx, t, "helm", ns)
 	return ns.GetName()
 }
@@ -548,7 +548,7 @@ func TestCheckForeign(t *testing.T) {
 // as the fleet's Flagger's.
 func takeOverTarget(ctx context.Context, t *testing.T) Target {
 	t.Helper()
-	target := foreignTarget(t)
+	target := foreignTarget(t) //nolint:contextcheck // its cleanup runs once the test's context has ended
 	i := slices.IndexFunc(target.Objects, func(o *unstructured.Unstructured) bool {
 		return o.GetKind() == "Deployment" && slices.Contains(target.FlaggerObjects, RefOf(o))
 	})

@@ -74,7 +74,7 @@ func installHelmFlagger(ctx context.Context, t *testing.T) *unstructured.Unstruc
 	}
 	// The Deployment first: it is gone at once, its namespace only once
 	// emptied, and the next test looks for Flaggers in every namespace.
-	t.Cleanup(func() {
+	t.Cleanup(func() { //nolint:contextcheck // a cleanup: it runs once the test's context has ended
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := cs.AppsV1().Deployments(ns).Delete(ctx, d.GetName(), metav1.DeleteOptions{}); err != nil {

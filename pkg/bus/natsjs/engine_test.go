@@ -105,7 +105,7 @@ func TestReplicasShareTheEngine(t *testing.T) {
 		shards *dispatch.Shards
 	}
 	start := func(name string) replica {
-		b := open(t, o)
+		b := open(t, o) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
 		sh := dispatch.NewShards(ctx, func(p int) (dispatch.Journal, error) { return b.Partition(p) },
 			[]dispatch.Function{l.fn(name)}, dispatch.Options{Workers: 4})
 		parts, err := b.JoinPartitions(ctx, natsjs.PartitionOptions{Replica: name, Count: o.Partitions,

@@ -106,7 +106,7 @@ func TestPartitionsAreSharedAndHandedOver(t *testing.T) {
 	}
 	join := func(name string) *natsjs.Partitions {
 		t.Helper()
-		p, err := open(t, o).JoinPartitions(ctx, opts(name), own.onSet(name), nil)
+		p, err := open(t, o).JoinPartitions(ctx, opts(name), own.onSet(name), nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
 		if err != nil {
 			t.Fatal(err)
 		}

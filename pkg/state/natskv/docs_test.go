@@ -17,7 +17,7 @@ func TestGatesOnDocuments(t *testing.T) {
 	ctx := context.Background()
 	prefix := newPrefix()
 	docs := func() *natskv.Docs {
-		d, err := natskv.OpenDocs(ctx, open(t, prefix).nc, natskv.Options{Prefix: prefix})
+		d, err := natskv.OpenDocs(ctx, open(t, prefix).nc, natskv.Options{Prefix: prefix}) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func open(t *testing.T, prefix string) replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	b, err := natsjs.Open(ctx, nc, natsjs.Options{Stream: prefix, Subject: prefix + ".events"})
 	if err != nil {

@@ -118,7 +118,7 @@ func (c *Cluster) start(i int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(Binary(), "-c", nd.conf) //nolint:gosec // the pinned test binary
+	cmd := exec.Command(Binary(), "-c", nd.conf) //nolint:gosec,noctx // the pinned test binary; a node lives until Kill or Close, not a context
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
