@@ -52,7 +52,7 @@ deps: ## Install the Debian packages the tests and the demo need (docker-registr
 
 .PHONY: screenshots
 screenshots: deps fleet-build ## Regenerate the web UI's screenshots in docs/ (runs the web UI's features in headless Chromium on a local fleet)
-	FLOTILLA_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test ./features/ -count=1 -run 'TestFeatures/The_web_UI'
+	FLOTILLA_UI_SCREENSHOTS=$(CURDIR)/docs $(GO) test ./features/ -count=1 -run 'TestFeatures$$/The_web_UI'
 
 FUZZTIME             ?= 60s
 FUZZTIME_BRIEF       ?= 3000x

@@ -17,6 +17,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 

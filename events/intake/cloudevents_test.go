@@ -11,8 +11,9 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // ceKey is the key of the event source+id.

@@ -1,10 +1,11 @@
 package intake
 
 import (
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // withTime replaces the value of every "field" in a JSON body by value (raw

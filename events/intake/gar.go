@@ -23,10 +23,11 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/time/rate"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // SenderGAR is the sender type of Google Artifact Registry and Container

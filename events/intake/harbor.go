@@ -14,6 +14,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/types"
+
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 

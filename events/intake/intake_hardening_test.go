@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	cloudevents "github.com/cloudevents/sdk-go/v2"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"io"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Refused requests used to take the receiver's rate-limit tokens first:

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 

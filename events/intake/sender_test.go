@@ -15,8 +15,9 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )

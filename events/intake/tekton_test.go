@@ -8,8 +8,9 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // tektonT0 is when the runs of the Tekton fixtures were created. The bodies

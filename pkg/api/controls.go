@@ -12,6 +12,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"

@@ -6,9 +6,10 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/spf13/cobra"
 )
 
 func newTaskCmd() *cobra.Command {

@@ -6,11 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/flotilla-cd/flotilla/pkg/canary"
-	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/kube"
-	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 // Set holds a client configuration per cluster of the fleet.

@@ -7,16 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
-	"github.com/flotilla-cd/flotilla/pkg/config"
-	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // fleet is one cluster (a real kube-apiserver with Flagger's CRDs), started

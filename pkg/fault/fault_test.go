@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 func TestPermanent(t *testing.T) {

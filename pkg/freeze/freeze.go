@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
 	// Windows name IANA time zones: the database is embedded, so they
 	// resolve on a host or image without one (distroless, scratch).
 	_ "time/tzdata"

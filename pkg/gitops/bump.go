@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/util"
 	git "github.com/go-git/go-git/v5"
@@ -18,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Repo is the deployments repository an application lives in.

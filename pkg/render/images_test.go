@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 func obj(kind, name string, spec map[string]any, path ...string) *unstructured.Unstructured {

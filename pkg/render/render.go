@@ -11,11 +11,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // Kinds of rendering (config.GitRenders).

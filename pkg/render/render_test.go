@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // summary names each object, with a ConfigMap's data and a Deployment's

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/google/go-cmp/cmp"
 )
 
 const (

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -30,6 +29,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	sigsig "github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 // What cosign attaches to an image, and how.

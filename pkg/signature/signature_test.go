@@ -10,14 +10,15 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/signature"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore-go/pkg/sign"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/signature"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
 // reg is an in-process registry counting its requests.

@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/Masterminds/semver/v3"
+
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 

@@ -5,8 +5,9 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
 func TestDecide(t *testing.T) {

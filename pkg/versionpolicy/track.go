@@ -3,6 +3,7 @@ package versionpolicy
 import (
 	"errors"
 	"fmt"
+
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
 )
 
 const dockerRegistryBin = "/usr/bin/docker-registry"

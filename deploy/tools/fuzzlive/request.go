@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flotilla-cd/flotilla/events/intake"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/flotilla-cd/flotilla/events/intake"
 )
 
 // request is one delivery the fuzzer posts. It is logged (without its
