@@ -155,3 +155,20 @@ Feature: Catch-up and drift: the clusters held against the validated digest
     And the primary in cluster "c2" runs image "registry.example.com/podinfo:6.0.0"
     And the primary and the workload in every cluster run the first commit, greeting "hello"
     And the API says that rollout is of kind "drift-revert" and goes to "c2" only
+
+  # Catches a flotilla that counts as running a git application's commit
+  # only the clusters its push changed: c2, which the push to c1's values
+  # did not change, runs what that commit renders for it, so its primary
+  # changed by hand is drift (reported only), not a cluster new to the
+  # waves caught up behind the policy's back.
+  Scenario: A git application's cluster a push did not change still runs its commit: a change by hand there is drift
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
+    And flotilla serving the git application "podinfo" from that chart in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    And a push changes "greeting" to "hej" in "clusters/c1/podinfo/values.yaml"
+    And the rollout of that commit succeeds
+    When the primary of "podinfo" in cluster "c2" is set by hand to image "registry.example.com/podinfo:6.0.1"
+    Then flotilla journals the drift of cluster "c2" to image "registry.example.com/podinfo:6.0.1" from that commit within 10 seconds
+    And in 6 seconds no rollout of kind "catch-up" was started
+    And the primary in cluster "c2" still runs image "registry.example.com/podinfo:6.0.1"

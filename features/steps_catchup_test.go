@@ -70,7 +70,7 @@ func (s *scenario) registerCatchUpSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the application's namespace exists in cluster "([^"]*)"$`, s.namespaceIn)
 	sc.Step(`^a rollout of kind "([^"]*)" of (that|the first) commit to "([^"]*)" succeeds$`, s.kindCommitRolloutSucceeds)
 	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" is set by hand to image "([^"]*)"$`, s.primarySetByHandTo)
-	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to image "([^"]*)" from the first commit within (\d+) seconds$`, s.gitDriftJournaledWithin)
+	sc.Step(`^flotilla journals the drift of cluster "([^"]*)" to image "([^"]*)" from (that|the first) commit within (\d+) seconds$`, s.gitDriftJournaledWithin)
 	sc.Step(`^the API's application "([^"]*)" names cluster "([^"]*)" drifted, running image "([^"]*)"$`, s.apiNamesDriftTo)
 	sc.Step(`^the primary in cluster "([^"]*)" (?:still )?runs image "([^"]*)"$`, s.primaryRunsImage)
 }
@@ -584,10 +584,10 @@ func (s *scenario) kindCommitRolloutSucceeds(ctx context.Context, kind, which, c
 	return s.kindRolloutSucceeds(ctx, kind, version, clusters)
 }
 
-func (s *scenario) gitDriftJournaledWithin(ctx context.Context, cluster, image string, seconds int) error {
+func (s *scenario) gitDriftJournaledWithin(ctx context.Context, cluster, image, which string, seconds int) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Until(s.w.reconcileState().changed.Add(time.Duration(seconds)*time.Second)))
 	defer cancel()
-	if err := s.driftJournaledOf(ctx, cluster, image, s.w.git.commits["first"]); err != nil {
+	if err := s.driftJournaledOf(ctx, cluster, image, s.w.git.commits[map[string]string{"that": "that", "the first": "first"}[which]]); err != nil {
 		return fmt.Errorf("no drift journaled within %d s of the change (the interval is %s): %w", seconds, s.w.reconcile.interval, err)
 	}
 	return nil

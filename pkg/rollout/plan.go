@@ -37,7 +37,7 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created, Source: cmp.Or(v.Source, SourceWebhook)}
 	ro.Waves = Waves(cfg, app)
 	if only != nil {
-		ro.Waves = LimitWaves(cfg, ro.Waves, only, inFlight)
+		ro.Waves, ro.Limited = LimitWaves(cfg, ro.Waves, only, inFlight), true
 	}
 	if len(ro.Waves) == 0 { // config validation refuses it; a config changed under a running flotilla
 		return Rollout{}, "the application targets no cluster of the fleet", nil

@@ -264,10 +264,12 @@ func PlanReconcile(cfg *config.Config, app config.Application, st AppState, inFl
 
 // DeployedTo are the clusters the validated digest runs in once ro
 // succeeded: a catch-up or a revert adds its clusters to those of st; a
-// version's rollout makes them its own.
+// version's rollout makes them its own, except a git push's limited to
+// the clusters it changed (Limited), which adds them: every other cluster
+// known to run the previous commit runs what the new one renders for it.
 func DeployedTo(st AppState, ro Rollout) []string {
 	var out []string
-	if ro.Kind != "" && ro.Digest == st.DeployedDigest {
+	if ro.Kind != "" && ro.Digest == st.DeployedDigest || ro.Kind == "" && ro.Limited && st.DeployedDigest != "" {
 		if st.DeployedClusters == nil {
 			return nil // unknown (a state from before), so every cluster stays counted
 		}

@@ -282,6 +282,12 @@ func TestDeployedTo(t *testing.T) {
 			want: []string{"c1", "c2", "c3"}},
 		{name: "a catch-up of a state from before keeps every cluster counted", st: rollout.AppState{DeployedDigest: "sha256:old"},
 			ro: rollout.Rollout{Kind: rollout.KindCatchUp, Digest: "sha256:old", Waves: wave("c3")}},
+		{name: "a git push's rollout limited to the clusters it changed adds them: the others run what its commit renders", st: st,
+			ro: rollout.Rollout{Digest: "fedcba98", Limited: true, Waves: wave("c3")}, want: []string{"c1", "c2", "c3"}},
+		{name: "the first git push's limited rollout: its clusters", st: rollout.AppState{},
+			ro: rollout.Rollout{Digest: "fedcba98", Limited: true, Waves: wave("c3")}, want: []string{"c3"}},
+		{name: "a limited rollout over a state from before keeps every cluster counted", st: rollout.AppState{DeployedDigest: "0123abcd"},
+			ro: rollout.Rollout{Digest: "fedcba98", Limited: true, Waves: wave("c3")}},
 		{name: "a revert adds nothing new twice", st: st, ro: rollout.Rollout{Kind: rollout.KindDriftRevert, Digest: "sha256:old", Waves: wave("c2")},
 			want: []string{"c1", "c2"}},
 	}

@@ -99,6 +99,10 @@ type Rollout struct {
 	// for one that carries the validated digest to some clusters without
 	// a push (reconcile.go).
 	Kind string `json:"kind,omitempty"`
+	// Limited: the rollout goes only to the clusters a git push changed
+	// what they render of; the others run what its commit renders
+	// already (DeployedTo keeps them).
+	Limited bool `json:"limited,omitempty"`
 }
 
 // What brought a rollout's version (Rollout.Source).
