@@ -32,7 +32,8 @@
 // to the drifted clusters (a new revision Flagger analyses: the
 // rollout's restart token on the pod template). A cluster the commit
 // could not be rendered for is not compared; the next check renders
-// again.
+// again, unless the error is permanent (the commit renders no such
+// workload there), kept as the commit's render for that cluster.
 //
 // Nothing is decided while a rollout of the application is in flight: it
 // reaches every cluster of its waves itself. A request's id derives from

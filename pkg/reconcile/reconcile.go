@@ -98,12 +98,14 @@ type Reconciler struct {
 	rendered map[string]rendered // by application: its validated commit's images
 }
 
-// rendered is the image a git application's commit renders, by cluster:
-// rendered once per commit and cluster, forgotten when another commit is
-// validated.
+// rendered is the image a git application's commit renders, by cluster,
+// or why it renders none (a permanent error: the commit renders no such
+// workload): rendered once per commit and cluster, forgotten when another
+// commit is validated.
 type rendered struct {
 	commit string
 	images map[string]string
+	errs   map[string]string
 }
 
 // Outcomes of a check (the outcome label of flotilla_reconcile_checks_total).
@@ -375,7 +377,8 @@ func (r *Reconciler) observe(ctx context.Context, app config.Application) []roll
 
 // render sets, for a git application, what its validated commit renders
 // for each cluster whose primary runs (Observed.Rendered, or RenderErr),
-// rendering a commit for a cluster once: an error is not kept, the next
+// rendering a commit for a cluster once: a permanent error is kept too
+// (the commit will not render otherwise), another one is not, the next
 // check renders again.
 func (r *Reconciler) render(ctx context.Context, app config.Application, commit string, obs []rollout.Observed) {
 	if app.Git() == nil || r.o.Render == nil {
@@ -388,17 +391,29 @@ func (r *Reconciler) render(ctx context.Context, app config.Application, commit 
 		r.rmu.Lock()
 		c, ok := r.rendered[app.Name]
 		if !ok || c.commit != commit {
-			c = rendered{commit: commit, images: map[string]string{}}
+			c = rendered{commit: commit, images: map[string]string{}, errs: map[string]string{}}
 			r.rendered[app.Name] = c
 		}
 		img, ok := c.images[o.Cluster]
+		failed, known := c.errs[o.Cluster]
 		r.rmu.Unlock()
+		if known {
+			obs[i].RenderErr = failed
+			continue
+		}
 		if !ok {
 			var err error
 			if img, err = r.o.Render.WorkloadImage(ctx, app, o.Cluster, commit); err != nil {
 				obs[i].RenderErr = err.Error()
 				r.o.Logger.WarnContext(ctx, "rendering the validated commit failed: the primary is not compared", "application", app.Name,
 					"cluster", o.Cluster, "commit", commit, "error", err)
+				if fault.IsPermanent(err) {
+					r.rmu.Lock()
+					if c := r.rendered[app.Name]; c.commit == commit {
+						c.errs[o.Cluster] = err.Error()
+					}
+					r.rmu.Unlock()
+				}
 				continue
 			}
 			r.rmu.Lock()

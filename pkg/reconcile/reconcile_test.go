@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/reconcile"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
@@ -429,7 +430,10 @@ func (r *renderer) WorkloadImage(_ context.Context, _ config.Application, cluste
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, commit[:4]+"/"+cluster)
 	img, ok := r.images[cluster]
-	if !ok {
+	switch {
+	case cluster == "c3" && commit[0] == 'f':
+		return "", fault.Permanent(errors.New("renders no Deployment ns/app"))
+	case !ok:
 		return "", errors.New("renders no Deployment ns/app")
 	}
 	return img, nil
@@ -517,7 +521,8 @@ func TestCheckFindsAGitApplicationsDrift(t *testing.T) {
 		t.Errorf("the application's state says %+v, want c2 drifted", st.Drift)
 	}
 
-	// Another commit validated: rendered anew.
+	// Another commit validated: rendered anew; a permanent error (the
+	// commit renders no workload for c3) is kept, not rendered again.
 	if err := repo.UpdateApp(t.Context(), "app", func(st *rollout.AppState) error {
 		st.DeployedDigest = next
 		return nil
@@ -525,8 +530,10 @@ func TestCheckFindsAGitApplicationsDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd.calls = nil
-	if _, err := r.Check(t.Context(), "app"); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if _, err := r.Check(t.Context(), "app"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if diff := cmp.Diff([]string{"fedc/c1", "fedc/c2", "fedc/c3"}, rd.calls); diff != "" {
 		t.Errorf("renders of the next commit (-want +got):\n%s", diff)
