@@ -350,8 +350,9 @@ func BenchmarkCheck(b *testing.B) {
 // A git application: its validated commit is caught up to a cluster new
 // to it (nothing there: the commit's render creates the workload) or
 // emptied, once however often it is found (a restart's check too); a
-// cluster whose primary runs is not compared (no drift), and the
-// request names the repository and commit, keyed with its pushes.
+// cluster whose primary runs is not compared without a Renderer (no
+// drift), and the request names the repository and commit, keyed with
+// its pushes.
 func TestCheckCatchesUpAGitApplication(t *testing.T) {
 	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
 	if err != nil {
