@@ -637,18 +637,29 @@ func (s *scenario) post(ctx context.Context, path string, header http.Header, bo
 	return resp.StatusCode, nil
 }
 
+// notify delivers a registry notification as distribution does: an answer
+// of 5xx (flotilla could not journal it durably in time, as a scale-out
+// replica whose NATS is busy answers) is delivered again after a second,
+// for up to 30 s, as distribution's retrying sink would; the duplicate
+// window drops a delivery that had been journaled after all.
 func (s *scenario) notify(ctx context.Context, body []byte) error {
 	h := http.Header{}
 	h.Set("Content-Type", "application/vnd.docker.distribution.events.v2+json")
 	h.Set("Authorization", "Bearer "+s.w.registryToken)
-	status, err := s.post(ctx, "/hooks/registry", h, body)
-	if err != nil {
-		return err
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, err := s.post(ctx, "/hooks/registry", h, body)
+		if err != nil {
+			return err
+		}
+		if status == http.StatusAccepted {
+			return nil
+		}
+		if status < 500 || ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("registry notification answered %d, want 202", status)
+		}
+		time.Sleep(time.Second)
 	}
-	if status != http.StatusAccepted {
-		return fmt.Errorf("registry notification answered %d, want 202", status)
-	}
-	return nil
 }
 
 func (s *scenario) pushVersion(ctx context.Context, version string) error {
