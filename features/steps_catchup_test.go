@@ -66,6 +66,7 @@ func (s *scenario) registerCatchUpSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla's metric says (\d+) clusters? of "([^"]*)" drifted$`, s.driftMetric)
 	sc.Step(`^the API's application "([^"]*)" names cluster "([^"]*)" drifted, running its old version$`, s.apiNamesDrift)
 	sc.Step(`^in (\d+) seconds no rollout of kind "([^"]*)" was started$`, s.noKindRolloutWithin)
+	sc.Step(`^the API's application "([^"]*)" names no drifted cluster within (\d+) seconds$`, s.apiNamesNoDrift)
 	sc.Step(`^the primary in cluster "([^"]*)" still runs its old version$`, s.primaryStillOld)
 	sc.Step(`^the application's namespace exists in cluster "([^"]*)"$`, s.namespaceIn)
 	sc.Step(`^a rollout of kind "([^"]*)" of (that|the first) commit to "([^"]*)" succeeds$`, s.kindCommitRolloutSucceeds)
@@ -616,6 +617,42 @@ func (s *scenario) primaryRunsImage(ctx context.Context, cluster, image string) 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// apiNamesNoDrift waits up to seconds for GET /api/v1/applications/{app}
+// to name no cluster drifted: a revert that succeeded ended the drift.
+func (s *scenario) apiNamesNoDrift(ctx context.Context, app string, seconds int) error {
+	var v struct {
+		Drift *struct {
+			Clusters []struct{ Cluster, State, Image string }
+		}
+	}
+	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	for {
+		v.Drift = nil
+		if err := s.getJSON(ctx, "/api/v1/applications/"+app, &v); err != nil {
+			return err
+		}
+		drifted := 0
+		if v.Drift != nil {
+			for _, c := range v.Drift.Clusters {
+				if c.State == "drifted" {
+					drifted++
+				}
+			}
+		}
+		if drifted == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d s after the revert GET /api/v1/applications/%s still names drift %+v", seconds, app, v.Drift)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

@@ -198,6 +198,7 @@ func (f *Function) deployed(ctx context.Context, ro rollout.Rollout) error {
 		// Idempotent, so a redelivery that finds the rollout done repeats it.
 		return f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
 			st.DeployedClusters = rollout.DeployedTo(*st, ro)
+			st.Drift = st.Drift.Reached(ro)
 			if ro.Kind != "" && ro.Digest == st.DeployedDigest {
 				// A catch-up or a drift's revert brought clusters to the
 				// deployed version: the rollout that validated it stays

@@ -16,7 +16,9 @@
 //     and digest), counts it (flotilla_drift_clusters), records it in the
 //     application's state (AppState.Drift, read by the API), and with
 //     driftPolicy revert requests a rollout of kind drift-revert to the
-//     drifted clusters.
+//     drifted clusters. A rollout of the digest that succeeds on a
+//     drifted cluster ends its drift in the state at once (advance,
+//     rollout.DriftStatus.Reached), not at the next check.
 //
 // A git application is checked against its validated commit (the commit
 // its fleet last converged on, AppState.DeployedDigest too): a cluster

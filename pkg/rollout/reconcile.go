@@ -296,6 +296,33 @@ type DriftStatus struct {
 	Since    time.Time      `json:"since"`
 }
 
+// Reached is d without the clusters ro brought to its digest: a revert or
+// catch-up (or a version's rollout) that succeeded there ended their drift
+// at once, not at the next check (checks are skipped while it is in
+// flight, so `get applications` said "drifted" for up to an interval
+// after the revert). A drift held against another digest is kept for the
+// next check to judge; nil when no cluster is left.
+func (d *DriftStatus) Reached(ro Rollout) *DriftStatus {
+	if d == nil || ro.Phase != Succeeded || ro.Digest != d.Digest {
+		return d
+	}
+	out := *d
+	out.Clusters = slices.DeleteFunc(slices.Clone(d.Clusters), func(c ClusterCheck) bool {
+		for _, w := range ro.Waves {
+			for _, rc := range w.Clusters {
+				if rc.Name == c.Cluster && rc.Phase == ClusterSucceeded {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if len(out.Clusters) == 0 {
+		return nil
+	}
+	return &out
+}
+
 // Status is what r found of the clusters that are not current, at digest
 // (tag), found at now; nil when r judged none (it skipped).
 func (r Reconciliation) Status(st AppState, now time.Time) *DriftStatus {

@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -314,5 +315,40 @@ func TestReconcileIDs(t *testing.T) {
 		if other == a {
 			t.Errorf("another digest, kind, set of clusters or image found makes the same id %s", a)
 		}
+	}
+}
+
+func TestDriftReached(t *testing.T) {
+	since := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	drift := &rollout.DriftStatus{Digest: "sha256:a", Tag: "1.0.0", Since: since, Clusters: []rollout.ClusterCheck{
+		{Cluster: "c2", State: rollout.CheckDrifted, Image: "podinfo:0.1.0"},
+		{Cluster: "c3", State: rollout.CheckDrifted, Image: "podinfo:0.2.0"},
+	}}
+	ro := func(phase rollout.Phase, digest string, clusters ...rollout.Cluster) rollout.Rollout {
+		return rollout.Rollout{Phase: phase, Digest: digest, Waves: []rollout.Wave{{Clusters: clusters}}}
+	}
+	ok := func(n string) rollout.Cluster { return rollout.Cluster{Name: n, Phase: rollout.ClusterSucceeded} }
+	tests := []struct {
+		name  string
+		drift *rollout.DriftStatus
+		ro    rollout.Rollout
+		want  *rollout.DriftStatus
+	}{
+		{"no drift", nil, ro(rollout.Succeeded, "sha256:a", ok("c2")), nil},
+		{"a revert of c2 that succeeded ends its drift, c3's stays", drift, ro(rollout.Succeeded, "sha256:a", ok("c2")),
+			&rollout.DriftStatus{Digest: "sha256:a", Tag: "1.0.0", Since: since, Clusters: drift.Clusters[1:]}},
+		{"every drifted cluster reverted: no drift", drift, ro(rollout.Succeeded, "sha256:a", ok("c2"), ok("c3")), nil},
+		{"a cluster that failed in the rollout keeps its drift", drift,
+			ro(rollout.Succeeded, "sha256:a", ok("c2"), rollout.Cluster{Name: "c3", Phase: rollout.ClusterFailed}),
+			&rollout.DriftStatus{Digest: "sha256:a", Tag: "1.0.0", Since: since, Clusters: drift.Clusters[1:]}},
+		{"a rollout still in flight changes nothing", drift, ro(rollout.Progressing, "sha256:a", ok("c2"), ok("c3")), drift},
+		{"a drift held against another digest waits for the next check", drift, ro(rollout.Succeeded, "sha256:b", ok("c2"), ok("c3")), drift},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.drift.Reached(tt.ro)); diff != "" {
+				t.Errorf("Reached (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
