@@ -82,3 +82,58 @@ func retryElection(ctx context.Context, op func(context.Context) error) error {
 func leaderless(err error) bool {
 	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
 }
+
+// readAll reads every entry of kv once: a watch drained to its end
+// marker. Neither creating the watch nor draining it may hang: a request
+// sent while the bucket elects a leader can go unanswered, and nats.go
+// would wait for the caller's deadline (a plan once waited 3 minutes for
+// the consumer of a watch, after a NATS node was lost). An attempt that
+// makes no progress for attemptFor (no watch, or no entry) is cut short
+// and made again, as a read is (retryElection); one that progresses may
+// take as long as the bucket needs.
+func readAll(ctx context.Context, kv jetstream.KeyValue, opts ...jetstream.WatchOpt) ([]jetstream.KeyValueEntry, error) {
+	return readAllIdle(ctx, kv, attemptFor, opts...)
+}
+
+// readAllIdle is readAll cutting an attempt short after idle without
+// progress.
+func readAllIdle(ctx context.Context, kv jetstream.KeyValue, idleFor time.Duration, opts ...jetstream.WatchOpt) ([]jetstream.KeyValueEntry, error) {
+	var out []jetstream.KeyValueEntry
+	err := retryElection(ctx, func(context.Context) error {
+		out = out[:0]
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		idle := time.AfterFunc(idleFor, cancel)
+		defer idle.Stop()
+		stalled := func(err error) error {
+			if ctx.Err() != nil {
+				return err
+			}
+			return fmt.Errorf("no progress within %s: %w", idleFor, nats.ErrTimeout)
+		}
+		w, err := kv.WatchAll(wctx, opts...)
+		if err != nil {
+			if wctx.Err() != nil {
+				return stalled(err)
+			}
+			return err
+		}
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					return stalled(errors.New("the watch ended"))
+				}
+				idle.Reset(idleFor)
+				if e == nil {
+					return nil
+				}
+				out = append(out, e)
+			case <-wctx.Done():
+				return stalled(wctx.Err())
+			}
+		}
+	})
+	return out, err
+}

@@ -383,30 +383,19 @@ type stored struct {
 // inFlight reads every rollout in flight (one watch of the bucket's
 // current values).
 func (r *Repo) inFlight(ctx context.Context) ([]stored, error) {
-	w, err := r.rollouts.WatchAll(ctx, jetstream.IgnoreDeletes())
+	entries, err := readAll(ctx, r.rollouts, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("listing rollouts: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
-	var out []stored
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("listing rollouts: the watch ended")
-			}
-			if e == nil {
-				return out, nil
-			}
-			var env envelope
-			if err := json.Unmarshal(e.Value(), &env); err != nil {
-				return nil, fmt.Errorf("decoding rollout %s: %w", e.Key(), err)
-			}
-			out = append(out, stored{key: e.Key(), rev: e.Revision(), env: env})
-		case <-ctx.Done():
-			return nil, fmt.Errorf("listing rollouts: %w", ctx.Err())
+	out := make([]stored, 0, len(entries))
+	for _, e := range entries {
+		var env envelope
+		if err := json.Unmarshal(e.Value(), &env); err != nil {
+			return nil, fmt.Errorf("decoding rollout %s: %w", e.Key(), err)
 		}
+		out = append(out, stored{key: e.Key(), rev: e.Revision(), env: env})
 	}
+	return out, nil
 }
 
 // ListInFlight returns the rollouts not finished, newest first; a finished
