@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,8 +26,42 @@ func defaultServer() string {
 	return "http://127.0.0.1:8080"
 }
 
+// busyFor is how long a read answered "busy" (502, 503, 504: flotilla
+// could not answer now, as a scale-out replica whose NATS is electing a
+// leader answers) is asked again, with a growing pause, before its error is
+// the command's. Reads only: a control is sent once, and its error says
+// whether to send it again.
+const busyFor = 30 * time.Second
+
 func (c apiClient) get(ctx context.Context, path string, v any) error {
-	return c.do(ctx, http.MethodGet, path, "", nil, v)
+	deadline := time.Now().Add(busyFor)
+	wait := 250 * time.Millisecond
+	for {
+		err := c.do(ctx, http.MethodGet, path, "", nil, v)
+		var ae *apiError
+		if !errors.As(err, &ae) || !ae.busy() || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 4*time.Second)
+	}
+}
+
+// apiError is an answer of the API other than 2xx.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// busy tells an answer that asking again later may change.
+func (e *apiError) busy() bool {
+	return e.status == http.StatusBadGateway || e.status == http.StatusServiceUnavailable || e.status == http.StatusGatewayTimeout
 }
 
 // jsonBody encodes a request body.
@@ -81,9 +116,9 @@ func (c apiClient) do(ctx context.Context, method, path, token string, body []by
 	if resp.StatusCode/100 != 2 {
 		var e struct{ Error string }
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s", e.Error)
+			return &apiError{status: resp.StatusCode, msg: e.Error}
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return &apiError{status: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
 	}
 	if out == nil {
 		return nil
