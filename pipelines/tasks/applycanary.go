@@ -58,8 +58,8 @@ type ApplyCanaryResult struct {
 
 // ApplyCanary applies the objects the Canary refers to and the Canary first
 // (so Flagger reports the new revision to the new rollout's event hook), then
-// sets the workload's container image. It is idempotent: running it twice for
-// one rollout changes nothing more.
+// sets the workload's container image. It is idempotent: run again for one
+// rollout (its answer lost) it finds the workload set and patches nothing.
 func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -94,6 +94,13 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
 		return res, err
 	}
+	res.Changed = current != p.Image || (p.Restart != "" && p.Restart != w.templateAnnotations[AnnotationRestart])
+	if !res.Changed && w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] == res.PreviousImage {
+		// This rollout's run got here before (its answer was lost in a
+		// crash, or to a journal that did not acknowledge it): the
+		// workload says so, and a second patch would change nothing.
+		return res, nil
+	}
 	template := map[string]any{"spec": map[string]any{
 		"containers": []map[string]string{{"name": container, "image": p.Image}},
 	}}
@@ -113,7 +120,6 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err := w.patch(ctx, body); err != nil {
 		return res, fmt.Errorf("setting image of %s %s/%s: %w", w.kind, p.Namespace, p.Workload, err)
 	}
-	res.Changed = current != p.Image || (p.Restart != "" && p.Restart != w.templateAnnotations[AnnotationRestart])
 	return res, nil
 }
 

@@ -8,15 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // fleet is one cluster, started by TestMain unless the tests run -short;
@@ -248,5 +250,64 @@ func TestApplyCanaryRestart(t *testing.T) {
 			t.Errorf("restart %q: changed %v, token %q; want %v, %q", tt.restart, res.Changed,
 				got.Spec.Template.Annotations[tasks.AnnotationRestart], tt.wantChanged, tt.wantToken)
 		}
+	}
+}
+
+// A run of one rollout done again (its answer lost in a crash, or to a
+// journal that did not acknowledge it) finds the workload set: it reports
+// what the first run did, except the change, and patches nothing, as the
+// API server's audit log shows.
+func TestApplyCanaryAgainPatchesNothing(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "task")
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: podSpec("registry.example.com/web:1"),
+		},
+	}
+	if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r4"})
+	apply := func(rollout, image string) tasks.ApplyCanaryResult {
+		t.Helper()
+		res, err := tasks.ApplyCanary(ctx, cl.Config, tasks.ApplyCanaryParams{
+			Rollout: rollout, Namespace: ns, Kind: "Deployment", Workload: "web", Image: image, Canary: objs.Canary,
+		})
+		if err != nil {
+			t.Fatalf("ApplyCanary(%s, %s): %v", rollout, image, err)
+		}
+		return res
+	}
+	image := "registry.example.com/web@sha256:" + strings.Repeat("d", 64)
+	got := []tasks.ApplyCanaryResult{
+		apply("r4", image), apply("r4", image),
+		// Another rollout of the same image (a revert of a revert) is
+		// patched: the workload must say which rollout set it.
+		apply("r5", image),
+	}
+	want := []tasks.ApplyCanaryResult{
+		{PreviousImage: "registry.example.com/web:1", Changed: true},
+		{PreviousImage: "registry.example.com/web:1"},
+		{PreviousImage: image},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	patches, err := fleettest.Patches(fleet.Clusters[0].AuditLog, "deployments", ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine int
+	for _, p := range patches {
+		if p.FieldManager == tasks.FieldManager {
+			mine++
+		}
+	}
+	if mine != 2 {
+		t.Errorf("the API server recorded %d patches of the workload by flotilla, want 2 (r4 once, r5 once)", mine)
 	}
 }
