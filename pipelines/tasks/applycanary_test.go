@@ -45,6 +45,21 @@ func clients(t *testing.T) *fleettest.Clients {
 	return cl
 }
 
+// createDeployment creates the Deployment name in ns running image.
+func createDeployment(t *testing.T, cl *fleettest.Clients, ns, name, image string) {
+	t.Helper()
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: podSpec(image),
+		},
+	}
+	if _, err := cl.Kube.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func podSpec(image string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
@@ -77,16 +92,7 @@ func TestApplyCanaryAppliesWhatTheCanaryRefersTo(t *testing.T) {
 	cl := clients(t)
 	ctx := t.Context()
 	ns := cl.Namespace(ctx, t, "task")
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
-			Template: podSpec("registry.example.com/web:1"),
-		},
-	}
-	if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createDeployment(t, cl, ns, "web", "registry.example.com/web:1")
 	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r1"})
 	deps, err := objs.Dependencies()
 	if err != nil {
@@ -182,16 +188,7 @@ func TestApplyCanaryRecordsThePrimarysImage(t *testing.T) {
 	ctx := t.Context()
 	ns := cl.Namespace(ctx, t, "task")
 	for name, image := range map[string]string{"web": "registry.example.com/web:unvalidated", "web-primary": "registry.example.com/web:validated"} {
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: appsv1.DeploymentSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
-				Template: podSpec(image),
-			},
-		}
-		if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createDeployment(t, cl, ns, name, image)
 	}
 	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r2"})
 	res, err := tasks.ApplyCanary(ctx, cl.Config, tasks.ApplyCanaryParams{
@@ -214,16 +211,7 @@ func TestApplyCanaryRestart(t *testing.T) {
 	ctx := t.Context()
 	ns := cl.Namespace(ctx, t, "task")
 	image := "registry.example.com/web@sha256:" + strings.Repeat("c", 64)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
-			Template: podSpec(image),
-		},
-	}
-	if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createDeployment(t, cl, ns, "web", image)
 	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r3"})
 	for _, tt := range []struct {
 		restart     string
@@ -261,16 +249,7 @@ func TestApplyCanaryAgainPatchesNothing(t *testing.T) {
 	cl := clients(t)
 	ctx := t.Context()
 	ns := cl.Namespace(ctx, t, "task")
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
-			Template: podSpec("registry.example.com/web:1"),
-		},
-	}
-	if _, err := cl.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createDeployment(t, cl, ns, "web", "registry.example.com/web:1")
 	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r4"})
 	apply := func(rollout, image string) tasks.ApplyCanaryResult {
 		t.Helper()
