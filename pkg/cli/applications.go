@@ -13,9 +13,9 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// newGetApplicationsCmd is `flotilla get applications`; server is the get
-// command's --server.
-func newGetApplicationsCmd(server *string) *cobra.Command {
+// newGetApplicationsCmd is `flotilla get applications`; server and token
+// are the get command's --server and --token.
+func newGetApplicationsCmd(server, token *string) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:     "applications",
@@ -27,11 +27,11 @@ and what brought it (webhook or poll), the last push that started no
 rollout and why (skipped: the version policy, a tag filter, a quarantine;
 rejected: unsigned, a tag the registry does not resolve...), and whether
 the application's webhook is silent (a poll found a version no webhook
-announced; it clears when a webhook of the application arrives again).`,
+announced; it clears when a webhook of the application arrives again).` + readTokenHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var apps []api.ApplicationView
-			if err := (apiClient{base: *server}).get(cmd.Context(), "/api/v1/applications", &apps); err != nil {
+			if err := (apiClient{base: *server, token: *token}).get(cmd.Context(), "/api/v1/applications", &apps); err != nil {
 				return err
 			}
 			if output == "json" {
@@ -46,16 +46,18 @@ announced; it clears when a webhook of the application arrives again).`,
 }
 
 // newDescribeApplicationCmd is `flotilla describe application APP`.
-func newDescribeApplicationCmd(server *string) *cobra.Command {
+func newDescribeApplicationCmd(server, token *string) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:     "application APP",
 		Aliases: []string{"app"},
 		Short:   "Show what flotilla knows of an application: deployed, seen, skipped and why, its webhook",
-		Args:    cobra.ExactArgs(1),
+		Long: `Show what flotilla knows of an application: the version the fleet runs,
+the last push seen, the last skipped and why, whether its webhook is silent.` + readTokenHelp,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var a api.ApplicationView
-			if err := (apiClient{base: *server}).get(cmd.Context(), "/api/v1/applications/"+url.PathEscape(args[0]), &a); err != nil {
+			if err := (apiClient{base: *server, token: *token}).get(cmd.Context(), "/api/v1/applications/"+url.PathEscape(args[0]), &a); err != nil {
 				return err
 			}
 			if output == "json" {

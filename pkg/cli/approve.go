@@ -49,7 +49,7 @@ FLOTILLA_TOKEN. It is recorded under the token's name.`,
 					return err
 				}
 				var res controlResponse
-				if err := (apiClient{base: server}).do(cmd.Context(), "POST", "/api/v1/rollouts/"+args[0]+"/waves/"+url.PathEscape(wave)+"/approval", token, body, &res); err != nil {
+				if err := (apiClient{base: server, token: token}).do(cmd.Context(), "POST", "/api/v1/rollouts/"+args[0]+"/waves/"+url.PathEscape(wave)+"/approval", body, &res); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: wave %s approved by %s\n", args[0], wave, res.By)
@@ -59,8 +59,8 @@ FLOTILLA_TOKEN. It is recorded under the token's name.`,
 			if reject {
 				req.Status = "invalid"
 			}
-			c := apiClient{base: server}
-			if err := c.post(cmd.Context(), "/api/v1/rollouts/"+args[0]+"/approval", token, req); err != nil {
+			c := apiClient{base: server, token: token}
+			if err := c.post(cmd.Context(), "/api/v1/rollouts/"+args[0]+"/approval", req); err != nil {
 				return err
 			}
 			verb, where := "approved", "every cluster"
@@ -75,7 +75,7 @@ FLOTILLA_TOKEN. It is recorded under the token's name.`,
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "the server's API token (env FLOTILLA_TOKEN)")
+	tokenFlag(cmd.Flags(), &token)
 	cmd.Flags().StringVar(&cluster, "cluster", "", "limit the verdict to one cluster")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
 	cmd.Flags().BoolVar(&reject, "reject", false, "reject: roll the canaries back")

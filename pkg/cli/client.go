@@ -11,13 +11,30 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
-// apiClient reads the API of a running flotilla.
+// apiClient talks to the API of a running flotilla. token, when set, is
+// sent as `Authorization: Bearer` with every request, reads and the watch
+// stream included: flotilla answers every call without one 401 (unless its
+// server.anonymousRead opens the reads).
 type apiClient struct {
-	base string
-	http *http.Client
+	base  string
+	token string
+	http  *http.Client
 }
+
+// tokenFlag adds --token (default $FLOTILLA_TOKEN) to a command's flags.
+// Its help does not print the default: that is a secret.
+func tokenFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "token", os.Getenv("FLOTILLA_TOKEN"), "an API token of the server, sent with every call (env FLOTILLA_TOKEN)")
+	fs.Lookup("token").DefValue = ""
+}
+
+// unauthorized is the error of a 401 answer: what to set, then the
+// server's reason.
+const unauthorized = "flotilla answered 401: set --token or FLOTILLA_TOKEN (an API token of the server)"
 
 func defaultServer() string {
 	if s := os.Getenv("FLOTILLA_SERVER"); s != "" {
@@ -37,7 +54,7 @@ func (c apiClient) get(ctx context.Context, path string, v any) error {
 	deadline := time.Now().Add(busyFor)
 	wait := 250 * time.Millisecond
 	for {
-		err := c.do(ctx, http.MethodGet, path, "", nil, v)
+		err := c.do(ctx, http.MethodGet, path, nil, v)
 		var ae *apiError
 		if !errors.As(err, &ae) || !ae.busy() || time.Now().Add(wait).After(deadline) {
 			return err
@@ -74,18 +91,18 @@ func jsonBody(v any) ([]byte, error) {
 }
 
 // post sends v as JSON with the bearer token and fails on any non-2xx.
-func (c apiClient) post(ctx context.Context, path, token string, v any) error {
+func (c apiClient) post(ctx context.Context, path string, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding request: %w", err)
 	}
-	return c.do(ctx, http.MethodPost, path, token, body, nil)
+	return c.do(ctx, http.MethodPost, path, body, nil)
 }
 
 // do sends one request to the API and decodes a 2xx JSON answer into out
 // (when not nil); an error answer becomes an error with the server's
-// message.
-func (c apiClient) do(ctx context.Context, method, path, token string, body []byte, out any) error {
+// message (a 401's says to set a token).
+func (c apiClient) do(ctx context.Context, method, path string, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -97,9 +114,7 @@ func (c apiClient) do(ctx context.Context, method, path, token string, body []by
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
+	c.authorize(req)
 	hc := c.http
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
@@ -115,10 +130,14 @@ func (c apiClient) do(ctx context.Context, method, path, token string, body []by
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct{ Error string }
+		msg := fmt.Sprintf("%s %s: %s", method, path, resp.Status)
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return &apiError{status: resp.StatusCode, msg: e.Error}
+			msg = e.Error
 		}
-		return &apiError{status: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
+		if resp.StatusCode == http.StatusUnauthorized {
+			msg = unauthorized + ": " + msg
+		}
+		return &apiError{status: resp.StatusCode, msg: msg}
 	}
 	if out == nil {
 		return nil
@@ -127,4 +146,11 @@ func (c apiClient) do(ctx context.Context, method, path, token string, body []by
 		return fmt.Errorf("decoding response of %s: %w", path, err)
 	}
 	return nil
+}
+
+// authorize sets the request's bearer token, when the client has one.
+func (c apiClient) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 }

@@ -35,7 +35,7 @@ func TestGetAsksABusyServerAgain(t *testing.T) {
 	}
 
 	calls.Store(0)
-	if err := c.post(t.Context(), "/ro/pause", "t", map[string]string{}); err == nil || !strings.Contains(err.Error(), "nats: timeout") || calls.Load() != 1 {
+	if err := c.post(t.Context(), "/ro/pause", map[string]string{}); err == nil || !strings.Contains(err.Error(), "nats: timeout") || calls.Load() != 1 {
 		t.Errorf("post = %v after %d calls; want the 503's error after 1", err, calls.Load())
 	}
 

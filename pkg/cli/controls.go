@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -46,7 +45,7 @@ func controlCmd(use, short, long, example string, args cobra.PositionalArgs, pat
 				return err
 			}
 			var res controlResponse
-			if err := (apiClient{base: server}).do(cmd.Context(), "POST", path(args), token, body, &res); err != nil {
+			if err := (apiClient{base: server, token: token}).do(cmd.Context(), "POST", path(args), body, &res); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), done(args, res.By))
@@ -54,7 +53,7 @@ func controlCmd(use, short, long, example string, args cobra.PositionalArgs, pat
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "an API token of the server (env FLOTILLA_TOKEN)")
+	tokenFlag(cmd.Flags(), &token)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the control")
 	return cmd
 }
@@ -138,7 +137,7 @@ it is skipped, saying so), and aborts the rollouts in flight that carry it
 				return err
 			}
 			var res controlResponse
-			if err := (apiClient{base: server}).do(cmd.Context(), "POST", "/api/v1/applications/"+args[0]+"/quarantine", token, body, &res); err != nil {
+			if err := (apiClient{base: server, token: token}).do(cmd.Context(), "POST", "/api/v1/applications/"+args[0]+"/quarantine", body, &res); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "application %s: quarantine requested by %s\n", args[0], res.By)
@@ -146,7 +145,7 @@ it is skipped, saying so), and aborts the rollouts in flight that carry it
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "an API token of the server (env FLOTILLA_TOKEN)")
+	tokenFlag(cmd.Flags(), &token)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	cmd.Flags().StringVar(&digest, "digest", "", "quarantine this digest rather than a tag")
 	return cmd
@@ -167,7 +166,7 @@ rollout that did not succeed answers 409 (abort one in progress).`,
 }
 
 func newFleetCmd() *cobra.Command {
-	var server string
+	var server, token string
 	cmd := &cobra.Command{
 		Use:   "fleet",
 		Short: "Show whether the fleet's line is stopped; stop or start it; bootstrap or check its clusters",
@@ -175,11 +174,11 @@ func newFleetCmd() *cobra.Command {
 stops the line: no cluster of any application starts a rollout until 'fleet
 start' (rollbacks still run; canaries already rolling out finish).
 'fleet bootstrap' installs Flagger, flotilla's identity and pipelines into the
-clusters of a config; 'fleet check' reports what is missing or outdated.`,
+clusters of a config; 'fleet check' reports what is missing or outdated.` + readTokenHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st fleetState
-			if err := (apiClient{base: server}).do(cmd.Context(), "GET", "/api/v1/fleet", "", nil, &st); err != nil {
+			if err := (apiClient{base: server, token: token}).get(cmd.Context(), "/api/v1/fleet", &st); err != nil {
 				return err
 			}
 			if !st.Stopped {
@@ -191,6 +190,7 @@ clusters of a config; 'fleet check' reports what is missing or outdated.`,
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	tokenFlag(cmd.Flags(), &token)
 	cmd.AddCommand(
 		controlCmd("stop", "Stop the line: no cluster starts a rollout until the fleet is started",
 			`Stop holds every rollout of every application: no cluster starts one until

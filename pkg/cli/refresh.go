@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -42,7 +41,7 @@ was fed in, or why nothing was.` + tokenHelp,
 				return err
 			}
 			var res refreshResponse
-			if err := (apiClient{base: server}).do(cmd.Context(), "POST", "/api/v1/applications/"+args[0]+"/refresh", token, body, &res); err != nil {
+			if err := (apiClient{base: server, token: token}).do(cmd.Context(), "POST", "/api/v1/applications/"+args[0]+"/refresh", body, &res); err != nil {
 				return err
 			}
 			printRefresh(cmd.OutOrStdout(), res)
@@ -50,7 +49,7 @@ was fed in, or why nothing was.` + tokenHelp,
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "an API token of the server (env FLOTILLA_TOKEN)")
+	tokenFlag(cmd.Flags(), &token)
 	return cmd
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -58,13 +57,13 @@ FLOTILLA_TOKEN. It is recorded under the token's name.`,
   flotilla retry r-20260102-api-7f3c --cluster eu-1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := apiClient{base: server}
+			c := apiClient{base: server, token: token}
 			var res retryResponse
 			body, err := jsonBody(retryRequest{Cluster: cluster, By: whoami()})
 			if err != nil {
 				return err
 			}
-			if err := c.do(cmd.Context(), "POST", "/api/v1/rollouts/"+args[0]+"/retry", token, body, &res); err != nil {
+			if err := c.do(cmd.Context(), "POST", "/api/v1/rollouts/"+args[0]+"/retry", body, &res); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: retry %d requested: %s\n", args[0], res.Attempt, res.Retrying)
@@ -72,7 +71,7 @@ FLOTILLA_TOKEN. It is recorded under the token's name.`,
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.Flags().StringVar(&token, "token", os.Getenv("FLOTILLA_TOKEN"), "the server's API token (env FLOTILLA_TOKEN)")
+	tokenFlag(cmd.Flags(), &token)
 	cmd.Flags().StringVar(&cluster, "cluster", "", "retry only this cluster's failures")
 	return cmd
 }

@@ -16,10 +16,10 @@ import (
 )
 
 func newGetCmd() *cobra.Command {
-	var server, output string
+	var server, token, output string
 	var watch bool
 	var interval time.Duration
-	cmd := &cobra.Command{Use: "get", Short: "List resources of a running flotilla"}
+	cmd := &cobra.Command{Use: "get", Short: "List resources of a running flotilla", Long: `List resources of a running flotilla.` + readTokenHelp}
 	rollouts := &cobra.Command{
 		Use:     "rollouts",
 		Aliases: []string{"rollout", "ro"},
@@ -29,14 +29,14 @@ func newGetCmd() *cobra.Command {
 With --watch the list is redrawn live (on the server's watch stream, and
 every --interval) until interrupted, each rollout in flight with its
 waves x clusters and what it waits for (bake, approvals, a freeze window,
-a pause, a stopped fleet).`,
+a pause, a stopped fleet).` + readTokenHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if watch {
-				return watchRollouts(cmd, apiClient{base: server}, interval)
+				return watchRollouts(cmd, apiClient{base: server, token: token}, interval)
 			}
 			var ros []rollout.Rollout
-			if err := (apiClient{base: server}).get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
+			if err := (apiClient{base: server, token: token}).get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
 				return err
 			}
 			if output == "json" {
@@ -50,26 +50,30 @@ a pause, a stopped fleet).`,
 	rollouts.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the list live, with waves x clusters, until interrupted")
 	rollouts.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the list again besides its live changes")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.AddCommand(rollouts, newGetApplicationsCmd(&server))
+	tokenFlag(cmd.PersistentFlags(), &token)
+	cmd.AddCommand(rollouts, newGetApplicationsCmd(&server, &token))
 	return cmd
 }
 
 func newDescribeCmd() *cobra.Command {
-	var server, output string
+	var server, token, output string
 	var watch bool
 	var interval time.Duration
-	cmd := &cobra.Command{Use: "describe", Short: "Show one resource of a running flotilla in detail"}
+	cmd := &cobra.Command{Use: "describe", Short: "Show one resource of a running flotilla in detail", Long: `Show one resource of a running flotilla in detail.` + readTokenHelp}
 	ro := &cobra.Command{
 		Use:     "rollout ID",
 		Aliases: []string{"ro"},
 		Short:   "Show a rollout: waves x clusters with their state (--watch: live, until it ends)",
-		Args:    cobra.ExactArgs(1),
+		Long: `Show a rollout: waves x clusters with their state. With --watch it is
+redrawn live (on the server's watch stream, and every --interval) until it
+ends; the exit code is non-zero unless it succeeded.` + readTokenHelp,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if watch {
-				return watchRollout(cmd, apiClient{base: server}, args[0], interval)
+				return watchRollout(cmd, apiClient{base: server, token: token}, args[0], interval)
 			}
 			var r rollout.Rollout
-			if err := (apiClient{base: server}).get(cmd.Context(), "/api/v1/rollouts/"+args[0], &r); err != nil {
+			if err := (apiClient{base: server, token: token}).get(cmd.Context(), "/api/v1/rollouts/"+args[0], &r); err != nil {
 				return err
 			}
 			if output == "json" {
@@ -83,9 +87,18 @@ func newDescribeCmd() *cobra.Command {
 	ro.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the rollout live until it ends; exit non-zero unless it succeeded")
 	ro.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the rollout again besides its live changes")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.AddCommand(ro, newDescribeApplicationCmd(&server))
+	tokenFlag(cmd.PersistentFlags(), &token)
+	cmd.AddCommand(ro, newDescribeApplicationCmd(&server, &token))
 	return cmd
 }
+
+// readTokenHelp ends the help of the commands that read flotilla.
+const readTokenHelp = `
+
+Reading flotilla needs an API token of the running flotilla (server.apiToken
+or server.apiTokens in its config), unless its server.anonymousRead opens
+the reads: --token, or the environment variable FLOTILLA_TOKEN. It is sent
+with every read and the --watch stream; without it flotilla answers 401.`
 
 func writeJSONOut(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

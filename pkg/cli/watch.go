@@ -45,11 +45,15 @@ func (c apiClient) stream(ctx context.Context, id string, out chan<- rollout.Rol
 		return err
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	c.authorize(req)
 	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
 	if err != nil {
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%s: GET %s: %s", unauthorized, u, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
