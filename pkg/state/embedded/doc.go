@@ -3,5 +3,7 @@
 // pkg/store, one bbolt transaction per update, the events of an update
 // through the store's transactional outbox. Rollouts in flight are the hot
 // set; finished ones move to an archive ordered by creation time, so that
-// what the engine reads does not grow with history.
+// what the engine reads does not grow with history. The hot set is also
+// kept decoded in memory (the Repo is its documents' only writer): a read
+// of a rollout in flight is a copy, not a JSON decode.
 package embedded

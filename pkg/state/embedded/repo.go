@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -52,6 +53,7 @@ func archiveKey(ro rollout.Rollout) string {
 type Repo struct {
 	docs Documents
 	now  func() time.Time
+	hot  hotCache
 }
 
 // NewRepo returns a Repo over docs; now defaults to time.Now.
@@ -59,17 +61,85 @@ func NewRepo(docs Documents, now func() time.Time) *Repo {
 	if now == nil {
 		now = time.Now
 	}
-	return &Repo{docs: docs, now: now}
+	return &Repo{docs: docs, now: now, hot: hotCache{byID: map[string]rollout.Rollout{}}}
+}
+
+// hotCache keeps the rollouts in flight decoded, by id: every function
+// reads the rollout of each event it handles (50 pipeline runs of a wave
+// read it 50 times), and decoding a rollout of many clusters costs more
+// than the rest of the read. The Repo is the only writer of its documents
+// (one per process), so it puts what it commits; a version older than the
+// one kept is never put back. Finished rollouts leave it as they leave the
+// hot set: it holds at most the rollouts in flight.
+type hotCache struct {
+	mu   sync.Mutex
+	byID map[string]rollout.Rollout
+	// drops counts drops: a read of the store that began before one may
+	// have read what the drop was for, and is not kept.
+	drops uint64
+}
+
+func (c *hotCache) get(id string) (rollout.Rollout, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ro, ok := c.byID[id]
+	if !ok {
+		return ro, false
+	}
+	return ro.Clone(), true
+}
+
+// since is the number of drops so far: a read of the store puts what it
+// read only if no drop happened meanwhile (putRead).
+func (c *hotCache) since() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.drops
+}
+
+// putRead keeps ro, read or committed after since() said drops, unless a
+// drop happened since (it may have been for a newer version).
+func (c *hotCache) putRead(ro rollout.Rollout, drops uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drops == drops {
+		c.keep(ro)
+	}
+}
+
+// keep keeps ro unless a newer version of it is kept; a finished rollout
+// is dropped. Holds mu.
+func (c *hotCache) keep(ro rollout.Rollout) {
+	if ro.Phase.Done() {
+		delete(c.byID, ro.ID)
+		return
+	}
+	if cur, ok := c.byID[ro.ID]; ok && cur.Version >= ro.Version {
+		return
+	}
+	c.byID[ro.ID] = ro.Clone()
+}
+
+func (c *hotCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byID, id)
+	c.drops++
 }
 
 // Get returns a rollout by id, or rollout.ErrNotFound.
 func (r *Repo) Get(ctx context.Context, id string) (rollout.Rollout, error) {
+	if ro, ok := r.hot.get(id); ok {
+		return ro, nil
+	}
+	drops := r.hot.since()
 	var ro rollout.Rollout
 	found, err := r.docs.Get(ctx, rolloutsCollection, id, &ro)
 	if err != nil {
 		return ro, fmt.Errorf("reading rollout %s: %w", id, err)
 	}
 	if found {
+		r.hot.putRead(ro, drops)
 		return ro, nil
 	}
 	return r.archived(ctx, id)
@@ -111,6 +181,7 @@ func (r *Repo) archive(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("archiving rollout %s: %w", id, err)
 	}
+	r.hot.drop(id)
 	return nil
 }
 
@@ -123,6 +194,7 @@ func (r *Repo) Create(ctx context.Context, ro rollout.Rollout) (created bool, er
 	} else if !errors.Is(err, rollout.ErrNotFound) {
 		return false, err
 	}
+	drops := r.hot.since()
 	err = r.docs.Update(ctx, rolloutsCollection, ro.ID, &cur, func(found bool) error {
 		if found {
 			return errExists
@@ -136,8 +208,10 @@ func (r *Repo) Create(ctx context.Context, ro rollout.Rollout) (created bool, er
 		return false, nil
 	}
 	if err != nil {
+		r.hot.drop(ro.ID)
 		return false, fmt.Errorf("creating rollout %s: %w", ro.ID, err)
 	}
+	r.hot.putRead(cur, drops)
 	return true, nil
 }
 
@@ -163,6 +237,7 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 		ro  rollout.Rollout
 		out []cloudevents.Event
 	)
+	drops := r.hot.since()
 	_, err := r.docs.UpdateAndAppend(ctx, rolloutsCollection, id, &ro, func(found bool) ([]cloudevents.Event, error) {
 		if !found {
 			return nil, errArchived
@@ -175,13 +250,16 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 		ro.Version++
 		return out, nil
 	})
+	if err != nil {
+		// Whether it was kept is not known: the next read asks the store.
+		r.hot.drop(id)
+	}
 	if errors.Is(err, errArchived) {
 		// A late event of a finished rollout: it no longer changes.
 		if ro, err = r.archived(ctx, id); err != nil {
 			return ro, nil, err
 		}
-		scratch := ro
-		scratch.Waves = cloneWaves(ro.Waves)
+		scratch := ro.Clone()
 		if _, err := fn(&scratch); err != nil {
 			return ro, nil, fmt.Errorf("updating rollout %s: %w", id, err)
 		}
@@ -190,6 +268,7 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 	if err != nil {
 		return ro, nil, fmt.Errorf("updating rollout %s: %w", id, err)
 	}
+	r.hot.putRead(ro, drops)
 	if ro.Phase.Done() {
 		// A crash before this leaves it in the hot set, where
 		// ListInFlight finds and archives it.
@@ -281,16 +360,6 @@ func (r *Repo) UpdateApp(ctx context.Context, name string, fn func(*rollout.AppS
 		return fmt.Errorf("updating application %s: %w", name, err)
 	}
 	return nil
-}
-
-func cloneWaves(ws []rollout.Wave) []rollout.Wave {
-	out := make([]rollout.Wave, len(ws))
-	for i, w := range ws {
-		out[i] = w // every field: fn may read any of them
-		out[i].Clusters = append([]rollout.Cluster(nil), w.Clusters...)
-		out[i].Approvers = append([]string(nil), w.Approvers...)
-	}
-	return out
 }
 
 // Fleet returns the fleet's state.

@@ -1,0 +1,40 @@
+package rollout
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Clone returns a copy of r that shares no memory with it: a caller may
+// change either without the other seeing it (a cache hands out clones of
+// what it keeps).
+func (r Rollout) Clone() Rollout {
+	c := r
+	c.Waves = make([]Wave, len(r.Waves))
+	for i, w := range r.Waves {
+		c.Waves[i] = w.clone()
+	}
+	if r.Waves == nil {
+		c.Waves = nil
+	}
+	c.Failures = slices.Clone(r.Failures)
+	for i, f := range c.Failures {
+		c.Failures[i].Event = json.RawMessage(slices.Clone([]byte(f.Event)))
+	}
+	return c
+}
+
+func (w Wave) clone() Wave {
+	c := w
+	c.Clusters = slices.Clone(w.Clusters)
+	c.Approvers = slices.Clone(w.Approvers)
+	if w.PullRequest != nil {
+		pr := *w.PullRequest
+		c.PullRequest = &pr
+	}
+	if w.RevertPullRequest != nil {
+		pr := *w.RevertPullRequest
+		c.RevertPullRequest = &pr
+	}
+	return c
+}

@@ -1,0 +1,95 @@
+package embedded_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+)
+
+// The rollouts in flight are kept decoded: a read after a write sees the
+// write, a read's result changed by its caller changes nothing kept, and a
+// write that failed leaves the next read to the store.
+func TestRepoHotRollouts(t *testing.T) {
+	ctx := t.Context()
+	r := newRepo(t, newClock().Now)
+	if _, err := r.Create(ctx, sample("r1")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Waves[0].Clusters[0].Phase = rollout.ClusterFailed // a caller's change, not kept
+	got.Reason = "changed by a reader"
+	if _, err := r.Update(ctx, "r1", func(ro *rollout.Rollout) error {
+		ro.Waves[0].Clusters[0].Phase = rollout.ClusterProgressing
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if _, err := r.Update(ctx, "r1", func(ro *rollout.Rollout) error {
+		ro.Waves[0].Clusters[0].Phase = rollout.ClusterSucceeded
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("a failing update: %v, want %v", err, boom)
+	}
+	got, err = r.Get(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := struct {
+		Phase   rollout.ClusterPhase
+		Reason  string
+		Version int64
+	}{rollout.ClusterProgressing, "", 2}
+	if diff := cmp.Diff(want, struct {
+		Phase   rollout.ClusterPhase
+		Reason  string
+		Version int64
+	}{got.Waves[0].Clusters[0].Phase, got.Reason, got.Version}); diff != "" {
+		t.Errorf("read after the writes (-want +got):\n%s", diff)
+	}
+	// Finished, it is read from the archive.
+	if _, err := r.Update(ctx, "r1", func(ro *rollout.Rollout) error { ro.Phase = rollout.Succeeded; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = r.Get(ctx, "r1"); err != nil || got.Phase != rollout.Succeeded {
+		t.Errorf("read after it finished: %v, %v; want it Succeeded", got.Phase, err)
+	}
+}
+
+// BenchmarkGetRollout reads a rollout of 1 + 50 clusters, as each of a
+// wave's 50 pipeline runs and each function handling their results does.
+func BenchmarkGetRollout(b *testing.B) {
+	s, err := store.Open(filepath.Join(b.TempDir(), "db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	r := embedded.NewRepo(s, nil)
+	ro := sample("r1")
+	var w2 rollout.Wave
+	w2.Name = "wave-2"
+	for i := range 50 {
+		w2.Clusters = append(w2.Clusters, rollout.Cluster{Name: fmt.Sprintf("cluster-%02d", i), Phase: rollout.ClusterProgressing,
+			Message: "applied registry.test/team/app@sha256:abc", PreviousImage: "registry.test/team/app@sha256:def"})
+	}
+	ro.Waves = append(ro.Waves, w2)
+	if _, err := r.Create(b.Context(), ro); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Get(b.Context(), "r1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
