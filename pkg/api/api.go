@@ -2,12 +2,9 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -15,6 +12,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -40,9 +38,8 @@ type API struct {
 	rollouts  Rollouts
 	approvals Approvals
 	journal   Journal
-	tokens    map[string]string // name -> token
-	apps      map[string]bool   // the configured applications
-	clusters  []ClusterInfo     // the configured clusters
+	apps      map[string]bool // the configured applications
+	clusters  []ClusterInfo   // the configured clusters
 	watch     Watch
 	refresher Refresher
 	appState  Apps              // what flotilla knows of each application
@@ -62,14 +59,14 @@ func (a *API) WithApplications(names ...string) *API {
 	return a
 }
 
-// New returns the API; tokens are the API tokens by name (none refuses
-// every call that changes something; a call is recorded as done by its
-// token's name); log (default none) records every control.
-func New(rollouts Rollouts, approvals Approvals, journal Journal, tokens map[string]string, log *slog.Logger) *API {
+// New returns the API; log (default none) records every control. Serve
+// it behind an Authn (Authn.Require): a call that changes something is
+// recorded as done by the principal Authn finds, and refused without one.
+func New(rollouts Rollouts, approvals Approvals, journal Journal, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &API{rollouts: rollouts, approvals: approvals, journal: journal, tokens: tokens, log: log}
+	return &API{rollouts: rollouts, approvals: approvals, journal: journal, log: log}
 }
 
 // Register adds the API's routes to mux.
@@ -94,30 +91,36 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/applications/{app}/refresh", a.refresh)
 	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))
 	mux.HandleFunc("POST /api/v1/fleet/start", a.fleetControl(events.TypeFleetStartRequested))
+	mux.HandleFunc("GET /api/v1/whoami", a.whoami)
 }
 
-// authorize checks the API token of a request that changes something and
-// returns the token's name: who the request is recorded as.
+// Whoami is the answer of GET /api/v1/whoami: who the request came from.
+type Whoami struct {
+	// Name is the API token's name ("anonymous" without a credential,
+	// where server.anonymousRead opens reads).
+	Name string `json:"name"`
+	// Via is how the request proved it: token, session or anonymous.
+	Via identity.Via `json:"via"`
+}
+
+func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
+	p, ok := identity.FromContext(r.Context())
+	if !ok {
+		writeError(w, fault.New(fault.ErrUnauthenticated, msgNeedsToken))
+		return
+	}
+	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Via: p.Via})
+}
+
+// authorize returns the name a request that changes something is recorded
+// as: its principal's, which the authentication (Authn) put in its
+// context. A request without one, or anonymous, is refused.
 func (a *API) authorize(r *http.Request) (string, error) {
-	if len(a.tokens) == 0 {
-		return "", fault.New(fault.ErrUnauthenticated, "this call changes state and needs an API token: set server.apiToken or server.apiTokens in the config")
+	p, ok := identity.FromContext(r.Context())
+	if !ok || !p.Authenticated() {
+		return "", fault.New(fault.ErrUnauthenticated, msgControlNeeds)
 	}
-	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", fault.New(fault.ErrUnauthenticated, "missing Authorization: Bearer <API token>")
-	}
-	g := sha256.Sum256([]byte(got))
-	name := ""
-	for n, want := range a.tokens { // every token compared, in constant time
-		w := sha256.Sum256([]byte(want))
-		if subtle.ConstantTimeCompare(g[:], w[:]) == 1 {
-			name = n
-		}
-	}
-	if name == "" {
-		return "", fault.New(fault.ErrUnauthenticated, "wrong API token")
-	}
-	return name, nil
+	return p.Name, nil
 }
 
 // who is how a control is recorded: the token's name, and the name the

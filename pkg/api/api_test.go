@@ -63,15 +63,25 @@ func newAPI(t *testing.T, tok string) (*httptest.Server, *store.Store) {
 			t.Fatal(err)
 		}
 	}
-	mux := http.NewServeMux()
 	tokens := map[string]string{}
 	if tok != "" {
 		tokens["ops"] = tok
 	}
-	api.New(repo, gates.NewStoreApprovals(s), s, tokens, nil).WithApplications("shop").Register(mux)
-	srv := httptest.NewServer(mux)
+	return serve(t, api.New(repo, gates.NewStoreApprovals(s), s, nil).WithApplications("shop"), tokens), s
+}
+
+// serve serves a behind the authentication of tokens (name -> secret).
+func serve(t *testing.T, a *api.API, tokens map[string]string, opts ...api.AuthnOption) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	a.Register(mux)
+	authn, err := api.NewAuthn(tokens, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(authn.Require(mux))
 	t.Cleanup(srv.Close)
-	return srv, s
+	return srv
 }
 
 func call(t *testing.T, srv *httptest.Server, method, path, tok, body string) (int, http.Header, string) {
@@ -102,13 +112,13 @@ func TestAPI(t *testing.T) {
 		want                            int
 		wantBody                        string // a substring
 	}{
-		{"list", "GET", "/api/v1/rollouts", "", "", 200, `"id":"r3"`},
-		{"list, bad limit", "GET", "/api/v1/rollouts?limit=0", "", "", 400, "limit: want a number from 1 to 1000"},
-		{"get", "GET", "/api/v1/rollouts/r1", "", "", 200, `"id":"r1"`},
-		{"get finished", "GET", "/api/v1/rollouts/r3", "", "", 200, `"phase":"Succeeded"`},
-		{"get unknown", "GET", "/api/v1/rollouts/nope", "", "", 404, "rollout not found"},
+		{"list", "GET", "/api/v1/rollouts", token, "", 200, `"id":"r3"`},
+		{"list, bad limit", "GET", "/api/v1/rollouts?limit=0", token, "", 400, "limit: want a number from 1 to 1000"},
+		{"get", "GET", "/api/v1/rollouts/r1", token, "", 200, `"id":"r1"`},
+		{"get finished", "GET", "/api/v1/rollouts/r3", token, "", 200, `"phase":"Succeeded"`},
+		{"get unknown", "GET", "/api/v1/rollouts/nope", token, "", 404, "rollout not found"},
 		{"approve without a token", "POST", "/api/v1/rollouts/r1/approval", "", `{"status":"valid"}`, 401, "Bearer"},
-		{"approve with a wrong token", "POST", "/api/v1/rollouts/r1/approval", "nope", `{"status":"valid"}`, 401, "wrong API token"},
+		{"approve with a wrong token", "POST", "/api/v1/rollouts/r1/approval", "nope", `{"status":"valid"}`, 401, "unknown API token"},
 		{"approve an unknown rollout", "POST", "/api/v1/rollouts/nope/approval", token, `{"status":"valid"}`, 404, "rollout not found"},
 		{"approve an unknown cluster", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","cluster":"c9"}`, 400, `no cluster \"c9\"`},
 		{"approve with an unknown field", "POST", "/api/v1/rollouts/r1/approval", token, `{"status":"valid","when":"now"}`, 400, "unknown field"},
@@ -130,7 +140,7 @@ func TestAPI(t *testing.T) {
 		{"abort", "POST", "/api/v1/rollouts/r1/abort", token, "", 202, `"eventId":"control/`},
 		{"stop the fleet", "POST", "/api/v1/fleet/stop", token, `{"reason":"freeze"}`, 202, `"by":"ops"`},
 		{"start the fleet without a token", "POST", "/api/v1/fleet/start", "", "", 401, "Bearer"},
-		{"the fleet", "GET", "/api/v1/fleet", "", "", 200, "{}"},
+		{"the fleet", "GET", "/api/v1/fleet", token, "", 200, "{}"},
 		{"roll back a rollout in progress", "POST", "/api/v1/rollouts/r1/rollback", token, "", 409, "only a succeeded rollout"},
 		{"roll back a succeeded rollout", "POST", "/api/v1/rollouts/r3/rollback", token, `{"reason":"errors"}`, 202, `"by":"ops"`},
 		{"quarantine an unknown application", "POST", "/api/v1/applications/nope/quarantine", token, `{"tag":"1.0.0","reason":"x"}`, 404, `no application \"nope\"`},
@@ -162,7 +172,7 @@ func TestAPI(t *testing.T) {
 func TestAPIWithoutAToken(t *testing.T) {
 	srv, _ := newAPI(t, "")
 	got, _, body := call(t, srv, "POST", "/api/v1/rollouts/r2/retry", "anything", "")
-	if got != 401 || !strings.Contains(body, "set server.apiToken") {
+	if got != 401 || !strings.Contains(body, "set server.apiTokens") {
 		t.Errorf("retry on a server without a token = %d %s", got, body)
 	}
 }
@@ -211,7 +221,7 @@ func TestListPages(t *testing.T) {
 		}
 		return out
 	}
-	got, h, body := call(t, srv, "GET", "/api/v1/rollouts?limit=1", "", "")
+	got, h, body := call(t, srv, "GET", "/api/v1/rollouts?limit=1", token, "")
 	if got != 200 {
 		t.Fatalf("list = %d %s", got, body)
 	}
@@ -224,7 +234,7 @@ func TestListPages(t *testing.T) {
 	if !ok || !strings.HasSuffix(link, `rel="next"`) {
 		t.Fatalf("Link = %q", link)
 	}
-	got, h, body = call(t, srv, "GET", next, "", "")
+	got, h, body = call(t, srv, "GET", next, token, "")
 	if got != 200 || len(ids(body)) != 0 || h.Get("Link") != "" {
 		t.Errorf("second page = %d %s (Link %q); want empty, the end", got, body, h.Get("Link"))
 	}
@@ -243,10 +253,7 @@ func TestControlsRecordTheTokensName(t *testing.T) {
 	if _, err := repo.Create(t.Context(), ro); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	api.New(repo, gates.NewStoreApprovals(s), s, map[string]string{"alice": "a-token", "bob": "b-token"}, nil).Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	srv := serve(t, api.New(repo, gates.NewStoreApprovals(s), s, nil), map[string]string{"alice": "a-token", "bob": "b-token"})
 	for tok, want := range map[string]string{"a-token": `"by":"alice"`, "b-token": `"by":"bob"`} {
 		if got, _, body := call(t, srv, "POST", "/api/v1/rollouts/r1/approval", tok, `{"status":"valid"}`); got != 200 || !strings.Contains(body, want) {
 			t.Errorf("approval with %s = %d %s, want 200 with %s", tok, got, body, want)

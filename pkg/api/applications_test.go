@@ -3,7 +3,6 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -45,13 +44,10 @@ func TestApplications(t *testing.T) {
 	if _, err := repo.Create(t.Context(), rollout.Rollout{ID: "shop-2", Application: "shop", Tag: "1.5.0", Phase: rollout.Progressing}); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	api.New(repo, gates.NewStoreApprovals(s), s, map[string]string{"ops": token}, nil).WithApplicationInfos(repo,
+	srv := serve(t, api.New(repo, gates.NewStoreApprovals(s), s, nil).WithApplicationInfos(repo,
 		api.ApplicationInfo{Name: "shop", Kind: api.KindImage, Repository: "registry.test/shop", PollInterval: 5 * time.Minute},
 		api.ApplicationInfo{Name: "site", Kind: api.KindGit, Repository: "https://git.test/site", Branch: "main"},
-	).Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	), map[string]string{"ops": token})
 
 	shop := api.ApplicationView{Name: "shop", Kind: "image", Repository: "registry.test/shop", PollInterval: "5m0s",
 		Deployed: &api.Deployment{Tag: "1.4.0", Digest: "sha256:a", Rollout: "shop-1", At: at},
@@ -60,7 +56,7 @@ func TestApplications(t *testing.T) {
 		Silence: &rollout.Silence{Tag: "1.5.0", Digest: "sha256:b", Found: poll.At, EventID: "p1", LastWebhook: &hook}}
 	site := api.ApplicationView{Name: "site", Kind: "git", Repository: "https://git.test/site", Branch: "main"}
 
-	code, _, body := call(t, srv, http.MethodGet, "/api/v1/applications", "", "")
+	code, _, body := call(t, srv, http.MethodGet, "/api/v1/applications", token, "")
 	var list []api.ApplicationView
 	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
 		t.Fatalf("GET /api/v1/applications: %d %s (%v)", code, body, err)
@@ -68,7 +64,7 @@ func TestApplications(t *testing.T) {
 	if diff := cmp.Diff([]api.ApplicationView{shop, site}, list); diff != "" {
 		t.Errorf("GET /api/v1/applications (-want +got)\n%s", diff)
 	}
-	code, _, body = call(t, srv, http.MethodGet, "/api/v1/applications/shop", "", "")
+	code, _, body = call(t, srv, http.MethodGet, "/api/v1/applications/shop", token, "")
 	var one api.ApplicationView
 	if err := json.Unmarshal([]byte(body), &one); code != http.StatusOK || err != nil {
 		t.Fatalf("GET /api/v1/applications/shop: %d %s (%v)", code, body, err)
@@ -76,12 +72,12 @@ func TestApplications(t *testing.T) {
 	if diff := cmp.Diff(shop, one); diff != "" {
 		t.Errorf("GET /api/v1/applications/shop (-want +got)\n%s", diff)
 	}
-	code, _, body = call(t, srv, http.MethodGet, "/api/v1/applications/nope", "", "")
+	code, _, body = call(t, srv, http.MethodGet, "/api/v1/applications/nope", token, "")
 	if want := `{"error":"no application \"nope\" is configured"}` + "\n"; code != http.StatusNotFound || body != want {
 		t.Errorf("GET /api/v1/applications/nope: %d %s, want 404 %s", code, body, want)
 	}
 	// The JSON's names, as the UI reads them.
-	code, _, body = call(t, srv, http.MethodGet, "/api/v1/applications/site", "", "")
+	code, _, body = call(t, srv, http.MethodGet, "/api/v1/applications/site", token, "")
 	if want := `{"name":"site","kind":"git","repository":"https://git.test/site","branch":"main","webhookSilent":false}` + "\n"; code != http.StatusOK || body != want {
 		t.Errorf("GET /api/v1/applications/site: %d %s, want %s", code, body, want)
 	}

@@ -48,13 +48,9 @@ func serveRollouts(t *testing.T, ros []rollout.Rollout, configure func(*api.API)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	a := api.New(repo, gates.NewStoreApprovals(s), s, nil, nil)
+	a := api.New(repo, gates.NewStoreApprovals(s), s, nil)
 	configure(a)
-	mux := http.NewServeMux()
-	a.Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
+	return serve(t, a, map[string]string{"ops": token})
 }
 
 // One application's rollouts are paged as the list is: its rollouts in
@@ -75,7 +71,7 @@ func TestListOneApplicationsRollouts(t *testing.T) {
 	var pages [][]string
 	next := "/api/v1/rollouts?application=shop&limit=2"
 	for next != "" && len(pages) < 10 {
-		status, h, body := call(t, srv, "GET", next, "", "")
+		status, h, body := call(t, srv, "GET", next, token, "")
 		if status != 200 {
 			t.Fatalf("GET %s = %d %s", next, status, body)
 		}
@@ -100,7 +96,7 @@ func TestListOneApplicationsRollouts(t *testing.T) {
 	if diff := cmp.Diff(want, pages); diff != "" {
 		t.Errorf("pages (-want +got):\n%s", diff)
 	}
-	if status, _, body := call(t, srv, "GET", "/api/v1/rollouts?application=nope", "", ""); status != http.StatusNotFound {
+	if status, _, body := call(t, srv, "GET", "/api/v1/rollouts?application=nope", token, ""); status != http.StatusNotFound {
 		t.Errorf("an unknown application = %d %s, want 404", status, body)
 	}
 }
@@ -115,7 +111,7 @@ func TestClustersSayTheirHealth(t *testing.T) {
 	srv := serveRollouts(t, nil, func(a *api.API) {
 		a.WithClusters(api.ClusterInfo{Name: "c1"}, api.ClusterInfo{Name: "c2"}).WithHealth(health)
 	})
-	status, _, body := call(t, srv, "GET", "/api/v1/clusters", "", "")
+	status, _, body := call(t, srv, "GET", "/api/v1/clusters", token, "")
 	if status != 200 {
 		t.Fatalf("GET /api/v1/clusters = %d %s", status, body)
 	}
@@ -211,12 +207,9 @@ func TestClustersSayTheirDrift(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	api.New(repo, gates.NewStoreApprovals(s), s, nil, nil).WithClusters(api.ClusterInfo{Name: "c1"}).
-		WithApplicationInfos(repo, api.ApplicationInfo{Name: "shop", Kind: api.KindImage}).Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	status, _, body := call(t, srv, "GET", "/api/v1/clusters", "", "")
+	srv := serve(t, api.New(repo, gates.NewStoreApprovals(s), s, nil).WithClusters(api.ClusterInfo{Name: "c1"}).
+		WithApplicationInfos(repo, api.ApplicationInfo{Name: "shop", Kind: api.KindImage}), map[string]string{"ops": token})
+	status, _, body := call(t, srv, "GET", "/api/v1/clusters", token, "")
 	if status != 200 {
 		t.Fatalf("GET /api/v1/clusters = %d %s", status, body)
 	}

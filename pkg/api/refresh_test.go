@@ -78,11 +78,8 @@ func TestRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	api.New(repo, gates.NewStoreApprovals(s), s, map[string]string{"ops": token}, nil).WithApplications("shop", "gone").
-		WithRefresher(pollRefresher{p}).Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	srv := serve(t, api.New(repo, gates.NewStoreApprovals(s), s, nil).WithApplications("shop", "gone").
+		WithRefresher(pollRefresher{p}), map[string]string{"ops": token})
 
 	type answer struct {
 		Tags    int    `json:"tags"`
@@ -97,7 +94,7 @@ func TestRefresh(t *testing.T) {
 		status           int
 		want             answer
 	}{
-		{"no token", "shop", "", 401, answer{Error: "missing Authorization: Bearer <API token>"}},
+		{"no token", "shop", "", 401, answer{Error: "this call changes state and needs an API token: send Authorization: Bearer <token> (server.apiTokens)"}},
 		{"unknown application", "cart", token, 404, answer{Error: `no application "cart" is configured`}},
 		{"found and fed in", "shop", token, 200, answer{Tags: 1, Newest: "1.3.0", Digest: digest.String(), Started: true, By: "ops (alice)"}},
 		{"again: fed in before", "shop", token, 200, answer{Tags: 1, Newest: "1.3.0", Digest: digest.String(), By: "ops (alice)"}},

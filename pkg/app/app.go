@@ -90,6 +90,7 @@ type Server struct {
 	repo      state.Rollouts
 	approvals *gates.StoreApprovals
 	api       *api.API
+	authn     *api.Authn             // who a request of the API or the UI comes from
 	hub       *watch.Hub             // the journal, live, for the API's watchers
 	delivery  *fleetmetrics.Observer // the delivery metrics, from the journal
 	ui        *ui.Handler
@@ -313,10 +314,16 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
-	if s.ui, err = ui.New(); err != nil {
+	if s.authn, err = api.NewAuthn(cfg.Server.Tokens(), api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer)); err != nil {
 		return err
 	}
-	s.api = api.New(s.repo, s.approvals, s.bus, cfg.Server.Tokens(), o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
+	if notice := cfg.Server.AuthNotice(); notice != "" {
+		o.Logger.Warn(notice)
+	}
+	if s.ui, err = ui.New(s.authn, o.Logger); err != nil {
+		return err
+	}
+	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
 		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll})
 	s.api.WithHealth(clusterHealth{clusters})
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)

@@ -26,7 +26,10 @@ contexts: [{name: c1, context: {cluster: c1, user: u}}]
 current-context: c1
 `
 
-// testConfig loads a minimal valid config; extra is appended to its server
+// testToken is the API token (named "default") of testConfig's server.
+const testToken = "tok"
+
+// testConfig loads a minimal valid config, its API token testToken; extra is appended to its server
 // section.
 func testConfig(t *testing.T, extra string) *config.Config {
 	t.Helper()
@@ -35,10 +38,12 @@ func testConfig(t *testing.T, extra string) *config.Config {
 		t.Fatal(err)
 	}
 	t.Setenv("FLOTILLA_SERVER_TEST_SECRET", "q9X/3vT+k2==")
+	t.Setenv("FLOTILLA_TEST_API_TOKEN", testToken)
 	cfg, err := config.Parse([]byte(`
 server:
   listen: 127.0.0.1:0
   dataDir: data
+  apiToken: {env: FLOTILLA_TEST_API_TOKEN}
 `+extra+`
 receivers:
   - {name: canaries, type: flagger, secret: {env: FLOTILLA_SERVER_TEST_SECRET}}

@@ -10,18 +10,14 @@ import (
 )
 
 // The applications' status is wired whole: GET /api/v1/applications lists
-// the configured ones (open, as the other GETs), and /metrics has each
+// the configured ones (to a token, as the other GETs), and /metrics has each
 // one's flotilla_application_webhook_silent.
 func TestApplicationsWired(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := runServer(t, testConfig(t, ""), Options{NoPrune: true, Registry: reg, Registerer: reg})
 	get := func(path string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Addr()+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := get(t, "http://"+s.Addr()+path)
 		if err != nil {
 			t.Fatal(err)
 		}

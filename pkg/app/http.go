@@ -16,7 +16,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	s.api.Register(mux)
+	// Open: the hooks and the intake's events (their receivers
+	// authenticate senders their own way), health, metrics, the UI's
+	// assets and its login. Everything under /api/ needs an identity
+	// (server.anonymousRead opens its reads), and so do the UI's pages
+	// (the UI asks s.authn itself, to answer with its login page).
+	protected := http.NewServeMux()
+	s.api.Register(protected)
+	mux.Handle("/api/", s.authn.Require(protected))
 	s.ui.Register(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Hooks bypass the mux: its path cleaning would redirect a path

@@ -18,9 +18,8 @@ import (
 // control sent to one (stop the fleet) is handled by whichever holds its
 // partition and read back from the other; and the reverse.
 func TestScaleOutReplicasShareOneFleet(t *testing.T) {
-	t.Setenv("FLOTILLA_TEST_API_TOKEN", "tok")
 	replica := func(name string) *Server {
-		cfg := testConfig(t, fmt.Sprintf("  apiToken: {env: FLOTILLA_TEST_API_TOKEN}\n  bus: {url: %q, stream: SHARE, partitions: 4, replica: %s}\n", natsCluster.URL(), name))
+		cfg := testConfig(t, fmt.Sprintf("  bus: {url: %q, stream: SHARE, partitions: 4, replica: %s}\n", natsCluster.URL(), name))
 		return runServer(t, cfg, Options{NoPrune: true})
 	}
 	a, b := replica("a"), replica("b")
@@ -31,7 +30,7 @@ func TestScaleOutReplicasShareOneFleet(t *testing.T) {
 		t.Helper()
 		body, _ := json.Marshal(map[string]string{"reason": "freeze for the test"})
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+s.Addr()+"/api/v1/fleet/"+what, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -120,11 +119,13 @@ func TestPartitionKey(t *testing.T) {
 }
 
 // get is a GET of url bound to the test's context.
+// get reads url with testConfig's API token.
 func get(t *testing.T, url string) (*http.Response, error) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	return http.DefaultClient.Do(req)
 }

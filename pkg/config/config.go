@@ -92,10 +92,11 @@ type Server struct {
 	// are forgotten before DedupeWindow has passed. 0: no bound by number.
 	// Default 1000000.
 	DedupeMaxEvents *int `json:"dedupeMaxEvents"`
-	// APIToken authenticates the API calls that change something
-	// (approvals, retries, the controls): "Authorization: Bearer <token>";
-	// they are recorded as done by "default". Without it or APITokens,
-	// those calls are refused; reading the API needs no token.
+	// APIToken authenticates the API and the web UI: "Authorization:
+	// Bearer <token>", or the UI's session opened by logging in with it;
+	// what it does is recorded as done by "default". Without it or
+	// APITokens, every API call and UI page is refused (unless
+	// AnonymousRead opens the reads).
 	APIToken *Secret `json:"apiToken"`
 	// APITokenValue is the resolved APIToken, set by Load. Never marshalled.
 	APITokenValue string `json:"-"`
@@ -103,6 +104,11 @@ type Server struct {
 	// abort, stop the fleet, ...) is recorded as done by the name of the
 	// token that authorized it. apiToken, if set too, is named "default".
 	APITokens []APIToken `json:"apiTokens"`
+	// AnonymousRead opens the reads (GET /api/v1/..., the watch stream,
+	// the web UI's pages) to anyone who reaches flotilla, without a
+	// token; the controls still need one. Insecure: the rollouts, the
+	// applications and the clusters' names are then public. Default false.
+	AnonymousRead bool `json:"anonymousRead"`
 	// Bus, when set, runs flotilla in scale-out mode: its events, rollout
 	// state and the sharing of work among several active replicas live in
 	// a NATS JetStream cluster. Unset: embedded mode (one process, all
@@ -172,6 +178,19 @@ type APIToken struct {
 
 // DefaultTokenName is the name server.apiToken is recorded as.
 const DefaultTokenName = "default"
+
+// AuthNotice says what is insecure or refused about the API's
+// authentication, "" when nothing is: no API token and closed reads refuse
+// everything; anonymousRead opens the reads to anyone.
+func (s Server) AuthNotice() string {
+	switch {
+	case s.AnonymousRead:
+		return "server.anonymousRead is on: anyone who reaches flotilla reads its API and web UI without a token (insecure)"
+	case len(s.Tokens()) == 0:
+		return "no API token is set: every API call and web UI page is refused (401); set server.apiTokens (or server.apiToken)"
+	}
+	return ""
+}
 
 // Tokens returns every API token by name: apiToken as "default", then the
 // named ones.

@@ -38,6 +38,7 @@ func TestExampleConfig(t *testing.T) {
 	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
 	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
 	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
+	t.Setenv("FLOTILLA_API_TOKEN", "api-token")
 
 	got, err := Parse(data, filepath.Join("..", "..", "config"))
 	if err != nil {
@@ -53,6 +54,8 @@ func TestExampleConfig(t *testing.T) {
 			Retention:       &Duration{Duration: 168 * time.Hour},
 			DedupeWindow:    Duration{Duration: 24 * time.Hour},
 			DedupeMaxEvents: ptr.To(1000000),
+			APIToken:        &Secret{Env: "FLOTILLA_API_TOKEN"},
+			APITokenValue:   "api-token",
 		},
 		Receivers: []Receiver{
 			{Name: "registry", Type: "distribution", Secret: &Secret{Env: "FLOTILLA_REGISTRY_TOKEN"}, SecretValue: "registry-token"},
@@ -288,5 +291,6 @@ func exampleFixture(t *testing.T) (data []byte, dir string) {
 	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
 	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
 	t.Setenv("FLOTILLA_DEPLOYMENTS_TOKEN", "deployments-token")
+	t.Setenv("FLOTILLA_API_TOKEN", "api-token")
 	return data, dir
 }

@@ -53,6 +53,7 @@ func TestStatus(t *testing.T) {
 		{"not found", fault.New(fault.ErrNotFound, "no such receiver"), answer{404, "not_found", true}},
 		{"wrapped kind", fmt.Errorf("rollout r1: %w", fault.New(fault.ErrNotFound, "rollout not found")), answer{404, "not_found", true}},
 		{"unauthenticated", fault.New(fault.ErrUnauthenticated, "wrong token"), answer{401, "unauthenticated", true}},
+		{"forbidden", fault.New(fault.ErrForbidden, "missing header"), answer{403, "forbidden", true}},
 		{"a kind beats permanent", fault.Permanent(fault.New(fault.ErrUnauthenticated, "x")), answer{401, "unauthenticated", true}},
 		{"too large", &http.MaxBytesError{Limit: 1}, answer{413, "too_large", true}},
 		{"rate limited", fault.New(fault.ErrRateLimited, "slow down"), answer{429, "rate_limited", true}},

@@ -21,6 +21,9 @@ var (
 	// ErrUpstream: a service flotilla asked on the caller's behalf (a
 	// registry a refresh polls) failed or refused.
 	ErrUpstream = errors.New("an upstream service failed")
+	// ErrForbidden: the caller is known but may not do this (a control
+	// from the web UI's session without its CSRF header).
+	ErrForbidden = errors.New("forbidden")
 )
 
 // kindError is an error of a kind with its own message.
@@ -51,6 +54,7 @@ var statusTable = []struct {
 	{is(ErrTimeout), http.StatusRequestTimeout, "body_timeout"},
 	{isTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{is(ErrUnauthenticated), http.StatusUnauthorized, "unauthenticated"},
+	{is(ErrForbidden), http.StatusForbidden, "forbidden"},
 	{is(ErrUnsupportedMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type"},
 	{is(ErrConflict), http.StatusConflict, "conflict"},
 	{is(ErrUpstream), http.StatusBadGateway, "upstream_error"},

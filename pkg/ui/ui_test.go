@@ -11,17 +11,33 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/ui"
 )
 
-func serve(t *testing.T) (*httptest.Server, *ui.Handler) {
+// token is the API token (named ops) of the server serve starts.
+const token = "s3cret"
+
+// bearer authenticates a fetch.
+var bearer = http.Header{"Authorization": {"Bearer " + token}}
+
+// serve serves the UI, and the API's whoami, behind the authentication of
+// token; opts configure it.
+func serve(t *testing.T, opts ...api.AuthnOption) (*httptest.Server, *ui.Handler) {
 	t.Helper()
-	h, err := ui.New()
+	authn, err := api.NewAuthn(map[string]string{"ops": token}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ui.New(authn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	h.Register(mux)
+	apis := http.NewServeMux()
+	api.New(nil, nil, nil, nil).Register(apis)
+	mux.Handle("/api/", authn.Require(apis))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, h
@@ -63,7 +79,7 @@ func TestServesThePages(t *testing.T) {
 		{"/ui/app.css", "text/css; charset=utf-8", 200},
 		{"/ui/nope.js", "text/plain; charset=utf-8", 404},
 	} {
-		resp, _ := fetch(t, srv.URL+tc.path, nil)
+		resp, _ := fetch(t, srv.URL+tc.path, bearer)
 		got := []any{resp.StatusCode, resp.Header.Get("Content-Type")}
 		if diff := cmp.Diff([]any{tc.status, tc.ctype}, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.path, diff)
@@ -106,14 +122,14 @@ func TestPageWeight(t *testing.T) {
 	srv, h := serve(t)
 	total := 0
 	for _, name := range h.Names() {
-		_, body := fetch(t, srv.URL+"/ui/"+name, http.Header{"Accept-Encoding": {"gzip"}})
+		_, body := fetch(t, srv.URL+"/ui/"+name, http.Header{"Accept-Encoding": {"gzip"}, "Authorization": bearer["Authorization"]})
 		total += len(body)
 	}
 	if total > 150_000 {
 		t.Errorf("the UI weighs %d bytes gzipped, over 150 kB", total)
 	}
 	t.Logf("page weight: %d bytes gzipped", total)
-	_, index := fetch(t, srv.URL+"/ui/", nil)
+	_, index := fetch(t, srv.URL+"/ui/", bearer)
 	for _, m := range regexp.MustCompile(`(?:src|href)="([^"#]+)"`).FindAllStringSubmatch(string(index), -1) {
 		if strings.Contains(m[1], "//") {
 			t.Errorf("index.html loads %s from elsewhere", m[1])

@@ -44,7 +44,7 @@ func Watched(t *testing.T, ros ...rollout.Rollout) Server {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = hub.Run(ctx) }()
 	mux := http.NewServeMux()
-	api.New(repo, nil, s, nil, nil).WithWatch(hub).Register(mux)
+	api.New(repo, nil, s, nil).WithWatch(hub).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { cancel(); <-done; srv.Close() })
 	return Server{URL: srv.URL, Journal: s, Repo: repo}

@@ -1,0 +1,265 @@
+package api
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
+)
+
+const (
+	// SessionCookie is the web UI's session: "<token name>.<expiry, unix
+	// seconds>.<base64url HMAC-SHA256, keyed by the token's secret, of
+	// "flotilla-session|<name>|<expiry>">". It carries no secret and needs
+	// no state: any replica with the config verifies it, and a token taken
+	// out of the config (or given a new secret) ends its sessions.
+	SessionCookie = "flotilla_session"
+	// SessionTTL is how long a session lasts.
+	SessionTTL = 12 * time.Hour
+	// CSRFHeader must be sent, as "1", by a request authenticated by the
+	// session cookie that changes something (OWASP's custom request
+	// header): a cross-site form cannot set it, and a cross-site fetch
+	// that does is refused by the browser (no CORS).
+	CSRFHeader = "X-Flotilla-CSRF"
+)
+
+// Reasons a request is refused, as flotilla_api_requests_refused_total
+// counts them.
+const (
+	refusedUnauthenticated = "unauthenticated"
+	refusedCSRF            = "csrf"
+)
+
+// Messages of the refusals (clients and tests match them).
+const (
+	msgNeedsToken     = "this call needs an API token: send Authorization: Bearer <token> (server.apiTokens), or set server.anonymousRead: true to open reads"
+	msgControlNeeds   = "this call changes state and needs an API token: send Authorization: Bearer <token> (server.apiTokens)"
+	msgNoTokens       = "this flotilla has no API token: set server.apiTokens (or server.apiToken) in its config, or server.anonymousRead: true to open reads"
+	msgUnknownToken   = "unknown API token"
+	msgSessionInvalid = "the session has expired or is no longer valid: log in again at /ui/login"
+	msgMissingCSRF    = "missing " + CSRFHeader + " header"
+)
+
+// Authn authenticates the requests of the routes it guards: every API
+// route and UI page (docs/design/identity.md, #31). In order: an API token
+// in "Authorization: Bearer <token>", the web UI's session cookie, and
+// else, where server.anonymousRead opens reads, anonymous for a GET or
+// HEAD. What it finds is the request's identity.Principal, in its context.
+type Authn struct {
+	tokens        []namedToken
+	anonymousRead bool
+	now           func() time.Time
+	register      prometheus.Registerer
+	refused       *prometheus.CounterVec
+}
+
+// namedToken is one API token, its secret kept for the sessions' HMAC and
+// its SHA-256 for the constant-time comparison.
+type namedToken struct {
+	name, secret string
+	sum          [sha256.Size]byte
+}
+
+// AuthnOption configures an Authn.
+type AuthnOption func(*Authn)
+
+// AnonymousRead opens the reads (GET and HEAD: the API's reads, the watch
+// stream, the UI's pages) to requests without a credential when on
+// (server.anonymousRead; default off). Controls still need a token.
+func AnonymousRead(on bool) AuthnOption { return func(a *Authn) { a.anonymousRead = on } }
+
+// WithClock sets the clock sessions are issued and checked by (default
+// time.Now).
+func WithClock(now func() time.Time) AuthnOption { return func(a *Authn) { a.now = now } }
+
+// WithRegisterer registers flotilla_api_requests_refused_total in reg
+// (default: nowhere).
+func WithRegisterer(reg prometheus.Registerer) AuthnOption {
+	return func(a *Authn) { a.register = reg }
+}
+
+// NewAuthn returns the authentication of the API tokens tokens (name ->
+// secret; none refuses every guarded request, unless anonymousRead opens
+// the reads).
+func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
+	a := &Authn{now: time.Now}
+	for _, o := range opts {
+		o(a)
+	}
+	for name, secret := range tokens {
+		a.tokens = append(a.tokens, namedToken{name: name, secret: secret, sum: sha256.Sum256([]byte(secret))})
+	}
+	a.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_api_requests_refused_total",
+		Help: "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown or an expired credential; a wrong token at the UI's login) or csrf (a control of the UI's session without its X-Flotilla-CSRF header).",
+	}, []string{"reason"})
+	a.refused.WithLabelValues(refusedUnauthenticated)
+	a.refused.WithLabelValues(refusedCSRF)
+	if a.register != nil {
+		if err := a.register.Register(a.refused); err != nil {
+			return nil, fmt.Errorf("registering flotilla_api_requests_refused_total: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// Authenticate finds who r comes from. Its error is fault.ErrUnauthenticated
+// (401: no credential where one is needed, an unknown token) or
+// fault.ErrForbidden (403: a control of a UI session without CSRFHeader),
+// and is counted.
+func (a *Authn) Authenticate(r *http.Request) (identity.Principal, error) {
+	p, reason, err := a.authenticate(r)
+	if err != nil {
+		a.refused.WithLabelValues(reason).Inc()
+	}
+	return p, err
+}
+
+func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error) {
+	reads := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if len(a.tokens) == 0 {
+		if reads && a.anonymousRead {
+			return identity.Anonymous, "", nil
+		}
+		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNoTokens)
+	}
+	if scheme, secret, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		name, found := a.token(strings.TrimSpace(secret))
+		if !found {
+			return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgUnknownToken)
+		}
+		return identity.OfToken(name, identity.ViaToken), "", nil
+	}
+	sessionErr := error(nil)
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		name, err := a.session(c.Value)
+		if err == nil {
+			if !reads && r.Header.Get(CSRFHeader) != "1" {
+				return identity.Principal{}, refusedCSRF, fault.New(fault.ErrForbidden, msgMissingCSRF)
+			}
+			return identity.OfToken(name, identity.ViaSession), "", nil
+		}
+		sessionErr = err // ambient and stale: as if there were none
+	}
+	switch {
+	case reads && a.anonymousRead:
+		return identity.Anonymous, "", nil
+	case sessionErr != nil:
+		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgSessionInvalid)
+	case !reads:
+		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgControlNeeds)
+	default:
+		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNeedsToken)
+	}
+}
+
+// token returns the name of the API token whose secret is secret, every
+// token compared in constant time.
+func (a *Authn) token(secret string) (string, bool) {
+	got := sha256.Sum256([]byte(secret))
+	name := ""
+	for _, t := range a.tokens {
+		if subtle.ConstantTimeCompare(got[:], t.sum[:]) == 1 {
+			name = t.name
+		}
+	}
+	return name, name != ""
+}
+
+// Require lets through to next only the requests Authenticate finds a
+// principal for, with the principal in their context; it answers the
+// others itself: 401 with WWW-Authenticate or 403, and {"error": "..."}.
+func (a *Authn) Require(next http.Handler) http.Handler {
+	return a.RequireOr(next, func(w http.ResponseWriter, _ *http.Request, err error) { writeError(w, err) })
+}
+
+// RequireOr is Require answering a refused request with refused (the web
+// UI's login page, for its pages).
+func (a *Authn) RequireOr(next http.Handler, refused func(http.ResponseWriter, *http.Request, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r)
+		if err != nil {
+			if errors.Is(err, fault.ErrUnauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="flotilla"`)
+			}
+			refused(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(identity.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// Login opens a session of the API token whose secret is secret: the
+// cookie to set (Secure when secure: the request came over TLS). A secret
+// of no token is fault.ErrUnauthenticated, counted.
+func (a *Authn) Login(secret string, secure bool) (*http.Cookie, identity.Principal, error) {
+	if len(a.tokens) == 0 {
+		a.refused.WithLabelValues(refusedUnauthenticated).Inc()
+		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, "this flotilla has no API token to log in with: set server.apiTokens in its config")
+	}
+	name, ok := a.token(strings.TrimSpace(secret))
+	if !ok {
+		a.refused.WithLabelValues(refusedUnauthenticated).Inc()
+		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, msgUnknownToken)
+	}
+	expiry := a.now().Add(SessionTTL).Unix()
+	value := name + "." + strconv.FormatInt(expiry, 10) + "." + sessionMAC(secret, name, expiry)
+	c := sessionCookie(value, secure)
+	c.MaxAge = int(SessionTTL / time.Second)
+	c.Expires = time.Unix(expiry, 0).UTC()
+	return c, identity.OfToken(name, identity.ViaSession), nil
+}
+
+// Logout is the cookie that ends a session.
+func (a *Authn) Logout(secure bool) *http.Cookie {
+	c := sessionCookie("", secure)
+	c.MaxAge = -1
+	return c
+}
+
+func sessionCookie(value string, secure bool) *http.Cookie {
+	return &http.Cookie{Name: SessionCookie, Value: value, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode}
+}
+
+// session verifies a session cookie's value and returns its token's name.
+func (a *Authn) session(value string) (string, error) {
+	parts := strings.Split(value, ".")
+	if len(parts) != 3 {
+		return "", errors.New("malformed session")
+	}
+	name, mac := parts[0], parts[2]
+	expiry, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return "", errors.New("malformed session expiry")
+	}
+	if a.now().Unix() >= expiry {
+		return "", errors.New("session expired")
+	}
+	for _, t := range a.tokens {
+		if t.name == name {
+			if !hmac.Equal([]byte(mac), []byte(sessionMAC(t.secret, name, expiry))) {
+				return "", errors.New("session not signed by its token")
+			}
+			return name, nil
+		}
+	}
+	return "", errors.New("session of a token no longer configured")
+}
+
+// sessionMAC signs a session of the token name, with its secret as the key.
+func sessionMAC(secret, name string, expiry int64) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("flotilla-session|" + name + "|" + strconv.FormatInt(expiry, 10)))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}

@@ -1,0 +1,128 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestRoutesNeedAnIdentity: the server wired whole, in both modes. Every
+// API route and UI page needs an identity (a token, or the UI's session),
+// unless server.anonymousRead opens the reads; the hooks, the intake's
+// events, health, metrics, the UI's assets and its login are open.
+func TestRoutesNeedAnIdentity(t *testing.T) {
+	type route struct{ method, path string }
+	routes := []route{
+		{"GET", "/api/v1/rollouts"},
+		{"GET", "/api/v1/watch?only=rollouts"},
+		{"GET", "/api/v1/whoami"},
+		{"POST", "/api/v1/fleet/stop"},
+		{"GET", "/ui/"},
+		{"GET", "/ui/app.js"},
+		{"GET", "/ui/login"},
+		{"GET", "/healthz"},
+		{"GET", "/metrics"},
+		{"POST", "/hooks/canaries"},
+	}
+	// The answer's status and, for the routes flotilla's authentication
+	// guards, whether it asked for a token (WWW-Authenticate).
+	open := map[string]string{
+		"GET /ui/app.js": "200", "GET /ui/login": "200", "GET /healthz": "200", "GET /metrics": "200",
+		"POST /hooks/canaries": "401", // the receiver's own authentication: no flotilla token asked for
+	}
+	closed := func(r route) string {
+		if s, ok := open[r.method+" "+r.path]; ok {
+			return s
+		}
+		return "401 Bearer"
+	}
+	withToken := func(r route) string {
+		switch r.method + " " + r.path {
+		case "POST /api/v1/fleet/stop":
+			return "202"
+		case "GET /api/v1/whoami":
+			return `200 {"name":"default","via":"token"}`
+		}
+		return closed(r)[:3]
+	}
+	tests := []struct {
+		name   string
+		server string // extra server fields
+		token  bool
+		want   func(route) string
+	}{
+		{"embedded, no credential", "", false, func(r route) string {
+			if strings.HasPrefix(r.path, "/api/") || r.path == "/ui/" {
+				return closed(r)
+			}
+			return open[r.method+" "+r.path]
+		}},
+		{"embedded, a token", "", true, func(r route) string {
+			if strings.HasPrefix(r.path, "/api/") || r.path == "/ui/" {
+				if s := withToken(r); s != "401" {
+					return s
+				}
+				return "200"
+			}
+			return open[r.method+" "+r.path]
+		}},
+		{"embedded, reads open", "  anonymousRead: true\n", false, func(r route) string {
+			switch {
+			case r.method == "POST" && strings.HasPrefix(r.path, "/api/"):
+				return "401 Bearer"
+			case r.path == "/api/v1/whoami":
+				return `200 {"name":"anonymous","via":"anonymous"}`
+			case strings.HasPrefix(r.path, "/api/") || r.path == "/ui/":
+				return "200"
+			}
+			return open[r.method+" "+r.path]
+		}},
+		{"scale-out, no credential", fmt.Sprintf("  bus: {url: %q, stream: AUTHN, partitions: 2, replica: a}\n", natsCluster.URL()), false, func(r route) string {
+			if strings.HasPrefix(r.path, "/api/") || r.path == "/ui/" {
+				return closed(r)
+			}
+			return open[r.method+" "+r.path]
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := runServer(t, testConfig(t, tt.server), Options{NoPrune: true})
+			waitReady(t, s)
+			var got, want []string
+			for _, r := range routes {
+				req, err := http.NewRequestWithContext(t.Context(), r.method, "http://"+s.Addr()+r.path, strings.NewReader(`{"reason":"test"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.token {
+					req.Header.Set("Authorization", "Bearer "+testToken)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				answer := fmt.Sprint(resp.StatusCode)
+				if strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+					answer += " Bearer"
+				}
+				if r.path == "/api/v1/whoami" && resp.StatusCode == http.StatusOK {
+					b, _ := io.ReadAll(resp.Body)
+					answer += " " + strings.TrimSpace(string(b))
+				}
+				if r.path == "/api/v1/watch?only=rollouts" && resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") != "text/event-stream" {
+					answer += " not a stream"
+				}
+				_ = resp.Body.Close()
+				got = append(got, r.method+" "+r.path+": "+answer)
+				want = append(want, r.method+" "+r.path+": "+tt.want(r))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("answers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
