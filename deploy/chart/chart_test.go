@@ -55,11 +55,11 @@ func TestRenderings(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", crd, "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
+		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", crd, "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-api-token", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
 		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", crd, "Deployment/flotilla", "HTTPRoute/flotilla", "HTTPRoute/flotilla-ui", "Ingress/flotilla", "Ingress/flotilla-ui", "NetworkPolicy/flotilla",
-			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
+			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-api-token", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
 		{"testdata/values-scaleout.yaml", []string{"ConfigMap/flotilla-config", crd, "Deployment/flotilla", "PodDisruptionBudget/flotilla", "Role/flotilla-fleetrollouts", "RoleBinding/flotilla-fleetrollouts",
-			"Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
+			"Secret/flotilla-api-token", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
 	} {
 		objs := renderChart(t, tc.file)
 		if diff := cmp.Diff(tc.want, keys(objs)); diff != "" {
@@ -117,7 +117,7 @@ func TestDeployment(t *testing.T) {
 		}
 	}
 	// The config check reads the same files as flotilla.
-	want := []string{"/etc/flotilla/config", "/etc/flotilla/secrets", "/etc/flotilla/kubeconfigs", "/etc/flotilla/registries/regcred", "/etc/flotilla/registries/ghcr-creds", "/var/lib/flotilla", "/tmp", "/etc/flotilla/git-ssh"}
+	want := []string{"/etc/flotilla/config", "/etc/flotilla/secrets", "/etc/flotilla/kubeconfigs", "/etc/flotilla/api-token", "/etc/flotilla/registries/regcred", "/etc/flotilla/registries/ghcr-creds", "/var/lib/flotilla", "/tmp", "/etc/flotilla/git-ssh"}
 	for _, cc := range []map[string]any{c, ic} {
 		var mounts []string
 		for _, m := range cc["volumeMounts"].([]any) {

@@ -1,9 +1,12 @@
 package chart
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/pkg/fleetrollout"
+	"github.com/flotilla-cd/flotilla/pkg/render"
 )
 
 // fromYAML parses a YAML literal as JSON values (numbers float64), the
@@ -112,7 +116,7 @@ func TestExtraEnvAndVolumes(t *testing.T) {
 		var extra []any
 		for _, v := range pod["volumes"].([]any) {
 			switch v.(map[string]any)["name"] {
-			case "config", "secrets", "kubeconfigs", "data", "tmp", "registry-0", "registry-1":
+			case "config", "secrets", "kubeconfigs", "api-token", "data", "tmp", "registry-0", "registry-1":
 			default:
 				extra = append(extra, v)
 			}
@@ -338,5 +342,101 @@ func TestFleetRolloutCRD(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(fleetrollout.CRD), string(chart)); diff != "" {
 		t.Errorf("flotilla/crds/fleetrollouts.yaml is not pkg/fleetrollout's (-want +got):\n%s", diff)
+	}
+}
+
+// apiToken: by default an API token named admin, its secret generated into
+// a Secret of the release (40 random characters, new at each rendering
+// here: helm template cannot read the Secret an install made, which an
+// upgrade keeps; features/install.feature's upgrade reads it kept), read
+// by the config's server.apiTokens from where both containers mount it;
+// existingSecret mounts the user's instead and renders none; off, neither.
+func TestAPIToken(t *testing.T) {
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	minimal, err := os.ReadFile("testdata/values-minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]any{}
+	if err := yaml.Unmarshal(minimal, &base); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		apiToken map[string]any
+		secret   string // the Secret mounted, "" none
+		rendered bool   // whether the chart renders it
+		tokens   string // the config's server.apiTokens
+	}{
+		{"default", nil, "flotilla-api-token", true, `[{name: admin, secret: {file: /etc/flotilla/api-token/token}}]`},
+		{"existing secret, named", map[string]any{"existingSecret": "mine", "name": "ops"}, "mine", false, `[{name: ops, secret: {file: /etc/flotilla/api-token/token}}]`},
+		{"off", map[string]any{"enabled": false}, "", false, `null`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			values := maps.Clone(base)
+			if tc.apiToken != nil {
+				values["apiToken"] = tc.apiToken
+			}
+			objs, err := render.Render(render.Request{Kind: render.Helm, Dir: dir, Chart: &render.Chart{
+				Dir: "flotilla", Values: values, ReleaseName: "flotilla", Namespace: "flotilla",
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := map[string]*unstructured.Unstructured{}
+			for _, o := range objs {
+				byName[o.GetKind()+"/"+o.GetName()] = o
+			}
+			sec, ok := byName["Secret/flotilla-api-token"]
+			if ok != tc.rendered {
+				t.Fatalf("Secret/flotilla-api-token rendered %v, want %v", ok, tc.rendered)
+			}
+			if ok {
+				tok, _, _ := unstructured.NestedString(sec.Object, "data", "token")
+				raw, err := base64.StdEncoding.DecodeString(tok)
+				if err != nil || !regexp.MustCompile(`^[A-Za-z0-9]{40}$`).Match(raw) {
+					t.Errorf("the generated token %q (%v), want 40 letters and digits", raw, err)
+				}
+			}
+			data, _, _ := unstructured.NestedString(byName["ConfigMap/flotilla-config"].Object, "data", "config.yaml")
+			var cfg struct {
+				Server struct {
+					APITokens any `json:"apiTokens"`
+				} `json:"server"`
+			}
+			if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fromYAML(t, tc.tokens), plain(t, cfg.Server.APITokens)); diff != "" {
+				t.Errorf("server.apiTokens (-want +got)\n%s", diff)
+			}
+			pod, _, _ := unstructured.NestedMap(byName["Deployment/flotilla"].Object, "spec", "template", "spec")
+			var got []string
+			for _, v := range pod["volumes"].([]any) {
+				if v := v.(map[string]any); v["name"] == "api-token" {
+					name, _, _ := unstructured.NestedString(v, "secret", "secretName")
+					got = append(got, name)
+				}
+			}
+			for _, list := range []string{"initContainers", "containers"} {
+				for _, c := range pod[list].([]any) {
+					for _, m := range c.(map[string]any)["volumeMounts"].([]any) {
+						if m := m.(map[string]any); m["name"] == "api-token" {
+							got = append(got, m["mountPath"].(string))
+						}
+					}
+				}
+			}
+			var want []string
+			if tc.secret != "" {
+				want = []string{tc.secret, "/etc/flotilla/api-token", "/etc/flotilla/api-token"}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the token's volume and mounts (-want +got)\n%s", diff)
+			}
+		})
 	}
 }

@@ -278,6 +278,12 @@ func TestNotes(t *testing.T) {
 			"  /etc/flotilla/secrets from the Secret flotilla-secrets (secrets: flagger-token, registry-token)\n"},
 		{"{existingSecret: s, kubeconfigs: {existingSecret: k}}", "/etc/flotilla/kubeconfigs from the Secret k\n" +
 			"  /etc/flotilla/secrets from the Secret s\n"},
+		{"testdata/values-minimal.yaml", "  export FLOTILLA_TOKEN=$(kubectl -n flotilla get secret flotilla-api-token -o jsonpath='{.data.token}' | base64 -d)\n" +
+			"  flotilla get rollouts --server http://127.0.0.1:8080\n" +
+			"Every read and control needs an API token: the one above is named admin, generated\n" +
+			"at the first install and kept by upgrades. Log in to the web UI at http://127.0.0.1:8080/ui/ with it."},
+		{"{existingSecret: s, kubeconfigs: {existingSecret: k}, apiToken: {enabled: false}}", "--token <an API token of config.server.apiTokens>\n" +
+			"Every read and control needs an API token of the config's server.apiToken/apiTokens (apiToken.enabled is off)."},
 		{"{existingConfigMap: c}", "Its configuration: the ConfigMap c, with\n" +
 			"  /etc/flotilla/kubeconfigs from nothing (kubeconfigs.existingSecret is not set)\n" +
 			"  /etc/flotilla/secrets from nothing (neither secrets nor existingSecret is set)\n"},

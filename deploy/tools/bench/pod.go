@@ -97,7 +97,7 @@ func (s *scenario) installPod(ctx context.Context, cfgMap map[string]any) error 
 		return err
 	}
 	url := fmt.Sprintf("http://%s:%d", podServiceIP, port)
-	cfgMap["server"] = map[string]any{"externalURL": url}
+	cfgMap["server"] = map[string]any{"externalURL": url, "apiToken": cfgMap["server"].(map[string]any)["apiToken"]}
 	cfg, err := charttest.HelmValues(cfgMap)
 	if err != nil {
 		return err

@@ -89,8 +89,11 @@ type scenario struct {
 	replicas     int
 	regToken     string
 	flaggerToken string
-	http         *http.Client
-	version      int
+	// apiToken is flotilla's server.apiToken, sent with every API read
+	// (#31: every read needs one).
+	apiToken string
+	http     *http.Client
+	version  int
 	// inflight rollouts of other applications (background.go) are held in
 	// flight during the measured runs.
 	inflight int
@@ -131,9 +134,9 @@ func (b *bench) newScenario(ctx context.Context, index, wave2, inflight, watcher
 	s := &scenario{
 		b: b, log: b.log.With("wave2", wave2, "inflight", inflight, "watchers", watchers, "replicas", replicas), ns: ns, inflight: inflight, watchers: watchers, replicas: replicas,
 		dir:      filepath.Join(b.dir, fmt.Sprintf("scenario-%d", index)),
-		regToken: randomHex(16), flaggerToken: randomHex(16),
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
+		regToken: randomHex(16), flaggerToken: randomHex(16), apiToken: randomHex(16),
 	}
+	s.http = &http.Client{Transport: bearer{s.apiToken, &http.Transport{MaxIdleConnsPerHost: 64}}, Timeout: 30 * time.Second}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -264,6 +267,10 @@ func (s *scenario) flotillaConfig() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	apiSecret, err := secret("api.token", s.apiToken)
+	if err != nil {
+		return nil, err
+	}
 	keyFile := filepath.Join(s.dir, "cosign.pub")
 	if err := os.WriteFile(keyFile, s.b.signer.PublicKeyPEM(), 0o600); err != nil {
 		return nil, err
@@ -282,7 +289,7 @@ func (s *scenario) flotillaConfig() (map[string]any, error) {
 		{"name": "wave-2", "clusters": names(s.wave2)},
 	}
 	cfgMap := map[string]any{
-		"server": map[string]any{"listen": "127.0.0.1:0", "dataDir": filepath.Join(s.dir, "data")},
+		"server": map[string]any{"listen": "127.0.0.1:0", "dataDir": filepath.Join(s.dir, "data"), "apiToken": apiSecret},
 		"receivers": []map[string]any{
 			{"name": "registry", "type": "distribution", "secret": regSecret},
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
@@ -335,7 +342,7 @@ func (s *scenario) startInProcess(ctx context.Context, cfgMap map[string]any) er
 	// (its name).
 	var cfgs []*config.Config
 	for i := range s.replicas {
-		cfgMap["server"] = map[string]any{"listen": "127.0.0.1:0", "dataDir": filepath.Join(s.dir, fmt.Sprintf("data-r%d", i)), "bus": map[string]any{
+		cfgMap["server"] = map[string]any{"listen": "127.0.0.1:0", "dataDir": filepath.Join(s.dir, fmt.Sprintf("data-r%d", i)), "apiToken": cfgMap["server"].(map[string]any)["apiToken"], "bus": map[string]any{
 			"url": s.b.nats.URL(), "stream": "BENCH_" + strings.ReplaceAll(s.ns, "-", "_"), "replicas": 3, "partitions": 6, "replica": fmt.Sprintf("r%d", i),
 		}}
 		raw, err := yaml.Marshal(cfgMap)
@@ -486,7 +493,7 @@ func (s *scenario) run(ctx context.Context) (res scenarioResult, err error) {
 	for i := range total {
 		warm := i < s.b.o.warmup
 		if i == s.b.o.warmup && s.watchers > 0 {
-			w := startWatchers(ctx, s.url, s.watchers)
+			w := startWatchers(ctx, s.url, s.apiToken, s.watchers)
 			res.watchers = s.watchers
 			defer func() { res.watchMessages, res.watchReconnects = w.stop() }()
 			s.log.Info("watchers open", "watchers", s.watchers)
@@ -966,4 +973,19 @@ func (s *scenario) report(ctx context.Context, id string, ns []*named) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// bearer sends flotilla's API token with every request of its transport
+// to the API (/api/...); webhooks keep their receivers' authentication.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.next.RoundTrip(r)
 }

@@ -20,12 +20,12 @@ type watchers struct {
 	reconnects atomic.Int64
 }
 
-// startWatchers opens n streams of base's watch stream (every rollout).
-// It returns once every stream is open.
-func startWatchers(ctx context.Context, base string, n int) *watchers {
+// startWatchers opens n streams of base's watch stream (every rollout),
+// with the API token. It returns once every stream is open.
+func startWatchers(ctx context.Context, base, token string, n int) *watchers {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watchers{cancel: cancel}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	client := &http.Client{Transport: bearer{token, &http.Transport{MaxIdleConnsPerHost: n}}}
 	var open sync.WaitGroup
 	open.Add(n)
 	for range n {

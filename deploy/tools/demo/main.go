@@ -108,11 +108,14 @@ type demo struct {
 	regAddr      string
 	flotillaAddr string
 	flotillaBin  string
-	registry     *proc.Proc
-	flotilla     *proc.Proc
-	gate         *gate
-	gateSrv      *http.Server
-	gateURL      string
+	// apiToken is flotilla's API token: the demo's reads send it, and a
+	// person logs in to the web UI with it (#31: every read needs one).
+	apiToken string
+	registry *proc.Proc
+	flotilla *proc.Proc
+	gate     *gate
+	gateSrv  *http.Server
+	gateURL  string
 
 	mu       sync.Mutex
 	digests  map[string]string // version -> digest
@@ -165,6 +168,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
+	d.apiToken = randomHex(16)
 	if err := d.startGate(ctx); err != nil {
 		return err
 	}
@@ -173,6 +177,8 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.scr.step("flotilla serving on http://%s (log %s)", d.flotillaAddr, filepath.Join(d.dir, "flotilla.log"))
+	d.scr.step("web UI: http://%s/ui/ (log in with the API token %s; the CLI: FLOTILLA_TOKEN=%s flotilla get rollouts --watch --server http://%s)",
+		d.flotillaAddr, d.apiToken, d.apiToken, d.flotillaAddr)
 	if d.registry, err = startRegistry(ctx, d.dir, d.regAddr, "http://"+d.flotillaAddr+"/hooks/registry", registryToken); err != nil {
 		return err
 	}
@@ -252,6 +258,7 @@ func (d *demo) buildFlotilla(ctx context.Context) error {
 // which version a rollout id carries.
 type gate struct {
 	api   string
+	token string // the API token its reads send
 	mu    sync.Mutex
 	tags  map[string]string // rollout id -> tag
 	calls map[string]int    // "cluster tag status" -> count
@@ -295,7 +302,7 @@ func (g *gate) tag(ctx context.Context, id string) (string, error) {
 		return tag, nil
 	}
 	var r rollout.Rollout
-	if err := getJSON(ctx, g.api+"/api/v1/rollouts/"+id, &r); err != nil {
+	if err := getJSON(ctx, g.api+"/api/v1/rollouts/"+id, g.token, &r); err != nil {
 		return "", fmt.Errorf("looking up rollout %q: %w", id, err)
 	}
 	g.mu.Lock()
@@ -309,7 +316,7 @@ func (d *demo) startGate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.gate = &gate{api: "http://" + d.flotillaAddr, tags: map[string]string{}, calls: map[string]int{}}
+	d.gate = &gate{api: "http://" + d.flotillaAddr, token: d.apiToken, tags: map[string]string{}, calls: map[string]int{}}
 	d.gateSrv = &http.Server{Handler: d.gate, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = d.gateSrv.Serve(l) }()
 	d.gateURL = "http://" + l.Addr().String() + "/gate"
@@ -329,6 +336,10 @@ func (d *demo) startFlotilla(ctx context.Context, registryToken, flaggerToken st
 	if err != nil {
 		return err
 	}
+	apiSecret, err := secret("api.token", d.apiToken)
+	if err != nil {
+		return err
+	}
 	var clusters []map[string]any
 	var ws []map[string]any
 	for i, names := range waves {
@@ -342,7 +353,7 @@ func (d *demo) startFlotilla(ctx context.Context, registryToken, flaggerToken st
 		}
 	}
 	cfg := map[string]any{
-		"server": map[string]any{"listen": d.flotillaAddr, "dataDir": filepath.Join(d.dir, "flotilla-data")},
+		"server": map[string]any{"listen": d.flotillaAddr, "dataDir": filepath.Join(d.dir, "flotilla-data"), "apiToken": apiSecret},
 		"receivers": []map[string]any{
 			{"name": "registry", "type": "distribution", "secret": regSecret},
 			{"name": "flagger", "type": "flagger", "secret": flSecret},
@@ -441,7 +452,7 @@ func (d *demo) rollout(ctx context.Context, version, title string) (result, erro
 	var id string
 	err = poll(ctx, 50*time.Millisecond, 30*time.Second, func() (bool, error) {
 		var ros []rollout.Rollout
-		if err := getJSON(ctx, api+"/api/v1/rollouts", &ros); err != nil {
+		if err := getJSON(ctx, api+"/api/v1/rollouts", d.apiToken, &ros); err != nil {
 			return false, nil
 		}
 		for _, r := range ros {
@@ -462,7 +473,7 @@ func (d *demo) rollout(ctx context.Context, version, title string) (result, erro
 	var r rollout.Rollout
 	primaries := map[string]string{}
 	err = poll(ctx, 500*time.Millisecond, 4*time.Minute, func() (bool, error) {
-		if err := getJSON(ctx, api+"/api/v1/rollouts/"+id, &r); err != nil {
+		if err := getJSON(ctx, api+"/api/v1/rollouts/"+id, d.apiToken, &r); err != nil {
 			return false, nil // flotilla may be busy; the deadline catches a dead one
 		}
 		primaries = d.primaries(ctx)
@@ -730,13 +741,15 @@ func (d *demo) teardown(failed bool) {
 	fmt.Fprintln(os.Stderr, "demo: flotilla, docker-registry and the fleet are stopped")
 }
 
-func getJSON(ctx context.Context, url string, v any) error {
+// getJSON reads url of flotilla's API, sending token.
+func getJSON(ctx context.Context, url, token string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

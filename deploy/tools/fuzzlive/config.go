@@ -42,6 +42,9 @@ type setup struct {
 	// events is the receiver that serves /events (the first cloudevents
 	// one) and the one the end checks post through.
 	events receiver
+	// apiToken is server.apiToken, which the end checks' API reads send
+	// (#31: every read needs one).
+	apiToken string
 }
 
 // writeSetup writes a config with one receiver of every sender type, each
@@ -121,7 +124,17 @@ func writeSetup(dir, registryHost, clusterAddr string, iss *oidcIssuer, jwksURL 
 			"service":  map[string]any{"port": 8080},
 		})
 	}
+	tok, err := randomSecret()
+	if err != nil {
+		return nil, err
+	}
+	s.apiToken = tok
+	apiToken := filepath.Join(secrets, "api-token")
+	if err := os.WriteFile(apiToken, []byte(s.apiToken+"\n"), 0o600); err != nil {
+		return nil, err
+	}
 	cfg := map[string]any{
+		"server":    map[string]any{"apiToken": map[string]any{"file": apiToken}},
 		"receivers": rcvs,
 		"fleet": map[string]any{
 			"clusters": []map[string]any{{"name": "c1", "kubeconfig": kubeconfig}},

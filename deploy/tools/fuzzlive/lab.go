@@ -137,7 +137,7 @@ func (l *lab) startFlotilla(ctx context.Context) (*flotilla, error) {
 		return nil, err
 	}
 	f := &flotilla{bin: l.bin, config: l.setup.config, dataDir: filepath.Join(dir, "data"), addr: addr,
-		log: filepath.Join(dir, "flotilla.log"), logLevel: l.logLevel, client: l.client}
+		log: filepath.Join(dir, "flotilla.log"), logLevel: l.logLevel, client: l.client, token: l.setup.apiToken}
 	if err := f.start(ctx); err != nil {
 		return f, err
 	}

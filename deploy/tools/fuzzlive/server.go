@@ -35,6 +35,8 @@ func buildFlotilla(ctx context.Context, root, dir string) (string, error) {
 // fuzzer kills and restarts on the same data dir and port.
 type flotilla struct {
 	bin, config, dataDir, addr, log, logLevel string
+	// token is the API token its reads send.
+	token string
 
 	p      *proc.Proc
 	starts int
@@ -80,6 +82,9 @@ func (f *flotilla) get(ctx context.Context, path string, timeout time.Duration) 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url(path), nil)
 	if err != nil {
 		return 0, nil, err
+	}
+	if f.token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.token)
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {

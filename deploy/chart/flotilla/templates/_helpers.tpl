@@ -184,8 +184,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $server "fleetRollouts" (dict "namespace" .Release.Namespace) }}
 {{- $_ := set $cfg "server" $server }}
 {{- end }}
+{{- if .Values.apiToken.enabled }}
+{{- $server := deepCopy (default (dict) $cfg.server) }}
+{{- $tokens := default (list) $server.apiTokens }}
+{{- $tokens = append $tokens (dict "name" .Values.apiToken.name "secret" (dict "file" (printf "%s/token" (include "flotilla.apiTokenDir" .)))) }}
+{{- $_ := set $server "apiTokens" $tokens }}
+{{- $_ := set $cfg "server" $server }}
+{{- end }}
 {{- toYaml $cfg }}
 {{- end }}
+
+{{/* The API token's Secret (key token): apiToken.existingSecret, or the one
+     the chart generates. */}}
+{{- define "flotilla.apiTokenSecretName" -}}
+{{- default (printf "%s-api-token" (include "flotilla.fullname" .)) .Values.apiToken.existingSecret }}
+{{- end }}
+{{- define "flotilla.apiTokenDir" -}}/etc/flotilla/api-token{{- end }}
 
 {{- define "flotilla.natsDir" -}}/etc/flotilla/nats{{- end }}
 {{- define "flotilla.registriesDir" -}}/etc/flotilla/registries{{- end }}
