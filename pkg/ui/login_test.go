@@ -263,3 +263,29 @@ func TestLogin(t *testing.T) {
 		t.Errorf("with the session (-want +got):\n%s", diff)
 	}
 }
+
+// The page names who is logged in and logs out; its script sends the
+// CSRF header and keeps no token (the session is an HttpOnly cookie).
+func TestPageCarriesNoToken(t *testing.T) {
+	srv, _ := serve(t)
+	_, index := fetch(t, srv.URL+"/ui/", bearer)
+	_, script := fetch(t, srv.URL+"/ui/app.js", nil)
+	has := func(body []byte, s string) bool { return strings.Contains(string(body), s) }
+	got := map[string]bool{
+		"#whoami":                      has(index, `<span id="whoami"`),
+		"#logout posts to /ui/logout":  has(index, `<form id="logout-form" method="post" action="/ui/logout" hidden><button id="logout" type="submit">`),
+		"#login-link":                  has(index, `<a id="login-link" href="/ui/login" hidden>`),
+		"a token dialog":               has(index, "token-dialog"),
+		"sends X-Flotilla-CSRF":        has(script, `"X-Flotilla-CSRF": "1"`),
+		"reads whoami":                 has(script, `"/api/v1/whoami"`),
+		"keeps a token in the browser": has(script, "sessionStorage") || has(script, "localStorage"),
+		"sends Authorization":          has(script, "Authorization"),
+	}
+	want := map[string]bool{
+		"#whoami": true, "#logout posts to /ui/logout": true, "#login-link": true, "a token dialog": false,
+		"sends X-Flotilla-CSRF": true, "reads whoami": true, "keeps a token in the browser": false, "sends Authorization": false,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -13,6 +13,7 @@ const state = {
   fleet: {},
   live: false,
   app: null, // the application shown: {name, rollouts (newest first), next, status, statusError}
+  me: null, // who is logged in: GET /api/v1/whoami, {name, via: token|session|anonymous}
 };
 
 // ---- small helpers -------------------------------------------------------
@@ -102,6 +103,7 @@ function legend(colours, id) {
 
 async function getPage(path) {
   const resp = await fetch(path, { headers: { Accept: "application/json" } });
+  if (resp.status === 401) toLogin();
   if (!resp.ok) {
     let msg = resp.status + " " + resp.statusText;
     try { msg = (await resp.json()).error || msg; } catch (_) { /* not JSON */ }
@@ -111,8 +113,23 @@ async function getPage(path) {
   return { body: await resp.json(), next: m ? m[1] : "" };
 }
 
-function token() {
-  return sessionStorage.getItem("flotilla-token") || "";
+// loginURL is the login page, coming back to the page shown.
+function loginURL() {
+  return "/ui/login?next=" + encodeURIComponent(location.pathname + location.search + location.hash);
+}
+
+// toLogin leaves for the login page: the session ended (401), or there is
+// none where reads are closed.
+function toLogin() {
+  if (toLogin.gone) return;
+  toLogin.gone = true;
+  location.assign(loginURL());
+}
+
+// loggedIn says whether the controls may be offered: a session (or a
+// token), not an anonymous reader.
+function loggedIn() {
+  return !!state.me && state.me.via !== "anonymous";
 }
 
 function notice(text) {
@@ -125,6 +142,7 @@ function notice(text) {
 
 async function getJSON(path) {
   const resp = await fetch(path, { headers: { Accept: "application/json" } });
+  if (resp.status === 401) toLogin();
   if (!resp.ok) {
     let msg = resp.status + " " + resp.statusText;
     try { msg = (await resp.json()).error || msg; } catch (_) { /* not JSON */ }
@@ -136,9 +154,12 @@ async function getJSON(path) {
 async function control(path, body) {
   const resp = await fetch(path, {
     method: "POST",
-    headers: { "Content-Type": "application/json", Authorization: "Bearer " + token() },
-    body: JSON.stringify(Object.assign({ by: "web UI" }, body || {})),
+    // The session's cookie goes along; the header shows it is this page
+    // asking, not a form of another site (CSRF).
+    headers: { "Content-Type": "application/json", "X-Flotilla-CSRF": "1" },
+    body: JSON.stringify(body || {}),
   });
+  if (resp.status === 401) toLogin();
   let answer = {};
   try { answer = await resp.json(); } catch (_) { /* empty */ }
   if (!resp.ok) throw new Error(answer.error || resp.status + " " + resp.statusText);
@@ -307,7 +328,7 @@ function wave(r, w, i) {
   return h("section", { class: "wave" + (current ? " current" : ""), dataset: { wave: i + 1 }, "aria-label": "Wave " + (i + 1) + " " + w.name },
     h("h3", {}, (current ? "▶ " : "") + "Wave " + (i + 1) + ": " + w.name,
       notes.length ? h("span", { class: "muted" }, "· " + notes.join(" · ")) : null,
-      !done(r) && i >= r.wave && w.approvals && (w.approvers || []).length < w.approvals && token()
+      !done(r) && i >= r.wave && w.approvals && (w.approvers || []).length < w.approvals && loggedIn()
         ? h("button", { type: "button", id: "approve-wave-" + (i + 1), onclick: () => act("Approve wave " + (i + 1), "/api/v1/rollouts/" + r.id + "/waves/" + (i + 1) + "/approval", {}) }, "Approve wave " + (i + 1))
         : null),
     h("ul", { class: "clusters" }, (w.clusters || []).map((c) => cluster(c, culprits(r)))));
@@ -386,8 +407,8 @@ function timeline() {
 }
 
 function controls(r) {
-  if (!token()) {
-    return h("p", { class: "muted", id: "controls-hint" }, "Enter an API token (top right) to pause, resume, abort, roll back or retry this rollout.");
+  if (!loggedIn()) {
+    return h("p", { class: "muted", id: "controls-hint" }, "Log in (top right) to pause, resume, abort, roll back or retry this rollout.");
   }
   const base = "/api/v1/rollouts/" + encodeURIComponent(r.id);
   const buttons = [];
@@ -917,7 +938,14 @@ function connect() {
     live.classList.add("on");
     reload(); // what changed while the stream was closed
   });
-  es.addEventListener("error", () => {
+  es.addEventListener("error", (e) => {
+    if (e.target === es && es.readyState === EventSource.CLOSED) {
+      // Refused (401: the session ended; or 5xx): the browser gives up.
+      // Ask who we are (a 401 leads to the login page), then again.
+      es = null;
+      esURL = "";
+      setTimeout(() => { loadMe(); connect(); }, 3000);
+    }
     state.live = false;
     document.body.dataset.live = "false";
     live.textContent = "reconnecting…";
@@ -955,20 +983,27 @@ function connect() {
   });
 }
 
-function tokenDialog() {
-  const dialog = document.getElementById("token-dialog");
-  const input = document.getElementById("token-input");
-  document.getElementById("token-button").addEventListener("click", () => {
-    input.value = token();
-    dialog.showModal();
-  });
-  dialog.addEventListener("close", () => {
-    if (dialog.returnValue === "save") sessionStorage.setItem("flotilla-token", input.value.trim());
-    if (dialog.returnValue === "forget") sessionStorage.removeItem("flotilla-token");
-    input.value = "";
-    render();
-  });
+// loadMe reads who is logged in and shows it in the header: the name and
+// a logout button, or, for an anonymous reader, a link to log in.
+async function loadMe() {
+  try {
+    state.me = await getJSON("/api/v1/whoami");
+  } catch (err) {
+    notice("Who am I: " + err.message);
+    return;
+  }
+  const who = document.getElementById("whoami");
+  const anonymous = state.me.via === "anonymous";
+  who.textContent = anonymous ? "not logged in" : state.me.name;
+  who.dataset.via = state.me.via;
+  document.getElementById("logout-form").hidden = anonymous || state.me.via !== "session";
+  document.getElementById("login-link").hidden = !anonymous;
+  render();
 }
+
+document.getElementById("login-link").addEventListener("click", (e) => {
+  e.currentTarget.href = loginURL(); // back to the page shown now
+});
 
 window.addEventListener("hashchange", () => {
   const r = route();
@@ -986,6 +1021,6 @@ setInterval(() => {
 setInterval(() => {
   for (const el of document.querySelectorAll("[data-since]")) el.textContent = ago(el.dataset.since);
 }, 5000);
-tokenDialog();
+loadMe();
 connect();
 reload();
