@@ -180,6 +180,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerVisibilitySteps(sc)
 	s.registerMetricsSteps(sc)
 	s.registerUISteps(sc)
+	s.registerAuthnSteps(sc)
 	s.registerTracingSteps(sc)
 	s.registerScaleOutSteps(sc)
 	s.registerRegistrySteps(sc)

@@ -55,6 +55,7 @@ Feature: Installing and checking flotilla where platform teams run it
     And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     When flotilla is installed by its Helm chart from its image on the real node
     Then flotilla's pod is Ready on the real node's pod network, from the image by digest, as user 65532 on a read-only root filesystem
+    And the API token the chart generated, read from its Secret as its NOTES say, reads flotilla's API as "admin"; without a token flotilla answers 401
     Given the workload "podinfo" runs in every cluster of the waves
     When version "1.0.0" is pushed
     Then the rollout of "1.0.0" succeeds
@@ -69,9 +70,11 @@ Feature: Installing and checking flotilla where platform teams run it
     And a registry
     And flotilla is configured for the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And flotilla is installed by its Helm chart from its image on the real node
+    And the API token the chart generated, read from its Secret as its NOTES say, reads flotilla's API as "admin"; without a token flotilla answers 401
     And the workload "podinfo" runs in every cluster of the waves
     When the chart is upgraded with a changed config while 30 versions are pushed, one every 200ms
     Then a new pod replaced the old one, and every push flotilla acknowledged reached the event sink
+    And the API token the chart generated is the one before the upgrade, and still reads flotilla's API as "admin"
     And the rollout of "1.0.30" succeeds
     And the primary in every cluster runs version "1.0.30" by digest
 

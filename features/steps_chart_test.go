@@ -73,6 +73,9 @@ type deployed struct {
 	sent         int
 	firstRefused int
 	oldPod       string
+	// apiToken is the API token the chart generated, as first read from
+	// its Secret.
+	apiToken string
 }
 
 func (s *scenario) registerChartSteps(sc *godog.ScenarioContext) {
@@ -84,6 +87,77 @@ func (s *scenario) registerChartSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a new pod replaced the old one, and every push flotilla acknowledged reached the event sink$`, s.acknowledgedDelivered)
 	sc.Step(`^the chart is installed with its default values in cluster "([^"]*)"$`, s.installDefaults)
 	sc.Step(`^helm install refused it naming "([^"]*)" and "([^"]*)", and the namespace holds nothing$`, s.defaultsRefused)
+	sc.Step(`^the API token the chart generated, read from its Secret as its NOTES say, reads flotilla's API as "([^"]*)"; without a token flotilla answers 401$`, s.chartTokenReads)
+	sc.Step(`^the API token the chart generated is the one before the upgrade, and still reads flotilla's API as "([^"]*)"$`, s.chartTokenKept)
+}
+
+// chartAPIToken reads the token the chart generated from its Secret, as
+// the chart's NOTES tell a user to.
+func (s *scenario) chartAPIToken(ctx context.Context) (string, error) {
+	d := s.w.deployed
+	if d == nil {
+		return "", errors.New("flotilla is not installed by its chart")
+	}
+	sec, err := d.Kube.CoreV1().Secrets(d.Namespace).Get(ctx, charttest.ReleaseName+"-api-token", metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the chart's API token: %w", err)
+	}
+	tok := string(sec.Data["token"])
+	if len(tok) != 40 {
+		return "", fmt.Errorf("the chart's API token %q: want 40 characters", tok)
+	}
+	return tok, nil
+}
+
+// chartTokenReads reads the API with the chart's token (its name as who
+// asks) and without any (401).
+func (s *scenario) chartTokenReads(ctx context.Context, name string) error {
+	tok, err := s.chartAPIToken(ctx)
+	if err != nil {
+		return err
+	}
+	s.w.deployed.apiToken = tok
+	if err := s.readsAs(ctx, tok, name); err != nil {
+		return err
+	}
+	a, err := s.callBusy(ctx, http.MethodGet, "/api/v1/rollouts", nil, nil)
+	if err != nil {
+		return err
+	}
+	if a.status != http.StatusUnauthorized {
+		return fmt.Errorf("GET /api/v1/rollouts without a token answered %d, want 401: %.200s", a.status, a.body)
+	}
+	return nil
+}
+
+// readsAs reads the rollouts and whoami with tok: 200, and name.
+func (s *scenario) readsAs(ctx context.Context, tok, name string) error {
+	a, err := s.callBusy(ctx, http.MethodGet, "/api/v1/rollouts", bearer(tok), nil)
+	if err != nil {
+		return err
+	}
+	if a.status != http.StatusOK {
+		return fmt.Errorf("GET /api/v1/rollouts with the chart's token answered %d: %.200s", a.status, a.body)
+	}
+	a, err = s.callBusy(ctx, http.MethodGet, "/api/v1/whoami", bearer(tok), nil)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(a.body, fmt.Sprintf(`"name":%q`, name)) {
+		return fmt.Errorf("GET /api/v1/whoami with the chart's token answered %d %s, want %s", a.status, a.body, name)
+	}
+	return nil
+}
+
+func (s *scenario) chartTokenKept(ctx context.Context, name string) error {
+	tok, err := s.chartAPIToken(ctx)
+	if err != nil {
+		return err
+	}
+	if before := s.w.deployed.apiToken; tok != before {
+		return fmt.Errorf("the chart's API token changed with the upgrade: %q, before %q", tok, before)
+	}
+	return s.readsAs(ctx, tok, name)
 }
 
 // installChart starts a real node in the cluster, builds and pushes the

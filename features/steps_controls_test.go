@@ -251,6 +251,7 @@ func (s *scenario) watchShows(ctx context.Context, wave int, version, cluster, p
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(wctx, flotillaBin, "get", "rollouts", "--watch", "--interval", "500ms", "--server", s.w.flotilla.url())
+	cmd.Env = s.cliEnv()
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	var stdout, stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -72,6 +72,11 @@ func writeOverlay(dir string, in *install) error {
 	if err := os.WriteFile(filepath.Join(overlay, "config.yaml"), cfg, 0o600); err != nil {
 		return err
 	}
+	// The base's API token (apiToken.existingSecret: flotilla-api-token),
+	// as its kustomization.yaml says to supply it.
+	if err := os.WriteFile(filepath.Join(overlay, "token"), []byte(randomHex(20)), 0o600); err != nil {
+		return err
+	}
 	var secretFiles []string
 	for name, content := range in.secrets {
 		if err := os.WriteFile(filepath.Join(overlay, "secrets", name), []byte(content), 0o600); err != nil {
@@ -121,7 +126,7 @@ func writeOverlay(dir string, in *install) error {
 			// overlay's namespace applies to both.
 			"name": "flotilla-config", "namespace": "flotilla", "behavior": "replace", "files": []string{"config.yaml"},
 		}},
-		"secretGenerator": []map[string]any{{"name": "flotilla-secrets", "files": secretFiles}},
+		"secretGenerator": []map[string]any{{"name": "flotilla-secrets", "files": secretFiles}, {"name": "flotilla-api-token", "files": []string{"token"}}},
 		"images":          []map[string]string{{"name": "ghcr.io/flotilla-cd/flotilla", "newName": repo, "digest": digest}},
 		"patches":         patches,
 	})

@@ -168,9 +168,13 @@ type world struct {
 	// otlp receives flotilla's traces, when a step made it.
 	otlp *otlptest.Receiver
 	// browser shows the web UI, when a step opened it.
-	browser    *browser
-	routes     map[string]*routeLog
-	loadTarget *loadTarget
+	browser *browser
+	// anonymousRead is server.anonymousRead, when a step set it; session
+	// is the web UI's session cookie a step logged in for (#31).
+	anonymousRead bool
+	session       *http.Cookie
+	routes        map[string]*routeLog
+	loadTarget    *loadTarget
 	// natsDown is the NATS node a step killed, until it is started again;
 	// acked the versions whose push flotilla acknowledged in a burst.
 	natsDown *int
@@ -379,6 +383,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	}
 	if w.fleetRollouts != nil {
 		cfg["server"].(map[string]any)["fleetRollouts"] = w.fleetRollouts
+	}
+	if w.anonymousRead {
+		cfg["server"].(map[string]any)["anonymousRead"] = true
 	}
 	if w.registries != nil {
 		cfg["registries"] = w.registries
@@ -870,6 +877,8 @@ func (s *scenario) getJSONOnce(ctx context.Context, path string, v any) (int, er
 	if err != nil {
 		return 0, err
 	}
+	// Every read needs an identity (#31): the scenario's own API token.
+	req.Header.Set("Authorization", "Bearer "+s.w.apiToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err

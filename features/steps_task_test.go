@@ -111,6 +111,7 @@ func (s *scenario) registerCLISteps(sc *godog.ScenarioContext) {
 func (s *scenario) flotillaCLI(ctx context.Context, args ...string) (string, error) {
 	args = append(args, "--server", s.w.flotilla.url())
 	cmd := exec.CommandContext(ctx, flotillaBin, args...)
+	cmd.Env = s.cliEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -193,4 +194,11 @@ func describedStates(out string) (map[string]string, error) {
 		}
 	}
 	return nil, fmt.Errorf("describe shows no clusters table:\n%s", out)
+}
+
+// cliEnv is the environment of the flotilla commands a step runs against
+// the scenario's flotilla: the user's, with the scenario's API token in
+// FLOTILLA_TOKEN (every read needs one, #31; a step's --token wins).
+func (s *scenario) cliEnv() []string {
+	return append(os.Environ(), "FLOTILLA_TOKEN="+s.w.apiToken)
 }

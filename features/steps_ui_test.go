@@ -23,8 +23,7 @@ func (s *scenario) registerUISteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the web UI shows wave 1 of the rollout of "([^"]*)" rolling out while wave 2 waits, then every cluster "([^"]*)", without a reload$`, s.uiShowsWaves)
 	sc.Step(`^the web UI's timeline of the rollout of "([^"]*)" has its start, a cluster\.succeeded for each cluster, then its end$`, s.uiTimeline)
 	sc.Step(`^the web UI shows the rollout of "([^"]*)" "([^"]*)", its reason naming cluster "([^"]*)"$`, s.uiReason)
-	sc.Step(`^the web UI shows the rollout of "([^"]*)" without controls, asking for an API token$`, s.uiNoControls)
-	sc.Step(`^"([^"]*)"'s API token is entered in the web UI$`, s.uiEnterToken)
+	sc.Step(`^the web UI shows the rollout of "([^"]*)" without controls, offering to log in$`, s.uiNoControls)
 	sc.Step(`^"([^"]*)" is pressed in the web UI$`, s.uiPress)
 	sc.Step("^`flotilla describe rollout --watch` follows the rollout of \"([^\"]*)\" live until it ends \"([^\"]*)\", exiting non-zero$", s.describeWatch)
 	s.registerUIAppSteps(sc)
@@ -61,16 +60,51 @@ const recorder = `(() => {
   new MutationObserver(snap).observe(document.getElementById("main"), { childList: true, subtree: true });
 })()`
 
+// openUI opens the web UI in a new browser and logs in as a person does
+// (unless server.anonymousRead lets the page be read without): the
+// rollouts page answers with the login form, the scenario's API token is
+// typed in and sent.
 func (s *scenario) openUI(ctx context.Context) error {
+	b, err := s.startBrowser(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/")); err != nil {
+		return err
+	}
+	if !s.w.anonymousRead {
+		if err := b.login(ctx, s.w.apiToken); err != nil {
+			return err
+		}
+	}
+	if err := b.until(ctx, uiWait, "the page is live", `document.body.dataset.live === "true"`); err != nil {
+		return err
+	}
+	return b.run(ctx, uiWait, chromedp.Evaluate(recorder, nil))
+}
+
+// login logs in at the login page the browser shows, as a person does:
+// the token typed into #login-token, #login-submit pressed.
+func (b *browser) login(ctx context.Context, token string) error {
+	if err := b.until(ctx, uiWait, "the login form", `document.querySelector('#login-form #login-token')`); err != nil {
+		return err
+	}
+	return b.run(ctx, uiWait,
+		chromedp.SendKeys(`#login-token`, token, chromedp.ByQuery),
+		chromedp.Click(`#login-submit`, chromedp.ByQuery))
+}
+
+// startBrowser starts a headless Chromium for the scenario's web UI.
+func (s *scenario) startBrowser(ctx context.Context) (*browser, error) {
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		return errors.New("no chromium on PATH: `make deps` installs Debian's chromium")
+		return nil, errors.New("no chromium on PATH: `make deps` installs Debian's chromium")
 	}
 	// The profile and what chromium leaves in TMPDIR (its singleton
 	// socket) go with the scenario's files, not into /tmp for good.
 	tmp := filepath.Join(s.w.dir, "chromium-tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return err
+		return nil, err
 	}
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
@@ -83,15 +117,9 @@ func (s *scenario) openUI(ctx context.Context) error {
 	s.onCleanup(b.cancel)
 	s.w.browser = b
 	if err := chromedp.Run(bctx); err != nil { // starts the browser
-		return fmt.Errorf("starting chromium: %w", err)
+		return nil, fmt.Errorf("starting chromium: %w", err)
 	}
-	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/")); err != nil {
-		return err
-	}
-	if err := b.until(ctx, uiWait, "the page is live", `document.body.dataset.live === "true"`); err != nil {
-		return err
-	}
-	return b.run(ctx, uiWait, chromedp.Evaluate(recorder, nil))
+	return b, nil
 }
 
 // run runs actions in the page, within d, or until the step's ctx ends.
@@ -115,7 +143,11 @@ func (b *browser) until(ctx context.Context, d time.Duration, what, cond string)
 		}
 		if time.Now().After(deadline) {
 			var page string
-			_ = b.run(ctx, 5*time.Second, chromedp.Evaluate(`document.getElementById("main").innerText`, &page))
+			// The header (who is logged in) and main, or the login page.
+			_ = b.run(ctx, 5*time.Second, chromedp.Evaluate(`document.body.innerText`, &page))
+			if err == nil {
+				err = errors.New("none")
+			}
 			return fmt.Errorf("the web UI did not show that %s within %s; the page shows:\n%s\n(last error: %w)", what, d, truncateText(page, 2000), err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -331,25 +363,8 @@ func (s *scenario) uiNoControls(ctx context.Context, version string) error {
 	if err != nil {
 		return err
 	}
-	return b.until(ctx, uiWait, "no controls and a request for an API token",
-		`document.querySelector('#controls-hint') && !document.querySelector('#controls') && !document.querySelector('[id^="approve-wave-"]')`)
-}
-
-func (s *scenario) uiEnterToken(ctx context.Context, who string) error {
-	b, err := s.uiBrowser()
-	if err != nil {
-		return err
-	}
-	tok, ok := s.w.approverTokens[who]
-	if !ok {
-		return fmt.Errorf("no API token named %q", who)
-	}
-	return b.run(ctx, uiWait,
-		chromedp.Click(`#token-button`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#token-input`, chromedp.ByQuery),
-		chromedp.SendKeys(`#token-input`, tok, chromedp.ByQuery),
-		chromedp.Click(`#token-dialog button[value="save"]`, chromedp.ByQuery),
-		chromedp.WaitNotVisible(`#token-dialog`, chromedp.ByQuery))
+	return b.until(ctx, uiWait, "no controls and a link to log in",
+		`document.querySelector('#controls-hint') && !document.querySelector('#controls') && !document.querySelector('[id^="approve-wave-"]') && document.querySelector('#login-link')`)
 }
 
 func (s *scenario) uiPress(ctx context.Context, label string) error {
@@ -381,6 +396,7 @@ func (s *scenario) describeWatch(ctx context.Context, version, phase string) err
 	wctx, cancel := context.WithTimeout(ctx, uiRolloutWait)
 	defer cancel()
 	cmd := exec.CommandContext(wctx, flotillaBin, "describe", "rollout", id, "--watch", "--interval", "1h", "--server", s.w.flotilla.url())
+	cmd.Env = s.cliEnv()
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

@@ -8,7 +8,8 @@ Feature: The web UI: the fleet, live, in a browser
   from those reverted because of it; one whose primary was changed by hand
   shows as drifted, in its own colour, and one being caught up or having
   its drift reverted says so. Pages stay live on the API's
-  Server-Sent Events; the controls appear once the user gives an API token. These scenarios drive Debian's Chromium,
+  Server-Sent Events. A person logs in with an API token at the login page
+  (the session is a cookie); the controls appear once logged in. These scenarios drive Debian's Chromium,
   headless. In a terminal, `flotilla describe rollout --watch` follows a
   rollout on the same stream until it ends.
 
@@ -45,15 +46,19 @@ Feature: The web UI: the fleet, live, in a browser
     When the application page of "podinfo" is opened from the fleet map
     Then the web UI's application page draws cluster "c4" failing "1.1.0" while the others ran it and were put back to "1.0.0", as their primaries run
 
-  Scenario: The web UI's controls need an API token
+  # Read anonymously (server.anonymousRead), the page offers no controls
+  # but a link to log in; logged in with her API token, alice's approval
+  # is recorded under her token's name.
+  Scenario: The web UI's controls need a person logged in
     Given wave 2 needs the approvals of "alice"
+    And flotilla lets anyone read without credentials (server.anonymousRead)
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And the web UI is open in a browser
     When version "1.1.0" is pushed
     Then cluster "c1" of the rollout of "1.1.0" has succeeded
-    And the web UI shows the rollout of "1.1.0" without controls, asking for an API token
-    When "alice"'s API token is entered in the web UI
+    And the web UI shows the rollout of "1.1.0" without controls, offering to log in
+    When "alice" logs in from the web UI's login link and opens the rollout of "1.1.0"
     And "Approve wave 2" is pressed in the web UI
     Then the rollout of "1.1.0" succeeds
     And the rollout of "1.1.0" records the approvals of "alice" for wave 2
