@@ -46,7 +46,6 @@ const (
 	appName   = "podinfo"
 	workload  = "podinfo"
 	container = "podinfo"
-	repo      = "bench/podinfo"
 )
 
 // named is one cluster of flotilla's configuration: a real cluster of the
@@ -66,6 +65,11 @@ type scenario struct {
 	log          *slog.Logger
 	dir          string
 	ns           string
+	// repo is the scenario's repository in the registry, its own: flotilla
+	// polls its application's repository, and a scenario's flotilla must
+	// not find the versions an earlier scenario pushed (it would roll the
+	// newest out, by poll, over the bench's push).
+	repo string
 	wave1, wave2 []*named
 	// rec tells when flotilla applied a version to clusters: the recorder
 	// around its executor in process, the clusters' Deployments read back
@@ -132,7 +136,7 @@ func (b *bench) newScenario(ctx context.Context, index, wave2, inflight, watcher
 		ns += fmt.Sprintf("-watchers-%d", watchers)
 	}
 	s := &scenario{
-		b: b, log: b.log.With("wave2", wave2, "inflight", inflight, "watchers", watchers, "replicas", replicas), ns: ns, inflight: inflight, watchers: watchers, replicas: replicas,
+		b: b, log: b.log.With("wave2", wave2, "inflight", inflight, "watchers", watchers, "replicas", replicas), ns: ns, repo: "bench/" + ns, inflight: inflight, watchers: watchers, replicas: replicas,
 		dir:      filepath.Join(b.dir, fmt.Sprintf("scenario-%d", index)),
 		regToken: randomHex(16), flaggerToken: randomHex(16), apiToken: randomHex(16),
 	}
@@ -217,7 +221,7 @@ func (s *scenario) createWorkloads(ctx context.Context) error {
 					Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: labels},
 						Spec: corev1.PodSpec{Containers: []corev1.Container{{
-							Name: container, Image: s.b.regHost + "/" + repo + ":0.1.0",
+							Name: container, Image: s.b.regHost + "/" + s.repo + ":0.1.0",
 							Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9898}},
 						}}},
 					},
@@ -296,7 +300,7 @@ func (s *scenario) flotillaConfig() (map[string]any, error) {
 		},
 		"fleet": map[string]any{"clusters": clusters, "waves": waves},
 		"applications": append([]map[string]any{{
-			"name": appName, "image": s.b.regHost + "/" + repo, "track": "MajorVersion", "namespace": s.ns,
+			"name": appName, "image": s.b.regHost + "/" + s.repo, "track": "MajorVersion", "namespace": s.ns,
 			"workload": map[string]any{"kind": "Deployment", "name": workload},
 			"service":  map[string]any{"port": 9898},
 			"delivery": map[string]any{
@@ -782,7 +786,7 @@ func earliest(calls map[string]call) call {
 // does (its .sig tag), and returns its pinned reference and the
 // notification the registry would send for it.
 func (s *scenario) push(ctx context.Context, version string) (string, []byte, error) {
-	ref, body, err := s.pushRepo(repo, version)
+	ref, body, err := s.pushRepo(s.repo, version)
 	if err != nil {
 		return "", nil, err
 	}
