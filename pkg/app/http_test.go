@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -124,5 +125,56 @@ func TestRoutesNeedAnIdentity(t *testing.T) {
 				t.Errorf("answers (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A session opened on one replica is taken by another (scale-out mode):
+// the cookie needs no shared state, only the same config.
+func TestSessionOnAnyReplica(t *testing.T) {
+	replica := func(name string) *Server {
+		s := runServer(t, testConfig(t, fmt.Sprintf("  bus: {url: %q, stream: SESSION, partitions: 2, replica: %s}\n", natsCluster.URL(), name)), Options{NoPrune: true})
+		waitReady(t, s)
+		return s
+	}
+	a, b := replica("a"), replica("b")
+	form := url.Values{"token": {testToken}, "next": {"/ui/#/fleet"}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+a.Addr()+"/ui/login", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "flotilla_session" {
+			session = c
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/#/fleet" || session == nil {
+		t.Fatalf("login on a: %s to %q, session %v", resp.Status, resp.Header.Get("Location"), session)
+	}
+	var got []string
+	for _, s := range []*Server{a, b} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Addr()+"/api/v1/whoami", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.AddCookie(session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		got = append(got, fmt.Sprint(resp.StatusCode, " ", strings.TrimSpace(string(body))))
+	}
+	want := []string{`200 {"name":"default","via":"session"}`, `200 {"name":"default","via":"session"}`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("whoami on a and b (-want +got):\n%s", diff)
 	}
 }

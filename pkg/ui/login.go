@@ -32,9 +32,9 @@ const (
 	sessionCookie = "flotilla_session"
 )
 
-// loginCSP: the login page loads the stylesheet and posts its form to
-// flotilla, nothing else; it runs no script.
-const loginCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; " +
+// loginCSP: the login page loads the stylesheet and its script
+// (login.js) and posts its form to flotilla, nothing else.
+const loginCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; " +
 	"form-action 'self'; frame-ancestors 'none'"
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -45,6 +45,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <title>flotilla: log in</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/app.css">
+<script src="/ui/login.js" defer></script>
 </head>
 <body>
 <header>

@@ -147,6 +147,7 @@ func TestPagesNeedAnIdentity(t *testing.T) {
 		{"page, session of a removed token", srv.URL, "/ui/", nil, removed, loginPage(401, "/ui/", ended)},
 		{"page, reads open", open.URL, "/ui/", nil, nil, index},
 		{"script, none", srv.URL, "/ui/app.js", nil, nil, page{Status: 200, Body: "// flotilla's web UI: rollouts, one rollout as waves x clusters with its"}},
+		{"login script, none", srv.URL, "/ui/login.js", nil, nil, page{Status: 200, Body: "// The login page: a page asked for without a session shows this form, and"}},
 		{"stylesheet, none", srv.URL, "/ui/app.css", nil, nil, page{Status: 200, Body: ":root{--bg:#fff;--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--panel:#f6f8fa;--link:#0550ae;"}},
 		{"unknown asset, none", srv.URL, "/ui/nope.js", nil, nil, page{Status: 404, Body: "404 page not found"}},
 		{"login page", srv.URL, "/ui/login", nil, nil, loginPage(200, "/ui/", "")},
