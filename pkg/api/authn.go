@@ -234,12 +234,13 @@ func sessionCookie(value string, secure bool) *http.Cookie {
 
 // session verifies a session cookie's value and returns its token's name.
 func (a *Authn) session(value string) (string, error) {
-	parts := strings.Split(value, ".")
-	if len(parts) != 3 {
+	// From the right: the expiry and the MAC hold no dot, a name might.
+	rest, mac, ok := cutLast(value, ".")
+	name, exp, ok2 := cutLast(rest, ".")
+	if !ok || !ok2 || name == "" {
 		return "", errors.New("malformed session")
 	}
-	name, mac := parts[0], parts[2]
-	expiry, err := strconv.ParseInt(parts[1], 10, 64)
+	expiry, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil {
 		return "", errors.New("malformed session expiry")
 	}
@@ -255,6 +256,14 @@ func (a *Authn) session(value string) (string, error) {
 		}
 	}
 	return "", errors.New("session of a token no longer configured")
+}
+
+// cutLast cuts s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // sessionMAC signs a session of the token name, with its secret as the key.

@@ -235,6 +235,47 @@ func TestLoginCookie(t *testing.T) {
 	}
 }
 
+// A session of each token works, whatever its name holds (config allows
+// DNS labels only; a dot must not break the cookie's parsing either).
+func TestSessionOfEveryName(t *testing.T) {
+	names := []string{"ops", "ci-prod", "ci.prod", "a.b.c", "default"}
+	tokens := map[string]string{}
+	for i, n := range names {
+		tokens[n] = fmt.Sprintf("secret-%d", i)
+	}
+	a, err := api.NewAuthn(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range names {
+		c, _, err := a.Login(fmt.Sprintf("secret-%d", i), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := requestWith(t, c)
+		p, err := a.Authenticate(req)
+		got = append(got, fmt.Sprint(p.Name, " ", p.Via, " ", err))
+	}
+	var want []string
+	for _, n := range names {
+		want = append(want, n+" session <nil>")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+}
+
+func requestWith(t *testing.T, c *http.Cookie) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://flotilla/api/v1/whoami", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(c)
+	return req
+}
+
 // newAuthnAPI is the API over a store holding rollout r1.
 func newAuthnAPI(t *testing.T) *api.API {
 	t.Helper()
