@@ -34,7 +34,9 @@ func newConfigCheckCmd() *cobra.Command {
 		Short: "Validate a configuration without serving; with --live, reach every cluster",
 		Long: `check loads the configuration as 'flotilla serve' would (schema, defaults,
 secrets and kubeconfig files, every rule) and prints every problem with its
-path, one per line; the exit code is 1 when there is one. With --live it also
+path, one per line; the exit code is 1 when there is one. A valid config
+without an API token (every read and control would be refused) or with
+server.anonymousRead (reads open to anyone) is warned about. With --live it also
 reaches each cluster of the fleet (its kubeconfig, the API server's version)
 and checks that it serves Flagger's Canary (flagger.app/v1beta1), each
 cluster within --timeout. CI pipelines and the Helm chart's init container
@@ -63,6 +65,11 @@ run it.`,
 			}
 			fmt.Fprintf(out, "%s: valid: %d receiver(s), %d cluster(s) in %d wave(s), %d application(s)\n",
 				path, len(cfg.Receivers), len(cfg.Fleet.Clusters), len(cfg.Fleet.Waves), len(cfg.Applications))
+			// Valid, but worth saying: no API token (every read and
+			// control refused) or reads open to anyone.
+			if n := cfg.Server.AuthNotice(); n != "" {
+				fmt.Fprintf(out, "%s: warning: %s\n", path, n)
+			}
 			if !live {
 				return nil
 			}
