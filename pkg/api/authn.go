@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,8 +99,10 @@ func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
 	for _, o := range opts {
 		o(a)
 	}
-	for name, secret := range tokens {
-		a.tokens = append(a.tokens, namedToken{name: name, secret: secret, sum: sha256.Sum256([]byte(secret))})
+	for _, name := range slices.Sorted(maps.Keys(tokens)) { // in order: two names of one secret, the first
+		if secret := tokens[name]; secret != "" { // an empty secret would take "Bearer " alone
+			a.tokens = append(a.tokens, namedToken{name: name, secret: secret, sum: sha256.Sum256([]byte(secret))})
+		}
 	}
 	a.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flotilla_api_requests_refused_total",
@@ -170,7 +174,7 @@ func (a *Authn) token(secret string) (string, bool) {
 	got := sha256.Sum256([]byte(secret))
 	name := ""
 	for _, t := range a.tokens {
-		if subtle.ConstantTimeCompare(got[:], t.sum[:]) == 1 {
+		if subtle.ConstantTimeCompare(got[:], t.sum[:]) == 1 && name == "" {
 			name = t.name
 		}
 	}
@@ -181,19 +185,13 @@ func (a *Authn) token(secret string) (string, bool) {
 // principal for, with the principal in their context; it answers the
 // others itself: 401 with WWW-Authenticate or 403, and {"error": "..."}.
 func (a *Authn) Require(next http.Handler) http.Handler {
-	return a.RequireOr(next, func(w http.ResponseWriter, _ *http.Request, err error) { writeError(w, err) })
-}
-
-// RequireOr is Require answering a refused request with refused (the web
-// UI's login page, for its pages).
-func (a *Authn) RequireOr(next http.Handler, refused func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := a.Authenticate(r)
 		if err != nil {
 			if errors.Is(err, fault.ErrUnauthenticated) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="flotilla"`)
 			}
-			refused(w, r, err)
+			writeError(w, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(identity.WithPrincipal(r.Context(), p)))

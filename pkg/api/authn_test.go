@@ -337,3 +337,35 @@ func summary(body string) string {
 	}
 	return body
 }
+
+// A token of an empty secret takes nothing; two names of one secret are
+// always the same one (the first by name), not the map's order.
+func TestTokensEdges(t *testing.T) {
+	a, err := api.NewAuthn(map[string]string{"b": "same", "a": "same", "empty": "", "c": "c-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range []string{"Bearer same", "Bearer ", "Bearer", "Bearer  c-token ", "bEaReR c-token"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://flotilla/api/v1/whoami", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", h)
+		p, err := a.Authenticate(req)
+		got = append(got, fmt.Sprintf("%q: %s %v", h, p.Name, err))
+	}
+	_, _, err = a.Login("", false)
+	got = append(got, fmt.Sprintf("login with nothing: %v", err))
+	want := []string{
+		`"Bearer same": a <nil>`,
+		`"Bearer ":  unknown API token`,
+		`"Bearer":  this call needs an API token: send Authorization: Bearer <token> (server.apiTokens), or set server.anonymousRead: true to open reads`,
+		`"Bearer  c-token ": c <nil>`,
+		`"bEaReR c-token": c <nil>`,
+		"login with nothing: unknown API token",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
