@@ -174,6 +174,7 @@ func TestExamples(t *testing.T) {
 	}
 	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
 	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
+	t.Setenv("FLOTILLA_API_TOKEN", "api-token")
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
@@ -184,6 +185,9 @@ func TestExamples(t *testing.T) {
 			c, err := Parse(data, filepath.Dir(f))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.Server.AuthNotice() != "" {
+				t.Errorf("the example would refuse every reader: %s", c.Server.AuthNotice())
 			}
 			if a := c.Applications[0]; a.Namespace != "webapp" || a.Service.Name != "backend" || !a.Delivery.TestLoader {
 				t.Errorf("Kurator's block not applied: namespace %q, service %q, testLoader %t", a.Namespace, a.Service.Name, a.Delivery.TestLoader)
