@@ -77,19 +77,37 @@ func (j journal) types(t *testing.T) []string {
 	return out
 }
 
-func setup(t *testing.T, policy string) (*reconcile.Reconciler, *clusters, *embedded.Repo, journal, *prometheus.Registry) {
+// newRepo opens a store in a temporary directory and the Repo over it.
+func newRepo(t *testing.T) (*store.Store, *embedded.Repo) {
 	t.Helper()
 	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	repo := embedded.NewRepo(s, nil)
+	return s, embedded.NewRepo(s, nil)
+}
+
+// fleet is the tests' fleet: c1 in wave a, c2 and c3 in wave b.
+func fleet() config.Fleet {
+	return config.Fleet{
+		Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
+		Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3"}}},
+	}
+}
+
+// gitApp is application "app" from branch main of the repository url,
+// its drift reverted.
+func gitApp(url string) config.Application {
+	return config.Application{Name: "app", Namespace: "ns", Workload: config.Workload{Name: "app"}, DriftPolicy: config.DriftPolicyRevert,
+		Source: &config.Source{Git: &config.GitSource{URL: url, Branch: "main"}}}
+}
+
+func setup(t *testing.T, policy string) (*reconcile.Reconciler, *clusters, *embedded.Repo, journal, *prometheus.Registry) {
+	t.Helper()
+	s, repo := newRepo(t)
 	cfg := &config.Config{
-		Fleet: config.Fleet{
-			Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
-			Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3"}}},
-		},
+		Fleet:        fleet(),
 		Applications: []config.Application{{Name: "app", Image: image, Namespace: "ns", Workload: config.Workload{Name: "app"}, DriftPolicy: policy}},
 	}
 	cs := &clusters{runs: map[string]rollout.Observed{}}
@@ -354,24 +372,15 @@ func BenchmarkCheck(b *testing.B) {
 // drift), and the request names the repository and commit, keyed with
 // its pushes.
 func TestCheckCatchesUpAGitApplication(t *testing.T) {
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	repo := embedded.NewRepo(s, nil)
+	s, repo := newRepo(t)
 	const (
 		commit = "0123456789abcdef0123456789abcdef01234567"
 		url    = "https://bot:secret@git.test/platform/deployments.git"
 		shown  = "https://git.test/platform/deployments.git"
 	)
 	cfg := &config.Config{
-		Fleet: config.Fleet{
-			Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
-			Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3"}}},
-		},
-		Applications: []config.Application{{Name: "app", Namespace: "ns", Workload: config.Workload{Name: "app"}, DriftPolicy: config.DriftPolicyRevert,
-			Source: &config.Source{Git: &config.GitSource{URL: url, Branch: "main"}}}},
+		Fleet:        fleet(),
+		Applications: []config.Application{gitApp(url)},
 	}
 	cs := &clusters{runs: map[string]rollout.Observed{
 		"c1": {Cluster: "c1", Workload: true, Canary: true, Primary: "registry.example.com/podinfo:6.0.0"},
@@ -446,12 +455,7 @@ func (r *renderer) WorkloadImage(_ context.Context, _ config.Application, cluste
 // once and reverted with the commit; a cluster the commit does not render
 // for is not compared, and another commit validated is rendered anew.
 func TestCheckFindsAGitApplicationsDrift(t *testing.T) {
-	s, err := store.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	repo := embedded.NewRepo(s, nil)
+	s, repo := newRepo(t)
 	const (
 		commit = "0123456789abcdef0123456789abcdef01234567"
 		next   = "fedcba9876543210fedcba9876543210fedcba98"
@@ -460,12 +464,8 @@ func TestCheckFindsAGitApplicationsDrift(t *testing.T) {
 		hand   = "reg.test/podinfo:6.0.1"
 	)
 	cfg := &config.Config{
-		Fleet: config.Fleet{
-			Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
-			Waves:    []config.Wave{{Name: "a", Clusters: []string{"c1"}}, {Name: "b", Clusters: []string{"c2", "c3"}}},
-		},
-		Applications: []config.Application{{Name: "app", Namespace: "ns", Workload: config.Workload{Name: "app"}, DriftPolicy: config.DriftPolicyRevert,
-			Source: &config.Source{Git: &config.GitSource{URL: "https://git.test/deploy.git", Branch: "main"}}}},
+		Fleet:        fleet(),
+		Applications: []config.Application{gitApp("https://git.test/deploy.git")},
 	}
 	cs := &clusters{runs: map[string]rollout.Observed{
 		"c1": {Cluster: "c1", Workload: true, Canary: true, Primary: rev, PrimaryImage: img},
