@@ -1,5 +1,7 @@
 // Package api is flotilla's HTTP API under /api/v1: the rollouts (in flight
 // first, then finished ones, paged), and the controls users send: manual
-// approvals and retries, each recorded, with who asked. Calls that change
-// something need the server's API token (server.apiToken) as a bearer token.
+// approvals and retries, each recorded, with who asked. Every call needs an
+// identity, which Authn (authn.go) finds in front of the routes: an API
+// token (server.apiTokens) as a bearer token, or the web UI's session
+// cookie; server.anonymousRead opens the reads (#31).
 package api
