@@ -505,11 +505,8 @@ func (s *scenario) uiListsAs(ctx context.Context, version, who string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.until(ctx, uiWait, "the rollout list holds "+id+" and the header names "+who,
-		fmt.Sprintf(`document.querySelector('#rollouts tr[data-rollout=%q]') && %s && document.querySelector('#logout')`, id, whoami(who))); err != nil {
-		return err
-	}
-	return b.shot(ctx, "logged-in")
+	return b.until(ctx, uiWait, "the rollout list holds "+id+" and the header names "+who,
+		fmt.Sprintf(`document.querySelector('#rollouts tr[data-rollout=%q]') && %s && document.querySelector('#logout')`, id, whoami(who)))
 }
 
 func (s *scenario) uiLogout(ctx context.Context, _ string) error {
