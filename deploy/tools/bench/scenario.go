@@ -61,15 +61,15 @@ type named struct {
 
 // scenario is one flotilla configuration: wave 1 and wave 2 of given sizes.
 type scenario struct {
-	b            *bench
-	log          *slog.Logger
-	dir          string
-	ns           string
+	b   *bench
+	log *slog.Logger
+	dir string
+	ns  string
 	// repo is the scenario's repository in the registry, its own: flotilla
 	// polls its application's repository, and a scenario's flotilla must
 	// not find the versions an earlier scenario pushed (it would roll the
 	// newest out, by poll, over the bench's push).
-	repo string
+	repo         string
 	wave1, wave2 []*named
 	// rec tells when flotilla applied a version to clusters: the recorder
 	// around its executor in process, the clusters' Deployments read back
