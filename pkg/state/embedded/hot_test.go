@@ -28,6 +28,11 @@ func TestRepoHotRollouts(t *testing.T) {
 	}
 	got.Waves[0].Clusters[0].Phase = rollout.ClusterFailed // a caller's change, not kept
 	got.Reason = "changed by a reader"
+	listed, err := r.ListInFlight(ctx)
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("ListInFlight: %d rollouts, %v", len(listed), err)
+	}
+	listed[0].Waves[0].Clusters[0].Phase = rollout.ClusterFailed // nor this one
 	if _, err := r.Update(ctx, "r1", func(ro *rollout.Rollout) error {
 		ro.Waves[0].Clusters[0].Phase = rollout.ClusterProgressing
 		return nil

@@ -284,10 +284,14 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 // in the hot set is archived on the way.
 func (r *Repo) ListInFlight(ctx context.Context) ([]rollout.Rollout, error) {
 	var out, done []rollout.Rollout
-	err := r.docs.List(ctx, rolloutsCollection, func(_ string, raw []byte) error {
-		var ro rollout.Rollout
-		if err := json.Unmarshal(raw, &ro); err != nil {
-			return fmt.Errorf("decoding rollout: %w", err)
+	drops := r.hot.since()
+	err := r.docs.List(ctx, rolloutsCollection, func(id string, raw []byte) error {
+		ro, ok := r.hot.get(id)
+		if !ok {
+			if err := json.Unmarshal(raw, &ro); err != nil {
+				return fmt.Errorf("decoding rollout: %w", err)
+			}
+			r.hot.putRead(ro, drops)
 		}
 		if ro.Phase.Done() {
 			done = append(done, ro)
