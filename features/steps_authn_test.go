@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -116,14 +117,16 @@ func (s *scenario) call(ctx context.Context, method, path string, header http.He
 }
 
 // callBusy is call asked again, for up to 30 s, while flotilla answers
-// 502, 503 or 504 (a scale-out replica whose NATS is busy), as a client
-// would.
+// 502, 503 or 504 (a scale-out replica whose NATS is busy) or refuses the
+// connection (its Service still routing to the pod an upgrade just
+// replaced), as a client would.
 func (s *scenario) callBusy(ctx context.Context, method, path string, header http.Header, body []byte) (answer, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		a, err := s.call(ctx, method, path, header, body)
-		busy := a.status == http.StatusBadGateway || a.status == http.StatusServiceUnavailable || a.status == http.StatusGatewayTimeout
-		if err != nil || !busy || time.Now().After(deadline) {
+		busy := a.status == http.StatusBadGateway || a.status == http.StatusServiceUnavailable || a.status == http.StatusGatewayTimeout ||
+			errors.Is(err, syscall.ECONNREFUSED)
+		if !busy || ctx.Err() != nil || time.Now().After(deadline) {
 			return a, err
 		}
 		time.Sleep(time.Second)

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -21,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -858,13 +860,16 @@ func (s *scenario) rolloutsStarted(ctx context.Context, n int, version string) e
 
 // getJSON reads path from flotilla's API into v. An answer of 502, 503 or
 // 504 (flotilla said it could not answer now: its state store busy, as a
-// NATS cluster under the whole suite's load can be) is asked again, for up
-// to 30 s, as a client would; the last answer is the error.
+// NATS cluster under the whole suite's load can be), or a refused
+// connection (a Service still routing to the pod an upgrade replaced), is
+// asked again, for up to 30 s, as a client would; the last answer is the
+// error.
 func (s *scenario) getJSON(ctx context.Context, path string, v any) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		code, err := s.getJSONOnce(ctx, path, v)
-		busy := code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
+		busy := code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout ||
+			errors.Is(err, syscall.ECONNREFUSED)
 		if !busy || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
