@@ -3,7 +3,6 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -86,23 +85,11 @@ func serve(t *testing.T, a *api.API, tokens map[string]string, opts ...api.Authn
 
 func call(t *testing.T, srv *httptest.Server, method, path, tok, body string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var c credential
 	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+		c.authorization = "Bearer " + tok
 	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	return send(t, srv.URL, method, path, c, body)
 }
 
 func TestAPI(t *testing.T) {
