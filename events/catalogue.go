@@ -546,3 +546,55 @@ func DecodePayload(e cloudevents.Event) (any, error) {
 	}
 	return reflect.ValueOf(p).Elem().Interface(), nil
 }
+
+// TypeAuditRecorded: a decision on a user's control, for the audit (payload
+// AuditRecorded; #31). The API journals it beside the control's own event
+// (one append) when the control is allowed, alone when it is refused. It
+// carries the rollout's id when the control is about a rollout, so the
+// rollout's timeline shows it; no function consumes it.
+const TypeAuditRecorded = "dev.flotilla.audit.recorded.v1"
+
+// Decisions of an AuditRecorded.
+const (
+	AuditAllowed = "allowed"
+	AuditRefused = "refused"
+)
+
+// AuditPrincipal is who sent a control (pkg/identity.Principal, copied:
+// the catalogue imports no domain package).
+type AuditPrincipal struct {
+	Subject    string   `json:"subject,omitempty"`
+	Name       string   `json:"name"`
+	Groups     []string `json:"groups,omitempty"`
+	Token      string   `json:"token,omitempty"`
+	Automation bool     `json:"automation,omitempty"`
+	// Via is how the request proved it: token, session or anonymous.
+	Via string `json:"via,omitempty"`
+}
+
+// AuditRecorded: Principal asked for Action (a permission's name: pause,
+// resume, retry, refresh, abort, approve, override, rollback, quarantine,
+// stop-line) on Application's rollout RolloutID (wave Wave, from 1, where
+// the control names one) from RemoteAddr with UserAgent, giving Reason;
+// Decision is AuditAllowed or AuditRefused, Why says why when it says
+// anything. EventID is the control's own event, when one was journaled.
+type AuditRecorded struct {
+	Principal   AuditPrincipal `json:"principal"`
+	Action      string         `json:"action"`
+	Application string         `json:"application,omitempty"`
+	RolloutID   string         `json:"rolloutId,omitempty"`
+	Wave        int            `json:"wave,omitempty"`
+	WaveName    string         `json:"waveName,omitempty"`
+	Cluster     string         `json:"cluster,omitempty"`
+	// Detail is what the control named besides: a verdict (valid or
+	// invalid), a quarantined tag or digest.
+	Detail     string `json:"detail,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Decision   string `json:"decision"`
+	Why        string `json:"why,omitempty"`
+	RemoteAddr string `json:"remoteAddr,omitempty"`
+	UserAgent  string `json:"userAgent,omitempty"`
+	EventID    string `json:"eventId,omitempty"`
+}
+
+func init() { payloadTypes[TypeAuditRecorded] = func() any { return new(AuditRecorded) } }

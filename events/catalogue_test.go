@@ -50,6 +50,7 @@ func TestPayloadsCoverTheCatalogue(t *testing.T) {
 		TypeRolloutRolledBack, TypeFunctionFailed, TypeEventQuarantined, TypeJournalDamaged,
 		TypeGitPullRequest, TypePullRequestRequested, TypePullRequestStatus,
 		TypePipelineRunRequested, TypePipelineRunStarted, TypePipelineRunFinished,
+		TypeAuditRecorded,
 	} {
 		if _, ok := payloadTypes[typ]; !ok {
 			t.Errorf("no payload for %s", typ)

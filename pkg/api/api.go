@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/netip"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -47,6 +48,9 @@ type API struct {
 	log       *slog.Logger
 
 	health Health // the clusters' health (GET /api/v1/clusters)
+
+	auditLog AuditLog       // GET /api/v1/audit reads it (audit.go)
+	proxies  []netip.Prefix // server.trustedProxies: their X-Forwarded-For is believed
 }
 
 // WithApplications names the configured applications, which the calls
@@ -92,6 +96,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))
 	mux.HandleFunc("POST /api/v1/fleet/start", a.fleetControl(events.TypeFleetStartRequested))
 	mux.HandleFunc("GET /api/v1/whoami", a.whoami)
+	mux.HandleFunc("GET /api/v1/audit", a.listAudit)
 }
 
 // Whoami is the answer of GET /api/v1/whoami: who the request came from.

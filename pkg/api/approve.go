@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 )
@@ -46,7 +47,16 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.Permanent(fmt.Errorf("rollout %s has no cluster %q", id, req.Cluster)))
 		return
 	}
+	if req.Status != gates.StatusValid && req.Status != gates.StatusInvalid {
+		writeError(w, fault.Permanent(fmt.Errorf("%w: status %q, want valid or invalid", gates.ErrInvalidApproval, req.Status)))
+		return
+	}
 	v := gates.Approval{Status: req.Status, By: who(name, req.By), Reason: req.Reason, At: time.Now().UTC()}
+	// Audited before it is kept: no approval without its record.
+	if !a.audit(w, r, a.auditOf(r, ActionApprove, events.AuditRecorded{Application: ro.Application, RolloutID: id, Cluster: req.Cluster,
+		Detail: string(req.Status), Reason: req.Reason})) {
+		return
+	}
 	if err := a.approvals.Approve(r.Context(), id, req.Cluster, v); err != nil {
 		if errors.Is(err, gates.ErrInvalidApproval) {
 			err = fault.Permanent(err)

@@ -25,6 +25,8 @@ type RetryRequest struct {
 	Cluster string `json:"cluster,omitempty"`
 	// By names who asked, for the record.
 	By string `json:"by,omitempty"`
+	// Reason is why, for the audit.
+	Reason string `json:"reason,omitempty"`
 }
 
 // RetryResponse answers a retry: the event journaled for it.
@@ -64,7 +66,8 @@ func (a *API) retry(w http.ResponseWriter, r *http.Request) {
 	}
 	attempt := ro.Retries + 1
 	e, ok := a.journalEvent(w, r, fmt.Sprintf("retry/%s/%d", id, attempt), events.TypeRolloutRetryRequested, id,
-		events.RolloutRetryRequested{RolloutID: id, Cluster: req.Cluster, Attempt: attempt, User: who(name, req.By)})
+		events.RolloutRetryRequested{RolloutID: id, Cluster: req.Cluster, Attempt: attempt, User: who(name, req.By)},
+		a.auditOf(r, ActionRetry, events.AuditRecorded{Application: ro.Application, RolloutID: id, Cluster: req.Cluster, Reason: req.Reason}))
 	if !ok {
 		return
 	}
@@ -157,17 +160,19 @@ func (a *API) authorizedRequest(w http.ResponseWriter, r *http.Request, req any)
 	return name, true
 }
 
-// journalControl journals a control and answers 202.
-func (a *API) journalControl(w http.ResponseWriter, r *http.Request, typ string, c events.Control) {
-	if e, ok := a.journalEvent(w, r, fmt.Sprintf("control/%s/%d", typ, time.Now().UnixNano()), typ, c.RolloutID, c); ok {
+// journalControl journals a control with its audit record au and answers
+// 202.
+func (a *API) journalControl(w http.ResponseWriter, r *http.Request, typ string, c events.Control, au events.AuditRecorded) {
+	if e, ok := a.journalEvent(w, r, fmt.Sprintf("control/%s/%d", typ, time.Now().UnixNano()), typ, c.RolloutID, c, au); ok {
 		writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: c.User})
 	}
 }
 
 // journalEvent journals a user's control as an event of type typ with
-// payload p (of rollout rolloutID, if set) and logs it; on a failure it
+// payload p (of rollout rolloutID, if set), and beside it, in the same
+// append, its audit record au (a.auditOf), and logs it; on a failure it
 // answers the error itself and reports false.
-func (a *API) journalEvent(w http.ResponseWriter, r *http.Request, id, typ, rolloutID string, p any) (cloudevents.Event, bool) {
+func (a *API) journalEvent(w http.ResponseWriter, r *http.Request, id, typ, rolloutID string, p any, au events.AuditRecorded) (cloudevents.Event, bool) {
 	e, err := events.New(id, "/flotilla/api", typ, p)
 	if err != nil {
 		writeError(w, err)
@@ -176,7 +181,12 @@ func (a *API) journalEvent(w http.ResponseWriter, r *http.Request, id, typ, roll
 	if rolloutID != "" {
 		e.SetExtension(events.ExtRolloutID, rolloutID)
 	}
-	if _, err := a.journal.Append(r.Context(), e); err != nil {
+	ae, err := auditEvent(au, id)
+	if err != nil {
+		writeError(w, err)
+		return e, false
+	}
+	if _, err := a.journal.Append(r.Context(), e, ae); err != nil {
 		writeError(w, fmt.Errorf("journaling %s: %w", typ, err))
 		return e, false
 	}
@@ -207,7 +217,7 @@ func (a *API) rolloutControl(typ string) http.HandlerFunc {
 			return
 		}
 		c.RolloutID = id
-		a.journalControl(w, r, typ, c)
+		a.journalControl(w, r, typ, c, a.auditOf(r, actionOf[typ], events.AuditRecorded{Application: ro.Application, RolloutID: id, Reason: c.Reason}))
 	}
 }
 
@@ -236,7 +246,11 @@ func (a *API) fleetControl(typ string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		a.journalControl(w, r, typ, c)
+		detail := "stop"
+		if typ == events.TypeFleetStartRequested {
+			detail = "start"
+		}
+		a.journalControl(w, r, typ, c, a.auditOf(r, actionOf[typ], events.AuditRecorded{Detail: detail, Reason: c.Reason}))
 	}
 }
 
@@ -288,7 +302,8 @@ func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
 	}
 	user := who(name, req.By)
 	if e, ok := a.journalEvent(w, r, fmt.Sprintf("approval/%s/%d/%s", id, idx, name), events.TypeWaveApprovalRequested, id,
-		events.WaveApproval{RolloutID: id, Wave: idx, Approver: name, User: user, Reason: req.Reason}); ok {
+		events.WaveApproval{RolloutID: id, Wave: idx, Approver: name, User: user, Reason: req.Reason},
+		a.auditOf(r, ActionApprove, events.AuditRecorded{Application: ro.Application, RolloutID: id, Wave: idx + 1, WaveName: wave.Name, Reason: req.Reason})); ok {
 		writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 	}
 }
@@ -336,7 +351,8 @@ func (a *API) quarantine(w http.ResponseWriter, r *http.Request) {
 	user := who(name, req.By)
 	if e, ok := a.journalEvent(w, r, fmt.Sprintf("quarantine/%s/%s%s/%d", app, req.Tag, req.Digest, time.Now().UnixNano()),
 		events.TypeVersionQuarantineRequested, "",
-		events.QuarantineRequested{Application: app, Tag: req.Tag, Digest: req.Digest, User: user, Reason: req.Reason}); ok {
+		events.QuarantineRequested{Application: app, Tag: req.Tag, Digest: req.Digest, User: user, Reason: req.Reason},
+		a.auditOf(r, ActionQuarantine, events.AuditRecorded{Application: app, Detail: req.Tag + req.Digest, Reason: req.Reason})); ok {
 		writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 	}
 }
@@ -363,5 +379,6 @@ func (a *API) rollBack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.RolloutID = id
-	a.journalControl(w, r, events.TypeRolloutRollbackRequested, c)
+	a.journalControl(w, r, events.TypeRolloutRollbackRequested, c,
+		a.auditOf(r, ActionRollback, events.AuditRecorded{Application: ro.Application, RolloutID: id, Reason: c.Reason}))
 }

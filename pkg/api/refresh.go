@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
 
@@ -57,6 +58,10 @@ func (a *API) refresh(w http.ResponseWriter, r *http.Request) {
 		return
 	case a.refresher == nil:
 		writeError(w, fault.New(fault.ErrNotFound, "this flotilla does not poll registries"))
+		return
+	}
+	// Audited before the poll: it may start a rollout.
+	if !a.audit(w, r, a.auditOf(r, ActionRefresh, events.AuditRecorded{Application: app, Reason: req.Reason})) {
 		return
 	}
 	res, err := a.refresher.Refresh(r.Context(), app)
