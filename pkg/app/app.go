@@ -324,7 +324,8 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return err
 	}
 	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
-		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll})
+		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
+		WithAuditLog(s.bus).WithTrustedProxies(cfg.Server.Proxies()...)
 	s.api.WithHealth(clusterHealth{clusters})
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),

@@ -109,6 +109,12 @@ type Server struct {
 	// token; the controls still need one. Insecure: the rollouts, the
 	// applications and the clusters' names are then public. Default false.
 	AnonymousRead bool `json:"anonymousRead"`
+	// TrustedProxies are the reverse proxies (CIDRs or IP addresses) in
+	// front of flotilla whose X-Forwarded-For the audit believes: a
+	// control from one of them is recorded as coming from the header's
+	// first hop; from anyone else, as coming from its peer address (the
+	// header is ignored). Default none.
+	TrustedProxies []string `json:"trustedProxies"`
 	// Bus, when set, runs flotilla in scale-out mode: its events, rollout
 	// state and the sharing of work among several active replicas live in
 	// a NATS JetStream cluster. Unset: embedded mode (one process, all

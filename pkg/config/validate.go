@@ -127,6 +127,11 @@ func (v *validator) server(s *Server) {
 		v.dnsLabel("server.fleetRollouts.namespace", "namespace", f.Namespace)
 		v.file("server.fleetRollouts.kubeconfig", f.Kubeconfig)
 	}
+	for i, p := range s.TrustedProxies {
+		if _, err := ParseProxy(p); err != nil {
+			v.addf(fmt.Sprintf("server.trustedProxies[%d]", i), "%v", err)
+		}
+	}
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}
