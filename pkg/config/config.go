@@ -28,6 +28,13 @@ type Config struct {
 	// of flotilla's user ($DOCKER_CONFIG/config.json) and its credential
 	// helpers, which is also tried last when it is set.
 	Registries *Registries `json:"registries"`
+	// Projects group the applications and grant roles in each
+	// (pkg/authz). With neither projects nor rbac, every authenticated
+	// principal may do everything.
+	Projects []Project `json:"projects"`
+	// RBAC is casbin policy on top of the projects' roles, and the role
+	// every authenticated principal has.
+	RBAC *RBAC `json:"rbac"`
 }
 
 // Registries are where registry credentials come from, tried in this
@@ -180,6 +187,9 @@ type APIToken struct {
 	Secret *Secret `json:"secret"`
 	// Value is the resolved secret, set by Load. Never marshalled.
 	Value string `json:"-"`
+	// Groups the token's holder is in, which projects' roles and
+	// rbac.policy grant to as group:<name>. Needs projects or rbac.
+	Groups []string `json:"groups"`
 }
 
 // DefaultTokenName is the name server.apiToken is recorded as.

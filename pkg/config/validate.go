@@ -86,6 +86,7 @@ func validate(c *Config, earlier ...Problem) *ValidationError {
 	v.fleet(&c.Fleet)
 	v.clusters = c.Fleet.Clusters
 	v.applications(c.Applications)
+	v.projects(c)
 	if c.Registries != nil {
 		v.registries(c.Registries)
 	}
