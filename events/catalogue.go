@@ -574,7 +574,7 @@ type AuditPrincipal struct {
 
 // AuditRecorded: Principal asked for Action (a permission's name: pause,
 // resume, retry, refresh, abort, approve, override, rollback, quarantine,
-// stop-line) on Application's rollout RolloutID (wave Wave, from 1, where
+// stop-line) on Application's rollout RolloutID (its wave WaveNumber, where
 // the control names one) from RemoteAddr with UserAgent, giving Reason;
 // Decision is AuditAllowed or AuditRefused, Why says why when it says
 // anything. EventID is the control's own event, when one was journaled.
@@ -583,9 +583,11 @@ type AuditRecorded struct {
 	Action      string         `json:"action"`
 	Application string         `json:"application,omitempty"`
 	RolloutID   string         `json:"rolloutId,omitempty"`
-	Wave        int            `json:"wave,omitempty"`
-	WaveName    string         `json:"waveName,omitempty"`
-	Cluster     string         `json:"cluster,omitempty"`
+	// WaveNumber counts from 1 (0: no wave; the catalogue's "wave" fields
+	// are indexes from 0, this one is as users name waves).
+	WaveNumber int    `json:"waveNumber,omitempty"`
+	WaveName   string `json:"waveName,omitempty"`
+	Cluster    string `json:"cluster,omitempty"`
 	// Detail is what the control named besides: a verdict (valid or
 	// invalid), a quarantined tag or digest.
 	Detail     string `json:"detail,omitempty"`

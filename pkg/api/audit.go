@@ -153,7 +153,7 @@ func (a *API) auditRefused(r *http.Request, action, application, rolloutID, why 
 	rec := events.AuditRecorded{Application: application, RolloutID: rolloutID, Decision: events.AuditRefused, Why: why}
 	if wv := r.PathValue("wave"); wv != "" {
 		if n, err := strconv.Atoi(wv); err == nil {
-			rec.Wave = n
+			rec.WaveNumber = n
 		} else {
 			rec.WaveName = wv
 		}
@@ -270,6 +270,7 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("reading the audit: %w", err))
 		return
 	}
+	page.Records = a.readableAudit(r.Context(), page.Records) // another project's: left out
 	writeJSON(w, http.StatusOK, page)
 }
 

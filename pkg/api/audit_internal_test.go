@@ -72,7 +72,7 @@ func TestAuditRefused(t *testing.T) {
 	}
 	want := events.AuditRecorded{
 		Principal: events.AuditPrincipal{Subject: "ci", Name: "ci", Groups: []string{"ci"}, Token: "ci", Automation: true, Via: "token"},
-		Action:    "approve", Application: "shop", RolloutID: "r4", Wave: 2,
+		Action:    "approve", Application: "shop", RolloutID: "r4", WaveNumber: 2,
 		Decision: "refused", Why: "ci may not approve in project payments (needs approve)",
 		RemoteAddr: "192.0.2.1", UserAgent: "flotilla/1.0",
 	}

@@ -107,7 +107,7 @@ func TestControlsAreAudited(t *testing.T) {
 	var got []row
 	for _, e := range page.Records {
 		wave := ""
-		if e.Wave > 0 {
+		if e.WaveNumber > 0 {
 			wave = e.WaveName
 		}
 		got = append(got, row{e.Principal.Name, e.Action, e.Application, e.RolloutID, wave, e.Detail + e.Cluster, e.Reason, e.Decision, e.RemoteAddr, e.UserAgent})

@@ -303,7 +303,7 @@ func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
 	user := who(name, req.By)
 	if e, ok := a.journalEvent(w, r, fmt.Sprintf("approval/%s/%d/%s", id, idx, name), events.TypeWaveApprovalRequested, id,
 		events.WaveApproval{RolloutID: id, Wave: idx, Approver: name, User: user, Reason: req.Reason},
-		a.auditOf(r, ActionApprove, events.AuditRecorded{Application: ro.Application, RolloutID: id, Wave: idx + 1, WaveName: wave.Name, Reason: req.Reason})); ok {
+		a.auditOf(r, ActionApprove, events.AuditRecorded{Application: ro.Application, RolloutID: id, WaveNumber: idx + 1, WaveName: wave.Name, Reason: req.Reason})); ok {
 		writeJSON(w, http.StatusAccepted, ControlResponse{EventID: e.ID(), By: user})
 	}
 }

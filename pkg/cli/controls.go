@@ -31,7 +31,8 @@ const tokenHelp = `
 The call needs an API token of the running flotilla (server.apiToken or
 server.apiTokens in its config): --token, or the environment variable
 FLOTILLA_TOKEN. It is journaled as an event naming the token's name (and
-your user name) and the reason.`
+your user name) and the reason, and recorded in the audit ('flotilla get
+audit': who, from where, why).`
 
 // controlCmd is a command that POSTs a control to path(args) and prints
 // done(args, by).

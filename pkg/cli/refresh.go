@@ -21,7 +21,7 @@ type refreshResponse struct {
 }
 
 func newRefreshCmd() *cobra.Command {
-	var server, token string
+	var server, token, reason string
 	cmd := &cobra.Command{
 		Use:   "refresh APPLICATION",
 		Short: "Poll an application's registry now, for a version no webhook brought",
@@ -36,7 +36,7 @@ was fed in, or why nothing was.` + tokenHelp,
 		Example: `  flotilla refresh podinfo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body, err := jsonBody(controlRequest{By: whoami()})
+			body, err := jsonBody(controlRequest{Reason: reason, By: whoami()})
 			if err != nil {
 				return err
 			}
@@ -50,6 +50,7 @@ was fed in, or why nothing was.` + tokenHelp,
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	tokenFlag(cmd.Flags(), &token)
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the audit")
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 type retryRequest struct {
 	Cluster string `json:"cluster,omitempty"`
 	By      string `json:"by,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // retryResponse is pkg/api.RetryResponse.
@@ -21,7 +22,7 @@ type retryResponse struct {
 }
 
 func newRetryCmd() *cobra.Command {
-	var server, token, cluster string
+	var server, token, cluster, reason string
 	cmd := &cobra.Command{
 		Use:   "retry ROLLOUT",
 		Short: "Try again what failed in a rollout: failed clusters, the reverts of a failed rollback, a pull request's merge, steps flotilla gave up on",
@@ -52,14 +53,15 @@ is an error (409).
 
 The call needs an API token of the running flotilla (server.apiToken or
 server.apiTokens in its config): --token, or the environment variable
-FLOTILLA_TOKEN. It is recorded under the token's name.`,
+FLOTILLA_TOKEN. It is recorded under the token's name, with --reason, in
+the audit ('flotilla get audit').`,
 		Example: `  flotilla retry r-20260102-api-7f3c
   flotilla retry r-20260102-api-7f3c --cluster eu-1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := apiClient{base: server, token: token}
 			var res retryResponse
-			body, err := jsonBody(retryRequest{Cluster: cluster, By: whoami()})
+			body, err := jsonBody(retryRequest{Cluster: cluster, By: whoami(), Reason: reason})
 			if err != nil {
 				return err
 			}
@@ -73,5 +75,6 @@ FLOTILLA_TOKEN. It is recorded under the token's name.`,
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	tokenFlag(cmd.Flags(), &token)
 	cmd.Flags().StringVar(&cluster, "cluster", "", "retry only this cluster's failures")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the audit")
 	return cmd
 }

@@ -51,7 +51,7 @@ a pause, a stopped fleet).` + readTokenHelp,
 	rollouts.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the list again besides its live changes")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	tokenFlag(cmd.PersistentFlags(), &token)
-	cmd.AddCommand(rollouts, newGetApplicationsCmd(&server, &token))
+	cmd.AddCommand(rollouts, newGetApplicationsCmd(&server, &token), newGetAuditCmd(&server, &token))
 	return cmd
 }
 

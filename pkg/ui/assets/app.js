@@ -383,12 +383,25 @@ function shortType(t) {
 // describe says what an event's payload tells, in a few words.
 function describe(e) {
   const d = e.data || {};
+  if (e.type === "dev.flotilla.audit.recorded.v1") return describeAudit(d);
   const parts = [];
   for (const k of ["phase", "canaryPhase", "status", "reason", "message", "error", "outcome", "tag", "by"]) {
     if (typeof d[k] === "string" && d[k]) parts.push(d[k]);
   }
   if (typeof d.weight === "number" && d.weight) parts.push(d.weight + "%");
   if (typeof d.canaryWeight === "number" && d.canaryWeight) parts.push(d.canaryWeight + "%");
+  return parts.join(" · ");
+}
+
+// describeAudit says who asked for what, why, and whether it was allowed
+// (an audit record, #31).
+function describeAudit(d) {
+  const p = d.principal || {};
+  const what = [d.action, d.detail, d.cluster].filter(Boolean).join(" ");
+  const parts = [(p.name || "?") + " " + what + ": " + (d.decision || "")];
+  if (d.why) parts.push(d.why);
+  if (d.reason) parts.push("reason: " + d.reason);
+  if (d.remoteAddr) parts.push("from " + d.remoteAddr);
   return parts.join(" · ");
 }
 
@@ -401,7 +414,7 @@ function timeline() {
       return h("li", { dataset: { type: shortType(e.type), cluster: d.cluster || "" } },
         h("span", { class: "muted" }, clock(e.time)),
         h("span", { class: "mono" }, shortType(e.type)),
-        h("span", {}, d.cluster || (typeof d.wave === "number" ? "wave " + (d.wave + 1) : "")),
+        h("span", {}, d.cluster || (typeof d.wave === "number" ? "wave " + (d.wave + 1) : d.waveNumber ? "wave " + d.waveNumber : "")),
         h("span", {}, describe(e)));
     }))];
 }
