@@ -13,6 +13,11 @@
 // for `flotilla retry`, and a pipeline request given up on counts as a run
 // that failed).
 //
+// A burst of one rollout's canary events and apply runs' ends (a wave of
+// 1,000 clusters sends thousands) is handled in one update of the rollout
+// when the dispatcher hands them over together (HandleFolded, a
+// dispatch.Folder), with the same outcome as one at a time.
+//
 // Consumes: dev.flotilla.canary.v1, dev.flotilla.pipelinerun.finished.v1 (apply),
 //
 //	dev.flotilla.cluster.deadline.v1 (apply), dev.flotilla.function.failed.v1

@@ -89,6 +89,10 @@ func (f *Function) readStatus(ctx context.Context, clusterName string, app confi
 	return f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
 }
 
+// change is one event's effect on its rollout, read outside the
+// transaction (a cluster's read may take seconds) and applied inside it.
+type change func(r *rollout.Rollout) ([]cloudevents.Event, error)
+
 // canary classifies one canary event.
 func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	c, err := events.Decode[events.Canary](e)
@@ -105,6 +109,17 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
+	ch, err := f.canaryChange(ctx, ro, e, c)
+	if err != nil || ch == nil {
+		return nil, err
+	}
+	_, out, err := f.repo.UpdateEmit(ctx, ro.ID, ch)
+	return out, err
+}
+
+// canaryChange reads the cluster of canary event c of rollout ro: nil when
+// it changes nothing.
+func (f *Function) canaryChange(ctx context.Context, ro rollout.Rollout, e cloudevents.Event, c events.Canary) (change, error) {
 	app, ok := f.cfg.Application(ro.Application)
 	if !ok {
 		return nil, nil
@@ -122,8 +137,7 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		}
 	}
 	deadline := f.now().Add(app.Delivery.StepDeadline())
-	_, out, err := f.repo.UpdateEmit(ctx, ro.ID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+	return func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		return r.Canary(e, c, st, deadline)
-	})
-	return out, err
+	}, nil
 }

@@ -28,6 +28,12 @@ func (f *Function) finished(ctx context.Context, e cloudevents.Event) ([]cloudev
 	if err != nil {
 		return nil, err
 	}
+	_, out, err := f.repo.UpdateEmit(ctx, run.RolloutID, f.finishedChange(ctx, ro, e, run))
+	return out, err
+}
+
+// finishedChange reads what apply run's end needs of its cluster.
+func (f *Function) finishedChange(ctx context.Context, ro rollout.Rollout, e cloudevents.Event, run events.PipelineRunFinished) change {
 	// Flagger sees no new revision when nothing changed and will report
 	// nothing: read whether the primary runs the digest already (before
 	// the transaction: a read may take seconds).
@@ -36,10 +42,9 @@ func (f *Function) finished(ctx context.Context, e cloudevents.Event) ([]cloudev
 		st, err := f.readStatus(ctx, run.Cluster, app)
 		already = err == nil && st.PrimaryImage == ro.Ref()
 	}
-	_, out, err := f.repo.UpdateEmit(ctx, run.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+	return func(r *rollout.Rollout) ([]cloudevents.Event, error) {
 		return r.Applied(e, run, already, f.now())
-	})
-	return out, err
+	}
 }
 
 // deadline decides a cluster whose step's time is up, from what the

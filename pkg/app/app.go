@@ -248,6 +248,8 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err != nil {
 		return err
 	}
+	// observe folds a burst of a rollout's events into one update.
+	var _ dispatch.Folder = (*observe.Function)(nil)
 	fns := []dispatch.Function{
 		verifier,
 		plan.New(cfg, s.repo, nil),

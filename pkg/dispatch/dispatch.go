@@ -272,7 +272,38 @@ func (d *Dispatcher) call(ctx context.Context, l *lane, f Function, e cloudevent
 
 // journal appends a function's events. Events the journal refuses for good
 // (one would not read back) fail the function instead.
+// callFolded calls f with events es of one key, under one deadline of l.
+func (d *Dispatcher) callFolded(ctx context.Context, l *lane, f Folder, es []cloudevents.Event) ([][]cloudevents.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.CallTimeout)
+	defer cancel()
+	start := time.Now()
+	out, err := f.HandleFolded(ctx, es)
+	took := time.Since(start)
+	d.m.folded.WithLabelValues(f.Name()).Observe(float64(len(out)))
+	if err == nil && len(out) > 0 {
+		// Each event handled counts as a call of its share of the time.
+		for range out {
+			d.m.observe(f.Name(), nil, took/time.Duration(len(out)))
+		}
+	}
+	if d.o.Logger.Enabled(ctx, slog.LevelDebug) {
+		d.o.Logger.DebugContext(ctx, "events folded", "events", len(es), "handled", len(out), "took", took, "error", err)
+	}
+	return out, err
+}
+
 func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Event, out []cloudevents.Event) error {
+	err := d.append(ctx, f, out)
+	if fault.IsPermanent(err) {
+		if out, err = d.failed(ctx, f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
+			err = d.append(ctx, f, out)
+		}
+	}
+	return err
+}
+
+// append journals the events f returned (and schedules its timers).
+func (d *Dispatcher) append(ctx context.Context, f Function, out []cloudevents.Event) error {
 	if len(out) == 0 {
 		return nil
 	}
@@ -288,11 +319,6 @@ func (d *Dispatcher) journal(ctx context.Context, f Function, e cloudevents.Even
 		return nil
 	}
 	recs, err := d.j.Append(wctx, out...)
-	if fault.IsPermanent(err) {
-		if out, err = d.failed(ctx, f, e, fmt.Errorf("journaling its events: %w", err)); err == nil {
-			recs, err = d.j.Append(wctx, out...)
-		}
-	}
 	if err != nil {
 		return fmt.Errorf("journaling events of %s: %w", f.Name(), err)
 	}

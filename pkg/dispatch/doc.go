@@ -11,6 +11,10 @@
 // gives up leaves a function.failed event. At most MaxInFlight events are
 // read and not yet handled.
 //
+// A function that can fold (a [Folder]) is handed the events queued on a
+// key for it alone in one call, up to [MaxFold]: observe then writes a
+// burst of a rollout's events in one update instead of one each.
+//
 // The cursor is a watermark below every event still in flight, saved in
 // the background: delivery is at least once, and a crash replays what was
 // in flight or handled after the watermark, which functions handle

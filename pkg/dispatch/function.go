@@ -14,3 +14,23 @@ type Function interface {
 	Consumes() []string
 	Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error)
 }
+
+// Folder is a Function that can fold a burst of one key's events into one
+// call, as observe folds a rollout's canary events into one update of the
+// rollout instead of one each: when several events queued on a key are all
+// for the Folder alone (no other function consumes them) and none was
+// tried yet, the dispatcher hands it up to [MaxFold] of them at once.
+//
+// HandleFolded handles es, in order, as Handle would one after the other,
+// and returns the events derived from each of a prefix of es (out[i] from
+// es[i]): it may stop at any event it does not fold, and the dispatcher
+// hands that one and the rest to Handle. An error means none of es was
+// handled (or any was, idempotently): each is handed to Handle again, one
+// at a time, which retries or gives up on it as on any failure.
+type Folder interface {
+	Function
+	HandleFolded(ctx context.Context, es []cloudevents.Event) (out [][]cloudevents.Event, err error)
+}
+
+// MaxFold bounds the events of one call to HandleFolded.
+const MaxFold = 256

@@ -18,6 +18,7 @@ type metrics struct {
 	quarantined prometheus.Counter
 	inflight    *prometheus.GaugeVec
 	timers      prometheus.Counter
+	folded      *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -47,6 +48,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "flotilla_timers_fired_total",
 			Help: "Timer events (deadlines and the like) journaled when they fell due.",
 		}),
+		folded: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flotilla_function_folded_events",
+			Help:    "Events of one key a function handled in one call (a burst of a rollout's canary events folded into one update of the rollout), by function.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}, []string{"function"}),
 		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flotilla_events_quarantined_total",
 			Help: "Journal records the dispatcher set aside because they are not readable events (see dev.flotilla.event.quarantined.v1).",
@@ -77,6 +83,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.timers, err = register(reg, m.timers); err != nil {
+		return nil, err
+	}
+	if m.folded, err = register(reg, m.folded); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
 	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
@@ -217,7 +219,14 @@ func (s *scheduler) work(ctx context.Context, l *lane) {
 func (s *scheduler) runHead(ctx context.Context, p *partition) {
 	s.mu.Lock()
 	it := p.queue[0]
+	fold := foldable(p.queue)
 	s.mu.Unlock()
+	if len(fold) > 1 {
+		if n := s.handleFolded(ctx, p.lane, fold); n > 0 {
+			s.finish(p, n)
+			return
+		}
+	}
 	switch outcome, delay := s.handle(ctx, p.lane, it); outcome {
 	case interrupted:
 		return // not handled: the watermark stays below it
@@ -225,17 +234,26 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 		time.AfterFunc(delay, func() { p.lane.ready <- p })
 		return
 	}
+	s.finish(p, 1)
+}
+
+// finish takes the first n events of p off its queue, handled, and hands
+// p back to the lane when more wait (the worker owns p).
+func (s *scheduler) finish(p *partition, n int) {
 	s.mu.Lock()
-	p.queue[0] = nil
-	p.queue = p.queue[1:]
-	if s.inflight == s.d.o.MaxInFlight {
+	var wm uint64
+	for _, it := range p.queue[:n] {
+		wm = s.win.finish(it.rec.Seq)
+	}
+	clear(p.queue[:n])
+	p.queue = p.queue[n:]
+	if s.inflight >= s.d.o.MaxInFlight && s.inflight-n < s.d.o.MaxInFlight {
 		close(s.space)
 		s.space = make(chan struct{})
 	}
-	s.inflight--
-	p.lane.inflight--
-	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Dec()
-	wm := s.win.finish(it.rec.Seq)
+	s.inflight -= n
+	p.lane.inflight -= n
+	s.d.m.inflight.WithLabelValues(p.lane.metricName()).Sub(float64(n))
 	if len(p.queue) == 0 {
 		p.busy = false
 		delete(s.parts, p.key)
@@ -244,6 +262,54 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 	}
 	s.mu.Unlock()
 	s.saver.set(wm)
+}
+
+// foldable is the run of events at the head of q that one Folder may
+// take at once: each untried, read whole, and for that function alone.
+func foldable(q []*item) []*item {
+	var f Folder
+	for i, it := range q {
+		if i == MaxFold || it.rec.Err != nil || it.next != 0 || it.attempt != 0 || it.stalled != 0 || len(it.fns) != 1 {
+			return q[:i]
+		}
+		g, ok := it.fns[0].(Folder)
+		if !ok || (f != nil && g != f) {
+			return q[:i]
+		}
+		f = g
+	}
+	return q
+}
+
+// handleFolded hands the events of items, all for one Folder, to it at
+// once, and journals what it derived from the prefix it handled: the
+// number of items handled, 0 when none was (each is then handled alone).
+func (s *scheduler) handleFolded(ctx context.Context, l *lane, items []*item) int {
+	f := items[0].fns[0].(Folder)
+	es := make([]cloudevents.Event, len(items))
+	for i, it := range items {
+		es[i] = it.rec.Event
+	}
+	fctx := s.d.logContext(ctx, f, es[0])
+	outs, err := s.d.callFolded(fctx, l, f, es)
+	if err != nil || len(outs) == 0 || len(outs) > len(es) {
+		if err != nil && ctx.Err() == nil {
+			s.d.o.Logger.DebugContext(fctx, "folded events failed, handling them one at a time", "events", len(es), "error", err)
+		}
+		return 0
+	}
+	var all []cloudevents.Event
+	for _, out := range outs {
+		all = append(all, out...)
+	}
+	if err := s.d.append(fctx, f, all); err != nil {
+		// Handled one at a time, each journals its own (or stalls).
+		return 0
+	}
+	for _, it := range items[:len(outs)] {
+		it.next = len(it.fns)
+	}
+	return len(outs)
 }
 
 // outcome is what became of an event a worker ran.

@@ -72,29 +72,62 @@ func TestRepoHotRollouts(t *testing.T) {
 }
 
 // BenchmarkGetRollout reads a rollout of 1 + 50 clusters, as each of a
-// wave's 50 pipeline runs and each function handling their results does.
+// wave's 50 pipeline runs and each function handling their results does,
+// and of 1 + 1,000 clusters (make bench's large wave).
 func BenchmarkGetRollout(b *testing.B) {
+	for _, n := range []int{50, 1000} {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			r := benchRepo(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Get(b.Context(), "r1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUpdateRollout changes one cluster of a rollout of 1 + n
+// clusters, as observe does for each of Flagger's events.
+func BenchmarkUpdateRollout(b *testing.B) {
+	for _, n := range []int{50, 1000} {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			r := benchRepo(b, n)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := r.Update(b.Context(), "r1", func(ro *rollout.Rollout) error {
+					ro.Waves[1].Clusters[i%n].CanaryWeight = i % 100
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchRepo is a repository holding rollout r1 of 1 + n clusters.
+func benchRepo(b *testing.B, n int) *embedded.Repo {
+	b.Helper()
 	s, err := store.Open(filepath.Join(b.TempDir(), "db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = s.Close() }()
+	b.Cleanup(func() { _ = s.Close() })
 	r := embedded.NewRepo(s, nil)
 	ro := sample("r1")
 	var w2 rollout.Wave
 	w2.Name = "wave-2"
-	for i := range 50 {
-		w2.Clusters = append(w2.Clusters, rollout.Cluster{Name: fmt.Sprintf("cluster-%02d", i), Phase: rollout.ClusterProgressing,
+	for i := range n {
+		w2.Clusters = append(w2.Clusters, rollout.Cluster{Name: fmt.Sprintf("cluster-%04d", i), Phase: rollout.ClusterProgressing,
 			Message: "applied registry.test/team/app@sha256:abc", PreviousImage: "registry.test/team/app@sha256:def"})
 	}
 	ro.Waves = append(ro.Waves, w2)
 	if _, err := r.Create(b.Context(), ro); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := r.Get(b.Context(), "r1"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return r
 }
