@@ -29,6 +29,7 @@ func (s *scenario) registerControlSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^wave (\d+) needs the approvals of "([^"]*)"$`, s.waveNeedsApprovals)
 	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of "([^"]*)"$`, s.approveWave)
 	sc.Step(`^the rollout of "([^"]*)" records the approvals of "([^"]*)" for wave (\d+)$`, s.approvalsRecorded)
+	s.registerClusterWatchSteps(sc)
 }
 
 // waveNeedsApprovals makes wave need as many approvals as names, and gives
@@ -50,6 +51,7 @@ func (s *scenario) approveWave(ctx context.Context, who string, wave int, versio
 	if err != nil {
 		return err
 	}
+	s.released(time.Now()) // the last approval releases the wave
 	out, err := s.flotillaCLI(ctx, "approve", id, "--wave", fmt.Sprint(wave), "--token", s.w.approverTokens[who], "--reason", "features")
 	if err != nil {
 		return err
@@ -82,6 +84,9 @@ func (s *scenario) controlRollout(ctx context.Context, action, version string) e
 	if err != nil {
 		return err
 	}
+	if action == "resume" || action == "override" {
+		s.released(time.Now())
+	}
 	out, err := s.flotillaCLI(ctx, action, id, "--token", s.w.apiToken, "--reason", "features")
 	if err != nil {
 		return err
@@ -93,6 +98,9 @@ func (s *scenario) controlRollout(ctx context.Context, action, version string) e
 }
 
 func (s *scenario) controlFleet(ctx context.Context, action string) error {
+	if action == "start" {
+		s.released(time.Now())
+	}
 	out, err := s.flotillaCLI(ctx, "fleet", action, "--token", s.w.apiToken, "--reason", "features")
 	if err != nil {
 		return err
@@ -154,9 +162,21 @@ func (s *scenario) retryCluster(ctx context.Context, cluster, version string) er
 	return nil
 }
 
-// held checks, for the whole time, that the clusters of the rollout of
-// version that pick selects are all still Pending.
-func (s *scenario) held(ctx context.Context, versions []string, seconds int, pick func(wave int) bool) error {
+// held checks, for the whole time, that flotilla's API lists the clusters
+// of the rollout of version that pick selects as Pending, and, when a step
+// watched clusters, that none of them changed so far (the API alone would
+// pass a launch that applies a held wave while it reports Pending).
+func (s *scenario) held(ctx context.Context, versions []string, seconds int, pick func(wave int) bool) (err error) {
+	if cw := s.w.watch; cw != nil && !cw.started.IsZero() {
+		defer func() {
+			if err == nil {
+				cw.mu.Lock()
+				names := strings.Join(cw.clusters, ",")
+				cw.mu.Unlock()
+				err = s.unchanged(names, time.Now())
+			}
+		}()
+	}
 	end := time.Now().Add(time.Duration(seconds) * time.Second)
 	for time.Now().Before(end) {
 		for _, v := range versions {
@@ -192,9 +212,11 @@ func (s *scenario) freezeWave(wave, n int, unit string) error {
 	if unit == "minutes" {
 		d = time.Duration(n) * time.Minute
 	}
-	start := time.Now().UTC().Add(-time.Second).Format("20060102T150405Z")
+	start := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
+	// The window's end releases the wave (flotilla's timer fires then).
+	s.released(start.Add(d))
 	s.wavePolicy(wave, "freezeWindows", []map[string]any{{
-		"name": "features-freeze", "rrule": "DTSTART:" + start + "\nRRULE:FREQ=YEARLY;COUNT=1", "duration": d.String(),
+		"name": "features-freeze", "rrule": "DTSTART:" + start.Format("20060102T150405Z") + "\nRRULE:FREQ=YEARLY;COUNT=1", "duration": d.String(),
 	}})
 	return nil
 }

@@ -310,8 +310,6 @@ func (s *scenario) wave1AppliedBoth(ctx context.Context, a, b string) error {
 	return s.wave1Applied(ctx, b)
 }
 
-// noDoubleRuns reads flotilla's log (every process of the scenario): each
-// pipeline run request (rollout, cluster, purpose, step) ran once.
 // noDoubleApplies reads, from the audit log of every cluster of the
 // waves, each patch flotilla made to the scenario's workloads: one step
 // applies one image for one rollout, so no (rollout, image) pair may be

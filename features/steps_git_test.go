@@ -281,12 +281,17 @@ func (s *scenario) runs(ctx context.Context, cluster, deployment, commit, greeti
 	if got := d.Spec.Template.Annotations[canary.AnnotationRevision]; got != want {
 		return fmt.Errorf("%s in %s runs revision %q, want %q", deployment, cluster, got, want)
 	}
+	// The greeting must be there: a render that dropped the values' env
+	// (GREETING missing) used to pass this check (#32).
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "GREETING" && e.Value != greeting {
-			return fmt.Errorf("%s in %s greets %q, want %q", deployment, cluster, e.Value, greeting)
+		if e.Name == "GREETING" {
+			if e.Value != greeting {
+				return fmt.Errorf("%s in %s greets %q, want %q", deployment, cluster, e.Value, greeting)
+			}
+			return nil
 		}
 	}
-	return nil
+	return fmt.Errorf("%s in %s has no GREETING variable, want %q", deployment, cluster, greeting)
 }
 
 func (s *scenario) primaryRunsCommit(ctx context.Context, cluster, which, greeting string) error {

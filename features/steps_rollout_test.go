@@ -190,6 +190,9 @@ type world struct {
 	// the other scenarios drive flotilla by their webhooks alone, and a
 	// poll at a time of its own would race their steps.
 	pollInterval string
+	// watch is what the clusters' API servers reported of the scenario's
+	// objects, when a step watched them (steps_clusterwatch_test.go).
+	watch *clusterWatch
 	// reconcile is fleet.reconcile and the application's driftPolicy,
 	// when steps set them (steps_catchup_test.go); else the interval is
 	// 0s, for the same reason as the poll's.
