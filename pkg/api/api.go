@@ -8,8 +8,10 @@ import (
 	"net/netip"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/authz"
 	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
@@ -51,6 +53,9 @@ type API struct {
 
 	auditLog AuditLog       // GET /api/v1/audit reads it (audit.go)
 	proxies  []netip.Prefix // server.trustedProxies: their X-Forwarded-For is believed
+
+	authz     *authz.Authorizer  // the projects' roles (authz.go); nil: every route served
+	forbidden prometheus.Counter // flotilla_api_requests_refused_total{reason="forbidden"}
 }
 
 // WithApplications names the configured applications, which the calls
@@ -73,30 +78,43 @@ func New(rollouts Rollouts, approvals Approvals, journal Journal, log *slog.Logg
 	return &API{rollouts: rollouts, approvals: approvals, journal: journal, log: log}
 }
 
-// Register adds the API's routes to mux.
+// routes is the API's route table: each route's pattern, the permission
+// it needs (docs/design/identity.md: GET reads need read, each control its
+// own), on which resource, what names the project it is checked in
+// (authz.go), and its handler.
+func (a *API) routes() []route {
+	const ros, apps, fleet = identity.ResourceRollouts, identity.ResourceApplications, identity.ResourceFleet
+	return []route{
+		{"GET /api/v1/rollouts", identity.Read, ros, scopeFiltered, a.listRollouts},
+		{"GET /api/v1/rollouts/{id}", identity.Read, ros, scopeRollout, a.getRollout},
+		{"POST /api/v1/rollouts/{id}/approval", identity.Approve, ros, scopeRollout, a.approve},
+		{"POST /api/v1/rollouts/{id}/retry", identity.Retry, ros, scopeRollout, a.retry},
+		{"POST /api/v1/rollouts/{id}/pause", identity.Pause, ros, scopeRollout, a.rolloutControl(events.TypeRolloutPauseRequested)},
+		{"POST /api/v1/rollouts/{id}/resume", identity.Resume, ros, scopeRollout, a.rolloutControl(events.TypeRolloutResumeRequested)},
+		{"POST /api/v1/rollouts/{id}/abort", identity.Abort, ros, scopeRollout, a.rolloutControl(events.TypeRolloutAbortRequested)},
+		{"POST /api/v1/rollouts/{id}/override", identity.Override, ros, scopeRollout, a.rolloutControl(events.TypeRolloutOverrideRequested)},
+		{"POST /api/v1/rollouts/{id}/rollback", identity.Rollback, ros, scopeRollout, a.rollBack},
+		{"POST /api/v1/rollouts/{id}/waves/{wave}/approval", identity.Approve, ros, scopeRollout, a.approveWave},
+		{"GET /api/v1/rollouts/{id}/events", identity.Read, ros, scopeRollout, a.getTimeline},
+		{"GET /api/v1/fleet", identity.Read, fleet, scopeFiltered, a.getFleet}, // the line stopped or not: every reader's
+		{"GET /api/v1/clusters", identity.Read, apps, scopeFiltered, a.listClusters},
+		{"GET /api/v1/watch", identity.Read, ros, scopeFiltered, a.watchStream},
+		{"GET /api/v1/applications", identity.Read, apps, scopeFiltered, a.listApplications},
+		{"GET /api/v1/applications/{app}", identity.Read, apps, scopeApplication, a.getApplication},
+		{"POST /api/v1/applications/{app}/quarantine", identity.Quarantine, apps, scopeApplication, a.quarantine},
+		{"POST /api/v1/applications/{app}/refresh", identity.Refresh, apps, scopeApplication, a.refresh},
+		{"POST /api/v1/fleet/stop", identity.StopLine, fleet, scopeFleet, a.fleetControl(events.TypeFleetStopRequested)},
+		{"POST /api/v1/fleet/start", identity.StopLine, fleet, scopeFleet, a.fleetControl(events.TypeFleetStartRequested)},
+		{"GET /api/v1/whoami", identity.Read, ros, scopeFiltered, a.whoami}, // who asks, and what it may
+		{"GET /api/v1/audit", identity.Read, ros, scopeFiltered, a.listAudit},
+	}
+}
+
+// Register adds the API's routes to mux, each behind its authorization.
 func (a *API) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/rollouts", a.listRollouts)
-	mux.HandleFunc("GET /api/v1/rollouts/{id}", a.getRollout)
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/approval", a.approve)
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/retry", a.retry)
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/pause", a.rolloutControl(events.TypeRolloutPauseRequested))
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/resume", a.rolloutControl(events.TypeRolloutResumeRequested))
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/abort", a.rolloutControl(events.TypeRolloutAbortRequested))
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/override", a.rolloutControl(events.TypeRolloutOverrideRequested))
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/rollback", a.rollBack)
-	mux.HandleFunc("POST /api/v1/rollouts/{id}/waves/{wave}/approval", a.approveWave)
-	mux.HandleFunc("GET /api/v1/fleet", a.getFleet)
-	mux.HandleFunc("GET /api/v1/clusters", a.listClusters)
-	mux.HandleFunc("GET /api/v1/watch", a.watchStream)
-	mux.HandleFunc("GET /api/v1/rollouts/{id}/events", a.getTimeline)
-	mux.HandleFunc("GET /api/v1/applications", a.listApplications)
-	mux.HandleFunc("GET /api/v1/applications/{app}", a.getApplication)
-	mux.HandleFunc("POST /api/v1/applications/{app}/quarantine", a.quarantine)
-	mux.HandleFunc("POST /api/v1/applications/{app}/refresh", a.refresh)
-	mux.HandleFunc("POST /api/v1/fleet/stop", a.fleetControl(events.TypeFleetStopRequested))
-	mux.HandleFunc("POST /api/v1/fleet/start", a.fleetControl(events.TypeFleetStartRequested))
-	mux.HandleFunc("GET /api/v1/whoami", a.whoami)
-	mux.HandleFunc("GET /api/v1/audit", a.listAudit)
+	for _, rt := range a.routes() {
+		mux.Handle(rt.pattern, a.authorized(rt))
+	}
 }
 
 // Whoami is the answer of GET /api/v1/whoami: who the request came from.
@@ -106,6 +124,12 @@ type Whoami struct {
 	Name string `json:"name"`
 	// Via is how the request proved it: token, session or anonymous.
 	Via identity.Via `json:"via"`
+	// Groups are the API token's groups (server.apiTokens[].groups).
+	Groups []string `json:"groups,omitempty"`
+	// Permissions are what it may do, per project ("*": the fleet-wide
+	// stop-line); a project where it may do nothing is left out. Without
+	// projects and rbac, "default" holds every permission.
+	Permissions Permissions `json:"permissions"`
 }
 
 func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +138,12 @@ func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.New(fault.ErrUnauthenticated, msgNeedsToken))
 		return
 	}
-	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Via: p.Via})
+	perms, err := a.permissionsOf(p)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Via: p.Via, Groups: p.Groups, Permissions: perms})
 }
 
 // authorize returns the name a request that changes something is recorded

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -148,6 +149,9 @@ func ViewOf(in ApplicationInfo, st rollout.AppState) ApplicationView {
 func (a *API) listApplications(w http.ResponseWriter, r *http.Request) {
 	out := make([]ApplicationView, 0, len(a.appInfos))
 	for _, in := range a.appInfos {
+		if !a.mayRead(r.Context(), identity.ResourceApplications, in.Name) {
+			continue // another project's
+		}
 		v, err := a.application(r.Context(), in)
 		if err != nil {
 			writeError(w, err)

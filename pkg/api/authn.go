@@ -41,6 +41,7 @@ const (
 const (
 	refusedUnauthenticated = "unauthenticated"
 	refusedCSRF            = "csrf"
+	refusedForbidden       = "forbidden" // the projects' roles (authz.go)
 )
 
 // Messages of the refusals (clients and tests match them).
@@ -61,6 +62,7 @@ const (
 type Authn struct {
 	tokens        []namedToken
 	anonymousRead bool
+	groups        map[string][]string // token name -> its groups
 	now           func() time.Time
 	register      prometheus.Registerer
 	refused       *prometheus.CounterVec
@@ -80,6 +82,12 @@ type AuthnOption func(*Authn)
 // stream, the UI's pages) to requests without a credential when on
 // (server.anonymousRead; default off). Controls still need a token.
 func AnonymousRead(on bool) AuthnOption { return func(a *Authn) { a.anonymousRead = on } }
+
+// TokenGroups gives the API tokens their groups (server.apiTokens[].groups;
+// default none), which their principals carry.
+func TokenGroups(groups map[string][]string) AuthnOption {
+	return func(a *Authn) { a.groups = groups }
+}
 
 // WithClock sets the clock sessions are issued and checked by (default
 // time.Now).
@@ -106,10 +114,11 @@ func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
 	}
 	a.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flotilla_api_requests_refused_total",
-		Help: "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown or an expired credential; a wrong token at the UI's login) or csrf (a control of the UI's session without its X-Flotilla-CSRF header).",
+		Help: "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown or an expired credential; a wrong token at the UI's login), csrf (a control of the UI's session without its X-Flotilla-CSRF header) or forbidden (a permission the principal's roles do not grant in the project).",
 	}, []string{"reason"})
 	a.refused.WithLabelValues(refusedUnauthenticated)
 	a.refused.WithLabelValues(refusedCSRF)
+	a.refused.WithLabelValues(refusedForbidden)
 	if a.register != nil {
 		if err := a.register.Register(a.refused); err != nil {
 			return nil, fmt.Errorf("registering flotilla_api_requests_refused_total: %w", err)
@@ -143,7 +152,7 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 		if !found {
 			return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgUnknownToken)
 		}
-		return identity.OfToken(name, identity.ViaToken), "", nil
+		return a.principal(name, identity.ViaToken), "", nil
 	}
 	sessionErr := error(nil)
 	if c, err := r.Cookie(SessionCookie); err == nil {
@@ -152,7 +161,7 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 			if !reads && r.Header.Get(CSRFHeader) != "1" {
 				return identity.Principal{}, refusedCSRF, fault.New(fault.ErrForbidden, msgMissingCSRF)
 			}
-			return identity.OfToken(name, identity.ViaSession), "", nil
+			return a.principal(name, identity.ViaSession), "", nil
 		}
 		sessionErr = err // ambient and stale: as if there were none
 	}
@@ -166,6 +175,17 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 	default:
 		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNeedsToken)
 	}
+}
+
+// Forbidden counts the requests the projects' roles refuse
+// (flotilla_api_requests_refused_total{reason="forbidden"}).
+func (a *Authn) Forbidden() prometheus.Counter { return a.refused.WithLabelValues(refusedForbidden) }
+
+// principal is the principal of the API token name, with its groups.
+func (a *Authn) principal(name string, via identity.Via) identity.Principal {
+	p := identity.OfToken(name, via)
+	p.Groups = slices.Clone(a.groups[name])
+	return p
 }
 
 // token returns the name of the API token whose secret is secret, every
@@ -216,7 +236,7 @@ func (a *Authn) Login(secret string, secure bool) (*http.Cookie, identity.Princi
 	c := sessionCookie(value, secure)
 	c.MaxAge = int(SessionTTL / time.Second)
 	c.Expires = time.Unix(expiry, 0).UTC()
-	return c, identity.OfToken(name, identity.ViaSession), nil
+	return c, a.principal(name, identity.ViaSession), nil
 }
 
 // Logout is the cookie that ends a session.

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -137,6 +138,13 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := FleetView(a.clusters, page.Rollouts, states)
+	for i := range out { // another project's applications: left out
+		for app := range out[i].Applications {
+			if !a.mayRead(r.Context(), identity.ResourceApplications, app) {
+				delete(out[i].Applications, app)
+			}
+		}
+	}
 	if a.health != nil {
 		ctx := r.Context()
 		var wg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -32,6 +33,9 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	app := q.Get("application")
+	if app != "" && a.apps[app] && a.forbidRead(w, r, identity.ResourceRollouts, app) {
+		return
+	}
 	var page rollout.Page
 	var err error
 	if app == "" {
@@ -43,7 +47,7 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ros := page.Rollouts
+	ros := a.readableRollouts(r.Context(), page.Rollouts) // another project's: left out
 	if ros == nil {
 		ros = []rollout.Rollout{}
 	}

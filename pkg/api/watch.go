@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/watch"
 )
@@ -49,6 +50,12 @@ func (a *API) watchStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.Permanent(fmt.Errorf("only: want rollouts (or nothing), got %q", only)))
 		return
 	}
+	if id != "" {
+		if ro, err := a.rollouts.Get(r.Context(), id); err == nil && a.forbidRead(w, r, identity.ResourceRollouts, ro.Application) {
+			return
+		}
+	}
+	filter := a.watchFilter(r.Context()) // another project's rollouts and events: left out
 	sub := a.watch.Subscribe(id, only == "")
 	defer sub.Close()
 	rc := http.NewResponseController(w)
@@ -74,7 +81,9 @@ func (a *API) watchStream(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			msg = drain(m, sub.C)
+			if msg = drain(m, sub.C, filter.keep); msg == "" {
+				continue
+			}
 		case <-tick.C:
 			msg = ": ping\n\n"
 		}
@@ -87,12 +96,15 @@ func (a *API) watchStream(w http.ResponseWriter, r *http.Request) {
 // maxWrite bounds the messages written to a watcher at once.
 const maxWrite = 1 << 20
 
-// drain renders m and the messages already waiting behind it: one write
-// and one flush for a batch of the journal, not one per message.
-func drain(m watch.Message, c <-chan watch.Message) string {
+// drain renders m and the messages already waiting behind it, those keep
+// keeps: one write and one flush for a batch of the journal, not one per
+// message.
+func drain(m watch.Message, c <-chan watch.Message, keep func(watch.Message) bool) string {
 	var b strings.Builder
 	for {
-		fmt.Fprintf(&b, "event: %s\nid: %d\ndata: %s\n\n", m.Kind, m.Seq, m.Data)
+		if keep(m) {
+			fmt.Fprintf(&b, "event: %s\nid: %d\ndata: %s\n\n", m.Kind, m.Seq, m.Data)
+		}
 		if b.Len() >= maxWrite {
 			return b.String()
 		}

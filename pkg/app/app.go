@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla-cd/flotilla/functions/verify"
 	"github.com/flotilla-cd/flotilla/pipelines/deliver"
 	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/authz"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cdevents"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
@@ -316,7 +317,8 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
-	if s.authn, err = api.NewAuthn(cfg.Server.Tokens(), api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer)); err != nil {
+	if s.authn, err = api.NewAuthn(cfg.Server.Tokens(), api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer),
+		api.TokenGroups(tokenGroups(cfg))); err != nil {
 		return err
 	}
 	if notice := cfg.Server.AuthNotice(); notice != "" {
@@ -328,6 +330,14 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
 		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
 		WithAuditLog(s.bus).WithTrustedProxies(cfg.Server.Proxies()...)
+	az, err := authz.New(cfg)
+	if err != nil {
+		return err
+	}
+	if notice := cfg.RBACNotice(); notice != "" {
+		o.Logger.Info(notice)
+	}
+	s.api.WithAuthorizer(az, s.authn.Forbidden())
 	s.api.WithHealth(clusterHealth{clusters})
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),

@@ -70,6 +70,10 @@ run it.`,
 			if n := cfg.Server.AuthNotice(); n != "" {
 				fmt.Fprintf(out, "%s: warning: %s\n", path, n)
 			}
+			// Valid, and open to every token: no projects, no rbac.
+			if n := cfg.RBACNotice(); n != "" {
+				fmt.Fprintf(out, "%s: notice: %s\n", path, n)
+			}
 			if !live {
 				return nil
 			}

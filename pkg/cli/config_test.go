@@ -35,12 +35,15 @@ fleet:
 applications:
   - {name: podinfo, image: registry.example.com/demo/podinfo, workload: {name: podinfo}, service: {port: 9898}}
 `
+	const open = "notice: no projects and no rbac: every API token may"
 	for _, tc := range []struct {
-		name, server, warning string
+		name, server string
+		warnings     []string
 	}{
-		{"a token", "server: {apiToken: {file: secret}}\n", ""},
-		{"no token", "", "warning: no API token is set"},
-		{"anonymous reads", "server: {apiToken: {file: secret}, anonymousRead: true}\n", "warning: server.anonymousRead is on"},
+		{"a token", "server: {apiToken: {file: secret}}\n", []string{open}},
+		{"no token", "", []string{"warning: no API token is set"}},
+		{"anonymous reads", "server: {apiToken: {file: secret}, anonymousRead: true}\n", []string{"warning: server.anonymousRead is on", open}},
+		{"roles", "server: {apiToken: {file: secret}}\nrbac: {defaultRole: viewer}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
@@ -56,15 +59,14 @@ applications:
 				t.Errorf("first line %q, want valid", lines[0])
 			}
 			var got []string // each warning's start, as long as tc's
-			for _, l := range lines[1:] {
+			for i, l := range lines[1:] {
 				w := strings.TrimPrefix(l, path+": ")
-				got = append(got, w[:min(len(w), len(tc.warning))])
+				if i < len(tc.warnings) {
+					w = w[:min(len(w), len(tc.warnings[i]))]
+				}
+				got = append(got, w)
 			}
-			var want []string
-			if tc.warning != "" {
-				want = []string{tc.warning}
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(tc.warnings, got); diff != "" {
 				t.Errorf("warnings (-want +got)\n%s\n%s", diff, stdout.String())
 			}
 		})
