@@ -130,6 +130,9 @@ type Whoami struct {
 	// stop-line); a project where it may do nothing is left out. Without
 	// projects and rbac, "default" holds every permission.
 	Permissions Permissions `json:"permissions"`
+	// Applications are the project of each application it may read
+	// (the web UI offers the controls its project's permissions allow).
+	Applications map[string]string `json:"applications"`
 }
 
 func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +146,7 @@ func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Via: p.Via, Groups: p.Groups, Permissions: perms})
+	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Via: p.Via, Groups: p.Groups, Permissions: perms, Applications: a.projectsOf(r.Context())})
 }
 
 // authorize returns the name a request that changes something is recorded

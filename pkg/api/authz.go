@@ -227,6 +227,22 @@ func (a *API) readableAudit(ctx context.Context, recs []AuditEntry) []AuditEntry
 	return out
 }
 
+// projectsOf is the project of each configured application the principal
+// of ctx may read.
+func (a *API) projectsOf(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	az := a.authz
+	if az == nil {
+		az = authz.Open()
+	}
+	for name := range a.apps {
+		if a.mayRead(ctx, identity.ResourceApplications, name) {
+			out[name] = az.ProjectOf(name)
+		}
+	}
+	return out
+}
+
 // Permissions is GET /api/v1/whoami's permissions: per project (its
 // name, "*" for the fleet-wide ones), what the principal may do there.
 type Permissions map[string][]identity.Permission

@@ -174,9 +174,10 @@ func TestWhoamiPermissions(t *testing.T) {
 		got[tok] = w
 	}
 	want := map[string]api.Whoami{
-		"view-a": {Name: "view-a", Via: "token", Permissions: api.Permissions{"a": {"read"}}},
-		"op-a":   {Name: "op-a", Via: "token", Permissions: api.Permissions{"a": {"read", "pause", "resume", "retry", "refresh", "abort"}}},
-		"nobody": {Name: "nobody", Via: "token", Permissions: api.Permissions{}},
+		"view-a": {Name: "view-a", Via: "token", Permissions: api.Permissions{"a": {"read"}}, Applications: map[string]string{"shop": "a"}},
+		"op-a": {Name: "op-a", Via: "token", Permissions: api.Permissions{"a": {"read", "pause", "resume", "retry", "refresh", "abort"}},
+			Applications: map[string]string{"shop": "a"}},
+		"nobody": {Name: "nobody", Via: "token", Permissions: api.Permissions{}, Applications: map[string]string{}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -154,9 +154,9 @@ func TestPagesNeedAnIdentity(t *testing.T) {
 		{"login page, next", srv.URL, "/ui/login?next=" + url.QueryEscape("/ui/#/rollouts/r1"), nil, nil, loginPage(200, "/ui/#/rollouts/r1", "")},
 		{"login page, next elsewhere", srv.URL, "/ui/login?next=https://evil.example", nil, nil, loginPage(200, "/ui/", "")},
 		{"whoami, none", srv.URL, "/api/v1/whoami", nil, nil, page{Status: 401, Body: `{"error":"this call needs an API token: send Authorization: Bearer \u003ctoken\u003e (server.apiTokens), or set server.anonymousRead: true to open reads"}`}},
-		{"whoami, session", srv.URL, "/api/v1/whoami", nil, valid, page{Status: 200, Body: `{"name":"ops","via":"session"}`}},
-		{"whoami, bearer", srv.URL, "/api/v1/whoami", bearer, nil, page{Status: 200, Body: `{"name":"ops","via":"token"}`}},
-		{"whoami, reads open", open.URL, "/api/v1/whoami", nil, nil, page{Status: 200, Body: `{"name":"anonymous","via":"anonymous"}`}},
+		{"whoami, session", srv.URL, "/api/v1/whoami", nil, valid, page{Status: 200, Body: `{"name":"ops","via":"session",` + allPermissions + `}`}},
+		{"whoami, bearer", srv.URL, "/api/v1/whoami", bearer, nil, page{Status: 200, Body: `{"name":"ops","via":"token",` + allPermissions + `}`}},
+		{"whoami, reads open", open.URL, "/api/v1/whoami", nil, nil, page{Status: 200, Body: `{"name":"anonymous","via":"anonymous","permissions":{"default":["read"]},"applications":{}}`}},
 		{"root", srv.URL, "/", nil, nil, page{Status: 302, Location: "/ui/", Body: `<a href="/ui/">Found</a>.`}},
 	}
 	for _, tt := range tests {
@@ -256,7 +256,7 @@ func TestLogin(t *testing.T) {
 	got := []page{do("GET", "/ui/", false), do("GET", "/api/v1/whoami", false), do("POST", "/api/v1/fleet/stop", false), do("POST", "/ui/logout", false)}
 	want := []page{
 		{Status: 200, Body: "<!doctype html>"},
-		{Status: 200, Body: `{"name":"ops","via":"session"}`},
+		{Status: 200, Body: `{"name":"ops","via":"session",` + allPermissions + `}`},
 		{Status: 403, Body: `{"error":"missing X-Flotilla-CSRF header"}`},
 		{Status: 303, Location: "/ui/login", Cookie: "cleared"},
 	}
@@ -290,3 +290,7 @@ func TestPageCarriesNoToken(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// allPermissions is whoami's answer of what a token may do without
+// projects and rbac: everything.
+const allPermissions = `"permissions":{"*":["stop-line"],"default":["read","pause","resume","retry","refresh","abort","approve","override","rollback","quarantine"]},"applications":{}`

@@ -13,7 +13,7 @@ const state = {
   fleet: {},
   live: false,
   app: null, // the application shown: {name, rollouts (newest first), next, status, statusError}
-  me: null, // who is logged in: GET /api/v1/whoami, {name, via: token|session|anonymous}
+  me: null, // who is logged in: GET /api/v1/whoami, {name, via: token|session|anonymous, permissions: {project: [permission]}, applications: {application: project}}
 };
 
 // ---- small helpers -------------------------------------------------------
@@ -130,6 +130,16 @@ function toLogin() {
 // token), not an anonymous reader.
 function loggedIn() {
   return !!state.me && state.me.via !== "anonymous";
+}
+
+// can says whether the principal's roles let it do perm (pause, approve,
+// ...) to application app: the permissions whoami lists for the app's
+// project. The API refuses what they do not (403) anyway; the UI only
+// leaves out the buttons that would be refused.
+function can(perm, app) {
+  if (!loggedIn()) return false;
+  const project = (state.me.applications || {})[app] || "default";
+  return ((state.me.permissions || {})[project] || []).includes(perm);
 }
 
 function notice(text) {
@@ -328,7 +338,7 @@ function wave(r, w, i) {
   return h("section", { class: "wave" + (current ? " current" : ""), dataset: { wave: i + 1 }, "aria-label": "Wave " + (i + 1) + " " + w.name },
     h("h3", {}, (current ? "▶ " : "") + "Wave " + (i + 1) + ": " + w.name,
       notes.length ? h("span", { class: "muted" }, "· " + notes.join(" · ")) : null,
-      !done(r) && i >= r.wave && w.approvals && (w.approvers || []).length < w.approvals && loggedIn()
+      !done(r) && i >= r.wave && w.approvals && (w.approvers || []).length < w.approvals && can("approve", r.application)
         ? h("button", { type: "button", id: "approve-wave-" + (i + 1), onclick: () => act("Approve wave " + (i + 1), "/api/v1/rollouts/" + r.id + "/waves/" + (i + 1) + "/approval", {}) }, "Approve wave " + (i + 1))
         : null),
     h("ul", { class: "clusters" }, (w.clusters || []).map((c) => cluster(c, culprits(r)))));
@@ -434,8 +444,14 @@ function controls(r) {
   const retriable = (r.failures || []).some((f) => !f.retried) ||
     (r.waves || []).some((w) => (w.clusters || []).some((c) => c.phase === "Failed" || c.phase === "RevertFailed"));
   if (retriable) buttons.push(["retry", "Retry", base + "/retry"]);
+  // Only what the principal's roles allow (the button's id is its permission).
+  const allowed = buttons.filter(([id]) => can(id, r.application));
+  if (buttons.length && !allowed.length) {
+    const project = (state.me.applications || {})[r.application] || "default";
+    return h("p", { class: "muted", id: "controls-hint" }, state.me.name + "'s roles grant no control of this rollout in project " + project + ".");
+  }
   return h("div", { class: "controls", id: "controls", role: "group", "aria-label": "Controls" },
-    buttons.map(([id, label, path, cls]) => h("button", {
+    allowed.map(([id, label, path, cls]) => h("button", {
       type: "button", id: "control-" + id, class: cls,
       onclick: () => act(label, path, cls === "danger" ? { reason: prompt(label + " " + r.id + ": why?") || "" } : {}),
     }, label)));
