@@ -122,6 +122,10 @@ type Server struct {
 	// first hop; from anyone else, as coming from its peer address (the
 	// header is ignored). Default none.
 	TrustedProxies []string `json:"trustedProxies"`
+	// SSO, when set, logs people in through an OpenID Connect provider:
+	// the web UI (code flow with PKCE) and the CLI (`flotilla login
+	// --sso`, device flow). Unset: API tokens only.
+	SSO *SSO `json:"sso"`
 	// Bus, when set, runs flotilla in scale-out mode: its events, rollout
 	// state and the sharing of work among several active replicas live in
 	// a NATS JetStream cluster. Unset: embedded mode (one process, all
@@ -202,7 +206,7 @@ func (s Server) AuthNotice() string {
 	switch {
 	case s.AnonymousRead:
 		return "server.anonymousRead is on: anyone who reaches flotilla reads its API and web UI without a token (insecure)"
-	case len(s.Tokens()) == 0:
+	case len(s.Tokens()) == 0 && s.SSO == nil:
 		return "no API token is set: every API call and web UI page is refused (401); set server.apiTokens (or server.apiToken)"
 	}
 	return ""

@@ -85,6 +85,7 @@ func applyDefaults(c *Config, base string) {
 		n := DefaultDedupeMaxEvents
 		s.DedupeMaxEvents = &n
 	}
+	ssoDefaults(s.SSO, base)
 	if f := s.FleetRollouts; f != nil && f.Kubeconfig != "" {
 		f.Kubeconfig = resolvePath(base, f.Kubeconfig)
 	}

@@ -133,6 +133,7 @@ func (v *validator) server(s *Server) {
 			v.addf(fmt.Sprintf("server.trustedProxies[%d]", i), "%v", err)
 		}
 	}
+	v.sso(s.SSO)
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}

@@ -1,0 +1,110 @@
+package config
+
+import (
+	"net/url"
+	"time"
+)
+
+// Defaults of server.sso.
+const (
+	DefaultGroupsClaim = "groups"
+	DefaultSessionTTL  = 12 * time.Hour
+	// MaxSessionTTL bounds server.sso.sessionTTL: a session outliving a
+	// week would outlive most providers' own sessions and a person's
+	// leaving (OWASP ASVS 3.3).
+	MaxSessionTTL = 7 * 24 * time.Hour
+	// SSOCallbackPath is where the provider sends the browser back to,
+	// under server.externalURL (the web client's redirect URL).
+	SSOCallbackPath = "/auth/callback"
+)
+
+// SSO is single sign-on through an OpenID Connect provider
+// (docs/design/identity.md, "Single sign-on"): the web UI logs in with the
+// authorization code flow and PKCE, the CLI (`flotilla login --sso`) with
+// the device authorization grant. The provider's client of the web UI
+// must allow the redirect URL server.externalURL + "/auth/callback".
+type SSO struct {
+	// Issuer is the provider's issuer URL (its discovery document is
+	// Issuer + "/.well-known/openid-configuration"). Required.
+	Issuer string `json:"issuer"`
+	// ClientID is the web UI's client at the provider (a confidential
+	// client: code flow). Required.
+	ClientID string `json:"clientID"`
+	// ClientSecret is that client's secret. Required.
+	ClientSecret *Secret `json:"clientSecret"`
+	// ClientSecretValue is the resolved ClientSecret, set by Load. Never
+	// marshalled.
+	ClientSecretValue string `json:"-"`
+	// CLIClientID is the CLI's client at the provider (a public client
+	// allowed the device grant and refresh tokens): the audience of the
+	// ID tokens the CLI sends as bearer tokens. Empty: the CLI cannot log
+	// in with SSO, and bearer ID tokens are refused.
+	CLIClientID string `json:"cliClientID"`
+	// GroupsClaim is the ID token's claim holding the person's groups
+	// (a list of strings), which the projects' roles grant to as
+	// "group:<name>". Default "groups".
+	GroupsClaim string `json:"groupsClaim"`
+	// SessionTTL is how long a web UI session lasts after its login,
+	// 1m to 168h. Default 12h.
+	SessionTTL Duration `json:"sessionTTL"`
+}
+
+// ssoDefaults fills server.sso's defaults and resolves its secret file.
+func ssoDefaults(s *SSO, base string) {
+	if s == nil {
+		return
+	}
+	if s.GroupsClaim == "" {
+		s.GroupsClaim = DefaultGroupsClaim
+	}
+	if s.SessionTTL.Duration == 0 {
+		s.SessionTTL.Duration = DefaultSessionTTL
+	}
+	if s.ClientSecret != nil && s.ClientSecret.File != "" {
+		s.ClientSecret.File = resolvePath(base, s.ClientSecret.File)
+	}
+}
+
+// sso checks server.sso, each problem naming its field.
+func (v *validator) sso(s *SSO) {
+	if s == nil {
+		return
+	}
+	v.httpURL("server.sso.issuer", s.Issuer)
+	if u, err := url.Parse(s.Issuer); err == nil && s.Issuer != "" && (u.RawQuery != "" || u.Fragment != "") {
+		v.addf("server.sso.issuer", "%q has a query or fragment: want the issuer URL exactly as the provider's tokens name it", s.Issuer)
+	}
+	if s.ClientID == "" {
+		v.addf("server.sso.clientID", "required: the web UI's client id at the provider")
+	}
+	if s.ClientSecret == nil {
+		v.addf("server.sso.clientSecret", "required: where the web UI client's secret comes from (env or file)")
+	} else {
+		s.ClientSecretValue = v.resolveSecret("server.sso.clientSecret", s.ClientSecret)
+	}
+	if s.CLIClientID != "" && s.CLIClientID == s.ClientID {
+		v.addf("server.sso.cliClientID", "%q is the web UI's client: the CLI needs its own public client (device grant), or its tokens would be the web client's", s.CLIClientID)
+	}
+	if d := s.SessionTTL.Duration; d < time.Minute || d > MaxSessionTTL {
+		v.addf("server.sso.sessionTTL", "%s is out of range: want 1m to %s", d, MaxSessionTTL)
+	}
+}
+
+// SSORedirectURL is the web client's redirect URL: externalURL (the
+// server's, defaults applied) + SSOCallbackPath.
+func SSORedirectURL(externalURL string) string {
+	u, err := url.Parse(externalURL)
+	if err != nil {
+		return externalURL + SSOCallbackPath
+	}
+	u.Path = pathJoin(u.Path, SSOCallbackPath)
+	u.RawQuery, u.Fragment = "", ""
+	return u.String()
+}
+
+func pathJoin(base, p string) string {
+	for len(base) > 0 && base[len(base)-1] == '/' {
+		base = base[:len(base)-1]
+	}
+	return base + p
+}

@@ -1,0 +1,66 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// server.sso: its defaults, and each missing or wrong field refused by
+// its name.
+func TestSSO(t *testing.T) {
+	t.Setenv("SSO_SECRET", "s3cret")
+	full := func() *SSO {
+		return &SSO{Issuer: "https://login.example.com", ClientID: "flotilla", ClientSecret: &Secret{Env: "SSO_SECRET"}, CLIClientID: "flotilla-cli"}
+	}
+	tests := []struct {
+		name string
+		edit func(*SSO)
+		want string
+	}{
+		{"complete", func(*SSO) {}, ""},
+		{"no issuer", func(s *SSO) { s.Issuer = "" }, "server.sso.issuer: required: an http or https URL"},
+		{"issuer not http", func(s *SSO) { s.Issuer = "ldap://x" }, `server.sso.issuer: want an http or https URL, got scheme "ldap"`},
+		{"issuer with a query", func(s *SSO) { s.Issuer = "https://x/?a=1" }, `server.sso.issuer: "https://x/?a=1" has a query or fragment: want the issuer URL exactly as the provider's tokens name it`},
+		{"no client", func(s *SSO) { s.ClientID = "" }, "server.sso.clientID: required: the web UI's client id at the provider"},
+		{"no secret", func(s *SSO) { s.ClientSecret = nil }, "server.sso.clientSecret: required: where the web UI client's secret comes from (env or file)"},
+		{"secret unset", func(s *SSO) { s.ClientSecret = &Secret{Env: "SSO_NOT_SET"} }, `server.sso.clientSecret.env: environment variable "SSO_NOT_SET" is not set or is empty`},
+		{"one client for both", func(s *SSO) { s.CLIClientID = s.ClientID },
+			`server.sso.cliClientID: "flotilla" is the web UI's client: the CLI needs its own public client (device grant), or its tokens would be the web client's`},
+		{"session too long", func(s *SSO) { s.SessionTTL.Duration = 30 * 24 * time.Hour }, "server.sso.sessionTTL: 720h0m0s is out of range: want 1m to 168h0m0s"},
+		{"session too short", func(s *SSO) { s.SessionTTL.Duration = time.Second }, "server.sso.sessionTTL: 1s is out of range: want 1m to 168h0m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := full()
+			ssoDefaults(s, "/etc/flotilla")
+			tt.edit(s)
+			v := &validator{}
+			v.sso(s)
+			var errs []string
+			for _, p := range v.problems {
+				errs = append(errs, p.Path+": "+p.Message)
+			}
+			if diff := cmp.Diff(tt.want, strings.Join(errs, "\n")); diff != "" {
+				t.Errorf("validation (-want +got):\n%s", diff)
+			}
+		})
+	}
+	s := full()
+	ssoDefaults(s, "/etc/flotilla")
+	(&validator{}).sso(s)
+	if s.GroupsClaim != "groups" || s.SessionTTL.Duration != 12*time.Hour || s.ClientSecretValue != "s3cret" {
+		t.Errorf("defaults: groupsClaim %q, sessionTTL %s, secret resolved %v", s.GroupsClaim, s.SessionTTL, s.ClientSecretValue != "")
+	}
+	for ext, want := range map[string]string{
+		"http://127.0.0.1:8080":            "http://127.0.0.1:8080/auth/callback",
+		"https://cd.example.com/flotilla/": "https://cd.example.com/flotilla/auth/callback",
+		"https://cd.example.com/?x=1#y":    "https://cd.example.com/auth/callback",
+	} {
+		if got := SSORedirectURL(ext); got != want {
+			t.Errorf("SSORedirectURL(%q) = %q, want %q", ext, got, want)
+		}
+	}
+}
