@@ -181,6 +181,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerMetricsSteps(sc)
 	s.registerUISteps(sc)
 	s.registerAuthnSteps(sc)
+	s.registerAuditSteps(sc)
 	s.registerTracingSteps(sc)
 	s.registerScaleOutSteps(sc)
 	s.registerRegistrySteps(sc)

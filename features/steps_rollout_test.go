@@ -175,6 +175,11 @@ type world struct {
 	// is the web UI's session cookie a step logged in for (#31).
 	anonymousRead bool
 	session       *http.Cookie
+	// trustedProxies is server.trustedProxies, and audit what the audit's
+	// steps sent and through which proxy, when steps set them
+	// (steps_audit_test.go, #31).
+	trustedProxies []string
+	audit          *auditWorld
 	routes        map[string]*routeLog
 	loadTarget    *loadTarget
 	// natsDown is the NATS node a step killed, until it is started again;
@@ -391,6 +396,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	}
 	if w.anonymousRead {
 		cfg["server"].(map[string]any)["anonymousRead"] = true
+	}
+	if len(w.trustedProxies) > 0 {
+		cfg["server"].(map[string]any)["trustedProxies"] = w.trustedProxies
 	}
 	if w.registries != nil {
 		cfg["registries"] = w.registries

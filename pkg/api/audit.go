@@ -65,33 +65,50 @@ func (a *API) WithAuditLog(j AuditLog) *API {
 
 // WithTrustedProxies names the proxies (server.trustedProxies) whose
 // X-Forwarded-For an audit record believes: a request from one of them is
-// recorded as coming from the header's first hop, any other as coming from
-// its peer.
+// recorded as coming from the header's nearest hop that is not a trusted
+// proxy (remoteAddr), any other as coming from its peer.
 func (a *API) WithTrustedProxies(p ...netip.Prefix) *API {
 	a.proxies = p
 	return a
 }
 
-// remoteAddr is where r comes from: its peer's address, or the first hop
-// of X-Forwarded-For when the peer is a trusted proxy.
-func (a *API) remoteAddr(r *http.Request) string {
+// remoteAddr is where r comes from: its peer's address, or, when the peer
+// is a trusted proxy, the nearest hop of X-Forwarded-For that is not one.
+func (a *API) remoteAddr(r *http.Request) string { return clientAddr(r, a.proxies) }
+
+// clientAddr is where r comes from: its peer's address, or, when the
+// peer is one of proxies, the nearest hop of X-Forwarded-For that is not
+// one: the header is read from its end, as each proxy appends the address
+// it was reached from, so a client's own (forged) X-Forwarded-For, which
+// comes first, is never believed. Every hop a proxy: the first.
+func clientAddr(r *http.Request, proxies []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil || !slices.ContainsFunc(a.proxies, func(p netip.Prefix) bool { return p.Contains(peer.Unmap()) }) {
+	if !trusted(host, proxies) {
 		return host
 	}
-	xff := r.Header.Values("X-Forwarded-For")
-	if len(xff) == 0 {
-		return host
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		for h := range strings.SplitSeq(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hops = append(hops, h)
+			}
+		}
 	}
-	first, _, _ := strings.Cut(xff[0], ",")
-	if first = strings.TrimSpace(first); first != "" {
-		return first
+	for i := len(hops) - 1; i >= 0; i-- {
+		if i == 0 || !trusted(hops[i], proxies) {
+			return hops[i]
+		}
 	}
 	return host
+}
+
+// trusted says whether addr is one of proxies.
+func trusted(addr string, proxies []netip.Prefix) bool {
+	ip, err := netip.ParseAddr(addr)
+	return err == nil && slices.ContainsFunc(proxies, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) })
 }
 
 // auditOf is the audit record of r's control: who sent it (the principal

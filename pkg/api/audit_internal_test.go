@@ -13,8 +13,9 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
-// X-Forwarded-For is believed only from a trusted proxy, and only its
-// first hop.
+// X-Forwarded-For is believed only from a trusted proxy, read from its
+// end: the nearest hop that is not a trusted proxy (a client's own header,
+// which the proxy appends to, is not believed).
 func TestRemoteAddr(t *testing.T) {
 	a := New(nil, nil, nil, nil).WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::1/128"))
 	tests := []struct {
@@ -24,8 +25,11 @@ func TestRemoteAddr(t *testing.T) {
 	}{
 		{"no proxy", "192.0.2.1:5000", nil, "192.0.2.1"},
 		{"an untrusted peer's header is ignored", "192.0.2.1:5000", []string{"203.0.113.7"}, "192.0.2.1"},
-		{"a trusted proxy: the first hop", "10.1.2.3:5000", []string{"203.0.113.7, 10.9.9.9"}, "203.0.113.7"},
-		{"a trusted proxy, two headers: the first's first hop", "10.1.2.3:5000", []string{"203.0.113.7", "198.51.100.1"}, "203.0.113.7"},
+		{"a trusted proxy: the hop it was reached from", "10.1.2.3:5000", []string{"203.0.113.7"}, "203.0.113.7"},
+		{"a chain of trusted proxies: the nearest untrusted hop", "10.1.2.3:5000", []string{"203.0.113.7, 10.9.9.9"}, "203.0.113.7"},
+		{"a client's forged hop before the proxy's: the proxy's", "10.1.2.3:5000", []string{"198.51.100.66, 203.0.113.7"}, "203.0.113.7"},
+		{"two headers: one list, read from its end", "10.1.2.3:5000", []string{"198.51.100.66", "203.0.113.7"}, "203.0.113.7"},
+		{"every hop trusted: the first", "10.1.2.3:5000", []string{"10.4.4.4, 10.9.9.9"}, "10.4.4.4"},
 		{"a trusted proxy without the header", "10.1.2.3:5000", nil, "10.1.2.3"},
 		{"a trusted proxy, an empty header", "10.1.2.3:5000", []string{" "}, "10.1.2.3"},
 		{"a trusted IPv6 proxy", "[2001:db8::1]:443", []string{"2001:db8::42"}, "2001:db8::42"},

@@ -77,7 +77,7 @@ func request(t *testing.T, method, url, tok, body string, header map[string]stri
 // /api/v1/audit answers newest first: who, from where, with what, why.
 func TestControlsAreAudited(t *testing.T) {
 	base, s := auditAPI(t)
-	proxied := map[string]string{"X-Forwarded-For": "203.0.113.7, 10.1.2.3", "User-Agent": "audit-test/1"}
+	proxied := map[string]string{"X-Forwarded-For": "203.0.113.7, 127.0.0.9", "User-Agent": "audit-test/1"}
 	for _, c := range []struct {
 		tok, path, body string
 		header          map[string]string

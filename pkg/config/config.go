@@ -119,8 +119,9 @@ type Server struct {
 	// TrustedProxies are the reverse proxies (CIDRs or IP addresses) in
 	// front of flotilla whose X-Forwarded-For the audit believes: a
 	// control from one of them is recorded as coming from the header's
-	// first hop; from anyone else, as coming from its peer address (the
-	// header is ignored). Default none.
+	// last hop that is not one of them (what the client sent in the
+	// header comes before it and is not believed); from anyone else, as
+	// coming from its peer address (the header is ignored). Default none.
 	TrustedProxies []string `json:"trustedProxies"`
 	// SSO, when set, logs people in through an OpenID Connect provider:
 	// the web UI (code flow with PKCE) and the CLI (`flotilla login
