@@ -208,6 +208,9 @@ type ImageVerified struct {
 	// Source is the push's (ImagePushed.Source): "" a webhook, SourcePoll
 	// flotilla's poll.
 	Source string `json:"source,omitempty"`
+	// PushedBy is who pushed, as the webhook's sender names them
+	// (ImagePushed.Pusher, GitPushed.Pusher); "" when unknown.
+	PushedBy string `json:"pushedBy,omitempty"`
 }
 
 // Ref is the pinned reference "registry/repository@digest".

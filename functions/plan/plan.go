@@ -98,7 +98,7 @@ func (f *Function) gitVerified(ctx context.Context, e cloudevents.Event) ([]clou
 		if !ok || app.Git() == nil {
 			continue // the configuration changed since verify
 		}
-		iv := events.ImageVerified{Image: config.DisplayURL(app.Git().URL), Tag: v.Version(), Digest: v.Commit, Source: v.Source}
+		iv := events.ImageVerified{Image: config.DisplayURL(app.Git().URL), Tag: v.Version(), Digest: v.Commit, Source: v.Source, PushedBy: v.Pusher}
 		var only []string
 		if cs, ok := v.Clusters[name]; ok {
 			only = cs

@@ -116,7 +116,7 @@ func (f *Function) handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if p.Digest != "" && p.Digest != digest {
 		return reject(fmt.Sprintf("tag %s now resolves to %s, not the pushed %s: the newer push will be acted on", p.Tag, digest, p.Digest))
 	}
-	return f.verified(ctx, e, events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest, Source: p.Source}, reject)
+	return f.verified(ctx, e, events.ImageVerified{Image: image, Tag: p.Tag, Digest: digest, Source: p.Source, PushedBy: p.Pusher}, reject)
 }
 
 // TagLinkWait is how long a pushed tag the registry refuses (MANIFEST_UNKNOWN,

@@ -56,6 +56,8 @@ type API struct {
 
 	authz     *authz.Authorizer  // the projects' roles (authz.go); nil: every route served
 	forbidden prometheus.Counter // flotilla_api_requests_refused_total{reason="forbidden"}
+
+	automation map[string]bool // the API tokens of machines (approvers.go)
 }
 
 // WithApplications names the configured applications, which the calls
@@ -113,7 +115,7 @@ func (a *API) routes() []route {
 // Register adds the API's routes to mux, each behind its authorization.
 func (a *API) Register(mux *http.ServeMux) {
 	for _, rt := range a.routes() {
-		mux.Handle(rt.pattern, a.authorized(rt))
+		mux.Handle(rt.pattern, a.marked(a.authorized(rt)))
 	}
 }
 

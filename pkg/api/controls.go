@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -264,9 +265,12 @@ func (a *API) getFleet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// approveWave records the caller (its API token's name) as an approver of
+// approveWave records the caller (its principal's name) as an approver of
 // a wave, named by its number (from 1) or name; 409 when the wave needs no
-// approval, has started, or has the caller's already.
+// approval, has started, or has the caller's already; 403, audited as
+// refused, when the caller's approval does not count (automation, not
+// among the wave's approvals.from, the version's pusher under
+// separationOfDuties: approvers.go).
 func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
 	var req ControlRequest
 	name, ok := a.authorizedRequest(w, r, &req)
@@ -294,10 +298,15 @@ func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
 	case idx < ro.Wave:
 		conflict = fmt.Sprintf("is past wave %d (%s)", idx+1, wave.Name)
 	case slices.Contains(wave.Approvers, name):
-		conflict = fmt.Sprintf("has %s's approval of wave %d (%s) already: approvals must come from distinct API tokens", name, idx+1, wave.Name)
+		conflict = fmt.Sprintf("has %s's approval of wave %d (%s) already: approvals must come from distinct people", name, idx+1, wave.Name)
 	}
 	if conflict != "" {
 		writeError(w, fault.New(fault.ErrConflict, "rollout "+id+" "+conflict))
+		return
+	}
+	p, _ := identity.FromContext(r.Context())
+	if why := ro.ApprovalRefused(idx, p); why != "" {
+		a.refuseApproval(w, r, ro.Application, id, why)
 		return
 	}
 	user := who(name, req.By)

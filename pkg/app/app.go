@@ -329,7 +329,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
 		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
-		WithAuditLog(s.bus).WithTrustedProxies(cfg.Server.Proxies()...)
+		WithAuditLog(s.bus).WithTrustedProxies(cfg.Server.Proxies()...).WithAutomation(cfg.Server.AutomationTokens()...)
 	az, err := authz.New(cfg)
 	if err != nil {
 		return err

@@ -195,6 +195,10 @@ type APIToken struct {
 	// Groups the token's holder is in, which projects' roles and
 	// rbac.policy grant to as group:<name>. Needs projects or rbac.
 	Groups []string `json:"groups"`
+	// Automation marks a token a machine uses (CI, a bot): its approval of
+	// a wave never counts (waves[].approvals). server.apiToken ("default")
+	// is automation always. Default false: a person's token.
+	Automation bool `json:"automation"`
 }
 
 // DefaultTokenName is the name server.apiToken is recorded as.
@@ -211,6 +215,22 @@ func (s Server) AuthNotice() string {
 		return "no API token is set: every API call and web UI page is refused (401); set server.apiTokens (or server.apiToken)"
 	}
 	return ""
+}
+
+// AutomationTokens names the API tokens of machines, whose approvals never
+// count: "default" (server.apiToken, when set) and those marked
+// automation.
+func (s Server) AutomationTokens() []string {
+	var out []string
+	if s.APITokenValue != "" || s.APIToken != nil {
+		out = append(out, DefaultTokenName)
+	}
+	for _, t := range s.APITokens {
+		if t.Automation {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // Tokens returns every API token by name: apiToken as "default", then the
@@ -472,10 +492,11 @@ type WavePolicy struct {
 	// (Kargo's name) is an alias: set one of them. Default 0.
 	BakeTime         *Duration `json:"bakeTime"`
 	RequiredSoakTime *Duration `json:"requiredSoakTime"`
-	// Approvals is how many distinct approvers (API token names) must
-	// approve the wave ('flotilla approve ROLLOUT --wave W') before its
-	// clusters start. Default 0.
-	Approvals *int `json:"approvals"`
+	// Approvals is who must approve the wave ('flotilla approve ROLLOUT
+	// --wave W') before its clusters start: a number of distinct people
+	// (any principal that is not automation), or {required, from,
+	// separationOfDuties} (Approvals). Default 0: none.
+	Approvals *Approvals `json:"approvals"`
 	// RequireSignature: the wave takes only images whose signature an
 	// application's verify.signatures trusts. Default true; false lets an
 	// early wave run unsigned builds. Applications without signatures are
@@ -491,7 +512,7 @@ func (p WavePolicy) Approvers() int {
 	if p.Approvals == nil {
 		return 0
 	}
-	return *p.Approvals
+	return p.Approvals.Required
 }
 
 // Bake returns the policy's bake time.
@@ -807,7 +828,7 @@ type Wave struct {
 	MaxFailures      *intstr.IntOrString `json:"maxFailures"`
 	BakeTime         *Duration           `json:"bakeTime"`
 	RequiredSoakTime *Duration           `json:"requiredSoakTime"`
-	Approvals        *int                `json:"approvals"`
+	Approvals        *Approvals          `json:"approvals"`
 	RequireSignature *bool               `json:"requireSignature"`
 	// FreezeWindows hold this wave only.
 	FreezeWindows []FreezeWindow `json:"freezeWindows"`

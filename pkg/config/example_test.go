@@ -74,7 +74,7 @@ func TestExampleConfig(t *testing.T) {
 				{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 					MaxParallel: ptr.To(intstr.FromInt32(2)), Members: []string{"c2", "c3"}},
 			},
-			WavePolicy:    WavePolicy{MaxParallel: ptr.To(intstr.FromString("100%")), MaxFailures: ptr.To(intstr.FromInt32(0)), BakeTime: &Duration{}, Approvals: ptr.To(0), RequireSignature: ptr.To(true)},
+			WavePolicy:    WavePolicy{MaxParallel: ptr.To(intstr.FromString("100%")), MaxFailures: ptr.To(intstr.FromInt32(0)), BakeTime: &Duration{}, Approvals: ApprovalsOf(0), RequireSignature: ptr.To(true)},
 			MetricsServer: "http://prometheus.monitoring:9090",
 			Poll:          Poll{Interval: &Duration{5 * time.Minute}},
 			Reconcile:     Reconcile{Interval: &Duration{time.Minute}},

@@ -52,6 +52,7 @@ var (
 	intOrStringType     = reflect.TypeFor[intstr.IntOrString]()
 	quantityType        = reflect.TypeFor[resource.Quantity]()
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	approvalsType       = reflect.TypeFor[Approvals]()
 )
 
 func (w *schemaWalker) addf(n *yamlv3.Node, path, format string, args ...any) {
@@ -96,6 +97,12 @@ func (w *schemaWalker) walk(n *yamlv3.Node, t reflect.Type, path string) {
 			w.addf(n, path, "want a quantity such as \"1Gi\" or \"500m\", got a %s", kindName(n))
 		} else if _, err := resource.ParseQuantity(n.Value); err != nil {
 			w.addf(n, path, "invalid quantity %q: want a Kubernetes quantity such as \"1Gi\" or \"500m\"", n.Value)
+		}
+	case t == approvalsType: // a number, or its fields
+		if n.Kind == yamlv3.MappingNode {
+			w.walkStruct(n, t, path)
+		} else if n.Kind != yamlv3.ScalarNode || n.Tag != "!!int" {
+			w.addf(n, path, "want a number of approvers or {required, from, separationOfDuties}, got %s", describe(n))
 		}
 	case reflect.PointerTo(t).Implements(jsonUnmarshalerType):
 		// Another type that decodes itself (metav1.Time, ...): the strict

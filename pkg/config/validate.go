@@ -494,9 +494,7 @@ func (v *validator) wavePolicy(path string, p WavePolicy) {
 	if p.Bake() < 0 {
 		v.addf(path+".bakeTime", "%s is negative", p.Bake())
 	}
-	if n := p.Approvers(); n < 0 || n > 10 {
-		v.addf(path+".approvals", "%d is out of range: want 0 to 10 distinct approvers", n)
-	}
+	v.approvals(path+".approvals", p.Approvals)
 }
 
 // intOrPercent reads a count or a percentage ("25%").

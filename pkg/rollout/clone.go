@@ -28,6 +28,7 @@ func (w Wave) clone() Wave {
 	c := w
 	c.Clusters = slices.Clone(w.Clusters)
 	c.Approvers = slices.Clone(w.Approvers)
+	c.ApprovalsFrom = slices.Clone(w.ApprovalsFrom)
 	if w.PullRequest != nil {
 		pr := *w.PullRequest
 		c.PullRequest = &pr

@@ -34,7 +34,8 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 		return Rollout{}, cmp.Or(d.Reason, "the version policy does not take "+v.Tag), nil
 	}
 	ro = Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: Progressing,
-		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created, Source: cmp.Or(v.Source, SourceWebhook)}
+		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created, Source: cmp.Or(v.Source, SourceWebhook),
+		PushedBy: v.PushedBy}
 	ro.Waves = Waves(cfg, app)
 	if only != nil {
 		ro.Waves, ro.Limited = LimitWaves(cfg, ro.Waves, only, inFlight), true
@@ -77,6 +78,9 @@ func Waves(cfg *config.Config, app config.Application) []Wave {
 		wave.MaxParallel, wave.MaxFailures = policy.Limits(len(wave.Clusters))
 		wave.BakeTime = policy.Bake()
 		wave.Approvals = policy.Approvers()
+		if a := policy.Approvals; a != nil && wave.Approvals > 0 {
+			wave.ApprovalsFrom, wave.SeparationOfDuties = slices.Clone(a.From), a.SeparationOfDuties
+		}
 		wave.SignatureRequired = app.Verify != nil && policy.SignatureRequired()
 		out = append(out, wave)
 	}

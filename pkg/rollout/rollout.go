@@ -91,6 +91,12 @@ type Rollout struct {
 	// unsigned rollout does not reach: it succeeds without the fleet
 	// running its version, and the version signed later rolls out again.
 	StopsBefore string `json:"stopsBefore,omitempty"`
+	// PushedBy is who pushed the version, as the webhook's sender names
+	// them (GitHub, Gitea, GitLab: the pusher; Harbor: the operator;
+	// distribution: the actor); "" when unknown (a poll, a sender that
+	// names no one, a rollout no push started): separation of duties then
+	// refuses no approver.
+	PushedBy string `json:"pushedBy,omitempty"`
 	// Source says what brought the version: SourceWebhook (a sender's
 	// webhook) or SourcePoll (flotilla's poll of the registry found it);
 	// "" for rollouts that no push started (a fleet rollback).
@@ -141,10 +147,15 @@ type Wave struct {
 	BakingUntil time.Time     `json:"bakingUntil,omitzero"`
 	Baked       bool          `json:"baked,omitempty"`
 	// Approvals is how many distinct approvers the wave needs before its
-	// clusters start; Approvers are those who approved it (API token
-	// names).
-	Approvals int      `json:"approvals,omitempty"`
-	Approvers []string `json:"approvers,omitempty"`
+	// clusters start; Approvers are those who approved it (their
+	// principals' names). ApprovalsFrom names who may (group:<name>,
+	// user:<name>; empty: anyone but automation); SeparationOfDuties
+	// refuses the rollout's pusher (PushedBy). Fixed when the rollout is
+	// planned (approvers.go).
+	Approvals          int      `json:"approvals,omitempty"`
+	Approvers          []string `json:"approvers,omitempty"`
+	ApprovalsFrom      []string `json:"approvalsFrom,omitempty"`
+	SeparationOfDuties bool     `json:"separationOfDuties,omitempty"`
 	// FreezeOverride says who let the wave start inside a freeze window,
 	// and why.
 	FreezeOverride string `json:"freezeOverride,omitempty"`

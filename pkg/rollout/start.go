@@ -123,16 +123,31 @@ func (r *Rollout) gate(cause cloudevents.Event, g Gates, w int) (string, []cloud
 }
 
 // approvalsWanted says what approvals a wave waits for: "1 approval, has
-// none", "2 approvals, has 1 (alice)".
+// none", "2 approvals, has 1 (alice)", and from whom when not from anyone:
+// "2 approvals, has 1 (alice): needs 1 more approval from
+// group:release-managers".
 func approvalsWanted(w Wave) string {
-	want := fmt.Sprintf("%d approval", w.Approvals)
-	if w.Approvals != 1 {
-		want += "s"
-	}
+	want := plural(w.Approvals, "approval")
 	if len(w.Approvers) == 0 {
-		return want + ", has none"
+		want += ", has none"
+	} else {
+		want = fmt.Sprintf("%s, has %d (%s)", want, len(w.Approvers), strings.Join(w.Approvers, ", "))
 	}
-	return fmt.Sprintf("%s, has %d (%s)", want, len(w.Approvers), strings.Join(w.Approvers, ", "))
+	if len(w.ApprovalsFrom) > 0 {
+		want += fmt.Sprintf(": needs %d more %s from %s", w.Approvals-len(w.Approvers), pluralWord(w.Approvals-len(w.Approvers), "approval"),
+			strings.Join(w.ApprovalsFrom, " or "))
+	}
+	return want
+}
+
+// plural is "1 approval", "2 approvals".
+func plural(n int, word string) string { return fmt.Sprintf("%d %s", n, pluralWord(n, word)) }
+
+func pluralWord(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // pullRequestGate holds the clusters of wave w of a GitOps application in

@@ -1,0 +1,110 @@
+package rollout_test
+
+import (
+	"testing"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+func TestApprovalRefused(t *testing.T) {
+	person := func(name string, groups ...string) identity.Principal {
+		return identity.Principal{Subject: name, Name: name, Groups: groups, Token: name, Via: identity.ViaToken}
+	}
+	sso := identity.Principal{Subject: "00u1", Name: "dave@example.com", Via: identity.ViaSession}
+	ci := person("ci", "release-managers")
+	ci.Automation = true
+	rm := []string{"group:release-managers", "user:00u1"}
+	tests := []struct {
+		name     string
+		from     []string
+		sod      bool
+		pushedBy string
+		p        identity.Principal
+		want     string
+	}{
+		{name: "anyone who is not automation", p: person("bob"), want: ""},
+		{name: "automation never counts", p: ci, want: "ci is automation and never counts as an approver"},
+		{name: "automation never counts, even in the group", from: rm, p: ci, want: "ci is automation and never counts as an approver"},
+		{name: "a member of the group", from: rm, p: person("alice", "release-managers"), want: ""},
+		{name: "a user by subject", from: rm, p: sso, want: ""},
+		{name: "a user by name", from: []string{"user:dave@example.com"}, p: sso, want: ""},
+		{name: "not among them", from: rm, p: person("bob", "developers"),
+			want: "bob is not among those who may approve wave 2 (wave-2): group:release-managers, user:00u1"},
+		{name: "the pusher, with separation of duties", from: rm, sod: true, pushedBy: "Alice", p: person("alice", "release-managers"),
+			want: "alice pushed 1.2.0 and may not approve its rollout (separationOfDuties)"},
+		{name: "the pusher by subject", sod: true, pushedBy: "00u1", p: sso,
+			want: "dave@example.com pushed 1.2.0 and may not approve its rollout (separationOfDuties)"},
+		{name: "the pusher, without separation of duties", from: rm, pushedBy: "alice", p: person("alice", "release-managers"), want: ""},
+		{name: "another than the pusher", from: rm, sod: true, pushedBy: "alice", p: person("carol", "release-managers"), want: ""},
+		{name: "an unknown pusher refuses no one", from: rm, sod: true, p: person("alice", "release-managers"), want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterSucceeded, "")}, []rollout.Cluster{cl("c2", rollout.ClusterPending, "")})
+			r.Tag, r.PushedBy = "1.2.0", tt.pushedBy
+			r.Waves[1].Approvals, r.Waves[1].ApprovalsFrom, r.Waves[1].SeparationOfDuties = 2, tt.from, tt.sod
+			if got := r.ApprovalRefused(1, tt.p); got != tt.want {
+				t.Errorf("ApprovalRefused = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// The gate says who approved and how many more approvals it needs from
+// whom.
+func TestApprovalsWaiting(t *testing.T) {
+	tests := []struct {
+		name      string
+		from      []string
+		approvers []string
+		want      string
+	}{
+		{name: "from anyone, none yet", want: "wave 2 (wave-2) waits for 2 approvals, has none"},
+		{name: "from anyone, one", approvers: []string{"alice"}, want: "wave 2 (wave-2) waits for 2 approvals, has 1 (alice)"},
+		{name: "from a group, none yet", from: []string{"group:release-managers"},
+			want: "wave 2 (wave-2) waits for 2 approvals, has none: needs 2 more approvals from group:release-managers"},
+		{name: "from a group or a user, one", from: []string{"group:release-managers", "user:carol"}, approvers: []string{"bob"},
+			want: "wave 2 (wave-2) waits for 2 approvals, has 1 (bob): needs 1 more approval from group:release-managers or user:carol"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterProgressing, "")}, []rollout.Cluster{cl("c2", rollout.ClusterPending, "")})
+			r.Phase = rollout.Progressing
+			r.Waves[1].Approvals, r.Waves[1].ApprovalsFrom, r.Waves[1].Approvers = 2, tt.from, tt.approvers
+			if _, err := r.Record(events.ClusterResult{RolloutID: r.ID, Cluster: "c1"}, true); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Advance(cause(t), rollout.Gates{App: config.Application{Name: "app"}, Now: t0}); err != nil {
+				t.Fatal(err)
+			}
+			if r.Waiting != tt.want {
+				t.Errorf("waiting %q, want %q", r.Waiting, tt.want)
+			}
+		})
+	}
+}
+
+// Plan carries the push's pusher and each wave's approvals policy.
+func TestPlanApprovers(t *testing.T) {
+	cfg := &config.Config{Fleet: config.Fleet{
+		Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}},
+		Waves: []config.Wave{{Name: "canary", Clusters: []string{"c1"}},
+			{Name: "prod", Clusters: []string{"c2"}, Approvals: &config.Approvals{Required: 2, From: []string{"group:rm"}, SeparationOfDuties: true}}},
+	}}
+	app := config.Application{Name: "app", Image: "registry.test/team/app", Track: config.TrackNewest}
+	ro, skip, err := rollout.Plan(cfg, app, rollout.AppState{}, nil,
+		events.ImageVerified{Image: "registry.test/team/app", Tag: "1.2.0", Digest: "sha256:abc", PushedBy: "alice"}, "app-1", nil)
+	if err != nil || skip != "" {
+		t.Fatalf("Plan: %q, %v", skip, err)
+	}
+	if ro.PushedBy != "alice" {
+		t.Errorf("pushedBy %q, want alice", ro.PushedBy)
+	}
+	w := ro.Waves[1]
+	if w.Approvals != 2 || len(w.ApprovalsFrom) != 1 || w.ApprovalsFrom[0] != "group:rm" || !w.SeparationOfDuties || ro.Waves[0].Approvals != 0 {
+		t.Errorf("waves %+v, want prod needing 2 from group:rm with separation of duties", ro.Waves)
+	}
+}
