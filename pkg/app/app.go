@@ -460,7 +460,7 @@ func (s *Server) Run(ctx context.Context) error {
 			g.Go(func() error { return run(gctx) })
 		}
 	}
-	g.Go(func() error { return s.dispatch.Run(gctx) })
+	g.Go(func() error { return runDrained(gctx, s.dispatch, s.log) })
 	g.Go(func() error { return s.resync.Run(gctx) })
 	g.Go(func() error { return s.poll.Run(gctx) })
 	g.Go(func() error { return s.reconcile.Run(gctx) })

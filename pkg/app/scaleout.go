@@ -40,6 +40,47 @@ type eventBus interface {
 type engine interface {
 	Run(ctx context.Context) error
 	Err() error
+	// Drain starts no more events and waits for the calls under way
+	// (dispatch.Dispatcher.Drain), before Run's context is canceled.
+	Drain(ctx context.Context) error
+}
+
+// drainTimeout bounds a graceful stop's wait for the calls under way:
+// with the HTTP server's shutdown (at the same time) and the hand-over of
+// the partitions after it, within Kubernetes' default grace period (30 s).
+const drainTimeout = 10 * time.Second
+
+// runDrained runs e until ctx ends, then drains it for up to drainTimeout
+// before it stops: a call under way (a pipeline run applying a cluster, a
+// function's update) ends and is not replayed by the next holder.
+func runDrained(ctx context.Context, e engine, log *slog.Logger) error {
+	run, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	cancel := context.AfterFunc(ctx, func() {
+		dctx, cancel := context.WithTimeout(run, drainTimeout)
+		defer cancel()
+		start := time.Now()
+		if err := e.Drain(dctx); err != nil {
+			log.Warn("stopping with calls under way: their events are handled again at the next start", "error", err, "waited", time.Since(start))
+		} else {
+			log.Info("drained: every call under way ended", "took", time.Since(start))
+		}
+		stop()
+	})
+	defer cancel()
+	return e.Run(run)
+}
+
+// Drain drains the dispatchers of the partitions held, which stay held
+// (their leases renewed) meanwhile.
+func (e *sharedEngine) Drain(ctx context.Context) error {
+	e.mu.Lock()
+	shards := e.shards
+	e.mu.Unlock()
+	if shards == nil {
+		return nil
+	}
+	return shards.Drain(ctx)
 }
 
 // scaleOut is what scale-out mode runs on: the NATS connection, the bus

@@ -81,6 +81,8 @@ type Dispatcher struct {
 	m      *metrics
 	// stalled is why the dispatcher is not making progress, nil while it is.
 	stalled atomic.Pointer[error]
+	// sched is Run's scheduler, nil before Run.
+	sched atomic.Pointer[scheduler]
 }
 
 // cursorName is the dispatcher's cursor in the journal (named when it was
@@ -155,9 +157,23 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	defer func() { <-timers }()
 	s := newScheduler(d, cursor, saver)
+	d.sched.Store(s)
 	s.run(ctx)
 	saver.stop()
 	return d.saveCursor(ctx, s.watermark())
+}
+
+// Drain prepares a graceful stop: the dispatcher starts no more events
+// and Drain waits until the calls under way ended (their events handled
+// and journaled), or ctx ends. Then cancel Run's context: what is queued
+// and was not started is replayed at the next run, by this replica or the
+// one its partition goes to, as after any stop; what ended is not. After
+// Drain, the dispatcher only stops.
+func (d *Dispatcher) Drain(ctx context.Context) error {
+	if s := d.sched.Load(); s != nil {
+		return s.drain(ctx)
+	}
+	return nil
 }
 
 // readCursor reads where the dispatcher stopped, retrying a journal that

@@ -48,6 +48,11 @@ type scheduler struct {
 	readSeq  uint64        // the last seq read
 	inflight int           // events read and not yet handled
 	space    chan struct{} // closed when inflight drops below MaxInFlight
+	// draining: no worker starts another key's events; running counts the
+	// workers running some; idle is closed when, draining, none does.
+	draining bool
+	running  int
+	idle     chan struct{}
 }
 
 func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
@@ -71,6 +76,7 @@ func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
 		win:     newWindow(cursor),
 		readSeq: cursor,
 		space:   make(chan struct{}),
+		idle:    make(chan struct{}),
 	}
 }
 
@@ -204,12 +210,57 @@ func (s *scheduler) work(ctx context.Context, l *lane) {
 		case <-ctx.Done():
 			return
 		case p := <-l.ready:
+			if !s.begin() {
+				return // draining: left for the next run
+			}
 			if !s.d.o.slots.acquire(ctx, l) {
+				s.end()
 				return // not handled: the watermark stays below it
 			}
 			s.runHead(ctx, p)
 			s.d.o.slots.release(l)
+			s.end()
 		}
+	}
+}
+
+// begin counts a worker running a key's events, false when draining.
+func (s *scheduler) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.running++
+	return true
+}
+
+// end counts a worker done with a key's events.
+func (s *scheduler) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running--
+	if s.draining && s.running == 0 {
+		close(s.idle)
+	}
+}
+
+// drain stops the workers from starting anything more and waits until
+// those running something are done, or ctx ends.
+func (s *scheduler) drain(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		if s.running == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("draining: calls still under way: %w", ctx.Err())
 	}
 }
 

@@ -99,6 +99,25 @@ func (s *Shards) start(p int) error {
 	return nil
 }
 
+// Drain drains every running dispatcher at once (see [Dispatcher.Drain])
+// and waits for them, or until ctx ends. The caller keeps the partitions'
+// leases meanwhile, then stops the dispatchers (Set(nil), Close).
+func (s *Shards) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	running := make([]*shard, 0, len(s.running))
+	for _, sh := range s.running {
+		running = append(running, sh)
+	}
+	s.mu.Unlock()
+	errs := make([]error, len(running))
+	var wg sync.WaitGroup
+	for i, sh := range running {
+		wg.Go(func() { errs[i] = sh.d.Drain(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // Running returns the partitions whose dispatchers run.
 func (s *Shards) Running() []int {
 	s.mu.Lock()
