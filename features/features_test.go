@@ -182,6 +182,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerUISteps(sc)
 	s.registerAuthnSteps(sc)
 	s.registerAuditSteps(sc)
+	s.registerApproverSteps(sc)
 	s.registerTracingSteps(sc)
 	s.registerScaleOutSteps(sc)
 	s.registerRegistrySteps(sc)

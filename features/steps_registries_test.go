@@ -22,9 +22,9 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/testkit/registrytest"
 )
 
-// The accounts of the registry that requires a login: "ci" pushes,
-// "deployer" is flotilla's.
-var registryUsers = map[string]string{"ci": "ci-" + randomHex(8), "deployer": "deployer-" + randomHex(8)}
+// The accounts of the registry that requires a login: "ci" and "alice"
+// push, "deployer" is flotilla's.
+var registryUsers = map[string]string{"ci": "ci-" + randomHex(8), "alice": "alice-" + randomHex(8), "deployer": "deployer-" + randomHex(8)}
 
 func (s *scenario) registerRegistrySteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a registry that requires a login and notifies flotilla itself$`, s.privateRegistry)

@@ -202,6 +202,9 @@ type world struct {
 	// when steps set them (steps_catchup_test.go); else the interval is
 	// 0s, for the same reason as the poll's.
 	reconcile *reconcileWorld
+	// approvers are the API tokens' groups and automation, when steps set
+	// them (steps_approvers_test.go, #31 item 4).
+	approvers *approversWorld
 }
 
 func (s *scenario) registerRolloutSteps(sc *godog.ScenarioContext) {
@@ -428,6 +431,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	}
 	if w.onNewVersion != "" {
 		cfg["applications"].([]map[string]any)[0]["onNewVersion"] = w.onNewVersion
+	}
+	if w.approvers != nil {
+		w.approvers.configure(cfg)
 	}
 	if r := w.reconcile; r != nil && r.driftPolicy != "" {
 		cfg["applications"].([]map[string]any)[0]["driftPolicy"] = r.driftPolicy

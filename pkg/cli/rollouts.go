@@ -157,6 +157,9 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 	if r.Source != "" {
 		fmt.Fprintf(w, "Source:       %s\n", r.Source)
 	}
+	if by := pushedBy(r); by != "" {
+		fmt.Fprintf(w, "Pushed by:    %s\n", by)
+	}
 	if r.Kind != "" {
 		fmt.Fprintf(w, "Kind:         %s\n", r.Kind)
 	}
@@ -183,6 +186,18 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// pushedBy says who pushed a push's version, as its sender named them, or
+// that it is unknown; "" for a rollout no push started.
+func pushedBy(r rollout.Rollout) string {
+	switch {
+	case r.PushedBy != "":
+		return r.PushedBy
+	case r.Source != "" && r.Kind == "":
+		return "unknown (the sender named no one: separation of duties refuses no approver)"
+	}
+	return ""
 }
 
 // deadline is when a cluster's step in flight must be done.

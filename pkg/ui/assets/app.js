@@ -309,6 +309,7 @@ function rolloutPage(id) {
       fact("Image", h("span", { class: "mono" }, r.image + ":" + r.tag)),
       fact("Digest", h("span", { class: "mono" }, r.digest)),
       r.previousTag ? fact("Previous", r.previousTag + " (" + short(r.previousDigest) + ")") : null,
+      r.source && !r.kind ? fact("Pushed by", h("span", { id: "pushed-by" }, r.pushedBy || "unknown (the sender named no one: separation of duties refuses no approver)")) : null,
       r.signedBy ? fact("Signed by", r.signedBy) : null,
       r.unsigned ? fact("Unsigned", r.unsigned) : null,
       r.rollbackOf ? fact("Rolls back", h("a", { href: "#/rollouts/" + r.rollbackOf }, r.rollbackOf)) : null,

@@ -1,0 +1,53 @@
+Feature: Approvers are people, with separation of duties
+  A wave's approvals name who may approve it and how many distinct people
+  must: `approvals: {required: 2, from: [group:release-managers],
+  separationOfDuties: true}`. An approval counts only from a principal that
+  is not automation (server.apiToken's "default", apiTokens[].automation),
+  that `from` names (by a group of its, or as a user), and, with separation
+  of duties, that did not push the version: the rollout's pushedBy, as the
+  registry's or git host's webhook names the pusher. A refused approval is
+  answered 403 with why, audited as refused, and changes nothing.
+
+  # Catches: an approval counted from an automation token (robot is in the
+  # group; "default" is automation always) or from the pusher (alice, named
+  # by the registry's own notification as its actor), which would release
+  # wave 2 after bob's approval: c2 changed before carol's; a wave started
+  # after one approval of two; a pusher not carried from the registry's
+  # notification to the rollout; a refusal not audited, or audited as
+  # allowed; a gate that does not say how many more approvals it needs
+  # from whom.
+  Scenario: A wave needing two release managers: automation and the pusher do not count, two others start it
+    Given a registry that requires a login and notifies flotilla itself
+    And flotilla reads it with a Docker config file holding the login of "deployer"
+    And the API tokens "alice,bob,carol" are people in group "release-managers"
+    And the API token "robot" is automation in group "release-managers"
+    And wave 2 needs 2 approvals from group "release-managers" with separation of duties
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the application's objects in clusters "c2" are watched
+    When "alice" pushes version "1.1.0" to the registry
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    And the rollout of "1.1.0" was pushed by "alice", as the API and `flotilla describe rollout` say
+    When "robot" approves wave 2 of the rollout of "1.1.0" and is refused: "robot is automation and never counts as an approver"
+    And "default" approves wave 2 of the rollout of "1.1.0" and is refused: "default is automation and never counts as an approver"
+    And "alice" approves wave 2 of the rollout of "1.1.0" and is refused: "alice pushed 1.1.0 and may not approve its rollout (separationOfDuties)"
+    And "bob" approves wave 2 of the rollout of "1.1.0" with the reason "CAB-9"
+    Then no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
+    And the rollout of "1.1.0" waits: "wave 2 (wave-2) waits for 2 approvals, has 1 (bob): needs 1 more approval from group:release-managers"
+    When "carol" approves wave 2 of the rollout of "1.1.0" with the reason "CAB-9", which releases it
+    Then the rollout of "1.1.0" succeeds
+    And clusters "c2" were unchanged until the release
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the rollout of "1.1.0" records the approvals of "bob,carol" for wave 2
+    And `flotilla get audit` lists, newest first, at the times they were sent:
+      | name    | action  | application | wave | reason | decision | from      |
+      | carol   | approve | podinfo     | 2    | CAB-9  | allowed  | 127.0.0.1 |
+      | bob     | approve | podinfo     | 2    | CAB-9  | allowed  | 127.0.0.1 |
+      | alice   | approve | podinfo     | 2    |        | refused  | 127.0.0.1 |
+      | default | approve | podinfo     | 2    |        | refused  | 127.0.0.1 |
+      | robot   | approve | podinfo     | 2    |        | refused  | 127.0.0.1 |
+    And `flotilla get audit -o json` gives the reasons of the refusals:
+      | name    | why                                                                    |
+      | alice   | alice pushed 1.1.0 and may not approve its rollout (separationOfDuties) |
+      | default | default is automation and never counts as an approver                  |
+      | robot   | robot is automation and never counts as an approver                    |

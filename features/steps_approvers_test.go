@@ -1,0 +1,186 @@
+package features
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+)
+
+// Approvers are people (#31 item 4): a wave's approvals name who may
+// approve and how many; automation never counts, nor, with separation of
+// duties, whoever pushed the version (as the registry's own notification
+// names them). People are API tokens with groups here.
+
+// approversWorld is what the approvers' steps configure: the API tokens'
+// groups and those marked automation (server.apiTokens[].groups,
+// .automation).
+type approversWorld struct {
+	groups     map[string][]string
+	automation map[string]bool
+}
+
+func (s *scenario) registerApproverSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^the API tokens "([^"]*)" are people in group "([^"]*)"$`, s.peopleInGroup)
+	sc.Step(`^the API token "([^"]*)" is automation in group "([^"]*)"$`, s.automationInGroup)
+	sc.Step(`^wave (\d+) needs (\d+) approvals from group "([^"]*)" with separation of duties$`, s.waveNeedsApprovalsFrom)
+	sc.Step(`^the rollout of "([^"]*)" was pushed by "([^"]*)", as the API and `+"`flotilla describe rollout`"+` say$`, s.pushedByIs)
+	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of "([^"]*)" and is refused: "([^"]*)"$`, s.approvalRefused)
+	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of "([^"]*)" with the reason "([^"]*)", which releases it$`, s.approvalReleases)
+	sc.Step(`^the rollout of "([^"]*)" waits: "([^"]*)"$`, s.rolloutWaits)
+	sc.Step("^`flotilla get audit -o json` gives the reasons of the refusals:$", s.auditRefusals)
+}
+
+func (s *scenario) approversWorld() *approversWorld {
+	if s.w.approvers == nil {
+		s.w.approvers = &approversWorld{groups: map[string][]string{}, automation: map[string]bool{}}
+	}
+	return s.w.approvers
+}
+
+func (s *scenario) peopleInGroup(names, group string) error {
+	for _, n := range strings.Split(names, ",") {
+		if err := s.namedToken(n); err != nil {
+			return err
+		}
+		a := s.approversWorld()
+		a.groups[n] = append(a.groups[n], group)
+	}
+	return nil
+}
+
+func (s *scenario) automationInGroup(name, group string) error {
+	if err := s.peopleInGroup(name, group); err != nil {
+		return err
+	}
+	s.approversWorld().automation[name] = true
+	return nil
+}
+
+func (s *scenario) waveNeedsApprovalsFrom(wave, n int, group string) error {
+	s.wavePolicy(wave, "approvals", map[string]any{"required": n, "from": []string{"group:" + group}, "separationOfDuties": true})
+	return nil
+}
+
+// configure gives the tokens their groups and automation, and every
+// principal the role admin (rbac.defaultRole): groups need a policy.
+func (a *approversWorld) configure(cfg map[string]any) {
+	server := cfg["server"].(map[string]any)
+	tokens, _ := server["apiTokens"].([]map[string]any)
+	for _, t := range tokens {
+		name := t["name"].(string)
+		if g := a.groups[name]; len(g) > 0 {
+			t["groups"] = g
+		}
+		if a.automation[name] {
+			t["automation"] = true
+		}
+	}
+	cfg["rbac"] = map[string]any{"defaultRole": "admin"}
+}
+
+func (s *scenario) pushedByIs(ctx context.Context, version, who string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro struct{ PushedBy string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if ro.PushedBy != who {
+		return fmt.Errorf("the API says the rollout of %s was pushed by %q, want %q", version, ro.PushedBy, who)
+	}
+	out, err := s.flotillaCLI(ctx, "describe", "rollout", id, "--token", s.w.apiToken)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, "Pushed by:    "+who+"\n") {
+		return fmt.Errorf("flotilla describe rollout does not say it was pushed by %s:\n%s", who, out)
+	}
+	return nil
+}
+
+// approvalRefused sends the approval with the CLI as who (its token;
+// "default" is server.apiToken) and wants it refused with 403 and why.
+func (s *scenario) approvalRefused(ctx context.Context, who string, wave int, version, why string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	tok, ok := s.w.approverTokens[who]
+	if who == "default" {
+		tok, ok = s.w.apiToken, true
+	}
+	if !ok {
+		return fmt.Errorf("no API token named %q: a step must make it", who)
+	}
+	return s.send(who, "approve", "", func() error {
+		out, err := s.flotillaCLI(ctx, "approve", id, "--wave", fmt.Sprint(wave), "--token", tok, "--reason", "features")
+		if err == nil {
+			return fmt.Errorf("flotilla approve --wave as %s succeeded (%q), want it refused: %s", who, out, why)
+		}
+		if !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "403") {
+			return fmt.Errorf("flotilla approve --wave as %s: %v, want 403 %q", who, err, why)
+		}
+		return nil
+	})
+}
+
+func (s *scenario) approvalReleases(ctx context.Context, who string, wave int, version, reason string) error {
+	s.released(time.Now())
+	return s.auditApprove(ctx, who, wave, version, reason)
+}
+
+func (s *scenario) rolloutWaits(ctx context.Context, version, want string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro struct{ Waiting string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if ro.Waiting != want {
+		return fmt.Errorf("the rollout of %s waits: %q, want %q", version, ro.Waiting, want)
+	}
+	return nil
+}
+
+// auditRefusals reads the refused records' reasons (the table's columns
+// are name and why) from `flotilla get audit -o json`, newest first.
+func (s *scenario) auditRefusals(ctx context.Context, table *godog.Table) error {
+	out, err := s.flotillaCLI(ctx, "get", "audit", "-o", "json", "--token", s.w.apiToken)
+	if err != nil {
+		return err
+	}
+	var page struct {
+		Records []struct {
+			Principal struct {
+				Name       string
+				Automation bool
+			}
+			Decision, Why string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil {
+		return fmt.Errorf("reading flotilla get audit -o json: %w:\n%s", err, out)
+	}
+	var got, want []string
+	for _, r := range page.Records {
+		if r.Decision == "refused" {
+			got = append(got, r.Principal.Name+": "+r.Why)
+		}
+	}
+	for _, r := range table.Rows[1:] {
+		want = append(want, strings.TrimSpace(r.Cells[0].Value)+": "+strings.TrimSpace(r.Cells[1].Value))
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("the refused records say %q, want %q:\n%s", got, want, out)
+	}
+	return nil
+}
