@@ -61,6 +61,7 @@ const (
 // HEAD. What it finds is the request's identity.Principal, in its context.
 type Authn struct {
 	tokens        []namedToken
+	sso           *SSO // single sign-on (sso.go); nil: none
 	anonymousRead bool
 	groups        map[string][]string // token name -> its groups
 	now           func() time.Time
@@ -141,6 +142,11 @@ func (a *Authn) Authenticate(r *http.Request) (identity.Principal, error) {
 
 func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error) {
 	reads := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if a.sso != nil { // single sign-on's bearer ID tokens and sessions (sso.go)
+		if p, handled, reason, err := a.sso.authenticate(r, reads); handled {
+			return p, reason, err
+		}
+	}
 	if len(a.tokens) == 0 {
 		if reads && a.anonymousRead {
 			return identity.Anonymous, "", nil

@@ -346,6 +346,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err != nil {
 		return err
 	}
+	s.useSSO(cfg, o.Logger) // sso.go
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: cmp.Or(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),

@@ -25,6 +25,9 @@ func (s *Server) routes() http.Handler {
 	s.api.Register(protected)
 	mux.Handle("/api/", s.authn.Require(protected))
 	s.ui.Register(mux)
+	if sso := s.authn.SSO(); sso != nil { // server.sso's /auth/*: they make or end an identity
+		sso.Register(mux)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Hooks bypass the mux: its path cleaning would redirect a path
 		// token holding "//" or "/../", which the intake reads whole.

@@ -148,9 +148,15 @@ func (c apiClient) do(ctx context.Context, method, path string, body []byte, out
 	return nil
 }
 
-// authorize sets the request's bearer token, when the client has one.
+// authorize sets the request's bearer token: the client's, else the ID
+// token of a `flotilla login --sso` to its server (login.go), refreshed
+// when about to expire.
 func (c apiClient) authorize(req *http.Request) {
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	token := c.token
+	if token == "" {
+		token = ssoBearer(req.Context(), c.base)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 }

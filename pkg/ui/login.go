@@ -53,7 +53,8 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 </header>
 <main id="main" class="login">
   <h1>Log in</h1>
-  <p class="muted">With one of this flotilla's API tokens (<code>server.apiTokens</code>). The session lasts 12 hours, in this browser only.</p>
+  {{if .SSO}}<p><a id="login-sso" class="button" href="/auth/login?next={{.Next}}">Log in with SSO</a></p>{{end}}
+  <p class="muted">{{if .SSO}}Or w{{else}}W{{end}}ith one of this flotilla's API tokens (<code>server.apiTokens</code>). The session lasts 12 hours, in this browser only.</p>
   {{if .Error}}<p id="login-error" class="reason" role="alert">{{.Error}}</p>{{end}}
   <form id="login-form" method="post" action="/ui/login">
     <input type="hidden" name="next" value="{{.Next}}">
@@ -68,7 +69,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 
 // loginForm serves the login page.
 func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
-	writeLogin(w, http.StatusOK, safeNext(r.URL.Query().Get("next")), "")
+	h.writeLogin(w, http.StatusOK, safeNext(r.URL.Query().Get("next")), "")
 }
 
 // refused answers a page refused for want of an identity: 401 and the
@@ -79,26 +80,26 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, _ error) {
 		msg = "Your session has expired or is no longer valid: log in again."
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="flotilla"`)
-	writeLogin(w, http.StatusUnauthorized, safeNext(r.URL.RequestURI()), msg)
+	h.writeLogin(w, http.StatusUnauthorized, safeNext(r.URL.RequestURI()), msg)
 }
 
 // login opens a session for the API token posted and goes on to next.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	// A cross-site form must not log a browser in (as someone else).
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		writeLogin(w, http.StatusForbidden, Path, "A login from another site is refused.")
+		h.writeLogin(w, http.StatusForbidden, Path, "A login from another site is refused.")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		writeLogin(w, http.StatusBadRequest, Path, "The form could not be read.")
+		h.writeLogin(w, http.StatusBadRequest, Path, "The form could not be read.")
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
 	c, p, err := h.auth.Login(r.PostForm.Get("token"), r.TLS != nil)
 	if err != nil {
 		h.log.InfoContext(r.Context(), "web UI login refused", "remote", r.RemoteAddr, "error", err)
-		writeLogin(w, http.StatusUnauthorized, next, err.Error())
+		h.writeLogin(w, http.StatusUnauthorized, next, err.Error())
 		return
 	}
 	h.log.InfoContext(r.Context(), "web UI login", "name", p.Name, "remote", r.RemoteAddr)
@@ -109,12 +110,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 
 // logout ends the session and shows the login page.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if h.sso { // ends either kind of session, in the state port too
+		http.Redirect(w, r, ssoLogoutPath, http.StatusTemporaryRedirect)
+		return
+	}
 	http.SetCookie(w, h.auth.Logout(r.TLS != nil))
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, LoginPath, http.StatusSeeOther)
 }
 
-func writeLogin(w http.ResponseWriter, status int, next, msg string) {
+func (h *Handler) writeLogin(w http.ResponseWriter, status int, next, msg string) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Content-Security-Policy", loginCSP)
@@ -122,7 +127,10 @@ func writeLogin(w http.ResponseWriter, status int, next, msg string) {
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = loginPage.Execute(w, struct{ Next, Error string }{next, msg})
+	_ = loginPage.Execute(w, struct {
+		Next, Error string
+		SSO         bool
+	}{next, msg, h.sso})
 }
 
 // safeNext is where a login goes on to: next if it is a page of the UI

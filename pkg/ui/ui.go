@@ -41,6 +41,7 @@ type Handler struct {
 	files map[string]asset
 	auth  Auth
 	log   *slog.Logger
+	sso   bool // the login page offers single sign-on (sso.go)
 }
 
 // New reads the embedded assets; auth authenticates the pages and logs in

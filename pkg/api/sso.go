@@ -1,0 +1,427 @@
+package api
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
+)
+
+// Single sign-on through an OpenID provider (server.sso,
+// docs/design/identity.md "Single sign-on"): the web UI's code flow with
+// PKCE and its sessions, and the CLI's ID tokens sent as bearer tokens.
+const (
+	// SSOSessionCookie holds the opaque id of a person's web session; the
+	// session itself is a document of the state port (SSOSessions), so it
+	// survives a restart and every replica reads it.
+	SSOSessionCookie = "flotilla_sso"
+	// ssoFlowCookie carries a login's state, nonce and PKCE verifier from
+	// /auth/login to /auth/callback, signed, for ten minutes.
+	ssoFlowCookie = "flotilla_sso_flow"
+	ssoFlowTTL    = 10 * time.Minute
+	// SSOSessionCollection is the state documents' collection of the
+	// sessions, keyed by the SHA-256 of their id (the store never holds a
+	// cookie that would open one).
+	SSOSessionCollection = "sso-sessions"
+
+	// The routes of SSO, outside the API's authentication.
+	SSOLoginPath    = "/auth/login"    // GET ?next=/ui/...: to the provider
+	SSOCallbackPath = "/auth/callback" // GET: back from it
+	SSOLogoutPath   = "/auth/logout"   // POST: ends the session
+	SSOConfigPath   = "/auth/config"   // GET: what `flotilla login --sso` needs
+
+	msgSSOSessionInvalid = "the single sign-on session has expired or ended: log in again at /ui/login"
+	msgNoCLIClient       = "this flotilla takes no ID token as a bearer token: set server.sso.cliClientID"
+)
+
+// SSOScopes are the scopes asked of the provider.
+var SSOScopes = []string{oidc.ScopeOpenID, "email", "profile", "groups"}
+
+// SSOConfig is server.sso, resolved.
+type SSOConfig struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	CLIClientID  string // "" refuses ID tokens as bearer tokens
+	GroupsClaim  string
+	SessionTTL   time.Duration
+	// RedirectURL is server.externalURL + /auth/callback. Cookies are
+	// Secure unless it is plain http on a loopback host.
+	RedirectURL string
+}
+
+// SSOSessions is the part of the state port the sessions are kept in
+// (pkg/store, pkg/state/natskv).
+type SSOSessions interface {
+	Get(ctx context.Context, collection, key string, v any) (bool, error)
+	Put(ctx context.Context, collection, key string, v any) error
+}
+
+// ssoSession is a session's document.
+type ssoSession struct {
+	Subject   string     `json:"subject"`
+	Name      string     `json:"name"`
+	Groups    []string   `json:"groups,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt time.Time  `json:"expiresAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+}
+
+// SSO logs people in through the provider of c.
+type SSO struct {
+	c        SSOConfig
+	sessions SSOSessions
+	log      *slog.Logger
+	now      func() time.Time
+	secure   bool
+	flowKey  []byte
+
+	mu       sync.Mutex
+	provider *oidc.Provider // discovered at first use, and again after a failure
+}
+
+// NewSSO returns the single sign-on of c, its sessions kept in sessions.
+// The provider is discovered at first use, so a provider down at start
+// delays logins, not flotilla.
+func NewSSO(c SSOConfig, sessions SSOSessions, log *slog.Logger) *SSO {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	key := sha256.Sum256([]byte("flotilla-sso-flow|" + c.ClientSecret)) // every replica signs alike
+	return &SSO{c: c, sessions: sessions, log: log, now: time.Now, secure: !plainLoopback(c.RedirectURL), flowKey: key[:]}
+}
+
+// UseSSO has a take the SSO's sessions and, from the CLI, ID tokens of
+// its provider as bearer tokens, before the API tokens. Call it before
+// serving.
+func (a *Authn) UseSSO(s *SSO) { a.sso = s }
+
+// SSO is the single sign-on UseSSO gave a (nil: none).
+func (a *Authn) SSO() *SSO { return a.sso }
+
+// plainLoopback says whether u is http:// on a loopback host (tests and a
+// laptop), where a Secure cookie would never come back.
+func plainLoopback(u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Scheme != "http" {
+		return false
+	}
+	h := pu.Hostname()
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+func (s *SSO) discover(ctx context.Context) (*oidc.Provider, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.provider != nil {
+		return s.provider, nil
+	}
+	p, err := oidc.NewProvider(ctx, s.c.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the OpenID provider %s: %w", s.c.Issuer, err)
+	}
+	s.provider = p
+	return p, nil
+}
+
+func (s *SSO) oauth(p *oidc.Provider) *oauth2.Config {
+	return &oauth2.Config{ClientID: s.c.ClientID, ClientSecret: s.c.ClientSecret, Endpoint: p.Endpoint(),
+		RedirectURL: s.c.RedirectURL, Scopes: SSOScopes}
+}
+
+// Register adds the SSO's routes to mux. They need no identity: login
+// and callback make one, logout ends it, config is public.
+func (s *SSO) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+SSOLoginPath, s.login)
+	mux.HandleFunc("GET "+SSOCallbackPath, s.callback)
+	mux.HandleFunc("POST "+SSOLogoutPath, s.logout)
+	mux.HandleFunc("GET "+SSOConfigPath, s.config)
+}
+
+// SSOClientConfig is GET /auth/config: what the CLI logs in with.
+type SSOClientConfig struct {
+	Issuer   string   `json:"issuer"`
+	ClientID string   `json:"clientID"` // the CLI's
+	Scopes   []string `json:"scopes"`
+}
+
+func (s *SSO) config(w http.ResponseWriter, _ *http.Request) {
+	if s.c.CLIClientID == "" {
+		writeError(w, fault.New(fault.ErrNotFound, "this flotilla has no CLI client for single sign-on: set server.sso.cliClientID"))
+		return
+	}
+	writeJSON(w, http.StatusOK, SSOClientConfig{Issuer: s.c.Issuer, ClientID: s.c.CLIClientID,
+		Scopes: append([]string{oidc.ScopeOfflineAccess}, SSOScopes...)})
+}
+
+// ssoFlow is what the flow cookie carries.
+type ssoFlow struct {
+	State    string    `json:"s"`
+	Nonce    string    `json:"n"`
+	Verifier string    `json:"v"`
+	Next     string    `json:"x"`
+	Expires  time.Time `json:"e"`
+}
+
+func ssoRandom() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (s *SSO) sign(payload string) string {
+	m := hmac.New(sha256.New, s.flowKey)
+	m.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// login sends the browser to the provider.
+func (s *SSO) login(w http.ResponseWriter, r *http.Request) {
+	p, err := s.discover(r.Context())
+	if err != nil {
+		s.log.WarnContext(r.Context(), "single sign-on unavailable", "error", err)
+		s.fail(w, http.StatusBadGateway, "The identity provider cannot be reached; try again, or log in with an API token.")
+		return
+	}
+	f := ssoFlow{State: ssoRandom(), Nonce: ssoRandom(), Verifier: oauth2.GenerateVerifier(),
+		Next: safeUINext(r.URL.Query().Get("next")), Expires: s.now().Add(ssoFlowTTL)}
+	raw, _ := json.Marshal(f)
+	payload := base64.RawURLEncoding.EncodeToString(raw)
+	http.SetCookie(w, &http.Cookie{Name: ssoFlowCookie, Value: payload + "." + s.sign(payload), Path: "/auth/",
+		MaxAge: int(ssoFlowTTL / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, s.oauth(p).AuthCodeURL(f.State, oauth2.S256ChallengeOption(f.Verifier), oidc.Nonce(f.Nonce)), http.StatusFound)
+}
+
+// flow reads and checks the flow cookie.
+func (s *SSO) flow(r *http.Request) (ssoFlow, error) {
+	c, err := r.Cookie(ssoFlowCookie)
+	if err != nil {
+		return ssoFlow{}, errors.New("no login under way in this browser (or it took over ten minutes)")
+	}
+	payload, mac, _ := strings.Cut(c.Value, ".")
+	if !hmac.Equal([]byte(mac), []byte(s.sign(payload))) {
+		return ssoFlow{}, errors.New("the login's cookie is not flotilla's")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	var f ssoFlow
+	if err == nil {
+		err = json.Unmarshal(raw, &f)
+	}
+	if err != nil || s.now().After(f.Expires) {
+		return ssoFlow{}, errors.New("the login took over ten minutes")
+	}
+	return f, nil
+}
+
+// callback finishes the code flow: the state and the PKCE verifier of the
+// flow cookie, the ID token verified (issuer, audience, expiry, signature
+// by the provider's JWKS, nonce), and a session.
+func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	http.SetCookie(w, &http.Cookie{Name: ssoFlowCookie, Path: "/auth/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	f, err := s.flow(r)
+	q := r.URL.Query()
+	switch {
+	case err != nil:
+	case subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(f.State)) != 1:
+		err = errors.New("the login's state does not match this browser's")
+	case q.Get("error") != "":
+		err = fmt.Errorf("the identity provider refused: %s %s", q.Get("error"), q.Get("error_description"))
+	}
+	if err != nil {
+		s.log.InfoContext(ctx, "single sign-on refused", "remote", r.RemoteAddr, "error", err)
+		s.fail(w, http.StatusUnauthorized, "Login failed: "+err.Error())
+		return
+	}
+	p, err := s.discover(ctx)
+	if err != nil {
+		s.fail(w, http.StatusBadGateway, "The identity provider cannot be reached; try again.")
+		return
+	}
+	tok, err := s.oauth(p).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(f.Verifier))
+	if err != nil {
+		s.log.InfoContext(ctx, "single sign-on code exchange failed", "error", err)
+		s.fail(w, http.StatusUnauthorized, "Login failed: the identity provider did not accept the login's code.")
+		return
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	principal, idt, err := s.verify(ctx, p, s.c.ClientID, raw)
+	if err == nil && subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(f.Nonce)) != 1 {
+		err = errors.New("the ID token's nonce is not this login's")
+	}
+	if err != nil {
+		s.log.InfoContext(ctx, "single sign-on ID token refused", "error", err)
+		s.fail(w, http.StatusUnauthorized, "Login failed: "+err.Error())
+		return
+	}
+	id := ssoRandom()
+	now := s.now()
+	doc := ssoSession{Subject: principal.Subject, Name: principal.Name, Groups: principal.Groups, CreatedAt: now, ExpiresAt: now.Add(s.c.SessionTTL)}
+	if err := s.sessions.Put(ctx, SSOSessionCollection, ssoSessionKey(id), doc); err != nil {
+		s.log.ErrorContext(ctx, "keeping a single sign-on session", "error", err)
+		s.fail(w, http.StatusServiceUnavailable, "The session could not be kept; try again.")
+		return
+	}
+	s.log.InfoContext(ctx, "web UI login", "name", principal.Name, "groups", principal.Groups, "via", "sso", "remote", r.RemoteAddr)
+	http.SetCookie(w, &http.Cookie{Name: SSOSessionCookie, Value: id, Path: "/", MaxAge: int(s.c.SessionTTL / time.Second),
+		Expires: doc.ExpiresAt.UTC(), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, f.Next, http.StatusSeeOther)
+}
+
+// logout ends the session (in the state port: every replica sees it
+// ended) and drops the cookies of both kinds of session.
+func (s *SSO) logout(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		s.fail(w, http.StatusForbidden, "A logout from another site is refused.")
+		return
+	}
+	if c, err := r.Cookie(SSOSessionCookie); err == nil && c.Value != "" {
+		key := ssoSessionKey(c.Value)
+		var doc ssoSession
+		if found, err := s.sessions.Get(r.Context(), SSOSessionCollection, key, &doc); err == nil && found && doc.EndedAt == nil {
+			now := s.now()
+			doc.EndedAt = &now
+			if err := s.sessions.Put(r.Context(), SSOSessionCollection, key, doc); err != nil {
+				s.log.ErrorContext(r.Context(), "ending a single sign-on session", "error", err)
+				s.fail(w, http.StatusServiceUnavailable, "The session could not be ended; try again.")
+				return
+			}
+			s.log.InfoContext(r.Context(), "web UI logout", "name", doc.Name, "via", "sso")
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: SSOSessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+func (s *SSO) fail(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintln(w, msg, "\nBack to the login page: /ui/login")
+}
+
+// sessionKey is a session's document key: the SHA-256 of its id.
+func ssoSessionKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// verify checks raw, an ID token of the provider for the client
+// clientID, and makes its principal: Name the email, else the
+// preferred_username, else the subject; Groups the groups claim.
+func (s *SSO) verify(ctx context.Context, p *oidc.Provider, clientID, raw string) (identity.Principal, *oidc.IDToken, error) {
+	if raw == "" {
+		return identity.Principal{}, nil, errors.New("the identity provider returned no ID token")
+	}
+	idt, err := p.Verifier(&oidc.Config{ClientID: clientID, Now: s.now}).Verify(ctx, raw)
+	if err != nil {
+		return identity.Principal{}, nil, fmt.Errorf("verifying the ID token: %w", err)
+	}
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		return identity.Principal{}, nil, fmt.Errorf("reading the ID token's claims: %w", err)
+	}
+	str := func(k string) string { v, _ := claims[k].(string); return v }
+	name := str("email")
+	if name == "" || claims["email_verified"] == false {
+		name = str("preferred_username")
+	}
+	if name == "" {
+		name = idt.Subject
+	}
+	var groups []string
+	switch g := claims[s.c.GroupsClaim].(type) {
+	case []any:
+		for _, v := range g {
+			if v, ok := v.(string); ok && v != "" {
+				groups = append(groups, v)
+			}
+		}
+	case string:
+		groups = []string{g}
+	}
+	return identity.Principal{Subject: idt.Subject, Name: name, Groups: groups, Via: identity.ViaSession}, idt, nil
+}
+
+// authenticate finds an SSO identity in r: an ID token of the CLI's
+// client as a bearer token, or the web session's cookie. handled is false
+// when r carries neither (the API tokens' turn).
+func (s *SSO) authenticate(r *http.Request, reads bool) (_ identity.Principal, handled bool, reason string, _ error) {
+	if scheme, raw, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		raw = strings.TrimSpace(raw)
+		if !looksLikeJWT(raw) {
+			return identity.Principal{}, false, "", nil
+		}
+		if s.c.CLIClientID == "" {
+			return identity.Principal{}, true, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNoCLIClient)
+		}
+		p, err := s.discover(r.Context())
+		if err != nil {
+			return identity.Principal{}, true, refusedUnauthenticated, fault.New(fault.ErrUpstream, "verifying the ID token: "+err.Error())
+		}
+		principal, _, err := s.verify(r.Context(), p, s.c.CLIClientID, raw)
+		if err != nil {
+			return identity.Principal{}, true, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, err.Error()+": log in again with flotilla login --sso")
+		}
+		principal.Via = identity.ViaToken
+		return principal, true, "", nil
+	}
+	c, err := r.Cookie(SSOSessionCookie)
+	if err != nil || c.Value == "" {
+		return identity.Principal{}, false, "", nil
+	}
+	var doc ssoSession
+	found, err := s.sessions.Get(r.Context(), SSOSessionCollection, ssoSessionKey(c.Value), &doc)
+	if err != nil {
+		return identity.Principal{}, true, refusedUnauthenticated, fmt.Errorf("reading the session: %w", err)
+	}
+	if !found || doc.EndedAt != nil || !s.now().Before(doc.ExpiresAt) {
+		return identity.Principal{}, true, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgSSOSessionInvalid)
+	}
+	if !reads && r.Header.Get(CSRFHeader) != "1" {
+		return identity.Principal{}, true, refusedCSRF, fault.New(fault.ErrForbidden, msgMissingCSRF)
+	}
+	return identity.Principal{Subject: doc.Subject, Name: doc.Name, Groups: doc.Groups, Via: identity.ViaSession}, true, "", nil
+}
+
+// looksLikeJWT: three base64url parts, the first a JSON object's.
+func looksLikeJWT(s string) bool {
+	return strings.Count(s, ".") == 2 && strings.HasPrefix(s, "eyJ")
+}
+
+// safeUINext is where a login goes on to: a page of the UI, never
+// another site.
+func safeUINext(next string) string {
+	const ui = "/ui/"
+	u, err := url.Parse(next)
+	if err != nil || !strings.HasPrefix(next, ui) || strings.HasPrefix(next, ui+"login") || u.Scheme != "" || u.Host != "" ||
+		strings.ContainsAny(next, "\\\r\n\t") || strings.Contains(u.Path, "..") {
+		return ui
+	}
+	return next
+}

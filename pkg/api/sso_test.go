@@ -1,0 +1,212 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/oauth2"
+
+	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
+)
+
+// docs is an in-memory state port's documents.
+type docs struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (d *docs) Get(_ context.Context, c, k string, v any) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	raw, ok := d.m[c+"/"+k]
+	if !ok {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+func (d *docs) Put(_ context.Context, c, k string, v any) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	raw, err := json.Marshal(v)
+	d.m[c+"/"+k] = raw
+	return err
+}
+
+// ssoServer is a flotilla's edge with SSO: /auth/* and a guarded
+// /api/v1/whoami (GET) and /api/v1/stop (POST) answering the principal.
+func ssoServer(t *testing.T, provider *oidcop.Provider, sessions *docs, url string) http.Handler {
+	t.Helper()
+	authn, err := api.NewAuthn(map[string]string{"ci": "ci-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn.UseSSO(api.NewSSO(api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret", CLIClientID: "flotilla-cli",
+		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: url + "/auth/callback"}, sessions, nil))
+	mux := http.NewServeMux()
+	authn.SSO().Register(mux)
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := identity.FromContext(r.Context())
+		_ = json.NewEncoder(w).Encode(p)
+	})
+	mux.Handle("/api/", authn.Require(guarded))
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ui") })
+	return mux
+}
+
+// TestSSO: a person logs in through a real provider (code flow, PKCE,
+// nonce), and the session names them and their groups, needs the CSRF
+// header for a control, survives a new process on the same state, and
+// ends at logout; a CLI's ID token of the CLI client is a bearer token,
+// the web client's is not.
+func TestSSO(t *testing.T) {
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
+		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}, {ID: "flotilla-cli"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	sessions := &docs{m: map[string][]byte{}}
+	handler = ssoServer(t, provider, sessions, srv.URL)
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	res, err := browser.Get(srv.URL + "/auth/login?next=/ui/rollouts/r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Request.URL.Query().Get("authRequestID")
+	if id == "" {
+		t.Fatalf("not at the provider's login: %s", res.Request.URL)
+	}
+	res, err = browser.PostForm(provider.Issuer+"/login", url.Values{"id": {id}, "username": {"alice"}, "password": {"pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.Request.URL.Path != "/ui/rollouts/r1" {
+		t.Fatalf("after the login the browser is at %s, want /ui/rollouts/r1", res.Request.URL)
+	}
+	var session *http.Cookie
+	for _, c := range jar.Cookies(res.Request.URL) {
+		if c.Name == api.SSOSessionCookie {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie")
+	}
+	call := func(h http.Handler, method string, header http.Header) (int, identity.Principal) {
+		t.Helper()
+		req := httptest.NewRequest(method, "/api/v1/whoami", nil)
+		req.Header = header
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var p identity.Principal
+		_ = json.NewDecoder(rec.Body).Decode(&p)
+		return rec.Code, p
+	}
+	cookie := http.Header{"Cookie": {session.String()}}
+	want := identity.Principal{Subject: "alice", Name: "alice@example.com", Groups: []string{"payments"}, Via: identity.ViaSession}
+	if code, p := call(handler, http.MethodGet, cookie); code != 200 || !cmp.Equal(p, want) {
+		t.Errorf("GET with the session: %d %s", code, cmp.Diff(want, p))
+	}
+	if code, _ := call(handler, http.MethodPost, cookie); code != http.StatusForbidden {
+		t.Errorf("POST with the session and no CSRF header: %d, want 403", code)
+	}
+	withCSRF := cookie.Clone()
+	withCSRF.Set(api.CSRFHeader, "1")
+	if code, _ := call(handler, http.MethodPost, withCSRF); code != 200 {
+		t.Errorf("POST with the session and the CSRF header: %d, want 200", code)
+	}
+	restarted := ssoServer(t, provider, sessions, srv.URL)
+	if code, p := call(restarted, http.MethodGet, cookie); code != 200 || p.Name != "alice@example.com" {
+		t.Errorf("after a restart: %d %+v", code, p)
+	}
+	if code, _ := call(handler, http.MethodGet, http.Header{"Cookie": {api.SSOSessionCookie + "=forged"}}); code != http.StatusUnauthorized {
+		t.Errorf("a forged session: %d, want 401", code)
+	}
+	if code, _ := call(handler, http.MethodGet, http.Header{"Authorization": {"Bearer ci-secret"}}); code != 200 {
+		t.Errorf("the API token: %d, want 200", code)
+	}
+
+	// The CLI's device flow: its ID token is a bearer token.
+	discovered, err := oidc.NewProvider(t.Context(), provider.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := oauth2.Config{ClientID: "flotilla-cli", Endpoint: discovered.Endpoint(), Scopes: []string{"openid", "email", "groups"}}
+	da, err := cli.DeviceAuth(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = http.PostForm(provider.Issuer+"/device", url.Values{"user_code": {da.UserCode}, "username": {"alice"}, "password": {"pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	tok, err := cli.DeviceAccessToken(t.Context(), da)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, _ := tok.Extra("id_token").(string)
+	want.Via = identity.ViaToken
+	if code, p := call(handler, http.MethodPost, http.Header{"Authorization": {"Bearer " + idt}}); code != 200 || !cmp.Equal(p, want) {
+		t.Errorf("the CLI's ID token: %d %s", code, cmp.Diff(want, p))
+	}
+	forged := idt[:len(idt)-4] + strings.Repeat("A", 4)
+	if code, _ := call(handler, http.MethodGet, http.Header{"Authorization": {"Bearer " + forged}}); code != http.StatusUnauthorized {
+		t.Errorf("a forged ID token: %d, want 401", code)
+	}
+
+	// Logout ends the session for every process reading the state.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/auth/logout", nil)
+	res, err = browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if code, _ := call(restarted, http.MethodGet, cookie); code != http.StatusUnauthorized {
+		t.Errorf("after the logout: %d, want 401", code)
+	}
+}
+
+// A callback whose state is not the browser's login's is refused.
+func TestSSOCallbackState(t *testing.T) {
+	provider, err := oidcop.Start(nil, []oidcop.Client{{ID: "flotilla", Secret: "web-secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	h := ssoServer(t, provider, &docs{m: map[string][]byte{}}, "http://127.0.0.1:1")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/login", nil))
+	if rec.Code != http.StatusFound {
+		t.Fatalf("login: %d", rec.Code)
+	}
+	flow := rec.Result().Cookies()[0]
+	req := httptest.NewRequest(http.MethodGet, "/auth/callback?code=x&state=not-the-one", nil)
+	req.AddCookie(flow)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "state does not match") {
+		t.Errorf("callback with another state: %d %s", rec.Code, rec.Body)
+	}
+}

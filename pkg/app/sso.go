@@ -1,0 +1,30 @@
+package app
+
+import (
+	"log/slog"
+
+	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+)
+
+// useSSO turns on single sign-on (server.sso): the Authn takes its
+// sessions and the CLI's ID tokens, the UI's login page offers it, and
+// routes registers /auth/*. Its sessions are documents of the state port:
+// the store, or the NATS KV in scale-out mode (every replica reads them).
+func (s *Server) useSSO(cfg *config.Config, log *slog.Logger) {
+	c := cfg.Server.SSO
+	if c == nil {
+		return
+	}
+	var docs api.SSOSessions
+	if s.scale != nil {
+		docs = s.scale.docs
+	} else {
+		docs = s.store
+	}
+	s.authn.UseSSO(api.NewSSO(api.SSOConfig{
+		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecretValue, CLIClientID: c.CLIClientID,
+		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, RedirectURL: config.SSORedirectURL(s.externalURL),
+	}, docs, log))
+	s.ui.WithSSO()
+}
