@@ -190,4 +190,5 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerApplicationSteps(sc)
 	s.registerCatchUpSteps(sc)
 	s.registerLabelSteps(sc)
+	s.registerSSOSteps(sc)
 }

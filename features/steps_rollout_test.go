@@ -135,6 +135,9 @@ type world struct {
 	onNewVersion string
 	// approverTokens are named API tokens (server.apiTokens) by name.
 	approverTokens map[string]string
+	// configEdits change flotilla's config before it is written, in
+	// order: steps of their own files (steps_sso_test.go).
+	configEdits []func(cfg map[string]any) error
 	// semver is the application's semver constraint, tagFilter its tag
 	// filter, denyTags its denied tag patterns, when a step set them.
 	semver    string
@@ -480,6 +483,11 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	if w.tekton != nil {
 		f := cfg["fleet"].(map[string]any)
 		f["executor"], f["tekton"] = "tekton", w.tekton.config()
+	}
+	for _, edit := range w.configEdits {
+		if err := edit(cfg); err != nil {
+			return err
+		}
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {

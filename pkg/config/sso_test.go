@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +64,47 @@ func TestSSO(t *testing.T) {
 		if got := SSORedirectURL(ext); got != want {
 			t.Errorf("SSORedirectURL(%q) = %q, want %q", ext, got, want)
 		}
+	}
+}
+
+// config/example.yaml's commented server.sso block, uncommented, is valid
+// and says what it shows.
+func TestExampleSSO(t *testing.T) {
+	const fleetDir = "/tmp/flotilla-fleet/"
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	found := false
+	for i, l := range lines {
+		if l == "  # sso:" {
+			found = true
+			lines[i] = "  sso:"
+			for j := i + 1; j < len(lines) && strings.HasPrefix(lines[j], "  #   "); j++ {
+				lines[j] = "    " + strings.TrimPrefix(lines[j], "  #   ")
+			}
+		}
+	}
+	if !found {
+		t.Fatal(`example.yaml has no commented "  # sso:" block`)
+	}
+	doc := strings.Join(lines, "\n")
+	tmp := t.TempDir()
+	for _, c := range []string{"c1", "c2", "c3"} {
+		writeFile(t, filepath.Join(tmp, c, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	}
+	doc = strings.ReplaceAll(doc, fleetDir, tmp+"/")
+	for _, env := range []string{"FLOTILLA_REGISTRY_TOKEN", "FLOTILLA_GITHUB_SECRET", "FLOTILLA_FLAGGER_TOKEN", "FLOTILLA_DEPLOYMENTS_TOKEN", "FLOTILLA_API_TOKEN", "FLOTILLA_SSO_CLIENT_SECRET"} {
+		t.Setenv(env, "x")
+	}
+	c, err := Parse([]byte(doc), filepath.Join("..", "..", "config"))
+	if err != nil {
+		t.Fatalf("example.yaml with sso:\n%v", err)
+	}
+	want := &SSO{Issuer: "https://login.example.com/realms/platform", ClientID: "flotilla", ClientSecret: &Secret{Env: "FLOTILLA_SSO_CLIENT_SECRET"},
+		ClientSecretValue: "x", CLIClientID: "flotilla-cli", GroupsClaim: "groups", SessionTTL: Duration{12 * time.Hour}}
+	if diff := cmp.Diff(want, c.Server.SSO); diff != "" {
+		t.Errorf("sso (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,407 @@
+package features
+
+// Single sign-on (#31 item 2, features/sso.feature): a real OpenID
+// provider (pkg/testkit/oidcop), the web UI's login through it in
+// headless Chromium, and `flotilla login --sso`'s device flow.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/cucumber/godog"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
+)
+
+// ssoWorld is the scenario's provider and what its steps keep.
+type ssoWorld struct {
+	users    []oidcop.User
+	provider *oidcop.Provider
+	projects []map[string]any
+	// cliConfig is the CLI's config file (FLOTILLA_CLI_CONFIG); login the
+	// output of `flotilla login --sso`.
+	cliConfig string
+	login     string
+}
+
+const ssoPassword = "correct horse battery staple"
+
+func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^an OpenID provider where "([^"]*)" is in group "([^"]*)" and "([^"]*)" in group "([^"]*)"$`, s.ssoProvider)
+	sc.Step(`^the application "([^"]*)" is in project "([^"]*)", where group "([^"]*)" is a viewer and group "([^"]*)" an approver$`, s.ssoProject)
+	sc.Step(`^wave (\d+) needs one approval$`, s.ssoWaveNeedsOne)
+	sc.Step(`^"([^"]*)" logs in to the web UI through the OpenID provider$`, s.ssoUILogin)
+	sc.Step(`^the web UI names "([^"]*)" as who is logged in, and its session cookie is HttpOnly and SameSite=Lax$`, s.ssoUINames)
+	sc.Step(`^the web UI's session reads the application "([^"]*)" and not "([^"]*)", which the automation's token reads$`, s.ssoUIReadsOnly)
+	sc.Step(`^the web UI's rollout of "([^"]*)" offers "([^"]*)" no control, saying the roles grant none in project "([^"]*)"$`, s.ssoUINoControl)
+	sc.Step(`^rolling back the rollout of "([^"]*)" with the web UI's session is refused with 403 naming the rollback permission$`, s.ssoRollbackRefused)
+	sc.Step("^\"([^\"]*)\" runs `flotilla login --sso` and approves its code at the OpenID provider$", s.ssoCLILogin)
+	sc.Step("^`flotilla login --sso` says it logged in as \"([^\"]*)\", keeping a refresh token in a file only its owner reads$", s.ssoCLILoggedIn)
+	sc.Step("^`flotilla approve --wave (\\d+)` is run for the rollout of \"([^\"]*)\" without a token, as the person logged in$", s.ssoApprove)
+	sc.Step("^`flotilla get audit` lists the approval of wave (\\d+) by \"([^\"]*)\"$", s.ssoAuditLists)
+}
+
+var ssoWorlds sync.Map // *world -> *ssoWorld
+
+func (s *scenario) sso() *ssoWorld {
+	v, _ := ssoWorlds.LoadOrStore(s.w, &ssoWorld{})
+	return v.(*ssoWorld)
+}
+
+func (s *scenario) ssoProvider(alice, aliceGroup, bob, bobGroup string) error {
+	if s.w == nil {
+		return errors.New("no scenario world: a registry step must come first")
+	}
+	sw := s.sso()
+	sw.users = []oidcop.User{
+		{Name: strings.Split(alice, "@")[0], Password: ssoPassword, Email: alice, Groups: []string{aliceGroup}},
+		{Name: strings.Split(bob, "@")[0], Password: ssoPassword, Email: bob, Groups: []string{bobGroup}},
+	}
+	s.onCleanup(func() { ssoWorlds.Delete(s.w) })
+	// The provider starts when flotilla's config is written: its web
+	// client's redirect URL is flotilla's address.
+	s.w.configEdits = append(s.w.configEdits, s.ssoConfig)
+	return nil
+}
+
+// ssoConfig starts the provider and adds server.sso and the projects to
+// flotilla's config.
+func (s *scenario) ssoConfig(cfg map[string]any) error {
+	sw := s.sso()
+	server := cfg["server"].(map[string]any)
+	external := "http://" + server["listen"].(string)
+	clientSecret := "web-" + randomHex(16)
+	p, err := oidcop.Start(sw.users, []oidcop.Client{
+		{ID: "flotilla", Secret: clientSecret, RedirectURIs: []string{external + "/auth/callback"}},
+		{ID: "flotilla-cli"},
+	})
+	if err != nil {
+		return err
+	}
+	s.onCleanup(func() { _ = p.Close() })
+	sw.provider = p
+	secretFile := filepath.Join(s.w.dir, "sso-client.secret")
+	if err := os.WriteFile(secretFile, []byte(clientSecret+"\n"), 0o600); err != nil {
+		return err
+	}
+	server["externalURL"] = external
+	server["sso"] = map[string]any{"issuer": p.Issuer, "clientID": "flotilla", "clientSecret": map[string]any{"file": secretFile},
+		"cliClientID": "flotilla-cli"}
+	if len(sw.projects) > 0 {
+		// The steps' own token (the automation's "default") stays admin
+		// everywhere: the other steps push, read and watch with it.
+		admin := map[string]any{"name": "admin", "subjects": []string{"token:default"}}
+		projects := slices.Clone(sw.projects)
+		for _, p := range projects {
+			p["roles"] = append(p["roles"].([]map[string]any), admin)
+		}
+		cfg["projects"] = append(projects, map[string]any{"name": "default", "roles": []map[string]any{admin}})
+	}
+	return nil
+}
+
+func (s *scenario) ssoProject(app, project, viewers, approvers string) error {
+	sw := s.sso()
+	sw.projects = append(sw.projects, map[string]any{"name": project, "applications": []string{app}, "roles": []map[string]any{
+		{"name": "viewer", "subjects": []string{"group:" + viewers}},
+		{"name": "approver", "subjects": []string{"group:" + approvers}},
+	}})
+	return nil
+}
+
+func (s *scenario) ssoWaveNeedsOne(wave int) error {
+	s.wavePolicy(wave, "approvals", 1)
+	return nil
+}
+
+// providerLogin fills the provider's form the browser shows (the login
+// of the code flow, or the device page) as who.
+func (s *scenario) providerLogin(ctx context.Context, b *browser, who string) error {
+	if err := b.until(ctx, uiWait, "the provider's login form", `document.querySelector('#username') && document.querySelector('#password')`); err != nil {
+		return err
+	}
+	return b.run(ctx, uiWait,
+		chromedp.SendKeys(`#username`, strings.Split(who, "@")[0], chromedp.ByQuery),
+		chromedp.SendKeys(`#password`, ssoPassword, chromedp.ByQuery),
+		chromedp.Click(`#submit`, chromedp.ByQuery))
+}
+
+func (s *scenario) ssoUILogin(ctx context.Context, who string) error {
+	b, err := s.startBrowser(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/")); err != nil {
+		return err
+	}
+	if err := b.click(ctx, "#login-sso"); err != nil {
+		return err
+	}
+	if err := s.providerLogin(ctx, b, who); err != nil {
+		return err
+	}
+	return b.until(ctx, uiWait, "the page is live after the login", `document.body.dataset.live === "true"`)
+}
+
+// sessionCookie is the browser's flotilla_sso cookie, as Chromium keeps it.
+func (b *browser) sessionCookie(ctx context.Context) (*network.Cookie, error) {
+	var cookies []*network.Cookie
+	err := b.run(ctx, uiWait, chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		cookies, err = network.GetCookies().WithURLs([]string{b.base + "/ui/"}).Do(ctx)
+		return err
+	}))
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cookies {
+		if c.Name == "flotilla_sso" {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("the browser holds no flotilla_sso cookie (it holds %d cookies)", len(cookies))
+}
+
+func (s *scenario) ssoUINames(ctx context.Context, who string) error {
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	if err := b.until(ctx, uiWait, "the header names "+who, whoami(who)+` && document.querySelector('#logout')`); err != nil {
+		return err
+	}
+	c, err := b.sessionCookie(ctx)
+	if err != nil {
+		return err
+	}
+	if !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/" {
+		return fmt.Errorf("the session cookie is %+v, want HttpOnly, SameSite=Lax, path /", c)
+	}
+	return nil
+}
+
+// sessionHeader is the header that sends the browser's session.
+func (s *scenario) ssoSessionHeader(ctx context.Context) (http.Header, error) {
+	b, err := s.uiBrowser()
+	if err != nil {
+		return nil, err
+	}
+	c, err := b.sessionCookie(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return http.Header{"Cookie": {c.Name + "=" + c.Value}}, nil
+}
+
+func (s *scenario) ssoUIReadsOnly(ctx context.Context, mine, other string) error {
+	h, err := s.ssoSessionHeader(ctx)
+	if err != nil {
+		return err
+	}
+	names := func(header http.Header) ([]string, error) {
+		a, err := s.call(ctx, http.MethodGet, "/api/v1/applications", header, nil)
+		if err != nil {
+			return nil, err
+		}
+		if a.status != http.StatusOK {
+			return nil, fmt.Errorf("GET /api/v1/applications: %d %s", a.status, a.body)
+		}
+		var apps []struct{ Name string }
+		if err := json.Unmarshal([]byte(a.body), &apps); err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, a := range apps {
+			out = append(out, a.Name)
+		}
+		return out, nil
+	}
+	person, err := names(h)
+	if err != nil {
+		return err
+	}
+	all, err := names(bearer(s.w.apiToken))
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(all, other) || !slices.Contains(all, mine) {
+		return fmt.Errorf("the automation's token reads %v, want %s and %s", all, mine, other)
+	}
+	if !slices.Equal(person, []string{mine}) {
+		return fmt.Errorf("the web UI's session reads the applications %v, want only %s", person, mine)
+	}
+	return nil
+}
+
+func (s *scenario) ssoUINoControl(ctx context.Context, version, who, project string) error {
+	b, id, err := s.openRollout(ctx, version)
+	if err != nil {
+		return err
+	}
+	hint := fmt.Sprintf("%s's roles grant no control of this rollout in project %s.", who, project)
+	return b.until(ctx, uiWait, "the rollout "+id+" with no control and the hint "+hint,
+		fmt.Sprintf(`document.querySelector('section[data-rollout=%q]') && document.querySelector('#controls-hint') && document.querySelector('#controls-hint').textContent === %q && !document.querySelector('#controls button')`, id, hint))
+}
+
+func (s *scenario) ssoRollbackRefused(ctx context.Context, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	h, err := s.ssoSessionHeader(ctx)
+	if err != nil {
+		return err
+	}
+	h.Set("X-Flotilla-CSRF", "1")
+	h.Set("Content-Type", "application/json")
+	a, err := s.call(ctx, http.MethodPost, "/api/v1/rollouts/"+id+"/rollback", h, []byte(`{"reason":"features"}`))
+	if err != nil {
+		return err
+	}
+	if a.status != http.StatusForbidden || !strings.Contains(a.body, "rollback") {
+		return fmt.Errorf("a rollback with the session answered %d %s, want 403 naming rollback", a.status, a.body)
+	}
+	return nil
+}
+
+// ssoCLIEnv is the environment of a person's CLI: no FLOTILLA_TOKEN, the
+// scenario's CLI config file.
+func (s *scenario) ssoCLIEnv() []string {
+	sw := s.sso()
+	if sw.cliConfig == "" {
+		sw.cliConfig = filepath.Join(s.w.dir, "cli", "config.yaml")
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FLOTILLA_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "FLOTILLA_CLI_CONFIG="+sw.cliConfig)
+}
+
+func (s *scenario) ssoCLILogin(ctx context.Context, who string) error {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, flotillaBin, "login", "--sso", "--server", s.w.flotilla.url())
+	cmd.Env = s.ssoCLIEnv()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var printed strings.Builder
+	complete := ""
+	rd := bufio.NewReader(out)
+	for complete == "" {
+		line, err := rd.ReadString('\n')
+		printed.WriteString(line)
+		if u, ok := strings.CutPrefix(strings.TrimSpace(line), "(or open "); ok {
+			complete = strings.TrimSuffix(u, ")")
+		}
+		if err != nil {
+			_ = cmd.Wait()
+			return fmt.Errorf("flotilla login --sso printed no verification URL: %q, stderr %q", printed.String(), errOut.String())
+		}
+	}
+	// The person opens the URL in a browser, logs in and approves.
+	b, err := s.startBrowser(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(complete)); err != nil {
+		return err
+	}
+	if err := s.providerLogin(ctx, b, who); err != nil {
+		return err
+	}
+	if err := b.until(ctx, uiWait, "the provider approved the device", `document.querySelector('#approved')`); err != nil {
+		return err
+	}
+	rest, _ := io.ReadAll(rd)
+	printed.Write(rest)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("flotilla login --sso: %w: stdout %q, stderr %q", err, printed.String(), errOut.String())
+	}
+	s.sso().login = printed.String()
+	return nil
+}
+
+func (s *scenario) ssoCLILoggedIn(who string) error {
+	sw := s.sso()
+	want := fmt.Sprintf("Logged in to %s as %s", s.w.flotilla.url(), who)
+	if !strings.Contains(sw.login, want) {
+		return fmt.Errorf("flotilla login --sso printed %q, want %q", sw.login, want)
+	}
+	fi, err := os.Stat(sw.cliConfig)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm() != 0o600 {
+		return fmt.Errorf("%s has mode %v, want 0600", sw.cliConfig, fi.Mode().Perm())
+	}
+	raw, err := os.ReadFile(sw.cliConfig)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(raw), "refreshToken: ") || strings.Contains(string(raw), `refreshToken: ""`) {
+		return fmt.Errorf("%s keeps no refresh token:\n%s", sw.cliConfig, raw)
+	}
+	return nil
+}
+
+func (s *scenario) ssoApprove(ctx context.Context, wave int, version string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	s.released(time.Now())
+	cmd := exec.CommandContext(ctx, flotillaBin, "approve", id, "--wave", fmt.Sprint(wave), "--reason", "features", "--server", s.w.flotilla.url())
+	cmd.Env = s.ssoCLIEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("flotilla approve: %w: %s%s", err, out.String(), errOut.String())
+	}
+	return nil
+}
+
+func (s *scenario) ssoAuditLists(ctx context.Context, wave int, who string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := s.flotillaCLI(ctx, "get", "audit")
+		if err != nil {
+			return err
+		}
+		// A row of the table: the person's name, the approval, its wave.
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if slices.Contains(f, who) && slices.ContainsFunc(f, func(x string) bool { return strings.HasPrefix(x, "approv") }) && slices.Contains(f, fmt.Sprint(wave)) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("flotilla get audit lists no approval of wave %d by %s:\n%s", wave, who, out)
+		}
+		time.Sleep(time.Second)
+	}
+}
