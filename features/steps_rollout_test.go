@@ -183,6 +183,11 @@ type world struct {
 	// (steps_audit_test.go, #31).
 	trustedProxies []string
 	audit          *auditWorld
+	// createdTokens are the secrets of the tokens `flotilla token create`
+	// made, by name, and revokedAt when one was revoked
+	// (steps_tokens_test.go, #31).
+	createdTokens map[string]string
+	revokedAt     time.Time
 	routes        map[string]*routeLog
 	loadTarget    *loadTarget
 	// natsDown is the NATS node a step killed, until it is started again;

@@ -49,6 +49,9 @@ type API struct {
 	appInfos  []ApplicationInfo // the configured applications, in order
 	log       *slog.Logger
 
+	tokens     TokenRegistry     // created tokens (tokens.go); nil: none kept
+	configSums map[string]string // the config tokens' SHA-256 (hex) by name
+
 	health Health // the clusters' health (GET /api/v1/clusters)
 
 	auditLog AuditLog       // GET /api/v1/audit reads it (audit.go)
@@ -109,6 +112,9 @@ func (a *API) routes() []route {
 		{"POST /api/v1/fleet/start", identity.StopLine, fleet, scopeFleet, a.fleetControl(events.TypeFleetStartRequested)},
 		{"GET /api/v1/whoami", identity.Read, ros, scopeFiltered, a.whoami}, // who asks, and what it may
 		{"GET /api/v1/audit", identity.Read, ros, scopeFiltered, a.listAudit},
+		{"POST /api/v1/tokens", identity.ManageTokens, fleet, scopeFleet, a.createToken},
+		{"GET /api/v1/tokens", identity.ManageTokens, fleet, scopeFleet, a.listTokens},
+		{"POST /api/v1/tokens/{name}/revoke", identity.ManageTokens, fleet, scopeFleet, a.revokeToken},
 	}
 }
 

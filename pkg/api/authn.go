@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,13 +69,20 @@ type Authn struct {
 	now           func() time.Time
 	register      prometheus.Registerer
 	refused       *prometheus.CounterVec
+
+	registry TokenRegistry  // created tokens, revocations (tokens.go)
+	failures *failureLimit  // failed bearer tokens per client address
+	proxies  []netip.Prefix // whose X-Forwarded-For names the client
 }
 
-// namedToken is one API token, its secret kept for the sessions' HMAC and
-// its SHA-256 for the constant-time comparison.
+// namedToken is one API token of the config, hashed at load: its SHA-256
+// for the constant-time comparison (and hex, for its revocation), and the
+// key its sessions are signed with, derived from the secret (sessionKey).
 type namedToken struct {
-	name, secret string
-	sum          [sha256.Size]byte
+	name   string
+	key    []byte
+	sum    [sha256.Size]byte
+	sumHex string
 }
 
 // AuthnOption configures an Authn.
@@ -104,22 +113,24 @@ func WithRegisterer(reg prometheus.Registerer) AuthnOption {
 // secret; none refuses every guarded request, unless anonymousRead opens
 // the reads).
 func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
-	a := &Authn{now: time.Now}
+	a := &Authn{now: time.Now, failures: newFailureLimit(DefaultBearerFailureBurst, DefaultBearerFailureEvery)}
 	for _, o := range opts {
 		o(a)
 	}
 	for _, name := range slices.Sorted(maps.Keys(tokens)) { // in order: two names of one secret, the first
 		if secret := tokens[name]; secret != "" { // an empty secret would take "Bearer " alone
-			a.tokens = append(a.tokens, namedToken{name: name, secret: secret, sum: sha256.Sum256([]byte(secret))})
+			sum := sha256.Sum256([]byte(secret))
+			a.tokens = append(a.tokens, namedToken{name: name, key: sessionKey(secret), sum: sum, sumHex: hex.EncodeToString(sum[:])})
 		}
 	}
 	a.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flotilla_api_requests_refused_total",
-		Help: "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown or an expired credential; a wrong token at the UI's login), csrf (a control of the UI's session without its X-Flotilla-CSRF header) or forbidden (a permission the principal's roles do not grant in the project).",
+		Help: "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown, a revoked or an expired credential; a wrong token at the UI's login), throttled (a bearer token from an address that sent too many failed ones: 429), csrf (a control of the UI's session without its X-Flotilla-CSRF header) or forbidden (a permission the principal's roles do not grant in the project).",
 	}, []string{"reason"})
 	a.refused.WithLabelValues(refusedUnauthenticated)
 	a.refused.WithLabelValues(refusedCSRF)
 	a.refused.WithLabelValues(refusedForbidden)
+	a.refused.WithLabelValues(refusedThrottled)
 	if a.register != nil {
 		if err := a.register.Register(a.refused); err != nil {
 			return nil, fmt.Errorf("registering flotilla_api_requests_refused_total: %w", err)
@@ -154,11 +165,7 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNoTokens)
 	}
 	if scheme, secret, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		name, found := a.token(strings.TrimSpace(secret))
-		if !found {
-			return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgUnknownToken)
-		}
-		return a.principal(name, identity.ViaToken), "", nil
+		return a.bearer(r, strings.TrimSpace(secret)) // tokens.go
 	}
 	sessionErr := error(nil)
 	if c, err := r.Cookie(SessionCookie); err == nil {
@@ -181,6 +188,16 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 	default:
 		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNeedsToken)
 	}
+}
+
+// named is the config token name.
+func (a *Authn) named(name string) namedToken {
+	for _, t := range a.tokens {
+		if t.name == name {
+			return t
+		}
+	}
+	return namedToken{}
 }
 
 // Forbidden counts the requests the projects' roles refuse
@@ -217,6 +234,7 @@ func (a *Authn) Require(next http.Handler) http.Handler {
 			if errors.Is(err, fault.ErrUnauthenticated) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="flotilla"`)
 			}
+			setRetryAfter(w, err)
 			writeError(w, err)
 			return
 		}
@@ -233,12 +251,12 @@ func (a *Authn) Login(secret string, secure bool) (*http.Cookie, identity.Princi
 		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, "this flotilla has no API token to log in with: set server.apiTokens in its config")
 	}
 	name, ok := a.token(strings.TrimSpace(secret))
-	if !ok {
+	if !ok || a.revokedSession(a.named(name)) {
 		a.refused.WithLabelValues(refusedUnauthenticated).Inc()
 		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, msgUnknownToken)
 	}
 	expiry := a.now().Add(SessionTTL).Unix()
-	value := name + "." + strconv.FormatInt(expiry, 10) + "." + sessionMAC(secret, name, expiry)
+	value := name + "." + strconv.FormatInt(expiry, 10) + "." + sessionMAC(a.named(name).key, name, expiry)
 	c := sessionCookie(value, secure)
 	c.MaxAge = int(SessionTTL / time.Second)
 	c.Expires = time.Unix(expiry, 0).UTC()
@@ -273,8 +291,11 @@ func (a *Authn) session(value string) (string, error) {
 	}
 	for _, t := range a.tokens {
 		if t.name == name {
-			if !hmac.Equal([]byte(mac), []byte(sessionMAC(t.secret, name, expiry))) {
+			if !hmac.Equal([]byte(mac), []byte(sessionMAC(t.key, name, expiry))) {
 				return "", errors.New("session not signed by its token")
+			}
+			if a.revokedSession(t) {
+				return "", errors.New("session of a revoked token")
 			}
 			return name, nil
 		}
@@ -290,9 +311,10 @@ func cutLast(s, sep string) (before, after string, found bool) {
 	return s, "", false
 }
 
-// sessionMAC signs a session of the token name, with its secret as the key.
-func sessionMAC(secret, name string, expiry int64) string {
-	m := hmac.New(sha256.New, []byte(secret))
+// sessionMAC signs a session of the token name, with the key derived from
+// its secret (sessionKey).
+func sessionMAC(key []byte, name string, expiry int64) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("flotilla-session|" + name + "|" + strconv.FormatInt(expiry, 10)))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -60,7 +60,7 @@ func makeSessions(t *testing.T, now time.Time) sessions {
 	}
 }
 
-const refusedHelp = "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown or an expired credential; a wrong token at the UI's login), csrf (a control of the UI's session without its X-Flotilla-CSRF header) or forbidden (a permission the principal's roles do not grant in the project)."
+const refusedHelp = "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown, a revoked or an expired credential; a wrong token at the UI's login), throttled (a bearer token from an address that sent too many failed ones: 429), csrf (a control of the UI's session without its X-Flotilla-CSRF header) or forbidden (a permission the principal's roles do not grant in the project)."
 
 // TestAuthentication: every route class of the API, with and without
 // each kind of credential, reads closed and open.
@@ -172,6 +172,7 @@ func TestAuthentication(t *testing.T) {
 # TYPE flotilla_api_requests_refused_total counter
 flotilla_api_requests_refused_total{reason="csrf"} %d
 flotilla_api_requests_refused_total{reason="forbidden"} 0
+flotilla_api_requests_refused_total{reason="throttled"} 0
 flotilla_api_requests_refused_total{reason="unauthenticated"} %d
 `, refusedHelp, refused["csrf"], refused["unauthenticated"])
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(metric), "flotilla_api_requests_refused_total"); err != nil {

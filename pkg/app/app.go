@@ -49,6 +49,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/state"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/tokens"
 	"github.com/flotilla-cd/flotilla/pkg/tracing"
 	"github.com/flotilla-cd/flotilla/pkg/ui"
 	"github.com/flotilla-cd/flotilla/pkg/watch"
@@ -92,6 +93,7 @@ type Server struct {
 	approvals *gates.StoreApprovals
 	api       *api.API
 	authn     *api.Authn             // who a request of the API or the UI comes from
+	tokens    *tokens.Registry       // the created tokens, revocations (tokens.go)
 	hub       *watch.Hub             // the journal, live, for the API's watchers
 	delivery  *fleetmetrics.Observer // the delivery metrics, from the journal
 	ui        *ui.Handler
@@ -317,8 +319,9 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
+	s.tokens = s.newTokens()
 	if s.authn, err = api.NewAuthn(cfg.Server.Tokens(), api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer),
-		api.TokenGroups(tokenGroups(cfg))); err != nil {
+		api.TokenGroups(tokenGroups(cfg)), api.WithTokens(s.tokens), api.AuthnTrustedProxies(cfg.Server.Proxies()...)); err != nil {
 		return err
 	}
 	if notice := cfg.Server.AuthNotice(); notice != "" {
@@ -338,6 +341,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		o.Logger.Info(notice)
 	}
 	s.api.WithAuthorizer(az, s.authn.Forbidden())
+	s.grantTokens(az, o.Logger)
 	s.api.WithHealth(clusterHealth{clusters})
 	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),
@@ -425,6 +429,9 @@ func (s *Server) ExternalURL() string { return s.externalURL }
 // HTTP and runs the functions until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
 	s.prune(ctx)
+	if err := s.tokens.Start(ctx); err != nil { // before the first request
+		return fmt.Errorf("reading the API tokens: %w", err)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {

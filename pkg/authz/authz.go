@@ -47,19 +47,22 @@ type Authorizer struct {
 	projectOf map[string]string // application -> project
 	projects  []string          // every project, "default" included, in order
 	dflt      string            // "role:<rbac.defaultRole>", "" for none
+
+	roles   map[string]map[string]string // project -> its own roles' names -> casbin role (tokens.go)
+	granted grantedTokens                // the created tokens' subjects (tokens.go)
 }
 
 // Open is the authorizer of a config without projects and rbac: every
-// authenticated principal may do everything.
-func Open() *Authorizer { return &Authorizer{open: true} }
+// authenticated principal may do everything, but a created token (pkg/tokens)
+// only what its grants allow.
+func Open() *Authorizer {
+	a := &Authorizer{open: true}
+	a.enforcer, _ = builtins() // a constant model: it loads
+	return a
+}
 
-// New builds the authorizer of cfg (validated by config.Load): open
-// without projects and rbac, else the casbin policy of the built-in roles,
-// the projects' roles, the tokens' groups and rbac.policy.
-func New(cfg *config.Config) (*Authorizer, error) {
-	if !cfg.Authorizing() {
-		return Open(), nil
-	}
+// builtins is the casbin enforcer of the model and the built-in roles.
+func builtins() (*casbin.SyncedEnforcer, error) {
 	m, err := model.NewModelFromString(Model)
 	if err != nil {
 		return nil, fmt.Errorf("loading the casbin model: %w", err)
@@ -70,23 +73,45 @@ func New(cfg *config.Config) (*Authorizer, error) {
 	}
 	// A grant in "*" holds in every project (and for the fleet).
 	e.AddNamedDomainMatchingFunc("g", "keyMatch", util.KeyMatch)
-	a := &Authorizer{enforcer: e, projectOf: map[string]string{}}
-	for _, app := range cfg.Applications {
-		a.projectOf[app.Name] = cfg.ProjectOf(app.Name)
-	}
-	var policies, grants [][]string
+	var policies [][]string
 	for _, name := range slices.Sorted(maps.Keys(identity.BuiltinRoles)) {
 		for _, p := range identity.BuiltinRoles[name] {
 			policies = append(policies, []string{"role:" + name, "*", string(p), "*/*", "allow"})
 		}
 	}
-	policies = append(policies, []string{"role:admin", identity.ResourceFleet, string(identity.StopLine), Fleet, "allow"})
+	policies = append(policies,
+		[]string{"role:admin", identity.ResourceFleet, string(identity.StopLine), Fleet, "allow"},
+		[]string{"role:admin", identity.ResourceFleet, string(identity.ManageTokens), Fleet, "allow"})
+	if _, err := e.AddPoliciesEx(policies); err != nil {
+		return nil, fmt.Errorf("adding the built-in roles: %w", err)
+	}
+	return e, nil
+}
+
+// New builds the authorizer of cfg (validated by config.Load): open
+// without projects and rbac, else the casbin policy of the built-in roles,
+// the projects' roles, the tokens' groups and rbac.policy.
+func New(cfg *config.Config) (*Authorizer, error) {
+	if !cfg.Authorizing() {
+		return Open(), nil
+	}
+	e, err := builtins()
+	if err != nil {
+		return nil, err
+	}
+	a := &Authorizer{enforcer: e, projectOf: map[string]string{}, roles: map[string]map[string]string{}}
+	for _, app := range cfg.Applications {
+		a.projectOf[app.Name] = cfg.ProjectOf(app.Name)
+	}
+	var policies, grants [][]string
 	seenDefault := false
 	for _, p := range cfg.Projects {
 		a.projects = append(a.projects, p.Name)
 		seenDefault = seenDefault || p.Name == config.DefaultProject
+		a.roles[p.Name] = map[string]string{}
 		for _, r := range p.Roles {
 			role := roleOf(p.Name, r)
+			a.roles[p.Name][r.Name] = role
 			for _, perm := range r.Permissions {
 				policies = append(policies, []string{role, "*", perm, p.Name + "/*", "allow"})
 			}
@@ -156,7 +181,7 @@ func (a *Authorizer) Projects() []string { return slices.Clone(a.projects) }
 // Allowed says whether p may do perm to resource res of application app
 // (its project's policy). Fleet-wide permissions (stop-line) take app "".
 func (a *Authorizer) Allowed(p identity.Principal, res string, perm identity.Permission, app string) (bool, error) {
-	if a.open && p.Authenticated() {
+	if a.open && p.Authenticated() && !a.granted.has(p) {
 		return true, nil
 	}
 	if !p.Authenticated() {
@@ -210,12 +235,14 @@ func (a *Authorizer) Permissions(p identity.Principal) (map[string][]identity.Pe
 			}
 		}
 	}
-	ok, err := a.Allowed(p, identity.ResourceFleet, identity.StopLine, "")
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		out[Fleet] = []identity.Permission{identity.StopLine}
+	for _, perm := range identity.FleetPermissions {
+		ok, err := a.Allowed(p, identity.ResourceFleet, perm, "")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[Fleet] = append(out[Fleet], perm)
+		}
 	}
 	return out, nil
 }
@@ -224,7 +251,7 @@ func (a *Authorizer) Permissions(p identity.Principal) (map[string][]identity.Pe
 // project: for every application of the project if it has any.
 func (a *Authorizer) allowedInProject(p identity.Principal, project string, perm identity.Permission) (bool, error) {
 	res := perm.Resources()[0]
-	if a.open || !p.Authenticated() {
+	if (a.open && !a.granted.has(p)) || !p.Authenticated() {
 		return a.Allowed(p, res, perm, "")
 	}
 	var apps []string

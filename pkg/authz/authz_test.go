@@ -124,10 +124,10 @@ func TestPermissions(t *testing.T) {
 		{"viewer", a, tok("view-a"), map[string][]identity.Permission{"a": {identity.Read}}},
 		{"operator", a, tok("op-a"), map[string][]identity.Permission{"a": {"read", "pause", "resume", "retry", "refresh", "abort"}}},
 		{"approver but for one application", a, tok("ci"), map[string][]identity.Permission{"a": {"read"}}},
-		{"fleet-wide admin", a, tok("root"), map[string][]identity.Permission{"a": all, "b": all, "default": all, "*": {"stop-line"}}},
+		{"fleet-wide admin", a, tok("root"), map[string][]identity.Permission{"a": all, "b": all, "default": all, "*": {"stop-line", "tokens"}}},
 		{"nobody", a, tok("nobody"), map[string][]identity.Permission{}},
 		{"anonymous", a, identity.Anonymous, map[string][]identity.Permission{"a": {"read"}, "b": {"read"}, "default": {"read"}}},
-		{"open", authz.Open(), tok("x"), map[string][]identity.Permission{"default": all, "*": {"stop-line"}}},
+		{"open", authz.Open(), tok("x"), map[string][]identity.Permission{"default": all, "*": {"stop-line", "tokens"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

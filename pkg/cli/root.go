@@ -44,6 +44,6 @@ and rolls the whole fleet back when a wave fails.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCmd(), newServeCmd(), newGetCmd(), newDescribeCmd(), newApproveCmd(), newRetryCmd(),
-		newPauseCmd(), newResumeCmd(), newAbortCmd(), newOverrideCmd(), newFleetCmd(), newQuarantineCmd(), newRefreshCmd(), newRollbackCmd(), newTaskCmd(), newPipelinesCmd(), newStoreCmd(), newConfigCmd(), newLoginCmd(), newLogoutCmd())
+		newPauseCmd(), newResumeCmd(), newAbortCmd(), newOverrideCmd(), newFleetCmd(), newQuarantineCmd(), newRefreshCmd(), newRollbackCmd(), newTaskCmd(), newPipelinesCmd(), newStoreCmd(), newConfigCmd(), newTokenCmd(), newLoginCmd(), newLogoutCmd())
 	return root
 }

@@ -187,8 +187,8 @@ func (v *validator) projects(c *Config) {
 			for k, perm := range r.Permissions {
 				pp := fmt.Sprintf("%s.permissions[%d]", rp, k)
 				switch pm := identity.Permission(perm); {
-				case pm == identity.StopLine:
-					v.addf(pp, "stop-line is fleet-wide, not a project's: grant role admin in every project (rbac.policy: g, <subject>, role:admin, *)")
+				case slices.Contains(identity.FleetPermissions, pm):
+					v.addf(pp, "%s is fleet-wide, not a project's: grant role admin in every project (rbac.policy: g, <subject>, role:admin, *)", pm)
 				case !pm.Known():
 					v.addf(pp, "unknown permission %q; want one of %v", perm, identity.ProjectPermissions)
 				}
@@ -269,7 +269,7 @@ func (v *validator) policyLine(l PolicyLine, projects map[string]string, apps, t
 	if pm := identity.Permission(l.Permission); l.Permission != "*" {
 		switch {
 		case !pm.Known():
-			v.addf(path, "unknown permission %q; want one of %v, %s or *", l.Permission, identity.ProjectPermissions, identity.StopLine)
+			v.addf(path, "unknown permission %q; want one of %v, %v or *", l.Permission, identity.ProjectPermissions, identity.FleetPermissions)
 		case l.Resource != "*" && slices.Contains(policyResources, l.Resource) && !slices.Contains(pm.Resources(), l.Resource):
 			v.addf(path, "permission %s is not of %s: it is of %v", l.Permission, l.Resource, pm.Resources())
 		}

@@ -91,7 +91,7 @@ rbac:
 			`rbac.policy: line 2: permission pause is not of applications: it is of [rollouts]`,
 			`rbac.policy: line 2: object "nope/*": no project "nope"`,
 			`rbac.policy: line 2: effect "maybe": want allow or deny`,
-			`rbac.policy: line 3: unknown permission "fly"; want one of [read pause resume retry refresh abort approve override rollback quarantine], stop-line or *`,
+			`rbac.policy: line 3: unknown permission "fly"; want one of [read pause resume retry refresh abort approve override rollback quarantine], [stop-line tokens] or *`,
 			`rbac.policy: line 3: object "*/nope": no application "nope" is configured`,
 			`rbac.policy: line 4: "admin": grant a role, role:<name>`,
 			`rbac.policy: line 4: no project "b": want a project's name, or * for every project`,

@@ -24,7 +24,14 @@ const (
 	Quarantine Permission = "quarantine" // mark a version bad
 	// StopLine stops and starts the line: fleet-wide, never per project.
 	StopLine Permission = "stop-line"
+	// ManageTokens creates, lists and revokes API tokens (pkg/tokens):
+	// fleet-wide, as admin granted in every project ("*") holds it.
+	ManageTokens Permission = "tokens"
 )
+
+// FleetPermissions are the fleet-wide permissions, in the order they are
+// shown.
+var FleetPermissions = []Permission{StopLine, ManageTokens}
 
 // ProjectPermissions are the permissions granted per project, in the
 // order they are shown.
@@ -47,14 +54,16 @@ func (p Permission) Resources() []string {
 		return []string{ResourceRollouts, ResourceApplications}
 	case Refresh, Quarantine:
 		return []string{ResourceApplications}
-	case StopLine:
+	case StopLine, ManageTokens:
 		return []string{ResourceFleet}
 	}
 	return []string{ResourceRollouts}
 }
 
 // Known says whether p is a permission.
-func (p Permission) Known() bool { return p == StopLine || slices.Contains(ProjectPermissions, p) }
+func (p Permission) Known() bool {
+	return slices.Contains(FleetPermissions, p) || slices.Contains(ProjectPermissions, p)
+}
 
 // Built-in roles, granted per project; admin granted fleet-wide ("*")
 // also stops and starts the line.
