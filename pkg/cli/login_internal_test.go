@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
+)
+
+type memDocs struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (d *memDocs) Get(_ context.Context, c, k string, v any) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	raw, ok := d.m[c+"/"+k]
+	if !ok {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+func (d *memDocs) Put(_ context.Context, c, k string, v any) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	raw, err := json.Marshal(v)
+	d.m[c+"/"+k] = raw
+	return err
+}
+
+// TestLoginSSO: `flotilla login --sso`'s device flow against a real
+// provider and flotilla's /auth/config, the login kept 0600, the ID token
+// sent by a later call, and refreshed (the refresh token rotated) once it
+// is about to expire.
+func TestLoginSSO(t *testing.T) {
+	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"release-managers"}}},
+		[]oidcop.Client{{ID: "flotilla", Secret: "s"}, {ID: "flotilla-cli"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	authn, err := api.NewAuthn(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn.UseSSO(api.NewSSO(api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "s", CLIClientID: "flotilla-cli",
+		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: "http://127.0.0.1:1/auth/callback"}, &memDocs{m: map[string][]byte{}}, nil))
+	mux := http.NewServeMux()
+	authn.SSO().Register(mux)
+	mux.Handle("/api/", authn.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := identity.FromContext(r.Context())
+		_ = json.NewEncoder(w).Encode(p)
+	})))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "flotilla", "config.yaml")
+	t.Setenv(cliConfigEnv, path)
+
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- ssoLogIn(t.Context(), pw, srv.URL); _ = pw.Close() }()
+	var printed strings.Builder
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		line := sc.Text()
+		printed.WriteString(line + "\n")
+		if _, code, ok := strings.Cut(line, "enter the code "); ok {
+			res, err := http.PostForm(provider.Issuer+"/device", url.Values{"user_code": {code}, "username": {"alice"}, "password": {"pw"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("login: %v\n%s", err, printed.String())
+	}
+	if !strings.Contains(printed.String(), "Logged in to "+srv.URL+" as alice@example.com") {
+		t.Errorf("login printed:\n%s", printed.String())
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the CLI config: %v %v, want mode 0600", fi, err)
+	}
+	whoami := func() identity.Principal {
+		t.Helper()
+		var p identity.Principal
+		if err := (apiClient{base: srv.URL}).get(t.Context(), "/api/v1/whoami", &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := whoami(); p.Name != "alice@example.com" || strings.Join(p.Groups, ",") != "release-managers" {
+		t.Errorf("whoami after the login: %+v", p)
+	}
+	c, err := readCLIConfig(path)
+	if err != nil || len(c.Logins) != 1 {
+		t.Fatalf("config %+v %v", c, err)
+	}
+	before := c.Logins[0]
+	before.Expiry = time.Now() // about to expire: the next call refreshes
+	if err := writeCLIConfig(path, c.withLogin(srv.URL, &before)); err != nil {
+		t.Fatal(err)
+	}
+	if p := whoami(); p.Name != "alice@example.com" {
+		t.Errorf("whoami after the refresh: %+v", p)
+	}
+	c, _ = readCLIConfig(path)
+	if after := c.Logins[0]; after.RefreshToken == before.RefreshToken || after.IDToken == before.IDToken || !after.Expiry.After(time.Now().Add(refreshAhead)) {
+		t.Errorf("the login was not refreshed: %+v", after)
+	}
+	if err := writeCLIConfig(path, c.withLogin(srv.URL, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if ssoBearer(t.Context(), srv.URL) != "" {
+		t.Error("a bearer token after the logout")
+	}
+}
