@@ -7,8 +7,5 @@
 // it runs in a dispatch lane of its own (a run may take many minutes; it
 // never holds the workers that move rollouts on), retries a failing run
 // until the request's deadline, and answers every request with
-// dev.flotilla.pipelinerun.finished.v1. It consumes
-// dev.flotilla.cluster.succeeded.v1 too: a git application that prunes gets
-// a run that deletes what the commit no longer renders from that cluster
-// (Deliverer.Prune), emitting nothing.
+// dev.flotilla.pipelinerun.finished.v1.
 package deliver

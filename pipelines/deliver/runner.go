@@ -97,10 +97,8 @@ func NewRunner(d *Deliverer, answers Answers, runners int, log *slog.Logger) *Ru
 	}}
 }
 
-func (*Runner) Name() string { return "pipeline" }
-func (*Runner) Consumes() []string {
-	return []string{events.TypePipelineRunRequested, events.TypeClusterSucceeded}
-}
+func (*Runner) Name() string          { return "pipeline" }
+func (*Runner) Consumes() []string    { return []string{events.TypePipelineRunRequested} }
 func (r *Runner) Lane() dispatch.Lane { return r.lane }
 
 // Handle runs one request. A failure worth retrying is returned (the
@@ -108,9 +106,6 @@ func (r *Runner) Lane() dispatch.Lane { return r.lane }
 // then, or on a permanent failure, the run is reported finished with its
 // error.
 func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	if e.Type() == events.TypeClusterSucceeded {
-		return nil, r.prune(ctx, e)
-	}
 	req, err := events.Decode[events.PipelineRunRequested](e)
 	if err != nil {
 		return nil, err
@@ -171,42 +166,6 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		return nil, fmt.Errorf("running the %s pipeline for cluster %s: %w", req.Purpose, req.Cluster, err)
 	}
 	return r.finish(e, finished)
-}
-
-// prune deletes what a git application's commit no longer renders from a
-// cluster that succeeded (Deliverer.Prune), under the lock of the
-// application's runs in that cluster: a revert that took the cluster over
-// meanwhile left nothing pending for the commit. A rollout that has ended
-// is pruned too (its last cluster's success ends it). Retried until done;
-// a permanent failure is logged and left (the next commit's apply carries
-// what is pending).
-func (r *Runner) prune(ctx context.Context, e cloudevents.Event) error {
-	res, err := events.Decode[events.ClusterResult](e)
-	if err != nil || r.rollouts == nil {
-		return err
-	}
-	ro, err := r.rollouts.Get(ctx, res.RolloutID)
-	if err != nil {
-		return fmt.Errorf("reading rollout %s: %w", res.RolloutID, err)
-	}
-	if app, ok := r.d.cfg.Application(ro.Application); !ok || app.Git() == nil || !app.Git().Prunes() {
-		return nil
-	}
-	unlock, err := r.workloads.lock(ctx, ro.Application+"/"+res.Cluster)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	err = r.d.Prune(ctx, ro.Application, res.Cluster, ro.ID, ro.Ref())
-	if fault.IsPermanent(err) {
-		r.log.ErrorContext(ctx, "pruning what the commit no longer renders failed", "rollout_id", ro.ID, "cluster", res.Cluster, "error", err)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pruning %s in cluster %s: %w", ro.Application, res.Cluster, err)
-	}
-	r.log.InfoContext(ctx, "pruned what the commit no longer renders", "rollout_id", ro.ID, "cluster", res.Cluster, "revision", ro.Ref())
-	return nil
 }
 
 // announce journals request e's pipelinerun.started beside the run; the
