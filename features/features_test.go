@@ -54,11 +54,13 @@ func testMain(m *testing.M) int {
 	}, &fleet)
 }
 
-func TestFeatures(t *testing.T) { runSuite(t, false, "~@scale-out") }
+// Scenarios tagged @pending are written and not yet passed on the fleet:
+// make test leaves them out until a run on the fleet passes them.
+func TestFeatures(t *testing.T) { runSuite(t, false, "~@scale-out && ~@pending") }
 
 // TestFeaturesScaleOut runs the scenarios of both modes, and those of
 // scale-out mode only, on three replicas sharing a NATS cluster.
-func TestFeaturesScaleOut(t *testing.T) { runSuite(t, true, "@both-modes,@scale-out") }
+func TestFeaturesScaleOut(t *testing.T) { runSuite(t, true, "@both-modes,@scale-out && ~@pending") }
 
 // runSuite runs the features of tags, in scale-out mode or embedded.
 func runSuite(t *testing.T, scaleOut bool, tags string) {

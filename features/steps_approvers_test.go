@@ -106,7 +106,7 @@ func (s *scenario) pushedByIs(ctx context.Context, version, who string) error {
 }
 
 // approvalRefused sends the approval with the CLI as who (its token;
-// "default" is server.apiToken) and wants it refused with 403 and why.
+// "default" is server.apiToken) and wants it refused, saying why.
 func (s *scenario) approvalRefused(ctx context.Context, who string, wave int, version, why string) error {
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
@@ -124,8 +124,10 @@ func (s *scenario) approvalRefused(ctx context.Context, who string, wave int, ve
 		if err == nil {
 			return fmt.Errorf("flotilla approve --wave as %s succeeded (%q), want it refused: %s", who, out, why)
 		}
-		if !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "403") {
-			return fmt.Errorf("flotilla approve --wave as %s: %v, want 403 %q", who, err, why)
+		// The CLI prints the API's reason, not its status: the 403 itself
+		// is checked by pkg/api's TestApproversArePeople.
+		if !strings.Contains(err.Error(), why) {
+			return fmt.Errorf("flotilla approve --wave as %s: %v, want it refused: %q", who, err, why)
 		}
 		return nil
 	})
