@@ -46,7 +46,7 @@ func TestRoutesNeedAnIdentity(t *testing.T) {
 		case "POST /api/v1/fleet/stop":
 			return "202"
 		case "GET /api/v1/whoami":
-			return `200 {"name":"default","via":"token"}`
+			return `200 {"name":"default","via":"token",` + adminPermissions + `}`
 		}
 		return closed(r)[:3]
 	}
@@ -76,7 +76,7 @@ func TestRoutesNeedAnIdentity(t *testing.T) {
 			case r.method == "POST" && strings.HasPrefix(r.path, "/api/"):
 				return "401 Bearer"
 			case r.path == "/api/v1/whoami":
-				return `200 {"name":"anonymous","via":"anonymous"}`
+				return `200 {"name":"anonymous","via":"anonymous","permissions":{"default":["read"]},"applications":{"podinfo":"default"}}`
 			case strings.HasPrefix(r.path, "/api/") || r.path == "/ui/":
 				return "200"
 			}
@@ -128,6 +128,10 @@ func TestRoutesNeedAnIdentity(t *testing.T) {
 	}
 }
 
+// adminPermissions is what whoami answers for the config's admin token:
+// every permission in the default project and the fleet-wide ones.
+const adminPermissions = `"permissions":{"*":["stop-line","tokens"],"default":["read","pause","resume","retry","refresh","abort","approve","override","rollback","quarantine"]},"applications":{"podinfo":"default"}`
+
 // A session opened on one replica is taken by another (scale-out mode):
 // the cookie needs no shared state, only the same config.
 func TestSessionOnAnyReplica(t *testing.T) {
@@ -173,7 +177,8 @@ func TestSessionOnAnyReplica(t *testing.T) {
 		_ = resp.Body.Close()
 		got = append(got, fmt.Sprint(resp.StatusCode, " ", strings.TrimSpace(string(body))))
 	}
-	want := []string{`200 {"name":"default","via":"session"}`, `200 {"name":"default","via":"session"}`}
+	answer := `200 {"name":"default","via":"session",` + adminPermissions + `}`
+	want := []string{answer, answer}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("whoami on a and b (-want +got):\n%s", diff)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -73,12 +74,17 @@ func TestObserve(t *testing.T) {
 	}
 
 	t.Run("a primary changed by hand is told", func(t *testing.T) {
-		d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web-primary", metav1.GetOptions{})
+		// The deployment controller writes the status as well: retry on its conflicts.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web-primary", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.Template.Spec.Containers[1].Image = "web:0"
+			_, err = cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		d.Spec.Template.Spec.Containers[1].Image = "web:0"
-		if _, err := cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		select {

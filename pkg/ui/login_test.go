@@ -293,4 +293,4 @@ func TestPageCarriesNoToken(t *testing.T) {
 
 // allPermissions is whoami's answer of what a token may do without
 // projects and rbac: everything.
-const allPermissions = `"permissions":{"*":["stop-line"],"default":["read","pause","resume","retry","refresh","abort","approve","override","rollback","quarantine"]},"applications":{}`
+const allPermissions = `"permissions":{"*":["stop-line","tokens"],"default":["read","pause","resume","retry","refresh","abort","approve","override","rollback","quarantine"]},"applications":{}`
