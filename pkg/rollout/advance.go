@@ -245,7 +245,14 @@ func (r *Rollout) Approve(cause cloudevents.Event, w int, approver string) ([]cl
 		return nil, nil
 	}
 	wave := &r.Waves[w]
+	before := r.approvalWaiting(w)
 	wave.Approvers = append(wave.Approvers, approver)
+	if r.Waiting == before { // who approved so far, and how many more
+		r.Waiting = ""
+		if !wave.Approved() {
+			r.Waiting = r.approvalWaiting(w)
+		}
+	}
 	if r.Phase != Progressing || w != r.Wave || !wave.Approved() {
 		return nil, nil
 	}

@@ -1,7 +1,10 @@
 package rollout_test
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -106,5 +109,35 @@ func TestPlanApprovers(t *testing.T) {
 	w := ro.Waves[1]
 	if w.Approvals != 2 || len(w.ApprovalsFrom) != 1 || w.ApprovalsFrom[0] != "group:rm" || !w.SeparationOfDuties || ro.Waves[0].Approvals != 0 {
 		t.Errorf("waves %+v, want prod needing 2 from group:rm with separation of duties", ro.Waves)
+	}
+}
+
+// An approval that does not yet release its wave says so in the rollout's
+// waiting: who approved so far, and how many more it needs.
+func TestApprovalUpdatesWaiting(t *testing.T) {
+	r := waves([]rollout.Cluster{cl("c1", rollout.ClusterProgressing, "")}, []rollout.Cluster{cl("c2", rollout.ClusterPending, "")})
+	r.Phase = rollout.Progressing
+	r.Waves[1].Approvals, r.Waves[1].ApprovalsFrom = 2, []string{"group:release-managers"}
+	if _, err := r.Record(events.ClusterResult{RolloutID: r.ID, Cluster: "c1"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Advance(cause(t), rollout.Gates{App: config.Application{Name: "app"}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, who := range []string{"bob", "bob", "carol"} {
+		evs, err := r.Approve(cause(t), 1, who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s: %d events, %s", who, len(evs), r.Waiting))
+	}
+	want := []string{
+		"bob: 0 events, wave 2 (wave-2) waits for 2 approvals, has 1 (bob): needs 1 more approval from group:release-managers",
+		"bob: 0 events, wave 2 (wave-2) waits for 2 approvals, has 1 (bob): needs 1 more approval from group:release-managers",
+		"carol: 1 events, ",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waiting after each approval (-want +got):\n%s", diff)
 	}
 }

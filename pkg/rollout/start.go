@@ -104,7 +104,7 @@ func (r *Rollout) held(fleet FleetState) string {
 func (r *Rollout) gate(cause cloudevents.Event, g Gates, w int) (string, []cloudevents.Event, error) {
 	wave := r.Waves[w]
 	if !wave.Approved() {
-		return fmt.Sprintf("wave %d (%s) waits for %s", w+1, wave.Name, approvalsWanted(wave)), nil, nil
+		return r.approvalWaiting(w), nil, nil
 	}
 	var windows []freeze.Window
 	if g.Freeze != nil {
@@ -120,6 +120,11 @@ func (r *Rollout) gate(cause cloudevents.Event, g Gates, w int) (string, []cloud
 		return "", nil, err
 	}
 	return fmt.Sprintf("freeze window %q until %s", fw.Name, until.UTC().Format(time.RFC3339)), []cloudevents.Event{events.At(timer, until)}, nil
+}
+
+// approvalWaiting says what wave w of r waits for of its approvals.
+func (r *Rollout) approvalWaiting(w int) string {
+	return fmt.Sprintf("wave %d (%s) waits for %s", w+1, r.Waves[w].Name, approvalsWanted(r.Waves[w]))
 }
 
 // approvalsWanted says what approvals a wave waits for: "1 approval, has
