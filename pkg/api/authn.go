@@ -162,7 +162,7 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 		if reads && a.anonymousRead {
 			return identity.Anonymous, "", nil
 		}
-		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNoTokens)
+		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, a.orSSO(msgNoTokens))
 	}
 	if scheme, secret, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		return a.bearer(r, strings.TrimSpace(secret)) // tokens.go
@@ -184,10 +184,19 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 	case sessionErr != nil:
 		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgSessionInvalid)
 	case !reads:
-		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgControlNeeds)
+		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, a.orSSO(msgControlNeeds))
 	default:
-		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, msgNeedsToken)
+		return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, a.orSSO(msgNeedsToken))
 	}
+}
+
+// orSSO adds to a 401's message, with single sign-on on, how a person
+// logs in through the provider instead of with an API token.
+func (a *Authn) orSSO(msg string) string {
+	if a.sso == nil {
+		return msg
+	}
+	return msg + "; or log in through single sign-on: flotilla login --sso, or /auth/login in a browser"
 }
 
 // named is the config token name.

@@ -147,6 +147,15 @@ func TestSSO(t *testing.T) {
 		t.Errorf("the API token: %d, want 200", code)
 	}
 
+	// No credential: the 401 says how to log in through the provider.
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(method, "/api/v1/whoami", nil))
+		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "flotilla login --sso, or /auth/login in a browser") {
+			t.Errorf("%s with no credential: %d %s, want 401 naming the SSO login", method, rec.Code, rec.Body)
+		}
+	}
+
 	// The CLI's device flow: its ID token is a bearer token.
 	discovered, err := oidc.NewProvider(t.Context(), provider.Issuer)
 	if err != nil {
