@@ -211,7 +211,16 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
     And in every cluster of the waves the HorizontalPodAutoscaler "podinfo" scales Deployment "podinfo" from 2 to 4 replicas
     And in every cluster of the waves the HorizontalPodAutoscaler "podinfo-primary" scales Deployment "podinfo-primary" from 2 to 4 replicas
 
-  Scenario Outline: Flagger routes a canary through <provider>'s objects, step by step
+  # Healthy metrics: caught are a mesh metrics exporter that serves no
+  # series, or series the provider's built-in query does not match (Flagger
+  # halts on "no values found" and rolls back), and flotilla rendering the
+  # built-in checks so that healthy traffic fails them (the success rate as
+  # a fraction, the duration in seconds, min and max swapped). Failing
+  # metrics: caught are flotilla dropping the analysis' metrics or their
+  # thresholds, rendering them for another provider than the routing's, a
+  # rollback that stops at the first cluster's wave or leaves the new image
+  # in a workload.
+  Scenario Outline: Flagger routes a canary through <provider>'s objects, step by step, on <health> metrics
     Given the "<provider>" CRDs are installed in clusters "c1,c2"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
       """
@@ -220,23 +229,38 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
       iterations: null
       trafficRouting:
         canaryStrategy: {stepWeight: 30, maxWeight: 60}
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+          - {name: request-duration, interval: 30s, thresholdRange: {max: 500}}
       """
     And the workload "podinfo" runs in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
     And version "1.0.0" has been rolled out to every cluster
     And the <kind> "podinfo" is watched in cluster "c1"
+    And the mesh reports the workload "podinfo" <health>
     When version "1.1.0" is pushed
-    Then the rollout of "1.1.0" succeeds
-    And the primary in every cluster runs version "1.1.0" by digest
-    And in cluster "c1" the canary's weight went 30, 60 and back to 0
+    Then the rollout of "1.1.0" <outcome>
+    And the primary in every cluster runs version "<running>" by digest
+    And no workload in any cluster runs version "<replaced>"
+    And in cluster "c1" the canary's weight went <weights> and back to 0
+    And Flagger of cluster "c1" <judged>
 
     Examples:
-      | provider | kind           |
-      | linkerd  | TrafficSplit   |
-      | contour  | HTTPProxy      |
-      | traefik  | TraefikService |
-      | kuma     | TrafficRoute   |
+      | provider | kind           | health  | outcome        | running | replaced | weights | judged                                   |
+      | linkerd  | TrafficSplit   | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check                |
+      | linkerd  | TrafficSplit   | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate"    |
+      | contour  | HTTPProxy      | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check                |
+      | contour  | HTTPProxy      | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate"    |
+      | traefik  | TraefikService | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check                |
+      | traefik  | TraefikService | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate"    |
+      | kuma     | TrafficRoute   | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check                |
+      | kuma     | TrafficRoute   | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate"    |
 
-  Scenario: Flagger routes a canary through nginx's canary Ingress, step by step
+  # Caught as in the outline above; besides, for nginx the metrics are
+  # counted per Ingress: a canary Ingress whose requests nginx would not
+  # label as the canary's, or a query of the wrong Ingress, finds no values.
+  Scenario Outline: Flagger routes a canary through nginx's canary Ingress, step by step, on <health> metrics
     Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
       """
       strategy: canary
@@ -245,15 +269,28 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
       trafficRouting:
         ingressRef: {name: podinfo}
         canaryStrategy: {stepWeight: 30, maxWeight: 60}
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+          - {name: request-duration, interval: 30s, thresholdRange: {max: 500}}
       """
     And the workload "podinfo" runs in every cluster of the waves
     And an Ingress "podinfo" routes "podinfo.example.com" to the workload's service in every cluster of the waves
+    And the mesh reports the workload "podinfo" healthy
     And version "1.0.0" has been rolled out to every cluster
     And the Ingress "podinfo-canary" is watched in cluster "c1"
+    And the mesh reports the workload "podinfo" <health>
     When version "1.1.0" is pushed
-    Then the rollout of "1.1.0" succeeds
-    And the primary in every cluster runs version "1.1.0" by digest
-    And in cluster "c1" the canary's weight went 30, 60 and back to 0
+    Then the rollout of "1.1.0" <outcome>
+    And the primary in every cluster runs version "<running>" by digest
+    And no workload in any cluster runs version "<replaced>"
+    And in cluster "c1" the canary's weight went <weights> and back to 0
+    And Flagger of cluster "c1" <judged>
+
+    Examples:
+      | health  | outcome        | running | replaced | weights | judged                                |
+      | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check             |
+      | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate" |
 
   # Kurator's rollout example (seeds 001), pasted as it is but for the
   # intervals (1s here, not 90s) and the load test's target; Flagger calls

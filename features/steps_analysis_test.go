@@ -48,6 +48,7 @@ func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^every cluster of the waves has the DestinationRules "([^"]*)" and "([^"]*)"$`, s.destinationRules)
 	sc.Step(`^in every cluster of the waves the VirtualService "([^"]*)" serves the hosts "([^"]*)"$`, s.virtualServiceHosts)
 	sc.Step(`^Flagger of cluster "([^"]*)" halted the analysis on "([^"]*)"$`, s.checkFailed)
+	sc.Step(`^Flagger of cluster "([^"]*)" passed every metric check$`, s.checksPassed)
 	sc.Step(`^every cluster of the waves has the MetricTemplate "([^"]*)" querying the fleet's Prometheus$`, s.metricTemplate)
 	sc.Step(`^an Ingress "([^"]*)" routes "([^"]*)" to the workload's service in every cluster of the waves$`, s.ingressEverywhere)
 	sc.Step(`^a load test target$`, s.loadTestTarget)
@@ -560,6 +561,34 @@ func (s *scenario) checkFailed(ctx context.Context, cluster, metric string) erro
 	})
 	if err != nil {
 		return fmt.Errorf("Flagger of %s reported no failing %s check: %w (events: %q)", cluster, metric, err, msgs)
+	}
+	return nil
+}
+
+// checksPassed finds none of Flagger's warnings that a built-in check
+// failed ("Halt <canary> advancement success rate ...", "... request
+// duration ...") or found no series ("Halt advancement no values found for
+// <provider> metric ...") among the canary's events.
+func (s *scenario) checksPassed(ctx context.Context, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	evs, err := c.Kube.CoreV1().Events(s.w.namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.kind", "Canary").String(),
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range evs.Items {
+		if e.Type != corev1.EventTypeWarning || !strings.HasPrefix(e.Message, "Halt ") {
+			continue
+		}
+		for _, failed := range []string{" advancement success rate ", " advancement request duration ", "no values found"} {
+			if strings.Contains(e.Message, failed) {
+				return fmt.Errorf("Flagger of %s halted the analysis: %q", cluster, e.Message)
+			}
+		}
 	}
 	return nil
 }
