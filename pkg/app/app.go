@@ -263,6 +263,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus),
 		prop,
 	}
+	// In scale-out mode the dispatchers start with the partitions taken,
+	// after New: a wiring that cannot run is refused here, in both modes.
+	if err := dispatch.CheckLanes(fns); err != nil {
+		return err
+	}
 	dopts := dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers}
 	var inFlight resync.Rollouts = s.repo
 	mopts := []fleetmetrics.Option{fleetmetrics.WithLogger(o.Logger)}

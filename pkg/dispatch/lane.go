@@ -50,6 +50,15 @@ func (l *lane) metricName() string {
 // defaultMaxBackoff caps the retry backoff of the default lane.
 const defaultMaxBackoff = 5 * time.Second
 
+// CheckLanes reports whether fns may run together: each lane well formed
+// and all the consumers of a type in one lane. New checks it; a replica in
+// scale-out mode, whose dispatchers start only with the partitions it
+// takes, checks it before it starts.
+func CheckLanes(fns []Function) error {
+	_, _, err := buildLanes(Options{}, fns)
+	return err
+}
+
 // buildLanes returns the default lane (from o) and the lanes of fns by
 // consumed type. Every function consuming a type must be in the same lane.
 func buildLanes(o Options, fns []Function) (*lane, map[string]*lane, error) {

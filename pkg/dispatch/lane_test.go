@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,15 @@ func TestLaneMisconfigured(t *testing.T) {
 	plain := &fn{name: "plain", consumes: []string{typeIn}}
 	if _, err := dispatch.New(s, []dispatch.Function{good, plain}, dispatch.Options{}); err == nil {
 		t.Error("two consumers of one type in different lanes were accepted")
+	}
+	if err := dispatch.CheckLanes([]dispatch.Function{good, plain}); err == nil || !strings.Contains(err.Error(), "different lanes") {
+		t.Errorf("CheckLanes(two lanes for one type) = %v, want the lanes named", err)
+	}
+	if err := dispatch.CheckLanes([]dispatch.Function{bad}); err == nil {
+		t.Error("CheckLanes accepted a lane without workers")
+	}
+	if err := dispatch.CheckLanes([]dispatch.Function{good, laned{fn: &fn{name: "other", consumes: []string{typeIn, typeRun}}, lane: good.lane}}); err != nil {
+		t.Errorf("CheckLanes(one lane) = %v", err)
 	}
 }
 
