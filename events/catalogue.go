@@ -517,6 +517,7 @@ var payloadTypes = map[string]func() any{
 	TypePipelineRunRequested:       func() any { return new(PipelineRunRequested) },
 	TypePipelineRunStarted:         func() any { return new(PipelineRunStart) },
 	TypePipelineRunFinished:        func() any { return new(PipelineRunFinished) },
+	TypePruneRequested:             func() any { return new(PruneRequested) },
 	TypeClusterDeadline:            func() any { return new(ClusterDeadline) },
 	TypeRolloutRetryRequested:      func() any { return new(RolloutRetryRequested) },
 	TypeRolloutRollbackFailed:      func() any { return new(RolloutResult) },

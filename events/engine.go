@@ -20,6 +20,9 @@ const (
 	TypePipelineRunStarted = "dev.flotilla.pipelinerun.started.v1"
 	// executors -> observe
 	TypePipelineRunFinished = "dev.flotilla.pipelinerun.finished.v1"
+	// advance -> executors: a git application's cluster succeeded, so
+	// what its commit no longer renders goes (payload PruneRequested)
+	TypePruneRequested = "dev.flotilla.prune.requested.v1"
 	// launch, rollback -> (timer) -> observe
 	TypeClusterDeadline = "dev.flotilla.cluster.deadline.v1"
 	// the API -> rollback, launch
@@ -204,6 +207,22 @@ type PipelineRunRequested struct {
 	// retry of a cluster whose analysis failed makes Flagger analyse the
 	// same image again.
 	Restart string `json:"restart,omitempty"`
+}
+
+// PruneRequested asks the executors to delete from Cluster what
+// Application's commit Revision (repository@commit) no longer renders and
+// an earlier commit applied there (the objects its inventory holds
+// pending): advance asks when it records the cluster's success. Nothing
+// answers it; a cluster whose inventory is no longer Revision's (a newer
+// apply or a revert took it over) has nothing to prune. Deadline ends the
+// executor's retries.
+type PruneRequested struct {
+	RolloutID   string    `json:"rolloutId"`
+	Application string    `json:"application"`
+	Wave        int       `json:"wave"`
+	Cluster     string    `json:"cluster"`
+	Revision    string    `json:"revision"`
+	Deadline    time.Time `json:"deadline"`
 }
 
 // PipelineRunStart: an executor took a requested run up, once per

@@ -112,6 +112,10 @@ type GitSource struct {
 	// AllowedImages are the image repositories the rendered objects may
 	// run (regular expressions); none: any.
 	AllowedImages []string
+	// Prune is what becomes of the objects an earlier commit applied and
+	// this one no longer renders: one of tasks.Prune* ("" is
+	// tasks.PruneOff).
+	Prune string
 }
 
 // Results are what a run reports.
@@ -166,6 +170,7 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 		out[tasks.ParamHelm] = g.Helm
 		out[ParamGitSecret] = cmp.Or(g.Secret, "flotilla-git")
 		out[tasks.ParamAllowedImages] = ""
+		out[tasks.ParamPrune] = cmp.Or(g.Prune, tasks.PruneOff)
 		if len(g.AllowedImages) > 0 {
 			b, err := json.Marshal(g.AllowedImages)
 			if err != nil {

@@ -67,12 +67,26 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
+	succeeded := e.Type() == events.TypeClusterSucceeded
 	ro, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		moves, err := r.Record(res, e.Type() == events.TypeClusterSucceeded)
-		if !moves || err != nil {
+		moves, err := r.Record(res, succeeded)
+		if err != nil {
 			return nil, err
 		}
-		return r.Advance(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
+		g := rollout.GatesOf(f.cfg, r.Application, fleet, f.now())
+		var out []cloudevents.Event
+		if succeeded {
+			// A git application's success asks the executors to prune
+			// what its commit no longer renders, committed with it.
+			if out, err = r.Prune(e, res.Cluster, g); err != nil {
+				return nil, err
+			}
+		}
+		if !moves {
+			return out, nil
+		}
+		next, err := r.Advance(e, g)
+		return append(out, next...), err
 	})
 	if err != nil {
 		return nil, err

@@ -17,5 +17,7 @@
 //
 //	dev.flotilla.pipelinerun.requested.v1, dev.flotilla.cluster.deadline.v1,
 //	dev.flotilla.wave.continued.v1, dev.flotilla.wave.baked.v1 (a timer),
-//	dev.flotilla.rollout.succeeded.v1, dev.flotilla.rollout.failed.v1
+//	dev.flotilla.rollout.succeeded.v1, dev.flotilla.rollout.failed.v1,
+//	dev.flotilla.prune.requested.v1 (a git application's cluster that
+//	succeeded: the executors delete what the commit no longer renders there)
 package advance

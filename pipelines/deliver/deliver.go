@@ -7,6 +7,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -84,6 +85,15 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	}
 	if src != nil {
 		p.Application, p.Git = app.Name, src
+		// What the commit no longer renders waits for the cluster's
+		// success (Prune); a revert has no analysis to wait for.
+		src.Prune = tasks.PruneOff
+		if app.Git().Prunes() {
+			src.Prune = tasks.PruneAfter
+			if revert {
+				src.Prune = tasks.PruneNow
+			}
+		}
 	}
 	// A GitOps application gets the image with its tag (the previous one,
 	// on a revert) into its repository first: else the GitOps agent would
@@ -104,6 +114,30 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		return Result{}, err
 	}
 	return Result{PreviousImage: res.PreviousImage, Changed: res.Changed}, nil
+}
+
+// Prune deletes from cluster what the rollout's commit (ref, repository@
+// commit) no longer renders and an earlier commit applied there, once the
+// cluster succeeded: a run of the pipeline with prune "pending". Nothing
+// for an application that is not a git one or does not prune.
+func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, ref string) error {
+	app, ok := d.cfg.Application(application)
+	if !ok || app.Git() == nil || !app.Git().Prunes() {
+		return nil
+	}
+	src, err := pipelines.GitSourceFor(app, cluster, ref)
+	if err != nil {
+		return err
+	}
+	src.Prune = tasks.PrunePending
+	objs := canary.Render(app, canary.Input{Instance: d.cfg.Server.Instance, Cluster: cluster, Rollout: rolloutID, Event: d.hooks(cluster, rolloutID)})
+	// Its own run (name): not the apply's, which the Tekton executor
+	// would find done.
+	_, err = d.exec.Run(ctx, cluster, pipelines.RunParams{
+		Rollout: rolloutID + "-prune", Application: app.Name, Namespace: app.Namespace, Kind: app.Workload.Kind,
+		Workload: app.Workload.Name, Image: ref, Canary: objs.Canary, Git: src,
+	})
+	return err
 }
 
 // byPullRequest tells whether a pull request, not the run, writes app's

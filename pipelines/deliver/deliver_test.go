@@ -260,7 +260,7 @@ func TestRunnerContract(t *testing.T) {
 	if r.Name() != "pipeline" {
 		t.Errorf("Name = %q", r.Name())
 	}
-	if diff := cmp.Diff([]string{events.TypePipelineRunRequested}, r.Consumes()); diff != "" {
+	if diff := cmp.Diff([]string{events.TypePipelineRunRequested, events.TypePruneRequested}, r.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 	if l := r.Lane(); l.Name != "pipelines" || l.Workers != deliver.DefaultRunners {

@@ -97,8 +97,10 @@ func NewRunner(d *Deliverer, answers Answers, runners int, log *slog.Logger) *Ru
 	}}
 }
 
-func (*Runner) Name() string          { return "pipeline" }
-func (*Runner) Consumes() []string    { return []string{events.TypePipelineRunRequested} }
+func (*Runner) Name() string { return "pipeline" }
+func (*Runner) Consumes() []string {
+	return []string{events.TypePipelineRunRequested, events.TypePruneRequested}
+}
 func (r *Runner) Lane() dispatch.Lane { return r.lane }
 
 // Handle runs one request. A failure worth retrying is returned (the
@@ -106,6 +108,9 @@ func (r *Runner) Lane() dispatch.Lane { return r.lane }
 // then, or on a permanent failure, the run is reported finished with its
 // error.
 func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	if e.Type() == events.TypePruneRequested {
+		return nil, r.prune(ctx, e)
+	}
 	req, err := events.Decode[events.PipelineRunRequested](e)
 	if err != nil {
 		return nil, err
@@ -166,6 +171,51 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		return nil, fmt.Errorf("running the %s pipeline for cluster %s: %w", req.Purpose, req.Cluster, err)
 	}
 	return r.finish(e, finished)
+}
+
+// prune deletes what a git application's commit no longer renders from a
+// cluster that succeeded (Deliverer.Prune), as advance asked when it
+// recorded the success, under the lock of the application's runs in that
+// cluster: a revert that took the cluster over meanwhile left nothing
+// pending for the commit. The rollout may have ended since (its last
+// cluster's success ends it): pruned all the same. Retried until the
+// request's deadline; a permanent failure, or the deadline, is logged and
+// left (the next commit's apply carries what is pending).
+func (r *Runner) prune(ctx context.Context, e cloudevents.Event) error {
+	req, err := events.Decode[events.PruneRequested](e)
+	if err != nil {
+		return err
+	}
+	log := r.log.With("rollout_id", req.RolloutID, "cluster", req.Cluster, "revision", req.Revision)
+	if app, ok := r.d.cfg.Application(req.Application); !ok || app.Git() == nil || !app.Git().Prunes() {
+		return nil
+	}
+	if !r.now().Before(req.Deadline) {
+		log.ErrorContext(ctx, "pruning what the commit no longer renders: not done by its deadline", "deadline", req.Deadline)
+		return nil
+	}
+	unlock, err := r.workloads.lock(ctx, req.Application+"/"+req.Cluster)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
+	defer cancel()
+	err = r.d.Prune(runCtx, req.Application, req.Cluster, req.RolloutID, req.Revision)
+	switch {
+	case err == nil:
+		log.InfoContext(ctx, "pruned what the commit no longer renders")
+		return nil
+	case fault.IsPermanent(err):
+		log.ErrorContext(ctx, "pruning what the commit no longer renders failed", "error", err)
+		return nil
+	case ctx.Err() != nil:
+		return err // flotilla is stopping: the request is replayed at the next start
+	case !r.now().Before(req.Deadline):
+		log.ErrorContext(ctx, "pruning what the commit no longer renders: not done by its deadline", "deadline", req.Deadline, "error", err)
+		return nil
+	}
+	return fmt.Errorf("pruning %s in cluster %s: %w", req.Application, req.Cluster, err)
 }
 
 // announce journals request e's pipelinerun.started beside the run; the

@@ -10,17 +10,12 @@ import (
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
+	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -37,6 +32,8 @@ const (
 	ParamHelm      = "helm"
 	// ParamAllowedImages is a JSON list of regular expressions.
 	ParamAllowedImages = "allowed-images"
+	// ParamPrune is one of the Prune* values.
+	ParamPrune = "prune"
 
 	// ResultPreviousRevision is the revision (repository@commit) the
 	// workload ran before.
@@ -60,6 +57,8 @@ var applyManifestsDef = Def{
 		{Name: ParamRender, Default: render.Manifests, Usage: "how: manifests (YAML files), kustomize or helm"},
 		{Name: ParamHelm, Usage: `the chart and its values for render helm, a JSON object (fields of render.Chart: Dir, DefaultValues, ValuesFile, Values, ReleaseName)`},
 		{Name: ParamAllowedImages, Usage: `image repositories the rendered objects may run, a JSON list of Go regular expressions (each matching a whole repository); empty: any`},
+		{Name: ParamApplication, Usage: "the application: its inventory (ConfigMap " + InventoryName("<application>") + " in --namespace) records what each commit applied; empty: none kept, nothing pruned"},
+		{Name: ParamPrune, Default: PruneOff, Usage: "what becomes of the objects an earlier commit applied and this one no longer renders: false (left), true (deleted once the cluster succeeded, by a run of pending), now (deleted after the apply: a revert), pending (apply nothing: delete those the commit left pending)"},
 	},
 	Results: []string{ResultPreviousRevision, ResultChanged},
 	Cluster: true,
@@ -84,6 +83,11 @@ type ApplyManifestsParams struct {
 	// AllowedImages, when set, refuses a commit whose objects run an
 	// image outside them (render.CheckImages), before anything is applied.
 	AllowedImages []string
+	// Application names the inventory (InventoryName) the objects are
+	// recorded in; "" keeps none and prunes nothing.
+	Application string
+	// Prune is one of the Prune* values; "" is PruneOff.
+	Prune string
 }
 
 // Revision is what a git application's workload carries in annotation
@@ -125,6 +129,12 @@ func ApplyManifestsParamsFrom(p Params) (ApplyManifestsParams, error) {
 	ap := ApplyManifestsParams{
 		Rollout: cp.Rollout, Namespace: cp.Namespace, Kind: cp.Kind, Workload: cp.Workload, Canary: cp.Canary,
 		Objects: cp.Objects, Restart: cp.Restart, URL: p[ParamGitURL], Commit: p[ParamGitCommit], Render: p[ParamRender],
+		Application: p[ParamApplication], Prune: p[ParamPrune],
+	}
+	switch ap.Prune {
+	case "", PruneOff, PruneAfter, PruneNow, PrunePending:
+	default:
+		return ap, fault.Permanent(fmt.Errorf("--%s %q: want %s, %s, %s or %s", ParamPrune, ap.Prune, PruneOff, PruneAfter, PruneNow, PrunePending))
 	}
 	for _, s := range strings.Split(p[ParamGitPath], ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -157,6 +167,9 @@ func ApplyManifestsParamsFrom(p Params) (ApplyManifestsParams, error) {
 // Flagger promoted), else the workload's.
 func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror, repo gitops.Repo, p ApplyManifestsParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
+	if p.Prune == PrunePending {
+		return res, prunePending(ctx, cfg, p, Revision(repo.URL, p.Commit))
+	}
 	work, err := os.MkdirTemp("", "flotilla-render-")
 	if err != nil {
 		return res, err
@@ -223,23 +236,7 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
 		return res, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return res, fmt.Errorf("creating dynamic client: %w", err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return res, fmt.Errorf("creating discovery client: %w", err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	// The workload last: what it refers to (ConfigMaps, Secrets) is there
-	// when its new revision starts.
-	for _, o := range append(without(objs, target), target) {
-		if err := applyRendered(ctx, dyn, mapper, p.Namespace, o); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	return res, applyObjects(ctx, cfg, kube, p, revision, objs)
 }
 
 func kindOr(kind string) string {
@@ -249,49 +246,92 @@ func kindOr(kind string) string {
 	return kind
 }
 
-func without(objs []*unstructured.Unstructured, x *unstructured.Unstructured) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, 0, len(objs))
+// applyObjects applies the rendered objects with Flux's server-side apply
+// manager (a dry run first: unchanged objects are not written; CRDs and
+// Namespaces first, waited for; then by kind, ConfigMaps, Secrets and
+// Services before the workloads that refer to them). A namespaced object
+// that names no namespace goes to p.Namespace. With p.Application set,
+// each object carries LabelApplication and the application's inventory
+// records them; the objects an earlier commit applied and this one no
+// longer renders are left pending (PruneAfter), deleted (PruneNow) or
+// forgotten (PruneOff).
+func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, p ApplyManifestsParams, revision string, objs []*unstructured.Unstructured) error {
+	rm, c, err := resourceManager(cfg)
+	if err != nil {
+		return err
+	}
 	for _, o := range objs {
-		if o != x {
-			out = append(out, o)
+		gvk := o.GroupVersionKind()
+		namespaced, err := c.IsObjectNamespaced(o)
+		if meta.IsNoMatchError(err) {
+			return fault.Permanent(fmt.Errorf("applying %s %s: the cluster does not serve %s", gvk.Kind, o.GetName(), gvk))
+		}
+		if err != nil {
+			return fmt.Errorf("mapping %s: %w", gvk, err)
+		}
+		if namespaced && o.GetNamespace() == "" {
+			o.SetNamespace(p.Namespace)
+		}
+		if p.Application != "" {
+			labels := o.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[LabelApplication] = p.Application
+			o.SetLabels(labels)
 		}
 	}
-	return out
+	if _, err := rm.ApplyAllStaged(ctx, objs, ssa.DefaultApplyOptions()); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
+			return fault.Permanent(fmt.Errorf("applying: %w", err))
+		}
+		return fmt.Errorf("applying: %w", err)
+	}
+	if p.Application == "" {
+		return nil
+	}
+	inv, err := ReadInventory(ctx, kube, p.Namespace, p.Application)
+	if err != nil {
+		return err
+	}
+	applied := entriesOf(objs)
+	gone := stale(append(inv.Entries, inv.Pending...), applied)
+	next := Inventory{Revision: revision, Entries: applied}
+	switch p.Prune {
+	case PruneAfter:
+		next.Pending = gone
+	case PruneNow:
+		if _, err := prune(ctx, rm, p.Application, gone); err != nil {
+			return err
+		}
+	}
+	return writeInventory(ctx, kube, p.Namespace, p.Application, next)
 }
 
-// applyRendered applies one rendered object server-side; a namespaced one
-// that names no namespace goes to namespace.
-func applyRendered(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, namespace string, o *unstructured.Unstructured) error {
-	gvk := o.GroupVersionKind()
-	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return fault.Permanent(fmt.Errorf("applying %s %s: the cluster does not serve %s", gvk.Kind, o.GetName(), gvk))
+// prunePending deletes the objects p.Application's inventory holds pending
+// when it is still revision's (else a newer apply, or a revert, took them
+// over: nothing to do) and clears them from it.
+func prunePending(ctx context.Context, cfg *rest.Config, p ApplyManifestsParams, revision string) error {
+	if p.Application == "" {
+		return fault.Permanent(fmt.Errorf("--%s %s needs --%s", ParamPrune, PrunePending, ParamApplication))
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("mapping %s: %w", gvk, err)
+		return fmt.Errorf("creating kubernetes client: %w", err)
 	}
-	var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-	where := o.GetName()
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		if o.GetNamespace() == "" {
-			o.SetNamespace(namespace)
-		}
-		ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		where = o.GetNamespace() + "/" + o.GetName()
+	inv, err := ReadInventory(ctx, kube, p.Namespace, p.Application)
+	if err != nil || inv.Revision != revision || len(inv.Pending) == 0 {
+		return err
 	}
-	body, err := o.MarshalJSON()
+	rm, _, err := resourceManager(cfg)
 	if err != nil {
-		return fmt.Errorf("encoding %s %s: %w", gvk.Kind, where, err)
+		return err
 	}
-	force := true
-	_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-		return fault.Permanent(fmt.Errorf("applying %s %s: %w", gvk.Kind, where, err))
+	if _, err := prune(ctx, rm, p.Application, inv.Pending); err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("applying %s %s: %w", gvk.Kind, where, err)
-	}
-	return nil
+	inv.Pending = nil
+	return writeInventory(ctx, kube, p.Namespace, p.Application, inv)
 }
 
 // liveRevision is what a git application's workload and its primary carry.

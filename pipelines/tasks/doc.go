@@ -13,6 +13,12 @@
 //     refers to in the target cluster and sets the workload's image.
 //   - bump-image (BumpImage): writes the image into a deployments git
 //     repository with pkg/gitops, commits and pushes.
+//   - apply-manifests (ApplyManifests): renders a git application's commit
+//     and applies it with Flux's server-side apply manager, recording it in
+//     the cluster's inventory (inventory.go: ConfigMap
+//     flotilla-inventory-<application>) and pruning what the commit no
+//     longer renders as --prune says (once the cluster succeeded, or at
+//     once for a revert).
 //
 // A failed task writes its error to the error result; `flotilla task` exits
 // ExitPermanent when retrying cannot help.

@@ -143,13 +143,18 @@ func openScaleOut(ctx context.Context, s config.Server, log *slog.Logger) (*scal
 
 // partitionKey routes an event to its partition: the dispatcher's key
 // (its rollout, else its image or git repository), except a pipeline run's
-// request, which goes with the workload it writes (application and
-// cluster): the runs of a rollout and of the newer one superseding it
-// then meet on one replica, whose runner lets one at a time write the
-// workload.
+// request and a prune's, which go with the workload they write
+// (application and cluster): the runs of a rollout and of the newer one
+// superseding it, and a prune and a revert, then meet on one replica,
+// whose runner lets one at a time write the workload.
 func partitionKey(e cloudevents.Event) string {
-	if e.Type() == events.TypePipelineRunRequested {
+	switch e.Type() {
+	case events.TypePipelineRunRequested:
 		if req, err := events.Decode[events.PipelineRunRequested](e); err == nil && req.Application != "" {
+			return "workload/" + req.Application + "/" + req.Cluster
+		}
+	case events.TypePruneRequested:
+		if req, err := events.Decode[events.PruneRequested](e); err == nil && req.Application != "" {
 			return "workload/" + req.Application + "/" + req.Cluster
 		}
 	}

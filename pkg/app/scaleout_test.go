@@ -84,8 +84,8 @@ func waitReady(t *testing.T, s *Server) {
 	}
 }
 
-// Pipeline run requests go with the workload they write; every other
-// event with its dispatch key.
+// Pipeline run and prune requests go with the workload they write; every
+// other event with its dispatch key.
 func TestPartitionKey(t *testing.T) {
 	req := func(rolloutID, app, cluster string) cloudevents.Event {
 		e, err := events.New(rolloutID+"/"+cluster, "/test", events.TypePipelineRunRequested,
@@ -97,6 +97,12 @@ func TestPartitionKey(t *testing.T) {
 		e.SetSubject(cluster)
 		return e
 	}
+	prune, err := events.New("r1/c1/prune", "/test", events.TypePruneRequested,
+		events.PruneRequested{RolloutID: "r1", Application: "shop", Cluster: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prune.SetExtension(events.ExtRolloutID, "r1")
 	other, err := events.New("w", "/test", events.TypeWaveStarted, events.WaveStarted{RolloutID: "r1"})
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +116,7 @@ func TestPartitionKey(t *testing.T) {
 		{"a run of r1", req("r1", "shop", "c1"), "workload/shop/c1"},
 		{"a run of r2, superseding r1", req("r2", "shop", "c1"), "workload/shop/c1"},
 		{"another cluster", req("r2", "shop", "c2"), "workload/shop/c2"},
+		{"a prune, with the runs of its workload", prune, "workload/shop/c1"},
 		{"any other event", other, "rollout/r1"},
 	} {
 		if got := partitionKey(tc.e); got != tc.want {

@@ -69,7 +69,8 @@ var TektonRules = []rbacv1.PolicyRule{
 
 // ParseAllow reads an --allow value, "resource" or "group/resource" (such
 // as "configmaps" or "networking.k8s.io/ingresses"): a kind git
-// applications render, which DeliverRole then may read, create and patch.
+// applications render, which DeliverRole then may read, create, patch and
+// delete (what a commit no longer renders is pruned).
 func ParseAllow(s string) (rbacv1.PolicyRule, error) {
 	group, res, ok := strings.Cut(s, "/")
 	if !ok {
@@ -81,7 +82,7 @@ func ParseAllow(s string) (rbacv1.PolicyRule, error) {
 	if res != strings.ToLower(res) {
 		return rbacv1.PolicyRule{}, fmt.Errorf("--allow %q: resources are lowercase plurals, such as configmaps", s)
 	}
-	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{res}, Verbs: []string{"get", "create", "patch"}}, nil
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{res}, Verbs: []string{"get", "create", "patch", "delete"}}, nil
 }
 
 // account is flotilla's ServiceAccount in a cluster, with its namespace

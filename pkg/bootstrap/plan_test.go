@@ -186,8 +186,8 @@ func TestParseAllow(t *testing.T) {
 		want    rbacv1.PolicyRule
 		wantErr string
 	}{
-		{in: "configmaps", want: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "patch"}}},
-		{in: "networking.k8s.io/ingresses", want: rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "create", "patch"}}},
+		{in: "configmaps", want: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "patch", "delete"}}},
+		{in: "networking.k8s.io/ingresses", want: rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "create", "patch", "delete"}}},
 		{in: "*", wantErr: "no wildcards"},
 		{in: "apps/*", wantErr: "no wildcards"},
 		{in: "apps/", wantErr: "want resource"},

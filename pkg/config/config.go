@@ -700,6 +700,11 @@ type GitSource struct {
 	// rendering any other image fails in each cluster before anything is
 	// applied there. Default: any image.
 	AllowedImages []string `json:"allowedImages"`
+	// Prune, true by default, deletes from a cluster the objects an
+	// earlier commit applied there and the rolled-out one no longer
+	// renders, after the cluster succeeded (a revert: at once); false
+	// leaves them in the cluster, no longer recorded in its inventory.
+	Prune *bool `json:"prune"`
 	// Username and Password (or Token) authenticate over HTTPS; SSHKeyFile
 	// over SSH. For the tekton executor, the Secret named Secret (default
 	// flotilla-git) in its namespace holds them instead.
@@ -747,6 +752,10 @@ func (a Application) Git() *GitSource {
 	}
 	return a.Source.Git
 }
+
+// Prunes tells whether the objects a commit no longer renders are deleted
+// (Prune, default true).
+func (g GitSource) Prunes() bool { return g.Prune == nil || *g.Prune }
 
 // TagMatches reports whether pushes of tag roll out (Tags matches it in
 // full).
