@@ -74,6 +74,8 @@ type SSOConfig struct {
 type SSOSessions interface {
 	Get(ctx context.Context, collection, key string, v any) (bool, error)
 	Put(ctx context.Context, collection, key string, v any) error
+	List(ctx context.Context, collection string, fn func(key string, raw []byte) error) error
+	Delete(ctx context.Context, collection, key string) error
 }
 
 // ssoSession is a session's document.
@@ -424,4 +426,52 @@ func safeUINext(next string) string {
 		return ui
 	}
 	return next
+}
+
+// SweepSessions deletes the sessions that expired or were ended (their
+// cookies are refused alike without them), so that the state keeps only
+// live sessions however many logins there were; it says how many it
+// deleted.
+func (s *SSO) SweepSessions(ctx context.Context) (int, error) {
+	now := s.now()
+	var gone []string
+	err := s.sessions.List(ctx, SSOSessionCollection, func(key string, raw []byte) error {
+		var doc ssoSession
+		if err := json.Unmarshal(raw, &doc); err != nil || doc.EndedAt != nil || !now.Before(doc.ExpiresAt) {
+			gone = append(gone, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("listing the single sign-on sessions: %w", err)
+	}
+	for i, key := range gone {
+		if err := s.sessions.Delete(ctx, SSOSessionCollection, key); err != nil {
+			return i, fmt.Errorf("deleting an ended single sign-on session: %w", err)
+		}
+	}
+	return len(gone), nil
+}
+
+// RunSweeper sweeps the sessions at start and every interval until ctx
+// ends; a sweep that fails is logged and tried again at the next.
+func (s *SSO) RunSweeper(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		sweep, cancel := context.WithTimeout(ctx, every/2)
+		n, err := s.SweepSessions(sweep)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "sweeping the single sign-on sessions", "error", err, "deleted", n)
+		case n > 0:
+			s.log.InfoContext(ctx, "swept ended single sign-on sessions", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/identity"
+	"github.com/flotilla-cd/flotilla/pkg/store"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
 )
 
@@ -44,6 +46,26 @@ func (d *docs) Put(_ context.Context, c, k string, v any) error {
 	raw, err := json.Marshal(v)
 	d.m[c+"/"+k] = raw
 	return err
+}
+
+func (d *docs) List(_ context.Context, c string, fn func(string, []byte) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, raw := range d.m {
+		if key, ok := strings.CutPrefix(k, c+"/"); ok {
+			if err := fn(key, raw); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (d *docs) Delete(_ context.Context, c, k string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.m, c+"/"+k)
+	return nil
 }
 
 // ssoServer is a flotilla's edge with SSO: /auth/* and a guarded
@@ -217,5 +239,40 @@ func TestSSOCallbackState(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "state does not match") {
 		t.Errorf("callback with another state: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// SweepSessions deletes the expired and the ended sessions, on the
+// embedded store as on any state, and keeps the live ones.
+func TestSweepSessions(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	ended := now.Add(-time.Minute)
+	sessions := map[string]any{
+		"live":    map[string]any{"name": "alice", "createdAt": now, "expiresAt": now.Add(time.Hour)},
+		"expired": map[string]any{"name": "bob", "createdAt": now.Add(-2 * time.Hour), "expiresAt": now.Add(-time.Hour)},
+		"ended":   map[string]any{"name": "carol", "createdAt": now, "expiresAt": now.Add(time.Hour), "endedAt": ended},
+		"garbled": "not a session",
+	}
+	for k, v := range sessions {
+		if err := st.Put(t.Context(), api.SSOSessionCollection, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := api.NewSSO(api.SSOConfig{Issuer: "http://127.0.0.1:1", ClientID: "flotilla", SessionTTL: time.Hour}, st, nil)
+	n, err := s.SweepSessions(t.Context())
+	if err != nil || n != 3 {
+		t.Errorf("SweepSessions = %d, %v; want 3 deleted", n, err)
+	}
+	var left []string
+	if err := st.List(t.Context(), api.SSOSessionCollection, func(k string, _ []byte) error { left = append(left, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"live"}, left); diff != "" {
+		t.Errorf("sessions left (-want +got):\n%s", diff)
 	}
 }

@@ -94,6 +94,7 @@ type Server struct {
 	api       *api.API
 	authn     *api.Authn             // who a request of the API or the UI comes from
 	tokens    *tokens.Registry       // the created tokens, revocations (tokens.go)
+	sso       *api.SSO               // single sign-on (sso.go); nil: none
 	hub       *watch.Hub             // the journal, live, for the API's watchers
 	delivery  *fleetmetrics.Observer // the delivery metrics, from the journal
 	ui        *ui.Handler
@@ -458,6 +459,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.projector != nil {
 		once = append(once, s.projector.Run)
+	}
+	if s.sso != nil { // the ended and expired sessions, deleted on one replica
+		once = append(once, func(ctx context.Context) error { return s.sso.RunSweeper(ctx, ssoSweepEvery) })
 	}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		if r := s.cfg.Server.Retention.Duration; r > 0 {

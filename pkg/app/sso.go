@@ -2,10 +2,15 @@ package app
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
+
+// ssoSweepEvery is how often the ended and expired single sign-on
+// sessions are deleted from the state (api.SSO.RunSweeper).
+const ssoSweepEvery = 10 * time.Minute
 
 // useSSO turns on single sign-on (server.sso): the Authn takes its
 // sessions and the CLI's ID tokens, the UI's login page offers it, and
@@ -22,9 +27,10 @@ func (s *Server) useSSO(cfg *config.Config, log *slog.Logger) {
 	} else {
 		docs = s.store
 	}
-	s.authn.UseSSO(api.NewSSO(api.SSOConfig{
+	s.sso = api.NewSSO(api.SSOConfig{
 		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecretValue, CLIClientID: c.CLIClientID,
 		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, RedirectURL: config.SSORedirectURL(s.externalURL),
-	}, docs, log))
+	}, docs, log)
+	s.authn.UseSSO(s.sso)
 	s.ui.WithSSO()
 }

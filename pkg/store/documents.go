@@ -93,6 +93,24 @@ func updateDoc(tx *bolt.Tx, collection, key string, v any, fn func(found bool) e
 	return b.Put([]byte(key), raw)
 }
 
+// Delete removes collection/key; there being none is no error. Durable on
+// return.
+func (s *Store) Delete(ctx context.Context, collection, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("deleting %s/%s: %w", collection, key, err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if b := docBucket(tx, collection); b.Bucket != nil {
+			return b.Delete([]byte(key))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting %s/%s: %w", collection, key, err)
+	}
+	return nil
+}
+
 // List calls fn for every document of collection in key order. raw is only
 // valid during the call; copy it to keep it. An error from fn stops the
 // listing and is returned, wrapped.

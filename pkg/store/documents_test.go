@@ -263,3 +263,30 @@ func TestCursors(t *testing.T) {
 		})
 	}
 }
+
+// Delete removes one document; deleting one that is not there, or of a
+// collection that is not, is no error.
+func TestDelete(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := t.Context()
+	for _, k := range []string{"a", "b"} {
+		if err := s.Put(ctx, "sessions", k, rollout{ID: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"a", "a", "missing"} {
+		if err := s.Delete(ctx, "sessions", k); err != nil {
+			t.Errorf("Delete(%s): %v", k, err)
+		}
+	}
+	if err := s.Delete(ctx, "missing", "a"); err != nil {
+		t.Errorf("Delete in a missing collection: %v", err)
+	}
+	var keys []string
+	if err := s.List(ctx, "sessions", func(key string, _ []byte) error { keys = append(keys, key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"b"}, keys); diff != "" {
+		t.Errorf("keys after the deletes (-want +got):\n%s", diff)
+	}
+}

@@ -3,6 +3,7 @@ package natskv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -58,6 +59,14 @@ func (d *Docs) Put(ctx context.Context, collection, key string, v any) error {
 	}
 	if _, err := d.kv.Put(ctx, docKey(collection, key), raw); err != nil {
 		return fmt.Errorf("writing %s/%s: %w", collection, key, err)
+	}
+	return nil
+}
+
+// Delete removes a document; there being none is no error.
+func (d *Docs) Delete(ctx context.Context, collection, key string) error {
+	if err := d.kv.Delete(ctx, docKey(collection, key)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("deleting %s/%s: %w", collection, key, err)
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package natskv_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/state/natskv"
@@ -54,5 +57,40 @@ func TestGatesOnDocuments(t *testing.T) {
 		if !f.Equal(firsts[0]) {
 			t.Fatalf("first sightings differ: %v", firsts)
 		}
+	}
+}
+
+// List names each document by the key Put was given, so that Delete of
+// that key removes it; deleting what is not there is no error.
+func TestDocsListDelete(t *testing.T) {
+	ctx := t.Context()
+	prefix := newPrefix()
+	d, err := natskv.OpenDocs(ctx, open(t, prefix).nc, natskv.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"4f2a", "b/c d"} {
+		if err := d.Put(ctx, "sessions", k, map[string]string{"key": k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []string {
+		var keys []string
+		if err := d.List(ctx, "sessions", func(key string, _ []byte) error { keys = append(keys, key); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	if diff := cmp.Diff([]string{"4f2a", "b/c d"}, list()); diff != "" {
+		t.Errorf("listed keys (-want +got):\n%s", diff)
+	}
+	for _, k := range []string{"4f2a", "4f2a", "missing"} {
+		if err := d.Delete(ctx, "sessions", k); err != nil {
+			t.Errorf("Delete(%s): %v", k, err)
+		}
+	}
+	if diff := cmp.Diff([]string{"b/c d"}, list()); diff != "" {
+		t.Errorf("keys after the deletes (-want +got):\n%s", diff)
 	}
 }

@@ -2,6 +2,7 @@ package natskv
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
@@ -9,7 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// List calls fn with every document of collection (its key, its JSON).
+// List calls fn with every document of collection (its key, as given to
+// Put, and its JSON).
 func (d *Docs) List(ctx context.Context, collection string, fn func(key string, raw []byte) error) error {
 	entries, err := readAll(ctx, d.kv, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -18,7 +20,11 @@ func (d *Docs) List(ctx context.Context, collection string, fn func(key string, 
 	prefix := idKey(collection) + "."
 	for _, e := range entries {
 		if k, ok := strings.CutPrefix(e.Key(), prefix); ok {
-			if err := fn(k, e.Value()); err != nil {
+			key, err := base64.RawURLEncoding.DecodeString(k)
+			if err != nil {
+				continue // not a document's key (docKey)
+			}
+			if err := fn(string(key), e.Value()); err != nil {
 				return err
 			}
 		}
