@@ -16,9 +16,6 @@ Feature: Approvers are people, with separation of duties
   # notification to the rollout; a refusal not audited, or audited as
   # allowed; a gate that does not say how many more approvals it needs
   # from whom.
-  # @pending: not run by make test until a run passes it whole (its first
-  # run failed on a step wanting "403" in the CLI's message, fixed since).
-  @pending
   Scenario: A wave needing two release managers: automation and the pusher do not count, two others start it
     Given a registry that requires a login and notifies flotilla itself
     And flotilla reads it with a Docker config file holding the login of "deployer"
