@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
 
@@ -18,7 +19,8 @@ import (
 // (pkg/gates' approvals and first sightings): the methods of pkg/store's
 // documents those packages declare, on JetStream.
 type Docs struct {
-	kv jetstream.KeyValue
+	kv      jetstream.KeyValue
+	attempt time.Duration // one attempt of Watch; 0: attemptFor
 }
 
 // OpenDocs creates or updates the documents' bucket.
