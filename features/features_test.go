@@ -163,6 +163,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerValidationSteps(sc)
 	s.registerGitOpsSteps(sc)
 	s.registerGitSteps(sc)
+	s.registerPruneSteps(sc)
 	s.registerPullRequestSteps(sc)
 	s.registerMergeFaultSteps(sc)
 	s.registerInstallSteps(sc)

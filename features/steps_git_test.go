@@ -51,6 +51,10 @@ type gitRepo struct {
 	// allowedImages is the application's source.git.allowedImages, when
 	// a step set it.
 	allowedImages []string
+	// noPrune sets the application's source.git.prune false; watch
+	// records what happened to ConfigMaps in the clusters (prune steps).
+	noPrune bool
+	watch   *configMapWatch
 }
 
 // The chart of the scenarios' deployments repository: a Deployment whose
@@ -143,6 +147,9 @@ func (s *scenario) flotillaServingGit(ctx context.Context, app, wave1, wave2 str
 	}
 	if r.allowedImages != nil {
 		s.w.gitSource["allowedImages"] = r.allowedImages
+	}
+	if r.noPrune {
+		s.w.gitSource["prune"] = false
 	}
 	if err := s.flotillaServing(ctx, app, "unused", "MinorVersion", wave1, wave2); err != nil {
 		return err
