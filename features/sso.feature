@@ -19,8 +19,6 @@ Feature: Single sign-on: people log in through the OpenID provider, and their gr
   # person's projects (ledger listed), a UI that shows a control the role
   # lacks, and an API that lets the session roll back anyway (the
   # primaries would leave 1.0.0).
-  # @pending: written this stop, not yet passed on the fleet.
-  @pending
   Scenario: A person logs in to the web UI through the provider, sees only their project's applications, and has no control their role lacks
     Given a second application "ledger" that tracks "demo/ledger" in the same waves
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
@@ -40,8 +38,6 @@ Feature: Single sign-on: people log in through the OpenID provider, and their gr
   # provider with the CLI's client as audience, an approval recorded under
   # a token's name instead of the person's, and a wave released before
   # the approval (c2 changed before it) or not at all.
-  # @pending: written this stop, not yet passed on the fleet.
-  @pending
   Scenario: `flotilla login --sso` with the device flow, then `flotilla approve` as that person releases the wave
     Given wave 2 needs one approval
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"

@@ -155,7 +155,11 @@ func (s *scenario) ssoUILogin(ctx context.Context, who string) error {
 	if err := s.providerLogin(ctx, b, who); err != nil {
 		return err
 	}
-	return b.until(ctx, uiWait, "the page is live after the login", `document.body.dataset.live === "true"`)
+	if err := b.until(ctx, uiWait, "the page is live after the login", `document.body.dataset.live === "true"`); err != nil {
+		return err
+	}
+	// From here the page must not be loaded again (notReloaded), as openUI's.
+	return b.run(ctx, uiWait, chromedp.Evaluate(recorder, nil))
 }
 
 // sessionCookie is the browser's flotilla_sso cookie, as Chromium keeps it.
