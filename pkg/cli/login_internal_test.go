@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,37 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/identity"
+	"github.com/flotilla-cd/flotilla/pkg/store"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
 )
-
-type memDocs struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (d *memDocs) Get(_ context.Context, c, k string, v any) (bool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	raw, ok := d.m[c+"/"+k]
-	if !ok {
-		return false, nil
-	}
-	return true, json.Unmarshal(raw, v)
-}
-
-func (d *memDocs) Put(_ context.Context, c, k string, v any) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	raw, err := json.Marshal(v)
-	d.m[c+"/"+k] = raw
-	return err
-}
 
 // TestLoginSSO: `flotilla login --sso`'s device flow against a real
 // provider and flotilla's /auth/config, the login kept 0600, the ID token
@@ -58,8 +34,13 @@ func TestLoginSSO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sessions, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sessions.Close()
 	authn.UseSSO(api.NewSSO(api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "s", CLIClientID: "flotilla-cli",
-		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: "http://127.0.0.1:1/auth/callback"}, &memDocs{m: map[string][]byte{}}, nil))
+		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: "http://127.0.0.1:1/auth/callback"}, sessions, nil))
 	mux := http.NewServeMux()
 	authn.SSO().Register(mux)
 	mux.Handle("/api/", authn.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
