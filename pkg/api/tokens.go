@@ -33,7 +33,7 @@ type TokenRegistry interface {
 	Lookup(secret string) (tokens.Token, bool)
 	RevokedConfig(name, sum string) bool
 	List() []tokens.Token
-	Create(ctx context.Context, name string, grants []tokens.Grant, by string, expires *time.Time, taken bool) (string, tokens.Token, error)
+	Create(ctx context.Context, spec tokens.Spec, taken bool) (string, tokens.Token, error)
 	Revoke(ctx context.Context, name, by, configSum string) (tokens.Token, error)
 }
 
@@ -87,7 +87,9 @@ func (a *Authn) bearer(r *http.Request, secret string) (identity.Principal, stri
 	} else if a.registry != nil {
 		if t, ok := a.registry.Lookup(secret); ok {
 			if why = t.Valid(a.now()); why == "" {
-				return identity.OfToken(t.Name, identity.ViaToken), "", nil
+				p := identity.OfToken(t.Name, identity.ViaToken)
+				p.Automation = t.Automation
+				return p, "", nil
 			}
 			why = "API token " + t.Name + " is " + why
 		}
@@ -185,7 +187,9 @@ type TokenRequest struct {
 	// Expires is how long the token lasts: a duration ("720h") or days
 	// ("30d"); "" or "never": no expiry.
 	Expires string `json:"expires,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Automation marks a token a machine uses: its approvals never count.
+	Automation bool   `json:"automation,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // TokenCreated answers POST /api/v1/tokens: the token, and its secret,
@@ -208,11 +212,13 @@ type TokenInfo struct {
 	ExpiresAt *time.Time   `json:"expiresAt,omitempty"`
 	RevokedAt *time.Time   `json:"revokedAt,omitempty"`
 	RevokedBy string       `json:"revokedBy,omitempty"`
+	// Automation: a machine's token, whose approvals never count.
+	Automation bool `json:"automation,omitempty"`
 }
 
 func infoOf(t tokens.Token) TokenInfo {
 	return TokenInfo{Name: t.Name, Grants: t.Grants, Config: t.Config, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
-		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, RevokedBy: t.RevokedBy}
+		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, RevokedBy: t.RevokedBy, Automation: t.Automation}
 }
 
 // WithTokenAdmin serves the token routes from reg; configSums are the
@@ -282,10 +288,14 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	detail := fmt.Sprintf("create %s: role %s in project %s, expires %s", req.Name, req.Role, req.Project, expiryText(expires))
+	if req.Automation {
+		detail += ", automation"
+	}
 	if !a.audit(w, r, a.auditOf(r, string(identity.ManageTokens), events.AuditRecorded{Detail: detail, Reason: req.Reason})) {
 		return
 	}
-	secret, t, err := a.tokens.Create(r.Context(), req.Name, []tokens.Grant{{Project: req.Project, Role: req.Role}}, by, expires, taken)
+	secret, t, err := a.tokens.Create(r.Context(), tokens.Spec{Name: req.Name, Grants: []tokens.Grant{{Project: req.Project, Role: req.Role}}, By: by,
+		Expires: expires, Automation: req.Automation}, taken)
 	if err != nil {
 		writeError(w, err)
 		return

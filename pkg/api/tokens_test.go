@@ -37,7 +37,7 @@ func tokensAPI(t *testing.T, opts ...api.AuthnOption) (*httptest.Server, *store.
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	repo := embedded.NewRepo(s, nil)
-	ro := rollout.Rollout{ID: "a1", Application: "shop", Phase: rollout.Progressing, Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}}}}
+	ro := rollout.Rollout{ID: "a1", Application: "shop", Phase: rollout.Progressing, Waves: []rollout.Wave{{Name: "all", Approvals: 1, Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}}}}
 	if _, err := repo.Create(t.Context(), ro); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +147,17 @@ func TestRuntimeTokens(t *testing.T) {
 			t.Errorf("bot %s %s: %d %s, want %s", c.method, c.path, status, body, c.want)
 		}
 	}
+	// A machine's token: its approval never counts.
+	status, _, body = tcall(t, "POST", base+"/tokens", "root", `{"name":"robot","project":"a","role":"approver","automation":true}`)
+	if status != 201 || !strings.Contains(body, `"automation":true`) {
+		t.Fatalf("creating robot: %d %s", status, body)
+	}
+	if err := json.Unmarshal([]byte(body), &created); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, body := tcall(t, "POST", base+"/rollouts/a1/waves/1/approval", created.Secret, `{}`); status != 403 || !strings.Contains(body, "robot is automation and never counts as an approver") {
+		t.Errorf("robot approving: %d %s, want 403 as automation", status, body)
+	}
 	if status, _, body := tcall(t, "POST", base+"/tokens/bot/revoke", "root", `{"reason":"leaked"}`); status != 200 || !strings.Contains(body, `"revokedBy":"root"`) {
 		t.Fatalf("revoking bot: %d %s", status, body)
 	}
@@ -181,7 +192,7 @@ func TestRuntimeTokens(t *testing.T) {
 			got = append(got, rec.Principal.Name+" "+rec.Decision+" "+strings.SplitN(rec.Detail, ":", 2)[0]+" "+rec.Reason)
 		}
 	}
-	want := []string{"ops refused  ", "root allowed create bot CI", "root allowed revoke bot leaked", "root allowed revoke ops "}
+	want := []string{"ops refused  ", "root allowed create bot CI", "root allowed create robot ", "root allowed revoke bot leaked", "root allowed revoke ops "}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("audit records of the tokens:\n got %q\nwant %q", got, want)
 	}

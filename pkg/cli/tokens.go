@@ -32,14 +32,15 @@ need a token whose roles hold the fleet-wide admin role.` + tokenHelp,
 
 func newTokenCreateCmd() *cobra.Command {
 	var server, token, project, role, expires, reason string
+	var automation bool
 	cmd := &cobra.Command{
-		Use:   "create NAME --project P --role R [--expires 30d]",
+		Use:   "create NAME --project P --role R [--expires 30d] [--automation]",
 		Short: "Create an API token granting a role in a project; its secret is printed once",
 		Example: `  flotilla token create ci-deployer --project payments --role operator --expires 30d
   flotilla token create release-bot --project '*' --role approver`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body, err := jsonBody(api.TokenRequest{Name: args[0], Project: project, Role: role, Expires: expires, Reason: reason})
+			body, err := jsonBody(api.TokenRequest{Name: args[0], Project: project, Role: role, Expires: expires, Automation: automation, Reason: reason})
 			if err != nil {
 				return err
 			}
@@ -48,7 +49,11 @@ func newTokenCreateCmd() *cobra.Command {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "token %s created by %s: %s, expires %s\n", res.Token.Name, res.Token.CreatedBy, grantsText(res.Token.Grants), expiresText(res.Token.ExpiresAt))
+			grants := grantsText(res.Token.Grants)
+			if res.Token.Automation {
+				grants += " (automation: its approvals never count)"
+			}
+			fmt.Fprintf(w, "token %s created by %s: %s, expires %s\n", res.Token.Name, res.Token.CreatedBy, grants, expiresText(res.Token.ExpiresAt))
 			fmt.Fprintf(w, "secret (shown only now): %s\n", res.Secret)
 			return nil
 		},
@@ -58,6 +63,7 @@ func newTokenCreateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&project, "project", "", "the project the role is granted in (* for every project)")
 	cmd.Flags().StringVar(&role, "role", "", "the role: viewer, operator, approver, admin or one of the project's")
 	cmd.Flags().StringVar(&expires, "expires", "", "how long the token lasts: days (30d) or a duration (12h); none: never")
+	cmd.Flags().BoolVar(&automation, "automation", false, "a token a machine uses (CI, a bot): its approvals never count")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the audit")
 	_ = cmd.MarkFlagRequired("project")
 	_ = cmd.MarkFlagRequired("role")
@@ -129,6 +135,9 @@ func printTokens(w io.Writer, ts []api.TokenInfo) {
 		grants, by := grantsText(t.Grants), t.CreatedBy
 		if t.Config {
 			grants, by = "(config)", "-"
+		}
+		if t.Automation {
+			grants += " (automation)"
 		}
 		revoked := "-"
 		if t.RevokedAt != nil {

@@ -46,6 +46,18 @@ type Token struct {
 	RevokedAt *time.Time `json:"revokedAt,omitempty"`
 	RevokedBy string     `json:"revokedBy,omitempty"`
 	Config    bool       `json:"config,omitempty"`
+	// Automation marks a token a machine uses (CI, a bot): its approvals
+	// never count (as server.apiTokens[].automation).
+	Automation bool `json:"automation,omitempty"`
+}
+
+// Spec is what Create makes a token of.
+type Spec struct {
+	Name       string
+	Grants     []Grant
+	By         string     // who creates it
+	Expires    *time.Time // nil: never
+	Automation bool
 }
 
 // Valid says why t does not authenticate at now ("" if it does).
@@ -152,7 +164,8 @@ func Sum(secret string) string {
 // Create makes the token name with grants, created by by, expiring at
 // expires (nil: never), and returns its secret: the only time it is
 // known. taken says whether a config token has that name (refused too).
-func (r *Registry) Create(ctx context.Context, name string, grants []Grant, by string, expires *time.Time, taken bool) (string, Token, error) {
+func (r *Registry) Create(ctx context.Context, spec Spec, taken bool) (string, Token, error) {
+	name := spec.Name
 	if why := ValidName(name); why != "" {
 		return "", Token{}, fault.Permanent(errors.New(why))
 	}
@@ -169,7 +182,8 @@ func (r *Registry) Create(ctx context.Context, name string, grants []Grant, by s
 		if found {
 			return fmt.Errorf("%w: %s (revoked tokens keep their name)", ErrExists, name)
 		}
-		t = Token{Name: name, SHA256: Sum(secret), Grants: grants, CreatedBy: by, CreatedAt: r.now().UTC(), ExpiresAt: expires}
+		t = Token{Name: name, SHA256: Sum(secret), Grants: spec.Grants, CreatedBy: spec.By, CreatedAt: r.now().UTC(), ExpiresAt: spec.Expires,
+			Automation: spec.Automation}
 		return nil
 	})
 	if err != nil {

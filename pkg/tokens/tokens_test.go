@@ -38,7 +38,7 @@ func TestCreateLookupRevoke(t *testing.T) {
 	var changes int
 	reg.OnChange(func([]tokens.Token) { changes++ })
 	exp := now.Add(30 * 24 * time.Hour)
-	secret, tok, err := reg.Create(t.Context(), "ci", []tokens.Grant{{Project: "payments", Role: "operator"}}, "admin", &exp, false)
+	secret, tok, err := reg.Create(t.Context(), tokens.Spec{Name: "ci", Grants: []tokens.Grant{{Project: "payments", Role: "operator"}}, By: "admin", Expires: &exp}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +48,13 @@ func TestCreateLookupRevoke(t *testing.T) {
 	if tok.SHA256 != tokens.Sum(secret) || strings.Contains(tok.SHA256, secret) {
 		t.Errorf("kept %q, want the SHA-256 of the secret", tok.SHA256)
 	}
-	if _, _, err := reg.Create(t.Context(), "ci", nil, "admin", nil, false); !errors.Is(err, fault.ErrConflict) {
+	if _, _, err := reg.Create(t.Context(), tokens.Spec{Name: "ci", By: "admin"}, false); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("creating ci again: %v, want a conflict", err)
 	}
-	if _, _, err := reg.Create(t.Context(), "default", nil, "admin", nil, true); !errors.Is(err, fault.ErrConflict) {
+	if _, _, err := reg.Create(t.Context(), tokens.Spec{Name: "default", By: "admin"}, true); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("creating a config token's name: %v, want a conflict", err)
 	}
-	if _, _, err := reg.Create(t.Context(), "Bad Name", nil, "admin", nil, false); !fault.IsPermanent(err) {
+	if _, _, err := reg.Create(t.Context(), tokens.Spec{Name: "Bad Name", By: "admin"}, false); !fault.IsPermanent(err) {
 		t.Errorf("creating Bad Name: %v, want a permanent error", err)
 	}
 	if got, ok := reg.Lookup(secret); !ok || got.Valid(now) != "" || got.Name != "ci" {
