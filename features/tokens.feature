@@ -14,8 +14,7 @@ Feature: Tokens: the admin creates API tokens that grant a role, and revokes the
   # then never take 1.1.0); a secret kept or listed in clear; a revocation
   # that another replica does not see at once (a cache not watched, or
   # read at start only), or a revoked token still taken.
-  # @pending: written this stop, not yet passed on the fleet.
-  @pending @both-modes
+  @both-modes
   Scenario: A token the admin creates works with its role's permissions, and is refused at once once revoked
     Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
