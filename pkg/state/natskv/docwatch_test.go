@@ -28,7 +28,7 @@ func TestTokensAcrossReplicas(t *testing.T) {
 		return r
 	}
 	a, b := registry(), registry()
-	secret, _, err := a.Create(ctx, "ci", []tokens.Grant{{Project: "default", Role: "viewer"}}, "admin", nil, false)
+	secret, _, err := a.Create(ctx, tokens.Spec{Name: "ci", Grants: []tokens.Grant{{Project: "default", Role: "viewer"}}, By: "admin"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
