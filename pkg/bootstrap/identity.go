@@ -60,6 +60,12 @@ var DeliverRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 }
 
+// InventoryRule is granted to DeliverRole in a cluster a git application
+// targets: its inventory, a ConfigMap flotilla-inventory-<application> in
+// the application's namespace, is read, written and, with what it
+// records, pruned.
+var InventoryRule = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "patch", "delete"}}
+
 // TektonRules are TektonRole's rules, in the Tekton executor's namespace.
 var TektonRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"tekton.dev"}, Resources: []string{"pipelineruns"}, Verbs: []string{"create", "get", "list", "watch"}},

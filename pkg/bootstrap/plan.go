@@ -149,10 +149,12 @@ func plan(cfg *config.Config, clusters []string, o Options) ([]Target, error) {
 // Flagger's own.
 func clusterObjects(cfg *config.Config, c config.Cluster, o Options) ([]*unstructured.Unstructured, []Ref, error) {
 	var namespaces, providers []string
+	git := false
 	for _, app := range cfg.Applications {
 		if !app.Targets(c) {
 			continue
 		}
+		git = git || app.Git() != nil
 		namespaces = append(namespaces, app.Namespace)
 		providers = append(providers, canary.FlaggerProvider(app.Delivery.Provider))
 	}
@@ -184,6 +186,9 @@ func clusterObjects(cfg *config.Config, c config.Cluster, o Options) ([]*unstruc
 	}
 	// An application in flotilla's own namespace: dedupe drops the second
 	// Namespace, its RoleBinding stays.
+	if git { // a git application's inventory is a ConfigMap (pipelines/tasks/inventory.go)
+		o.Allow = append(slices.Clone(o.Allow), InventoryRule)
+	}
 	ident, err := identity(o, namespaces)
 	if err != nil {
 		return nil, nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
@@ -236,4 +237,39 @@ func TestManifestsAreFlaggers(t *testing.T) {
 			t.Errorf("manifests/%s differs from Flagger's %s", local, upstream)
 		}
 	}
+}
+
+// A cluster a git application targets grants DeliverRole its inventory's
+// ConfigMaps; one only image applications target does not.
+func TestPlanGrantsTheInventory(t *testing.T) {
+	cfg := testConfig()
+	cfg.Applications = append(cfg.Applications, config.Application{Name: "web", Namespace: "web",
+		Source:          &config.Source{Git: &config.GitSource{URL: "https://git.example.com/deploy.git"}},
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "istio"}}})
+	ts, err := Plan(cfg, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, target := range ts {
+		for _, o := range target.Objects {
+			if o.GetKind() != "ClusterRole" || o.GetName() != DeliverRole {
+				continue
+			}
+			rules, _, _ := unstructuredRules(o.Object)
+			got[target.Name] = slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool { return cmp.Equal(r, InventoryRule) })
+		}
+	}
+	if diff := cmp.Diff(map[string]bool{"eu": true, "us": false}, got); diff != "" {
+		t.Errorf("DeliverRole grants the inventory's ConfigMaps (-want +got):\n%s", diff)
+	}
+}
+
+// unstructuredRules reads a ClusterRole's rules.
+func unstructuredRules(obj map[string]any) ([]rbacv1.PolicyRule, bool, error) {
+	var role rbacv1.ClusterRole
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &role); err != nil {
+		return nil, false, err
+	}
+	return role.Rules, true, nil
 }

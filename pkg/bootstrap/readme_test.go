@@ -20,6 +20,7 @@ func permissionsTable() string {
 	}{
 		{ReaderRole, "cluster-wide", ReaderRules},
 		{DeliverRole, "in each application namespace", DeliverRules},
+		{DeliverRole, "in each namespace of a git application", []rbacv1.PolicyRule{InventoryRule}},
 		{TektonRole, "in the Tekton executor's namespace", TektonRules},
 	} {
 		for _, rule := range r.rules {
