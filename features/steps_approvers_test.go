@@ -116,6 +116,9 @@ func (s *scenario) approvalRefused(ctx context.Context, who string, wave int, ve
 	if who == "default" {
 		tok, ok = s.w.apiToken, true
 	}
+	if created, made := s.w.createdTokens[who]; !ok && made { // flotilla token create's
+		tok, ok = created, true
+	}
 	if !ok {
 		return fmt.Errorf("no API token named %q: a step must make it", who)
 	}

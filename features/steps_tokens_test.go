@@ -22,6 +22,7 @@ func (s *scenario) registerTokenSteps(sc *godog.ScenarioContext) {
 	sc.Step("^it printed the secret of \"([^\"]*)\" once, and `flotilla token list` lists \"([^\"]*)\" as \"([^\"]*)\" created by \"([^\"]*)\" expiring in (\\d+) days, without its secret$", s.tokenListed)
 	sc.Step(`^on every replica the token "([^"]*)" reads the rollouts and is named "([^"]*)" by whoami$`, s.tokenReads)
 	sc.Step(`^on every replica the token "([^"]*)" stopping the fleet is refused with 403 "([^"]*)"$`, s.tokenStopRefused)
+	sc.Step("^the admin runs `flotilla token create (\\S+) --project (\\S+) --role (\\S+) --automation`$", s.tokenCreateAutomation)
 	sc.Step("^the admin runs `flotilla token revoke (\\S+)`$", s.tokenRevoke)
 	sc.Step(`^on every replica the token "([^"]*)" is refused with 401 "([^"]*)" within 1 second$`, s.tokenRefused)
 }
@@ -42,7 +43,23 @@ func (s *scenario) replicaURLs() []string {
 var secretLine = regexp.MustCompile(`(?m)^secret \(shown only now\): (flt_[0-9a-f]{64})$`)
 
 func (s *scenario) tokenCreate(ctx context.Context, name, project, role, expires string) error {
-	out, err := s.flotillaCLI(ctx, "token", "create", name, "--project", project, "--role", role, "--expires", expires, "--reason", "features")
+	return s.tokenCreateWith(ctx, name, project, role, "--expires", expires)
+}
+
+// tokenCreateAutomation creates a machine's token: the CLI must say so.
+func (s *scenario) tokenCreateAutomation(ctx context.Context, name, project, role string) error {
+	if err := s.tokenCreateWith(ctx, name, project, role, "--automation"); err != nil {
+		return err
+	}
+	if !strings.Contains(s.w.lastOutput, "(automation: its approvals never count)") {
+		return fmt.Errorf("flotilla token create --automation does not say the token is automation: %q", s.w.lastOutput)
+	}
+	return nil
+}
+
+func (s *scenario) tokenCreateWith(ctx context.Context, name, project, role string, flags ...string) error {
+	args := append([]string{"token", "create", name, "--project", project, "--role", role, "--reason", "features"}, flags...)
+	out, err := s.flotillaCLI(ctx, args...)
 	if err != nil {
 		return err
 	}

@@ -27,3 +27,19 @@ Feature: Tokens: the admin creates API tokens that grant a role, and revokes the
     And the primary in every cluster runs version "1.1.0" by digest
     When the admin runs `flotilla token revoke ci-viewer`
     Then on every replica the token "ci-viewer" is refused with 401 "API token ci-viewer is revoked" within 1 second
+
+  # Catches: a token created with --automation whose principal is not
+  # automation (its approval would count: c2 would change within the
+  # hold), a flag the CLI accepts and does not send, and a refusal that
+  # does not say why.
+  Scenario: A token the admin creates as automation never counts as an approver
+    Given wave 2 needs one approval
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the application's objects in clusters "c2" are watched
+    When the admin runs `flotilla token create release-bot --project default --role approver --automation`
+    And version "1.1.0" is pushed
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    When "release-bot" approves wave 2 of the rollout of "1.1.0" and is refused: "release-bot is automation and never counts as an approver"
+    Then no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
+    And the rollout of "1.1.0" waits: "wave 2 (wave-2) waits for 1 approval, has none"
