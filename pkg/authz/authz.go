@@ -197,6 +197,10 @@ func (a *Authorizer) Allowed(p identity.Principal, res string, perm identity.Per
 }
 
 func (a *Authorizer) enforce(p identity.Principal, dom, res string, perm identity.Permission, obj string) (bool, error) {
+	// Not while SetTokens replaces the tokens' grants (it removes them all,
+	// then adds the new ones): a token would be refused in between.
+	a.granted.mu.RLock()
+	defer a.granted.mu.RUnlock()
 	subjects := p.Subjects()
 	if a.dflt != "" {
 		subjects = append(subjects, a.dflt)

@@ -1,6 +1,8 @@
 package authz_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +10,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/authz"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/identity"
+	"github.com/flotilla-cd/flotilla/pkg/tokens"
 )
 
 // fleetConfig: applications shop and ledger in project a, cart in b, misc
@@ -142,5 +145,45 @@ func TestPermissions(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"a", "b", "default"}, a.Projects()); diff != "" {
 		t.Errorf("projects (-want +got):\n%s", diff)
+	}
+}
+
+// SetTokens replacing the created tokens' grants (a token created or
+// revoked on any replica) never refuses, meanwhile, a token whose grant
+// stays: a request is decided before or after the change, not in between.
+func TestSetTokensHasNoGap(t *testing.T) {
+	a, err := authz.New(fleetConfig("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := []tokens.Token{{Name: "bot", Grants: []tokens.Grant{{Project: "a", Role: "operator"}}}}
+	if err := a.SetTokens(ts); err != nil {
+		t.Fatal(err)
+	}
+	bot := identity.OfToken("bot", identity.ViaToken)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			more := append(slices.Clone(ts), tokens.Token{Name: fmt.Sprintf("t%d", i), Grants: []tokens.Grant{{Project: "b", Role: "viewer"}}})
+			if err := a.SetTokens(more); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	refused := 0
+	for {
+		select {
+		case <-done:
+			if refused > 0 {
+				t.Errorf("bot was refused %d times while the grants were replaced", refused)
+			}
+			return
+		default:
+		}
+		if ok, err := a.Allowed(bot, "rollouts", identity.Pause, "shop"); err != nil || !ok {
+			refused++
+		}
 	}
 }
