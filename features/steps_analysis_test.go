@@ -19,6 +19,7 @@ import (
 	"github.com/cucumber/godog"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -83,13 +84,47 @@ func (s *scenario) flaggerMeshProvider(cluster, want string) error {
 	return fmt.Errorf("the fleet runs no Flagger in %s", cluster)
 }
 
+// oneAtATime serialises the scenarios of a provider whose routing
+// objects are cluster-scoped (kuma's TrafficRoute, named after the canary:
+// two scenarios' "podinfo" canaries in their own namespaces would share
+// one, and Flagger would move its weights for both): one at a time, from
+// its CRDs step to its end.
+var oneAtATime = map[string]*sync.Mutex{"kuma": {}}
+
 func (s *scenario) crdsInstalled(ctx context.Context, set, clusters string) error {
+	if mu, ok := oneAtATime[set]; ok {
+		mu.Lock()
+		s.onCleanup(mu.Unlock)
+		// Its canaries' TrafficRoutes outlive the namespace: gone before
+		// the next scenario starts.
+		s.onCleanup(func() { s.deleteTrafficRoutes(clusters) })
+	}
 	for _, c := range strings.Split(clusters, ",") {
 		if err := s.fleet().InstallCRDs(ctx, c, localfleet.CRDSet(set)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteTrafficRoutes deletes the scenario's workload's TrafficRoute
+// (cluster-scoped, no owner) from clusters.
+func (s *scenario) deleteTrafficRoutes(clusters string) {
+	if s.w == nil || s.w.workload == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range strings.Split(clusters, ",") {
+		c, err := clientsFor(name)
+		if err != nil {
+			continue
+		}
+		err = c.Dynamic.Resource(routeGVRs["TrafficRoute"]).Delete(ctx, s.w.workload, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(os.Stderr, "deleting TrafficRoute %s in %s: %v\n", s.w.workload, name, err)
+		}
+	}
 }
 
 // expand fills a docstring's placeholders: the fleet's Prometheus and load
