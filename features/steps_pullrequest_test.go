@@ -292,7 +292,16 @@ func (s *scenario) closedNaming(ctx context.Context, wave int, version, by strin
 // giteaRepository makes a repository on the shared Gitea holding one
 // kustomize overlay per fleet cluster, and configures the application to
 // keep its image there, by pull request, polling every 10s.
+// pullRequestScenarios lets one pull-request scenario at a time use the
+// shared Gitea: on SQLite, several opening and merging pull requests at
+// once on a loaded 2-core machine made it take a minute to open one and
+// then stop answering merges (CI, 2026-12-02: every wait of the
+// scenarios in flight ran out).
+var pullRequestScenarios sync.Mutex
+
 func (s *scenario) giteaRepository(ctx context.Context) error {
+	pullRequestScenarios.Lock()
+	s.onCleanup(pullRequestScenarios.Unlock)
 	srv, err := sharedGitea(ctx)
 	if err != nil {
 		return err
