@@ -43,8 +43,11 @@ func (s *scenario) cleanup() {
 }
 
 // waitTimeout bounds every wait of a step. Flagger's stock build needs about a
-// minute for a failed analysis; the slack is for a loaded 2-core machine.
-const waitTimeout = 3 * time.Minute
+// minute for a failed analysis; the slack is for a loaded 2-core machine,
+// where make test's scenarios side by side (real API servers, Flagger,
+// Tekton, Gitea) slow each other: at 3 minutes, runs at a load of 25 ran
+// out on slow but progressing Tekton runs and Gitea merges.
+const waitTimeout = 5 * time.Minute
 
 func (s *scenario) registerClusterSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a fresh namespace in cluster "([^"]*)"$`, s.freshNamespace)
