@@ -73,7 +73,9 @@ func (p *flotillaProcess) start(ctx context.Context) error {
 	p.mu.Lock()
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// A replica's start waits out a NATS stream's leader election (its
+	// own retries run 20 s) on a loaded machine: 90 s, not 30.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-done:
 			return false, fmt.Errorf("flotilla exited:\n%s", tail(p.logPath, 20))
