@@ -77,11 +77,45 @@ type hotCache struct {
 	// drops counts drops: a read of the store that began before one may
 	// have read what the drop was for, and is not kept.
 	drops uint64
+	// writing counts, by id, the commits under way (begin, end): their
+	// events may be visible before the commit's end keeps the new version,
+	// so the rollout is read from the store meanwhile, never kept.
+	writing map[string]int
+}
+
+// begin marks a commit of id under way: until its end, reads of id go to
+// the store (which has the old version until the commit, the new one
+// with its events after) and keep nothing.
+func (c *hotCache) begin(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writing == nil {
+		c.writing = map[string]int{}
+	}
+	c.writing[id]++
+	delete(c.byID, id)
+	c.drops++
+}
+
+// end ends a commit of id begin marked, keeping ro, what it committed
+// (nil: it failed, or is not known).
+func (c *hotCache) end(id string, ro *rollout.Rollout) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writing[id]--; c.writing[id] <= 0 {
+		delete(c.writing, id)
+		if ro != nil {
+			c.keep(*ro)
+		}
+	}
 }
 
 func (c *hotCache) get(id string) (rollout.Rollout, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.writing[id] > 0 {
+		return rollout.Rollout{}, false
+	}
 	ro, ok := c.byID[id]
 	if !ok {
 		return ro, false
@@ -102,7 +136,7 @@ func (c *hotCache) since() uint64 {
 func (c *hotCache) putRead(ro rollout.Rollout, drops uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.drops == drops {
+	if c.drops == drops && c.writing[ro.ID] == 0 {
 		c.keep(ro)
 	}
 }
@@ -237,7 +271,10 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 		ro  rollout.Rollout
 		out []cloudevents.Event
 	)
-	drops := r.hot.since()
+	// The commit makes its events visible to every function at once: the
+	// kept version must not be read as current meanwhile (a proposer read
+	// wave 0 of a rollout whose wave.started of wave 1 it was handling).
+	r.hot.begin(id)
 	_, err := r.docs.UpdateAndAppend(ctx, rolloutsCollection, id, &ro, func(found bool) ([]cloudevents.Event, error) {
 		if !found {
 			return nil, errArchived
@@ -252,7 +289,9 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 	})
 	if err != nil {
 		// Whether it was kept is not known: the next read asks the store.
-		r.hot.drop(id)
+		r.hot.end(id, nil)
+	} else {
+		r.hot.end(id, &ro)
 	}
 	if errors.Is(err, errArchived) {
 		// A late event of a finished rollout: it no longer changes.
@@ -268,7 +307,6 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 	if err != nil {
 		return ro, nil, fmt.Errorf("updating rollout %s: %w", id, err)
 	}
-	r.hot.putRead(ro, drops)
 	if ro.Phase.Done() {
 		// A crash before this leaves it in the hot set, where
 		// ListInFlight finds and archives it.
