@@ -9,10 +9,8 @@ import (
 	"go/parser"
 	"go/token"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -24,7 +22,7 @@ import (
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // TestFlaggerQueries runs each provider's built-in request-success-rate and
@@ -174,64 +172,11 @@ func query(t *testing.T, prom, q string) float64 {
 // host:port) every second and returns its URL.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
-	bin := filepath.Join(localfleet.BinDir(), "prometheus-"+localfleet.PrometheusVersion)
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no Prometheus to run the queries on (make fleet-build, which make test runs, builds it): %v", err)
-	}
-	dir := t.TempDir()
 	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 1s}
 scrape_configs:
   - job_name: mesh
     honor_labels: true
     static_configs: [{targets: [%q]}]
 `, target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	cmd := exec.CommandContext(t.Context(), bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address=127.0.0.1:"+strconv.Itoa(port), "--log.level=warn")
-	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		_ = log.Close()
-	})
-	u := "http://127.0.0.1:" + strconv.Itoa(port)
-	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-exited:
-			out, _ := os.ReadFile(log.Name())
-			return false, fmt.Errorf("prometheus exited:\n%s", out)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/-/ready", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
+	return fleettest.Prometheus(t, cfg, nil)
 }
