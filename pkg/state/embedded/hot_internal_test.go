@@ -20,6 +20,7 @@ func TestHotCacheDuringACommit(t *testing.T) {
 	c.putRead(rollout.Rollout{ID: "r1", Version: 1, Wave: 0}, c.since()) // a reader of the store, meanwhile
 	c.putRead(rollout.Rollout{ID: "r1", Version: 1, Wave: 0}, drops)     // one that began before the commit
 	c.end("r1", &rollout.Rollout{ID: "r1", Version: 2, Wave: 1})
+	c.putRead(rollout.Rollout{ID: "r1", Version: 1, Wave: 0}, drops) // a read that began before, kept after the end
 	got, ok := c.get("r1")
 	if !ok || got.Version != 2 || got.Wave != 1 {
 		t.Errorf("after the commit: %+v, %v; want version 2 at wave 1", got, ok)

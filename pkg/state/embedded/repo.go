@@ -85,7 +85,9 @@ type hotCache struct {
 
 // begin marks a commit of id under way: until its end, reads of id go to
 // the store (which has the old version until the commit, the new one
-// with its events after) and keep nothing.
+// with its events after) and keep nothing. A read that began before and
+// keeps the old version after the end is refused by keep (an older
+// version), so other rollouts' reads are not disturbed.
 func (c *hotCache) begin(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -94,7 +96,6 @@ func (c *hotCache) begin(id string) {
 	}
 	c.writing[id]++
 	delete(c.byID, id)
-	c.drops++
 }
 
 // end ends a commit of id begin marked, keeping ro, what it committed
@@ -102,6 +103,11 @@ func (c *hotCache) begin(id string) {
 func (c *hotCache) end(id string, ro *rollout.Rollout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if ro == nil {
+		// Whether it was committed is not known: a read that began
+		// before may hold either version, and is not kept.
+		c.drops++
+	}
 	if c.writing[id]--; c.writing[id] <= 0 {
 		delete(c.writing, id)
 		if ro != nil {
