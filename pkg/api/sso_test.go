@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,53 +22,21 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
 )
 
-// docs is an in-memory state port's documents.
-type docs struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (d *docs) Get(_ context.Context, c, k string, v any) (bool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	raw, ok := d.m[c+"/"+k]
-	if !ok {
-		return false, nil
+// openState is a real embedded store for the sessions, closed with the
+// test.
+func openState(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return true, json.Unmarshal(raw, v)
-}
-
-func (d *docs) Put(_ context.Context, c, k string, v any) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	raw, err := json.Marshal(v)
-	d.m[c+"/"+k] = raw
-	return err
-}
-
-func (d *docs) List(_ context.Context, c string, fn func(string, []byte) error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for k, raw := range d.m {
-		if key, ok := strings.CutPrefix(k, c+"/"); ok {
-			if err := fn(key, raw); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (d *docs) Delete(_ context.Context, c, k string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.m, c+"/"+k)
-	return nil
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 // ssoServer is a flotilla's edge with SSO: /auth/* and a guarded
 // /api/v1/whoami (GET) and /api/v1/stop (POST) answering the principal.
-func ssoServer(t *testing.T, provider *oidcop.Provider, sessions *docs, url string) http.Handler {
+func ssoServer(t *testing.T, provider *oidcop.Provider, sessions api.SSOSessions, url string) http.Handler {
 	t.Helper()
 	authn, err := api.NewAuthn(map[string]string{"ci": "ci-secret"})
 	if err != nil {
@@ -104,7 +70,7 @@ func TestSSO(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer provider.Close()
-	sessions := &docs{m: map[string][]byte{}}
+	sessions := openState(t)
 	handler = ssoServer(t, provider, sessions, srv.URL)
 
 	jar, _ := cookiejar.New(nil)
@@ -226,7 +192,7 @@ func TestSSOCallbackState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer provider.Close()
-	h := ssoServer(t, provider, &docs{m: map[string][]byte{}}, "http://127.0.0.1:1")
+	h := ssoServer(t, provider, openState(t), "http://127.0.0.1:1")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/login", nil))
 	if rec.Code != http.StatusFound {
@@ -245,11 +211,7 @@ func TestSSOCallbackState(t *testing.T) {
 // SweepSessions deletes the expired and the ended sessions, on the
 // embedded store as on any state, and keeps the live ones.
 func TestSweepSessions(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openState(t)
 	now := time.Now()
 	ended := now.Add(-time.Minute)
 	sessions := map[string]any{
