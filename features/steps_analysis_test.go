@@ -89,12 +89,13 @@ func (s *scenario) flaggerMeshProvider(cluster, want string) error {
 // two scenarios' "podinfo" canaries in their own namespaces would share
 // one, and Flagger would move its weights for both): one at a time, from
 // its CRDs step to its end.
-var oneAtATime = map[string]*sync.Mutex{"kuma": {}}
+var oneAtATime = map[string]exclusive{"kuma": newExclusive()}
 
 func (s *scenario) crdsInstalled(ctx context.Context, set, clusters string) error {
-	if mu, ok := oneAtATime[set]; ok {
-		mu.Lock()
-		s.onCleanup(mu.Unlock)
+	if e, ok := oneAtATime[set]; ok {
+		if err := s.take(ctx, e, set+"'s cluster-scoped routing"); err != nil {
+			return err
+		}
 		// Its canaries' TrafficRoutes outlive the namespace: gone before
 		// the next scenario starts.
 		s.onCleanup(func() { s.deleteTrafficRoutes(clusters) })

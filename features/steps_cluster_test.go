@@ -36,6 +36,29 @@ type scenario struct {
 
 func (s *scenario) onCleanup(f func()) { s.cleanups = append(s.cleanups, f) }
 
+// exclusive is a resource scenarios take one at a time (a shared Gitea,
+// a cluster-scoped object).
+type exclusive chan struct{}
+
+func newExclusive() exclusive { return make(exclusive, 1) }
+
+// exclusiveWait bounds the wait for an exclusive: every scenario that holds
+// one has its own step deadlines, so a longer wait means one is stuck.
+const exclusiveWait = 30 * time.Minute
+
+// take holds e for the rest of the scenario (its cleanup releases it).
+func (s *scenario) take(ctx context.Context, e exclusive, what string) error {
+	select {
+	case e <- struct{}{}:
+		s.onCleanup(func() { <-e })
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(exclusiveWait):
+		return fmt.Errorf("waited %s for %s, which another scenario holds", exclusiveWait, what)
+	}
+}
+
 func (s *scenario) cleanup() {
 	for i := len(s.cleanups) - 1; i >= 0; i-- {
 		s.cleanups[i]()

@@ -297,11 +297,12 @@ func (s *scenario) closedNaming(ctx context.Context, wave int, version, by strin
 // once on a loaded 2-core machine made it take a minute to open one and
 // then stop answering merges (CI, 2026-12-02: every wait of the
 // scenarios in flight ran out).
-var pullRequestScenarios sync.Mutex
+var pullRequestScenarios = newExclusive()
 
 func (s *scenario) giteaRepository(ctx context.Context) error {
-	pullRequestScenarios.Lock()
-	s.onCleanup(pullRequestScenarios.Unlock)
+	if err := s.take(ctx, pullRequestScenarios, "the shared Gitea"); err != nil {
+		return err
+	}
 	srv, err := sharedGitea(ctx)
 	if err != nil {
 		return err
