@@ -46,6 +46,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/reconcile"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state"
 	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
 	"github.com/flotilla-cd/flotilla/pkg/store"
@@ -75,6 +76,29 @@ type Options struct {
 	// ReadHeaderTimeout is how long a request's headers may take to
 	// arrive; default DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+	// Clock is the time the engine decides by: deadlines, bake times,
+	// freeze windows, approvals' expiry and the timers that carry them
+	// (the functions, the dispatcher's timers, the store's and the state's
+	// clocks). Default the wall clock; `flotilla simulate` gives a virtual
+	// one.
+	Clock Clock
+	// Canaries reads the clusters' canaries for observe and rollback;
+	// default the fleet's clients (pkg/cluster). `flotilla simulate` gives
+	// its simulated fleet.
+	Canaries CanaryReader
+}
+
+// Clock is the time the engine decides by (Options.Clock); the
+// dispatcher's timers wait on it (dispatch.Clock).
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// CanaryReader reads a cluster's canary (observe's and rollback's
+// StatusReader).
+type CanaryReader interface {
+	CanaryStatus(ctx context.Context, cluster, namespace string, workload config.Workload) (rollout.CanaryStatus, error)
 }
 
 // DefaultReadHeaderTimeout bounds the arrival of a request's headers. Past
@@ -144,6 +168,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Clock == nil {
+		o.Clock = dispatch.WallClock
+	}
 	s := &Server{cfg: cfg, log: o.Logger, reg: o.Registry, ready: make(chan struct{})}
 	if err := s.build(ctx, o, listen, dataDir, flaggerRecv); err != nil {
 		// Whatever build opened (the store, the listener) is released.
@@ -179,11 +206,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		s.approvals = gates.NewStoreApprovals(s.scale.docs)
 	} else {
 		s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), append(storeBounds(cfg.Server),
-			store.WithLogger(o.Logger), store.WithMetrics(o.Registerer))...)
+			store.WithLogger(o.Logger), store.WithMetrics(o.Registerer), store.WithClock(o.Clock.Now))...)
 		if err != nil {
 			return err
 		}
-		s.bus, s.repo = s.store, embedded.NewRepo(s.store, nil)
+		s.bus, s.repo = s.store, embedded.NewRepo(s.store, o.Clock.Now)
 		s.approvals = gates.NewStoreApprovals(s.store)
 	}
 	clusters, err := cluster.NewSet(cfg.Fleet.Clusters)
@@ -254,13 +281,18 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	// observe folds a burst of a rollout's events into one update.
 	var _ dispatch.Folder = (*observe.Function)(nil)
+	var canaries CanaryReader = clusters
+	if o.Canaries != nil {
+		canaries = o.Canaries
+	}
+	now := o.Clock.Now
 	fns := []dispatch.Function{
 		verifier,
-		plan.New(cfg, s.repo, nil),
-		launch.New(cfg, s.repo, nil),
-		observe.New(cfg, s.repo, clusters, nil),
-		advance.New(cfg, s.repo, nil),
-		rollback.New(cfg, s.repo, clusters, nil),
+		plan.New(cfg, s.repo, now),
+		launch.New(cfg, s.repo, now),
+		observe.New(cfg, s.repo, canaries, now),
+		advance.New(cfg, s.repo, now),
+		rollback.New(cfg, s.repo, canaries, now),
 		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus),
 		prop,
 	}
@@ -269,7 +301,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err := dispatch.CheckLanes(fns); err != nil {
 		return err
 	}
-	dopts := dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers}
+	dopts := dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers, Clock: o.Clock}
 	var inFlight resync.Rollouts = s.repo
 	mopts := []fleetmetrics.Option{fleetmetrics.WithLogger(o.Logger)}
 	if s.scale != nil {
@@ -337,7 +369,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return err
 	}
 	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
-		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
+		WithClusters(clusterInfos(cfg.Fleet)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
 		WithAuditLog(s.bus).WithTrustedProxies(cfg.Server.Proxies()...).WithAutomation(cfg.Server.AutomationTokens()...)
 	az, err := authz.New(cfg)
 	if err != nil {
@@ -349,7 +381,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	s.api.WithAuthorizer(az, s.authn.Forbidden())
 	s.grantTokens(az, o.Logger)
 	s.api.WithHealth(clusterHealth{clusters})
-	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, nil)
+	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, o.Clock.Now)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),
 		intake.WithLogger(o.Logger), intake.WithMetrics(o.Registerer))
@@ -373,11 +405,18 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	return nil
 }
 
-// clusterInfos are the configured clusters as the API lists them.
-func clusterInfos(cs []config.Cluster) []api.ClusterInfo {
-	out := make([]api.ClusterInfo, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, api.ClusterInfo{Name: c.Name, Labels: c.Labels})
+// clusterInfos are the fleet's clusters as the API lists them, each with
+// the wave it is in.
+func clusterInfos(f config.Fleet) []api.ClusterInfo {
+	wave := map[string]string{}
+	for _, w := range f.Waves {
+		for _, c := range w.ClusterNames() {
+			wave[c] = w.Name
+		}
+	}
+	out := make([]api.ClusterInfo, 0, len(f.Clusters))
+	for _, c := range f.Clusters {
+		out = append(out, api.ClusterInfo{Name: c.Name, Labels: c.Labels, Wave: wave[c.Name]})
 	}
 	return out
 }

@@ -52,6 +52,8 @@ type Options struct {
 	// Observe, when set, sees every event the dispatcher journals (tests,
 	// live views).
 	Observe func(bus.Record)
+	// Clock is the time timers follow [WallClock].
+	Clock Clock
 
 	// slots, when set (by Shards), bounds the calls of each lane across
 	// the dispatchers sharing it, so that Workers (and each lane's
@@ -117,6 +119,9 @@ func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
 	}
 	if o.StallBackoff <= 0 {
 		o.StallBackoff = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = WallClock
 	}
 	def, laneOf, err := buildLanes(o, fns)
 	if err != nil {
@@ -325,7 +330,7 @@ func (d *Dispatcher) append(ctx context.Context, f Function, out []cloudevents.E
 	}
 	wctx, cancel := d.writing(ctx)
 	defer cancel()
-	out, later := splitDue(out, time.Now())
+	out, later := splitDue(out, d.o.Clock.Now())
 	if len(later) > 0 {
 		if err := d.j.Schedule(wctx, later...); err != nil {
 			return fmt.Errorf("scheduling timers of %s: %w", f.Name(), err)

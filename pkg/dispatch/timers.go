@@ -42,20 +42,18 @@ func (d *Dispatcher) runTimers(ctx context.Context) {
 			d.unstall()
 			delay = d.o.StallBackoff
 		}
-		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-changed:
-		case <-t.C:
+		case <-d.o.Clock.After(wait):
 		}
-		t.Stop()
 	}
 }
 
 // fireDue journals the due timers and returns how long until the next.
 func (d *Dispatcher) fireDue(ctx context.Context) (time.Duration, error) {
 	for {
-		n, err := d.j.FireDue(ctx, time.Now(), fireBatch)
+		n, err := d.j.FireDue(ctx, d.o.Clock.Now(), fireBatch)
 		if err != nil {
 			return 0, fmt.Errorf("firing timers: %w", err)
 		}
@@ -71,5 +69,5 @@ func (d *Dispatcher) fireDue(ctx context.Context) (time.Duration, error) {
 	if !ok {
 		return time.Hour, nil
 	}
-	return max(time.Until(due), 0), nil
+	return max(due.Sub(d.o.Clock.Now()), 0), nil
 }
