@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/cucumber/godog"
 )
 
@@ -25,6 +26,42 @@ func (s *scenario) registerTokenSteps(sc *godog.ScenarioContext) {
 	sc.Step("^the admin runs `flotilla token create (\\S+) --project (\\S+) --role (\\S+) --automation`$", s.tokenCreateAutomation)
 	sc.Step("^the admin runs `flotilla token revoke (\\S+)`$", s.tokenRevoke)
 	sc.Step(`^on every replica the token "([^"]*)" is refused with 401 "([^"]*)" within 1 second$`, s.tokenRefused)
+	sc.Step(`^"([^"]*)" logs in to the web UI with the token the admin created$`, s.uiLoginCreated)
+	sc.Step(`^the web UI, opened again, shows its login form saying the session is no longer valid$`, s.uiSessionEnded)
+}
+
+// uiLoginCreated logs in to the web UI in a browser with the created
+// token name (a stored session: sessions.go of pkg/api).
+func (s *scenario) uiLoginCreated(ctx context.Context, name string) error {
+	secret, ok := s.w.createdTokens[name]
+	if !ok {
+		return fmt.Errorf("no token %q was created", name)
+	}
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/login")); err != nil {
+		return err
+	}
+	if err := b.login(ctx, secret); err != nil {
+		return err
+	}
+	return b.until(ctx, uiWait, "the page is live", `document.body.dataset.live === "true"`)
+}
+
+// uiSessionEnded reloads the rollouts page: the browser still holds the
+// session's cookie, which must now be refused, the login form saying why.
+func (s *scenario) uiSessionEnded(ctx context.Context) error {
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/")); err != nil {
+		return err
+	}
+	return b.until(ctx, uiWait, "the login form saying the session ended",
+		loginForm+` && !document.querySelector('#rollouts') && (document.querySelector('#login-error') || {}).textContent === "Your session has expired or is no longer valid: log in again."`)
 }
 
 // replicaURLs are the addresses of each replica (scale-out), or of the

@@ -43,3 +43,19 @@ Feature: Tokens: the admin creates API tokens that grant a role, and revokes the
     When "release-bot" approves wave 2 of the rollout of "1.1.0" and is refused: "release-bot is automation and never counts as an approver"
     Then no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
     And the rollout of "1.1.0" waits: "wave 2 (wave-2) waits for 1 approval, has none"
+
+  # Catches: a created token that cannot log in to the web UI (its
+  # session signed with a secret flotilla does not keep: the login form
+  # would say "unknown API token"), a session another replica cannot read
+  # (kept in one replica's memory), and a revoked token's session that
+  # still opens the pages (its token not checked at each request).
+  @both-modes
+  Scenario: A token the admin creates logs in to the web UI, and its session ends when it is revoked
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When the admin runs `flotilla token create ci-viewer --project default --role viewer --expires 30d`
+    And "ci-viewer" logs in to the web UI with the token the admin created
+    Then the web UI lists the rollout of "1.0.0" and names "ci-viewer" as who is logged in
+    When the admin runs `flotilla token revoke ci-viewer`
+    Then the web UI, opened again, shows its login form saying the session is no longer valid

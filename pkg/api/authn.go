@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -23,11 +24,13 @@ import (
 )
 
 const (
-	// SessionCookie is the web UI's session: "<token name>.<expiry, unix
-	// seconds>.<base64url HMAC-SHA256, keyed by the token's secret, of
-	// "flotilla-session|<name>|<expiry>">". It carries no secret and needs
-	// no state: any replica with the config verifies it, and a token taken
-	// out of the config (or given a new secret) ends its sessions.
+	// SessionCookie is the web UI's session. A config token's is
+	// "<token name>.<expiry, unix seconds>.<base64url HMAC-SHA256, keyed
+	// by the token's secret, of "flotilla-session|<name>|<expiry>">". It
+	// carries no secret and needs no state: any replica with the config
+	// verifies it, and a token taken out of the config (or given a new
+	// secret) ends its sessions. A created token's is "t:<opaque id>" of a
+	// session kept in the state port (sessions.go).
 	SessionCookie = "flotilla_session"
 	// SessionTTL is how long a session lasts.
 	SessionTTL = 12 * time.Hour
@@ -71,6 +74,7 @@ type Authn struct {
 	refused       *prometheus.CounterVec
 
 	registry TokenRegistry  // created tokens, revocations (tokens.go)
+	sessions SSOSessions    // created tokens' web sessions (sessions.go); nil: none
 	failures *failureLimit  // failed bearer tokens per client address
 	proxies  []netip.Prefix // whose X-Forwarded-For names the client
 }
@@ -158,7 +162,7 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 			return p, reason, err
 		}
 	}
-	if len(a.tokens) == 0 {
+	if len(a.tokens) == 0 && a.sessions == nil {
 		if reads && a.anonymousRead {
 			return identity.Anonymous, "", nil
 		}
@@ -169,12 +173,12 @@ func (a *Authn) authenticate(r *http.Request) (identity.Principal, string, error
 	}
 	sessionErr := error(nil)
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		name, err := a.session(c.Value)
+		p, err := a.cookieSession(r, c.Value)
 		if err == nil {
 			if !reads && r.Header.Get(CSRFHeader) != "1" {
 				return identity.Principal{}, refusedCSRF, fault.New(fault.ErrForbidden, msgMissingCSRF)
 			}
-			return a.principal(name, identity.ViaSession), "", nil
+			return p, "", nil
 		}
 		sessionErr = err // ambient and stale: as if there were none
 	}
@@ -251,32 +255,83 @@ func (a *Authn) Require(next http.Handler) http.Handler {
 	})
 }
 
-// Login opens a session of the API token whose secret is secret: the
-// cookie to set (Secure when secure: the request came over TLS). A secret
-// of no token is fault.ErrUnauthenticated, counted.
-func (a *Authn) Login(secret string, secure bool) (*http.Cookie, identity.Principal, error) {
-	if len(a.tokens) == 0 {
+// Login opens a session of the API token whose secret is secret, a
+// config token or a created one (sessions.go): the cookie to set (Secure
+// when secure: the request came over TLS). A secret of no token, or of a
+// revoked or expired one, is fault.ErrUnauthenticated, counted.
+func (a *Authn) Login(ctx context.Context, secret string, secure bool) (*http.Cookie, identity.Principal, error) {
+	if len(a.tokens) == 0 && a.sessions == nil {
 		a.refused.WithLabelValues(refusedUnauthenticated).Inc()
 		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, "this flotilla has no API token to log in with: set server.apiTokens in its config")
 	}
-	name, ok := a.token(strings.TrimSpace(secret))
-	if !ok || a.revokedSession(a.named(name)) {
-		a.refused.WithLabelValues(refusedUnauthenticated).Inc()
-		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, msgUnknownToken)
+	secret = strings.TrimSpace(secret)
+	name, ok := a.token(secret)
+	if !ok {
+		return a.loginCreatedToken(ctx, secret, secure)
 	}
-	expiry := a.now().Add(SessionTTL).Unix()
-	value := name + "." + strconv.FormatInt(expiry, 10) + "." + sessionMAC(a.named(name).key, name, expiry)
-	c := sessionCookie(value, secure)
-	c.MaxAge = int(SessionTTL / time.Second)
-	c.Expires = time.Unix(expiry, 0).UTC()
-	return c, a.principal(name, identity.ViaSession), nil
+	if a.revokedSession(a.named(name)) {
+		a.refused.WithLabelValues(refusedUnauthenticated).Inc()
+		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, "API token "+name+" is revoked")
+	}
+	now := a.now()
+	expiry := now.Add(SessionTTL)
+	value := name + "." + strconv.FormatInt(expiry.Unix(), 10) + "." + sessionMAC(a.named(name).key, name, expiry.Unix())
+	return loginCookie(value, expiry, now, secure), a.principal(name, identity.ViaSession), nil
 }
 
-// Logout is the cookie that ends a session.
-func (a *Authn) Logout(secure bool) *http.Cookie {
-	c := sessionCookie("", secure)
-	c.MaxAge = -1
+// loginCreatedToken opens a stored session of the created token whose
+// secret is secret.
+func (a *Authn) loginCreatedToken(ctx context.Context, secret string, secure bool) (*http.Cookie, identity.Principal, error) {
+	why := msgUnknownToken
+	if a.registry != nil {
+		if t, found := a.registry.Lookup(secret); found {
+			if why = t.Valid(a.now()); why == "" {
+				value, expiry, err := a.loginCreated(ctx, t)
+				if err != nil {
+					return nil, identity.Principal{}, err
+				}
+				p := identity.OfToken(t.Name, identity.ViaSession)
+				p.Automation = t.Automation
+				return loginCookie(value, expiry, a.now(), secure), p, nil
+			}
+			why = "API token " + t.Name + " is " + why
+		}
+	}
+	a.refused.WithLabelValues(refusedUnauthenticated).Inc()
+	return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, why)
+}
+
+// loginCookie is a session's cookie, until expiry.
+func loginCookie(value string, expiry, now time.Time, secure bool) *http.Cookie {
+	c := sessionCookie(value, secure)
+	c.MaxAge = int((expiry.Sub(now) + time.Second/2) / time.Second)
+	c.Expires = expiry.UTC().Truncate(time.Second)
 	return c
+}
+
+// Logout ends r's session (a created token's, kept in the state port,
+// ends on every replica) and is the cookie that drops it from the browser.
+func (a *Authn) Logout(r *http.Request) (*http.Cookie, error) {
+	c := sessionCookie("", r.TLS != nil)
+	c.MaxAge = -1
+	var err error
+	if old, cerr := r.Cookie(SessionCookie); cerr == nil {
+		err = a.EndSession(r.Context(), old.Value)
+	}
+	return c, err
+}
+
+// cookieSession authenticates a session cookie's value: a created token's
+// stored session, or a config token's signed one.
+func (a *Authn) cookieSession(r *http.Request, value string) (identity.Principal, error) {
+	if strings.HasPrefix(value, tokenSessionPrefix) {
+		return a.storedSession(r.Context(), value)
+	}
+	name, err := a.session(value)
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	return a.principal(name, identity.ViaSession), nil
 }
 
 func sessionCookie(value string, secure bool) *http.Cookie {

@@ -1,10 +1,12 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,7 +44,7 @@ func makeSessions(t *testing.T, now time.Time) sessions {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, _, err := a.Login(secret, false)
+		c, _, err := a.Login(context.Background(), secret, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +220,7 @@ func TestLoginCookie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, p, err := a.Login(" c-token\n", true)
+	c, p, err := a.Login(context.Background(), " c-token\n", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,10 +230,13 @@ func TestLoginCookie(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cookie (-want +got):\n%s", diff)
 	}
-	if _, _, err := a.Login("nope", false); err == nil || err.Error() != "unknown API token" {
+	if _, _, err := a.Login(context.Background(), "nope", false); err == nil || err.Error() != "unknown API token" {
 		t.Errorf("login with an unknown token: %v", err)
 	}
-	out := a.Logout(false)
+	out, err := a.Logout(httptest.NewRequest(http.MethodPost, "/ui/logout", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff([]any{"flotilla_session", "", -1, false}, []any{out.Name, out.Value, out.MaxAge, out.Secure}); diff != "" {
 		t.Errorf("logout cookie (-want +got):\n%s", diff)
 	}
@@ -251,7 +256,7 @@ func TestSessionOfEveryName(t *testing.T) {
 	}
 	var got []string
 	for i := range names {
-		c, _, err := a.Login(fmt.Sprintf("secret-%d", i), false)
+		c, _, err := a.Login(context.Background(), fmt.Sprintf("secret-%d", i), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +362,7 @@ func TestTokensEdges(t *testing.T) {
 		p, err := a.Authenticate(req)
 		got = append(got, fmt.Sprintf("%q: %s %v", h, p.Name, err))
 	}
-	_, _, err = a.Login("", false)
+	_, _, err = a.Login(context.Background(), "", false)
 	got = append(got, fmt.Sprintf("login with nothing: %v", err))
 	want := []string{
 		`"Bearer same": a <nil>`,

@@ -97,6 +97,10 @@ type SSO struct {
 	secure   bool
 	flowKey  []byte
 
+	// endSession ends a created token's stored session too (Authn's
+	// EndSession), as logout drops both kinds of cookie.
+	endSession func(ctx context.Context, value string) error
+
 	mu       sync.Mutex
 	provider *oidc.Provider // discovered at first use, and again after a failure
 }
@@ -115,7 +119,10 @@ func NewSSO(c SSOConfig, sessions SSOSessions, log *slog.Logger) *SSO {
 // UseSSO has a take the SSO's sessions and, from the CLI, ID tokens of
 // its provider as bearer tokens, before the API tokens. Call it before
 // serving.
-func (a *Authn) UseSSO(s *SSO) { a.sso = s }
+func (a *Authn) UseSSO(s *SSO) {
+	a.sso = s
+	s.endSession = a.EndSession
+}
 
 // SSO is the single sign-on UseSSO gave a (nil: none).
 func (a *Authn) SSO() *SSO { return a.sso }
@@ -313,6 +320,11 @@ func (s *SSO) logout(w http.ResponseWriter, r *http.Request) {
 			s.log.InfoContext(r.Context(), "web UI logout", "name", doc.Name, "via", "sso")
 		}
 	}
+	if c, err := r.Cookie(SessionCookie); err == nil && s.endSession != nil {
+		if err := s.endSession(r.Context(), c.Value); err != nil {
+			s.log.ErrorContext(r.Context(), "ending a web session", "error", err)
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: SSOSessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	w.Header().Set("Cache-Control", "no-store")
@@ -456,22 +468,5 @@ func (s *SSO) SweepSessions(ctx context.Context) (int, error) {
 // RunSweeper sweeps the sessions at start and every interval until ctx
 // ends; a sweep that fails is logged and tried again at the next.
 func (s *SSO) RunSweeper(ctx context.Context, every time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		sweep, cancel := context.WithTimeout(ctx, every/2)
-		n, err := s.SweepSessions(sweep)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.WarnContext(ctx, "sweeping the single sign-on sessions", "error", err, "deleted", n)
-		case n > 0:
-			s.log.InfoContext(ctx, "swept ended single sign-on sessions", "deleted", n)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return RunSweeper(ctx, every, s.log, "single sign-on sessions", s.SweepSessions)
 }

@@ -359,7 +359,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	s.tokens = s.newTokens()
 	if s.authn, err = api.NewAuthn(cfg.Server.Tokens(), api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer),
-		api.TokenGroups(tokenGroups(cfg)), api.WithTokens(s.tokens), api.AuthnTrustedProxies(cfg.Server.Proxies()...)); err != nil {
+		api.TokenGroups(tokenGroups(cfg)), api.WithTokens(s.tokens), api.WithSessions(s.documents()), api.AuthnTrustedProxies(cfg.Server.Proxies()...)); err != nil {
 		return err
 	}
 	if notice := cfg.Server.AuthNotice(); notice != "" {
@@ -495,6 +495,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.sso != nil { // the ended and expired sessions, deleted on one replica
 		once = append(once, func(ctx context.Context) error { return s.sso.RunSweeper(ctx, ssoSweepEvery) })
 	}
+	once = append(once, func(ctx context.Context) error { // the created tokens' web sessions, alike
+		return api.RunSweeper(ctx, ssoSweepEvery, s.log, "web sessions of created API tokens", s.authn.SweepSessions)
+	})
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		if r := s.cfg.Server.Retention.Duration; r > 0 {
 			// The stream keeps an event until every cursor that reads it

@@ -8,8 +8,9 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
 
-// ssoSweepEvery is how often the ended and expired single sign-on
-// sessions are deleted from the state (api.SSO.RunSweeper).
+// ssoSweepEvery is how often the ended and expired web sessions (single
+// sign-on's and the created tokens') are deleted from the state
+// (api.RunSweeper).
 const ssoSweepEvery = 10 * time.Minute
 
 // useSSO turns on single sign-on (server.sso): the Authn takes its
@@ -21,16 +22,19 @@ func (s *Server) useSSO(cfg *config.Config, log *slog.Logger) {
 	if c == nil {
 		return
 	}
-	var docs api.SSOSessions
-	if s.scale != nil {
-		docs = s.scale.docs
-	} else {
-		docs = s.store
-	}
 	s.sso = api.NewSSO(api.SSOConfig{
 		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecretValue, CLIClientID: c.CLIClientID,
 		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, RedirectURL: config.SSORedirectURL(s.externalURL),
-	}, docs, log)
+	}, s.documents(), log)
 	s.authn.UseSSO(s.sso)
 	s.ui.WithSSO()
+}
+
+// documents is the state port's documents the web sessions are kept in:
+// the store, or the NATS KV in scale-out mode (every replica reads them).
+func (s *Server) documents() api.SSOSessions {
+	if s.scale != nil {
+		return s.scale.docs
+	}
+	return s.store
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -16,9 +17,9 @@ type Auth interface {
 	Authenticate(r *http.Request) (identity.Principal, error)
 	// Login opens a session of the API token whose secret is secret: the
 	// cookie to set (Secure when secure).
-	Login(secret string, secure bool) (*http.Cookie, identity.Principal, error)
-	// Logout is the cookie that ends a session.
-	Logout(secure bool) *http.Cookie
+	Login(ctx context.Context, secret string, secure bool) (*http.Cookie, identity.Principal, error)
+	// Logout ends r's session and is the cookie that drops it.
+	Logout(r *http.Request) (*http.Cookie, error)
 }
 
 const (
@@ -54,7 +55,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <main id="main" class="login">
   <h1>Log in</h1>
   {{if .SSO}}<p><a id="login-sso" class="button" href="/auth/login?next={{.Next}}">Log in with SSO</a></p>{{end}}
-  <p class="muted">{{if .SSO}}Or w{{else}}W{{end}}ith one of this flotilla's API tokens (<code>server.apiTokens</code>). The session lasts 12 hours, in this browser only.</p>
+  <p class="muted">{{if .SSO}}Or w{{else}}W{{end}}ith one of this flotilla's API tokens (<code>server.apiTokens</code>, or one made by <code>flotilla token create</code>). The session lasts 12 hours, in this browser only.</p>
   {{if .Error}}<p id="login-error" class="reason" role="alert">{{.Error}}</p>{{end}}
   <form id="login-form" method="post" action="/ui/login">
     <input type="hidden" name="next" value="{{.Next}}">
@@ -96,7 +97,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	c, p, err := h.auth.Login(r.PostForm.Get("token"), r.TLS != nil)
+	c, p, err := h.auth.Login(r.Context(), r.PostForm.Get("token"), r.TLS != nil)
 	if err != nil {
 		h.log.InfoContext(r.Context(), "web UI login refused", "remote", r.RemoteAddr, "error", err)
 		h.writeLogin(w, http.StatusUnauthorized, next, err.Error())
@@ -114,7 +115,11 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, ssoLogoutPath, http.StatusTemporaryRedirect)
 		return
 	}
-	http.SetCookie(w, h.auth.Logout(r.TLS != nil))
+	c, err := h.auth.Logout(r)
+	if err != nil { // the cookie still goes: the session expires in the state
+		h.log.ErrorContext(r.Context(), "ending a web session", "error", err)
+	}
+	http.SetCookie(w, c)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, LoginPath, http.StatusSeeOther)
 }

@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -113,7 +114,7 @@ func TestPagesNeedAnIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, _, err := a.Login(tok, false)
+		c, _, err := a.Login(context.Background(), tok, false)
 		if err != nil {
 			t.Fatal(err)
 		}
