@@ -72,6 +72,7 @@ type Authn struct {
 	now           func() time.Time
 	register      prometheus.Registerer
 	refused       *prometheus.CounterVec
+	logins        *prometheus.CounterVec
 
 	registry TokenRegistry  // created tokens, revocations (tokens.go)
 	sessions SSOSessions    // created tokens' web sessions (sessions.go); nil: none
@@ -131,6 +132,14 @@ func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
 		Name: "flotilla_api_requests_refused_total",
 		Help: "Requests to the API and the web UI refused: reason unauthenticated (no, an unknown, a revoked or an expired credential; a wrong token at the UI's login), throttled (a bearer token from an address that sent too many failed ones: 429), csrf (a control of the UI's session without its X-Flotilla-CSRF header) or forbidden (a permission the principal's roles do not grant in the project).",
 	}, []string{"reason"})
+	a.logins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_web_logins_total",
+		Help: "Logins to the web UI: method token (an API token at /ui/login, the config's or a created one) or sso (single sign-on's callback); result succeeded or failed (a wrong, revoked or expired token, a refused or failed sign-on).",
+	}, []string{"method", "result"})
+	for _, m := range []string{loginToken, loginSSO} {
+		a.logins.WithLabelValues(m, "succeeded")
+		a.logins.WithLabelValues(m, "failed")
+	}
 	a.refused.WithLabelValues(refusedUnauthenticated)
 	a.refused.WithLabelValues(refusedCSRF)
 	a.refused.WithLabelValues(refusedForbidden)
@@ -138,6 +147,9 @@ func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
 	if a.register != nil {
 		if err := a.register.Register(a.refused); err != nil {
 			return nil, fmt.Errorf("registering flotilla_api_requests_refused_total: %w", err)
+		}
+		if err := a.register.Register(a.logins); err != nil {
+			return nil, fmt.Errorf("registering flotilla_web_logins_total: %w", err)
 		}
 	}
 	return a, nil
@@ -259,7 +271,8 @@ func (a *Authn) Require(next http.Handler) http.Handler {
 // config token or a created one (sessions.go): the cookie to set (Secure
 // when secure: the request came over TLS). A secret of no token, or of a
 // revoked or expired one, is fault.ErrUnauthenticated, counted.
-func (a *Authn) Login(ctx context.Context, secret string, secure bool) (*http.Cookie, identity.Principal, error) {
+func (a *Authn) Login(ctx context.Context, secret string, secure bool) (c *http.Cookie, p identity.Principal, err error) {
+	defer func() { a.countLogin(loginToken, err == nil) }()
 	if len(a.tokens) == 0 && a.sessions == nil {
 		a.refused.WithLabelValues(refusedUnauthenticated).Inc()
 		return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, "this flotilla has no API token to log in with: set server.apiTokens in its config")
@@ -299,6 +312,21 @@ func (a *Authn) loginCreatedToken(ctx context.Context, secret string, secure boo
 	}
 	a.refused.WithLabelValues(refusedUnauthenticated).Inc()
 	return nil, identity.Principal{}, fault.New(fault.ErrUnauthenticated, why)
+}
+
+// Methods of login, as flotilla_web_logins_total counts them.
+const (
+	loginToken = "token"
+	loginSSO   = "sso"
+)
+
+// countLogin counts a login by method.
+func (a *Authn) countLogin(method string, ok bool) {
+	result := "failed"
+	if ok {
+		result = "succeeded"
+	}
+	a.logins.WithLabelValues(method, result).Inc()
 }
 
 // loginCookie is a session's cookie, until expiry.

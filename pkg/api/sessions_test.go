@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/store"
@@ -36,7 +39,8 @@ func TestCreatedTokenSessions(t *testing.T) {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	clock := func() time.Time { return now }
-	a, err := api.NewAuthn(map[string]string{"root": "root"}, api.WithTokens(reg), api.WithSessions(s), api.WithClock(clock))
+	metrics := prometheus.NewRegistry()
+	a, err := api.NewAuthn(map[string]string{"root": "root"}, api.WithTokens(reg), api.WithSessions(s), api.WithClock(clock), api.WithRegisterer(metrics))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +103,18 @@ func TestCreatedTokenSessions(t *testing.T) {
 	want = []any{"refused: " + msgStale, "API token bot is revoked", "refused: " + msgStale, "robot via session automation=true"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after revoke and logout (-want +got):\n%s", diff)
+	}
+
+	logins := `
+# HELP flotilla_web_logins_total Logins to the web UI: method token (an API token at /ui/login, the config's or a created one) or sso (single sign-on's callback); result succeeded or failed (a wrong, revoked or expired token, a refused or failed sign-on).
+# TYPE flotilla_web_logins_total counter
+flotilla_web_logins_total{method="sso",result="failed"} 0
+flotilla_web_logins_total{method="sso",result="succeeded"} 0
+flotilla_web_logins_total{method="token",result="failed"} 1
+flotilla_web_logins_total{method="token",result="succeeded"} 3
+`
+	if err := testutil.GatherAndCompare(metrics, strings.NewReader(logins), "flotilla_web_logins_total"); err != nil {
+		t.Error(err)
 	}
 
 	// Two hours later robot's session has expired with its token.

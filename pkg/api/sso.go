@@ -100,6 +100,8 @@ type SSO struct {
 	// endSession ends a created token's stored session too (Authn's
 	// EndSession), as logout drops both kinds of cookie.
 	endSession func(ctx context.Context, value string) error
+	// logins counts the logins (Authn's flotilla_web_logins_total).
+	logins func(method string, ok bool)
 
 	mu       sync.Mutex
 	provider *oidc.Provider // discovered at first use, and again after a failure
@@ -122,6 +124,7 @@ func NewSSO(c SSOConfig, sessions SSOSessions, log *slog.Logger) *SSO {
 func (a *Authn) UseSSO(s *SSO) {
 	a.sso = s
 	s.endSession = a.EndSession
+	s.logins = a.countLogin
 }
 
 // SSO is the single sign-on UseSSO gave a (nil: none).
@@ -248,6 +251,12 @@ func (s *SSO) flow(r *http.Request) (ssoFlow, error) {
 // by the provider's JWKS, nonce), and a session.
 func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	ok := false
+	defer func() {
+		if s.logins != nil {
+			s.logins(loginSSO, ok)
+		}
+	}()
 	http.SetCookie(w, &http.Cookie{Name: ssoFlowCookie, Path: "/auth/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	f, err := s.flow(r)
 	q := r.URL.Query()
@@ -293,6 +302,7 @@ func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(ctx, "web UI login", "name", principal.Name, "groups", principal.Groups, "via", "sso", "remote", r.RemoteAddr)
+	ok = true
 	http.SetCookie(w, &http.Cookie{Name: SSOSessionCookie, Value: id, Path: "/", MaxAge: int(s.c.SessionTTL / time.Second),
 		Expires: doc.ExpiresAt.UTC(), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
