@@ -201,6 +201,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerTracingSteps(sc)
 	s.registerScaleOutSteps(sc)
 	s.registerRegistrySteps(sc)
+	s.registerSenderSteps(sc)
 	s.registerPollSteps(sc)
 	s.registerApplicationSteps(sc)
 	s.registerCatchUpSteps(sc)

@@ -48,6 +48,16 @@ type gitRepo struct {
 	bare, work string
 	commits    map[string]string
 	chart      string
+	// url is the application's source.git.url: "file://" + bare, or the
+	// repository's URL on the local Gitea.
+	url string
+	// gitea is the repository on the local Gitea, whose own push webhook
+	// delivers the pushes, when a step made it there (bare is then
+	// empty): the steps push with git and deliver nothing themselves.
+	gitea *giteaPushes
+	// workloads records the revisions the application's Deployments ran
+	// in each cluster, when a step watches them.
+	workloads *workloadWatch
 	// allowedImages is the application's source.git.allowedImages, when
 	// a step set it.
 	allowedImages []string
@@ -95,12 +105,27 @@ func (s *scenario) chartRepository(ctx context.Context, chart, clusters string) 
 		}
 	}
 	r := &gitRepo{bare: filepath.Join(s.w.dir, "deployments.git"), work: filepath.Join(s.w.dir, "work"), commits: map[string]string{}, chart: chart}
+	r.url = "file://" + r.bare
 	if _, err := git(ctx, s.w.dir, "init", "--bare", "--initial-branch=main", r.bare); err != nil {
 		return err
 	}
 	if _, err := git(ctx, s.w.dir, "clone", r.bare, r.work); err != nil {
 		return err
 	}
+	if err := r.commitFirst(ctx, clusters); err != nil {
+		return err
+	}
+	if _, err := git(ctx, r.work, "push", "origin", "main"); err != nil {
+		return err
+	}
+	s.w.git = r
+	return nil
+}
+
+// commitFirst commits the chart and each cluster's values file in the work
+// tree, on main, as the "first" commit (not pushed).
+func (r *gitRepo) commitFirst(ctx context.Context, clusters string) error {
+	chart := r.chart
 	files := map[string]string{
 		"README.md":                                  "# deployments\n",
 		"charts/" + chart + "/Chart.yaml":            fmt.Sprintf(gitChart, chart),
@@ -115,7 +140,7 @@ func (s *scenario) chartRepository(ctx context.Context, chart, clusters string) 
 			return err
 		}
 	}
-	for _, args := range [][]string{{"checkout", "-b", "main"}, {"add", "."}, {"commit", "-m", "first"}, {"push", "origin", "main"}} {
+	for _, args := range [][]string{{"checkout", "-B", "main"}, {"add", "."}, {"commit", "-m", "first"}} {
 		if _, err := git(ctx, r.work, args...); err != nil {
 			return err
 		}
@@ -125,7 +150,6 @@ func (s *scenario) chartRepository(ctx context.Context, chart, clusters string) 
 		return err
 	}
 	r.commits["first"] = strings.TrimSpace(head)
-	s.w.git = r
 	return nil
 }
 
@@ -142,7 +166,7 @@ func writeFile(path, content string) error {
 func (s *scenario) flotillaServingGit(ctx context.Context, app, wave1, wave2 string) error {
 	r := s.w.git
 	s.w.gitSource = map[string]any{
-		"url": "file://" + r.bare, "branch": "main", "render": "helm",
+		"url": r.url, "branch": "main", "render": "helm",
 		"helm": map[string]any{"chart": "charts/" + r.chart, "valuesFile": "clusters/{cluster}/" + r.chart + "/values.yaml"},
 	}
 	if r.allowedImages != nil {
@@ -180,7 +204,7 @@ func (s *scenario) deliverGitPush(ctx context.Context, before, after string, cha
 	push := map[string]any{
 		"ref": "refs/heads/main", "before": before, "after": after, "created": false, "deleted": false,
 		"commits":    []map[string]any{{"id": after, "added": []string{}, "removed": []string{}, "modified": changed}},
-		"repository": map[string]any{"full_name": "platform/deployments", "clone_url": "file://" + s.w.git.bare},
+		"repository": map[string]any{"full_name": "platform/deployments", "clone_url": s.w.git.url},
 		"pusher":     map[string]any{"name": "dev"}, "sender": map[string]any{"login": "dev"},
 	}
 	body, err := json.Marshal(push)
@@ -201,16 +225,24 @@ func (s *scenario) deliverGitPush(ctx context.Context, before, after string, cha
 	return err
 }
 
+// firstCommitRolledOut delivers the push of the first commit (on the
+// local Gitea: pushes it there, and Gitea delivers it) and waits for its
+// rollout.
 func (s *scenario) firstCommitRolledOut(ctx context.Context) error {
 	first := s.w.git.commits["first"]
-	if err := s.deliverGitPush(ctx, strings.Repeat("0", 40), first, nil); err != nil {
+	if s.w.git.gitea != nil {
+		if _, err := git(ctx, s.w.git.work, "push", "origin", "main"); err != nil {
+			return err
+		}
+	} else if err := s.deliverGitPush(ctx, strings.Repeat("0", 40), first, nil); err != nil {
 		return err
 	}
 	return s.rolloutSucceeds(ctx, commitVersion(first))
 }
 
 // commit commits the work tree's changes to path, pushes them and
-// delivers the push; the commit is "that" commit.
+// delivers the push (on the local Gitea, Gitea delivers it); the commit
+// is "that" commit.
 func (s *scenario) commit(ctx context.Context, path, message string) error {
 	r := s.w.git
 	before, err := git(ctx, r.work, "rev-parse", "HEAD")
@@ -227,6 +259,9 @@ func (s *scenario) commit(ctx context.Context, path, message string) error {
 		return err
 	}
 	r.commits["that"] = strings.TrimSpace(head)
+	if r.gitea != nil {
+		return nil
+	}
 	return s.deliverGitPush(ctx, strings.TrimSpace(before), r.commits["that"], []string{path})
 }
 
@@ -284,7 +319,7 @@ func (s *scenario) runs(ctx context.Context, cluster, deployment, commit, greeti
 	if err != nil {
 		return fmt.Errorf("reading %s in %s: %w", deployment, cluster, err)
 	}
-	want := "file://" + s.w.git.bare + "@" + commit
+	want := s.w.git.url + "@" + commit
 	if got := d.Spec.Template.Annotations[canary.AnnotationRevision]; got != want {
 		return fmt.Errorf("%s in %s runs revision %q, want %q", deployment, cluster, got, want)
 	}
