@@ -15,10 +15,12 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// ClusterInfo is a configured cluster.
+// ClusterInfo is a configured cluster: its name, labels and the name of
+// the wave it is in ("" in none).
 type ClusterInfo struct {
 	Name   string
 	Labels map[string]string
+	Wave   string
 }
 
 // WithClusters names the configured clusters, which GET /api/v1/clusters
@@ -33,6 +35,7 @@ func (a *API) WithClusters(cs ...ClusterInfo) *API {
 type ClusterView struct {
 	Name         string             `json:"name"`
 	Labels       map[string]string  `json:"labels,omitempty"`
+	Wave         string             `json:"wave,omitempty"`
 	Applications map[string]Running `json:"applications"`
 	// Health is what the cluster answered when last read (WithHealth);
 	// nil when no reader is set.
@@ -197,7 +200,7 @@ func FleetView(clusters []ClusterInfo, ros []rollout.Rollout, apps map[string]ro
 	out := make([]ClusterView, len(clusters))
 	at := map[string]int{}
 	for i, c := range clusters {
-		out[i] = ClusterView{Name: c.Name, Labels: c.Labels, Applications: map[string]Running{}}
+		out[i] = ClusterView{Name: c.Name, Labels: c.Labels, Wave: c.Wave, Applications: map[string]Running{}}
 		at[c.Name] = i
 	}
 	settled := map[[2]string]bool{}

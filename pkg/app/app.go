@@ -369,7 +369,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return err
 	}
 	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
-		WithClusters(clusterInfos(cfg.Fleet.Clusters)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
+		WithClusters(clusterInfos(cfg.Fleet)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
 		WithAuditLog(s.bus).WithTrustedProxies(cfg.Server.Proxies()...).WithAutomation(cfg.Server.AutomationTokens()...)
 	az, err := authz.New(cfg)
 	if err != nil {
@@ -405,11 +405,18 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	return nil
 }
 
-// clusterInfos are the configured clusters as the API lists them.
-func clusterInfos(cs []config.Cluster) []api.ClusterInfo {
-	out := make([]api.ClusterInfo, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, api.ClusterInfo{Name: c.Name, Labels: c.Labels})
+// clusterInfos are the fleet's clusters as the API lists them, each with
+// the wave it is in.
+func clusterInfos(f config.Fleet) []api.ClusterInfo {
+	wave := map[string]string{}
+	for _, w := range f.Waves {
+		for _, c := range w.ClusterNames() {
+			wave[c] = w.Name
+		}
+	}
+	out := make([]api.ClusterInfo, 0, len(f.Clusters))
+	for _, c := range f.Clusters {
+		out = append(out, api.ClusterInfo{Name: c.Name, Labels: c.Labels, Wave: wave[c.Name]})
 	}
 	return out
 }

@@ -13,12 +13,12 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// newGetApplicationsCmd is `flotilla get applications`; server and token
-// are the get command's --server and --token.
+// newGetApplicationsCmd is `flotilla get applications [NAME]`; server
+// and token are the get command's --server and --token.
 func newGetApplicationsCmd(server, token *string) *cobra.Command {
-	var output string
+	var out *output
 	cmd := &cobra.Command{
-		Use:     "applications",
+		Use:     "applications [NAME]",
 		Aliases: []string{"application", "app", "apps"},
 		Short:   "List the applications: deployed, last seen (webhook or poll), last skipped and why, webhook silent",
 		Long: `List the configured applications and what flotilla knows of each: the
@@ -27,56 +27,83 @@ and what brought it (webhook or poll), the last push that started no
 rollout and why (skipped: the version policy, a tag filter, a quarantine;
 rejected: unsigned, a tag the registry does not resolve...), and whether
 the application's webhook is silent (a poll found a version no webhook
-announced; it clears when a webhook of the application arrives again).` + readTokenHelp,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+announced; it clears when a webhook of the application arrives again).
+With a NAME, that application only.` + readTokenHelp,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeNames(server, token, kindApplication),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := apiClient{base: *server, token: *token}
+			var v any
 			var apps []api.ApplicationView
-			if err := (apiClient{base: *server, token: *token}).get(cmd.Context(), "/api/v1/applications", &apps); err != nil {
-				return err
+			if len(args) == 1 {
+				var a api.ApplicationView
+				if err := c.get(cmd.Context(), "/api/v1/applications/"+url.PathEscape(args[0]), &a); err != nil {
+					return err
+				}
+				v, apps = a, []api.ApplicationView{a}
+			} else {
+				if err := c.get(cmd.Context(), "/api/v1/applications", &apps); err != nil {
+					return err
+				}
+				v = apps
 			}
-			if output == "json" {
-				return writeJSONOut(cmd.OutOrStdout(), apps)
-			}
-			PrintApplications(cmd.OutOrStdout(), apps, time.Now())
-			return nil
+			now := time.Now()
+			return out.print(cmd.OutOrStdout(), v, func(w io.Writer, wide bool) { printApplications(w, apps, now, wide) },
+				func() []string { return applicationNames(apps) })
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	out = addOutput(cmd, "table", formatJSON, formatYAML, formatWide, formatName)
 	return cmd
+}
+
+// applicationNames are the applications as -o name prints them.
+func applicationNames(apps []api.ApplicationView) []string {
+	out := make([]string, 0, len(apps))
+	for _, a := range apps {
+		out = append(out, kindApplication+"/"+a.Name)
+	}
+	return out
 }
 
 // newDescribeApplicationCmd is `flotilla describe application APP`.
 func newDescribeApplicationCmd(server, token *string) *cobra.Command {
-	var output string
+	var out *output
 	cmd := &cobra.Command{
 		Use:     "application APP",
-		Aliases: []string{"app"},
+		Aliases: []string{"applications", "app"},
 		Short:   "Show what flotilla knows of an application: deployed, seen, skipped and why, its webhook",
 		Long: `Show what flotilla knows of an application: the version the fleet runs,
 the last push seen, the last skipped and why, whether its webhook is silent.` + readTokenHelp,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(server, token, kindApplication),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var a api.ApplicationView
 			if err := (apiClient{base: *server, token: *token}).get(cmd.Context(), "/api/v1/applications/"+url.PathEscape(args[0]), &a); err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSONOut(cmd.OutOrStdout(), a)
-			}
-			DescribeApplication(cmd.OutOrStdout(), a, time.Now())
-			return nil
+			return out.print(cmd.OutOrStdout(), a, func(w io.Writer, _ bool) { DescribeApplication(w, a, time.Now()) }, nil)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	out = addOutput(cmd, "text", formatJSON, formatYAML)
 	return cmd
 }
 
 // PrintApplications prints the applications as a table, ages from now.
 func PrintApplications(w io.Writer, apps []api.ApplicationView, now time.Time) {
+	printApplications(w, apps, now, false)
+}
+
+// printApplications prints the applications as a table; wide adds each
+// one's kind, repository, digest deployed and the rollout in flight.
+func printApplications(w io.Writer, apps []api.ApplicationView, now time.Time, wide bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	// WHY last and whole: the reason is what the table is read for, and
 	// often long (a signature's verdict names the image).
-	fmt.Fprintln(tw, "APPLICATION\tDEPLOYED\tROLLING OUT\tLAST SEEN\tSOURCE\tSEEN\tWEBHOOK\tLAST SKIPPED\tWHY")
+	head := "APPLICATION\tDEPLOYED\tROLLING OUT\tLAST SEEN\tSOURCE\tSEEN\tWEBHOOK\tLAST SKIPPED"
+	if wide {
+		head += "\tKIND\tREPOSITORY\tDIGEST\tROLLOUT"
+	}
+	fmt.Fprintln(tw, head+"\tWHY")
 	for _, a := range apps {
 		deployed, rolling := "-", "-"
 		if a.Deployed != nil {
@@ -93,7 +120,18 @@ func PrintApplications(w io.Writer, apps []api.ApplicationView, now time.Time) {
 		if k := a.LastSkipped; k != nil {
 			skipped, why = k.Tag+" ("+k.Outcome+")", k.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, deployed, rolling, seen, source, seenAge, webhook(a), skipped, why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", a.Name, deployed, rolling, seen, source, seenAge, webhook(a), skipped)
+		if wide {
+			digest, ro := "-", "-"
+			if d := a.Deployed; d != nil {
+				digest = dash(d.Digest)
+			}
+			if l := a.Latest; l != nil && inFlight(l.Phase) {
+				ro = dash(l.Rollout)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", dash(a.Kind), dash(a.Repository), digest, ro)
+		}
+		fmt.Fprintln(tw, why)
 	}
 	_ = tw.Flush()
 }

@@ -38,7 +38,8 @@ server.apiTokens in its config): --token, or the environment variable
 FLOTILLA_TOKEN. It is recorded under the token's name.`,
 		Example: `  flotilla approve r-20260102-api-7f3c
   flotilla approve r-20260102-api-7f3c --cluster eu-1 --reject --reason "p99 latency regressed"`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(&server, &token, kindRollout),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wave != "" {
 				if cluster != "" || reject {

@@ -16,8 +16,9 @@ import (
 
 // newGetAuditCmd is `flotilla get audit`.
 func newGetAuditCmd(server, token *string) *cobra.Command {
-	var output, application, rolloutID, since string
+	var application, rolloutID, since string
 	var limit int
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "List the controls sent to flotilla, newest first: who, what, why, from where, allowed or refused",
@@ -52,14 +53,10 @@ mode every replica reads the same); --since and --limit bound the list.` + readT
 			if err := (apiClient{base: *server, token: *token}).get(cmd.Context(), path, &page); err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSONOut(cmd.OutOrStdout(), page)
-			}
-			PrintAudit(cmd.OutOrStdout(), page)
-			return nil
+			return out.print(cmd.OutOrStdout(), page, func(w io.Writer, _ bool) { PrintAudit(w, page) }, nil)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	out = addOutput(cmd, "table", formatJSON, formatYAML)
 	cmd.Flags().StringVar(&application, "application", "", "only the records of this application")
 	cmd.Flags().StringVar(&rolloutID, "rollout", "", "only the records of this rollout")
 	cmd.Flags().StringVar(&since, "since", "", "only the records since a duration ago (such as 1h) or an RFC 3339 time")

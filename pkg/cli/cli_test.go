@@ -52,7 +52,7 @@ func TestMain_version(t *testing.T) {
 			},
 		},
 		{
-			name: "unknown command", args: []string{"bogus"}, wantCode: 1,
+			name: "unknown command", args: []string{"bogus"}, wantCode: exitUsage,
 			check: func(t *testing.T, _, stderr string) {
 				t.Helper()
 				if !strings.Contains(stderr, `unknown command "bogus"`) {

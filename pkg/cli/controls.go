@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -52,6 +53,9 @@ func controlCmd(use, short, long, example string, args cobra.PositionalArgs, pat
 			fmt.Fprintln(cmd.OutOrStdout(), done(args, res.By))
 			return nil
 		},
+	}
+	if strings.Contains(use, "ROLLOUT") {
+		cmd.ValidArgsFunction = completeNames(&server, &token, kindRollout)
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	tokenFlag(cmd.Flags(), &token)
@@ -124,7 +128,8 @@ it is skipped, saying so), and aborts the rollouts in flight that carry it
 (their clusters are rolled back). A reason is required.` + tokenHelp,
 		Example: `  flotilla quarantine podinfo 1.2.0 --reason "CVE-2026-1234"
   flotilla quarantine podinfo --digest sha256:0123... --reason "bad build"`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeNames(&server, &token, kindApplication),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := map[string]string{"reason": reason, "by": whoami()}
 			if len(args) == 2 {

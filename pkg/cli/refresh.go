@@ -33,8 +33,9 @@ verified and planned as a webhook's push (flotilla get rollouts shows its
 rollout). A version a webhook brought already changes nothing. Refresh
 prints how many tags the registry listed, the version found and whether it
 was fed in, or why nothing was.` + tokenHelp,
-		Example: `  flotilla refresh podinfo`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  flotilla refresh podinfo`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(&server, &token, kindApplication),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body, err := jsonBody(controlRequest{Reason: reason, By: whoami()})
 			if err != nil {

@@ -57,7 +57,8 @@ FLOTILLA_TOKEN. It is recorded under the token's name, with --reason, in
 the audit ('flotilla get audit').`,
 		Example: `  flotilla retry r-20260102-api-7f3c
   flotilla retry r-20260102-api-7f3c --cluster eu-1`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(&server, &token, kindRollout),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := apiClient{base: server, token: token}
 			var res retryResponse

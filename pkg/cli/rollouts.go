@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,76 +15,137 @@ import (
 )
 
 func newGetCmd() *cobra.Command {
-	var server, token, output string
+	var server, token string
+	cmd := &cobra.Command{
+		Use:   "get KIND [NAME]",
+		Short: "List resources of a running flotilla: rollouts, applications, clusters, audit",
+		Long: `List resources of a running flotilla, as kubectl does: a table, or with
+-o json, yaml, wide (more columns) or name (KIND/NAME, one per line); with a
+NAME, that one only.` + readTokenHelp,
+		Example: `  flotilla get rollouts
+  flotilla get rollouts -o yaml
+  flotilla get clusters -o wide
+  flotilla get application podinfo -o json`,
+	}
+	ros := newGetRolloutsCmd(&server, &token)
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
+	tokenFlag(cmd.PersistentFlags(), &token)
+	cmd.AddCommand(ros, newGetApplicationsCmd(&server, &token), newGetClustersCmd(&server, &token), newGetAuditCmd(&server, &token))
+	return cmd
+}
+
+// newGetRolloutsCmd is `flotilla get rollouts [ID]`.
+func newGetRolloutsCmd(server, token *string) *cobra.Command {
 	var watch bool
 	var interval time.Duration
-	cmd := &cobra.Command{Use: "get", Short: "List resources of a running flotilla", Long: `List resources of a running flotilla.` + readTokenHelp}
-	rollouts := &cobra.Command{
-		Use:     "rollouts",
+	var out *output
+	cmd := &cobra.Command{
+		Use:     "rollouts [ID]",
 		Aliases: []string{"rollout", "ro"},
 		Short:   "List rollouts, newest first (--watch: live, waves x clusters)",
-		Long: `List rollouts, newest first: those in flight, then the latest finished.
+		Long: `List rollouts, newest first: those in flight, then the latest finished;
+with an ID, that rollout only.
 
 With --watch the list is redrawn live (on the server's watch stream, and
 every --interval) until interrupted, each rollout in flight with its
 waves x clusters and what it waits for (bake, approvals, a freeze window,
 a pause, a stopped fleet).` + readTokenHelp,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeNames(server, token, kindRollout),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := apiClient{base: *server, token: *token}
 			if watch {
-				return watchRollouts(cmd, apiClient{base: server, token: token}, interval)
+				if out.format != "" || len(args) > 0 {
+					return usageError{fmt.Errorf("--watch redraws the table of every rollout: it takes no ID and no -o")}
+				}
+				return watchRollouts(cmd, c, interval)
 			}
+			var v any
 			var ros []rollout.Rollout
-			if err := (apiClient{base: server, token: token}).get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
-				return err
+			if len(args) == 1 {
+				var r rollout.Rollout
+				if err := c.get(cmd.Context(), "/api/v1/rollouts/"+url.PathEscape(args[0]), &r); err != nil {
+					return err
+				}
+				v, ros = r, []rollout.Rollout{r}
+			} else {
+				if err := c.get(cmd.Context(), "/api/v1/rollouts", &ros); err != nil {
+					return err
+				}
+				v = ros
 			}
-			if output == "json" {
-				return writeJSONOut(cmd.OutOrStdout(), ros)
-			}
-			printRollouts(cmd.OutOrStdout(), ros)
-			return nil
+			return out.print(cmd.OutOrStdout(), v, func(w io.Writer, wide bool) { printRollouts(w, ros, wide) },
+				func() []string { return rolloutNames(ros) })
 		},
 	}
-	rollouts.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
-	rollouts.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the list live, with waves x clusters, until interrupted")
-	rollouts.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the list again besides its live changes")
-	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	tokenFlag(cmd.PersistentFlags(), &token)
-	cmd.AddCommand(rollouts, newGetApplicationsCmd(&server, &token), newGetAuditCmd(&server, &token))
+	out = addOutput(cmd, "table", formatJSON, formatYAML, formatWide, formatName)
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the list live, with waves x clusters, until interrupted")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the list again besides its live changes")
 	return cmd
 }
 
+// rolloutNames are the rollouts as -o name prints them.
+func rolloutNames(ros []rollout.Rollout) []string {
+	out := make([]string, 0, len(ros))
+	for _, r := range ros {
+		out = append(out, kindRollout+"/"+r.ID)
+	}
+	return out
+}
+
+// Exit codes of `describe rollout --watch` besides 0 (it succeeded), 1
+// (an error: flotilla unreachable, the rollout unknown...) and 2 (usage).
+const (
+	// exitRolloutFailed: the rollout ended other than Succeeded (rolled
+	// back, failed, aborted...).
+	exitRolloutFailed = 4
+	// exitTimeout: --timeout passed before the rollout ended.
+	exitTimeout = 5
+)
+
 func newDescribeCmd() *cobra.Command {
-	var server, token, output string
+	var server, token string
 	var watch bool
-	var interval time.Duration
-	cmd := &cobra.Command{Use: "describe", Short: "Show one resource of a running flotilla in detail", Long: `Show one resource of a running flotilla in detail.` + readTokenHelp}
+	var interval, timeout time.Duration
+	var out *output
+	cmd := &cobra.Command{Use: "describe KIND NAME", Short: "Show one resource of a running flotilla in detail: a rollout, an application",
+		Long: `Show one resource of a running flotilla in detail.` + readTokenHelp}
 	ro := &cobra.Command{
 		Use:     "rollout ID",
-		Aliases: []string{"ro"},
+		Aliases: []string{"rollouts", "ro"},
 		Short:   "Show a rollout: waves x clusters with their state (--watch: live, until it ends)",
 		Long: `Show a rollout: waves x clusters with their state. With --watch it is
 redrawn live (on the server's watch stream, and every --interval) until it
-ends; the exit code is non-zero unless it succeeded.` + readTokenHelp,
-		Args: cobra.ExactArgs(1),
+ends, or until --timeout. The exit code of --watch says how it ended:
+0 it succeeded, 4 it ended otherwise (rolled back, failed, aborted),
+5 --timeout passed first, 1 an error (flotilla unreachable, no such
+rollout).` + readTokenHelp,
+		Example: `  flotilla describe rollout podinfo-3f2a9c1d7e
+  flotilla describe rollout podinfo-3f2a9c1d7e --watch --timeout 30m && echo rolled out`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(&server, &token, kindRollout),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			c := apiClient{base: server, token: token}
+			if timeout != 0 && !watch {
+				return usageError{fmt.Errorf("--timeout bounds --watch: give --watch too")}
+			}
 			if watch {
-				return watchRollout(cmd, apiClient{base: server, token: token}, args[0], interval)
+				if out.format != "" {
+					return usageError{fmt.Errorf("--watch redraws the description: it takes no -o")}
+				}
+				return watchRollout(cmd, c, args[0], interval, timeout)
 			}
 			var r rollout.Rollout
-			if err := (apiClient{base: server, token: token}).get(cmd.Context(), "/api/v1/rollouts/"+args[0], &r); err != nil {
+			if err := c.get(cmd.Context(), "/api/v1/rollouts/"+url.PathEscape(args[0]), &r); err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSONOut(cmd.OutOrStdout(), r)
-			}
-			DescribeRollout(cmd.OutOrStdout(), r)
-			return nil
+			return out.print(cmd.OutOrStdout(), r, func(w io.Writer, _ bool) { DescribeRollout(w, r) }, nil)
 		},
 	}
-	ro.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	ro.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the rollout live until it ends; exit non-zero unless it succeeded")
+	out = addOutput(ro, "text", formatJSON, formatYAML)
+	ro.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the rollout live until it ends; exit 0 if it succeeded, 4 if not, 5 at --timeout")
 	ro.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch, how often to read the rollout again besides its live changes")
+	ro.Flags().DurationVar(&timeout, "timeout", 0, "with --watch, how long to wait for the rollout to end (exit 5 then); 0: no limit")
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	tokenFlag(cmd.PersistentFlags(), &token)
 	cmd.AddCommand(ro, newDescribeApplicationCmd(&server, &token))
@@ -100,15 +160,16 @@ or server.apiTokens in its config), unless its server.anonymousRead opens
 the reads: --token, or the environment variable FLOTILLA_TOKEN. It is sent
 with every read and the --watch stream; without it flotilla answers 401.`
 
-func writeJSONOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-func printRollouts(w io.Writer, ros []rollout.Rollout) {
+// printRollouts prints rollouts as a table; wide adds the image, the
+// whole digest, the source, who pushed it, when it was created and why it
+// ended.
+func printRollouts(w io.Writer, ros []rollout.Rollout, wide bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAPPLICATION\tKIND\tTAG\tDIGEST\tPHASE\tWAVE\tCLUSTERS\tAGE\tWAITING")
+	head := "ID\tAPPLICATION\tKIND\tTAG\tDIGEST\tPHASE\tWAVE\tCLUSTERS\tAGE\tWAITING"
+	if wide {
+		head += "\tIMAGE\tSOURCE\tPUSHED BY\tCREATED\tREASON"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range ros {
 		done, total := 0, 0
 		for _, w := range r.Waves {
@@ -119,8 +180,20 @@ func printRollouts(w io.Writer, ros []rollout.Rollout) {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%s\n", r.ID, r.Application, kindOf(r), r.Tag, short(r.Digest),
+		digest := short(r.Digest)
+		if wide {
+			digest = r.Digest
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%s", r.ID, r.Application, kindOf(r), r.Tag, dash(digest),
 			r.Phase, r.Wave+1, len(r.Waves), done, total, age(r.Created), dash(truncate(waitingFor(r), 60)))
+		if wide {
+			created := "-"
+			if !r.Created.IsZero() {
+				created = r.Created.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s", dash(r.Image), dash(r.Source), dash(r.PushedBy), created, dash(r.Reason))
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 }
@@ -318,7 +391,7 @@ func watchRollouts(cmd *cobra.Command, c apiClient, interval time.Duration) erro
 			}
 		}
 		scr.draw(func(w io.Writer, color bool) {
-			printRollouts(w, ros)
+			printRollouts(w, ros, false)
 			for _, r := range ros {
 				if !r.Phase.Done() {
 					printWaves(w, r, color)
@@ -362,9 +435,16 @@ func printWaves(w io.Writer, r rollout.Rollout, color bool) {
 
 // watchRollout redraws one rollout (describe --watch) until it ends: at
 // once when the watch stream reports a change, and every interval. It
-// fails when the rollout ends other than Succeeded.
-func watchRollout(cmd *cobra.Command, c apiClient, id string, interval time.Duration) error {
+// fails with exitRolloutFailed when the rollout ends other than
+// Succeeded, and with exitTimeout when timeout (0: none) passes first.
+func watchRollout(cmd *cobra.Command, c apiClient, id string, interval, timeout time.Duration) error {
 	ctx := cmd.Context()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		tm := time.NewTimer(timeout)
+		defer tm.Stop()
+		expired = tm.C
+	}
 	scr := newScreen(cmd.OutOrStdout())
 	changes := c.changes(ctx, id)
 	t := time.NewTicker(max(interval, 100*time.Millisecond))
@@ -383,13 +463,15 @@ func watchRollout(cmd *cobra.Command, c apiClient, id string, interval time.Dura
 		scr.draw(func(w io.Writer, color bool) { describeRollout(w, r, color) })
 		if r.Phase.Done() {
 			if r.Phase != rollout.Succeeded {
-				return fmt.Errorf("rollout %s ended %s: %s", r.ID, r.Phase, r.Reason)
+				return exitError{exitRolloutFailed, fmt.Errorf("rollout %s ended %s: %s", r.ID, r.Phase, r.Reason)}
 			}
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-expired:
+			return exitError{exitTimeout, fmt.Errorf("rollout %s has not ended after --timeout %s: %s, wave %d of %d", r.ID, timeout, r.Phase, r.Wave+1, len(r.Waves))}
 		case <-t.C:
 			refresh = true
 		case got, ok := <-changes:

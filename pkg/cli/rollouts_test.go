@@ -29,7 +29,7 @@ func TestPrintRolloutsKind(t *testing.T) {
 			r.ID, r.Application, r.Tag, r.Digest, r.Phase, r.Created = "shop-2", "shop", "1.1.0", "sha256:0123456789abcdef", rollout.Succeeded, created
 			r.Waves = []rollout.Wave{{Name: "w1", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterSucceeded}}}}
 			var b strings.Builder
-			printRollouts(&b, []rollout.Rollout{r})
+			printRollouts(&b, []rollout.Rollout{r}, false)
 			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 			if len(lines) != 2 {
 				t.Fatalf("get rollouts printed %d lines, want a header and a row:\n%s", len(lines), b.String())

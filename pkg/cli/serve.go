@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,7 +18,7 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		configPath, listen, dataDir, logLevel string
+		configPath, listen, dataDir, logLevel, logFormat string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -35,13 +36,17 @@ that carry each verified image through the fleet's waves, and serves the API tha
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level: %w", err)}
 			}
+			handler, err := logHandler(cmd.ErrOrStderr(), logFormat, level)
+			if err != nil {
+				return err
+			}
 			cfg, err := config.Load(configPath)
 			if err != nil {
 				return err
 			}
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log := slog.New(handler)
 			// client-go (the clusters' watch caches) logs through klog:
-			// into the same log, as JSON, tagged.
+			// into the same log, in its format, tagged.
 			klog.SetSlogLogger(log.With("component", "client-go"))
 			srv, err := app.New(cmd.Context(), cfg, app.Options{Listen: listen, DataDir: dataDir, Logger: log})
 			if err != nil {
@@ -58,5 +63,32 @@ that carry each verified image through the fleet's waves, and serves the API tha
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default: server.listen of the config, else 127.0.0.1:8080)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the embedded store (default: server.dataDir of the config, else ./flotilla-data)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().StringVar(&logFormat, "log-format", "", "log format: text (key=value lines, to read) or json (one object a line, for a log pipeline); default text when stderr is a terminal, else json")
+	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{logText, logJSON}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// --log-format's formats.
+const (
+	logText = "text"
+	logJSON = "json"
+)
+
+// logHandler is the handler of --log-format (format "": text when w is a
+// terminal, else JSON) writing to w from level up.
+func logHandler(w io.Writer, format string, level slog.Level) (slog.Handler, error) {
+	if format == "" {
+		format = logJSON
+		if isTerminal(w) {
+			format = logText
+		}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case logText:
+		return slog.NewTextHandler(w, opts), nil
+	case logJSON:
+		return slog.NewJSONHandler(w, opts), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", format)}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -71,7 +70,8 @@ func newTokenCreateCmd() *cobra.Command {
 }
 
 func newTokenListCmd() *cobra.Command {
-	var server, token, output string
+	var server, token string
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the created API tokens and the revoked ones of the config (never a secret)",
@@ -83,18 +83,18 @@ func newTokenListCmd() *cobra.Command {
 			if err := (apiClient{base: server, token: token}).get(cmd.Context(), "/api/v1/tokens", &res); err != nil {
 				return err
 			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res.Tokens)
-			}
-			printTokens(cmd.OutOrStdout(), res.Tokens)
-			return nil
+			return out.print(cmd.OutOrStdout(), res.Tokens, func(w io.Writer, _ bool) { printTokens(w, res.Tokens) }, func() []string {
+				names := make([]string, 0, len(res.Tokens))
+				for _, t := range res.Tokens {
+					names = append(names, "token/"+t.Name)
+				}
+				return names
+			})
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
 	tokenFlag(cmd.Flags(), &token)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	out = addOutput(cmd, "table", formatJSON, formatYAML, formatName)
 	return cmd
 }
 

@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -10,26 +10,18 @@ import (
 )
 
 func newVersionCmd() *cobra.Command {
-	var output string
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print flotilla's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := version.Get()
-			switch output {
-			case "", "text":
-				fmt.Fprintf(cmd.OutOrStdout(), "flotilla %s (%s, %s)\n", info.Version, info.GoVersion, info.Platform)
-				return nil
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
-			default:
-				return usageError{fmt.Errorf("unknown output format %q: want text or json", output)}
-			}
+			return out.print(cmd.OutOrStdout(), info, func(w io.Writer, _ bool) {
+				fmt.Fprintf(w, "flotilla %s (%s, %s)\n", info.Version, info.GoVersion, info.Platform)
+			}, nil)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	out = addOutput(cmd, "text", formatJSON, formatYAML)
 	return cmd
 }

@@ -96,13 +96,17 @@ type screen struct {
 }
 
 func newScreen(out io.Writer) screen {
-	tty := false
-	if f, ok := out.(interface{ Stat() (os.FileInfo, error) }); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb" {
-			tty = true
-		}
+	return screen{out: out, tty: isTerminal(out) && os.Getenv("TERM") != "dumb"}
+}
+
+// isTerminal tells whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Stat() (os.FileInfo, error) })
+	if !ok {
+		return false
 	}
-	return screen{out: out, tty: tty}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (s screen) draw(view func(w io.Writer, color bool)) {

@@ -68,7 +68,7 @@ func TestDescribeWatchFollowsTheRolloutToItsEnd(t *testing.T) {
 		wantErr  string
 	}{
 		{rollout.Succeeded, rollout.ClusterSucceeded, 0, ""},
-		{rollout.RolledBack, rollout.ClusterReverted, 1, "rollout r1 ended RolledBack: because"},
+		{rollout.RolledBack, rollout.ClusterReverted, exitRolloutFailed, "rollout r1 ended RolledBack: because"},
 	} {
 		t.Run(string(tc.phase), func(t *testing.T) {
 			url, s, repo := watchedServer(t)
