@@ -49,6 +49,17 @@ func GitSourceFor(app config.Application, cluster, ref string) (*GitSource, erro
 	for _, p := range g.Paths {
 		src.Paths = append(src.Paths, strings.ReplaceAll(p, "{cluster}", cluster))
 	}
+	if k := g.KubeCD; k != nil {
+		env, ok := k.Environments[cluster]
+		if !ok {
+			return nil, fault.Permanent(fmt.Errorf("no KubeCD environment of %s is in cluster %s", app.Name, cluster))
+		}
+		b, err := json.Marshal(render.Chart{KubeCD: &render.KubeCDRelease{EnvironmentsFile: k.EnvironmentsFile, Environment: env, Release: k.Release}})
+		if err != nil {
+			return nil, fault.Permanent(fmt.Errorf("kubecd release of %s: %w", app.Name, err))
+		}
+		src.Helm = string(b)
+	}
 	if h := g.Helm; h != nil {
 		c := render.Chart{Dir: h.Chart, ValuesFile: strings.ReplaceAll(h.ValuesFile, "{cluster}", cluster), Values: h.Values, ReleaseName: h.ReleaseName}
 		for _, f := range h.DefaultValues {

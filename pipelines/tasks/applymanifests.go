@@ -185,7 +185,7 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	if p.Chart != nil && p.Chart.Namespace == "" {
 		p.Chart.Namespace = p.Namespace
 	}
-	objs, err := render.Render(render.Request{Dir: tree, Kind: p.Render, Paths: p.Paths, Chart: p.Chart})
+	objs, err := render.RenderContext(ctx, render.Request{Dir: tree, Kind: p.Render, Paths: p.Paths, Chart: p.Chart})
 	if err != nil {
 		return res, err
 	}

@@ -78,7 +78,7 @@ func (c commitRenderer) WorkloadImage(ctx context.Context, app config.Applicatio
 	if err := c.mirror.Checkout(ctx, SourceRepo(*g), commit, tree); err != nil {
 		return "", err
 	}
-	objs, err := render.Render(render.Request{Dir: tree, Kind: cmp.Or(src.Render, render.Manifests), Paths: src.Paths, Chart: chart})
+	objs, err := render.RenderContext(ctx, render.Request{Dir: tree, Kind: cmp.Or(src.Render, render.Manifests), Paths: src.Paths, Chart: chart})
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,7 @@ func newConfigCheckCmd() *cobra.Command {
 		path    string
 		live    bool
 		timeout time.Duration
+		kcd     kubecdFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -40,19 +41,22 @@ server.anonymousRead (reads open to anyone) is warned about. With --live it also
 reaches each cluster of the fleet (its kubeconfig, the API server's version)
 and checks that it serves Flagger's Canary (flagger.app/v1beta1), each
 cluster within --timeout. CI pipelines and the Helm chart's init container
-run it.`,
+run it. With --kubecd DIR instead of --config it checks KubeCD's files in DIR
+(environments.yaml and the release files it names) as a config holding only
+kubecd.dir would load them (docs/kubecd.md).`,
 		Example: `  flotilla config check --config flotilla.yaml
+  flotilla config check --kubecd deployments/ --kubeconfig ~/.kube/config
   flotilla config check --config flotilla.yaml --live --timeout 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if path == "" {
-				return usageError{errors.New("--config is required")}
+			if path == "" && kcd.dir == "" {
+				return usageError{errors.New("--config (or --kubecd) is required")}
 			}
 			if timeout <= 0 {
 				return usageError{errors.New("--timeout must be positive")}
 			}
 			out := cmd.OutOrStdout()
-			cfg, err := config.Load(path)
+			cfg, err := kcd.load(&path)
 			var verr *config.ValidationError
 			if errors.As(err, &verr) {
 				for _, p := range verr.Problems {
@@ -70,6 +74,9 @@ run it.`,
 			if n := cfg.Server.AuthNotice(); n != "" {
 				fmt.Fprintf(out, "%s: warning: %s\n", path, n)
 			}
+			for _, n := range cfg.KubeCDNotices() {
+				fmt.Fprintf(out, "%s: notice: %s\n", path, n)
+			}
 			// Valid, and open to every token: no projects, no rbac.
 			if n := cfg.RBACNotice(); n != "" {
 				fmt.Fprintf(out, "%s: notice: %s\n", path, n)
@@ -84,6 +91,7 @@ run it.`,
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file to check")
+	kcd.register(cmd)
 	cmd.Flags().BoolVar(&live, "live", false, "also reach every cluster and check that it serves Flagger's Canary")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long each cluster may take to answer (with --live)")
 	return cmd

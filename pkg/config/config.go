@@ -35,6 +35,9 @@ type Config struct {
 	// RBAC is casbin policy on top of the projects' roles, and the role
 	// every authenticated principal has.
 	RBAC *RBAC `json:"rbac"`
+	// KubeCD adds the applications, clusters and waves of a repository's
+	// KubeCD files (environments.yaml, releases.yaml).
+	KubeCD *KubeCD `json:"kubecd"`
 }
 
 // Registries are where registry credentials come from, tried in this
@@ -716,6 +719,9 @@ type GitSource struct {
 	// PasswordValue and TokenValue are resolved by Load. Never marshalled.
 	PasswordValue string `json:"-"`
 	TokenValue    string `json:"-"`
+	// KubeCD is the release of KubeCD's files an application of
+	// Config.KubeCD renders (render kubecd). Never marshalled.
+	KubeCD *KubeCDSource `json:"-"`
 }
 
 // HelmRelease is a chart in the repository and its values, as KubeCD's
@@ -771,6 +777,9 @@ func (g GitSource) TagMatches(tag string) bool {
 // from: Paths, and for helm the chart and the values files, "{cluster}"
 // replaced.
 func (g GitSource) TrackedPaths(cluster string) []string {
+	if k := g.KubeCD; k != nil {
+		return slices.Clone(k.Tracked[cluster])
+	}
 	ps := slices.Clone(g.Paths)
 	if h := g.Helm; h != nil {
 		ps = append(ps, h.Chart)

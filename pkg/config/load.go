@@ -59,6 +59,7 @@ func parse(data []byte, base string) (*Config, error) {
 		return nil, err
 	}
 	aliases := kuratorAliases(c)
+	aliases = append(aliases, expandKubeCD(c, base)...)
 	applyDefaults(c, base)
 	if verr := validate(c, aliases...); verr != nil {
 		rolloutPolicyPaths(c, verr)

@@ -1031,7 +1031,11 @@ func (v *validator) gitSource(path string, a Application) {
 			v.addf(path+".tags", "%v", err)
 		}
 	}
-	v.oneOf(path+".render", "render", g.Render, GitRenders)
+	if (g.Render == RenderKubeCD) != (g.KubeCD != nil) {
+		v.addf(path+".render", "render %s is what kubecd: makes of KubeCD's files; use kubecd.dir", RenderKubeCD)
+	} else if g.KubeCD == nil {
+		v.oneOf(path+".render", "render", g.Render, GitRenders)
+	}
 	switch h := g.Helm; {
 	case g.Render == "helm" && h == nil:
 		v.addf(path+".helm", "required by render helm: the chart directory and its values")
@@ -1060,7 +1064,7 @@ func (v *validator) gitSource(path string, a Application) {
 			v.addf(fmt.Sprintf("%s.allowedImages[%d]", path, i), "%v", err)
 		}
 	}
-	if len(g.Paths) == 0 && g.Render != "helm" {
+	if len(g.Paths) == 0 && g.Render != "helm" && g.Render != RenderKubeCD {
 		v.addf(path+".paths", "at least one file or directory of the cluster's objects, e.g. clusters/{cluster}/podinfo")
 	}
 	for i, p := range g.Paths {

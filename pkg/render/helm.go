@@ -2,9 +2,9 @@ package render
 
 import (
 	"maps"
-	"slices"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -28,6 +28,12 @@ func helmTemplate(dir string, c Chart) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, permanentf("%w: loading chart %s: %w", ErrRender, c.Dir, err)
 	}
+	return templateChart(dir, ch, c)
+}
+
+// templateChart renders a loaded chart with c's values (files relative
+// to dir).
+func templateChart(dir string, ch *chart.Chart, c Chart) ([]*unstructured.Unstructured, error) {
 	vals, err := values(dir, c)
 	if err != nil {
 		return nil, err
@@ -75,23 +81,36 @@ func helmTemplate(dir string, c Chart) ([]*unstructured.Unstructured, error) {
 }
 
 // values merges the chart's user values: DefaultValues files, then
-// ValuesFile, then Values, later ones winning (maps merge, everything else
-// is replaced), as `helm template -f a -f b --set ...` does.
+// DefaultValueSet (KubeCD's environment key/values), then ValuesFile, then
+// Values, later ones winning (maps merge, everything else is replaced), as
+// `helm template -f a -f b --set ...` does.
 func values(dir string, c Chart) (map[string]any, error) {
 	out := map[string]any{}
-	for _, f := range slices.Concat(c.DefaultValues, []string{c.ValuesFile}) {
-		if f == "" {
-			continue
-		}
+	read := func(f string) error {
 		full, err := inside(dir, f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v, err := chartutil.ReadValuesFile(full)
 		if err != nil {
-			return nil, permanentf("%w: values file %s: %w", ErrRender, f, err)
+			return permanentf("%w: values file %s: %w", ErrRender, f, err)
 		}
 		out = merge(out, v)
+		return nil
+	}
+	for _, f := range c.DefaultValues {
+		if f == "" {
+			continue
+		}
+		if err := read(f); err != nil {
+			return nil, err
+		}
+	}
+	out = merge(out, c.DefaultValueSet)
+	if c.ValuesFile != "" {
+		if err := read(c.ValuesFile); err != nil {
+			return nil, err
+		}
 	}
 	return merge(out, c.Values), nil
 }

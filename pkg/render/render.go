@@ -3,6 +3,7 @@ package render
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,9 @@ const (
 	Manifests = "manifests"
 	Kustomize = "kustomize"
 	Helm      = "helm"
+	// KubeCD renders a release of KubeCD's files at the commit
+	// (Chart.KubeCD names it): its chart and its resource files.
+	KubeCD = "kubecd"
 )
 
 // ErrRender is a repository that does not render into objects.
@@ -52,16 +56,42 @@ type Chart struct {
 	DefaultValues []string
 	ValuesFile    string
 	Values        map[string]any
-	ReleaseName   string
-	Namespace     string
+	// DefaultValueSet are values between DefaultValues and ValuesFile
+	// (KubeCD's environment defaultValues).
+	DefaultValueSet map[string]any `json:",omitempty"`
+	ReleaseName     string
+	Namespace       string
+	// KubeCD names a release of KubeCD's files, for render kubecd: the
+	// chart, values and resource files are read from the commit.
+	KubeCD *KubeCDRelease `json:",omitempty"`
 }
 
-// Render returns the objects req describes, in the order they were found
-// (for Helm, Helm's install order).
+// KubeCDRelease is a release of an environment of KubeCD's files.
+type KubeCDRelease struct {
+	// EnvironmentsFile is environments.yaml's path in the repository.
+	EnvironmentsFile string
+	Environment      string
+	Release          string
+}
+
+// Render is RenderContext for requests that reach no network (no chart
+// reference): it has no deadline.
 func Render(req Request) ([]*unstructured.Unstructured, error) {
+	return RenderContext(context.Background(), req)
+}
+
+// RenderContext returns the objects req describes, in the order they were
+// found (for Helm, Helm's install order). A KubeCD release's chart
+// reference is pulled within ctx (and cached, see pullChart).
+func RenderContext(ctx context.Context, req Request) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	var err error
 	switch req.Kind {
+	case KubeCD:
+		if req.Chart == nil || req.Chart.KubeCD == nil {
+			return nil, permanentf("%w: render kubecd needs a release", ErrRender)
+		}
+		objs, err = kubecdRelease(ctx, defaultChartCache(), req.Dir, *req.Chart)
 	case Manifests, "":
 		objs, err = manifests(req.Dir, req.Paths)
 	case Kustomize:
@@ -72,7 +102,7 @@ func Render(req Request) ([]*unstructured.Unstructured, error) {
 		}
 		objs, err = helmTemplate(req.Dir, *req.Chart)
 	default:
-		return nil, permanentf("%w: unknown render %q (want manifests, kustomize or helm)", ErrRender, req.Kind)
+		return nil, permanentf("%w: unknown render %q (want manifests, kustomize, helm or kubecd)", ErrRender, req.Kind)
 	}
 	if err != nil {
 		return nil, err
@@ -84,6 +114,9 @@ func Render(req Request) ([]*unstructured.Unstructured, error) {
 }
 
 func describe(req Request) string {
+	if req.Kind == KubeCD && req.Chart != nil && req.Chart.KubeCD != nil {
+		return "release " + req.Chart.KubeCD.Release + " of environment " + req.Chart.KubeCD.Environment
+	}
 	if req.Kind == Helm && req.Chart != nil {
 		return "chart " + req.Chart.Dir
 	}
