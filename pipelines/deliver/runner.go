@@ -97,6 +97,15 @@ func NewRunner(d *Deliverer, answers Answers, runners int, log *slog.Logger) *Ru
 	}}
 }
 
+// WithClock sets the clock the runs' deadlines are read on (default
+// time.Now): the engine's (app.Options.Clock).
+func (r *Runner) WithClock(now func() time.Time) *Runner {
+	if now != nil {
+		r.now = now
+	}
+	return r
+}
+
 func (*Runner) Name() string { return "pipeline" }
 func (*Runner) Consumes() []string {
 	return []string{events.TypePipelineRunRequested, events.TypePruneRequested}
@@ -151,7 +160,9 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		finished.Error = fmt.Sprintf("the run was not done by its deadline %s", req.Deadline.Format(time.RFC3339))
 		return r.finish(e, finished)
 	}
-	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
+	// The deadline is on the engine's clock (WithClock); the run's
+	// context gets what is left of it in wall time.
+	runCtx, cancel := context.WithTimeout(ctx, req.Deadline.Sub(r.now()))
 	defer cancel()
 	r.log.InfoContext(ctx, "running pipeline", "rollout_id", req.RolloutID, "cluster", req.Cluster, "purpose", req.Purpose,
 		"step", req.Step, "image", req.Image, "deadline", req.Deadline)

@@ -293,7 +293,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		observe.New(cfg, s.repo, canaries, now),
 		advance.New(cfg, s.repo, now),
 		rollback.New(cfg, s.repo, canaries, now),
-		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus),
+		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus).WithClock(now),
 		prop,
 	}
 	// In scale-out mode the dispatchers start with the partitions taken,

@@ -1,0 +1,124 @@
+package simulate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/config"
+)
+
+// stubKubeconfig points at an address nothing listens on: the simulation
+// reaches no cluster.
+const stubKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: sim, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: sim, user: {token: simulated}}]
+contexts: [{name: sim, context: {cluster: sim, user: sim}}]
+current-context: sim
+`
+
+// loadConfig reads the user's config for a simulation, offline: secrets
+// that are not there (environment variables unset, files missing) get a
+// placeholder, kubeconfigs that do not exist a stub (no cluster is
+// reached), and edit changes the document before it is validated (the
+// scenario's freeze windows). The catch-up and drift loop and the poll
+// are turned off; the rest is validated as `flotilla serve` would.
+func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config %q: %w", path, err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("parsing config %q: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Dir(abs)
+	stub := filepath.Join(tmp, "stub.kubeconfig")
+	if err := os.WriteFile(stub, []byte(stubKubeconfig), 0o600); err != nil {
+		return nil, err
+	}
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && k == "kubeconfig" {
+					if !filepath.IsAbs(s) {
+						s = filepath.Join(base, s)
+					}
+					if _, err := os.Stat(s); err != nil {
+						v[k] = stub
+					}
+					continue
+				}
+				if m, ok := x.(map[string]any); ok && len(m) == 1 && !notSecrets[k] {
+					if env, ok := m["env"].(string); ok && envName.MatchString(env) && os.Getenv(env) == "" {
+						n++
+						v[k] = map[string]any{"file": placeholder(tmp, n)}
+						continue
+					}
+					if file, ok := m["file"].(string); ok {
+						if !filepath.IsAbs(file) {
+							file = filepath.Join(base, file)
+						}
+						if _, err := os.Stat(file); err != nil {
+							n++
+							v[k] = map[string]any{"file": placeholder(tmp, n)}
+							continue
+						}
+					}
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	fleet, _ := doc["fleet"].(map[string]any)
+	if fleet == nil {
+		fleet = map[string]any{}
+		doc["fleet"] = fleet
+	}
+	fleet["poll"] = map[string]any{"disabled": true}
+	fleet["reconcile"] = map[string]any{"interval": "0s"}
+	if edit != nil {
+		if err := edit(doc); err != nil {
+			return nil, err
+		}
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Parse(out, base)
+	if err != nil {
+		return nil, fmt.Errorf("config %q: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// notSecrets are the keys whose one-key maps ({env: prod}) are labels,
+// not secrets.
+var notSecrets = map[string]bool{"labels": true, "matchLabels": true, "annotations": true, "nodeSelector": true}
+
+// envName is an environment variable's name, as secrets name them.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// placeholder writes the n-th placeholder secret and returns its path.
+func placeholder(tmp string, n int) string {
+	p := filepath.Join(tmp, fmt.Sprintf("secret-%d", n))
+	_ = os.WriteFile(p, []byte(fmt.Sprintf("simulated-secret-%d", n)), 0o600)
+	return p
+}

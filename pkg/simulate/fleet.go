@@ -1,0 +1,331 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
+	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Outcome is what the simulated Flagger's analysis of a version ends in.
+type Outcome string
+
+// Outcomes a scenario gives a version in a cluster or a wave.
+const (
+	Succeed Outcome = "succeeds"
+	Fail    Outcome = "fails"
+	Hang    Outcome = "hangs" // Flagger never reports: the cluster's deadline passes
+)
+
+// Digest is the digest the simulated registry gives app's tag.
+func Digest(app, tag string) string {
+	h := sha256.Sum256([]byte(app + ":" + tag))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// simCluster is one cluster of the fleet model.
+type simCluster struct {
+	name, wave  string
+	primary     string // what <workload>-primary runs (repo@digest)
+	target      string // what the workload (the canary) runs
+	phase       string // Flagger's phase
+	transition  time.Time
+	unreachable bool
+}
+
+// action is something the simulated Flagger does at a virtual time.
+type action struct {
+	at      time.Time
+	cluster string
+	do      func(c *simCluster) // the state change
+	payload flaggerv1.CanaryWebhookPayload
+}
+
+// Fleet is the simulated fleet: the executor (Run), the canaries' status
+// (CanaryStatus) and the simulated Flagger behind them.
+type Fleet struct {
+	clock    *Clock
+	hookURL  string // the flagger receiver's URL with its secret
+	mu       sync.Mutex
+	clusters map[string]*simCluster
+	versions map[string]string  // digest -> tag
+	outcomes map[string]Outcome // "tag/cluster" or "tag/wave:W" or "tag/*"
+	analysis time.Duration      // when set, overrides the canaries' analysis time
+	actions  []action
+	applies  []Apply
+	inflight int
+	client   *http.Client
+}
+
+// Apply is one run the executor took.
+type Apply struct {
+	At      time.Time
+	Cluster string
+	Version string
+	Revert  bool
+}
+
+func newFleet(cfg *config.Config, clock *Clock) *Fleet {
+	f := &Fleet{clock: clock, clusters: map[string]*simCluster{}, versions: map[string]string{},
+		outcomes: map[string]Outcome{}, client: &http.Client{Timeout: 30 * time.Second}}
+	for _, c := range cfg.Fleet.Clusters {
+		f.clusters[c.Name] = &simCluster{name: c.Name}
+	}
+	for _, w := range cfg.Fleet.Waves {
+		for _, c := range w.ClusterNames() {
+			if sc, ok := f.clusters[c]; ok {
+				sc.wave = w.Name
+			}
+		}
+	}
+	return f
+}
+
+// version names what image runs: the tag of a digest the simulation made,
+// else the image.
+func (f *Fleet) version(image string) string {
+	if image == "" {
+		return "-"
+	}
+	_, digest, ok := strings.Cut(image, "@")
+	if !ok {
+		return image
+	}
+	if tag, ok := f.versions[digest]; ok {
+		return tag
+	}
+	return digest
+}
+
+// Version is the tag cluster's primary runs ("-" for none).
+func (f *Fleet) Version(cluster string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.clusters[cluster]
+	if !ok {
+		return "", false
+	}
+	return f.version(c.primary), true
+}
+
+// Resolve is the simulated registry: every tag exists, its digest derived
+// from the image and the tag.
+func (f *Fleet) Resolve(_ context.Context, image, tag string) (string, error) {
+	d := Digest(image, tag)
+	f.mu.Lock()
+	f.versions[d] = tag
+	f.mu.Unlock()
+	return d, nil
+}
+
+// CanaryStatus reads a cluster's canary from the model.
+func (f *Fleet) CanaryStatus(_ context.Context, cluster, _ string, _ config.Workload) (rollout.CanaryStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.clusters[cluster]
+	if !ok {
+		return rollout.CanaryStatus{}, fault.Permanent(fmt.Errorf("no cluster %q in the simulated fleet", cluster))
+	}
+	if c.unreachable {
+		return rollout.CanaryStatus{}, fmt.Errorf("cluster %s is unreachable (simulated)", cluster)
+	}
+	return rollout.CanaryStatus{Phase: c.phase, Transition: c.transition, PrimaryImage: c.primary, TargetImage: c.target,
+		Checksum: c.target}, nil
+}
+
+// outcome is what the scenario decided for tag in cluster c: a cluster's
+// own, else its wave's, else every cluster's, else success.
+func (f *Fleet) outcome(tag string, c *simCluster) Outcome {
+	for _, k := range []string{tag + "/" + c.name, tag + "/wave:" + c.wave, tag + "/*"} {
+		if o, ok := f.outcomes[k]; ok {
+			return o
+		}
+	}
+	return Succeed
+}
+
+// analysisTime is how long Flagger analyses canary: its interval times its
+// steps (iterations, step weights, or maxWeight / stepWeight); and how long
+// until it fails (interval x threshold).
+func analysisTime(cn *flaggerv1.Canary) (success, failure time.Duration) {
+	interval, steps, threshold := time.Minute, 1, 1
+	if cn != nil && cn.Spec.Analysis != nil {
+		a := cn.Spec.Analysis
+		if d, err := time.ParseDuration(a.Interval); err == nil && d > 0 {
+			interval = d
+		}
+		switch {
+		case a.Iterations > 0:
+			steps = a.Iterations
+		case len(a.StepWeights) > 0:
+			steps = len(a.StepWeights)
+		case a.StepWeight > 0 && a.MaxWeight > 0:
+			steps = (a.MaxWeight + a.StepWeight - 1) / a.StepWeight
+		}
+		threshold = max(a.Threshold, 1)
+	}
+	return interval * time.Duration(steps+1), interval * time.Duration(threshold)
+}
+
+// Run is the executor: it applies p to the cluster's model at once, and
+// has the simulated Flagger answer as the scenario decided.
+func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.clusters[cluster]
+	if !ok {
+		return pipelines.Results{}, fault.Permanent(fmt.Errorf("no cluster %q in the simulated fleet", cluster))
+	}
+	if c.unreachable {
+		return pipelines.Results{}, fault.Permanent(fmt.Errorf("cluster %s is unreachable (simulated)", cluster))
+	}
+	now := f.clock.Now()
+	prev := c.primary
+	changed := c.target != p.Image
+	name, ns := p.Workload, p.Namespace
+	if p.Canary != nil {
+		name, ns = p.Canary.Name, p.Canary.Namespace
+	}
+	tag := f.version(p.Image)
+	f.applies = append(f.applies, Apply{At: now, Cluster: cluster, Version: tag, Revert: p.Image == c.primary && prev != ""})
+	c.target = p.Image
+	meta := func(msg, typ string) flaggerv1.CanaryWebhookPayload {
+		return flaggerv1.CanaryWebhookPayload{Name: name, Namespace: ns, Checksum: p.Image, Metadata: map[string]string{
+			"eventMessage": msg, "eventType": typ, "cluster": cluster, "rollout": p.Rollout,
+		}}
+	}
+	image := p.Image
+	switch {
+	case c.primary == "":
+		// Flagger's first sight of the workload: it copies it to the primary.
+		pl := meta(fmt.Sprintf("Initialization done! %s.%s", name, ns), "Normal")
+		pl.Phase = flaggerv1.CanaryPhaseInitialized
+		f.actions = append(f.actions, action{at: now, cluster: cluster, payload: pl, do: func(c *simCluster) {
+			if c.target == image {
+				c.primary, c.phase = image, string(flaggerv1.CanaryPhaseInitialized)
+			}
+		}})
+	case image == c.primary || (p.Canary != nil && p.Canary.Spec.SkipAnalysis):
+		// A revert (or skipAnalysis): promoted without analysis.
+		pl := meta(fmt.Sprintf("Promotion completed! Scaling down %s.%s", name, ns), "Normal")
+		pl.Phase = flaggerv1.CanaryPhaseSucceeded
+		f.actions = append(f.actions, action{at: now, cluster: cluster, payload: pl, do: func(c *simCluster) {
+			if c.target == image {
+				c.primary, c.phase = image, string(flaggerv1.CanaryPhaseSucceeded)
+			}
+		}})
+	default:
+		c.phase = string(flaggerv1.CanaryPhaseProgressing)
+		c.transition = now
+		start := meta(fmt.Sprintf("New revision detected! Scaling up %s.%s", name, ns), "Normal")
+		start.Phase = flaggerv1.CanaryPhaseProgressing
+		f.actions = append(f.actions, action{at: now, cluster: cluster, payload: start, do: func(*simCluster) {}})
+		success, failure := analysisTime(p.Canary)
+		if f.analysis > 0 {
+			success, failure = f.analysis, f.analysis
+		}
+		switch f.outcome(tag, c) {
+		case Succeed:
+			pl := meta(fmt.Sprintf("Promotion completed! Scaling down %s.%s", name, ns), "Normal")
+			pl.Phase = flaggerv1.CanaryPhaseSucceeded
+			f.actions = append(f.actions, action{at: now.Add(success), cluster: cluster, payload: pl, do: func(c *simCluster) {
+				if c.target == image {
+					c.primary, c.phase = image, string(flaggerv1.CanaryPhaseSucceeded)
+				}
+			}})
+		case Fail:
+			pl := meta(fmt.Sprintf("Rolling back %s.%s failed checks threshold reached", name, ns), "Warning")
+			pl.Phase = flaggerv1.CanaryPhaseFailed
+			f.actions = append(f.actions, action{at: now.Add(failure), cluster: cluster, payload: pl, do: func(c *simCluster) {
+				if c.target == image {
+					c.phase = string(flaggerv1.CanaryPhaseFailed)
+				}
+			}})
+		case Hang:
+		}
+	}
+	return pipelines.Results{PreviousImage: prev, Changed: changed}, nil
+}
+
+// nextAction is when the simulated Flagger acts next.
+func (f *Fleet) nextAction() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var next time.Time
+	for _, a := range f.actions {
+		if next.IsZero() || a.at.Before(next) {
+			next = a.at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// fireDue does what the simulated Flagger has due at now, in order, each
+// change then its webhook (answered 202 once journaled). It reports
+// whether it did anything.
+func (f *Fleet) fireDue(ctx context.Context) (bool, error) {
+	f.mu.Lock()
+	now := f.clock.Now()
+	var due []action
+	kept := f.actions[:0]
+	for _, a := range f.actions {
+		if a.at.After(now) {
+			kept = append(kept, a)
+			continue
+		}
+		due = append(due, a)
+	}
+	f.actions = kept
+	slices.SortStableFunc(due, func(a, b action) int { return a.at.Compare(b.at) })
+	for _, a := range due {
+		if c := f.clusters[a.cluster]; c != nil {
+			a.do(c)
+			c.transition = now
+		}
+	}
+	f.mu.Unlock()
+	for _, a := range due {
+		a.payload.Metadata["timestamp"] = strconv.FormatInt(now.UnixMilli(), 10)
+		if err := f.post(ctx, a.payload); err != nil {
+			return true, err
+		}
+	}
+	return len(due) > 0, nil
+}
+
+// post sends a Flagger event webhook to flotilla's flagger receiver.
+func (f *Fleet) post(ctx context.Context, p flaggerv1.CanaryWebhookPayload) error {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.hookURL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("posting the simulated Flagger's event: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("posting the simulated Flagger's event: %s", resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package simulate
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/events"
+)
+
+// timelineTypes are the events the report's timeline shows.
+var timelineTypes = map[string]string{
+	events.TypeImagePushed:            "pushed",
+	events.TypeRolloutStarted:         "rollout started",
+	events.TypeRolloutSkipped:         "rollout skipped",
+	events.TypeRolloutSuperseded:      "rollout superseded",
+	events.TypeRolloutQueued:          "rollout queued",
+	events.TypeWaveStarted:            "wave started",
+	events.TypeWaveSucceeded:          "wave succeeded",
+	events.TypeWaveBaked:              "wave baked",
+	events.TypeClusterSucceeded:       "cluster succeeded",
+	events.TypeClusterFailed:          "cluster failed",
+	events.TypeClusterReverted:        "cluster rolled back",
+	events.TypeRolloutSucceeded:       "rollout succeeded",
+	events.TypeRolloutFailed:          "rollout failed",
+	events.TypeRolloutRolledBack:      "rollout rolled back",
+	events.TypeRolloutRollbackFailed:  "rollback failed",
+	events.TypeWaveApprovalRequested:  "approved",
+	events.TypeRolloutPauseRequested:  "paused",
+	events.TypeRolloutResumeRequested: "resumed",
+	events.TypeClusterDeadline:        "deadline passed",
+}
+
+// report writes the scenario's timeline (virtual time, from the push) and
+// its waves x clusters table: each cluster's version and its last state.
+func (s *scenario) report(w io.Writer, name string, failure error) {
+	en := s.en
+	origin := s.pushedAt
+	if origin.IsZero() {
+		origin = en.start
+	}
+	status := "passed"
+	if failure != nil {
+		status = "FAILED"
+	}
+	fmt.Fprintf(w, "\n== %s (%s; virtual %s, wall %s)\n", name, status,
+		en.clock.Now().Sub(en.start).Round(time.Second), time.Since(s.wall).Round(time.Millisecond))
+	fmt.Fprintln(w, "timeline (virtual time after the push):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, x := range en.timeline {
+		label, ok := timelineTypes[x.e.Type()]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "  +%s\t%s\t%s\t%s\n", x.at.Sub(origin).Round(time.Second), x.at.Format("Mon 15:04"), label, detail(x.e.Data()))
+	}
+	tw.Flush()
+	reverted := en.reverted()
+	if len(reverted) > 0 {
+		fmt.Fprintf(w, "rollback order: %s\n", strings.Join(reverted, ", "))
+	}
+	fmt.Fprintln(w, "waves x clusters:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  wave\tcluster\tversion\tstate")
+	ro, err := en.latest(s.ctx)
+	seen := map[string]bool{}
+	if err == nil {
+		fmt.Fprintf(w, "rollout %s of %s %s: %s%s\n", ro.ID, ro.Application, ro.Tag, ro.Phase, suffix(cmpOr(ro.Waiting, ro.Reason)))
+		for _, wv := range ro.Waves {
+			for _, c := range wv.Clusters {
+				v, _ := en.fleet.Version(c.Name)
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", wv.Name, c.Name, v, c.Phase)
+				seen[c.Name] = true
+			}
+		}
+	}
+	for _, c := range s.cfg.Fleet.Clusters {
+		if !seen[c.Name] {
+			v, _ := en.fleet.Version(c.Name)
+			fmt.Fprintf(tw, "  -\t%s\t%s\t-\n", c.Name, v)
+		}
+	}
+	tw.Flush()
+}
+
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// detail is the payload's cluster, wave and reason, when it has them.
+func detail(data []byte) string {
+	s := string(data)
+	var parts []string
+	for _, k := range []string{"cluster", "tag", "reason", "user"} {
+		if v := field(s, k); v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// field reads a string field of a JSON object, crudely (no decoding of
+// every payload type).
+func field(s, k string) string {
+	i := strings.Index(s, `"`+k+`":"`)
+	if i < 0 {
+		return ""
+	}
+	rest := s[i+len(k)+4:]
+	j := strings.Index(rest, `"`)
+	if j < 0 {
+		return ""
+	}
+	v := rest[:j]
+	if len(v) > 80 {
+		v = v[:77] + "..."
+	}
+	return v
+}

@@ -1,0 +1,168 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/flotilla-cd/flotilla/pkg/config"
+)
+
+// DefaultStart is a scenario's virtual time unless it says `it is`: a
+// Monday morning.
+var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// Options are what `flotilla simulate` runs.
+type Options struct {
+	Config string   // the fleet config
+	Paths  []string // feature files or directories
+	// Format is godog's: pretty (the default), progress, cucumber, junit,
+	// events; "junit:FILE" writes it to FILE (godog's syntax), several
+	// separated by commas.
+	Format string
+	Tags   string    // godog's tag expression
+	Output io.Writer // godog's output [os.Stdout]
+	Report io.Writer // the scenarios' timelines and tables [os.Stderr]; nil: none
+}
+
+// Run runs the features and returns godog's status: 0 when every scenario
+// passed, else 1 (2 for unusable options).
+func Run(ctx context.Context, o Options) (int, error) {
+	if o.Output == nil {
+		o.Output = os.Stdout
+	}
+	// The config must load before any scenario runs.
+	tmp, err := os.MkdirTemp("", "flotilla-simulate-")
+	if err != nil {
+		return 2, err
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := loadConfig(o.Config, tmp, nil); err != nil {
+		return 2, err
+	}
+	suite := godog.TestSuite{
+		Name: "simulate",
+		ScenarioInitializer: func(sc *godog.ScenarioContext) {
+			s := &scenario{opts: o}
+			sc.Before(func(c context.Context, _ *godog.Scenario) (context.Context, error) {
+				s.reset(c)
+				return c, nil
+			})
+			sc.After(func(c context.Context, g *godog.Scenario, err error) (context.Context, error) {
+				return c, s.finish(g, err)
+			})
+			s.register(sc)
+		},
+		Options: &godog.Options{
+			Format: o.Format, Paths: o.Paths, Tags: o.Tags, Output: o.Output, NoColors: true,
+			// Not strict: the last step matches every text (an unknown step
+			// fails naming the closest known ones), and strict would call
+			// every step ambiguous.
+			Concurrency: 1, DefaultContext: ctx,
+		},
+	}
+	return suite.Run(), nil
+}
+
+// scenario is one scenario's world.
+type scenario struct {
+	opts           Options
+	ctx            context.Context
+	cfg            *config.Config
+	en             *engine
+	startAt        time.Time
+	initial        string
+	edits          []func(map[string]any) error
+	outcomes       map[string]Outcome
+	unreachableSet []string
+	analysis       time.Duration
+	pushedAt       time.Time
+	pushes         int
+	controls       int
+	wall           time.Time
+}
+
+func (s *scenario) reset(ctx context.Context) {
+	*s = scenario{opts: s.opts, ctx: ctx, startAt: DefaultStart, outcomes: map[string]Outcome{}, wall: time.Now()}
+}
+
+// ensure starts the engine at the first step that needs it.
+func (s *scenario) ensure() error {
+	if s.en != nil {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "flotilla-simulate-")
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(s.opts.Config, dir, func(doc map[string]any) error {
+		for _, edit := range s.edits {
+			if err := edit(doc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	if len(cfg.Applications) == 0 {
+		_ = os.RemoveAll(dir)
+		return fmt.Errorf("config %s has no application", s.opts.Config)
+	}
+	s.cfg = cfg
+	clock := NewClock(s.startAt)
+	fleet := newFleet(cfg, clock)
+	fleet.outcomes = s.outcomes
+	fleet.analysis = s.analysis
+	if s.initial != "" {
+		for _, c := range fleet.clusters {
+			for _, a := range cfg.Applications {
+				if _, err := fleet.Resolve(s.ctx, a.Image, s.initial); err != nil {
+					return err
+				}
+				img := a.Image + "@" + Digest(a.Image, s.initial)
+				c.primary, c.target, c.phase = img, img, "Succeeded"
+			}
+		}
+	}
+	en, err := startEngine(s.ctx, cfg, dir, clock, fleet)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	s.en = en
+	if err := s.applyUnreachable(); err != nil {
+		return err
+	}
+	return en.settle(s.ctx)
+}
+
+func (s *scenario) applyUnreachable() error {
+	s.en.fleet.mu.Lock()
+	defer s.en.fleet.mu.Unlock()
+	for _, name := range s.unreachableSet {
+		c, ok := s.en.fleet.clusters[name]
+		if !ok {
+			return fmt.Errorf("no cluster %q in the config", name)
+		}
+		c.unreachable = true
+	}
+	return nil
+}
+
+// finish writes the scenario's report and stops its engine.
+func (s *scenario) finish(g *godog.Scenario, err error) error {
+	if s.en == nil {
+		return nil
+	}
+	if s.opts.Report != nil {
+		s.report(s.opts.Report, g.Name, err)
+	}
+	return s.en.stop()
+}

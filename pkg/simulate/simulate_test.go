@@ -1,0 +1,44 @@
+package simulate
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunLastWaveFails(t *testing.T) {
+	var out, report bytes.Buffer
+	start := time.Now()
+	status, err := Run(t.Context(), Options{
+		Config: filepath.Join("..", "..", "config", "example.yaml"),
+		Paths:  []string{filepath.Join("testdata", "lastwave.feature")},
+		Format: "progress", Output: &out, Report: &report,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wall %s\n%s\n%s", time.Since(start), out.String(), report.String())
+	// The second scenario fails: its step is unknown.
+	if status != 1 {
+		t.Fatalf("status %d, want 1 (the unknown step)", status)
+	}
+	for _, want := range []string{"rollback order: c2, c3, c1", `unknown step "the moon is full"`, "2 scenarios (1 passed, 1 failed)"} {
+		if !strings.Contains(out.String()+report.String(), want) {
+			t.Errorf("the output says nothing of %q", want)
+		}
+	}
+}
+
+// An unknown step fails naming it and the closest known steps. Catches a
+// library that lets godog call it undefined (a pending step passes
+// unless strict) or names no suggestion.
+func TestUnknownStepSuggests(t *testing.T) {
+	s := &scenario{}
+	err := s.unknown(`"1.2.0" is pushd`)
+	if err == nil || !strings.Contains(err.Error(), `unknown step "\"1.2.0\" is pushd"`) ||
+		!strings.Contains(err.Error(), `When "1.2.0" is pushed`) {
+		t.Errorf("unknown = %v", err)
+	}
+}

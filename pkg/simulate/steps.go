@@ -1,0 +1,609 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// Step is one step of the library: its pattern and an example of it.
+type Step struct {
+	Pattern string
+	Example string
+	fn      any
+}
+
+// Steps is the step library, in the order the help lists it.
+func Steps() []Step { return (&scenario{}).steps() }
+
+func (s *scenario) steps() []Step {
+	return []Step{
+		// Given: the world before the push. Steps that change the config
+		// come before the first When.
+		{`^it is "([^"]+)"$`, `Given it is "2026-12-04T16:00:00Z"`, s.itIs},
+		{`^the fleet runs "([^"]+)"$`, `Given the fleet runs "1.1.0"`, s.fleetRuns},
+		{`^cluster "([^"]+)" is labelled "([^"=]+)=([^"]*)"$`, `Given cluster "c3" is labelled "env=prod"`, s.labelled},
+		{`^wave "([^"]+)" bakes for (\S+)$`, `Given wave "canary" bakes for 2h`, s.bakes},
+		{`^wave "([^"]+)" needs (\d+) approvals?$`, `Given wave "prod" needs 1 approval`, s.approvals},
+		{`^a freeze window "([^"]+)" on schedule "([^"]+)" for (\S+)$`, `Given a freeze window "friday" on schedule "0 17 * * 5" for 64h`, s.freezeAll},
+		{`^a freeze window "([^"]+)" on schedule "([^"]+)" for (\S+) in wave "([^"]+)"$`, `Given a freeze window "night" on schedule "0 22 * * *" for 10h in wave "prod"`, s.freezeWave},
+		{`^the canary analysis takes (\S+)$`, `Given the canary analysis takes 10m`, s.analysisTakes},
+		{`^"([^"]+)" (fails|hangs|succeeds) in cluster "([^"]+)"$`, `Given "1.2.0" fails in cluster "c3"`, s.outcomeCluster},
+		{`^"([^"]+)" (fails|hangs|succeeds) in wave "([^"]+)"$`, `Given "1.2.0" fails in wave "prod"`, s.outcomeWave},
+		{`^"([^"]+)" (fails|hangs|succeeds) everywhere$`, `Given "1.2.0" hangs everywhere`, s.outcomeAll},
+		{`^cluster "([^"]+)" is unreachable$`, `Given cluster "c2" is unreachable`, s.unreachable},
+		// When: what happens.
+		{`^"([^"]+)" is pushed$`, `When "1.2.0" is pushed`, s.pushed},
+		{`^"([^"]+)" of "([^"]+)" is pushed$`, `When "1.2.0" of "podinfo" is pushed`, s.pushedApp},
+		{`^(\S+) pass(?:es)?$`, `When 2h passes`, s.passes},
+		{`^the rollout runs until it ends$`, `When the rollout runs until it ends`, s.untilEnded},
+		{`^"([^"]+)" approves wave "([^"]+)"$`, `When "alice" approves wave "prod"`, s.approves},
+		{`^"([^"]+)" (pauses|resumes|aborts|rolls back) the rollout$`, `When "alice" pauses the rollout`, s.control},
+		// Then: what the fleet and the rollout show.
+		{`^cluster "([^"]+)" runs "([^"]+)"$`, `Then cluster "c1" runs "1.1.0"`, s.clusterRuns},
+		{`^every cluster runs "([^"]+)"$`, `Then every cluster runs "1.1.0"`, s.everyClusterRuns},
+		{`^the clusters run:$`, "Then the clusters run:\n  | cluster | version |\n  | c1      | 1.1.0   |", s.clustersRun},
+		{`^the rollout is (\w+)$`, `Then the rollout is RolledBack`, s.rolloutIs},
+		{`^the rollout waits for "([^"]+)"$`, `Then the rollout waits for "approval"`, s.waitsFor},
+		{`^the clusters were rolled back in the order "([^"]*)"$`, `Then the clusters were rolled back in the order "c3, c2, c1"`, s.rollbackOrder},
+		{`^nothing was rolled back$`, `Then nothing was rolled back`, s.nothingRolledBack},
+		{`^approval of wave "([^"]+)" was asked of "([^"]+)"$`, `Then approval of wave "prod" was asked of "group:release-managers"`, s.askedOf},
+		{`^wave "([^"]+)" started (\S+) after the push$`, `Then wave "prod" started 2h after the push`, s.waveStartedAfter},
+		{`^the rollout ended (\S+) after the push$`, `Then the rollout ended 2h20m after the push`, s.endedAfter},
+		{`^the rollout ended within (\S+) of the push$`, `Then the rollout ended within 3h of the push`, s.endedWithin},
+	}
+}
+
+// register adds the library to a godog scenario, and last a step that
+// matches every other text and fails naming the closest known steps.
+func (s *scenario) register(sc *godog.ScenarioContext) {
+	for _, st := range s.steps() {
+		sc.Step(st.Pattern, st.fn)
+	}
+	sc.Step(`^(.*)$`, s.unknown)
+}
+
+func (s *scenario) unknown(text string) error {
+	return fmt.Errorf("unknown step %q; the closest known steps:\n  %s\n(flotilla simulate --help lists them all)",
+		text, strings.Join(closest(text, s.steps(), 3), "\n  "))
+}
+
+// closest are the examples of the n steps nearest text (edit distance of
+// the step without its keyword).
+func closest(text string, steps []Step, n int) []string {
+	type scored struct {
+		ex string
+		d  int
+	}
+	var all []scored
+	for _, st := range steps {
+		ex := st.Example
+		body := ex
+		if _, rest, ok := strings.Cut(ex, " "); ok {
+			body = rest
+		}
+		body, _, _ = strings.Cut(body, "\n")
+		all = append(all, scored{strings.SplitN(ex, "\n", 2)[0], distance(strings.ToLower(text), strings.ToLower(body))})
+	}
+	slices.SortStableFunc(all, func(a, b scored) int { return a.d - b.d })
+	out := make([]string, 0, n)
+	for _, x := range all[:min(n, len(all))] {
+		out = append(out, x.ex)
+	}
+	return out
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// Given
+
+func (s *scenario) beforeStart(step string) error {
+	if s.en != nil {
+		return fmt.Errorf("%s: the config is fixed once the simulation started: put this Given before the first When", step)
+	}
+	return nil
+}
+
+func (s *scenario) itIs(at string) error {
+	if err := s.beforeStart("it is"); err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return fmt.Errorf("it is %q: want an RFC 3339 time, such as 2026-12-04T16:00:00Z", at)
+	}
+	s.startAt = t
+	return nil
+}
+
+func (s *scenario) fleetRuns(version string) error {
+	if err := s.beforeStart("the fleet runs"); err != nil {
+		return err
+	}
+	s.initial = version
+	return nil
+}
+
+func (s *scenario) labelled(cluster, key, value string) error {
+	if err := s.beforeStart("labelled"); err != nil {
+		return err
+	}
+	s.edits = append(s.edits, func(doc map[string]any) error {
+		for _, c := range list(doc, "fleet", "clusters") {
+			if c["name"] == cluster {
+				labels, _ := c["labels"].(map[string]any)
+				if labels == nil {
+					labels = map[string]any{}
+					c["labels"] = labels
+				}
+				labels[key] = value
+				return nil
+			}
+		}
+		return fmt.Errorf("no cluster %q in the config", cluster)
+	})
+	return nil
+}
+
+// waveEdit changes wave name of the config.
+func (s *scenario) waveEdit(wave string, fn func(w map[string]any)) error {
+	if err := s.beforeStart("wave " + wave); err != nil {
+		return err
+	}
+	s.edits = append(s.edits, func(doc map[string]any) error {
+		var names []string
+		for i, w := range list(doc, "fleet", "waves") {
+			name, _ := w["name"].(string)
+			if name == "" {
+				name = fmt.Sprintf("wave-%d", i+1)
+			}
+			if name == wave {
+				fn(w)
+				return nil
+			}
+			names = append(names, name)
+		}
+		return fmt.Errorf("no wave %q in the config (waves: %s)", wave, strings.Join(names, ", "))
+	})
+	return nil
+}
+
+func (s *scenario) bakes(wave, d string) error {
+	if _, err := time.ParseDuration(d); err != nil {
+		return fmt.Errorf("bakes for %q: %w", d, err)
+	}
+	return s.waveEdit(wave, func(w map[string]any) { delete(w, "requiredSoakTime"); w["bakeTime"] = d })
+}
+
+func (s *scenario) approvals(wave string, n int) error {
+	return s.waveEdit(wave, func(w map[string]any) { w["approvals"] = n })
+}
+
+func (s *scenario) freezeAll(name, schedule, d string) error {
+	if err := s.beforeStart("a freeze window"); err != nil {
+		return err
+	}
+	s.edits = append(s.edits, func(doc map[string]any) error {
+		fleet := doc["fleet"].(map[string]any)
+		ws, _ := fleet["freezeWindows"].([]any)
+		fleet["freezeWindows"] = append(ws, map[string]any{"name": name, "schedule": schedule, "duration": d})
+		return nil
+	})
+	return nil
+}
+
+func (s *scenario) freezeWave(name, schedule, d, wave string) error {
+	return s.waveEdit(wave, func(w map[string]any) {
+		ws, _ := w["freezeWindows"].([]any)
+		w["freezeWindows"] = append(ws, map[string]any{"name": name, "schedule": schedule, "duration": d})
+	})
+}
+
+func (s *scenario) analysisTakes(d string) error {
+	v, err := time.ParseDuration(d)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("the canary analysis takes %q: want a positive duration", d)
+	}
+	s.analysis = v
+	return nil
+}
+
+func (s *scenario) outcome(version, outcome, key string) error {
+	s.outcomes[version+"/"+key] = Outcome(outcome)
+	return nil
+}
+
+func (s *scenario) outcomeCluster(version, outcome, cluster string) error {
+	return s.outcome(version, outcome, cluster)
+}
+
+func (s *scenario) outcomeWave(version, outcome, wave string) error {
+	return s.outcome(version, outcome, "wave:"+wave)
+}
+
+func (s *scenario) outcomeAll(version, outcome string) error { return s.outcome(version, outcome, "*") }
+
+func (s *scenario) unreachable(cluster string) error {
+	s.unreachableSet = append(s.unreachableSet, cluster)
+	if s.en != nil {
+		return s.applyUnreachable()
+	}
+	return nil
+}
+
+// When
+
+func (s *scenario) pushed(tag string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	return s.pushedApp(tag, s.cfg.Applications[0].Name)
+}
+
+func (s *scenario) pushedApp(tag, name string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	a, ok := s.cfg.Application(name)
+	if !ok {
+		return fmt.Errorf("no application %q in the config", name)
+	}
+	if a.Image == "" {
+		return fmt.Errorf("application %q is a git application: simulate pushes images only", name)
+	}
+	host, repo, _ := strings.Cut(a.Image, "/")
+	s.pushes++
+	e, err := newEvent(fmt.Sprintf("simulate/push/%d/%s", s.pushes, tag), events.TypeImagePushed, events.ImagePushed{
+		Registry: host, Repository: repo, Tag: tag, Digest: Digest(a.Image, tag), Sender: "simulate", Receiver: "simulate",
+		Pusher: "simulate",
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := s.en.fleet.Resolve(s.ctx, a.Image, tag); err != nil {
+		return err
+	}
+	if s.pushedAt.IsZero() {
+		s.pushedAt = s.en.clock.Now()
+	}
+	return s.en.journal(s.ctx, e)
+}
+
+func (s *scenario) passes(d string) error {
+	v, err := time.ParseDuration(d)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q passes: want a duration such as 90m or 2h", d)
+	}
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	return s.en.advance(s.ctx, s.en.clock.Now().Add(v), nil)
+}
+
+func (s *scenario) untilEnded() error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	return s.en.runUntilEnded(s.ctx)
+}
+
+func (s *scenario) waveIndex(ro rollout.Rollout, wave string) (int, error) {
+	var names []string
+	for i, w := range ro.Waves {
+		if w.Name == wave {
+			return i, nil
+		}
+		names = append(names, w.Name)
+	}
+	return 0, fmt.Errorf("rollout %s has no wave %q (waves: %s)", ro.ID, wave, strings.Join(names, ", "))
+}
+
+func (s *scenario) approves(person, wave string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	ro, err := s.en.latest(s.ctx)
+	if err != nil {
+		return err
+	}
+	i, err := s.waveIndex(ro, wave)
+	if err != nil {
+		return err
+	}
+	e, err := newEvent(fmt.Sprintf("simulate/approval/%s/%d/%s", ro.ID, i, person), events.TypeWaveApprovalRequested,
+		events.WaveApproval{RolloutID: ro.ID, Wave: i, Approver: person, User: person})
+	if err != nil {
+		return err
+	}
+	e.SetExtension(events.ExtRolloutID, ro.ID)
+	return s.en.journal(s.ctx, e)
+}
+
+func (s *scenario) control(person, verb string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	ro, err := s.en.latest(s.ctx)
+	if err != nil {
+		return err
+	}
+	typ := map[string]string{
+		"pauses": events.TypeRolloutPauseRequested, "resumes": events.TypeRolloutResumeRequested,
+		"aborts": events.TypeRolloutAbortRequested, "rolls back": events.TypeRolloutRollbackRequested,
+	}[verb]
+	s.controls++
+	e, err := newEvent(fmt.Sprintf("simulate/control/%d", s.controls), typ, events.Control{RolloutID: ro.ID, User: person})
+	if err != nil {
+		return err
+	}
+	e.SetExtension(events.ExtRolloutID, ro.ID)
+	return s.en.journal(s.ctx, e)
+}
+
+// Then
+
+func (s *scenario) clusterRuns(cluster, version string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	got, ok := s.en.fleet.Version(cluster)
+	if !ok {
+		return fmt.Errorf("no cluster %q in the fleet", cluster)
+	}
+	if got != version {
+		return fmt.Errorf("cluster %s runs %s, not %s", cluster, got, version)
+	}
+	return nil
+}
+
+func (s *scenario) everyClusterRuns(version string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range s.cfg.Fleet.Clusters {
+		errs = append(errs, s.clusterRuns(c.Name, version))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *scenario) clustersRun(t *godog.Table) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	var errs []error
+	for i, row := range t.Rows {
+		if i == 0 || len(row.Cells) < 2 {
+			continue
+		}
+		errs = append(errs, s.clusterRuns(row.Cells[0].Value, row.Cells[1].Value))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *scenario) rolloutIs(phase string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	ro, err := s.en.latest(s.ctx)
+	if err != nil {
+		return err
+	}
+	if string(ro.Phase) != phase {
+		return fmt.Errorf("rollout %s is %s (%s), not %s", ro.ID, ro.Phase, ro.Reason, phase)
+	}
+	return nil
+}
+
+func (s *scenario) waitsFor(what string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	ro, err := s.en.latest(s.ctx)
+	if err != nil {
+		return err
+	}
+	if ro.Phase != rollout.Progressing || !strings.Contains(strings.ToLower(ro.Waiting), strings.ToLower(what)) {
+		return fmt.Errorf("rollout %s is %s and waits for %q, not %q", ro.ID, ro.Phase, ro.Waiting, what)
+	}
+	return nil
+}
+
+// reverted are the clusters rolled back, in the order their reverts were
+// asked for (pipeline runs of purpose revert).
+func (s *scenario) reverted() []string { return s.en.reverted() }
+
+func (s *scenario) rollbackOrder(order string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	var want []string
+	for _, c := range strings.Split(order, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			want = append(want, c)
+		}
+	}
+	if got := s.reverted(); !slices.Equal(got, want) {
+		return fmt.Errorf("the clusters were rolled back in the order %q, not %q", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	return nil
+}
+
+func (s *scenario) nothingRolledBack() error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	if got := s.reverted(); len(got) > 0 {
+		return fmt.Errorf("clusters were rolled back: %s", strings.Join(got, ", "))
+	}
+	return nil
+}
+
+func (s *scenario) askedOf(wave, who string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	ro, err := s.en.latest(s.ctx)
+	if err != nil {
+		return err
+	}
+	i, err := s.waveIndex(ro, wave)
+	if err != nil {
+		return err
+	}
+	w := ro.Waves[i]
+	if w.Approvals == 0 {
+		return fmt.Errorf("wave %s needs no approval", wave)
+	}
+	from := w.ApprovalsFrom
+	if len(from) == 0 {
+		from = []string{"anyone"}
+	}
+	if !slices.Contains(from, who) {
+		return fmt.Errorf("approval of wave %s is asked of %s, not %s", wave, strings.Join(from, ", "), who)
+	}
+	return nil
+}
+
+// waveStarted is when wave (by name) of the latest rollout first started.
+func (s *scenario) waveStarted(wave string) (time.Time, error) {
+	ro, err := s.en.latest(s.ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	i, err := s.waveIndex(ro, wave)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, x := range s.en.eventsOf(events.TypeWaveStarted) {
+		var p struct {
+			RolloutID string `json:"rolloutId"`
+			Wave      int    `json:"wave"`
+		}
+		if err := x.e.DataAs(&p); err == nil && p.RolloutID == ro.ID && p.Wave == i {
+			return x.at, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("wave %s of rollout %s never started", wave, ro.ID)
+}
+
+func (s *scenario) waveStartedAfter(wave, d string) error {
+	want, err := time.ParseDuration(d)
+	if err != nil {
+		return err
+	}
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	at, err := s.waveStarted(wave)
+	if err != nil {
+		return err
+	}
+	if got := at.Sub(s.pushedAt); got != want {
+		return fmt.Errorf("wave %s started %s after the push, not %s", wave, got, want)
+	}
+	return nil
+}
+
+// ended is when the latest rollout ended, after the push.
+func (s *scenario) ended() (time.Duration, error) {
+	if err := s.ensure(); err != nil {
+		return 0, err
+	}
+	ro, err := s.en.latest(s.ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, typ := range []string{events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutRollbackFailed, events.TypeRolloutSuperseded} {
+		for _, x := range s.en.eventsOf(typ) {
+			if id, _ := x.e.Extensions()[events.ExtRolloutID].(string); id == ro.ID {
+				return x.at.Sub(s.pushedAt), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("rollout %s has not ended: it is %s (%s)", ro.ID, ro.Phase, cmpOr(ro.Waiting, ro.Reason))
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (s *scenario) endedAfter(d string) error {
+	want, err := time.ParseDuration(d)
+	if err != nil {
+		return err
+	}
+	got, err := s.ended()
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("the rollout ended %s after the push, not %s", got, want)
+	}
+	return nil
+}
+
+func (s *scenario) endedWithin(d string) error {
+	want, err := time.ParseDuration(d)
+	if err != nil {
+		return err
+	}
+	got, err := s.ended()
+	if err != nil {
+		return err
+	}
+	if got > want {
+		return fmt.Errorf("the rollout ended %s after the push, later than %s", got, want)
+	}
+	return nil
+}
+
+// list is the list of maps at doc's path.
+func list(doc map[string]any, path ...string) []map[string]any {
+	var cur any = doc
+	for _, p := range path {
+		m, _ := cur.(map[string]any)
+		cur = m[p]
+	}
+	xs, _ := cur.([]any)
+	out := make([]map[string]any, 0, len(xs))
+	for _, x := range xs {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+var _ = context.Background
