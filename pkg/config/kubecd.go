@@ -285,7 +285,6 @@ func (c *Config) KubeCDNotices() []string {
 	return out
 }
 
-
 // LoadKubeCD is Load of a config that is only `kubecd: {dir, kubeconfig}`
 // (`flotilla config check --kubecd DIR`): the applications, clusters and
 // waves of KubeCD's files with every other setting's default.

@@ -36,7 +36,6 @@ func kubecdSummary(c *Config) []string {
 	return out
 }
 
-
 // TestExampleKubeCD loads config/examples/kubecd, the seed's KubeCD files
 // as written there, as `flotilla config check --kubecd` does, and renders
 // every release of it as a rollout would.
@@ -134,8 +133,8 @@ func TestKubeCDConfig(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
 	for p, content := range map[string]string{
-		"kubeconfig":                 "apiVersion: v1\nkind: Config\n",
-		"repo/.git/HEAD":             "ref: refs/heads/main\n",
+		"kubeconfig":     "apiVersion: v1\nkind: Config\n",
+		"repo/.git/HEAD": "ref: refs/heads/main\n",
 		"repo/kubecd/environments.yaml": "environments:\n" +
 			"  - {name: staging, clusterName: c1, kubeNamespace: apps, releasesFiles: [releases.yaml]}\n" +
 			"  - {name: prod, clusterName: c2, kubeNamespace: apps, releasesFiles: [releases.yaml, prod.yaml]}\n" +
@@ -262,4 +261,3 @@ applications:
 		})
 	}
 }
-

@@ -574,4 +574,3 @@ func (l *loader) decode(file string, into any) bool {
 	}
 	return true
 }
-

@@ -61,5 +61,3 @@ func kubecdRelease(ctx context.Context, cache chartCache, dir string, c Chart) (
 	}
 	return append(objs, more...), nil
 }
-
-
