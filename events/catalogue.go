@@ -518,6 +518,7 @@ var payloadTypes = map[string]func() any{
 	TypePipelineRunStarted:         func() any { return new(PipelineRunStart) },
 	TypePipelineRunFinished:        func() any { return new(PipelineRunFinished) },
 	TypePruneRequested:             func() any { return new(PruneRequested) },
+	TypeClusterPruned:              func() any { return new(ClusterPruned) },
 	TypeClusterDeadline:            func() any { return new(ClusterDeadline) },
 	TypeRolloutRetryRequested:      func() any { return new(RolloutRetryRequested) },
 	TypeRolloutRollbackFailed:      func() any { return new(RolloutResult) },

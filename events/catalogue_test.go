@@ -49,7 +49,7 @@ func TestPayloadsCoverTheCatalogue(t *testing.T) {
 		TypeRolloutSucceeded, TypeRolloutFailed, TypeClusterSucceeded, TypeClusterFailed, TypeClusterReverted,
 		TypeRolloutRolledBack, TypeFunctionFailed, TypeEventQuarantined, TypeJournalDamaged,
 		TypeGitPullRequest, TypePullRequestRequested, TypePullRequestStatus,
-		TypePipelineRunRequested, TypePipelineRunStarted, TypePipelineRunFinished, TypePruneRequested,
+		TypePipelineRunRequested, TypePipelineRunStarted, TypePipelineRunFinished, TypePruneRequested, TypeClusterPruned,
 		TypeAuditRecorded,
 	} {
 		if _, ok := payloadTypes[typ]; !ok {

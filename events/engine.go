@@ -23,6 +23,10 @@ const (
 	// advance -> executors: a git application's cluster succeeded, so
 	// what its commit no longer renders goes (payload PruneRequested)
 	TypePruneRequested = "dev.flotilla.prune.requested.v1"
+	// executors: what a git application's run deleted because its commit
+	// no longer renders it, in one cluster (payload ClusterPruned): after
+	// the cluster's success (a prune.requested) or in a revert
+	TypeClusterPruned = "dev.flotilla.cluster.pruned.v1"
 	// launch, rollback -> (timer) -> observe
 	TypeClusterDeadline = "dev.flotilla.cluster.deadline.v1"
 	// the API -> rollback, launch
@@ -224,6 +228,26 @@ type PruneRequested struct {
 	Revision    string    `json:"revision"`
 	Deadline    time.Time `json:"deadline"`
 }
+
+// ClusterPruned tells what a run deleted from Cluster because Revision
+// (repository@commit) no longer renders it and an earlier commit applied
+// it there: Purpose "prune" after the cluster's success, "revert" when a
+// rollback went back to a commit without it. Objects are
+// "Kind/namespace/name", at most about 2 KiB of them; Count is how many in
+// all. It is told, not acted on.
+type ClusterPruned struct {
+	RolloutID   string   `json:"rolloutId"`
+	Application string   `json:"application"`
+	Wave        int      `json:"wave"`
+	Cluster     string   `json:"cluster"`
+	Revision    string   `json:"revision"`
+	Purpose     string   `json:"purpose"`
+	Objects     []string `json:"objects"`
+	Count       int      `json:"count"`
+}
+
+// PurposePrune is ClusterPruned's Purpose after a cluster's success.
+const PurposePrune = "prune"
 
 // PipelineRunStart: an executor took a requested run up, once per
 // request (a retried attempt does not start it again). Between the request

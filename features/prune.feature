@@ -11,7 +11,9 @@ Feature: What a git commit no longer renders is pruned, and a rollback restores 
   # Catches: no pruning at all (the ConfigMap stays), pruning at the apply,
   # before Flagger's analysis (deleted before the cluster succeeded), a prune
   # that deletes what the commit still renders (the Service), an inventory
-  # that keeps the dropped object or is not the commit's.
+  # that keeps the dropped object or is not the commit's, and a prune that
+  # deletes without telling (no cluster.pruned: the metric, fed from the
+  # journal, stays at 0).
   Scenario: A ConfigMap a commit drops is deleted from each cluster after that cluster succeeded
     Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
     And the chart also renders the ConfigMap "podinfo-extra" and the Service "podinfo-svc"
@@ -25,11 +27,15 @@ Feature: What a git commit no longer renders is pruned, and a rollback restores 
     And in every cluster the ConfigMap "podinfo-extra" was deleted after that cluster succeeded
     And in every cluster the Service "podinfo-svc" exists
     And every cluster's inventory is that commit's: Deployment podinfo, Service podinfo-svc
+    And flotilla's metrics report:
+      | metric                        | labels                                  | count | max seconds |
+      | flotilla_pruned_objects_total | application="podinfo",purpose="prune"   | 2     |             |
 
   # Catches: a rollback that re-applies the previous commit but leaves what
   # the failed commit added (podinfo-new stays), one that does not recreate
   # what the failed commit pruned in the wave that succeeded (podinfo-extra
-  # missing in c1), and an inventory left at the failed commit.
+  # missing in c1), an inventory left at the failed commit, and a revert
+  # whose deletions are not told (cluster.pruned, purpose revert).
   Scenario: A commit that fails in wave 2 is rolled back to the previous commit's objects exactly
     Given a deployments repository with the chart "podinfo" and values for clusters "c1,c4"
     And the chart also renders the ConfigMap "podinfo-extra" and the Service "podinfo-svc"
@@ -43,6 +49,9 @@ Feature: What a git commit no longer renders is pruned, and a rollback restores 
     And in every cluster the ConfigMap "podinfo-new" does not exist
     And in every cluster the ConfigMap "podinfo-extra" exists
     And every cluster's inventory is the first commit's: ConfigMap podinfo-extra, Deployment podinfo, Service podinfo-svc
+    And flotilla's metrics report:
+      | metric                        | labels                                  | count | max seconds |
+      | flotilla_pruned_objects_total | application="podinfo",purpose="revert"  | 2     |             |
 
   # Catches: a prune field accepted and ignored (the ConfigMap deleted anyway),
   # and an inventory that still lists what it will never delete.

@@ -5,9 +5,16 @@ Feature: Only signed images roll out
   builds; a rollout of one stops before the first wave that requires a
   signature.
 
+  Every signature here is made by the real cosign CLI (cosign v3, built
+  from the module proxy): `cosign generate-key-pair`, `cosign sign --key`,
+  logged in a Rekor stand-in (Rekor's v1 API on sigstore-go's
+  VirtualSigstore) whose trusted_root.json the key's policy names.
+
   Background:
     Given a registry
 
+  # Catches a verifier that takes an unsigned digest, or any signature
+  # whatever its key (cosign's default format: a bundle among the referrers).
   Scenario: A signed image rolls out; an unsigned one and one signed with another key are rejected
     Given the application accepts only images signed with the key "release"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
@@ -23,6 +30,7 @@ Feature: Only signed images roll out
     And no workload in any cluster runs version "1.2.0"
     And no workload in any cluster runs version "1.3.0"
 
+  # Catches a verifier that never looks again at a digest it refused once.
   Scenario: An image signed after it was pushed rolls out when its signature arrives
     cosign signs by digest, so CI pushes the image first: the registry's
     notification of the signature's tag is what rolls the version out.
@@ -39,6 +47,7 @@ Feature: Only signed images roll out
     And the rollout of "1.1.0" records the signature of the key "release"
     And the primary in every cluster runs version "1.1.0" by digest
 
+  # Catches a plan that sends an unsigned build past the waves that take it.
   Scenario: An early wave takes an unsigned build; the wave that requires a signature takes it once signed
     Given the application accepts only images signed with the key "release"
     And wave 1 takes unsigned images
@@ -53,3 +62,29 @@ Feature: Only signed images roll out
     When version "1.1.0" is signed afterwards with the key "release"
     Then the rollout of "1.1.0" signed with the key "release" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
+
+  # Catches a verifier that takes another key's signature; one that takes a
+  # key's signature with no transparency-log entry (cosign's
+  # --insecure-ignore-tlog, silently: the default policy requires the
+  # entry); and one that checks that an entry is there but not the log's
+  # signature over it (the tampered bundle: its entry's integrated time
+  # rewritten). The .sig tag's Rekor bundle annotation is checked too.
+  Scenario: cosign's logged signature rolls out; another key's, an unlogged one and a tampered bundle are refused, each saying why
+    Given the application accepts only images signed with the key "release"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" signed with the key "release" in the .sig tag is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" records the signature of the key "release"
+    And the primary in every cluster runs version "1.1.0" by digest
+    When version "1.2.0" signed with the key "mallory" is pushed
+    Then the push of "1.2.0" is rejected saying "key release: "
+    When version "1.3.0" signed with the key "release" without a transparency-log entry is pushed
+    Then the push of "1.3.0" is rejected saying "no transparency-log entry"
+    When version "1.4.0" signed with the key "release" in a tampered bundle is pushed
+    Then the push of "1.4.0" is rejected saying "not enough verified log entries"
+    And the workloads of every cluster stay unchanged for 10 seconds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And no workload in any cluster runs version "1.2.0"
+    And no workload in any cluster runs version "1.3.0"
+    And no workload in any cluster runs version "1.4.0"

@@ -46,7 +46,6 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/testkit/freeport"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/otlptest"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
 // world is the state of a rollout scenario: a registry, a flotilla process,
@@ -126,11 +125,11 @@ type world struct {
 	wavePolicies  map[int]map[string]any
 	// confirm, when set, is a confirm-rollout gate the canaries ask first.
 	confirm *confirmGate
-	// verify is the application's verify section; signingKeys the keys
-	// the scenario signs with, by name.
-	verify      map[string]any
-	signingKeys map[string]*sigtest.Keypair
-	canaries    *canaryLog
+	// verify is the application's verify section; signing the cosign
+	// signer and Rekor stand-in the scenario signs with.
+	verify   map[string]any
+	signing  *signingKit
+	canaries *canaryLog
 	// onNewVersion is the application's onNewVersion, when a step set it.
 	onNewVersion string
 	// approverTokens are named API tokens (server.apiTokens) by name.

@@ -1,6 +1,8 @@
 package pipelines_test
 
 import (
+	"github.com/google/go-cmp/cmp"
+
 	"context"
 	"flag"
 	"fmt"
@@ -200,7 +202,7 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("embedded run: %v", err)
 	}
-	if want := (pipelines.Results{PreviousImage: v1, Commit: seed.Hash.String()}); res != want {
+	if want := (pipelines.Results{PreviousImage: v1, Commit: seed.Hash.String()}); !cmp.Equal(res, want) {
 		t.Errorf("embedded run results %+v, want %+v: the same image, unchanged", res, want)
 	}
 	canaryPhase(ctx, t, target, ns, "web", flaggerv1.CanaryPhaseInitialized)
@@ -223,7 +225,7 @@ func TestTektonExecutorOnTheFleet(t *testing.T) {
 		t.Fatalf("tekton run: %v", err)
 	}
 	head := gittest.Head(t, repo)
-	if want := (pipelines.Results{PreviousImage: v1, Changed: true, Commit: head.Hash.String()}); res != want {
+	if want := (pipelines.Results{PreviousImage: v1, Changed: true, Commit: head.Hash.String()}); !cmp.Equal(res, want) {
 		t.Errorf("tekton run results %+v, want %+v", res, want)
 	}
 	if !strings.Contains(head.Message, "flotilla: web sha256:bbbbbbb") || !strings.Contains(head.Message, "(rollout r1)") {

@@ -33,6 +33,7 @@ const (
 	// A git application's apply-manifests reports these instead.
 	ResultPreviousRevision = tasks.ResultPreviousRevision
 	ResultRevisionChanged  = "revision-changed"
+	ResultPruned           = tasks.ResultPruned
 )
 
 // Labels flotilla puts on its PipelineRuns. intake.TektonSender reads
@@ -126,6 +127,11 @@ type Results struct {
 	Changed bool `json:"changed"`
 	// Commit is the deployments repository's commit (GitOps only).
 	Commit string `json:"commit,omitempty"`
+	// Pruned names what the run deleted because the commit no longer
+	// renders it (git applications that prune), PrunedCount how many in
+	// all (the names stop at a size: tasks.EncodePruned).
+	Pruned      []string `json:"pruned,omitempty"`
+	PrunedCount int      `json:"prunedCount,omitempty"`
 }
 
 // FromApplyCanary turns the params of an apply-canary into a run of the
@@ -203,6 +209,7 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 // ResultsFrom decodes the Pipeline's results.
 func ResultsFrom(m map[string]string) (Results, error) {
 	r := Results{PreviousImage: cmp.Or(m[ResultPreviousImage], m[ResultPreviousRevision]), Commit: m[ResultCommit]}
+	r.Pruned, r.PrunedCount = tasks.DecodePruned(m[ResultPruned])
 	v, ok := m[ResultChanged]
 	if !ok {
 		v, ok = m[ResultRevisionChanged]

@@ -41,6 +41,10 @@ type Result struct {
 	PreviousImage string
 	// Changed tells whether the run changed the workload.
 	Changed bool
+	// Pruned names what the run deleted because the commit no longer
+	// renders it, PrunedCount how many in all.
+	Pruned      []string
+	PrunedCount int
 }
 
 // Deliver runs the pipeline the request asks for. Errors are permanent when
@@ -113,31 +117,31 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{PreviousImage: res.PreviousImage, Changed: res.Changed}, nil
+	return Result{PreviousImage: res.PreviousImage, Changed: res.Changed, Pruned: res.Pruned, PrunedCount: res.PrunedCount}, nil
 }
 
 // Prune deletes from cluster what the rollout's commit (ref, repository@
 // commit) no longer renders and an earlier commit applied there, once the
 // cluster succeeded: a run of the pipeline with prune "pending". Nothing
 // for an application that is not a git one or does not prune.
-func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, ref string) error {
+func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, ref string) (Result, error) {
 	app, ok := d.cfg.Application(application)
 	if !ok || app.Git() == nil || !app.Git().Prunes() {
-		return nil
+		return Result{}, nil
 	}
 	src, err := pipelines.GitSourceFor(app, cluster, ref)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	src.Prune = tasks.PrunePending
 	objs := canary.Render(app, canary.Input{Instance: d.cfg.Server.Instance, Cluster: cluster, Rollout: rolloutID, Event: d.hooks(cluster, rolloutID)})
 	// Its own run (name): not the apply's, which the Tekton executor
 	// would find done.
-	_, err = d.exec.Run(ctx, cluster, pipelines.RunParams{
+	res, err := d.exec.Run(ctx, cluster, pipelines.RunParams{
 		Rollout: rolloutID + "-prune", Application: app.Name, Namespace: app.Namespace, Kind: app.Workload.Kind,
 		Workload: app.Workload.Name, Image: ref, Canary: objs.Canary, Git: src,
 	})
-	return err
+	return Result{Pruned: res.Pruned, PrunedCount: res.PrunedCount}, err
 }
 
 // byPullRequest tells whether a pull request, not the run, writes app's

@@ -2,6 +2,7 @@ package deliver_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -25,13 +26,15 @@ const (
 type runRecorder struct {
 	mu   sync.Mutex
 	runs []pipelines.RunParams
+	// deletes is what each run reports it pruned (none: nothing).
+	deletes []string
 }
 
 func (r *runRecorder) Run(_ context.Context, _ string, p pipelines.RunParams) (pipelines.Results, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.runs = append(r.runs, p)
-	return pipelines.Results{}, nil
+	return pipelines.Results{Pruned: r.deletes, PrunedCount: len(r.deletes)}, nil
 }
 
 // pruned is what each recorded run's prune param and run name were.
@@ -109,6 +112,54 @@ func TestGitApplicationsPrune(t *testing.T) {
 	r := deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{app()}}, exec, hooks), nil, 0, nil)
 	if _, err := r.Handle(t.Context(), pruneRequest(t, time.Now().Add(time.Minute))); err != nil || len(exec.pruned()) != 0 {
 		t.Errorf("an image application's prune request: %v, runs %v; want none", err, exec.pruned())
+	}
+}
+
+// What a run deleted is told: a prune request's run answers with
+// cluster.pruned (purpose prune), a revert's with pipelinerun.finished and
+// cluster.pruned (purpose revert), each naming the objects and the count.
+// Catches: a prune that deletes silently (no event, so no metric and no
+// trace of what went), and a cluster.pruned whose id is not derived from
+// its request (a replay would tell it twice).
+func TestPrunedIsTold(t *testing.T) {
+	exec := &runRecorder{deletes: []string{"ConfigMap/shop/extra", "Service/shop/old"}}
+	r := deliver.NewRunner(deliver.New(&config.Config{Applications: []config.Application{gitApp(nil)}}, exec, hooks), nil, 0, nil)
+	req := pruneRequest(t, time.Now().Add(time.Minute))
+	evs, err := r.Handle(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revert, err := events.New("ok/revert", events.Source, events.TypePipelineRunRequested, events.PipelineRunRequested{
+		RolloutID: rolloutID, Application: "shop", Wave: 1, Cluster: "c1", Purpose: events.PurposeRevert,
+		Image: repoURL + "@" + commit, Deadline: time.Now().Add(time.Minute),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revert.SetExtension(events.ExtRolloutID, rolloutID)
+	more, err := r.Handle(t.Context(), revert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range append(evs, more...) {
+		line := e.Type() + " " + e.ID() + " " + e.Subject()
+		if e.Type() == events.TypeClusterPruned {
+			p, err := events.Decode[events.ClusterPruned](e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line += fmt.Sprintf(" %s %s wave=%d %v %d", p.Purpose, p.Revision, p.Wave, p.Objects, p.Count)
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		events.TypeClusterPruned + " ok/prune/" + events.TypeClusterPruned + " c1 prune " + repoURL + "@" + commit + " wave=0 [ConfigMap/shop/extra Service/shop/old] 2",
+		events.TypePipelineRunFinished + " ok/revert/" + events.TypePipelineRunFinished + " c1",
+		events.TypeClusterPruned + " ok/revert/" + events.TypeClusterPruned + " c1 revert " + repoURL + "@" + commit + " wave=1 [ConfigMap/shop/extra Service/shop/old] 2",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
 

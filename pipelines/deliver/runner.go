@@ -118,7 +118,7 @@ func (r *Runner) Lane() dispatch.Lane { return r.lane }
 // error.
 func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	if e.Type() == events.TypePruneRequested {
-		return nil, r.prune(ctx, e)
+		return r.prune(ctx, e)
 	}
 	req, err := events.Decode[events.PipelineRunRequested](e)
 	if err != nil {
@@ -172,6 +172,22 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	switch {
 	case err == nil:
 		finished.PreviousImage, finished.Changed = res.PreviousImage, res.Changed
+		if res.PrunedCount > 0 {
+			r.log.InfoContext(ctx, "pruned what the commit no longer renders", "rollout_id", req.RolloutID, "cluster", req.Cluster,
+				"purpose", req.Purpose, "objects", res.Pruned, "count", res.PrunedCount)
+			out, err := r.finish(e, finished)
+			if err != nil {
+				return nil, err
+			}
+			pruned, err := r.pruned(e, events.ClusterPruned{
+				RolloutID: req.RolloutID, Application: req.Application, Wave: req.Wave, Cluster: req.Cluster,
+				Revision: req.Image, Purpose: req.Purpose, Objects: res.Pruned, Count: res.PrunedCount,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return append(out, pruned), nil
+		}
 	case fault.IsPermanent(err):
 		finished.Error = "pipeline failed: " + err.Error()
 	case ctx.Err() != nil:
@@ -192,41 +208,61 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 // cluster's success ends it): pruned all the same. Retried until the
 // request's deadline; a permanent failure, or the deadline, is logged and
 // left (the next commit's apply carries what is pending).
-func (r *Runner) prune(ctx context.Context, e cloudevents.Event) error {
+func (r *Runner) prune(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	req, err := events.Decode[events.PruneRequested](e)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	log := r.log.With("rollout_id", req.RolloutID, "cluster", req.Cluster, "revision", req.Revision)
 	if app, ok := r.d.cfg.Application(req.Application); !ok || app.Git() == nil || !app.Git().Prunes() {
-		return nil
+		return nil, nil
 	}
 	if !r.now().Before(req.Deadline) {
 		log.ErrorContext(ctx, "pruning what the commit no longer renders: not done by its deadline", "deadline", req.Deadline)
-		return nil
+		return nil, nil
 	}
 	unlock, err := r.workloads.lock(ctx, req.Application+"/"+req.Cluster)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	runCtx, cancel := context.WithDeadline(ctx, req.Deadline)
 	defer cancel()
-	err = r.d.Prune(runCtx, req.Application, req.Cluster, req.RolloutID, req.Revision)
+	res, err := r.d.Prune(runCtx, req.Application, req.Cluster, req.RolloutID, req.Revision)
 	switch {
+	case err == nil && res.PrunedCount == 0:
+		log.InfoContext(ctx, "nothing left to prune")
+		return nil, nil
 	case err == nil:
-		log.InfoContext(ctx, "pruned what the commit no longer renders")
-		return nil
+		log.InfoContext(ctx, "pruned what the commit no longer renders", "objects", res.Pruned, "count", res.PrunedCount)
+		out, err := r.pruned(e, events.ClusterPruned{
+			RolloutID: req.RolloutID, Application: req.Application, Wave: req.Wave, Cluster: req.Cluster,
+			Revision: req.Revision, Purpose: events.PurposePrune, Objects: res.Pruned, Count: res.PrunedCount,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return []cloudevents.Event{out}, nil
 	case fault.IsPermanent(err):
 		log.ErrorContext(ctx, "pruning what the commit no longer renders failed", "error", err)
-		return nil
+		return nil, nil
 	case ctx.Err() != nil:
-		return err // flotilla is stopping: the request is replayed at the next start
+		return nil, err // flotilla is stopping: the request is replayed at the next start
 	case !r.now().Before(req.Deadline):
 		log.ErrorContext(ctx, "pruning what the commit no longer renders: not done by its deadline", "deadline", req.Deadline, "error", err)
-		return nil
+		return nil, nil
 	}
-	return fmt.Errorf("pruning %s in cluster %s: %w", req.Application, req.Cluster, err)
+	return nil, fmt.Errorf("pruning %s in cluster %s: %w", req.Application, req.Cluster, err)
+}
+
+// pruned is request e's cluster.pruned of p.
+func (r *Runner) pruned(e cloudevents.Event, p events.ClusterPruned) (cloudevents.Event, error) {
+	out, err := events.Derive(e, events.TypeClusterPruned, "", p)
+	if err != nil {
+		return out, err
+	}
+	out.SetSubject(p.Cluster)
+	return out, nil
 }
 
 // announce journals request e's pipelinerun.started beside the run; the

@@ -54,6 +54,9 @@ type ApplyCanaryParams struct {
 type ApplyCanaryResult struct {
 	PreviousImage string `json:"previousImage"`
 	Changed       bool   `json:"changed"`
+	// Pruned names what a git application's run deleted because its
+	// commit no longer renders it ("Kind/namespace/name").
+	Pruned []string `json:"pruned,omitempty"`
 }
 
 // ApplyCanary applies the objects the Canary refers to and the Canary first

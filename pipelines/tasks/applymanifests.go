@@ -38,7 +38,50 @@ const (
 	// ResultPreviousRevision is the revision (repository@commit) the
 	// workload ran before.
 	ResultPreviousRevision = "previous-revision"
+	// ResultPruned lists the objects the run deleted because the commit
+	// no longer renders them ("Kind/namespace/name" comma-separated,
+	// EncodePruned), empty when none.
+	ResultPruned = "pruned"
 )
+
+// maxPrunedResult bounds ResultPruned: a Tekton result travels in the
+// step's termination message (4 KiB for all of a step's results).
+const maxPrunedResult = 2048
+
+// EncodePruned is the ResultPruned of the objects deleted: beyond
+// maxPrunedResult bytes the rest is counted ("+N more").
+func EncodePruned(deleted []string) string {
+	var b strings.Builder
+	for i, d := range deleted {
+		if b.Len()+len(d)+1 > maxPrunedResult-len(",+0000000 more") {
+			fmt.Fprintf(&b, ",+%d more", len(deleted)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(d)
+	}
+	return b.String()
+}
+
+// DecodePruned reads a ResultPruned back: the objects named and how many
+// were deleted in all.
+func DecodePruned(s string) (names []string, count int) {
+	if s = strings.TrimSpace(s); s == "" {
+		return nil, 0
+	}
+	for _, f := range strings.Split(s, ",") {
+		var more int
+		if _, err := fmt.Sscanf(f, "+%d more", &more); err == nil && strings.HasPrefix(f, "+") {
+			count += more
+			continue
+		}
+		names = append(names, f)
+		count++
+	}
+	return names, count
+}
 
 var applyManifestsDef = Def{
 	Name:  "apply-manifests",
@@ -60,7 +103,7 @@ var applyManifestsDef = Def{
 		{Name: ParamApplication, Usage: "the application: its inventory (ConfigMap " + InventoryName("<application>") + " in --namespace) records what each commit applied; empty: none kept, nothing pruned"},
 		{Name: ParamPrune, Default: PruneOff, Usage: "what becomes of the objects an earlier commit applied and this one no longer renders: false (left), true (deleted once the cluster succeeded, by a run of pending), now (deleted after the apply: a revert), pending (apply nothing: delete those the commit left pending)"},
 	},
-	Results: []string{ResultPreviousRevision, ResultChanged},
+	Results: []string{ResultPreviousRevision, ResultChanged, ResultPruned},
 	Cluster: true,
 	Git:     true,
 	Run:     runApplyManifests,
@@ -114,7 +157,7 @@ func runApplyManifests(ctx context.Context, env Env, p Params) (Results, error) 
 	if err != nil {
 		return nil, err
 	}
-	return Results{ResultPreviousRevision: res.PreviousImage, ResultChanged: strconv.FormatBool(res.Changed)}, nil
+	return Results{ResultPreviousRevision: res.PreviousImage, ResultChanged: strconv.FormatBool(res.Changed), ResultPruned: EncodePruned(res.Pruned)}, nil
 }
 
 // ApplyManifestsParamsFrom decodes the apply-manifests task's params.
@@ -168,7 +211,9 @@ func ApplyManifestsParamsFrom(p Params) (ApplyManifestsParams, error) {
 func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror, repo gitops.Repo, p ApplyManifestsParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
 	if p.Prune == PrunePending {
-		return res, prunePending(ctx, cfg, p, Revision(repo.URL, p.Commit))
+		var err error
+		res.Pruned, err = prunePending(ctx, cfg, p, Revision(repo.URL, p.Commit))
+		return res, err
 	}
 	work, err := os.MkdirTemp("", "flotilla-render-")
 	if err != nil {
@@ -236,7 +281,8 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
 		return res, err
 	}
-	return res, applyObjects(ctx, cfg, kube, p, revision, objs)
+	res.Pruned, err = applyObjects(ctx, cfg, kube, p, revision, objs)
+	return res, err
 }
 
 func kindOr(kind string) string {
@@ -255,19 +301,19 @@ func kindOr(kind string) string {
 // records them; the objects an earlier commit applied and this one no
 // longer renders are left pending (PruneAfter), deleted (PruneNow) or
 // forgotten (PruneOff).
-func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, p ApplyManifestsParams, revision string, objs []*unstructured.Unstructured) error {
+func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, p ApplyManifestsParams, revision string, objs []*unstructured.Unstructured) (pruned []string, _ error) {
 	rm, c, err := resourceManager(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		namespaced, err := c.IsObjectNamespaced(o)
 		if meta.IsNoMatchError(err) {
-			return fault.Permanent(fmt.Errorf("applying %s %s: the cluster does not serve %s", gvk.Kind, o.GetName(), gvk))
+			return nil, fault.Permanent(fmt.Errorf("applying %s %s: the cluster does not serve %s", gvk.Kind, o.GetName(), gvk))
 		}
 		if err != nil {
-			return fmt.Errorf("mapping %s: %w", gvk, err)
+			return nil, fmt.Errorf("mapping %s: %w", gvk, err)
 		}
 		if namespaced && o.GetNamespace() == "" {
 			o.SetNamespace(p.Namespace)
@@ -283,16 +329,16 @@ func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfa
 	}
 	if _, err := rm.ApplyAllStaged(ctx, objs, ssa.DefaultApplyOptions()); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-			return fault.Permanent(fmt.Errorf("applying: %w", err))
+			return nil, fault.Permanent(fmt.Errorf("applying: %w", err))
 		}
-		return fmt.Errorf("applying: %w", err)
+		return nil, fmt.Errorf("applying: %w", err)
 	}
 	if p.Application == "" {
-		return nil
+		return nil, nil
 	}
 	inv, err := ReadInventory(ctx, kube, p.Namespace, p.Application)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	applied := entriesOf(objs)
 	gone := stale(append(inv.Entries, inv.Pending...), applied)
@@ -301,37 +347,38 @@ func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfa
 	case PruneAfter:
 		next.Pending = gone
 	case PruneNow:
-		if _, err := prune(ctx, rm, p.Application, gone); err != nil {
-			return err
+		if pruned, err = prune(ctx, rm, p.Application, gone); err != nil {
+			return pruned, err
 		}
 	}
-	return writeInventory(ctx, kube, p.Namespace, p.Application, next)
+	return pruned, writeInventory(ctx, kube, p.Namespace, p.Application, next)
 }
 
 // prunePending deletes the objects p.Application's inventory holds pending
 // when it is still revision's (else a newer apply, or a revert, took them
 // over: nothing to do) and clears them from it.
-func prunePending(ctx context.Context, cfg *rest.Config, p ApplyManifestsParams, revision string) error {
+func prunePending(ctx context.Context, cfg *rest.Config, p ApplyManifestsParams, revision string) ([]string, error) {
 	if p.Application == "" {
-		return fault.Permanent(fmt.Errorf("--%s %s needs --%s", ParamPrune, PrunePending, ParamApplication))
+		return nil, fault.Permanent(fmt.Errorf("--%s %s needs --%s", ParamPrune, PrunePending, ParamApplication))
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("creating kubernetes client: %w", err)
+		return nil, fmt.Errorf("creating kubernetes client: %w", err)
 	}
 	inv, err := ReadInventory(ctx, kube, p.Namespace, p.Application)
 	if err != nil || inv.Revision != revision || len(inv.Pending) == 0 {
-		return err
+		return nil, err
 	}
 	rm, _, err := resourceManager(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := prune(ctx, rm, p.Application, inv.Pending); err != nil {
-		return err
+	pruned, err := prune(ctx, rm, p.Application, inv.Pending)
+	if err != nil {
+		return pruned, err
 	}
 	inv.Pending = nil
-	return writeInventory(ctx, kube, p.Namespace, p.Application, inv)
+	return pruned, writeInventory(ctx, kube, p.Namespace, p.Application, inv)
 }
 
 // liveRevision is what a git application's workload and its primary carry.

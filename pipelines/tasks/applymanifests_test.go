@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/render"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -93,12 +94,12 @@ func TestApplyManifestsAppliesACommit(t *testing.T) {
 	}
 	check(first, "hello")
 	want := tasks.ApplyCanaryResult{PreviousImage: tasks.Revision(url, first), Changed: true}
-	if res := apply("r2", second); res != want {
+	if res := apply("r2", second); !cmp.Equal(res, want) {
 		t.Errorf("second commit: %+v, want %+v", res, want)
 	}
 	check(second, "hej")
 	want.Changed = false
-	if res := apply("r2", second); res != want {
+	if res := apply("r2", second); !cmp.Equal(res, want) {
 		t.Errorf("the same rollout again: %+v, want %+v", res, want)
 	}
 	// A revert applies the first commit again.
@@ -250,4 +251,39 @@ func TestApplyManifestsPrunesByInventory(t *testing.T) {
 	}
 	run("r5-revert", second, tasks.PruneNow)
 	present(map[string]bool{"web-new": true})
+}
+
+// The pruned result names the objects deleted, and past its size counts
+// the rest: a Tekton result travels in a 4 KiB termination message.
+func TestPrunedResult(t *testing.T) {
+	many := make([]string, 200)
+	for i := range many {
+		many[i] = "ConfigMap/default/config-map-with-a-long-name-" + strings.Repeat("x", 3) + string(rune('a'+i%26))
+	}
+	tests := []struct {
+		name      string
+		deleted   []string
+		wantCount int
+		wantNames int
+	}{
+		{"none", nil, 0, 0},
+		{"one", []string{"ConfigMap/default/extra"}, 1, 1},
+		{"two", []string{"ConfigMap/default/a", "Service/default/b"}, 2, 2},
+		{"more than fit", many, 200, 39},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			enc := tasks.EncodePruned(tc.deleted)
+			if len(enc) > 2048 {
+				t.Errorf("encoded %d bytes, over 2 KiB", len(enc))
+			}
+			names, count := tasks.DecodePruned(enc)
+			if diff := cmp.Diff([]int{tc.wantCount, tc.wantNames}, []int{count, len(names)}); diff != "" {
+				t.Errorf("count, names (-want +got):\n%s\n%s", diff, enc)
+			}
+			if diff := cmp.Diff(tc.deleted[:len(names)], names, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("names (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

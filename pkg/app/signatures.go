@@ -27,11 +27,11 @@ func signatures(ctx context.Context, cfg *config.Config, resolver registry.Resol
 		if a.Verify == nil {
 			continue
 		}
-		var p signature.Policy
+		p := signature.Policy{IgnoreTlog: a.Verify.IgnoreTlog}
 		for _, s := range a.Verify.Signatures {
 			switch {
 			case s.Key != nil:
-				p.Keys = append(p.Keys, signature.Key{Name: s.Name, PEM: []byte(s.KeyValue)})
+				p.Keys = append(p.Keys, signature.Key{Name: s.Name, PEM: []byte(s.KeyValue), TrustedRoot: []byte(s.TrustedRootValue)})
 			case s.Keyless != nil:
 				// One root per application: config validation reads each;
 				// identities under different roots need applications of

@@ -991,6 +991,12 @@ type Verify struct {
 	// stops before the first wave that requires a signature, and when its
 	// first wave requires one the push is rejected.
 	Signatures []SignatureAuthority `json:"signatures"`
+	// IgnoreTlog accepts a key's signature without an entry in a Rekor
+	// log (cosign's --insecure-ignore-tlog): weaker, since nothing then
+	// records when the key signed, nor that it did. Default false: a key's
+	// signature must be logged in its trustedRoot's Rekor log. Only with
+	// key signers; keyless identities follow their trusted root.
+	IgnoreTlog bool `json:"ignoreTlog"`
 }
 
 // SignatureAuthority is one signer an application trusts: a cosign public
@@ -1003,6 +1009,12 @@ type SignatureAuthority struct {
 	Key *Secret `json:"key"`
 	// KeyValue is Key's PEM, read by Load.
 	KeyValue string `json:"-"`
+	// TrustedRoot is, for a key, Sigstore's trusted_root.json whose Rekor
+	// logs its signatures must have an entry in, as a file. Required with
+	// key unless verify.ignoreTlog.
+	TrustedRoot *Secret `json:"trustedRoot"`
+	// TrustedRootValue is TrustedRoot's JSON, read by Load.
+	TrustedRootValue string `json:"-"`
 	// Keyless trusts certificates issued under a trusted root to an
 	// identity (Sigstore's keyless signing).
 	Keyless *Keyless `json:"keyless"`

@@ -172,6 +172,9 @@ func applyDefaults(c *Config, base string) {
 				if a.Key != nil && a.Key.File != "" {
 					a.Key.File = resolvePath(base, a.Key.File)
 				}
+				if a.TrustedRoot != nil && a.TrustedRoot.File != "" {
+					a.TrustedRoot.File = resolvePath(base, a.TrustedRoot.File)
+				}
 				if k := a.Keyless; k != nil && k.TrustedRoot != nil && k.TrustedRoot.File != "" {
 					k.TrustedRoot.File = resolvePath(base, k.TrustedRoot.File)
 				}

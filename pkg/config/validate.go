@@ -632,6 +632,7 @@ func (v *validator) verify(path string, a *Application) {
 	}
 	names := map[string]bool{}
 	trustedRoot := ""
+	keys := 0
 	for i := range a.Verify.Signatures {
 		s := &a.Verify.Signatures[i]
 		p := fmt.Sprintf("%s.signatures[%d]", path, i)
@@ -647,12 +648,17 @@ func (v *validator) verify(path string, a *Application) {
 			continue
 		}
 		if s.Key != nil {
+			keys++
 			if s.KeyValue = v.resolveSecret(p+".key", s.Key); s.KeyValue != "" {
 				if _, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(s.KeyValue)); err != nil {
 					v.addf(p+".key", "not a PEM public key (cosign.pub): %v", err)
 				}
 			}
+			v.keyLog(p, s, a.Verify.IgnoreTlog)
 			continue
+		}
+		if s.TrustedRoot != nil {
+			v.addf(p+".trustedRoot", "only with key: a keyless identity's root is keyless.trustedRoot")
 		}
 		k := s.Keyless
 		if k.Issuer == "" {
@@ -676,6 +682,35 @@ func (v *validator) verify(path string, a *Application) {
 				v.addf(p+".keyless.trustedRoot", "differs from an earlier keyless identity's: an application's keyless identities share one trusted root")
 			}
 			trustedRoot = k.TrustedRootValue
+		}
+	}
+	if a.Verify.IgnoreTlog && keys == 0 {
+		v.addf(path+".ignoreTlog", "concerns key signers, and there is none")
+	}
+}
+
+// keyLog checks a key's trusted root, whose Rekor log its signatures must
+// be in, unless the policy ignores the log.
+func (v *validator) keyLog(p string, s *SignatureAuthority, ignoreTlog bool) {
+	switch {
+	case ignoreTlog && s.TrustedRoot != nil:
+		v.addf(p+".trustedRoot", "unused: verify.ignoreTlog is true (remove one)")
+	case ignoreTlog:
+	case s.TrustedRoot == nil:
+		v.addf(p+".trustedRoot", "required with key: Sigstore's trusted_root.json naming the Rekor log its signatures must be in, as a file (or verify.ignoreTlog: true, weaker)")
+	default:
+		if s.TrustedRootValue = v.resolveSecret(p+".trustedRoot", s.TrustedRoot); s.TrustedRootValue == "" {
+			return
+		}
+		if !json.Valid([]byte(s.TrustedRootValue)) {
+			v.addf(p+".trustedRoot", "not a trusted root: not JSON (Sigstore's trusted_root.json)")
+			return
+		}
+		tr, err := root.NewTrustedRootFromJSON([]byte(s.TrustedRootValue))
+		if err != nil {
+			v.addf(p+".trustedRoot", "not a trusted root: %v", err)
+		} else if len(tr.RekorLogs()) == 0 {
+			v.addf(p+".trustedRoot", "names no Rekor log (tlogs): the key's signatures could never be found logged")
 		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/rekortest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
 const (
@@ -38,6 +41,7 @@ func TestValidate(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "not-json"), "auths: {}\n")
 	writeFile(t, filepath.Join(dir, "no-auths"), `{"credsStore": "desktop"}`)
 	writeFile(t, filepath.Join(dir, "good.json"), `{"auths": {"registry.example.com": {"auth": "dTpw"}}}`)
+	writeSigningFiles(t, dir)
 	if err := os.Mkdir(filepath.Join(dir, "kubedir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +471,7 @@ applications:
 			want: []Problem{{"applications[0].tagFilter.extract", `"version" names no group of the pattern: want a template such as "$version" (groups: [version])`}},
 		}, {
 			name: "signature authorities",
-			doc: sections{applications: withApp("    verify: {signatures: [{name: a, key: {file: empty-secret}}, {name: a, key: {env: FLOTILLA_TEST_TOKEN}}, " +
+			doc: sections{applications: withApp("    verify: {ignoreTlog: true, signatures: [{name: a, key: {file: empty-secret}}, {name: a, key: {env: FLOTILLA_TEST_TOKEN}}, " +
 				"{name: b}, {name: c, keyless: {subject: '('}}, {keyless: {issuer: x, subject: y, trustedRoot: {env: FLOTILLA_TEST_TOKEN}}}]}\n")},
 			want: []Problem{
 				{"applications[0].verify.signatures[0].key.file", `secret file "` + filepath.Join(dir, "empty-secret") + `" is empty`},
@@ -480,6 +484,31 @@ applications:
 				{"applications[0].verify.signatures[4].name", "required: names the signer in messages"},
 				{"applications[0].verify.signatures[4].keyless.trustedRoot", "not a trusted root: not JSON (Sigstore's trusted_root.json)"},
 			},
+		}, {
+			// A key's signatures must be logged unless ignoreTlog: no
+			// field accepted and ignored.
+			name: "key signers' transparency log",
+			doc: sections{applications: withApp("    verify: {signatures: [{name: a, key: {file: cosign.pub}}, " +
+				"{name: b, key: {file: cosign.pub}, trustedRoot: {file: ca-root.json}}, " +
+				"{name: c, keyless: {issuer: x, subject: y, trustedRoot: {file: ca-root.json}}, trustedRoot: {file: log-root.json}}, " +
+				"{name: d, key: {file: cosign.pub}, trustedRoot: {file: not-json}}]}\n" +
+				"  - name: other\n    image: registry.example.com/demo/other\n    workload: {name: other}\n    service: {port: 9898}\n" +
+				"    verify: {ignoreTlog: true, signatures: [{name: e, keyless: {issuer: x, subject: y, trustedRoot: {file: ca-root.json}}}]}\n" +
+				"  - name: third\n    image: registry.example.com/demo/third\n    workload: {name: third}\n    service: {port: 9898}\n" +
+				"    verify: {ignoreTlog: true, signatures: [{name: f, key: {file: cosign.pub}, trustedRoot: {file: log-root.json}}]}\n")},
+			want: []Problem{
+				{"applications[0].verify.signatures[0].trustedRoot", "required with key: Sigstore's trusted_root.json naming the Rekor log its signatures must be in, as a file (or verify.ignoreTlog: true, weaker)"},
+				{"applications[0].verify.signatures[1].trustedRoot", "names no Rekor log (tlogs): the key's signatures could never be found logged"},
+				{"applications[0].verify.signatures[2].trustedRoot", "only with key: a keyless identity's root is keyless.trustedRoot"},
+				{"applications[0].verify.signatures[3].trustedRoot", "not a trusted root: not JSON (Sigstore's trusted_root.json)"},
+				{"applications[1].verify.ignoreTlog", "concerns key signers, and there is none"},
+				{"applications[2].verify.signatures[0].trustedRoot", "unused: verify.ignoreTlog is true (remove one)"},
+			},
+		}, {
+			name: "a key signer with its log, and one ignoring the log",
+			doc: sections{applications: withApp("    verify: {signatures: [{name: a, key: {file: cosign.pub}, trustedRoot: {file: log-root.json}}]}\n" +
+				"  - name: other\n    image: registry.example.com/demo/other\n    workload: {name: other}\n    service: {port: 9898}\n" +
+				"    verify: {ignoreTlog: true, signatures: [{name: b, key: {file: cosign.pub}}]}\n")},
 		}, {
 			name: "semver constraint with track Newest",
 			doc:  sections{applications: withApp("    track: Newest\n    semver: '>=1'\n")},
@@ -1051,4 +1080,26 @@ func TestBusDefaults(t *testing.T) {
 	if cfg.Server.DedupeMaxEvents != nil {
 		t.Errorf("dedupeMaxEvents defaulted to %d in scale-out mode", *cfg.Server.DedupeMaxEvents)
 	}
+}
+
+// writeSigningFiles writes a cosign.pub, a trusted root without Rekor logs
+// (ca-root.json) and one with a log (log-root.json).
+func writeSigningFiles(t *testing.T, dir string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "cosign.pub"), string(sigtest.NewKeypair().PublicKeyPEM()))
+	ca, err := sigtest.NewCA().TrustedRootJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "ca-root.json"), string(ca))
+	l, err := rekortest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	lr, err := l.TrustedRootJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "log-root.json"), string(lr))
 }

@@ -19,6 +19,7 @@ const (
 	MetricPushToFleet     = "flotilla_push_to_fleet_seconds"
 	MetricReaction        = "flotilla_reaction_seconds"
 	MetricRollbacks       = "flotilla_rollbacks_total"
+	MetricPruned          = "flotilla_pruned_objects_total"
 	MetricTimeToRestore   = "flotilla_time_to_restore_seconds"
 )
 
@@ -263,6 +264,10 @@ func (d *deriver) event(ctx context.Context, e cloudevents.Event) []Observation 
 		return d.ended(ctx, e)
 	case typ == events.TypeRolloutRollbackFailed:
 		return d.rollbackFailed(ctx, e)
+	case typ == events.TypeClusterPruned:
+		if p, err := events.Decode[events.ClusterPruned](e); err == nil && p.Count > 0 {
+			return []Observation{{Metric: MetricPruned, Labels: []string{p.Application, p.Purpose}, Value: float64(p.Count)}}
+		}
 	}
 	return nil
 }

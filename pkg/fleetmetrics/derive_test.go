@@ -145,6 +145,20 @@ func TestDerive(t *testing.T) {
 			obs(MetricPushToFleet, 21.02, "podinfo"),
 		},
 	}, {
+		name: "objects pruned after a success and by a revert count by purpose; an empty prune counts nothing",
+		events: func(c *chain) {
+			c.root("prune/1", events.TypeClusterPruned, ro1, events.ClusterPruned{RolloutID: ro1, Application: "podinfo", Cluster: "c1",
+				Purpose: events.PurposePrune, Objects: []string{"ConfigMap/default/a", "ConfigMap/default/b"}, Count: 2}, 1_000)
+			c.root("prune/2", events.TypeClusterPruned, ro1, events.ClusterPruned{RolloutID: ro1, Application: "podinfo", Cluster: "c2",
+				Purpose: events.PurposeRevert, Objects: []string{"ConfigMap/default/new"}, Count: 1}, 2_000)
+			c.root("prune/3", events.TypeClusterPruned, ro1, events.ClusterPruned{RolloutID: ro1, Application: "podinfo", Cluster: "c3",
+				Purpose: events.PurposePrune}, 3_000)
+		},
+		want: []Observation{
+			obs(MetricPruned, 2, "podinfo", events.PurposePrune),
+			obs(MetricPruned, 1, "podinfo", events.PurposeRevert),
+		},
+	}, {
 		name: "a cluster's result reported twice counts once; after a new run, again",
 		events: func(c *chain) {
 			flagger(c, "flagger-1", "c1", events.CanaryFailed, events.TypeClusterFailed, 0, 1_000, 1_010)

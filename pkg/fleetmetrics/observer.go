@@ -126,6 +126,10 @@ func New(j Journal, ros Rollouts, reg prometheus.Registerer, opts ...Option) (*O
 				Name: MetricRollbacks,
 				Help: "Rollbacks started (rollouts failed), by application and trigger: automatic (a cluster failed) or user (an abort, a rollback requested, a version quarantined).",
 			}, []string{"application", "trigger"}),
+			MetricPruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: MetricPruned,
+				Help: "Objects deleted from clusters because a git application's commit no longer renders them, by application and purpose: prune (after a cluster's success) or revert (a rollback back to a commit without them).",
+			}, []string{"application", "purpose"}),
 		},
 		phases: prometheus.NewDesc("flotilla_rollouts",
 			"Rollouts in flight by phase (Progressing, Queued, Failed: rolling back, RollbackFailed), read from the state at scrape time.",

@@ -20,6 +20,13 @@
 // (fault.Permanent) naming why; a registry that cannot be read is a
 // retryable one.
 //
+// A key's signature must carry an entry of a Rekor log its key's trusted
+// root names (the signed entry timestamp of the .sig tag's Rekor bundle
+// annotation, or a bundle's entries with their inclusion proofs), as
+// `cosign verify --key` demands; one without is refused (ErrNoTlogEntry)
+// unless the policy ignores the log (IgnoreTlog, cosign's
+// --insecure-ignore-tlog, weaker).
+//
 // A root without transparency logs (a private CA, the tests' own) is
 // checked at the current time: keyless certificates must still be valid.
 // A root with Rekor logs demands a log entry and checks the certificate at

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -38,16 +39,21 @@ const (
 	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
 	SignatureAnnotation    = "dev.cosignproject.cosign/signature"
 	CertificateAnnotation  = "dev.sigstore.cosign/certificate"
+	RekorBundleAnnotation  = "dev.sigstore.cosign/bundle"
+	BundleMediaTypeV01     = "application/vnd.dev.sigstore.bundle+json;version=0.1"
 	BundleMediaTypeV03     = "application/vnd.dev.sigstore.bundle.v0.3+json"
 	BundleMediaTypePrefix  = "application/vnd.dev.sigstore.bundle"
 	CosignSignPredicate    = "https://sigstore.dev/cosign/sign/v1"
 	SimpleSigningType      = "cosign container image signature"
 )
 
-// Key is a cosign public key (PEM), named for messages.
+// Key is a cosign public key (PEM), named for messages, and the
+// trusted_root.json whose Rekor logs its signatures must have an entry in
+// (unused when the policy ignores the log).
 type Key struct {
-	Name string
-	PEM  []byte
+	Name        string
+	PEM         []byte
+	TrustedRoot []byte
 }
 
 // Identity is a keyless signer: the certificate's OIDC issuer (exact) and
@@ -59,12 +65,20 @@ type Identity struct {
 }
 
 // Policy is what one application accepts: a signature by one of Keys, or
-// by one of Identities under TrustedRoot (a trusted_root.json).
+// by one of Identities under TrustedRoot (a trusted_root.json). A key's
+// signature must carry an entry of its key's Rekor log, as `cosign verify
+// --key` demands, unless IgnoreTlog (cosign's --insecure-ignore-tlog): then
+// a signature made without the log, or with its entry stripped, counts.
 type Policy struct {
 	Keys        []Key
 	Identities  []Identity
 	TrustedRoot []byte
+	IgnoreTlog  bool
 }
+
+// ErrNoTlogEntry is why a key's signature without a transparency-log entry
+// is refused.
+var ErrNoTlogEntry = errors.New("no transparency-log entry: the policy requires the signature in a Rekor log (ignoreTlog: true accepts it without, which is weaker)")
 
 // Access says how to read image@digest and what is attached to it
 // (pkg/registry.Remote.Access).
@@ -83,6 +97,7 @@ type Verifier struct {
 }
 
 type compiled struct {
+	ignoreTlog bool
 	keys       []*verify.Verifier
 	keyNames   []string
 	keyless    *verify.Verifier
@@ -106,7 +121,10 @@ func New(access Access, policies map[string]Policy) (*Verifier, error) {
 func (v *Verifier) Has(app string) bool { return v != nil && v.policies[app] != nil }
 
 func compile(p Policy) (*compiled, error) {
-	c := &compiled{}
+	c := &compiled{ignoreTlog: p.IgnoreTlog}
+	if p.IgnoreTlog && len(p.Keys) == 0 {
+		return nil, errors.New("ignoring the transparency log concerns keys, and the policy has none")
+	}
 	for _, k := range p.Keys {
 		pub, err := cryptoutils.UnmarshalPEMToPublicKey(k.PEM)
 		if err != nil {
@@ -120,7 +138,7 @@ func compile(p Policy) (*compiled, error) {
 		}
 		ek := root.NewExpiringKey(sv, time.Time{}, time.Time{})
 		material := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return ek, nil })
-		kv, err := verify.NewVerifier(material, verify.WithNoObserverTimestamps())
+		kv, err := keyVerifier(material, k, p.IgnoreTlog)
 		if err != nil {
 			return nil, fmt.Errorf("key %s: %w", k.Name, err)
 		}
@@ -155,6 +173,28 @@ func compile(p Policy) (*compiled, error) {
 		return nil, errors.New("no key and no keyless identity")
 	}
 	return c, nil
+}
+
+// keyVerifier verifies a key's signatures, with their entry in one of the
+// key's trusted Rekor logs (its signed entry timestamp, or its inclusion
+// proof in a signed checkpoint), unless ignoreTlog.
+func keyVerifier(material root.TrustedMaterial, k Key, ignoreTlog bool) (*verify.Verifier, error) {
+	if ignoreTlog {
+		return verify.NewVerifier(material, verify.WithNoObserverTimestamps())
+	}
+	if len(k.TrustedRoot) == 0 {
+		return nil, errors.New("no trusted root naming the Rekor log its signatures must be in (or ignore the log)")
+	}
+	tr, err := root.NewTrustedRootFromJSON(k.TrustedRoot)
+	if err != nil {
+		return nil, fmt.Errorf("trusted root: %w", err)
+	}
+	if len(tr.RekorLogs()) == 0 {
+		return nil, errors.New("its trusted root names no Rekor log")
+	}
+	// The key first: the root answers no key lookup.
+	return verify.NewVerifier(root.TrustedMaterialCollection{material, tr},
+		verify.WithTransparencyLog(1), verify.WithObserverTimestamps(1))
 }
 
 // Verify checks that a signature attached to image@digest satisfies app's
@@ -249,6 +289,11 @@ func (c *compiled) check(cand candidate, artifact verify.ArtifactPolicyOption) (
 	if vc.Certificate() == nil {
 		if len(c.keys) == 0 {
 			return nil, "", errors.New("signed with a key, and the policy trusts no key")
+		}
+		if !c.ignoreTlog {
+			if entries, err := cand.entity.TlogEntries(); err != nil || len(entries) == 0 {
+				return nil, "", ErrNoTlogEntry
+			}
 		}
 		var errs []string
 		for i, kv := range c.keys {
@@ -374,6 +419,16 @@ func legacyCandidates(d name.Digest, h v1.Hash, opts []remote.Option) ([]candida
 		} else {
 			pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}}
 		}
+		if rb := l.Annotations[RekorBundleAnnotation]; rb != "" {
+			// cosign's Rekor bundle: the entry's signed timestamp, no
+			// inclusion proof, which bundles of version 0.1 allow.
+			e, err := legacyTlogEntry([]byte(rb))
+			if err != nil {
+				continue
+			}
+			pb.MediaType = BundleMediaTypeV01
+			pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{e}
+		}
 		b, err := bundle.NewBundle(pb)
 		if err != nil {
 			continue
@@ -381,6 +436,46 @@ func legacyCandidates(d name.Digest, h v1.Hash, opts []remote.Option) ([]candida
 		out = append(out, candidate{source: src, entity: b, payload: payload})
 	}
 	return out, nil
+}
+
+// legacyTlogEntry reads the Rekor bundle cosign annotates a .sig layer
+// with (its signed entry timestamp and the entry it signs).
+func legacyTlogEntry(raw []byte) (*protorekor.TransparencyLogEntry, error) {
+	var rb struct {
+		SignedEntryTimestamp []byte
+		Payload              struct {
+			Body           string `json:"body"`
+			IntegratedTime int64  `json:"integratedTime"`
+			LogIndex       int64  `json:"logIndex"`
+			LogID          string `json:"logID"`
+		}
+	}
+	if err := json.Unmarshal(raw, &rb); err != nil {
+		return nil, err
+	}
+	body, err := base64.StdEncoding.DecodeString(rb.Payload.Body)
+	if err != nil {
+		return nil, err
+	}
+	logID, err := hex.DecodeString(rb.Payload.LogID)
+	if err != nil {
+		return nil, err
+	}
+	var kv struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(body, &kv); err != nil {
+		return nil, err
+	}
+	return &protorekor.TransparencyLogEntry{
+		LogIndex:          rb.Payload.LogIndex,
+		LogId:             &protocommon.LogId{KeyId: logID},
+		KindVersion:       &protorekor.KindVersion{Kind: kv.Kind, Version: kv.APIVersion},
+		IntegratedTime:    rb.Payload.IntegratedTime,
+		InclusionPromise:  &protorekor.InclusionPromise{SignedEntryTimestamp: rb.SignedEntryTimestamp},
+		CanonicalizedBody: body,
+	}, nil
 }
 
 // bundleCandidates reads the Sigstore bundles attached as OCI referrers

@@ -2,6 +2,7 @@ package signature_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/signature"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/rekortest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
 
@@ -66,8 +68,28 @@ func (r *reg) push(tb testing.TB, repo string) name.Digest {
 	return tag.Context().Digest(h.String())
 }
 
+// newLog starts a Rekor stand-in for one test.
+func newLog(tb testing.TB) (*rekortest.Log, []byte) {
+	tb.Helper()
+	l, err := rekortest.Start()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = l.Close() })
+	tr, err := l.TrustedRootJSON()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l, tr
+}
+
+// TestVerify signs with sigstore-go's signer in process (the project's
+// own for the failures cosign cannot be made to produce); TestVerifyCosign
+// signs with cosign itself.
 func TestVerify(t *testing.T) {
 	r := newRegistry(t)
+	log, logRoot := newLog(t)
+	logged := sign.BundleOptions{TransparencyLogs: []sign.Transparency{sign.NewRekor(&sign.RekorOptions{BaseURL: log.URL, Retries: 0})}}
 	trusted, other := sigtest.NewKeypair(), sigtest.NewKeypair()
 	ca := sigtest.NewCA()
 	rootJSON, err := ca.TrustedRootJSON()
@@ -84,17 +106,26 @@ func TestVerify(t *testing.T) {
 		wantBy  string
 		wantErr string
 	}{
-		{name: "a key's signature (cosign's .sig tag)", sign: func(d name.Digest) error { return sigtest.SignLegacy(context.Background(), d, trusted, nil) }, wantBy: "key release"},
-		{name: "a key's signature (a bundle among the referrers)", sign: func(d name.Digest) error {
-			_, err := sigtest.SignBundle(d, trusted, sign.BundleOptions{})
+		{name: "a key's logged signature (a bundle among the referrers)", sign: func(d name.Digest) error {
+			_, err := sigtest.SignBundle(d, trusted, logged)
 			return err
 		}, wantBy: "key release"},
+		// Catches a key verifier that takes a signature without its log
+		// entry (cosign's --insecure-ignore-tlog, silently).
+		{name: "a key's signature in no log (.sig tag)", sign: func(d name.Digest) error { return sigtest.SignLegacy(context.Background(), d, trusted, nil) }, wantErr: "no transparency-log entry"},
+		{name: "a key's signature in no log (bundle)", sign: func(d name.Digest) error {
+			_, err := sigtest.SignBundle(d, trusted, sign.BundleOptions{})
+			return err
+		}, wantErr: "no transparency-log entry"},
 		{name: "a keyless signature of the trusted identity", sign: func(d name.Digest) error {
 			_, err := sigtest.SignBundle(d, sigtest.NewKeypair(), keyless(subject))
 			return err
 		}, wantBy: subject},
 		{name: "unsigned", sign: func(name.Digest) error { return nil }, wantErr: "is not signed"},
-		{name: "signed with another key", sign: func(d name.Digest) error { return sigtest.SignLegacy(context.Background(), d, other, nil) }, wantErr: "no signature of"},
+		{name: "signed with another key", sign: func(d name.Digest) error {
+			_, err := sigtest.SignBundle(d, other, logged)
+			return err
+		}, wantErr: "no signature of"},
 		{name: "a keyless signature of another subject", sign: func(d name.Digest) error {
 			_, err := sigtest.SignBundle(d, sigtest.NewKeypair(), keyless("https://github.com/mallory/shop/.github/workflows/release.yaml@refs/heads/main"))
 			return err
@@ -105,14 +136,18 @@ func TestVerify(t *testing.T) {
 		}, wantErr: "no signature of"},
 		{name: "a signature copied from another image", sign: func(d name.Digest) error {
 			src := r.push(t, "acme/elsewhere")
-			if err := sigtest.SignLegacy(context.Background(), src, trusted, nil); err != nil {
+			if _, err := sigtest.SignBundle(src, trusted, logged); err != nil {
 				return err
 			}
-			return sigtest.CopyLegacySignature(src, d)
-		}, wantErr: "the signature is for"},
+			raw, err := bundleOf(src)
+			if err != nil {
+				return err
+			}
+			return sigtest.AttachBundle(d, raw, signature.CosignSignPredicate)
+		}, wantErr: "no signature of"},
 	}
 	v, err := signature.New(r.access, map[string]signature.Policy{"shop": {
-		Keys:        []signature.Key{{Name: "release", PEM: trusted.PublicKeyPEM()}},
+		Keys:        []signature.Key{{Name: "release", PEM: trusted.PublicKeyPEM(), TrustedRoot: logRoot}},
 		Identities:  []signature.Identity{{Name: "ci", Issuer: issuer, Subject: "^https://github\\.com/acme/.*$"}},
 		TrustedRoot: rootJSON,
 	}})
@@ -146,7 +181,7 @@ func TestVerify(t *testing.T) {
 func TestVerifyCaches(t *testing.T) {
 	r := newRegistry(t)
 	k := sigtest.NewKeypair()
-	v, err := signature.New(r.access, map[string]signature.Policy{"shop": {Keys: []signature.Key{{Name: "k", PEM: k.PublicKeyPEM()}}}})
+	v, err := signature.New(r.access, map[string]signature.Policy{"shop": {Keys: []signature.Key{{Name: "k", PEM: k.PublicKeyPEM()}}, IgnoreTlog: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +215,13 @@ func TestVerifyCaches(t *testing.T) {
 
 func TestNewRefusesABadPolicy(t *testing.T) {
 	for name, p := range map[string]signature.Policy{
-		"empty":          {},
-		"not a key":      {Keys: []signature.Key{{Name: "k", PEM: []byte("nope")}}},
-		"not a root":     {Identities: []signature.Identity{{Name: "i", Issuer: "x", Subject: "y"}}, TrustedRoot: []byte("{}x")},
-		"a bad subject ": {Identities: []signature.Identity{{Name: "i", Issuer: "x", Subject: "("}}, TrustedRoot: mustRoot(t)},
+		"empty":                          {},
+		"not a key":                      {Keys: []signature.Key{{Name: "k", PEM: []byte("nope")}}, IgnoreTlog: true},
+		"a key without a log":            {Keys: []signature.Key{{Name: "k", PEM: sigtest.NewKeypair().PublicKeyPEM()}}},
+		"a key whose root has no log":    {Keys: []signature.Key{{Name: "k", PEM: sigtest.NewKeypair().PublicKeyPEM(), TrustedRoot: mustRoot(t)}}},
+		"ignoring the log without a key": {Identities: []signature.Identity{{Name: "i", Issuer: "x", Subject: "y"}}, TrustedRoot: mustRoot(t), IgnoreTlog: true},
+		"not a root":                     {Identities: []signature.Identity{{Name: "i", Issuer: "x", Subject: "y"}}, TrustedRoot: []byte("{}x")},
+		"a bad subject ":                 {Identities: []signature.Identity{{Name: "i", Issuer: "x", Subject: "("}}, TrustedRoot: mustRoot(t)},
 	} {
 		if _, err := signature.New(nil, map[string]signature.Policy{"shop": p}); err == nil {
 			t.Errorf("%s: New accepted it", name)
@@ -205,7 +243,7 @@ func mustRoot(t *testing.T) []byte {
 func BenchmarkVerify(b *testing.B) {
 	r := newRegistry(b)
 	k := sigtest.NewKeypair()
-	pol := map[string]signature.Policy{"shop": {Keys: []signature.Key{{Name: "k", PEM: k.PublicKeyPEM()}}}}
+	pol := map[string]signature.Policy{"shop": {Keys: []signature.Key{{Name: "k", PEM: k.PublicKeyPEM()}}, IgnoreTlog: true}}
 	d := r.push(b, "acme/bench")
 	if err := sigtest.SignLegacy(context.Background(), d, k, nil); err != nil {
 		b.Fatal(err)
@@ -232,4 +270,33 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// bundleOf reads the first bundle attached to d as a referrer.
+func bundleOf(d name.Digest) ([]byte, error) {
+	idx, err := remote.Referrers(d)
+	if err != nil {
+		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(im.Manifests) == 0 {
+		return nil, fmt.Errorf("no referrer of %s", d)
+	}
+	img, err := remote.Image(d.Context().Digest(im.Manifests[0].Digest.String()))
+	if err != nil {
+		return nil, err
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		return nil, fmt.Errorf("referrer of %s: %d layers, %v", d, len(layers), err)
+	}
+	rc, err := layers[0].Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	return io.ReadAll(rc)
 }
