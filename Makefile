@@ -145,7 +145,7 @@ bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; 
 	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -update BENCHMARKS.md
 
 .PHONY: fleet-build
-fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes with the kubelet and kube-proxy of the real node and kubectl, kwok, Flagger, Tekton, Gitea, Prometheus, the load tester) and providers' CRDs into the cache
+fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes with the kubelet and kube-proxy of the real node and kubectl, kwok, Flagger, Tekton, Gitea, Prometheus, the load tester, nats-server, cosign) and providers' CRDs into the cache
 	deploy/tools/local/build.sh >/dev/null
 
 # What localfleet checks for and starts without Tekton, Prometheus and the load
