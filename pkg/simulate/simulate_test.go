@@ -42,3 +42,21 @@ func TestUnknownStepSuggests(t *testing.T) {
 		t.Errorf("unknown = %v", err)
 	}
 }
+
+// The documented examples (docs/simulate/whatif.feature) pass against
+// config/example.yaml: a freeze window, an approval, an unreachable
+// cluster, a version that hangs.
+func TestDocumentedExamples(t *testing.T) {
+	var out bytes.Buffer
+	status, err := Run(t.Context(), Options{
+		Config: filepath.Join("..", "..", "config", "example.yaml"),
+		Paths:  []string{filepath.Join("..", "..", "docs", "simulate", "whatif.feature")},
+		Format: "progress", Output: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != 0 {
+		t.Fatalf("status %d:\n%s", status, out.String())
+	}
+}
