@@ -174,6 +174,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerValidationSteps(sc)
 	s.registerGitOpsSteps(sc)
 	s.registerGitSteps(sc)
+	s.registerKubeCDSteps(sc)
 	s.registerPruneSteps(sc)
 	s.registerPullRequestSteps(sc)
 	s.registerMergeFaultSteps(sc)

@@ -146,6 +146,8 @@ type world struct {
 	// application's source, when steps made them.
 	git       *gitRepo
 	gitSource map[string]any
+	// kubecd is the scenario's KubeCD repository (steps_kubecd_test.go).
+	kubecd *kubecdState
 	// pr is the scenario's Gitea repository, when the application rolls
 	// out by pull request.
 	pr *pullRequests
