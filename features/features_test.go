@@ -186,6 +186,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerRolloutSteps(sc)
 	s.registerTaskSteps(sc)
 	s.registerCLISteps(sc)
+	s.registerSimulateSteps(sc)
 	s.registerKubectlCLISteps(sc)
 	s.registerEngineSteps(sc)
 	s.registerWaveSteps(sc)

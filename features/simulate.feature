@@ -1,0 +1,46 @@
+Feature: What-if: users run scenarios of their own fleet config (flotilla simulate)
+  `flotilla simulate --config FILE FEATURE...` runs a user's Gherkin against
+  their config offline: the real engine on a virtual clock, a simulated fleet
+  and Flagger. No cluster of the fleet is touched.
+
+  # Catches a simulator whose clock is the wall clock (the two-hour bake would
+  # take two hours, or the deadlines fire at once on a past virtual date), a
+  # rollback order or version table not taken from the engine's own events,
+  # and a report that hides the rollback.
+  Scenario: 1.2.0 fails in the last wave of config/example.yaml and is rolled back, two hours of bake in seconds
+    Given a user's feature "lastwave.feature":
+      """
+      Feature: 1.2.0 in prod
+        Scenario: 1.2.0 fails in c3 after canary's two-hour bake
+          Given the fleet runs "1.1.0"
+          And wave "canary" bakes for 2h
+          And "1.2.0" fails in wave "prod"
+          When "1.2.0" is pushed
+          And the rollout runs until it ends
+          Then the rollout is RolledBack
+          And the clusters were rolled back in the order "c2, c3, c1"
+          And the clusters run:
+            | cluster | version |
+            | c1      | 1.1.0   |
+            | c2      | 1.1.0   |
+            | c3      | 1.1.0   |
+          And wave "prod" started 2h0m30s after the push
+      """
+    When `flotilla simulate` runs it against config/example.yaml
+    Then simulate passed in under 5 seconds of wall time
+    And the simulate report says "rollback order: c2, c3, c1"
+    And the simulate report shows cluster "c3" of wave "prod" on "1.1.0"
+
+  # Catches a step library that lets an unknown step pass (godog's pending
+  # steps pass unless strict) or fails it without naming the closest steps.
+  Scenario: a step simulate does not know fails, naming the closest known ones
+    Given a user's feature "typo.feature":
+      """
+      Feature: typo
+        Scenario: a typo
+          When "1.2.0" is pushd
+      """
+    When `flotilla simulate` runs it against config/example.yaml
+    Then simulate failed
+    And the simulate report says "unknown step \"\\\"1.2.0\\\" is pushd\""
+    And the simulate report says "When \"1.2.0\" is pushed"
