@@ -37,9 +37,12 @@ func (s *scenario) uiLoginCreated(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("no token %q was created", name)
 	}
-	b, err := s.uiBrowser()
-	if err != nil {
-		return err
+	b := s.w.browser
+	if b == nil {
+		var err error
+		if b, err = s.startBrowser(ctx); err != nil {
+			return err
+		}
 	}
 	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/login")); err != nil {
 		return err

@@ -150,7 +150,10 @@ func New(j Journal, ros Rollouts, reg prometheus.Registerer, opts ...Option) (*O
 	if reg == nil {
 		return o, nil
 	}
-	cs := []prometheus.Collector{o, o.counters[MetricClusterResults], o.counters[MetricRollbacks]}
+	cs := []prometheus.Collector{o}
+	for _, c := range o.counters {
+		cs = append(cs, c)
+	}
 	for _, h := range o.histograms {
 		cs = append(cs, h)
 	}
