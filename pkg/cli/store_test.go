@@ -130,7 +130,7 @@ func TestStoreRepair_intact(t *testing.T) {
 
 func TestStoreRepair_badInvocation(t *testing.T) {
 	code, _, stderr := run("store", "repair", "extra")
-	if code != 1 || !strings.Contains(stderr, `unknown command "extra"`) {
+	if code != 2 || !strings.Contains(stderr, `unknown command "extra"`) { // a usage error, as every command's
 		t.Errorf("exit code %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = run("store", "repair", "--bogus")
