@@ -116,13 +116,19 @@ func (en *engine) journal(ctx context.Context, evs ...cloudevents.Event) error {
 	return en.settle(ctx)
 }
 
+// settleQuiet is how many checks 1 ms apart must find the engine idle
+// before the clock may move: a heuristic (a goroutine kept from a CPU for
+// longer than that looks idle), so on a loaded machine a step can land one
+// timer later (seen: a rollout ending 2h1m0s after the push, not 2h0m40s).
+const settleQuiet = 10
+
 // settle waits until the engine is idle at the current virtual time: every
 // event handled, no timer due, nothing the simulated Flagger has due; it
 // then stamps the new journal records with the virtual time.
 func (en *engine) settle(ctx context.Context) error {
 	deadline := time.Now().Add(settleTimeout)
 	stable := 0
-	for stable < 3 {
+	for stable < settleQuiet {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the engine did not settle within %s of wall time at virtual %s", settleTimeout, en.clock.Now().Format(time.RFC3339))
 		}
@@ -145,8 +151,8 @@ func (en *engine) settle(ctx context.Context) error {
 		} else {
 			stable = 0
 		}
-		if stable < 3 {
-			time.Sleep(300 * time.Microsecond)
+		if stable < settleQuiet {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	return en.record(ctx)
