@@ -3,7 +3,6 @@ package dispatch_test
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,58 +13,13 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
-// fakeClock is a clock that moves only when the test advances it.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []fakeWaiter
-}
-
-type fakeWaiter struct {
-	at time.Time
-	c  chan time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, fakeWaiter{at: c.now.Add(d), c: ch})
-	return ch
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.c <- c.now
-	}
-	c.waiters = kept
-}
-
 // A bake of two hours (a timer a function schedules at its now + 2h) ends
 // when the injected clock says so: not a moment earlier in wall time, and
 // at once when the clock jumps. Catches a dispatcher that splits or fires
 // timers on the wall clock (time.Now), which made the bake either never
 // end under a virtual clock or end at once.
 func TestTimersFollowTheInjectedClock(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)}
+	clock := dispatch.NewManualClock(time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC))
 	s, err := store.Open(filepath.Join(t.TempDir(), "db"), store.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
@@ -90,13 +44,13 @@ func TestTimersFollowTheInjectedClock(t *testing.T) {
 	appendEvents(t, s, newEvent(t, "in", typeIn))
 	start(t, d)
 	waitFor(t, func() bool { return d.Handled() >= 1 })
-	clock.advance(bake - time.Minute)
+	clock.Advance(bake - time.Minute)
 	select {
 	case at := <-baked:
 		t.Fatalf("the bake ended at %s, %s before its end", at, begin.Add(bake).Sub(at))
 	case <-time.After(300 * time.Millisecond):
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	select {
 	case at := <-baked:
 		if got := at.Sub(begin); got != bake {

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/app"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -40,7 +41,7 @@ type entry struct {
 // and a simulated fleet.
 type engine struct {
 	cfg      *config.Config
-	clock    *Clock
+	clock    *dispatch.ManualClock
 	fleet    *Fleet
 	srv      *app.Server
 	cancel   context.CancelFunc
@@ -53,7 +54,7 @@ type engine struct {
 
 // startEngine builds and runs flotilla for cfg (loaded into dir) at
 // virtual time start.
-func startEngine(ctx context.Context, cfg *config.Config, dir string, clock *Clock, fleet *Fleet) (*engine, error) {
+func startEngine(ctx context.Context, cfg *config.Config, dir string, clock *dispatch.ManualClock, fleet *Fleet) (*engine, error) {
 	en := &engine{cfg: cfg, clock: clock, fleet: fleet, dir: dir, done: make(chan error, 1), start: clock.Now()}
 	srv, err := app.New(ctx, cfg, app.Options{
 		Listen:   "127.0.0.1:0",

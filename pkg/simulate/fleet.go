@@ -18,6 +18,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -59,7 +60,7 @@ type action struct {
 // Fleet is the simulated fleet: the executor (Run), the canaries' status
 // (CanaryStatus) and the simulated Flagger behind them.
 type Fleet struct {
-	clock    *Clock
+	clock    *dispatch.ManualClock
 	hookURL  string // the flagger receiver's URL with its secret
 	mu       sync.Mutex
 	clusters map[string]*simCluster
@@ -80,7 +81,7 @@ type Apply struct {
 	Revert  bool
 }
 
-func newFleet(cfg *config.Config, clock *Clock) *Fleet {
+func newFleet(cfg *config.Config, clock *dispatch.ManualClock) *Fleet {
 	f := &Fleet{clock: clock, clusters: map[string]*simCluster{}, versions: map[string]string{},
 		outcomes: map[string]Outcome{}, client: &http.Client{Timeout: 30 * time.Second}}
 	for _, c := range cfg.Fleet.Clusters {

@@ -10,6 +10,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 )
 
 // DefaultStart is a scenario's virtual time unless it says `it is`: a
@@ -116,7 +117,7 @@ func (s *scenario) ensure() error {
 		return fmt.Errorf("config %s has no application", s.opts.Config)
 	}
 	s.cfg = cfg
-	clock := NewClock(s.startAt)
+	clock := dispatch.NewManualClock(s.startAt)
 	fleet := newFleet(cfg, clock)
 	fleet.outcomes = s.outcomes
 	fleet.analysis = s.analysis

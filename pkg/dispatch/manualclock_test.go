@@ -1,13 +1,15 @@
-package simulate
+package dispatch_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 )
 
 func TestClockWakesWaitersWhenSet(t *testing.T) {
 	start := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	c := NewClock(start)
+	c := dispatch.NewManualClock(start)
 	early, late := c.After(time.Hour), c.After(2*time.Hour)
 	c.Set(start.Add(90 * time.Minute))
 	select {

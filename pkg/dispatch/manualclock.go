@@ -1,34 +1,35 @@
-package simulate
+package dispatch
 
 import (
 	"sync"
 	"time"
 )
 
-// Clock is a virtual clock: it moves only when the simulator sets it.
-type Clock struct {
+// ManualClock is a Clock that moves only when it is set: the virtual
+// clock of pkg/simulate, and of tests of timers.
+type ManualClock struct {
 	mu      sync.Mutex
 	now     time.Time
-	waiters []waiter
+	waiters []manualWaiter
 }
 
-type waiter struct {
+type manualWaiter struct {
 	at time.Time
 	c  chan time.Time
 }
 
-// NewClock returns a clock at start.
-func NewClock(start time.Time) *Clock { return &Clock{now: start.UTC()} }
+// NewManualClock returns a manual clock at start.
+func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start.UTC()} }
 
 // Now is the virtual time.
-func (c *Clock) Now() time.Time {
+func (c *ManualClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
 // After returns a channel that receives once the clock reached now+d.
-func (c *Clock) After(d time.Duration) <-chan time.Time {
+func (c *ManualClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
@@ -36,12 +37,12 @@ func (c *Clock) After(d time.Duration) <-chan time.Time {
 		ch <- c.now
 		return ch
 	}
-	c.waiters = append(c.waiters, waiter{at: c.now.Add(d), c: ch})
+	c.waiters = append(c.waiters, manualWaiter{at: c.now.Add(d), c: ch})
 	return ch
 }
 
 // Set moves the clock to t (never back) and wakes the waiters due.
-func (c *Clock) Set(t time.Time) {
+func (c *ManualClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !t.After(c.now) {
@@ -59,3 +60,6 @@ func (c *Clock) Set(t time.Time) {
 	clear(c.waiters[len(kept):])
 	c.waiters = kept
 }
+
+// Advance moves the clock d ahead (Set of Now()+d).
+func (c *ManualClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
