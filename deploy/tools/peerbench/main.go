@@ -1,0 +1,124 @@
+// Command peerbench runs flotilla side by side with the tools its users
+// would pick instead (issue #34), on the same real local fleet, in one run,
+// and prints a table of absolute times and ratios (peer / flotilla).
+//
+// What runs, all real and on 127.0.0.1:
+//
+//   - the local fleet (pkg/testkit/localfleet: etcd, kube-apiserver,
+//     controller-manager, scheduler, kwok and the fast Flagger build per
+//     cluster; -clusters of them);
+//   - Debian's docker-registry, notifying every tool of every push (one
+//     notification endpoint per receiver, as distribution delivers them:
+//     each endpoint its own queue), and a second docker-registry that
+//     notifies nobody, for the tools' polling;
+//   - Keel (deploy/tools/peers/build.sh: from its release archive), one per
+//     cluster with a kubeconfig (out of cluster), receiving the registry's
+//     webhook at /v1/webhooks/registry, policy `all`; and the same Keels
+//     polling the silent registry at their default schedule;
+//   - flotilla (`flotilla serve`, built from this tree) with the same
+//     application, once through waves [c1] then [c2..cN] (its recommended
+//     shape) and once with every cluster in one wave (no ordering, like
+//     Keel).
+//
+// Flagger runs the same analysis behind every tool: flotilla renders the
+// Canary of its application; the Keel namespaces get a copy of it (without
+// flotilla's webhooks), so a Canary's own time is the same for all.
+//
+// Per push, for each tool: push -> the first cluster's Deployment spec
+// carries the new image (reaction); push -> every cluster's Deployment spec
+// carries it; push -> every cluster's primary runs it (Flagger promoted:
+// includes the analysis, once per wave). Pushes go round-robin over the
+// tools, each waiting until the previous one has settled everywhere.
+//
+//	go run ./deploy/tools/peerbench -pushes 5 -poll-pushes 2
+//
+// Build the fleet's binaries and the peers first: make fleet-build peers-build
+// (make bench-peers does both).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+)
+
+// KeelVersion is the Keel deploy/tools/peers/build.sh builds.
+const KeelVersion = "0.22.1"
+
+type options struct {
+	clusters   int
+	pushes     int
+	pollPushes int
+	settle     time.Duration
+	timeout    time.Duration
+	keelBin    string
+	flotilla   string
+	keep       bool
+	raw        string
+	update     string
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("peerbench", flag.ContinueOnError)
+	fs.IntVar(&o.clusters, "clusters", 3, "real clusters: c1 is flotilla's first wave, c2..cN its second")
+	fs.IntVar(&o.pushes, "pushes", 5, "measured pushes per tool with webhooks (after one unmeasured warm-up push each)")
+	fs.IntVar(&o.pollPushes, "poll-pushes", 2, "measured pushes to the registry that notifies nobody, for Keel's polling at its default schedule (0: not)")
+	fs.DurationVar(&o.settle, "settle", 2*time.Second, "pause after every cluster's primary runs a pushed version, before the next push")
+	fs.DurationVar(&o.timeout, "timeout", 4*time.Minute, "how long one push may take to reach every cluster's primary")
+	fs.StringVar(&o.keelBin, "keel", filepath.Join(localfleet.BinDir(), "keel-"+KeelVersion), "Keel's binary (make peers-build)")
+	fs.StringVar(&o.flotilla, "flotilla", "", "flotilla's binary (default: go build this tree)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, every process's log)")
+	fs.StringVar(&o.raw, "raw", "", "also write every measured push as CSV to this file")
+	fs.StringVar(&o.update, "update", "", "also put the report in place of its dated section of this Markdown file (BENCHMARKS.md), before \"## Reproduce\"")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.clusters < 2 || o.pushes < 1 || o.pollPushes < 0 || o.settle < 0 || o.timeout <= 0 {
+		return fmt.Errorf("need -clusters >= 2, -pushes >= 1, -poll-pushes >= 0, -settle >= 0, -timeout > 0")
+	}
+	if _, err := os.Stat(o.keelBin); err != nil {
+		return fmt.Errorf("no Keel binary (make peers-build): %w", err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	b, err := newBench(ctx, o, log)
+	if err != nil {
+		if b != nil {
+			b.close(true)
+		}
+		return err
+	}
+	res, err := b.run(ctx)
+	b.close(err != nil)
+	if err != nil {
+		return err
+	}
+	if o.raw != "" {
+		if err := writeRaw(o.raw, res); err != nil {
+			return err
+		}
+	}
+	report := renderReport(o, res)
+	fmt.Print(report)
+	if o.update != "" {
+		return updateSection(o.update, report)
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/mdsection"
+)
+
+// metric is one measured interval of a push.
+type metric struct {
+	name string
+	of   func(measure) time.Duration
+}
+
+var metrics = []metric{
+	{"push -> first cluster's Deployment spec carries it", func(m measure) time.Duration { return m.firstSpec }},
+	{"push -> every cluster's Deployment spec carries it", func(m measure) time.Duration { return m.allSpec }},
+	{"push -> every cluster's primary runs it (Flagger promoted)", func(m measure) time.Duration { return m.allPrimary }},
+}
+
+// stats are the median, min and max of a subject's pushes for one metric.
+type stats struct {
+	n                int
+	median, min, max time.Duration
+}
+
+func statsOf(ds []time.Duration) stats {
+	if len(ds) == 0 {
+		return stats{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stats{n: len(s), median: med, min: s[0], max: s[len(s)-1]}
+}
+
+func (r *results) stats(subject string, m metric) stats {
+	var ds []time.Duration
+	for _, x := range r.measures {
+		if x.subject == subject {
+			ds = append(ds, m.of(x))
+		}
+	}
+	return statsOf(ds)
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
+}
+
+func ratio(a, b time.Duration) string {
+	if b <= 0 {
+		return ""
+	}
+	return strconv.FormatFloat(float64(a)/float64(b), 'f', 1, 64) + "x"
+}
+
+// renderReport is a Markdown table per metric: every subject's median, min
+// and max, and its median over each flotilla configuration's.
+func renderReport(o options, r *results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s (%s)\n\n", headingPrefix, time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "`go run ./deploy/tools/peerbench -clusters %d -pushes %d -poll-pushes %d`: %d real clusters (kube-apiserver, kwok and the fast Flagger build each), Debian's docker-registry notifying every tool; times from the clusters' watch streams. Run took %s.\n\n",
+		o.clusters, o.pushes, o.pollPushes, r.clusters, r.took.Round(time.Second))
+	b.WriteString("Every tool on its own namespace and repository, Flagger's same blue/green analysis (1s interval, 2 iterations) behind each. flotilla: `flotilla serve` built from this tree, once through waves [c1] then the rest, once with every cluster in one wave. Keel " + KeelVersion + ": one per cluster (out of cluster, a kubeconfig each), policy `all`, the registry's notifications at `/v1/webhooks/registry`; its polling subject reads a second registry that notifies nobody, at Keel's default schedule. How each is configured and why: docs/peers.md. Ratios are medians over flotilla's medians: above 1x flotilla is faster.\n\n")
+	fw, fo := r.subjects[0].name, r.subjects[1].name
+	for _, m := range metrics {
+		fmt.Fprintf(&b, "**%s** (ms)\n\n", m.name)
+		fmt.Fprintf(&b, "| tool | pushes | median | min | max | median / %s | median / %s |\n|---|---:|---:|---:|---:|---:|---:|\n", fo, fw)
+		w, one := r.stats(fw, m), r.stats(fo, m)
+		for _, s := range r.subjects {
+			st := r.stats(s.name, m)
+			if st.n == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", s.name, st.n, ms(st.median), ms(st.min), ms(st.max),
+				ratio(st.median, one.median), ratio(st.median, w.median))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("What each tool's processes used from the end of the set-up to the end of the run:\n\n| processes | count | CPU s | peak RSS MiB (sum) |\n|---|---:|---:|---:|\n")
+	for _, u := range r.usage {
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.0f |\n", u.what, u.procs, u.cpu.Seconds(), u.peakMiB)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// headingPrefix starts the report's heading, which ends with the date of
+// the run: make bench keeps dated sections it did not write.
+const headingPrefix = "## Side by side with Keel on one local fleet"
+
+var oldHeading = regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(headingPrefix) + `.*$`)
+
+// updateSection puts the report in place of the file's section of an
+// earlier run (whatever its date), or before "## Reproduce".
+func updateSection(path, report string) error {
+	report = strings.TrimLeft(report, "\n")
+	heading, _, _ := strings.Cut(report, "\n")
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if m := oldHeading.Find(old); m != nil {
+		heading = string(m)
+	}
+	return mdsection.Replace(path, heading, report, "## Reproduce")
+}
+
+func writeRaw(path string, r *results) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"subject", "tag", "push_ms", "first_spec_ms", "first_cluster", "every_spec_ms", "every_primary_ms"})
+	for _, m := range r.measures {
+		_ = w.Write([]string{m.subject, m.tag, ms(m.push), ms(m.firstSpec), m.firstCluster, ms(m.allSpec), ms(m.allPrimary)})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
