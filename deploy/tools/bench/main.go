@@ -51,6 +51,7 @@ type options struct {
 	verbose    bool
 	trace      bool
 	cpuprofile string
+	section    string
 	raw        string
 	inflight   int
 	watchers   int
@@ -105,11 +106,15 @@ func run(args []string) error {
 	fs.StringVar(&o.chart, "chart", "deploy/chart/flotilla", "the chart's directory, for -pod")
 	fs.DurationVar(&o.podEvery, "pod-every", 250*time.Millisecond, "how often -pod samples the pod's memory")
 	fs.DurationVar(&o.podIdle, "pod-idle", 30*time.Second, "how long -pod samples the idle pod before the first rollout and after the last")
+	fs.StringVar(&o.section, "section", "", "write only the reaction tables, as the dated section \"## <section> (<date>)\" of -out, replacing that section of an earlier run and keeping the rest of the file (make bench-large)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	for _, s := range strings.Split(*wave2, ",") {
+		if strings.TrimSpace(s) == "" && *wave2 == s {
+			break // -wave2 "": only the -large scenario
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			return fmt.Errorf("-wave2: %q is not a positive number", s)
@@ -119,6 +124,12 @@ func run(args []string) error {
 	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.watchers < 0 || o.rollbacks < 0 || o.fleetNice < 0 || o.fleetNice > 19 ||
 		o.large < 0 || o.largeRuns < 1 || o.scaleOut < 0 {
 		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -watchers >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19, -large >= 0, -large-runs >= 1")
+	}
+	if len(o.wave2) == 0 && o.large == 0 {
+		return fmt.Errorf("-wave2 \"\" needs -large: there would be nothing to measure")
+	}
+	if o.section != "" && o.out == "" {
+		return fmt.Errorf("-section needs -out: the file whose section it rewrites")
 	}
 	if o.pod && (len(o.wave2) != 1 || o.out != "" || o.podEvery <= 0 || o.podIdle < 0) {
 		return fmt.Errorf("-pod needs one -wave2 scenario, no -out (it prints its rows), -pod-every > 0 and -pod-idle >= 0")
@@ -161,10 +172,10 @@ func run(args []string) error {
 			plans = append(plans, plan{n, 0, 0, o.runs, o.rollbacks, o.scaleOut})
 		}
 	}
-	if o.watchers > 0 {
+	if o.watchers > 0 && len(o.wave2) > 0 {
 		plans = append(plans, plan{o.wave2[0], 0, o.watchers, o.runs, 0, 0})
 	}
-	if o.inflight > 0 {
+	if o.inflight > 0 && len(o.wave2) > 0 {
 		plans = append(plans, plan{o.wave2[len(o.wave2)-1], o.inflight, 0, o.runs, 0, 0})
 	}
 	if o.large > 0 {
@@ -243,6 +254,23 @@ func writeOutputs(o options, env machine, results []scenarioResult, in inputs, f
 		}
 	}
 	report := renderReport(o, env, results, in.store, in.launch, in.verify, in.intake, in.journal)
+	if o.section != "" {
+		old, err := os.ReadFile(o.out)
+		if err != nil {
+			return fmt.Errorf("reading %s for its section: %w", o.out, err)
+		}
+		section := "## " + o.section + " (" + env.started.Format("2006-01-02") + ")\n\n" +
+			"`make bench-large` (`go run ./deploy/tools/bench -section ...`), measured apart from `make bench` because its setup alone takes about 25 minutes.\n\n" +
+			reactionTables(report)
+		if final {
+			fmt.Print(section)
+		}
+		if err := os.WriteFile(o.out, []byte(replaceSection(string(old), "## "+o.section+" (", section)), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", o.out, err)
+		}
+		fmt.Fprintln(os.Stderr, "section written to", o.out)
+		return nil
+	}
 	if o.out != "" {
 		// Sections measured on their own, dated in their headings
 		// ("## ... (2026-11-27)"), are kept until a run supersedes them.
@@ -276,6 +304,51 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// reactionTables is the body of a report's reaction section: its tables
+// and notes, without the heading and the description of the setup.
+func reactionTables(report string) string {
+	const start, end = "## Reaction latency on a real local fleet\n\n", "\n### What is real and what is simulated"
+	if i := strings.Index(report, start); i >= 0 {
+		report = report[i+len(start):]
+	}
+	if j := strings.Index(report, end); j >= 0 {
+		report = report[:j]
+	}
+	return strings.TrimRight(report, "\n") + "\n"
+}
+
+// replaceSection puts section in doc in place of the sections whose heading
+// starts with prefix (a dated heading: the date changes run to run), or
+// before "## Reproduce" when there is none.
+func replaceSection(doc, prefix, section string) string {
+	section = strings.TrimRight(section, "\n") + "\n\n"
+	lines := strings.SplitAfter(doc, "\n")
+	var out strings.Builder
+	placed := false
+	for i := 0; i < len(lines); i++ {
+		switch {
+		case strings.HasPrefix(lines[i], prefix):
+			if !placed {
+				out.WriteString(section)
+				placed = true
+			}
+			for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "## ") {
+				i++
+			}
+		case !placed && lines[i] == "## Reproduce\n":
+			out.WriteString(section)
+			placed = true
+			out.WriteString(lines[i])
+		default:
+			out.WriteString(lines[i])
+		}
+	}
+	if !placed {
+		out.WriteString("\n" + section)
+	}
+	return out.String()
 }
 
 // datedHeading matches a section heading with a date: a measurement made

@@ -19,3 +19,32 @@ func TestKeepDated(t *testing.T) {
 		t.Errorf("a report without dated sections changed: %q", got)
 	}
 }
+
+// make bench-large rewrites its own dated section and nothing else: an
+// earlier run's section (another date) is replaced, or the section goes
+// before "## Reproduce" the first time.
+func TestReplaceSection(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{
+			name: "replaces an earlier date",
+			doc:  "# B\n\n## Reaction\n\nA\n\n## Large (2026-11-29, interim)\n\nold\nrows\n\n## Image\n\nI\n\n## Reproduce\n\nR\n",
+			want: "# B\n\n## Reaction\n\nA\n\n## Large (2026-12-02)\n\nnew\n\n## Image\n\nI\n\n## Reproduce\n\nR\n",
+		},
+		{
+			name: "first time: before Reproduce",
+			doc:  "# B\n\n## Reaction\n\nA\n\n## Reproduce\n\nR\n",
+			want: "# B\n\n## Reaction\n\nA\n\n## Large (2026-12-02)\n\nnew\n\n## Reproduce\n\nR\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := replaceSection(tc.doc, "## Large (", "## Large (2026-12-02)\n\nnew\n")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("replaceSection (-want +got):\n%s", diff)
+			}
+		})
+	}
+	report := "# Benchmarks\n\n## Reaction latency on a real local fleet\n\nTargets\n\n| t |\n\n### What is real and what is simulated\n\nReal\n"
+	if diff := cmp.Diff("Targets\n\n| t |\n", reactionTables(report)); diff != "" {
+		t.Errorf("reactionTables (-want +got):\n%s", diff)
+	}
+}

@@ -467,7 +467,7 @@ does its own work in parallel.
 	if journal != "" {
 		p("%s", journalSection(journal))
 	}
-	p("\n## Reproduce\n\n```sh\nmake bench                                   # fleet-build, store benchmark, latency bench; rewrites this file\ngo run ./deploy/tools/bench -runs 20 -wave2 50 -v  # a quicker look, prints the report only\ngo run ./deploy/tools/bench -wave2 8,50 -scale-out 3 -out /tmp/b.md  # embedded and scale-out side by side\ngo run ./deploy/tools/killtest -webhooks 10000  # kill -9 of a scale-out replica under load\ngo run ./deploy/tools/pollbench -apps 500 -update BENCHMARKS.md  # the poll behind the webhooks: its cost, a dropped webhook caught\nmake bench-pod                               # the pod's RSS during rollouts of 50 clusters (root: a real node); prints its rows\n```\n")
+	p("\n## Reproduce\n\n```sh\nmake bench                                   # fleet-build, store benchmark, latency bench; rewrites this file\nmake bench-large                             # one wave of 1,000 clusters; rewrites its dated section\ngo run ./deploy/tools/bench -runs 20 -wave2 50 -v  # a quicker look, prints the report only\ngo run ./deploy/tools/bench -wave2 8,50 -scale-out 3 -out /tmp/b.md  # embedded and scale-out side by side\ngo run ./deploy/tools/killtest -webhooks 10000  # kill -9 of a scale-out replica under load\ngo run ./deploy/tools/pollbench -apps 500 -update BENCHMARKS.md  # the poll behind the webhooks: its cost, a dropped webhook caught\nmake bench-pod                               # the pod's RSS during rollouts of 50 clusters (root: a real node); prints its rows\n```\n")
 	return w.String()
 }
 
