@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"sync"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -25,14 +26,7 @@ func (f *Function) HandleFolded(ctx context.Context, es []cloudevents.Event) ([]
 	if err != nil {
 		return nil, err // handled alone, each as Handle does
 	}
-	var changes []change
-	for _, e := range es {
-		ch, ok := f.foldable(ctx, ro, e)
-		if !ok {
-			break
-		}
-		changes = append(changes, ch)
-	}
+	changes := f.foldChanges(ctx, ro, es)
 	if len(changes) == 0 {
 		return nil, nil
 	}
@@ -61,6 +55,49 @@ func (f *Function) HandleFolded(ctx context.Context, es []cloudevents.Event) ([]
 		clear(out)
 	}
 	return out, nil
+}
+
+// foldReads bounds the reads of clusters one burst makes at once. Reading
+// a canary whose watch cache is behind its event is a round trip to the
+// cluster's API server; a burst of a 1,000-cluster wave read one after the
+// other kept observe busy for most of the wave's start (BENCHMARKS.md, "One
+// wave of 1,000 clusters").
+const foldReads = 16
+
+// foldChanges reads what each event of burst es needs, up to foldReads at
+// once, and returns the changes of the events before the first one handled
+// alone, in order.
+func (f *Function) foldChanges(ctx context.Context, ro rollout.Rollout, es []cloudevents.Event) []change {
+	for i, e := range es {
+		if t := e.Type(); t != events.TypeCanary && t != events.TypePipelineRunFinished {
+			es = es[:i] // handled alone: nothing after it is read
+			break
+		}
+	}
+	type read struct {
+		ch change
+		ok bool
+	}
+	reads := make([]read, len(es))
+	slots := make(chan struct{}, foldReads)
+	var wg sync.WaitGroup
+	for i, e := range es {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			ch, ok := f.foldable(ctx, ro, e)
+			reads[i] = read{ch, ok}
+		})
+	}
+	wg.Wait()
+	var changes []change
+	for _, r := range reads {
+		if !r.ok {
+			break
+		}
+		changes = append(changes, r.ch)
+	}
+	return changes
 }
 
 // foldable reads what event e of rollout ro needs, for an update with the

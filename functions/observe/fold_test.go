@@ -1,6 +1,9 @@
 package observe_test
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/functions/internal/functiontest"
 	"github.com/flotilla-cd/flotilla/functions/observe"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -98,5 +102,68 @@ func TestObserveFoldsABurst(t *testing.T) {
 	}
 	if want.Version != 4 || got.Version != 2 {
 		t.Errorf("versions: one at a time %d, folded %d; want 4 (three writes) and 2 (one)", want.Version, got.Version)
+	}
+}
+
+// A burst's reads of its clusters go out at once, not one after the other
+// (a wave of 1,000 clusters read serially kept observe busy for most of
+// the wave's start); the burst still stops at the first event whose
+// cluster cannot be read, keeping the events before it.
+func TestObserveFoldReadsClustersAtOnce(t *testing.T) {
+	clusters := []string{"c1", "c2", "c3", "c4"}
+	run := func(t *testing.T, failing string) int {
+		t.Helper()
+		repo := functiontest.NewRepo(t)
+		ro := rollout.Rollout{ID: rolloutID, Application: "shop", Image: image, Tag: "1.2.3", Digest: "sha256:new", Phase: rollout.Progressing,
+			Waves: []rollout.Wave{{Name: "all"}}}
+		var burst []cloudevents.Event
+		for _, c := range clusters {
+			ro.Waves[0].Clusters = append(ro.Waves[0].Clusters, rollout.Cluster{Name: c, Phase: rollout.ClusterProgressing, PreviousImage: prev, Step: 1})
+			e := canaryEvent(t, events.Canary{RolloutID: rolloutID, Cluster: c, Outcome: events.CanaryProgressing, Message: "Advance shop-api.web canary weight 10"})
+			e.SetID("p-" + c)
+			burst = append(burst, e)
+		}
+		if _, err := repo.Create(t.Context(), ro); err != nil {
+			t.Fatal(err)
+		}
+		// Every read waits until all four are asked: read one at a time,
+		// the first gives up and the burst folds nothing.
+		var mu sync.Mutex
+		asked := 0
+		all := make(chan struct{})
+		reader := fakeStatus{canaryStatus: func(ctx context.Context, cluster, _ string, _ config.Workload) (rollout.CanaryStatus, error) {
+			mu.Lock()
+			if asked++; asked == len(clusters) {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-time.After(5 * time.Second):
+				return rollout.CanaryStatus{}, errors.New("read alone: the others were not asked meanwhile")
+			}
+			if cluster == failing {
+				return rollout.CanaryStatus{}, errors.New("connection refused")
+			}
+			return rollout.CanaryStatus{Phase: "Progressing", PrimaryImage: prev, TargetImage: ref, Weight: 10}, nil
+		}}
+		outs, err := observe.New(cfg, repo, reader, func() time.Time { return now }).HandleFolded(t.Context(), burst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(outs)
+	}
+	for _, tc := range []struct {
+		name, failing string
+		want          int
+	}{
+		{"all read", "", 4},
+		{"c3 unreadable: c1 and c2 folded, c3 handled alone", "c3", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := run(t, tc.failing); got != tc.want {
+				t.Errorf("events folded: %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
