@@ -51,3 +51,42 @@ Feature: Approvers are people, with separation of duties
       | alice   | alice pushed 1.1.0 and may not approve its rollout (separationOfDuties) |
       | default | default is automation and never counts as an approver                  |
       | robot   | robot is automation and never counts as an approver                    |
+
+  # Catches: a cluster's manual verdict (`flotilla approve ROLLOUT
+  # --cluster C`, Flagger's confirm-promotion gate) not held to its wave's
+  # approvals: robot's (automation) or ci's (it pushed 1.1.0: the
+  # registry's notification names its actor) would open c2's gate, and the
+  # canary there would leave WaitingPromotion before carol's verdict; the
+  # rule applied to a wave that asks for no approval (robot's verdict on c1
+  # refused: c1 would never be promoted); a refusal not audited with its
+  # cluster and verdict, or audited as allowed.
+  @pending
+  Scenario: A manual verdict on a cluster of a wave that needs a release manager is held to the wave's approvals
+    Given a registry
+    And the API tokens "ci,carol" are people in group "release-managers"
+    And the API token "robot" is automation in group "release-managers"
+    And wave 2 needs 1 approval from group "release-managers" with separation of duties
+    And the application will be validated manually
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.0.0" is pushed
+    And "carol" approves wave 2 of the rollout of "1.0.0" with the reason "CAB-10", which releases it
+    Then the rollout of "1.0.0" succeeds
+    When version "1.1.0" is pushed
+    Then the canary in cluster "c1" waits for promotion
+    When "robot" approves the canary in cluster "c1" of the rollout of "1.1.0"
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    When "carol" approves wave 2 of the rollout of "1.1.0" with the reason "CAB-11", which releases it
+    Then the canary in cluster "c2" waits for promotion
+    When "robot" approves the canary in cluster "c2" of the rollout of "1.1.0" and is refused: "robot is automation and never counts as an approver"
+    And "ci" approves the canary in cluster "c2" of the rollout of "1.1.0" and is refused: "ci pushed 1.1.0 and may not approve its rollout (separationOfDuties)"
+    Then the canary in cluster "c2" still waits for promotion 10 seconds later, its primary running "1.0.0"
+    When "carol" approves the canary in cluster "c2" of the rollout of "1.1.0"
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And `flotilla get audit -o json` lists the manual verdicts, newest first:
+      | name  | cluster | detail | decision | why                                                                |
+      | carol | c2      | valid  | allowed  |                                                                    |
+      | ci    | c2      | valid  | refused  | ci pushed 1.1.0 and may not approve its rollout (separationOfDuties) |
+      | robot | c2      | valid  | refused  | robot is automation and never counts as an approver                |
+      | robot | c1      | valid  | allowed  |                                                                    |

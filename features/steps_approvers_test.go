@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Approvers are people (#31 item 4): a wave's approvals name who may
@@ -27,12 +30,16 @@ type approversWorld struct {
 func (s *scenario) registerApproverSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the API tokens "([^"]*)" are people in group "([^"]*)"$`, s.peopleInGroup)
 	sc.Step(`^the API token "([^"]*)" is automation in group "([^"]*)"$`, s.automationInGroup)
-	sc.Step(`^wave (\d+) needs (\d+) approvals from group "([^"]*)" with separation of duties$`, s.waveNeedsApprovalsFrom)
+	sc.Step(`^wave (\d+) needs (\d+) approvals? from group "([^"]*)" with separation of duties$`, s.waveNeedsApprovalsFrom)
 	sc.Step(`^the rollout of "([^"]*)" was pushed by "([^"]*)", as the API and `+"`flotilla describe rollout`"+` say$`, s.pushedByIs)
 	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of "([^"]*)" and is refused: "([^"]*)"$`, s.approvalRefused)
 	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of "([^"]*)" with the reason "([^"]*)", which releases it$`, s.approvalReleases)
 	sc.Step(`^the rollout of "([^"]*)" waits: "([^"]*)"$`, s.rolloutWaits)
 	sc.Step("^`flotilla get audit -o json` gives the reasons of the refusals:$", s.auditRefusals)
+	sc.Step(`^"([^"]*)" approves the canary in cluster "([^"]*)" of the rollout of "([^"]*)"$`, s.verdictGiven)
+	sc.Step(`^"([^"]*)" approves the canary in cluster "([^"]*)" of the rollout of "([^"]*)" and is refused: "([^"]*)"$`, s.verdictRefused)
+	sc.Step(`^the canary in cluster "([^"]*)" still waits for promotion (\d+) seconds later, its primary running "([^"]*)"$`, s.canaryStillWaits)
+	sc.Step("^`flotilla get audit -o json` lists the manual verdicts, newest first:$", s.auditVerdicts)
 }
 
 func (s *scenario) approversWorld() *approversWorld {
@@ -112,15 +119,9 @@ func (s *scenario) approvalRefused(ctx context.Context, who string, wave int, ve
 	if err != nil {
 		return err
 	}
-	tok, ok := s.w.approverTokens[who]
-	if who == "default" {
-		tok, ok = s.w.apiToken, true
-	}
-	if created, made := s.w.createdTokens[who]; !ok && made { // flotilla token create's
-		tok, ok = created, true
-	}
-	if !ok {
-		return fmt.Errorf("no API token named %q: a step must make it", who)
+	tok, err := s.tokenOf(who)
+	if err != nil {
+		return err
 	}
 	return s.send(who, "approve", "", func() error {
 		out, err := s.flotillaCLI(ctx, "approve", id, "--wave", fmt.Sprint(wave), "--token", tok, "--reason", "features")
@@ -186,6 +187,127 @@ func (s *scenario) auditRefusals(ctx context.Context, table *godog.Table) error 
 	}
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("the refused records say %q, want %q:\n%s", got, want, out)
+	}
+	return nil
+}
+
+// tokenOf is the secret of the API token named who: a step's named
+// token, "default" (server.apiToken), or one `flotilla token create` made.
+func (s *scenario) tokenOf(who string) (string, error) {
+	tok, ok := s.w.approverTokens[who]
+	if who == "default" {
+		tok, ok = s.w.apiToken, true
+	}
+	if created, made := s.w.createdTokens[who]; !ok && made { // flotilla token create's
+		tok, ok = created, true
+	}
+	if !ok {
+		return "", fmt.Errorf("no API token named %q: a step must make it", who)
+	}
+	return tok, nil
+}
+
+// verdict runs `flotilla approve ROLLOUT --cluster C` as who (a manual
+// validation's verdict promoting the canary there): its output, or its
+// error.
+func (s *scenario) verdict(ctx context.Context, who, cluster, version string) (string, error) {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return "", err
+	}
+	tok, err := s.tokenOf(who)
+	if err != nil {
+		return "", err
+	}
+	return s.flotillaCLI(ctx, "approve", id, "--cluster", cluster, "--token", tok, "--reason", "features")
+}
+
+func (s *scenario) verdictGiven(ctx context.Context, who, cluster, version string) error {
+	out, err := s.verdict(ctx, who, cluster, version)
+	if err != nil {
+		return fmt.Errorf("flotilla approve --cluster %s as %s: %w", cluster, who, err)
+	}
+	if !strings.Contains(out, "approved for cluster "+cluster) {
+		return fmt.Errorf("flotilla approve --cluster %s as %s printed %q", cluster, who, out)
+	}
+	return nil
+}
+
+func (s *scenario) verdictRefused(ctx context.Context, who, cluster, version, why string) error {
+	out, err := s.verdict(ctx, who, cluster, version)
+	if err == nil {
+		return fmt.Errorf("flotilla approve --cluster %s as %s succeeded (%q), want it refused: %s", cluster, who, out, why)
+	}
+	// The CLI prints the API's reason; the 403 itself is checked by
+	// pkg/api's TestVerdictsAreApprovals.
+	if !strings.Contains(err.Error(), why) {
+		return fmt.Errorf("flotilla approve --cluster %s as %s: %v, want it refused: %q", cluster, who, err, why)
+	}
+	return nil
+}
+
+// canaryStillWaits watches the cluster's Canary for the given seconds:
+// Flagger (interval 1 s) asks the confirm-promotion gate all along, so a
+// verdict kept would promote it at once; it must stay WaitingPromotion,
+// its primary on version.
+func (s *scenario) canaryStillWaits(ctx context.Context, cluster string, seconds int, version string) error {
+	c, err := s.waveCluster(cluster)
+	if err != nil {
+		return err
+	}
+	end := time.Now().Add(time.Duration(seconds) * time.Second)
+	for {
+		cd, err := c.Flagger.FlaggerV1beta1().Canaries(s.w.namespace).Get(ctx, s.w.workload, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cd.Status.Phase != flaggerv1.CanaryPhaseWaitingPromotion {
+			return fmt.Errorf("the canary in %s is %s, want it still waiting for promotion", cluster, cd.Status.Phase)
+		}
+		if err := s.primaryInRuns(ctx, cluster, version); err != nil {
+			return err
+		}
+		if time.Now().After(end) {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// auditVerdicts reads the audit records of the clusters' manual verdicts
+// (action approve with a cluster) from `flotilla get audit -o json`,
+// newest first: the table's columns are name, cluster, detail (the
+// verdict), decision and why.
+func (s *scenario) auditVerdicts(ctx context.Context, table *godog.Table) error {
+	var want [][]string
+	for _, r := range table.Rows[1:] {
+		var row []string
+		for _, c := range r.Cells {
+			row = append(row, strings.TrimSpace(c.Value))
+		}
+		want = append(want, row)
+	}
+	out, err := s.flotillaCLI(ctx, "get", "audit", "-o", "json", "--token", s.w.apiToken)
+	if err != nil {
+		return err
+	}
+	var page struct {
+		Records []struct {
+			Principal                              struct{ Name string }
+			Action, Cluster, Detail, Decision, Why string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil {
+		return fmt.Errorf("reading flotilla get audit -o json: %w:\n%s", err, out)
+	}
+	var got [][]string
+	for _, r := range page.Records {
+		if r.Action == "approve" && r.Cluster != "" {
+			got = append(got, []string{r.Principal.Name, r.Cluster, r.Detail, r.Decision, r.Why})
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		return fmt.Errorf("the manual verdicts' audit records (-want +got):\n%s\n%s", diff, out)
 	}
 	return nil
 }

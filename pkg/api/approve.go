@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/gates"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 )
 
 // ApprovalRequest is the body of POST /api/v1/rollouts/{id}/approval.
@@ -23,7 +24,12 @@ type ApprovalRequest struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
-// approve records a manual verdict on a rollout. It needs the API token.
+// approve records a manual verdict on a rollout, for one cluster or all.
+// A verdict promoting the canary (valid) is refused 403, audited as
+// refused, when the caller's approval of the cluster's wave would not
+// count (automation, not among the wave's approvals.from, the version's
+// pusher under separationOfDuties: approvers.go); a rejection (invalid)
+// needs the approve permission only.
 func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 	name, err := a.authorize(r)
 	if err != nil {
@@ -51,10 +57,19 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.Permanent(fmt.Errorf("%w: status %q, want valid or invalid", gates.ErrInvalidApproval, req.Status)))
 		return
 	}
+	rec := events.AuditRecorded{Application: ro.Application, RolloutID: id, Cluster: req.Cluster, Detail: string(req.Status), Reason: req.Reason}
+	if req.Status == gates.StatusValid {
+		// Promoting is approving the cluster's wave: the same rule as the
+		// wave's approvals (pkg/rollout's VerdictRefused).
+		p, _ := identity.FromContext(r.Context())
+		if why := ro.VerdictRefused(req.Cluster, p); why != "" {
+			a.refuseApproval(w, r, rec, why)
+			return
+		}
+	}
 	v := gates.Approval{Status: req.Status, By: who(name, req.By), Reason: req.Reason, At: time.Now().UTC()}
 	// Audited before it is kept: no approval without its record.
-	if !a.audit(w, r, a.auditOf(r, ActionApprove, events.AuditRecorded{Application: ro.Application, RolloutID: id, Cluster: req.Cluster,
-		Detail: string(req.Status), Reason: req.Reason})) {
+	if !a.audit(w, r, a.auditOf(r, ActionApprove, rec)) {
 		return
 	}
 	if err := a.approvals.Approve(r.Context(), id, req.Cluster, v); err != nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/identity"
 )
@@ -32,14 +33,15 @@ func (a *API) marked(h http.Handler) http.Handler {
 	})
 }
 
-// refuseApproval answers 403 to an approval of a wave that does not count
-// (why: pkg/rollout's ApprovalRefused), audited as refused: it changes
-// nothing.
-func (a *API) refuseApproval(w http.ResponseWriter, r *http.Request, application, rolloutID, why string) {
+// refuseApproval answers 403 to an approval that does not count (why:
+// pkg/rollout's ApprovalRefused, of a wave or of a cluster's verdict),
+// audited as refused with rec (the application, rollout, cluster or wave
+// it was about): it changes nothing.
+func (a *API) refuseApproval(w http.ResponseWriter, r *http.Request, rec events.AuditRecorded, why string) {
 	if a.forbidden != nil {
 		a.forbidden.Inc()
 	}
-	a.auditRefused(r, ActionApprove, application, rolloutID, why)
-	a.log.InfoContext(r.Context(), "approval refused", "rollout_id", rolloutID, "why", why)
+	a.auditRefusal(r, ActionApprove, pathWave(r, rec), why)
+	a.log.InfoContext(r.Context(), "approval refused", "rollout_id", rec.RolloutID, "cluster", rec.Cluster, "why", why)
 	writeError(w, fault.New(fault.ErrForbidden, why))
 }

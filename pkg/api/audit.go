@@ -167,7 +167,12 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request, rec events.AuditReco
 // before answering the refusal. A journal that fails is logged: the
 // refusal stands either way.
 func (a *API) auditRefused(r *http.Request, action, application, rolloutID, why string) {
-	rec := events.AuditRecorded{Application: application, RolloutID: rolloutID, Decision: events.AuditRefused, Why: why}
+	a.auditRefusal(r, action, pathWave(r, events.AuditRecorded{Application: application, RolloutID: rolloutID}), why)
+}
+
+// pathWave is rec with the wave r's route names, if any (by number or
+// name).
+func pathWave(r *http.Request, rec events.AuditRecorded) events.AuditRecorded {
 	if wv := r.PathValue("wave"); wv != "" {
 		if n, err := strconv.Atoi(wv); err == nil {
 			rec.WaveNumber = n
@@ -175,14 +180,21 @@ func (a *API) auditRefused(r *http.Request, action, application, rolloutID, why 
 			rec.WaveName = wv
 		}
 	}
+	return rec
+}
+
+// auditRefusal journals rec (what r's control was about) as refused, and
+// why, as auditRefused does.
+func (a *API) auditRefusal(r *http.Request, action string, rec events.AuditRecorded, why string) {
+	rec.Decision, rec.Why = events.AuditRefused, why
 	rec = a.auditOf(r, action, rec)
 	e, err := auditEvent(rec, "")
 	if err == nil {
 		_, err = a.journal.Append(r.Context(), e)
 	}
 	if err != nil {
-		a.log.ErrorContext(r.Context(), "journaling a refused control's audit record", "action", action, "application", application,
-			"rollout_id", rolloutID, "by", rec.Principal.Name, "error", err)
+		a.log.ErrorContext(r.Context(), "journaling a refused control's audit record", "action", action, "application", rec.Application,
+			"rollout_id", rec.RolloutID, "by", rec.Principal.Name, "error", err)
 	}
 }
 

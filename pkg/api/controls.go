@@ -306,7 +306,7 @@ func (a *API) approveWave(w http.ResponseWriter, r *http.Request) {
 	}
 	p, _ := identity.FromContext(r.Context())
 	if why := ro.ApprovalRefused(idx, p); why != "" {
-		a.refuseApproval(w, r, ro.Application, id, why)
+		a.refuseApproval(w, r, events.AuditRecorded{Application: ro.Application, RolloutID: id}, why)
 		return
 	}
 	user := who(name, req.By)

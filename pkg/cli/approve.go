@@ -27,7 +27,11 @@ func newApproveCmd() *cobra.Command {
 		Long: `Approve records a manual verdict on a rollout whose application has a manual
 validation: flotilla then opens the canaries' confirm-promotion gate, and Flagger
 promotes them. --reject makes the rollback gate roll them back instead. Without
---cluster the verdict applies to every cluster of the rollout.
+--cluster the verdict applies to every cluster of the rollout. Promoting a
+cluster of a wave that asks for approvals is approving that wave: it is
+refused (403, why) unless your approval of the wave would count (not an
+automation token, among its approvals.from, not the version's pusher under
+separationOfDuties); --reject is not held to that.
 
 With --wave W (a number from 1, or the wave's name) it approves that wave
 instead, for a wave policy that asks for approvals: its clusters start once

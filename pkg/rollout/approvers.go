@@ -12,7 +12,10 @@ import (
 // an approval of a wave counts only from a principal that is not
 // automation, that the wave's ApprovalsFrom names (by a group of its, or as
 // a user by its name or subject), and, with SeparationOfDuties, that did
-// not push the rollout's version (PushedBy).
+// not push the rollout's version (PushedBy). A manual verdict of "valid" on
+// a cluster (Flagger's confirm-promotion gate, POST /rollouts/{id}/approval)
+// promotes the canary there: it is an approval of the wave the cluster is
+// in, held to the same rule (VerdictRefused).
 
 // ApprovalRefused says why p's approval of wave w of r does not count, ""
 // when it does. The API refuses such an approval (403) before it is
@@ -30,6 +33,25 @@ func (r *Rollout) ApprovalRefused(w int, p identity.Principal) string {
 		return fmt.Sprintf("%s is not among those who may approve wave %d (%s): %s", name, w+1, wave.Name, strings.Join(wave.ApprovalsFrom, ", "))
 	case wave.SeparationOfDuties && r.PushedBy != "" && pushed(p, r.PushedBy):
 		return fmt.Sprintf("%s pushed %s and may not approve its rollout (separationOfDuties)", name, r.Tag)
+	}
+	return ""
+}
+
+// VerdictRefused says why p's manual verdict promoting the canary in
+// cluster ("" for every cluster of r) does not count, "" when it does:
+// the approval rule (ApprovalRefused) of each wave that names approvers
+// (approvals) and holds the cluster. A wave that needs no approval holds
+// the verdict to the route's permission only (approve), as before; a
+// rejection (the verdict "invalid", a rollback) is not an approval and is
+// never asked this.
+func (r *Rollout) VerdictRefused(cluster string, p identity.Principal) string {
+	for w, wave := range r.Waves {
+		if wave.Approvals == 0 || cluster != "" && !slices.ContainsFunc(wave.Clusters, func(c Cluster) bool { return c.Name == cluster }) {
+			continue
+		}
+		if why := r.ApprovalRefused(w, p); why != "" {
+			return why
+		}
 	}
 	return ""
 }

@@ -56,6 +56,56 @@ func TestApprovalRefused(t *testing.T) {
 	}
 }
 
+// A manual verdict promoting the canary in a cluster is an approval of the
+// cluster's wave: held to that wave's rule when it names approvers, to
+// every such wave's for a verdict on every cluster, and to none where no
+// wave needs an approval.
+func TestVerdictRefused(t *testing.T) {
+	person := func(name string, groups ...string) identity.Principal {
+		return identity.Principal{Subject: name, Name: name, Groups: groups, Token: name, Via: identity.ViaToken}
+	}
+	ci := person("ci", "release-managers")
+	ci.Automation = true
+	rm := []string{"group:release-managers"}
+	tests := []struct {
+		name    string
+		cluster string
+		// approvals, from and sod are wave 2's (c2, c3); wave 1 (c1) needs
+		// none.
+		approvals int
+		from      []string
+		sod       bool
+		p         identity.Principal
+		want      string
+	}{
+		{name: "no wave needs an approval: automation may", cluster: "c2", p: ci, want: ""},
+		{name: "no wave needs an approval: anyone may", cluster: "", p: person("dev"), want: ""},
+		{name: "a cluster of a wave that needs none", cluster: "c1", approvals: 2, from: rm, sod: true, p: ci, want: ""},
+		{name: "automation, in a wave that needs approvals", cluster: "c3", approvals: 1, p: ci,
+			want: "ci is automation and never counts as an approver"},
+		{name: "not among those the wave names", cluster: "c2", approvals: 2, from: rm, p: person("dev", "developers"),
+			want: "dev is not among those who may approve wave 2 (wave-2): group:release-managers"},
+		{name: "the pusher, with separation of duties", cluster: "c2", approvals: 2, from: rm, sod: true, p: person("alice", "release-managers"),
+			want: "alice pushed 1.2.0 and may not approve its rollout (separationOfDuties)"},
+		{name: "every cluster: the waves that name approvers", cluster: "", approvals: 2, from: rm, p: person("dev", "developers"),
+			want: "dev is not among those who may approve wave 2 (wave-2): group:release-managers"},
+		{name: "a member, not the pusher", cluster: "c2", approvals: 2, from: rm, sod: true, p: person("bob", "release-managers"), want: ""},
+		{name: "every cluster, a member", cluster: "", approvals: 2, from: rm, sod: true, p: person("bob", "release-managers"), want: ""},
+		{name: "a cluster of no wave", cluster: "c9", approvals: 2, from: rm, p: ci, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterSucceeded, "")},
+				[]rollout.Cluster{cl("c2", rollout.ClusterProgressing, ""), cl("c3", rollout.ClusterPending, "")})
+			r.Tag, r.PushedBy = "1.2.0", "alice"
+			r.Waves[1].Approvals, r.Waves[1].ApprovalsFrom, r.Waves[1].SeparationOfDuties = tt.approvals, tt.from, tt.sod
+			if diff := cmp.Diff(tt.want, r.VerdictRefused(tt.cluster, tt.p)); diff != "" {
+				t.Errorf("VerdictRefused(%q) (-want +got):\n%s", tt.cluster, diff)
+			}
+		})
+	}
+}
+
 // The gate says who approved and how many more approvals it needs from
 // whom.
 func TestApprovalsWaiting(t *testing.T) {
