@@ -21,7 +21,10 @@
 // scenario a report (report.go) gives the rollout's timeline in virtual time
 // and a waves x clusters table.
 //
-// Not simulated: catch-up and drift (reconcile), the registry poll, resync
-// and the API's checks of who may approve (approvals are journaled as the
-// API journals an accepted one).
+// Not simulated: catch-up and drift (reconcile), the registry poll and
+// resync. An approval is held to the API's rule of who may approve
+// (pkg/rollout's ApprovalRefused: automation, approvals.from, separation
+// of duties; a person's groups as the scenario gives them, a token's as
+// server.apiTokens does) and journaled as the API journals an accepted
+// one.
 package simulate

@@ -85,6 +85,8 @@ type scenario struct {
 	pushes         int
 	controls       int
 	wall           time.Time
+	// groups are the people's groups the scenario gave (inGroup).
+	groups map[string][]string
 }
 
 func (s *scenario) reset(ctx context.Context) {

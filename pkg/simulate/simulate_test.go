@@ -60,3 +60,31 @@ func TestDocumentedExamples(t *testing.T) {
 		t.Fatalf("status %d:\n%s", status, out.String())
 	}
 }
+
+// The simulation holds approvals to the API's rule (pkg/rollout's
+// ApprovalRefused): automation ("default", server.apiToken), the pusher
+// under separation of duties and those approvals.from does not name are
+// refused, and an approval the API refuses fails its step. Catches an
+// approval step that journals the approval whoever gives it (the first
+// scenario's refusals would pass as approvals and the second would
+// succeed).
+func TestApproversArePeople(t *testing.T) {
+	var out bytes.Buffer
+	status, err := Run(t.Context(), Options{
+		Config: filepath.Join("..", "..", "config", "example.yaml"),
+		Paths:  []string{filepath.Join("testdata", "approvers.feature")},
+		Format: "progress", Output: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 scenarios (1 passed, 1 failed)",
+		"the API refuses default's approval of wave prod (403): default is automation and never counts as an approver"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output says nothing of %q:\n%s", want, out.String())
+		}
+	}
+	if status != 1 {
+		t.Errorf("status %d, want 1 (the refused approval)", status)
+	}
+}

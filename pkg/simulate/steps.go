@@ -11,6 +11,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -33,6 +34,9 @@ func (s *scenario) steps() []Step {
 		{`^cluster "([^"]+)" is labelled "([^"=]+)=([^"]*)"$`, `Given cluster "c3" is labelled "env=prod"`, s.labelled},
 		{`^wave "([^"]+)" bakes for (\S+)$`, `Given wave "canary" bakes for 2h`, s.bakes},
 		{`^wave "([^"]+)" needs (\d+) approvals?$`, `Given wave "prod" needs 1 approval`, s.approvals},
+		{`^wave "([^"]+)" needs (\d+) approvals? from "([^"]+)"( with separation of duties)?$`,
+			`Given wave "prod" needs 2 approvals from "group:release-managers" with separation of duties`, s.approvalsFrom},
+		{`^"([^"]+)" is in group "([^"]+)"$`, `Given "alice" is in group "release-managers"`, s.inGroup},
 		{`^a freeze window "([^"]+)" on schedule "([^"]+)" for (\S+)$`, `Given a freeze window "friday" on schedule "0 17 * * 5" for 64h`, s.freezeAll},
 		{`^a freeze window "([^"]+)" on schedule "([^"]+)" for (\S+) in wave "([^"]+)"$`, `Given a freeze window "night" on schedule "0 22 * * *" for 10h in wave "prod"`, s.freezeWave},
 		{`^the canary analysis takes (\S+)$`, `Given the canary analysis takes 10m`, s.analysisTakes},
@@ -43,9 +47,12 @@ func (s *scenario) steps() []Step {
 		// When: what happens.
 		{`^"([^"]+)" is pushed$`, `When "1.2.0" is pushed`, s.pushed},
 		{`^"([^"]+)" of "([^"]+)" is pushed$`, `When "1.2.0" of "podinfo" is pushed`, s.pushedApp},
+		{`^"([^"]+)" is pushed by "([^"]+)"$`, `When "1.2.0" is pushed by "alice"`, s.pushedBy},
 		{`^(\S+) pass(?:es)?$`, `When 2h passes`, s.passes},
 		{`^the rollout runs until it ends$`, `When the rollout runs until it ends`, s.untilEnded},
 		{`^"([^"]+)" approves wave "([^"]+)"$`, `When "alice" approves wave "prod"`, s.approves},
+		{`^"([^"]+)" approves wave "([^"]+)" and is refused: "([^"]*)"$`,
+			`When "robot" approves wave "prod" and is refused: "robot is automation and never counts as an approver"`, s.approvalRefused},
 		{`^"([^"]+)" (pauses|resumes|aborts|rolls back) the rollout$`, `When "alice" pauses the rollout`, s.control},
 		// Then: what the fleet and the rollout show.
 		{`^cluster "([^"]+)" runs "([^"]+)"$`, `Then cluster "c1" runs "1.1.0"`, s.clusterRuns},
@@ -207,6 +214,22 @@ func (s *scenario) approvals(wave string, n int) error {
 	return s.waveEdit(wave, func(w map[string]any) { w["approvals"] = n })
 }
 
+func (s *scenario) approvalsFrom(wave string, n int, from, sod string) error {
+	return s.waveEdit(wave, func(w map[string]any) {
+		w["approvals"] = map[string]any{"required": n, "from": strings.Split(from, ","), "separationOfDuties": sod != ""}
+	})
+}
+
+// inGroup gives a person a group, as the OpenID provider's groups claim
+// or server.apiTokens[].groups would: the approvals' from names groups.
+func (s *scenario) inGroup(person, group string) error {
+	if s.groups == nil {
+		s.groups = map[string][]string{}
+	}
+	s.groups[person] = append(s.groups[person], group)
+	return nil
+}
+
 func (s *scenario) freezeAll(name, schedule, d string) error {
 	if err := s.beforeStart("a freeze window"); err != nil {
 		return err
@@ -268,7 +291,19 @@ func (s *scenario) pushed(tag string) error {
 	return s.pushedApp(tag, s.cfg.Applications[0].Name)
 }
 
-func (s *scenario) pushedApp(tag, name string) error {
+// pushedBy pushes tag of the first application as the registry's webhook
+// naming pusher does: the rollout's pushedBy, whom separation of duties
+// refuses as an approver.
+func (s *scenario) pushedBy(tag, pusher string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	return s.push(tag, s.cfg.Applications[0].Name, pusher)
+}
+
+func (s *scenario) pushedApp(tag, name string) error { return s.push(tag, name, "simulate") }
+
+func (s *scenario) push(tag, name, pusher string) error {
 	if err := s.ensure(); err != nil {
 		return err
 	}
@@ -283,7 +318,7 @@ func (s *scenario) pushedApp(tag, name string) error {
 	s.pushes++
 	e, err := newEvent(fmt.Sprintf("simulate/push/%d/%s", s.pushes, tag), events.TypeImagePushed, events.ImagePushed{
 		Registry: host, Repository: repo, Tag: tag, Digest: Digest(a.Image, tag), Sender: "simulate", Receiver: "simulate",
-		Pusher: "simulate",
+		Pusher: pusher,
 	})
 	if err != nil {
 		return err
@@ -326,17 +361,51 @@ func (s *scenario) waveIndex(ro rollout.Rollout, wave string) (int, error) {
 	return 0, fmt.Errorf("rollout %s has no wave %q (waves: %s)", ro.ID, wave, strings.Join(names, ", "))
 }
 
-func (s *scenario) approves(person, wave string) error {
+// principal is who person is to the API: a token of server.apiTokens by
+// that name (its groups, automation) or a person logged in, with the
+// groups the scenario gave them; "default" is automation when
+// server.apiToken is set.
+func (s *scenario) principal(person string) identity.Principal {
+	p := identity.Principal{Subject: person, Name: person, Groups: slices.Clone(s.groups[person]), Via: identity.ViaSession}
+	for _, t := range s.cfg.Server.APITokens {
+		if t.Name == person {
+			p.Token, p.Via, p.Groups = person, identity.ViaToken, append(p.Groups, t.Groups...)
+		}
+	}
+	if slices.Contains(s.cfg.Server.AutomationTokens(), person) {
+		p.Token, p.Via, p.Automation = person, identity.ViaToken, true
+	}
+	return p
+}
+
+// approval is person's approval of wave of the latest rollout: its
+// rollout and wave index, and why the API would refuse it (pkg/rollout's
+// ApprovalRefused, the rule the API holds approvals to), "" if it would
+// not.
+func (s *scenario) approval(person, wave string) (rollout.Rollout, int, string, error) {
 	if err := s.ensure(); err != nil {
-		return err
+		return rollout.Rollout{}, 0, "", err
 	}
 	ro, err := s.en.latest(s.ctx)
 	if err != nil {
-		return err
+		return ro, 0, "", err
 	}
 	i, err := s.waveIndex(ro, wave)
 	if err != nil {
+		return ro, 0, "", err
+	}
+	return ro, i, ro.ApprovalRefused(i, s.principal(person)), nil
+}
+
+// approves journals person's approval of wave as the API journals one it
+// accepts; one the API would refuse fails the step, saying why.
+func (s *scenario) approves(person, wave string) error {
+	ro, i, why, err := s.approval(person, wave)
+	if err != nil {
 		return err
+	}
+	if why != "" {
+		return fmt.Errorf("the API refuses %s's approval of wave %s (403): %s", person, wave, why)
 	}
 	e, err := newEvent(fmt.Sprintf("simulate/approval/%s/%d/%s", ro.ID, i, person), events.TypeWaveApprovalRequested,
 		events.WaveApproval{RolloutID: ro.ID, Wave: i, Approver: person, User: person})
@@ -345,6 +414,22 @@ func (s *scenario) approves(person, wave string) error {
 	}
 	e.SetExtension(events.ExtRolloutID, ro.ID)
 	return s.en.journal(s.ctx, e)
+}
+
+// approvalRefused checks that the API refuses person's approval of wave,
+// saying want; nothing is journaled, as the API journals nothing of it but
+// its audit record.
+func (s *scenario) approvalRefused(person, wave, want string) error {
+	_, _, why, err := s.approval(person, wave)
+	switch {
+	case err != nil:
+		return err
+	case why == "":
+		return fmt.Errorf("the API accepts %s's approval of wave %s, want it refused: %s", person, wave, want)
+	case why != want:
+		return fmt.Errorf("the API refuses %s's approval of wave %s saying %q, want %q", person, wave, why, want)
+	}
+	return nil
 }
 
 func (s *scenario) control(person, verb string) error {
