@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,10 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/cucumber/godog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
 )
 
@@ -54,6 +58,14 @@ func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla login --sso` says it logged in as \"([^\"]*)\", keeping a refresh token in a file only its owner reads$", s.ssoCLILoggedIn)
 	sc.Step("^`flotilla approve --wave (\\d+)` is run for the rollout of \"([^\"]*)\" without a token, as the person logged in$", s.ssoApprove)
 	sc.Step("^`flotilla get audit` lists the approval of wave (\\d+) by \"([^\"]*)\"$", s.ssoAuditLists)
+	sc.Step(`^without credentials flotilla's API, its watch stream and its controls answer 401, saying "([^"]*)"$`, s.ssoHint401)
+	sc.Step("^`flotilla get rollouts` without a token or a login fails, saying \"([^\"]*)\"$", s.ssoHintCLI)
+	sc.Step(`^the web UI shows its login form offering "Log in with SSO", which leads to the OpenID provider's login form$`, s.ssoHintUI)
+	sc.Step(`^web sessions are swept from the state every second$`, s.sweepEverySecond)
+	sc.Step(`^the state holds a live single sign-on session of "([^"]*)" (\d+) seconds later$`, s.liveSSOSession)
+	sc.Step(`^within (\d+) seconds the state holds no single sign-on session of "([^"]*)"$`, s.noSSOSession)
+	sc.Step(`^the state holds a live web session of the token "([^"]*)" (\d+) seconds later$`, s.liveTokenSession)
+	sc.Step(`^within (\d+) seconds the state holds no web session of the token "([^"]*)"$`, s.noTokenSession)
 }
 
 var ssoWorlds sync.Map // *world -> *ssoWorld
@@ -408,4 +420,200 @@ func (s *scenario) ssoAuditLists(ctx context.Context, wave int, who string) erro
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// ssoHint401 asks the API's reads, its watch stream and a control without
+// credentials: each answers 401, its JSON error ending with how a person
+// logs in through the provider.
+func (s *scenario) ssoHint401(ctx context.Context, hint string) error {
+	type ask struct{ method, path string }
+	asks := []ask{{http.MethodPost, "/api/v1/fleet/stop"}}
+	for _, p := range readPaths {
+		if !isUI(p) {
+			asks = append(asks, ask{http.MethodGet, p})
+		}
+	}
+	var problems []string
+	for _, q := range asks {
+		var body []byte
+		h := http.Header{}
+		if q.method == http.MethodPost {
+			body = []byte(`{"reason":"features"}`)
+			h.Set("Content-Type", "application/json")
+		}
+		a, err := s.callBusy(ctx, q.method, q.path, h, body)
+		if err != nil {
+			return err
+		}
+		var e struct{ Error string }
+		if a.status != http.StatusUnauthorized || json.Unmarshal([]byte(a.body), &e) != nil || !strings.HasSuffix(e.Error, hint) {
+			problems = append(problems, fmt.Sprintf("%s %s answered %d %.300s, want 401 with an error ending %q", q.method, q.path, a.status, a.body, hint))
+		}
+	}
+	if problems != nil {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// ssoHintCLI runs `flotilla get rollouts` as a person who has neither a
+// token nor a login (no FLOTILLA_TOKEN, an empty CLI config).
+func (s *scenario) ssoHintCLI(ctx context.Context, hint string) error {
+	cmd := exec.CommandContext(ctx, flotillaBin, "get", "rollouts", "--server", s.w.flotilla.url())
+	cmd.Env = s.ssoCLIEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(errOut.String(), hint) {
+		return fmt.Errorf("flotilla get rollouts without a token or a login: %v, stdout %q, stderr %q; want exit 1 saying %q", err, out.String(), errOut.String(), hint)
+	}
+	return nil
+}
+
+// ssoHintUI reads the page the browser shows for /ui/ without a session:
+// the login form, and the SSO button, which leads to the provider.
+func (s *scenario) ssoHintUI(ctx context.Context) error {
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	if err := b.until(ctx, uiWait, "the login form offering Log in with SSO", loginForm+
+		` && document.querySelector('#login-sso') && document.querySelector('#login-sso').textContent === "Log in with SSO" && !document.querySelector('#rollouts')`); err != nil {
+		return err
+	}
+	if err := b.click(ctx, "#login-sso"); err != nil {
+		return err
+	}
+	issuer := s.sso().provider.Issuer
+	return b.until(ctx, uiWait, "the provider's login form at "+issuer,
+		fmt.Sprintf(`location.href.startsWith(%q) && document.querySelector('#username') && document.querySelector('#password')`, issuer))
+}
+
+func (s *scenario) sweepEverySecond() error {
+	s.w.configEdits = append(s.w.configEdits, func(cfg map[string]any) error {
+		cfg["server"].(map[string]any)["sessionSweepInterval"] = "1s"
+		return nil
+	})
+	return nil
+}
+
+// stateSession is a web session as the state keeps it: a person's (Name)
+// or a created token's (Token).
+type stateSession struct {
+	Name, Token string
+	ExpiresAt   time.Time
+	EndedAt     *time.Time
+}
+
+// stateSessions reads the web sessions of collection from the state
+// itself, the NATS KV bucket of documents every replica shares
+// (pkg/state/natskv's Docs: keys "<collection>.<key>", each base64url).
+func (s *scenario) stateSessions(ctx context.Context, collection string) ([]stateSession, error) {
+	if !s.scaleOut {
+		return nil, errors.New("the state's sessions are read from the NATS KV: tag the scenario @scale-out")
+	}
+	nc, err := nats.Connect(natsCluster.URL())
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, s.w.namespace+"_docs")
+	if err != nil {
+		return nil, fmt.Errorf("the documents' bucket: %w", err)
+	}
+	keys, err := kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	prefix := base64.RawURLEncoding.EncodeToString([]byte(collection)) + "."
+	var out []stateSession
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		var doc stateSession
+		if err := json.Unmarshal(e.Value(), &doc); err != nil {
+			return nil, fmt.Errorf("the session %s: %w", k, err)
+		}
+		out = append(out, doc)
+	}
+	return out, nil
+}
+
+// sessionsOf are the sessions of collection that are who's.
+func (s *scenario) sessionsOf(ctx context.Context, collection, who string) ([]stateSession, error) {
+	all, err := s.stateSessions(ctx, collection)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(d stateSession) bool { return d.Name != who && d.Token != who }), nil
+}
+
+// liveSession waits the given seconds (several sweeps) and wants who's
+// session still in the state, live: a sweep must keep live sessions.
+func (s *scenario) liveSession(ctx context.Context, collection, who string, seconds int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(seconds) * time.Second):
+	}
+	docs, err := s.sessionsOf(ctx, collection, who)
+	if err != nil {
+		return err
+	}
+	live := slices.ContainsFunc(docs, func(d stateSession) bool { return d.EndedAt == nil && time.Now().Before(d.ExpiresAt) })
+	if !live {
+		return fmt.Errorf("the state's %s hold no live session of %s: %+v", collection, who, docs)
+	}
+	return nil
+}
+
+// noSession wants the state to hold no session of who within the given
+// seconds: the sweep deletes the ended ones.
+func (s *scenario) noSession(ctx context.Context, collection, who string, seconds int) error {
+	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	for {
+		docs, err := s.sessionsOf(ctx, collection, who)
+		if err != nil {
+			return err
+		}
+		if len(docs) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the state's %s still hold %d sessions of %s %ds later: %+v", collection, len(docs), who, seconds, docs)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (s *scenario) liveSSOSession(ctx context.Context, who string, seconds int) error {
+	return s.liveSession(ctx, api.SSOSessionCollection, who, seconds)
+}
+
+func (s *scenario) noSSOSession(ctx context.Context, seconds int, who string) error {
+	return s.noSession(ctx, api.SSOSessionCollection, who, seconds)
+}
+
+func (s *scenario) liveTokenSession(ctx context.Context, token string, seconds int) error {
+	return s.liveSession(ctx, api.TokenSessionCollection, token, seconds)
+}
+
+func (s *scenario) noTokenSession(ctx context.Context, seconds int, token string) error {
+	return s.noSession(ctx, api.TokenSessionCollection, token, seconds)
 }

@@ -499,11 +499,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.projector != nil {
 		once = append(once, s.projector.Run)
 	}
-	if s.sso != nil { // the ended and expired sessions, deleted on one replica
-		once = append(once, func(ctx context.Context) error { return s.sso.RunSweeper(ctx, ssoSweepEvery) })
+	// The ended and expired web sessions, deleted on one replica every
+	// server.sessionSweepInterval.
+	sweepEvery := s.cfg.Server.SessionSweep()
+	if s.sso != nil {
+		once = append(once, func(ctx context.Context) error { return s.sso.RunSweeper(ctx, sweepEvery) })
 	}
 	once = append(once, func(ctx context.Context) error { // the created tokens' web sessions, alike
-		return api.RunSweeper(ctx, ssoSweepEvery, s.log, "web sessions of created API tokens", s.authn.SweepSessions)
+		return api.RunSweeper(ctx, sweepEvery, s.log, "web sessions of created API tokens", s.authn.SweepSessions)
 	})
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		if r := s.cfg.Server.Retention.Duration; r > 0 {

@@ -2,16 +2,10 @@ package app
 
 import (
 	"log/slog"
-	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 )
-
-// ssoSweepEvery is how often the ended and expired web sessions (single
-// sign-on's and the created tokens') are deleted from the state
-// (api.RunSweeper).
-const ssoSweepEvery = 10 * time.Minute
 
 // useSSO turns on single sign-on (server.sso): the Authn takes its
 // sessions and the CLI's ID tokens, the UI's login page offers it, and

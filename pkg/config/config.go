@@ -130,6 +130,12 @@ type Server struct {
 	// the web UI (code flow with PKCE) and the CLI (`flotilla login
 	// --sso`, device flow). Unset: API tokens only.
 	SSO *SSO `json:"sso"`
+	// SessionSweepInterval is how often the web sessions that ended or
+	// expired (single sign-on's, and those of created API tokens, also
+	// once their token is revoked) are deleted from the state, on one
+	// replica; their cookies are refused before that already. 1s to 24h.
+	// Default 10m.
+	SessionSweepInterval Duration `json:"sessionSweepInterval"`
 	// Bus, when set, runs flotilla in scale-out mode: its events, rollout
 	// state and the sharing of work among several active replicas live in
 	// a NATS JetStream cluster. Unset: embedded mode (one process, all

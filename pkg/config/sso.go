@@ -16,7 +16,25 @@ const (
 	// SSOCallbackPath is where the provider sends the browser back to,
 	// under server.externalURL (the web client's redirect URL).
 	SSOCallbackPath = "/auth/callback"
+	// DefaultSessionSweepInterval is server.sessionSweepInterval's default.
+	DefaultSessionSweepInterval = 10 * time.Minute
 )
+
+// SessionSweep is how often the ended and expired web sessions are
+// deleted: server.sessionSweepInterval, or its default.
+func (s Server) SessionSweep() time.Duration {
+	if s.SessionSweepInterval.Duration == 0 {
+		return DefaultSessionSweepInterval
+	}
+	return s.SessionSweepInterval.Duration
+}
+
+// sessionSweep checks server.sessionSweepInterval.
+func (v *validator) sessionSweep(s *Server) {
+	if d := s.SessionSweepInterval.Duration; d != 0 && (d < time.Second || d > 24*time.Hour) {
+		v.addf("server.sessionSweepInterval", "%s is out of range: want 1s to 24h", d)
+	}
+}
 
 // SSO is single sign-on through an OpenID Connect provider
 // (docs/design/identity.md, "Single sign-on"): the web UI logs in with the

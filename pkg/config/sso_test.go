@@ -108,3 +108,38 @@ func TestExampleSSO(t *testing.T) {
 		t.Errorf("sso (-want +got):\n%s", diff)
 	}
 }
+
+// server.sessionSweepInterval: 10m unless set, 1s to 24h.
+func TestSessionSweepInterval(t *testing.T) {
+	tests := []struct {
+		name    string
+		set     time.Duration
+		want    time.Duration
+		problem string
+	}{
+		{name: "unset", want: 10 * time.Minute},
+		{name: "a second", set: time.Second, want: time.Second},
+		{name: "a day", set: 24 * time.Hour, want: 24 * time.Hour},
+		{name: "too short", set: 500 * time.Millisecond, want: 500 * time.Millisecond,
+			problem: "server.sessionSweepInterval: 500ms is out of range: want 1s to 24h"},
+		{name: "too long", set: 25 * time.Hour, want: 25 * time.Hour, problem: "server.sessionSweepInterval: 25h0m0s is out of range: want 1s to 24h"},
+		{name: "negative", set: -time.Minute, want: -time.Minute, problem: "server.sessionSweepInterval: -1m0s is out of range: want 1s to 24h"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Server{SessionSweepInterval: Duration{tt.set}}
+			v := &validator{}
+			v.sessionSweep(&s)
+			var errs []string
+			for _, p := range v.problems {
+				errs = append(errs, p.Path+": "+p.Message)
+			}
+			if diff := cmp.Diff(tt.problem, strings.Join(errs, "\n")); diff != "" {
+				t.Errorf("validation (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, s.SessionSweep()); diff != "" {
+				t.Errorf("SessionSweep (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -134,6 +134,7 @@ func (v *validator) server(s *Server) {
 		}
 	}
 	v.sso(s.SSO)
+	v.sessionSweep(s)
 	if s.APIToken != nil {
 		s.APITokenValue = v.resolveSecret("server.apiToken", s.APIToken)
 	}
