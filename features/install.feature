@@ -136,3 +136,19 @@ Feature: Installing and checking flotilla where platform teams run it
     When `flotilla fleet bootstrap --manage-flagger` runs
     Then it replaced the Flagger Helm installed in cluster "c1" by flotilla's, as bootstrap renders it
     And `flotilla fleet check --manage-flagger` reports flotilla's Flagger ok and clusters "c1,c2" ready
+
+  # Catches: a bootstrap that grants a git application's inventory (the
+  # ConfigMap flotilla-inventory-<application>) only with --allow
+  # configmaps: the first commit's rollout would fail in c1, flotilla's own
+  # identity forbidden to write it; and one that grants more than the
+  # inventory needs (listing ConfigMaps, writing them in other namespaces,
+  # reading Secrets).
+  @pending
+  Scenario: flotilla fleet bootstrap grants a git application's inventory ConfigMaps without --allow, and nothing more
+    Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
+    And flotilla is configured for the git application "podinfo" from that chart in waves "c1" then "c2"
+    And `flotilla fleet bootstrap` without --allow has given flotilla its identity in clusters "c1,c2"
+    And flotilla starts with the kubeconfigs bootstrap wrote
+    And the repository's first commit has been rolled out to every cluster
+    Then every cluster's inventory is the first commit's: Deployment podinfo
+    And flotilla's identity may get, create, patch and delete ConfigMaps in the application's namespace, and may not list them, write them outside it, or read Secrets

@@ -67,6 +67,8 @@ func (s *scenario) registerBootstrapSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla's identity may patch Deployments in the application's namespace, and may not read Secrets, patch Deployments outside it, delete Namespaces or create ClusterRoleBindings$`, s.identityBounded)
 	sc.Step(`^flotilla's identity may run PipelineRuns in the Tekton namespace of "([^"]*)" and nowhere else, and the steps' ServiceAccount may do nothing$`, s.tektonBounded)
 	sc.Step(`^listing Secrets with flotilla's token is denied$`, s.tokenDenied)
+	sc.Step("^`flotilla fleet bootstrap` without --allow has given flotilla its identity in clusters \"([^\"]*)\"$", s.bootstrapIdentityOnly)
+	sc.Step(`^flotilla's identity may get, create, patch and delete ConfigMaps in the application's namespace, and may not list them, write them outside it, or read Secrets$`, s.inventoryGranted)
 }
 
 // fleetWithoutFlagger starts the scenario's own fleet, without Flagger.
@@ -268,10 +270,25 @@ func (s *scenario) bootstrapUnchanged(ctx context.Context) error {
 // whose executor is Tekton in tektonCluster: flotilla's identity goes into
 // a namespace of the scenario's own.
 func (s *scenario) bootstrapIdentity(ctx context.Context, clusters, tektonCluster string) error {
+	return s.bootstrapWith(ctx, clusters, tektonCluster)
+}
+
+// bootstrapIdentityOnly runs `flotilla fleet bootstrap` on the config as it
+// is (no Tekton executor, no --allow), writing flotilla's kubeconfigs.
+func (s *scenario) bootstrapIdentityOnly(ctx context.Context, clusters string) error {
+	return s.bootstrapWith(ctx, clusters, "")
+}
+
+// bootstrapWith runs `flotilla fleet bootstrap`, with the Tekton
+// executor's Role in tektonCluster unless it is "".
+func (s *scenario) bootstrapWith(ctx context.Context, clusters, tektonCluster string) error {
 	w := s.w
 	b := &bootstrapRun{identity: "id-" + randomHex(4), kubeconfigs: filepath.Join(w.dir, "kubeconfigs"),
 		tektonNamespace: "tk-" + randomHex(4), stepAccount: "flotilla-steps"}
 	path, err := s.editedConfigOf(s.configPath(), "bootstrap.yaml", func(cfg map[string]any) error {
+		if tektonCluster == "" {
+			return nil
+		}
 		f, _ := cfg["fleet"].(map[string]any)
 		f["executor"] = "tekton"
 		f["tekton"] = map[string]any{"cluster": tektonCluster, "namespace": b.tektonNamespace, "serviceAccount": b.stepAccount}
@@ -311,6 +328,9 @@ func (s *scenario) bootstrapIdentity(ctx context.Context, clusters, tektonCluste
 	}
 	if code != 0 {
 		return fmt.Errorf("fleet bootstrap exited %d:\n%s", code, out)
+	}
+	if tektonCluster == "" {
+		return nil
 	}
 	for _, want := range []string{
 		tektonCluster + "\tRole " + b.tektonNamespace + "/" + bootstrap.TektonRole,
@@ -430,6 +450,29 @@ func (s *scenario) identityBounded(ctx context.Context) error {
 		{"create", "rbac.authorization.k8s.io", "rolebindings", ns, false},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", false},
 		{"create", "", "pods", ns, false},
+	}
+	for _, c := range s.w.clusters {
+		if err := reviews(ctx, c.Kube, s.w.bootstrap.identity, bootstrap.ServiceAccount, as); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// inventoryGranted asks each cluster of the waves what flotilla's
+// identity may do with ConfigMaps: what a git application's inventory
+// needs in its namespace, granted without --allow, and nothing more.
+func (s *scenario) inventoryGranted(ctx context.Context) error {
+	ns := s.w.namespace
+	as := []access{
+		{"get", "", "configmaps", ns, true},
+		{"create", "", "configmaps", ns, true},
+		{"patch", "", "configmaps", ns, true},
+		{"delete", "", "configmaps", ns, true},
+		{"list", "", "configmaps", ns, false},
+		{"create", "", "configmaps", "default", false},
+		{"patch", "", "configmaps", "kube-system", false},
+		{"get", "", "secrets", ns, false},
 	}
 	for _, c := range s.w.clusters {
 		if err := reviews(ctx, c.Kube, s.w.bootstrap.identity, bootstrap.ServiceAccount, as); err != nil {

@@ -27,6 +27,7 @@ import (
 func (s *scenario) registerGitSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a deployments repository with the chart "([^"]*)" and values for clusters "([^"]*)"$`, s.chartRepository)
 	sc.Step(`^flotilla serving the git application "([^"]*)" from that chart in waves "([^"]*)" then "([^"]*)"$`, s.flotillaServingGit)
+	sc.Step(`^flotilla is configured for the git application "([^"]*)" from that chart in waves "([^"]*)" then "([^"]*)"$`, s.configureGit)
 	sc.Step(`^the repository's first commit has been rolled out to every cluster$`, s.firstCommitRolledOut)
 	sc.Step(`^a push changes "([^"]*)" to "([^"]*)" in "([^"]*)"$`, s.pushValue)
 	sc.Step(`^a push changes only "([^"]*)"$`, s.pushFile)
@@ -164,6 +165,15 @@ func writeFile(path, content string) error {
 // with each cluster's values file; the namespace exists in every cluster
 // (the first commit creates the workload).
 func (s *scenario) flotillaServingGit(ctx context.Context, app, wave1, wave2 string) error {
+	if err := s.configureGit(ctx, app, wave1, wave2); err != nil {
+		return err
+	}
+	return s.w.flotilla.start(ctx)
+}
+
+// configureGit writes the config of the git application (and makes its
+// namespace in the waves' clusters) without starting flotilla.
+func (s *scenario) configureGit(ctx context.Context, app, wave1, wave2 string) error {
 	r := s.w.git
 	s.w.gitSource = map[string]any{
 		"url": r.url, "branch": "main", "render": "helm",
@@ -175,7 +185,7 @@ func (s *scenario) flotillaServingGit(ctx context.Context, app, wave1, wave2 str
 	if r.noPrune {
 		s.w.gitSource["prune"] = false
 	}
-	if err := s.flotillaServing(ctx, app, "unused", "MinorVersion", wave1, wave2); err != nil {
+	if err := s.configure(ctx, app, "unused", "MinorVersion", wave1, wave2); err != nil {
 		return err
 	}
 	for _, c := range s.w.clusters {
