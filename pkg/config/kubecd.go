@@ -57,10 +57,12 @@ type KubeCDSource struct {
 	// Environments names each cluster's environment; Tracked its paths.
 	Environments map[string]string
 	Tracked      map[string][]string
-	// Triggers are the release's upgrade triggers: KubeCD does not use
-	// them while deploying, neither does flotilla (config check lists
-	// them).
-	Triggers []kubecd.Trigger
+	// Images are what the release's image triggers track in each of its
+	// environments, as the files flotilla started with resolve them: a
+	// verified push of a new tag of one of them that the trigger's track
+	// accepts is committed to the release's values (pkg/gitops/triggers),
+	// and that commit rolls out.
+	Images []kubecd.Image
 }
 
 // DefaultKubeCDServicePort is the port a KubeCD release's canary serves on
@@ -195,9 +197,18 @@ func expandKubeCD(c *Config, base string) []Problem {
 			}
 			src.Environments[e.Cluster] = e.Name
 			src.Tracked[e.Cluster] = files.TrackedPaths(&e, *r)
-			if src.Triggers == nil {
-				src.Triggers = r.Triggers
+			imgs, err := files.Images(root, &e, *r)
+			if kerr := (*kubecd.Error)(nil); errors.As(err, &kerr) {
+				for _, m := range kerr.Problems {
+					add("kubecd", "%s", m)
+				}
+			} else if err != nil {
+				add("kubecd", "%v", err)
 			}
+			if len(imgs) > 0 && len(src.Images) == 0 && (tmpl.Git() == nil || tmpl.Git().URL == "") {
+				add("kubecd.application.source.git.url", "required: release %s has image triggers, and flotilla commits their new tags there (kubecd.dir is a checkout flotilla only reads)", kk.release)
+			}
+			src.Images = append(src.Images, imgs...)
 			for i := range c.Fleet.Clusters {
 				if cl := &c.Fleet.Clusters[i]; cl.Name == e.Cluster {
 					if cl.Labels == nil {
@@ -270,7 +281,7 @@ func gitRoot(dir string) string {
 }
 
 // KubeCDNotices are what config check says about a KubeCD config beside
-// its problems: the upgrade triggers flotilla does not act on.
+// its problems: what each image trigger tracks, and where its new tags go.
 func (c *Config) KubeCDNotices() []string {
 	var out []string
 	for _, a := range c.Applications {
@@ -278,8 +289,26 @@ func (c *Config) KubeCDNotices() []string {
 		if g == nil || g.KubeCD == nil {
 			continue
 		}
-		for _, t := range g.KubeCD.Triggers {
-			out = append(out, fmt.Sprintf("release %s: trigger (track %s, %s/%s) is an upgrade check: KubeCD does not use triggers while deploying and neither does flotilla; push the new tag to roll it out", g.KubeCD.Release, t.Track, t.RepoValue, t.TagValue))
+		for _, i := range g.KubeCD.Images {
+			out = append(out, fmt.Sprintf("release %s of environment %s: trigger %d tracks %s (track %s, now %s): a push of a tag the track accepts is committed to %s of %s in %s",
+				i.Release, i.Environment, i.Trigger, i.Repository, i.Track, cmp.Or(i.Tag, "no tag"), i.TagValue, i.Release, i.File))
+		}
+	}
+	return out
+}
+
+// KubeCDTriggered are the applications of KubeCD's releases whose image
+// triggers track image ("registry/repository"), as the files flotilla
+// started with name it.
+func (c *Config) KubeCDTriggered(image string) []Application {
+	var out []Application
+	for _, a := range c.Applications {
+		g := a.Git()
+		if g == nil || g.KubeCD == nil {
+			continue
+		}
+		if slices.ContainsFunc(g.KubeCD.Images, func(i kubecd.Image) bool { return SameImage(i.Repository, image) }) {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -318,9 +347,11 @@ func LoadKubeCD(dir, kubeconfig string) (*Config, error) {
 	ps := expandKubeCD(c, d)
 	applyDefaults(c, d)
 	if verr := validate(c, ps...); verr != nil {
-		// How pushes reach flotilla is the config's business, not the
-		// files'.
-		verr.Problems = slices.DeleteFunc(verr.Problems, func(p Problem) bool { return p.Path == "receivers" })
+		// How pushes reach flotilla, and where triggers commit, is the
+		// config's business, not the files'.
+		verr.Problems = slices.DeleteFunc(verr.Problems, func(p Problem) bool {
+			return p.Path == "receivers" || p.Path == "kubecd.application.source.git.url"
+		})
 		if len(verr.Problems) > 0 {
 			return nil, fmt.Errorf("validating KubeCD files in %q: %w", dir, verr)
 		}

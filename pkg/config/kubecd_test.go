@@ -59,10 +59,10 @@ func TestExampleKubeCD(t *testing.T) {
 		t.Errorf("config (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{
-		"release kafkaesque: trigger (track Newest, image.repository/image.tag) is an upgrade check: KubeCD does not use triggers while deploying and neither does flotilla; push the new tag to roll it out",
-		"release kafka: trigger (track PatchLevel, image.repository/image.tag) is an upgrade check: KubeCD does not use triggers while deploying and neither does flotilla; push the new tag to roll it out",
-		"release kafka: trigger (track PatchLevel, zookeeper.image.repository/zookeeper.image.tag) is an upgrade check: KubeCD does not use triggers while deploying and neither does flotilla; push the new tag to roll it out",
-		"release kafkaesque: trigger (track Newest, image.repository/image.tag) is an upgrade check: KubeCD does not use triggers while deploying and neither does flotilla; push the new tag to roll it out",
+		"release kafkaesque of environment analytics: trigger 0 tracks gcr.io/zedge-prod/kafkaesque (track Newest, now latest): a push of a tag the track accepts is committed to image.tag of kafkaesque in config/examples/kubecd/analytics/releases.yaml",
+		"release kafka of environment analytics: trigger 0 tracks confluentinc/cp-kafka (track PatchLevel, now 4.0): a push of a tag the track accepts is committed to image.tag of kafka in config/examples/kubecd/analytics/releases.yaml",
+		"release kafka of environment analytics: trigger 1 tracks confluentinc/cp-zookeeper (track PatchLevel, now 4.0.1): a push of a tag the track accepts is committed to zookeeper.image.tag of kafka in config/examples/kubecd/analytics/releases.yaml",
+		"release kafkaesque of environment airflow: trigger 0 tracks gcr.io/zedge-prod/backend-api-browse (track Newest, now v20170911-0926): a push of a tag the track accepts is committed to image.tag of kafkaesque in config/examples/kubecd/analytics/airflow-releases.yaml",
 	}, c.KubeCDNotices()); d != "" {
 		t.Errorf("notices (-want +got):\n%s", d)
 	}
@@ -252,6 +252,73 @@ applications:
 			var got []string
 			for _, p := range verr.Problems {
 				if strings.HasPrefix(p.Path, "kubecd") || strings.Contains(p.Message, "kubecd") {
+					got = append(got, p.String())
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("problems (-want +got):\n%s\nall: %v", d, verr.Problems)
+			}
+		})
+	}
+}
+
+// TestKubeCDTriggers: each image trigger is resolved against the
+// release's values when flotilla starts (the repository it tracks, the tag
+// it runs); a trigger flotilla cannot act on is refused by name: one
+// whose repository the values do not give, one with nowhere to commit.
+func TestKubeCDTriggers(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	writeFile(t, filepath.Join(dir, "k", "environments.yaml"), "environments:\n  - {name: e, provider: {minikube: {}}, releases: [r.yaml]}\n")
+	writeFile(t, filepath.Join(dir, "k", "c", "values.yaml"), "image: {repository: nginx, tag: \"1.25\"}\n")
+	writeFile(t, filepath.Join(dir, "k", "r.yaml"), "releases:\n  - {name: web, chart: {dir: c}, triggers: [{image: {track: MinorVersion}}]}\n")
+	writeFile(t, filepath.Join(dir, "bad", "environments.yaml"), "environments:\n  - {name: e, provider: {minikube: {}}, releases: [r.yaml]}\n")
+	writeFile(t, filepath.Join(dir, "bad", "r.yaml"), "releases:\n  - {name: web, chart: {dir: c}, triggers: [{image: {track: Newest, repoValue: app.image}}]}\n")
+	const url = "  application:\n    source: {git: {url: \"https://git.example.com/d.git\"}}\n"
+
+	t.Setenv("KUBECD_TEST_SECRET", "s")
+	const receivers = "receivers:\n  - {name: github, type: github, secret: {env: KUBECD_TEST_SECRET}}\n  - {name: flagger, type: flagger, secret: {env: KUBECD_TEST_SECRET}}\n"
+	c, err := Parse([]byte(receivers+"kubecd:\n  dir: k\n  kubeconfig: kubeconfig\n"+url), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{
+		"release web of environment e: trigger 0 tracks nginx (track MinorVersion, now 1.25): a push of a tag the track accepts is committed to image.tag of web in r.yaml",
+	}, c.KubeCDNotices()); d != "" {
+		t.Errorf("notices (-want +got):\n%s", d)
+	}
+	var names []string
+	for _, a := range c.KubeCDTriggered("index.docker.io/library/nginx") {
+		names = append(names, a.Name)
+	}
+	if d := cmp.Diff([]string{"web"}, names); d != "" {
+		t.Errorf("KubeCDTriggered (-want +got):\n%s", d)
+	}
+	if got := c.KubeCDTriggered("registry.example.com/nginx"); got != nil {
+		t.Errorf("KubeCDTriggered(another repository) = %v", got)
+	}
+
+	for _, tc := range []struct {
+		name, cfg string
+		want      []string
+	}{{
+		name: "nowhere to commit",
+		cfg:  "kubecd: {dir: k, kubeconfig: kubeconfig}\n",
+		want: []string{"kubecd.application.source.git.url: required: release web has image triggers, and flotilla commits their new tags there (kubecd.dir is a checkout flotilla only reads)"},
+	}, {
+		name: "no repository in the values",
+		cfg:  "kubecd:\n  dir: bad\n  kubeconfig: kubeconfig\n" + url,
+		want: []string{`kubecd: r.yaml: release web of environment e: triggers[0].image.repoValue: "app.image" has no value in the release's values (the chart's values.yaml, the environment's defaults, valuesFile and values): set it, flotilla must know which image the trigger tracks`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.cfg), dir)
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("got %v, want a validation error", err)
+			}
+			var got []string
+			for _, p := range verr.Problems {
+				if strings.HasPrefix(p.Path, "kubecd") {
 					got = append(got, p.String())
 				}
 			}

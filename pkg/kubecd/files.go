@@ -105,12 +105,18 @@ func (r ChartRef) String() string {
 	return strings.TrimSuffix(r.Repository, "/") + "/" + r.Name + ":" + r.Version
 }
 
-// Trigger is an upgrade trigger: how an upgrade check finds new image
-// tags for the release. KubeCD does not use triggers while deploying.
+// Trigger is an image upgrade trigger: the release tracks the image its
+// values name at RepoValue (after the registry prefix at PrefixValue), and
+// a pushed tag Track accepts is written to its values at TagValue
+// (Images resolves it in an environment).
 type Trigger struct {
-	Track       string
-	RepoValue   string
-	TagValue    string
+	Track string
+	// RepoValue, TagValue: default image.repository and image.tag.
+	RepoValue string
+	TagValue  string
+	// PrefixValue is KubeCD's repoPrefixValue. Default: RepoValue with its
+	// last name "repository" replaced by "prefix" (image.prefix,
+	// zookeeper.image.prefix), none when RepoValue ends otherwise.
 	PrefixValue string
 }
 
@@ -186,9 +192,11 @@ type (
 	}
 	trigger struct {
 		Image *struct {
-			Track       string `json:"track"`
-			RepoValue   string `json:"repoValue"`
-			TagValue    string `json:"tagValue"`
+			Track           string `json:"track"`
+			RepoValue       string `json:"repoValue"`
+			TagValue        string `json:"tagValue"`
+			RepoPrefixValue string `json:"repoPrefixValue"`
+			// PrefixValue is no KubeCD field: refused, naming the one.
 			PrefixValue string `json:"prefixValue"`
 		} `json:"image"`
 		Helm any `json:"helm"`
@@ -216,9 +224,9 @@ func (l *loader) addf(format string, args ...any) {
 // defaultValuesFile; release files' resourceFiles and releases; releases'
 // name, chart (dir, or reference with version), valuesFile, values (key,
 // value), triggers (and trigger: image with track, repoValue, tagValue,
-// prefixValue), skipDefaultValues, resourceFiles. Refused, named: any
-// other field, values' valueFrom (flotilla reads no cloud resource),
-// Helm chart triggers.
+// repoPrefixValue), skipDefaultValues, resourceFiles. Refused, named: any
+// other field (prefixValue, which is not KubeCD's, among them), values'
+// valueFrom (flotilla reads no cloud resource), Helm chart triggers.
 func Load(root, envFile string) (*Files, error) {
 	l := &loader{root: root}
 	f := l.load(envFile)
@@ -439,15 +447,38 @@ func (l *loader) releases(file string) []Release {
 				}
 				continue
 			}
-			tr := Trigger{Track: t.Image.Track, RepoValue: cmp.Or(t.Image.RepoValue, "image.repository"), TagValue: cmp.Or(t.Image.TagValue, "image.tag"), PrefixValue: t.Image.PrefixValue}
+			tr := Trigger{Track: t.Image.Track, RepoValue: cmp.Or(t.Image.RepoValue, "image.repository"), TagValue: cmp.Or(t.Image.TagValue, "image.tag"), PrefixValue: t.Image.RepoPrefixValue}
+			if tr.PrefixValue == "" {
+				tr.PrefixValue = defaultPrefixValue(tr.RepoValue)
+			}
 			if !slices.Contains(Tracks, tr.Track) {
 				l.addf("%s.image.track: %q: want one of %s", tp, tr.Track, strings.Join(Tracks, ", "))
+			}
+			if t.Image.PrefixValue != "" {
+				l.addf("%s.image.prefixValue: unknown field: KubeCD's is repoPrefixValue", tp)
+			}
+			for _, k := range []struct{ name, key string }{{"repoValue", tr.RepoValue}, {"tagValue", tr.TagValue}, {"repoPrefixValue", tr.PrefixValue}} {
+				if _, err := splitKey(k.key); k.key != "" && err != nil {
+					l.addf("%s.image.%s: %v", tp, k.name, err)
+				}
 			}
 			r.Triggers = append(r.Triggers, tr)
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// defaultPrefixValue is the registry prefix's key beside the repository's
+// key: image.repository's is image.prefix.
+func defaultPrefixValue(repoValue string) string {
+	if repoValue == "repository" {
+		return "prefix"
+	}
+	if base, ok := strings.CutSuffix(repoValue, ".repository"); ok {
+		return base + ".prefix"
+	}
+	return ""
 }
 
 // reference parses a chart reference: oci://host/path/chart, or
@@ -507,25 +538,11 @@ func (l *loader) values(p string, vs []value) map[string]any {
 // SetValue sets the dotted key (a "\." is a dot inside a name) in m,
 // creating maps on the way.
 func SetValue(m map[string]any, key string, v any) error {
-	var parts []string
-	var cur strings.Builder
-	for i := 0; i < len(key); i++ {
-		switch {
-		case key[i] == '\\' && i+1 < len(key) && key[i+1] == '.':
-			cur.WriteByte('.')
-			i++
-		case key[i] == '.':
-			parts = append(parts, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(key[i])
-		}
+	parts, err := splitKey(key)
+	if err != nil {
+		return err
 	}
-	parts = append(parts, cur.String())
 	for i, part := range parts {
-		if part == "" {
-			return fmt.Errorf("%q: empty name in a dotted key", key)
-		}
 		if i == len(parts)-1 {
 			m[part] = v
 			return nil
@@ -541,6 +558,32 @@ func SetValue(m map[string]any, key string, v any) error {
 		m = next
 	}
 	return nil
+}
+
+// splitKey splits a dotted key into its names (a "\." is a dot inside a
+// name); an empty name is an error.
+func splitKey(key string) ([]string, error) {
+	var parts []string
+	var cur strings.Builder
+	for i := 0; i < len(key); i++ {
+		switch {
+		case key[i] == '\\' && i+1 < len(key) && key[i+1] == '.':
+			cur.WriteByte('.')
+			i++
+		case key[i] == '.':
+			parts = append(parts, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(key[i])
+		}
+	}
+	parts = append(parts, cur.String())
+	for _, part := range parts {
+		if part == "" {
+			return nil, fmt.Errorf("%q: empty name in a dotted key", key)
+		}
+	}
+	return parts, nil
 }
 
 // path resolves p (relative to the file naming it) to a path relative to

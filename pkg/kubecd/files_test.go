@@ -88,7 +88,7 @@ releases:
 				Name: "api", File: "deploy/test/releases.yaml", ChartDir: "deploy/charts/api", ValuesFile: "deploy/test/api-values.yaml",
 				Values:        map[string]any{"image": map[string]any{"tag": "1.2"}, "a.b": map[string]any{"c": float64(3)}},
 				ResourceFiles: []string{"deploy/test/storage.yaml"},
-				Triggers:      []Trigger{{Track: "PatchLevel", RepoValue: "image.repository", TagValue: "image.tag"}},
+				Triggers:      []Trigger{{Track: "PatchLevel", RepoValue: "image.repository", TagValue: "image.tag", PrefixValue: "image.prefix"}},
 			}, {
 				Name: "ingress", File: "deploy/test/releases.yaml", SkipDefaultValues: true,
 				Ref: &ChartRef{Repository: "https://charts.example.com/stable", Name: "nginx-ingress", Version: "0.9.5"},
@@ -168,6 +168,10 @@ func TestLoadRefuses(t *testing.T) {
 		name:  "bad track",
 		files: env("releases:\n  - name: r\n    chart: {dir: c}\n    triggers:\n      - image: {track: Latest}\n"),
 		want:  []string{`releases.yaml: release r.triggers[0].image.track: "Latest": want one of PatchLevel, MinorVersion, MajorVersion, Newest`},
+	}, {
+		name:  "prefixValue, which KubeCD spells repoPrefixValue",
+		files: env("releases:\n  - name: r\n    chart: {dir: c}\n    triggers:\n      - image: {track: Newest, prefixValue: image.prefix}\n"),
+		want:  []string{"releases.yaml: release r.triggers[0].image.prefixValue: unknown field: KubeCD's is repoPrefixValue"},
 	}, {
 		name:  "version of a chart directory",
 		files: env("releases:\n  - name: r\n    chart: {dir: c, version: 1.0.0}\n"),
