@@ -40,6 +40,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/gitops"
 	"github.com/flotilla-cd/flotilla/pkg/gitops/proposer"
+	"github.com/flotilla-cd/flotilla/pkg/gitops/triggers"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/poll"
@@ -256,7 +257,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 				return true
 			}
 		}
-		return false
+		return len(cfg.KubeCDTriggered(image)) > 0 // KubeCD's image triggers
 	}
 	newest := func(image string) bool {
 		for _, a := range cfg.Applications {
@@ -295,6 +296,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		rollback.New(cfg, s.repo, canaries, now),
 		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus).WithClock(now),
 		prop,
+		triggers.New(cfg, triggers.Git{Mirror: mirror}, o.Logger).WithApplications(s.repo),
 	}
 	// In scale-out mode the dispatchers start with the partitions taken,
 	// after New: a wiring that cannot run is refused here, in both modes.
