@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,8 +84,13 @@ type Dispatcher struct {
 	m      *metrics
 	// stalled is why the dispatcher is not making progress, nil while it is.
 	stalled atomic.Pointer[error]
-	// sched is Run's scheduler, nil before Run.
-	sched atomic.Pointer[scheduler]
+	// sched is Run's scheduler, nil before Run; started is closed once
+	// it is set.
+	sched     atomic.Pointer[scheduler]
+	started   chan struct{}
+	startOnce sync.Once
+	// act signals every change of the work in flight (WaitIdle).
+	act activity
 }
 
 // cursorName is the dispatcher's cursor in the journal (named when it was
@@ -127,7 +133,7 @@ func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{j: j, byType: map[string][]Function{}, lane: def, laneOf: laneOf, o: o}
+	d := &Dispatcher{j: j, byType: map[string][]Function{}, lane: def, laneOf: laneOf, o: o, started: make(chan struct{})}
 	for _, f := range fns {
 		for _, t := range f.Consumes() {
 			d.byType[t] = append(d.byType[t], f)
@@ -163,6 +169,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer func() { <-timers }()
 	s := newScheduler(d, cursor, saver)
 	d.sched.Store(s)
+	d.startOnce.Do(func() { close(d.started) })
 	s.run(ctx)
 	saver.stop()
 	return d.saveCursor(ctx, s.watermark())

@@ -32,12 +32,25 @@ func (c *ManualClock) Now() time.Time {
 func (c *ManualClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.until(c.now.Add(d))
+}
+
+// Until returns a channel that receives once the clock reached t (at once
+// when it has): unlike After, a wait computed before the clock was set
+// ends at its instant, not that much after the new time.
+func (c *ManualClock) Until(t time.Time) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.until(t)
+}
+
+func (c *ManualClock) until(t time.Time) <-chan time.Time {
 	ch := make(chan time.Time, 1)
-	if d <= 0 {
+	if !t.After(c.now) {
 		ch <- c.now
 		return ch
 	}
-	c.waiters = append(c.waiters, manualWaiter{at: c.now.Add(d), c: ch})
+	c.waiters = append(c.waiters, manualWaiter{at: t, c: ch})
 	return ch
 }
 

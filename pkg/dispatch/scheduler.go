@@ -53,6 +53,9 @@ type scheduler struct {
 	draining bool
 	running  int
 	idle     chan struct{}
+	// parked are the partitions waiting for a retry off the workers, and
+	// the instant (on the dispatcher's clock) each is tried again.
+	parked map[*partition]time.Time
 }
 
 func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
@@ -77,6 +80,7 @@ func newScheduler(d *Dispatcher, cursor uint64, saver *cursorSaver) *scheduler {
 		readSeq: cursor,
 		space:   make(chan struct{}),
 		idle:    make(chan struct{}),
+		parked:  map[*partition]time.Time{},
 	}
 }
 
@@ -185,6 +189,7 @@ func (s *scheduler) admit(rec bus.Record) {
 		wm := s.win.finish(rec.Seq)
 		s.mu.Unlock()
 		s.saver.set(wm)
+		s.d.act.bump()
 		return
 	}
 	p := s.parts[key]
@@ -201,6 +206,7 @@ func (s *scheduler) admit(rec bus.Record) {
 		p.lane.ready <- p // never blocks: see lanes
 	}
 	s.mu.Unlock()
+	s.d.act.bump()
 }
 
 // work runs ready partitions of lane l until ctx ends.
@@ -282,7 +288,7 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 	case interrupted:
 		return // not handled: the watermark stays below it
 	case retry:
-		time.AfterFunc(delay, func() { p.lane.ready <- p })
+		s.park(ctx, p, delay)
 		return
 	}
 	s.finish(p, 1)
@@ -313,6 +319,33 @@ func (s *scheduler) finish(p *partition, n int) {
 	}
 	s.mu.Unlock()
 	s.saver.set(wm)
+	s.d.act.bump()
+}
+
+// park has p wait delay on the dispatcher's clock, off the workers, then
+// hands it back to its lane (a virtual clock: once it is set past the
+// retry's instant). Meanwhile p is not work in flight for WaitIdle but a
+// retry due at that instant. When ctx ends first, p is left: dispatch is
+// stopping, and its event is replayed at the next run.
+func (s *scheduler) park(ctx context.Context, p *partition, delay time.Duration) {
+	at := s.d.o.Clock.Now().Add(delay)
+	wake := s.d.until(at)
+	s.mu.Lock()
+	s.parked[p] = at
+	s.mu.Unlock()
+	s.d.act.bump()
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+		s.mu.Lock()
+		delete(s.parked, p)
+		p.lane.ready <- p // never blocks: see lanes
+		s.mu.Unlock()
+		s.d.act.bump()
+	}()
 }
 
 // foldable is the run of events at the head of q that one Folder may

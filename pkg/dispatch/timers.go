@@ -31,31 +31,41 @@ func (d *Dispatcher) runTimers(ctx context.Context) {
 	delay := d.o.StallBackoff
 	for ctx.Err() == nil {
 		changed := d.j.TimersChanged()
-		wait, err := d.fireDue(ctx)
+		next, err := d.fireDue(ctx)
+		// Fired timers are deleted after they are journaled: WaitIdle
+		// hears of it here.
+		d.act.bump()
+		var wake <-chan time.Time
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			d.stall(err, delay)
-			wait, delay = delay, min(2*delay, time.Minute)
-		} else if delay != d.o.StallBackoff {
-			d.unstall()
-			delay = d.o.StallBackoff
+			wake, delay = d.o.Clock.After(delay), min(2*delay, time.Minute)
+		} else {
+			if delay != d.o.StallBackoff {
+				d.unstall()
+				delay = d.o.StallBackoff
+			}
+			// An instant, not a duration: a clock set meanwhile (a
+			// virtual one jumps) still wakes this loop at the timer.
+			wake = d.until(next)
 		}
 		select {
 		case <-ctx.Done():
 		case <-changed:
-		case <-d.o.Clock.After(wait):
+		case <-wake:
 		}
 	}
 }
 
-// fireDue journals the due timers and returns how long until the next.
-func (d *Dispatcher) fireDue(ctx context.Context) (time.Duration, error) {
+// fireDue journals the due timers and returns when the next falls due (an
+// hour from now when none waits).
+func (d *Dispatcher) fireDue(ctx context.Context) (time.Time, error) {
 	for {
 		n, err := d.j.FireDue(ctx, d.o.Clock.Now(), fireBatch)
 		if err != nil {
-			return 0, fmt.Errorf("firing timers: %w", err)
+			return time.Time{}, fmt.Errorf("firing timers: %w", err)
 		}
 		d.m.timers.Add(float64(n))
 		if n < fireBatch {
@@ -64,10 +74,10 @@ func (d *Dispatcher) fireDue(ctx context.Context) (time.Duration, error) {
 	}
 	due, ok, err := d.j.NextDue(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("reading timers: %w", err)
+		return time.Time{}, fmt.Errorf("reading timers: %w", err)
 	}
 	if !ok {
-		return time.Hour, nil
+		return d.o.Clock.Now().Add(time.Hour), nil
 	}
-	return max(due.Sub(d.o.Clock.Now()), 0), nil
+	return due, nil
 }
