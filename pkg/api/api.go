@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +62,8 @@ type API struct {
 	forbidden prometheus.Counter // flotilla_api_requests_refused_total{reason="forbidden"}
 
 	automation map[string]bool // the API tokens of machines (approvers.go)
+
+	now func() time.Time // the engine's clock (approve.go); nil: time.Now
 }
 
 // WithApplications names the configured applications, which the calls

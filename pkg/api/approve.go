@@ -24,6 +24,21 @@ type ApprovalRequest struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
+// WithClock sets the clock the approvals are dated by (default time.Now):
+// the engine's (app.Options.Clock), virtual under `flotilla simulate`.
+func (a *API) WithClock(now func() time.Time) *API {
+	a.now = now
+	return a
+}
+
+// clock is the time an approval is given at.
+func (a *API) clock() time.Time {
+	if a.now == nil {
+		return time.Now()
+	}
+	return a.now()
+}
+
 // approve records a manual verdict on a rollout, for one cluster or all.
 // A verdict promoting the canary (valid) is refused 403, audited as
 // refused, when the caller's approval of the cluster's wave would not
@@ -67,7 +82,7 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v := gates.Approval{Status: req.Status, By: who(name, req.By), Reason: req.Reason, At: time.Now().UTC()}
+	v := gates.Approval{Status: req.Status, By: who(name, req.By), Reason: req.Reason, At: a.clock().UTC()}
 	// Audited before it is kept: no approval without its record.
 	if !a.audit(w, r, a.auditOf(r, ActionApprove, rec)) {
 		return

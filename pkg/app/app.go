@@ -79,9 +79,10 @@ type Options struct {
 	ReadHeaderTimeout time.Duration
 	// Clock is the time the engine decides by: deadlines, bake times,
 	// freeze windows, approvals' expiry and the timers that carry them
-	// (the functions, the dispatcher's timers, the store's and the state's
-	// clocks). Default the wall clock; `flotilla simulate` gives a virtual
-	// one.
+	// (the functions, the dispatcher's timers and retry backoffs, the
+	// store's and the state's clocks, the date of an approval the API
+	// records, the pull request proposer's reads and merge attempts).
+	// Default the wall clock; `flotilla simulate` gives a virtual one.
 	Clock Clock
 	// Canaries reads the clusters' canaries for observe and rollback;
 	// default the fleet's clients (pkg/cluster). `flotilla simulate` gives
@@ -276,7 +277,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		verifier = verifier.WithSignatures(sigs, signed)
 	}
 	verifier = verifier.WithGit(gitSources{mirror}, cfg).WithApplications(s.repo, cfg)
-	prop, err := proposer.New(cfg, s.repo, o.PullRequestHosts, o.Logger).WithMetrics(o.Registerer)
+	prop, err := proposer.New(cfg, s.repo, o.PullRequestHosts, o.Logger).WithClock(o.Clock.Now).WithMetrics(o.Registerer)
 	if err != nil {
 		return err
 	}
@@ -370,7 +371,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if s.ui, err = ui.New(s.authn, o.Logger); err != nil {
 		return err
 	}
-	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
+	s.api = api.New(s.repo, s.approvals, s.bus, o.Logger).WithClock(o.Clock.Now).WithApplicationInfos(s.repo, applicationInfos(cfg)...).
 		WithClusters(clusterInfos(cfg.Fleet)...).WithWatch(s.hub).WithRefresher(refresher{s.poll}).
 		WithAuditLog(s.bus).WithTrustedProxies(cfg.Server.Proxies()...).WithAutomation(cfg.Server.AutomationTokens()...)
 	az, err := authz.New(cfg)

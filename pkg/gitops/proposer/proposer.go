@@ -76,6 +76,16 @@ func New(cfg *config.Config, rollouts Rollouts, hosts Hosts, log *slog.Logger) *
 	}}
 }
 
+// WithClock sets the clock the proposer reads deadlines and schedules its
+// next reads and merge attempts on (default time.Now): the engine's
+// (app.Options.Clock), virtual under `flotilla simulate`.
+func (p *Proposer) WithClock(now func() time.Time) *Proposer {
+	if now != nil {
+		p.now = now
+	}
+	return p
+}
+
 func (*Proposer) Name() string { return "proposer" }
 func (*Proposer) Consumes() []string {
 	return []string{events.TypePullRequestRequested, events.TypeGitPullRequest}
