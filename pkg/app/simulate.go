@@ -15,7 +15,7 @@ import (
 // What `flotilla simulate` (pkg/simulate) drives the engine through: it
 // journals what the world sends (pushes, people's approvals and controls),
 // reads the journal and the rollouts, and advances its virtual clock
-// (Options.Clock) only while the engine is idle.
+// (Options.Clock) only once the engine is idle (WaitIdle).
 
 // Journal appends events to the bus, as the intake does once a webhook is
 // authenticated and parsed.
@@ -32,28 +32,19 @@ func (s *Server) ReadJournal(ctx context.Context, after uint64, limit int) ([]bu
 // Rollouts is the rollout state.
 func (s *Server) Rollouts() state.Rollouts { return s.repo }
 
-// NextTimer is when the engine's earliest timer is due (ok false: none).
-func (s *Server) NextTimer(ctx context.Context) (time.Time, bool, error) {
-	return s.bus.NextDue(ctx)
-}
+// errScaleOut: the idleness of the engine is known with one dispatcher
+// only, not in scale-out mode.
+var errScaleOut = errors.New("simulation needs one dispatcher (no server.bus)")
 
-// errNotEmbedded: the idleness of the engine is known in embedded mode only.
-var errNotEmbedded = errors.New("simulation needs the embedded store (no server.bus)")
-
-// Idle tells whether the engine has nothing to do at now: every journaled
-// event handled by the dispatcher (its functions' events journaled), and no
-// timer due at or before now.
-func (s *Server) Idle(ctx context.Context, now time.Time) (bool, error) {
+// WaitIdle waits until the engine has nothing to do at its clock's now
+// (dispatch.Dispatcher.WaitIdle: every journaled event handled by the
+// functions, in every lane, or waiting for a retry due later; no timer
+// due), and returns when something falls due next: a timer or a retry (ok
+// false: nothing waits).
+func (s *Server) WaitIdle(ctx context.Context) (time.Time, bool, error) {
 	d, ok := s.dispatch.(*dispatch.Dispatcher)
-	if !ok || s.store == nil {
-		return false, errNotEmbedded
+	if !ok {
+		return time.Time{}, false, errScaleOut
 	}
-	if d.Handled() < s.store.LastSeq() {
-		return false, nil
-	}
-	due, ok, err := s.store.NextDue(ctx)
-	if err != nil {
-		return false, err
-	}
-	return !ok || due.After(now), nil
+	return d.WaitIdle(ctx)
 }

@@ -11,10 +11,17 @@
 //     version, cluster or wave (succeed, fail, hang), after the analysis time
 //     the canary's spec gives (interval x steps), by posting the same
 //     webhooks real Flagger posts to the flagger receiver;
-//   - a virtual clock (clock.go, app.Options.Clock): the simulator moves it
-//     only while the engine is idle, straight to the next timer (a deadline,
-//     a bake's end, a freeze window's end, Flagger's next step), so a
-//     two-hour bake passes in milliseconds.
+//   - a virtual clock (dispatch.ManualClock, app.Options.Clock): the
+//     simulator moves it only once the engine is idle, straight to the next
+//     timer (a deadline, a bake's end, a freeze window's end, a retry's
+//     backoff, Flagger's next step), so a two-hour bake passes in
+//     milliseconds.
+//
+// Idleness is exact, not guessed from quiet (engine.go's settle): the
+// dispatcher counts its work in flight in every lane, the pipeline
+// runner's too (dispatch.Dispatcher.WaitIdle), and the simulated Flagger
+// acts only while the engine is idle, one action at a time. A scenario
+// therefore lands on the same virtual instants however loaded the machine.
 //
 // The step library is in steps.go (documented in docs/simulate.md); an
 // unknown step fails naming it and the closest known steps. After each

@@ -23,8 +23,8 @@ import (
 )
 
 // settleTimeout bounds the wall time the engine may take to become idle
-// once: past it the scenario fails (an engine that never settles is a bug
-// the simulation shows).
+// at one virtual instant: past it the scenario fails (an engine that never
+// settles is a bug the simulation shows).
 const settleTimeout = 60 * time.Second
 
 // maxVirtual bounds how far in virtual time a scenario may run waiting for
@@ -45,17 +45,23 @@ type engine struct {
 	fleet    *Fleet
 	srv      *app.Server
 	cancel   context.CancelFunc
-	done     chan error
+	stopped  chan struct{} // closed when the engine's Run returned
+	runErr   error         // what Run returned, once stopped is closed
 	dir      string
 	seq      uint64
 	timeline []entry
 	start    time.Time
+	// next is when something happens next, as of the last settle: the
+	// engine's earliest timer or retry, or the simulated Flagger's next
+	// step (nextOK false: nothing).
+	next   time.Time
+	nextOK bool
 }
 
 // startEngine builds and runs flotilla for cfg (loaded into dir) at
 // virtual time start.
 func startEngine(ctx context.Context, cfg *config.Config, dir string, clock *dispatch.ManualClock, fleet *Fleet) (*engine, error) {
-	en := &engine{cfg: cfg, clock: clock, fleet: fleet, dir: dir, done: make(chan error, 1), start: clock.Now()}
+	en := &engine{cfg: cfg, clock: clock, fleet: fleet, dir: dir, stopped: make(chan struct{}), start: clock.Now()}
 	srv, err := app.New(ctx, cfg, app.Options{
 		Listen:   "127.0.0.1:0",
 		DataDir:  filepath.Join(dir, "data"),
@@ -81,7 +87,10 @@ func startEngine(ctx context.Context, cfg *config.Config, dir string, clock *dis
 	fleet.hookURL = app.FlaggerHookURL("http://"+srv.Addr(), recv.Name, recv.SecretValue)
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	en.cancel = cancel
-	go func() { en.done <- srv.Run(rctx) }()
+	go func() {
+		en.runErr = srv.Run(rctx)
+		close(en.stopped)
+	}()
 	return en, nil
 }
 
@@ -99,7 +108,8 @@ func (en *engine) stop() error {
 	en.cancel()
 	var err error
 	select {
-	case err = <-en.done:
+	case <-en.stopped:
+		err = en.runErr
 	case <-time.After(10 * time.Second):
 		err = errors.New("the engine did not stop within 10s")
 	}
@@ -117,46 +127,49 @@ func (en *engine) journal(ctx context.Context, evs ...cloudevents.Event) error {
 	return en.settle(ctx)
 }
 
-// settleQuiet is how many checks 1 ms apart must find the engine idle
-// before the clock may move: a heuristic (a goroutine kept from a CPU for
-// longer than that looks idle), so on a loaded machine a step can land one
-// timer later (seen: a rollout ending 2h1m0s after the push, not 2h0m40s).
-const settleQuiet = 10
-
-// settle waits until the engine is idle at the current virtual time: every
-// event handled, no timer due, nothing the simulated Flagger has due; it
-// then stamps the new journal records with the virtual time.
+// settle waits until nothing is left to do at the current virtual time,
+// exactly: the engine idle (every event handled in every lane, no timer
+// or retry due: app.Server.WaitIdle), then the simulated Flagger's actions
+// due now done one at a time, the engine idle again after each. It then
+// stamps the new journal records with the virtual time and notes what is
+// due next. No sleep, no heuristic: how long a goroutine waited for a CPU
+// changes no virtual time.
 func (en *engine) settle(ctx context.Context) error {
-	deadline := time.Now().Add(settleTimeout)
-	stable := 0
-	for stable < settleQuiet {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the engine did not settle within %s of wall time at virtual %s", settleTimeout, en.clock.Now().Format(time.RFC3339))
-		}
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	go func() {
 		select {
-		case err := <-en.done:
-			en.done <- err
-			return fmt.Errorf("the engine stopped: %v", err)
-		default:
+		case <-en.stopped:
+			cancel()
+		case <-wctx.Done():
 		}
-		acted, err := en.fleet.fireDue(ctx)
+	}()
+	for {
+		next, ok, err := en.srv.WaitIdle(wctx)
+		if err != nil {
+			select {
+			case <-en.stopped:
+				return fmt.Errorf("the engine stopped: %v", en.runErr)
+			default:
+			}
+			if ctx.Err() == nil && wctx.Err() != nil {
+				return fmt.Errorf("the engine did not settle within %s of wall time at virtual %s", settleTimeout, en.clock.Now().Format(time.RFC3339))
+			}
+			return err
+		}
+		acted, err := en.fleet.fireNext(wctx)
 		if err != nil {
 			return err
 		}
-		idle, err := en.srv.Idle(ctx, en.clock.Now())
-		if err != nil {
-			return err
+		if acted {
+			continue
 		}
-		if idle && !acted {
-			stable++
-		} else {
-			stable = 0
+		if f, fok := en.fleet.nextAction(); fok && (!ok || f.Before(next)) {
+			next, ok = f, true
 		}
-		if stable < settleQuiet {
-			time.Sleep(time.Millisecond)
-		}
+		en.next, en.nextOK = next, ok
+		return en.record(ctx)
 	}
-	return en.record(ctx)
 }
 
 // record reads the journal's new records into the timeline.
@@ -177,19 +190,6 @@ func (en *engine) record(ctx context.Context) error {
 	}
 }
 
-// next is when something happens next: the engine's earliest timer or the
-// simulated Flagger's next step.
-func (en *engine) next(ctx context.Context) (time.Time, bool, error) {
-	t, ok, err := en.srv.NextTimer(ctx)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	if f, fok := en.fleet.nextAction(); fok && (!ok || f.Before(t)) {
-		t, ok = f, true
-	}
-	return t, ok, nil
-}
-
 // advance lets virtual time pass until `until`, jumping from one timer to
 // the next while the engine is idle; stop, when set, ends it earlier.
 func (en *engine) advance(ctx context.Context, until time.Time, stop func() (bool, error)) error {
@@ -203,15 +203,11 @@ func (en *engine) advance(ctx context.Context, until time.Time, stop func() (boo
 				return err
 			}
 		}
-		next, ok, err := en.next(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok || next.After(until) {
+		if !en.nextOK || en.next.After(until) {
 			en.clock.Set(until)
 			return en.settle(ctx)
 		}
-		en.clock.Set(next)
+		en.clock.Set(en.next)
 	}
 }
 
@@ -228,9 +224,8 @@ func (en *engine) runUntilEnded(ctx context.Context) error {
 		if len(ros) == 0 {
 			return true, nil
 		}
-		_, ok, err := en.next(ctx)
-		stuck = !ok
-		return stuck, err
+		stuck = !en.nextOK
+		return stuck, nil
 	})
 	return err
 }

@@ -52,6 +52,7 @@ type simCluster struct {
 // action is something the simulated Flagger does at a virtual time.
 type action struct {
 	at      time.Time
+	seq     uint64 // the order actions were made in
 	cluster string
 	do      func(c *simCluster) // the state change
 	payload flaggerv1.CanaryWebhookPayload
@@ -68,8 +69,8 @@ type Fleet struct {
 	outcomes map[string]Outcome // "tag/cluster" or "tag/wave:W" or "tag/*"
 	analysis time.Duration      // when set, overrides the canaries' analysis time
 	actions  []action
+	made     uint64 // actions made
 	applies  []Apply
-	inflight int
 	client   *http.Client
 }
 
@@ -214,28 +215,25 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 	switch {
 	case c.primary == "":
 		// Flagger's first sight of the workload: it copies it to the primary.
+		// Done as the apply returns (what the engine reads next sees it);
+		// the webhook follows once the engine is idle.
 		pl := meta(fmt.Sprintf("Initialization done! %s.%s", name, ns), "Normal")
 		pl.Phase = flaggerv1.CanaryPhaseInitialized
-		f.actions = append(f.actions, action{at: now, cluster: cluster, payload: pl, do: func(c *simCluster) {
-			if c.target == image {
-				c.primary, c.phase = image, string(flaggerv1.CanaryPhaseInitialized)
-			}
-		}})
+		c.primary, c.phase, c.transition = image, string(flaggerv1.CanaryPhaseInitialized), now
+		f.add(action{at: now, cluster: cluster, payload: pl, do: func(*simCluster) {}})
 	case image == c.primary || (p.Canary != nil && p.Canary.Spec.SkipAnalysis):
 		// A revert (or skipAnalysis): promoted without analysis.
+		// Done as the apply returns, like the initialization.
 		pl := meta(fmt.Sprintf("Promotion completed! Scaling down %s.%s", name, ns), "Normal")
 		pl.Phase = flaggerv1.CanaryPhaseSucceeded
-		f.actions = append(f.actions, action{at: now, cluster: cluster, payload: pl, do: func(c *simCluster) {
-			if c.target == image {
-				c.primary, c.phase = image, string(flaggerv1.CanaryPhaseSucceeded)
-			}
-		}})
+		c.primary, c.phase, c.transition = image, string(flaggerv1.CanaryPhaseSucceeded), now
+		f.add(action{at: now, cluster: cluster, payload: pl, do: func(*simCluster) {}})
 	default:
 		c.phase = string(flaggerv1.CanaryPhaseProgressing)
 		c.transition = now
 		start := meta(fmt.Sprintf("New revision detected! Scaling up %s.%s", name, ns), "Normal")
 		start.Phase = flaggerv1.CanaryPhaseProgressing
-		f.actions = append(f.actions, action{at: now, cluster: cluster, payload: start, do: func(*simCluster) {}})
+		f.add(action{at: now, cluster: cluster, payload: start, do: func(*simCluster) {}})
 		success, failure := analysisTime(p.Canary)
 		if f.analysis > 0 {
 			success, failure = f.analysis, f.analysis
@@ -244,7 +242,7 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		case Succeed:
 			pl := meta(fmt.Sprintf("Promotion completed! Scaling down %s.%s", name, ns), "Normal")
 			pl.Phase = flaggerv1.CanaryPhaseSucceeded
-			f.actions = append(f.actions, action{at: now.Add(success), cluster: cluster, payload: pl, do: func(c *simCluster) {
+			f.add(action{at: now.Add(success), cluster: cluster, payload: pl, do: func(c *simCluster) {
 				if c.target == image {
 					c.primary, c.phase = image, string(flaggerv1.CanaryPhaseSucceeded)
 				}
@@ -252,7 +250,7 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		case Fail:
 			pl := meta(fmt.Sprintf("Rolling back %s.%s failed checks threshold reached", name, ns), "Warning")
 			pl.Phase = flaggerv1.CanaryPhaseFailed
-			f.actions = append(f.actions, action{at: now.Add(failure), cluster: cluster, payload: pl, do: func(c *simCluster) {
+			f.add(action{at: now.Add(failure), cluster: cluster, payload: pl, do: func(c *simCluster) {
 				if c.target == image {
 					c.phase = string(flaggerv1.CanaryPhaseFailed)
 				}
@@ -261,6 +259,13 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		}
 	}
 	return pipelines.Results{PreviousImage: prev, Changed: changed}, nil
+}
+
+// add makes action a (f.mu held).
+func (f *Fleet) add(a action) {
+	f.made++
+	a.seq = f.made
+	f.actions = append(f.actions, a)
 }
 
 // nextAction is when the simulated Flagger acts next.
@@ -276,37 +281,49 @@ func (f *Fleet) nextAction() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
-// fireDue does what the simulated Flagger has due at now, in order, each
-// change then its webhook (answered 202 once journaled). It reports
-// whether it did anything.
-func (f *Fleet) fireDue(ctx context.Context) (bool, error) {
+// fireNext does the simulated Flagger's first action due at now: the
+// earliest, then by cluster, then in the order they were made (the runs of
+// a wave's clusters are made in parallel, in any order). It makes the
+// change, then posts its webhook (answered 202 once journaled), and
+// reports whether it did one. The engine calls it only while the engine is
+// idle, one action at a time: what the engine reads of the fleet (a
+// canary's status) never depends on how fast its goroutines ran.
+func (f *Fleet) fireNext(ctx context.Context) (bool, error) {
 	f.mu.Lock()
 	now := f.clock.Now()
-	var due []action
-	kept := f.actions[:0]
-	for _, a := range f.actions {
+	first := -1
+	for i, a := range f.actions {
 		if a.at.After(now) {
-			kept = append(kept, a)
 			continue
 		}
-		due = append(due, a)
-	}
-	f.actions = kept
-	slices.SortStableFunc(due, func(a, b action) int { return a.at.Compare(b.at) })
-	for _, a := range due {
-		if c := f.clusters[a.cluster]; c != nil {
-			a.do(c)
-			c.transition = now
+		if first < 0 || actionBefore(a, f.actions[first]) {
+			first = i
 		}
+	}
+	if first < 0 {
+		f.mu.Unlock()
+		return false, nil
+	}
+	a := f.actions[first]
+	f.actions = slices.Delete(f.actions, first, first+1)
+	if c := f.clusters[a.cluster]; c != nil {
+		a.do(c)
+		c.transition = now
 	}
 	f.mu.Unlock()
-	for _, a := range due {
-		a.payload.Metadata["timestamp"] = strconv.FormatInt(now.UnixMilli(), 10)
-		if err := f.post(ctx, a.payload); err != nil {
-			return true, err
-		}
+	a.payload.Metadata["timestamp"] = strconv.FormatInt(now.UnixMilli(), 10)
+	return true, f.post(ctx, a.payload)
+}
+
+// actionBefore orders actions: by time, cluster, then as they were made.
+func actionBefore(a, b action) bool {
+	if c := a.at.Compare(b.at); c != 0 {
+		return c < 0
 	}
-	return len(due) > 0, nil
+	if a.cluster != b.cluster {
+		return a.cluster < b.cluster
+	}
+	return a.seq < b.seq
 }
 
 // post sends a Flagger event webhook to flotilla's flagger receiver.
