@@ -23,8 +23,9 @@ current-context: sim
 
 // loadConfig reads the user's config for a simulation, offline: secrets
 // that are not there (environment variables unset, files missing) get a
-// placeholder, kubeconfigs that do not exist a stub (no cluster is
-// reached), and edit changes the document before it is validated (the
+// placeholder, every kubeconfig a stub (no cluster is reached, not even
+// one whose kubeconfig is there: the resync would read its canaries into
+// the simulation), and edit changes the document before it is validated (the
 // scenario's freeze windows). The catch-up and drift loop and the poll
 // are turned off; the rest is validated as `flotilla serve` would.
 func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.Config, error) {
@@ -51,13 +52,8 @@ func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				if s, ok := x.(string); ok && k == "kubeconfig" {
-					if !filepath.IsAbs(s) {
-						s = filepath.Join(base, s)
-					}
-					if _, err := os.Stat(s); err != nil {
-						v[k] = stub
-					}
+				if _, ok := x.(string); ok && k == "kubeconfig" {
+					v[k] = stub
 					continue
 				}
 				if m, ok := x.(map[string]any); ok && len(m) == 1 && !notSecrets[k] {
