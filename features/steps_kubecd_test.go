@@ -32,9 +32,19 @@ func (s *scenario) registerKubeCDSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla serving that repository's KubeCD files$`, s.flotillaServingKubeCD)
 	sc.Step(`^the repository's first commit is pushed$`, s.kubecdFirstPush)
 	sc.Step(`^every release's rollout of that commit succeeds, staging's cluster promoted before prod's changed$`, s.kubecdRolloutsSucceed)
+	sc.Step(`^every release's rollout of that commit is rolled back, staging's cluster promoted before prod's changed$`, func(ctx context.Context) error {
+		return s.kubecdRolloutsEnd(ctx, events.TypeRolloutRolledBack)
+	})
 	sc.Step(`^in clusters "([^"]*)" the primaries run that commit: (.*)$`, s.kubecdPrimariesRun)
+	sc.Step(`^in clusters "([^"]*)" the primaries run the first commit: (.*)$`, func(ctx context.Context, clusters, list string) error {
+		return s.kubecdPrimariesRunCommit(ctx, clusters, list, s.w.git.commits["first"])
+	})
 	sc.Step(`^in clusters "([^"]*)" the Deployment "([^"]*)" runs "([^"]*)" and the ConfigMap "([^"]*)" exists$`, s.kubecdExtraObjects)
 	sc.Step(`^a push sets "([^"]*)" of release "([^"]*)" to "([^"]*)" in "([^"]*)"$`, s.kubecdPushValue)
+	sc.Step(`^the image "([^"]*)" of the repository's values is the scenario's registry's$`, s.kubecdImageInRegistry)
+	sc.Step(`^tag "([^"]*)" of "([^"]*)" is pushed to the scenario's registry$`, s.kubecdPushTag)
+	sc.Step(`^flotilla skips tag "([^"]*)" for release "([^"]*)" because "([^"]*)", and the deployments repository stays as it was$`, s.kubecdTagSkipped)
+	sc.Step(`^the deployments repository's branch "main" has one new commit by flotilla, setting "([^"]*)" of release "([^"]*)" to "([^"]*)" in "([^"]*)" and nothing else$`, s.kubecdTriggerCommitted)
 }
 
 // kubecdState is the scenario's KubeCD repository: its releases, the
@@ -238,6 +248,11 @@ func (s *scenario) kubecdFirstPush(ctx context.Context) error {
 // to succeed, and checks from the events that wave 2 (prod's cluster)
 // started only after wave 1's cluster succeeded.
 func (s *scenario) kubecdRolloutsSucceed(ctx context.Context) error {
+	return s.kubecdRolloutsEnd(ctx, events.TypeRolloutSucceeded)
+}
+
+// kubecdRolloutsEnd is kubecdRolloutsSucceed for an end of type want.
+func (s *scenario) kubecdRolloutsEnd(ctx context.Context, want string) error {
 	version := commitVersion(s.w.git.commits["that"])
 	k := s.w.kubecd
 	for _, rel := range k.releases {
@@ -256,8 +271,8 @@ func (s *scenario) kubecdRolloutsSucceed(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if end.Type() != events.TypeRolloutSucceeded {
-			return fmt.Errorf("rollout of %s ended %s: %s", rel, end.Type(), end.Data())
+		if end.Type() != want {
+			return fmt.Errorf("rollout of %s ended %s, want %s: %s", rel, end.Type(), want, end.Data())
 		}
 		// The order of the waves: staging's cluster succeeded before
 		// prod's wave started.
@@ -284,6 +299,11 @@ func (s *scenario) kubecdRolloutsSucceed(ctx context.Context) error {
 // kubecdPrimariesRun reads each release's primary in each cluster: its
 // image and the commit it runs.
 func (s *scenario) kubecdPrimariesRun(ctx context.Context, clusters, list string) error {
+	return s.kubecdPrimariesRunCommit(ctx, clusters, list, s.w.git.commits["that"])
+}
+
+// kubecdPrimariesRunCommit is kubecdPrimariesRun of the given commit.
+func (s *scenario) kubecdPrimariesRunCommit(ctx context.Context, clusters, list, commit string) error {
 	want := map[string]string{}
 	for _, part := range strings.Split(list, ", ") {
 		var rel, image string
@@ -292,7 +312,10 @@ func (s *scenario) kubecdPrimariesRun(ctx context.Context, clusters, list string
 		}
 		want[rel] = image
 	}
-	revision := s.w.git.url + "@" + s.w.git.commits["that"]
+	for rel, image := range want { // the scenario's registry, wherever it listens
+		want[rel] = strings.ReplaceAll(image, "{registry}", s.w.regHost)
+	}
+	revision := s.w.git.url + "@" + commit
 	for _, cl := range strings.Split(clusters, ",") {
 		c, err := clientsFor(cl)
 		if err != nil {
@@ -360,4 +383,160 @@ func (s *scenario) kubecdPushValue(ctx context.Context, key, release, value, pat
 		return err
 	}
 	return s.commit(ctx, path, "set "+key+" of "+release)
+}
+
+// kubecdImageInRegistry moves an image of the repository's values into the
+// scenario's registry (every "repository: <image>" line becomes
+// "repository: <registry>/<image>") in the first commit, and makes it the
+// image the scenario pushes.
+func (s *scenario) kubecdImageInRegistry(ctx context.Context, image string) error {
+	r := s.w.git
+	changed := 0
+	err := filepath.WalkDir(r.work, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			if d != nil && d.IsDir() && d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		line := "repository: " + image + "\n"
+		if !strings.Contains(string(b), line) {
+			return nil
+		}
+		changed++
+		return os.WriteFile(p, []byte(strings.ReplaceAll(string(b), line, "repository: "+s.w.regHost+"/"+image+"\n")), 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	if changed == 0 {
+		return fmt.Errorf("no values file names repository %s", image)
+	}
+	// Into the first commit: the first push rolls out every release.
+	for _, args := range [][]string{{"add", "."}, {"commit", "--amend", "--no-edit"}, {"push", "--force", "origin", "main"}} {
+		if _, err := git(ctx, r.work, args...); err != nil {
+			return err
+		}
+	}
+	head, err := git(ctx, r.work, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	r.commits["first"] = strings.TrimSpace(head)
+	s.w.repo = image
+	return nil
+}
+
+// kubecdPushTag pushes an image to the scenario's registry and delivers
+// its notification, as the registry sends it.
+func (s *scenario) kubecdPushTag(ctx context.Context, tag, image string) error {
+	s.w.repo = image
+	body, err := s.push(tag)
+	if err != nil {
+		return err
+	}
+	return s.notify(ctx, body)
+}
+
+// branchHead is the commit main points at in the bare repository.
+func (s *scenario) branchHead(ctx context.Context) (string, error) {
+	out, err := git(ctx, s.w.git.bare, "rev-parse", "refs/heads/main")
+	return strings.TrimSpace(out), err
+}
+
+// kubecdTagSkipped waits for flotilla to skip the push for the release,
+// saying why, and reads the repository: its branch did not move.
+func (s *scenario) kubecdTagSkipped(ctx context.Context, tag, release, reason string) error {
+	_, err := s.w.sink.waitFor(ctx, "tag "+tag+" skipped for "+release, func(e cloudevents.Event) bool {
+		p, err := events.Decode[events.RolloutSkipped](e)
+		return e.Type() == events.TypeRolloutSkipped && err == nil && p.Application == release && p.Tag == tag && strings.Contains(p.Reason, reason)
+	})
+	if err != nil {
+		return err
+	}
+	head, err := s.branchHead(ctx)
+	if err != nil {
+		return err
+	}
+	if want := s.w.git.commits["that"]; head != want {
+		return fmt.Errorf("main of the deployments repository is at %s, want %s (unmoved)", head, want)
+	}
+	return nil
+}
+
+// kubecdTriggerCommitted waits for main of the deployments repository to
+// move, and reads the new commit: one commit on the previous head, by
+// flotilla, whose only change is the release's value in the release file
+// (the value line replaced in place, comments and layout kept). It
+// becomes "that commit".
+func (s *scenario) kubecdTriggerCommitted(ctx context.Context, key, release, value, path string) error {
+	prev := s.w.git.commits["that"]
+	var head string
+	for {
+		var err error
+		if head, err = s.branchHead(ctx); err != nil {
+			return err
+		}
+		if head != prev {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("main of the deployments repository stayed at %s: %w", prev, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	bare := s.w.git.bare
+	meta, err := git(ctx, bare, "log", "-1", "--format=%P%n%an", head)
+	if err != nil {
+		return err
+	}
+	if got, want := strings.TrimSpace(meta), prev+"\nflotilla"; got != want {
+		return fmt.Errorf("commit %s: parent and author %q, want %q", head, got, want)
+	}
+	files, err := git(ctx, bare, "diff", "--name-only", prev, head)
+	if err != nil {
+		return err
+	}
+	if got := strings.TrimSpace(files); got != path {
+		return fmt.Errorf("commit %s changed %q, want only %s", head, got, path)
+	}
+	before, err := git(ctx, bare, "show", prev+":"+path)
+	if err != nil {
+		return err
+	}
+	after, err := git(ctx, bare, "show", head+":"+path)
+	if err != nil {
+		return err
+	}
+	// The release's entry of key, its value line replaced.
+	lines := strings.Split(before, "\n")
+	in, done := false, false
+	for i, l := range lines {
+		switch t := strings.TrimSpace(l); {
+		case strings.HasPrefix(t, "- name: "):
+			in = t == "- name: "+release
+		case in && t == "- key: "+key && i+1 < len(lines):
+			v := lines[i+1]
+			at := strings.Index(v, "value:")
+			end := len(v)
+			if c := strings.Index(v, "   #"); c > at {
+				end = c
+			}
+			lines[i+1] = v[:at] + `value: "` + value + `"` + v[end:]
+			done = true
+		}
+	}
+	if !done {
+		return fmt.Errorf("%s at %s has no value %s of release %s", path, prev, key, release)
+	}
+	if want := strings.Join(lines, "\n"); after != want {
+		return fmt.Errorf("%s at %s:\n%s\nwant:\n%s", path, head, after, want)
+	}
+	s.w.git.commits["that"] = head
+	return nil
 }
