@@ -60,7 +60,6 @@ Feature: Approvers are people, with separation of duties
   # rule applied to a wave that asks for no approval (robot's verdict on c1
   # refused: c1 would never be promoted); a refusal not audited with its
   # cluster and verdict, or audited as allowed.
-  @pending
   Scenario: A manual verdict on a cluster of a wave that needs a release manager is held to the wave's approvals
     Given a registry
     And the API tokens "ci,carol" are people in group "release-managers"

@@ -143,7 +143,6 @@ Feature: Installing and checking flotilla where platform teams run it
   # identity forbidden to write it; and one that grants more than the
   # inventory needs (listing ConfigMaps, writing them in other namespaces,
   # reading Secrets).
-  @pending
   Scenario: flotilla fleet bootstrap grants a git application's inventory ConfigMaps without --allow, and nothing more
     Given a deployments repository with the chart "podinfo" and values for clusters "c1,c2"
     And flotilla is configured for the git application "podinfo" from that chart in waves "c1" then "c2"

@@ -64,8 +64,6 @@ func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^web sessions are swept from the state every second$`, s.sweepEverySecond)
 	sc.Step(`^the state holds a live single sign-on session of "([^"]*)" (\d+) seconds later$`, s.liveSSOSession)
 	sc.Step(`^within (\d+) seconds the state holds no single sign-on session of "([^"]*)"$`, s.noSSOSession)
-	sc.Step(`^the state holds a live web session of the token "([^"]*)" (\d+) seconds later$`, s.liveTokenSession)
-	sc.Step(`^within (\d+) seconds the state holds no web session of the token "([^"]*)"$`, s.noTokenSession)
 }
 
 var ssoWorlds sync.Map // *world -> *ssoWorld
@@ -608,12 +606,4 @@ func (s *scenario) liveSSOSession(ctx context.Context, who string, seconds int) 
 
 func (s *scenario) noSSOSession(ctx context.Context, seconds int, who string) error {
 	return s.noSession(ctx, api.SSOSessionCollection, who, seconds)
-}
-
-func (s *scenario) liveTokenSession(ctx context.Context, token string, seconds int) error {
-	return s.liveSession(ctx, api.TokenSessionCollection, token, seconds)
-}
-
-func (s *scenario) noTokenSession(ctx context.Context, seconds int, token string) error {
-	return s.noSession(ctx, api.TokenSessionCollection, token, seconds)
 }
