@@ -44,3 +44,20 @@ Feature: What-if: users run scenarios of their own fleet config (flotilla simula
     Then simulate failed
     And the simulate report says "unknown step \"\\\"1.2.0\\\" is pushd\""
     And the simulate report says "When \"1.2.0\" is pushed"
+
+  # The simulator held honest: the same story on the real local fleet (real
+  # registry, clusters and Flagger, its analysis gate failing in c4) and in
+  # `flotilla simulate` run against the very config flotilla served, and the
+  # same decisions. Catches a simulator whose fleet model or Flagger drifts
+  # from the engine's real world (a verdict the real Flagger never gives, a
+  # revert order of its own, a rollout that ends otherwise).
+  Scenario: simulate decides as the real fleet does when a cluster of the last wave fails
+    Given a registry
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the analysis gate fails in cluster "c4"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" is rolled back
+    When `flotilla simulate` runs the same story against the scenario's config: "1.1.0" failing in cluster "c4" on a fleet running "1.0.0"
+    Then simulate decided as the real fleet did for "1.1.0": the waves started, each cluster's verdict, the rollback order and the outcome
