@@ -125,13 +125,17 @@ func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
 		return m, err
 	}
 	d := s.digests[m.tag]
-	if err := b.waitPrimaries(ctx, s, m.tag, d, m.pushed); err != nil {
+	// Changes count from the push's start: Keel has been seen to update a
+	// Deployment before the registry's answer to the push reached the
+	// bench (the notification goes out as the manifest is stored).
+	from := m.pushed.Add(-m.push)
+	if err := b.waitPrimaries(ctx, s, m.tag, d, from); err != nil {
 		return m, fmt.Errorf("%s, %s: %w", s.name, m.tag, err)
 	}
 	var first, last time.Time
 	var lastPrimary time.Time
 	for _, n := range b.names {
-		at, ok := b.track.since(n, s.ns, workload, m.tag, d, m.pushed)
+		at, ok := b.track.since(n, s.ns, workload, m.tag, d, from)
 		if !ok {
 			// A tool could write the primary only; none does here.
 			return m, fmt.Errorf("%s, %s: %s's primary runs it, its Deployment %s never carried it", s.name, m.tag, n, workload)
@@ -142,7 +146,7 @@ func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
 		if at.After(last) {
 			last = at
 		}
-		p, _ := b.track.since(n, s.ns, workload+"-primary", m.tag, d, m.pushed)
+		p, _ := b.track.since(n, s.ns, workload+"-primary", m.tag, d, from)
 		if p.After(lastPrimary) {
 			lastPrimary = p
 		}
