@@ -57,7 +57,7 @@ func (f *Files) Values(root string, e *Environment, r Release) (map[string]any, 
 		if err := yaml.Unmarshal(b, &v); err != nil {
 			return fmt.Errorf("values file %s: %w", p, err)
 		}
-		out = mergeValues(out, v)
+		out = MergeValues(out, v)
 		return nil
 	}
 	if r.ChartDir != "" {
@@ -70,17 +70,18 @@ func (f *Files) Values(root string, e *Environment, r Release) (map[string]any, 
 			return nil, err
 		}
 	}
-	out = mergeValues(out, e.DefaultValueSet(r))
+	out = MergeValues(out, e.DefaultValueSet(r))
 	if r.ValuesFile != "" {
 		if err := read(r.ValuesFile, false); err != nil {
 			return nil, err
 		}
 	}
-	return mergeValues(out, r.Values), nil
+	return MergeValues(out, r.Values), nil
 }
 
-// mergeValues merges src into dst, src winning; maps merge recursively.
-func mergeValues(dst, src map[string]any) map[string]any {
+// MergeValues merges src into dst, src winning; maps merge recursively, as
+// Helm merges values files (pkg/render merges a release's values with it).
+func MergeValues(dst, src map[string]any) map[string]any {
 	out := maps.Clone(dst)
 	if out == nil {
 		out = map[string]any{}
@@ -88,7 +89,7 @@ func mergeValues(dst, src map[string]any) map[string]any {
 	for k, v := range src {
 		if sm, ok := v.(map[string]any); ok {
 			if dm, ok := out[k].(map[string]any); ok {
-				out[k] = mergeValues(dm, sm)
+				out[k] = MergeValues(dm, sm)
 				continue
 			}
 		}

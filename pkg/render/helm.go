@@ -1,7 +1,6 @@
 package render
 
 import (
-	"maps"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -10,6 +9,8 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-cd/flotilla/pkg/kubecd"
 )
 
 // KubeVersion is the Kubernetes version charts see in
@@ -95,7 +96,7 @@ func values(dir string, c Chart) (map[string]any, error) {
 		if err != nil {
 			return permanentf("%w: values file %s: %w", ErrRender, f, err)
 		}
-		out = merge(out, v)
+		out = kubecd.MergeValues(out, v)
 		return nil
 	}
 	for _, f := range c.DefaultValues {
@@ -106,29 +107,11 @@ func values(dir string, c Chart) (map[string]any, error) {
 			return nil, err
 		}
 	}
-	out = merge(out, c.DefaultValueSet)
+	out = kubecd.MergeValues(out, c.DefaultValueSet)
 	if c.ValuesFile != "" {
 		if err := read(c.ValuesFile); err != nil {
 			return nil, err
 		}
 	}
-	return merge(out, c.Values), nil
-}
-
-// merge merges src into dst, src winning; maps merge recursively.
-func merge(dst, src map[string]any) map[string]any {
-	out := maps.Clone(dst)
-	if out == nil {
-		out = map[string]any{}
-	}
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := out[k].(map[string]any); ok {
-				out[k] = merge(dm, sm)
-				continue
-			}
-		}
-		out[k] = v
-	}
-	return out
+	return kubecd.MergeValues(out, c.Values), nil
 }
