@@ -158,15 +158,16 @@ fleet-build: ## Build the local fleet's binaries (etcd, Kubernetes with the kube
 peers-build: ## Build the peers of the side by side (Keel, Flux's image-reflector, image-automation, notification, source and kustomize controllers, Kargo) pinned into the cache, from ../shared/peers and the module proxy; names each peer that does not build, with its log
 	deploy/tools/peers/build.sh >/dev/null
 
-# make bench-peers: measured pushes per tool with the registry's webhook, and pushes Keel finds
-# by polling (its default schedule, @every 1m: each takes up to a minute and the analysis).
+# make bench-peers: measured pushes per tool with the registry's webhook, and pushes Keel and
+# Flux find by polling (Keel's default schedule, @every 1m; Flux's ImageRepository every 5m as
+# its image update guide sets it: each push takes up to the interval and the analysis).
 BENCH_PEERS_PUSHES      ?= 5
 BENCH_PEERS_POLL_PUSHES ?= 2
 
 .PHONY: bench-peers
-bench-peers: deps demo-fleet ## Run Keel and flotilla side by side on a local fleet of 3 clusters with Debian's docker-registry (webhooks, then Keel's polling) and print push -> first cluster, -> every cluster, -> every primary for each, with ratios; updates its section of BENCHMARKS.md (docs/peers.md)
-	deploy/tools/peers/build.sh keel >/dev/null
-	$(GO) run ./deploy/tools/peerbench -pushes $(BENCH_PEERS_PUSHES) -poll-pushes $(BENCH_PEERS_POLL_PUSHES) -update BENCHMARKS.md
+bench-peers: deps demo-fleet ## Run Keel, Flux and flotilla side by side on a local fleet of 3 clusters with Debian's docker-registry (webhooks, then the peers' polling) and print push -> first cluster, -> every cluster, -> every primary for each, with ratios; updates its section of docs/peers.md
+	deploy/tools/peers/build.sh keel source kustomize image-reflector image-automation notification >/dev/null
+	$(GO) run ./deploy/tools/peerbench -pushes $(BENCH_PEERS_PUSHES) -poll-pushes $(BENCH_PEERS_POLL_PUSHES) -update docs/peers.md
 
 # What localfleet checks for and starts without Tekton, Prometheus and the load
 # tester, as the demo runs it: etcd, kube-apiserver, kube-controller-manager and

@@ -45,7 +45,7 @@ func tag(n int) string { return fmt.Sprintf("1.%d.0", n) }
 // pushes or workloads.
 type subject struct {
 	name string
-	tool string // "flotilla" or "keel": the processes it is measured with
+	tool string // "flotilla", "keel" or "flux": the processes it is measured with
 	ns   string
 	repo string
 	reg  *registry
@@ -70,10 +70,14 @@ type bench struct {
 	loud    *registry // notifies every tool
 	silent  *registry // notifies nobody: the pollers' registry
 	keels   []*proc.Proc
-	flot    map[string]*flotilla // by subject namespace
-	track   *tracker
-	subs    []*subject
-	started time.Time
+	flux    []*fluxSet // one per cluster
+	git     *gitServer // the Flux subjects' deployments repository
+	// fluxToken is every Flux Receiver's secret token.
+	fluxToken string
+	flot      map[string]*flotilla // by subject namespace
+	track     *tracker
+	subs      []*subject
+	started   time.Time
 }
 
 func randomHex(n int) string {
@@ -136,8 +140,14 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 		{name: "flotilla, one wave", tool: "flotilla", ns: "flotilla-onewave"},
 		{name: "Keel " + KeelVersion + ", registry webhook", tool: "keel", ns: "keel-webhook"},
 	}
+	if o.flux {
+		b.subs = append(b.subs, &subject{name: "Flux, registry webhook (Receiver)", tool: "flux", ns: "flux-webhook"})
+	}
 	if o.pollPushes > 0 {
 		b.subs = append(b.subs, &subject{name: "Keel " + KeelVersion + ", polling (default @every 1m)", tool: "keel", ns: "keel-poll", poll: true})
+		if o.flux {
+			b.subs = append(b.subs, &subject{name: "Flux, polling (ImageRepository every " + fluxImageInterval.String() + ")", tool: "flux", ns: "flux-poll", poll: true})
+		}
 	}
 	for _, s := range b.subs {
 		s.repo, s.reg, s.next, s.digests = "peers/"+s.ns, b.loud, firstVersion, map[string]string{}
@@ -169,6 +179,13 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 		b.keels = append(b.keels, k)
 		endpoints = append(endpoints, endpoint{name: "keel-" + n, url: "http://" + addr + "/v1/webhooks/registry"})
 	}
+	if o.flux {
+		eps, err := b.serveFlux(ctx)
+		if err != nil {
+			return b, err
+		}
+		endpoints = append(endpoints, eps...)
+	}
 	if err := b.loud.start(ctx, endpoints); err != nil {
 		return b, err
 	}
@@ -180,7 +197,7 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 			return b, err
 		}
 	}
-	log.Info("registries, flotilla and Keel serving", "registry", b.loud.host, "silent_registry", b.silent.host, "dir", dir)
+	log.Info("registries, flotilla, Keel and Flux serving", "registry", b.loud.host, "silent_registry", b.silent.host, "dir", dir)
 	return b, nil
 }
 
@@ -205,6 +222,48 @@ func labelArch(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
+// serveFlux serves the deployments repository and starts Flux in every
+// cluster (its CRDs first), and returns the registry's notification
+// endpoints for the webhook subject's Receivers, one per cluster. The git
+// server's push webhook goes to every cluster's `git` Receiver of every
+// Flux subject.
+func (b *bench) serveFlux(ctx context.Context) ([]endpoint, error) {
+	var err error
+	b.fluxToken = randomHex(16)
+	b.git, err = newGitServer(ctx, filepath.Join(b.dir, "git"), fluxRepoFiles(b.subs, b.names), func(msg string, args ...any) { b.log.Warn(msg, args...) })
+	if err != nil {
+		return nil, err
+	}
+	var eps []endpoint
+	for _, n := range b.names {
+		c, _ := b.fleet.Cluster(n)
+		cfg, err := c.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		if err := installFluxCRDs(ctx, cfg, b.o.fluxDir); err != nil {
+			return nil, fmt.Errorf("installing Flux's CRDs in %s: %w", n, err)
+		}
+		fs, err := startFlux(ctx, filepath.Join(b.dir, "flux-"+n), b.o.fluxDir, n, c.Kubeconfig)
+		if fs != nil {
+			b.flux = append(b.flux, fs)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range b.subs {
+			if s.tool != "flux" {
+				continue
+			}
+			b.git.onPush("http://" + fs.receiver + receiverPath(b.fluxToken, fluxGitReceiver, s.ns))
+			if !s.poll {
+				eps = append(eps, endpoint{name: "flux-" + n, url: "http://" + fs.receiver + receiverPath(b.fluxToken, fluxRegistryReceiver, s.ns)})
+			}
+		}
+	}
+	return eps, nil
+}
+
 func (b *bench) close(failed bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -217,6 +276,10 @@ func (b *bench) close(failed bool) {
 	for _, k := range b.keels {
 		k.Stop(10 * time.Second)
 	}
+	for _, f := range b.flux {
+		f.stop()
+	}
+	b.git.stop()
 	for _, r := range []*registry{b.loud, b.silent} {
 		if r != nil {
 			r.stop()
@@ -236,7 +299,9 @@ func (b *bench) close(failed bool) {
 
 // createWorkloads creates each subject's namespace and Deployment in every
 // cluster, at the first version: Keel's carry its policy label (and its
-// poll trigger for the polling subject), as its docs show.
+// poll trigger for the polling subject), as its docs show. Flux's
+// Deployments are not created here: Flux applies them from the deployments
+// repository (applyFluxObjects).
 func (b *bench) createWorkloads(ctx context.Context) error {
 	for _, s := range b.subs {
 		for _, n := range b.names {
@@ -244,6 +309,9 @@ func (b *bench) createWorkloads(ctx context.Context) error {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}
 			if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating namespace %s in %s: %w", s.ns, n, err)
+			}
+			if s.tool == "flux" {
+				continue
 			}
 			sel := map[string]string{"app": workload}
 			labels := map[string]string{"app": workload}
@@ -275,7 +343,7 @@ func (b *bench) createWorkloads(ctx context.Context) error {
 	return nil
 }
 
-// copyCanaries gives every Keel namespace of every cluster the Canary
+// copyCanaries gives every peer's namespace of every cluster the Canary
 // flotilla rendered for its application in that cluster, without
 // flotilla's webhooks: the same analysis behind every tool.
 func (b *bench) copyCanaries(ctx context.Context, from string) error {
@@ -285,7 +353,7 @@ func (b *bench) copyCanaries(ctx context.Context, from string) error {
 			return fmt.Errorf("reading flotilla's Canary in %s/%s: %w", n, from, err)
 		}
 		for _, s := range b.subs {
-			if s.tool != "keel" {
+			if s.tool == "flotilla" {
 				continue
 			}
 			c := &flaggerv1.Canary{

@@ -15,13 +15,23 @@
 //     cluster with a kubeconfig (out of cluster), receiving the registry's
 //     webhook at /v1/webhooks/registry, policy `all`; and the same Keels
 //     polling the silent registry at their default schedule;
+//   - Flux (deploy/tools/peers/build.sh: the image-reflector,
+//     image-automation and notification controllers from their release
+//     archives, the source and kustomize controllers from the module proxy),
+//     one set of the five controllers per cluster with a kubeconfig, every
+//     cluster reading its own directory of one deployments repository served
+//     by git-http-backend; the registry's webhook reaches each cluster's
+//     notification-controller Receiver, which has the ImageRepository scan;
+//     the image automation commits, the git server's push webhook (as a git
+//     host sends it) has every GitRepository fetch; and the same Flux
+//     scanning the silent registry at its interval;
 //   - flotilla (`flotilla serve`, built from this tree) with the same
 //     application, once through waves [c1] then [c2..cN] (its recommended
 //     shape) and once with every cluster in one wave (no ordering, like
 //     Keel).
 //
 // Flagger runs the same analysis behind every tool: flotilla renders the
-// Canary of its application; the Keel namespaces get a copy of it (without
+// Canary of its application; the peers' namespaces get a copy of it (without
 // flotilla's webhooks), so a Canary's own time is the same for all.
 //
 // Per push, for each tool: push -> the first cluster's Deployment spec
@@ -60,6 +70,8 @@ type options struct {
 	settle     time.Duration
 	timeout    time.Duration
 	keelBin    string
+	flux       bool
+	fluxDir    string
 	flotilla   string
 	keep       bool
 	raw        string
@@ -82,10 +94,12 @@ func run(args []string) error {
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "pause after every cluster's primary runs a pushed version, before the next push")
 	fs.DurationVar(&o.timeout, "timeout", 4*time.Minute, "how long one push may take to reach every cluster's primary")
 	fs.StringVar(&o.keelBin, "keel", filepath.Join(localfleet.BinDir(), "keel-"+KeelVersion), "Keel's binary (make peers-build)")
+	fs.BoolVar(&o.flux, "flux", true, "also run Flux's subjects (its registry webhook, and its polling with -poll-pushes)")
+	fs.StringVar(&o.fluxDir, "flux-bin", localfleet.BinDir(), "the directory of Flux's controllers and their CRDs (make peers-build)")
 	fs.StringVar(&o.flotilla, "flotilla", "", "flotilla's binary (default: go build this tree)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, every process's log)")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured push as CSV to this file")
-	fs.StringVar(&o.update, "update", "", "also put the report in place of its dated section of this Markdown file (BENCHMARKS.md), before \"## Reproduce\"")
+	fs.StringVar(&o.update, "update", "", "also put the report in place of its dated section of this Markdown file (docs/peers.md), before \""+beforeHeading+"\"")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,6 +108,11 @@ func run(args []string) error {
 	}
 	if _, err := os.Stat(o.keelBin); err != nil {
 		return fmt.Errorf("no Keel binary (make peers-build): %w", err)
+	}
+	if o.flux {
+		if err := checkFlux(o.fluxDir); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

@@ -1,10 +1,18 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestCarries(t *testing.T) {
@@ -51,5 +59,116 @@ func TestStatsOf(t *testing.T) {
 				t.Errorf("statsOf (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestReceiverPath(t *testing.T) {
+	// Flux's Receiver.GetWebhookPath: /hook/ and the hex SHA-256 of
+	// token+name+namespace; this digest is `printf tokgitflux-webhook | sha256sum`.
+	want := "/hook/" + "72268cdcbe5b084f268f6a272459a2ebf52fabdc8db4b6ace872e8e6f148bf0f"
+	if got := receiverPath("tok", "git", "flux-webhook"); got != want {
+		t.Errorf("receiverPath = %q, want %q", got, want)
+	}
+}
+
+func TestFluxObjects(t *testing.T) {
+	reg := &registry{host: "127.0.0.1:5000"}
+	kinds := func(s *subject) []string {
+		var out []string
+		for _, o := range fluxObjects(s, "c2", "http://127.0.0.1:1/deploy.git", "tok") {
+			out = append(out, o.GetKind()+"/"+o.GetName())
+		}
+		return out
+	}
+	common := []string{"Secret/webhook-token", "GitRepository/deploy", "Kustomization/podinfo", "ImageRepository/podinfo",
+		"ImagePolicy/podinfo", "ImageUpdateAutomation/podinfo", "Receiver/git"}
+	tests := []struct {
+		name string
+		s    *subject
+		want []string
+	}{
+		{"webhook: the registry's Receiver too", &subject{ns: "flux-webhook", repo: "peers/flux-webhook", reg: reg}, append(slices.Clone(common), "Receiver/registry")},
+		{"polling: no registry Receiver", &subject{ns: "flux-poll", repo: "peers/flux-poll", reg: reg, poll: true}, common},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, kinds(tt.s)); diff != "" {
+				t.Errorf("fluxObjects (-want +got):\n%s", diff)
+			}
+		})
+	}
+	s := &subject{ns: "flux-webhook", repo: "peers/flux-webhook", reg: reg}
+	for _, o := range fluxObjects(s, "c2", "http://127.0.0.1:1/deploy.git", "tok") {
+		switch o.GetKind() {
+		case "Kustomization", "ImageUpdateAutomation":
+			path, _, _ := unstructured.NestedString(o.Object, "spec", "path")
+			if o.GetKind() == "ImageUpdateAutomation" {
+				path, _, _ = unstructured.NestedString(o.Object, "spec", "update", "path")
+			}
+			if path != "./flux-webhook/c2" {
+				t.Errorf("%s's path = %q, want the cluster's directory ./flux-webhook/c2", o.GetKind(), path)
+			}
+		case "ImageRepository":
+			img, _, _ := unstructured.NestedString(o.Object, "spec", "image")
+			if img != "127.0.0.1:5000/peers/flux-webhook" {
+				t.Errorf("ImageRepository's image = %q", img)
+			}
+		}
+	}
+	files := fluxManifests(s, "c2")
+	if !strings.Contains(files["flux-webhook/c2/deployment.yaml"], `image: 127.0.0.1:5000/peers/flux-webhook:1.0.0 # {"$imagepolicy": "flux-webhook:podinfo"}`) {
+		t.Errorf("the Deployment's image is not marked for the ImagePolicy:\n%s", files["flux-webhook/c2/deployment.yaml"])
+	}
+	if strings.Contains(files["flux-webhook/c2/deployment.yaml"], "replicas") {
+		t.Errorf("the Deployment sets replicas, which Flux would reset under Flagger")
+	}
+}
+
+// TestGitServerPushWebhook pushes to the bench's git server with the git
+// CLI (the real git-http-backend behind it) and checks that the push
+// webhook went out, and that a fetch alone sends none.
+func TestGitServerPushWebhook(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed (make deps)")
+	}
+	hooks := make(chan string, 10)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hooks <- r.Method + " " + r.URL.Path
+	}))
+	defer recv.Close()
+	g, err := newGitServer(t.Context(), t.TempDir(), map[string]string{"a/deployment.yaml": "x: 1\n"}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.stop()
+	g.onPush(recv.URL + "/hook/abc")
+	work := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), "git", args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("clone", "-q", g.url, ".")
+	select {
+	case h := <-hooks:
+		t.Fatalf("a clone sent the push webhook %q", h)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := os.WriteFile(filepath.Join(work, "a", "deployment.yaml"), []byte("x: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("commit", "-q", "-am", "bump")
+	git("push", "-q", "origin", "main")
+	select {
+	case h := <-hooks:
+		if h != "POST /hook/abc" {
+			t.Errorf("push webhook = %q, want POST /hook/abc", h)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no push webhook after a push")
 	}
 }

@@ -72,7 +72,11 @@ func renderReport(o options, r *results) string {
 	fmt.Fprintf(&b, "\n%s (%s)\n\n", headingPrefix, time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&b, "`go run ./deploy/tools/peerbench -clusters %d -pushes %d -poll-pushes %d`: %d real clusters (kube-apiserver, kwok and the fast Flagger build each), Debian's docker-registry notifying every tool; times from the clusters' watch streams. Run took %s.\n\n",
 		o.clusters, o.pushes, o.pollPushes, r.clusters, r.took.Round(time.Second))
-	b.WriteString("Every tool on its own namespace and repository, Flagger's same blue/green analysis (1s interval, 2 iterations) behind each. flotilla: `flotilla serve` built from this tree, once through waves [c1] then the rest, once with every cluster in one wave. Keel " + KeelVersion + ": one per cluster (out of cluster, a kubeconfig each), policy `all`, the registry's notifications at `/v1/webhooks/registry`; its polling subject reads a second registry that notifies nobody, at Keel's default schedule. How each is configured and why: docs/peers.md. Ratios are medians over flotilla's medians: above 1x flotilla is faster.\n\n")
+	b.WriteString("Every tool on its own namespace and repository, Flagger's same blue/green analysis (1s interval, 2 iterations) behind each. flotilla: `flotilla serve` built from this tree, once through waves [c1] then the rest, once with every cluster in one wave. Keel " + KeelVersion + ": one per cluster (out of cluster, a kubeconfig each), policy `all`, the registry's notifications at `/v1/webhooks/registry`; its polling subject reads a second registry that notifies nobody, at Keel's default schedule.")
+	if o.flux {
+		b.WriteString(" Flux (" + fluxVersions() + "): the five controllers per cluster (a kubeconfig each), each cluster's image automation committing to its own directory of one git-http-backend repository; the registry's notifications at a generic Receiver that has the ImageRepository scan, the git server's push webhook at a generic Receiver that has the GitRepository fetch; its polling subject scans the silent registry every " + fluxImageInterval.String() + ".")
+	}
+	b.WriteString(" Neither Keel nor Flux orders clusters: every cluster takes a push at once, so their fleet-wide times compare with flotilla's one wave; flotilla's waves wait for the first wave's analysis. How each is configured and why: docs/peers.md. Ratios are medians over flotilla's medians: above 1x flotilla is faster, below 1x the peer is.\n\n")
 	fw, fo := r.subjects[0].name, r.subjects[1].name
 	for _, m := range metrics {
 		fmt.Fprintf(&b, "**%s** (ms)\n\n", m.name)
@@ -97,13 +101,17 @@ func renderReport(o options, r *results) string {
 }
 
 // headingPrefix starts the report's heading, which ends with the date of
-// the run: make bench keeps dated sections it did not write.
-const headingPrefix = "## Side by side with Keel on one local fleet"
+// the run; an earlier run's section (whatever its date) is replaced, else
+// the report goes before beforeHeading (docs/peers.md).
+const (
+	headingPrefix = "## Measured: side by side on one local fleet"
+	beforeHeading = "## Not measured yet"
+)
 
 var oldHeading = regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(headingPrefix) + `.*$`)
 
 // updateSection puts the report in place of the file's section of an
-// earlier run (whatever its date), or before "## Reproduce".
+// earlier run (whatever its date), or before beforeHeading.
 func updateSection(path, report string) error {
 	report = strings.TrimLeft(report, "\n")
 	heading, _, _ := strings.Cut(report, "\n")
@@ -114,7 +122,7 @@ func updateSection(path, report string) error {
 	if m := oldHeading.Find(old); m != nil {
 		heading = string(m)
 	}
-	return mdsection.Replace(path, heading, report, "## Reproduce")
+	return mdsection.Replace(path, heading, report, beforeHeading)
 }
 
 func writeRaw(path string, r *results) error {

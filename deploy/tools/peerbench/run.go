@@ -41,10 +41,17 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 	b.track = newTracker(b.kube, nss)
 
 	// The first version everywhere: flotilla rolls it out (its first
-	// rollout renders the Canaries), Keel has it already (same tag).
+	// rollout renders the Canaries), Keel has it already (same tag), Flux
+	// applies it from the deployments repository once its objects exist
+	// (created after the push, so that the first scan finds the tag).
 	b.log.Info("pushing the first version of every repository; flotilla rolls it out")
 	for _, s := range b.subs {
 		if _, err := b.pushNext(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if b.o.flux {
+		if err := b.applyFluxObjects(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -160,9 +167,14 @@ func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
 	return m, nil
 }
 
-// waitPrimaries waits until every cluster's primary runs the version.
+// waitPrimaries waits until every cluster's primary runs the version: up
+// to -timeout, plus the scan interval for Flux's polling subject (Keel's
+// poll, a minute, fits in the timeout).
 func (b *bench) waitPrimaries(ctx context.Context, s *subject, tag, digest string, from time.Time) error {
 	timeout := b.o.timeout
+	if s.tool == "flux" && s.poll {
+		timeout += fluxImageInterval
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)

@@ -29,6 +29,9 @@ func (b *bench) usage() []usage {
 		pids = append(pids, k.Pid())
 	}
 	out = append(out, procUsage("Keel (one per cluster, webhook and polling subjects)", pids...))
+	if len(b.flux) > 0 {
+		out = append(out, procUsage("Flux (5 controllers per cluster, webhook and polling subjects)", b.fluxPIDs()...))
+	}
 	return out
 }
 

@@ -26,12 +26,15 @@ KEEL_VERSION=0.22.1
 IMAGE_REFLECTOR_VERSION=1.2.0
 IMAGE_AUTOMATION_VERSION=1.2.1
 NOTIFICATION_VERSION=1.9.3
-# Flux 2.9's source- and kustomize-controller of the archives' era: v1.9.4 of
-# both is the release whose fluxcd/pkg/runtime (v0.110.1) is the one the
-# notification-controller v1.9.3 archive requires, released the same day
-# (2026-08-07); image-automation-controller v1.2.1 needs source-controller/api
-# v1.9.x.
-SOURCE_VERSION=1.9.4
+# Flux 2.9's source- and kustomize-controller of the archives' era, requiring
+# the fluxcd/pkg/runtime (v0.110.1) the notification-controller v1.9.3 and
+# image-automation-controller v1.2.1 archives require (image-automation
+# needs source-controller/api v1.9.x). source-controller is v1.9.3, not
+# v1.9.4: v1.9.4 requires github.com/fluxcd/pkg/artifact v0.18.2, which the
+# module proxy refuses ("403 Forbidden: This module version is not
+# available", 2026-12-02; v1.9.5 and v1.9.6 require v0.18.3, refused too);
+# v1.9.3 requires v0.18.1, which it serves.
+SOURCE_VERSION=1.9.3
 KUSTOMIZE_VERSION=1.9.4
 KARGO_VERSION=1.11.2
 
@@ -71,8 +74,9 @@ extract() {
   mv "$dest.tmp" "$dest"
 }
 
-# moddir MODULE@VERSION: download a module and print its directory in the module cache.
-moddir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
+# moddir MODULE@VERSION: download a module and print its directory in the module cache
+# (from $SRC, outside any module: the caller's go.mod and go.sum are not touched).
+moddir() { (cd "$SRC" && go mod download -json "$1") | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
 
 # copymod MODULE@VERSION DEST: a writable copy of a module, for patching.
 copymod() {
@@ -123,7 +127,7 @@ GO
   patch "$w/cmd/keel/main.go" $'import (\n\t"os"' $'import (\n\t"os"\n\t"strconv"'
   patch "$w/pkg/http/http.go" 'address := fmt.Sprintf(":%d", s.port)' 'address := fmt.Sprintf("127.0.0.1:%d", s.port)'
   (cd "$w" && export CGO_ENABLED=1 && gob -ldflags "$LDFLAGS_STRIP -X github.com/keel-hq/keel/version.Version=$KEEL_VERSION -X github.com/keel-hq/keel/version.Revision=release-archive" \
-    -o "$BIN/keel-$KEEL_VERSION.tmp" ./cmd/keel)
+    -o "$BIN/keel-$KEEL_VERSION.tmp" ./cmd/keel) || return 1
   mv "$BIN/keel-$KEEL_VERSION.tmp" "$BIN/keel-$KEEL_VERSION"
 }
 
@@ -138,7 +142,7 @@ flux_archive() {
   log "building $name v$version"
   local w=$SRC/$name-$version
   extract "$name-v$version.tar.gz" "$w"
-  (cd "$w" && gob -ldflags "$LDFLAGS_STRIP" -o "$BIN/$name-$version.tmp" .)
+  (cd "$w" && gob -ldflags "$LDFLAGS_STRIP" -o "$BIN/$name-$version.tmp" .) || return 1
   crds "$w/config/crd/bases" "$name-$version"
   mv "$BIN/$name-$version.tmp" "$BIN/$name-$version"
 }
@@ -158,7 +162,7 @@ flux_module() {
   local w=$SRC/$name-$version
   copymod "github.com/fluxcd/$name@v$version" "$w"
   grep -q "^	github.com/fluxcd/$name/api v" "$w/go.mod" || die "$name's go.mod requires no version of its api"
-  (cd "$w" && go mod edit -dropreplace "github.com/fluxcd/$name/api" && gob -ldflags "$LDFLAGS_STRIP" -o "$BIN/$name-$version.tmp" .)
+  (cd "$w" && go mod edit -dropreplace "github.com/fluxcd/$name/api" && gob -ldflags "$LDFLAGS_STRIP" -o "$BIN/$name-$version.tmp" .) || return 1
   crds "$w/config/crd/bases" "$name-$version"
   mv "$BIN/$name-$version.tmp" "$BIN/$name-$version"
 }
@@ -182,14 +186,18 @@ build_kargo() {
   printf '<!doctype html><title>Kargo</title><p>Built without its UI (flotilla deploy/tools/peers/build.sh).\n' >"$w/pkg/server/ui/index.html"
   local v=github.com/akuity/kargo/pkg/x/version
   (cd "$w" && gob -ldflags "$LDFLAGS_STRIP -X $v.version=v$KARGO_VERSION -X $v.gitCommit=release-archive -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z" \
-    -o "$BIN/kargo-$KARGO_VERSION.tmp" ./cmd/controlplane)
+    -o "$BIN/kargo-$KARGO_VERSION.tmp" ./cmd/controlplane) || return 1
   crds "$w/charts/kargo/resources/crds" "kargo-$KARGO_VERSION"
   mv "$BIN/kargo-$KARGO_VERSION.tmp" "$BIN/kargo-$KARGO_VERSION"
 }
 
 # The peers, by the names build.sh takes, in the order it builds them:
-# Keel first (the first side by side), Kargo last (the largest build).
-PEERS=(keel image-reflector image-automation notification source kustomize kargo)
+# Keel first (the first side by side), Kargo last (the largest build). Flux's
+# controllers that require the same Kubernetes and fluxcd/pkg versions go one
+# after the other, so that each finds most of its packages in the build
+# cache (image-reflector-controller v1.2.0 alone requires client-go v0.36.1
+# and fluxcd/pkg/runtime v0.110.0; the others v0.36.2 and v0.110.1).
+PEERS=(keel source kustomize notification image-automation image-reflector kargo)
 
 [ $# -gt 0 ] || set -- "${PEERS[@]}"
 for p in "$@"; do
@@ -205,7 +213,8 @@ for p in "${PEERS[@]}"; do
   t=$(date +%s)
   PEER_LOG=$LOGS/$p.log
   : >"$PEER_LOG"
-  # In a subshell: a die inside stops this peer only.
+  # In a subshell: a die inside stops this peer only. (set -e does not apply
+# inside an if's condition: each build_ function returns on a failed build.)
   if ( "build_$p" ); then
     log "$p ready ($(( $(date +%s) - t ))s)"
   else
