@@ -361,6 +361,14 @@ var ReceiverTypes = []string{
 	ReceiverCloudEvents,
 }
 
+// ImageReceiverTypes are the receiver types whose senders report image
+// pushes (GitHub's package events carry GHCR's): what KubeCD's image
+// triggers fire on, as no poll covers them.
+var ImageReceiverTypes = []string{
+	ReceiverDockerHub, ReceiverHarbor, ReceiverDistribution, ReceiverQuay, ReceiverACR, ReceiverGAR,
+	ReceiverECR, ReceiverArtifactory, ReceiverNexus, ReceiverGitHub, ReceiverCloudEvents,
+}
+
 // headerReceivers are the receiver types whose sender sends a configured
 // static header, so Header may name it.
 var headerReceivers = []string{ReceiverDistribution, ReceiverHarbor, ReceiverACR, ReceiverECR, ReceiverCloudEvents}

@@ -303,12 +303,19 @@ func TestKubeCDTriggers(t *testing.T) {
 		want      []string
 	}{{
 		name: "nowhere to commit",
-		cfg:  "kubecd: {dir: k, kubeconfig: kubeconfig}\n",
+		cfg:  receivers + "kubecd: {dir: k, kubeconfig: kubeconfig}\n",
 		want: []string{"kubecd.application.source.git.url: required: release web has image triggers, and flotilla commits their new tags there (kubecd.dir is a checkout flotilla only reads)"},
 	}, {
 		name: "no repository in the values",
-		cfg:  "kubecd:\n  dir: bad\n  kubeconfig: kubeconfig\n" + url,
+		cfg:  receivers + "kubecd:\n  dir: bad\n  kubeconfig: kubeconfig\n" + url,
 		want: []string{`kubecd: r.yaml: release web of environment e: triggers[0].image.repoValue: "app.image" has no value in the release's values (the chart's values.yaml, the environment's defaults, valuesFile and values): set it, flotilla must know which image the trigger tracks`},
+	}, {
+		// A config check that passed this would start a flotilla whose
+		// triggers never fire, and nothing would say so.
+		name: "no receiver reports image pushes",
+		cfg: "receivers:\n  - {name: gitea, type: gitea, secret: {env: KUBECD_TEST_SECRET}}\n  - {name: flagger, type: flagger, secret: {env: KUBECD_TEST_SECRET}}\n" +
+			"kubecd:\n  dir: k\n  kubeconfig: kubeconfig\n" + url,
+		want: []string{"receivers: release web of environment e: trigger 0 tracks nginx, but no receiver reports image pushes, so it would never fire (flotilla does not poll for triggers): add a receiver of one of the types dockerhub, harbor, distribution, quay, acr, gar, ecr, artifactory, nexus, github, cloudevents"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.cfg), dir)
@@ -318,7 +325,7 @@ func TestKubeCDTriggers(t *testing.T) {
 			}
 			var got []string
 			for _, p := range verr.Problems {
-				if strings.HasPrefix(p.Path, "kubecd") {
+				if strings.HasPrefix(p.Path, "kubecd") || p.Path == "receivers" {
 					got = append(got, p.String())
 				}
 			}

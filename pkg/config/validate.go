@@ -86,6 +86,7 @@ func validate(c *Config, earlier ...Problem) *ValidationError {
 	v.fleet(&c.Fleet)
 	v.clusters = c.Fleet.Clusters
 	v.applications(c.Applications)
+	v.triggersReachable(c)
 	v.projects(c)
 	if c.Registries != nil {
 		v.registries(c.Registries)
@@ -275,6 +276,25 @@ func (v *validator) receivers(rs []Receiver) {
 			}
 		}
 		v.receiverOptions(p, r)
+	}
+}
+
+// triggersReachable refuses KubeCD image triggers that nothing can fire: a
+// trigger fires on an image push a receiver reports, and no receiver of
+// the config reports image pushes. Each such trigger is named.
+func (v *validator) triggersReachable(c *Config) {
+	if slices.ContainsFunc(c.Receivers, func(r Receiver) bool { return slices.Contains(ImageReceiverTypes, r.Type) }) {
+		return
+	}
+	for _, a := range c.Applications {
+		g := a.Git()
+		if g == nil || g.KubeCD == nil {
+			continue
+		}
+		for _, i := range g.KubeCD.Images {
+			v.addf("receivers", "release %s of environment %s: trigger %d tracks %s, but no receiver reports image pushes, so it would never fire (flotilla does not poll for triggers): add a receiver of one of the types %s",
+				i.Release, i.Environment, i.Trigger, i.Repository, strings.Join(ImageReceiverTypes, ", "))
+		}
 	}
 }
 
