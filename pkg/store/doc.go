@@ -1,6 +1,7 @@
 // Package store is flotilla's embedded store: an event journal, the
 // consumers' cursors into it and JSON state documents (rollouts and the
-// like).
+// like; a document may decode and encode itself, [Codec], to skip decoding
+// bytes it has seen).
 //
 // The journal is an append-only log of segment files in the directory
 // [JournalDir] next to the state file (see log.go for the record format).

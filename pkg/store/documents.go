@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,7 +20,7 @@ func (s *Store) Get(ctx context.Context, collection, key string, v any) (bool, e
 			return nil
 		}
 		found = true
-		return json.Unmarshal(raw, v)
+		return decode(raw, v)
 	})
 	if err != nil {
 		return false, fmt.Errorf("getting %s/%s: %w", collection, key, err)
@@ -34,7 +33,7 @@ func (s *Store) Put(ctx context.Context, collection, key string, v any) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("putting %s/%s: %w", collection, key, err)
 	}
-	raw, err := json.Marshal(v)
+	raw, err := encode(v)
 	if err != nil {
 		return fmt.Errorf("putting %s/%s: %w", collection, key, err)
 	}
@@ -79,14 +78,14 @@ func updateDoc(tx *bolt.Tx, collection, key string, v any, fn func(found bool) e
 	raw := b.Get([]byte(key))
 	found := raw != nil
 	if found {
-		if err := json.Unmarshal(raw, v); err != nil {
+		if err := decode(raw, v); err != nil {
 			return fmt.Errorf("decoding current document: %w", err)
 		}
 	}
 	if err := fn(found); err != nil {
 		return err
 	}
-	raw, err = json.Marshal(v)
+	raw, err = encode(v)
 	if err != nil {
 		return fmt.Errorf("encoding document: %w", err)
 	}

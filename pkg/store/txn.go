@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,7 +17,7 @@ func (t Txn) Get(collection, key string, v any) (bool, error) {
 	if raw == nil {
 		return false, nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := decode(raw, v); err != nil {
 		return true, fmt.Errorf("decoding %s/%s: %w", collection, key, err)
 	}
 	return true, nil
@@ -26,7 +25,7 @@ func (t Txn) Get(collection, key string, v any) (bool, error) {
 
 // Put stores v as collection/key.
 func (t Txn) Put(collection, key string, v any) error {
-	raw, err := json.Marshal(v)
+	raw, err := encode(v)
 	if err != nil {
 		return fmt.Errorf("encoding %s/%s: %w", collection, key, err)
 	}

@@ -54,6 +54,9 @@ type Repo struct {
 	docs Documents
 	now  func() time.Time
 	hot  hotCache
+	// decoded spares reads and updates of a rollout in flight decoding a
+	// document they decoded or wrote before.
+	decoded decodedCache
 }
 
 // NewRepo returns a Repo over docs; now defaults to time.Now.
@@ -167,6 +170,11 @@ func (c *hotCache) drop(id string) {
 	c.drops++
 }
 
+// doc is rollout id's document, to be read or written into ro.
+func (r *Repo) doc(id string, ro *rollout.Rollout) rolloutDoc {
+	return rolloutDoc{id: id, ro: ro, cache: &r.decoded}
+}
+
 // Get returns a rollout by id, or rollout.ErrNotFound.
 func (r *Repo) Get(ctx context.Context, id string) (rollout.Rollout, error) {
 	if ro, ok := r.hot.get(id); ok {
@@ -174,7 +182,7 @@ func (r *Repo) Get(ctx context.Context, id string) (rollout.Rollout, error) {
 	}
 	drops := r.hot.since()
 	var ro rollout.Rollout
-	found, err := r.docs.Get(ctx, rolloutsCollection, id, &ro)
+	found, err := r.docs.Get(ctx, rolloutsCollection, id, r.doc(id, &ro))
 	if err != nil {
 		return ro, fmt.Errorf("reading rollout %s: %w", id, err)
 	}
@@ -222,6 +230,7 @@ func (r *Repo) archive(ctx context.Context, id string) error {
 		return fmt.Errorf("archiving rollout %s: %w", id, err)
 	}
 	r.hot.drop(id)
+	r.decoded.drop(id)
 	return nil
 }
 
@@ -281,7 +290,7 @@ func (r *Repo) UpdateEmit(ctx context.Context, id string, fn func(*rollout.Rollo
 	// kept version must not be read as current meanwhile (a proposer read
 	// wave 0 of a rollout whose wave.started of wave 1 it was handling).
 	r.hot.begin(id)
-	_, err := r.docs.UpdateAndAppend(ctx, rolloutsCollection, id, &ro, func(found bool) ([]cloudevents.Event, error) {
+	_, err := r.docs.UpdateAndAppend(ctx, rolloutsCollection, id, r.doc(id, &ro), func(found bool) ([]cloudevents.Event, error) {
 		if !found {
 			return nil, errArchived
 		}
@@ -332,7 +341,7 @@ func (r *Repo) ListInFlight(ctx context.Context) ([]rollout.Rollout, error) {
 	err := r.docs.List(ctx, rolloutsCollection, func(id string, raw []byte) error {
 		ro, ok := r.hot.get(id)
 		if !ok {
-			if err := json.Unmarshal(raw, &ro); err != nil {
+			if err := r.doc(id, &ro).DecodeDocument(raw); err != nil {
 				return fmt.Errorf("decoding rollout: %w", err)
 			}
 			r.hot.putRead(ro, drops)
