@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -247,6 +249,10 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	if target == nil {
 		return res, fault.Permanent(fmt.Errorf("%w: commit %s renders no %s %s/%s, the canary's target", render.ErrRender, p.Commit, kind, p.Namespace, p.Workload))
 	}
+	others, err := releaseWorkloads(objs, target, p.Namespace)
+	if err != nil {
+		return res, fault.Permanent(fmt.Errorf("%w: commit %s: %w", render.ErrRender, p.Commit, err))
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return res, fmt.Errorf("creating kubernetes client: %w", err)
@@ -262,11 +268,22 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	if p.Restart != "" {
 		template[AnnotationRestart] = p.Restart
 	}
-	for k, v := range template {
-		if err := unstructured.SetNestedField(target.Object, v, "spec", "template", "metadata", "annotations", k); err != nil {
-			return res, fault.Permanent(fmt.Errorf("%w: %s %s: %w", render.ErrRender, kind, p.Workload, err))
+	// Every workload of the release carries the revision (and a retry's
+	// restart): each is a new revision its own canary analyses, and each
+	// primary shows the commit it was promoted to.
+	for _, w := range append([]*unstructured.Unstructured{target}, others...) {
+		for k, v := range template {
+			if err := unstructured.SetNestedField(w.Object, v, "spec", "template", "metadata", "annotations", k); err != nil {
+				return res, fault.Permanent(fmt.Errorf("%w: %s %s: %w", render.ErrRender, w.GetKind(), w.GetName(), err))
+			}
 		}
 	}
+	p.Canary = p.Canary.DeepCopy() // the release's list goes on it: the caller's stays as it was
+	canaries, err := releaseCanaries(p.Canary, others)
+	if err != nil {
+		return res, err
+	}
+	objs = append(objs, canaries...)
 	ann := target.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -422,4 +439,55 @@ func currentRevision(ctx context.Context, kube kubernetes.Interface, p ApplyMani
 		l.primary = ptmpl.Annotations[canary.AnnotationRevision]
 	}
 	return l, nil
+}
+
+// releaseWorkloads returns the Deployments and DaemonSets objs renders
+// besides target, by name: each gets a canary of its own. One in another
+// namespace than the application's is refused: the release is judged by
+// its canaries in the application's namespace.
+func releaseWorkloads(objs []*unstructured.Unstructured, target *unstructured.Unstructured, namespace string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o == target || o.GetAPIVersion() != "apps/v1" || o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
+			continue
+		}
+		if ns := o.GetNamespace(); ns != "" && ns != namespace {
+			return nil, fmt.Errorf("it renders %s %s/%s, outside the application's namespace %s: every workload of a release is canaried there", o.GetKind(), ns, o.GetName(), namespace)
+		}
+		if o.GetName() == target.GetName() {
+			return nil, fmt.Errorf("it renders a %s and a %s both named %s: each workload's canary is named after it", o.GetKind(), target.GetKind(), o.GetName())
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
+
+// releaseCanaries gives each of others a Canary with c's delivery policy
+// (canary.ForWorkload), applied and kept in the inventory with the
+// rendered objects (pruned with its workload), and lists the release's
+// workloads on c (canary.AnnotationWorkloads) for the cluster readers;
+// none for a release of one workload.
+func releaseCanaries(c *flaggerv1.Canary, others []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	delete(c.Annotations, canary.AnnotationWorkloads)
+	if len(others) == 0 {
+		return nil, nil
+	}
+	names := []string{c.Name}
+	var out []*unstructured.Unstructured
+	for _, w := range others {
+		wc := canary.ForWorkload(c, w.GetKind(), w.GetName())
+		wc.TypeMeta = metav1.TypeMeta{APIVersion: flaggerv1.SchemeGroupVersion.String(), Kind: flaggerv1.CanaryKind}
+		u, err := canary.Unstructured(wc)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the canary of %s: %w", w.GetName(), err)
+		}
+		out = append(out, u)
+		names = append(names, w.GetName())
+	}
+	c.Annotations[canary.AnnotationWorkloads] = strings.Join(names, ",")
+	return out, nil
 }

@@ -384,7 +384,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	s.api.WithAuthorizer(az, s.authn.Forbidden())
 	s.grantTokens(az, o.Logger)
 	s.api.WithHealth(clusterHealth{clusters})
-	keeper := gates.NewKeeper(validationPolicies(cfg), s.approvals, clusters, o.Clock.Now)
+	keeper := gates.NewKeeper(validationPolicies(cfg, clusters), s.approvals, clusters, o.Clock.Now)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),
 		intake.WithLogger(o.Logger), intake.WithMetrics(o.Registerer))

@@ -7,13 +7,33 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 )
 
+// canaryOwners names the application a canary was made for
+// (pkg/cluster.Set): the canary of another workload of a git release is
+// named after that workload, not the application's.
+type canaryOwners interface {
+	CanaryApplication(cluster, namespace, name string) (app, kind string, ok bool)
+}
+
 // validationPolicies maps the canaries of cfg's applications to their
-// validation policies.
-func validationPolicies(cfg *config.Config) gates.Policies {
+// validation policies: an application's own canary by its workload's
+// name, each other workload's of a git release (which carries the
+// release's delivery policy, its gates included) by the application it
+// was made for, as owners reads it (nil: none).
+func validationPolicies(cfg *config.Config, owners canaryOwners) gates.Policies {
 	return func(cluster, namespace, name string) (gates.Policy, bool) {
 		for _, a := range cfg.Applications {
 			if a.Namespace == namespace && a.Workload.Name == name {
 				return policyOf(a), true
+			}
+		}
+		if owners == nil {
+			return gates.Policy{}, false
+		}
+		if app, kind, ok := owners.CanaryApplication(cluster, namespace, name); ok {
+			if a, ok := cfg.Application(app); ok && a.Source != nil && a.Source.Git != nil && a.Namespace == namespace {
+				p := policyOf(a)
+				p.Kind = kind // the label watch reads the canary's own target
+				return p, true
 			}
 		}
 		return gates.Policy{}, false

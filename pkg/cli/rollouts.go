@@ -3,7 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -243,11 +245,16 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 		fmt.Fprintf(w, "Waiting:      %s\n", why)
 	}
 	fmt.Fprintf(w, "Created:      %s (%s ago)\n\n", r.Created.Format(time.RFC3339), age(r.Created))
-	rolloutview.Table(w, r, rolloutview.Options{Color: color, Columns: []rolloutview.Column{
+	columns := []rolloutview.Column{
 		{Header: "PREVIOUS", Cell: func(c rollout.Cluster) string { return shortRef(c.PreviousImage) }},
 		{Header: "DEADLINE", Cell: deadline},
 		{Header: "MESSAGE", Cell: func(c rollout.Cluster) string { return truncate(c.Message, 60) }},
-	}})
+	}
+	if hasWorkloads(r) {
+		// A git release of several workloads: each canary's phase.
+		columns = slices.Insert(columns, 0, rolloutview.Column{Header: "WORKLOADS", Cell: workloads})
+	}
+	rolloutview.Table(w, r, rolloutview.Options{Color: color, Columns: columns})
 	pullRequests(w, r)
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(w, "\nFailures (flotilla retry ROLLOUT replays those not retried):")
@@ -481,4 +488,27 @@ func watchRollout(cmd *cobra.Command, c apiClient, id string, interval, timeout 
 			r, refresh = got, false
 		}
 	}
+}
+
+// hasWorkloads reports whether a cluster of r records the canaries of a
+// release of several workloads.
+func hasWorkloads(r rollout.Rollout) bool {
+	for _, wv := range r.Waves {
+		for _, c := range wv.Clusters {
+			if len(c.Workloads) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// workloads is a cluster's canaries and their Flagger phases,
+// "name=Phase,..." by name.
+func workloads(c rollout.Cluster) string {
+	parts := make([]string, 0, len(c.Workloads))
+	for _, n := range slices.Sorted(maps.Keys(c.Workloads)) {
+		parts = append(parts, n+"="+c.Workloads[n])
+	}
+	return strings.Join(parts, ",")
 }

@@ -103,7 +103,7 @@ func (s *Set) CachedCanaryStatus(clusterName, namespace string, w config.Workloa
 	if tErr != nil || pErr != nil {
 		return st, false
 	}
-	return st, true
+	return nc.cachedReleaseStatus(namespace, cn, st)
 }
 
 func (c *nsCache) image(namespace, kind, name, container string) (string, error) {

@@ -137,7 +137,7 @@ func (s *Set) CanaryStatus(ctx context.Context, clusterName, namespace string, w
 		return st, pErr
 	}
 	st.TargetImage, st.PrimaryImage = targetImg, primImg
-	return st, nil
+	return releaseStatus(ctx, c, namespace, cn, st)
 }
 
 // kindOf returns the workload kind, Deployment when empty.

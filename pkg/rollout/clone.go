@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 )
 
@@ -27,6 +28,9 @@ func (r Rollout) Clone() Rollout {
 func (w Wave) clone() Wave {
 	c := w
 	c.Clusters = slices.Clone(w.Clusters)
+	for i := range c.Clusters {
+		c.Clusters[i].Workloads = maps.Clone(c.Clusters[i].Workloads)
+	}
 	c.Approvers = slices.Clone(w.Approvers)
 	c.ApprovalsFrom = slices.Clone(w.ApprovalsFrom)
 	if w.PullRequest != nil {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -45,6 +46,13 @@ func (r *Rollout) Canary(cause cloudevents.Event, c events.Canary, st CanaryStat
 		return nil, fault.Permanent(err)
 	}
 	cl.CanaryPhase, cl.CanaryWeight, cl.Message = st.Phase, st.Weight, c.Message
+	if ws := st.WorkloadPhases(); ws != nil {
+		// One of several canaries spoke: say which.
+		cl.Workloads = ws
+		if c.Name != "" && c.Message != "" {
+			cl.Message = c.Name + ": " + c.Message
+		}
+	}
 	typ, reason := r.Classify(cl, c, st)
 	if typ == "" && r.Phase == Progressing && r.Missed(cl, st) && cl.Nudges < MaxNudges {
 		cl.Nudges++
@@ -55,6 +63,9 @@ func (r *Rollout) Canary(cause cloudevents.Event, c events.Canary, st CanaryStat
 	}
 	if typ == "" {
 		return nil, nil
+	}
+	if reason != "" && c.Name != "" && len(st.Workloads) > 1 {
+		reason = c.Name + ": " + reason
 	}
 	out, err := events.Derive(cause, typ, c.Cluster, events.ClusterResult{RolloutID: r.ID, Wave: r.waveOf(cl), Cluster: cl.Name, Reason: reason})
 	if err != nil {
@@ -198,6 +209,9 @@ func (r *Rollout) Expire(cause cloudevents.Event, d events.ClusterDeadline, st C
 		return nil, nil
 	}
 	typ, reason := r.Judge(cl, st, readErr)
+	if ws := st.WorkloadPhases(); ws != nil && readErr == nil {
+		cl.Workloads = ws
+	}
 	if typ == "" && d.Extension < MaxExtensions {
 		// Still progressing: record where it is, and look again.
 		cl.CanaryPhase, cl.CanaryWeight = st.Phase, st.Weight
@@ -231,7 +245,7 @@ func (r *Rollout) Judge(cl *Cluster, st CanaryStatus, readErr error) (typ, reaso
 	case st.PrimaryImage == r.Ref() && st.Settled():
 		return events.TypeClusterSucceeded, "the primary runs " + r.Ref() + " (read at the deadline)"
 	case st.Phase == "Failed":
-		return events.TypeClusterFailed, "Flagger's analysis failed"
+		return events.TypeClusterFailed, "Flagger's analysis failed" + failedWorkloads(st)
 	case cl.Run != "":
 		return events.TypeClusterFailed, "its pipeline run is still not done"
 	case st.TargetImage != r.Ref():
@@ -254,4 +268,19 @@ func (r *Rollout) RecordFailure(x Failure, subject string) {
 		x.Cluster = subject
 	}
 	r.Failures = append(r.Failures, x)
+}
+
+// failedWorkloads names the canaries of a release of several workloads
+// whose analysis failed (" of <name>, ..."), "" for a release of one.
+func failedWorkloads(st CanaryStatus) string {
+	var names []string
+	for _, w := range st.Workloads {
+		if w.Phase == "Failed" {
+			names = append(names, w.Name)
+		}
+	}
+	if len(names) == 0 || len(st.Workloads) < 2 {
+		return ""
+	}
+	return " of " + strings.Join(names, ", ")
 }

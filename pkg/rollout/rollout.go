@@ -259,6 +259,13 @@ type Cluster struct {
 	PreviousImage string       `json:"previousImage,omitempty"` // what the workload ran before; rollback restores it
 	CanaryPhase   string       `json:"canaryPhase,omitempty"`   // last Flagger phase seen
 	CanaryWeight  int          `json:"canaryWeight,omitempty"`
+	// Workloads is the last Flagger phase seen of each canary of a release
+	// of several workloads (a git application's commit rendering several
+	// Deployments or DaemonSets), by workload name; CanaryPhase is then the
+	// least advanced of them (CanaryStatus, Combine). Nil for a release of
+	// one workload: a rollout of 1,000 clusters of an image grows by
+	// nothing.
+	Workloads map[string]string `json:"workloads,omitempty"`
 	Applied       time.Time    `json:"applied,omitempty"` // when the pipeline last applied to it
 	Message       string       `json:"message,omitempty"`
 	// Failure says why the cluster's own result counted as a failure of

@@ -370,6 +370,8 @@ function cluster(c, failed) {
     o === "failed" && c.failure ? h("div", { class: "why bad-text" }, "failed the wave: " + c.failure) : null,
     o === "reverted" && !c.failure && others.length ? h("div", { class: "why" }, "↺ put back because " + others.join(", ") + " failed") : null,
     h("div", { class: "line" }, h("span", { class: "muted" }, "Flagger"), h("span", {}, c.canaryPhase || "-")),
+    c.workloads ? h("div", { class: "line workloads" }, h("span", { class: "muted" }, "workloads"),
+      h("span", {}, Object.keys(c.workloads).sort().map((n) => n + " " + c.workloads[n]).join(", "))) : null,
     h("div", { class: "line" }, h("span", { class: "muted" }, "canary weight"), h("span", {}, weight + "%")),
     h("progress", { max: 100, value: weight, "aria-label": c.name + " canary weight " + weight + "%" }),
     c.previousImage ? h("div", { class: "line" }, h("span", { class: "muted" }, "before"), h("span", { class: "mono" }, c.previousImage.split("/").pop().replace(/@sha256:(.{8}).*/, "@$1"))) : null,
