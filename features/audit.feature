@@ -61,3 +61,26 @@ Feature: Audit: every control is recorded with who sent it, when, from where and
       | default | stop-line (start) |             |      |             | allowed  | 127.0.0.1 |
       | default | stop-line (stop)  |             |      | maintenance | allowed  | 127.0.0.1 |
     And the fleet is stopped
+
+  # Catches: audit records that never reach the CDEvents sink (kept in the
+  # journal only), a custom CDEvent named by sdk-go v0.5.1's empty GetType
+  # ("dev.cdevents.<undefined-subject>.<undefined-predicate>..." instead of
+  # dev.cdeventsx.flotilla-audit.recorded.0.1.0), a record whose content
+  # lost who sent it, the action, the detail or the decision, a refused
+  # control or a token's creation or revocation left out, and records sent
+  # out of the journal's order.
+  Scenario: Every audit record reaches the CDEvents sink as a custom CDEvent: a token created, its refused stop of the line, its revocation, a stop of the line
+    Given a CDEvents sink
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When the admin runs `flotilla token create ci-viewer --project default --role viewer --expires 30d`
+    Then on every replica the token "ci-viewer" stopping the fleet is refused with 403 "ci-viewer may not stop-line"
+    When the admin runs `flotilla token revoke ci-viewer`
+    And `flotilla fleet stop` is run
+    Then the fleet is stopped
+    And the CDEvents sink received the audit records, in the journal's order, as dev.cdeventsx.flotilla-audit.recorded.0.1.0 CDEvents:
+      | name      | token     | action    | detail begins    | decision |
+      | default   | default   | tokens    | create ci-viewer | allowed  |
+      | ci-viewer | ci-viewer | stop-line |                  | refused  |
+      | default   | default   | tokens    | revoke ci-viewer | allowed  |
+      | default   | default   | stop-line | stop             | allowed  |
+    And every CDEvent the sink received validates against the CDEvents spec

@@ -55,6 +55,60 @@ Feature: Single sign-on: people log in through the OpenID provider, and their gr
     And the rollout of "1.1.0" records the approvals of "alice@example.com" for wave 2
     And `flotilla get audit` lists the approval of wave 2 by "alice@example.com"
 
+  # Catches: a browser login that takes a redirect without checking its
+  # state (the forged redirect would log in, or end the login), that sends
+  # no PKCE verifier or the wrong one (the provider refuses the code), that
+  # keeps no refresh token or not where the device flow keeps it, a CLI
+  # that sends its ID token once it has expired instead of refreshing it
+  # first (whoami refused 401, the provider counting no refresh), and an
+  # approval recorded under a token's name or released before it (c2
+  # changed before the approval).
+  Scenario: `flotilla login --sso --browser` through a loopback callback, the ID token refreshed once it expired, then `flotilla approve` as that person releases the wave
+    Given the OpenID provider's ID tokens last 5 seconds
+    And wave 2 needs one approval
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the application's objects in clusters "c2" are watched
+    When "alice@example.com" runs `flotilla login --sso --browser` and logs in at the OpenID provider in Chromium
+    Then `flotilla login --sso` says it logged in as "alice@example.com", keeping a refresh token in a file only its owner reads
+    And a redirect to the login's callback with another state was refused while it waited
+    When the ID token the CLI keeps has expired
+    Then `flotilla whoami` without a token names "alice@example.com" in group "release-managers", the CLI having refreshed its login at the OpenID provider
+    When version "1.1.0" is pushed
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    And no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
+    When `flotilla approve --wave 2` is run for the rollout of "1.1.0" without a token, as the person logged in
+    Then the rollout of "1.1.0" succeeds
+    And clusters "c2" were unchanged until the release
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the rollout of "1.1.0" records the approvals of "alice@example.com" for wave 2
+
+  # Catches: a web session that never asks the provider again (bob keeps
+  # his old group's roles after the provider moved him, and keeps reading
+  # after the provider revoked his login), a web client that asks no
+  # offline_access (no refresh token to revoke), a refresh that does not
+  # keep the rotated refresh token (the second refresh refused, 401), and a
+  # refused refresh that leaves the session open or answers without the
+  # login hint.
+  Scenario: A web session whose ID token expired is refreshed at the provider: the person's new groups apply, and a revoked login ends the session with 401 and the login hint
+    Given the OpenID provider's ID tokens last 4 seconds
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When "bob@example.com" logs in to the web UI through the OpenID provider
+    And the web UI's page is left for a blank one, its session cookie kept
+    Then the web UI's session names "bob@example.com" in group "payments-viewers", with no approve permission in project "payments"
+    When the OpenID provider moves "bob@example.com" to group "release-managers"
+    And the ID token of the web UI's session has expired
+    Then the web UI's session names "bob@example.com" in group "release-managers", with the approve permission in project "payments"
+    And the OpenID provider has refreshed the login of "bob" at least 1 time
+    When the ID token of the web UI's session has expired
+    Then the web UI's session names "bob@example.com" in group "release-managers", with the approve permission in project "payments"
+    And the OpenID provider has refreshed the login of "bob" at least 2 times
+    When the OpenID provider revokes the logins of "bob"
+    And the ID token of the web UI's session has expired
+    Then the web UI's session is refused 401 saying "the identity provider refused to refresh it; log in again at /ui/login"
+    And the web UI's session is refused 401 again, saying "the single sign-on session has expired or ended: log in again at /ui/login"
+    And the web UI, opened again, shows its login form
+
   # Catches: a 401 that, with single sign-on on, tells a person only to
   # send an API token, which people do not hold (the hint dropped from the
   # API's reads, its watch stream, its controls, or the CLI's message), and

@@ -16,8 +16,13 @@ import (
 	"strings"
 	"time"
 
+	cdv05 "github.com/cdevents/sdk-go/pkg/api/v05"
 	"github.com/cucumber/godog"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/cdevents"
 )
 
 // The audit (#31 step 2): every control is journaled with a record of who
@@ -50,6 +55,7 @@ func (s *scenario) registerAuditSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla fleet stop --reason \"([^\"]*)\"` is run through the proxy$", s.auditStopThroughProxy)
 	sc.Step("^`fleet (start|stop)` is sent (straight to flotilla|through the proxy) with the header \"X-Forwarded-For: ([^\"]*)\"$", s.auditFleetForged)
 	sc.Step(`^the fleet is (running|stopped)$`, s.auditFleetIs)
+	sc.Step(`^the CDEvents sink received the audit records, in the journal's order, as dev\.cdeventsx\.flotilla-audit\.recorded\.0\.1\.0 CDEvents:$`, s.auditCDEvents)
 }
 
 func (s *scenario) auditWorld() *auditWorld {
@@ -420,4 +426,68 @@ func (s *scenario) auditFleetIs(ctx context.Context, want string) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// auditCDEvents reads the audit records the CDEvents sink received (the
+// custom events of type cdevents.AuditRecordedType, each once, as a
+// consumer drops a resend by id), read back with the SDK, against the
+// table's rows in order: who (name and token), the action, how the detail
+// begins, the decision.
+func (s *scenario) auditCDEvents(ctx context.Context, table *godog.Table) error {
+	if s.w.cdSink == nil {
+		return errors.New("no CDEvents sink: a step must start one")
+	}
+	var want [][]string
+	for _, r := range table.Rows[1:] {
+		var row []string
+		for _, c := range r.Cells {
+			row = append(row, strings.TrimSpace(c.Value))
+		}
+		want = append(want, row)
+	}
+	typ := cdevents.AuditRecordedType.String()
+	var got [][]string
+	var details []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		got, details = nil, nil
+		seen := map[string]bool{}
+		for _, e := range s.w.cdSink.all() {
+			if e.Type() != typ || seen[e.ID()] {
+				continue
+			}
+			seen[e.ID()] = true
+			ev, err := cdv05.NewFromJsonBytes(e.Data())
+			if err != nil {
+				return false, fmt.Errorf("event %s (%s) is not a CDEvent: %w", e.ID(), e.Type(), err)
+			}
+			custom, ok := ev.(*cdv05.CustomTypeEvent)
+			if !ok || custom.Context.Type.String() != typ {
+				return false, fmt.Errorf("event %s is a %T of context.type %v, want a custom event %s", e.ID(), ev, ev.GetType(), typ)
+			}
+			var rec events.AuditRecorded
+			raw, err := json.Marshal(custom.GetSubjectContent())
+			if err == nil {
+				err = json.Unmarshal(raw, &rec)
+			}
+			if err != nil {
+				return false, fmt.Errorf("the content of %s: %w", e.ID(), err)
+			}
+			got = append(got, []string{rec.Principal.Name, rec.Principal.Token, rec.Action, rec.Detail, rec.Decision})
+			details = append(details, string(raw))
+		}
+		return len(got) >= len(want), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the sink received %d audit records, want %d: %w\n%s", len(got), len(want), err, strings.Join(details, "\n"))
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("the sink received %d audit records, want %d:\n%s", len(got), len(want), strings.Join(details, "\n"))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g[0] != w[0] || g[1] != w[1] || g[2] != w[2] || !strings.HasPrefix(g[3], w[3]) || g[4] != w[4] {
+			return fmt.Errorf("audit record %d received is %v, want %v (the detail beginning so):\n%s", i+1, g, w, strings.Join(details, "\n"))
+		}
+	}
+	return nil
 }

@@ -27,8 +27,10 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
 )
 
@@ -41,6 +43,15 @@ type ssoWorld struct {
 	// output of `flotilla login --sso`.
 	cliConfig string
 	login     string
+	// lifetime is the provider's ID token lifetime (0: its default).
+	lifetime time.Duration
+	// forged is the status the browser login's callback answered a
+	// redirect with another state (0: none sent).
+	forged int
+	// before is the CLI's login when its ID token expired, and refreshes
+	// the provider's count of alice's refreshes then.
+	before    map[string]any
+	refreshes int
 }
 
 const ssoPassword = "correct horse battery staple"
@@ -62,6 +73,20 @@ func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`flotilla get rollouts` without a token or a login fails, saying \"([^\"]*)\"$", s.ssoHintCLI)
 	sc.Step(`^the web UI shows its login form offering "Log in with SSO", which leads to the OpenID provider's login form$`, s.ssoHintUI)
 	sc.Step(`^web sessions are swept from the state every second$`, s.sweepEverySecond)
+	sc.Step(`^the OpenID provider's ID tokens last (\d+) seconds$`, s.ssoTokenLifetime)
+	sc.Step("^\"([^\"]*)\" runs `flotilla login --sso --browser` and logs in at the OpenID provider in Chromium$", s.ssoCLIBrowserLogin)
+	sc.Step(`^a redirect to the login's callback with another state was refused while it waited$`, s.ssoForgedRefused)
+	sc.Step(`^the ID token the CLI keeps has expired$`, s.ssoCLITokenExpired)
+	sc.Step("^`flotilla whoami` without a token names \"([^\"]*)\" in group \"([^\"]*)\", the CLI having refreshed its login at the OpenID provider$", s.ssoCLIWhoami)
+	sc.Step(`^the web UI's page is left for a blank one, its session cookie kept$`, s.ssoBlankPage)
+	sc.Step(`^the web UI's session names "([^"]*)" in group "([^"]*)", with (no|the) approve permission in project "([^"]*)"$`, s.ssoSessionNames)
+	sc.Step(`^the OpenID provider moves "([^"]*)" to group "([^"]*)"$`, s.ssoMoveGroup)
+	sc.Step(`^the ID token of the web UI's session has expired$`, s.ssoTokenExpired)
+	sc.Step(`^the OpenID provider has refreshed the login of "([^"]*)" at least (\d+) times?$`, s.ssoRefreshedTimes)
+	sc.Step(`^the OpenID provider revokes the logins of "([^"]*)"$`, s.ssoRevoke)
+	sc.Step(`^the web UI's session is refused 401 saying "([^"]*)"$`, s.ssoSessionRefused)
+	sc.Step(`^the web UI's session is refused 401 again, saying "([^"]*)"$`, s.ssoSessionRefused)
+	sc.Step(`^the web UI, opened again, shows its login form$`, s.ssoLoginFormAgain)
 	sc.Step(`^the state holds a live single sign-on session of "([^"]*)" (\d+) seconds later$`, s.liveSSOSession)
 	sc.Step(`^within (\d+) seconds the state holds no single sign-on session of "([^"]*)"$`, s.noSSOSession)
 }
@@ -96,10 +121,16 @@ func (s *scenario) ssoConfig(cfg map[string]any) error {
 	server := cfg["server"].(map[string]any)
 	external := "http://" + server["listen"].(string)
 	clientSecret := "web-" + randomHex(16)
+	var opts []oidcop.Option
+	if sw.lifetime > 0 {
+		opts = append(opts, oidcop.TokenLifetime(sw.lifetime))
+	}
 	p, err := oidcop.Start(sw.users, []oidcop.Client{
 		{ID: "flotilla", Secret: clientSecret, RedirectURIs: []string{external + "/auth/callback"}},
-		{ID: "flotilla-cli"},
-	})
+		// The CLI: the device flow, or `login --sso --browser`'s loopback
+		// redirect on any port (RFC 8252).
+		{ID: "flotilla-cli", RedirectURIs: []string{"http://127.0.0.1/auth/callback"}},
+	}, opts...)
 	if err != nil {
 		return err
 	}
@@ -606,4 +637,266 @@ func (s *scenario) liveSSOSession(ctx context.Context, who string, seconds int) 
 
 func (s *scenario) noSSOSession(ctx context.Context, seconds int, who string) error {
 	return s.noSession(ctx, api.SSOSessionCollection, who, seconds)
+}
+
+func (s *scenario) ssoTokenLifetime(seconds int) error {
+	s.sso().lifetime = time.Duration(seconds) * time.Second
+	return nil
+}
+
+// ssoCLIBrowserLogin runs `flotilla login --sso --browser --sso-port 0`:
+// once it waits, a redirect to its callback with another state (as a page
+// of another site could send) must be refused, then Chromium opens the
+// authorization URL it printed and logs in at the provider, which sends
+// the browser back to the CLI's callback.
+func (s *scenario) ssoCLIBrowserLogin(ctx context.Context, who string) error {
+	sw := s.sso()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, flotillaBin, "login", "--sso", "--browser", "--sso-port", "0", "--server", s.w.flotilla.url())
+	cmd.Env = s.ssoCLIEnv()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var printed strings.Builder
+	authURL, redirect := "", ""
+	rd := bufio.NewReader(out)
+	for redirect == "" {
+		line, err := rd.ReadString('\n')
+		printed.WriteString(line)
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, sw.provider.Issuer) {
+			authURL = line
+		}
+		if r, ok := strings.CutPrefix(line, "Waiting for the provider to redirect to "); ok {
+			redirect = strings.TrimSuffix(r, "...")
+		}
+		if err != nil {
+			_ = cmd.Wait()
+			return fmt.Errorf("flotilla login --sso --browser printed no URL and callback: %q, stderr %q", printed.String(), errOut.String())
+		}
+	}
+	if authURL == "" || !strings.Contains(authURL, "code_challenge=") || !strings.Contains(authURL, "state=") {
+		return fmt.Errorf("flotilla login --sso --browser printed no authorization URL with PKCE and a state: %q", printed.String())
+	}
+	forged, err := http.Get(redirect + "?code=forged&state=not-this-login")
+	if err != nil {
+		return fmt.Errorf("a redirect to %s: %w", redirect, err)
+	}
+	_ = forged.Body.Close()
+	sw.forged = forged.StatusCode
+	b, err := s.startBrowser(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(authURL)); err != nil {
+		return err
+	}
+	if err := s.providerLogin(ctx, b, who); err != nil {
+		return err
+	}
+	// The CLI's own page at its callback.
+	if err := b.until(ctx, uiWait, "the CLI's callback page saying Logged in", fmt.Sprintf(
+		`location.href.startsWith(%q) && document.querySelector('#result') && document.querySelector('#result').textContent.startsWith("Logged in")`, redirect)); err != nil {
+		return err
+	}
+	rest, _ := io.ReadAll(rd)
+	printed.Write(rest)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("flotilla login --sso --browser: %w: stdout %q, stderr %q", err, printed.String(), errOut.String())
+	}
+	sw.login = printed.String()
+	return nil
+}
+
+func (s *scenario) ssoForgedRefused() error {
+	if got := s.sso().forged; got != http.StatusBadRequest {
+		return fmt.Errorf("a redirect with another state answered %d, want 400 (and the login going on)", got)
+	}
+	return nil
+}
+
+// cliLogin is the login the CLI's config file keeps for the scenario's
+// flotilla, as the file says it.
+func (s *scenario) cliLogin() (map[string]any, error) {
+	raw, err := os.ReadFile(s.sso().cliConfig)
+	if err != nil {
+		return nil, err
+	}
+	var c struct {
+		Logins []map[string]any `json:"logins"`
+	}
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("reading the CLI's config: %w", err)
+	}
+	for _, l := range c.Logins {
+		if l["server"] == s.w.flotilla.url() {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("the CLI's config keeps no login to %s:\n%s", s.w.flotilla.url(), raw)
+}
+
+// ssoCLITokenExpired waits past the expiry of the ID token the CLI keeps,
+// and remembers the login and the provider's count of refreshes then.
+func (s *scenario) ssoCLITokenExpired(ctx context.Context) error {
+	sw := s.sso()
+	l, err := s.cliLogin()
+	if err != nil {
+		return err
+	}
+	exp, err := time.Parse(time.RFC3339Nano, fmt.Sprint(l["expiry"]))
+	if err != nil {
+		return fmt.Errorf("the login's expiry %v: %w", l["expiry"], err)
+	}
+	if wait := time.Until(exp) + time.Second; wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	sw.before = l
+	sw.refreshes = sw.provider.Refreshes(strings.Split(fmt.Sprint(l["name"]), "@")[0])
+	return nil
+}
+
+// ssoCLIWhoami runs `flotilla whoami -o json` as the person: flotilla
+// names them and the provider's groups, the provider counts one more
+// refresh, and the file keeps a new ID token and the rotated refresh token.
+func (s *scenario) ssoCLIWhoami(ctx context.Context, who, group string) error {
+	sw := s.sso()
+	cmd := exec.CommandContext(ctx, flotillaBin, "whoami", "-o", "json", "--server", s.w.flotilla.url())
+	cmd.Env = s.ssoCLIEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("flotilla whoami: %w: %s%s", err, out.String(), errOut.String())
+	}
+	var w struct {
+		Name   string
+		Via    string
+		Groups []string
+	}
+	if err := json.Unmarshal(out.Bytes(), &w); err != nil {
+		return fmt.Errorf("flotilla whoami -o json printed %q: %w", out.String(), err)
+	}
+	if w.Name != who || !slices.Equal(w.Groups, []string{group}) || w.Via != "token" {
+		return fmt.Errorf("flotilla whoami says %+v, want %s in group %s, via its ID token", w, who, group)
+	}
+	if n := sw.provider.Refreshes(strings.Split(who, "@")[0]); n <= sw.refreshes {
+		return fmt.Errorf("the provider answered %d refreshes of %s, as many as before whoami: the CLI did not refresh its login", n, who)
+	}
+	after, err := s.cliLogin()
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"idToken", "refreshToken"} {
+		if after[k] == sw.before[k] || after[k] == "" {
+			return fmt.Errorf("the CLI's config keeps the same %s after the refresh", k)
+		}
+	}
+	return nil
+}
+
+// ssoBlankPage leaves the web UI's page: only the steps' own calls use
+// the session from here, so what refreshes it is theirs.
+func (s *scenario) ssoBlankPage(ctx context.Context) error {
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	return b.run(ctx, uiWait, chromedp.Navigate("about:blank"))
+}
+
+// ssoSessionWhoami is GET /api/v1/whoami with the browser's session cookie.
+func (s *scenario) ssoSessionWhoami(ctx context.Context) (answer, error) {
+	h, err := s.ssoSessionHeader(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	return s.call(ctx, http.MethodGet, "/api/v1/whoami", h, nil)
+}
+
+func (s *scenario) ssoSessionNames(ctx context.Context, who, group, has, project string) error {
+	a, err := s.ssoSessionWhoami(ctx)
+	if err != nil {
+		return err
+	}
+	if a.status != http.StatusOK {
+		return fmt.Errorf("GET /api/v1/whoami with the session: %d %s", a.status, a.body)
+	}
+	var w api.Whoami
+	if err := json.Unmarshal([]byte(a.body), &w); err != nil {
+		return err
+	}
+	approves := slices.Contains(w.Permissions[project], identity.Approve)
+	if w.Name != who || !slices.Equal(w.Groups, []string{group}) || approves != (has == "the") {
+		return fmt.Errorf("the session is %s in groups %v with the permissions %v in project %s; want %s in group %s, with %s approve permission",
+			w.Name, w.Groups, w.Permissions[project], project, who, group, has)
+	}
+	return nil
+}
+
+func (s *scenario) ssoMoveGroup(who, group string) error {
+	s.sso().provider.SetGroups(strings.Split(who, "@")[0], []string{group})
+	return nil
+}
+
+// ssoTokenExpired waits a whole ID token lifetime and a second: whatever
+// ID token the session holds has expired.
+func (s *scenario) ssoTokenExpired(ctx context.Context) error {
+	sw := s.sso()
+	if sw.lifetime == 0 {
+		return errors.New("the provider's ID tokens last their default ten minutes: a step must shorten them")
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(sw.lifetime + time.Second):
+		return nil
+	}
+}
+
+func (s *scenario) ssoRefreshedTimes(user string, n int) error {
+	if got := s.sso().provider.Refreshes(user); got < n {
+		return fmt.Errorf("the provider answered %d refreshes of %s, want at least %d", got, user, n)
+	}
+	return nil
+}
+
+func (s *scenario) ssoRevoke(user string) error {
+	if n := s.sso().provider.RevokeLogins(user); n == 0 {
+		return fmt.Errorf("%s holds no refresh token at the provider: the web login asked for none", user)
+	}
+	return nil
+}
+
+func (s *scenario) ssoSessionRefused(ctx context.Context, msg string) error {
+	a, err := s.ssoSessionWhoami(ctx)
+	if err != nil {
+		return err
+	}
+	var e struct{ Error string }
+	if a.status != http.StatusUnauthorized || json.Unmarshal([]byte(a.body), &e) != nil || !strings.HasSuffix(e.Error, msg) {
+		return fmt.Errorf("GET /api/v1/whoami with the session answered %d %s, want 401 saying %q", a.status, a.body, msg)
+	}
+	return nil
+}
+
+func (s *scenario) ssoLoginFormAgain(ctx context.Context) error {
+	b, err := s.uiBrowser()
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(b.base+"/ui/")); err != nil {
+		return err
+	}
+	return b.until(ctx, uiWait, "the login form", loginForm+` && !document.querySelector('#rollouts')`)
 }

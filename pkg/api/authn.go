@@ -73,11 +73,15 @@ type Authn struct {
 	register      prometheus.Registerer
 	refused       *prometheus.CounterVec
 	logins        *prometheus.CounterVec
+	refreshes     *prometheus.CounterVec // single sign-on sessions' refreshes (sso.go)
 
 	registry TokenRegistry  // created tokens, revocations (tokens.go)
 	sessions SSOSessions    // created tokens' web sessions (sessions.go); nil: none
 	failures *failureLimit  // failed bearer tokens per client address
 	proxies  []netip.Prefix // whose X-Forwarded-For names the client
+
+	// sharedFailures keeps the failures for every replica (failures.go).
+	sharedFailures BearerFailures
 }
 
 // namedToken is one API token of the config, hashed at load: its SHA-256
@@ -122,6 +126,9 @@ func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
 	for _, o := range opts {
 		o(a)
 	}
+	if a.failures != nil && a.sharedFailures != nil {
+		a.failures.shared = a.sharedFailures
+	}
 	for _, name := range slices.Sorted(maps.Keys(tokens)) { // in order: two names of one secret, the first
 		if secret := tokens[name]; secret != "" { // an empty secret would take "Bearer " alone
 			sum := sha256.Sum256([]byte(secret))
@@ -136,6 +143,13 @@ func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
 		Name: "flotilla_web_logins_total",
 		Help: "Logins to the web UI: method token (an API token at /ui/login, the config's or a created one) or sso (single sign-on's callback); result succeeded or failed (a wrong, revoked or expired token, a refused or failed sign-on).",
 	}, []string{"method", "result"})
+	a.refreshes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_sso_session_refreshes_total",
+		Help: "Refreshes of single sign-on web sessions whose ID token expired, with the provider's refresh token: result succeeded (a new ID token: the person's name and groups as the provider says now), refused (the provider refused: the session ended, 401) or failed (the provider unreachable or failing: the request refused 502, the session kept).",
+	}, []string{"result"})
+	for _, r := range []string{refreshSucceeded, refreshRefused, refreshFailed} {
+		a.refreshes.WithLabelValues(r)
+	}
 	for _, m := range []string{loginToken, loginSSO} {
 		a.logins.WithLabelValues(m, "succeeded")
 		a.logins.WithLabelValues(m, "failed")
@@ -150,6 +164,9 @@ func NewAuthn(tokens map[string]string, opts ...AuthnOption) (*Authn, error) {
 		}
 		if err := a.register.Register(a.logins); err != nil {
 			return nil, fmt.Errorf("registering flotilla_web_logins_total: %w", err)
+		}
+		if err := a.register.Register(a.refreshes); err != nil {
+			return nil, fmt.Errorf("registering flotilla_sso_session_refreshes_total: %w", err)
 		}
 	}
 	return a, nil

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -50,6 +52,7 @@ const (
 	SSOConfigPath   = "/auth/config"   // GET: what `flotilla login --sso` needs
 
 	msgSSOSessionInvalid = "the single sign-on session has expired or ended: log in again at /ui/login"
+	msgSSORefreshRefused = "the single sign-on session has ended: the identity provider refused to refresh it; log in again at /ui/login"
 	msgNoCLIClient       = "this flotilla takes no ID token as a bearer token: set server.sso.cliClientID"
 )
 
@@ -86,6 +89,17 @@ type ssoSession struct {
 	CreatedAt time.Time  `json:"createdAt"`
 	ExpiresAt time.Time  `json:"expiresAt"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	// IDTokenExpiry is when the session's last ID token expires: from
+	// then on, a request of the session first asks the provider for a new
+	// one with the refresh token (refresh). Zero: no refresh token was
+	// given, and the session lasts until ExpiresAt as it is.
+	IDTokenExpiry time.Time `json:"idTokenExpiry,omitzero"`
+	// Refresh is the provider's refresh token, sealed with a key derived
+	// from the session's id (sealRefresh): the state never holds a value
+	// that refreshes a session without its cookie.
+	Refresh string `json:"refresh,omitempty"`
+	// RefreshedAt is the last refresh's time (nil: none yet).
+	RefreshedAt *time.Time `json:"refreshedAt,omitempty"`
 }
 
 // SSO logs people in through the provider of c.
@@ -105,6 +119,15 @@ type SSO struct {
 
 	mu       sync.Mutex
 	provider *oidc.Provider // discovered at first use, and again after a failure
+
+	// refreshing holds a lock per session key: one refresh at a time of a
+	// session in this process (the page's concurrent calls wait for it
+	// and take its result, rather than spending the rotated refresh token
+	// twice).
+	refreshing sync.Map // session key -> *sync.Mutex
+	// refreshes counts the sessions' refreshes by result (Authn's
+	// flotilla_sso_session_refreshes_total).
+	refreshes func(result string)
 }
 
 // NewSSO returns the single sign-on of c, its sessions kept in sessions.
@@ -125,6 +148,7 @@ func (a *Authn) UseSSO(s *SSO) {
 	a.sso = s
 	s.endSession = a.EndSession
 	s.logins = a.countLogin
+	s.refreshes = func(result string) { a.refreshes.WithLabelValues(result).Inc() }
 }
 
 // SSO is the single sign-on UseSSO gave a (nil: none).
@@ -156,9 +180,11 @@ func (s *SSO) discover(ctx context.Context) (*oidc.Provider, error) {
 	return p, nil
 }
 
+// oauth is the web client's: it asks offline_access too, for the refresh
+// token that keeps a session's ID token fresh (refresh).
 func (s *SSO) oauth(p *oidc.Provider) *oauth2.Config {
 	return &oauth2.Config{ClientID: s.c.ClientID, ClientSecret: s.c.ClientSecret, Endpoint: p.Endpoint(),
-		RedirectURL: s.c.RedirectURL, Scopes: SSOScopes}
+		RedirectURL: s.c.RedirectURL, Scopes: append([]string{oidc.ScopeOfflineAccess}, SSOScopes...)}
 }
 
 // Register adds the SSO's routes to mux. They need no identity: login
@@ -296,6 +322,15 @@ func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 	id := ssoRandom()
 	now := s.now()
 	doc := ssoSession{Subject: principal.Subject, Name: principal.Name, Groups: principal.Groups, CreatedAt: now, ExpiresAt: now.Add(s.c.SessionTTL)}
+	if tok.RefreshToken != "" {
+		sealed, err := sealRefresh(id, tok.RefreshToken)
+		if err != nil {
+			s.log.ErrorContext(ctx, "sealing a single sign-on refresh token", "error", err)
+			s.fail(w, http.StatusServiceUnavailable, "The session could not be kept; try again.")
+			return
+		}
+		doc.IDTokenExpiry, doc.Refresh = idt.Expiry, sealed
+	}
 	if err := s.sessions.Put(ctx, SSOSessionCollection, ssoSessionKey(id), doc); err != nil {
 		s.log.ErrorContext(ctx, "keeping a single sign-on session", "error", err)
 		s.fail(w, http.StatusServiceUnavailable, "The session could not be kept; try again.")
@@ -430,7 +465,181 @@ func (s *SSO) authenticate(r *http.Request, reads bool) (_ identity.Principal, h
 	if !reads && r.Header.Get(CSRFHeader) != "1" {
 		return identity.Principal{}, true, refusedCSRF, fault.New(fault.ErrForbidden, msgMissingCSRF)
 	}
+	if doc.Refresh != "" && !s.now().Before(doc.IDTokenExpiry) {
+		if doc, err = s.refresh(r.Context(), c.Value); err != nil {
+			return identity.Principal{}, true, refusedUnauthenticated, err
+		}
+	}
 	return identity.Principal{Subject: doc.Subject, Name: doc.Name, Groups: doc.Groups, Via: identity.ViaSession}, true, "", nil
+}
+
+// Results of a session's refresh, as
+// flotilla_sso_session_refreshes_total counts them.
+const (
+	refreshSucceeded = "succeeded"
+	refreshRefused   = "refused" // the provider refused: the session ended
+	refreshFailed    = "failed"  // the provider unreachable or answering 5xx: the request refused, the session kept
+)
+
+// refresh gives the session of the cookie value id a new ID token from
+// the provider with its refresh token, once its last one expired: the
+// person's name and groups as the provider says now, the rotated refresh
+// token kept. The provider refusing (invalid_grant: the person disabled,
+// signed out everywhere, the token revoked or spent) ends the session
+// (401, the login hint); the provider unreachable refuses this request
+// (502) and keeps the session, to try again at the next. One refresh of a
+// session at a time in this process; a refusal is checked against the
+// state first, since another replica may have refreshed it (and spent
+// the refresh token it rotated) meanwhile.
+func (s *SSO) refresh(ctx context.Context, id string) (ssoSession, error) {
+	key := ssoSessionKey(id)
+	mu, _ := s.refreshing.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer func() {
+		mu.(*sync.Mutex).Unlock()
+		s.refreshing.Delete(key)
+	}()
+	var doc ssoSession
+	found, err := s.sessions.Get(ctx, SSOSessionCollection, key, &doc)
+	switch {
+	case err != nil:
+		return doc, fmt.Errorf("reading the session: %w", err)
+	case !found || doc.EndedAt != nil || !s.now().Before(doc.ExpiresAt):
+		return doc, fault.New(fault.ErrUnauthenticated, msgSSOSessionInvalid)
+	case doc.Refresh == "" || s.now().Before(doc.IDTokenExpiry):
+		return doc, nil // refreshed by the call this one waited for
+	}
+	fresh, err := s.refreshOnce(ctx, id, doc)
+	if err == nil {
+		s.countRefresh(refreshSucceeded)
+		s.log.InfoContext(ctx, "single sign-on session refreshed", "name", fresh.Name, "groups", fresh.Groups)
+		return fresh, nil
+	}
+	var re *oauth2.RetrieveError
+	refused := errors.Is(err, errRefreshRefused) ||
+		(errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500)
+	if !refused {
+		s.countRefresh(refreshFailed)
+		s.log.WarnContext(ctx, "refreshing a single sign-on session", "name", doc.Name, "error", err)
+		return doc, fault.New(fault.ErrUpstream, "refreshing the single sign-on session at the identity provider failed; try again")
+	}
+	// Refused. Another replica may have spent the token first: its
+	// refresh is in the state, or about to be.
+	for range 3 {
+		var now ssoSession
+		if found, gerr := s.sessions.Get(ctx, SSOSessionCollection, key, &now); gerr == nil && found && now.EndedAt == nil && now.Refresh != doc.Refresh {
+			return now, nil
+		}
+		select {
+		case <-ctx.Done():
+			return doc, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	s.countRefresh(refreshRefused)
+	s.log.InfoContext(ctx, "single sign-on session ended: the provider refused its refresh", "name", doc.Name, "error", err)
+	ended := s.now()
+	doc.EndedAt, doc.Refresh = &ended, ""
+	if perr := s.sessions.Put(ctx, SSOSessionCollection, key, doc); perr != nil {
+		s.log.ErrorContext(ctx, "ending a single sign-on session", "error", perr)
+	}
+	return doc, fault.New(fault.ErrUnauthenticated, msgSSORefreshRefused)
+}
+
+// errRefreshRefused: the provider answered the refresh, but with an ID
+// token that is not this session's person's, or none usable.
+var errRefreshRefused = errors.New("the identity provider's refresh is not this session's")
+
+// refreshOnce asks the provider for a new ID token with doc's refresh
+// token and keeps the session's new state.
+func (s *SSO) refreshOnce(ctx context.Context, id string, doc ssoSession) (ssoSession, error) {
+	rt, err := openRefresh(id, doc.Refresh)
+	if err != nil {
+		return doc, fmt.Errorf("%w: %w", errRefreshRefused, err)
+	}
+	p, err := s.discover(ctx)
+	if err != nil {
+		return doc, err
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Timeout: 10 * time.Second})
+	tok, err := s.oauth(p).TokenSource(ctx, &oauth2.Token{RefreshToken: rt, Expiry: time.Unix(1, 0)}).Token()
+	if err != nil {
+		return doc, err
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	principal, idt, err := s.verify(ctx, p, s.c.ClientID, raw)
+	if err != nil {
+		return doc, fmt.Errorf("%w: %w", errRefreshRefused, err)
+	}
+	if principal.Subject != doc.Subject {
+		return doc, fmt.Errorf("%w: its subject is %q, the session's %q", errRefreshRefused, principal.Subject, doc.Subject)
+	}
+	if tok.RefreshToken != "" && tok.RefreshToken != rt {
+		if doc.Refresh, err = sealRefresh(id, tok.RefreshToken); err != nil {
+			return doc, err
+		}
+	}
+	now := s.now()
+	doc.Name, doc.Groups, doc.IDTokenExpiry, doc.RefreshedAt = principal.Name, principal.Groups, idt.Expiry, &now
+	if err := s.sessions.Put(ctx, SSOSessionCollection, ssoSessionKey(id), doc); err != nil {
+		return doc, fmt.Errorf("keeping the refreshed session: %w", err)
+	}
+	return doc, nil
+}
+
+func (s *SSO) countRefresh(result string) {
+	if s.refreshes != nil {
+		s.refreshes(result)
+	}
+}
+
+// refreshKey is the AES-256 key a session's refresh token is sealed with:
+// derived from the session's id, which only its cookie holds (the state
+// keys the session by another hash of it, ssoSessionKey).
+func refreshKey(id string) []byte {
+	sum := sha256.Sum256([]byte("flotilla-sso-refresh|" + id))
+	return sum[:]
+}
+
+// sealRefresh seals a refresh token with AES-GCM under refreshKey(id).
+func sealRefresh(id, token string) (string, error) {
+	block, err := aes.NewCipher(refreshKey(id))
+	if err != nil {
+		return "", err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, gcm.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(gcm.Seal(nonce, nonce, []byte(token), nil)), nil
+}
+
+// openRefresh opens what sealRefresh sealed.
+func openRefresh(id, sealed string) (string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(sealed)
+	if err != nil {
+		return "", fmt.Errorf("decoding the sealed refresh token: %w", err)
+	}
+	block, err := aes.NewCipher(refreshKey(id))
+	if err != nil {
+		return "", err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return "", err
+	}
+	if len(raw) < gcm.NonceSize() {
+		return "", errors.New("the sealed refresh token is too short")
+	}
+	plain, err := gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], nil)
+	if err != nil {
+		return "", errors.New("the sealed refresh token does not open with this session's key")
+	}
+	return string(plain), nil
 }
 
 // looksLikeJWT: three base64url parts, the first a JSON object's.

@@ -238,3 +238,84 @@ func TestSweepSessions(t *testing.T) {
 		t.Errorf("sessions left (-want +got):\n%s", diff)
 	}
 }
+
+// TestSSORefresh: a web session whose ID token expired asks the provider
+// for a new one with the refresh token (kept sealed in the state): the
+// person's new groups apply, the rotated refresh token is kept (a second
+// refresh works), and once the provider revokes the login the refresh is
+// refused, the session ends and says how to log in again.
+func TestSSORefresh(t *testing.T) {
+	const lifetime = 2 * time.Second
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
+		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}}, oidcop.TokenLifetime(lifetime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	sessions := openState(t)
+	handler = ssoServer(t, provider, sessions, srv.URL)
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	res, err := browser.Get(srv.URL + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	res, err = browser.PostForm(provider.Issuer+"/login", url.Values{"id": {res.Request.URL.Query().Get("authRequestID")}, "username": {"alice"}, "password": {"pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var cookie http.Header
+	for _, c := range jar.Cookies(res.Request.URL) {
+		if c.Name == api.SSOSessionCookie {
+			cookie = http.Header{"Cookie": {c.String()}}
+		}
+	}
+	if cookie == nil {
+		t.Fatal("no session cookie")
+	}
+	var stored string
+	_ = sessions.List(t.Context(), api.SSOSessionCollection, func(_ string, raw []byte) error { stored = string(raw); return nil })
+	if !strings.Contains(stored, `"refresh":"`) || !strings.Contains(stored, `"idTokenExpiry":"`) {
+		t.Fatalf("the session keeps no sealed refresh token: %s", stored)
+	}
+	whoami := func() (int, string, identity.Principal) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/whoami", nil)
+		req.Header = cookie
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		var p identity.Principal
+		_ = json.Unmarshal(rec.Body.Bytes(), &p)
+		return rec.Code, rec.Body.String(), p
+	}
+	expire := func() { t.Helper(); time.Sleep(lifetime + 100*time.Millisecond) }
+
+	if code, body, p := whoami(); code != 200 || strings.Join(p.Groups, ",") != "payments" {
+		t.Fatalf("after the login: %d %s", code, body)
+	}
+	provider.SetGroups("alice", []string{"release-managers"})
+	expire()
+	if code, body, p := whoami(); code != 200 || strings.Join(p.Groups, ",") != "release-managers" || provider.Refreshes("alice") != 1 {
+		t.Fatalf("after the first refresh: %d %s, %d refreshes", code, body, provider.Refreshes("alice"))
+	}
+	expire()
+	if code, body, _ := whoami(); code != 200 || provider.Refreshes("alice") != 2 {
+		t.Fatalf("after the second refresh (the rotated token): %d %s, %d refreshes", code, body, provider.Refreshes("alice"))
+	}
+	if n := provider.RevokeLogins("alice"); n != 1 {
+		t.Fatalf("revoked %d refresh tokens, want 1", n)
+	}
+	expire()
+	if code, body, _ := whoami(); code != http.StatusUnauthorized || !strings.Contains(body, "refused to refresh it; log in again at /ui/login") {
+		t.Errorf("after the revocation: %d %s, want 401 saying the refresh was refused", code, body)
+	}
+	if code, body, _ := whoami(); code != http.StatusUnauthorized || !strings.Contains(body, "has expired or ended: log in again at /ui/login") {
+		t.Errorf("the ended session: %d %s, want 401", code, body)
+	}
+}

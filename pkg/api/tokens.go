@@ -94,7 +94,7 @@ func (a *Authn) bearer(r *http.Request, secret string) (identity.Principal, stri
 			why = "API token " + t.Name + " is " + why
 		}
 	}
-	a.failures.failed(addr)
+	a.failures.failed(r.Context(), addr)
 	return identity.Principal{}, refusedUnauthenticated, fault.New(fault.ErrUnauthenticated, why)
 }
 
@@ -128,16 +128,21 @@ func setRetryAfter(w http.ResponseWriter, err error) {
 	}
 }
 
-// failureLimit is a token bucket of failures per client address.
+// failureLimit is a token bucket of failures per client address: this
+// replica's, and with shared (SharedBearerFailures) every replica's.
 type failureLimit struct {
 	burst int
 	every time.Duration
 	mu    sync.Mutex
 	addrs map[string]*rate.Limiter
+
+	shared BearerFailures        // nil: this replica's limit only
+	remote map[string]failureDoc // the shared buckets, as written or watched
+	now    func() time.Time
 }
 
 func newFailureLimit(burst int, every time.Duration) *failureLimit {
-	return &failureLimit{burst: max(1, burst), every: every, addrs: map[string]*rate.Limiter{}}
+	return &failureLimit{burst: max(1, burst), every: every, addrs: map[string]*rate.Limiter{}, remote: map[string]failureDoc{}, now: time.Now}
 }
 
 // blocked says whether addr used up its failures, and for how long.
@@ -147,21 +152,33 @@ func (f *failureLimit) blocked(addr string) (time.Duration, bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok := f.addrs[addr]
-	if !ok {
-		return 0, false
+	if l, ok := f.addrs[addr]; ok {
+		if t := l.Tokens(); t < 1 {
+			return time.Duration((1 - t) * float64(f.every)), true
+		}
 	}
-	if t := l.Tokens(); t < 1 {
-		return time.Duration((1 - t) * float64(f.every)), true
+	if d, ok := f.remote[addr]; ok {
+		if t := f.level(d); t < 1 {
+			return time.Duration((1 - t) * float64(f.every)), true
+		}
 	}
 	return 0, false
 }
 
-// failed counts a failure of addr.
-func (f *failureLimit) failed(addr string) {
+// failed counts a failure of addr, here and, when shared, for every
+// replica.
+func (f *failureLimit) failed(ctx context.Context, addr string) {
 	if f == nil {
 		return
 	}
+	f.failedHere(addr)
+	if f.shared != nil {
+		f.failedShared(ctx, addr)
+	}
+}
+
+// failedHere counts a failure of addr in this replica's bucket.
+func (f *failureLimit) failedHere(addr string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, ok := f.addrs[addr]

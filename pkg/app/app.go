@@ -361,8 +361,12 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		}
 	}
 	s.tokens = s.newTokens()
-	if s.authn, err = api.NewAuthn(cfg.Server.Tokens(), api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer),
-		api.TokenGroups(tokenGroups(cfg)), api.WithTokens(s.tokens), api.WithSessions(s.documents()), api.AuthnTrustedProxies(cfg.Server.Proxies()...)); err != nil {
+	aopts := []api.AuthnOption{api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer),
+		api.TokenGroups(tokenGroups(cfg)), api.WithTokens(s.tokens), api.WithSessions(s.documents()), api.AuthnTrustedProxies(cfg.Server.Proxies()...)}
+	if s.scale != nil { // an address's failed API tokens count on every replica
+		aopts = append(aopts, api.SharedBearerFailures(s.scale.docs))
+	}
+	if s.authn, err = api.NewAuthn(cfg.Server.Tokens(), aopts...); err != nil {
 		return err
 	}
 	if notice := cfg.Server.AuthNotice(); notice != "" {
@@ -480,6 +484,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.tokens.Start(ctx); err != nil { // before the first request
 		return fmt.Errorf("reading the API tokens: %w", err)
 	}
+	if err := s.authn.StartSharedFailures(ctx); err != nil { // scale-out mode's shared limit, alike
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -511,6 +518,11 @@ func (s *Server) Run(ctx context.Context) error {
 	once = append(once, func(ctx context.Context) error { // the created tokens' web sessions, alike
 		return api.RunSweeper(ctx, sweepEvery, s.log, "web sessions of created API tokens", s.authn.SweepSessions)
 	})
+	if s.scale != nil { // the shared limit's buckets full again
+		once = append(once, func(ctx context.Context) error {
+			return api.RunSweeper(ctx, api.BearerFailureSweepEvery, s.log, "limits of failed API tokens that refilled", s.authn.SweepFailures)
+		})
+	}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		if r := s.cfg.Server.Retention.Duration; r > 0 {
 			// The stream keeps an event until every cursor that reads it

@@ -59,6 +59,8 @@ func (t Translator) Translate(ctx context.Context, e cloudevents.Event) ([]cloud
 		out, err = t.pipelineStarted(e)
 	case events.TypePipelineRunFinished:
 		out, err = t.pipelineFinished(e)
+	case events.TypeAuditRecorded:
+		out, err = t.auditRecorded(e)
 	default:
 		return nil, nil
 	}
@@ -273,4 +275,48 @@ func purlOfRef(ref string) (string, error) {
 		return "", err
 	}
 	return PURL(d.Context().String(), d.DigestStr())
+}
+
+// AuditRecordedType is the CDEvents type of an audit record: a custom
+// event (spec v0.5's "dev.cdeventsx.<tool>-<subject>.<predicate>.<version>"),
+// since CDEvents has none for a person's approval, override, stop of the
+// line, quarantine or token.
+var AuditRecordedType = cdapi.CDEventType{Custom: "flotilla", Subject: "audit", Predicate: "recorded", Version: "0.1.0"}
+
+// customEvent is the SDK's custom event, named by the type it was given.
+// sdk-go v0.5.1's CustomTypeEventV0_5_1.GetType returns the package
+// variable CustomTypeEventTypeV0_5_1, an empty CDEventType, not the
+// context's type SetEventType set: AsCloudEvent would name every custom
+// event "dev.cdevents.<undefined-subject>.<undefined-predicate>.<undefined-version>"
+// (the JSON's context.type is right). The SDK's GetSchema, which calls
+// that GetType, still finds the custom schema (an empty subject selects
+// it), so the event validates against the spec's custom schema as is.
+type customEvent struct {
+	*cdv05.CustomTypeEvent
+}
+
+// GetType is the type the event was given.
+func (c customEvent) GetType() cdapi.CDEventType { return c.Context.Type }
+
+// auditRecorded is an audit record (a control allowed or refused, a token
+// created or revoked) as a custom CDEvent: its subject is the record (id
+// the flotilla event's), its content the record as the audit API shows
+// it (who, with which groups and token, from where, what, on which
+// application, rollout and wave, the decision, why and the reason).
+func (t Translator) auditRecorded(e cloudevents.Event) (event, error) {
+	p, err := events.Decode[events.AuditRecorded](e)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cdv05.NewCustomTypeEvent()
+	if err != nil {
+		return nil, err
+	}
+	c.SetEventType(AuditRecordedType)
+	c.SetSubjectId(e.ID())
+	c.SetSubjectContent(p)
+	if p.RolloutID != "" {
+		c.SetChainId(p.RolloutID)
+	}
+	return customEvent{c}, nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -116,30 +117,54 @@ func (c cliConfig) withLogin(server string, l *ssoLogin) cliConfig {
 
 func newLoginCmd() *cobra.Command {
 	var server string
-	var sso bool
+	var sso, browser bool
+	var port int
 	cmd := &cobra.Command{
 		Use:   "login --sso",
-		Short: "Log in to a flotilla through its single sign-on (device flow)",
+		Short: "Log in to a flotilla through its single sign-on (device flow, or --browser)",
 		Long: `login --sso logs you in through the OpenID provider of the flotilla at
---server (its server.sso), with the device authorization grant (RFC 8628): it
-prints a URL and a code, you open the URL in any browser, log in there and
-enter the code, and login waits for it. It keeps the refresh token in
-~/.config/flotilla/config.yaml (mode 0600; $FLOTILLA_CLI_CONFIG elsewhere),
-and the other commands then send your ID token, refreshed before it expires,
-whenever they are given no --token: their calls are recorded under your name
-and allowed by your groups' roles. flotilla logout forgets it.`,
+--server (its server.sso). By default with the device authorization grant
+(RFC 8628): it prints a URL and a code, you open the URL in any browser, log
+in there and enter the code, and login waits for it. With --browser, as
+argocd login --sso does, it listens on 127.0.0.1:--sso-port (default 8085; 0
+picks a free port, for providers that take any loopback port, RFC 8252) and
+prints the provider's authorization URL (code flow with PKCE, a state and a
+nonce): open it in a browser on this machine, log in, and the provider sends
+the browser back to http://127.0.0.1:<port>/auth/callback, where login takes
+the code (its state checked), exchanges it with the PKCE verifier and
+verifies the ID token. The CLI's client (server.sso.cliClientID) must then
+allow the authorization code grant and that redirect URL.
+
+Either way it keeps the refresh token in ~/.config/flotilla/config.yaml (mode
+0600; $FLOTILLA_CLI_CONFIG elsewhere), and the other commands then send your
+ID token, refreshed before it expires, whenever they are given no --token:
+their calls are recorded under your name and allowed by your groups' roles.
+flotilla whoami says who flotilla takes you for; flotilla logout forgets the
+login.`,
 		Example: `  flotilla login --sso --server https://flotilla.example.com
+  flotilla login --sso --browser --sso-port 8085
   flotilla approve r-20260102-api-7f3c --wave 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !sso {
 				return usageError{errors.New("login needs --sso (API tokens need no login: pass --token or set FLOTILLA_TOKEN)")}
 			}
+			if port < 0 || port > 65535 {
+				return usageError{fmt.Errorf("--sso-port %d: want 0-65535", port)}
+			}
+			if browser {
+				return ssoBrowserLogIn(cmd.Context(), cmd.OutOrStdout(), server, port)
+			}
+			if cmd.Flags().Changed("sso-port") {
+				return usageError{errors.New("--sso-port is the port of --browser's callback: add --browser")}
+			}
 			return ssoLogIn(cmd.Context(), cmd.OutOrStdout(), server)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "URL of the running flotilla (env FLOTILLA_SERVER)")
-	cmd.Flags().BoolVar(&sso, "sso", false, "log in through the server's OpenID provider (device flow)")
+	cmd.Flags().BoolVar(&sso, "sso", false, "log in through the server's OpenID provider (device flow, or --browser)")
+	cmd.Flags().BoolVar(&browser, "browser", false, "log in in a browser on this machine: the provider redirects to a callback on 127.0.0.1 (code flow with PKCE)")
+	cmd.Flags().IntVar(&port, "sso-port", defaultSSOPort, "port of --browser's callback on 127.0.0.1 (0: a free one)")
 	return cmd
 }
 
@@ -214,10 +239,24 @@ func ssoLogIn(ctx context.Context, out io.Writer, server string) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the device login: %w", err)
 	}
+	return keepLogin(ctx, out, path, server, sc, provider, conf.Endpoint.TokenURL, tok, "")
+}
+
+// keepLogin verifies the ID token of tok (and its nonce, when not "")
+// and keeps the login to server in the CLI's config at path: the device
+// flow's and the browser's alike.
+func keepLogin(ctx context.Context, out io.Writer, path, server string, sc ssoClientConfig, provider *oidc.Provider,
+	tokenURL string, tok *oauth2.Token, nonce string) error {
 	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return errors.New("the provider returned no ID token")
+	}
 	idt, err := provider.Verifier(&oidc.Config{ClientID: sc.ClientID}).Verify(ctx, raw)
 	if err != nil {
 		return fmt.Errorf("verifying the ID token: %w", err)
+	}
+	if nonce != "" && subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(nonce)) != 1 {
+		return errors.New("verifying the ID token: its nonce is not this login's")
 	}
 	var claims struct {
 		Email    string `json:"email"`
@@ -232,7 +271,7 @@ func ssoLogIn(ctx context.Context, out io.Writer, server string) error {
 	if err != nil {
 		return err
 	}
-	l := ssoLogin{Server: server, Name: name, Issuer: sc.Issuer, ClientID: sc.ClientID, TokenURL: conf.Endpoint.TokenURL,
+	l := ssoLogin{Server: server, Name: name, Issuer: sc.Issuer, ClientID: sc.ClientID, TokenURL: tokenURL,
 		IDToken: raw, RefreshToken: tok.RefreshToken, Expiry: idt.Expiry}
 	if err := writeCLIConfig(path, c.withLogin(server, &l)); err != nil {
 		return err

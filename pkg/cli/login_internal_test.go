@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -111,4 +112,113 @@ func TestLoginSSO(t *testing.T) {
 	if ssoBearer(t.Context(), srv.URL) != "" {
 		t.Error("a bearer token after the logout")
 	}
+}
+
+// TestLoginSSOBrowser: `flotilla login --sso --browser`'s code flow with
+// PKCE through a loopback callback against a real provider: a redirect
+// with another state is refused and the login goes on waiting, the
+// browser's login at the provider comes back with the code, the login is
+// kept where the device flow keeps it, and a later call is alice's.
+func TestLoginSSOBrowser(t *testing.T) {
+	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"release-managers"}}},
+		[]oidcop.Client{{ID: "flotilla", Secret: "s"}, {ID: "flotilla-cli", RedirectURIs: []string{"http://127.0.0.1" + ssoCallbackPath}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	srv := ssoTestServer(t, provider)
+	path := filepath.Join(t.TempDir(), "flotilla", "config.yaml")
+	t.Setenv(cliConfigEnv, path)
+
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- ssoBrowserLogIn(t.Context(), pw, srv.URL, 0); _ = pw.Close() }()
+	var printed strings.Builder
+	sc := bufio.NewScanner(pr)
+	var authURL string
+	for sc.Scan() {
+		line := sc.Text()
+		printed.WriteString(line + "\n")
+		if strings.HasPrefix(line, provider.Issuer) {
+			authURL = line
+		}
+		redirect, ok := strings.CutPrefix(line, "Waiting for the provider to redirect to ")
+		if !ok {
+			continue
+		}
+		redirect = strings.TrimSuffix(redirect, "...")
+		// A forged redirect (another state) is refused; the login waits on.
+		res, err := http.Get(redirect + "?code=forged&state=other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest {
+			t.Errorf("a redirect with another state answered %d, want 400", res.StatusCode)
+		}
+		// The browser: the provider's form, then back to the callback.
+		jar, _ := cookiejar.New(nil)
+		browser := &http.Client{Jar: jar}
+		res, err = browser.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		id := res.Request.URL.Query().Get("authRequestID")
+		if id == "" {
+			t.Fatalf("not at the provider's login form: %s", res.Request.URL)
+		}
+		res, err = browser.PostForm(provider.Issuer+"/login", url.Values{"id": {id}, "username": {"alice"}, "password": {"pw"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Request.URL.String(), redirect) || !strings.Contains(string(body), "Logged in") {
+			t.Errorf("the browser ended at %s: %d %s", res.Request.URL, res.StatusCode, body)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("login: %v\n%s", err, printed.String())
+	}
+	if !strings.Contains(printed.String(), "Logged in to "+srv.URL+" as alice@example.com") || !strings.Contains(authURL, "code_challenge_method=S256") {
+		t.Errorf("login printed:\n%s", printed.String())
+	}
+	c, err := readCLIConfig(path)
+	if err != nil || len(c.Logins) != 1 || c.Logins[0].RefreshToken == "" {
+		t.Fatalf("config %+v %v, want one login with a refresh token", c, err)
+	}
+	var p identity.Principal
+	if err := (apiClient{base: srv.URL}).get(t.Context(), "/api/v1/whoami", &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "alice@example.com" || strings.Join(p.Groups, ",") != "release-managers" {
+		t.Errorf("whoami after the browser login: %+v", p)
+	}
+}
+
+// ssoTestServer serves flotilla's /auth/* and an /api/ that answers the
+// principal of the request, with single sign-on through provider.
+func ssoTestServer(t *testing.T, provider *oidcop.Provider) *httptest.Server {
+	t.Helper()
+	authn, err := api.NewAuthn(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sessions.Close() })
+	authn.UseSSO(api.NewSSO(api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "s", CLIClientID: "flotilla-cli",
+		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: "http://127.0.0.1:1/auth/callback"}, sessions, nil))
+	mux := http.NewServeMux()
+	authn.SSO().Register(mux)
+	mux.Handle("/api/", authn.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := identity.FromContext(r.Context())
+		_ = json.NewEncoder(w).Encode(p)
+	})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
 }

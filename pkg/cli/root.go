@@ -65,7 +65,7 @@ argument); 'task' adds 3, 'describe rollout --watch' 4 and 5 (see its help).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCmd(), newServeCmd(), newGetCmd(), newDescribeCmd(), newApproveCmd(), newRetryCmd(),
-		newPauseCmd(), newResumeCmd(), newAbortCmd(), newOverrideCmd(), newFleetCmd(), newQuarantineCmd(), newRefreshCmd(), newRollbackCmd(), newTaskCmd(), newPipelinesCmd(), newStoreCmd(), newConfigCmd(), newTokenCmd(), newLoginCmd(), newLogoutCmd())
+		newPauseCmd(), newResumeCmd(), newAbortCmd(), newOverrideCmd(), newFleetCmd(), newQuarantineCmd(), newRefreshCmd(), newRollbackCmd(), newTaskCmd(), newPipelinesCmd(), newStoreCmd(), newConfigCmd(), newTokenCmd(), newLoginCmd(), newLogoutCmd(), newWhoamiCmd())
 	root.AddCommand(newSimulateCmd())
 	root.InitDefaultCompletionCmd()
 	strictUsage(root)

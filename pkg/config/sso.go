@@ -39,7 +39,8 @@ func (v *validator) sessionSweep(s *Server) {
 // SSO is single sign-on through an OpenID Connect provider
 // (docs/design/identity.md, "Single sign-on"): the web UI logs in with the
 // authorization code flow and PKCE, the CLI (`flotilla login --sso`) with
-// the device authorization grant. The provider's client of the web UI
+// the device authorization grant, or with --browser the code flow on a
+// loopback redirect. The provider's client of the web UI
 // must allow the redirect URL server.externalURL + "/auth/callback".
 type SSO struct {
 	// Issuer is the provider's issuer URL (its discovery document is
@@ -54,7 +55,9 @@ type SSO struct {
 	// marshalled.
 	ClientSecretValue string `json:"-"`
 	// CLIClientID is the CLI's client at the provider (a public client
-	// allowed the device grant and refresh tokens): the audience of the
+	// allowed the device grant and refresh tokens, and for `login --sso
+	// --browser` the code grant with a redirect to
+	// http://127.0.0.1:<port>/auth/callback): the audience of the
 	// ID tokens the CLI sends as bearer tokens. Empty: the CLI cannot log
 	// in with SSO, and bearer ID tokens are refused.
 	CLIClientID string `json:"cliClientID"`

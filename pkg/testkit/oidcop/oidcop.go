@@ -28,7 +28,9 @@ type User struct {
 type Client struct {
 	ID string
 	// Secret makes a confidential web client (code flow, client_secret_basic
-	// or _post); "" makes a public native client (device flow, no secret).
+	// or _post); "" makes a public native client (device flow, or the code
+	// flow with PKCE on a loopback redirect: a registered
+	// http://127.0.0.1/<path> takes any port, RFC 8252; no secret).
 	Secret       string
 	RedirectURIs []string // the code flow's callbacks
 }
@@ -132,6 +134,20 @@ func (p *Provider) Close() error {
 // them (a person moved to another team).
 func (p *Provider) SetGroups(user string, groups []string) {
 	p.store.setGroups(user, groups)
+}
+
+// RevokeLogins forgets every refresh token (and access token) the user
+// holds: a refresh with one is refused with invalid_grant from now on, as
+// when a provider disables a person or signs them out everywhere. It says
+// how many refresh tokens it revoked.
+func (p *Provider) RevokeLogins(user string) int {
+	return p.store.revokeLogins(user)
+}
+
+// Refreshes is how many refresh grants the provider answered for user
+// (each rotates the refresh token).
+func (p *Provider) Refreshes(user string) int {
+	return p.store.refreshed(user)
 }
 
 type page struct {

@@ -32,6 +32,8 @@ type storage struct {
 	refresh  map[string]*refreshRequest
 	devices  map[string]*op.DeviceAuthorizationState // by device code
 	userCode map[string]string                       // user code -> device code
+	// refreshCount is the refresh grants answered, by subject.
+	refreshCount map[string]int
 }
 
 func newStorage(key *rsa.PrivateKey, users []User, clients []Client) *storage {
@@ -40,6 +42,7 @@ func newStorage(key *rsa.PrivateKey, users []User, clients []Client) *storage {
 		users: map[string]User{}, clients: map[string]Client{},
 		requests: map[string]*authRequest{}, codes: map[string]string{}, access: map[string]accessToken{},
 		refresh: map[string]*refreshRequest{}, devices: map[string]*op.DeviceAuthorizationState{}, userCode: map[string]string{},
+		refreshCount: map[string]int{},
 	}
 	for _, u := range users {
 		s.users[u.Name] = u
@@ -193,6 +196,7 @@ func (s *storage) CreateAccessAndRefreshTokens(_ context.Context, req op.TokenRe
 		}
 		r.clientID, r.amr, r.authTime = old.clientID, old.amr, old.authTime
 		delete(s.refresh, current)
+		s.refreshCount[r.subject]++
 	}
 	token := randomID()
 	s.refresh[token] = r
@@ -218,6 +222,34 @@ func (s *storage) RevokeToken(_ context.Context, token, _, _ string) *oidc.Error
 	delete(s.refresh, token)
 	delete(s.access, token)
 	return nil
+}
+
+// revokeLogins forgets every refresh and access token of the user name:
+// their next refresh is refused (invalid_grant), as a provider does for a
+// person disabled or signed out everywhere.
+func (s *storage) revokeLogins(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, r := range s.refresh {
+		if r.subject == name {
+			delete(s.refresh, k)
+			n++
+		}
+	}
+	for k, a := range s.access {
+		if a.subject == name {
+			delete(s.access, k)
+		}
+	}
+	return n
+}
+
+// refreshes counts the refresh grants the provider answered, per user.
+func (s *storage) refreshed(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refreshCount[name]
 }
 
 func (s *storage) GetRefreshTokenInfo(_ context.Context, _, token string) (string, string, error) {
@@ -443,8 +475,8 @@ func (c client) ResponseTypes() []oidc.ResponseType {
 	return []oidc.ResponseType{oidc.ResponseTypeCode}
 }
 func (c client) GrantTypes() []oidc.GrantType {
-	if c.c.Secret == "" {
-		return []oidc.GrantType{oidc.GrantTypeDeviceCode, oidc.GrantTypeRefreshToken}
+	if c.c.Secret == "" { // a CLI: the device flow, or the code flow on a loopback redirect
+		return []oidc.GrantType{oidc.GrantTypeDeviceCode, oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
 	}
 	return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
 }
