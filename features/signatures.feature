@@ -8,7 +8,9 @@ Feature: Only signed images roll out
   Every signature here is made by the real cosign CLI (cosign v3, built
   from the module proxy): `cosign generate-key-pair`, `cosign sign --key`,
   logged in a Rekor stand-in (Rekor's v1 API on sigstore-go's
-  VirtualSigstore) whose trusted_root.json the key's policy names.
+  VirtualSigstore) whose trusted_root.json the key's policy names, and
+  keyless `cosign sign --fulcio-url --rekor-url --identity-token` with a
+  Fulcio stand-in certifying the ID tokens of a real OpenID provider.
 
   Background:
     Given a registry
@@ -88,3 +90,50 @@ Feature: Only signed images roll out
     And no workload in any cluster runs version "1.2.0"
     And no workload in any cluster runs version "1.3.0"
     And no workload in any cluster runs version "1.4.0"
+
+  # Catches a policy whose ignoreTlog is not applied (the unlogged signature
+  # refused), or applied silently (the rollout does not say that the log
+  # was not checked), and one under which ignoreTlog takes any key. Under
+  # the default policy the same kind of signature (cosign's bundle made
+  # with a signing config naming no log) is refused saying "no
+  # transparency-log entry" (the scenario above).
+  Scenario: With ignoreTlog a key's unlogged signature rolls out, the rollout saying the log was not checked
+    Given the application accepts only images signed with the key "release", ignoring the transparency log
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" signed with the key "release" without a transparency-log entry is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" records the signature of the key "release", its transparency log not checked
+    And the primary in every cluster runs version "1.1.0" by digest
+    When version "1.2.0" signed with the key "mallory" without a transparency-log entry is pushed
+    Then the push of "1.2.0" is rejected saying "key release: "
+    And the workloads of every cluster stay unchanged for 10 seconds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And no workload in any cluster runs version "1.2.0"
+
+  # Keyless, as a CI job signs: an ID token of a real OpenID provider
+  # (oidcop, the SSO scenarios' provider), `cosign sign --fulcio-url
+  # --rekor-url --identity-token` (an ephemeral key, a certificate from a
+  # Fulcio stand-in answering Fulcio's v2 API, the signature logged in the
+  # Rekor stand-in), flotilla trusting the issuer and the e-mail under the
+  # trusted root naming that Fulcio's CA and that log.
+  # Catches a keyless verifier that takes any certificate its root's CA
+  # issued, whoever the token named (1.2.0 would roll out), one that
+  # refuses without naming who signed, and one that never reads cosign's
+  # keyless bundles (a certificate, a logged DSSE statement: 1.1.0 would be
+  # refused).
+  Scenario: An image cosign signed keylessly as the trusted identity rolls out; one signed as another identity is refused, naming it
+    Given an OpenID provider where "release-bot@example.com" and "mallory@example.com" log in, and a Fulcio trusting its tokens
+    And the application accepts only images signed keylessly by "release-bot@example.com" of that provider
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" signed keylessly by "release-bot@example.com" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" records the keyless signature of "release-bot@example.com"
+    And the primary in every cluster runs version "1.1.0" by digest
+    When version "1.2.0" signed keylessly by "mallory@example.com" is pushed
+    Then the push of "1.2.0" is rejected saying "signed by mallory@example.com"
+    And the workloads of every cluster stay unchanged for 10 seconds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And no workload in any cluster runs version "1.2.0"
+    And Fulcio certified "release-bot@example.com" then "mallory@example.com", and the Rekor log holds 2 entries

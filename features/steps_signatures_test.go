@@ -3,9 +3,12 @@ package features
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +20,8 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/cosigntest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fulciotest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/rekortest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/sigtest"
 )
@@ -28,7 +33,14 @@ type signingKit struct {
 	log    *rekortest.Log
 	cosign *cosigntest.Signer
 	keys   map[string]bool // generated key pairs, by name
+	// Keyless: the OpenID provider whose users sign (oidcop, as the SSO
+	// scenarios run it) and the Fulcio certifying their tokens.
+	op     *oidcop.Provider
+	fulcio *fulciotest.Server
 }
+
+// keylessPassword is every keyless signer's password at the provider.
+const keylessPassword = "a CI job's password"
 
 func (s *scenario) registerSignatureSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the application accepts only images signed with the key "([^"]*)"$`, s.acceptsKey)
@@ -42,9 +54,22 @@ func (s *scenario) registerSignatureSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the rollout of "([^"]*)" records the signature of the key "([^"]*)"$`, s.signatureRecorded)
 	sc.Step(`^the rollout of "([^"]*)" signed with the key "([^"]*)" succeeds$`, s.signedRolloutSucceeds)
 	sc.Step(`^the workloads of every cluster stay unchanged for (\d+) seconds$`, s.workloadsUnchanged)
+	sc.Step(`^the application accepts only images signed with the key "([^"]*)", ignoring the transparency log$`, s.acceptsKeyIgnoringTlog)
+	sc.Step(`^the rollout of "([^"]*)" records the signature of the key "([^"]*)", its transparency log not checked$`, s.signatureRecordedTlogSkipped)
+	sc.Step(`^an OpenID provider where "([^"]*)" and "([^"]*)" log in, and a Fulcio trusting its tokens$`, s.keylessProvider)
+	sc.Step(`^the application accepts only images signed keylessly by "([^"]*)" of that provider$`, s.acceptsIdentity)
+	sc.Step(`^version "([^"]*)" signed keylessly by "([^"]*)" is pushed$`, s.pushSignedKeyless)
+	sc.Step(`^the rollout of "([^"]*)" records the keyless signature of "([^"]*)"$`, s.keylessRecorded)
+	sc.Step(`^Fulcio certified "([^"]*)" then "([^"]*)", and the Rekor log holds (\d+) entries$`, s.fulcioCertified)
 	sc.After(func(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 		if s.w != nil && s.w.signing != nil {
 			_ = s.w.signing.log.Close()
+			if s.w.signing.fulcio != nil {
+				_ = s.w.signing.fulcio.Close()
+			}
+			if s.w.signing.op != nil {
+				_ = s.w.signing.op.Close()
+			}
 			s.w.signing = nil
 		}
 		return ctx, err
@@ -96,6 +121,139 @@ func (s *scenario) acceptsKey(ctx context.Context, keyName string) error {
 		"name": keyName, "key": map[string]string{"file": k.cosign.PublicKeyFile(keyName)},
 		"trustedRoot": map[string]string{"file": k.cosign.TrustedRootFile()},
 	}}}
+	return nil
+}
+
+// acceptsKeyIgnoringTlog trusts the key's cosign.pub with verify.ignoreTlog:
+// its signatures need no transparency-log entry (and the key no trusted
+// root).
+func (s *scenario) acceptsKeyIgnoringTlog(ctx context.Context, keyName string) error {
+	k, err := s.key(ctx, keyName)
+	if err != nil {
+		return err
+	}
+	s.w.verify = map[string]any{"ignoreTlog": true, "signatures": []map[string]any{{
+		"name": keyName, "key": map[string]string{"file": k.cosign.PublicKeyFile(keyName)},
+	}}}
+	return nil
+}
+
+// keylessProvider starts an OpenID provider (pkg/testkit/oidcop, the SSO
+// scenarios' provider) where the two e-mails' users log in, with Fulcio's
+// client "sigstore", and a Fulcio stand-in trusting its ID tokens; the
+// scenario's cosign signs keylessly with its certificates.
+func (s *scenario) keylessProvider(a, b string) error {
+	k, err := s.kit()
+	if err != nil {
+		return err
+	}
+	var users []oidcop.User
+	for _, email := range []string{a, b} {
+		users = append(users, oidcop.User{Name: strings.Split(email, "@")[0], Password: keylessPassword, Email: email})
+	}
+	if k.op, err = oidcop.Start(users, []oidcop.Client{{ID: fulciotest.Audience}}); err != nil {
+		return err
+	}
+	if k.fulcio, err = fulciotest.Start(k.op.Issuer); err != nil {
+		return err
+	}
+	return k.cosign.UseFulcio(k.fulcio)
+}
+
+// acceptsIdentity makes the e-mail, as certified for the provider's
+// tokens, the application's only trusted signer, under the trusted root
+// naming the Fulcio's CA and the Rekor log.
+func (s *scenario) acceptsIdentity(email string) error {
+	k := s.w.signing
+	if k == nil || k.op == nil {
+		return errors.New("no OpenID provider and Fulcio: their step comes first")
+	}
+	s.w.verify = map[string]any{"signatures": []map[string]any{{
+		"name": "ci", "keyless": map[string]any{
+			"issuer": k.op.Issuer, "subject": regexp.QuoteMeta(email),
+			"trustedRoot": map[string]string{"file": k.cosign.TrustedRootFile()},
+		},
+	}}}
+	return nil
+}
+
+// pushSignedKeyless pushes version, then signs its digest as a CI job
+// does: an ID token of the e-mail's user from the provider (the device
+// flow), and `cosign sign --fulcio-url --rekor-url --identity-token`
+// (an ephemeral key, Fulcio's certificate, the signature logged in Rekor,
+// a bundle among the referrers); then notifies flotilla of the push.
+func (s *scenario) pushSignedKeyless(ctx context.Context, version, email string) error {
+	k := s.w.signing
+	if k == nil || k.op == nil {
+		return errors.New("no OpenID provider and Fulcio: their step comes first")
+	}
+	body, err := s.push(version)
+	if err != nil {
+		return err
+	}
+	d, err := s.digestRef(version)
+	if err != nil {
+		return err
+	}
+	tok, err := k.op.IDToken(ctx, fulciotest.Audience, strings.Split(email, "@")[0], keylessPassword)
+	if err != nil {
+		return fmt.Errorf("the ID token of %s: %w", email, err)
+	}
+	if err := k.cosign.SignKeyless(ctx, d.String(), tok, cosigntest.Options{Format: cosigntest.Bundle}); err != nil {
+		return fmt.Errorf("signing %s keylessly as %s: %w", d, email, err)
+	}
+	return s.notify(ctx, body)
+}
+
+// signedBy reads who the rollout of version records as its signer.
+func (s *scenario) signedBy(ctx context.Context, version string) (string, error) {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return "", err
+	}
+	var ro struct{ SignedBy string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return "", err
+	}
+	return ro.SignedBy, nil
+}
+
+func (s *scenario) keylessRecorded(ctx context.Context, version, email string) error {
+	by, err := s.signedBy(ctx, version)
+	if err != nil {
+		return err
+	}
+	if by != email {
+		return fmt.Errorf("the rollout of %s records the signature of %q, want %s", version, by, email)
+	}
+	return nil
+}
+
+func (s *scenario) signatureRecordedTlogSkipped(ctx context.Context, version, keyName string) error {
+	by, err := s.signedBy(ctx, version)
+	if err != nil {
+		return err
+	}
+	if want := "key " + keyName + " (transparency log not checked: verify.ignoreTlog)"; by != want {
+		return fmt.Errorf("the rollout of %s records the signature of %q, want %q", version, by, want)
+	}
+	return nil
+}
+
+// fulcioCertified reads the stand-ins: whom Fulcio certified, in order,
+// and how many entries the Rekor log took (the keyless signatures went
+// through the transparency log).
+func (s *scenario) fulcioCertified(a, b string, entries int) error {
+	k := s.w.signing
+	if k == nil || k.fulcio == nil {
+		return errors.New("no Fulcio")
+	}
+	if got := k.fulcio.Issued(); !slices.Equal(got, []string{a, b}) {
+		return fmt.Errorf("Fulcio certified %v, want [%s %s]", got, a, b)
+	}
+	if got := k.log.Entries(); got != int64(entries) {
+		return fmt.Errorf("the Rekor log holds %d entries, want %d", got, entries)
+	}
 	return nil
 }
 
@@ -260,16 +418,12 @@ func (s *scenario) pushRejected(ctx context.Context, version, reason string) err
 }
 
 func (s *scenario) signatureRecorded(ctx context.Context, version, keyName string) error {
-	id, err := s.rolloutID(ctx, version)
+	by, err := s.signedBy(ctx, version)
 	if err != nil {
 		return err
 	}
-	var ro struct{ SignedBy string }
-	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
-		return err
-	}
-	if ro.SignedBy != "key "+keyName {
-		return fmt.Errorf("the rollout of %s records the signature of %q, want key %s", version, ro.SignedBy, keyName)
+	if by != "key "+keyName {
+		return fmt.Errorf("the rollout of %s records the signature of %q, want key %s", version, by, keyName)
 	}
 	return nil
 }

@@ -25,7 +25,12 @@
 // annotation, or a bundle's entries with their inclusion proofs), as
 // `cosign verify --key` demands; one without is refused (ErrNoTlogEntry)
 // unless the policy ignores the log (IgnoreTlog, cosign's
-// --insecure-ignore-tlog, weaker).
+// --insecure-ignore-tlog, weaker); who signed then says the log was not
+// checked ("key release" + TlogNotChecked), and the rollout records it.
+//
+// A keyless signature whose certificate verifies (its chain to the root,
+// its log entry) but names an identity no policy trusts is refused naming
+// the certificate's subject and OIDC issuer, and the identities trusted.
 //
 // A root without transparency logs (a private CA, the tests' own) is
 // checked at the current time: keyless certificates must still be valid.

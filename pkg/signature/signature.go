@@ -26,6 +26,7 @@ import (
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -76,6 +77,11 @@ type Policy struct {
 	IgnoreTlog  bool
 }
 
+// TlogNotChecked follows the signer's name ("key release") when the
+// policy ignores the transparency log: what the rollout records says the
+// check was skipped.
+const TlogNotChecked = " (transparency log not checked: verify.ignoreTlog)"
+
 // ErrNoTlogEntry is why a key's signature without a transparency-log entry
 // is refused.
 var ErrNoTlogEntry = errors.New("no transparency-log entry: the policy requires the signature in a Rekor log (ignoreTlog: true accepts it without, which is weaker)")
@@ -102,6 +108,8 @@ type compiled struct {
 	keyNames   []string
 	keyless    *verify.Verifier
 	identities []verify.PolicyOption
+	// trusted describes the identities, for a refusal.
+	trusted []string
 }
 
 // New compiles the policies, by application name.
@@ -167,6 +175,7 @@ func compile(p Policy) (*compiled, error) {
 				return nil, fmt.Errorf("identity %s: %w", id.Name, err)
 			}
 			c.identities = append(c.identities, verify.WithCertificateIdentity(ci))
+			c.trusted = append(c.trusted, fmt.Sprintf("%s: issuer %s, subject %s", id.Name, id.Issuer, id.Subject))
 		}
 	}
 	if len(c.keys) == 0 && c.keyless == nil {
@@ -298,6 +307,9 @@ func (c *compiled) check(cand candidate, artifact verify.ArtifactPolicyOption) (
 		var errs []string
 		for i, kv := range c.keys {
 			res, err := kv.Verify(cand.entity, verify.NewPolicy(artifact, verify.WithKey()))
+			if err == nil && c.ignoreTlog {
+				return res, "key " + c.keyNames[i] + TlogNotChecked, nil
+			}
 			if err == nil {
 				return res, "key " + c.keyNames[i], nil
 			}
@@ -309,6 +321,15 @@ func (c *compiled) check(cand candidate, artifact verify.ArtifactPolicyOption) (
 		return nil, "", errors.New("signed with a certificate, and the policy trusts no keyless identity")
 	}
 	res, err := c.keyless.Verify(cand.entity, verify.NewPolicy(artifact, c.identities...))
+	var other *verify.ErrNoMatchingCertificateIdentity
+	if errors.As(err, &other) {
+		// The certificate verified (its chain, its log entry): only its
+		// identity is not trusted, and it is named.
+		if s, serr := certificate.SummarizeCertificate(vc.Certificate()); serr == nil {
+			return nil, "", fmt.Errorf("signed by %s (OIDC issuer %s), which no trusted identity matches (%s)",
+				s.SubjectAlternativeName, s.Extensions.Issuer, strings.Join(c.trusted, "; "))
+		}
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -129,7 +129,7 @@ func TestVerify(t *testing.T) {
 		{name: "a keyless signature of another subject", sign: func(d name.Digest) error {
 			_, err := sigtest.SignBundle(d, sigtest.NewKeypair(), keyless("https://github.com/mallory/shop/.github/workflows/release.yaml@refs/heads/main"))
 			return err
-		}, wantErr: "no signature of"},
+		}, wantErr: "signed by https://github.com/mallory/shop/.github/workflows/release.yaml@refs/heads/main (OIDC issuer " + issuer + "), which no trusted identity matches (ci: issuer " + issuer},
 		{name: "a keyless signature from a CA the root does not hold", sign: func(d name.Digest) error {
 			_, err := sigtest.SignBundle(d, sigtest.NewKeypair(), sign.BundleOptions{CertificateProvider: sigtest.Provider{CA: sigtest.NewCA(), Issuer: issuer, SAN: subject}})
 			return err
@@ -193,7 +193,7 @@ func TestVerifyCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := r.count.Load()
-	if by, err := v.Verify(t.Context(), "shop", signed.Context().Name(), signed.DigestStr()); err != nil || by != "key k" {
+	if by, err := v.Verify(t.Context(), "shop", signed.Context().Name(), signed.DigestStr()); err != nil || by != "key k"+signature.TlogNotChecked {
 		t.Errorf("again: %q, %v", by, err)
 	}
 	if r.count.Load() != before {
@@ -205,8 +205,8 @@ func TestVerifyCaches(t *testing.T) {
 	if err := sigtest.SignLegacy(t.Context(), unsigned, k, nil); err != nil {
 		t.Fatal(err)
 	}
-	if by, err := v.Verify(t.Context(), "shop", unsigned.Context().Name(), unsigned.DigestStr()); err != nil || by != "key k" {
-		t.Errorf("signed after it was refused: %q, %v; want key k", by, err)
+	if by, err := v.Verify(t.Context(), "shop", unsigned.Context().Name(), unsigned.DigestStr()); err != nil || by != "key k"+signature.TlogNotChecked {
+		t.Errorf("signed after it was refused: %q, %v; want key k%s", by, err, signature.TlogNotChecked)
 	}
 	if _, err := v.Verify(t.Context(), "other", signed.Context().Name(), signed.DigestStr()); err == nil || !fault.IsPermanent(err) {
 		t.Errorf("an application without a policy: %v, want a permanent error", err)

@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fulciotest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/rekortest"
 )
@@ -27,8 +29,9 @@ const password = "flotilla-test"
 // Signer runs cosign in a directory of its own: key pairs, the signing
 // config and the trusted root it signs under.
 type Signer struct {
-	dir string
-	log *rekortest.Log
+	dir    string
+	log    *rekortest.Log
+	fulcio *fulciotest.Server
 }
 
 // Format is how a signature is attached to an image.
@@ -84,7 +87,26 @@ func New(dir string, log *rekortest.Log) (*Signer, error) {
 	return s, nil
 }
 
-// TrustedRootFile is the trusted_root.json naming the signer's log.
+// UseFulcio lets the signer sign keylessly with certificates of fulcio
+// (SignKeyless): its trusted_root.json names fulcio's certificate
+// authority besides the log. The signer must have a log.
+func (s *Signer) UseFulcio(fulcio *fulciotest.Server) error {
+	if s.log == nil {
+		return errors.New("keyless signing needs a log: cosign takes a short-lived certificate's time from its entry")
+	}
+	tr, err := s.log.TrustedRootJSON(fulcio.CA())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.TrustedRootFile(), tr, 0o600); err != nil {
+		return err
+	}
+	s.fulcio = fulcio
+	return nil
+}
+
+// TrustedRootFile is the trusted_root.json naming the signer's log (and
+// its Fulcio's certificate authority, after UseFulcio).
 func (s *Signer) TrustedRootFile() string { return filepath.Join(s.dir, "trusted_root.json") }
 
 // run runs cosign in the signer's directory and returns its output.
@@ -131,6 +153,36 @@ func (s *Signer) Sign(ctx context.Context, key, ref string, o Options) error {
 		return err
 	}
 	_, err = s.run(ctx, append(args, ref)...)
+	return err
+}
+
+// SignKeyless runs `cosign sign` on ref (image@digest) without a key, as
+// a CI job signs: an ephemeral key certified by the signer's Fulcio for
+// the identity of idToken (an OIDC ID token for fulciotest.Audience), the
+// signature logged in the signer's Rekor: `--fulcio-url --rekor-url
+// --identity-token --trusted-root`, with no signing config. Format says
+// how it is attached (NoTlog is refused: a certificate's signature needs
+// its entry's time).
+func (s *Signer) SignKeyless(ctx context.Context, ref, idToken string, o Options) error {
+	if s.fulcio == nil {
+		return errors.New("keyless signing without a Fulcio (UseFulcio)")
+	}
+	if o.NoTlog {
+		return errors.New("keyless signing without a log entry: cosign has no time to check the short-lived certificate at")
+	}
+	// The token in a file (cosign reads a path as well): not in the
+	// process list, nor in an error quoting the command.
+	tok := filepath.Join(s.dir, "id-token")
+	if err := os.WriteFile(tok, []byte(idToken), 0o600); err != nil {
+		return err
+	}
+	args := []string{"sign", "--yes", "--allow-http-registry", "--use-signing-config=false",
+		"--fulcio-url", s.fulcio.URL, "--rekor-url", s.log.URL, "--identity-token", tok,
+		"--trusted-root", s.TrustedRootFile()}
+	if o.Format == Attached {
+		args = append(args, "--new-bundle-format=false")
+	}
+	_, err := s.run(ctx, append(args, ref)...)
 	return err
 }
 

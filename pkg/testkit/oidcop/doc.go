@@ -6,6 +6,8 @@
 // ID tokens carry email, preferred_username and a groups claim. A person
 // logs in on a plain HTML form (/login for the code flow, /device for a
 // device's user code) that a browser, headless Chromium in the features,
-// fills in. It keeps everything in memory and is not a stub of flotilla's
+// fills in; IDToken fills the device page itself, for a test that needs a
+// user's ID token as a CLI or a CI job holds one (cosign's keyless
+// signing). It keeps everything in memory and is not a stub of flotilla's
 // side: flotilla's SSO and CLI talk to it as to any provider.
 package oidcop

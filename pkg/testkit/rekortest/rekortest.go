@@ -140,9 +140,10 @@ func (l *Log) PublicKeyPEM() ([]byte, error) {
 	return nil, fmt.Errorf("no log key")
 }
 
-// TrustedRoot is the trusted material naming this log (and the
-// VirtualSigstore's certificate and timestamping authorities).
-func (l *Log) TrustedRoot() (*root.TrustedRoot, error) {
+// TrustedRoot is the trusted material naming this log, the
+// VirtualSigstore's certificate authority and cas (a Fulcio stand-in's,
+// fulciotest.Server.CA).
+func (l *Log) TrustedRoot(cas ...root.CertificateAuthority) (*root.TrustedRoot, error) {
 	logs := map[string]*root.TransparencyLog{}
 	for id, tl := range l.vs.RekorLogs() {
 		// The VirtualSigstore's ID is the hex of the key's hash, as text;
@@ -158,12 +159,12 @@ func (l *Log) TrustedRoot() (*root.TrustedRoot, error) {
 		tl.ValidityPeriodStart = time.Now().Add(-time.Hour)
 		tl.ValidityPeriodEnd = time.Now().Add(24 * time.Hour)
 	}
-	return root.NewTrustedRoot(root.TrustedRootMediaType01, l.vs.FulcioCertificateAuthorities(), nil, nil, logs)
+	return root.NewTrustedRoot(root.TrustedRootMediaType01, append(l.vs.FulcioCertificateAuthorities(), cas...), nil, nil, logs)
 }
 
 // TrustedRootJSON is TrustedRoot as a trusted_root.json.
-func (l *Log) TrustedRootJSON() ([]byte, error) {
-	tr, err := l.TrustedRoot()
+func (l *Log) TrustedRootJSON(cas ...root.CertificateAuthority) ([]byte, error) {
+	tr, err := l.TrustedRoot(cas...)
 	if err != nil {
 		return nil, err
 	}

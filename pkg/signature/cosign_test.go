@@ -1,0 +1,148 @@
+package signature_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/signature"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/cosigntest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fulciotest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/oidcop"
+)
+
+// TestVerifyCosign verifies what the real cosign CLI (v3, built by make
+// fleet-build, which make test runs first) attaches to images in a
+// registry: key signatures as bundles among the referrers and in the .sig
+// tag, logged in a Rekor stand-in or not; keyless signatures, an ephemeral
+// key certified by a Fulcio stand-in for the identity of an ID token of a
+// real OpenID provider, logged; and an attestation.
+//
+// Catches a verifier that reads only the project's own signer's output
+// (cosign's layout, media types, Rekor bundle annotation, DSSE statement
+// differ), one that takes a key's unlogged signature by default or refuses
+// it under ignoreTlog without saying the log was not checked, one that
+// takes another identity's certificate or refuses it without naming it,
+// and one that counts an attestation as a signature.
+func TestVerifyCosign(t *testing.T) {
+	if _, err := os.Stat(cosigntest.Binary()); err != nil {
+		t.Skipf("cosign %s is not built (%v): make fleet-build builds it into the fleet's cache (make test does)", cosigntest.Version, err)
+	}
+	r := newRegistry(t)
+	log, _ := newLog(t)
+	users := []oidcop.User{
+		{Name: "release-bot", Password: "pw-release", Email: "release-bot@example.com"},
+		{Name: "mallory", Password: "pw-mallory", Email: "mallory@example.com"},
+	}
+	op, err := oidcop.Start(users, []oidcop.Client{{ID: fulciotest.Audience}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Close() })
+	fulcio, err := fulciotest.Start(op.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fulcio.Close() })
+	cosign, err := cosigntest.New(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cosign.UseFulcio(fulcio); err != nil {
+		t.Fatal(err)
+	}
+	release, err := cosign.GenerateKeyPair(t.Context(), "release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cosign.GenerateKeyPair(t.Context(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	trustedRoot, err := os.ReadFile(cosign.TrustedRootFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]string{}
+	for _, u := range users {
+		if tokens[u.Name], err = op.IDToken(t.Context(), fulciotest.Audience, u.Name, u.Password); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := signature.New(r.access, map[string]signature.Policy{
+		"shop": {
+			Keys:        []signature.Key{{Name: "release", PEM: release, TrustedRoot: trustedRoot}},
+			Identities:  []signature.Identity{{Name: "ci", Issuer: op.Issuer, Subject: `^(?:release-bot@example\.com)$`}},
+			TrustedRoot: trustedRoot,
+		},
+		"lax": {Keys: []signature.Key{{Name: "release", PEM: release}}, IgnoreTlog: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed := func(key string, o cosigntest.Options) func(name.Digest) error {
+		return func(d name.Digest) error { return cosign.Sign(t.Context(), key, d.String(), o) }
+	}
+	keyless := func(user string, f cosigntest.Format) func(name.Digest) error {
+		return func(d name.Digest) error {
+			return cosign.SignKeyless(t.Context(), d.String(), tokens[user], cosigntest.Options{Format: f})
+		}
+	}
+	slsa := []byte(`{"buildDefinition": {"buildType": "https://flotilla.test/build/v1", "externalParameters": {}},` +
+		` "runDetails": {"builder": {"id": "https://flotilla.test/ci"}}}`)
+	tests := []struct {
+		name string
+		sign func(name.Digest) error
+		// want is who signed, or what the refusal says, per application.
+		want map[string]string
+	}{
+		{name: "a key's logged bundle", sign: keyed("release", cosigntest.Options{Format: cosigntest.Bundle}),
+			want: map[string]string{"shop": "key release", "lax": "key release" + signature.TlogNotChecked}},
+		{name: "a key's logged .sig tag", sign: keyed("release", cosigntest.Options{Format: cosigntest.Attached}),
+			want: map[string]string{"shop": "key release", "lax": "key release" + signature.TlogNotChecked}},
+		{name: "a key's unlogged bundle", sign: keyed("release", cosigntest.Options{Format: cosigntest.Bundle, NoTlog: true}),
+			want: map[string]string{"shop": "error: no transparency-log entry", "lax": "key release" + signature.TlogNotChecked}},
+		{name: "a key's unlogged .sig tag", sign: keyed("release", cosigntest.Options{Format: cosigntest.Attached, NoTlog: true}),
+			want: map[string]string{"shop": "error: no transparency-log entry", "lax": "key release" + signature.TlogNotChecked}},
+		{name: "another key's logged bundle", sign: keyed("other", cosigntest.Options{Format: cosigntest.Bundle}),
+			want: map[string]string{"shop": "error: key release: ", "lax": "error: key release: "}},
+		{name: "the trusted identity's keyless bundle", sign: keyless("release-bot", cosigntest.Bundle),
+			want: map[string]string{"shop": "release-bot@example.com", "lax": "error: signed with a certificate, and the policy trusts no keyless identity"}},
+		{name: "the trusted identity's keyless .sig tag", sign: keyless("release-bot", cosigntest.Attached),
+			want: map[string]string{"shop": "release-bot@example.com"}},
+		{name: "another identity's keyless bundle", sign: keyless("mallory", cosigntest.Bundle),
+			want: map[string]string{"shop": "error: signed by mallory@example.com (OIDC issuer " + op.Issuer + "), which no trusted identity matches (ci: "}},
+		{name: "another identity's keyless .sig tag", sign: keyless("mallory", cosigntest.Attached),
+			want: map[string]string{"shop": "error: signed by mallory@example.com"}},
+		{name: "a SLSA provenance attestation only", sign: func(d name.Digest) error {
+			return cosign.Attest(t.Context(), "release", d.String(), "slsaprovenance1", slsa)
+		}, want: map[string]string{"shop": `error: the bundle is not a cosign signature (predicate "https://slsa.dev/provenance/v1")`}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := r.push(t, "acme/cosign-"+string(rune('a'+i)))
+			if err := tt.sign(d); err != nil {
+				t.Fatalf("signing: %v", err)
+			}
+			for app, want := range tt.want {
+				by, err := v.Verify(t.Context(), app, d.Context().Name(), d.DigestStr())
+				wantErr, refused := strings.CutPrefix(want, "error: ")
+				switch {
+				case !refused && err != nil:
+					t.Errorf("%s: Verify: %v, want signed by %q", app, err, want)
+				case !refused && by != want:
+					t.Errorf("%s: signed by %q, want %q", app, by, want)
+				case refused && (err == nil || !strings.Contains(err.Error(), wantErr)):
+					t.Errorf("%s: Verify = %q, %v; want an error saying %q", app, by, err, wantErr)
+				case refused && !fault.IsPermanent(err):
+					t.Errorf("%s: error %v is not permanent", app, err)
+				}
+			}
+		})
+	}
+	if got := fulcio.Issued(); len(got) != 4 {
+		t.Errorf("Fulcio certified %v, want the four keyless signatures'", got)
+	}
+}
