@@ -88,6 +88,16 @@ type Options struct {
 	// default the fleet's clients (pkg/cluster). `flotilla simulate` gives
 	// its simulated fleet.
 	Canaries CanaryReader
+	// GitRepos confirms git applications' pushes against their
+	// repositories (verify's port); default flotilla's copies of them
+	// (gitops.Mirror, under the data directory). `flotilla simulate`
+	// gives its simulated repositories.
+	GitRepos verify.GitRepos
+	// Sequential has the dispatcher handle one event at a time, in journal
+	// order (dispatch.Options.Sequential): `flotilla simulate`'s runs of a
+	// scenario journal the same events in the same order. Never for a
+	// server: it gives up running rollouts and pipelines in parallel.
+	Sequential bool
 }
 
 // Clock is the time the engine decides by (Options.Clock); the
@@ -276,7 +286,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if sigs != nil {
 		verifier = verifier.WithSignatures(sigs, signed)
 	}
-	verifier = verifier.WithGit(gitSources{mirror}, cfg).WithApplications(s.repo, cfg)
+	var repos verify.GitRepos = gitSources{mirror}
+	if o.GitRepos != nil {
+		repos = o.GitRepos
+	}
+	verifier = verifier.WithGit(repos, cfg).WithApplications(s.repo, cfg)
 	prop, err := proposer.New(cfg, s.repo, o.PullRequestHosts, o.Logger).WithClock(o.Clock.Now).WithMetrics(o.Registerer)
 	if err != nil {
 		return err
@@ -304,7 +318,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err := dispatch.CheckLanes(fns); err != nil {
 		return err
 	}
-	dopts := dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers, Clock: o.Clock}
+	dopts := dispatch.Options{Logger: o.Logger, Metrics: o.Registerer, Workers: cfg.Server.Workers, Clock: o.Clock, Sequential: o.Sequential}
 	var inFlight resync.Rollouts = s.repo
 	mopts := []fleetmetrics.Option{fleetmetrics.WithLogger(o.Logger)}
 	if s.scale != nil {

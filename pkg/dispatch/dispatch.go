@@ -55,6 +55,14 @@ type Options struct {
 	Observe func(bus.Record)
 	// Clock is the time timers follow [WallClock].
 	Clock Clock
+	// Sequential handles one event at a time, in journal order across
+	// keys and lanes (a retry in its place once due, a burst not folded),
+	// on one worker instead of Workers and the lanes' own: the same events
+	// in make the same journal every run, whatever the machine's load.
+	// For `flotilla simulate`, whose reports must not differ between two
+	// runs; a server never sets it, as it gives up the parallelism that
+	// keeps one slow cluster or pipeline from holding up another rollout.
+	Sequential bool
 
 	// slots, when set (by Shards), bounds the calls of each lane across
 	// the dispatchers sharing it, so that Workers (and each lane's

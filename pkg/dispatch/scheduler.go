@@ -94,13 +94,17 @@ func (s *scheduler) watermark() uint64 {
 // run reads and dispatches until ctx ends, then waits for the workers.
 func (s *scheduler) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, l := range s.lanes {
-		for range l.Workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.work(ctx, l)
-			}()
+	if s.d.o.Sequential {
+		wg.Go(func() { s.sequential(ctx) }) // one worker for all lanes
+	} else {
+		for _, l := range s.lanes {
+			for range l.Workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s.work(ctx, l)
+				}()
+			}
 		}
 	}
 	s.read(ctx)
@@ -277,6 +281,11 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 	s.mu.Lock()
 	it := p.queue[0]
 	fold := foldable(p.queue)
+	if s.d.o.Sequential {
+		// A fold would take a later event of the key before an earlier
+		// one of another, as admitted by then: an order of the machine's.
+		fold = nil
+	}
 	s.mu.Unlock()
 	if len(fold) > 1 {
 		if n := s.handleFolded(ctx, p.lane, fold); n > 0 {

@@ -26,8 +26,9 @@ current-context: sim
 // placeholder, every kubeconfig a stub (no cluster is reached, not even
 // one whose kubeconfig is there: the resync would read its canaries into
 // the simulation), and edit changes the document before it is validated (the
-// scenario's freeze windows). The catch-up and drift loop and the poll
-// are turned off; the rest is validated as `flotilla serve` would.
+// scenario's freeze windows). It is validated as `flotilla serve` would;
+// then the polls and the catch-up and drift loop are turned off
+// (offline).
 func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -82,13 +83,9 @@ func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.
 		}
 	}
 	walk(doc)
-	fleet, _ := doc["fleet"].(map[string]any)
-	if fleet == nil {
-		fleet = map[string]any{}
-		doc["fleet"] = fleet
+	if _, ok := doc["fleet"].(map[string]any); !ok {
+		doc["fleet"] = map[string]any{}
 	}
-	fleet["poll"] = map[string]any{"disabled": true}
-	fleet["reconcile"] = map[string]any{"interval": "0s"}
 	if edit != nil {
 		if err := edit(doc); err != nil {
 			return nil, err
@@ -102,7 +99,30 @@ func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.
 	if err != nil {
 		return nil, fmt.Errorf("config %q: %w", path, err)
 	}
+	offline(cfg)
 	return cfg, nil
+}
+
+// offline turns off, once the config is validated as `flotilla serve`
+// validates it, what would reach the world: the poll of every
+// application's registry or branch (the fleet's and each application's
+// own, also one KubeCD's releases gave), catch-up and drift (they read the
+// clusters), the scale-out bus (the simulation's state is embedded, in its
+// temporary directory: never a push journaled into the fleet's NATS, which
+// the real replicas would act on), the FleetRollout objects, single
+// sign-on, the sinks (events.sink, events.cdevents) and the traces'
+// export: no simulated rollout is posted anywhere.
+func offline(cfg *config.Config) {
+	cfg.Fleet.Poll = config.Poll{Disabled: true}
+	for i := range cfg.Applications {
+		cfg.Applications[i].Poll = &config.Poll{Disabled: true}
+	}
+	cfg.Fleet.Reconcile.Interval = &config.Duration{}
+	cfg.Server.Bus = nil
+	cfg.Server.FleetRollouts = nil
+	cfg.Server.SSO = nil
+	cfg.Events = config.Events{}
+	cfg.Telemetry.Tracing = config.Tracing{}
 }
 
 // notSecrets are the keys whose one-key maps ({env: prod}) are labels,

@@ -4,9 +4,14 @@
 //
 // The engine is the real one, built by pkg/app as `flotilla serve` builds
 // it (the same functions, dispatcher, wave rules and embedded state, in a
-// temporary directory), with three ports replaced:
+// temporary directory), with its ports to the world replaced:
 //
-//   - the executor applies instantly into an in-memory fleet model (fleet.go);
+//   - the executor applies instantly into an in-memory fleet model (fleet.go):
+//     each application's workload in each cluster, an image or a git
+//     application's commit;
+//   - the registry resolves every tag (its digest derived from image and
+//     tag) and the git repositories confirm every commit a scenario
+//     pushes, changing every path the applications track;
 //   - a simulated Flagger answers each apply as the scenario decides per
 //     version, cluster or wave (succeed, fail, hang), after the analysis time
 //     the canary's spec gives (interval x steps), by posting the same
@@ -20,16 +25,25 @@
 // Idleness is exact, not guessed from quiet (engine.go's settle): the
 // dispatcher counts its work in flight in every lane, the pipeline
 // runner's too (dispatch.Dispatcher.WaitIdle), and the simulated Flagger
-// acts only while the engine is idle, one action at a time. A scenario
-// therefore lands on the same virtual instants however loaded the machine.
+// acts only while the engine is idle, one action at a time. The dispatcher
+// handles one event at a time, in journal order (app.Options.Sequential).
+// A scenario therefore journals the same events in the same order at the
+// same virtual instants however loaded the machine: its report is the
+// same every run.
 //
 // The step library is in steps.go (documented in docs/simulate.md); an
 // unknown step fails naming it and the closest known steps. After each
 // scenario a report (report.go) gives the rollout's timeline in virtual time
 // and a waves x clusters table.
 //
-// Not simulated: catch-up and drift (reconcile), the registry poll and
-// resync. An approval is held to the API's rule of who may approve
+// Nothing reaches the world (config.go's offline): not simulated are
+// catch-up and drift (reconcile), the polls (the fleet's and every
+// application's own) and resync; the scale-out bus, the sinks, the traces'
+// export, FleetRollouts and single sign-on are off. Refused, naming the
+// application: a push of one that delivers by pull request, of an image
+// KubeCD's image triggers track (both would write to real repositories),
+// or of one that verifies signatures (the registry holds them).
+// An approval is held to the API's rule of who may approve
 // (pkg/rollout's ApprovalRefused: automation, approvals.from, separation
 // of duties; a person's groups as the scenario gives them, a token's as
 // server.apiTokens does) and journaled as the API journals an accepted

@@ -70,8 +70,12 @@ func startEngine(ctx context.Context, cfg *config.Config, dir string, clock *dis
 		Resolver: fleet,
 		Executor: fleet,
 		Canaries: fleet,
+		GitRepos: fleet,
 		Clock:    clock,
 		NoPrune:  true,
+		// One event at a time in journal order: the same scenario
+		// journals the same events in the same order every run.
+		Sequential: true,
 		// Resync reads the clusters, which the simulation does not reach.
 		Resync: resync.Options{Interval: 365 * 24 * time.Hour},
 	})

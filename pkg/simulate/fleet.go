@@ -17,6 +17,7 @@ import (
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -39,35 +40,65 @@ func Digest(app, tag string) string {
 	return "sha256:" + hex.EncodeToString(h[:])
 }
 
-// simCluster is one cluster of the fleet model.
+// Commit is the commit the simulated repository gives a push named name
+// (a scenario names commits as it names tags): 40 hex digits.
+func Commit(repoURL, name string) string {
+	h := sha256.Sum256([]byte(config.DisplayURL(repoURL) + ":" + name))
+	return hex.EncodeToString(h[:])[:40]
+}
+
+// simCluster is one cluster of the fleet model: its applications'
+// workloads.
 type simCluster struct {
 	name, wave  string
-	primary     string // what <workload>-primary runs (repo@digest)
-	target      string // what the workload (the canary) runs
-	phase       string // Flagger's phase
-	transition  time.Time
 	unreachable bool
+	workloads   map[string]*workload // by namespace/name
+}
+
+// workload is one application's workload in a cluster, as Flagger keeps
+// it: the primary and the canary.
+type workload struct {
+	primary    string // what <workload>-primary runs (repo@digest, repository@commit)
+	target     string // what the workload (the canary) runs
+	phase      string // Flagger's phase
+	transition time.Time
+}
+
+// workloadKey names a workload in a cluster.
+func workloadKey(namespace, name string) string { return namespace + "/" + name }
+
+// of is cluster c's workload key, made empty the first time.
+func (c *simCluster) of(key string) *workload {
+	w := c.workloads[key]
+	if w == nil {
+		w = &workload{}
+		c.workloads[key] = w
+	}
+	return w
 }
 
 // action is something the simulated Flagger does at a virtual time.
 type action struct {
-	at      time.Time
-	seq     uint64 // the order actions were made in
-	cluster string
-	do      func(c *simCluster) // the state change
-	payload flaggerv1.CanaryWebhookPayload
+	at       time.Time
+	seq      uint64 // the order actions were made in
+	cluster  string
+	workload string            // its key
+	do       func(w *workload) // the state change
+	payload  flaggerv1.CanaryWebhookPayload
 }
 
 // Fleet is the simulated fleet: the executor (Run), the canaries' status
 // (CanaryStatus) and the simulated Flagger behind them.
 type Fleet struct {
+	cfg      *config.Config
 	clock    *dispatch.ManualClock
 	hookURL  string // the flagger receiver's URL with its secret
 	mu       sync.Mutex
 	clusters map[string]*simCluster
-	versions map[string]string  // digest -> tag
-	outcomes map[string]Outcome // "tag/cluster" or "tag/wave:W" or "tag/*"
-	analysis time.Duration      // when set, overrides the canaries' analysis time
+	versions map[string]string               // digest or commit -> the scenario's name
+	tags     map[string]map[string]time.Time // image -> tag -> built (Resolve)
+	outcomes map[string]Outcome              // "tag/cluster" or "tag/wave:W" or "tag/*"
+	analysis time.Duration                   // when set, overrides the canaries' analysis time
 	actions  []action
 	made     uint64 // actions made
 	applies  []Apply
@@ -83,10 +114,10 @@ type Apply struct {
 }
 
 func newFleet(cfg *config.Config, clock *dispatch.ManualClock) *Fleet {
-	f := &Fleet{clock: clock, clusters: map[string]*simCluster{}, versions: map[string]string{},
+	f := &Fleet{cfg: cfg, clock: clock, clusters: map[string]*simCluster{}, versions: map[string]string{}, tags: map[string]map[string]time.Time{},
 		outcomes: map[string]Outcome{}, client: &http.Client{Timeout: 30 * time.Second}}
 	for _, c := range cfg.Fleet.Clusters {
-		f.clusters[c.Name] = &simCluster{name: c.Name}
+		f.clusters[c.Name] = &simCluster{name: c.Name, workloads: map[string]*workload{}}
 	}
 	for _, w := range cfg.Fleet.Waves {
 		for _, c := range w.ClusterNames() {
@@ -98,45 +129,139 @@ func newFleet(cfg *config.Config, clock *dispatch.ManualClock) *Fleet {
 	return f
 }
 
-// version names what image runs: the tag of a digest the simulation made,
-// else the image.
+// version names what image (repo@digest, repository@commit) runs: the
+// scenario's name of a digest or commit the simulation made, else the
+// image.
 func (f *Fleet) version(image string) string {
 	if image == "" {
 		return "-"
 	}
-	_, digest, ok := strings.Cut(image, "@")
-	if !ok {
+	i := strings.LastIndex(image, "@")
+	if i < 0 {
 		return image
 	}
-	if tag, ok := f.versions[digest]; ok {
-		return tag
+	if name, ok := f.versions[image[i+1:]]; ok {
+		return name
 	}
-	return digest
+	return image[i+1:]
 }
 
-// Version is the tag cluster's primary runs ("-" for none).
-func (f *Fleet) Version(cluster string) (string, bool) {
+// Version is the name of what application app's primary runs in cluster
+// ("-" for nothing).
+func (f *Fleet) Version(cluster, app string) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.clusters[cluster]
 	if !ok {
 		return "", false
 	}
-	return f.version(c.primary), true
+	a, ok := f.cfg.Application(app)
+	if !ok {
+		return "", false
+	}
+	w := c.workloads[workloadKey(a.Namespace, a.Workload.Name)]
+	if w == nil {
+		return "-", true
+	}
+	return f.version(w.primary), true
+}
+
+// ref is what application a runs when it runs the version the scenario
+// names version: repo@digest, or a git application's repository@commit.
+func (f *Fleet) ref(a config.Application, version string) string {
+	if g := a.Git(); g != nil {
+		commit := Commit(g.URL, version)
+		f.versions[commit] = version
+		return config.DisplayURL(g.URL) + "@" + commit
+	}
+	return a.Image + "@" + f.resolved(a.Image, version)
+}
+
+// runs has every cluster application a targets run version (f.mu held).
+func (f *Fleet) runs(a config.Application, version string) {
+	img := f.ref(a, version)
+	for _, cl := range f.cfg.Fleet.Clusters {
+		if c := f.clusters[cl.Name]; c != nil && a.Targets(cl) {
+			w := c.of(workloadKey(a.Namespace, a.Workload.Name))
+			w.primary, w.target, w.phase = img, img, string(flaggerv1.CanaryPhaseSucceeded)
+		}
+	}
+}
+
+// VerifyPush is the simulated repository (verify's GitRepos): the commits
+// the scenario pushes are on their branch, and each changes every path
+// the applications following the repository track, in every cluster.
+func (f *Fleet) VerifyPush(_ context.Context, src config.GitSource, _, _, commit string) ([]string, error) {
+	f.mu.Lock()
+	_, known := f.versions[commit]
+	f.mu.Unlock()
+	if !known {
+		return nil, fault.Permanent(fmt.Errorf("commit %s is not one the scenario pushed", commit))
+	}
+	var changed []string
+	for _, a := range f.cfg.Applications {
+		if g := a.Git(); g != nil && config.SameGitRepository(g.URL, src.URL) {
+			for _, c := range f.cfg.Fleet.Clusters {
+				for _, p := range g.TrackedPaths(c.Name) {
+					if p = strings.Trim(p, "/"); p != "" && !slices.Contains(changed, p) {
+						changed = append(changed, p)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(changed)
+	return changed, nil
 }
 
 // Resolve is the simulated registry: every tag exists, its digest derived
-// from the image and the tag.
+// from the image and the tag, built when first resolved (Created).
 func (f *Fleet) Resolve(_ context.Context, image, tag string) (string, error) {
-	d := Digest(image, tag)
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.resolved(image, tag), nil
+}
+
+// resolved records that image's tag exists, and returns its digest (f.mu
+// held).
+func (f *Fleet) resolved(image, tag string) string {
+	d := Digest(image, tag)
 	f.versions[d] = tag
-	f.mu.Unlock()
-	return d, nil
+	if f.tags[image] == nil {
+		f.tags[image] = map[string]time.Time{}
+	}
+	if _, ok := f.tags[image][tag]; !ok {
+		f.tags[image][tag] = f.clock.Now()
+	}
+	return d
+}
+
+// Tags lists the tags of image the simulation resolved (the poll's
+// Registry: the engine builds no client of the config's registries).
+func (f *Fleet) Tags(_ context.Context, image string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for t := range f.tags[image] {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Created is when image@digest was built: the virtual instant the
+// simulation first resolved its tag (track Newest orders by it).
+func (f *Fleet) Created(_ context.Context, image, digest string) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if tag, ok := f.versions[digest]; ok {
+		return f.tags[image][tag], nil
+	}
+	return time.Time{}, nil
 }
 
 // CanaryStatus reads a cluster's canary from the model.
-func (f *Fleet) CanaryStatus(_ context.Context, cluster, _ string, _ config.Workload) (rollout.CanaryStatus, error) {
+func (f *Fleet) CanaryStatus(_ context.Context, cluster, namespace string, wl config.Workload) (rollout.CanaryStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.clusters[cluster]
@@ -146,8 +271,12 @@ func (f *Fleet) CanaryStatus(_ context.Context, cluster, _ string, _ config.Work
 	if c.unreachable {
 		return rollout.CanaryStatus{}, fmt.Errorf("cluster %s is unreachable (simulated)", cluster)
 	}
-	return rollout.CanaryStatus{Phase: c.phase, Transition: c.transition, PrimaryImage: c.primary, TargetImage: c.target,
-		Checksum: c.target}, nil
+	w := c.workloads[workloadKey(namespace, wl.Name)]
+	if w == nil {
+		w = &workload{}
+	}
+	return rollout.CanaryStatus{Phase: w.phase, Transition: w.transition, PrimaryImage: w.primary, TargetImage: w.target,
+		Checksum: w.target}, nil
 }
 
 // outcome is what the scenario decided for tag in cluster c: a cluster's
@@ -184,18 +313,26 @@ func analysisTime(cn *flaggerv1.Canary) (success, failure time.Duration) {
 	return interval * time.Duration(steps+1), interval * time.Duration(threshold)
 }
 
-// Run is the executor: it applies p to the cluster's model at once, and
-// has the simulated Flagger answer as the scenario decided.
+// Run is the executor: it applies p to the cluster's model at once (an
+// image, or a git application's commit: its revision repository@commit),
+// and has the simulated Flagger answer as the scenario decided. A git
+// application's prune (the run of a commit's pending deletions after the
+// cluster succeeded) changes no workload: nothing to do.
 func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c, ok := f.clusters[cluster]
+	sc, ok := f.clusters[cluster]
 	if !ok {
 		return pipelines.Results{}, fault.Permanent(fmt.Errorf("no cluster %q in the simulated fleet", cluster))
 	}
-	if c.unreachable {
+	if sc.unreachable {
 		return pipelines.Results{}, fault.Permanent(fmt.Errorf("cluster %s is unreachable (simulated)", cluster))
 	}
+	if p.Git != nil && p.Git.Prune == tasks.PrunePending {
+		return pipelines.Results{}, nil
+	}
+	key := workloadKey(p.Namespace, p.Workload)
+	c := sc.of(key)
 	now := f.clock.Now()
 	prev := c.primary
 	changed := c.target != p.Image
@@ -205,6 +342,10 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 	}
 	tag := f.version(p.Image)
 	f.applies = append(f.applies, Apply{At: now, Cluster: cluster, Version: tag, Revert: p.Image == c.primary && prev != ""})
+	add := func(a action) {
+		a.cluster, a.workload = cluster, key
+		f.add(a)
+	}
 	c.target = p.Image
 	meta := func(msg, typ string) flaggerv1.CanaryWebhookPayload {
 		return flaggerv1.CanaryWebhookPayload{Name: name, Namespace: ns, Checksum: p.Image, Metadata: map[string]string{
@@ -220,29 +361,29 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		pl := meta(fmt.Sprintf("Initialization done! %s.%s", name, ns), "Normal")
 		pl.Phase = flaggerv1.CanaryPhaseInitialized
 		c.primary, c.phase, c.transition = image, string(flaggerv1.CanaryPhaseInitialized), now
-		f.add(action{at: now, cluster: cluster, payload: pl, do: func(*simCluster) {}})
+		add(action{at: now, payload: pl, do: func(*workload) {}})
 	case image == c.primary || (p.Canary != nil && p.Canary.Spec.SkipAnalysis):
 		// A revert (or skipAnalysis): promoted without analysis.
 		// Done as the apply returns, like the initialization.
 		pl := meta(fmt.Sprintf("Promotion completed! Scaling down %s.%s", name, ns), "Normal")
 		pl.Phase = flaggerv1.CanaryPhaseSucceeded
 		c.primary, c.phase, c.transition = image, string(flaggerv1.CanaryPhaseSucceeded), now
-		f.add(action{at: now, cluster: cluster, payload: pl, do: func(*simCluster) {}})
+		add(action{at: now, payload: pl, do: func(*workload) {}})
 	default:
 		c.phase = string(flaggerv1.CanaryPhaseProgressing)
 		c.transition = now
 		start := meta(fmt.Sprintf("New revision detected! Scaling up %s.%s", name, ns), "Normal")
 		start.Phase = flaggerv1.CanaryPhaseProgressing
-		f.add(action{at: now, cluster: cluster, payload: start, do: func(*simCluster) {}})
+		add(action{at: now, payload: start, do: func(*workload) {}})
 		success, failure := analysisTime(p.Canary)
 		if f.analysis > 0 {
 			success, failure = f.analysis, f.analysis
 		}
-		switch f.outcome(tag, c) {
+		switch f.outcome(tag, sc) {
 		case Succeed:
 			pl := meta(fmt.Sprintf("Promotion completed! Scaling down %s.%s", name, ns), "Normal")
 			pl.Phase = flaggerv1.CanaryPhaseSucceeded
-			f.add(action{at: now.Add(success), cluster: cluster, payload: pl, do: func(c *simCluster) {
+			add(action{at: now.Add(success), payload: pl, do: func(c *workload) {
 				if c.target == image {
 					c.primary, c.phase = image, string(flaggerv1.CanaryPhaseSucceeded)
 				}
@@ -250,7 +391,7 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		case Fail:
 			pl := meta(fmt.Sprintf("Rolling back %s.%s failed checks threshold reached", name, ns), "Warning")
 			pl.Phase = flaggerv1.CanaryPhaseFailed
-			f.add(action{at: now.Add(failure), cluster: cluster, payload: pl, do: func(c *simCluster) {
+			add(action{at: now.Add(failure), payload: pl, do: func(c *workload) {
 				if c.target == image {
 					c.phase = string(flaggerv1.CanaryPhaseFailed)
 				}
@@ -307,21 +448,26 @@ func (f *Fleet) fireNext(ctx context.Context) (bool, error) {
 	a := f.actions[first]
 	f.actions = slices.Delete(f.actions, first, first+1)
 	if c := f.clusters[a.cluster]; c != nil {
-		a.do(c)
-		c.transition = now
+		w := c.of(a.workload)
+		a.do(w)
+		w.transition = now
 	}
 	f.mu.Unlock()
 	a.payload.Metadata["timestamp"] = strconv.FormatInt(now.UnixMilli(), 10)
 	return true, f.post(ctx, a.payload)
 }
 
-// actionBefore orders actions: by time, cluster, then as they were made.
+// actionBefore orders actions: by time, cluster, workload, then as they
+// were made.
 func actionBefore(a, b action) bool {
 	if c := a.at.Compare(b.at); c != 0 {
 		return c < 0
 	}
 	if a.cluster != b.cluster {
 		return a.cluster < b.cluster
+	}
+	if a.workload != b.workload {
+		return a.workload < b.workload
 	}
 	return a.seq < b.seq
 }

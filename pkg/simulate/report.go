@@ -1,11 +1,14 @@
 package simulate
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 
 	"github.com/flotilla-cd/flotilla/events"
 )
@@ -31,6 +34,18 @@ var timelineTypes = map[string]string{
 	events.TypeRolloutPauseRequested:  "paused",
 	events.TypeRolloutResumeRequested: "resumed",
 	events.TypeClusterDeadline:        "deadline passed",
+	events.TypePipelineRunRequested:   "cluster applying", // "cluster reverting" for a revert (labelOf)
+}
+
+// labelOf is what the timeline calls e, false for an event it leaves out.
+func labelOf(e cloudevents.Event) (string, bool) {
+	label, ok := timelineTypes[e.Type()]
+	if ok && e.Type() == events.TypePipelineRunRequested {
+		if r, err := events.Decode[events.PipelineRunRequested](e); err == nil && r.Purpose == events.PurposeRevert {
+			label = "cluster reverting"
+		}
+	}
+	return label, ok
 }
 
 // report writes the scenario's timeline (virtual time, from the push) and
@@ -49,12 +64,27 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 		en.clock.Now().Sub(en.start).Round(time.Second), time.Since(s.wall).Round(time.Millisecond))
 	fmt.Fprintln(w, "timeline (virtual time after the push):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	waves := map[string][]string{} // a rollout's waves' names, by its id
 	for _, x := range en.timeline {
-		label, ok := timelineTypes[x.e.Type()]
+		label, ok := labelOf(x.e)
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(tw, "  +%s\t%s\t%s\t%s\n", x.at.Sub(origin).Round(time.Second), x.at.Format("Mon 15:04"), label, detail(x.e.Data()))
+		d := detail(x.e.Data())
+		if i, ok := waveIndex(x.e.Data()); ok {
+			id := events.RolloutID(x.e)
+			if _, seen := waves[id]; !seen && id != "" {
+				if ro, err := en.srv.Rollouts().Get(s.ctx, id); err == nil {
+					for _, wv := range ro.Waves {
+						waves[id] = append(waves[id], wv.Name)
+					}
+				}
+			}
+			if i < len(waves[id]) {
+				d = strings.TrimSpace("wave=" + waves[id][i] + " " + d)
+			}
+		}
+		fmt.Fprintf(tw, "  +%s\t%s\t%s\t%s\n", x.at.Sub(origin).Round(time.Second), x.at.Format("Mon 15:04"), label, d)
 	}
 	tw.Flush()
 	reverted := en.reverted()
@@ -70,7 +100,7 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 		fmt.Fprintf(w, "rollout %s of %s %s: %s%s\n", ro.ID, ro.Application, ro.Tag, ro.Phase, suffix(cmpOr(ro.Waiting, ro.Reason)))
 		for _, wv := range ro.Waves {
 			for _, c := range wv.Clusters {
-				v, _ := en.fleet.Version(c.Name)
+				v, _ := en.fleet.Version(c.Name, ro.Application)
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", wv.Name, c.Name, v, c.Phase)
 				seen[c.Name] = true
 			}
@@ -78,7 +108,7 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 	}
 	for _, c := range s.cfg.Fleet.Clusters {
 		if !seen[c.Name] {
-			v, _ := en.fleet.Version(c.Name)
+			v, _ := en.fleet.Version(c.Name, s.application())
 			fmt.Fprintf(tw, "  -\t%s\t%s\t-\n", c.Name, v)
 		}
 	}
@@ -102,6 +132,18 @@ func detail(data []byte) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// waveIndex reads the wave index of a payload that has one (a wave's
+// events, an approval, a cluster's run).
+func waveIndex(data []byte) (int, bool) {
+	var p struct {
+		Wave *int `json:"wave"`
+	}
+	if err := json.Unmarshal(data, &p); err != nil || p.Wave == nil || *p.Wave < 0 {
+		return 0, false
+	}
+	return *p.Wave, true
 }
 
 // field reads a string field of a JSON object, crudely (no decoding of

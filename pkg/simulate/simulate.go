@@ -83,8 +83,10 @@ type scenario struct {
 	analysis       time.Duration
 	pushedAt       time.Time
 	pushes         int
-	controls       int
-	wall           time.Time
+	// app is the application the scenario pushed last (application).
+	app      string
+	controls int
+	wall     time.Time
 	// groups are the people's groups the scenario gave (inGroup).
 	groups map[string][]string
 }
@@ -124,15 +126,11 @@ func (s *scenario) ensure() error {
 	fleet.outcomes = s.outcomes
 	fleet.analysis = s.analysis
 	if s.initial != "" {
-		for _, c := range fleet.clusters {
-			for _, a := range cfg.Applications {
-				if _, err := fleet.Resolve(s.ctx, a.Image, s.initial); err != nil {
-					return err
-				}
-				img := a.Image + "@" + Digest(a.Image, s.initial)
-				c.primary, c.target, c.phase = img, img, "Succeeded"
-			}
+		fleet.mu.Lock()
+		for _, a := range cfg.Applications {
+			fleet.runs(a, s.initial)
 		}
+		fleet.mu.Unlock()
 	}
 	en, err := startEngine(s.ctx, cfg, dir, clock, fleet)
 	if err != nil {

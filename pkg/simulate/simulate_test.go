@@ -2,14 +2,19 @@ package simulate
 
 import (
 	"bytes"
+	"net"
+	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 )
 
 func TestRunLastWaveFails(t *testing.T) {
@@ -94,11 +99,16 @@ func TestApproversArePeople(t *testing.T) {
 }
 
 // The same scenarios give the same report every run, wall time aside: the
-// same events at the same virtual instants, the same rollback order and
-// table. Catches an idleness guessed from quiet and a simulated Flagger
-// acting while the engine works (on a loaded machine a rollout ended
-// 2h1m0s after the push instead of 2h0m40s: the canary's status read
-// raced the Flagger's step).
+// same events in the same order at the same virtual instants, the same
+// rollback order and table, compared line by line, unsorted. Catches an
+// idleness guessed from quiet and a simulated Flagger acting while the
+// engine works (on a loaded machine a rollout ended 2h1m0s after the push
+// instead of 2h0m40s: the canary's status read raced the Flagger's step).
+// A dispatcher running keys and lanes in parallel under simulate (the runs
+// of a wave's two clusters may end in either order, and so their results
+// in the timeline) shows here only now and then (12 runs of each without
+// app.Options.Sequential all agreed): pkg/dispatch's
+// TestSequentialFollowsTheJournal catches it every run.
 func TestReportIsTheSameEveryRun(t *testing.T) {
 	const runs = 3
 	tests := []struct {
@@ -107,6 +117,7 @@ func TestReportIsTheSameEveryRun(t *testing.T) {
 	}{
 		{"the last wave fails", []string{filepath.Join("testdata", "lastwave.feature")}},
 		{"the documented examples", []string{filepath.Join("..", "..", "docs", "simulate", "whatif.feature")}},
+		{"a git application", []string{filepath.Join("testdata", "git.feature")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,11 +146,129 @@ func TestReportIsTheSameEveryRun(t *testing.T) {
 // wallTime is the report's wall time, the one part that may differ.
 var wallTime = regexp.MustCompile(`, wall [0-9.]+[a-zµ]+\)`)
 
-// sameRun is a report as two runs of the same scenario must agree on: its
-// lines without the wall time, sorted (events of one virtual instant from
-// runs in parallel come in either order).
+// sameRun is a report as two runs of the same scenario must agree on: all
+// of it but the wall time, in its order (the engine handles one event at a
+// time in journal order under simulate: app.Options.Sequential).
 func sameRun(report string) string {
-	lines := strings.Split(wallTime.ReplaceAllString(report, ")"), "\n")
-	slices.Sort(lines)
-	return strings.Join(lines, "\n")
+	return wallTime.ReplaceAllString(report, ")")
+}
+
+// A git application runs in simulate: a commit pushed to its branch, or a
+// tag its pattern matches, verified against the simulated repository,
+// applied at once, and judged by the simulated Flagger like an image
+// (testdata/git.feature, against config/example.yaml's frontend). Catches
+// a simulation that refuses git applications, a fleet model with one
+// workload per cluster (frontend's commit would show as podinfo's
+// version), and a simulated repository that confirms no push (verify
+// would reject it and no rollout start).
+func TestGitApplication(t *testing.T) {
+	var out, report bytes.Buffer
+	status, err := Run(t.Context(), Options{
+		Config: filepath.Join("..", "..", "config", "example.yaml"),
+		Paths:  []string{filepath.Join("testdata", "git.feature")},
+		Format: "progress", Output: &out, Report: &report,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != 0 {
+		t.Fatalf("status %d:\n%s\n%s", status, out.String(), report.String())
+	}
+}
+
+// No poll reaches the world: an application's own poll (here every second,
+// podinfo's registry and frontend's git host both at a loopback address)
+// is off in simulate as the fleet's is. A listener at that address counts
+// the connections while a scenario runs and then while an engine idles
+// for longer than the poll's interval. Catches a simulation that turns
+// off fleet.poll only (the application's poll would list the tags at
+// once, within the interval's jitter, and every second after).
+func TestNoPollReachesTheWorld(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			held = append(held, c) // never answered: a registry that hangs
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+	})
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	for _, a := range list(doc, "applications") {
+		a["poll"] = map[string]any{"interval": "1s"}
+		if _, ok := a["image"]; ok {
+			a["image"] = addr + "/demo/podinfo"
+		}
+		if src, ok := a["source"].(map[string]any); ok {
+			if g, ok := src["git"].(map[string]any); ok {
+				g["url"] = "https://" + addr + "/platform/deployments.git"
+			}
+		}
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flotilla.yaml")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var gout bytes.Buffer
+	status, err := Run(t.Context(), Options{
+		Config: path, Paths: []string{filepath.Join("testdata", "git.feature")}, Format: "progress", Output: &gout,
+	})
+	if err != nil || status != 0 {
+		t.Fatalf("simulate: status %d, %v:\n%s", status, err, gout.String())
+	}
+	// An engine left running for longer than the interval.
+	cfg, err := loadConfig(path, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := dispatch.NewManualClock(DefaultStart)
+	edir := filepath.Join(dir, "engine")
+	if err := os.MkdirAll(edir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	en, err := startEngine(t.Context(), cfg, edir, clock, newFleet(cfg, clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := en.settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := en.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("the simulation made %d connections to the registry and git host at %s", n, addr)
+	}
 }

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cucumber/godog"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/identity"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
@@ -56,6 +58,7 @@ func (s *scenario) steps() []Step {
 		{`^"([^"]+)" (pauses|resumes|aborts|rolls back) the rollout$`, `When "alice" pauses the rollout`, s.control},
 		// Then: what the fleet and the rollout show.
 		{`^cluster "([^"]+)" runs "([^"]+)"$`, `Then cluster "c1" runs "1.1.0"`, s.clusterRuns},
+		{`^cluster "([^"]+)" runs "([^"]+)" of "([^"]+)"$`, `Then cluster "c1" runs "1.1.0" of "podinfo"`, s.clusterRunsOf},
 		{`^every cluster runs "([^"]+)"$`, `Then every cluster runs "1.1.0"`, s.everyClusterRuns},
 		{`^the clusters run:$`, "Then the clusters run:\n  | cluster | version |\n  | c1      | 1.1.0   |", s.clustersRun},
 		{`^the rollout is (\w+)$`, `Then the rollout is RolledBack`, s.rolloutIs},
@@ -303,6 +306,10 @@ func (s *scenario) pushedBy(tag, pusher string) error {
 
 func (s *scenario) pushedApp(tag, name string) error { return s.push(tag, name, "simulate") }
 
+// push sends what the registry's webhook sends for a push of tag of
+// application name, or, for a git application, the git host's: a commit
+// the scenario names tag pushed to the application's branch, or the git
+// tag tag when the application's tags pattern matches it.
 func (s *scenario) push(tag, name, pusher string) error {
 	if err := s.ensure(); err != nil {
 		return err
@@ -311,25 +318,64 @@ func (s *scenario) push(tag, name, pusher string) error {
 	if !ok {
 		return fmt.Errorf("no application %q in the config", name)
 	}
-	if a.Image == "" {
-		return fmt.Errorf("application %q is a git application: simulate pushes images only", name)
+	if g := a.GitOps; g != nil && g.Mode == config.GitOpsModePullRequest {
+		return fmt.Errorf("application %q delivers by pull request (gitops.mode %s): simulate opens no pull request on the real host; simulate a copy of the config in mode %s",
+			name, config.GitOpsModePullRequest, config.GitOpsModeCommit)
 	}
-	host, repo, _ := strings.Cut(a.Image, "/")
+	if a.Verify != nil && len(a.Verify.Signatures) > 0 {
+		return fmt.Errorf("application %q verifies signatures (verify.signatures), which the registry holds: simulate signs no image and reads no registry",
+			name)
+	}
+	if ts := s.cfg.KubeCDTriggered(a.Image); a.Image != "" && len(ts) > 0 {
+		return fmt.Errorf("image %s of application %q is tracked by the KubeCD image triggers of %q, which commit to the real deployments repository: simulate does not run them",
+			a.Image, name, ts[0].Name)
+	}
+	s.app = name
 	s.pushes++
-	e, err := newEvent(fmt.Sprintf("simulate/push/%d/%s", s.pushes, tag), events.TypeImagePushed, events.ImagePushed{
-		Registry: host, Repository: repo, Tag: tag, Digest: Digest(a.Image, tag), Sender: "simulate", Receiver: "simulate",
-		Pusher: pusher,
-	})
-	if err != nil {
-		return err
+	id := fmt.Sprintf("simulate/push/%d/%s", s.pushes, tag)
+	var e cloudevents.Event
+	var err error
+	if g := a.Git(); g != nil {
+		e, err = newEvent(id, events.TypeGitPushed, s.gitPush(g, tag, pusher))
+	} else {
+		host, repo, _ := strings.Cut(a.Image, "/")
+		if _, err := s.en.fleet.Resolve(s.ctx, a.Image, tag); err != nil {
+			return err
+		}
+		e, err = newEvent(id, events.TypeImagePushed, events.ImagePushed{
+			Registry: host, Repository: repo, Tag: tag, Digest: Digest(a.Image, tag), Sender: "simulate", Receiver: "simulate",
+			Pusher: pusher,
+		})
 	}
-	if _, err := s.en.fleet.Resolve(s.ctx, a.Image, tag); err != nil {
+	if err != nil {
 		return err
 	}
 	if s.pushedAt.IsZero() {
 		s.pushedAt = s.en.clock.Now()
 	}
 	return s.en.journal(s.ctx, e)
+}
+
+// gitPush is the git host's push of the commit the scenario names name
+// (Commit) to git source g's branch, or of the git tag name when g's tags
+// pattern matches it; before is what the fleet runs, when the scenario
+// said.
+func (s *scenario) gitPush(g *config.GitSource, name, pusher string) events.GitPushed {
+	f := s.en.fleet
+	f.mu.Lock()
+	after := Commit(g.URL, name)
+	f.versions[after] = name
+	before := ""
+	if s.initial != "" {
+		before = Commit(g.URL, s.initial)
+	}
+	f.mu.Unlock()
+	p := events.GitPushed{RepoURL: config.DisplayURL(g.URL), Ref: "refs/heads/" + g.Branch, Branch: g.Branch, Before: before, After: after,
+		Pusher: pusher, Sender: "simulate", Receiver: "simulate"}
+	if g.Tags != "" && g.TagMatches(name) {
+		p.Ref, p.Branch, p.Tag = "refs/tags/"+name, "", name
+	}
+	return p
 }
 
 func (s *scenario) passes(d string) error {
@@ -453,13 +499,23 @@ func (s *scenario) control(person, verb string) error {
 	return s.en.journal(s.ctx, e)
 }
 
-// Then
+// Then: what the clusters run is what the scenario's application runs
+// there (application).
+
+// application is the scenario's application: the last one pushed, else
+// the config's first.
+func (s *scenario) application() string {
+	if s.app != "" {
+		return s.app
+	}
+	return s.cfg.Applications[0].Name
+}
 
 func (s *scenario) clusterRuns(cluster, version string) error {
 	if err := s.ensure(); err != nil {
 		return err
 	}
-	got, ok := s.en.fleet.Version(cluster)
+	got, ok := s.en.fleet.Version(cluster, s.application())
 	if !ok {
 		return fmt.Errorf("no cluster %q in the fleet", cluster)
 	}
@@ -469,13 +525,32 @@ func (s *scenario) clusterRuns(cluster, version string) error {
 	return nil
 }
 
+// clusterRunsOf checks what application app runs in cluster, whichever
+// the scenario pushed.
+func (s *scenario) clusterRunsOf(cluster, version, app string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	got, ok := s.en.fleet.Version(cluster, app)
+	switch {
+	case !ok:
+		return fmt.Errorf("no cluster %q or application %q in the config", cluster, app)
+	case got != version:
+		return fmt.Errorf("cluster %s runs %s of %s, not %s", cluster, got, app, version)
+	}
+	return nil
+}
+
 func (s *scenario) everyClusterRuns(version string) error {
 	if err := s.ensure(); err != nil {
 		return err
 	}
+	a, _ := s.cfg.Application(s.application())
 	var errs []error
 	for _, c := range s.cfg.Fleet.Clusters {
-		errs = append(errs, s.clusterRuns(c.Name, version))
+		if a.Targets(c) {
+			errs = append(errs, s.clusterRuns(c.Name, version))
+		}
 	}
 	return errors.Join(errs...)
 }
