@@ -19,8 +19,11 @@ import (
 // the cache needs no part in the store's transactions. Rollouts leave it
 // when they are archived (drop).
 type decodedCache struct {
-	mu   sync.Mutex
-	byID map[string]decoded
+	mu sync.Mutex
+	// byID keeps the last two documents of each id: an update encodes
+	// the next version inside its transaction, and reads of the store
+	// until its commit still see the one before.
+	byID map[string][2]decoded
 	// decodes counts the documents decoded: what the cache did not spare.
 	decodes int
 }
@@ -30,27 +33,32 @@ type decoded struct {
 	ro  rollout.Rollout
 }
 
-// lookup returns a copy of the rollout raw decodes to, if raw is the
-// document kept for id.
+// lookup returns a copy of the rollout raw decodes to, if raw is one of
+// the documents kept for id.
 func (c *decodedCache) lookup(id string, raw []byte) (rollout.Rollout, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, ok := c.byID[id]
-	if !ok || !bytes.Equal(d.raw, raw) {
-		return rollout.Rollout{}, false
+	for _, d := range c.byID[id] {
+		if d.raw != nil && bytes.Equal(d.raw, raw) {
+			return d.ro.Clone(), true
+		}
 	}
-	return d.ro.Clone(), true
+	return rollout.Rollout{}, false
 }
 
-// put keeps raw, which nobody may change afterwards, as the document of
-// ro's id, decoding to ro.
+// put keeps raw, which nobody may change afterwards, as the latest
+// document of id, decoding to ro; the one before it stays too.
 func (c *decodedCache) put(id string, raw []byte, ro rollout.Rollout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byID == nil {
-		c.byID = map[string]decoded{}
+		c.byID = map[string][2]decoded{}
 	}
-	c.byID[id] = decoded{raw: raw, ro: ro.Clone()}
+	kept := c.byID[id]
+	if kept[0].raw != nil && bytes.Equal(kept[0].raw, raw) {
+		return
+	}
+	c.byID[id] = [2]decoded{{raw: raw, ro: ro.Clone()}, kept[0]}
 }
 
 func (c *decodedCache) drop(id string) {

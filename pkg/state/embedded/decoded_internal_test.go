@@ -57,6 +57,40 @@ func TestDecodedCacheKeyedByBytes(t *testing.T) {
 	}
 }
 
+// A read of the store while an update of the rollout is under way sees
+// the version before it, whose bytes the cache still has: it does not
+// decode them, and the update after the commit does not either.
+func TestDecodedCacheDuringAnUpdate(t *testing.T) {
+	var c decodedCache
+	before := wave(2)
+	raw, err := (rolloutDoc{id: "r1", ro: &before, cache: &c}).EncodeDocument() // committed
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := before.Clone()
+	next.Waves[0].Clusters[0].Phase = rollout.ClusterSucceeded
+	rawNext, err := (rolloutDoc{id: "r1", ro: &next, cache: &c}).EncodeDocument() // under way
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read, updated rollout.Rollout
+	if err := (rolloutDoc{id: "r1", ro: &read, cache: &c}).DecodeDocument(raw); err != nil { // a read meanwhile
+		t.Fatal(err)
+	}
+	if err := (rolloutDoc{id: "r1", ro: &updated, cache: &c}).DecodeDocument(rawNext); err != nil { // the next update
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(before, read); d != "" {
+		t.Errorf("the read meanwhile (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(next, updated); d != "" {
+		t.Errorf("the next update (-want +got):\n%s", d)
+	}
+	if c.decodes != 0 {
+		t.Errorf("%d documents decoded, want none", c.decodes)
+	}
+}
+
 // Updates of a rollout in flight decode its document once, not once each
 // (the whole rollout of a 1,000-cluster wave, for every burst of its
 // events), and what they keep reads back from the store unchanged.
