@@ -176,6 +176,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerGitSteps(sc)
 	s.registerKubeCDSteps(sc)
 	s.registerPruneSteps(sc)
+	s.registerWorkloadsSteps(sc)
 	s.registerPullRequestSteps(sc)
 	s.registerMergeFaultSteps(sc)
 	s.registerInstallSteps(sc)

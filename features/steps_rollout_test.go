@@ -279,18 +279,25 @@ type clusterGate struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	fail map[string]bool
+	// failCanary fails one canary of a cluster ("<cluster>/<canary>"),
+	// delay answers a canary (by name) that much later (workloads steps).
+	failCanary map[string]bool
+	delay      map[string]time.Duration
 }
 
 func newClusterGate() *clusterGate {
-	g := &clusterGate{fail: map[string]bool{}}
+	g := &clusterGate{fail: map[string]bool{}, failCanary: map[string]bool{}, delay: map[string]time.Duration{}}
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p struct {
+			Name     string            `json:"name"`
 			Metadata map[string]string `json:"metadata"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&p)
 		g.mu.Lock()
-		fail := g.fail[p.Metadata["cluster"]]
+		fail := g.fail[p.Metadata["cluster"]] || g.failCanary[p.Metadata["cluster"]+"/"+p.Name]
+		delay := g.delay[p.Name]
 		g.mu.Unlock()
+		time.Sleep(delay)
 		if fail {
 			http.Error(w, "gate closed for "+p.Metadata["cluster"], http.StatusInternalServerError)
 			return
