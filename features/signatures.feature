@@ -137,3 +137,24 @@ Feature: Only signed images roll out
     And the primary in every cluster runs version "1.1.0" by digest
     And no workload in any cluster runs version "1.2.0"
     And Fulcio certified "release-bot@example.com" then "mallory@example.com", and the Rekor log holds 2 entries
+
+  # Catches a policy whose attestations are not required (1.2.0, signed and
+  # not attested, would roll out), one that takes an attestation by a key it
+  # does not trust (1.3.0), and one that does not read cosign's attestation
+  # bundles (1.1.0 would be refused).
+  Scenario: An application requiring SLSA provenance rolls out a signed and attested image; one not attested, or attested by another key, is refused
+    Given the application accepts only images signed with the key "release" and attested by it with "https://slsa.dev/provenance/v1"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When version "1.1.0" signed with the key "release" and attested with "slsaprovenance1" by the key "release" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" records "key release; https://slsa.dev/provenance/v1 attested by key release" as its signer
+    And the primary in every cluster runs version "1.1.0" by digest
+    When version "1.2.0" signed with the key "release" is pushed
+    Then the push of "1.2.0" is rejected saying "carries no attestation of type https://slsa.dev/provenance/v1 by a trusted signer"
+    When version "1.3.0" signed with the key "release" and attested with "slsaprovenance1" by the key "mallory" is pushed
+    Then the push of "1.3.0" is rejected saying "carries no attestation of type https://slsa.dev/provenance/v1 by a trusted signer (referrer"
+    And the workloads of every cluster stay unchanged for 10 seconds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And no workload in any cluster runs version "1.2.0"
+    And no workload in any cluster runs version "1.3.0"

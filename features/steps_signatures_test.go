@@ -56,6 +56,9 @@ func (s *scenario) registerSignatureSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the workloads of every cluster stay unchanged for (\d+) seconds$`, s.workloadsUnchanged)
 	sc.Step(`^the application accepts only images signed with the key "([^"]*)", ignoring the transparency log$`, s.acceptsKeyIgnoringTlog)
 	sc.Step(`^the rollout of "([^"]*)" records the signature of the key "([^"]*)", its transparency log not checked$`, s.signatureRecordedTlogSkipped)
+	sc.Step(`^the application accepts only images signed with the key "([^"]*)" and attested by it with "([^"]*)"$`, s.acceptsKeyAttested)
+	sc.Step(`^version "([^"]*)" signed with the key "([^"]*)" and attested with "([^"]*)" by the key "([^"]*)" is pushed$`, s.pushSignedAttested)
+	sc.Step(`^the rollout of "([^"]*)" records "([^"]*)" as its signer$`, s.signerRecorded)
 	sc.Step(`^an OpenID provider where "([^"]*)" and "([^"]*)" log in, and a Fulcio trusting its tokens$`, s.keylessProvider)
 	sc.Step(`^the application accepts only images signed keylessly by "([^"]*)" of that provider$`, s.acceptsIdentity)
 	sc.Step(`^version "([^"]*)" signed keylessly by "([^"]*)" is pushed$`, s.pushSignedKeyless)
@@ -135,6 +138,70 @@ func (s *scenario) acceptsKeyIgnoringTlog(ctx context.Context, keyName string) e
 	s.w.verify = map[string]any{"ignoreTlog": true, "signatures": []map[string]any{{
 		"name": keyName, "key": map[string]string{"file": k.cosign.PublicKeyFile(keyName)},
 	}}}
+	return nil
+}
+
+// acceptsKeyAttested is acceptsKey, and the digest must also carry an
+// attestation of predicateType signed by the key.
+func (s *scenario) acceptsKeyAttested(ctx context.Context, keyName, predicateType string) error {
+	if err := s.acceptsKey(ctx, keyName); err != nil {
+		return err
+	}
+	s.w.verify["attestations"] = []map[string]any{{"predicateType": predicateType}}
+	return nil
+}
+
+// predicates are the predicates `cosign attest --type` is given, by
+// cosign's type name.
+var predicates = map[string]string{
+	// SLSA provenance v1 (https://slsa.dev/provenance/v1), as a CI job's
+	// builder writes it.
+	"slsaprovenance1": `{"buildDefinition": {"buildType": "https://flotilla.test/build/v1",` +
+		` "externalParameters": {"repository": "https://git.flotilla.test/demo/podinfo", "ref": "refs/tags/v1"}},` +
+		` "runDetails": {"builder": {"id": "https://flotilla.test/ci"}, "metadata": {"invocationId": "features"}}}`,
+}
+
+// pushSignedAttested pushes version, signs its digest with `cosign sign
+// --key` (a logged bundle), attests it with `cosign attest --key
+// --type` (a logged bundle of an in-toto statement), then notifies
+// flotilla of the push.
+func (s *scenario) pushSignedAttested(ctx context.Context, version, keyName, predicateType, attester string) error {
+	predicate, ok := predicates[predicateType]
+	if !ok {
+		return fmt.Errorf("no predicate of type %s for cosign attest", predicateType)
+	}
+	body, err := s.push(version)
+	if err != nil {
+		return err
+	}
+	d, err := s.digestRef(version)
+	if err != nil {
+		return err
+	}
+	k, err := s.key(ctx, keyName)
+	if err != nil {
+		return err
+	}
+	if _, err := s.key(ctx, attester); err != nil {
+		return err
+	}
+	if err := k.cosign.Sign(ctx, keyName, d.String(), cosigntest.Options{Format: cosigntest.Bundle}); err != nil {
+		return fmt.Errorf("signing %s: %w", d, err)
+	}
+	if err := k.cosign.Attest(ctx, attester, d.String(), predicateType, []byte(predicate)); err != nil {
+		return fmt.Errorf("attesting %s: %w", d, err)
+	}
+	return s.notify(ctx, body)
+}
+
+func (s *scenario) signerRecorded(ctx context.Context, version, want string) error {
+	by, err := s.signedBy(ctx, version)
+	if err != nil {
+		return err
+	}
+	if by != want {
+		return fmt.Errorf("the rollout of %s records the signer %q, want %q", version, by, want)
+	}
 	return nil
 }
 

@@ -28,6 +28,9 @@ func signatures(ctx context.Context, cfg *config.Config, resolver registry.Resol
 			continue
 		}
 		p := signature.Policy{IgnoreTlog: a.Verify.IgnoreTlog}
+		for _, at := range a.Verify.Attestations {
+			p.Attestations = append(p.Attestations, at.PredicateType)
+		}
 		for _, s := range a.Verify.Signatures {
 			switch {
 			case s.Key != nil:

@@ -1011,6 +1011,22 @@ type Verify struct {
 	// signature must be logged in its trustedRoot's Rekor log. Only with
 	// key signers; keyless identities follow their trusted root.
 	IgnoreTlog bool `json:"ignoreTlog"`
+	// Attestations are in-toto attestations the digest must carry besides
+	// its signature: for each, a Sigstore bundle among its OCI referrers
+	// (`cosign attest --type ...`, cosign v3's format) whose statement has
+	// the predicate type, names the digest as its subject and is signed by
+	// one of Signatures' signers under the same rules (a key's log entry
+	// unless ignoreTlog). A digest without one is refused like an unsigned
+	// one. Default: none.
+	Attestations []Attestation `json:"attestations"`
+}
+
+// Attestation is an attestation an application requires.
+type Attestation struct {
+	// PredicateType is the in-toto predicate type, a URI
+	// ("https://slsa.dev/provenance/v1": cosign's slsaprovenance1;
+	// "https://cosign.sigstore.dev/attestation/vuln/v1": its vuln). Required.
+	PredicateType string `json:"predicateType"`
 }
 
 // SignatureAuthority is one signer an application trusts: a cosign public

@@ -708,6 +708,19 @@ func (v *validator) verify(path string, a *Application) {
 	if a.Verify.IgnoreTlog && keys == 0 {
 		v.addf(path+".ignoreTlog", "concerns key signers, and there is none")
 	}
+	types := map[string]bool{}
+	for i, at := range a.Verify.Attestations {
+		p := fmt.Sprintf("%s.attestations[%d].predicateType", path, i)
+		switch u, err := url.Parse(at.PredicateType); {
+		case at.PredicateType == "":
+			v.addf(p, "required: the in-toto predicate type the attestation must have (a URI)")
+		case err != nil || !u.IsAbs() || u.Host == "":
+			v.addf(p, "%q is not a URI: want the predicate type itself (cosign's slsaprovenance1 is https://slsa.dev/provenance/v1)", at.PredicateType)
+		case types[at.PredicateType]:
+			v.addf(p, "%q is required twice", at.PredicateType)
+		}
+		types[at.PredicateType] = true
+	}
 }
 
 // keyLog checks a key's trusted root, whose Rekor log its signatures must

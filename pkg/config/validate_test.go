@@ -510,6 +510,15 @@ applications:
 				"  - name: other\n    image: registry.example.com/demo/other\n    workload: {name: other}\n    service: {port: 9898}\n" +
 				"    verify: {ignoreTlog: true, signatures: [{name: b, key: {file: cosign.pub}}]}\n")},
 		}, {
+			name: "required attestations",
+			doc: sections{applications: withApp("    verify: {signatures: [{name: a, key: {file: cosign.pub}, trustedRoot: {file: log-root.json}}], " +
+				"attestations: [{predicateType: 'https://slsa.dev/provenance/v1'}, {}, {predicateType: slsaprovenance1}, {predicateType: 'https://slsa.dev/provenance/v1'}]}\n")},
+			want: []Problem{
+				{"applications[0].verify.attestations[1].predicateType", "required: the in-toto predicate type the attestation must have (a URI)"},
+				{"applications[0].verify.attestations[2].predicateType", `"slsaprovenance1" is not a URI: want the predicate type itself (cosign's slsaprovenance1 is https://slsa.dev/provenance/v1)`},
+				{"applications[0].verify.attestations[3].predicateType", `"https://slsa.dev/provenance/v1" is required twice`},
+			},
+		}, {
 			name: "semver constraint with track Newest",
 			doc:  sections{applications: withApp("    track: Newest\n    semver: '>=1'\n")},
 			want: []Problem{{"applications[0].semver", "track Newest follows the newest tag whatever its version: a semver constraint needs a semantic track"}},

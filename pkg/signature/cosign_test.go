@@ -19,14 +19,17 @@ import (
 // registry: key signatures as bundles among the referrers and in the .sig
 // tag, logged in a Rekor stand-in or not; keyless signatures, an ephemeral
 // key certified by a Fulcio stand-in for the identity of an ID token of a
-// real OpenID provider, logged; and an attestation.
+// real OpenID provider, logged; and SLSA provenance attestations, which
+// are no signature, and which a policy may require besides one.
 //
 // Catches a verifier that reads only the project's own signer's output
 // (cosign's layout, media types, Rekor bundle annotation, DSSE statement
 // differ), one that takes a key's unlogged signature by default or refuses
 // it under ignoreTlog without saying the log was not checked, one that
 // takes another identity's certificate or refuses it without naming it,
-// and one that counts an attestation as a signature.
+// one that counts an attestation as a signature, and one that takes a
+// signed digest without the attestation its policy requires, or with one
+// by an untrusted key.
 func TestVerifyCosign(t *testing.T) {
 	if _, err := os.Stat(cosigntest.Binary()); err != nil {
 		t.Skipf("cosign %s is not built (%v): make fleet-build builds it into the fleet's cache (make test does)", cosigntest.Version, err)
@@ -71,6 +74,8 @@ func TestVerifyCosign(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const slsaType = "https://slsa.dev/provenance/v1"
+	var slsa []byte
 	v, err := signature.New(r.access, map[string]signature.Policy{
 		"shop": {
 			Keys:        []signature.Key{{Name: "release", PEM: release, TrustedRoot: trustedRoot}},
@@ -78,6 +83,10 @@ func TestVerifyCosign(t *testing.T) {
 			TrustedRoot: trustedRoot,
 		},
 		"lax": {Keys: []signature.Key{{Name: "release", PEM: release}}, IgnoreTlog: true},
+		"attested": {
+			Keys:         []signature.Key{{Name: "release", PEM: release, TrustedRoot: trustedRoot}},
+			Attestations: []string{slsaType},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +99,20 @@ func TestVerifyCosign(t *testing.T) {
 			return cosign.SignKeyless(t.Context(), d.String(), tokens[user], cosigntest.Options{Format: f})
 		}
 	}
-	slsa := []byte(`{"buildDefinition": {"buildType": "https://flotilla.test/build/v1", "externalParameters": {}},` +
+	both := func(steps ...func(name.Digest) error) func(name.Digest) error {
+		return func(d name.Digest) error {
+			for _, step := range steps {
+				if err := step(d); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	attest := func(key string) func(name.Digest) error {
+		return func(d name.Digest) error { return cosign.Attest(t.Context(), key, d.String(), "slsaprovenance1", slsa) }
+	}
+	slsa = []byte(`{"buildDefinition": {"buildType": "https://flotilla.test/build/v1", "externalParameters": {}},` +
 		` "runDetails": {"builder": {"id": "https://flotilla.test/ci"}}}`)
 	tests := []struct {
 		name string
@@ -116,9 +138,20 @@ func TestVerifyCosign(t *testing.T) {
 			want: map[string]string{"shop": "error: signed by mallory@example.com (OIDC issuer " + op.Issuer + "), which no trusted identity matches (ci: "}},
 		{name: "another identity's keyless .sig tag", sign: keyless("mallory", cosigntest.Attached),
 			want: map[string]string{"shop": "error: signed by mallory@example.com"}},
-		{name: "a SLSA provenance attestation only", sign: func(d name.Digest) error {
-			return cosign.Attest(t.Context(), "release", d.String(), "slsaprovenance1", slsa)
-		}, want: map[string]string{"shop": `error: the bundle is not a cosign signature (predicate "https://slsa.dev/provenance/v1")`}},
+		{name: "a SLSA provenance attestation only", sign: attest("release"), want: map[string]string{
+			"shop":     `error: the bundle is not a cosign signature (predicate "https://slsa.dev/provenance/v1")`,
+			"attested": "error: no signature of ",
+		}},
+		{name: "a signature and a SLSA provenance attestation", sign: both(keyed("release", cosigntest.Options{Format: cosigntest.Bundle}), attest("release")), want: map[string]string{
+			"shop":     "key release",
+			"attested": "key release; " + slsaType + " attested by key release",
+		}},
+		{name: "a signature and another key's attestation", sign: both(keyed("release", cosigntest.Options{Format: cosigntest.Bundle}), attest("other")), want: map[string]string{
+			"attested": "error: is signed, but carries no attestation of type " + slsaType + " by a trusted signer (referrer ",
+		}},
+		{name: "a signature without an attestation", sign: keyed("release", cosigntest.Options{Format: cosigntest.Attached}), want: map[string]string{
+			"attested": "error: is signed, but carries no attestation of type " + slsaType + " by a trusted signer",
+		}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,6 +28,11 @@
 // --insecure-ignore-tlog, weaker); who signed then says the log was not
 // checked ("key release" + TlogNotChecked), and the rollout records it.
 //
+// A policy may also require attestations (Policy.Attestations): for each
+// predicate type, a bundle among the referrers whose in-toto statement has
+// it and names the digest, signed as a signature must be; the signature
+// alone is then refused, naming the missing types.
+//
 // A keyless signature whose certificate verifies (its chain to the root,
 // its log entry) but names an identity no policy trusts is refused naming
 // the certificate's subject and OIDC issuer, and the identities trusted.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,11 +71,18 @@ type Identity struct {
 // signature must carry an entry of its key's Rekor log, as `cosign verify
 // --key` demands, unless IgnoreTlog (cosign's --insecure-ignore-tlog): then
 // a signature made without the log, or with its entry stripped, counts.
+//
+// Attestations are in-toto predicate types the digest must also carry an
+// attestation of: a bundle among its referrers (cosign attest, v3) whose
+// statement has the type and names the digest, signed by a key or identity
+// of the policy under the same rules. Who signed then lists them ("key
+// release; https://slsa.dev/provenance/v1 attested by key release").
 type Policy struct {
-	Keys        []Key
-	Identities  []Identity
-	TrustedRoot []byte
-	IgnoreTlog  bool
+	Keys         []Key
+	Identities   []Identity
+	TrustedRoot  []byte
+	IgnoreTlog   bool
+	Attestations []string
 }
 
 // TlogNotChecked follows the signer's name ("key release") when the
@@ -103,11 +111,12 @@ type Verifier struct {
 }
 
 type compiled struct {
-	ignoreTlog bool
-	keys       []*verify.Verifier
-	keyNames   []string
-	keyless    *verify.Verifier
-	identities []verify.PolicyOption
+	ignoreTlog   bool
+	attestations []string
+	keys         []*verify.Verifier
+	keyNames     []string
+	keyless      *verify.Verifier
+	identities   []verify.PolicyOption
 	// trusted describes the identities, for a refusal.
 	trusted []string
 }
@@ -129,7 +138,12 @@ func New(access Access, policies map[string]Policy) (*Verifier, error) {
 func (v *Verifier) Has(app string) bool { return v != nil && v.policies[app] != nil }
 
 func compile(p Policy) (*compiled, error) {
-	c := &compiled{ignoreTlog: p.IgnoreTlog}
+	c := &compiled{ignoreTlog: p.IgnoreTlog, attestations: p.Attestations}
+	for _, t := range p.Attestations {
+		if t == "" || t == CosignSignPredicate {
+			return nil, fmt.Errorf("attestation type %q: want the predicate type of an attestation", t)
+		}
+	}
 	if p.IgnoreTlog && len(p.Keys) == 0 {
 		return nil, errors.New("ignoring the transparency log concerns keys, and the policy has none")
 	}
@@ -271,12 +285,22 @@ func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string
 	}
 	digestBytes, _ := hex.DecodeString(h.Hex)
 	var reasons []string
+	signer := ""
+	attested := map[string]string{} // predicate type -> its signer
 	for _, cand := range cands {
 		artifact := verify.WithArtifactDigest(h.Algorithm, digestBytes)
 		if cand.payload != nil {
 			artifact = verify.WithArtifact(bytes.NewReader(cand.payload))
 		}
 		res, who, err := c.check(cand, artifact)
+		if err == nil && cand.payload == nil && slices.Contains(c.attestations, predicate(res)) {
+			// A required attestation, by a trusted signer; the verifier
+			// matched its statement's subject to the digest.
+			if attested[predicate(res)] == "" {
+				attested[predicate(res)] = who
+			}
+			continue
+		}
 		if err == nil {
 			err = claims(cand, res, h)
 		}
@@ -284,9 +308,33 @@ func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string
 			reasons = append(reasons, fmt.Sprintf("%s: %v", cand.source, err))
 			continue
 		}
-		return who, nil
+		if signer == "" {
+			signer = who
+		}
+		if len(c.attestations) == 0 {
+			return signer, nil
+		}
 	}
-	return "", fault.Permanent(fmt.Errorf("no signature of %s is trusted: %s", d, strings.Join(reasons, "; ")))
+	if signer == "" {
+		return "", fault.Permanent(fmt.Errorf("no signature of %s is trusted: %s", d, strings.Join(reasons, "; ")))
+	}
+	var missing []string
+	for _, t := range c.attestations {
+		if attested[t] == "" {
+			missing = append(missing, t)
+			continue
+		}
+		signer += fmt.Sprintf("; %s attested by %s", t, attested[t])
+	}
+	if len(missing) > 0 {
+		why := ""
+		if len(reasons) > 0 {
+			why = " (" + strings.Join(reasons, "; ") + ")"
+		}
+		return "", fault.Permanent(fmt.Errorf("%s is signed, but carries no attestation of type %s by a trusted signer%s",
+			d, strings.Join(missing, ", "), why))
+	}
+	return signer, nil
 }
 
 // check verifies one signature with the keys, or the keyless identities.
