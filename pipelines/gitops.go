@@ -76,9 +76,9 @@ func GitSourceFor(app config.Application, cluster, ref string) (*GitSource, erro
 
 // GitAuth returns the credentials of the repositories of cfg's
 // applications (GitOps and git sources), by URL, for the embedded executor.
-func GitAuth(cfg *config.Config) func(url string) (gitops.Auth, error) {
+func GitAuth(cfg config.Provider) func(url string) (gitops.Auth, error) {
 	return func(url string) (gitops.Auth, error) {
-		for _, a := range cfg.Applications {
+		for _, a := range cfg.Current().Applications {
 			if g := a.Git(); g != nil && g.URL == url {
 				return gitops.Auth{Username: g.Username, Password: g.PasswordValue, Token: g.TokenValue, SSHKeyFile: g.SSHKeyFile}, nil
 			}

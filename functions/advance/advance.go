@@ -23,14 +23,14 @@ type Rollouts interface {
 
 // Function is the advance function.
 type Function struct {
-	cfg  *config.Config
+	cfg  config.Provider
 	repo Rollouts
 	now  func() time.Time
 }
 
 // New returns advance over the applications of cfg; now defaults to
 // time.Now.
-func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
+func New(cfg config.Provider, repo Rollouts, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}
@@ -73,7 +73,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if err != nil {
 			return nil, err
 		}
-		g := rollout.GatesOf(f.cfg, r.Application, fleet, f.now())
+		g := rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now())
 		var out []cloudevents.Event
 		if succeeded {
 			// A git application's success asks the executors to prune
@@ -109,7 +109,7 @@ func (f *Function) baked(ctx context.Context, e cloudevents.Event) ([]cloudevent
 		if !r.EndBake(res.Wave) {
 			return nil, nil // failed meanwhile, or a repeated timer
 		}
-		return r.Advance(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
+		return r.Advance(e, rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now()))
 	})
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func (f *Function) control(ctx context.Context, e cloudevents.Event) ([]cloudeve
 		case events.TypeRolloutOverrideRequested:
 			return r.Override(e, by)
 		case events.TypeRolloutResumeRequested:
-			return r.Resume(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
+			return r.Resume(e, rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now()))
 		}
 		return r.Abort(e, by)
 	})

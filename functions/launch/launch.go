@@ -22,13 +22,13 @@ type Rollouts interface {
 
 // Function is the launch function.
 type Function struct {
-	cfg  *config.Config
+	cfg  config.Provider
 	repo Rollouts
 	now  func() time.Time
 }
 
 // New returns launch; now defaults to time.Now.
-func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
+func New(cfg config.Provider, repo Rollouts, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}
@@ -110,7 +110,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 
 // start starts what of r may start now (Rollout.Start).
 func (f *Function) start(e cloudevents.Event, r *rollout.Rollout, fleet rollout.FleetState) ([]cloudevents.Event, error) {
-	g := rollout.GatesOf(f.cfg, r.Application, fleet, f.now())
+	g := rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now())
 	if g.App.Name == "" {
 		return nil, fault.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", r.ID, r.Application))
 	}

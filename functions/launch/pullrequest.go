@@ -26,7 +26,7 @@ func (f *Function) pullRequest(ctx context.Context, e cloudevents.Event) ([]clou
 		return nil, err
 	}
 	_, out, err := f.repo.UpdateEmit(ctx, st.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		return r.PullRequestFound(e, st, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
+		return r.PullRequestFound(e, st, rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now()))
 	})
 	return out, err
 }
@@ -37,7 +37,7 @@ func (f *Function) pullRequest(ctx context.Context, e cloudevents.Event) ([]clou
 // finds one would close it too: this spares reviewers a pull request that
 // merges nothing for up to a poll interval.
 func (f *Function) closePullRequests(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
-	if !slices.ContainsFunc(f.cfg.Applications, func(a config.Application) bool {
+	if !slices.ContainsFunc(f.cfg.Current().Applications, func(a config.Application) bool {
 		return a.GitOps != nil && a.GitOps.Mode == config.GitOpsModePullRequest
 	}) {
 		return nil, nil

@@ -34,14 +34,14 @@ type Rollouts interface {
 
 // Function is the observe function.
 type Function struct {
-	cfg    *config.Config
+	cfg    config.Provider
 	repo   Rollouts
 	status StatusReader
 	now    func() time.Time
 }
 
 // New returns observe; now defaults to time.Now.
-func New(cfg *config.Config, repo Rollouts, status StatusReader, now func() time.Time) *Function {
+func New(cfg config.Provider, repo Rollouts, status StatusReader, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}
@@ -120,7 +120,7 @@ func (f *Function) canary(ctx context.Context, e cloudevents.Event) ([]cloudeven
 // canaryChange reads the cluster of canary event c of rollout ro: nil when
 // it changes nothing.
 func (f *Function) canaryChange(ctx context.Context, ro rollout.Rollout, e cloudevents.Event, c events.Canary) (change, error) {
-	app, ok := f.cfg.Application(ro.Application)
+	app, ok := f.cfg.Current().Application(ro.Application)
 	if !ok {
 		return nil, nil
 	}

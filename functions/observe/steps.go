@@ -38,7 +38,7 @@ func (f *Function) finishedChange(ctx context.Context, ro rollout.Rollout, e clo
 	// nothing: read whether the primary runs the digest already (before
 	// the transaction: a read may take seconds).
 	var already bool
-	if app, ok := f.cfg.Application(ro.Application); ok && run.Error == "" && !run.Changed {
+	if app, ok := f.cfg.Current().Application(ro.Application); ok && run.Error == "" && !run.Changed {
 		st, err := f.readStatus(ctx, run.Cluster, app)
 		already = err == nil && st.PrimaryImage == ro.Ref()
 	}
@@ -66,7 +66,7 @@ func (f *Function) deadline(ctx context.Context, e cloudevents.Event) ([]cloudev
 	if cl, _, err := ro.Cluster(d.Cluster); err != nil || !ro.Waits(cl, d.Step) {
 		return nil, nil //nolint:nilerr // a cluster the rollout no longer has, or a step done
 	}
-	app, ok := f.cfg.Application(ro.Application)
+	app, ok := f.cfg.Current().Application(ro.Application)
 	if !ok {
 		return nil, nil
 	}

@@ -29,14 +29,14 @@ type Rollouts interface {
 
 // Function is the plan function.
 type Function struct {
-	cfg  *config.Config
+	cfg  config.Provider
 	repo Rollouts
 	now  func() time.Time
 }
 
 // New returns plan over the applications and waves of cfg; now defaults
 // to time.Now.
-func New(cfg *config.Config, repo Rollouts, now func() time.Time) *Function {
+func New(cfg config.Provider, repo Rollouts, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}
@@ -70,11 +70,12 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return nil, err
 	}
 	var out []cloudevents.Event
-	for _, app := range f.cfg.Applications {
+	cfg := f.cfg.Current() // one config for the whole event
+	for _, app := range cfg.Applications {
 		if !config.SameImage(app.Image, v.Image) {
 			continue
 		}
-		evs, err := f.planApp(ctx, e, v, app, nil)
+		evs, err := f.planApp(ctx, cfg, e, v, app, nil)
 		if err != nil {
 			return nil, fmt.Errorf("planning %s: %w", app.Name, err)
 		}
@@ -93,8 +94,9 @@ func (f *Function) gitVerified(ctx context.Context, e cloudevents.Event) ([]clou
 		return nil, err
 	}
 	var out []cloudevents.Event
+	cfg := f.cfg.Current() // one config for the whole event
 	for _, name := range v.Applications {
-		app, ok := f.cfg.Application(name)
+		app, ok := cfg.Application(name)
 		if !ok || app.Git() == nil {
 			continue // the configuration changed since verify
 		}
@@ -103,7 +105,7 @@ func (f *Function) gitVerified(ctx context.Context, e cloudevents.Event) ([]clou
 		if cs, ok := v.Clusters[name]; ok {
 			only = cs
 		}
-		evs, err := f.planApp(ctx, e, iv, app, only)
+		evs, err := f.planApp(ctx, cfg, e, iv, app, only)
 		if err != nil {
 			return nil, fmt.Errorf("planning %s: %w", app.Name, err)
 		}
@@ -122,7 +124,7 @@ func ID(eventID, app string) string {
 // planApp plans v's rollout to app's clusters; only, when set, limits it
 // to those clusters (a git push that changed what only they render) and
 // to the clusters of the app's rollouts in flight, which it takes over.
-func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.ImageVerified, app config.Application, only []string) ([]cloudevents.Event, error) {
+func (f *Function) planApp(ctx context.Context, cfg *config.Config, e cloudevents.Event, v events.ImageVerified, app config.Application, only []string) ([]cloudevents.Event, error) {
 	id := ID(e.ID(), app.Name)
 	ro, err := f.repo.Get(ctx, id)
 	if err == nil && ro.Phase == rollout.Queued {
@@ -156,7 +158,7 @@ func (f *Function) planApp(ctx context.Context, e cloudevents.Event, v events.Im
 	if err != nil {
 		return nil, err
 	}
-	ro, skip, err := rollout.Plan(f.cfg, app, st, inFlight, v, id, only)
+	ro, skip, err := rollout.Plan(cfg, app, st, inFlight, v, id, only)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +214,7 @@ func (f *Function) start(ctx context.Context, e cloudevents.Event, id string) ([
 		return nil, err
 	}
 	_, out, err := f.repo.UpdateEmit(ctx, id, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		return r.Started(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
+		return r.Started(e, rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now()))
 	})
 	return out, err
 }
@@ -272,7 +274,7 @@ func (f *Function) dequeue(ctx context.Context, e cloudevents.Event) ([]cloudeve
 			return nil, nil
 		}
 		r.Phase = rollout.Progressing
-		return r.Started(e, rollout.GatesOf(f.cfg, r.Application, fleet, f.now()))
+		return r.Started(e, rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now()))
 	})
 	if errors.Is(err, rollout.ErrNotFound) {
 		err = nil
@@ -395,7 +397,8 @@ func (f *Function) reconcile(ctx context.Context, e cloudevents.Event) ([]cloude
 	if err != nil {
 		return nil, err
 	}
-	app, ok := f.cfg.Application(r.Application)
+	cfg := f.cfg.Current() // one config for the whole event
+	app, ok := cfg.Application(r.Application)
 	if !ok {
 		return nil, nil // the configuration changed since
 	}
@@ -416,7 +419,7 @@ func (f *Function) reconcile(ctx context.Context, e cloudevents.Event) ([]cloude
 	if err != nil {
 		return nil, err
 	}
-	ro, skip := rollout.PlanReconcile(f.cfg, app, st, inFlight, r, id)
+	ro, skip := rollout.PlanReconcile(cfg, app, st, inFlight, r, id)
 	if skip != "" {
 		// Not a push skipped: the next check finds what is left to do.
 		return nil, nil

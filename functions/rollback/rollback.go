@@ -32,14 +32,14 @@ type Rollouts interface {
 
 // Function is the rollback function.
 type Function struct {
-	cfg    *config.Config
+	cfg    config.Provider
 	repo   Rollouts
 	status StatusReader
 	now    func() time.Time
 }
 
 // New returns rollback; now defaults to time.Now.
-func New(cfg *config.Config, repo Rollouts, status StatusReader, now func() time.Time) *Function {
+func New(cfg config.Provider, repo Rollouts, status StatusReader, now func() time.Time) *Function {
 	if now == nil {
 		now = time.Now
 	}
@@ -105,7 +105,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 
 // readStatus reads a cluster's canary under statusTimeout.
 func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterName string) (rollout.CanaryStatus, error) {
-	app, ok := f.cfg.Application(ro.Application)
+	app, ok := f.cfg.Current().Application(ro.Application)
 	if !ok {
 		return rollout.CanaryStatus{}, fault.Permanent(fmt.Errorf("application %q is no longer configured", ro.Application))
 	}
@@ -176,7 +176,7 @@ func (f *Function) next(ctx context.Context, e cloudevents.Event, id string, mar
 	if err != nil {
 		return nil, err
 	}
-	app, ok := f.cfg.Application(ro.Application)
+	app, ok := f.cfg.Current().Application(ro.Application)
 	if !ok {
 		return nil, fault.Permanent(fmt.Errorf("rollout %s: application %q is no longer configured", ro.ID, ro.Application))
 	}

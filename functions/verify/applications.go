@@ -30,7 +30,7 @@ type Applications interface {
 // webhook announced reports the application's webhook silent: whichever
 // records it emits application.webhook.missed, derived from the push, so
 // a redelivery journals it once.
-func (f *Function) WithApplications(apps Applications, cfg *config.Config) *Function {
+func (f *Function) WithApplications(apps Applications, cfg config.Provider) *Function {
 	f.apps = apps
 	if f.cfg == nil {
 		f.cfg = cfg
@@ -62,7 +62,7 @@ func (f *Function) pushOf(e cloudevents.Event) *push {
 		if ip.Source == events.SourcePoll {
 			p.seen.Source = rollout.SourcePoll
 		}
-		for _, a := range f.cfg.Applications {
+		for _, a := range f.cfg.Current().Applications {
 			if a.Git() == nil && config.SameImage(a.Image, p.repository) {
 				p.apps = append(p.apps, a.Name)
 			}
@@ -80,7 +80,7 @@ func (f *Function) pushOf(e cloudevents.Event) *push {
 		if gp.Source == events.SourcePoll {
 			p.seen.Source = rollout.SourcePoll
 		}
-		for _, a := range f.cfg.Applications {
+		for _, a := range f.cfg.Current().Applications {
 			if g := a.Git(); g != nil && config.SameGitRepository(g.URL, gp.RepoURL) {
 				p.apps = append(p.apps, a.Name)
 				if gp.Branch != "" && gp.Branch != g.Branch {

@@ -24,7 +24,7 @@ type GitRepos interface {
 
 // WithGit has verify act on git pushes to the repositories cfg's git
 // applications follow, confirming each with repos.
-func (f *Function) WithGit(repos GitRepos, cfg *config.Config) *Function {
+func (f *Function) WithGit(repos GitRepos, cfg config.Provider) *Function {
 	f.git, f.cfg = repos, cfg
 	return f
 }
@@ -44,7 +44,7 @@ func (f *Function) gitPushed(ctx context.Context, e cloudevents.Event) ([]cloude
 		return []cloudevents.Event{out}, err
 	}
 	var apps []config.Application
-	for _, a := range f.cfg.Applications {
+	for _, a := range f.cfg.Current().Applications {
 		if g := a.Git(); g != nil && config.SameGitRepository(g.URL, p.RepoURL) {
 			apps = append(apps, a)
 		}
@@ -122,7 +122,7 @@ func (f *Function) gitPushed(ctx context.Context, e cloudevents.Event) ([]cloude
 // from a changed path.
 func (f *Function) changedClusters(a config.Application, changed []string) []string {
 	var out []string
-	for _, c := range f.cfg.Fleet.Clusters {
+	for _, c := range f.cfg.Current().Fleet.Clusters {
 		if a.Targets(c) && touches(changed, a.Git().TrackedPaths(c.Name)) {
 			out = append(out, c.Name)
 		}

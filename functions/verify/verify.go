@@ -22,7 +22,7 @@ type Function struct {
 	sigs     Signatures
 	signed   func(image string) (apps []SignedApp, others bool)
 	git      GitRepos
-	cfg      *config.Config
+	cfg      config.Provider
 	apps     Applications
 }
 

@@ -25,13 +25,13 @@ type Executor interface {
 
 // Deliverer renders and applies one cluster.
 type Deliverer struct {
-	cfg   *config.Config
+	cfg   config.Provider
 	exec  Executor
 	hooks Hooks
 }
 
 // New returns a Deliverer applying through exec.
-func New(cfg *config.Config, exec Executor, hooks Hooks) *Deliverer {
+func New(cfg config.Provider, exec Executor, hooks Hooks) *Deliverer {
 	return &Deliverer{cfg: cfg, exec: exec, hooks: hooks}
 }
 
@@ -50,13 +50,13 @@ type Result struct {
 // Deliver runs the pipeline the request asks for. Errors are permanent when
 // retrying cannot help (see fault.IsPermanent).
 func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested) (Result, error) {
-	app, ok := d.cfg.Application(req.Application)
+	app, ok := d.cfg.Current().Application(req.Application)
 	if !ok {
 		return Result{}, fault.Permanent(fmt.Errorf("application %q is no longer configured", req.Application))
 	}
 	revert := req.Purpose == events.PurposeRevert
 	objs := canary.Render(app, canary.Input{
-		Instance: d.cfg.Server.Instance,
+		Instance: d.cfg.Current().Server.Instance,
 		Cluster:  req.Cluster, Rollout: req.RolloutID, Event: d.hooks(req.Cluster, req.RolloutID),
 		SkipAnalysis: revert,
 	})
@@ -125,7 +125,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 // cluster succeeded: a run of the pipeline with prune "pending". Nothing
 // for an application that is not a git one or does not prune.
 func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, ref string) (Result, error) {
-	app, ok := d.cfg.Application(application)
+	app, ok := d.cfg.Current().Application(application)
 	if !ok || app.Git() == nil || !app.Git().Prunes() {
 		return Result{}, nil
 	}
@@ -134,7 +134,7 @@ func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, 
 		return Result{}, err
 	}
 	src.Prune = tasks.PrunePending
-	objs := canary.Render(app, canary.Input{Instance: d.cfg.Server.Instance, Cluster: cluster, Rollout: rolloutID, Event: d.hooks(cluster, rolloutID)})
+	objs := canary.Render(app, canary.Input{Instance: d.cfg.Current().Server.Instance, Cluster: cluster, Rollout: rolloutID, Event: d.hooks(cluster, rolloutID)})
 	// Its own run (name): not the apply's, which the Tekton executor
 	// would find done.
 	res, err := d.exec.Run(ctx, cluster, pipelines.RunParams{

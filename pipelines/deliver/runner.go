@@ -214,7 +214,7 @@ func (r *Runner) prune(ctx context.Context, e cloudevents.Event) ([]cloudevents.
 		return nil, err
 	}
 	log := r.log.With("rollout_id", req.RolloutID, "cluster", req.Cluster, "revision", req.Revision)
-	if app, ok := r.d.cfg.Application(req.Application); !ok || app.Git() == nil || !app.Git().Prunes() {
+	if app, ok := r.d.cfg.Current().Application(req.Application); !ok || app.Git() == nil || !app.Git().Prunes() {
 		return nil, nil
 	}
 	if !r.now().Before(req.Deadline) {

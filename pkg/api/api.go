@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -42,12 +43,12 @@ type API struct {
 	rollouts  Rollouts
 	approvals Approvals
 	journal   Journal
-	apps      map[string]bool // the configured applications
-	clusters  []ClusterInfo   // the configured clusters
+	// cat is the configured applications and clusters, swapped whole
+	// when the configuration reloads (SetCatalogue).
+	cat       atomic.Pointer[catalogue]
 	watch     Watch
 	refresher Refresher
-	appState  Apps              // what flotilla knows of each application
-	appInfos  []ApplicationInfo // the configured applications, in order
+	appState  Apps // what flotilla knows of each application
 	log       *slog.Logger
 
 	tokens     TokenRegistry     // created tokens (tokens.go); nil: none kept
@@ -66,14 +67,52 @@ type API struct {
 	now func() time.Time // the engine's clock (approve.go); nil: time.Now
 }
 
+// catalogue is what the API knows of the configuration.
+type catalogue struct {
+	apps     map[string]bool   // the configured applications; nil: any
+	appInfos []ApplicationInfo // the configured applications, in order
+	clusters []ClusterInfo     // the configured clusters
+}
+
+// catalogue is the configuration the API answers with now.
+func (a *API) catalogue() *catalogue {
+	if c := a.cat.Load(); c != nil {
+		return c
+	}
+	return &catalogue{}
+}
+
+// update swaps in a copy of the catalogue changed by edit.
+func (a *API) update(edit func(c *catalogue)) {
+	c := *a.catalogue()
+	edit(&c)
+	a.cat.Store(&c)
+}
+
+func appNames(infos []ApplicationInfo) map[string]bool {
+	out := make(map[string]bool, len(infos))
+	for _, in := range infos {
+		out[in.Name] = true
+	}
+	return out
+}
+
 // WithApplications names the configured applications, which the calls
 // about an application accept (others are 404).
 func (a *API) WithApplications(names ...string) *API {
-	a.apps = map[string]bool{}
-	for _, n := range names {
-		a.apps[n] = true
-	}
+	a.update(func(c *catalogue) {
+		c.apps = map[string]bool{}
+		for _, n := range names {
+			c.apps[n] = true
+		}
+	})
 	return a
+}
+
+// SetCatalogue swaps in the applications and clusters of a configuration
+// reloaded live (pkg/reload): the next call answers with them.
+func (a *API) SetCatalogue(infos []ApplicationInfo, clusters []ClusterInfo) {
+	a.update(func(c *catalogue) { c.apps, c.appInfos, c.clusters = appNames(infos), infos, clusters })
 }
 
 // New returns the API; log (default none) records every control. Serve

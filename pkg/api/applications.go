@@ -119,12 +119,8 @@ type Latest struct {
 // WithApplications) and has GET /api/v1/applications read what flotilla
 // knows of them from apps.
 func (a *API) WithApplicationInfos(apps Apps, infos ...ApplicationInfo) *API {
-	names := make([]string, len(infos))
-	for i, in := range infos {
-		names[i] = in.Name
-	}
-	a.WithApplications(names...)
-	a.appState, a.appInfos = apps, infos
+	a.appState = apps
+	a.update(func(c *catalogue) { c.apps, c.appInfos = appNames(infos), infos })
 	return a
 }
 
@@ -147,8 +143,9 @@ func ViewOf(in ApplicationInfo, st rollout.AppState) ApplicationView {
 
 // listApplications answers every configured application.
 func (a *API) listApplications(w http.ResponseWriter, r *http.Request) {
-	out := make([]ApplicationView, 0, len(a.appInfos))
-	for _, in := range a.appInfos {
+	infos := a.catalogue().appInfos // one catalogue for the whole answer
+	out := make([]ApplicationView, 0, len(infos))
+	for _, in := range infos {
 		if !a.mayRead(r.Context(), identity.ResourceApplications, in.Name) {
 			continue // another project's
 		}
@@ -165,7 +162,7 @@ func (a *API) listApplications(w http.ResponseWriter, r *http.Request) {
 // getApplication answers one application.
 func (a *API) getApplication(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("app")
-	for _, in := range a.appInfos {
+	for _, in := range a.catalogue().appInfos {
 		if in.Name == name {
 			v, err := a.application(r.Context(), in)
 			if err != nil {

@@ -77,7 +77,7 @@ func (a *API) authorized(rt route) http.Handler {
 			app = ro.Application
 		case scopeApplication:
 			app = r.PathValue("app")
-			if a.apps != nil && !a.apps[app] {
+			if apps := a.catalogue().apps; apps != nil && !apps[app] {
 				rt.handle(w, r) // 404: no application of that name
 				return
 			}
@@ -235,7 +235,7 @@ func (a *API) projectsOf(ctx context.Context) map[string]string {
 	if az == nil {
 		az = authz.Open()
 	}
-	for name := range a.apps {
+	for name := range a.catalogue().apps {
 		if a.mayRead(ctx, identity.ResourceApplications, name) {
 			out[name] = az.ProjectOf(name)
 		}

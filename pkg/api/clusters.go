@@ -26,7 +26,7 @@ type ClusterInfo struct {
 // WithClusters names the configured clusters, which GET /api/v1/clusters
 // lists.
 func (a *API) WithClusters(cs ...ClusterInfo) *API {
-	a.clusters = cs
+	a.update(func(c *catalogue) { c.clusters = cs })
 	return a
 }
 
@@ -140,7 +140,7 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := FleetView(a.clusters, page.Rollouts, states)
+	out := FleetView(a.catalogue().clusters, page.Rollouts, states)
 	for i := range out { // another project's applications: left out
 		for app := range out[i].Applications {
 			if !a.mayRead(r.Context(), identity.ResourceApplications, app) {
@@ -175,7 +175,7 @@ func (a *API) appStates(ctx context.Context) (map[string]rollout.AppState, error
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(appStateReads)
-	for _, in := range a.appInfos {
+	for _, in := range a.catalogue().appInfos {
 		g.Go(func() error {
 			st, err := a.appState.App(gctx, in.Name)
 			if err != nil {

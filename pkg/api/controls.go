@@ -347,7 +347,7 @@ func (a *API) quarantine(w http.ResponseWriter, r *http.Request) {
 	}
 	app := r.PathValue("app")
 	switch {
-	case !a.apps[app]:
+	case !a.catalogue().apps[app]:
 		writeError(w, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", app)))
 		return
 	case (req.Tag == "") == (req.Digest == ""):

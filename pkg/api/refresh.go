@@ -53,7 +53,7 @@ func (a *API) refresh(w http.ResponseWriter, r *http.Request) {
 	}
 	app := r.PathValue("app")
 	switch {
-	case !a.apps[app]:
+	case !a.catalogue().apps[app]:
 		writeError(w, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", app)))
 		return
 	case a.refresher == nil:

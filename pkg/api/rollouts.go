@@ -33,7 +33,7 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	app := q.Get("application")
-	if app != "" && a.apps[app] && a.forbidRead(w, r, identity.ResourceRollouts, app) {
+	if app != "" && a.catalogue().apps[app] && a.forbidRead(w, r, identity.ResourceRollouts, app) {
 		return
 	}
 	var page rollout.Page
@@ -70,7 +70,7 @@ const maxScanned = 5 * maxPageSize
 // are read, each no longer than what is still wanted, so every rollout
 // of a page read is answered and the next page starts where it ended.
 func (a *API) listOf(ctx context.Context, app, before string, limit int) (rollout.Page, error) {
-	if a.apps != nil && !a.apps[app] {
+	if apps := a.catalogue().apps; apps != nil && !apps[app] {
 		return rollout.Page{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", app))
 	}
 	var out rollout.Page

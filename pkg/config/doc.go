@@ -18,4 +18,9 @@
 // test that parses a config naming fixed paths points those paths at files it
 // created (see the test of config/example.yaml). Secret values never appear
 // in errors, and SecretValue is never marshalled.
+//
+// A running flotilla holds its configuration in a Live, which pkg/reload
+// swaps whole; the consumers read it through a Provider once per event.
+// RestartFields names what a swap cannot change (what was built once at
+// start-up from it).
 package config

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -67,6 +68,10 @@ type Options struct {
 	// Heads reads git applications' branches [none: git applications
 	// are not polled].
 	Heads Heads
+	// Changed is closed when another configuration is swapped in
+	// (config.Live.Changed): Run then polls the applications it has
+	// [none: the applications polled are those at Run's start].
+	Changed func() <-chan struct{}
 }
 
 // MaxBackoff is how far the interval of a failing registry grows: doubled
@@ -79,7 +84,7 @@ const Jitter = 0.1
 
 // Poller polls the applications' registries.
 type Poller struct {
-	cfg *config.Config
+	cfg config.Provider
 	reg Registry
 	ros Rollouts
 	j   Journal
@@ -110,7 +115,7 @@ const (
 )
 
 // New returns a Poller over cfg's applications.
-func New(cfg *config.Config, reg Registry, ros Rollouts, j Journal, o Options) (*Poller, error) {
+func New(cfg config.Provider, reg Registry, ros Rollouts, j Journal, o Options) (*Poller, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -168,7 +173,7 @@ var ErrNotPolled = errors.New("not polled")
 // Poll polls app now: lists its tags, picks the newest it would roll out
 // that no rollout was started for, and journals it as a push.
 func (p *Poller) Poll(ctx context.Context, name string) (Result, error) {
-	app, ok := p.cfg.Application(name)
+	app, ok := p.cfg.Current().Application(name)
 	if !ok {
 		return Result{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", name))
 	}
@@ -464,18 +469,59 @@ func (p *Poller) Last() map[string]Result {
 }
 
 // Run polls every image application with an interval, each on its own
-// schedule, until ctx ends.
+// schedule, until ctx ends. When Options.Changed reports a configuration
+// swapped in, the loops of applications removed or changed (image,
+// repository, interval) stop and those of applications added or changed
+// start; the others keep their schedule.
 func (p *Poller) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, app := range p.cfg.Applications {
-		every := p.cfg.PollInterval(app)
-		if every <= 0 || app.Git() != nil && p.o.Heads == nil {
-			continue
-		}
-		wg.Go(func() { p.loop(ctx, app, every) })
+	type running struct {
+		app    config.Application
+		every  time.Duration
+		cancel context.CancelFunc
 	}
-	wg.Wait()
-	return nil
+	var wg sync.WaitGroup
+	loops := map[string]running{}
+	defer func() {
+		for _, l := range loops {
+			l.cancel()
+		}
+		wg.Wait()
+	}()
+	for {
+		cfg := p.cfg.Current()
+		var changed <-chan struct{}
+		if p.o.Changed != nil {
+			changed = p.o.Changed()
+		}
+		want := map[string]bool{}
+		for _, app := range cfg.Applications {
+			every := cfg.PollInterval(app)
+			if every <= 0 || app.Git() != nil && p.o.Heads == nil {
+				continue
+			}
+			want[app.Name] = true
+			if l, ok := loops[app.Name]; ok {
+				if l.every == every && reflect.DeepEqual(l.app, app) {
+					continue
+				}
+				l.cancel()
+			}
+			lctx, cancel := context.WithCancel(ctx)
+			loops[app.Name] = running{app: app, every: every, cancel: cancel}
+			wg.Go(func() { p.loop(lctx, app, every) })
+		}
+		for name, l := range loops {
+			if !want[name] {
+				l.cancel()
+				delete(loops, name)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed: // nil without Options.Changed: never
+		}
+	}
 }
 
 // loop polls app every interval: first within a jitter of the start

@@ -79,7 +79,7 @@ const Parallel = 8
 // Reconciler checks the applications' clusters against their validated
 // digests.
 type Reconciler struct {
-	cfg  *config.Config
+	cfg  config.Provider
 	read Reader
 	ros  Rollouts
 	j    Journal
@@ -117,7 +117,7 @@ const (
 )
 
 // New returns a Reconciler over cfg's applications.
-func New(cfg *config.Config, read Reader, ros Rollouts, j Journal, o Options) (*Reconciler, error) {
+func New(cfg config.Provider, read Reader, ros Rollouts, j Journal, o Options) (*Reconciler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -162,14 +162,14 @@ func New(cfg *config.Config, read Reader, ros Rollouts, j Journal, o Options) (*
 }
 
 // Config is the configuration the Reconciler checks.
-func (r *Reconciler) Config() *config.Config { return r.cfg }
+func (r *Reconciler) Config() *config.Config { return r.cfg.Current() }
 
 // Run checks every application each fleet.reconcile.interval, the first
 // time at once (a cluster new in the config is caught up at start-up),
 // and the applications a watch cache saw a primary of change (Changed),
 // until ctx ends. With an interval of 0 it does nothing.
 func (r *Reconciler) Run(ctx context.Context) error {
-	every := r.cfg.ReconcileInterval()
+	every := r.cfg.Current().ReconcileInterval()
 	if every <= 0 {
 		return nil
 	}
@@ -180,10 +180,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			for _, app := range r.cfg.Applications {
+			cfg := r.cfg.Current() // the applications and interval in force now
+			for _, app := range cfg.Applications {
 				r.check(ctx, app.Name)
 			}
-			t.Reset(every)
+			t.Reset(cmp.Or(cfg.ReconcileInterval(), every))
 		case <-r.wake:
 			select {
 			case <-ctx.Done():
@@ -212,12 +213,12 @@ func (r *Reconciler) check(ctx context.Context, app string) {
 // cluster's namespace changed or went (pkg/cluster's OnPrimaryChange): the
 // applications it belongs to are checked shortly. It never blocks.
 func (r *Reconciler) Changed(cluster, namespace, workload string) {
-	if r.cfg.ReconcileInterval() <= 0 {
+	if r.cfg.Current().ReconcileInterval() <= 0 {
 		return
 	}
 	found := false
 	r.mu.Lock()
-	for _, a := range r.cfg.Applications {
+	for _, a := range r.cfg.Current().Applications {
 		if a.Namespace == namespace && a.Workload.Name == workload {
 			r.pending[a.Name], found = true, true
 		}
@@ -239,7 +240,7 @@ func (r *Reconciler) Changed(cluster, namespace, workload string) {
 // records what it found in the application's state and metrics. An
 // application another replica checks is left alone.
 func (r *Reconciler) Check(ctx context.Context, name string) (rollout.Reconciliation, error) {
-	app, ok := r.cfg.Application(name)
+	app, ok := r.cfg.Current().Application(name)
 	if !ok {
 		return rollout.Reconciliation{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", name))
 	}
@@ -289,7 +290,7 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 	}
 	obs := r.observe(ctx, app)
 	r.render(ctx, app, st.DeployedDigest, obs)
-	rec := rollout.Reconcile(r.cfg, app, st, all, obs, partial)
+	rec := rollout.Reconcile(r.cfg.Current(), app, st, all, obs, partial)
 	if rec.Skip != "" {
 		return rec, nil
 	}
@@ -351,7 +352,7 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 // observe reads every cluster of app's waves, Parallel at a time.
 func (r *Reconciler) observe(ctx context.Context, app config.Application) []rollout.Observed {
 	var names []string
-	for _, w := range rollout.Waves(r.cfg, app) {
+	for _, w := range rollout.Waves(r.cfg.Current(), app) {
 		for _, c := range w.Clusters {
 			names = append(names, c.Name)
 		}

@@ -42,7 +42,7 @@ type StatusReader interface {
 
 // Resyncer reads overdue clusters' canary status into the journal.
 type Resyncer struct {
-	cfg    *config.Config
+	cfg    config.Provider
 	repo   Rollouts
 	status StatusReader
 	j      Journal
@@ -50,7 +50,7 @@ type Resyncer struct {
 }
 
 // New returns a Resyncer.
-func New(cfg *config.Config, repo Rollouts, status StatusReader, j Journal, o Options) *Resyncer {
+func New(cfg config.Provider, repo Rollouts, status StatusReader, j Journal, o Options) *Resyncer {
 	if o.Interval <= 0 {
 		o.Interval = 15 * time.Second
 	}
@@ -109,7 +109,7 @@ func (r *Resyncer) Pass(ctx context.Context, onlyOverdue bool) error {
 // each that has settled since it was applied. ctx carries ro's id for the
 // log.
 func (r *Resyncer) rollout(ctx context.Context, ro rollout.Rollout) error {
-	app, ok := r.cfg.Application(ro.Application)
+	app, ok := r.cfg.Current().Application(ro.Application)
 	if !ok {
 		return nil
 	}

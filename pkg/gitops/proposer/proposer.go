@@ -29,7 +29,7 @@ import (
 // it found (pullrequest.status). All of a pull request's network work is
 // here, in process for both executors: it holds the API token.
 type Proposer struct {
-	cfg      *config.Config
+	cfg      config.Provider
 	hosts    Hosts
 	rollouts Rollouts
 	lane     dispatch.Lane
@@ -62,7 +62,7 @@ type Rollouts interface {
 }
 
 // New returns the proposer; hosts defaults to HostOf, log to none.
-func New(cfg *config.Config, rollouts Rollouts, hosts Hosts, log *slog.Logger) *Proposer {
+func New(cfg config.Provider, rollouts Rollouts, hosts Hosts, log *slog.Logger) *Proposer {
 	if hosts == nil {
 		hosts = HostOf
 	}
@@ -171,7 +171,7 @@ func ParseBranch(branch string) (id string, wave int, purpose string, ok bool) {
 }
 
 func (p *Proposer) handle(ctx context.Context, e cloudevents.Event, req events.PullRequestRequested) ([]cloudevents.Event, error) {
-	app, ok := p.cfg.Application(req.Application)
+	app, ok := p.cfg.Current().Application(req.Application)
 	if !ok || app.GitOps == nil || app.GitOps.PullRequest == nil {
 		return nil, fault.Permanent(fmt.Errorf("application %q opens no pull requests (no longer configured so?)", req.Application))
 	}

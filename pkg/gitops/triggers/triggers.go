@@ -26,7 +26,7 @@ const Pusher = "flotilla (KubeCD trigger)"
 // Upgrader writes the tags KubeCD's image triggers accept into the
 // deployments repository.
 type Upgrader struct {
-	cfg   *config.Config
+	cfg   config.Provider
 	repos Repos
 	apps  Applications
 	log   *slog.Logger
@@ -74,7 +74,7 @@ func (Git) Bump(ctx context.Context, r gitops.Repo, c gitops.Change) (gitops.Res
 }
 
 // New returns the upgrader of cfg's KubeCD releases; log defaults to none.
-func New(cfg *config.Config, repos Repos, log *slog.Logger) *Upgrader {
+func New(cfg config.Provider, repos Repos, log *slog.Logger) *Upgrader {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -91,7 +91,7 @@ func (u *Upgrader) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
-	apps := u.cfg.KubeCDTriggered(v.Image)
+	apps := u.cfg.Current().KubeCDTriggered(v.Image)
 	if len(apps) == 0 {
 		return nil, nil
 	}
