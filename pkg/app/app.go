@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/poll"
 	"github.com/flotilla-cd/flotilla/pkg/reconcile"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
+	"github.com/flotilla-cd/flotilla/pkg/reload"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state"
@@ -98,6 +100,13 @@ type Options struct {
 	// scenario journal the same events in the same order. Never for a
 	// server: it gives up running rollouts and pipelines in parallel.
 	Sequential bool
+	// ConfigFile is the file the config was loaded from: Run reloads it
+	// live (reload.go) when its content changes, read every
+	// ConfigReloadInterval (0: only on Hangup), and on each value of
+	// Hangup (the CLI's SIGHUP). Empty: the config never reloads.
+	ConfigFile           string
+	ConfigReloadInterval time.Duration
+	Hangup               <-chan os.Signal
 }
 
 // Clock is the time the engine decides by (Options.Clock); the
@@ -120,7 +129,10 @@ const DefaultReadHeaderTimeout = 10 * time.Second
 
 // Server is the running main job.
 type Server struct {
-	cfg       *config.Config
+	cfg       *config.Config // as at start-up: what only a restart changes
+	live      *config.Live   // the config in force, swapped by reloads (reload.go)
+	reloader  *reload.Reloader
+	reloadOpt Options // ConfigFile, ConfigReloadInterval, Hangup
 	log       *slog.Logger
 	store     *store.Store // embedded mode
 	scale     *scaleOut    // scale-out mode
@@ -183,7 +195,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = dispatch.WallClock
 	}
-	s := &Server{cfg: cfg, log: o.Logger, reg: o.Registry, ready: make(chan struct{})}
+	s := &Server{cfg: cfg, live: config.NewLive(cfg), log: o.Logger, reg: o.Registry, ready: make(chan struct{}), reloadOpt: o}
 	if err := s.build(ctx, o, listen, dataDir, flaggerRecv); err != nil {
 		// Whatever build opened (the store, the listener) is released.
 		return nil, errors.Join(err, s.Close())
@@ -239,7 +251,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	// (read-only where a ConfigMap holds it).
 	mirror := gitops.NewMirror(filepath.Join(dataDir, "git"))
 	if o.Executor == nil {
-		if o.Executor, err = newExecutor(cfg, clusters, mirror, o.Logger); err != nil {
+		if o.Executor, err = newExecutor(cfg, s.live, clusters, mirror, o.Logger); err != nil {
 			return err
 		}
 	}
@@ -262,7 +274,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			Metadata: map[string]string{"cluster": clusterName, "rollout": rolloutID},
 		}
 	}
+	// What follows reads the config in force per event (s.live), not the
+	// start-up's: a reload swaps it (reload.go).
+	live := s.live
 	tracked := func(image string) bool {
+		cfg := live.Current()
 		for _, a := range cfg.Applications {
 			if config.SameImage(a.Image, image) {
 				return true
@@ -271,7 +287,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return len(cfg.KubeCDTriggered(image)) > 0 // KubeCD's image triggers
 	}
 	newest := func(image string) bool {
-		for _, a := range cfg.Applications {
+		for _, a := range live.Current().Applications {
 			if a.Track == config.TrackNewest && config.SameImage(a.Image, image) {
 				return true
 			}
@@ -279,7 +295,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return false
 	}
 	verifier := verify.New(o.Resolver, tracked).WithCreationTime(newest)
-	sigs, signed, err := signatures(ctx, cfg, o.Resolver)
+	sigs, signed, err := signatures(ctx, cfg, live, o.Resolver)
 	if err != nil {
 		return err
 	}
@@ -290,8 +306,8 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if o.GitRepos != nil {
 		repos = o.GitRepos
 	}
-	verifier = verifier.WithGit(repos, cfg).WithApplications(s.repo, cfg)
-	prop, err := proposer.New(cfg, s.repo, o.PullRequestHosts, o.Logger).WithClock(o.Clock.Now).WithMetrics(o.Registerer)
+	verifier = verifier.WithGit(repos, live).WithApplications(s.repo, live)
+	prop, err := proposer.New(live, s.repo, o.PullRequestHosts, o.Logger).WithClock(o.Clock.Now).WithMetrics(o.Registerer)
 	if err != nil {
 		return err
 	}
@@ -304,14 +320,14 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	now := o.Clock.Now
 	fns := []dispatch.Function{
 		verifier,
-		plan.New(cfg, s.repo, now),
-		launch.New(cfg, s.repo, now),
-		observe.New(cfg, s.repo, canaries, now),
-		advance.New(cfg, s.repo, now),
-		rollback.New(cfg, s.repo, canaries, now),
-		deliver.NewRunner(deliver.New(cfg, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus).WithClock(now),
+		plan.New(live, s.repo, now),
+		launch.New(live, s.repo, now),
+		observe.New(live, s.repo, canaries, now),
+		advance.New(live, s.repo, now),
+		rollback.New(live, s.repo, canaries, now),
+		deliver.NewRunner(deliver.New(live, o.Executor, hooks), s.bus, 0, o.Logger).SkipEnded(s.repo).AnnounceStarts(s.bus).WithClock(now),
 		prop,
-		triggers.New(cfg, triggers.Git{Mirror: mirror}, o.Logger).WithApplications(s.repo),
+		triggers.New(live, triggers.Git{Mirror: mirror}, o.Logger).WithApplications(s.repo),
 	}
 	// In scale-out mode the dispatchers start with the partitions taken,
 	// after New: a wiring that cannot run is refused here, in both modes.
@@ -335,11 +351,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return err
 	}
 	o.Resync.Logger = o.Logger
-	s.resync = resync.New(cfg, inFlight, clusters, journal{s.bus}, o.Resync)
+	s.resync = resync.New(live, inFlight, clusters, journal{s.bus}, o.Resync)
 	if s.poll, err = s.newPoller(ctx, cfg, o.Resolver, o); err != nil {
 		return err
 	}
-	if s.reconcile, err = s.newReconciler(cfg, o, mirror); err != nil {
+	if s.reconcile, err = s.newReconciler(o, mirror); err != nil {
 		return err
 	}
 	if cfg.Events.Sink != "" {
@@ -402,7 +418,7 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	s.api.WithAuthorizer(az, s.authn.Forbidden())
 	s.grantTokens(az, o.Logger)
 	s.api.WithHealth(clusterHealth{clusters})
-	keeper := gates.NewKeeper(validationPolicies(cfg, clusters), s.approvals, clusters, o.Clock.Now)
+	keeper := gates.NewKeeper(validationPolicies(live, clusters), s.approvals, clusters, o.Clock.Now)
 	s.intake, err = intake.New(receiverConfigs(cfg.Receivers), journal{s.bus}, intake.WithGateKeeper(keeper),
 		intake.WithObserver(observePipelineRuns(o.Executor)),
 		intake.WithLogger(o.Logger), intake.WithMetrics(o.Registerer))
@@ -410,6 +426,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		return err
 	}
 	s.useSSO(cfg, o.Logger) // sso.go
+
+	// The one swap of the config in force (reload.go).
+	if s.reloader, err = s.newReloader(o); err != nil {
+		return err
+	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: cmp.Or(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
@@ -557,6 +578,11 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.reconcile.Run(gctx) })
 	g.Go(func() error { return s.hub.Run(gctx) })
 	g.Go(func() error { return s.delivery.Run(gctx) })
+	if f := s.reloadOpt.ConfigFile; f != "" {
+		g.Go(func() error {
+			return s.reloader.WatchFile(gctx, f, s.reloadOpt.ConfigReloadInterval, s.reloadOpt.Hangup)
+		})
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -20,10 +20,11 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/kube"
 )
 
-// newExecutor builds the executor the fleet's config names.
-func newExecutor(cfg *config.Config, clusters *cluster.Set, mirror *gitops.Mirror, log *slog.Logger) (deliver.Executor, error) {
+// newExecutor builds the executor the fleet's config names; the embedded
+// one reads the git credentials of the applications in force (live).
+func newExecutor(cfg *config.Config, live config.Provider, clusters *cluster.Set, mirror *gitops.Mirror, log *slog.Logger) (deliver.Executor, error) {
 	if cfg.Fleet.Executor != config.ExecutorTekton {
-		return embedded.New(clusters, embedded.WithGitAuth(pipelines.GitAuth(cfg)), embedded.WithMirror(mirror), embedded.WithLogger(log)), nil
+		return embedded.New(clusters, embedded.WithGitAuth(pipelines.GitAuth(live)), embedded.WithMirror(mirror), embedded.WithLogger(log)), nil
 	}
 	t := cfg.Fleet.Tekton
 	var (

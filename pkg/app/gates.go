@@ -14,13 +14,14 @@ type canaryOwners interface {
 	CanaryApplication(cluster, namespace, name string) (app, kind string, ok bool)
 }
 
-// validationPolicies maps the canaries of cfg's applications to their
-// validation policies: an application's own canary by its workload's
+// validationPolicies maps the canaries of the applications in force to
+// their validation policies: an application's own canary by its workload's
 // name, each other workload's of a git release (which carries the
 // release's delivery policy, its gates included) by the application it
 // was made for, as owners reads it (nil: none).
-func validationPolicies(cfg *config.Config, owners canaryOwners) gates.Policies {
+func validationPolicies(live config.Provider, owners canaryOwners) gates.Policies {
 	return func(cluster, namespace, name string) (gates.Policy, bool) {
+		cfg := live.Current()
 		for _, a := range cfg.Applications {
 			if a.Namespace == namespace && a.Workload.Name == name {
 				return policyOf(a), true

@@ -26,7 +26,9 @@ func (s *Server) newPoller(ctx context.Context, cfg *config.Config, resolver reg
 		}
 		reg = remote
 	}
-	po := poll.Options{Logger: o.Logger, Metrics: o.Registerer, Heads: gitHeads{}}
+	// The applications polled are those in force: a reload starts and
+	// stops their loops.
+	po := poll.Options{Logger: o.Logger, Metrics: o.Registerer, Heads: gitHeads{}, Changed: s.live.Changed}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		po.Owns = func(a config.Application) bool {
 			key := dispatch.ImageKey(a.Image)
@@ -36,7 +38,7 @@ func (s *Server) newPoller(ctx context.Context, cfg *config.Config, resolver reg
 			return shared.held(s.scale.bus.PartitionOf(key))
 		}
 	}
-	return poll.New(cfg, reg, s.repo, journal{s.bus}, po)
+	return poll.New(s.live, reg, s.repo, journal{s.bus}, po)
 }
 
 // gitHeads reads git applications' branch heads for the poll, with their

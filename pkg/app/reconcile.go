@@ -25,7 +25,7 @@ import (
 // rendered from mirror's copies of the repositories. In scale-out mode a
 // replica checks the applications whose pushes fall in the partitions it
 // holds (the replica that plans their rollouts, as the poll's).
-func (s *Server) newReconciler(cfg *config.Config, o Options, mirror *gitops.Mirror) (*reconcile.Reconciler, error) {
+func (s *Server) newReconciler(o Options, mirror *gitops.Mirror) (*reconcile.Reconciler, error) {
 	ro := reconcile.Options{Logger: o.Logger, Metrics: o.Registerer, Render: commitRenderer{mirror}}
 	if shared, ok := s.dispatch.(*sharedEngine); ok {
 		ro.Owns = func(a config.Application) bool {
@@ -36,7 +36,7 @@ func (s *Server) newReconciler(cfg *config.Config, o Options, mirror *gitops.Mir
 			return shared.held(s.scale.bus.PartitionOf(key))
 		}
 	}
-	r, err := reconcile.New(cfg, s.clusters, s.repo, journal{s.bus}, ro)
+	r, err := reconcile.New(s.live, s.clusters, s.repo, journal{s.bus}, ro)
 	if err != nil {
 		return nil, err
 	}

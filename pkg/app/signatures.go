@@ -20,8 +20,11 @@ type accessor interface {
 // signatures compiles the applications' signature policies (nil when no
 // application verifies signatures) and says, per image, which
 // applications tracking it verify them and whether the first wave each
-// targets requires a signature.
-func signatures(ctx context.Context, cfg *config.Config, resolver registry.Resolver) (*signature.Verifier, func(string) ([]verify.SignedApp, bool), error) {
+// targets requires a signature. The policies are cfg's, compiled once (a
+// change of an application's verify needs a restart:
+// config.RestartFields); which applications track an image, and their
+// first wave, are the config's in force (live).
+func signatures(ctx context.Context, cfg *config.Config, live config.Provider, resolver registry.Resolver) (*signature.Verifier, func(string) ([]verify.SignedApp, bool), error) {
 	policies := map[string]signature.Policy{}
 	for _, a := range cfg.Applications {
 		if a.Verify == nil {
@@ -63,6 +66,7 @@ func signatures(ctx context.Context, cfg *config.Config, resolver registry.Resol
 		return nil, nil, err
 	}
 	signed := func(image string) (apps []verify.SignedApp, others bool) {
+		cfg := live.Current()
 		for _, a := range cfg.Applications {
 			if !config.SameImage(a.Image, image) {
 				continue

@@ -8,17 +8,20 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-cd/flotilla/pkg/app"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/reload"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
 		configPath, listen, dataDir, logLevel, logFormat string
+		reloadEvery                                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -26,11 +29,20 @@ func newServeCmd() *cobra.Command {
 		Long: `serve runs flotilla in one process: it receives webhooks on POST /hooks/<receiver>,
 journals them in an embedded store (one file under --data-dir), runs the functions
 that carry each verified image through the fleet's waves, and serves the API that
-'flotilla get' and 'flotilla describe' read. No external server is needed.`,
+'flotilla get' and 'flotilla describe' read. No external server is needed.
+
+The configuration file reloads live when its content changes (read every
+--config-reload-interval) and on SIGHUP: validated first, as 'flotilla config
+check' does; an invalid file, or one that changes a field only a restart can
+(server, receivers, ...), is refused whole and the running configuration stays
+(docs/configuration.md#live-reload).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if configPath == "" {
 				return usageError{fmt.Errorf("--config is required")}
+			}
+			if reloadEvery < 0 {
+				return usageError{fmt.Errorf("--config-reload-interval must not be negative")}
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -48,7 +60,13 @@ that carry each verified image through the fleet's waves, and serves the API tha
 			// client-go (the clusters' watch caches) logs through klog:
 			// into the same log, in its format, tagged.
 			klog.SetSlogLogger(log.With("component", "client-go"))
-			srv, err := app.New(cmd.Context(), cfg, app.Options{Listen: listen, DataDir: dataDir, Logger: log})
+			// SIGHUP reloads the config (pkg/reload), from before New: a
+			// hang-up meanwhile must not end the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			srv, err := app.New(cmd.Context(), cfg, app.Options{Listen: listen, DataDir: dataDir, Logger: log,
+				ConfigFile: configPath, ConfigReloadInterval: reloadEvery, Hangup: hup})
 			if err != nil {
 				return err
 			}
@@ -62,6 +80,7 @@ that carry each verified image through the fleet's waves, and serves the API tha
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "configuration file (see config/example.yaml)")
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default: server.listen of the config, else 127.0.0.1:8080)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the embedded store (default: server.dataDir of the config, else ./flotilla-data)")
+	cmd.Flags().DurationVar(&reloadEvery, "config-reload-interval", reload.DefaultInterval, "how often the config file is read to reload it when it changed; 0: only on SIGHUP")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().StringVar(&logFormat, "log-format", "", "log format: text (key=value lines, to read) or json (one object a line, for a log pipeline); default text when stderr is a terminal, else json")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{logText, logJSON}, cobra.ShellCompDirectiveNoFileComp))
