@@ -211,4 +211,5 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerCatchUpSteps(sc)
 	s.registerLabelSteps(sc)
 	s.registerSSOSteps(sc)
+	s.registerReloadSteps(sc)
 }

@@ -1,0 +1,332 @@
+package features
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// The live reload of the config file (README "Reloading the
+// configuration"): the steps edit the file flotilla serves while it runs,
+// as a person would, and read what follows from the clusters.
+func (s *scenario) registerReloadSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^an edit of the config file adds the application "([^"]*)" that tracks "([^"]*)"$`, s.editAddApplication)
+	sc.Step(`^an edit of the config file makes wave (\d+) need (\d+) approvals?$`, s.editWaveApprovals)
+	sc.Step(`^an edit of the config file makes wave (\d+) bake for (\d+) seconds$`, s.editWaveBake)
+	sc.Step(`^an edit of the config file labels cluster "([^"]*)" "([^"]*)"$`, s.editClusterLabel)
+	sc.Step(`^an edit of the config file puts "([^"]*)" on track "([^"]*)"$`, s.editTrack)
+	sc.Step(`^the edited config file is saved$`, s.saveConfigEdits)
+	sc.Step(`^flotilla applies the edited config$`, s.editApplied)
+	sc.Step(`^flotilla refuses the edited config as "(invalid|restart_needed)", an error in its log naming "([^"]*)"$`, s.editRefused)
+	sc.Step(`^the primary of "([^"]*)" in clusters "([^"]*)" runs version "([^"]*)" by digest$`, s.primariesOfInRun)
+	sc.Step(`^the workload "([^"]*)" in clusters "([^"]*)" still runs its first image$`, s.stillFirstImage)
+	sc.Step(`^the rollout of "([^"]*)" waits for an approval of wave (\d+)$`, s.waitsForApproval)
+	sc.Step(`^the canary in cluster "([^"]*)" began its analysis only after those in clusters "([^"]*)" succeeded$`, s.analysedAfter)
+}
+
+// configEdit changes the config file's document.
+type configEdit func(doc map[string]any) error
+
+// pendingEdits are each scenario's edits not saved yet, by world.
+var pendingEdits sync.Map // *world -> []configEdit
+
+func (s *scenario) addEdit(e configEdit) {
+	prev, _ := pendingEdits.Load(s.w)
+	edits, _ := prev.([]configEdit)
+	pendingEdits.Store(s.w, append(edits, e))
+}
+
+func (s *scenario) editAddApplication(app, repo string) error {
+	s.w.second = &secondApp{name: app, repo: repo}
+	s.addEdit(func(doc map[string]any) error {
+		apps, _ := doc["applications"].([]any)
+		if len(apps) == 0 {
+			return fmt.Errorf("the config file has no application")
+		}
+		first, _ := apps[0].(map[string]any)
+		track, _ := first["track"].(string)
+		doc["applications"] = append(apps, s.w.appConfig(app, repo, track, s.w.flotilla.listen))
+		return nil
+	})
+	return nil
+}
+
+// wave is the n-th wave of the document.
+func wave(doc map[string]any, n int) (map[string]any, error) {
+	fleet, _ := doc["fleet"].(map[string]any)
+	waves, _ := fleet["waves"].([]any)
+	if n < 1 || n > len(waves) {
+		return nil, fmt.Errorf("the config file has no wave %d", n)
+	}
+	w, _ := waves[n-1].(map[string]any)
+	return w, nil
+}
+
+func (s *scenario) editWaveApprovals(n, approvals int) error {
+	s.addEdit(func(doc map[string]any) error {
+		w, err := wave(doc, n)
+		if err == nil {
+			w["approvals"] = approvals
+		}
+		return err
+	})
+	return nil
+}
+
+func (s *scenario) editWaveBake(n, seconds int) error {
+	s.addEdit(func(doc map[string]any) error {
+		w, err := wave(doc, n)
+		switch {
+		case err != nil:
+		case seconds == 0:
+			delete(w, "bakeTime")
+		default:
+			w["bakeTime"] = fmt.Sprintf("%ds", seconds)
+		}
+		return err
+	})
+	return nil
+}
+
+func (s *scenario) editClusterLabel(name, label string) error {
+	k, v, ok := strings.Cut(label, "=")
+	if !ok {
+		return fmt.Errorf("label %q: want key=value", label)
+	}
+	s.addEdit(func(doc map[string]any) error {
+		fleet, _ := doc["fleet"].(map[string]any)
+		clusters, _ := fleet["clusters"].([]any)
+		for _, c := range clusters {
+			if m, _ := c.(map[string]any); m["name"] == name {
+				labels, _ := m["labels"].(map[string]any)
+				if labels == nil {
+					labels = map[string]any{}
+				}
+				labels[k] = v
+				m["labels"] = labels
+				return nil
+			}
+		}
+		return fmt.Errorf("the config file has no cluster %q", name)
+	})
+	return nil
+}
+
+func (s *scenario) editTrack(app, track string) error {
+	s.addEdit(func(doc map[string]any) error {
+		apps, _ := doc["applications"].([]any)
+		for _, a := range apps {
+			if m, _ := a.(map[string]any); m["name"] == app {
+				m["track"] = track
+				return nil
+			}
+		}
+		return fmt.Errorf("the config file has no application %q", app)
+	})
+	return nil
+}
+
+// saveConfigEdits applies the pending edits to the file flotilla serves
+// and saves it as editors do: a new file renamed over the old one.
+func (s *scenario) saveConfigEdits() error {
+	prev, _ := pendingEdits.LoadAndDelete(s.w)
+	edits, _ := prev.([]configEdit)
+	path := s.w.flotilla.config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	for _, e := range edits {
+		if err := e(doc); err != nil {
+			return err
+		}
+	}
+	if b, err = yaml.Marshal(doc); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".swp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// reloads is flotilla_config_reloads_total{result}.
+func (s *scenario) reloads(ctx context.Context, result string) (float64, error) {
+	return s.reconcileMetric(ctx, `flotilla_config_reloads_total{result="`+result+`"}`)
+}
+
+// editApplied waits for flotilla to apply the saved file (read every 3 s
+// by default) and to say so in its log.
+func (s *scenario) editApplied(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := s.reloads(ctx, "applied")
+		if err != nil {
+			return err
+		}
+		if n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("flotilla did not apply the edited config within 30 s:\n%s", s.w.flotilla.logs(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := s.logLine("configuration reloaded"); err != nil {
+		return err
+	}
+	for _, r := range []string{"invalid", "restart_needed"} {
+		if n, err := s.reloads(ctx, r); err != nil || n > 0 {
+			return fmt.Errorf("flotilla counts %v reloads %s (%v)", n, r, err)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) editRefused(ctx context.Context, result, names string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := s.reloads(ctx, result)
+		if err != nil {
+			return err
+		}
+		if n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("flotilla did not refuse the edited config as %s within 30 s:\n%s", result, s.w.flotilla.logs(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	line, err := s.logLine("configuration reload refused")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(line, `"level":"ERROR"`) || !strings.Contains(line, names) {
+		return fmt.Errorf("flotilla's refusal is not an error naming %q: %s", names, line)
+	}
+	if n, err := s.reloads(ctx, "applied"); err != nil || n > 0 {
+		return fmt.Errorf("flotilla counts %v reloads applied (%v)", n, err)
+	}
+	return nil
+}
+
+// logLine is the first line of flotilla's log holding text.
+func (s *scenario) logLine(text string) (string, error) {
+	f, err := os.Open(s.w.flotilla.logPath)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), text) {
+			return sc.Text(), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("flotilla's log has no line %q:\n%s", text, s.w.flotilla.logs(20))
+}
+
+func (s *scenario) primariesOfInRun(ctx context.Context, app, names, version string) error {
+	saved := s.w.workload
+	s.w.workload = app
+	defer func() { s.w.workload = saved }()
+	return s.withRepo(app, func() error { return s.primariesInRun(ctx, names, version) })
+}
+
+func (s *scenario) stillFirstImage(ctx context.Context, workload, names string) error {
+	for _, n := range strings.Split(names, ",") {
+		c, err := s.clientsFor(n)
+		if err != nil {
+			return err
+		}
+		got, err := s.imageOf(ctx, c, workload)
+		if err != nil {
+			return err
+		}
+		if !strings.HasSuffix(got, ":0.1.0") {
+			return fmt.Errorf("the workload %s in %s runs %s, want its first image", workload, n, got)
+		}
+	}
+	return nil
+}
+
+func (s *scenario) waitsForApproval(ctx context.Context, version string, n int) error {
+	want := fmt.Sprintf("wave %d ", n)
+	deadline := time.Now().Add(2 * time.Minute)
+	last := ""
+	for time.Now().Before(deadline) {
+		id, err := s.rolloutID(ctx, version)
+		if err != nil {
+			return err
+		}
+		var ro struct{ Waiting string }
+		if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+			return err
+		}
+		if last = ro.Waiting; strings.HasPrefix(last, want) && strings.Contains(last, "approval") {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the rollout of %s waits for %q, want an approval of wave %d", version, last, n)
+}
+
+// analysedAfter checks, from the watched canaries, that the analysis of
+// the canary in cluster began (phase Progressing) only after every canary
+// of the others had succeeded: it was in a later wave than all of them.
+func (s *scenario) analysedAfter(cluster, others string) error {
+	log := s.w.canaries
+	if log == nil {
+		return fmt.Errorf("no step watched the canaries")
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	// The first phase seen after since (the watch begins with the phase
+	// the canary had, Succeeded from the rollout before).
+	first := func(name string, phase flaggerv1.CanaryPhase, since time.Time) (time.Time, error) {
+		for _, p := range log.phases[name] {
+			if p.phase == phase && !p.at.Before(since) {
+				return p.at, nil
+			}
+		}
+		return time.Time{}, fmt.Errorf("the canary in %s was never %s (phases %v)", name, phase, log.phases[name])
+	}
+	began, err := first(cluster, flaggerv1.CanaryPhaseProgressing, time.Time{})
+	if err != nil {
+		return err
+	}
+	for _, o := range strings.Split(others, ",") {
+		progressing, err := first(o, flaggerv1.CanaryPhaseProgressing, time.Time{})
+		if err != nil {
+			return err
+		}
+		done, err := first(o, flaggerv1.CanaryPhaseSucceeded, progressing)
+		if err != nil {
+			return err
+		}
+		if !began.After(done) {
+			return fmt.Errorf("the canary in %s began its analysis at %s, before the one in %s succeeded at %s: they were in one wave",
+				cluster, began.Format(time.StampMilli), o, done.Format(time.StampMilli))
+		}
+	}
+	return nil
+}
