@@ -268,9 +268,9 @@ func fluxObjects(s *subject, cluster, gitURL, token string) []*unstructured.Unst
 			"sourceRef": map[string]any{"kind": "GitRepository", "name": "deploy"},
 			"git": map[string]any{
 				"checkout": map[string]any{"ref": map[string]any{"branch": "main"}},
+				// The default commit message: a template changes nothing of the timing.
 				"commit": map[string]any{
-					"author":          map[string]any{"name": "fluxcdbot", "email": "fluxcdbot@users.noreply.github.com"},
-					"messageTemplate": "{{range .Changed.Changes}}{{print .OldValue}} -> {{println .NewValue}}{{end}}",
+					"author": map[string]any{"name": "fluxcdbot", "email": "fluxcdbot@users.noreply.github.com"},
 				},
 				"push": map[string]any{"branch": "main"},
 			},
