@@ -88,8 +88,29 @@ func (s *scenario) registerSimulateSteps(sc *godog.ScenarioContext) {
 			r.out, r.code, r.wall = out, code, time.Since(start)
 			return err
 		})
-	sc.Step(`^simulate decided as the real fleet did for "([^"]+)": the waves started, each cluster's verdict, the rollback order and the outcome$`,
-		func(ctx context.Context, version string) error {
+	sc.Step("^`flotilla simulate` runs this story against the scenario's config, from the real push of \"([^\"]+)\":$",
+		func(ctx context.Context, version string, doc *godog.DocString) error {
+			pushed, err := s.pushEvent(ctx, version)
+			if err != nil {
+				return err
+			}
+			dir, err := os.MkdirTemp("", "flotilla-simulate-honesty-*")
+			if err != nil {
+				return err
+			}
+			s.cleanups = append(s.cleanups, func() { _ = os.RemoveAll(dir) })
+			r.feature = filepath.Join(dir, "honesty.feature")
+			story := strings.ReplaceAll(doc.Content, "{push time}", pushed.Time().UTC().Format(time.RFC3339Nano))
+			if err := os.WriteFile(r.feature, []byte(story), 0o600); err != nil {
+				return err
+			}
+			start := time.Now()
+			out, code, err := runFlotilla(ctx, "simulate", "--config", s.configPath(), "--format", "progress", r.feature)
+			r.out, r.code, r.wall = out, code, time.Since(start)
+			return err
+		})
+	sc.Step(`^simulate decided as the real fleet did for "([^"]+)": the waves started, each cluster's verdict, the rollback order(?: and|,) the outcome( and what released each wave)?$`,
+		func(ctx context.Context, version, releases string) error {
 			if r.code != 0 {
 				return fmt.Errorf("simulate exited %d:\n%s", r.code, r.out)
 			}
@@ -97,9 +118,20 @@ func (s *scenario) registerSimulateSteps(sc *godog.ScenarioContext) {
 			if err != nil {
 				return err
 			}
-			onFleet := decisionsOfEvents(s.w.sink.all(), id)
-			simulated := decisionsOfReport(r.out)
-			if onFleet.WavesStarted == 0 || onFleet.Outcome == "" || len(onFleet.RollbackOrder) == 0 {
+			pushed, err := s.pushEvent(ctx, version)
+			if err != nil {
+				return err
+			}
+			waves, err := s.honestyWaves(ctx, id, pushed.Time())
+			if err != nil {
+				return err
+			}
+			onFleet := decide(happeningsOfEvents(s.w.sink.all(), id, pushed.Time(), waves), waves)
+			simulated := decide(happeningsOfReport(r.out), waves)
+			if releases == "" {
+				onFleet.Released, simulated.Released = nil, nil
+			}
+			if onFleet.WavesStarted == 0 || onFleet.Outcome == "" || len(onFleet.Verdicts) == 0 {
 				return fmt.Errorf("the real fleet's rollout of %s shows too little to compare: %+v", version, onFleet)
 			}
 			if diff := cmp.Diff(onFleet, simulated); diff != "" {
@@ -116,92 +148,254 @@ func (s *scenario) registerSimulateSteps(sc *godog.ScenarioContext) {
 	})
 }
 
-// decisions are what a rollout decided, as the honesty scenario compares
+// decisions are what a rollout decided, as the honesty scenarios compare
 // them between the real fleet and simulate: how many waves it started, the
-// first verdict on each cluster, the clusters it reverted in order, and
-// how it ended.
+// first verdict on each cluster, the clusters it reverted in order, how it
+// ended, and what released each wave after the first (Released).
 type decisions struct {
 	WavesStarted  int
 	Verdicts      map[string]string // cluster -> succeeded | failed
 	RollbackOrder []string
 	Outcome       string
+	Released      map[string]string // wave -> what its first cluster's apply followed
 }
 
-// outcomes are the events that end a rollout, by the report's words.
-var endLabels = map[string]string{
+// happening is one thing a rollout did, as simulate's report words it,
+// after the push.
+type happening struct {
+	at            time.Duration
+	what          string // "wave started", "cluster applying", ...
+	wave, cluster string
+}
+
+// honestyWave is a wave of the rollout compared: its name and clusters (as
+// flotilla's API gives them), and what may hold it as the scenario's
+// config says: the previous wave's bake, a freeze window's end (after the
+// push; 0: none).
+type honestyWave struct {
+	name      string
+	clusters  []string
+	bake      time.Duration // this wave's own bake
+	freezeEnd time.Duration
+}
+
+// honestyWaves reads rollout id's waves from flotilla's API and what holds
+// them from the scenario's wave policies.
+func (s *scenario) honestyWaves(ctx context.Context, id string, pushed time.Time) ([]honestyWave, error) {
+	var ro struct {
+		Waves []struct {
+			Name     string
+			Clusters []struct{ Name string }
+		}
+	}
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return nil, err
+	}
+	var out []honestyWave
+	for i, w := range ro.Waves {
+		hw := honestyWave{name: w.Name}
+		for _, c := range w.Clusters {
+			hw.clusters = append(hw.clusters, c.Name)
+		}
+		p := s.w.wavePolicies[i]
+		if b, ok := p["bakeTime"].(string); ok {
+			d, err := time.ParseDuration(b)
+			if err != nil {
+				return nil, err
+			}
+			hw.bake = d
+		}
+		if fws, ok := p["freezeWindows"].([]map[string]any); ok {
+			for _, fw := range fws {
+				rule, _ := fw["rrule"].(string)
+				dtstart, _, _ := strings.Cut(strings.TrimPrefix(rule, "DTSTART:"), "\n")
+				from, err := time.Parse("20060102T150405Z", dtstart)
+				if err != nil {
+					return nil, fmt.Errorf("freeze window %v: %w", fw, err)
+				}
+				d, err := time.ParseDuration(fmt.Sprint(fw["duration"]))
+				if err != nil {
+					return nil, err
+				}
+				hw.freezeEnd = from.Add(d).Sub(pushed)
+			}
+		}
+		out = append(out, hw)
+	}
+	return out, nil
+}
+
+// pushEvent is the journal's image.pushed of version (the real push).
+func (s *scenario) pushEvent(ctx context.Context, version string) (cloudevents.Event, error) {
+	return s.w.sink.waitFor(ctx, "the push of "+version, func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeImagePushed {
+			return false
+		}
+		p, err := events.Decode[events.ImagePushed](e)
+		return err == nil && p.Tag == version
+	})
+}
+
+// released bounds how far apart in time a wave's start and what released
+// it may be on the real fleet: a timer's firing and the launch that
+// follows, on a loaded machine. The scenarios keep what may release a
+// wave further apart than this.
+const released = 10 * time.Second
+
+// decide reads the decisions from what happened (in order). A wave's
+// release is the first that fits, in this order: its approval (its last,
+// at most released before its first cluster's apply), the end of a freeze
+// window over it, the end of the previous wave's bake (after its last
+// cluster's success), that success itself; else how long after it.
+func decide(hs []happening, waves []honestyWave) decisions {
+	d := decisions{Verdicts: map[string]string{}, Released: map[string]string{}}
+	started := map[string]bool{}
+	applied := map[string]time.Duration{}   // wave -> its first cluster's apply
+	approved := map[string]time.Duration{}  // wave -> its last approval
+	succeeded := map[string]time.Duration{} // cluster -> its first success
+	for _, h := range hs {
+		switch h.what {
+		case "wave started":
+			if !started[h.wave] {
+				started[h.wave] = true
+				d.WavesStarted++
+			}
+		case "cluster succeeded", "cluster failed":
+			if d.Verdicts[h.cluster] == "" {
+				d.Verdicts[h.cluster] = strings.TrimPrefix(h.what, "cluster ")
+			}
+			if _, ok := succeeded[h.cluster]; !ok && h.what == "cluster succeeded" {
+				succeeded[h.cluster] = h.at
+			}
+		case "cluster applying":
+			if _, ok := applied[h.wave]; !ok {
+				applied[h.wave] = h.at
+			}
+		case "cluster reverting":
+			if !slices.Contains(d.RollbackOrder, h.cluster) {
+				d.RollbackOrder = append(d.RollbackOrder, h.cluster)
+			}
+		case "approved":
+			if _, ok := applied[h.wave]; !ok {
+				approved[h.wave] = h.at
+			}
+		case "rollout succeeded", "rollout rolled back", "rollback failed":
+			if d.Outcome == "" {
+				d.Outcome = h.what
+			}
+		}
+	}
+	near := func(a, b time.Duration) bool { return (a - b).Abs() <= released }
+	for i := 1; i < len(waves); i++ {
+		w, prev := waves[i], waves[i-1]
+		start, ok := applied[w.name]
+		if !ok {
+			continue
+		}
+		var last time.Duration
+		done := true
+		for _, c := range prev.clusters {
+			at, ok := succeeded[c]
+			done = done && ok
+			last = max(last, at)
+		}
+		a, approvedOK := approved[w.name]
+		switch {
+		case approvedOK && start >= a && start-a <= released:
+			d.Released[w.name] = "its approval"
+		case w.freezeEnd > 0 && near(start, w.freezeEnd):
+			d.Released[w.name] = "the end of its freeze window"
+		case done && prev.bake > 0 && near(start, last+prev.bake):
+			d.Released[w.name] = "the end of " + prev.name + "'s bake"
+		case done && near(start, last):
+			d.Released[w.name] = prev.name + "'s success"
+		case done:
+			d.Released[w.name] = fmt.Sprintf("%s after %s's success", (start - last).Round(5*time.Second), prev.name)
+		default:
+			d.Released[w.name] = "a start before " + prev.name + " succeeded"
+		}
+	}
+	return d
+}
+
+// eventLabels are the events compared, by the report's words.
+var eventLabels = map[string]string{
+	events.TypeWaveStarted:           "wave started",
+	events.TypeClusterSucceeded:      "cluster succeeded",
+	events.TypeClusterFailed:         "cluster failed",
+	events.TypeWaveApprovalRequested: "approved",
 	events.TypeRolloutSucceeded:      "rollout succeeded",
 	events.TypeRolloutRolledBack:     "rollout rolled back",
 	events.TypeRolloutRollbackFailed: "rollback failed",
 }
 
-// decisionsOfEvents reads rollout id's decisions from the journal's events
-// (the sink's, in journal order).
-func decisionsOfEvents(evs []cloudevents.Event, id string) decisions {
-	d := decisions{Verdicts: map[string]string{}}
-	waves := map[int]bool{}
+// happeningsOfEvents reads what rollout id did from the journal's events
+// (the sink's, in journal order), at their times after the push.
+func happeningsOfEvents(evs []cloudevents.Event, id string, pushed time.Time, waves []honestyWave) []happening {
+	var hs []happening
 	for _, e := range evs {
 		if events.RolloutID(e) != id {
 			continue
 		}
-		switch e.Type() {
-		case events.TypeWaveStarted:
-			if p, err := events.Decode[events.WaveStarted](e); err == nil && !waves[p.Wave] {
-				waves[p.Wave] = true
-				d.WavesStarted++
+		what, ok := eventLabels[e.Type()]
+		if e.Type() == events.TypePipelineRunRequested {
+			p, err := events.Decode[events.PipelineRunRequested](e)
+			if err != nil {
+				continue
 			}
-		case events.TypeClusterSucceeded, events.TypeClusterFailed:
-			verdict := "succeeded"
-			if e.Type() == events.TypeClusterFailed {
-				verdict = "failed"
-			}
-			if p, err := events.Decode[events.ClusterResult](e); err == nil && d.Verdicts[p.Cluster] == "" {
-				d.Verdicts[p.Cluster] = verdict
-			}
-		case events.TypePipelineRunRequested:
-			if p, err := events.Decode[events.PipelineRunRequested](e); err == nil && p.Purpose == events.PurposeRevert && !slices.Contains(d.RollbackOrder, p.Cluster) {
-				d.RollbackOrder = append(d.RollbackOrder, p.Cluster)
-			}
-		default:
-			if o, ok := endLabels[e.Type()]; ok && d.Outcome == "" {
-				d.Outcome = o
+			what, ok = "cluster applying", true
+			if p.Purpose == events.PurposeRevert {
+				what = "cluster reverting"
 			}
 		}
+		if !ok {
+			continue
+		}
+		var p struct {
+			Wave    *int   `json:"wave"`
+			Cluster string `json:"cluster"`
+		}
+		_ = e.DataAs(&p)
+		h := happening{at: e.Time().Sub(pushed), what: what, cluster: p.Cluster}
+		if p.Wave != nil && *p.Wave >= 0 && *p.Wave < len(waves) {
+			h.wave = waves[*p.Wave].name
+		}
+		hs = append(hs, h)
 	}
-	return d
+	return hs
 }
 
 // timelineLine is a line of simulate's timeline: +offset, day and time,
 // what happened, its detail.
-var timelineLine = regexp.MustCompile(`^\s+\+\S+\s+\w{3} \d\d:\d\d\s+(.+?)(?:\s{2,}(.*))?$`)
+var timelineLine = regexp.MustCompile(`^\s+\+(\S+)\s+\w{3} \d\d:\d\d\s+(.+?)(?:\s{2,}(.*))?$`)
 
-// decisionsOfReport reads the decisions of simulate's one rollout from its
-// report (its timeline and rollback order).
-func decisionsOfReport(out string) decisions {
-	d := decisions{Verdicts: map[string]string{}}
+// happeningsOfReport reads what simulate's one rollout did from its
+// report's timeline.
+func happeningsOfReport(out string) []happening {
+	var hs []happening
 	for _, l := range strings.Split(out, "\n") {
-		if order, ok := strings.CutPrefix(l, "rollback order: "); ok {
-			d.RollbackOrder = strings.Split(strings.TrimSpace(order), ", ")
-			continue
-		}
 		m := timelineLine.FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
-		what, detail := strings.TrimSpace(m[1]), m[2]
-		cluster := ""
-		if _, rest, ok := strings.Cut(detail, "cluster="); ok {
-			cluster, _, _ = strings.Cut(rest, " ")
+		at, err := time.ParseDuration(m[1])
+		if err != nil {
+			continue
 		}
-		switch {
-		case what == "wave started":
-			d.WavesStarted++
-		case what == "cluster succeeded" || what == "cluster failed":
-			if d.Verdicts[cluster] == "" {
-				d.Verdicts[cluster] = strings.TrimPrefix(what, "cluster ")
+		h := happening{at: at, what: strings.TrimSpace(m[2])}
+		// The detail starts wave=W cluster=C (when it has them), then the
+		// tag and the reason, whose words may say anything.
+		for _, kv := range strings.Fields(m[3]) {
+			k, v, ok := strings.Cut(kv, "=")
+			switch {
+			case !ok || v == "":
+			case k == "wave" && h.wave == "":
+				h.wave = v
+			case k == "cluster" && h.cluster == "":
+				h.cluster = v
 			}
-		case slices.Contains([]string{"rollout succeeded", "rollout rolled back", "rollback failed"}, what) && d.Outcome == "":
-			d.Outcome = what
 		}
+		hs = append(hs, h)
 	}
-	return d
+	return hs
 }
