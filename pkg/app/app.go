@@ -107,6 +107,10 @@ type Options struct {
 	ConfigFile           string
 	ConfigReloadInterval time.Duration
 	Hangup               <-chan os.Signal
+	// NoSync has the embedded store write without syncing
+	// (store.WithoutSync): `flotilla simulate`, whose state is thrown away
+	// at exit. Never for a server: a crash would lose acknowledged events.
+	NoSync bool
 }
 
 // Clock is the time the engine decides by (Options.Clock); the
@@ -229,8 +233,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 		s.bus, s.repo = s.scale.bus, s.scale.repo
 		s.approvals = gates.NewStoreApprovals(s.scale.docs)
 	} else {
-		s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), append(storeBounds(cfg.Server),
-			store.WithLogger(o.Logger), store.WithMetrics(o.Registerer), store.WithClock(o.Clock.Now))...)
+		opts := append(storeBounds(cfg.Server), store.WithLogger(o.Logger), store.WithMetrics(o.Registerer), store.WithClock(o.Clock.Now))
+		if o.NoSync {
+			opts = append(opts, store.WithoutSync())
+		}
+		s.store, err = store.Open(filepath.Join(dataDir, "flotilla.db"), opts...)
 		if err != nil {
 			return err
 		}

@@ -266,8 +266,8 @@ type Cluster struct {
 	// one workload: a rollout of 1,000 clusters of an image grows by
 	// nothing.
 	Workloads map[string]string `json:"workloads,omitempty"`
-	Applied       time.Time    `json:"applied,omitempty"` // when the pipeline last applied to it
-	Message       string       `json:"message,omitempty"`
+	Applied   time.Time         `json:"applied,omitempty"` // when the pipeline last applied to it
+	Message   string            `json:"message,omitempty"`
 	// Failure says why the cluster's own result counted as a failure of
 	// its wave (Record): it stays when the cluster is reverted, so the
 	// cluster that failed stands apart from those reverted because of it.

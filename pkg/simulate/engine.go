@@ -76,6 +76,8 @@ func startEngine(ctx context.Context, cfg *config.Config, dir string, clock *dis
 		// One event at a time in journal order: the same scenario
 		// journals the same events in the same order every run.
 		Sequential: true,
+		// The state is thrown away at exit: no sync of each write.
+		NoSync: true,
 		// Resync reads the clusters, which the simulation does not reach.
 		Resync: resync.Options{Interval: 365 * 24 * time.Hour},
 	})

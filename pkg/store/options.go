@@ -24,6 +24,17 @@ type options struct {
 	// clock dates segments and ids for retention and the dedupe window
 	// (real time; tests inside the package move it).
 	clock func() time.Time
+	// noSync: nothing is synced (WithoutSync).
+	noSync bool
+}
+
+// WithoutSync has the store write without syncing: neither the journal nor
+// the documents are flushed to the disk, so a crash of the machine may lose
+// what the store acknowledged. Only for a store thrown away at exit:
+// `flotilla simulate`, whose every rollout otherwise waited for thousands of
+// syncs it does not need (a simulated wave of 1,000 clusters).
+func WithoutSync() Option {
+	return func(o *options) { o.noSync = true }
 }
 
 func defaultOptions() options {

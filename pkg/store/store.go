@@ -97,6 +97,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		// As etcd does: the freelist is rebuilt at open instead of written
 		// at every commit, one page write less per commit.
 		NoFreelistSync: true,
+		NoSync:         o.noSync,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("store %q is in use by another flotilla: %w", path, err)
@@ -182,6 +183,7 @@ func (s *Store) open(o options) error {
 	}
 	s.journal.now = s.clock
 	s.journal.rollAfter = o.rollAfter()
+	s.journal.noSync = o.noSync
 	if want, first := max(start, 1), s.journal.first(); len(s.journal.segments()) > 0 && first != want {
 		return fmt.Errorf("%w: the journal starts at record %d, not at %d: segments are missing; %s",
 			errCorrupt, first, want, repairHint(dir))
