@@ -84,6 +84,8 @@ func TestWatchFile(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- r.WatchFile(ctx, path, 20*time.Millisecond, hup) }()
+	// WatchFile hashes the file first: a change before that is its start.
+	time.Sleep(200 * time.Millisecond)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -99,7 +101,7 @@ func TestWatchFile(t *testing.T) {
 	}
 	waitApps := func(want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
 			if got := apps(); len(got) == len(want) && (len(want) == 0 || got[len(got)-1] == want[len(want)-1]) {
 				return
@@ -117,7 +119,7 @@ func TestWatchFile(t *testing.T) {
 	// An invalid content: refused, the running configuration stays.
 	target := filepath.Join(dir, "..v2", "config.yaml")
 	write(target, appsDoc("a", "b")+"  - {name: c, image: registry.example.com/c, track: Sometimes, workload: {name: c}, service: {port: 80}}\n")
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for count(Invalid) < 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -136,7 +138,7 @@ func TestWatchFile(t *testing.T) {
 	// SIGHUP reloads even an unchanged file.
 	before := count(Applied)
 	hup <- syscall.SIGHUP
-	deadline = time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for count(Applied) == before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
