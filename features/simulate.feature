@@ -62,16 +62,12 @@ Feature: What-if: users run scenarios of their own fleet config (flotilla simula
     When `flotilla simulate` runs the same story against the scenario's config: "1.1.0" failing in cluster "c4" on a fleet running "1.0.0"
     Then simulate decided as the real fleet did for "1.1.0": the waves started, each cluster's verdict, the rollback order and the outcome
 
-  # The next three are @pending until they pass on the fleet (written in
-  # session 31 while the machine was too loaded to run them).
-  #
   # Held honest on a bake: wave 1 bakes 40 s on the real fleet, wave 2's
   # first apply follows the bake's end (a timer of the engine). Catches a
   # virtual clock that skips the bake timer or fires it at once (wave 2
   # released by wave 1's success), and a simulator that waits for the bake
   # from another instant than the real engine does (its end would fall
   # more than 10 s off).
-  @pending
   Scenario: simulate decides as the real fleet does when a wave bakes
     Given a registry
     And wave 1 bakes for 40 seconds
@@ -97,7 +93,6 @@ Feature: What-if: users run scenarios of their own fleet config (flotilla simula
   # clock or not at all (wave 2 released by wave 1's success), or on
   # another time zone or instant than the engine (the release off the
   # window's end).
-  @pending
   Scenario: simulate decides as the real fleet does when a freeze window holds a wave
     Given a registry
     And wave 2 is frozen for the next 60 seconds
@@ -124,7 +119,6 @@ Feature: What-if: users run scenarios of their own fleet config (flotilla simula
   # (simulate's rollout would not wait for it, and her approval of an ended
   # rollout fail the story), and one whose approval releases nothing or
   # something else (wave 2 released otherwise than by the approval).
-  @pending
   Scenario: simulate decides as the real fleet does when a wave waits for an approval
     Given a registry
     And wave 2 needs the approvals of "alice"
