@@ -95,7 +95,8 @@ type counts struct {
 // histogram is n observations of v (in the unit of bounds) as a constant
 // histogram.
 func histogram(d *prometheus.Desc, bounds []float64, v, n float64, labels ...string) prometheus.Metric {
-	return prometheus.MustNewConstHistogram(d, uint64(n), n*v, buckets(bounds, v, n), labels...)
+	count := uint64(n)
+	return prometheus.MustNewConstHistogram(d, count, float64(count)*v, buckets(bounds, v, n), labels...)
 }
 
 func collectIstio(ch chan<- prometheus.Metric, w Workload, c counts) {

@@ -65,12 +65,12 @@ func TestFlaggerQueries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
 			q := flaggerQueries(t, tt.file, tt.queries)
-			rate := query(t, prom, render(t, q["request-success-rate"], model))
-			if math.Abs(rate-90) > 0.5 {
+			rate, ok := query(t, prom, render(t, q["request-success-rate"], model), 1, 90)
+			if !ok {
 				t.Errorf("request-success-rate = %v, want 90", rate)
 			}
-			d := query(t, prom, render(t, q["request-duration"], model)) * tt.msPerUnit
-			if math.Abs(d-tt.wantDuration) > 0.5 {
+			d, ok := query(t, prom, render(t, q["request-duration"], model), tt.msPerUnit, tt.wantDuration)
+			if !ok {
 				t.Errorf("request-duration = %vms, want %vms", d, tt.wantDuration)
 			}
 		})
@@ -127,10 +127,15 @@ func render(t *testing.T, q string, m flaggerv1.MetricTemplateModel) string {
 	return b.String()
 }
 
-// query waits until q has a single value and returns it.
-func query(t *testing.T, prom, q string) float64 {
+// query waits until q has a single value which, times unit, is within 0.5
+// of want, and returns it times unit and whether it came there. Just after
+// the first scrapes the window holds a few dozen requests counted in whole
+// numbers, and the value is off by a few percent until it fills; a query
+// reading the wrong series never comes within 0.5.
+func query(t *testing.T, prom, q string, unit, want float64) (float64, bool) {
 	t.Helper()
 	var v float64
+	seen := false
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var r struct {
@@ -160,12 +165,16 @@ func query(t *testing.T, prom, q string) float64 {
 		s, _ := r.Data.Result[0].Value[1].(string)
 		v, err = strconv.ParseFloat(s, 64)
 		// NaN until two scrapes of a counter that moved.
-		return err == nil && !math.IsNaN(v), nil
+		if err != nil || math.IsNaN(v) {
+			return false, nil
+		}
+		seen, v = true, v*unit
+		return math.Abs(v-want) <= 0.5, nil
 	})
-	if err != nil {
+	if !seen {
 		t.Fatalf("%s: %v (last answer: %s)", q, err, last)
 	}
-	return v
+	return v, err == nil
 }
 
 // startPrometheus runs the local fleet's Prometheus scraping target (a
