@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,6 +68,10 @@ type SSOConfig struct {
 	CLIClientID  string // "" refuses ID tokens as bearer tokens
 	GroupsClaim  string
 	SessionTTL   time.Duration
+	// NoOfflineAccess asks the provider no offline_access (no refresh
+	// token), the web client and the CLI alike: a web session then ends
+	// when its ID token expires (server.sso.offlineAccess: false).
+	NoOfflineAccess bool
 	// RedirectURL is server.externalURL + /auth/callback. Cookies are
 	// Secure unless it is plain http on a loopback host.
 	RedirectURL string
@@ -92,7 +97,8 @@ type ssoSession struct {
 	// IDTokenExpiry is when the session's last ID token expires: from
 	// then on, a request of the session first asks the provider for a new
 	// one with the refresh token (refresh). Zero: no refresh token was
-	// given, and the session lasts until ExpiresAt as it is.
+	// given, and the session lasts until ExpiresAt as it is, which is
+	// then no later than its ID token's expiry.
 	IDTokenExpiry time.Time `json:"idTokenExpiry,omitzero"`
 	// Refresh is the provider's refresh token, sealed with a key derived
 	// from the session's id (sealRefresh): the state never holds a value
@@ -180,11 +186,21 @@ func (s *SSO) discover(ctx context.Context) (*oidc.Provider, error) {
 	return p, nil
 }
 
-// oauth is the web client's: it asks offline_access too, for the refresh
-// token that keeps a session's ID token fresh (refresh).
+// oauth is the web client's: it asks offline_access too (unless
+// NoOfflineAccess), for the refresh token that keeps a session's ID
+// token fresh (refresh).
 func (s *SSO) oauth(p *oidc.Provider) *oauth2.Config {
 	return &oauth2.Config{ClientID: s.c.ClientID, ClientSecret: s.c.ClientSecret, Endpoint: p.Endpoint(),
-		RedirectURL: s.c.RedirectURL, Scopes: append([]string{oidc.ScopeOfflineAccess}, SSOScopes...)}
+		RedirectURL: s.c.RedirectURL, Scopes: s.scopes()}
+}
+
+// scopes are what the web client and the CLI ask the provider:
+// SSOScopes, and offline_access first unless NoOfflineAccess.
+func (s *SSO) scopes() []string {
+	if s.c.NoOfflineAccess {
+		return slices.Clone(SSOScopes)
+	}
+	return append([]string{oidc.ScopeOfflineAccess}, SSOScopes...)
 }
 
 // Register adds the SSO's routes to mux. They need no identity: login
@@ -208,8 +224,7 @@ func (s *SSO) config(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, fault.New(fault.ErrNotFound, "this flotilla has no CLI client for single sign-on: set server.sso.cliClientID"))
 		return
 	}
-	writeJSON(w, http.StatusOK, SSOClientConfig{Issuer: s.c.Issuer, ClientID: s.c.CLIClientID,
-		Scopes: append([]string{oidc.ScopeOfflineAccess}, SSOScopes...)})
+	writeJSON(w, http.StatusOK, SSOClientConfig{Issuer: s.c.Issuer, ClientID: s.c.CLIClientID, Scopes: s.scopes()})
 }
 
 // ssoFlow is what the flow cookie carries.
@@ -290,6 +305,9 @@ func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 	case subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(f.State)) != 1:
 		err = errors.New("the login's state does not match this browser's")
+	case q.Get("error") == "invalid_scope" && !s.c.NoOfflineAccess:
+		err = fmt.Errorf("the identity provider refused: %s %s (if it does not grant %s, set server.sso.offlineAccess: false)",
+			q.Get("error"), q.Get("error_description"), oidc.ScopeOfflineAccess)
 	case q.Get("error") != "":
 		err = fmt.Errorf("the identity provider refused: %s %s", q.Get("error"), q.Get("error_description"))
 	}
@@ -322,6 +340,12 @@ func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 	id := ssoRandom()
 	now := s.now()
 	doc := ssoSession{Subject: principal.Subject, Name: principal.Name, Groups: principal.Groups, CreatedAt: now, ExpiresAt: now.Add(s.c.SessionTTL)}
+	if tok.RefreshToken == "" && idt.Expiry.Before(doc.ExpiresAt) {
+		// Nothing to ask the provider again with: the session ends with
+		// its ID token, so that who the person is (their groups, their
+		// account still enabled) is never older than the provider allows.
+		doc.ExpiresAt = idt.Expiry
+	}
 	if tok.RefreshToken != "" {
 		sealed, err := sealRefresh(id, tok.RefreshToken)
 		if err != nil {
@@ -338,8 +362,10 @@ func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(ctx, "web UI login", "name", principal.Name, "groups", principal.Groups, "via", "sso", "remote", r.RemoteAddr)
 	ok = true
+	// The cookie lasts sessionTTL even when the session ends sooner with
+	// its ID token: the state says it ended, and the 401 says so.
 	http.SetCookie(w, &http.Cookie{Name: SSOSessionCookie, Value: id, Path: "/", MaxAge: int(s.c.SessionTTL / time.Second),
-		Expires: doc.ExpiresAt.UTC(), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+		Expires: now.Add(s.c.SessionTTL).UTC(), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, f.Next, http.StatusSeeOther)
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -38,12 +39,18 @@ func openState(t *testing.T) *store.Store {
 // /api/v1/whoami (GET) and /api/v1/stop (POST) answering the principal.
 func ssoServer(t *testing.T, provider *oidcop.Provider, sessions api.SSOSessions, url string) http.Handler {
 	t.Helper()
+	return ssoServerOf(t, api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret", CLIClientID: "flotilla-cli",
+		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: url + "/auth/callback"}, sessions)
+}
+
+// ssoServerOf is ssoServer with the SSO of c.
+func ssoServerOf(t *testing.T, c api.SSOConfig, sessions api.SSOSessions) http.Handler {
+	t.Helper()
 	authn, err := api.NewAuthn(map[string]string{"ci": "ci-secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	authn.UseSSO(api.NewSSO(api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret", CLIClientID: "flotilla-cli",
-		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: url + "/auth/callback"}, sessions, nil))
+	authn.UseSSO(api.NewSSO(c, sessions, nil))
 	mux := http.NewServeMux()
 	authn.SSO().Register(mux)
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -317,5 +324,142 @@ func TestSSORefresh(t *testing.T) {
 	}
 	if code, body, _ := whoami(); code != http.StatusUnauthorized || !strings.Contains(body, "has expired or ended: log in again at /ui/login") {
 		t.Errorf("the ended session: %d %s, want 401", code, body)
+	}
+}
+
+// TestSSOOfflineAccess: the web client's authorization URL and the CLI's
+// /auth/config ask offline_access unless NoOfflineAccess
+// (server.sso.offlineAccess: false). A provider that refuses the scope,
+// as Google does, ends the default login with its invalid_scope and the
+// switch to set; with the switch the login works on the same provider, the
+// session keeps no refresh token, and it ends with 401 and the login hint
+// once its ID token expired, without asking the provider.
+func TestSSOOfflineAccess(t *testing.T) {
+	const lifetime = 2 * time.Second
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
+		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}, {ID: "flotilla-cli"}},
+		oidcop.TokenLifetime(lifetime), oidcop.RefuseScopes(oidc.ScopeOfflineAccess))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	sessions := openState(t)
+	config := func(noOffline bool) api.SSOConfig {
+		return api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret", CLIClientID: "flotilla-cli",
+			GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: srv.URL + "/auth/callback", NoOfflineAccess: noOffline}
+	}
+	base := []string{"openid", "email", "profile", "groups"}
+	for _, tt := range []struct {
+		name      string
+		noOffline bool
+		want      []string
+	}{
+		{"default", false, append([]string{"offline_access"}, base...)},
+		{"offlineAccess false", true, base},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := ssoServerOf(t, config(tt.noOffline), sessions)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/login", nil))
+			loc, err := url.Parse(rec.Header().Get("Location"))
+			if rec.Code != http.StatusFound || err != nil {
+				t.Fatalf("/auth/login: %d %s", rec.Code, rec.Header().Get("Location"))
+			}
+			if diff := cmp.Diff(tt.want, strings.Fields(loc.Query().Get("scope"))); diff != "" {
+				t.Errorf("the authorization URL's scope (-want +got):\n%s", diff)
+			}
+			rec = httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/config", nil))
+			var c api.SSOClientConfig
+			if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
+				t.Fatalf("/auth/config: %d %s", rec.Code, rec.Body)
+			}
+			if diff := cmp.Diff(tt.want, c.Scopes); diff != "" {
+				t.Errorf("the CLI's scopes (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// The provider refuses the default login.
+	handler = ssoServerOf(t, config(false), sessions)
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	res, err := browser.Get(srv.URL + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "invalid_scope") ||
+		!strings.Contains(string(body), "set server.sso.offlineAccess: false") {
+		t.Errorf("a login asking offline_access of a provider that refuses it: %d %s, want 401 naming invalid_scope and the switch", res.StatusCode, body)
+	}
+
+	// Without offline_access: logged in, no refresh token, ended with the
+	// ID token.
+	handler = ssoServerOf(t, config(true), sessions)
+	res, err = browser.Get(srv.URL + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Request.URL.Query().Get("authRequestID")
+	if id == "" {
+		t.Fatalf("not at the provider's login: %d %s", res.StatusCode, res.Request.URL)
+	}
+	res, err = browser.PostForm(provider.Issuer+"/login", url.Values{"id": {id}, "username": {"alice"}, "password": {"pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loggedIn := time.Now()
+	var cookie http.Header
+	for _, c := range jar.Cookies(res.Request.URL) {
+		if c.Name == api.SSOSessionCookie {
+			cookie = http.Header{"Cookie": {c.String()}}
+		}
+	}
+	if cookie == nil {
+		t.Fatalf("no session cookie after the login (at %s)", res.Request.URL)
+	}
+	type session struct {
+		ExpiresAt time.Time `json:"expiresAt"`
+		Refresh   string    `json:"refresh"`
+	}
+	var stored []session
+	err = sessions.List(t.Context(), api.SSOSessionCollection, func(_ string, raw []byte) error {
+		var d session
+		err := json.Unmarshal(raw, &d)
+		stored = append(stored, d)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || stored[0].Refresh != "" || stored[0].ExpiresAt.After(loggedIn.Add(lifetime)) {
+		t.Fatalf("the state keeps %+v, want one session without a refresh token, ending within %s of the login", stored, lifetime)
+	}
+	if n := provider.RefreshTokens("alice"); n != 0 {
+		t.Errorf("the provider issued alice %d refresh tokens, want none", n)
+	}
+	whoami := func() (int, string) {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/whoami", nil)
+		req.Header = cookie
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := whoami(); code != 200 || !strings.Contains(body, "alice@example.com") {
+		t.Fatalf("after the login: %d %s", code, body)
+	}
+	time.Sleep(time.Until(stored[0].ExpiresAt) + 100*time.Millisecond)
+	if code, body := whoami(); code != http.StatusUnauthorized || !strings.Contains(body, "has expired or ended: log in again at /ui/login") {
+		t.Errorf("once the ID token expired: %d %s, want 401 with the login hint", code, body)
+	}
+	if n := provider.Refreshes("alice"); n != 0 {
+		t.Errorf("the provider answered %d refreshes, want none", n)
 	}
 }

@@ -18,7 +18,8 @@ func (s *Server) useSSO(cfg *config.Config, log *slog.Logger) {
 	}
 	s.sso = api.NewSSO(api.SSOConfig{
 		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecretValue, CLIClientID: c.CLIClientID,
-		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, RedirectURL: config.SSORedirectURL(s.externalURL),
+		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, NoOfflineAccess: !c.AsksOfflineAccess(),
+		RedirectURL: config.SSORedirectURL(s.externalURL),
 	}, s.documents(), log)
 	s.authn.UseSSO(s.sso)
 	s.ui.WithSSO()

@@ -68,7 +68,20 @@ type SSO struct {
 	// SessionTTL is how long a web UI session lasts after its login,
 	// 1m to 168h. Default 12h.
 	SessionTTL Duration `json:"sessionTTL"`
+	// OfflineAccess has the web UI and the CLI ask the provider for the
+	// offline_access scope, a refresh token, with which a web session
+	// whose ID token expired is refreshed (the person's groups as the
+	// provider says now) and the CLI renews its login. false, for a
+	// provider that refuses the scope (Google answers invalid_scope):
+	// neither asks it, and a web session ends when its ID token expires
+	// (401 and the login hint: the person logs in again), as does the
+	// CLI's login. Default true.
+	OfflineAccess *bool `json:"offlineAccess"`
 }
+
+// AsksOfflineAccess says whether the offline_access scope is asked
+// (server.sso.offlineAccess, default true).
+func (s SSO) AsksOfflineAccess() bool { return s.OfflineAccess == nil || *s.OfflineAccess }
 
 // ssoDefaults fills server.sso's defaults and resolves its secret file.
 func ssoDefaults(s *SSO, base string) {

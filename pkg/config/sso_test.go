@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 )
 
 // server.sso: its defaults, and each missing or wrong field refused by
@@ -53,8 +54,16 @@ func TestSSO(t *testing.T) {
 	s := full()
 	ssoDefaults(s, "/etc/flotilla")
 	(&validator{}).sso(s)
-	if s.GroupsClaim != "groups" || s.SessionTTL.Duration != 12*time.Hour || s.ClientSecretValue != "s3cret" {
-		t.Errorf("defaults: groupsClaim %q, sessionTTL %s, secret resolved %v", s.GroupsClaim, s.SessionTTL, s.ClientSecretValue != "")
+	if s.GroupsClaim != "groups" || s.SessionTTL.Duration != 12*time.Hour || s.ClientSecretValue != "s3cret" || !s.AsksOfflineAccess() {
+		t.Errorf("defaults: groupsClaim %q, sessionTTL %s, secret resolved %v, offline_access asked %v", s.GroupsClaim, s.SessionTTL, s.ClientSecretValue != "", s.AsksOfflineAccess())
+	}
+	for _, tc := range []struct {
+		set  *bool
+		want bool
+	}{{nil, true}, {ptr.To(true), true}, {ptr.To(false), false}} {
+		if got := (SSO{OfflineAccess: tc.set}).AsksOfflineAccess(); got != tc.want {
+			t.Errorf("AsksOfflineAccess() with offlineAccess %v = %t, want %t", tc.set, got, tc.want)
+		}
 	}
 	for ext, want := range map[string]string{
 		"http://127.0.0.1:8080":            "http://127.0.0.1:8080/auth/callback",
@@ -103,7 +112,7 @@ func TestExampleSSO(t *testing.T) {
 		t.Fatalf("example.yaml with sso:\n%v", err)
 	}
 	want := &SSO{Issuer: "https://login.example.com/realms/platform", ClientID: "flotilla", ClientSecret: &Secret{Env: "FLOTILLA_SSO_CLIENT_SECRET"},
-		ClientSecretValue: "x", CLIClientID: "flotilla-cli", GroupsClaim: "groups", SessionTTL: Duration{12 * time.Hour}}
+		ClientSecretValue: "x", CLIClientID: "flotilla-cli", GroupsClaim: "groups", SessionTTL: Duration{12 * time.Hour}, OfflineAccess: ptr.To(true)}
 	if diff := cmp.Diff(want, c.Server.SSO); diff != "" {
 		t.Errorf("sso (-want +got):\n%s", diff)
 	}
@@ -141,5 +150,15 @@ func TestSessionSweepInterval(t *testing.T) {
 				t.Errorf("SessionSweep (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// server.sso.offlineAccess takes true or false only, refused by its path.
+func TestSSOOfflineAccessParse(t *testing.T) {
+	doc := "server:\n  sso:\n    offlineAccess: sometimes\n"
+	_, err := Parse([]byte(doc), t.TempDir())
+	want := `parsing config: line 3: server.sso.offlineAccess: want true or false, got "sometimes"`
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse: %v, want %s", err, want)
 	}
 }

@@ -41,6 +41,13 @@ type Option func(*Provider)
 // TokenLifetime is how long ID and access tokens last (default 10 minutes).
 func TokenLifetime(d time.Duration) Option { return func(p *Provider) { p.store.lifetime = d } }
 
+// RefuseScopes has the provider refuse an authorization request that asks
+// one of scopes, sending the browser back with error=invalid_scope (RFC
+// 6749 4.1.2.1), as Google refuses offline_access.
+func RefuseScopes(scopes ...string) Option {
+	return func(p *Provider) { p.store.refused = append(p.store.refused, scopes...) }
+}
+
 // Provider is a running OpenID provider.
 type Provider struct {
 	// Issuer is its issuer URL, http://127.0.0.1:<port>.
@@ -142,6 +149,12 @@ func (p *Provider) SetGroups(user string, groups []string) {
 // how many refresh tokens it revoked.
 func (p *Provider) RevokeLogins(user string) int {
 	return p.store.revokeLogins(user)
+}
+
+// RefreshTokens is how many refresh tokens the user holds now (none when
+// no login asked offline_access).
+func (p *Provider) RefreshTokens(user string) int {
+	return p.store.refreshTokens(user)
 }
 
 // Refreshes is how many refresh grants the provider answered for user

@@ -22,6 +22,8 @@ type storage struct {
 	key      *rsa.PrivateKey
 	kid      string
 	lifetime time.Duration
+	// refused are the scopes an authorization request is refused for.
+	refused []string
 
 	mu       sync.Mutex
 	users    map[string]User
@@ -107,9 +109,23 @@ func (s *storage) approveDevice(userCode, name, password string) error {
 	return nil
 }
 
+// refuse is invalid_scope when scopes ask one the provider refuses
+// (RefuseScopes).
+func (s *storage) refuse(scopes []string) error {
+	for _, sc := range scopes {
+		if slices.Contains(s.refused, sc) {
+			return oidc.ErrInvalidScope().WithDescription("this provider does not grant the scope %s", sc)
+		}
+	}
+	return nil
+}
+
 // op.AuthStorage
 
 func (s *storage) CreateAuthRequest(_ context.Context, req *oidc.AuthRequest, _ string) (op.AuthRequest, error) {
+	if err := s.refuse(req.Scopes); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &authRequest{id: randomID(), req: *req}
@@ -240,6 +256,19 @@ func (s *storage) revokeLogins(name string) int {
 	for k, a := range s.access {
 		if a.subject == name {
 			delete(s.access, k)
+		}
+	}
+	return n
+}
+
+// refreshTokens counts the refresh tokens the user name holds.
+func (s *storage) refreshTokens(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.refresh {
+		if r.subject == name {
+			n++
 		}
 	}
 	return n
@@ -378,6 +407,9 @@ func (s *storage) Health(context.Context) error { return nil }
 // op.DeviceAuthorizationStorage
 
 func (s *storage) StoreDeviceAuthorization(_ context.Context, clientID, deviceCode, userCode string, expires time.Time, scopes []string) error {
+	if err := s.refuse(scopes); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.userCode[userCode]; ok {
