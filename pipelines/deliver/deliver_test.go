@@ -368,8 +368,8 @@ func TestRunnerGitOps(t *testing.T) {
 // rolloutsIn answers every rollout in one phase.
 type rolloutsIn rollout.Phase
 
-func (p rolloutsIn) Get(_ context.Context, id string) (rollout.Rollout, error) {
-	return rollout.Rollout{ID: id, Phase: rollout.Phase(p)}, nil
+func (p rolloutsIn) Phase(context.Context, string) (rollout.Phase, error) {
+	return rollout.Phase(p), nil
 }
 
 // A request of a rollout that has ended (superseded by a newer version) is
@@ -427,10 +427,10 @@ func (p *phases) set(id string, ph rollout.Phase) {
 	p.of[id] = ph
 }
 
-func (p *phases) Get(_ context.Context, id string) (rollout.Rollout, error) {
+func (p *phases) Phase(_ context.Context, id string) (rollout.Phase, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return rollout.Rollout{ID: id, Phase: p.of[id]}, nil
+	return p.of[id], nil
 }
 
 // One run at a time writes an application's workload in a cluster: a newer

@@ -50,8 +50,13 @@ func (r *Runner) AnnounceStarts(j Starts) *Runner {
 // Lane defaults.
 const (
 	// DefaultRunners bounds the runs in flight: above the wave sizes
-	// flotilla targets, so a wave's requests go out together.
-	DefaultRunners = 128
+	// flotilla targets (DESIGN: 1,000 clusters in one wave), so a wave's
+	// requests go out together. At 128, a wave of 1,000 went out in eight
+	// rounds, each as long as the slowest cluster's apply (BENCHMARKS.md,
+	// "One wave of 1,000 clusters"); a Tekton run holds its runner until
+	// its PipelineRun ends, so a bound below the wave serialises the wave.
+	// An idle runner is a parked goroutine.
+	DefaultRunners = 1024
 	// runTimeout bounds one attempt; the request's deadline bounds them
 	// all.
 	runTimeout = 30 * time.Minute
@@ -66,10 +71,11 @@ type Answers interface {
 	Has(ctx context.Context, id string) (bool, error)
 }
 
-// RolloutReader reads a rollout (pkg/state): a request of a rollout that
-// has ended meanwhile (superseded by a newer version) is not run.
+// RolloutReader reads a rollout's phase (pkg/state): a request of a
+// rollout that has ended meanwhile (superseded by a newer version) is not
+// run.
 type RolloutReader interface {
-	Get(ctx context.Context, id string) (rollout.Rollout, error)
+	Phase(ctx context.Context, id string) (rollout.Phase, error)
 }
 
 // SkipEnded has the runner read each request's rollout first and skip the
@@ -145,9 +151,9 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	}
 	defer unlock()
 	if r.rollouts != nil {
-		ro, err := r.rollouts.Get(ctx, req.RolloutID)
-		if err == nil && ro.Phase.Done() {
-			r.log.InfoContext(ctx, "not running the pipeline of a rollout that has ended", "rollout_id", req.RolloutID, "phase", ro.Phase,
+		phase, err := r.rollouts.Phase(ctx, req.RolloutID)
+		if err == nil && phase.Done() {
+			r.log.InfoContext(ctx, "not running the pipeline of a rollout that has ended", "rollout_id", req.RolloutID, "phase", phase,
 				"cluster", req.Cluster, "step", req.Step)
 			return nil, nil
 		}

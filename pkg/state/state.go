@@ -19,6 +19,11 @@ import (
 type Rollouts interface {
 	// Get returns a rollout, or an error wrapping rollout.ErrNotFound.
 	Get(ctx context.Context, id string) (rollout.Rollout, error)
+	// Phase returns a rollout's phase, or an error wrapping
+	// rollout.ErrNotFound, without copying the rollout: a question every
+	// pipeline run asks (has its rollout ended?), 1,000 times in a wave of
+	// 1,000 clusters, of a document of 1,001.
+	Phase(ctx context.Context, id string) (rollout.Phase, error)
 	// Create stores a new rollout unless one with its id exists (in flight
 	// or archived); it reports whether it did.
 	Create(ctx context.Context, ro rollout.Rollout) (bool, error)

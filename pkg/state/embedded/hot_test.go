@@ -88,6 +88,23 @@ func BenchmarkGetRollout(b *testing.B) {
 	}
 }
 
+// BenchmarkPhase reads a rollout's phase, as each pipeline run does to
+// learn whether its rollout has ended (it was a Get: a copy of the whole
+// rollout, 1,000 times in a wave of 1,000).
+func BenchmarkPhase(b *testing.B) {
+	for _, n := range []int{50, 1000} {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			r := benchRepo(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Phase(b.Context(), "r1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkUpdateRollout changes one cluster of a rollout of 1 + n
 // clusters, as observe does for each of Flagger's events.
 func BenchmarkUpdateRollout(b *testing.B) {

@@ -77,6 +77,10 @@ func NewRepo(docs Documents, now func() time.Time) *Repo {
 type hotCache struct {
 	mu   sync.Mutex
 	byID map[string]rollout.Rollout
+	// phases holds the phase of each rollout in byID and, while a commit
+	// of it is under way, the phase it had before (what a read of the
+	// store answers until the commit ends).
+	phases map[string]rollout.Phase
 	// drops counts drops: a read of the store that began before one may
 	// have read what the drop was for, and is not kept.
 	drops uint64
@@ -110,6 +114,11 @@ func (c *hotCache) end(id string, ro *rollout.Rollout) {
 		// Whether it was committed is not known: a read that began
 		// before may hold either version, and is not kept.
 		c.drops++
+		delete(c.phases, id)
+	} else {
+		// Committed: its phase is the one a read of the store answers
+		// now, even while another commit of it is under way.
+		c.setPhase(*ro)
 	}
 	if c.writing[id]--; c.writing[id] <= 0 {
 		delete(c.writing, id)
@@ -130,6 +139,14 @@ func (c *hotCache) get(id string) (rollout.Rollout, bool) {
 		return ro, false
 	}
 	return ro.Clone(), true
+}
+
+// phase is the phase of rollout id as kept, false if it is not.
+func (c *hotCache) phase(id string) (rollout.Phase, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.phases[id]
+	return p, ok
 }
 
 // since is the number of drops so far: a read of the store puts what it
@@ -155,18 +172,34 @@ func (c *hotCache) putRead(ro rollout.Rollout, drops uint64) {
 func (c *hotCache) keep(ro rollout.Rollout) {
 	if ro.Phase.Done() {
 		delete(c.byID, ro.ID)
+		c.setPhase(ro)
 		return
 	}
 	if cur, ok := c.byID[ro.ID]; ok && cur.Version >= ro.Version {
 		return
 	}
 	c.byID[ro.ID] = ro.Clone()
+	c.setPhase(ro)
+}
+
+// setPhase keeps ro's phase; a finished rollout's is not kept (it is
+// read from the archive). Holds mu.
+func (c *hotCache) setPhase(ro rollout.Rollout) {
+	if ro.Phase.Done() {
+		delete(c.phases, ro.ID)
+		return
+	}
+	if c.phases == nil {
+		c.phases = map[string]rollout.Phase{}
+	}
+	c.phases[ro.ID] = ro.Phase
 }
 
 func (c *hotCache) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byID, id)
+	delete(c.phases, id)
 	c.drops++
 }
 
@@ -191,6 +224,16 @@ func (r *Repo) Get(ctx context.Context, id string) (rollout.Rollout, error) {
 		return ro, nil
 	}
 	return r.archived(ctx, id)
+}
+
+// Phase returns a rollout's phase: the one kept, without a copy, while it
+// is in flight; otherwise read as Get reads it.
+func (r *Repo) Phase(ctx context.Context, id string) (rollout.Phase, error) {
+	if p, ok := r.hot.phase(id); ok {
+		return p, nil
+	}
+	ro, err := r.Get(ctx, id)
+	return ro.Phase, err
 }
 
 // archived returns a finished rollout from the archive, or rollout.ErrNotFound.

@@ -173,6 +173,24 @@ func (r *Repo) Get(ctx context.Context, id string) (rollout.Rollout, error) {
 	return r.archived(ctx, id)
 }
 
+// Phase returns a rollout's phase, decoding only that of its value.
+func (r *Repo) Phase(ctx context.Context, id string) (rollout.Phase, error) {
+	var env struct {
+		Rollout struct {
+			Phase rollout.Phase `json:"phase"`
+		} `json:"rollout"`
+	}
+	_, found, err := getJSON(ctx, r.rollouts, idKey(id), &env)
+	if err != nil {
+		return "", fmt.Errorf("reading rollout %s: %w", id, err)
+	}
+	if found {
+		return env.Rollout.Phase, nil
+	}
+	ro, err := r.archived(ctx, id)
+	return ro.Phase, err
+}
+
 func (r *Repo) archived(ctx context.Context, id string) (rollout.Rollout, error) {
 	var ro rollout.Rollout
 	e, err := r.archive.Get(ctx, archiveIndexKey(id))

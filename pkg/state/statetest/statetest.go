@@ -31,6 +31,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("UpdateEmitPutsEventsOnTheBus", func(t *testing.T) { updateEmit(t, open) })
 	t.Run("UpdateEmitSchedulesEventsDueLater", func(t *testing.T) { updateEmitTimer(t, open) })
 	t.Run("FinishedRolloutsAreArchived", func(t *testing.T) { archived(t, open) })
+	t.Run("Phase", func(t *testing.T) { phase(t, open) })
 	t.Run("Applications", func(t *testing.T) { applications(t, open) })
 	t.Run("Fleet", func(t *testing.T) { fleet(t, open) })
 }
@@ -174,6 +175,45 @@ func updateEmitTimer(t *testing.T, open Open) {
 	if err != nil || !ok || next.Sub(due).Abs() > time.Second {
 		t.Errorf("NextDue = %v, %v, %v; want the deadline %v", next, ok, err, due)
 	}
+}
+
+// phase: Phase answers what Get's rollout says, through its updates, a
+// commit under way (the phase committed before it), and the archive.
+func phase(t *testing.T, open Open) {
+	t.Helper()
+	ctx := context.Background()
+	s, _ := open(t)
+	if _, err := s.Phase(ctx, "r1"); !errors.Is(err, rollout.ErrNotFound) {
+		t.Fatalf("Phase of nothing = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Create(ctx, sample("r1")); err != nil {
+		t.Fatal(err)
+	}
+	want := func(step string, p rollout.Phase) {
+		t.Helper()
+		if got, err := s.Phase(ctx, "r1"); err != nil || got != p {
+			t.Errorf("%s: Phase = %q, %v; want %q", step, got, err, p)
+		}
+	}
+	want("created", rollout.Progressing)
+	if _, err := s.Update(ctx, "r1", func(r *rollout.Rollout) error {
+		r.Phase = rollout.Failed
+		// Not committed yet: the phase is the one before.
+		want("during its update", rollout.Progressing)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want("updated", rollout.Failed)
+	boom := errors.New("boom")
+	if _, err := s.Update(ctx, "r1", func(r *rollout.Rollout) error { r.Phase = rollout.Succeeded; return boom }); !errors.Is(err, boom) {
+		t.Fatalf("Update whose fn fails = %v", err)
+	}
+	want("after an update that failed", rollout.Failed)
+	if _, err := s.Update(ctx, "r1", func(r *rollout.Rollout) error { r.Phase = rollout.RolledBack; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want("finished (archived)", rollout.RolledBack)
 }
 
 func archived(t *testing.T, open Open) {
