@@ -1013,7 +1013,9 @@ type Verify struct {
 	IgnoreTlog bool `json:"ignoreTlog"`
 	// Attestations are in-toto attestations the digest must carry besides
 	// its signature: for each, a Sigstore bundle among its OCI referrers
-	// (`cosign attest --type ...`, cosign v3's format) whose statement has
+	// (`cosign attest --type ...`, cosign v3's format) or a DSSE envelope
+	// in its "sha256-<hex>.att" tag (cosign's old format,
+	// --new-bundle-format=false) whose statement has
 	// the predicate type, names the digest as its subject and is signed by
 	// one of Signatures' signers under the same rules (a key's log entry
 	// unless ignoreTlog). A digest without one is refused like an unsigned

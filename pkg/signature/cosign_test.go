@@ -20,7 +20,10 @@ import (
 // tag, logged in a Rekor stand-in or not; keyless signatures, an ephemeral
 // key certified by a Fulcio stand-in for the identity of an ID token of a
 // real OpenID provider, logged; and SLSA provenance attestations, which
-// are no signature, and which a policy may require besides one.
+// are no signature, and which a policy may require besides one, as bundles
+// among the referrers and in cosign's old format, a DSSE envelope in the
+// .att tag (`cosign attest --new-bundle-format=false`, pushed to a
+// registry without the referrers API).
 //
 // Catches a verifier that reads only the project's own signer's output
 // (cosign's layout, media types, Rekor bundle annotation, DSSE statement
@@ -29,12 +32,16 @@ import (
 // takes another identity's certificate or refuses it without naming it,
 // one that counts an attestation as a signature, and one that takes a
 // signed digest without the attestation its policy requires, or with one
-// by an untrusted key.
+// by an untrusted key; one that reads no .att tag (a digest attested in
+// cosign's old format refused for want of an attestation), takes an .att
+// attestation for a signature, or takes an unlogged one by default.
 func TestVerifyCosign(t *testing.T) {
 	if _, err := os.Stat(cosigntest.Binary()); err != nil {
 		t.Skipf("cosign %s is not built (%v): make fleet-build builds it into the fleet's cache (make test does)", cosigntest.Version, err)
 	}
 	r := newRegistry(t)
+	// cosign's old format uses no referrers: a registry without the API.
+	old := newRegistryOf(t, false)
 	log, _ := newLog(t)
 	users := []oidcop.User{
 		{Name: "release-bot", Password: "pw-release", Email: "release-bot@example.com"},
@@ -87,6 +94,11 @@ func TestVerifyCosign(t *testing.T) {
 			Keys:         []signature.Key{{Name: "release", PEM: release, TrustedRoot: trustedRoot}},
 			Attestations: []string{slsaType},
 		},
+		"lax-attested": {
+			Keys:         []signature.Key{{Name: "release", PEM: release}},
+			IgnoreTlog:   true,
+			Attestations: []string{slsaType},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +124,18 @@ func TestVerifyCosign(t *testing.T) {
 	attest := func(key string) func(name.Digest) error {
 		return func(d name.Digest) error { return cosign.Attest(t.Context(), key, d.String(), "slsaprovenance1", slsa) }
 	}
+	// attestOldAs attests in cosign's old format, the .att tag, with a
+	// predicate of type typ (cosign's name or a URI).
+	attestOldAs := func(typ, key string, o cosigntest.Options) func(name.Digest) error {
+		o.Format = cosigntest.Attached
+		return func(d name.Digest) error {
+			return cosign.AttestWith(t.Context(), key, d.String(), typ, slsa, o)
+		}
+	}
+	attestOld := func(key string, o cosigntest.Options) func(name.Digest) error {
+		return attestOldAs("slsaprovenance1", key, o)
+	}
+	sigOld := keyed("release", cosigntest.Options{Format: cosigntest.Attached})
 	slsa = []byte(`{"buildDefinition": {"buildType": "https://flotilla.test/build/v1", "externalParameters": {}},` +
 		` "runDetails": {"builder": {"id": "https://flotilla.test/ci"}}}`)
 	tests := []struct {
@@ -119,6 +143,8 @@ func TestVerifyCosign(t *testing.T) {
 		sign func(name.Digest) error
 		// want is who signed, or what the refusal says, per application.
 		want map[string]string
+		// inOld pushes the image to the registry without referrers.
+		inOld bool
 	}{
 		{name: "a key's logged bundle", sign: keyed("release", cosigntest.Options{Format: cosigntest.Bundle}),
 			want: map[string]string{"shop": "key release", "lax": "key release" + signature.TlogNotChecked}},
@@ -152,10 +178,38 @@ func TestVerifyCosign(t *testing.T) {
 		{name: "a signature without an attestation", sign: keyed("release", cosigntest.Options{Format: cosigntest.Attached}), want: map[string]string{
 			"attested": "error: is signed, but carries no attestation of type " + slsaType + " by a trusted signer",
 		}},
+		{name: "a .sig signature and a logged .att attestation", inOld: true, sign: both(sigOld, attestOld("release", cosigntest.Options{})), want: map[string]string{
+			"shop":         "key release",
+			"attested":     "key release; " + slsaType + " attested by key release",
+			"lax-attested": "key release" + signature.TlogNotChecked + "; " + slsaType + " attested by key release" + signature.TlogNotChecked,
+		}},
+		{name: "a bundle signature and a logged .att attestation", sign: both(keyed("release", cosigntest.Options{Format: cosigntest.Bundle}), attestOld("release", cosigntest.Options{})), want: map[string]string{
+			"attested": "key release; " + slsaType + " attested by key release",
+		}},
+		{name: "a logged .att attestation only", inOld: true, sign: attestOld("release", cosigntest.Options{}), want: map[string]string{
+			"shop":     "error: is not signed",
+			"attested": "error: no signature of ",
+		}},
+		// An attestation whose statement claims to be cosign's signature
+		// of the digest is still an attestation.
+		{name: "an .att attestation of cosign's signature predicate", inOld: true, sign: attestOldAs(signature.CosignSignPredicate, "release", cosigntest.Options{}), want: map[string]string{
+			"attested": `error: .att layer 0: an attestation (predicate "` + signature.CosignSignPredicate + `"), not a signature`,
+		}},
+		{name: "a .sig signature and another key's .att attestation", inOld: true, sign: both(sigOld, attestOld("other", cosigntest.Options{})), want: map[string]string{
+			"attested": "error: .att layer 0: key release: ",
+		}},
+		{name: "a .sig signature and an unlogged .att attestation", inOld: true, sign: both(sigOld, attestOld("release", cosigntest.Options{NoTlog: true})), want: map[string]string{
+			"attested":     "error: .att layer 0: " + signature.ErrNoTlogEntry.Error(),
+			"lax-attested": "key release" + signature.TlogNotChecked + "; " + slsaType + " attested by key release" + signature.TlogNotChecked,
+		}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := r.push(t, "acme/cosign-"+string(rune('a'+i)))
+			in := r
+			if tt.inOld {
+				in = old
+			}
+			d := in.push(t, "acme/cosign-"+string(rune('a'+i)))
 			if err := tt.sign(d); err != nil {
 				t.Fatalf("signing: %v", err)
 			}

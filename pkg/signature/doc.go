@@ -29,9 +29,15 @@
 // checked ("key release" + TlogNotChecked), and the rollout records it.
 //
 // A policy may also require attestations (Policy.Attestations): for each
-// predicate type, a bundle among the referrers whose in-toto statement has
-// it and names the digest, signed as a signature must be; the signature
-// alone is then refused, naming the missing types.
+// predicate type, a bundle among the referrers (cosign v3's `cosign
+// attest`) or a DSSE envelope in the "sha256-<hex>.att" tag (cosign's old
+// format, --new-bundle-format=false: read as cosign's verify-attestation
+// reads it, the certificate and Rekor bundle in the layer's annotations)
+// whose in-toto statement has it and names the digest, signed as a
+// signature must be; the signature alone is then refused, naming the
+// missing types. What the .att tag holds is never a signature, whatever
+// its statement's predicate; the tag is read only under a policy that
+// requires attestations.
 //
 // A keyless signature whose certificate verifies (its chain to the root,
 // its log entry) but names an identity no policy trusts is refused naming

@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
@@ -32,6 +33,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	sigsig "github.com/sigstore/sigstore/pkg/signature"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 )
@@ -47,6 +49,10 @@ const (
 	BundleMediaTypePrefix  = "application/vnd.dev.sigstore.bundle"
 	CosignSignPredicate    = "https://sigstore.dev/cosign/sign/v1"
 	SimpleSigningType      = "cosign container image signature"
+	// DSSEMediaType is the media type of an .att tag's layer: a DSSE
+	// envelope of an in-toto statement (InTotoPayloadType).
+	DSSEMediaType     = "application/vnd.dsse.envelope.v1+json"
+	InTotoPayloadType = "application/vnd.in-toto+json"
 )
 
 // Key is a cosign public key (PEM), named for messages, and the
@@ -73,10 +79,12 @@ type Identity struct {
 // a signature made without the log, or with its entry stripped, counts.
 //
 // Attestations are in-toto predicate types the digest must also carry an
-// attestation of: a bundle among its referrers (cosign attest, v3) whose
-// statement has the type and names the digest, signed by a key or identity
-// of the policy under the same rules. Who signed then lists them ("key
-// release; https://slsa.dev/provenance/v1 attested by key release").
+// attestation of: a bundle among its referrers (cosign attest, v3) or a
+// DSSE envelope in its "sha256-<hex>.att" tag (cosign attest
+// --new-bundle-format=false, and cosign before v3), whose statement has the
+// type and names the digest, signed by a key or identity of the policy
+// under the same rules. Who signed then lists them ("key release;
+// https://slsa.dev/provenance/v1 attested by key release").
 type Policy struct {
 	Keys         []Key
 	Identities   []Identity
@@ -260,6 +268,9 @@ type candidate struct {
 	source  string
 	entity  *bundle.Bundle
 	payload []byte // a simple-signing payload (nil for a bundle)
+	// attestation is set for what the .att tag holds: an attestation,
+	// never a signature, whatever its statement says.
+	attestation bool
 }
 
 func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string) (string, error) {
@@ -280,6 +291,15 @@ func (v *Verifier) verify(ctx context.Context, c *compiled, image, digest string
 		return "", err
 	}
 	cands = append(cands, bc...)
+	if len(c.attestations) > 0 {
+		// Read only when the policy asks for attestations: a signature
+		// alone never costs this request.
+		ac, err := attestationCandidates(d, h, opts)
+		if err != nil {
+			return "", err
+		}
+		cands = append(cands, ac...)
+	}
 	if len(cands) == 0 {
 		return "", fault.Permanent(fmt.Errorf("%s is not signed (no tag %s, no signature bundle among its referrers; its signature's push rolls it out)", d, legacyTag(d, h).TagStr()))
 	}
@@ -388,6 +408,9 @@ func (c *compiled) check(cand candidate, artifact verify.ArtifactPolicyOption) (
 // payload must name it; a bundle must be cosign's signature (its subject
 // was matched by the verifier).
 func claims(cand candidate, res *verify.VerificationResult, h v1.Hash) error {
+	if cand.attestation {
+		return fmt.Errorf("an attestation (predicate %q), not a signature", predicate(res))
+	}
 	if cand.payload != nil {
 		var ss struct {
 			Critical struct {
@@ -425,6 +448,12 @@ func legacyTag(d name.Digest, h v1.Hash) name.Tag {
 	return d.Context().Tag(fmt.Sprintf("%s-%s.sig", h.Algorithm, h.Hex))
 }
 
+// attestationTag is cosign's tag of a digest's attestations before v3
+// (ociremote.AttestationTag).
+func attestationTag(d name.Digest, h v1.Hash) name.Tag {
+	return d.Context().Tag(fmt.Sprintf("%s-%s.att", h.Algorithm, h.Hex))
+}
+
 func notFound(err error) bool {
 	var terr *transport.Error
 	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
@@ -444,16 +473,9 @@ func readErr(what string, err error) error {
 // legacyCandidates reads cosign's "<alg>-<hex>.sig" tag.
 func legacyCandidates(d name.Digest, h v1.Hash, opts []remote.Option) ([]candidate, error) {
 	tag := legacyTag(d, h)
-	img, err := remote.Image(tag, opts...)
-	if notFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, readErr(tag.String(), err)
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		return nil, readErr(tag.String(), err)
+	img, m, err := tagged(tag, opts)
+	if img == nil || err != nil {
+		return nil, err
 	}
 	var out []candidate
 	for i, l := range m.Layers {
@@ -470,34 +492,14 @@ func legacyCandidates(d name.Digest, h v1.Hash, opts []remote.Option) ([]candida
 			continue // not a signature: nothing to verify
 		}
 		sum := sha256.Sum256(payload)
-		pb := &protobundle.Bundle{
-			MediaType:            BundleMediaTypeV03,
-			VerificationMaterial: &protobundle.VerificationMaterial{},
-			Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
-				MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: sum[:]},
-				Signature:     sig,
-			}},
+		pb, ok := legacyBundle(l.Annotations)
+		if !ok {
+			continue
 		}
-		if certPEM := l.Annotations[CertificateAnnotation]; certPEM != "" {
-			blk, _ := pem.Decode([]byte(certPEM))
-			if blk == nil {
-				continue
-			}
-			pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_Certificate{
-				Certificate: &protocommon.X509Certificate{RawBytes: blk.Bytes}}
-		} else {
-			pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}}
-		}
-		if rb := l.Annotations[RekorBundleAnnotation]; rb != "" {
-			// cosign's Rekor bundle: the entry's signed timestamp, no
-			// inclusion proof, which bundles of version 0.1 allow.
-			e, err := legacyTlogEntry([]byte(rb))
-			if err != nil {
-				continue
-			}
-			pb.MediaType = BundleMediaTypeV01
-			pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{e}
-		}
+		pb.Content = &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
+			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: sum[:]},
+			Signature:     sig,
+		}}
 		b, err := bundle.NewBundle(pb)
 		if err != nil {
 			continue
@@ -505,6 +507,96 @@ func legacyCandidates(d name.Digest, h v1.Hash, opts []remote.Option) ([]candida
 		out = append(out, candidate{source: src, entity: b, payload: payload})
 	}
 	return out, nil
+}
+
+// attestationCandidates reads cosign's "<alg>-<hex>.att" tag as cosign's
+// verify-attestation does without the new bundle format
+// (ociremote.Signatures of ociremote.AttestationTag): each layer a DSSE
+// envelope of an in-toto statement, its signatures inside, the
+// certificate and Rekor bundle in the layer's annotations as on a .sig
+// layer (the signature annotation is empty).
+func attestationCandidates(d name.Digest, h v1.Hash, opts []remote.Option) ([]candidate, error) {
+	tag := attestationTag(d, h)
+	img, m, err := tagged(tag, opts)
+	if img == nil || err != nil {
+		return nil, err
+	}
+	var out []candidate
+	for i, l := range m.Layers {
+		if l.MediaType != DSSEMediaType {
+			continue
+		}
+		src := fmt.Sprintf("%s layer %d", tag.TagStr(), i)
+		raw, err := readBlob(img, l)
+		if err != nil {
+			return nil, readErr(src, err)
+		}
+		var env protodsse.Envelope
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, &env); err != nil ||
+			env.GetPayloadType() != InTotoPayloadType || len(env.GetSignatures()) == 0 {
+			continue // not an in-toto attestation: cosign refuses it too
+		}
+		pb, ok := legacyBundle(l.Annotations)
+		if !ok {
+			continue
+		}
+		pb.Content = &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &env}
+		b, err := bundle.NewBundle(pb)
+		if err != nil {
+			continue
+		}
+		out = append(out, candidate{source: src, entity: b, attestation: true})
+	}
+	return out, nil
+}
+
+// tagged reads the manifest of a tag cosign attaches to a digest: nil and
+// no error when there is none.
+func tagged(tag name.Tag, opts []remote.Option) (v1.Image, *v1.Manifest, error) {
+	img, err := remote.Image(tag, opts...)
+	if notFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, readErr(tag.String(), err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, nil, readErr(tag.String(), err)
+	}
+	return img, m, nil
+}
+
+// legacyBundle builds, from the annotations of a .sig or .att layer, an
+// in-memory bundle without its content: the certificate or else a key
+// hint, and the Rekor bundle's entry when there is one. false: the
+// annotations cannot be read, and the layer is no signature to check.
+func legacyBundle(annotations map[string]string) (*protobundle.Bundle, bool) {
+	pb := &protobundle.Bundle{
+		MediaType:            BundleMediaTypeV03,
+		VerificationMaterial: &protobundle.VerificationMaterial{},
+	}
+	if certPEM := annotations[CertificateAnnotation]; certPEM != "" {
+		blk, _ := pem.Decode([]byte(certPEM))
+		if blk == nil {
+			return nil, false
+		}
+		pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_Certificate{
+			Certificate: &protocommon.X509Certificate{RawBytes: blk.Bytes}}
+	} else {
+		pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}}
+	}
+	if rb := annotations[RekorBundleAnnotation]; rb != "" {
+		// cosign's Rekor bundle: the entry's signed timestamp, no
+		// inclusion proof, which bundles of version 0.1 allow.
+		e, err := legacyTlogEntry([]byte(rb))
+		if err != nil {
+			return nil, false
+		}
+		pb.MediaType = BundleMediaTypeV01
+		pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{e}
+	}
+	return pb, true
 }
 
 // legacyTlogEntry reads the Rekor bundle cosign annotates a .sig layer

@@ -29,10 +29,13 @@ type reg struct {
 	count atomic.Int64
 }
 
-func newRegistry(tb testing.TB) *reg {
+func newRegistry(tb testing.TB) *reg { return newRegistryOf(tb, true) }
+
+// newRegistryOf is newRegistry, with the OCI referrers API or without.
+func newRegistryOf(tb testing.TB, referrers bool) *reg {
 	tb.Helper()
 	r := &reg{}
-	h := registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
+	h := registry.New(registry.WithReferrersSupport(referrers), registry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.count.Add(1)
 		h.ServeHTTP(w, req)

@@ -198,13 +198,21 @@ func (s *Signer) SignToFile(ctx context.Context, key, ref, file string, noTlog b
 }
 
 // Attest runs `cosign attest --key name.key --type predicateType
-// --predicate file` on ref: an attestation, attached as a bundle.
+// --predicate file` on ref: an attestation, attached as a bundle, logged.
 func (s *Signer) Attest(ctx context.Context, key, ref, predicateType string, predicate []byte) error {
+	return s.AttestWith(ctx, key, ref, predicateType, predicate, Options{})
+}
+
+// AttestWith is Attest as o says: Attached is cosign's old format
+// (--new-bundle-format=false), a DSSE envelope in the
+// "sha256-<hex>.att" tag with the Rekor bundle annotation when logged;
+// NoTlog attests without a log entry.
+func (s *Signer) AttestWith(ctx context.Context, key, ref, predicateType string, predicate []byte, o Options) error {
 	p := filepath.Join(s.dir, "predicate.json")
 	if err := os.WriteFile(p, predicate, 0o600); err != nil {
 		return err
 	}
-	args, err := s.signArgs("attest", key, Options{})
+	args, err := s.signArgs("attest", key, o)
 	if err != nil {
 		return err
 	}

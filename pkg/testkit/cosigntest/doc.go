@@ -2,7 +2,8 @@
 // deploy/tools/local/build.sh from the Go module proxy into the fleet's
 // cache): `cosign generate-key-pair`, `cosign sign --key` in the Sigstore
 // bundle format attached as an OCI referrer (v3's default) and in the
-// attached .sig format (--new-bundle-format=false), and `cosign attest`;
+// attached .sig format (--new-bundle-format=false), and `cosign attest`
+// in either format (the old one a DSSE envelope in the .att tag);
 // and keyless, `cosign sign --fulcio-url --rekor-url --identity-token`, an
 // ephemeral key certified by a Fulcio stand-in (pkg/testkit/fulciotest)
 // for the identity of an OIDC ID token (pkg/testkit/oidcop's IDToken).
