@@ -50,6 +50,28 @@ Feature: Scale-out mode: three active replicas on NATS JetStream lose nothing wh
     And the primary in every cluster runs version "1.0.20" by digest
     And no cluster was applied twice for one step, as its API server recorded
 
+  # Catches: a limit on failed API tokens of each replica's own (replica
+  # 2 would answer 401 to the client's 11th unknown token, its own 5th,
+  # and 429 only at its own 11th: three replicas would grant an attacker
+  # three times the guesses), a shared bucket the other replicas do not
+  # watch (replica 3, which the client never reached, would answer the
+  # token), a bucket not kept in the NATS KV, a limit that locks out every
+  # client rather than the address that failed (the API token from
+  # 198.51.100.9 refused), and a Retry-After that does not hold (the API
+  # token still refused once it passed).
+  @scale-out
+  Scenario: Unknown API tokens sent to one replica then another spend one limit, which every replica enforces
+    Given flotilla takes the client's address from X-Forwarded-For when the peer is 127.0.0.1 (server.trustedProxies)
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When a client at "203.0.113.7" sends 6 unknown API tokens to replica 1
+    And the client at "203.0.113.7" sends unknown API tokens to replica 2 until one is refused with 429
+    Then replica 1 refused its 6 with 401, and replica 2 refused 4 with 401 before its 429 with Retry-After: the limit of 10 spent over both
+    And the NATS KV bucket every replica reads holds the limit of "203.0.113.7" spent
+    And replica 3, which "203.0.113.7" never reached, refuses even the API token from it with 429 and Retry-After within 1 second
+    And the API token from a client at "198.51.100.9" reads the rollouts on every replica
+    When the Retry-After replica 2 gave has passed
+    Then the API token from "203.0.113.7" reads the rollouts on every replica again
+
   @both-modes
   Scenario: kubectl get fleetrollouts follows a rollout through its waves
     Given flotilla keeps FleetRollouts in cluster "c3"

@@ -55,6 +55,7 @@ func (s *scenario) registerAuthnSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^"([^"]*)" logs out of the web UI$`, s.uiLogout)
 	sc.Step(`^the web UI shows its login form again, also when the rollouts page is opened again$`, s.uiLoginAgain)
 	sc.Step(`^"([^"]*)" logs in from the web UI's login link and opens the rollout of "([^"]*)"$`, s.uiLoginFromLink)
+	s.registerFailureLimitSteps(sc)
 }
 
 func (s *scenario) namedToken(name string) error {
