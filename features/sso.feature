@@ -109,6 +109,28 @@ Feature: Single sign-on: people log in through the OpenID provider, and their gr
     And the web UI's session is refused 401 again, saying "the single sign-on session has expired or ended: log in again at /ui/login"
     And the web UI, opened again, shows its login form
 
+  # Catches: server.sso.offlineAccess accepted and ignored (the provider,
+  # which refuses offline_access as Google does, would end the web login
+  # and the CLI's device login with invalid_scope: no session, no login),
+  # a web session that outlives its ID token when it holds no refresh
+  # token (bob would still read after it expired, his groups and account
+  # never checked again), and a refresh tried without a refresh token.
+  Scenario: A provider that refuses offline_access: with server.sso.offlineAccess false people log in to the web UI and the CLI without a refresh token, and the web session ends with 401 and the login hint once its ID token expired
+    Given the OpenID provider's ID tokens last 30 seconds
+    And the OpenID provider refuses the scope "offline_access"
+    And single sign-on asks no offline_access (server.sso.offlineAccess: false)
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When "bob@example.com" logs in to the web UI through the OpenID provider
+    And the web UI's page is left for a blank one, its session cookie kept
+    Then the web UI's session names "bob@example.com" in group "payments-viewers", with no approve permission in project "payments"
+    And the OpenID provider holds no refresh token of "bob"
+    When "alice@example.com" runs `flotilla login --sso` and approves its code on the OpenID provider's device form
+    Then `flotilla login --sso` says it logged in as "alice@example.com", warning that the provider gave no refresh token, and keeps none
+    When the ID token of the web UI's session has expired
+    Then the web UI's session is refused 401 saying "the single sign-on session has expired or ended: log in again at /ui/login"
+    And the OpenID provider answered no refresh of "bob"
+    And the web UI, opened again, shows its login form
+
   # Catches: a 401 that, with single sign-on on, tells a person only to
   # send an API token, which people do not hold (the hint dropped from the
   # API's reads, its watch stream, its controls, or the CLI's message), and

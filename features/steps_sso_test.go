@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,10 @@ type ssoWorld struct {
 	// the provider's count of alice's refreshes then.
 	before    map[string]any
 	refreshes int
+	// refused are the scopes the provider refuses (oidcop.RefuseScopes);
+	// noOffline sets server.sso.offlineAccess: false.
+	refused   []string
+	noOffline bool
 }
 
 const ssoPassword = "correct horse battery staple"
@@ -66,6 +71,7 @@ func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the web UI's rollout of "([^"]*)" offers "([^"]*)" no control, saying the roles grant none in project "([^"]*)"$`, s.ssoUINoControl)
 	sc.Step(`^rolling back the rollout of "([^"]*)" with the web UI's session is refused with 403 naming the rollback permission$`, s.ssoRollbackRefused)
 	sc.Step("^\"([^\"]*)\" runs `flotilla login --sso` and approves its code at the OpenID provider$", s.ssoCLILogin)
+	sc.Step("^\"([^\"]*)\" runs `flotilla login --sso` and approves its code on the OpenID provider's device form$", s.ssoCLILoginForm)
 	sc.Step("^`flotilla login --sso` says it logged in as \"([^\"]*)\", keeping a refresh token in a file only its owner reads$", s.ssoCLILoggedIn)
 	sc.Step("^`flotilla approve --wave (\\d+)` is run for the rollout of \"([^\"]*)\" without a token, as the person logged in$", s.ssoApprove)
 	sc.Step("^`flotilla get audit` lists the approval of wave (\\d+) by \"([^\"]*)\"$", s.ssoAuditLists)
@@ -89,6 +95,11 @@ func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the web UI, opened again, shows its login form$`, s.ssoLoginFormAgain)
 	sc.Step(`^the state holds a live single sign-on session of "([^"]*)" (\d+) seconds later$`, s.liveSSOSession)
 	sc.Step(`^within (\d+) seconds the state holds no single sign-on session of "([^"]*)"$`, s.noSSOSession)
+	sc.Step(`^the OpenID provider refuses the scope "([^"]*)"$`, s.ssoRefuseScope)
+	sc.Step(`^single sign-on asks no offline_access \(server\.sso\.offlineAccess: false\)$`, s.ssoNoOfflineAccess)
+	sc.Step(`^the OpenID provider holds no refresh token of "([^"]*)"$`, s.ssoNoRefreshToken)
+	sc.Step(`^the OpenID provider answered no refresh of "([^"]*)"$`, s.ssoNoRefresh)
+	sc.Step("^`flotilla login --sso` says it logged in as \"([^\"]*)\", warning that the provider gave no refresh token, and keeps none$", s.ssoCLILoggedInNoRefresh)
 }
 
 var ssoWorlds sync.Map // *world -> *ssoWorld
@@ -125,6 +136,9 @@ func (s *scenario) ssoConfig(cfg map[string]any) error {
 	if sw.lifetime > 0 {
 		opts = append(opts, oidcop.TokenLifetime(sw.lifetime))
 	}
+	if len(sw.refused) > 0 {
+		opts = append(opts, oidcop.RefuseScopes(sw.refused...))
+	}
 	p, err := oidcop.Start(sw.users, []oidcop.Client{
 		{ID: "flotilla", Secret: clientSecret, RedirectURIs: []string{external + "/auth/callback"}},
 		// The CLI: the device flow, or `login --sso --browser`'s loopback
@@ -141,8 +155,12 @@ func (s *scenario) ssoConfig(cfg map[string]any) error {
 		return err
 	}
 	server["externalURL"] = external
-	server["sso"] = map[string]any{"issuer": p.Issuer, "clientID": "flotilla", "clientSecret": map[string]any{"file": secretFile},
+	sso := map[string]any{"issuer": p.Issuer, "clientID": "flotilla", "clientSecret": map[string]any{"file": secretFile},
 		"cliClientID": "flotilla-cli"}
+	if sw.noOffline {
+		sso["offlineAccess"] = false
+	}
+	server["sso"] = sso
 	if len(sw.projects) > 0 {
 		// The steps' own token (the automation's "default") stays admin
 		// everywhere: the other steps push, read and watch with it.
@@ -341,6 +359,60 @@ func (s *scenario) ssoCLIEnv() []string {
 }
 
 func (s *scenario) ssoCLILogin(ctx context.Context, who string) error {
+	return s.ssoDeviceLogin(ctx, who, s.approveInChromium)
+}
+
+// ssoCLILoginForm is ssoCLILogin with the provider's device form posted
+// over HTTP, as its page would: for a scenario whose Chromium holds
+// another person's web session.
+func (s *scenario) ssoCLILoginForm(ctx context.Context, who string) error {
+	return s.ssoDeviceLogin(ctx, who, s.approveByForm)
+}
+
+// approveInChromium opens the device flow's verification URL in Chromium,
+// logs in as who and approves.
+func (s *scenario) approveInChromium(ctx context.Context, who, complete string) error {
+	b, err := s.startBrowser(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.run(ctx, uiWait, chromedp.Navigate(complete)); err != nil {
+		return err
+	}
+	if err := s.providerLogin(ctx, b, who); err != nil {
+		return err
+	}
+	return b.until(ctx, uiWait, "the provider approved the device", `document.querySelector('#approved')`)
+}
+
+// approveByForm posts the provider's device form (its code, who's name
+// and password) and wants its page saying the device is approved.
+func (s *scenario) approveByForm(ctx context.Context, who, complete string) error {
+	u, err := url.Parse(complete)
+	if err != nil {
+		return err
+	}
+	form := url.Values{"user_code": {u.Query().Get("user_code")}, "username": {strings.Split(who, "@")[0]}, "password": {ssoPassword}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.sso().provider.Issuer+"/device", strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `id="approved"`) {
+		return fmt.Errorf("the provider's device form answered %d %s", res.StatusCode, body)
+	}
+	return nil
+}
+
+// ssoDeviceLogin runs `flotilla login --sso` and has approve approve its
+// code at the provider as who.
+func (s *scenario) ssoDeviceLogin(ctx context.Context, who string, approve func(ctx context.Context, who, complete string) error) error {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, flotillaBin, "login", "--sso", "--server", s.w.flotilla.url())
@@ -368,18 +440,10 @@ func (s *scenario) ssoCLILogin(ctx context.Context, who string) error {
 			return fmt.Errorf("flotilla login --sso printed no verification URL: %q, stderr %q", printed.String(), errOut.String())
 		}
 	}
-	// The person opens the URL in a browser, logs in and approves.
-	b, err := s.startBrowser(ctx)
-	if err != nil {
-		return err
-	}
-	if err := b.run(ctx, uiWait, chromedp.Navigate(complete)); err != nil {
-		return err
-	}
-	if err := s.providerLogin(ctx, b, who); err != nil {
-		return err
-	}
-	if err := b.until(ctx, uiWait, "the provider approved the device", `document.querySelector('#approved')`); err != nil {
+	// The person opens the URL, logs in and approves.
+	if err := approve(ctx, who, complete); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 		return err
 	}
 	rest, _ := io.ReadAll(rd)
@@ -899,4 +963,55 @@ func (s *scenario) ssoLoginFormAgain(ctx context.Context) error {
 		return err
 	}
 	return b.until(ctx, uiWait, "the login form", loginForm+` && !document.querySelector('#rollouts')`)
+}
+
+func (s *scenario) ssoRefuseScope(scope string) error {
+	sw := s.sso()
+	sw.refused = append(sw.refused, scope)
+	return nil
+}
+
+func (s *scenario) ssoNoOfflineAccess() error {
+	s.sso().noOffline = true
+	return nil
+}
+
+// ssoNoRefreshToken reads the provider: it issued user no refresh token
+// (no login asked offline_access).
+func (s *scenario) ssoNoRefreshToken(user string) error {
+	if n := s.sso().provider.RefreshTokens(user); n != 0 {
+		return fmt.Errorf("the provider holds %d refresh tokens of %s, want none", n, user)
+	}
+	return nil
+}
+
+func (s *scenario) ssoNoRefresh(user string) error {
+	if n := s.sso().provider.Refreshes(user); n != 0 {
+		return fmt.Errorf("the provider answered %d refreshes of %s, want none", n, user)
+	}
+	return nil
+}
+
+// ssoCLILoggedInNoRefresh reads what `flotilla login --sso` printed and
+// the login it kept: the person's, without a refresh token.
+func (s *scenario) ssoCLILoggedInNoRefresh(who string) error {
+	sw := s.sso()
+	for _, want := range []string{
+		"warning: the provider gave no refresh token: log in again when the ID token expires",
+		fmt.Sprintf("Logged in to %s as %s", s.w.flotilla.url(), who),
+	} {
+		if !strings.Contains(sw.login, want) {
+			return fmt.Errorf("flotilla login --sso printed %q, want %q", sw.login, want)
+		}
+	}
+	l, err := s.cliLogin()
+	if err != nil {
+		return err
+	}
+	idToken, _ := l["idToken"].(string)
+	refresh, _ := l["refreshToken"].(string)
+	if l["name"] != who || idToken == "" || refresh != "" {
+		return fmt.Errorf("the CLI keeps the login %v, want %s's ID token and no refresh token", l, who)
+	}
+	return nil
 }
