@@ -219,7 +219,12 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
   # metrics: caught are flotilla dropping the analysis' metrics or their
   # thresholds, rendering them for another provider than the routing's, a
   # rollback that stops at the first cluster's wave or leaves the new image
-  # in a workload.
+  # in a workload. The istio rows run where Flagger's own mesh provider is
+  # gatewayapi (c1): a Canary rendered without its provider would be routed
+  # and measured as a Gateway API one there (no VirtualService to watch);
+  # Istio's check reads the destination proxies' istio_requests_total of
+  # the canary's workload, so a failing istio row catches, besides, an
+  # exporter or a Canary whose workload label the query does not match.
   Scenario Outline: Flagger routes a canary through <provider>'s objects, step by step, on <health> metrics
     Given the "<provider>" CRDs are installed in clusters "c1,c2"
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
@@ -257,6 +262,13 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
       | kuma     | TrafficRoute   | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check                |
       | kuma     | TrafficRoute   | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate"    |
 
+    # Not yet passed on the fleet (written at session 32's end).
+    @pending
+    Examples:
+      | provider | kind           | health  | outcome        | running | replaced | weights | judged                                   |
+      | istio    | VirtualService | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check                |
+      | istio    | VirtualService | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate"    |
+
   # Caught as in the outline above; besides, for nginx the metrics are
   # counted per Ingress: a canary Ingress whose requests nginx would not
   # label as the canary's, or a query of the wrong Ingress, finds no values.
@@ -291,6 +303,49 @@ Feature: Every delivery strategy, analysed by the real Flagger on real metrics
       | health  | outcome        | running | replaced | weights | judged                                |
       | healthy | succeeds       | 1.1.0   | 1.0.0    | 30, 60  | passed every metric check             |
       | failing | is rolled back | 1.0.0   | 1.1.0    | 30      | halted the analysis on "success rate" |
+
+  # Flagger's kubernetes provider has no mesh and no weights: blue/green
+  # only, for a number of iterations, while the apex Service keeps
+  # selecting the primary; its built-in checks read the application's own
+  # request histogram, http_request_duration_seconds of the target's pods
+  # (Flagger's observers/http.go), whatever mesh the cluster's Flagger was
+  # started for (gatewayapi in c1). Healthy metrics: caught are an exporter
+  # whose pod label the query's "<target>-<hash>-<id>" does not match, or
+  # that serves no such histogram (Flagger halts on "no values found" and
+  # rolls back), flotilla rendering the thresholds so that healthy traffic
+  # fails them, or rendering the Canary without its provider (c1's Flagger
+  # would route it through a Gateway API HTTPRoute its cluster lacks).
+  # Failing metrics: caught are flotilla dropping a blue/green analysis'
+  # metrics (its iterations then pass unchecked and the new version is
+  # promoted), and a rollback that stops at the first cluster's wave or
+  # leaves the new image in a workload.
+  # Not yet passed on the fleet (written at session 32's end).
+  @pending
+  Scenario Outline: Flagger runs a blue-green canary on plain Services, the kubernetes provider, on <health> metrics
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2" with delivery:
+      """
+      strategy: blueGreen
+      provider: kubernetes
+      iterations: 3
+      trafficAnalysis:
+        metrics:
+          - {name: request-success-rate, interval: 30s, thresholdRange: {min: 99}}
+          - {name: request-duration, interval: 30s, thresholdRange: {max: 500}}
+      """
+    And the workload "podinfo" runs in every cluster of the waves
+    And the application's own metrics report the workload "podinfo" healthy
+    And version "1.0.0" has been rolled out to every cluster
+    And the application's own metrics report the workload "podinfo" <health>
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" <outcome>
+    And the primary in every cluster runs version "<running>" by digest
+    And no workload in any cluster runs version "<replaced>"
+    And Flagger of cluster "c1" <judged>
+
+    Examples:
+      | health  | outcome        | running | replaced | judged                                |
+      | healthy | succeeds       | 1.1.0   | 1.0.0    | passed every metric check             |
+      | failing | is rolled back | 1.0.0   | 1.1.0    | halted the analysis on "success rate" |
 
   # Kurator's rollout example (seeds 001), pasted as it is but for the
   # intervals (1s here, not 90s) and the load test's target; Flagger calls

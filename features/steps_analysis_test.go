@@ -42,6 +42,7 @@ func (s *scenario) registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla serving the application "([^"]*)" that tracks "([^"]*)" on track "([^"]*)" in waves "([^"]*)" then "([^"]*)" with Kurator's rollout block:$`, s.flotillaServingKurator)
 	sc.Step(`^the Service of the load tester flotilla installs for "([^"]*)" reaches the fleet's load tester in clusters "([^"]*)"$`, s.loadTesterRouted)
 	sc.Step(`^the mesh reports the workload "([^"]*)" (healthy|failing)$`, s.meshReports)
+	sc.Step(`^the application's own metrics report the workload "([^"]*)" (healthy|failing)$`, s.appMetricsReport)
 	sc.Step(`^the (HTTPRoute|VirtualService|TrafficSplit|HTTPProxy|TraefikService|TrafficRoute|Ingress) "([^"]*)" is watched in cluster "([^"]*)"$`, s.watchRoute)
 	sc.Step(`^in cluster "([^"]*)" the canary's weight went ((?:\d+, )*\d+) and back to 0$`, s.weightWent)
 	sc.Step(`^in cluster "([^"]*)" the requests with header "([^"]*)" exactly "([^"]*)" went to the canary during the analysis$`, s.headerMatchWent)
@@ -231,7 +232,28 @@ func meshExporter() (*meshmetrics.Exporter, error) {
 	return mesh, errMesh
 }
 
+// meshReports sets the workload's traffic on the mesh metrics exporter
+// (every provider's series at once) and waits until Prometheus has scraped
+// Istio's at the new success rate.
 func (s *scenario) meshReports(ctx context.Context, workload, health string) error {
+	q := fmt.Sprintf(`sum(rate(istio_requests_total{destination_workload_namespace=%q,destination_workload=%q,response_code!~"5.*"}[5s])) / sum(rate(istio_requests_total{destination_workload_namespace=%q,destination_workload=%q}[5s]))`,
+		s.w.namespace, workload, s.w.namespace, workload)
+	return s.reportTraffic(ctx, workload, health, q)
+}
+
+// appMetricsReport is meshReports for an application without a mesh: it
+// waits for the application's own request histogram of its pods, which
+// Flagger's kubernetes provider reads.
+func (s *scenario) appMetricsReport(ctx context.Context, workload, health string) error {
+	sel := fmt.Sprintf(`kubernetes_namespace=%q,kubernetes_pod_name=~%q`, s.w.namespace, workload+"-[0-9a-zA-Z]+(-[0-9a-zA-Z]+)")
+	q := fmt.Sprintf(`sum(rate(http_request_duration_seconds_count{%s,status!~"5.*"}[5s])) / sum(rate(http_request_duration_seconds_count{%s}[5s]))`, sel, sel)
+	return s.reportTraffic(ctx, workload, health, q)
+}
+
+// reportTraffic sets the workload's traffic, healthy or failing, and waits
+// until the success rate query q reads it from Prometheus: Flagger reads
+// what Prometheus scraped.
+func (s *scenario) reportTraffic(ctx context.Context, workload, health, q string) error {
 	e, err := meshExporter()
 	if err != nil {
 		return err
@@ -243,10 +265,6 @@ func (s *scenario) meshReports(ctx context.Context, workload, health string) err
 	w := meshmetrics.Workload{Namespace: s.w.namespace, Name: workload}
 	e.Set(w, t)
 	s.onCleanup(func() { e.Remove(w) })
-	// Flagger reads what Prometheus scraped: wait until it has the series,
-	// at the new success rate.
-	q := fmt.Sprintf(`sum(rate(istio_requests_total{destination_workload_namespace=%q,destination_workload=%q,response_code!~"5.*"}[5s])) / sum(rate(istio_requests_total{destination_workload_namespace=%q,destination_workload=%q}[5s]))`,
-		s.w.namespace, workload, s.w.namespace, workload)
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		v, ok, err := promQuery(ctx, s.fleet().PrometheusURL, q)
 		if err != nil || !ok {
