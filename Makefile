@@ -118,7 +118,7 @@ BENCH_LARGE_WARMUP ?= 1
 BENCH_SCALEOUT ?= 0
 
 .PHONY: bench
-bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, reaction latencies on a real local fleet, the image's size and build time and the poll behind the webhooks at 500 applications; rewrites BENCHMARKS.md
+bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, reaction latencies on a real local fleet, the image's size and build time, the poll behind the webhooks at 500 applications and applying and pruning a 200-object release beside kubectl; rewrites BENCHMARKS.md
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
 	$(GO) test -run '^$$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 -benchmem ./functions/launch | tee $(CACHE)/bench/launch.txt
@@ -129,6 +129,7 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
 	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
 	$(GO) run ./deploy/tools/pollbench -apps 500 -update BENCHMARKS.md
+	$(GO) run ./deploy/tools/prunebench -rounds 3 -update BENCHMARKS.md
 
 .PHONY: bench-large
 bench-large: fleet-build ## Measure B for one wave of BENCH_LARGE (1000) named clusters, BENCH_LARGE_WARMUP + BENCH_LARGE_RUNS times (about 20 min of setup, then 10-15 min per run); rewrites only its dated section of BENCHMARKS.md
@@ -148,6 +149,10 @@ bench-pod: fleet-build ## Measure the RSS of flotilla's pod (its image, by its c
 bench-image: deps ## Measure only the image (size per platform, warm build and push time); updates its section of BENCHMARKS.md
 	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
 	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
+
+.PHONY: bench-prune
+bench-prune: fleet-build ## Measure applying and pruning a git release of 200 objects in one real cluster, flotilla beside kubectl apply --prune (time and API requests); updates its section of BENCHMARKS.md
+	$(GO) run ./deploy/tools/prunebench -rounds 3 -update BENCHMARKS.md
 
 .PHONY: bench-intake
 bench-intake: ## Benchmark only the intake against a bare CloudEvents receiver; updates its section of BENCHMARKS.md
