@@ -34,7 +34,7 @@ const catchUpFor = 2 * time.Second
 // false when the index could not be brought up to date: the caller lists
 // the keys itself.
 func (x *archiveIndex) page(ctx context.Context, before string, limit int) (keys []string, more, ok bool) {
-	last, err := x.lastRevision(ctx)
+	last, err := lastRevision(ctx, x.kv)
 	if err != nil || !x.caughtUp(ctx, last) {
 		return nil, false, false
 	}
@@ -51,19 +51,6 @@ func (x *archiveIndex) page(ctx context.Context, before string, limit int) (keys
 	keys = slices.Clone(x.keys[start:end])
 	slices.Reverse(keys)
 	return keys, more, true
-}
-
-// lastRevision is the revision of the archive's last write.
-func (x *archiveIndex) lastRevision(ctx context.Context) (uint64, error) {
-	st, err := x.kv.Status(ctx)
-	if err != nil {
-		return 0, err
-	}
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok || bs.StreamInfo() == nil {
-		return 0, errors.New("the archive's status has no stream info")
-	}
-	return bs.StreamInfo().State.LastSeq, nil
 }
 
 // caughtUp starts the watch if it is not running and waits until it has

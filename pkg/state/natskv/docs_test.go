@@ -2,12 +2,14 @@ package natskv_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 
 	"github.com/flotilla-cd/flotilla/pkg/gates"
 	"github.com/flotilla-cd/flotilla/pkg/state/natskv"
@@ -74,15 +76,7 @@ func TestDocsListDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	list := func() []string {
-		var keys []string
-		if err := d.List(ctx, "sessions", func(key string, _ []byte) error { keys = append(keys, key); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		slices.Sort(keys)
-		return keys
-	}
-	if diff := cmp.Diff([]string{"4f2a", "b/c d"}, list()); diff != "" {
+	if diff := cmp.Diff([]string{"4f2a", "b/c d"}, listed(t, d)); diff != "" {
 		t.Errorf("listed keys (-want +got):\n%s", diff)
 	}
 	for _, k := range []string{"4f2a", "4f2a", "missing"} {
@@ -90,7 +84,57 @@ func TestDocsListDelete(t *testing.T) {
 			t.Errorf("Delete(%s): %v", k, err)
 		}
 	}
-	if diff := cmp.Diff([]string{"b/c d"}, list()); diff != "" {
+	if diff := cmp.Diff([]string{"b/c d"}, listed(t, d)); diff != "" {
 		t.Errorf("keys after the deletes (-want +got):\n%s", diff)
 	}
+}
+
+// A document Put through one replica is listed by the others right after
+// (read your writes). List reads the bucket with a watch, whose consumer
+// the server places on any of the bucket's NATS replicas, and one of them
+// may not have applied yet a write the leader acknowledged: such a List
+// left the write out (TestDocsListDelete listed no key after two Puts,
+// under load). Each round writes through one node's connection and lists
+// through the other two's.
+func TestDocsListReadsTheWritesBefore(t *testing.T) {
+	ctx := t.Context()
+	prefix := newPrefix()
+	var docs []*natskv.Docs
+	for i := range 3 {
+		nc, err := nats.Connect(cluster.NodeURL(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		d, err := natskv.OpenDocs(ctx, nc, natskv.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	var want []string
+	for i := range 30 {
+		k := fmt.Sprintf("k%02d", i)
+		if err := docs[i%3].Put(ctx, "sessions", k, k); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, k)
+		for _, reader := range []int{(i + 1) % 3, (i + 2) % 3} {
+			if diff := cmp.Diff(want, listed(t, docs[reader])); diff != "" {
+				t.Fatalf("round %d, listed through node %d right after a Put through node %d (-want +got):\n%s", i, reader, i%3, diff)
+			}
+		}
+	}
+}
+
+// listed is the keys of the documents List gives of collection
+// "sessions", sorted.
+func listed(t *testing.T, d *natskv.Docs) []string {
+	t.Helper()
+	var keys []string
+	if err := d.List(t.Context(), "sessions", func(key string, _ []byte) error { keys = append(keys, key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // List calls fn with every document of collection (its key, as given to
-// Put, and its JSON).
+// Put, and its JSON): every one written before, through any replica
+// (readAll).
 func (d *Docs) List(ctx context.Context, collection string, fn func(key string, raw []byte) error) error {
-	entries, err := readAll(ctx, d.kv, jetstream.IgnoreDeletes())
+	entries, err := readAll(ctx, d.kv)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", collection, err)
 	}

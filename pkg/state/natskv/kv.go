@@ -83,14 +83,29 @@ func leaderless(err error) bool {
 	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
 }
 
-// readAll reads every entry of kv once: a watch drained to its end
-// marker. Neither creating the watch nor draining it may hang: a request
-// sent while the bucket elects a leader can go unanswered, and nats.go
-// would wait for the caller's deadline (a plan once waited 3 minutes for
-// the consumer of a watch, after a NATS node was lost). An attempt that
-// makes no progress for attemptFor (no watch, or no entry) is cut short
-// and made again, as a read is (retryElection); one that progresses may
-// take as long as the bucket needs.
+// readAll reads every current entry of kv once, as of the read: a watch
+// drained until it has delivered the bucket's last write. Its end marker
+// is not enough: the watch is an ephemeral consumer the server places on
+// any replica of the bucket, and a replica need not have applied yet a
+// write the leader acknowledged (a quorum stored it; the others apply it
+// when the leader tells them it is committed). Such a watch reports the
+// replica's values, without the write (a List right after two Puts once
+// listed nothing). So the leader's last revision is read first (the
+// stream's info, which only the leader answers), and the watch is drained
+// on past its marker until it has delivered that revision: a write the
+// replica applies late comes as an update, and a key's last entry wins.
+// Deleted keys are left out by readAll itself (their markers count
+// towards the last revision): opts must not hold IgnoreDeletes
+// (MetaOnly is the one a caller passes).
+//
+// Neither reading the revision, creating the watch nor draining it may
+// hang: a request sent while the bucket elects a leader can go
+// unanswered, and nats.go would wait for the caller's deadline (a plan
+// once waited 3 minutes for the consumer of a watch, after a NATS node
+// was lost). An attempt that makes no progress for attemptFor (no
+// answer, or no entry) is cut short and made again, as a read is
+// (retryElection); one that progresses may take as long as the bucket
+// needs.
 func readAll(ctx context.Context, kv jetstream.KeyValue, opts ...jetstream.WatchOpt) ([]jetstream.KeyValueEntry, error) {
 	return readAllIdle(ctx, kv, attemptFor, opts...)
 }
@@ -100,7 +115,6 @@ func readAll(ctx context.Context, kv jetstream.KeyValue, opts ...jetstream.Watch
 func readAllIdle(ctx context.Context, kv jetstream.KeyValue, idleFor time.Duration, opts ...jetstream.WatchOpt) ([]jetstream.KeyValueEntry, error) {
 	var out []jetstream.KeyValueEntry
 	err := retryElection(ctx, func(context.Context) error {
-		out = out[:0]
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		idle := time.AfterFunc(idleFor, cancel)
@@ -111,6 +125,14 @@ func readAllIdle(ctx context.Context, kv jetstream.KeyValue, idleFor time.Durati
 			}
 			return fmt.Errorf("no progress within %s: %w", idleFor, nats.ErrTimeout)
 		}
+		last, err := lastRevision(wctx, kv)
+		if err != nil {
+			if wctx.Err() != nil {
+				return stalled(err)
+			}
+			return err
+		}
+		idle.Reset(idleFor)
 		w, err := kv.WatchAll(wctx, opts...)
 		if err != nil {
 			if wctx.Err() != nil {
@@ -119,7 +141,13 @@ func readAllIdle(ctx context.Context, kv jetstream.KeyValue, idleFor time.Durati
 			return err
 		}
 		defer func() { _ = w.Stop() }()
-		for {
+		var (
+			seen   uint64 // the highest revision delivered
+			marked bool   // the replica's values are delivered
+			order  []string
+			latest = map[string]jetstream.KeyValueEntry{}
+		)
+		for !marked || seen < last {
 			select {
 			case e, ok := <-w.Updates():
 				if !ok {
@@ -127,13 +155,51 @@ func readAllIdle(ctx context.Context, kv jetstream.KeyValue, idleFor time.Durati
 				}
 				idle.Reset(idleFor)
 				if e == nil {
-					return nil
+					marked = true
+					continue
 				}
-				out = append(out, e)
+				seen = max(seen, e.Revision())
+				if _, ok := latest[e.Key()]; !ok {
+					order = append(order, e.Key())
+				}
+				latest[e.Key()] = e
 			case <-wctx.Done():
-				return stalled(wctx.Err())
+				return stalled(fmt.Errorf("revision %d of %d delivered: %w", seen, last, wctx.Err()))
 			}
 		}
+		out = make([]jetstream.KeyValueEntry, 0, len(order))
+		for _, k := range order {
+			if e := latest[k]; e.Operation() == jetstream.KeyValuePut {
+				out = append(out, e)
+			}
+		}
+		return nil
 	})
 	return out, err
+}
+
+// lastRevision is the revision of kv's last write (0 when it holds no
+// entry), as its stream's leader knows it. The entry of that revision is
+// kept until a newer write: a key's newest entry stays (History 1), and
+// Delete and Purge write a marker. (Were it removed otherwise, by purging
+// the bucket's stream by subject, a readAll would fail, no watch
+// delivering it, until the next write.)
+func lastRevision(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the bucket's status: %w", err)
+	}
+	bs, ok := st.(streamStatus) // *jetstream.KeyValueBucketStatus
+	if !ok || bs.StreamInfo() == nil {
+		return 0, errors.New("the bucket's status has no stream info")
+	}
+	if bs.StreamInfo().State.Msgs == 0 {
+		return 0, nil
+	}
+	return bs.StreamInfo().State.LastSeq, nil
+}
+
+// streamStatus is a bucket's status with its stream's info.
+type streamStatus interface {
+	StreamInfo() *jetstream.StreamInfo
 }

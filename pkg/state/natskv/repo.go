@@ -401,7 +401,7 @@ type stored struct {
 // inFlight reads every rollout in flight (one watch of the bucket's
 // current values).
 func (r *Repo) inFlight(ctx context.Context) ([]stored, error) {
-	entries, err := readAll(ctx, r.rollouts, jetstream.IgnoreDeletes())
+	entries, err := readAll(ctx, r.rollouts)
 	if err != nil {
 		return nil, fmt.Errorf("listing rollouts: %w", err)
 	}
@@ -440,12 +440,12 @@ func (r *Repo) ListInFlight(ctx context.Context) ([]rollout.Rollout, error) {
 // listPage is a page's keys, read from every key of the archive: what
 // List does when its index is not up to date.
 func (r *Repo) listPage(ctx context.Context, before string, limit int) (page []string, more bool, err error) {
-	keys, err := r.archive.ListKeys(ctx)
+	entries, err := readAll(ctx, r.archive, jetstream.MetaOnly())
 	if err != nil {
 		return nil, false, fmt.Errorf("listing finished rollouts: %w", err)
 	}
-	for k := range keys.Keys() {
-		if isPageKey(k) && (before == "" || k < before) {
+	for _, e := range entries {
+		if k := e.Key(); isPageKey(k) && (before == "" || k < before) {
 			page = append(page, k)
 		}
 	}
