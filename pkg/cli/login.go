@@ -207,24 +207,42 @@ type ssoClientConfig struct {
 	Scopes   []string `json:"scopes"`
 }
 
-// ssoLogIn runs the device flow against server's provider and keeps the
-// login.
-func ssoLogIn(ctx context.Context, out io.Writer, server string) error {
+// ssoStart is where a login begins, in either flow: the CLI config's
+// path, to keep the login in, and the server's provider.
+type ssoStart struct {
+	path     string
+	sc       ssoClientConfig
+	provider *oidc.Provider
+}
+
+// startSSO finds the CLI's config and asks server how to log in (GET
+// /auth/config), discovering its provider.
+func startSSO(ctx context.Context, server string) (ssoStart, error) {
 	path, err := cliConfigPath()
 	if err != nil {
-		return err
+		return ssoStart{}, err
 	}
 	var sc ssoClientConfig
 	if err := (apiClient{base: server}).get(ctx, "/auth/config", &sc); err != nil {
-		return fmt.Errorf("asking %s how to log in: %w", server, err)
+		return ssoStart{}, fmt.Errorf("asking %s how to log in: %w", server, err)
 	}
 	provider, err := oidc.NewProvider(ctx, sc.Issuer)
 	if err != nil {
-		return fmt.Errorf("discovering the provider %s: %w", sc.Issuer, err)
+		return ssoStart{}, fmt.Errorf("discovering the provider %s: %w", sc.Issuer, err)
 	}
-	conf := oauth2.Config{ClientID: sc.ClientID, Endpoint: provider.Endpoint(), Scopes: sc.Scopes}
+	return ssoStart{path: path, sc: sc, provider: provider}, nil
+}
+
+// ssoLogIn runs the device flow against server's provider and keeps the
+// login.
+func ssoLogIn(ctx context.Context, out io.Writer, server string) error {
+	st, err := startSSO(ctx, server)
+	if err != nil {
+		return err
+	}
+	conf := oauth2.Config{ClientID: st.sc.ClientID, Endpoint: st.provider.Endpoint(), Scopes: st.sc.Scopes}
 	if conf.Endpoint.DeviceAuthURL == "" {
-		return fmt.Errorf("the provider %s offers no device authorization endpoint", sc.Issuer)
+		return fmt.Errorf("the provider %s offers no device authorization endpoint", st.sc.Issuer)
 	}
 	da, err := conf.DeviceAuth(ctx)
 	if err != nil {
@@ -239,19 +257,18 @@ func ssoLogIn(ctx context.Context, out io.Writer, server string) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the device login: %w", err)
 	}
-	return keepLogin(ctx, out, path, server, sc, provider, conf.Endpoint.TokenURL, tok, "")
+	return keepLogin(ctx, out, st, server, conf.Endpoint.TokenURL, tok, "")
 }
 
 // keepLogin verifies the ID token of tok (and its nonce, when not "")
-// and keeps the login to server in the CLI's config at path: the device
-// flow's and the browser's alike.
-func keepLogin(ctx context.Context, out io.Writer, path, server string, sc ssoClientConfig, provider *oidc.Provider,
-	tokenURL string, tok *oauth2.Token, nonce string) error {
+// with st's provider and keeps the login to server in the CLI's config at
+// st's path: the device flow's and the browser's alike.
+func keepLogin(ctx context.Context, out io.Writer, st ssoStart, server, tokenURL string, tok *oauth2.Token, nonce string) error {
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
 		return errors.New("the provider returned no ID token")
 	}
-	idt, err := provider.Verifier(&oidc.Config{ClientID: sc.ClientID}).Verify(ctx, raw)
+	idt, err := st.provider.Verifier(&oidc.Config{ClientID: st.sc.ClientID}).Verify(ctx, raw)
 	if err != nil {
 		return fmt.Errorf("verifying the ID token: %w", err)
 	}
@@ -267,13 +284,13 @@ func keepLogin(ctx context.Context, out io.Writer, path, server string, sc ssoCl
 	if tok.RefreshToken == "" {
 		fmt.Fprintln(out, "warning: the provider gave no refresh token: log in again when the ID token expires")
 	}
-	c, err := readCLIConfig(path)
+	c, err := readCLIConfig(st.path)
 	if err != nil {
 		return err
 	}
-	l := ssoLogin{Server: server, Name: name, Issuer: sc.Issuer, ClientID: sc.ClientID, TokenURL: tokenURL,
+	l := ssoLogin{Server: server, Name: name, Issuer: st.sc.Issuer, ClientID: st.sc.ClientID, TokenURL: tokenURL,
 		IDToken: raw, RefreshToken: tok.RefreshToken, Expiry: idt.Expiry}
-	if err := writeCLIConfig(path, c.withLogin(server, &l)); err != nil {
+	if err := writeCLIConfig(st.path, c.withLogin(server, &l)); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Logged in to %s as %s\n", server, name)

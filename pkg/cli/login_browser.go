@@ -41,17 +41,9 @@ type callbackResult struct {
 // ssoBrowserLogIn runs the code flow against server's provider through a
 // callback on 127.0.0.1:port (0: a free port) and keeps the login.
 func ssoBrowserLogIn(ctx context.Context, out io.Writer, server string, port int) error {
-	path, err := cliConfigPath()
+	st, err := startSSO(ctx, server)
 	if err != nil {
 		return err
-	}
-	var sc ssoClientConfig
-	if err := (apiClient{base: server}).get(ctx, "/auth/config", &sc); err != nil {
-		return fmt.Errorf("asking %s how to log in: %w", server, err)
-	}
-	provider, err := oidc.NewProvider(ctx, sc.Issuer)
-	if err != nil {
-		return fmt.Errorf("discovering the provider %s: %w", sc.Issuer, err)
 	}
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -59,9 +51,9 @@ func ssoBrowserLogIn(ctx context.Context, out io.Writer, server string, port int
 		return fmt.Errorf("listening for the provider's redirect on 127.0.0.1:%d (--sso-port): %w", port, err)
 	}
 	redirect := "http://" + l.Addr().String() + ssoCallbackPath
-	endpoint := provider.Endpoint()
+	endpoint := st.provider.Endpoint()
 	endpoint.AuthStyle = oauth2.AuthStyleInParams // a public client: its id, no secret
-	conf := oauth2.Config{ClientID: sc.ClientID, Endpoint: endpoint, Scopes: sc.Scopes, RedirectURL: redirect}
+	conf := oauth2.Config{ClientID: st.sc.ClientID, Endpoint: endpoint, Scopes: st.sc.Scopes, RedirectURL: redirect}
 	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
 
 	results := make(chan callbackResult, 1)
@@ -90,7 +82,7 @@ func ssoBrowserLogIn(ctx context.Context, out io.Writer, server string, port int
 	if err != nil {
 		return fmt.Errorf("exchanging the login's code: %w", err)
 	}
-	return keepLogin(ctx, out, path, server, sc, provider, endpoint.TokenURL, tok, nonce)
+	return keepLogin(ctx, out, st, server, endpoint.TokenURL, tok, nonce)
 }
 
 // callbackHandler takes the provider's redirect: a code with this login's
