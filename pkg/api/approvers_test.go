@@ -16,11 +16,15 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/store"
 )
 
-// A wave's approval counts only from people: automation, those the wave's
-// approvals.from does not name and, with separation of duties, the
-// version's pusher are refused (403, audited as refused, nothing
-// journaled for the wave); the others are accepted.
-func TestApproversArePeople(t *testing.T) {
+// approversSite serves the API on an embedded store holding rollout r1
+// of shop (1.2.0, pushed by alice): its wave canary (c1) needs no
+// approval, prod (c2) two from group:release-managers with separation of
+// duties. Its tokens are the automation's, default and ci, and the
+// people's, alice and bob (release managers) and dev: "<name>-token". It
+// returns the store (its journal and audit log), the approvals and the
+// API's base URL.
+func approversSite(t *testing.T) (*store.Store, *gates.StoreApprovals, string) {
+	t.Helper()
 	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -34,9 +38,19 @@ func TestApproversArePeople(t *testing.T) {
 	if _, err := repo.Create(t.Context(), ro); err != nil {
 		t.Fatal(err)
 	}
-	a := api.New(repo, gates.NewStoreApprovals(s), s, nil).WithApplications("shop").WithAuditLog(s).WithAutomation("default", "ci")
-	base := serve(t, a, map[string]string{"default": "default-token", "ci": "ci-token", "alice": "alice-token", "bob": "bob-token", "dev": "dev-token"},
-		api.TokenGroups(map[string][]string{"ci": {"release-managers"}, "alice": {"release-managers"}, "bob": {"release-managers"}, "dev": {"developers"}})).URL
+	approvals := gates.NewStoreApprovals(s)
+	a := api.New(repo, approvals, s, nil).WithApplications("shop").WithAuditLog(s).WithAutomation("default", "ci")
+	srv := serve(t, a, map[string]string{"default": "default-token", "ci": "ci-token", "alice": "alice-token", "bob": "bob-token", "dev": "dev-token"},
+		api.TokenGroups(map[string][]string{"ci": {"release-managers"}, "alice": {"release-managers"}, "bob": {"release-managers"}, "dev": {"developers"}}))
+	return s, approvals, srv.URL
+}
+
+// A wave's approval counts only from people: automation, those the wave's
+// approvals.from does not name and, with separation of duties, the
+// version's pusher are refused (403, audited as refused, nothing
+// journaled for the wave); the others are accepted.
+func TestApproversArePeople(t *testing.T) {
+	s, _, base := approversSite(t)
 	for _, c := range []struct {
 		tok  string
 		want int
@@ -100,23 +114,7 @@ func TestApproversArePeople(t *testing.T) {
 // wave's. A cluster of a wave that needs no approval, and a rejection,
 // need the approve permission only.
 func TestVerdictsAreApprovals(t *testing.T) {
-	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	repo := embedded.NewRepo(s, nil)
-	ro := rollout.Rollout{ID: "r1", Application: "shop", Tag: "1.2.0", PushedBy: "alice", Phase: rollout.Progressing, Waves: []rollout.Wave{
-		{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterProgressing}}},
-		{Name: "prod", Approvals: 2, ApprovalsFrom: []string{"group:release-managers"}, SeparationOfDuties: true, Clusters: []rollout.Cluster{{Name: "c2"}}},
-	}}
-	if _, err := repo.Create(t.Context(), ro); err != nil {
-		t.Fatal(err)
-	}
-	approvals := gates.NewStoreApprovals(s)
-	a := api.New(repo, approvals, s, nil).WithApplications("shop").WithAuditLog(s).WithAutomation("default", "ci")
-	base := serve(t, a, map[string]string{"default": "default-token", "ci": "ci-token", "alice": "alice-token", "bob": "bob-token", "dev": "dev-token"},
-		api.TokenGroups(map[string][]string{"ci": {"release-managers"}, "alice": {"release-managers"}, "bob": {"release-managers"}, "dev": {"developers"}})).URL
+	s, approvals, base := approversSite(t)
 	type answer struct {
 		Status int
 		Body   string

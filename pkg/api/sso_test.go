@@ -62,27 +62,42 @@ func ssoServerOf(t *testing.T, c api.SSOConfig, sessions api.SSOSessions) http.H
 	return mux
 }
 
-// TestSSO: a person logs in through a real provider (code flow, PKCE,
-// nonce), and the session names them and their groups, needs the CSRF
-// header for a control, survives a new process on the same state, and
-// ends at logout; a CLI's ID token of the CLI client is a bearer token,
-// the web client's is not.
-func TestSSO(t *testing.T) {
-	var handler http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	defer srv.Close()
+// ssoSite is a flotilla's edge with SSO (ssoServer) on a test server,
+// its provider (alice, of payments; the web client and the CLI's) and the
+// sessions' store.
+type ssoSite struct {
+	url      string
+	provider *oidcop.Provider
+	sessions *store.Store
+	handler  http.Handler
+}
+
+// startSSOSite starts a site, its provider with opts; both are closed
+// with the test.
+func startSSOSite(t *testing.T, opts ...oidcop.Option) *ssoSite {
+	t.Helper()
+	s := &ssoSite{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
 	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
-		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}, {ID: "flotilla-cli"}})
+		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}, {ID: "flotilla-cli"}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer provider.Close()
-	sessions := openState(t)
-	handler = ssoServer(t, provider, sessions, srv.URL)
+	t.Cleanup(func() { _ = provider.Close() })
+	s.url, s.provider, s.sessions = srv.URL, provider, openState(t)
+	s.handler = ssoServer(t, provider, s.sessions, srv.URL)
+	return s
+}
 
+// logIn is alice's login in a browser, from /auth/login with query: the
+// browser (its jar has the session), the session's cookie and the page
+// the browser landed on.
+func (s *ssoSite) logIn(t *testing.T, query string) (*http.Client, *http.Cookie, *url.URL) {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}
-	res, err := browser.Get(srv.URL + "/auth/login?next=/ui/rollouts/r1")
+	res, err := browser.Get(s.url + "/auth/login" + query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,22 +106,31 @@ func TestSSO(t *testing.T) {
 	if id == "" {
 		t.Fatalf("not at the provider's login: %s", res.Request.URL)
 	}
-	res, err = browser.PostForm(provider.Issuer+"/login", url.Values{"id": {id}, "username": {"alice"}, "password": {"pw"}})
+	res, err = browser.PostForm(s.provider.Issuer+"/login", url.Values{"id": {id}, "username": {"alice"}, "password": {"pw"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.Request.URL.Path != "/ui/rollouts/r1" {
-		t.Fatalf("after the login the browser is at %s, want /ui/rollouts/r1", res.Request.URL)
-	}
-	var session *http.Cookie
 	for _, c := range jar.Cookies(res.Request.URL) {
 		if c.Name == api.SSOSessionCookie {
-			session = c
+			return browser, c, res.Request.URL
 		}
 	}
-	if session == nil {
-		t.Fatal("no session cookie")
+	t.Fatal("no session cookie")
+	return nil, nil, nil
+}
+
+// TestSSO: a person logs in through a real provider (code flow, PKCE,
+// nonce), and the session names them and their groups, needs the CSRF
+// header for a control, survives a new process on the same state, and
+// ends at logout; a CLI's ID token of the CLI client is a bearer token,
+// the web client's is not.
+func TestSSO(t *testing.T) {
+	site := startSSOSite(t)
+	handler, provider := site.handler, site.provider
+	browser, session, landed := site.logIn(t, "?next=/ui/rollouts/r1")
+	if landed.Path != "/ui/rollouts/r1" {
+		t.Fatalf("after the login the browser is at %s, want /ui/rollouts/r1", landed)
 	}
 	call := func(h http.Handler, method string, header http.Header) (int, identity.Principal) {
 		t.Helper()
@@ -131,7 +155,7 @@ func TestSSO(t *testing.T) {
 	if code, _ := call(handler, http.MethodPost, withCSRF); code != 200 {
 		t.Errorf("POST with the session and the CSRF header: %d, want 200", code)
 	}
-	restarted := ssoServer(t, provider, sessions, srv.URL)
+	restarted := ssoServer(t, provider, site.sessions, site.url)
 	if code, p := call(restarted, http.MethodGet, cookie); code != 200 || p.Name != "alice@example.com" {
 		t.Errorf("after a restart: %d %+v", code, p)
 	}
@@ -161,7 +185,7 @@ func TestSSO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = http.PostForm(provider.Issuer+"/device", url.Values{"user_code": {da.UserCode}, "username": {"alice"}, "password": {"pw"}})
+	res, err := http.PostForm(provider.Issuer+"/device", url.Values{"user_code": {da.UserCode}, "username": {"alice"}, "password": {"pw"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +205,7 @@ func TestSSO(t *testing.T) {
 	}
 
 	// Logout ends the session for every process reading the state.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/auth/logout", nil)
+	req, _ := http.NewRequest(http.MethodPost, site.url+"/auth/logout", nil)
 	res, err = browser.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -253,39 +277,10 @@ func TestSweepSessions(t *testing.T) {
 // refused, the session ends and says how to log in again.
 func TestSSORefresh(t *testing.T) {
 	const lifetime = 2 * time.Second
-	var handler http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	defer srv.Close()
-	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
-		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}}, oidcop.TokenLifetime(lifetime))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer provider.Close()
-	sessions := openState(t)
-	handler = ssoServer(t, provider, sessions, srv.URL)
-
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	res, err := browser.Get(srv.URL + "/auth/login")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	res, err = browser.PostForm(provider.Issuer+"/login", url.Values{"id": {res.Request.URL.Query().Get("authRequestID")}, "username": {"alice"}, "password": {"pw"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	var cookie http.Header
-	for _, c := range jar.Cookies(res.Request.URL) {
-		if c.Name == api.SSOSessionCookie {
-			cookie = http.Header{"Cookie": {c.String()}}
-		}
-	}
-	if cookie == nil {
-		t.Fatal("no session cookie")
-	}
+	site := startSSOSite(t, oidcop.TokenLifetime(lifetime))
+	handler, provider, sessions := site.handler, site.provider, site.sessions
+	_, session, _ := site.logIn(t, "")
+	cookie := http.Header{"Cookie": {session.String()}}
 	var stored string
 	_ = sessions.List(t.Context(), api.SSOSessionCollection, func(_ string, raw []byte) error { stored = string(raw); return nil })
 	if !strings.Contains(stored, `"refresh":"`) || !strings.Contains(stored, `"idTokenExpiry":"`) {

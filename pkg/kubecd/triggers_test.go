@@ -48,40 +48,19 @@ func TestImageDecide(t *testing.T) {
 	for _, tc := range []struct {
 		name, track, current, candidate string
 		want                            decision
-	}{{
-		name: "patch level: the design's 5.7.15 over 5.7.14", track: "PatchLevel", current: "5.7.14", candidate: "5.7.15",
-		want: decision{true, "5.7.15 is a patch upgrade of 5.7.14; track PatchLevel allows it"},
-	}, {
-		name: "patch level: not 5.8.0", track: "PatchLevel", current: "5.7.14", candidate: "5.8.0",
-		want: decision{false, "5.8.0 is a minor upgrade of 5.7.14; track PatchLevel allows patch upgrades only"},
-	}, {
-		name: "patch level: 4.0.1 over kafka's 4.0", track: "PatchLevel", current: "4.0", candidate: "4.0.1",
-		want: decision{true, "4.0.1 is a patch upgrade of 4.0; track PatchLevel allows it"},
-	}, {
-		name: "minor version: v prefix", track: "MinorVersion", current: "v1.2.3", candidate: "v1.3.0",
-		want: decision{true, "v1.3.0 is a minor upgrade of v1.2.3; track MinorVersion allows it"},
-	}, {
-		name: "minor version: not a major", track: "MinorVersion", current: "1.2.3", candidate: "2.0.0",
-		want: decision{false, "2.0.0 is a major upgrade of 1.2.3; track MinorVersion allows minor and patch upgrades only"},
-	}, {
-		name: "major version: older", track: "MajorVersion", current: "2.0.0", candidate: "1.9.9",
-		want: decision{false, "1.9.9 is older than the current 2.0.0"},
-	}, {
-		name: "newest: a build id", track: "Newest", current: "v20170911-0926", candidate: "v20170912-1000",
-		want: decision{true, "v20170912-1000 is newer than the current v20170911-0926; track Newest follows the most recently pushed tag"},
-	}, {
-		name: "newest: the same tag", track: "Newest", current: "latest", candidate: "latest",
-		want: decision{false, "latest is the current tag"},
-	}, {
-		name: "patch level over latest, as KubeCD", track: "PatchLevel", current: "latest", candidate: "4.0.1",
-		want: decision{true, `4.0.1 is a version and the current tag "latest" is not; KubeCD takes any version as newer than it (track PatchLevel)`},
-	}, {
-		name: "patch level: a build id over latest is no version", track: "PatchLevel", current: "latest", candidate: "nightly",
-		want: decision{false, `"nightly" is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)`},
-	}, {
-		name: "no tag in the values", track: "PatchLevel", current: "", candidate: "1.0.0",
-		want: decision{true, "1.0.0 is a version and nothing is deployed yet"},
-	}} {
+	}{
+		{"patch level: the design's 5.7.15 over 5.7.14", "PatchLevel", "5.7.14", "5.7.15", decision{true, "5.7.15 is a patch upgrade of 5.7.14; track PatchLevel allows it"}},
+		{"patch level: not 5.8.0", "PatchLevel", "5.7.14", "5.8.0", decision{false, "5.8.0 is a minor upgrade of 5.7.14; track PatchLevel allows patch upgrades only"}},
+		{"patch level: 4.0.1 over kafka's 4.0", "PatchLevel", "4.0", "4.0.1", decision{true, "4.0.1 is a patch upgrade of 4.0; track PatchLevel allows it"}},
+		{"minor version: v prefix", "MinorVersion", "v1.2.3", "v1.3.0", decision{true, "v1.3.0 is a minor upgrade of v1.2.3; track MinorVersion allows it"}},
+		{"minor version: not a major", "MinorVersion", "1.2.3", "2.0.0", decision{false, "2.0.0 is a major upgrade of 1.2.3; track MinorVersion allows minor and patch upgrades only"}},
+		{"major version: older", "MajorVersion", "2.0.0", "1.9.9", decision{false, "1.9.9 is older than the current 2.0.0"}},
+		{"newest: a build id", "Newest", "v20170911-0926", "v20170912-1000", decision{true, "v20170912-1000 is newer than the current v20170911-0926; track Newest follows the most recently pushed tag"}},
+		{"newest: the same tag", "Newest", "latest", "latest", decision{false, "latest is the current tag"}},
+		{"patch level over latest, as KubeCD", "PatchLevel", "latest", "4.0.1", decision{true, `4.0.1 is a version and the current tag "latest" is not; KubeCD takes any version as newer than it (track PatchLevel)`}},
+		{"patch level: a build id over latest is no version", "PatchLevel", "latest", "nightly", decision{false, `"nightly" is not a semantic version (X, X.Y or X.Y.Z, optionally prefixed with v)`}},
+		{"no tag in the values", "PatchLevel", "", "1.0.0", decision{true, "1.0.0 is a version and nothing is deployed yet"}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := Image{Track: tc.track, Tag: tc.current}.Decide(tc.candidate)
 			if err != nil {
