@@ -12,6 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/cucumber/godog"
+
+	"github.com/flotilla-cd/flotilla/pkg/api"
 )
 
 // Runtime API tokens (#31 item 4): the admin makes and revokes them with
@@ -28,6 +30,18 @@ func (s *scenario) registerTokenSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^on every replica the token "([^"]*)" is refused with 401 "([^"]*)" within 1 second$`, s.tokenRefused)
 	sc.Step(`^"([^"]*)" logs in to the web UI with the token the admin created$`, s.uiLoginCreated)
 	sc.Step(`^the web UI, opened again, shows its login form saying the session is no longer valid$`, s.uiSessionEnded)
+	sc.Step(`^the state holds a live web session of the token "([^"]*)" (\d+) seconds later$`, s.liveTokenSession)
+	sc.Step(`^within (\d+) seconds the state holds no web session of the token "([^"]*)"(?:, once it expired)?$`, s.noTokenSession)
+}
+
+// liveTokenSession reads the created tokens' web sessions from the state
+// the replicas share (steps_sso_test.go's liveSession).
+func (s *scenario) liveTokenSession(ctx context.Context, token string, seconds int) error {
+	return s.liveSession(ctx, api.TokenSessionCollection, token, seconds)
+}
+
+func (s *scenario) noTokenSession(ctx context.Context, seconds int, token string) error {
+	return s.noSession(ctx, api.TokenSessionCollection, token, seconds)
 }
 
 // uiLoginCreated logs in to the web UI in a browser with the created

@@ -59,3 +59,24 @@ Feature: Tokens: the admin creates API tokens that grant a role, and revokes the
     Then the web UI lists the rollout of "1.0.0" and names "ci-viewer" as who is logged in
     When the admin runs `flotilla token revoke ci-viewer`
     Then the web UI, opened again, shows its login form saying the session is no longer valid
+
+  # Catches: a sweep of single sign-on sessions only (ci-viewer's would
+  # stay in the state once its token is revoked, and ci-short's once it
+  # expired: refused already, but kept for good), one that deletes the
+  # session of a live token (gone before the revocation or the expiry),
+  # sessions kept in one replica's memory rather than the state every
+  # replica reads (none in the bucket), and server.sessionSweepInterval
+  # accepted and ignored (the default ten minutes would outlast the waits).
+  @scale-out
+  Scenario: The periodic sweep deletes the web sessions of a created token once it is revoked or expired, and keeps live ones
+    Given web sessions are swept from the state every second
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    When the admin runs `flotilla token create ci-viewer --project default --role viewer --expires 30d`
+    And "ci-viewer" logs in to the web UI with the token the admin created
+    Then the state holds a live web session of the token "ci-viewer" 3 seconds later
+    When the admin runs `flotilla token revoke ci-viewer`
+    Then within 5 seconds the state holds no web session of the token "ci-viewer"
+    When the admin runs `flotilla token create ci-short --project default --role viewer --expires 30s`
+    And "ci-short" logs in to the web UI with the token the admin created
+    Then the state holds a live web session of the token "ci-short" 3 seconds later
+    And within 40 seconds the state holds no web session of the token "ci-short", once it expired
