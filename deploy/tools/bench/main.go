@@ -24,13 +24,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"regexp"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/cmdline"
 )
 
 type options struct {
@@ -39,6 +39,7 @@ type options struct {
 	clusters   int
 	wave1      int
 	wave2      []int
+	wave2Flag  string // -wave2, parsed into wave2
 	interval   time.Duration
 	settle     time.Duration
 	out        string
@@ -68,21 +69,13 @@ type options struct {
 	podIdle  time.Duration
 }
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-}
-
-func run(args []string) error {
-	var o options
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+// flags defines the command line's flags into o.
+func (o *options) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.runs, "runs", 100, "measured rollouts per scenario")
 	fs.IntVar(&o.warmup, "warmup", 2, "unmeasured rollouts per scenario before the measured ones (the first waits for Flagger's initialization)")
 	fs.IntVar(&o.clusters, "clusters", 9, "real clusters to start: c1 serves wave 1, c2..cN serve wave 2")
 	fs.IntVar(&o.wave1, "wave1", 1, "named clusters in wave 1 (spread over c1)")
-	wave2 := fs.String("wave2", "8,50", "comma-separated scenarios: named clusters in wave 2 (spread over c2..cN)")
+	fs.StringVar(&o.wave2Flag, "wave2", "8,50", "comma-separated scenarios: named clusters in wave 2 (spread over c2..cN)")
 	fs.DurationVar(&o.interval, "analysis-interval", time.Minute, "Flagger analysis interval of the canaries (10 iterations of it: Flagger never promotes on its own during a run)")
 	fs.DurationVar(&o.settle, "settle", 500*time.Millisecond, "pause between runs once every Deployment has rolled out")
 	fs.StringVar(&o.out, "out", "", "write the report to this markdown file (BENCHMARKS.md)")
@@ -108,11 +101,16 @@ func run(args []string) error {
 	fs.DurationVar(&o.podIdle, "pod-idle", 30*time.Second, "how long -pod samples the idle pod before the first rollout and after the last")
 	fs.StringVar(&o.section, "section", "", "write only the reaction tables, as the dated section \"## <section> (<date>)\" of -out, replacing that section of an earlier run and keeping the rest of the file (make bench-large)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	for _, s := range strings.Split(*wave2, ",") {
-		if strings.TrimSpace(s) == "" && *wave2 == s {
+}
+
+func main() {
+	var o options
+	cmdline.Main("bench", o.flags, func(ctx context.Context) error { return run(ctx, o) })
+}
+
+func run(ctx context.Context, o options) error {
+	for _, s := range strings.Split(o.wave2Flag, ",") {
+		if strings.TrimSpace(s) == "" && o.wave2Flag == s {
 			break // -wave2 "": only the -large scenario
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -134,8 +132,6 @@ func run(args []string) error {
 	if o.pod && (len(o.wave2) != 1 || o.out != "" || o.podEvery <= 0 || o.podIdle < 0) {
 		return fmt.Errorf("-pod needs one -wave2 scenario, no -out (it prints its rows), -pod-every > 0 and -pod-idle >= 0")
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if o.pod {
 		return runPod(ctx, o, log)

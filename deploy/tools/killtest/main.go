@@ -31,7 +31,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -48,6 +47,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/cmdline"
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/freeport"
@@ -76,28 +76,23 @@ type options struct {
 	out                           string
 }
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "killtest:", err)
-		os.Exit(1)
-	}
-}
-
-func run(args []string) error {
-	var o options
-	fs := flag.NewFlagSet("killtest", flag.ContinueOnError)
+// flags defines the command line's flags into o.
+func (o *options) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.webhooks, "webhooks", 10000, "registry notifications to send, each a new version")
 	fs.IntVar(&o.killAt, "kill-at", 0, "kill -9 a replica once this many were acknowledged (default: a third of -webhooks)")
 	fs.IntVar(&o.concurrency, "concurrency", 16, "concurrent senders")
 	fs.StringVar(&o.out, "out", "", "write the Markdown result here")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+}
+
+func main() {
+	var o options
+	cmdline.Main("killtest", o.flags, func(ctx context.Context) error { return run(ctx, o) })
+}
+
+func run(ctx context.Context, o options) error {
 	if o.killAt == 0 {
 		o.killAt = o.webhooks / 3
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	dir, err := os.MkdirTemp("", "flotilla-killtest-")
 	if err != nil {
 		return err

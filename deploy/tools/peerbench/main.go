@@ -52,11 +52,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/flotilla-cd/flotilla/deploy/tools/internal/cmdline"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
@@ -78,16 +77,8 @@ type options struct {
 	update     string
 }
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "peerbench:", err)
-		os.Exit(1)
-	}
-}
-
-func run(args []string) error {
-	var o options
-	fs := flag.NewFlagSet("peerbench", flag.ContinueOnError)
+// flags defines the command line's flags into o.
+func (o *options) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.clusters, "clusters", 3, "real clusters: c1 is flotilla's first wave, c2..cN its second")
 	fs.IntVar(&o.pushes, "pushes", 5, "measured pushes per tool with webhooks (after one unmeasured warm-up push each)")
 	fs.IntVar(&o.pollPushes, "poll-pushes", 2, "measured pushes to the registry that notifies nobody, for Keel's polling at its default schedule (0: not)")
@@ -100,9 +91,14 @@ func run(args []string) error {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, every process's log)")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured push as CSV to this file")
 	fs.StringVar(&o.update, "update", "", "also put the report in place of its dated section of this Markdown file (docs/peers.md), before \""+beforeHeading+"\"")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+}
+
+func main() {
+	var o options
+	cmdline.Main("peerbench", o.flags, func(ctx context.Context) error { return run(ctx, o) })
+}
+
+func run(ctx context.Context, o options) error {
 	if o.clusters < 2 || o.pushes < 1 || o.pollPushes < 0 || o.settle < 0 || o.timeout <= 0 {
 		return fmt.Errorf("need -clusters >= 2, -pushes >= 1, -poll-pushes >= 0, -settle >= 0, -timeout > 0")
 	}
@@ -114,8 +110,6 @@ func run(args []string) error {
 			return err
 		}
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := newBench(ctx, o, log)
 	if err != nil {
