@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,35 +8,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // Observe reads what an application runs from a real API server, live and
 // then from the watch cache; the cache tells OnPrimaryChange of a primary
 // changed by hand, and of a canary gone.
 func TestObserve(t *testing.T) {
-	if fleet == nil {
-		t.Skip("needs a cluster: run without -short (FLOTILLA_FLEET_DIR reuses a running fleet)")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	c := fleet.Clusters[0]
-	cl, err := fleettest.NewClients(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := cl.Namespace(ctx, t, "observe")
+	ctx, e := onCluster(t, "observe")
+	c, cl, ns, set := e.c, e.cl, e.ns, e.set
 	create(ctx, t, cl, deployment(ns, "web", "web:2"), deployment(ns, "web-primary", "web:1"), suspendedCanary(ns, "web", config.KindDeployment),
 		deployment(ns, "bare", "bare:1")) // no canary, no primary: flotilla never delivered it
 
-	set, err := cluster.NewSet([]config.Cluster{{Name: c.Name, Kubeconfig: c.Kubeconfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
 	changed := make(chan string, 16)
 	set.OnPrimaryChange(func(cluster, namespace, workload string) {
 		if namespace == ns {

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // A release of two workloads reads as one canary, live and from the watch
@@ -21,17 +19,8 @@ import (
 // a reader that reads the application's canary alone (the worker's primary
 // still on the old commit unseen), and a cache that answers differently.
 func TestCanaryStatusOfARelease(t *testing.T) {
-	if fleet == nil {
-		t.Skip("needs a cluster: run without -short (FLOTILLA_FLEET_DIR reuses a running fleet)")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	c := fleet.Clusters[0]
-	cl, err := fleettest.NewClients(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := cl.Namespace(ctx, t, "release")
+	ctx, e := onCluster(t, "release")
+	c, cl, ns, set := e.c, e.cl, e.ns, e.set
 	const oldRev, newRev = "git.test/deploy@1111", "git.test/deploy@2222"
 	web, webPrimary := deployment(ns, "web", "web:1"), deployment(ns, "web-primary", "web:1")
 	worker, workerPrimary := deployment(ns, "worker", "worker:1"), deployment(ns, "worker-primary", "worker:1")
@@ -43,11 +32,6 @@ func TestCanaryStatusOfARelease(t *testing.T) {
 	own.Annotations = map[string]string{canary.AnnotationWorkloads: "web,worker"}
 	create(ctx, t, cl, web, webPrimary, worker, workerPrimary, own, suspendedCanary(ns, "worker", config.KindDeployment))
 
-	set, err := cluster.NewSet([]config.Cluster{{Name: c.Name, Kubeconfig: c.Kubeconfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
 	w := config.Workload{Kind: config.KindDeployment, Name: "web"}
 	images := func(st cluster.CanaryStatus) []string {
 		out := []string{st.PrimaryImage, st.TargetImage}

@@ -33,21 +33,46 @@ func TestMain(m *testing.M) {
 	os.Exit(fleettest.Main(m, fleettest.Options{Clusters: 1}, &fleet))
 }
 
-// TestCanaryStatusWorkloadKinds reads the images of a canary's workloads of
-// each kind from a real API server. The namespace holds a DaemonSet and a
-// Deployment of the same names, so reading the wrong kind shows.
-func TestCanaryStatusWorkloadKinds(t *testing.T) {
+// clusterEnv is a test's part of the fleet's cluster: its clients, a
+// namespace of the test's own and a Set on the cluster.
+type clusterEnv struct {
+	c   localfleet.Cluster
+	cl  *fleettest.Clients
+	ns  string
+	set *cluster.Set
+}
+
+// onCluster skips the test without a fleet; else it gives the test's
+// context (a minute) and its part of the cluster, the namespace named
+// after prefix. The context ends, the Set closes and the namespace goes
+// with the test.
+func onCluster(t *testing.T, prefix string) (context.Context, clusterEnv) {
+	t.Helper()
 	if fleet == nil {
 		t.Skip("needs a cluster: run without -short (FLOTILLA_FLEET_DIR reuses a running fleet)")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	c := fleet.Clusters[0]
 	cl, err := fleettest.NewClients(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := cl.Namespace(ctx, t, "status")
+	ns := cl.Namespace(ctx, t, prefix)
+	set, err := cluster.NewSet([]config.Cluster{{Name: c.Name, Kubeconfig: c.Kubeconfig}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Close)
+	return ctx, clusterEnv{c: c, cl: cl, ns: ns, set: set}
+}
+
+// TestCanaryStatusWorkloadKinds reads the images of a canary's workloads of
+// each kind from a real API server. The namespace holds a DaemonSet and a
+// Deployment of the same names, so reading the wrong kind shows.
+func TestCanaryStatusWorkloadKinds(t *testing.T) {
+	ctx, e := onCluster(t, "status")
+	c, cl, ns, set := e.c, e.cl, e.ns, e.set
 
 	// agent is a DaemonSet canary, web a Deployment one; each name is taken
 	// by a look-alike of the other kind too.
@@ -59,10 +84,6 @@ func TestCanaryStatusWorkloadKinds(t *testing.T) {
 		// Flagger has not made the primary of this one yet.
 		daemonSet(ns, "fresh", "fresh:1"), suspendedCanary(ns, "fresh", config.KindDaemonSet))
 
-	set, err := cluster.NewSet([]config.Cluster{{Name: c.Name, Kubeconfig: c.Kubeconfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name                  string
 		workload              config.Workload
