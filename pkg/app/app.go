@@ -82,7 +82,8 @@ type Options struct {
 	// Clock is the time the engine decides by: deadlines, bake times,
 	// freeze windows, approvals' expiry and the timers that carry them
 	// (the functions, the dispatcher's timers and retry backoffs, the
-	// store's and the state's clocks, the date of an approval the API
+	// store's and the state's clocks, in scale-out mode the bus's timers
+	// and retention and the state's on NATS, the date of an approval the API
 	// records, the pull request proposer's reads and merge attempts).
 	// Default the wall clock; `flotilla simulate` gives a virtual one.
 	Clock Clock
@@ -227,7 +228,7 @@ func storeBounds(c config.Server) []store.Option {
 func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, flaggerRecv config.Receiver) (err error) {
 	cfg := s.cfg
 	if cfg.Server.Bus != nil {
-		if s.scale, err = openScaleOut(ctx, cfg.Server, o.Logger); err != nil {
+		if s.scale, err = openScaleOut(ctx, cfg.Server, o.Clock, o.Logger); err != nil {
 			return err
 		}
 		s.bus, s.repo = s.scale.bus, s.scale.repo

@@ -93,8 +93,10 @@ type scaleOut struct {
 	docs *natskv.Docs
 }
 
-// openScaleOut connects to NATS and opens the bus and the state.
-func openScaleOut(ctx context.Context, s config.Server, log *slog.Logger) (*scaleOut, error) {
+// openScaleOut connects to NATS and opens the bus and the state, on the
+// engine's clock (Options.Clock) as the embedded state is: the bus's
+// timers and retention, the rollouts' dates.
+func openScaleOut(ctx context.Context, s config.Server, clock Clock, log *slog.Logger) (*scaleOut, error) {
 	c := s.Bus
 	opts := []nats.Option{
 		nats.Name("flotilla " + c.Replica), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
@@ -125,12 +127,13 @@ func openScaleOut(ctx context.Context, s config.Server, log *slog.Logger) (*scal
 		Stream: c.Stream, Subject: "flotilla." + c.Stream, Replicas: c.Replicas, Partitions: c.Partitions,
 		PartitionKey: partitionKey, Duplicates: s.DedupeWindow.Duration, // retention: RunRetention, by the cursors
 		Remember: func(e cloudevents.Event) bool { return e.Type() == events.TypePipelineRunFinished },
+		Now:      clock.Now,
 	}); err != nil {
 		nc.Close()
 		return nil, err
 	}
 	kvo := natskv.Options{Prefix: c.Stream, Replicas: c.Replicas}
-	if so.repo, err = natskv.Open(ctx, nc, so.bus, kvo, nil); err != nil {
+	if so.repo, err = natskv.Open(ctx, nc, so.bus, kvo, clock.Now); err != nil {
 		so.close()
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
 )
 
@@ -55,7 +56,7 @@ func TestScaleOutSecuredBus(t *testing.T) {
 	log := slog.New(slog.DiscardHandler) // its callbacks may outlive the test
 
 	t.Run("accepted", func(t *testing.T) {
-		so, err := openScaleOut(t.Context(), testConfig(t, securedBus(nc.URL(), good)).Server, log)
+		so, err := openScaleOut(t.Context(), testConfig(t, securedBus(nc.URL(), good)).Server, dispatch.WallClock, log)
 		if err != nil {
 			t.Fatalf("openScaleOut (server log %s): %v", nc.Log(0), err)
 		}
@@ -82,7 +83,7 @@ func TestScaleOutSecuredBus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, securedBus(nc.URL(), tc.files))
 			start := time.Now()
-			so, err := openScaleOut(t.Context(), cfg.Server, log)
+			so, err := openScaleOut(t.Context(), cfg.Server, dispatch.WallClock, log)
 			if err == nil {
 				so.close()
 				t.Fatal("openScaleOut succeeded")

@@ -49,6 +49,12 @@ type Options struct {
 	// id was appended within it is dropped (default 24h: senders
 	// redeliver for hours).
 	Duplicates time.Duration
+	// Now is the engine's clock (app.Options.Clock): Schedule keeps as
+	// timers the events due after it, and RunRetention retires the events
+	// older than the retention before it. Default time.Now. The leases,
+	// the stream's reads and the waits for the server stay on the wall
+	// clock: they time NATS, not the rollouts.
+	Now func() time.Time
 }
 
 // Defaults.
@@ -83,6 +89,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PartitionKey == nil {
 		o.PartitionKey = func(e cloudevents.Event) string { return e.ID() }
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
 }

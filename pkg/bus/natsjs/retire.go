@@ -193,14 +193,16 @@ func partitionOfCursor(name string, partitions int) (int, bool) {
 }
 
 // RunRetention retires events every interval until ctx ends (in scale-out
-// mode, on the replica holding partition 0). A consumer holding events past
-// the retention is logged once per hour.
+// mode, on the replica holding partition 0): those older than the
+// retention before the engine's clock (Options.Now; the interval is wall
+// time). A consumer holding events past the retention is logged once per
+// hour.
 func (b *Bus) RunRetention(ctx context.Context, retention, every time.Duration, log *slog.Logger) error {
 	warned := map[string]time.Time{}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		r, err := b.Retire(ctx, retention, time.Now())
+		r, err := b.Retire(ctx, retention, b.o.Now())
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -189,10 +189,11 @@ func (b *Bus) TimersChanged() <-chan struct{} {
 	return b.timers.changed
 }
 
-// Schedule keeps the events due later as timers, replicated before it
-// returns, and appends the others.
+// Schedule keeps the events due later than the engine's clock
+// (Options.Now) as timers, replicated before it returns, and appends the
+// others.
 func (b *Bus) Schedule(ctx context.Context, evs ...cloudevents.Event) error {
-	now, later := bus.SplitDue(evs, time.Now())
+	now, later := bus.SplitDue(evs, b.o.Now())
 	if len(now) > 0 {
 		if _, err := b.Append(ctx, now...); err != nil {
 			return err
