@@ -118,14 +118,15 @@ BENCH_LARGE_WARMUP ?= 1
 BENCH_SCALEOUT ?= 0
 
 .PHONY: bench
-bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, reaction latencies on a real local fleet, the image's size and build time, the poll behind the webhooks at 500 applications and applying and pruning a 200-object release beside kubectl; rewrites BENCHMARKS.md
+bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the store's appends, launching a wave, verifying a signature, simulating a rollout through 1,000 clusters (what-if), reaction latencies on a real local fleet, the image's size and build time, the poll behind the webhooks at 500 applications and applying and pruning a 200-object release beside kubectl; rewrites BENCHMARKS.md
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./pkg/store | tee $(CACHE)/bench/store.txt
 	$(GO) test -run '^$$' -bench BenchmarkLaunchWave -benchtime 5x -count 3 -benchmem ./functions/launch | tee $(CACHE)/bench/launch.txt
 	$(GO) test -run '^$$' -bench BenchmarkVerify -benchtime 200x -count 3 -benchmem ./pkg/signature | tee $(CACHE)/bench/verify.txt
+	$(GO) test -run '^$$' -bench BenchmarkSimulate1000Clusters5Waves -benchtime 1x -count 3 -timeout 30m ./pkg/simulate | tee $(CACHE)/bench/whatif.txt
 	$(GO) run ./deploy/tools/loadtest -duration 10s -rounds 3 -concurrency 64 -out $(CACHE)/bench/intake.md
 	$(GO) run ./deploy/tools/journalbench -events 5000000 -out $(CACHE)/bench/journal.md
-	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -watchers $(BENCH_WATCHERS) -rollbacks $(BENCH_ROLLBACKS) -scale-out $(BENCH_SCALEOUT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -verify-results $(CACHE)/bench/verify.txt -intake-results $(CACHE)/bench/intake.md -journal-results $(CACHE)/bench/journal.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
+	$(GO) run ./deploy/tools/bench -runs $(BENCH_RUNS) -wave2 $(BENCH_WAVE2) -inflight $(BENCH_INFLIGHT) -watchers $(BENCH_WATCHERS) -rollbacks $(BENCH_ROLLBACKS) -scale-out $(BENCH_SCALEOUT) -store-results $(CACHE)/bench/store.txt -launch-results $(CACHE)/bench/launch.txt -verify-results $(CACHE)/bench/verify.txt -whatif-results $(CACHE)/bench/whatif.txt -intake-results $(CACHE)/bench/intake.md -journal-results $(CACHE)/bench/journal.md -raw $(CACHE)/bench/runs.csv -out BENCHMARKS.md
 	$(GO) run ./deploy/tools/image -local -tag bench-warmup >/dev/null
 	$(GO) run ./deploy/tools/image -local -tag bench -update BENCHMARKS.md
 	$(GO) run ./deploy/tools/pollbench -apps 500 -update BENCHMARKS.md

@@ -46,6 +46,7 @@ type options struct {
 	storeFile  string
 	launchFile string
 	verifyFile string
+	whatifFile string
 	intake     string
 	journal    string
 	keep       bool
@@ -82,6 +83,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.storeFile, "store-results", "", "output of `go test -bench . ./pkg/store` to include in the report")
 	fs.StringVar(&o.launchFile, "launch-results", "", "output of `go test -bench BenchmarkLaunchWave ./functions/launch` to include in the report")
 	fs.StringVar(&o.verifyFile, "verify-results", "", "output of `go test -bench BenchmarkVerify ./pkg/signature` to include in the report")
+	fs.StringVar(&o.whatifFile, "whatif-results", "", "output of `go test -bench BenchmarkSimulate1000Clusters5Waves ./pkg/simulate` to include in the report")
 	fs.StringVar(&o.intake, "intake-results", "", "Markdown written by `go run ./deploy/tools/loadtest -out` to include in the report")
 	fs.StringVar(&o.journal, "journal-results", "", "Markdown written by `go run ./deploy/tools/journalbench -out` to include in the report")
 	fs.BoolVar(&o.keep, "keep", false, "keep the fleet's directory (logs) after the run")
@@ -208,8 +210,8 @@ func run(ctx context.Context, o options) error {
 
 // inputs are the other benchmarks' results the report includes.
 type inputs struct {
-	store, launch, verify []storeResult
-	intake, journal       string
+	store, launch, verify, whatif []storeResult
+	intake, journal               string
 }
 
 func readInputs(o options) (inputs, error) {
@@ -218,7 +220,7 @@ func readInputs(o options) (inputs, error) {
 	for _, f := range []struct {
 		path string
 		dst  *[]storeResult
-	}{{o.storeFile, &in.store}, {o.launchFile, &in.launch}, {o.verifyFile, &in.verify}} {
+	}{{o.storeFile, &in.store}, {o.launchFile, &in.launch}, {o.verifyFile, &in.verify}, {o.whatifFile, &in.whatif}} {
 		if f.path == "" {
 			continue
 		}
@@ -249,7 +251,7 @@ func writeOutputs(o options, env machine, results []scenarioResult, in inputs, f
 			return err
 		}
 	}
-	report := renderReport(o, env, results, in.store, in.launch, in.verify, in.intake, in.journal)
+	report := renderReport(o, env, results, in)
 	if o.section != "" {
 		old, err := os.ReadFile(o.out)
 		if err != nil {

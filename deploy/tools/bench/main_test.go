@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,5 +49,31 @@ func TestReplaceSection(t *testing.T) {
 	report := "# Benchmarks\n\n## Reaction latency on a real local fleet\n\nTargets\n\n| t |\n\n### What is real and what is simulated\n\nReal\n"
 	if diff := cmp.Diff("Targets\n\n| t |\n", reactionTables(report)); diff != "" {
 		t.Errorf("reactionTables (-want +got):\n%s", diff)
+	}
+}
+
+// make bench's what-if rows: BenchmarkSimulate1000Clusters5Waves's output
+// (-count 3, its peak-RSS-MiB metric) read into the median row of its
+// section. Catches a parser that drops the custom metric (the peak RSS
+// column would read 0) or takes the first run for the median.
+func TestWhatifSection(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "whatif.txt")
+	raw := `goos: linux
+pkg: github.com/flotilla-cd/flotilla/pkg/simulate
+BenchmarkSimulate1000Clusters5Waves-2   	       1	52400000000 ns/op	       196.0 peak-RSS-MiB
+BenchmarkSimulate1000Clusters5Waves-2   	       1	30100000000 ns/op	       201.5 peak-RSS-MiB
+BenchmarkSimulate1000Clusters5Waves-2   	       1	31000000000 ns/op	       199.0 peak-RSS-MiB
+PASS
+`
+	if err := os.WriteFile(out, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseStoreBench(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := "| BenchmarkSimulate1000Clusters5Waves-2 | 3 | 31.0 | 199 |\n"
+	if s := whatifSection(got); !strings.Contains(s, row) || !strings.HasPrefix(s, "\n## What-if: 1,000 clusters in five waves\n") {
+		t.Errorf("whatifSection has no row %q:\n%s", row, s)
 	}
 }

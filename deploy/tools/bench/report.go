@@ -179,6 +179,9 @@ type storeResult struct {
 	name                                string
 	runs                                int
 	nsPerOp, eventsPerS, bPerOp, allocs float64
+	// peakRSS is a benchmark's peak-RSS-MiB metric (the process's VmHWM
+	// at its end), 0 when it reports none.
+	peakRSS float64
 }
 
 func parseStoreBench(path string) ([]storeResult, error) {
@@ -186,7 +189,7 @@ func parseStoreBench(path string) ([]storeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	type acc struct{ ns, ev, bytes, allocs []float64 }
+	type acc struct{ ns, ev, bytes, allocs, rss []float64 }
 	byName := map[string]*acc{}
 	var order []string
 	for _, l := range strings.Split(string(b), "\n") {
@@ -214,6 +217,8 @@ func parseStoreBench(path string) ([]storeResult, error) {
 				a.bytes = append(a.bytes, v)
 			case "allocs/op":
 				a.allocs = append(a.allocs, v)
+			case "peak-RSS-MiB":
+				a.rss = append(a.rss, v)
 			}
 		}
 	}
@@ -231,7 +236,8 @@ func parseStoreBench(path string) ([]storeResult, error) {
 	var out []storeResult
 	for _, n := range order {
 		a := byName[n]
-		out = append(out, storeResult{name: n, runs: len(a.ns), nsPerOp: median(a.ns), eventsPerS: median(a.ev), bPerOp: median(a.bytes), allocs: median(a.allocs)})
+		out = append(out, storeResult{name: n, runs: len(a.ns), nsPerOp: median(a.ns), eventsPerS: median(a.ev), bPerOp: median(a.bytes), allocs: median(a.allocs),
+			peakRSS: median(a.rss)})
 	}
 	return out, nil
 }
@@ -243,7 +249,8 @@ func verdict(p99, target time.Duration) string {
 	return "**missed**"
 }
 
-func renderReport(o options, m machine, results []scenarioResult, store, launch, verify []storeResult, intake, journal string) string {
+func renderReport(o options, m machine, results []scenarioResult, in inputs) string {
+	store, launch, verify, intake, journal := in.store, in.launch, in.verify, in.intake, in.journal
 	var w strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&w, format, a...) }
 	p("# Benchmarks\n\n")
@@ -467,6 +474,9 @@ does its own work in parallel.
 	if journal != "" {
 		p("%s", journalSection(journal))
 	}
+	if len(in.whatif) > 0 {
+		p("%s", whatifSection(in.whatif))
+	}
 	p("\n## Reproduce\n\n```sh\nmake bench                                   # fleet-build, store benchmark, latency bench; rewrites this file\nmake bench-large                             # one wave of 1,000 clusters; rewrites its dated section\ngo run ./deploy/tools/bench -runs 20 -wave2 50 -v  # a quicker look, prints the report only\ngo run ./deploy/tools/bench -wave2 8,50 -scale-out 3 -out /tmp/b.md  # embedded and scale-out side by side\ngo run ./deploy/tools/killtest -webhooks 10000  # kill -9 of a scale-out replica under load\ngo run ./deploy/tools/pollbench -apps 500 -update BENCHMARKS.md  # the poll behind the webhooks: its cost, a dropped webhook caught\nmake bench-pod                               # the pod's RSS during rollouts of 50 clusters (root: a real node); prints its rows\n```\n")
 	return w.String()
 }
@@ -510,6 +520,22 @@ func verifySection(verify []storeResult) string {
 	w.WriteString("| benchmark | runs | ms per digest | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n")
 	for _, s := range verify {
 		fmt.Fprintf(&w, "| %s | %d | %.3f | %.0f | %.0f |\n", s.name, s.runs, s.nsPerOp/1e6, s.bPerOp, s.allocs)
+	}
+	return w.String()
+}
+
+// whatifSection renders BenchmarkSimulate1000Clusters5Waves (issue #36's
+// measure).
+func whatifSection(whatif []storeResult) string {
+	var w strings.Builder
+	w.WriteString("\n## What-if: 1,000 clusters in five waves\n\n")
+	w.WriteString("`go test -run '^$' -bench BenchmarkSimulate1000Clusters5Waves -benchtime 1x -count 3 ./pkg/simulate` (median of the runs): " +
+		"`flotilla simulate` of one rollout through 1,000 clusters in waves of 10/40/150/300/500 whose fourth wave fails, " +
+		"rolled back everywhere: the real engine (embedded state without syncs, one event at a time in journal order) on a " +
+		"virtual clock, with the simulated fleet and Flagger. Peak RSS is the test process's (VmHWM) after its runs.\n\n")
+	w.WriteString("| benchmark | runs | wall s per rollout | peak RSS MiB |\n|---|---:|---:|---:|\n")
+	for _, s := range whatif {
+		fmt.Fprintf(&w, "| %s | %d | %.1f | %.0f |\n", s.name, s.runs, s.nsPerOp/1e9, s.peakRSS)
 	}
 	return w.String()
 }
