@@ -45,6 +45,50 @@ Feature: What-if: users run scenarios of their own fleet config (flotilla simula
     And the simulate report says "unknown step \"\\\"1.2.0\\\" is pushd\""
     And the simulate report says "When \"1.2.0\" is pushed"
 
+  # Signature policies simulate instead of being refused: the verify
+  # function runs as configured, and pkg/signature reads real signatures
+  # (made with the simulation's stand-ins of the policy's keys, in a
+  # registry and a Rekor log in process) and decides. Catches a simulator
+  # that refuses verify.signatures, one that fakes the verifier's decision
+  # (a version signed by another key, or unsigned, would roll out), one that
+  # signs nothing (the signed version would be refused), and a report that
+  # does not say why a push was rejected.
+  Scenario: simulate verifies signatures as configured: the trusted key's version rolls out, another key's and an unsigned one are rejected
+    Given a user's feature "signatures.feature":
+      """
+      Feature: signed releases
+        Scenario: signed by the release key
+          Given the fleet runs "1.1.0"
+          And application "podinfo" verifies signatures by "release"
+          And "1.2.0" is signed by "release"
+          When "1.2.0" is pushed
+          And the rollout runs until it ends
+          Then the rollout is Succeeded
+          And every cluster runs "1.2.0"
+
+        Scenario: signed by another key
+          Given the fleet runs "1.1.0"
+          And application "podinfo" verifies signatures by "release"
+          And "1.2.0" is signed by another key
+          When "1.2.0" is pushed
+          And the rollout runs until it ends
+          Then the push of "1.2.0" is rejected: "signature not trusted"
+          And every cluster runs "1.1.0"
+
+        Scenario: unsigned
+          Given the fleet runs "1.1.0"
+          And application "podinfo" verifies signatures by "release"
+          And "1.2.0" is unsigned
+          When "1.2.0" is pushed
+          And the rollout runs until it ends
+          Then the push of "1.2.0" is rejected: "is not signed"
+          And every cluster runs "1.1.0"
+      """
+    When `flotilla simulate` runs it against config/example.yaml
+    Then simulate passed in under 30 seconds of wall time
+    And the simulate report says "push rejected"
+    And the simulate report says "reason=signature not trusted"
+
   # The simulator held honest: the same story on the real local fleet (real
   # registry, clusters and Flagger, its analysis gate failing in c4) and in
   # `flotilla simulate` run against the very config flotilla served, and the

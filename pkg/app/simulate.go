@@ -48,3 +48,23 @@ func (s *Server) WaitIdle(ctx context.Context) (time.Time, bool, error) {
 	}
 	return d.WaitIdle(ctx)
 }
+
+// Hold keeps the engine from starting another event until Release
+// (dispatch.Dispatcher.Hold, under Options.Sequential): `flotilla
+// simulate`'s Flagger journals a wave's webhooks due at one virtual instant
+// whole, and the dispatcher then folds them as a real burst is folded.
+func (s *Server) Hold() error {
+	d, ok := s.dispatch.(*dispatch.Dispatcher)
+	if !ok {
+		return errScaleOut
+	}
+	d.Hold()
+	return nil
+}
+
+// Release lets a held engine go on.
+func (s *Server) Release() {
+	if d, ok := s.dispatch.(*dispatch.Dispatcher); ok {
+		d.Release()
+	}
+}

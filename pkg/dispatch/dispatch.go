@@ -99,6 +99,9 @@ type Dispatcher struct {
 	startOnce sync.Once
 	// act signals every change of the work in flight (WaitIdle).
 	act activity
+	// held keeps a Sequential dispatcher from starting another event
+	// (Hold).
+	held atomic.Bool
 }
 
 // cursorName is the dispatcher's cursor in the journal (named when it was

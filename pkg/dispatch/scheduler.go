@@ -282,9 +282,9 @@ func (s *scheduler) runHead(ctx context.Context, p *partition) {
 	it := p.queue[0]
 	fold := foldable(p.queue)
 	if s.d.o.Sequential {
-		// A fold would take a later event of the key before an earlier
-		// one of another, as admitted by then: an order of the machine's.
-		fold = nil
+		// Not a later event of the key before an earlier one of another
+		// (sequential.go).
+		fold = s.foldBefore(p, fold)
 	}
 	s.mu.Unlock()
 	if len(fold) > 1 {

@@ -137,3 +137,70 @@ func TestSequentialFollowsTheJournal(t *testing.T) {
 		})
 	}
 }
+
+// Sequential dispatch folds a Folder's burst as the parallel workers do,
+// and journals what one at a time would: a rollout's events journaled
+// whole while the dispatcher is held (Hold, as `flotilla simulate`'s
+// Flagger journals a wave's verdicts) go to the Folder in one call up to
+// the first event of another key, which is handled before the rest of the
+// burst; the derived events come out in the inputs' order. Each input is
+// appended on its own, so an unheld worker would start on the first. Catches a
+// sequential mode that does not fold (five calls instead of two: the
+// 1,000-cluster simulation rewrote its rollout for every cluster's
+// verdict), one whose fold takes e4 and e5 before m3 (the outputs'
+// order), and one whose fold depends on how far the reader had read.
+func TestSequentialFoldsInJournalOrder(t *testing.T) {
+	for i := range 5 {
+		t.Run(fmt.Sprint("run ", i+1), func(t *testing.T) {
+			clock := dispatch.NewManualClock(idleStart)
+			s := virtualStore(t, clock)
+			gate := make(chan struct{})
+			close(gate)
+			f := &folder{fn: fn{name: "folder", consumes: []string{typeIn}}, entered: make(chan struct{}), gate: gate}
+			mid := &fn{name: "mid", consumes: []string{typeMid}, handle: emit(typeOut)}
+			d, err := dispatch.New(s, []dispatch.Function{f, mid}, dispatch.Options{Clock: clock, Sequential: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start(t, d)
+			if _, _, err := d.WaitIdle(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			other := newEvent(t, "m3", typeMid)
+			other.SetExtension(events.ExtRolloutID, "s")
+			burst := rolloutEvents(t, typeIn, "e1", "e2")
+			burst = append(burst, other)
+			burst = append(burst, rolloutEvents(t, typeIn, "e4", "e5")...)
+			d.Hold()
+			for _, e := range burst {
+				appendEvents(t, s, e)
+			}
+			time.Sleep(20 * time.Millisecond) // an unheld worker would have started
+			d.Release()
+			if _, _, err := d.WaitIdle(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"fold:e1,e2", "fold:e4,e5"}, f.log()); diff != "" {
+				t.Errorf("the folder's calls (-want +got):\n%s", diff)
+			}
+			recs, err := s.Read(t.Context(), 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range recs {
+				var p struct{ From string }
+				if r.Event.Type() != typeOut {
+					continue
+				}
+				if err := json.Unmarshal(r.Event.Data(), &p); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.From)
+			}
+			if diff := cmp.Diff([]string{"e1", "e2", "m3", "e4", "e5"}, got); diff != "" {
+				t.Errorf("the derived events, by input (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

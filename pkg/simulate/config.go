@@ -26,26 +26,28 @@ current-context: sim
 // placeholder, every kubeconfig a stub (no cluster is reached, not even
 // one whose kubeconfig is there: the resync would read its canaries into
 // the simulation), and edit changes the document before it is validated (the
-// scenario's freeze windows). It is validated as `flotilla serve` would;
+// scenario's freeze windows); the key authorities of signature policies
+// get stand-ins (signatures.go: nil when there is none). It is validated
+// as `flotilla serve` would;
 // then the polls and the catch-up and drift loop are turned off
 // (offline).
-func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.Config, error) {
+func loadConfig(path, tmp string, edit func(doc map[string]any) error) (_ *config.Config, _ *signers, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading config %q: %w", path, err)
+		return nil, nil, fmt.Errorf("reading config %q: %w", path, err)
 	}
 	var doc map[string]any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("parsing config %q: %w", path, err)
+		return nil, nil, fmt.Errorf("parsing config %q: %w", path, err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base := filepath.Dir(abs)
 	stub := filepath.Join(tmp, "stub.kubeconfig")
 	if err := os.WriteFile(stub, []byte(stubKubeconfig), 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := 0
 	var walk func(v any)
@@ -88,19 +90,28 @@ func loadConfig(path, tmp string, edit func(doc map[string]any) error) (*config.
 	}
 	if edit != nil {
 		if err := edit(doc); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	sg, err := standInSigners(doc, tmp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %q: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			sg.close()
+		}
+	}()
 	out, err := yaml.Marshal(doc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := config.Parse(out, base)
 	if err != nil {
-		return nil, fmt.Errorf("config %q: %w", path, err)
+		return nil, nil, fmt.Errorf("config %q: %w", path, err)
 	}
 	offline(cfg)
-	return cfg, nil
+	return cfg, sg, nil
 }
 
 // offline turns off, once the config is validated as `flotilla serve`

@@ -25,8 +25,11 @@
 // Idleness is exact, not guessed from quiet (engine.go's settle): the
 // dispatcher counts its work in flight in every lane, the pipeline
 // runner's too (dispatch.Dispatcher.WaitIdle), and the simulated Flagger
-// acts only while the engine is idle, one action at a time. The dispatcher
-// handles one event at a time, in journal order (app.Options.Sequential).
+// acts only while the engine is idle and held, what is due at one instant
+// as one burst journaled whole (a wave's verdicts, as the real ones come
+// together). The dispatcher handles one event at a time, in journal order
+// (app.Options.Sequential), folding a burst of a rollout's canary events
+// into one update as `flotilla serve` does, in the journal's order.
 // A scenario therefore journals the same events in the same order at the
 // same virtual instants however loaded the machine: its report is the
 // same every run.
@@ -40,9 +43,12 @@
 // catch-up and drift (reconcile), the polls (the fleet's and every
 // application's own) and resync; the scale-out bus, the sinks, the traces'
 // export, FleetRollouts and single sign-on are off. Refused, naming the
-// application: a push of one that delivers by pull request, of an image
-// KubeCD's image triggers track (both would write to real repositories),
-// or of one that verifies signatures (the registry holds them).
+// application and the field: a push of one that delivers by pull request,
+// or of an image KubeCD's image triggers track (both read and write the
+// deployments repository, whose files simulate does not have).
+// Signature policies run with stand-ins of their key authorities
+// (signatures.go): the versions are signed in a registry in process and
+// the verify function decides as configured.
 // An approval is held to the API's rule of who may approve
 // (pkg/rollout's ApprovalRefused: automation, approvals.from, separation
 // of duties; a person's groups as the scenario gives them, a token's as

@@ -136,7 +136,7 @@ func (en *engine) journal(ctx context.Context, evs ...cloudevents.Event) error {
 // settle waits until nothing is left to do at the current virtual time,
 // exactly: the engine idle (every event handled in every lane, no timer
 // or retry due: app.Server.WaitIdle), then the simulated Flagger's actions
-// due now done one at a time, the engine idle again after each. It then
+// due now done as bursts (fireDue), the engine idle again after each. It then
 // stamps the new journal records with the virtual time and notes what is
 // due next. No sleep, no heuristic: how long a goroutine waited for a CPU
 // changes no virtual time.
@@ -163,7 +163,7 @@ func (en *engine) settle(ctx context.Context) error {
 			}
 			return err
 		}
-		acted, err := en.fleet.fireNext(wctx)
+		acted, err := en.fireDue(wctx)
 		if err != nil {
 			return err
 		}
@@ -176,6 +176,18 @@ func (en *engine) settle(ctx context.Context) error {
 		en.next, en.nextOK = next, ok
 		return en.record(ctx)
 	}
+}
+
+// fireDue has the simulated Flagger do what is due now as one burst
+// (Fleet.fireDue), journaled whole while the engine is held: the engine
+// then folds it as it folds a real wave's burst (dispatch's sequential
+// fold), in the journal's order.
+func (en *engine) fireDue(ctx context.Context) (bool, error) {
+	if err := en.srv.Hold(); err != nil {
+		return false, err
+	}
+	defer en.srv.Release()
+	return en.fleet.fireDue(ctx)
 }
 
 // record reads the journal's new records into the timeline.

@@ -34,12 +34,6 @@ const (
 	Hang    Outcome = "hangs" // Flagger never reports: the cluster's deadline passes
 )
 
-// Digest is the digest the simulated registry gives app's tag.
-func Digest(app, tag string) string {
-	h := sha256.Sum256([]byte(app + ":" + tag))
-	return "sha256:" + hex.EncodeToString(h[:])
-}
-
 // Commit is the commit the simulated repository gives a push named name
 // (a scenario names commits as it names tags): 40 hex digits.
 func Commit(repoURL, name string) string {
@@ -103,6 +97,10 @@ type Fleet struct {
 	made     uint64 // actions made
 	applies  []Apply
 	client   *http.Client
+	// signers are the stand-ins for the config's signers, and their
+	// registry (signatures.go); nil when no application verifies
+	// signatures.
+	signers *signers
 }
 
 // Apply is one run the executor took.
@@ -422,39 +420,62 @@ func (f *Fleet) nextAction() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
-// fireNext does the simulated Flagger's first action due at now: the
-// earliest, then by cluster, then in the order they were made (the runs of
-// a wave's clusters are made in parallel, in any order). It makes the
-// change, then posts its webhook (answered 202 once journaled), and
-// reports whether it did one. The engine calls it only while the engine is
-// idle, one action at a time: what the engine reads of the fleet (a
-// canary's status) never depends on how fast its goroutines ran.
-func (f *Fleet) fireNext(ctx context.Context) (bool, error) {
+// fireDue does the simulated Flagger's actions due at now as one burst,
+// as a wave's canaries report together: in order (actionBefore), each
+// workload's first only (a workload's next action waits until the engine
+// handled the first: what the engine reads of a canary is then what one
+// action at a time would show it), every change first, then the webhooks,
+// each answered 202 once journaled. The engine calls it only while it is
+// idle and held (app.Server.Hold), so it handles the burst once it is
+// journaled whole, folding it (dispatch.Folder) in the journal's order:
+// what it reads and journals never depends on how fast its goroutines
+// ran. It reports whether it did any.
+func (f *Fleet) fireDue(ctx context.Context) (bool, error) {
 	f.mu.Lock()
 	now := f.clock.Now()
-	first := -1
-	for i, a := range f.actions {
+	var due, later []action
+	for _, a := range f.actions {
 		if a.at.After(now) {
-			continue
-		}
-		if first < 0 || actionBefore(a, f.actions[first]) {
-			first = i
+			later = append(later, a)
+		} else {
+			due = append(due, a)
 		}
 	}
-	if first < 0 {
-		f.mu.Unlock()
-		return false, nil
+	slices.SortFunc(due, func(a, b action) int {
+		if actionBefore(a, b) {
+			return -1
+		}
+		if actionBefore(b, a) {
+			return 1
+		}
+		return 0
+	})
+	var burst []action
+	taken := map[string]bool{}
+	for _, a := range due {
+		if k := a.cluster + "/" + a.workload; taken[k] {
+			later = append(later, a)
+		} else {
+			taken[k] = true
+			burst = append(burst, a)
+		}
 	}
-	a := f.actions[first]
-	f.actions = slices.Delete(f.actions, first, first+1)
-	if c := f.clusters[a.cluster]; c != nil {
-		w := c.of(a.workload)
-		a.do(w)
-		w.transition = now
+	f.actions = later
+	for _, a := range burst {
+		if c := f.clusters[a.cluster]; c != nil {
+			w := c.of(a.workload)
+			a.do(w)
+			w.transition = now
+		}
 	}
 	f.mu.Unlock()
-	a.payload.Metadata["timestamp"] = strconv.FormatInt(now.UnixMilli(), 10)
-	return true, f.post(ctx, a.payload)
+	for _, a := range burst {
+		a.payload.Metadata["timestamp"] = strconv.FormatInt(now.UnixMilli(), 10)
+		if err := f.post(ctx, a.payload); err != nil {
+			return true, err
+		}
+	}
+	return len(burst) > 0, nil
 }
 
 // actionBefore orders actions: by time, cluster, workload, then as they

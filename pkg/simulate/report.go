@@ -16,6 +16,7 @@ import (
 // timelineTypes are the events the report's timeline shows.
 var timelineTypes = map[string]string{
 	events.TypeImagePushed:            "pushed",
+	events.TypeImageRejected:          "push rejected",
 	events.TypeRolloutStarted:         "rollout started",
 	events.TypeRolloutSkipped:         "rollout skipped",
 	events.TypeRolloutSuperseded:      "rollout superseded",
@@ -65,9 +66,10 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 	fmt.Fprintln(w, "timeline (virtual time after the push):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	waves := map[string][]string{} // a rollout's waves' names, by its id
+	done := decided{}
 	for _, x := range en.timeline {
 		label, ok := labelOf(x.e)
-		if !ok {
+		if !ok || done.stale(x.e) {
 			continue
 		}
 		d := detail(x.e.Data())
@@ -113,6 +115,44 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 		}
 	}
 	tw.Flush()
+}
+
+// decided are the steps a deadline can no longer decide, as the timeline
+// has them so far: a cluster's apply once it succeeded or failed (or its
+// rollout failed), its revert once it was rolled back, and every step of
+// an ended rollout. Keys: rollout id, and rollout/cluster/purpose.
+type decided map[string]bool
+
+// stale notes what e decided and tells whether e is a deadline that
+// decided nothing: its step had its verdict before it passed (a cluster
+// Flagger promoted at +30s still has its timer fire at +10m, and observe
+// drops it). The timeline leaves such a deadline out: it read as if the
+// cluster had timed out.
+func (d decided) stale(e cloudevents.Event) bool {
+	switch e.Type() {
+	case events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeClusterReverted:
+		r, err := events.Decode[events.ClusterResult](e)
+		if err != nil {
+			return false
+		}
+		purpose := events.PurposeApply
+		if e.Type() == events.TypeClusterReverted {
+			purpose = events.PurposeRevert
+		}
+		d[cmpOr(r.RolloutID, events.RolloutID(e))+"/"+r.Cluster+"/"+purpose] = true
+	case events.TypeRolloutFailed:
+		d[events.RolloutID(e)+"/"+events.PurposeApply] = true
+	case events.TypeRolloutSucceeded, events.TypeRolloutRolledBack, events.TypeRolloutRollbackFailed, events.TypeRolloutSuperseded:
+		d[events.RolloutID(e)] = true
+	case events.TypeClusterDeadline:
+		dl, err := events.Decode[events.ClusterDeadline](e)
+		if err != nil {
+			return false
+		}
+		purpose := cmpOr(dl.Purpose, events.PurposeApply)
+		return d[dl.RolloutID] || d[dl.RolloutID+"/"+purpose] || d[dl.RolloutID+"/"+dl.Cluster+"/"+purpose]
+	}
+	return false
 }
 
 func suffix(s string) string {

@@ -42,9 +42,11 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 2, err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := loadConfig(o.Config, tmp, nil); err != nil {
+	_, sg, err := loadConfig(o.Config, tmp, nil)
+	if err != nil {
 		return 2, err
 	}
+	sg.close()
 	suite := godog.TestSuite{
 		Name: "simulate",
 		ScenarioInitializer: func(sc *godog.ScenarioContext) {
@@ -89,10 +91,15 @@ type scenario struct {
 	wall     time.Time
 	// groups are the people's groups the scenario gave (inGroup).
 	groups map[string][]string
+	// signing is how the scenario's versions are signed, by version
+	// (signatures.go's modes; a version it says nothing of: signedByDefault).
+	signing map[string]string
+	// signers stand in for the config's signers (nil: none).
+	signers *signers
 }
 
 func (s *scenario) reset(ctx context.Context) {
-	*s = scenario{opts: s.opts, ctx: ctx, startAt: DefaultStart, outcomes: map[string]Outcome{}, wall: time.Now()}
+	*s = scenario{opts: s.opts, ctx: ctx, startAt: DefaultStart, outcomes: map[string]Outcome{}, signing: map[string]string{}, wall: time.Now()}
 }
 
 // ensure starts the engine at the first step that needs it.
@@ -104,7 +111,7 @@ func (s *scenario) ensure() error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(s.opts.Config, dir, func(doc map[string]any) error {
+	cfg, sg, err := loadConfig(s.opts.Config, dir, func(doc map[string]any) error {
 		for _, edit := range s.edits {
 			if err := edit(doc); err != nil {
 				return err
@@ -116,6 +123,8 @@ func (s *scenario) ensure() error {
 		_ = os.RemoveAll(dir)
 		return err
 	}
+	s.signers.close() // an earlier attempt's
+	s.signers = sg
 	if len(cfg.Applications) == 0 {
 		_ = os.RemoveAll(dir)
 		return fmt.Errorf("config %s has no application", s.opts.Config)
@@ -123,6 +132,10 @@ func (s *scenario) ensure() error {
 	s.cfg = cfg
 	clock := dispatch.NewManualClock(s.startAt)
 	fleet := newFleet(cfg, clock)
+	if sg != nil {
+		sg.serve()
+		fleet.signers = sg
+	}
 	fleet.outcomes = s.outcomes
 	fleet.analysis = s.analysis
 	if s.initial != "" {
@@ -159,6 +172,7 @@ func (s *scenario) applyUnreachable() error {
 
 // finish writes the scenario's report and stops its engine.
 func (s *scenario) finish(g *godog.Scenario, err error) error {
+	defer s.signers.close()
 	if s.en == nil {
 		return nil
 	}

@@ -2,18 +2,23 @@ package simulate
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 )
 
@@ -248,7 +253,7 @@ func TestNoPollReachesTheWorld(t *testing.T) {
 		t.Fatalf("simulate: status %d, %v:\n%s", status, err, gout.String())
 	}
 	// An engine left running for longer than the interval.
-	cfg, err := loadConfig(path, dir, nil)
+	cfg, _, err := loadConfig(path, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +275,189 @@ func TestNoPollReachesTheWorld(t *testing.T) {
 	}
 	if n := conns.Load(); n != 0 {
 		t.Errorf("the simulation made %d connections to the registry and git host at %s", n, addr)
+	}
+}
+
+// The timeline shows a deadline only while it can still decide its step
+// (issue #36's report): a cluster Flagger promoted at +30s has its
+// deadline timer fire at +10m all the same, which observe drops. Catches
+// the stale "deadline passed" line under a succeeded cluster (the report
+// read as if c1 had timed out) and a report that drops every deadline
+// (the hanging c2's, which failed the rollout, would be gone).
+func TestReportLeavesOutDecidedDeadlines(t *testing.T) {
+	var out, report bytes.Buffer
+	if _, err := Run(t.Context(), Options{
+		Config: filepath.Join("..", "..", "config", "example.yaml"),
+		Paths:  []string{filepath.Join("testdata", "lastwave.feature"), filepath.Join("..", "..", "docs", "simulate", "whatif.feature")},
+		Format: "progress", Output: &out, Report: &report,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]string{}
+	for _, sec := range strings.Split(report.String(), "\n== ")[1:] {
+		name, _, _ := strings.Cut(sec, " (")
+		sections[name] = sec
+	}
+	deadlines := regexp.MustCompile(`(?m)deadline passed.*$`)
+	for _, tc := range []struct {
+		scenario string
+		want     []string
+	}{
+		{"1.2.0 fails in prod after canary's two-hour bake and is rolled back", nil},
+		{"a freeze window over the weekend holds prod until Monday", nil},
+		// c2's deadline and the three extensions observe gives a canary
+		// still Progressing; c1's (+10m) and c3's (+10m30s) come after
+		// their verdicts.
+		{"a version that hangs in prod fails at its deadline", slices.Repeat([]string{"deadline passed wave=prod cluster=c2"}, 4)},
+	} {
+		sec, ok := sections[tc.scenario]
+		if !ok {
+			t.Fatalf("no report of %q:\n%s", tc.scenario, report.String())
+		}
+		got := deadlines.FindAllString(sec, -1)
+		for i := range got {
+			got[i] = strings.Join(strings.Fields(got[i]), " ")
+		}
+		want := make([]string, len(tc.want))
+		for i := range tc.want {
+			want[i] = strings.Join(strings.Fields(tc.want[i]), " ")
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: deadline lines (-want +got):\n%s\n%s", tc.scenario, diff, sec)
+		}
+	}
+}
+
+// decided.stale, event by event: a deadline is left out once its step
+// had a verdict or its rollout ended, and kept before.
+func TestStaleDeadlines(t *testing.T) {
+	ev := func(typ string, payload any) cloudevents.Event {
+		t.Helper()
+		e, err := newEvent(typ+"/x", typ, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetExtension(events.ExtRolloutID, "r1")
+		return e
+	}
+	deadline := func(cluster, purpose string) cloudevents.Event {
+		return ev(events.TypeClusterDeadline, events.ClusterDeadline{RolloutID: "r1", Cluster: cluster, Purpose: purpose})
+	}
+	result := func(typ, cluster string) cloudevents.Event {
+		return ev(typ, events.ClusterResult{RolloutID: "r1", Cluster: cluster})
+	}
+	tests := []struct {
+		name   string
+		before []cloudevents.Event
+		e      cloudevents.Event
+		want   bool
+	}{
+		{"an undecided apply", nil, deadline("c1", events.PurposeApply), false},
+		{"after the cluster succeeded", []cloudevents.Event{result(events.TypeClusterSucceeded, "c1")}, deadline("c1", events.PurposeApply), true},
+		{"another cluster succeeded", []cloudevents.Event{result(events.TypeClusterSucceeded, "c2")}, deadline("c1", events.PurposeApply), false},
+		{"after the cluster failed", []cloudevents.Event{result(events.TypeClusterFailed, "c1")}, deadline("c1", events.PurposeApply), true},
+		{"a revert after the apply succeeded", []cloudevents.Event{result(events.TypeClusterSucceeded, "c1")}, deadline("c1", events.PurposeRevert), false},
+		{"a revert after it was rolled back", []cloudevents.Event{result(events.TypeClusterReverted, "c1")}, deadline("c1", events.PurposeRevert), true},
+		{"an apply after the rollout failed", []cloudevents.Event{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: "r1"})}, deadline("c1", events.PurposeApply), true},
+		{"a revert after the rollout failed", []cloudevents.Event{ev(events.TypeRolloutFailed, events.RolloutResult{RolloutID: "r1"})}, deadline("c1", events.PurposeRevert), false},
+		{"a revert after the rollout rolled back", []cloudevents.Event{ev(events.TypeRolloutRolledBack, events.RolloutResult{RolloutID: "r1"})}, deadline("c1", events.PurposeRevert), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decided{}
+			for _, e := range tc.before {
+				if d.stale(e) {
+					t.Fatalf("%s reads as a stale deadline", e.Type())
+				}
+			}
+			if got := d.stale(tc.e); got != tc.want {
+				t.Errorf("stale = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// Signature policies are simulated, not refused: the verify function runs
+// as configured and pkg/signature reads real signatures (made with the
+// stand-ins of the policy's keys, testdata/signatures.feature) in a
+// registry in process. Catches a simulation that refuses
+// verify.signatures, one that fakes the verifier's decision (a version
+// signed by another key or unsigned would roll out), one that signs
+// nothing (the signed version would be refused), and a report that does
+// not say why a push was refused.
+func TestSignatures(t *testing.T) {
+	var out, report bytes.Buffer
+	status, err := Run(t.Context(), Options{
+		Config: filepath.Join("..", "..", "config", "example.yaml"),
+		Paths:  []string{filepath.Join("testdata", "signatures.feature")},
+		Format: "progress", Output: &out, Report: &report,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != 0 {
+		t.Fatalf("status %d:\n%s\n%s", status, out.String(), report.String())
+	}
+	for _, want := range []string{"push rejected", "reason=signature not trusted"} {
+		if !strings.Contains(report.String(), want) {
+			t.Errorf("the report says nothing of %q:\n%s", want, report.String())
+		}
+	}
+}
+
+// What simulate cannot play is refused at the push, naming the field: an
+// application delivering by pull request (gitops.mode pullRequest) and a
+// keyless signature authority. Catches a simulation that accepts the field
+// and ignores it (the rollout would go on as in commit mode, or verify
+// with no identity).
+func TestRefusalsNameTheField(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func(podinfo map[string]any)
+		want string
+	}{
+		{"pull request mode", func(a map[string]any) {
+			a["gitops"] = map[string]any{"url": "https://git.example.com/platform/deployments.git", "branch": "main",
+				"paths": []any{"clusters/{cluster}/podinfo/kustomization.yaml"}, "edit": "kustomize", "token": map[string]any{"env": "SIM_TEST_TOKEN"},
+				"mode": "pullRequest", "pullRequest": map[string]any{"host": "gitea"}}
+		}, `gitops.mode pullRequest is not simulated`},
+		{"a keyless authority", func(a map[string]any) {
+			a["verify"] = map[string]any{"signatures": []any{map[string]any{"name": "ci", "keyless": map[string]any{
+				"issuer": "https://token.actions.githubusercontent.com", "subject": "https://github.com/acme/.*",
+				"trustedRoot": map[string]any{"file": "/nonexistent/trusted_root.json"}}}}}
+		}, `verify.signatures[0].keyless (ci of podinfo)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc map[string]any
+			if err := yaml.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range list(doc, "applications") {
+				if a["name"] == "podinfo" {
+					tc.edit(a)
+				}
+			}
+			out, err := yaml.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "flotilla.yaml")
+			if err := os.WriteFile(path, out, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var gout bytes.Buffer
+			status, err := Run(t.Context(), Options{Config: path, Paths: []string{filepath.Join("testdata", "lastwave.feature")}, Format: "progress", Output: &gout})
+			if err == nil && status == 0 {
+				t.Fatalf("simulate passed:\n%s", gout.String())
+			}
+			if got := fmt.Sprint(err) + gout.String(); !strings.Contains(got, tc.want) {
+				t.Errorf("simulate says nothing of %q:\n%s", tc.want, got)
+			}
+		})
 	}
 }

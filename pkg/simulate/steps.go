@@ -46,6 +46,11 @@ func (s *scenario) steps() []Step {
 		{`^"([^"]+)" (fails|hangs|succeeds) in wave "([^"]+)"$`, `Given "1.2.0" fails in wave "prod"`, s.outcomeWave},
 		{`^"([^"]+)" (fails|hangs|succeeds) everywhere$`, `Given "1.2.0" hangs everywhere`, s.outcomeAll},
 		{`^cluster "([^"]+)" is unreachable$`, `Given cluster "c2" is unreachable`, s.unreachable},
+		{`^application "([^"]+)" verifies signatures by "([^"]+)"( ignoring the transparency log)?$`,
+			`Given application "podinfo" verifies signatures by "release"`, s.verifiesSignatures},
+		{`^"([^"]+)" is signed by "([^"]+)"$`, `Given "1.2.0" is signed by "release"`, s.signedBy},
+		{`^"([^"]+)" is signed by another key$`, `Given "1.2.0" is signed by another key`, s.signedByOther},
+		{`^"([^"]+)" is unsigned$`, `Given "1.2.0" is unsigned`, s.unsigned},
 		// When: what happens.
 		{`^"([^"]+)" is pushed$`, `When "1.2.0" is pushed`, s.pushed},
 		{`^"([^"]+)" of "([^"]+)" is pushed$`, `When "1.2.0" of "podinfo" is pushed`, s.pushedApp},
@@ -62,6 +67,7 @@ func (s *scenario) steps() []Step {
 		{`^every cluster runs "([^"]+)"$`, `Then every cluster runs "1.1.0"`, s.everyClusterRuns},
 		{`^the clusters run:$`, "Then the clusters run:\n  | cluster | version |\n  | c1      | 1.1.0   |", s.clustersRun},
 		{`^the rollout is (\w+)$`, `Then the rollout is RolledBack`, s.rolloutIs},
+		{`^the push of "([^"]+)" is rejected: "([^"]*)"$`, `Then the push of "1.2.0" is rejected: "signature not trusted"`, s.pushRejected},
 		{`^the rollout waits for "([^"]+)"$`, `Then the rollout waits for "approval"`, s.waitsFor},
 		{`^the clusters were rolled back in the order "([^"]*)"$`, `Then the clusters were rolled back in the order "c3, c2, c1"`, s.rollbackOrder},
 		{`^nothing was rolled back$`, `Then nothing was rolled back`, s.nothingRolledBack},
@@ -285,6 +291,56 @@ func (s *scenario) unreachable(cluster string) error {
 	return nil
 }
 
+// verifiesSignatures gives application app a key authority named name
+// in verify.signatures (what-if the policy were there): its key, as every
+// key authority's, is the simulation's stand-in (signatures.go); with
+// ignoring, verify.ignoreTlog.
+func (s *scenario) verifiesSignatures(app, name, ignoring string) error {
+	if err := s.beforeStart("verifies signatures"); err != nil {
+		return err
+	}
+	s.edits = append(s.edits, func(doc map[string]any) error {
+		for _, a := range list(doc, "applications") {
+			if a["name"] != app {
+				continue
+			}
+			v, _ := a["verify"].(map[string]any)
+			if v == nil {
+				v = map[string]any{}
+				a["verify"] = v
+			}
+			sigs, _ := v["signatures"].([]any)
+			v["signatures"] = append(sigs, map[string]any{"name": name, "key": map[string]any{"env": "FLOTILLA_SIMULATED_KEY"}})
+			if ignoring != "" {
+				v["ignoreTlog"] = true
+			}
+			return nil
+		}
+		return fmt.Errorf("no application %q in the config", app)
+	})
+	return nil
+}
+
+// signedBy, signedByOther and unsigned say how a version's push is
+// signed (signatures.go): by a key authority of the application's
+// verify.signatures (its stand-in key), by a key no policy names, or not
+// at all. A version the scenario says nothing of is signed by the first
+// key authority, as a release pipeline signs what it pushes.
+func (s *scenario) signedBy(version, authority string) error {
+	s.signing[version] = authority
+	return nil
+}
+
+func (s *scenario) signedByOther(version string) error {
+	s.signing[version] = signedByOther
+	return nil
+}
+
+func (s *scenario) unsigned(version string) error {
+	s.signing[version] = unsigned
+	return nil
+}
+
 // When
 
 func (s *scenario) pushed(tag string) error {
@@ -319,16 +375,17 @@ func (s *scenario) push(tag, name, pusher string) error {
 		return fmt.Errorf("no application %q in the config", name)
 	}
 	if g := a.GitOps; g != nil && g.Mode == config.GitOpsModePullRequest {
-		return fmt.Errorf("application %q delivers by pull request (gitops.mode %s): simulate opens no pull request on the real host; simulate a copy of the config in mode %s",
+		return fmt.Errorf("application %q: gitops.mode %s is not simulated: the proposer pushes each wave's branch to the deployments repository and reads it back after the merge, whose files simulate does not have; simulate a copy of the config in gitops.mode %s",
 			name, config.GitOpsModePullRequest, config.GitOpsModeCommit)
 	}
-	if a.Verify != nil && len(a.Verify.Signatures) > 0 {
-		return fmt.Errorf("application %q verifies signatures (verify.signatures), which the registry holds: simulate signs no image and reads no registry",
-			name)
-	}
 	if ts := s.cfg.KubeCDTriggered(a.Image); a.Image != "" && len(ts) > 0 {
-		return fmt.Errorf("image %s of application %q is tracked by the KubeCD image triggers of %q, which commit to the real deployments repository: simulate does not run them",
+		return fmt.Errorf("image %s of application %q: the image triggers of KubeCD release %q (the config's kubecd) are not simulated: they check the deployments repository out and commit to it, and simulate does not have its files",
 			a.Image, name, ts[0].Name)
+	}
+	if s.signers != nil && a.Verify != nil && len(a.Verify.Signatures) > 0 && a.Image != "" {
+		if err := s.signers.sign(s.ctx, name, a.Image, tag, s.signing[tag]); err != nil {
+			return err
+		}
 	}
 	s.app = name
 	s.pushes++
@@ -581,6 +638,29 @@ func (s *scenario) rolloutIs(phase string) error {
 		return fmt.Errorf("rollout %s is %s (%s), not %s", ro.ID, ro.Phase, ro.Reason, phase)
 	}
 	return nil
+}
+
+// pushRejected checks that verify rejected the push of tag, its reason
+// saying want (a part of it): no rollout started of it.
+func (s *scenario) pushRejected(tag, want string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	var reasons []string
+	for _, x := range s.en.eventsOf(events.TypeImageRejected) {
+		r, err := events.Decode[events.ImageRejected](x.e)
+		if err != nil || r.Tag != tag {
+			continue
+		}
+		if strings.Contains(r.Reason, want) {
+			return nil
+		}
+		reasons = append(reasons, r.Reason)
+	}
+	if len(reasons) == 0 {
+		return fmt.Errorf("the push of %s was not rejected", tag)
+	}
+	return fmt.Errorf("the push of %s was rejected saying %q, not %q", tag, strings.Join(reasons, "; "), want)
 }
 
 func (s *scenario) waitsFor(what string) error {
