@@ -12,8 +12,10 @@ LDFLAGS   := -s -w -X github.com/flotilla-cd/flotilla/pkg/version.Version=$(VERS
 
 GOTESTSUM_VERSION     := v1.13.0
 GOLANGCI_LINT_VERSION := v2.15.0
+CONTROLLER_GEN_VERSION := v0.19.0
 GOTESTSUM             := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)
 GOLANGCI_LINT         := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+CONTROLLER_GEN        := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 export FLOTILLA_CACHE := $(CACHE)
 
@@ -87,6 +89,7 @@ verify: ## Format, tidy and generate, then fail if the tree changed or tracks a 
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) mod tidy
 	$(GO) generate ./...
+	$(MAKE) generate
 	@git diff --exit-code || { echo "verify: the tree changed; commit the result" >&2; exit 1; }
 	@test -z "$$(git status --porcelain)" || { git status --porcelain; echo "verify: untracked files" >&2; exit 1; }
 	@big="$$(git ls-files -z | xargs -0 -r sh -c 'find "$$@" -maxdepth 0 -type f -size +1M' find)"; \
@@ -197,6 +200,12 @@ fleet-down: ## Stop the local fleet
 fleet-status: ## List what the local fleet runs
 	$(GO) run ./deploy/tools/local status
 
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Write the custom resources' code and CRDs with controller-gen: pkg/resources/v1alpha1's deep copies and Application CRD (OpenAPI schema, CEL rules, status, printer columns), copied into the chart's crds/
+	$(CONTROLLER_GEN) object paths=./pkg/resources/v1alpha1
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./pkg/resources/v1alpha1 output:crd:dir=pkg/resources/v1alpha1/crds
+	cp pkg/resources/v1alpha1/crds/flotilla.dev_applications.yaml deploy/chart/flotilla/crds/applications.yaml
+
 $(GOTESTSUM):
 	@mkdir -p $(TOOLS)/gobin-gotestsum
 	GOBIN=$(TOOLS)/gobin-gotestsum $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
@@ -206,3 +215,8 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(TOOLS)/gobin-golangci-lint
 	GOBIN=$(TOOLS)/gobin-golangci-lint $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(TOOLS)/gobin-golangci-lint/golangci-lint $@
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(TOOLS)/gobin-controller-gen
+	GOBIN=$(TOOLS)/gobin-controller-gen $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(TOOLS)/gobin-controller-gen/controller-gen $@

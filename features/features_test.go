@@ -212,4 +212,5 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerLabelSteps(sc)
 	s.registerSSOSteps(sc)
 	s.registerReloadSteps(sc)
+	s.registerResourcesSteps(sc)
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/reconcile"
 	"github.com/flotilla-cd/flotilla/pkg/registry"
 	"github.com/flotilla-cd/flotilla/pkg/reload"
+	"github.com/flotilla-cd/flotilla/pkg/resources"
 	"github.com/flotilla-cd/flotilla/pkg/resync"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 	"github.com/flotilla-cd/flotilla/pkg/state"
@@ -171,6 +172,9 @@ type Server struct {
 	tracer *tracing.Tracer
 	// projector keeps the FleetRollouts; nil unless server.fleetRollouts.
 	projector *fleetrollout.Projector
+	// resources are the Application resources; nil unless
+	// server.resources (resources.go).
+	resources *resources.Source
 }
 
 // New builds the server and opens its store; it listens at once, so Addr is
@@ -398,6 +402,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
+	if r := cfg.Server.Resources; r != nil {
+		if s.resources, err = s.newResources(r, o); err != nil {
+			return err
+		}
+	}
 	s.tokens = s.newTokens()
 	aopts := []api.AuthnOption{api.AnonymousRead(cfg.Server.AnonymousRead), api.WithRegisterer(o.Registerer),
 		api.TokenGroups(tokenGroups(cfg)), api.WithTokens(s.tokens), api.WithSessions(s.documents()), api.AuthnTrustedProxies(cfg.Server.Proxies()...)}
@@ -523,7 +532,9 @@ func (s *Server) ExternalURL() string { return s.externalURL }
 // Run prunes what removed delivery policies left (prune.go), then serves
 // HTTP and runs the functions until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
-	s.prune(ctx)
+	if s.startResources(ctx) { // their applications are not the prune's to remove
+		s.prune(ctx)
+	}
 	if err := s.tokens.Start(ctx); err != nil { // before the first request
 		return fmt.Errorf("reading the API tokens: %w", err)
 	}
@@ -551,6 +562,10 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.projector != nil {
 		once = append(once, s.projector.Run)
+	}
+	if s.resources != nil {
+		once = append(once, s.runResourceStatuses)
+		g.Go(func() error { return s.runResources(gctx) })
 	}
 	// The ended and expired web sessions, deleted on one replica every
 	// server.sessionSweepInterval.

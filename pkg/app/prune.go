@@ -21,7 +21,9 @@ func (s *Server) prune(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
 	defer cancel()
-	rep, err := prune.Prune(ctx, s.cfg, s.pruneSet, prune.Options{Logger: s.log})
+	// The configuration in force: with the Application resources'
+	// applications (resources.go), which the file lacks.
+	rep, err := prune.Prune(ctx, s.live.Current(), s.pruneSet, prune.Options{Logger: s.log})
 	if err != nil {
 		s.log.WarnContext(ctx, "pruning removed delivery policies", "error", err)
 	}

@@ -22,12 +22,16 @@ import (
 // registries, executor, cluster clients, signature policies) is what
 // config.RestartFields refuses to change live.
 func (s *Server) newReloader(o Options) (*reload.Reloader, error) {
-	return reload.New(s.live, reload.Options{Logger: o.Logger, Metrics: o.Registerer, Now: o.Clock.Now,
+	ro := reload.Options{Logger: o.Logger, Metrics: o.Registerer, Now: o.Clock.Now,
 		Follow: func(next *config.Config) {
 			s.api.SetCatalogue(applicationInfos(next), clusterInfos(next.Fleet))
 		},
 		Guard: s.removable,
-	})
+	}
+	if s.resources != nil { // the file's reloads keep the resources' applications
+		ro.Load = s.resources.Build
+	}
+	return reload.New(s.live, ro)
 }
 
 // removable refuses to remove an application while a rollout of it is in
@@ -63,5 +67,9 @@ func (s *Server) removable(ctx context.Context, old, next *config.Config) error 
 // check` runs) and swaps it in when valid and when it needs no restart
 // (pkg/reload); Run does it when the file changes and on Options.Hangup.
 func (s *Server) Reload(ctx context.Context, path string) reload.Result {
-	return s.reloader.Reload(ctx, "request", func() (*config.Config, error) { return config.Load(path) })
+	load := config.Load
+	if s.resources != nil {
+		load = s.resources.Build
+	}
+	return s.reloader.Reload(ctx, "request", func() (*config.Config, error) { return load(path) })
 }

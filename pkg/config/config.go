@@ -145,6 +145,22 @@ type Server struct {
 	// rollout in a namespace of the management cluster (in either mode):
 	// `kubectl get fleetrollouts -w` follows the fleet.
 	FleetRollouts *FleetRollouts `json:"fleetRollouts"`
+	// Resources, when set, adds the applications of the Application
+	// custom resources (flotilla.dev/v1alpha1) of the management cluster
+	// to the file's, watched live (pkg/resources): each validated with
+	// the file as one configuration and swapped in as a reload of the
+	// file is; its status says whether flotilla took it, and why not.
+	Resources *Resources `json:"resources"`
+}
+
+// Resources is where flotilla watches Application resources. The CRD is
+// deploy/chart/flotilla/crds/applications.yaml, which the chart installs.
+type Resources struct {
+	// Namespaces watched (the teams' namespaces); empty: every namespace.
+	Namespaces []string `json:"namespaces"`
+	// Kubeconfig of the management cluster; empty: the pod's own
+	// (in-cluster) credentials.
+	Kubeconfig string `json:"kubeconfig"`
 }
 
 // FleetRollouts is where the FleetRollout resources go. The CRD is
@@ -602,6 +618,9 @@ type GitOps struct {
 	// Options are the edit's fields: for kustomize name, newName; for helm
 	// prefix, repoValue, tagValue, prefixValue, digestValue; for manifest
 	// container; tagOnly for all (see pkg/gitops).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Options map[string]any `json:"options"`
 	// Username and Password (or Token) authenticate over HTTPS; SSHKeyFile
 	// over SSH. For the tekton executor, the Secret named Secret (default
@@ -750,6 +769,9 @@ type HelmRelease struct {
 	// ValuesFile is the release's values file ("{cluster}" replaced).
 	ValuesFile string `json:"valuesFile"`
 	// Values override the files.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Values map[string]any `json:"values"`
 	// ReleaseName is the Helm release name templates see. Default the
 	// application's name.

@@ -89,6 +89,9 @@ func applyDefaults(c *Config, base string) {
 	if f := s.FleetRollouts; f != nil && f.Kubeconfig != "" {
 		f.Kubeconfig = resolvePath(base, f.Kubeconfig)
 	}
+	if r := s.Resources; r != nil && r.Kubeconfig != "" {
+		r.Kubeconfig = resolvePath(base, r.Kubeconfig)
+	}
 	if b := s.Bus; b != nil {
 		if b.Stream == "" {
 			b.Stream = DefaultBusStream

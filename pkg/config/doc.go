@@ -23,4 +23,11 @@
 // swaps whole; the consumers read it through a Provider once per event.
 // RestartFields names what a swap cannot change (what was built once at
 // start-up from it).
+//
+// The application's types are also the spec of the Application custom
+// resource (pkg/resources/v1alpha1), whose schema controller-gen writes
+// from them: their fields are optional there as here (the validator says
+// what is required).
+//
+// +kubebuilder:validation:Optional
 package config

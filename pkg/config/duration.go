@@ -8,6 +8,8 @@ import (
 
 // Duration is a time.Duration written as a Go duration string, such as "10s"
 // or "1m30s", in YAML and JSON.
+//
+// +kubebuilder:validation:Type=string
 type Duration struct{ time.Duration }
 
 // MarshalJSON writes d as a Go duration string.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,6 +33,32 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
+// LoadWith is Load of the file at path with the applications extra after
+// the file's own (the management cluster's Application resources,
+// pkg/resources): defaulted and validated with them as one configuration
+// (paths of extra's fields resolve against the file's directory too). A
+// problem of extra[i] is reported at applications[fileApps+i], fileApps
+// being the file's own count (KubeCD's applications come after extra's).
+// extra is not changed: the defaults go into copies.
+func LoadWith(path string, extra []Application) (c *Config, fileApps int, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading config %q: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("resolving config path %q: %w", path, err)
+	}
+	c, fileApps, err = parseWith(data, filepath.Dir(abs), extra)
+	if verr := (*ValidationError)(nil); errors.As(err, &verr) {
+		return nil, fileApps, fmt.Errorf("validating config %q: %w", path, verr)
+	}
+	if err != nil {
+		return nil, fileApps, fmt.Errorf("parsing config %q: %w", path, err)
+	}
+	return c, fileApps, nil
+}
+
 // Parse is Load from bytes: relative paths resolve against baseDir (itself
 // made absolute against the working directory). An invalid config yields a
 // *ValidationError, unwrapped.
@@ -54,18 +81,47 @@ func Parse(data []byte, baseDir string) (*Config, error) {
 // resolve against base, an absolute directory. It returns either a decoding
 // error or a *ValidationError.
 func parse(data []byte, base string) (*Config, error) {
+	c, _, err := parseWith(data, base, nil)
+	return c, err
+}
+
+// parseWith is parse with the applications extra after the file's, whose
+// count it returns too.
+func parseWith(data []byte, base string, extra []Application) (*Config, int, error) {
 	c, err := decode(data)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	fileApps := len(c.Applications)
+	if len(extra) > 0 {
+		copies, err := copyApplications(extra)
+		if err != nil {
+			return nil, fileApps, err
+		}
+		c.Applications = append(c.Applications, copies...)
 	}
 	aliases := kuratorAliases(c)
 	aliases = append(aliases, expandKubeCD(c, base)...)
 	applyDefaults(c, base)
 	if verr := validate(c, aliases...); verr != nil {
 		rolloutPolicyPaths(c, verr)
-		return nil, verr
+		return nil, fileApps, verr
 	}
-	return c, nil
+	return c, fileApps, nil
+}
+
+// copyApplications copies apps deeply (through JSON, as a file gives
+// them: the fields never marshalled are Load's to set).
+func copyApplications(apps []Application) ([]Application, error) {
+	b, err := json.Marshal(apps)
+	if err != nil {
+		return nil, fmt.Errorf("copying applications: %w", err)
+	}
+	var out []Application
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("copying applications: %w", err)
+	}
+	return out, nil
 }
 
 // decode checks data against Config's schema, for errors that name lines

@@ -85,7 +85,7 @@ func validate(c *Config, earlier ...Problem) *ValidationError {
 	v.receivers(c.Receivers)
 	v.fleet(&c.Fleet)
 	v.clusters = c.Fleet.Clusters
-	v.applications(c.Applications)
+	v.applications(c.Applications, c.Server.Resources != nil)
 	v.triggersReachable(c)
 	v.projects(c)
 	if c.Registries != nil {
@@ -128,6 +128,18 @@ func (v *validator) server(s *Server) {
 	if f := s.FleetRollouts; f != nil {
 		v.dnsLabel("server.fleetRollouts.namespace", "namespace", f.Namespace)
 		v.file("server.fleetRollouts.kubeconfig", f.Kubeconfig)
+	}
+	if r := s.Resources; r != nil {
+		seen := map[string]bool{}
+		for i, ns := range r.Namespaces {
+			p := fmt.Sprintf("server.resources.namespaces[%d]", i)
+			v.dnsLabel(p, "namespace", ns)
+			if seen[ns] {
+				v.addf(p, "namespace %q is listed twice", ns)
+			}
+			seen[ns] = true
+		}
+		v.file("server.resources.kubeconfig", r.Kubeconfig)
 	}
 	for i, p := range s.TrustedProxies {
 		if _, err := ParseProxy(p); err != nil {
@@ -564,8 +576,10 @@ func (v *validator) labels(path string, labels map[string]string) {
 	}
 }
 
-func (v *validator) applications(as []Application) {
-	if len(as) == 0 {
+// applications checks the applications; with resources (server.resources)
+// the file may have none: the management cluster's resources bring them.
+func (v *validator) applications(as []Application, resources bool) {
+	if len(as) == 0 && !resources {
 		v.addf("applications", "at least one application is required")
 	}
 	seen := map[string]string{}

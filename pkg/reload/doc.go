@@ -1,7 +1,8 @@
 // Package reload puts a new configuration in force in a running flotilla:
-// the one swap every source of configuration goes through (the file now,
-// the custom resources of the management cluster later), and the file's
-// watch that feeds it.
+// the one swap every source of configuration goes through (the file and
+// the Application resources of the management cluster, pkg/resources,
+// which build the file's configuration with theirs), and the file's watch
+// that feeds it.
 //
 // The rule of the swap: the new configuration is built and validated first
 // (for the file, config.Load: what `flotilla config check` runs); an

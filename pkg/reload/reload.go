@@ -54,6 +54,10 @@ type Options struct {
 	// holds it, for the parts that keep lists made from it (the API's
 	// applications and clusters) [none].
 	Follow func(next *config.Config)
+	// Load builds the configuration from the file at path, for WatchFile
+	// (with the management cluster's Application resources, their
+	// source's Build: pkg/resources) [config.Load].
+	Load func(path string) (*config.Config, error)
 	// Guard refuses, as invalid, a valid configuration the running
 	// flotilla cannot take now (an application removed while a rollout
 	// of it is in flight) [none].
@@ -80,6 +84,9 @@ func New(live *config.Live, o Options) (*Reloader, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Load == nil {
+		o.Load = config.Load
 	}
 	r := &Reloader{live: live, o: o,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -14,14 +14,14 @@ import (
 // (`flotilla serve --config-reload-interval`).
 const DefaultInterval = 3 * time.Second
 
-// WatchFile reloads the configuration file at path (config.Load) when its
+// WatchFile reloads the configuration file at path (Options.Load) when its
 // content changes, read every interval (0: never), and at each value hup
 // delivers (SIGHUP), until ctx ends. A change is reloaded once the content
 // reads the same twice in a row, a moment apart, so that a file caught
 // half written is not refused for it. A file that cannot be read is logged
 // and read again at the next interval; the running configuration stays.
 func (r *Reloader) WatchFile(ctx context.Context, path string, interval time.Duration, hup <-chan os.Signal) error {
-	load := func() (*config.Config, error) { return config.Load(path) }
+	load := func() (*config.Config, error) { return r.o.Load(path) }
 	last, _ := sum(path)
 	var tick <-chan time.Time
 	if interval > 0 {

@@ -120,7 +120,8 @@ func loadConfig(path, tmp string, edit func(doc map[string]any) error) (_ *confi
 // own, also one KubeCD's releases gave), catch-up and drift (they read the
 // clusters), the scale-out bus (the simulation's state is embedded, in its
 // temporary directory: never a push journaled into the fleet's NATS, which
-// the real replicas would act on), the FleetRollout objects, single
+// the real replicas would act on), the FleetRollout objects, the
+// Application resources (only the file's applications are simulated), single
 // sign-on, the sinks (events.sink, events.cdevents) and the traces'
 // export: no simulated rollout is posted anywhere.
 func offline(cfg *config.Config) {
@@ -131,6 +132,7 @@ func offline(cfg *config.Config) {
 	cfg.Fleet.Reconcile.Interval = &config.Duration{}
 	cfg.Server.Bus = nil
 	cfg.Server.FleetRollouts = nil
+	cfg.Server.Resources = nil // the file's applications only: the management cluster is not read
 	cfg.Server.SSO = nil
 	cfg.Events = config.Events{}
 	cfg.Telemetry.Tracing = config.Tracing{}

@@ -151,6 +151,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.fleetRollouts.enabled (not .Values.serviceAccount.automountToken) }}
 {{- fail "values: fleetRollouts.enabled needs serviceAccount.automountToken: true: flotilla writes the FleetRollouts with the pod's service account" }}
 {{- end }}
+{{- if and .Values.applicationResources.enabled (not .Values.serviceAccount.automountToken) }}
+{{- fail "values: applicationResources.enabled needs serviceAccount.automountToken: true: flotilla reads the Applications with the pod's service account" }}
+{{- end }}
 {{- if and .Values.scaleOut.enabled .Values.persistence.enabled }}
 {{- fail "values: scaleOut.enabled needs persistence.enabled: false: the replicas keep their state in NATS, and one ReadWriteOnce claim cannot serve them all" }}
 {{- end }}
@@ -182,6 +185,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if .Values.fleetRollouts.enabled }}
 {{- $server := deepCopy (default (dict) $cfg.server) }}
 {{- $_ := set $server "fleetRollouts" (dict "namespace" .Release.Namespace) }}
+{{- $_ := set $cfg "server" $server }}
+{{- end }}
+{{- if .Values.applicationResources.enabled }}
+{{- $server := deepCopy (default (dict) $cfg.server) }}
+{{- $_ := set $server "resources" (dict "namespaces" .Values.applicationResources.namespaces) }}
 {{- $_ := set $cfg "server" $server }}
 {{- end }}
 {{- if .Values.apiToken.enabled }}

@@ -1,0 +1,324 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cucumber/godog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/kube"
+	"github.com/flotilla-cd/flotilla/pkg/resources/v1alpha1"
+)
+
+// Applications as resources of the management cluster (#35 item 1): a
+// team applies, edits and deletes them with kubectl in its namespace of
+// the fleet's cluster that stands for the management cluster; the steps
+// read what follows from the clusters and from the resources' status.
+func (s *scenario) registerResourcesSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^flotilla watches the Application resources of a team's namespace in cluster "([^"]*)"$`, s.watchResources)
+	sc.Step("^`kubectl apply` of the Application \"([^\"]*)\" that tracks \"([^\"]*)\" in the team's namespace$", s.applyResource)
+	sc.Step("^`kubectl apply` of the Application \"([^\"]*)\" that tracks \"([^\"]*)\" whose clusterSelector matches no cluster$", s.applyResourceNoCluster)
+	sc.Step("^`kubectl apply` of the Application \"([^\"]*)\" on track \"([^\"]*)\" is refused, naming \"([^\"]*)\"$", s.applyResourceRefused)
+	sc.Step("^`kubectl delete` of the Application \"([^\"]*)\"$", s.deleteResource)
+	sc.Step(`^the Application "([^"]*)" is Ready$`, s.resourceReady)
+	sc.Step(`^the Application "([^"]*)" is not Ready, reason "([^"]*)", its message naming "([^"]*)"$`, s.resourceNotReady)
+	sc.Step(`^the status of the Application "([^"]*)" shows the rollout of "([^"]*)" "([^"]*)" and "([^"]*)" deployed$`, s.resourceShowsRollout)
+	sc.Step("^`kubectl get applications.flotilla.dev` lists \"([^\"]*)\" Ready with \"([^\"]*)\" deployed$", s.kubectlListsResource)
+	sc.Step(`^flotilla tracks no application "([^"]*)"$`, s.tracksNoApplication)
+	sc.Step(`^flotilla rejects the push of "([^"]*)" as not tracked by any application$`, s.pushNotTracked)
+}
+
+// resourcesWorld is where a scenario's Application resources live.
+type resourcesWorld struct {
+	cluster    string
+	kubeconfig string
+	namespace  string
+	client     dynamic.Interface
+}
+
+// resourceWorlds are each scenario's, by world.
+var resourceWorlds sync.Map // *world -> *resourcesWorld
+
+func (s *scenario) resourcesWorld() (*resourcesWorld, error) {
+	v, ok := resourceWorlds.Load(s.w)
+	if !ok {
+		return nil, errors.New("no step had flotilla watch Application resources")
+	}
+	return v.(*resourcesWorld), nil
+}
+
+// watchResources applies the chart's Application CRD to cluster (as
+// `helm install` does), makes a team's namespace there and has the
+// flotilla the scenario configures watch it (server.resources).
+func (s *scenario) watchResources(ctx context.Context, cluster string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	cl, _ := s.fleet().Cluster(cluster)
+	crds, err := kube.Decode(v1alpha1.CRD) // the chart's crds/applications.yaml (deploy/chart's test)
+	if err != nil {
+		return err
+	}
+	a, err := kube.NewApplier(c.Config, "flotilla-features")
+	if err != nil {
+		return err
+	}
+	if err := a.Apply(ctx, crds...); err != nil {
+		return fmt.Errorf("applying the Application CRD: %w", err)
+	}
+	if err := kube.WaitCRDsEstablished(ctx, c.Config, "applications.flotilla.dev"); err != nil {
+		return err
+	}
+	ns, err := c.CreateNamespace(ctx, "team")
+	if err != nil {
+		return err
+	}
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	rw := &resourcesWorld{cluster: cluster, kubeconfig: cl.Kubeconfig, namespace: ns, client: dyn}
+	resourceWorlds.Store(s.w, rw)
+	s.onCleanup(func() { resourceWorlds.Delete(s.w) })
+	s.w.configEdits = append(s.w.configEdits, func(cfg map[string]any) error {
+		cfg["server"].(map[string]any)["resources"] = map[string]any{"namespaces": []string{ns}, "kubeconfig": cl.Kubeconfig}
+		return nil
+	})
+	return nil
+}
+
+// kubectl runs kubectl on the resources' cluster.
+func (rw *resourcesWorld) kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, kubectl(), append([]string{"--kubeconfig", rw.kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = strings.NewReader(string(stdin))
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// resourceOf is the Application app as a team writes it: the scenario's
+// application config (a canary with the scenario's gate, reporting to
+// flotilla), its name the resource's, edit applied to the spec.
+func (s *scenario) resourceOf(rw *resourcesWorld, app, repo string, edit func(spec map[string]any)) ([]byte, error) {
+	spec := s.w.appConfig(app, repo, "MinorVersion", s.w.flotilla.listen)
+	delete(spec, "name")
+	if edit != nil {
+		edit(spec)
+	}
+	return yaml.Marshal(map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Application",
+		"metadata": map[string]any{"name": app, "namespace": rw.namespace},
+		"spec":     spec,
+	})
+}
+
+func (s *scenario) applyResourceWith(ctx context.Context, app, repo string, edit func(spec map[string]any)) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	doc, err := s.resourceOf(rw, app, repo, edit)
+	if err != nil {
+		return err
+	}
+	s.w.second = &secondApp{name: app, repo: repo} // its pushes and workload (steps_engine_test.go)
+	_, err = rw.kubectl(ctx, doc, "apply", "-f", "-")
+	return err
+}
+
+func (s *scenario) applyResource(ctx context.Context, app, repo string) error {
+	return s.applyResourceWith(ctx, app, repo, nil)
+}
+
+func (s *scenario) applyResourceNoCluster(ctx context.Context, app, repo string) error {
+	return s.applyResourceWith(ctx, app, repo, func(spec map[string]any) {
+		spec["clusterSelector"] = map[string]any{"matchLabels": map[string]any{"flotilla.dev/features": "nowhere"}}
+	})
+}
+
+// applyResourceRefused applies an Application the CRD's schema refuses:
+// kubectl fails, naming the field, and the resource does not exist.
+func (s *scenario) applyResourceRefused(ctx context.Context, app, track, names string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	doc, err := s.resourceOf(rw, app, "demo/"+app, func(spec map[string]any) { spec["track"] = track })
+	if err != nil {
+		return err
+	}
+	out, err := rw.kubectl(ctx, doc, "apply", "-f", "-")
+	if err == nil {
+		return fmt.Errorf("kubectl apply of an Application on track %s succeeded: %s", track, out)
+	}
+	if !strings.Contains(out, names) {
+		return fmt.Errorf("kubectl apply was refused without naming %q: %s", names, out)
+	}
+	_, err = rw.client.Resource(v1alpha1.Applications).Namespace(rw.namespace).Get(ctx, app, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("the refused Application %s exists (or cannot be read): %v", app, err)
+	}
+	return nil
+}
+
+func (s *scenario) deleteResource(ctx context.Context, app string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	_, err = rw.kubectl(ctx, nil, "delete", "-n", rw.namespace, "applications.flotilla.dev", app, "--wait=true")
+	return err
+}
+
+// resourceStatus waits until ok holds of the Application's status as the
+// management cluster's API server has it, for its current generation.
+func (s *scenario) resourceStatus(ctx context.Context, app, what string, ok func(v1alpha1.ApplicationStatus) bool) (v1alpha1.ApplicationStatus, error) {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return v1alpha1.ApplicationStatus{}, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	var last v1alpha1.ApplicationStatus
+	for {
+		u, err := rw.client.Resource(v1alpha1.Applications).Namespace(rw.namespace).Get(ctx, app, metav1.GetOptions{})
+		if err != nil {
+			return last, fmt.Errorf("reading the Application %s: %w", app, err)
+		}
+		last = statusOf(u)
+		if last.ObservedGeneration == u.GetGeneration() && ok(last) {
+			return last, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return last, fmt.Errorf("the Application %s's status never showed %s; it is %+v (generation %d)\n%s", app, what, last, u.GetGeneration(), s.w.flotilla.logs(20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func statusOf(u *unstructured.Unstructured) v1alpha1.ApplicationStatus {
+	var st v1alpha1.ApplicationStatus
+	if b, err := yaml.Marshal(u.Object["status"]); err == nil {
+		_ = yaml.Unmarshal(b, &st)
+	}
+	return st
+}
+
+func ready(st v1alpha1.ApplicationStatus) *metav1.Condition {
+	for i, c := range st.Conditions {
+		if c.Type == v1alpha1.ConditionReady {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (s *scenario) resourceReady(ctx context.Context, app string) error {
+	_, err := s.resourceStatus(ctx, app, "Ready=True", func(st v1alpha1.ApplicationStatus) bool {
+		c := ready(st)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonApplied
+	})
+	return err
+}
+
+func (s *scenario) resourceNotReady(ctx context.Context, app, reason, names string) error {
+	_, err := s.resourceStatus(ctx, app, "Ready=False "+reason+" naming "+names, func(st v1alpha1.ApplicationStatus) bool {
+		c := ready(st)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && strings.Contains(c.Message, names)
+	})
+	return err
+}
+
+// resourceShowsRollout waits for the status to show the rollout of
+// version (flotilla's id of it) in phase, and deployed the version.
+func (s *scenario) resourceShowsRollout(ctx context.Context, app, version, phase, deployed string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	_, err = s.resourceStatus(ctx, app, "the rollout "+id+" "+phase, func(st v1alpha1.ApplicationStatus) bool {
+		return st.Rollout != nil && st.Rollout.ID == id && st.Rollout.Tag == version && st.Rollout.Phase == phase &&
+			st.Deployed != nil && st.Deployed.Tag == deployed && st.Deployed.Digest == s.w.digests[deployed] &&
+			st.LastSeen != nil && st.LastSeen.Tag == version
+	})
+	return err
+}
+
+// kubectlListsResource reads the printer columns as a team sees them.
+func (s *scenario) kubectlListsResource(ctx context.Context, app, deployed string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	out, err := rw.kubectl(ctx, nil, "get", "applications.flotilla.dev", "-n", rw.namespace)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "READY") || !strings.Contains(lines[0], "DEPLOYED") {
+		return fmt.Errorf("kubectl get applications.flotilla.dev printed no table of Applications:\n%s", out)
+	}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == app && slices.Contains(f, "True") && slices.Contains(f, deployed) && slices.Contains(f, "Applied") {
+			return nil
+		}
+	}
+	return fmt.Errorf("kubectl get applications.flotilla.dev lists no %s Ready (Applied) with %s deployed:\n%s", app, deployed, out)
+}
+
+// tracksNoApplication waits until flotilla's API no longer lists app.
+func (s *scenario) tracksNoApplication(ctx context.Context, app string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var apps []struct{ Name string }
+		if err := s.getJSON(ctx, "/api/v1/applications", &apps); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(apps, func(a struct{ Name string }) bool { return a.Name == app }) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("flotilla still tracks the application %s:\n%s", app, s.w.flotilla.logs(20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// pushNotTracked waits for verify's verdict on the push of version: its
+// repository is tracked by no application (so no rollout may follow).
+func (s *scenario) pushNotTracked(ctx context.Context, version string) error {
+	_, err := s.w.sink.waitFor(ctx, "the push of "+version+" rejected", func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeImageRejected {
+			return false
+		}
+		p, err := events.Decode[events.ImageRejected](e)
+		return err == nil && p.Tag == version && strings.Contains(p.Reason, "not tracked by any application")
+	})
+	if err != nil {
+		return err
+	}
+	return s.noRollout(version)
+}

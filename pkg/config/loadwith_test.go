@@ -1,0 +1,96 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const resourcesDoc = `
+server: {resources: {namespaces: [team-a, team-a, "Team_B"]}}
+receivers:
+  - {name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+applications:
+  - {name: shop, image: registry.example.com/shop, workload: {name: shop}, service: {port: 80}}
+`
+
+// TestLoadWith: the applications given join the file's after its own,
+// defaulted and validated with them; a problem of one is at its index
+// after the file's; the applications given are not changed.
+func TestLoadWith(t *testing.T) {
+	t.Setenv("FLOTILLA_TEST_TOKEN", "token")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "c1.kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	path := writeFile(t, filepath.Join(dir, "config.yaml"), `
+server: {resources: {}}
+receivers:
+  - {name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+applications:
+  - {name: shop, image: registry.example.com/shop, workload: {name: shop}, service: {port: 80}}
+`)
+	web := Application{Name: "web", Image: "registry.example.com/web", Workload: Workload{Name: "web"}, Service: Service{Port: 8080}}
+	given := []Application{web}
+	c, fileApps, err := LoadWith(path, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileApps != 1 || len(c.Applications) != 2 || c.Applications[1].Name != "web" {
+		t.Fatalf("fileApps %d, applications %+v", fileApps, c.Applications)
+	}
+	if got := c.Applications[1]; got.Track != TrackMinorVersion || got.Namespace != "default" || got.Workload.Kind != KindDeployment {
+		t.Errorf("web not defaulted: track %q, namespace %q, kind %q", got.Track, got.Namespace, got.Workload.Kind)
+	}
+	if diff := cmp.Diff([]Application{web}, given); diff != "" {
+		t.Errorf("the applications given changed (-before +after):\n%s", diff)
+	}
+
+	bad := web
+	bad.Name, bad.Semver = "api", "not a constraint"
+	_, fileApps, err = LoadWith(path, []Application{web, bad})
+	verr := (*ValidationError)(nil)
+	if !errors.As(err, &verr) || fileApps != 1 {
+		t.Fatalf("LoadWith = %v (fileApps %d), want a ValidationError", err, fileApps)
+	}
+	if len(verr.Problems) != 1 || verr.Problems[0].Path != "applications[2].semver" {
+		t.Errorf("problems %v, want one at applications[2].semver", verr.Problems)
+	}
+}
+
+// TestResources: server.resources' namespaces are DNS labels, each once;
+// with it the file may have no application.
+func TestResources(t *testing.T) {
+	t.Setenv("FLOTILLA_TEST_TOKEN", "token")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "c1.kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	_, err := Parse([]byte(resourcesDoc), dir)
+	verr := (*ValidationError)(nil)
+	if !errors.As(err, &verr) {
+		t.Fatalf("Parse = %v, want a ValidationError", err)
+	}
+	var paths []string
+	for _, p := range verr.Problems {
+		paths = append(paths, p.Path)
+	}
+	if diff := cmp.Diff([]string{"server.resources.namespaces[1]", "server.resources.namespaces[2]"}, paths); diff != "" {
+		t.Errorf("problems (-want +got):\n%s\n%v", diff, verr)
+	}
+	none := `
+server: {resources: {namespaces: [team-a]}}
+receivers:
+  - {name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+`
+	if _, err := Parse([]byte(none), dir); err != nil {
+		t.Errorf("no application with server.resources: %v", err)
+	}
+}
