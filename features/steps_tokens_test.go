@@ -25,6 +25,8 @@ func (s *scenario) registerTokenSteps(sc *godog.ScenarioContext) {
 	sc.Step("^it printed the secret of \"([^\"]*)\" once, and `flotilla token list` lists \"([^\"]*)\" as \"([^\"]*)\" created by \"([^\"]*)\" expiring in (\\d+) days, without its secret$", s.tokenListed)
 	sc.Step(`^on every replica the token "([^"]*)" reads the rollouts and is named "([^"]*)" by whoami$`, s.tokenReads)
 	sc.Step(`^on every replica the token "([^"]*)" stopping the fleet is refused with 403 "([^"]*)"$`, s.tokenStopRefused)
+	sc.Step(`^on every replica the token "([^"]*)" quarantining a version of "([^"]*)" is refused with 403 "([^"]*)"$`, s.tokenQuarantineRefused)
+	sc.Step(`^on every replica the token "([^"]*)" overriding the freeze window of the rollout of "([^"]*)" is refused with 403 "([^"]*)"$`, s.tokenOverrideRefused)
 	sc.Step("^the admin runs `flotilla token create (\\S+) --project (\\S+) --role (\\S+) --automation`$", s.tokenCreateAutomation)
 	sc.Step("^the admin runs `flotilla token revoke (\\S+)`$", s.tokenRevoke)
 	sc.Step(`^on every replica the token "([^"]*)" is refused with 401 "([^"]*)" within 1 second$`, s.tokenRefused)
@@ -205,10 +207,30 @@ func (s *scenario) tokenReads(ctx context.Context, name, whoami string) error {
 }
 
 func (s *scenario) tokenStopRefused(ctx context.Context, name, msg string) error {
+	return s.tokenControlRefused(ctx, name, "/api/v1/fleet/stop", msg)
+}
+
+// tokenQuarantineRefused asks every replica to quarantine a version of app
+// with the token: each must refuse it, naming the permission.
+func (s *scenario) tokenQuarantineRefused(ctx context.Context, name, app, msg string) error {
+	return s.tokenControlRefused(ctx, name, "/api/v1/applications/"+app+"/quarantine", msg)
+}
+
+// tokenOverrideRefused asks every replica to override the freeze window of
+// the rollout of version with the token: each must refuse it.
+func (s *scenario) tokenOverrideRefused(ctx context.Context, name, version, msg string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	return s.tokenControlRefused(ctx, name, "/api/v1/rollouts/"+id+"/override", msg)
+}
+
+func (s *scenario) tokenControlRefused(ctx context.Context, name, path, msg string) error {
 	for _, base := range s.replicaURLs() {
-		status, body, err := s.bearer(ctx, "POST", base+"/api/v1/fleet/stop", name)
+		status, body, err := s.bearer(ctx, "POST", base+path, name)
 		if err != nil || status != 403 || !strings.Contains(body, msg) {
-			return fmt.Errorf("POST %s/api/v1/fleet/stop with %s: %d %s %v, want 403 %q", base, name, status, body, err, msg)
+			return fmt.Errorf("POST %s%s with %s: %d %s %v, want 403 %q", base, path, name, status, body, err, msg)
 		}
 	}
 	return nil

@@ -28,6 +28,22 @@ Feature: Tokens: the admin creates API tokens that grant a role, and revokes the
     When the admin runs `flotilla token revoke ci-viewer`
     Then on every replica the token "ci-viewer" is refused with 401 "API token ci-viewer is revoked" within 1 second
 
+  # Catches: an operator's token allowed to quarantine a version (the
+  # built-in operator role lacks quarantine: the quarantine would have
+  # made flotilla skip 1.1.0, and the clusters would never run it) or to
+  # override a freeze window (it lacks override: each is a permission of
+  # its own, #31 item 4), and a refusal that does not name the token and
+  # the permission.
+  Scenario: An operator's token may neither quarantine a version nor override a freeze window
+    Given flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When the admin runs `flotilla token create ci-operator --project default --role operator --expires 1d`
+    Then on every replica the token "ci-operator" quarantining a version of "podinfo" is refused with 403 "ci-operator may not quarantine"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And on every replica the token "ci-operator" overriding the freeze window of the rollout of "1.1.0" is refused with 403 "ci-operator may not override"
+
   # Catches: a token created with --automation whose principal is not
   # automation (its approval would count: c2 would change within the
   # hold), a flag the CLI accepts and does not send, and a refusal that
