@@ -3,11 +3,9 @@ package fleetrollout
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -146,10 +144,10 @@ func Object(ro rollout.Rollout) (obj, status *unstructured.Unstructured) {
 	obj.Object["spec"] = spec
 	status = head()
 	st := map[string]any{
-		"phase": string(ro.Phase), "clusters": clusters(ro), "observedVersion": ro.Version,
+		"phase": string(ro.Phase), "clusters": ro.ClustersSummary(), "observedVersion": ro.Version,
 		"updated": ro.Updated.UTC().Format(time.RFC3339),
 	}
-	if w := wave(ro); w != "" {
+	if w := ro.WaveSummary(); w != "" {
 		st["wave"] = w
 	}
 	if ro.Waiting != "" {
@@ -160,33 +158,6 @@ func Object(ro rollout.Rollout) (obj, status *unstructured.Unstructured) {
 	}
 	status.Object["status"] = st
 	return obj, status
-}
-
-// wave is "2/3 prod-eu": the current wave's number, the count, its name.
-func wave(ro rollout.Rollout) string {
-	if len(ro.Waves) == 0 {
-		return ""
-	}
-	i := min(max(ro.Wave, 0), len(ro.Waves)-1)
-	s := strconv.Itoa(i+1) + "/" + strconv.Itoa(len(ro.Waves))
-	if n := ro.Waves[i].Name; n != "" {
-		s += " " + n
-	}
-	return s
-}
-
-// clusters is "5/8": the clusters that succeeded of all the rollout's.
-func clusters(ro rollout.Rollout) string {
-	done, all := 0, 0
-	for _, w := range ro.Waves {
-		for _, c := range w.Clusters {
-			all++
-			if c.Phase == rollout.ClusterSucceeded {
-				done++
-			}
-		}
-	}
-	return fmt.Sprintf("%d/%d", done, all)
 }
 
 var notName = regexp.MustCompile(`[^a-z0-9.-]+`)

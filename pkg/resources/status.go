@@ -161,7 +161,7 @@ func desired(ctx context.Context, o StatusOptions, had v1alpha1.ApplicationStatu
 		ro, err := o.Rollouts.Get(ctx, id)
 		switch {
 		case err == nil:
-			want.Rollout.Phase, want.Rollout.Wave, want.Rollout.Clusters = string(ro.Phase), wave(ro), clusters(ro)
+			want.Rollout.Phase, want.Rollout.Wave, want.Rollout.Clusters = string(ro.Phase), ro.WaveSummary(), ro.ClustersSummary()
 			want.Rollout.Waiting, want.Rollout.Reason = ro.Waiting, ro.Reason
 		case !errors.Is(err, rollout.ErrNotFound):
 			return want, fmt.Errorf("reading rollout %s: %w", id, err)
@@ -187,33 +187,6 @@ func at(t time.Time) *metav1.Time {
 	}
 	m := metav1.NewTime(t)
 	return &m
-}
-
-// wave is "2/3 prod-eu": the current wave's number, the count, its name.
-func wave(ro rollout.Rollout) string {
-	if len(ro.Waves) == 0 {
-		return ""
-	}
-	i := min(max(ro.Wave, 0), len(ro.Waves)-1)
-	s := strconv.Itoa(i+1) + "/" + strconv.Itoa(len(ro.Waves))
-	if n := ro.Waves[i].Name; n != "" {
-		s += " " + n
-	}
-	return s
-}
-
-// clusters is "5/8": the clusters that succeeded of all the rollout's.
-func clusters(ro rollout.Rollout) string {
-	done, all := 0, 0
-	for _, w := range ro.Waves {
-		for _, c := range w.Clusters {
-			all++
-			if c.Phase == rollout.ClusterSucceeded {
-				done++
-			}
-		}
-	}
-	return fmt.Sprintf("%d/%d", done, all)
 }
 
 // apply writes the resource's status (server-side apply of the status

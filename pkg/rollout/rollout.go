@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -512,4 +513,34 @@ type Page struct {
 	Rollouts []Rollout
 	// Next continues the list (pass it as before), "" at its end.
 	Next string
+}
+
+// WaveSummary is "2/3 prod-eu": the current wave's number, the count and
+// its name ("" without waves), as the fleet's FleetRollout and an
+// Application resource's status show it.
+func (ro Rollout) WaveSummary() string {
+	if len(ro.Waves) == 0 {
+		return ""
+	}
+	i := min(max(ro.Wave, 0), len(ro.Waves)-1)
+	s := strconv.Itoa(i+1) + "/" + strconv.Itoa(len(ro.Waves))
+	if n := ro.Waves[i].Name; n != "" {
+		s += " " + n
+	}
+	return s
+}
+
+// ClustersSummary is "5/8": the clusters that succeeded of all the
+// rollout's.
+func (ro Rollout) ClustersSummary() string {
+	done, all := 0, 0
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			all++
+			if c.Phase == ClusterSucceeded {
+				done++
+			}
+		}
+	}
+	return strconv.Itoa(done) + "/" + strconv.Itoa(all)
 }
