@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
-	"github.com/flotilla-cd/flotilla/pkg/kube"
 	"github.com/flotilla-cd/flotilla/pkg/resources/v1alpha1"
 )
 
@@ -69,18 +68,8 @@ func (s *scenario) watchResources(ctx context.Context, cluster string) error {
 		return err
 	}
 	cl, _ := s.fleet().Cluster(cluster)
-	crds, err := kube.Decode(v1alpha1.CRD) // the chart's crds/applications.yaml (deploy/chart's test)
-	if err != nil {
-		return err
-	}
-	a, err := kube.NewApplier(c.Config, "flotilla-features")
-	if err != nil {
-		return err
-	}
-	if err := a.Apply(ctx, crds...); err != nil {
-		return fmt.Errorf("applying the Application CRD: %w", err)
-	}
-	if err := kube.WaitCRDsEstablished(ctx, c.Config, "applications.flotilla.dev"); err != nil {
+	// the chart's crds/applications.yaml (deploy/chart's test)
+	if err := installCRD(ctx, c.Config, v1alpha1.CRD, "applications.flotilla.dev"); err != nil {
 		return err
 	}
 	ns, err := c.CreateNamespace(ctx, "team")

@@ -19,6 +19,7 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/bus/natsjs"
@@ -270,18 +271,7 @@ func (s *scenario) keepFleetRollouts(ctx context.Context, cluster string) error 
 		return err
 	}
 	cl, _ := s.fleet().Cluster(cluster)
-	crds, err := kube.Decode(fleetrollout.CRD)
-	if err != nil {
-		return err
-	}
-	a, err := kube.NewApplier(c.Config, "flotilla-features")
-	if err != nil {
-		return err
-	}
-	if err := a.Apply(ctx, crds...); err != nil {
-		return fmt.Errorf("applying the FleetRollout CRD: %w", err)
-	}
-	if err := kube.WaitCRDsEstablished(ctx, c.Config, "fleetrollouts.flotilla.dev"); err != nil {
+	if err := installCRD(ctx, c.Config, fleetrollout.CRD, "fleetrollouts.flotilla.dev"); err != nil {
 		return err
 	}
 	ns, err := c.CreateNamespace(ctx, "fro")
@@ -373,4 +363,21 @@ func (s *scenario) kubectlLists(ctx context.Context, version, phase, clusters st
 		}
 	}
 	return fmt.Errorf("kubectl get fleetrollouts lists no %s %s %s with clusters %s:\n%s", s.w.app, version, phase, clusters, out)
+}
+
+// installCRD applies one of flotilla's CRDs (its YAML) to a cluster of the
+// fleet and waits until name is established.
+func installCRD(ctx context.Context, cfg *rest.Config, yaml []byte, name string) error {
+	crds, err := kube.Decode(yaml)
+	if err != nil {
+		return err
+	}
+	a, err := kube.NewApplier(cfg, "flotilla-features")
+	if err != nil {
+		return err
+	}
+	if err := a.Apply(ctx, crds...); err != nil {
+		return fmt.Errorf("applying the CRD %s: %w", name, err)
+	}
+	return kube.WaitCRDsEstablished(ctx, cfg, name)
 }
