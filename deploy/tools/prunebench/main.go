@@ -62,6 +62,7 @@ type options struct {
 	update     string
 	keepDir    bool
 	kubectlLog string
+	timeout    time.Duration
 }
 
 func main() {
@@ -69,10 +70,15 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the three steps for each tool (each in fresh namespaces); the medians are reported")
 	flag.StringVar(&o.update, "update", "", "replace this section of the markdown file (BENCHMARKS.md) with the results; empty: print them")
 	flag.BoolVar(&o.keepDir, "keep", false, "keep the fleet's and the repository's directory")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.StringVar(&o.kubectlLog, "kubectl-log", "", "write each kubectl run's -v=6 log into this directory")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Every step (the cluster's start, each apply, each kubectl run) ends
+	// with the run's deadline: a round takes about 3 minutes here.
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	if err := run(ctx, o); err != nil {
 		slog.Error("prunebench", "err", err)
 		os.Exit(1)
