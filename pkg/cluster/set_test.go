@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -121,12 +122,19 @@ func TestCanaryStatusWorkloadKinds(t *testing.T) {
 	t.Run("the cache follows the cluster", func(t *testing.T) {
 		w := config.Workload{Kind: config.KindDeployment, Name: "web", Container: "app"}
 		waitCached(ctx, t, set, c.Name, ns, w)
-		d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		// The fleet's controllers write the deployment too (its status,
+		// Flagger's annotations): a conflict is retried on a fresh read, as
+		// it failed once in CI.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.Template.Spec.Containers[1].Image = "web:3"
+			_, err = cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		d.Spec.Template.Spec.Containers[1].Image = "web:3"
-		if _, err := cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for {
