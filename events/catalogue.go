@@ -529,6 +529,7 @@ var payloadTypes = map[string]func() any{
 	TypeRolloutRollbackRequested:   func() any { return new(Control) },
 	TypeFleetStopRequested:         func() any { return new(Control) },
 	TypeFleetStartRequested:        func() any { return new(Control) },
+	TypeClustersRemoved:            func() any { return new(ClustersRemoved) },
 	TypeWaveApprovalRequested:      func() any { return new(WaveApproval) },
 	TypePullRequestRequested:       func() any { return new(PullRequestRequested) },
 	TypePullRequestStatus:          func() any { return new(PullRequestStatus) },

@@ -47,6 +47,10 @@ const (
 	TypeRolloutRollbackRequested = "dev.flotilla.rollout.rollback.requested.v1"
 	TypeFleetStopRequested       = "dev.flotilla.fleet.stop.requested.v1"
 	TypeFleetStartRequested      = "dev.flotilla.fleet.start.requested.v1"
+	// TypeClustersRemoved: clusters left the fleet's configuration (a
+	// reload, a discovery source; payload ClustersRemoved): the rollouts
+	// in flight go on without them.
+	TypeClustersRemoved = "dev.flotilla.fleet.clusters.removed.v1"
 	// TypeVersionQuarantineRequested: a user marks a version bad (payload
 	// QuarantineRequested).
 	TypeVersionQuarantineRequested = "dev.flotilla.version.quarantine.requested.v1"
@@ -181,6 +185,15 @@ type Control struct {
 	RolloutID string `json:"rolloutId,omitempty"`
 	User      string `json:"user"`
 	Reason    string `json:"reason,omitempty"`
+}
+
+// ClustersRemoved names the clusters a new configuration no longer has,
+// and what removed them.
+type ClustersRemoved struct {
+	Clusters []string `json:"clusters"`
+	// Source is what swapped the configuration in (the file's change,
+	// SIGHUP, a discovery source).
+	Source string `json:"source,omitempty"`
 }
 
 // Purposes of a pipeline run.

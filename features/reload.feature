@@ -66,3 +66,24 @@ Feature: The config file reloads live
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And the canary in cluster "c3" began its analysis only after those in clusters "c1,c2" succeeded
+
+  # Catches the clusters' clients made once at start-up: c4, added to the
+  # file while flotilla runs, would be refused as needing a restart, or be
+  # in the wave without a client (its run fails, the rollout with it), or
+  # be left out of the wave its label selects (its primary stays on 1.0.0).
+  Scenario: A cluster added to the file config while flotilla runs is in its wave's next rollout
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When an edit of the config file adds cluster "c4" labelled "tier=prod"
+    And the edited config file is saved
+    Then flotilla applies the edited config
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in cluster "c4" runs version "1.1.0" by digest
+    And the primary in every cluster runs version "1.1.0" by digest

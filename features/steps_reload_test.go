@@ -24,6 +24,7 @@ func (s *scenario) registerReloadSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^an edit of the config file makes wave (\d+) bake for (\d+) seconds$`, s.editWaveBake)
 	sc.Step(`^an edit of the config file labels cluster "([^"]*)" "([^"]*)"$`, s.editClusterLabel)
 	sc.Step(`^an edit of the config file puts "([^"]*)" on track "([^"]*)"$`, s.editTrack)
+	sc.Step(`^an edit of the config file adds cluster "([^"]*)" labelled "([^"]*)"$`, s.editAddCluster)
 	sc.Step(`^the edited config file is saved$`, s.saveConfigEdits)
 	sc.Step(`^flotilla applies the edited config$`, s.editApplied)
 	sc.Step(`^flotilla refuses the edited config as "(invalid|restart_needed)", an error in its log naming "([^"]*)"$`, s.editRefused)
@@ -117,6 +118,34 @@ func (s *scenario) editClusterLabel(name, label string) error {
 			}
 		}
 		return fmt.Errorf("the config file has no cluster %q", name)
+	})
+	return nil
+}
+
+// editAddCluster adds a cluster of the local fleet to the file's
+// fleet.clusters with labels (the waves' selectors take it); the
+// scenario's last wave has it from then on (its Then steps read it).
+func (s *scenario) editAddCluster(name, list string) error {
+	cl, ok := s.fleet().Cluster(name)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", name)
+	}
+	labels, err := parseLabels(list)
+	if err != nil {
+		return err
+	}
+	c, err := s.clientsFor(name)
+	if err != nil {
+		return err
+	}
+	w := s.w
+	w.clusters = append(w.clusters, c)
+	w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], name)
+	s.addEdit(func(doc map[string]any) error {
+		fleet, _ := doc["fleet"].(map[string]any)
+		clusters, _ := fleet["clusters"].([]any)
+		fleet["clusters"] = append(clusters, map[string]any{"name": name, "kubeconfig": cl.Kubeconfig, "labels": labels})
+		return nil
 	})
 	return nil
 }

@@ -42,7 +42,7 @@ func (*Function) Consumes() []string {
 	return []string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
 		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
 		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested,
-		events.TypeRolloutOverrideRequested}
+		events.TypeRolloutOverrideRequested, events.TypeClustersRemoved}
 }
 
 // Handle records one cluster result, or the end of a wave's bake, and
@@ -58,6 +58,8 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		return f.fleet(ctx, e)
 	case events.TypeWaveApprovalRequested:
 		return f.approve(ctx, e)
+	case events.TypeClustersRemoved:
+		return f.removed(ctx, e)
 	}
 	res, err := events.Decode[events.ClusterResult](e)
 	if err != nil {
@@ -225,4 +227,57 @@ func (f *Function) deployed(ctx context.Context, ro rollout.Rollout) error {
 		})
 	}
 	return nil
+}
+
+// removed takes clusters that left the fleet out of every rollout in
+// flight that has not finished with them (Rollout.RemoveClusters): their
+// waves go on with the clusters that remain.
+func (f *Function) removed(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
+	c, err := events.Decode[events.ClustersRemoved](e)
+	if err != nil {
+		return nil, err
+	}
+	fleet, err := f.repo.Fleet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ros, err := f.repo.ListInFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msg := "removed from the fleet's configuration"
+	if c.Source != "" {
+		msg += " (" + c.Source + ")"
+	}
+	msg += " at " + e.Time().UTC().Format(time.RFC3339) + ": its wave goes on with the clusters that remain"
+	var out []cloudevents.Event
+	for _, ro := range ros {
+		if !holdsAny(ro, c.Clusters) {
+			continue
+		}
+		cause := e.Clone()
+		cause.SetExtension(events.ExtRolloutID, ro.ID)
+		next, evs, err := f.repo.UpdateEmit(ctx, ro.ID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+			_, evs, err := r.RemoveClusters(cause, c.Clusters, msg, rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now()))
+			return evs, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := f.deployed(ctx, next); err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	return out, nil
+}
+
+// holdsAny tells whether ro has one of the clusters named.
+func holdsAny(ro rollout.Rollout, names []string) bool {
+	for _, n := range names {
+		if _, _, err := ro.Cluster(n); err == nil {
+			return true
+		}
+	}
+	return false
 }

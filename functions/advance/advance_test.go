@@ -371,7 +371,7 @@ func TestAdvanceContract(t *testing.T) {
 	if diff := cmp.Diff([]string{events.TypeClusterSucceeded, events.TypeClusterFailed, events.TypeWaveBaked,
 		events.TypeRolloutPauseRequested, events.TypeRolloutResumeRequested, events.TypeRolloutAbortRequested,
 		events.TypeFleetStopRequested, events.TypeFleetStartRequested, events.TypeWaveApprovalRequested,
-		events.TypeRolloutOverrideRequested}, fn.Consumes()); diff != "" {
+		events.TypeRolloutOverrideRequested, events.TypeClustersRemoved}, fn.Consumes()); diff != "" {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }
@@ -550,6 +550,49 @@ func TestAdvanceFleetStopStart(t *testing.T) {
 	}
 	if st, _ := repo.Fleet(ctx); st.Stopped {
 		t.Errorf("fleet after start: %+v", st)
+	}
+}
+
+// A cluster removed from the fleet leaves the rollouts in flight that have
+// not finished with it, saying so: the wave it held back succeeds with
+// the clusters that remain, and the rollout ends; the application's
+// deployed version is the rollout's. A rollout without it is untouched.
+func TestAdvanceClustersRemoved(t *testing.T) {
+	ctx := t.Context()
+	repo := functiontest.NewRepo(t)
+	newRollout(t, repo, state{Phase: rollout.Progressing, Wave: 1, Clusters: map[string]rollout.ClusterPhase{
+		"c1": rollout.ClusterSucceeded, "c2": rollout.ClusterSucceeded, "c3": rollout.ClusterProgressing}})
+	other := rollout.Rollout{ID: "cart-1", Application: "cart", Phase: rollout.Progressing,
+		Waves: []rollout.Wave{{Name: "all", Clusters: []rollout.Cluster{{Name: "c4", Phase: rollout.ClusterProgressing}}}}}
+	if _, err := repo.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	e, err := events.New("gone-1", "/flotilla/reload", events.TypeClustersRemoved, events.ClustersRemoved{Clusters: []string{"c3", "c9"}, Source: "file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := advance.New(&config.Config{}, repo, nil).Handle(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{events.TypeWaveSucceeded, events.TypeRolloutSucceeded}, types(evs)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	for _, ev := range evs {
+		if id, _ := ev.Extensions()[events.ExtRolloutID].(string); id != rolloutID {
+			t.Errorf("%s is of rollout %q, want %s", ev.Type(), id, rolloutID)
+		}
+	}
+	ro, _ := repo.Get(ctx, rolloutID)
+	c3, _, _ := ro.Cluster("c3")
+	if ro.Phase != rollout.Succeeded || c3.Phase != rollout.ClusterRemoved || !strings.Contains(c3.Message, "removed from the fleet's configuration (file)") {
+		t.Errorf("rollout %s, c3 %s %q; want succeeded, c3 removed and saying so", ro.Phase, c3.Phase, c3.Message)
+	}
+	if app, _ := repo.App(ctx, "shop"); app.DeployedDigest != "sha256:new" {
+		t.Errorf("shop deployed %q, want the rollout's digest", app.DeployedDigest)
+	}
+	if ro, _ := repo.Get(ctx, "cart-1"); ro.Version != 1 || ro.Waves[0].Clusters[0].Phase != rollout.ClusterProgressing {
+		t.Errorf("cart-1 changed: version %d, c4 %s", ro.Version, ro.Waves[0].Clusters[0].Phase)
 	}
 }
 

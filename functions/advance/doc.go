@@ -4,14 +4,16 @@
 // budget fails the rollout at once. Starting the next wave starts what of it
 // may start (Rollout.Start) in the same transaction. It also takes the
 // controls: pause, resume, abort, freeze window overrides, approvals, and
-// the fleet's stop and start.
+// the fleet's stop and start, and takes clusters removed from the fleet
+// out of the rollouts in flight (their waves go on with those that remain).
 //
 // Consumes: dev.flotilla.cluster.succeeded.v1, dev.flotilla.cluster.failed.v1,
 //
 //	dev.flotilla.wave.baked.v1, dev.flotilla.rollout.pause.requested.v1,
 //	dev.flotilla.rollout.resume.requested.v1, dev.flotilla.rollout.abort.requested.v1,
 //	dev.flotilla.fleet.stop.requested.v1, dev.flotilla.fleet.start.requested.v1,
-//	dev.flotilla.wave.approval.requested.v1, dev.flotilla.rollout.override.requested.v1
+//	dev.flotilla.wave.approval.requested.v1, dev.flotilla.rollout.override.requested.v1,
+//	dev.flotilla.fleet.clusters.removed.v1
 //
 // Emits:    dev.flotilla.wave.succeeded.v1, dev.flotilla.wave.started.v1,
 //

@@ -17,16 +17,22 @@ import (
 // images and signed applications, the gates' validation policies, the
 // embedded executor's git credentials, resync, the poll, which starts and
 // stops its loops on the swap, and the reconcile); the API's lists of
-// applications and clusters follow here. What build made once from the
-// start-up config (listener, store or bus, intake, tokens, authorization,
-// registries, executor, cluster clients, signature policies) is what
-// config.RestartFields refuses to change live.
+// applications and clusters and the clusters' clients follow here
+// (clusters.go). What build made once from the start-up config (listener,
+// store or bus, intake, tokens, authorization, registries, executor,
+// signature policies) is what config.RestartFields refuses to change live.
 func (s *Server) newReloader(o Options) (*reload.Reloader, error) {
 	ro := reload.Options{Logger: o.Logger, Metrics: o.Registerer, Now: o.Clock.Now,
-		Follow: func(next *config.Config) {
+		Follow: func(ctx context.Context, next *config.Config) {
+			s.followClusters(ctx, next)
 			s.api.SetCatalogue(applicationInfos(next), clusterInfos(next.Fleet))
 		},
-		Guard: s.removable,
+		Guard: func(ctx context.Context, old, next *config.Config) error {
+			if err := s.removable(ctx, old, next); err != nil {
+				return err
+			}
+			return clustersLoad(next)
+		},
 	}
 	if s.resources != nil { // the file's reloads keep the resources' applications
 		ro.Load = s.resources.Build

@@ -53,6 +53,9 @@ func (s *Set) namespaceCache(clusterName, namespace string) (*nsCache, error) {
 	if s.closed {
 		return nil, fmt.Errorf("cluster set closed")
 	}
+	if s.clients[clusterName] != c {
+		return nil, fmt.Errorf("cluster %s was removed or changed meanwhile", clusterName)
+	}
 	k := nsKey{clusterName, namespace}
 	if nc, ok := s.caches[k]; ok {
 		return nc, nil

@@ -2,7 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,11 +26,14 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
-// Set holds a client configuration per cluster of the fleet.
+// Set holds a client configuration per cluster of the fleet. Update
+// changes its clusters live: a cluster added gets its client (its watch
+// caches start on its first read), a removed one's clients, watch caches
+// and health go, a changed one's (another kubeconfig, context, server or
+// credentials) are made anew.
 type Set struct {
-	cfgs map[string]*rest.Config
-
 	mu      sync.Mutex
+	cfgs    map[string]*rest.Config
 	clients map[string]*clients
 	caches  map[nsKey]*nsCache      // see cache.go
 	health  map[string]*healthEntry // see health.go
@@ -42,22 +49,121 @@ type clients struct {
 
 // NewSet loads the kubeconfig of every cluster.
 func NewSet(clusters []config.Cluster) (*Set, error) {
-	s := &Set{cfgs: map[string]*rest.Config{}, clients: map[string]*clients{}}
+	cfgs, err := LoadConfigs(clusters)
+	if err != nil {
+		return nil, err
+	}
+	return &Set{cfgs: cfgs, clients: map[string]*clients{}}, nil
+}
+
+// LoadConfigs loads the client configuration of every cluster from its
+// kubeconfig (and context): what NewSet and Update take, and what a new
+// configuration is checked with before it is swapped in.
+func LoadConfigs(clusters []config.Cluster) (map[string]*rest.Config, error) {
+	cfgs := make(map[string]*rest.Config, len(clusters))
+	var errs []error
 	for _, c := range clusters {
 		cfg, err := kube.RESTConfig(c.Kubeconfig, c.Context)
 		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+			errs = append(errs, fmt.Errorf("fleet.clusters[%s]: %w", c.Name, err))
+			continue
 		}
-		s.cfgs[c.Name] = cfg
+		cfgs[c.Name] = cfg
 	}
-	return s, nil
+	if err := errors.Join(errs...); err != nil {
+		return nil, fault.Permanent(err)
+	}
+	return cfgs, nil
+}
+
+// Changes are the clusters an Update added, removed and changed (sorted).
+type Changes struct {
+	Added, Removed, Changed []string
+}
+
+// Empty tells whether the Update changed nothing.
+func (c Changes) Empty() bool { return len(c.Added)+len(c.Removed)+len(c.Changed) == 0 }
+
+// Update makes the Set's clusters those of clusters: their kubeconfigs
+// are loaded first (LoadConfigs), and when one fails nothing changes. A
+// removed or changed cluster's clients, watch caches (stopped) and
+// health go; its next read makes them anew from the new configuration.
+func (s *Set) Update(clusters []config.Cluster) (Changes, error) {
+	next, err := LoadConfigs(clusters)
+	if err != nil {
+		return Changes{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ch Changes
+	for name, cfg := range next {
+		old, ok := s.cfgs[name]
+		switch {
+		case !ok:
+			ch.Added = append(ch.Added, name)
+		case !SameServer(old, cfg):
+			ch.Changed = append(ch.Changed, name)
+			s.forget(name)
+		default:
+			continue
+		}
+		s.cfgs[name] = cfg
+	}
+	for name := range s.cfgs {
+		if _, ok := next[name]; !ok {
+			ch.Removed = append(ch.Removed, name)
+			s.forget(name)
+			delete(s.cfgs, name)
+		}
+	}
+	slices.Sort(ch.Added)
+	slices.Sort(ch.Removed)
+	slices.Sort(ch.Changed)
+	return ch, nil
+}
+
+// forget drops what the Set made for a cluster: its clients, its watch
+// caches (stopped) and its health. Called with s.mu held.
+func (s *Set) forget(name string) {
+	delete(s.clients, name)
+	delete(s.health, name)
+	for k, c := range s.caches {
+		if k.cluster == name {
+			close(c.stop)
+			delete(s.caches, k)
+		}
+	}
+}
+
+// SameServer tells whether two client configurations reach the same API
+// server as the same user: a kubeconfig rewritten with a rotated token or
+// another server is a change, one read again unchanged is not.
+func SameServer(a, b *rest.Config) bool {
+	return a.Host == b.Host && a.APIPath == b.APIPath && a.Username == b.Username && a.Password == b.Password &&
+		a.BearerToken == b.BearerToken && a.BearerTokenFile == b.BearerTokenFile &&
+		reflect.DeepEqual(a.TLSClientConfig, b.TLSClientConfig) && reflect.DeepEqual(a.Impersonate, b.Impersonate) &&
+		reflect.DeepEqual(a.ExecProvider, b.ExecProvider) && reflect.DeepEqual(a.AuthProvider, b.AuthProvider)
+}
+
+// Names are the Set's clusters, sorted.
+func (s *Set) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.cfgs))
 }
 
 // Config returns the client configuration of a cluster.
 func (s *Set) Config(name string) (*rest.Config, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.config(name)
+}
+
+// config is Config with s.mu held.
+func (s *Set) config(name string) (*rest.Config, error) {
 	cfg, ok := s.cfgs[name]
 	if !ok {
-		return nil, fault.Permanent(fmt.Errorf("unknown cluster %q", name))
+		return nil, fault.Permanent(fmt.Errorf("unknown cluster %q (not in the fleet's configuration)", name))
 	}
 	return cfg, nil
 }
@@ -68,7 +174,7 @@ func (s *Set) clientsFor(name string) (*clients, error) {
 	if c, ok := s.clients[name]; ok {
 		return c, nil
 	}
-	cfg, err := s.Config(name)
+	cfg, err := s.config(name)
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,13 @@ import (
 // flotilla cannot take live: what it built once at start-up from them (its
 // listener, store or bus, the intake's receivers, the API's tokens and
 // single sign-on, the authorization policy, the registries' credentials,
-// the executor, the clusters' clients, the signature policies) would keep
-// the old values. Sorted; empty when next may be swapped in whole.
+// the executor, the signature policies) would keep the old values. Sorted;
+// empty when next may be swapped in whole.
 //
 // Everything else changes live: applications added, changed and removed
-// (their signature policies aside), the clusters' labels, the waves and
+// (their signature policies aside), the clusters (added, removed, another
+// kubeconfig or context; under the Tekton executor a changed one's
+// kubeconfig aside) and their labels, the waves and
 // their policy, freeze windows, approvals, the poll and the reconcile's
 // interval (not turned on or off).
 func RestartFields(old, next *Config) []string {
@@ -42,12 +44,17 @@ func RestartFields(old, next *Config) []string {
 	if (old.ReconcileInterval() > 0) != (next.ReconcileInterval() > 0) {
 		out = append(out, "fleet.reconcile.interval (turned on or off)")
 	}
-	// A cluster's client is made from its kubeconfig at start-up; its
-	// labels are only the config's.
-	out = append(out, byName("fleet.clusters", old.Fleet.Clusters, next.Fleet.Clusters, func(c Cluster) string { return c.Name },
-		func(o, n *Cluster) bool {
-			return o == nil || n == nil || o.Kubeconfig != n.Kubeconfig || o.Context != n.Context
-		})...)
+	// The clusters change live (pkg/cluster's Set.Update: clients made
+	// anew, watch caches stopped), except under the Tekton executor, which
+	// wrote a cluster's kubeconfig into a Secret once, at its first run:
+	// another kubeconfig or context of a cluster it ran in needs a restart
+	// there (a cluster added or removed does not).
+	if next.Fleet.Executor == ExecutorTekton {
+		out = append(out, byName("fleet.clusters", old.Fleet.Clusters, next.Fleet.Clusters, func(c Cluster) string { return c.Name },
+			func(o, n *Cluster) bool {
+				return o != nil && n != nil && (o.Kubeconfig != n.Kubeconfig || o.Context != n.Context)
+			}, " (the tekton executor's kubeconfig Secret)")...)
+	}
 	// The signature policies are compiled at start-up: an application
 	// whose verify block is new or changed would be checked against the
 	// old one (or none).

@@ -77,7 +77,7 @@ applications:
     header: X-Other
     secret: {env: FLOTILLA_TEST_TOKEN}
 `}, want: []string{"receivers[registry]"}},
-		{name: "a cluster's kubeconfig changed", next: sections{fleet: `
+		{name: "a cluster's kubeconfig changed: its client is made anew", next: sections{fleet: `
 fleet:
   clusters:
     - name: c1
@@ -93,8 +93,8 @@ fleet:
     - name: prod
       selector: {matchLabels: {tier: prod}}
       maxParallel: 1
-`}, want: []string{"fleet.clusters[c1]"}},
-		{name: "a cluster removed", next: sections{fleet: `
+`}},
+		{name: "a cluster removed: it leaves the rollouts in flight", next: sections{fleet: `
 fleet:
   clusters:
     - {name: c1, kubeconfig: c1.kubeconfig, labels: {tier: canary}}
@@ -104,7 +104,7 @@ fleet:
       selector: {matchLabels: {tier: canary}}
     - name: prod
       selector: {matchLabels: {tier: prod}}
-`}, want: []string{"fleet.clusters[c3]"}},
+`}},
 		{name: "an application's signature policy", next: base,
 			edit: func(c *Config) { c.Applications[0].Verify = &Verify{IgnoreTlog: true} }, want: []string{"applications[podinfo].verify"}},
 		{name: "an application added with a signature policy", next: sections{fleet: base.fleet, applications: two},
@@ -160,5 +160,18 @@ func TestLive(t *testing.T) {
 	var src Provider = a
 	if src.Current() != a {
 		t.Error("a *Config is not its own Provider")
+	}
+}
+
+// Under the Tekton executor a cluster's kubeconfig went into a Secret at
+// its first run: changing it needs a restart; adding or removing a
+// cluster does not.
+func TestRestartFieldsTekton(t *testing.T) {
+	old := &Config{Fleet: Fleet{Executor: ExecutorTekton, Clusters: []Cluster{
+		{Name: "c1", Kubeconfig: "c1.kubeconfig"}, {Name: "c2", Kubeconfig: "c2.kubeconfig"}}}}
+	next := &Config{Fleet: Fleet{Executor: ExecutorTekton, Clusters: []Cluster{
+		{Name: "c1", Kubeconfig: "c1.kubeconfig", Context: "other"}, {Name: "c3", Kubeconfig: "c3.kubeconfig"}}}}
+	if diff := cmp.Diff([]string{"fleet.clusters[c1] (the tekton executor's kubeconfig Secret)"}, RestartFields(old, next)); diff != "" {
+		t.Errorf("RestartFields (-want +got):\n%s", diff)
 	}
 }

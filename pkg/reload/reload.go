@@ -51,9 +51,9 @@ type Options struct {
 	// Now is the time of a reload [time.Now].
 	Now func() time.Time
 	// Follow is called with each configuration swapped in, once the Live
-	// holds it, for the parts that keep lists made from it (the API's
-	// applications and clusters) [none].
-	Follow func(next *config.Config)
+	// holds it, for the parts that keep what they made from it (the API's
+	// applications and clusters, the clusters' clients) [none].
+	Follow func(ctx context.Context, next *config.Config)
 	// Load builds the configuration from the file at path, for WatchFile
 	// (with the management cluster's Application resources, their
 	// source's Build: pkg/resources) [config.Load].
@@ -148,7 +148,7 @@ func (r *Reloader) Reload(ctx context.Context, source string, build func() (*con
 	res.Added, res.Removed, res.Changed = applicationChanges(old, next)
 	r.live.Store(next)
 	if r.o.Follow != nil {
-		r.o.Follow(next)
+		r.o.Follow(ctx, next)
 	}
 	r.reloads.WithLabelValues(string(Applied)).Inc()
 	r.successful.Set(1)

@@ -41,7 +41,7 @@ func (r *Rollout) derive(cause cloudevents.Event, steps ...step) ([]cloudevents.
 
 // Record records a cluster's result (succeeded, or failed for res.Reason)
 // and reports whether it may move r on (Advance): a result of a rollout
-// that ended, of a wave not started, a late one of a wave that passed
+// that ended, of a cluster removed from the fleet, of a wave not started, a late one of a wave that passed
 // (unless of a retried cluster under way) changes nothing; a retry's end
 // in a wave that passed is recorded, but moves r on only once the last
 // wave is done.
@@ -50,7 +50,7 @@ func (r *Rollout) Record(res events.ClusterResult, succeeded bool) (bool, error)
 	if err != nil {
 		return false, fault.Permanent(err)
 	}
-	if r.Phase != Progressing || w > r.Wave {
+	if r.Phase != Progressing || w > r.Wave || cl.Phase == ClusterRemoved {
 		return false, nil
 	}
 	if w < r.Wave && cl.Phase != ClusterApplying && cl.Phase != ClusterProgressing {

@@ -43,6 +43,9 @@ const (
 	ClusterReverting    ClusterPhase = "Reverting"    // rollback applied the previous image
 	ClusterReverted     ClusterPhase = "Reverted"     // the primary runs the previous image again
 	ClusterRevertFailed ClusterPhase = "RevertFailed" // the revert failed or missed its deadline
+	// ClusterRemoved: the cluster left the fleet's configuration before it
+	// finished (RemoveClusters); its wave goes on with the others.
+	ClusterRemoved ClusterPhase = "Removed"
 )
 
 // Rollout is one digest of one application on its way through the fleet.
@@ -307,13 +310,13 @@ func (r *Rollout) Cluster(name string) (*Cluster, int, error) {
 	return nil, -1, fmt.Errorf("rollout %s has no cluster %q", r.ID, name)
 }
 
-// WaveOutcome tells whether every cluster of wave w has finished and how many
-// of them failed.
+// WaveOutcome tells whether every cluster of wave w has finished (or left
+// the fleet) and how many of them failed.
 func (r *Rollout) WaveOutcome(w int) (done bool, failed int) {
 	done = true
 	for _, c := range r.Waves[w].Clusters {
 		switch c.Phase {
-		case ClusterSucceeded:
+		case ClusterSucceeded, ClusterRemoved:
 		case ClusterFailed:
 			failed++
 		default:
