@@ -56,7 +56,7 @@ const tone = {
   Succeeded: "ok", Reverted: "warn", RolledBack: "warn", Initialized: "ok",
   Failed: "bad", RevertFailed: "bad", RollbackFailed: "bad", Aborted: "bad", Superseded: "idle",
   Progressing: "run", Applying: "run", Promoting: "run", Finalising: "run", Reverting: "warn",
-  RollingBack: "warn", WaitingPromotion: "warn", Waiting: "warn", Pending: "idle", Queued: "idle",
+  RollingBack: "warn", WaitingPromotion: "warn", Waiting: "warn", Pending: "idle", Queued: "idle", Removed: "idle",
 };
 
 function badge(phase) {
