@@ -87,7 +87,7 @@ func TestUpdateStopsTheWatchOfARemovedCluster(t *testing.T) {
 	ctx, e := onCluster(t, "update")
 	c, cl, ns, set := e.c, e.cl, e.ns, e.set
 	create(ctx, t, cl, deployment(ns, "web", "web:2"), deployment(ns, "web-primary", "web:1"), suspendedCanary(ns, "web", "Deployment"))
-	w := config.Workload{Name: "web"}
+	w := config.Workload{Name: "web", Container: "app"}
 	if st := waitCached(ctx, t, set, c.Name, ns, w); st.PrimaryImage != "web:1" {
 		t.Fatalf("cached primary %q, want web:1", st.PrimaryImage)
 	}
@@ -97,13 +97,13 @@ func TestUpdateStopsTheWatchOfARemovedCluster(t *testing.T) {
 	if _, ok := set.CachedCanaryStatus(c.Name, ns, w); ok {
 		t.Error("the cache of a removed cluster still answers")
 	}
-	// While it is out, its primary changes: the cache must not be the one
-	// that served before (a stopped watch would still say web:1).
+	// While it is out, its primary changes; added again, the cluster is
+	// read afresh: its new cache syncs and sees the change.
 	d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web-primary", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Spec.Template.Spec.Containers[0].Image = "web:2"
+	d.Spec.Template.Spec.Containers[1].Image = "web:2"
 	if _, err := cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
