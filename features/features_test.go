@@ -212,5 +212,6 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerLabelSteps(sc)
 	s.registerSSOSteps(sc)
 	s.registerReloadSteps(sc)
+	s.registerDiscoverySteps(sc)
 	s.registerResourcesSteps(sc)
 }

@@ -195,6 +195,8 @@ type world struct {
 	// acked the versions whose push flotilla acknowledged in a burst.
 	natsDown *int
 	acked    []string
+	// discovery is fleet.discovery.argocd (steps_discovery_test.go).
+	discovery map[string]any
 	// fleetRollouts is server.fleetRollouts, kept in cluster
 	// fleetRolloutsIn; kubectlOut what `kubectl get --watch` printed.
 	fleetRollouts   map[string]any
@@ -412,6 +414,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	}
 	if w.fleetRollouts != nil {
 		cfg["server"].(map[string]any)["fleetRollouts"] = w.fleetRollouts
+	}
+	if w.discovery != nil {
+		cfg["fleet"].(map[string]any)["discovery"] = map[string]any{"argocd": w.discovery}
 	}
 	if w.anonymousRead {
 		cfg["server"].(map[string]any)["anonymousRead"] = true

@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/cdevents"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/discovery"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/fleetmetrics"
 	"github.com/flotilla-cd/flotilla/pkg/fleetrollout"
@@ -175,6 +176,9 @@ type Server struct {
 	// resources are the Application resources; nil unless
 	// server.resources (resources.go).
 	resources *resources.Source
+	// discovery is the clusters fleet.discovery finds; nil without it
+	// (discovery.go).
+	discovery *discovery.Source
 }
 
 // New builds the server and opens its store; it listens at once, so Addr is
@@ -402,6 +406,11 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
+	if d := cfg.Fleet.Discovery; d != nil && d.ArgoCD != nil {
+		if s.discovery, err = s.newDiscovery(*d.ArgoCD, o); err != nil {
+			return err
+		}
+	}
 	if r := cfg.Server.Resources; r != nil {
 		if s.resources, err = s.newResources(r, o); err != nil {
 			return err
@@ -532,6 +541,7 @@ func (s *Server) ExternalURL() string { return s.externalURL }
 // Run prunes what removed delivery policies left (prune.go), then serves
 // HTTP and runs the functions until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	s.startDiscovery(ctx)
 	if s.startResources(ctx) { // their applications are not the prune's to remove
 		s.prune(ctx)
 	}
@@ -562,6 +572,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.projector != nil {
 		once = append(once, s.projector.Run)
+	}
+	if s.discovery != nil {
+		g.Go(func() error { return s.discovery.Run(gctx, s.reloader) })
 	}
 	if s.resources != nil {
 		once = append(once, s.runResourceStatuses)

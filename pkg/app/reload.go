@@ -34,9 +34,9 @@ func (s *Server) newReloader(o Options) (*reload.Reloader, error) {
 			return clustersLoad(next)
 		},
 	}
-	if s.resources != nil { // the file's reloads keep the resources' applications
-		ro.Load = s.resources.Build
-	}
+	// The file's reloads keep the resources' applications and the
+	// discovered clusters.
+	ro.Load = s.load
 	return reload.New(s.live, ro)
 }
 
@@ -73,9 +73,5 @@ func (s *Server) removable(ctx context.Context, old, next *config.Config) error 
 // check` runs) and swaps it in when valid and when it needs no restart
 // (pkg/reload); Run does it when the file changes and on Options.Hangup.
 func (s *Server) Reload(ctx context.Context, path string) reload.Result {
-	load := config.Load
-	if s.resources != nil {
-		load = s.resources.Build
-	}
-	return s.reloader.Reload(ctx, "request", func() (*config.Config, error) { return load(path) })
+	return s.reloader.Reload(ctx, "request", func() (*config.Config, error) { return s.load(path) })
 }

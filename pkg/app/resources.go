@@ -41,7 +41,8 @@ func (s *Server) newResources(r *config.Resources, o Options) (*resources.Source
 	if err != nil {
 		return nil, fmt.Errorf("server.resources: %w", err)
 	}
-	return resources.New(resources.Options{Client: dyn, Namespaces: r.Namespaces, Path: o.ConfigFile, Live: s.live, Logger: o.Logger}), nil
+	return resources.New(resources.Options{Client: dyn, Namespaces: r.Namespaces, Path: o.ConfigFile, Live: s.live, Logger: o.Logger,
+		Clusters: s.discoveredClusters}), nil
 }
 
 // startResources lists the Application resources and swaps their

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,9 +64,17 @@ func LoadConfigs(clusters []config.Cluster) (map[string]*rest.Config, error) {
 	cfgs := make(map[string]*rest.Config, len(clusters))
 	var errs []error
 	for _, c := range clusters {
-		cfg, err := kube.RESTConfig(c.Kubeconfig, c.Context)
+		var (
+			cfg *rest.Config
+			err error
+		)
+		if c.KubeconfigData != nil {
+			cfg, err = kube.RESTConfigFromKubeconfig(c.KubeconfigData)
+		} else {
+			cfg, err = kube.RESTConfig(c.Kubeconfig, c.Context)
+		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("fleet.clusters[%s]: %w", c.Name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", cmp.Or(c.Source, "fleet.clusters["+c.Name+"]"), err))
 			continue
 		}
 		cfgs[c.Name] = cfg

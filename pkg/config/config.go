@@ -432,6 +432,35 @@ type Fleet struct {
 	// back empty is caught up, a primary changed by hand is drift
 	// (pkg/reconcile).
 	Reconcile Reconcile `json:"reconcile"`
+	// Discovery adds the clusters an inventory keeps to Clusters, live
+	// (pkg/discovery); none when nil.
+	Discovery *Discovery `json:"discovery"`
+}
+
+// Discovery names where clusters are discovered, beside the file's own.
+type Discovery struct {
+	// ArgoCD discovers Argo CD's cluster Secrets.
+	ArgoCD *ArgoCDDiscovery `json:"argocd"`
+}
+
+// DefaultArgoCDNamespace is fleet.discovery.argocd.namespace's default,
+// where Argo CD keeps its cluster Secrets.
+const DefaultArgoCDNamespace = "argocd"
+
+// ArgoCDDiscovery reads Argo CD's declarative cluster Secrets (label
+// argocd.argoproj.io/secret-type: cluster) of a namespace of the
+// management cluster: each is a cluster of the fleet, named after its
+// data.name, reached at data.server with data.config's credentials,
+// labelled with the Secret's labels (which the waves' selectors read).
+type ArgoCDDiscovery struct {
+	// Namespace of the Secrets. Default "argocd".
+	Namespace string `json:"namespace"`
+	// Selector is a label selector the Secrets must match too (as
+	// kubectl's -l), "" for every cluster Secret of the namespace.
+	Selector string `json:"selector"`
+	// Kubeconfig of the management cluster; empty: the pod's own
+	// (in-cluster) credentials.
+	Kubeconfig string `json:"kubeconfig"`
 }
 
 // Reconcile is the check of what the clusters run against what the fleet
@@ -864,6 +893,13 @@ type Cluster struct {
 	Context string `json:"context"`
 	// Labels are Kubernetes-style labels describing the cluster.
 	Labels map[string]string `json:"labels"`
+	// Source says where a discovered cluster comes from (fleet.discovery:
+	// "fleet.discovery.argocd: Secret argocd/prod-eu"), what its problems
+	// are reported at; "" for the file's own. Never in the file.
+	Source string `json:"-"`
+	// KubeconfigData is a discovered cluster's kubeconfig, made from its
+	// source, in place of Kubeconfig. Never in the file.
+	KubeconfigData []byte `json:"-"`
 }
 
 // Wave is a group of clusters rolled out together.

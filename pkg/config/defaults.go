@@ -159,6 +159,14 @@ func applyDefaults(c *Config, base string) {
 			f.Clusters[i].Kubeconfig = resolvePath(base, f.Clusters[i].Kubeconfig)
 		}
 	}
+	if d := f.Discovery; d != nil && d.ArgoCD != nil {
+		if d.ArgoCD.Namespace == "" {
+			d.ArgoCD.Namespace = DefaultArgoCDNamespace
+		}
+		if d.ArgoCD.Kubeconfig != "" {
+			d.ArgoCD.Kubeconfig = resolvePath(base, d.ArgoCD.Kubeconfig)
+		}
+	}
 	for i := range f.Waves {
 		if f.Waves[i].Name == "" {
 			f.Waves[i].Name = fmt.Sprintf("wave-%d", i+1)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -41,6 +42,21 @@ func Load(path string) (*Config, error) {
 // being the file's own count (KubeCD's applications come after extra's).
 // extra is not changed: the defaults go into copies.
 func LoadWith(path string, extra []Application) (c *Config, fileApps int, err error) {
+	return LoadExtra(path, Extra{Applications: extra})
+}
+
+// Extra is what other sources add to the file's configuration: the
+// management cluster's Application resources (pkg/resources), the
+// clusters fleet.discovery finds (pkg/discovery).
+type Extra struct {
+	Applications []Application
+	// Clusters come after the file's own, each with its Source (what
+	// their problems are reported at) and KubeconfigData.
+	Clusters []Cluster
+}
+
+// LoadExtra is LoadWith with extra's applications and clusters.
+func LoadExtra(path string, extra Extra) (c *Config, fileApps int, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading config %q: %w", path, err)
@@ -81,24 +97,28 @@ func Parse(data []byte, baseDir string) (*Config, error) {
 // resolve against base, an absolute directory. It returns either a decoding
 // error or a *ValidationError.
 func parse(data []byte, base string) (*Config, error) {
-	c, _, err := parseWith(data, base, nil)
+	c, _, err := parseWith(data, base, Extra{})
 	return c, err
 }
 
 // parseWith is parse with the applications extra after the file's, whose
 // count it returns too.
-func parseWith(data []byte, base string, extra []Application) (*Config, int, error) {
+func parseWith(data []byte, base string, extra Extra) (*Config, int, error) {
 	c, err := decode(data)
 	if err != nil {
 		return nil, 0, err
 	}
 	fileApps := len(c.Applications)
-	if len(extra) > 0 {
-		copies, err := copyApplications(extra)
+	if len(extra.Applications) > 0 {
+		copies, err := copyApplications(extra.Applications)
 		if err != nil {
 			return nil, fileApps, err
 		}
 		c.Applications = append(c.Applications, copies...)
+	}
+	for _, cl := range extra.Clusters {
+		cl.Labels = maps.Clone(cl.Labels)
+		c.Fleet.Clusters = append(c.Fleet.Clusters, cl)
 	}
 	aliases := kuratorAliases(c)
 	aliases = append(aliases, expandKubeCD(c, base)...)

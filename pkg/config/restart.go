@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"reflect"
 	"slices"
 	"strings"
@@ -41,6 +42,9 @@ func RestartFields(old, next *Config) []string {
 	if !reflect.DeepEqual(old.Fleet.Tekton, next.Fleet.Tekton) {
 		out = append(out, "fleet.tekton")
 	}
+	if !reflect.DeepEqual(old.Fleet.Discovery, next.Fleet.Discovery) { // its watch is started once
+		out = append(out, "fleet.discovery")
+	}
 	if (old.ReconcileInterval() > 0) != (next.ReconcileInterval() > 0) {
 		out = append(out, "fleet.reconcile.interval (turned on or off)")
 	}
@@ -52,7 +56,7 @@ func RestartFields(old, next *Config) []string {
 	if next.Fleet.Executor == ExecutorTekton {
 		out = append(out, byName("fleet.clusters", old.Fleet.Clusters, next.Fleet.Clusters, func(c Cluster) string { return c.Name },
 			func(o, n *Cluster) bool {
-				return o != nil && n != nil && (o.Kubeconfig != n.Kubeconfig || o.Context != n.Context)
+				return o != nil && n != nil && (o.Kubeconfig != n.Kubeconfig || o.Context != n.Context || !bytes.Equal(o.KubeconfigData, n.KubeconfigData))
 			}, " (the tekton executor's kubeconfig Secret)")...)
 	}
 	// The signature policies are compiled at start-up: an application

@@ -175,3 +175,14 @@ func TestRestartFieldsTekton(t *testing.T) {
 		t.Errorf("RestartFields (-want +got):\n%s", diff)
 	}
 }
+
+// fleet.discovery's watch is started once: changing it needs a restart
+// (the clusters it discovers change live).
+func TestRestartFieldsDiscovery(t *testing.T) {
+	old := &Config{Fleet: Fleet{Discovery: &Discovery{ArgoCD: &ArgoCDDiscovery{Namespace: "argocd"}}}}
+	next := &Config{Fleet: Fleet{Discovery: &Discovery{ArgoCD: &ArgoCDDiscovery{Namespace: "argocd", Selector: "fleet=flotilla"}},
+		Clusters: []Cluster{{Name: "found", KubeconfigData: []byte("x")}}}}
+	if diff := cmp.Diff([]string{"fleet.discovery"}, RestartFields(old, next)); diff != "" {
+		t.Errorf("RestartFields (-want +got):\n%s", diff)
+	}
+}

@@ -58,6 +58,9 @@ func (e *ValidationError) Error() string {
 type validator struct {
 	problems []Problem
 	clusters []Cluster // the fleet's, for the applications' selectors
+	// discovers: fleet.discovery may bring clusters the file has not, so
+	// a selector that takes none of the file's is no problem.
+	discovers bool
 }
 
 func (v *validator) addf(path, format string, args ...any) {
@@ -67,7 +70,7 @@ func (v *validator) addf(path, format string, args ...any) {
 // validate checks a defaulted config and resolves receivers' secrets;
 // earlier are problems found before defaults (kuratorAliases).
 func validate(c *Config, earlier ...Problem) *ValidationError {
-	v := validator{problems: earlier}
+	v := validator{problems: earlier, discovers: c.Fleet.Discovery != nil}
 	v.server(&c.Server)
 	seenSinks := map[string]bool{}
 	for i, u := range c.Events.CDEvents {
@@ -424,14 +427,20 @@ func (v *validator) fleet(f *Fleet) {
 		v.addf("fleet.reconcile.interval", "%s: want 0s (off) or at least %s", r.Duration, MinPollInterval)
 	}
 
-	if len(f.Clusters) == 0 {
+	v.discovery("fleet.discovery", f.Discovery)
+	if len(f.Clusters) == 0 && f.Discovery == nil {
 		v.addf("fleet.clusters", "at least one cluster is required")
 	}
 	seen := map[string]string{}
 	for i, cl := range f.Clusters {
 		p := fmt.Sprintf("fleet.clusters[%d]", i)
+		if cl.Source != "" { // discovered: its problems are its source's
+			p = cl.Source
+		}
 		v.name(p, "cluster", cl.Name, seen)
-		v.kubeconfig(p+".kubeconfig", cl.Kubeconfig)
+		if cl.KubeconfigData == nil {
+			v.kubeconfig(p+".kubeconfig", cl.Kubeconfig)
+		}
 		v.labels(p+".labels", cl.Labels)
 	}
 
@@ -487,7 +496,7 @@ func (v *validator) fleet(f *Fleet) {
 				took++
 			}
 		}
-		if took == 0 && len(w.Clusters) == 0 {
+		if took == 0 && len(w.Clusters) == 0 && f.Discovery == nil { // discovery may bring its clusters later
 			v.addf(p, "selects no cluster that an earlier wave or a wave's clusters list does not have already (%s)", sel)
 		}
 	}
@@ -495,7 +504,9 @@ func (v *validator) fleet(f *Fleet) {
 		return // "at least one wave" says it all
 	}
 	for i, cl := range f.Clusters {
-		if cl.Name != "" && seen[cl.Name] == fmt.Sprintf("fleet.clusters[%d]", i) && waveOf[cl.Name] == 0 {
+		// A discovered cluster no wave selects is listed without a wave:
+		// the inventory may hold clusters that are not this fleet's.
+		if cl.Name != "" && cl.Source == "" && seen[cl.Name] == fmt.Sprintf("fleet.clusters[%d]", i) && waveOf[cl.Name] == 0 {
 			v.addf(fmt.Sprintf("fleet.clusters[%d]", i),
 				"cluster %q is in no wave, so it would never receive rollouts; add it to one of fleet.waves", cl.Name)
 		}
@@ -774,7 +785,7 @@ func (v *validator) clusterSelector(path string, a Application) {
 		v.addf(path, "%v", err)
 		return
 	}
-	if !slices.ContainsFunc(v.clusters, a.Targets) {
+	if !slices.ContainsFunc(v.clusters, a.Targets) && !v.discovers {
 		v.addf(path, "application %q selects no cluster of the fleet (%s): label clusters in fleet.clusters[].labels", a.Name, sel)
 	}
 }
@@ -1193,5 +1204,27 @@ func (v *validator) freezeWindows(path string, ws []FreezeWindow) {
 		if _, err := w.Window(); err != nil {
 			v.addf(p, "%v", err)
 		}
+	}
+}
+
+// discovery checks fleet.discovery: a source named, its selector parses,
+// its kubeconfig exists.
+func (v *validator) discovery(path string, d *Discovery) {
+	if d == nil {
+		return
+	}
+	if d.ArgoCD == nil {
+		v.addf(path, "names no source: want argocd")
+		return
+	}
+	p := path + ".argocd"
+	if _, err := labels.Parse(d.ArgoCD.Selector); err != nil {
+		v.addf(p+".selector", "%v", err)
+	}
+	if errs := validation.IsDNS1123Label(d.ArgoCD.Namespace); len(errs) > 0 {
+		v.addf(p+".namespace", "invalid namespace %q: %s", d.ArgoCD.Namespace, strings.Join(errs, "; "))
+	}
+	if d.ArgoCD.Kubeconfig != "" {
+		v.file(p+".kubeconfig", d.ArgoCD.Kubeconfig)
 	}
 }

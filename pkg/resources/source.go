@@ -43,6 +43,9 @@ type Options struct {
 	// Live is the configuration in force (what RunStatus says a resource
 	// is in or not). Required.
 	Live config.Provider
+	// Clusters are the clusters discovered (fleet.discovery, pkg/discovery)
+	// that each Build adds to the file's [none].
+	Clusters func() []config.Cluster
 	// Logger says what each resource became [none].
 	Logger *slog.Logger
 	// Retry is how often a configuration the swap refused is built and
@@ -305,7 +308,11 @@ func (s *Source) Build(path string) (*config.Config, error) {
 			}
 		}
 		var fileApps int
-		cfg, fileApps, err = config.LoadWith(path, apps)
+		extra := config.Extra{Applications: apps}
+		if s.o.Clusters != nil {
+			extra.Clusters = s.o.Clusters()
+		}
+		cfg, fileApps, err = config.LoadExtra(path, extra)
 		if err == nil {
 			break
 		}

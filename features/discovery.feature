@@ -1,0 +1,29 @@
+Feature: Clusters discovered from an inventory
+  With fleet.discovery.argocd, flotilla takes the clusters Argo CD knows
+  from its declarative cluster Secrets in the management cluster, beside
+  the file's fleet.clusters, live: a Secret that appears is a cluster in
+  the wave its labels select, for the next rollout, without a restart.
+
+  Background:
+    Given a registry
+
+  # Catches clusters discovered only at start-up (c4's Secret appears while
+  # flotilla runs), a cluster without a client (its run fails), labels not
+  # read from the Secret (c4 in no wave: its primary stays on 1.0.0), and a
+  # discovered cluster reached with the wrong credentials.
+  Scenario: An Argo CD cluster Secret labelled for the last wave appears: it is in that wave's next rollout
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla discovers clusters from Argo CD's cluster Secrets in cluster "c1" labelled "flotilla.dev/fleet=demo"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When an Argo CD cluster Secret for cluster "c4" labelled "flotilla.dev/fleet=demo,tier=prod" is created
+    Then flotilla lists cluster "c4" in wave "wave-2"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in cluster "c4" runs version "1.1.0" by digest
+    And the primary in every cluster runs version "1.1.0" by digest

@@ -1,0 +1,129 @@
+package features
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/pkg/discovery"
+)
+
+// Clusters discovered (README "Clusters discovered"): Argo CD's cluster
+// Secrets in a namespace of one cluster of the fleet, the management
+// cluster, each naming another cluster of the fleet as Argo CD would
+// (its server, token and CA).
+func (s *scenario) registerDiscoverySteps(sc *godog.ScenarioContext) {
+	sc.Step(`^flotilla discovers clusters from Argo CD's cluster Secrets in cluster "([^"]*)" labelled "([^"]*)"$`, s.discoversArgoCD)
+	sc.Step(`^an Argo CD cluster Secret for cluster "([^"]*)" labelled "([^"]*)" is created$`, s.argoSecretCreated)
+	sc.Step(`^flotilla lists cluster "([^"]*)" in wave "([^"]*)"$`, s.listsClusterInWave)
+}
+
+// argoWorld is where the scenario keeps Argo CD's cluster Secrets.
+type argoWorld struct {
+	cluster, namespace string
+}
+
+var argoWorlds sync.Map // *world -> *argoWorld
+
+func (s *scenario) discoversArgoCD(ctx context.Context, cluster, selector string) error {
+	cl, ok := s.fleet().Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", cluster)
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	ns, err := c.CreateNamespace(ctx, "argocd")
+	if err != nil {
+		return err
+	}
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	w := s.w
+	argoWorlds.Store(w, &argoWorld{cluster: cluster, namespace: ns})
+	s.onCleanup(func() { argoWorlds.Delete(w) })
+	w.discovery = map[string]any{"namespace": ns, "selector": selector, "kubeconfig": cl.Kubeconfig}
+	return nil
+}
+
+// argoSecretCreated declares cluster to Argo CD, in its Secret's format,
+// with labels; the scenario's last wave has it from then on (its Then
+// steps read it).
+func (s *scenario) argoSecretCreated(ctx context.Context, cluster, list string) error {
+	v, _ := argoWorlds.Load(s.w)
+	aw, _ := v.(*argoWorld)
+	if aw == nil {
+		return fmt.Errorf("no discovery of Argo CD's cluster Secrets in this scenario")
+	}
+	labels, err := parseLabels(list)
+	if err != nil {
+		return err
+	}
+	target, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	rc := target.Config
+	conf, err := json.Marshal(map[string]any{"bearerToken": rc.BearerToken, "tlsClientConfig": map[string]any{
+		"insecure": rc.Insecure, "caData": base64.StdEncoding.EncodeToString(rc.CAData),
+		"certData": base64.StdEncoding.EncodeToString(rc.CertData), "keyData": base64.StdEncoding.EncodeToString(rc.KeyData)}})
+	if err != nil {
+		return err
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + cluster, Namespace: aw.namespace,
+			Labels: map[string]string{discovery.LabelSecretType: discovery.SecretTypeCluster}},
+		StringData: map[string]string{"name": cluster, "server": rc.Host, "config": string(conf)},
+	}
+	for k, v := range labels {
+		sec.Labels[k] = fmt.Sprint(v)
+	}
+	mgmt, err := s.clientsFor(aw.cluster)
+	if err != nil {
+		return err
+	}
+	if _, err := mgmt.Kube.CoreV1().Secrets(aw.namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the Argo CD cluster Secret of %s: %w", cluster, err)
+	}
+	w := s.w
+	w.clusters = append(w.clusters, target)
+	if !slices.Contains(w.waves[len(w.waves)-1], cluster) {
+		w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
+	}
+	return nil
+}
+
+// listsClusterInWave waits (15 s) until the API lists cluster in wave.
+func (s *scenario) listsClusterInWave(ctx context.Context, cluster, wave string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var got []struct {
+			Name, Wave string
+			Labels     map[string]string
+		}
+		if err := s.getJSON(ctx, "/api/v1/clusters", &got); err != nil {
+			return err
+		}
+		for _, c := range got {
+			if c.Name == cluster && c.Wave == wave {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the API lists no cluster %s in wave %s after 15 s: %+v", cluster, wave, got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

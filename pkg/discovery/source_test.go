@@ -1,0 +1,161 @@
+package discovery_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/discovery"
+	"github.com/flotilla-cd/flotilla/pkg/reload"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
+)
+
+// fleet is one cluster, the management cluster of the tests, started by
+// TestMain unless the tests run -short; FLOTILLA_FLEET_DIR reuses a
+// running fleet instead.
+var fleet *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(fleettest.Main(m, fleettest.Options{Clusters: 1}, &fleet))
+}
+
+// TestSourceFollowsTheSecrets: Argo CD cluster Secrets created, relabelled
+// and deleted in the management cluster change the configuration in force
+// (through the one swap, pkg/reload): a cluster that appears enters the
+// wave its labels select, one relabelled moves, one deleted goes; a
+// Secret that is no cluster, or of another namespace or selector, is left
+// out.
+func TestSourceFollowsTheSecrets(t *testing.T) {
+	if fleet == nil {
+		t.Skip("needs a cluster: run without -short (FLOTILLA_FLEET_DIR reuses a running fleet)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c := fleet.Clusters[0]
+	cl, err := fleettest.NewClients(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cl.Namespace(ctx, t, "argocd")
+	other := cl.Namespace(ctx, t, "elsewhere")
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flotilla.yaml")
+	if err := os.WriteFile(path, []byte(`
+receivers: [{name: canaries, type: flagger, insecure: true}]
+fleet:
+  clusters: [{name: c1, kubeconfig: `+c.Kubeconfig+`, labels: {tier: canary}}]
+  discovery: {argocd: {namespace: `+ns+`, selector: "fleet=flotilla"}}
+  waves:
+    - {name: canary, selector: {matchLabels: {tier: canary}}}
+    - {name: prod, selector: {matchLabels: {tier: prod}}}
+applications:
+  - {name: podinfo, image: registry.example.com/demo/podinfo, workload: {name: podinfo}, service: {port: 9898}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := config.NewLive(first)
+	r, err := reload.New(live, reload.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src *discovery.Source
+	src, err = discovery.New(discovery.Options{Client: cl.Kube, ArgoCD: *first.Fleet.Discovery.ArgoCD, Retry: time.Second,
+		Build: func() (*config.Config, error) {
+			cfg, _, err := config.LoadExtra(path, config.Extra{Clusters: src.Clusters()})
+			return cfg, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Start(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = src.Run(ctx, r) }()
+
+	rc, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := json.Marshal(map[string]any{"bearerToken": rc.BearerToken, "tlsClientConfig": map[string]any{
+		"caData": base64.StdEncoding.EncodeToString(rc.CAData), "insecure": rc.Insecure}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func(namespace, name, cluster string, labels map[string]string) *corev1.Secret {
+		s := argoSecret(name, labels, map[string]string{"name": cluster, "server": rc.Host, "config": string(conf)})
+		s.Namespace = namespace
+		return s
+	}
+	create := func(s *corev1.Secret) {
+		t.Helper()
+		if _, err := cl.Kube.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// waves waits until the configuration in force has these waves.
+	waves := func(want map[string][]string) {
+		t.Helper()
+		var got map[string][]string
+		for {
+			got = map[string][]string{}
+			for _, w := range live.Current().Fleet.Waves {
+				got[w.Name] = slices.Clone(w.ClusterNames())
+			}
+			if cmp.Equal(want, got) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waves (-want +got):\n%s", cmp.Diff(want, got))
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+
+	create(secret(ns, "cluster-prod-eu", "prod-eu", map[string]string{"fleet": "flotilla", "tier": "prod"}))
+	create(secret(ns, "not-ours", "not-ours", map[string]string{"tier": "prod"}))                               // another selector
+	create(secret(other, "cluster-prod-us", "prod-us", map[string]string{"fleet": "flotilla", "tier": "prod"})) // another namespace
+	create(secret(ns, "bad-name", "Bad_Name", map[string]string{"fleet": "flotilla", "tier": "prod"}))          // no cluster
+	waves(map[string][]string{"canary": {"c1"}, "prod": {"prod-eu"}})
+	got, _ := live.Current().Cluster("prod-eu")
+	if got.Source != "fleet.discovery.argocd: Secret "+ns+"/cluster-prod-eu" || got.KubeconfigData == nil {
+		t.Errorf("prod-eu: source %q, kubeconfig %d bytes", got.Source, len(got.KubeconfigData))
+	}
+
+	s, err := cl.Kube.CoreV1().Secrets(ns).Get(ctx, "cluster-prod-eu", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Labels["tier"] = "canary"
+	if _, err := cl.Kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create(secret(ns, "cluster-prod-ap", "prod-ap", map[string]string{"fleet": "flotilla", "tier": "prod"}))
+	waves(map[string][]string{"canary": {"c1", "prod-eu"}, "prod": {"prod-ap"}})
+
+	if err := cl.Kube.CoreV1().Secrets(ns).Delete(ctx, "cluster-prod-eu", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waves(map[string][]string{"canary": {"c1"}, "prod": {"prod-ap"}})
+}
