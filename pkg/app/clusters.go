@@ -28,8 +28,9 @@ func clustersLoad(next *config.Config) error {
 }
 
 // followClusters makes the Set's clusters next's and journals those
-// removed, for the rollouts in flight.
-func (s *Server) followClusters(ctx context.Context, next *config.Config) {
+// removed, for the rollouts in flight; source is what swapped next in
+// (the file's change, SIGHUP, cluster discovery).
+func (s *Server) followClusters(ctx context.Context, source string, next *config.Config) {
 	if s.clusters == nil {
 		return
 	}
@@ -45,7 +46,7 @@ func (s *Server) followClusters(ctx context.Context, next *config.Config) {
 	if len(ch.Removed) == 0 {
 		return
 	}
-	e, err := clustersRemoved(ch.Removed, next)
+	e, err := clustersRemoved(ch.Removed, source, next)
 	if err == nil {
 		_, err = s.bus.Append(ctx, e)
 	}
@@ -57,12 +58,12 @@ func (s *Server) followClusters(ctx context.Context, next *config.Config) {
 // clustersRemoved is the event of clusters removed from the fleet, its id
 // the same on every replica that swaps the same configuration in (the
 // journal keeps one).
-func clustersRemoved(removed []string, next *config.Config) (cloudevents.Event, error) {
+func clustersRemoved(removed []string, source string, next *config.Config) (cloudevents.Event, error) {
 	names := make([]string, 0, len(next.Fleet.Clusters))
 	for _, c := range next.Fleet.Clusters {
 		names = append(names, c.Name)
 	}
 	h := sha256.Sum256([]byte(strings.Join(removed, ",") + "|" + strings.Join(names, ",")))
 	return events.New("clusters-removed/"+hex.EncodeToString(h[:16]), "/flotilla/reload", events.TypeClustersRemoved,
-		events.ClustersRemoved{Clusters: removed, Source: "the configuration's reload"})
+		events.ClustersRemoved{Clusters: removed, Source: source})
 }

@@ -23,8 +23,8 @@ import (
 // signature policies) is what config.RestartFields refuses to change live.
 func (s *Server) newReloader(o Options) (*reload.Reloader, error) {
 	ro := reload.Options{Logger: o.Logger, Metrics: o.Registerer, Now: o.Clock.Now,
-		Follow: func(ctx context.Context, next *config.Config) {
-			s.followClusters(ctx, next)
+		Follow: func(ctx context.Context, source string, next *config.Config) {
+			s.followClusters(ctx, source, next)
 			s.api.SetCatalogue(applicationInfos(next), clusterInfos(next.Fleet))
 		},
 		Guard: func(ctx context.Context, old, next *config.Config) error {

@@ -52,8 +52,9 @@ type Options struct {
 	Now func() time.Time
 	// Follow is called with each configuration swapped in, once the Live
 	// holds it, for the parts that keep what they made from it (the API's
-	// applications and clusters, the clusters' clients) [none].
-	Follow func(ctx context.Context, next *config.Config)
+	// applications and clusters, the clusters' clients), with what asked
+	// for it (Reload's source) [none].
+	Follow func(ctx context.Context, source string, next *config.Config)
 	// Load builds the configuration from the file at path, for WatchFile
 	// (with the management cluster's Application resources, their
 	// source's Build: pkg/resources) [config.Load].
@@ -148,7 +149,7 @@ func (r *Reloader) Reload(ctx context.Context, source string, build func() (*con
 	res.Added, res.Removed, res.Changed = applicationChanges(old, next)
 	r.live.Store(next)
 	if r.o.Follow != nil {
-		r.o.Follow(ctx, next)
+		r.o.Follow(ctx, source, next)
 	}
 	r.reloads.WithLabelValues(string(Applied)).Inc()
 	r.successful.Set(1)

@@ -53,7 +53,7 @@ func TestReload(t *testing.T) {
 			live := config.NewLive(running)
 			reg := prometheus.NewRegistry()
 			var followed *config.Config
-			r, err := New(live, Options{Metrics: reg, Follow: func(_ context.Context, c *config.Config) { followed = c },
+			r, err := New(live, Options{Metrics: reg, Follow: func(_ context.Context, _ string, c *config.Config) { followed = c },
 				Guard: func(context.Context, *config.Config, *config.Config) error { return tc.guard }})
 			if err != nil {
 				t.Fatal(err)
