@@ -87,3 +87,26 @@ Feature: The config file reloads live
     Then the rollout of "1.1.0" succeeds
     And the primary in cluster "c4" runs version "1.1.0" by digest
     And the primary in every cluster runs version "1.1.0" by digest
+
+  # Catches a removed cluster kept in the rollout in flight (c4 would be
+  # started without a client: the rollout fails and rolls back, or waits
+  # for c4 until its deadline) and one touched after it left (its primary
+  # would run 1.1.0).
+  Scenario: A cluster removed from the file config while a rollout is in flight: the rollout finishes with the clusters that remain
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2,c4" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And wave 1 bakes for 20 seconds
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And wave 1 of the rollout of "1.1.0" is baking
+    And an edit of the config file removes cluster "c4"
+    And the edited config file is saved
+    Then flotilla applies the edited config
+    And the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" shows cluster "c4" removed from the fleet
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the primary in cluster "c4" runs version "1.0.0" by digest

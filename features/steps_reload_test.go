@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,9 @@ import (
 	"github.com/cucumber/godog"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // The live reload of the config file (README "Reloading the
@@ -25,6 +29,8 @@ func (s *scenario) registerReloadSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^an edit of the config file labels cluster "([^"]*)" "([^"]*)"$`, s.editClusterLabel)
 	sc.Step(`^an edit of the config file puts "([^"]*)" on track "([^"]*)"$`, s.editTrack)
 	sc.Step(`^an edit of the config file adds cluster "([^"]*)" labelled "([^"]*)"$`, s.editAddCluster)
+	sc.Step(`^an edit of the config file removes cluster "([^"]*)"$`, s.editRemoveCluster)
+	sc.Step(`^the rollout of "([^"]*)" shows cluster "([^"]*)" removed from the fleet$`, s.clusterShownRemoved)
 	sc.Step(`^the edited config file is saved$`, s.saveConfigEdits)
 	sc.Step(`^flotilla applies the edited config$`, s.editApplied)
 	sc.Step(`^flotilla refuses the edited config as "(invalid|restart_needed)", an error in its log naming "([^"]*)"$`, s.editRefused)
@@ -147,6 +153,49 @@ func (s *scenario) editAddCluster(name, list string) error {
 		fleet["clusters"] = append(clusters, map[string]any{"name": name, "kubeconfig": cl.Kubeconfig, "labels": labels})
 		return nil
 	})
+	return nil
+}
+
+// editRemoveCluster takes a cluster out of the file's fleet.clusters; the
+// scenario's waves no longer have it (its Then steps leave it out).
+func (s *scenario) editRemoveCluster(name string) error {
+	w := s.w
+	w.clusters = slices.DeleteFunc(w.clusters, func(c *fleettest.Clients) bool { return c.Name == name })
+	for i := range w.waves {
+		w.waves[i] = slices.DeleteFunc(w.waves[i], func(n string) bool { return n == name })
+	}
+	s.addEdit(func(doc map[string]any) error {
+		fleet, _ := doc["fleet"].(map[string]any)
+		clusters, _ := fleet["clusters"].([]any)
+		n := len(clusters)
+		clusters = slices.DeleteFunc(clusters, func(c any) bool { m, _ := c.(map[string]any); return m["name"] == name })
+		if len(clusters) == n {
+			return fmt.Errorf("the config file has no cluster %q", name)
+		}
+		fleet["clusters"] = clusters
+		return nil
+	})
+	return nil
+}
+
+// clusterShownRemoved reads the rollout from the API: the cluster left it
+// as Removed, saying why.
+func (s *scenario) clusterShownRemoved(ctx context.Context, version, cluster string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	var ro rollout.Rollout
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	c, _, err := ro.Cluster(cluster)
+	if err != nil {
+		return err
+	}
+	if c.Phase != rollout.ClusterRemoved || !strings.Contains(c.Message, "removed from the fleet's configuration (file changed)") {
+		return fmt.Errorf("cluster %s of the rollout of %s: %s %q, want Removed, saying it left the configuration", cluster, version, c.Phase, c.Message)
+	}
 	return nil
 }
 
