@@ -92,9 +92,17 @@ func TestReloadChangesTheClusters(t *testing.T) {
 		t.Fatalf("rollout r1 %s (%s), c3 %+v; want it succeeded with c3 removed", ro.Phase, ro.Reason, c)
 	}
 
-	write(clustersDoc(c1 + c2 + "    - {name: c4, kubeconfig: missing.kubeconfig, labels: {tier: prod}}\n"))
+	// A kubeconfig that exists but names no cluster: the file validates,
+	// the client cannot be made.
+	if err := os.WriteFile(filepath.Join(dir, "empty.kubeconfig"), []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(clustersDoc(c1 + c2 + "    - {name: c4, kubeconfig: empty.kubeconfig, labels: {tier: prod}}\n"))
 	if res := s.Reload(t.Context(), path); res.Outcome != reload.Invalid || !strings.Contains(res.Err.Error(), "fleet.clusters[c4]") {
-		t.Errorf("adding c4 without its kubeconfig: %s (%v), want invalid naming fleet.clusters[c4]", res.Outcome, res.Err)
+		t.Errorf("adding c4 with an empty kubeconfig: %s (%v), want invalid naming fleet.clusters[c4]", res.Outcome, res.Err)
+	}
+	if diff := cmp.Diff([]string{"c1", "c2"}, s.clusters.Names()); diff != "" {
+		t.Errorf("clients after a refused reload (-want +got):\n%s", diff)
 	}
 	write(clustersDoc(c1 + c2 + "    - {name: c4, kubeconfig: c1.kubeconfig, labels: {tier: prod}}\n"))
 	if res := s.Reload(t.Context(), path); res.Outcome != reload.Applied {
