@@ -154,6 +154,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.applicationResources.enabled (not .Values.serviceAccount.automountToken) }}
 {{- fail "values: applicationResources.enabled needs serviceAccount.automountToken: true: flotilla reads the Applications with the pod's service account" }}
 {{- end }}
+{{- if and .Values.clusterDiscovery.argocd.enabled (not .Values.serviceAccount.automountToken) }}
+{{- fail "values: clusterDiscovery.argocd.enabled needs serviceAccount.automountToken: true: flotilla reads Argo CD's cluster Secrets with the pod's service account" }}
+{{- end }}
 {{- if and .Values.scaleOut.enabled .Values.persistence.enabled }}
 {{- fail "values: scaleOut.enabled needs persistence.enabled: false: the replicas keep their state in NATS, and one ReadWriteOnce claim cannot serve them all" }}
 {{- end }}
@@ -191,6 +194,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $server := deepCopy (default (dict) $cfg.server) }}
 {{- $_ := set $server "resources" (dict "namespaces" .Values.applicationResources.namespaces) }}
 {{- $_ := set $cfg "server" $server }}
+{{- end }}
+{{- if .Values.clusterDiscovery.argocd.enabled }}
+{{- $fleet := deepCopy (default (dict) $cfg.fleet) }}
+{{- $a := .Values.clusterDiscovery.argocd }}
+{{- $_ := set $fleet "discovery" (dict "argocd" (dict "namespace" $a.namespace "selector" $a.selector)) }}
+{{- $_ := set $cfg "fleet" $fleet }}
 {{- end }}
 {{- if .Values.apiToken.enabled }}
 {{- $server := deepCopy (default (dict) $cfg.server) }}
