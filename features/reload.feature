@@ -71,7 +71,6 @@ Feature: The config file reloads live
   # file while flotilla runs, would be refused as needing a restart, or be
   # in the wave without a client (its run fails, the rollout with it), or
   # be left out of the wave its label selects (its primary stays on 1.0.0).
-  @pending
   Scenario: A cluster added to the file config while flotilla runs is in its wave's next rollout
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2" are labelled "tier=prod"
@@ -93,7 +92,6 @@ Feature: The config file reloads live
   # started without a client: the rollout fails and rolls back, or waits
   # for c4 until its deadline) and one touched after it left (its primary
   # would run 1.1.0).
-  @pending
   Scenario: A cluster removed from the file config while a rollout is in flight: the rollout finishes with the clusters that remain
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2,c4" are labelled "tier=prod"
