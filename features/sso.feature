@@ -32,6 +32,40 @@ Feature: Single sign-on: people log in through the OpenID provider, and their gr
     And rolling back the rollout of "1.0.0" with the web UI's session is refused with 403 naming the rollback permission
     And the primary in every cluster runs version "1.0.0" by digest
 
+  # Catches: a role that is not built in dropped or not granted to the
+  # provider's group (carol could not pause: no Pause button, 403), one
+  # that grants more than its permissions (an Abort or Roll back button, or
+  # the API taking them: the rollout would end rolled back and the
+  # primaries leave 1.1.0), a pause from the web UI that does not hold
+  # wave 2 past wave 1's bake (c2 changed before carol resumed) or a
+  # resume that releases nothing, and controls not recorded as carol's.
+  Scenario: A custom role granted to a group: its person pauses and resumes a rollout from the web UI, and has no other control
+    Given the OpenID provider also has "carol@example.com" in group "payments-oncall"
+    And project "payments" grants group "payments-oncall" the custom role "pauser" with the permissions "read,pause,resume"
+    And wave 1 bakes for 15 seconds
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the application's objects in clusters "c2" are watched
+    When "carol@example.com" logs in to the web UI through the OpenID provider
+    And version "1.1.0" is pushed
+    Then the web UI's rollout of "1.1.0" offers "carol@example.com" only the control "Pause"
+    When "carol@example.com" pauses the rollout of "1.1.0" in the web UI
+    Then the web UI's rollout of "1.1.0" offers "carol@example.com" only the control "Resume"
+    And aborting the rollout of "1.1.0" with the web UI's session is refused with 403 naming the abort permission
+    And cluster "c1" of the rollout of "1.1.0" has succeeded
+    And no cluster of wave 2 of the rollout of "1.1.0" starts for 25 seconds
+    When "carol@example.com" resumes the rollout of "1.1.0" in the web UI
+    Then the rollout of "1.1.0" succeeds
+    And clusters "c2" were unchanged until the release
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the web UI's rollout of "1.1.0" offers "carol@example.com" no control, saying the roles grant none in project "payments"
+    And rolling back the rollout of "1.1.0" with the web UI's session is refused with 403 naming the rollback permission
+    And the workloads of every cluster stay unchanged for 15 seconds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the web UI's timeline of the rollout of "1.1.0" says "carol@example.com pause: allowed"
+    And the web UI's timeline of the rollout of "1.1.0" says "carol@example.com abort: refused"
+
   # Catches: a device flow that does not wait for the person (no token, or
   # someone else's), a CLI that does not send the kept ID token (the
   # approval refused 401) or that the server does not verify against the

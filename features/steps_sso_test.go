@@ -69,7 +69,11 @@ func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the web UI names "([^"]*)" as who is logged in, and its session cookie is HttpOnly and SameSite=Lax$`, s.ssoUINames)
 	sc.Step(`^the web UI's session reads the application "([^"]*)" and not "([^"]*)", which the automation's token reads$`, s.ssoUIReadsOnly)
 	sc.Step(`^the web UI's rollout of "([^"]*)" offers "([^"]*)" no control, saying the roles grant none in project "([^"]*)"$`, s.ssoUINoControl)
-	sc.Step(`^rolling back the rollout of "([^"]*)" with the web UI's session is refused with 403 naming the rollback permission$`, s.ssoRollbackRefused)
+	sc.Step(`^(aborting|rolling back) the rollout of "([^"]*)" with the web UI's session is refused with 403 naming the (abort|rollback) permission$`, s.ssoControlRefused)
+	sc.Step(`^the OpenID provider also has "([^"]*)" in group "([^"]*)"$`, s.ssoAlsoUser)
+	sc.Step(`^project "([^"]*)" grants group "([^"]*)" the custom role "([^"]*)" with the permissions "([^"]*)"$`, s.ssoCustomRole)
+	sc.Step(`^the web UI's rollout of "([^"]*)" offers "([^"]*)" only the controls? "([^"]*)"$`, s.ssoUIOnlyControls)
+	sc.Step(`^"([^"]*)" (pauses|resumes) the rollout of "([^"]*)" in the web UI$`, s.ssoUIControl)
 	sc.Step("^\"([^\"]*)\" runs `flotilla login --sso` and approves its code at the OpenID provider$", s.ssoCLILogin)
 	sc.Step("^\"([^\"]*)\" runs `flotilla login --sso` and approves its code on the OpenID provider's device form$", s.ssoCLILoginForm)
 	sc.Step("^`flotilla login --sso` says it logged in as \"([^\"]*)\", keeping a refresh token in a file only its owner reads$", s.ssoCLILoggedIn)
@@ -321,7 +325,10 @@ func (s *scenario) ssoUINoControl(ctx context.Context, version, who, project str
 		fmt.Sprintf(`document.querySelector('section[data-rollout=%q]') && document.querySelector('#controls-hint') && document.querySelector('#controls-hint').textContent === %q && !document.querySelector('#controls button')`, id, hint))
 }
 
-func (s *scenario) ssoRollbackRefused(ctx context.Context, version string) error {
+// ssoControlRefused sends a control (abort or rollback) of the rollout of
+// version with the web UI's session, as the page would: the API must
+// refuse it, naming the permission the person's roles lack.
+func (s *scenario) ssoControlRefused(ctx context.Context, _, version, perm string) error {
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
 		return err
@@ -332,14 +339,80 @@ func (s *scenario) ssoRollbackRefused(ctx context.Context, version string) error
 	}
 	h.Set("X-Flotilla-CSRF", "1")
 	h.Set("Content-Type", "application/json")
-	a, err := s.call(ctx, http.MethodPost, "/api/v1/rollouts/"+id+"/rollback", h, []byte(`{"reason":"features"}`))
+	a, err := s.call(ctx, http.MethodPost, "/api/v1/rollouts/"+id+"/"+perm, h, []byte(`{"reason":"features"}`))
 	if err != nil {
 		return err
 	}
-	if a.status != http.StatusForbidden || !strings.Contains(a.body, "rollback") {
-		return fmt.Errorf("a rollback with the session answered %d %s, want 403 naming rollback", a.status, a.body)
+	if a.status != http.StatusForbidden || !strings.Contains(a.body, " may not "+perm+" in project ") {
+		return fmt.Errorf("POST %s with the session answered %d %s, want 403 saying who may not %s in which project", perm, a.status, a.body, perm)
 	}
 	return nil
+}
+
+// ssoAlsoUser adds a person to the provider, before flotilla's config
+// starts it.
+func (s *scenario) ssoAlsoUser(who, group string) error {
+	sw := s.sso()
+	if len(sw.users) == 0 {
+		return errors.New("no OpenID provider: its step must come first")
+	}
+	sw.users = append(sw.users, oidcop.User{Name: strings.Split(who, "@")[0], Password: ssoPassword, Email: who, Groups: []string{group}})
+	return nil
+}
+
+// ssoCustomRole defines a role that is not built in, in project, with
+// the permissions listed (comma-separated), granted to group.
+func (s *scenario) ssoCustomRole(project, group, role, perms string) error {
+	for _, p := range s.sso().projects {
+		if p["name"] == project {
+			p["roles"] = append(p["roles"].([]map[string]any), map[string]any{
+				"name": role, "permissions": strings.Split(perms, ","), "subjects": []string{"group:" + group}})
+			return nil
+		}
+	}
+	return fmt.Errorf("no step put an application in project %s", project)
+}
+
+// ssoUIOnlyControls opens the rollout of version in the web UI, whose
+// header names who: its controls are exactly the buttons labelled (the
+// rollout's controls and its waves' approvals alike), and no hint that
+// none is granted.
+func (s *scenario) ssoUIOnlyControls(ctx context.Context, version, who, labels string) error {
+	b, id, err := s.openRollout(ctx, version)
+	if err != nil {
+		return err
+	}
+	want := strings.Split(labels, ",")
+	for i := range want {
+		want[i] = strings.TrimSpace(want[i])
+	}
+	return b.until(ctx, uiWait, fmt.Sprintf("the rollout %s offering %s only the controls %v", id, who, want), fmt.Sprintf(
+		`%s && document.querySelector('section[data-rollout=%q]') && !document.querySelector('#controls-hint') &&
+		JSON.stringify([...document.querySelectorAll('section[data-rollout] button')].map((b) => b.textContent.trim())) === %q`,
+		whoami(who), id, jsArray(want)))
+}
+
+// ssoUIControl presses the rollout's Pause or Resume button in the web
+// UI, which the page shows open, and waits for its notice that the
+// control was recorded as who's. A resume releases the hold.
+func (s *scenario) ssoUIControl(ctx context.Context, who, action, version string) error {
+	b, id, err := s.uiRollout(ctx, version)
+	if err != nil {
+		return err
+	}
+	control, label := "pause", "Pause"
+	if action == "resumes" {
+		control, label = "resume", "Resume"
+		s.released(time.Now())
+	}
+	if err := b.until(ctx, uiWait, "the rollout "+id+" open", fmt.Sprintf(`document.querySelector('section[data-rollout=%q]')`, id)); err != nil {
+		return err
+	}
+	if err := b.click(ctx, "#control-"+control); err != nil {
+		return err
+	}
+	notice := label + ": recorded as " + who + "."
+	return b.until(ctx, uiWait, "the notice "+notice, fmt.Sprintf(`document.querySelector('#notice').textContent === %q`, notice))
 }
 
 // ssoCLIEnv is the environment of a person's CLI: no FLOTILLA_TOKEN, the
