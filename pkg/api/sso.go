@@ -57,7 +57,8 @@ const (
 	msgNoCLIClient       = "this flotilla takes no ID token as a bearer token: set server.sso.cliClientID"
 )
 
-// SSOScopes are the scopes asked of the provider.
+// SSOScopes are the scopes asked of the provider unless SSOConfig.Scopes
+// lists others.
 var SSOScopes = []string{oidc.ScopeOpenID, "email", "profile", "groups"}
 
 // SSOConfig is server.sso, resolved.
@@ -72,6 +73,10 @@ type SSOConfig struct {
 	// token), the web client and the CLI alike: a web session then ends
 	// when its ID token expires (server.sso.offlineAccess: false).
 	NoOfflineAccess bool
+	// Scopes are asked instead of SSOScopes, when set
+	// (server.sso.scopes); offline_access is asked besides unless
+	// NoOfflineAccess.
+	Scopes []string
 	// RedirectURL is server.externalURL + /auth/callback. Cookies are
 	// Secure unless it is plain http on a loopback host.
 	RedirectURL string
@@ -194,13 +199,23 @@ func (s *SSO) oauth(p *oidc.Provider) *oauth2.Config {
 		RedirectURL: s.c.RedirectURL, Scopes: s.scopes()}
 }
 
-// scopes are what the web client and the CLI ask the provider:
-// SSOScopes, and offline_access first unless NoOfflineAccess.
+// scopes are what the web client and the CLI ask the provider: Scopes
+// (else SSOScopes), and offline_access first unless NoOfflineAccess.
 func (s *SSO) scopes() []string {
+	asked := s.asked()
 	if s.c.NoOfflineAccess {
-		return slices.Clone(SSOScopes)
+		return asked
 	}
-	return append([]string{oidc.ScopeOfflineAccess}, SSOScopes...)
+	return append([]string{oidc.ScopeOfflineAccess}, asked...)
+}
+
+// asked are the scopes asked besides offline_access: Scopes, else
+// SSOScopes.
+func (s *SSO) asked() []string {
+	if len(s.c.Scopes) > 0 {
+		return slices.Clone(s.c.Scopes)
+	}
+	return slices.Clone(SSOScopes)
 }
 
 // Register adds the SSO's routes to mux. They need no identity: login
@@ -306,8 +321,12 @@ func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 	case subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(f.State)) != 1:
 		err = errors.New("the login's state does not match this browser's")
 	case q.Get("error") == "invalid_scope" && !s.c.NoOfflineAccess:
-		err = fmt.Errorf("the identity provider refused: %s %s (if it does not grant %s, set server.sso.offlineAccess: false)",
-			q.Get("error"), q.Get("error_description"), oidc.ScopeOfflineAccess)
+		err = fmt.Errorf("the identity provider refused: %s %s (if it does not grant %s, set server.sso.offlineAccess: false; "+
+			"if it does not grant one of %s, leave it out of server.sso.scopes)",
+			q.Get("error"), q.Get("error_description"), oidc.ScopeOfflineAccess, strings.Join(s.asked(), ", "))
+	case q.Get("error") == "invalid_scope":
+		err = fmt.Errorf("the identity provider refused: %s %s (if it does not grant one of %s, leave it out of server.sso.scopes)",
+			q.Get("error"), q.Get("error_description"), strings.Join(s.asked(), ", "))
 	case q.Get("error") != "":
 		err = fmt.Errorf("the identity provider refused: %s %s", q.Get("error"), q.Get("error_description"))
 	}

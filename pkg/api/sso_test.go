@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -456,5 +457,67 @@ func TestSSOOfflineAccess(t *testing.T) {
 	}
 	if n := provider.Refreshes("alice"); n != 0 {
 		t.Errorf("the provider answered %d refreshes, want none", n)
+	}
+}
+
+// TestSSOScopes: SSOConfig.Scopes (server.sso.scopes) replace the default
+// scopes, for the web client and the CLI alike, offline_access still
+// asked first. A provider that refuses the scope groups, as Google does,
+// and gives the groups under a scope of its own, as a Keycloak client
+// scope does, ends the default login with its invalid_scope and the
+// field to change; with the provider's scope instead of groups alice
+// logs in and her session holds her groups.
+func TestSSOScopes(t *testing.T) {
+	site := startSSOSite(t, oidcop.GroupsScope("team"), oidcop.RefuseScopes("groups"))
+	config := func(scopes []string) api.SSOConfig {
+		return api.SSOConfig{Issuer: site.provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret", CLIClientID: "flotilla-cli",
+			GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: site.url + "/auth/callback", Scopes: scopes}
+	}
+
+	// The default scopes ask groups: refused, saying which field to change.
+	jar, _ := cookiejar.New(nil)
+	res, err := (&http.Client{Jar: jar}).Get(site.url + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "invalid_scope") ||
+		!strings.Contains(string(body), "if it does not grant one of openid, email, profile, groups, leave it out of server.sso.scopes") {
+		t.Errorf("a login asking groups of a provider that refuses it: %d %s, want 401 naming invalid_scope and server.sso.scopes", res.StatusCode, body)
+	}
+
+	site.handler = ssoServerOf(t, config([]string{"openid", "email", "profile", "team"}), site.sessions)
+	want := []string{"offline_access", "openid", "email", "profile", "team"}
+	rec := httptest.NewRecorder()
+	site.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/login", nil))
+	loc, err := url.Parse(rec.Header().Get("Location"))
+	if rec.Code != http.StatusFound || err != nil {
+		t.Fatalf("/auth/login: %d %s", rec.Code, rec.Header().Get("Location"))
+	}
+	if diff := cmp.Diff(want, strings.Fields(loc.Query().Get("scope"))); diff != "" {
+		t.Errorf("the authorization URL's scope (-want +got):\n%s", diff)
+	}
+	rec = httptest.NewRecorder()
+	site.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/config", nil))
+	var c api.SSOClientConfig
+	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
+		t.Fatalf("/auth/config: %d %s", rec.Code, rec.Body)
+	}
+	if diff := cmp.Diff(want, c.Scopes); diff != "" {
+		t.Errorf("the CLI's scopes (-want +got):\n%s", diff)
+	}
+
+	_, session, _ := site.logIn(t, "")
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/whoami", nil)
+	req.AddCookie(session)
+	rec = httptest.NewRecorder()
+	site.handler.ServeHTTP(rec, req)
+	var p identity.Principal
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("whoami: %d %s", rec.Code, rec.Body)
+	}
+	if p.Name != "alice@example.com" || !slices.Equal(p.Groups, []string{"payments"}) {
+		t.Errorf("the session is %+v, want alice@example.com in group payments (the provider's scope team)", p)
 	}
 }

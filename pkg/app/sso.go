@@ -16,13 +16,19 @@ func (s *Server) useSSO(cfg *config.Config, log *slog.Logger) {
 	if c == nil {
 		return
 	}
-	s.sso = api.NewSSO(api.SSOConfig{
-		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecretValue, CLIClientID: c.CLIClientID,
-		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, NoOfflineAccess: !c.AsksOfflineAccess(),
-		RedirectURL: config.SSORedirectURL(s.externalURL),
-	}, s.documents(), log)
+	s.sso = api.NewSSO(ssoConfig(c, s.externalURL), s.documents(), log)
 	s.authn.UseSSO(s.sso)
 	s.ui.WithSSO()
+}
+
+// ssoConfig is the API's single sign-on of server.sso, whose defaults
+// Load filled, flotilla reached at externalURL.
+func ssoConfig(c *config.SSO, externalURL string) api.SSOConfig {
+	return api.SSOConfig{
+		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecretValue, CLIClientID: c.CLIClientID,
+		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, NoOfflineAccess: !c.AsksOfflineAccess(),
+		Scopes: c.Scopes, RedirectURL: config.SSORedirectURL(externalURL),
+	}
 }
 
 // documents is the state port's documents the web sessions are kept in:

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,7 +21,15 @@ const (
 	SSOCallbackPath = "/auth/callback"
 	// DefaultSessionSweepInterval is server.sessionSweepInterval's default.
 	DefaultSessionSweepInterval = 10 * time.Minute
+	// ScopeOpenID is the scope every OpenID Connect request asks;
+	// ScopeOfflineAccess the one server.sso.offlineAccess asks.
+	ScopeOpenID        = "openid"
+	ScopeOfflineAccess = "offline_access"
 )
+
+// DefaultSSOScopes are server.sso.scopes' default, as Argo CD's
+// requestedScopes.
+var DefaultSSOScopes = []string{ScopeOpenID, "email", "profile", "groups"}
 
 // SessionSweep is how often the ended and expired web sessions are
 // deleted: server.sessionSweepInterval, or its default.
@@ -77,6 +88,14 @@ type SSO struct {
 	// (401 and the login hint: the person logs in again), as does the
 	// CLI's login. Default true.
 	OfflineAccess *bool `json:"offlineAccess"`
+	// Scopes are the scopes the web UI and the CLI ask the provider,
+	// besides offline_access (OfflineAccess), as Argo CD's
+	// requestedScopes: the list replaces the default [openid, email,
+	// profile, groups]. openid is required. Leave out one the provider
+	// refuses (Google answers invalid_scope to groups: [openid, email,
+	// profile]); add one it needs to put the person's groups in the ID
+	// token (a Keycloak client scope, Okta's groups, ...).
+	Scopes []string `json:"scopes"`
 }
 
 // AsksOfflineAccess says whether the offline_access scope is asked
@@ -93,6 +112,9 @@ func ssoDefaults(s *SSO, base string) {
 	}
 	if s.SessionTTL.Duration == 0 {
 		s.SessionTTL.Duration = DefaultSessionTTL
+	}
+	if s.Scopes == nil {
+		s.Scopes = slices.Clone(DefaultSSOScopes)
 	}
 	if s.ClientSecret != nil && s.ClientSecret.File != "" {
 		s.ClientSecret.File = resolvePath(base, s.ClientSecret.File)
@@ -122,6 +144,32 @@ func (v *validator) sso(s *SSO) {
 	if d := s.SessionTTL.Duration; d < time.Minute || d > MaxSessionTTL {
 		v.addf("server.sso.sessionTTL", "%s is out of range: want 1m to %s", d, MaxSessionTTL)
 	}
+	v.ssoScopes(s.Scopes)
+}
+
+// ssoScopes checks server.sso.scopes: openid among them, offline_access
+// not (offlineAccess asks it), each a scope token (RFC 6749 3.3) once.
+func (v *validator) ssoScopes(scopes []string) {
+	if !slices.Contains(scopes, ScopeOpenID) {
+		v.addf("server.sso.scopes", "%v lacks %s: an OpenID Connect login asks it", scopes, ScopeOpenID)
+	}
+	for i, sc := range scopes {
+		path := fmt.Sprintf("server.sso.scopes[%d]", i)
+		switch {
+		case sc == ScopeOfflineAccess:
+			v.addf(path, "%s is asked unless server.sso.offlineAccess is false: leave it out of scopes", sc)
+		case !scopeToken(sc):
+			v.addf(path, "%q is not a scope: want printable ASCII without spaces, quotes or backslashes (RFC 6749 3.3)", sc)
+		case slices.Contains(scopes[:i], sc):
+			v.addf(path, "%s is listed twice", sc)
+		}
+	}
+}
+
+// scopeToken says whether s is a scope-token: %x21 / %x23-5B / %x5D-7E,
+// at least one.
+func scopeToken(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e || r == '"' || r == '\\' })
 }
 
 // SSORedirectURL is the web client's redirect URL: externalURL (the

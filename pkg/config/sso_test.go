@@ -34,6 +34,17 @@ func TestSSO(t *testing.T) {
 			`server.sso.cliClientID: "flotilla" is the web UI's client: the CLI needs its own public client (device grant), or its tokens would be the web client's`},
 		{"session too long", func(s *SSO) { s.SessionTTL.Duration = 30 * 24 * time.Hour }, "server.sso.sessionTTL: 720h0m0s is out of range: want 1m to 168h0m0s"},
 		{"session too short", func(s *SSO) { s.SessionTTL.Duration = time.Second }, "server.sso.sessionTTL: 1s is out of range: want 1m to 168h0m0s"},
+		{"scopes without groups", func(s *SSO) { s.Scopes = []string{"openid", "email", "profile"} }, ""},
+		{"scopes without openid", func(s *SSO) { s.Scopes = []string{"email", "groups"} },
+			"server.sso.scopes: [email groups] lacks openid: an OpenID Connect login asks it"},
+		{"scopes with offline_access", func(s *SSO) { s.Scopes = []string{"openid", "offline_access"} },
+			"server.sso.scopes[1]: offline_access is asked unless server.sso.offlineAccess is false: leave it out of scopes"},
+		{"scope with a space", func(s *SSO) { s.Scopes = []string{"openid", "read groups"} },
+			`server.sso.scopes[1]: "read groups" is not a scope: want printable ASCII without spaces, quotes or backslashes (RFC 6749 3.3)`},
+		{"empty scope", func(s *SSO) { s.Scopes = []string{"openid", ""} },
+			`server.sso.scopes[1]: "" is not a scope: want printable ASCII without spaces, quotes or backslashes (RFC 6749 3.3)`},
+		{"scope twice", func(s *SSO) { s.Scopes = []string{"openid", "groups", "groups"} }, "server.sso.scopes[2]: groups is listed twice"},
+		{"no scopes", func(s *SSO) { s.Scopes = []string{} }, "server.sso.scopes: [] lacks openid: an OpenID Connect login asks it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +67,9 @@ func TestSSO(t *testing.T) {
 	(&validator{}).sso(s)
 	if s.GroupsClaim != "groups" || s.SessionTTL.Duration != 12*time.Hour || s.ClientSecretValue != "s3cret" || !s.AsksOfflineAccess() {
 		t.Errorf("defaults: groupsClaim %q, sessionTTL %s, secret resolved %v, offline_access asked %v", s.GroupsClaim, s.SessionTTL, s.ClientSecretValue != "", s.AsksOfflineAccess())
+	}
+	if diff := cmp.Diff([]string{"openid", "email", "profile", "groups"}, s.Scopes); diff != "" {
+		t.Errorf("default scopes (-want +got):\n%s", diff)
 	}
 	for _, tc := range []struct {
 		set  *bool
@@ -112,7 +126,8 @@ func TestExampleSSO(t *testing.T) {
 		t.Fatalf("example.yaml with sso:\n%v", err)
 	}
 	want := &SSO{Issuer: "https://login.example.com/realms/platform", ClientID: "flotilla", ClientSecret: &Secret{Env: "FLOTILLA_SSO_CLIENT_SECRET"},
-		ClientSecretValue: "x", CLIClientID: "flotilla-cli", GroupsClaim: "groups", SessionTTL: Duration{12 * time.Hour}, OfflineAccess: ptr.To(true)}
+		ClientSecretValue: "x", CLIClientID: "flotilla-cli", GroupsClaim: "groups", SessionTTL: Duration{12 * time.Hour}, OfflineAccess: ptr.To(true),
+		Scopes: []string{"openid", "email", "profile", "groups"}}
 	if diff := cmp.Diff(want, c.Server.SSO); diff != "" {
 		t.Errorf("sso (-want +got):\n%s", diff)
 	}

@@ -48,6 +48,12 @@ func RefuseScopes(scopes ...string) Option {
 	return func(p *Provider) { p.store.refused = append(p.store.refused, scopes...) }
 }
 
+// GroupsScope is the scope for which the provider puts the groups claim
+// in the ID token (default "groups"), as a provider whose groups come
+// with a scope of its own (a Keycloak client scope, say); the scope
+// "groups" is then one it does not know.
+func GroupsScope(scope string) Option { return func(p *Provider) { p.store.groupsScope = scope } }
+
 // Provider is a running OpenID provider.
 type Provider struct {
 	// Issuer is its issuer URL, http://127.0.0.1:<port>.

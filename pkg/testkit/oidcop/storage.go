@@ -24,6 +24,9 @@ type storage struct {
 	lifetime time.Duration
 	// refused are the scopes an authorization request is refused for.
 	refused []string
+	// groupsScope is the scope that puts the groups claim in the tokens
+	// (GroupsScope).
+	groupsScope string
 
 	mu       sync.Mutex
 	users    map[string]User
@@ -40,7 +43,7 @@ type storage struct {
 
 func newStorage(key *rsa.PrivateKey, users []User, clients []Client) *storage {
 	s := &storage{
-		key: key, kid: keyID(key), lifetime: 10 * time.Minute,
+		key: key, kid: keyID(key), lifetime: 10 * time.Minute, groupsScope: "groups",
 		users: map[string]User{}, clients: map[string]Client{},
 		requests: map[string]*authRequest{}, codes: map[string]string{}, access: map[string]accessToken{},
 		refresh: map[string]*refreshRequest{}, devices: map[string]*op.DeviceAuthorizationState{}, userCode: map[string]string{},
@@ -331,7 +334,7 @@ func (s *storage) GetClientByClientID(_ context.Context, id string) (op.Client, 
 	if !ok {
 		return nil, fmt.Errorf("client %q: %w", id, errNotFound)
 	}
-	return client{c: c, lifetime: s.lifetime}, nil
+	return client{c: c, lifetime: s.lifetime, groupsScope: s.groupsScope, refused: s.refused}, nil
 }
 
 func (s *storage) AuthorizeClientIDSecret(_ context.Context, id, secret string) error {
@@ -362,7 +365,7 @@ func (s *storage) userinfo(info *oidc.UserInfo, subject string, scopes []string)
 			info.Email, info.EmailVerified = u.Email, oidc.Bool(u.Email != "")
 		case oidc.ScopeProfile:
 			info.PreferredUsername, info.Name = u.Name, u.Name
-		case "groups":
+		case s.groupsScope:
 			info.AppendClaims("groups", slices.Clone(u.Groups))
 		}
 	}
@@ -376,7 +379,7 @@ func (s *storage) SetUserinfoFromToken(_ context.Context, info *oidc.UserInfo, t
 	if !ok || time.Now().After(t.expires) {
 		return errors.New("token expired or unknown")
 	}
-	return s.userinfo(info, t.subject, []string{oidc.ScopeEmail, oidc.ScopeProfile, "groups"})
+	return s.userinfo(info, t.subject, []string{oidc.ScopeEmail, oidc.ScopeProfile, s.groupsScope})
 }
 
 func (s *storage) SetIntrospectionFromToken(_ context.Context, resp *oidc.IntrospectionResponse, tokenID, subject, clientID string) error {
@@ -484,8 +487,12 @@ func (r *refreshRequest) SetCurrentScopes(sc []string) { r.scopes = sc }
 
 // client is a registered client as op sees it.
 type client struct {
-	c        Client
-	lifetime time.Duration
+	c           Client
+	lifetime    time.Duration
+	groupsScope string
+	// refused reach CreateAuthRequest, which refuses them, rather than
+	// being dropped as scopes the provider does not know.
+	refused []string
 }
 
 func (c client) GetID() string                    { return c.c.ID }
@@ -522,6 +529,8 @@ func (c client) RestrictAdditionalIdTokenScopes() func([]string) []string {
 func (c client) RestrictAdditionalAccessTokenScopes() func([]string) []string {
 	return func(s []string) []string { return s }
 }
-func (c client) IsScopeAllowed(scope string) bool     { return scope == "groups" }
+func (c client) IsScopeAllowed(scope string) bool {
+	return scope == c.groupsScope || slices.Contains(c.refused, scope)
+}
 func (c client) IDTokenUserinfoClaimsAssertion() bool { return true } // groups in the ID token
 func (c client) ClockSkew() time.Duration             { return 0 }
