@@ -27,3 +27,23 @@ Feature: Clusters discovered from an inventory
     Then the rollout of "1.1.0" succeeds
     And the primary in cluster "c4" runs version "1.1.0" by digest
     And the primary in every cluster runs version "1.1.0" by digest
+
+  # Catches a discovered cluster that only a push reaches: with the
+  # reconcile on, c4, appearing after the fleet converged on 1.0.0 and
+  # running its old version, gets 1.0.0 through its wave's pipeline
+  # without a push (the nothing-missed issue's catch-up).
+  Scenario: A cluster discovered after the fleet converged is caught up to the validated digest without a push
+    Given flotilla checks the clusters against the validated digest every "2s"
+    And clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla discovers clusters from Argo CD's cluster Secrets in cluster "c1" labelled "flotilla.dev/fleet=demo"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When an Argo CD cluster Secret for cluster "c4" labelled "flotilla.dev/fleet=demo,tier=prod" is created
+    Then a rollout of kind "catch-up" of "1.0.0" to "c4" succeeds
+    And the primary in cluster "c4" runs version "1.0.0" by digest
+    And the primary in every cluster runs version "1.0.0" by digest
