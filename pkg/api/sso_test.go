@@ -521,3 +521,60 @@ func TestSSOScopes(t *testing.T) {
 		t.Errorf("the session is %+v, want alice@example.com in group payments (the provider's scope team)", p)
 	}
 }
+
+// TestSSOSecureCookies: behind an https externalURL (a TLS server, its
+// redirect URL https://127.0.0.1:<port>/auth/callback) the login's flow
+// cookie and the session's cookie are Secure, HttpOnly and SameSite=Lax,
+// and the login through the provider works with them.
+func TestSSOSecureCookies(t *testing.T) {
+	var handler http.Handler
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
+		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	handler = ssoServerOf(t, api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret",
+		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: srv.URL + "/auth/callback"}, openState(t))
+	browser := srv.Client()
+	browser.Jar, _ = cookiejar.New(nil)
+	var set []*http.Cookie
+	browser.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		set = append(set, req.Response.Cookies()...)
+		return nil
+	}
+	res, err := browser.Get(srv.URL + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Request.URL.Query().Get("authRequestID")
+	if id == "" {
+		t.Fatalf("not at the provider's login: %s", res.Request.URL)
+	}
+	res, err = browser.PostForm(provider.Issuer+"/login", url.Values{"id": {id}, "username": {"alice"}, "password": {"pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	type cookie struct {
+		Name             string
+		Secure, HTTPOnly bool
+		SameSite         http.SameSite
+	}
+	var got []cookie
+	for _, c := range set {
+		if c.MaxAge >= 0 { // the flow cookie's deletion aside
+			got = append(got, cookie{c.Name, c.Secure, c.HttpOnly, c.SameSite})
+		}
+	}
+	want := []cookie{{"flotilla_sso_flow", true, true, http.SameSiteLaxMode}, {api.SSOSessionCookie, true, true, http.SameSiteLaxMode}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the cookies set (-want +got):\n%s", diff)
+	}
+	if res.Request.URL.Host != strings.TrimPrefix(srv.URL, "https://") {
+		t.Errorf("after the login the browser is at %s, want back at flotilla", res.Request.URL)
+	}
+}
