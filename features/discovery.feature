@@ -11,6 +11,7 @@ Feature: Clusters discovered from an inventory
   # flotilla runs), a cluster without a client (its run fails), labels not
   # read from the Secret (c4 in no wave: its primary stays on 1.0.0), and a
   # discovered cluster reached with the wrong credentials.
+  @both-modes
   Scenario: An Argo CD cluster Secret labelled for the last wave appears: it is in that wave's next rollout
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2" are labelled "tier=prod"

@@ -92,6 +92,7 @@ Feature: The config file reloads live
   # started without a client: the rollout fails and rolls back, or waits
   # for c4 until its deadline) and one touched after it left (its primary
   # would run 1.1.0).
+  @both-modes
   Scenario: A cluster removed from the file config while a rollout is in flight: the rollout finishes with the clusters that remain
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2,c4" are labelled "tier=prod"
