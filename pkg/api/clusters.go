@@ -21,6 +21,9 @@ type ClusterInfo struct {
 	Name   string
 	Labels map[string]string
 	Wave   string
+	// Source is where a discovered cluster comes from (its Argo CD
+	// Secret), "" for the configuration file's own.
+	Source string
 }
 
 // WithClusters names the configured clusters, which GET /api/v1/clusters
@@ -33,9 +36,13 @@ func (a *API) WithClusters(cs ...ClusterInfo) *API {
 // ClusterView is a cluster, its health and what it runs of each
 // application.
 type ClusterView struct {
-	Name         string             `json:"name"`
-	Labels       map[string]string  `json:"labels,omitempty"`
-	Wave         string             `json:"wave,omitempty"`
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Wave   string            `json:"wave,omitempty"`
+	// Source is where a discovered cluster comes from
+	// ("fleet.discovery.argocd: Secret argocd/prod-eu"); absent for the
+	// file's fleet.clusters.
+	Source       string             `json:"source,omitempty"`
 	Applications map[string]Running `json:"applications"`
 	// Health is what the cluster answered when last read (WithHealth);
 	// nil when no reader is set.
@@ -200,7 +207,7 @@ func FleetView(clusters []ClusterInfo, ros []rollout.Rollout, apps map[string]ro
 	out := make([]ClusterView, len(clusters))
 	at := map[string]int{}
 	for i, c := range clusters {
-		out[i] = ClusterView{Name: c.Name, Labels: c.Labels, Wave: c.Wave, Applications: map[string]Running{}}
+		out[i] = ClusterView{Name: c.Name, Labels: c.Labels, Wave: c.Wave, Source: c.Source, Applications: map[string]Running{}}
 		at[c.Name] = i
 	}
 	settled := map[[2]string]bool{}

@@ -225,12 +225,14 @@ func TestClustersSayTheirDrift(t *testing.T) {
 	}
 }
 
-// GET /api/v1/clusters says each cluster's labels and the wave it is in.
+// GET /api/v1/clusters says each cluster's labels, the wave it is in and,
+// for a discovered one, where it comes from.
 func TestFleetViewWaves(t *testing.T) {
-	got := api.FleetView([]api.ClusterInfo{{Name: "c1", Labels: map[string]string{"env": "dev"}, Wave: "canary"}, {Name: "c2"}}, nil, nil)
+	got := api.FleetView([]api.ClusterInfo{{Name: "c1", Labels: map[string]string{"env": "dev"}, Wave: "canary"},
+		{Name: "c2", Source: "fleet.discovery.argocd: Secret argocd/c2"}}, nil, nil)
 	want := []api.ClusterView{
 		{Name: "c1", Labels: map[string]string{"env": "dev"}, Wave: "canary", Applications: map[string]api.Running{}},
-		{Name: "c2", Applications: map[string]api.Running{}},
+		{Name: "c2", Source: "fleet.discovery.argocd: Secret argocd/c2", Applications: map[string]api.Running{}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("FleetView (-want +got):\n%s", diff)

@@ -484,7 +484,7 @@ func clusterInfos(f config.Fleet) []api.ClusterInfo {
 	}
 	out := make([]api.ClusterInfo, 0, len(f.Clusters))
 	for _, c := range f.Clusters {
-		out = append(out, api.ClusterInfo{Name: c.Name, Labels: c.Labels, Wave: wave[c.Name]})
+		out = append(out, api.ClusterInfo{Name: c.Name, Labels: c.Labels, Wave: wave[c.Name], Source: c.Source})
 	}
 	return out
 }

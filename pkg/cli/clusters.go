@@ -64,12 +64,14 @@ func clusterNames(cs []api.ClusterView, kind bool) []string {
 }
 
 // printClusters prints clusters as a table; wide adds their Kubernetes
-// version, flotilla's canaries there and what a failed read said.
+// version, flotilla's canaries there, where the cluster comes from (the
+// file, or the discovery source: "argocd: Secret argocd/prod-eu") and
+// what a failed read said.
 func printClusters(w io.Writer, cs []api.ClusterView, wide bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := "NAME\tWAVE\tHEALTH\tLABELS\tAPPLICATIONS"
 	if wide {
-		head += "\tKUBERNETES\tCANARIES\tDETAIL"
+		head += "\tKUBERNETES\tCANARIES\tSOURCE\tDETAIL"
 	}
 	fmt.Fprintln(tw, head)
 	for _, c := range cs {
@@ -82,7 +84,11 @@ func printClusters(w io.Writer, cs []api.ClusterView, wide bool) {
 					canaries += fmt.Sprintf(" (%d waiting)", h.Waiting)
 				}
 			}
-			fmt.Fprintf(tw, "\t%s\t%s\t%s", k8s, canaries, detail)
+			source := "file"
+			if c.Source != "" {
+				source = strings.TrimPrefix(c.Source, "fleet.discovery.")
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", k8s, canaries, source, detail)
 		}
 		fmt.Fprintln(tw)
 	}

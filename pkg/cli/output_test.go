@@ -53,7 +53,7 @@ func fleetAPI(t *testing.T) string {
 		WithApplicationInfos(repo, api.ApplicationInfo{Name: "cart", Kind: api.KindImage, Repository: "r.test/cart"},
 			api.ApplicationInfo{Name: "shop", Kind: api.KindImage, Repository: "r.test/shop"}).
 		WithClusters(api.ClusterInfo{Name: "c1", Labels: map[string]string{"env": "dev", "zone": "a"}, Wave: "canary"},
-			api.ClusterInfo{Name: "c2", Labels: map[string]string{"env": "prod"}, Wave: "prod"}).
+			api.ClusterInfo{Name: "c2", Labels: map[string]string{"env": "prod"}, Wave: "prod", Source: "fleet.discovery.argocd: Secret argocd/c2"}).
 		Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -81,8 +81,8 @@ func TestKubectlHabits(t *testing.T) {
 				"c1    canary  -       env=dev,zone=a  cart=2.0.0,shop=-->1.1.0\n" +
 				"c2    prod    -       env=prod        cart=2.0.0\n"},
 		{name: "one cluster, wide", args: []string{"get", "cluster", "c2", "-o", "wide"},
-			wantStdout: "NAME  WAVE  HEALTH  LABELS    APPLICATIONS  KUBERNETES  CANARIES  DETAIL\n" +
-				"c2    prod  -       env=prod  cart=2.0.0    -           -         -\n"},
+			wantStdout: "NAME  WAVE  HEALTH  LABELS    APPLICATIONS  KUBERNETES  CANARIES  SOURCE                    DETAIL\n" +
+				"c2    prod  -       env=prod  cart=2.0.0    -           -         argocd: Secret argocd/c2  -\n"},
 		{name: "an unknown cluster", args: []string{"get", "clusters", "c9"}, wantCode: exitFailure, wantStderr: `cluster "c9" not found: the fleet's are c1, c2`},
 		{name: "an unknown rollout", args: []string{"get", "rollouts", "r9"}, wantCode: exitFailure, wantStderr: "r9"},
 		{name: "the table asked for by name", args: []string{"get", "clusters", "c1", "-o", "table"},
@@ -211,7 +211,7 @@ func TestWideTables(t *testing.T) {
 	}{
 		{"rollouts", []string{"IMAGE", "SOURCE", "PUSHED BY", "CREATED", "REASON"}},
 		{"applications", []string{"KIND", "REPOSITORY", "DIGEST", "ROLLOUT"}},
-		{"clusters", []string{"KUBERNETES", "CANARIES", "DETAIL"}},
+		{"clusters", []string{"KUBERNETES", "CANARIES", "SOURCE", "DETAIL"}},
 	} {
 		t.Run(tt.kind, func(t *testing.T) {
 			header := func(args ...string) string {
