@@ -334,3 +334,27 @@ func (stateOf) Get(_ context.Context, id string) (rollout.Rollout, error) {
 		{Name: "prod", Clusters: []rollout.Cluster{{Name: "c2"}, {Name: "c3"}}},
 	}}, nil
 }
+
+// TestBuildWithDiscoveredClusters: the clusters fleet.discovery finds join
+// every Build (the resources' and the file's reloads alike), so an
+// Application may select a discovered cluster.
+func TestBuildWithDiscoveredClusters(t *testing.T) {
+	f := newFixture(t, resource("team-a", "web", 1, 1, spec("registry.example.com/web",
+		"clusterSelector", map[string]any{"matchLabels": map[string]any{"tier": "edge"}})))
+	f.src.o.Clusters = func() []config.Cluster {
+		return []config.Cluster{{Name: "edge-1", Labels: map[string]string{"tier": "edge"},
+			Source: "fleet.discovery.argocd: Secret argocd/edge-1", KubeconfigData: []byte("apiVersion: v1\nkind: Config\n")}}
+	}
+	if res := f.src.Sync(t.Context(), f.r, true); res.Outcome != reload.Applied {
+		t.Fatalf("Sync = %+v", res)
+	}
+	if diff := cmp.Diff([]string{"shop", "web"}, f.apps()); diff != "" {
+		t.Errorf("applications in force (-want +got):\n%s", diff)
+	}
+	if _, ok := f.live.Current().Cluster("edge-1"); !ok {
+		t.Error("the discovered cluster is not in the configuration in force")
+	}
+	if got := f.verdicts()["team-a/web"]; got != "Applied: " {
+		t.Errorf("verdict of team-a/web = %q, want Applied", got)
+	}
+}
