@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,10 +21,19 @@ import (
 // removed one's watch caches stop and the rollouts in flight go on
 // without it (events.TypeClustersRemoved, taken by advance).
 
-// clustersLoad refuses, as invalid, a configuration with a cluster whose
-// kubeconfig does not load: the running clusters stay as they are.
-func clustersLoad(next *config.Config) error {
-	_, err := cluster.LoadConfigs(next.Fleet.Clusters)
+// clustersLoad refuses, as invalid, a configuration with a cluster added
+// or given another kubeconfig whose kubeconfig does not load: the running
+// clusters stay as they are. The others were loaded before (a reload of
+// applications alone reads no kubeconfig here).
+func clustersLoad(old, next *config.Config) error {
+	var changed []config.Cluster
+	for _, c := range next.Fleet.Clusters {
+		o, ok := old.Cluster(c.Name)
+		if !ok || o.Kubeconfig != c.Kubeconfig || o.Context != c.Context || !bytes.Equal(o.KubeconfigData, c.KubeconfigData) {
+			changed = append(changed, c)
+		}
+	}
+	_, err := cluster.LoadConfigs(changed)
 	return err
 }
 

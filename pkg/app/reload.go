@@ -31,7 +31,7 @@ func (s *Server) newReloader(o Options) (*reload.Reloader, error) {
 			if err := s.removable(ctx, old, next); err != nil {
 				return err
 			}
-			return clustersLoad(next)
+			return clustersLoad(old, next)
 		},
 	}
 	// The file's reloads keep the resources' applications and the
