@@ -177,6 +177,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerKubeCDSteps(sc)
 	s.registerPruneSteps(sc)
 	s.registerWorkloadsSteps(sc)
+	s.registerSetsSteps(sc)
 	s.registerPullRequestSteps(sc)
 	s.registerMergeFaultSteps(sc)
 	s.registerInstallSteps(sc)

@@ -188,6 +188,13 @@ func (s *scenario) configureGit(ctx context.Context, app, wave1, wave2 string) e
 	if err := s.configure(ctx, app, "unused", "MinorVersion", wave1, wave2); err != nil {
 		return err
 	}
+	return s.makeNamespace(ctx)
+}
+
+// makeNamespace makes the scenario's namespace in every cluster of the
+// waves (a git application's first commit creates its workloads there),
+// deleted after the scenario.
+func (s *scenario) makeNamespace(ctx context.Context) error {
 	for _, c := range s.w.clusters {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.w.namespace}}
 		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -144,7 +144,9 @@ type world struct {
 	denyTags  []string
 	// git is the scenario's deployments repository and gitSource the git
 	// application's source, when steps made them.
-	git       *gitRepo
+	git *gitRepo
+	// set is the scenario's release set, when a step made one (sets steps).
+	set       *releaseSet
 	gitSource map[string]any
 	// kubecd is the scenario's KubeCD repository (steps_kubecd_test.go).
 	kubecd *kubecdState

@@ -117,6 +117,10 @@ type GitSource struct {
 	// this one no longer renders: one of tasks.Prune* ("" is
 	// tasks.PruneOff).
 	Prune string
+	// Members, for a release set, are its members in the order applied
+	// (each with its own paths, render and prune): the run applies them
+	// one after another instead of Paths.
+	Members []tasks.SetMember
 }
 
 // Results are what a run reports.
@@ -177,6 +181,11 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 		out[ParamGitSecret] = cmp.Or(g.Secret, "flotilla-git")
 		out[tasks.ParamAllowedImages] = ""
 		out[tasks.ParamPrune] = cmp.Or(g.Prune, tasks.PruneOff)
+		members, err := tasks.EncodeMembers(g.Members)
+		if err != nil {
+			return nil, fault.Permanent(err)
+		}
+		out[tasks.ParamMembers] = members
 		if len(g.AllowedImages) > 0 {
 			b, err := json.Marshal(g.AllowedImages)
 			if err != nil {

@@ -81,7 +81,7 @@ func (f *Function) pushOf(e cloudevents.Event) *push {
 			p.seen.Source = rollout.SourcePoll
 		}
 		for _, a := range f.cfg.Current().Applications {
-			if g := a.Git(); g != nil && config.SameGitRepository(g.URL, gp.RepoURL) {
+			if g := a.Git(); g != nil && a.MemberOf == "" && config.SameGitRepository(g.URL, gp.RepoURL) {
 				p.apps = append(p.apps, a.Name)
 				if gp.Branch != "" && gp.Branch != g.Branch {
 					if p.elsewhere == nil {

@@ -45,7 +45,9 @@ func (f *Function) gitPushed(ctx context.Context, e cloudevents.Event) ([]cloude
 	}
 	var apps []config.Application
 	for _, a := range f.cfg.Current().Applications {
-		if g := a.Git(); g != nil && config.SameGitRepository(g.URL, p.RepoURL) {
+		// A release set's member rolls out with its set (its
+		// application follows the repository too), never alone.
+		if g := a.Git(); g != nil && a.MemberOf == "" && config.SameGitRepository(g.URL, p.RepoURL) {
 			apps = append(apps, a)
 		}
 	}

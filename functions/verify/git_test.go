@@ -163,3 +163,44 @@ func TestVerifyGitPush(t *testing.T) {
 		t.Errorf("Handle(fetch failing) = %v, %v; want a retryable error and no verdict", evs, err)
 	}
 }
+
+// A push touching one member of a release set makes one git.verified of
+// the set, naming neither member: the members roll out with their set,
+// never alone. Catches: a rollout per member (two rollouts of one commit),
+// or the member whose files changed rolled out without the others.
+func TestVerifyGitPushOfASet(t *testing.T) {
+	url := gittest.NewRepo(t, map[string]string{"shop/api/a.yaml": "a: 1\n", "shop/frontend/f.yaml": "f: 1\n", "README.md": "r\n"})
+	seed := gittest.Head(t, url).Hash.String()
+	api := gittest.Commit(t, url, "main", "api", map[string]string{"shop/api/a.yaml": "a: 2\n"})
+	readme := gittest.Commit(t, url, "main", "readme", map[string]string{"README.md": "more\n"})
+	member := func(name string) config.Application {
+		return config.Application{Name: name, MemberOf: "shop", Source: &config.Source{Git: &config.GitSource{URL: url, Branch: "main", Paths: []string{"shop/" + name}}}}
+	}
+	cfg := &config.Config{
+		Fleet: config.Fleet{Clusters: []config.Cluster{{Name: "c1"}, {Name: "c2"}}},
+		Applications: []config.Application{member("api"), member("frontend"), {
+			Name: "shop", Set: &config.SetSpec{Members: []config.SetMember{{Name: "api"}, {Name: "frontend"}}},
+			Source: &config.Source{Git: &config.GitSource{URL: url, Branch: "main", Paths: []string{"shop/api", "shop/frontend"}}},
+		}},
+	}
+	f := verify.New(nil, func(string) bool { return false }).WithGit(mirrorRepos{m: gitops.NewMirror(t.TempDir())}, cfg)
+	for _, tt := range []struct {
+		name   string
+		before string
+		after  string
+		want   []string
+	}{
+		{"one member's files", seed, api, []string{"verified shop shop=c1,c2 changed=shop/api/a.yaml version=main@" + api[:12]}},
+		{"no member's files", api, readme, []string{"skipped shop: the push changes nothing the application tracks (it changed README.md)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := f.Handle(context.Background(), gitPush(t, url, "refs/heads/main", tt.before, tt.after))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, verdict(t, evs)); d != "" {
+				t.Errorf("Handle() (-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -2,7 +2,9 @@ package deliver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/flotilla-cd/flotilla/events"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/render"
 )
 
 // Hooks builds the event hook a canary reports to, for a cluster and rollout.
@@ -91,12 +94,13 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		p.Application, p.Git = app.Name, src
 		// What the commit no longer renders waits for the cluster's
 		// success (Prune); a revert has no analysis to wait for.
-		src.Prune = tasks.PruneOff
-		if app.Git().Prunes() {
-			src.Prune = tasks.PruneAfter
-			if revert {
-				src.Prune = tasks.PruneNow
-			}
+		src.Prune = pruneMode(app, revert)
+	}
+	if app.Set != nil {
+		// A release set: its members in dependsOn order (reversed for a
+		// revert), each its own canary; the run waits for each.
+		if p, err = d.setRun(p, app, req, revert); err != nil {
+			return Result{}, err
 		}
 	}
 	// A GitOps application gets the image with its tag (the previous one,
@@ -126,7 +130,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 // for an application that is not a git one or does not prune.
 func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, ref string) (Result, error) {
 	app, ok := d.cfg.Current().Application(application)
-	if !ok || app.Git() == nil || !app.Git().Prunes() {
+	if !ok || app.Git() == nil || app.Set == nil && !app.Git().Prunes() {
 		return Result{}, nil
 	}
 	src, err := pipelines.GitSourceFor(app, cluster, ref)
@@ -134,6 +138,18 @@ func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, 
 		return Result{}, err
 	}
 	src.Prune = tasks.PrunePending
+	if app.Set != nil {
+		// Each member prunes its own inventory, those that prune.
+		for _, sm := range app.Set.Members {
+			m, ok := d.cfg.Current().Application(sm.Name)
+			if ok && m.Git() != nil && m.Git().Prunes() {
+				src.Members = append(src.Members, tasks.SetMember{Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Prune: tasks.PrunePending})
+			}
+		}
+		if len(src.Members) == 0 {
+			return Result{}, nil
+		}
+	}
 	objs := canary.Render(app, canary.Input{Instance: d.cfg.Current().Server.Instance, Cluster: cluster, Rollout: rolloutID, Event: d.hooks(cluster, rolloutID)})
 	// Its own run (name): not the apply's, which the Tekton executor
 	// would find done.
@@ -142,6 +158,68 @@ func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, 
 		Workload: app.Workload.Name, Image: ref, Canary: objs.Canary, Git: src,
 	})
 	return Result{Pruned: res.Pruned, PrunedCount: res.PrunedCount}, err
+}
+
+// pruneMode is what a git application's apply does with what its commit
+// no longer renders (tasks.Prune*).
+func pruneMode(app config.Application, revert bool) string {
+	switch {
+	case !app.Git().Prunes():
+		return tasks.PruneOff
+	case revert:
+		return tasks.PruneNow
+	}
+	return tasks.PruneAfter
+}
+
+// setRun makes p, the run of release set app's lead, the set's: its
+// members in order (reversed for a revert: dependents go back first),
+// each with its paths, render and prune, a member with a canary with its
+// own delivery policy rendered as an application's; the lead's canary is
+// the run's. The run's deadline is the set's step deadline (the members'
+// summed).
+func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req events.PipelineRunRequested, revert bool) (pipelines.RunParams, error) {
+	cfg := d.cfg.Current()
+	members := slices.Clone(app.Set.Members)
+	if revert {
+		slices.Reverse(members)
+	}
+	for _, sm := range members {
+		m, ok := cfg.Application(sm.Name)
+		if !ok {
+			return p, fault.Permanent(fmt.Errorf("member %q of release set %s is no longer configured", sm.Name, app.Name))
+		}
+		src, err := pipelines.GitSourceFor(m, req.Cluster, req.Image)
+		if err != nil {
+			return p, err
+		}
+		tm := tasks.SetMember{
+			Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name,
+			Paths: src.Paths, Render: src.Render, AllowedImages: src.AllowedImages, Prune: pruneMode(m, revert),
+		}
+		if src.Helm != "" {
+			tm.Chart = new(render.Chart)
+			if err := json.Unmarshal([]byte(src.Helm), tm.Chart); err != nil {
+				return p, fault.Permanent(fmt.Errorf("chart of %s: %w", m.Name, err))
+			}
+		}
+		if !sm.Job {
+			objs := canary.Render(m, canary.Input{
+				Instance: cfg.Server.Instance, Cluster: req.Cluster, Rollout: req.RolloutID,
+				Event: d.hooks(req.Cluster, req.RolloutID), SkipAnalysis: revert,
+			})
+			if tm.Objects, err = objs.Dependencies(); err != nil {
+				return p, fault.Permanent(fmt.Errorf("rendering the delivery policy of %s: %w", m.Name, err))
+			}
+			tm.Canary = objs.Canary
+			if m.Workload.Name == app.Workload.Name {
+				p.Canary, p.Objects = objs.Canary, tm.Objects
+			}
+		}
+		p.Git.Members = append(p.Git.Members, tm)
+	}
+	p.Timeout = app.Delivery.StepDeadline()
+	return p, nil
 }
 
 // byPullRequest tells whether a pull request, not the run, writes app's

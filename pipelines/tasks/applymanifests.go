@@ -103,6 +103,7 @@ var applyManifestsDef = Def{
 		{Name: ParamHelm, Usage: `the chart and its values for render helm, a JSON object (fields of render.Chart: Dir, DefaultValues, ValuesFile, Values, ReleaseName)`},
 		{Name: ParamAllowedImages, Usage: `image repositories the rendered objects may run, a JSON list of Go regular expressions (each matching a whole repository); empty: any`},
 		{Name: ParamApplication, Usage: "the application: its inventory (ConfigMap " + InventoryName("<application>") + " in --namespace) records what each commit applied; empty: none kept, nothing pruned"},
+		{Name: ParamMembers, Usage: "a release set's members, a JSON list (application, kind, workload, canary, objects, paths, render, chart, allowedImages, prune each), applied in this order, each once those before it are ready (Jobs complete, canaries promoted); --workload and --canary are then the lead member's; empty: an application"},
 		{Name: ParamPrune, Default: PruneOff, Usage: "what becomes of the objects an earlier commit applied and this one no longer renders: false (left), true (deleted once the cluster succeeded, by a run of pending), now (deleted after the apply: a revert), pending (apply nothing: delete those the commit left pending)"},
 	},
 	Results: []string{ResultPreviousRevision, ResultChanged, ResultPruned},
@@ -133,6 +134,10 @@ type ApplyManifestsParams struct {
 	Application string
 	// Prune is one of the Prune* values; "" is PruneOff.
 	Prune string
+	// Members, set for a release set, are applied in order instead of
+	// one application's objects (applySet): Workload and Canary are the
+	// lead's, Application the set's.
+	Members []SetMember
 }
 
 // Revision is what a git application's workload carries in annotation
@@ -181,6 +186,9 @@ func ApplyManifestsParamsFrom(p Params) (ApplyManifestsParams, error) {
 	default:
 		return ap, fault.Permanent(fmt.Errorf("--%s %q: want %s, %s, %s or %s", ParamPrune, ap.Prune, PruneOff, PruneAfter, PruneNow, PrunePending))
 	}
+	if ap.Members, err = decodeMembers(p[ParamMembers]); err != nil {
+		return ap, err
+	}
 	for _, s := range strings.Split(p[ParamGitPath], ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			ap.Paths = append(ap.Paths, s)
@@ -212,6 +220,18 @@ func ApplyManifestsParamsFrom(p Params) (ApplyManifestsParams, error) {
 // Flagger promoted), else the workload's.
 func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror, repo gitops.Repo, p ApplyManifestsParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
+	// A release set's prune: each member's inventory (every member's
+	// Prune is PrunePending then).
+	if len(p.Members) > 0 && p.Members[0].Prune == PrunePending {
+		for _, m := range p.Members {
+			pruned, err := prunePending(ctx, cfg, memberParams(p, m), Revision(repo.URL, p.Commit))
+			res.Pruned = append(res.Pruned, pruned...)
+			if err != nil {
+				return res, err
+			}
+		}
+		return res, nil
+	}
 	if p.Prune == PrunePending {
 		var err error
 		res.Pruned, err = prunePending(ctx, cfg, p, Revision(repo.URL, p.Commit))
@@ -228,6 +248,9 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	tree := work + "/tree"
 	if err := mirror.Checkout(ctx, repo, p.Commit, tree); err != nil {
 		return res, err
+	}
+	if len(p.Members) > 0 {
+		return applySet(ctx, cfg, tree, Revision(repo.URL, p.Commit), p)
 	}
 	if p.Chart != nil && p.Chart.Namespace == "" {
 		p.Chart.Namespace = p.Namespace
@@ -298,7 +321,7 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, mirror *gitops.Mirror
 	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
 		return res, err
 	}
-	res.Pruned, err = applyObjects(ctx, cfg, kube, p, revision, objs)
+	res.Pruned, err = applyObjects(ctx, cfg, kube, p, revision, objs, false)
 	return res, err
 }
 
@@ -317,8 +340,10 @@ func kindOr(kind string) string {
 // each object carries LabelApplication and the application's inventory
 // records them; the objects an earlier commit applied and this one no
 // longer renders are left pending (PruneAfter), deleted (PruneNow) or
-// forgotten (PruneOff).
-func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, p ApplyManifestsParams, revision string, objs []*unstructured.Unstructured) (pruned []string, _ error) {
+// forgotten (PruneOff). With force, an object whose immutable fields
+// changed (a Job's template) is deleted and created again, as Flux's
+// Kustomization force does.
+func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, p ApplyManifestsParams, revision string, objs []*unstructured.Unstructured, force bool) (pruned []string, _ error) {
 	rm, c, err := resourceManager(cfg)
 	if err != nil {
 		return nil, err
@@ -344,7 +369,9 @@ func applyObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfa
 			o.SetLabels(labels)
 		}
 	}
-	if _, err := rm.ApplyAllStaged(ctx, objs, ssa.DefaultApplyOptions()); err != nil {
+	opts := ssa.DefaultApplyOptions()
+	opts.Force = force
+	if _, err := rm.ApplyAllStaged(ctx, objs, opts); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
 			return nil, fault.Permanent(fmt.Errorf("applying: %w", err))
 		}

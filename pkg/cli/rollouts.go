@@ -238,6 +238,10 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 	if r.Kind != "" {
 		fmt.Fprintf(w, "Kind:         %s\n", r.Kind)
 	}
+	if len(r.Members) > 0 {
+		// A release set: its members in the order each cluster applies them.
+		fmt.Fprintf(w, "Members:      %s\n", strings.Join(r.Members, " -> "))
+	}
 	if r.Reason != "" {
 		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)
 	}

@@ -25,3 +25,20 @@ func TestDescribeWorkloads(t *testing.T) {
 		t.Errorf("describe of one workload has a WORKLOADS column:\n%s", b.String())
 	}
 }
+
+// describe names a release set's members in the order each cluster
+// applies them; an application's rollout has no Members line.
+func TestDescribeReleaseSetMembers(t *testing.T) {
+	r := rollout.Rollout{ID: "shop-1", Application: "shop", Phase: rollout.Progressing, Members: []string{"shop-migrate", "shop-api", "shop-frontend"}}
+	var b strings.Builder
+	DescribeRollout(&b, r)
+	if !strings.Contains(b.String(), "Members:      shop-migrate -> shop-api -> shop-frontend\n") {
+		t.Errorf("describe of a release set's rollout:\n%s", b.String())
+	}
+	r.Members = nil
+	b.Reset()
+	DescribeRollout(&b, r)
+	if strings.Contains(b.String(), "Members:") {
+		t.Errorf("describe of an application's rollout names members:\n%s", b.String())
+	}
+}

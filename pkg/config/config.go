@@ -38,6 +38,10 @@ type Config struct {
 	// KubeCD adds the applications, clusters and waves of a repository's
 	// KubeCD files (environments.yaml, releases.yaml).
 	KubeCD *KubeCD `json:"kubecd"`
+	// ReleaseSets are applications promoted together: one rollout of the
+	// set's commit, members applied in dependsOn order in each cluster
+	// (docs/design/release-sets.md).
+	ReleaseSets []ReleaseSet `json:"releaseSets"`
 }
 
 // Registries are where registry credentials come from, tried in this
@@ -1041,6 +1045,16 @@ type Application struct {
 	// A git application's primary is held against the image its validated
 	// commit renders for the cluster; revert re-applies that commit.
 	DriftPolicy string `json:"driftPolicy"`
+	// DependsOn are the members of the application's release set applied
+	// (and ready: Jobs complete, canaries promoted) in each cluster before
+	// it, as Flux's Kustomization dependsOn. Only for a member of a set.
+	DependsOn []DependencyReference `json:"dependsOn"`
+	// Set is set on a release set's application (Load builds it from
+	// releaseSets): its members, in order.
+	Set *SetSpec `json:"-"`
+	// MemberOf names the release set the application is a member of: it
+	// has no rollouts of its own, the set's carry it.
+	MemberOf string `json:"-"`
 
 	// Kurator's rollout block (an Application's syncPolicies[].rollout)
 	// pasted as it is: serviceName and port are service.name and

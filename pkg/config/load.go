@@ -122,11 +122,13 @@ func parseWith(data []byte, base string, extra Extra) (*Config, int, error) {
 	}
 	aliases := kuratorAliases(c)
 	aliases = append(aliases, expandKubeCD(c, base)...)
+	aliases = append(aliases, releaseSetsBeforeDefaults(c)...)
 	applyDefaults(c, base)
 	if verr := validate(c, aliases...); verr != nil {
 		rolloutPolicyPaths(c, verr)
 		return nil, fileApps, verr
 	}
+	foldReleaseSets(c)
 	return c, fileApps, nil
 }
 

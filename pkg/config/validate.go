@@ -91,6 +91,7 @@ func validate(c *Config, earlier ...Problem) *ValidationError {
 	v.applications(c.Applications, c.Server.Resources != nil)
 	v.triggersReachable(c)
 	v.projects(c)
+	v.releaseSets(c)
 	if c.Registries != nil {
 		v.registries(c.Registries)
 	}
@@ -611,6 +612,7 @@ func (v *validator) applications(as []Application, resources bool) {
 		v.dnsLabel(p+".namespace", "namespace", a.Namespace)
 		v.workload(p+".workload", a.Workload)
 		switch port := a.Service.Port; {
+		case a.Workload.Kind == KindJob: // no canary, no service
 		case port == 0:
 			v.addf(p+".service.port", "required: the port the workload serves on, 1..65535")
 		case port < 0 || port > 65535:
@@ -865,7 +867,9 @@ func (v *validator) image(path, img string) {
 }
 
 func (v *validator) workload(path string, w Workload) {
-	v.oneOf(path+".kind", "workload kind", w.Kind, WorkloadKinds)
+	if w.Kind != KindJob { // releaseSets checks a Job's application is a set's member
+		v.oneOf(path+".kind", "workload kind", w.Kind, WorkloadKinds)
+	}
 	if w.Name == "" {
 		v.addf(path+".name", "required")
 	} else if errs := validation.IsDNS1123Subdomain(w.Name); len(errs) > 0 {

@@ -496,7 +496,8 @@ func (p *Poller) Run(ctx context.Context) error {
 		want := map[string]bool{}
 		for _, app := range cfg.Applications {
 			every := cfg.PollInterval(app)
-			if every <= 0 || app.Git() != nil && p.o.Heads == nil {
+			// A release set's member is polled as its set.
+			if every <= 0 || app.Git() != nil && p.o.Heads == nil || app.MemberOf != "" {
 				continue
 			}
 			want[app.Name] = true

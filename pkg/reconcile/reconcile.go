@@ -244,6 +244,11 @@ func (r *Reconciler) Check(ctx context.Context, name string) (rollout.Reconcilia
 	if !ok {
 		return rollout.Reconciliation{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", name))
 	}
+	if app.Set != nil || app.MemberOf != "" {
+		// docs/design/release-sets.md: catch-up and drift of a set are
+		// not built yet (no member may set driftPolicy).
+		return rollout.Reconciliation{Skip: "a release set and its members are not reconciled yet"}, nil
+	}
 	if !r.o.Owns(app) {
 		r.drift.DeleteLabelValues(app.Name) // counted where it is checked
 		return rollout.Reconciliation{Skip: "checked by another replica"}, nil

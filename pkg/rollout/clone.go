@@ -18,6 +18,7 @@ func (r Rollout) Clone() Rollout {
 	if r.Waves == nil {
 		c.Waves = nil
 	}
+	c.Members = slices.Clone(r.Members)
 	c.Failures = slices.Clone(r.Failures)
 	for i, f := range c.Failures {
 		c.Failures[i].Event = json.RawMessage(slices.Clone([]byte(f.Event)))

@@ -106,7 +106,9 @@ func (r *Rollout) Classify(cl *Cluster, c events.Canary, st CanaryStatus) (typ, 
 			return events.TypeClusterFailed, "failed during the wave's bake: " + c.Message
 		}
 	case ClusterReverting:
-		if st.Settled() && primary == cl.PreviousImage && target == cl.PreviousImage {
+		// A release set's revert run goes on after its canaries are back
+		// (its Jobs run last): its end says when the cluster is.
+		if st.Settled() && primary == cl.PreviousImage && target == cl.PreviousImage && (len(r.Members) == 0 || cl.Run == "") {
 			return events.TypeClusterReverted, c.Message
 		}
 	}
@@ -170,6 +172,12 @@ func (r *Rollout) Applied(cause cloudevents.Event, run events.PipelineRunFinishe
 	cl.Run = ""
 	if run.Error != "" {
 		cl.Message = run.Error
+		if len(r.Members) > 0 && cl.PreviousImage == "" && r.PreviousDigest != "" {
+			// A release set's run stops at the first member that fails,
+			// those before it applied (and promoted): the cluster goes
+			// back to the commit the fleet ran before, as every other.
+			cl.PreviousImage = r.Image + "@" + r.PreviousDigest
+		}
 		if r.Phase != Progressing {
 			cl.Phase = ClusterFailed
 			return r.result(cause, events.TypeClusterApplied, cl.Name, run.Error)

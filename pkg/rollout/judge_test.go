@@ -141,3 +141,64 @@ func TestCanaryNudgesAMissedRevision(t *testing.T) {
 		})
 	}
 }
+
+// A release set's run that failed at a member (those before it applied)
+// leaves the cluster to be reverted to the commit the fleet ran before; an
+// application's failed run reports nothing applied, nothing to revert.
+// Catches: a set's cluster failed at its api left on the api's new commit
+// by the rollback (no previous revision recorded).
+func TestAppliedFailedRunOfASet(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		members []string
+		want    string
+	}{
+		{"a release set", []string{"migrate", "api"}, "git.example.com/deployments@old"},
+		{"an application", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rollout.Rollout{ID: "shop-1", Application: "shop", Image: "git.example.com/deployments", Digest: "new", PreviousDigest: "old",
+				Phase: rollout.Progressing, Members: tt.members,
+				Waves: []rollout.Wave{{Name: "w1", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterApplying, Run: events.PurposeApply, Step: 1}}}}}
+			cause, err := events.New("run-1", "test", events.TypePipelineRunFinished, events.PipelineRunFinished{RolloutID: "shop-1", Cluster: "c1", Step: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := r.Applied(cause, events.PipelineRunFinished{RolloutID: "shop-1", Cluster: "c1", Step: 1, Purpose: events.PurposeApply, Error: "api: canary api failed"}, false, time.Now())
+			if err != nil || len(evs) != 1 || evs[0].Type() != events.TypeClusterFailed {
+				t.Fatalf("Applied = %v, %v; want one cluster.failed", evs, err)
+			}
+			cl, _, _ := r.Cluster("c1")
+			if cl.PreviousImage != tt.want {
+				t.Errorf("PreviousImage = %q, want %q", cl.PreviousImage, tt.want)
+			}
+		})
+	}
+}
+
+// A release set's cluster is reverted once its revert run ended (its Jobs
+// run after its canaries are back), not on the canaries' news alone.
+// Catches: a set rolled back while its migration Job still runs the
+// failed commit.
+func TestClassifySetRevertWaitsForItsRun(t *testing.T) {
+	back := rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: oldRef, TargetImage: oldRef}
+	for _, tt := range []struct {
+		name    string
+		members []string
+		run     string
+		want    string
+	}{
+		{"a set, its revert run under way", []string{"migrate", "api"}, events.PurposeRevert, ""},
+		{"a set, its revert run ended", []string{"migrate", "api"}, "", events.TypeClusterReverted},
+		{"an application, its revert run under way", nil, events.PurposeRevert, events.TypeClusterReverted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterReverting, oldRef)})
+			r.Members, r.Waves[0].Clusters[0].Run = tt.members, tt.run
+			got, _ := r.Classify(&r.Waves[0].Clusters[0], events.Canary{Cluster: "c1", Outcome: events.CanarySucceeded}, back)
+			if got != tt.want {
+				t.Errorf("Classify = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -36,6 +36,9 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 	ro = Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: Progressing,
 		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created, Source: cmp.Or(v.Source, SourceWebhook),
 		PushedBy: v.PushedBy}
+	if app.Set != nil {
+		ro.Members = app.Set.Names()
+	}
 	ro.Waves = Waves(cfg, app)
 	if only != nil {
 		ro.Waves, ro.Limited = LimitWaves(cfg, ro.Waves, only, inFlight), true

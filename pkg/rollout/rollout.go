@@ -79,8 +79,12 @@ type Rollout struct {
 	// rollout (the application's deployed version when it was planned):
 	// rolling back a succeeded rollout makes them the deployed version
 	// again.
-	PreviousTag    string `json:"previousTag,omitempty"`
-	PreviousDigest string `json:"previousDigest,omitempty"`
+	PreviousTag string `json:"previousTag,omitempty"`
+	// Members are a release set's members, in the order each cluster
+	// applies them (docs/design/release-sets.md): the rollout carries
+	// them all at its commit; none for an application.
+	Members        []string `json:"members,omitempty"`
+	PreviousDigest string   `json:"previousDigest,omitempty"`
 	// RollbackOf names the succeeded rollout this one rolls back (a user's
 	// `flotilla rollback`).
 	RollbackOf string `json:"rollbackOf,omitempty"`

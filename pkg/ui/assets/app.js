@@ -312,6 +312,7 @@ function rolloutPage(id) {
       r.source && !r.kind ? fact("Pushed by", h("span", { id: "pushed-by" }, r.pushedBy || "unknown (the sender named no one: separation of duties refuses no approver)")) : null,
       r.signedBy ? fact("Signed by", r.signedBy) : null,
       r.unsigned ? fact("Unsigned", r.unsigned) : null,
+      r.members && r.members.length ? fact("Members", h("span", { id: "members" }, r.members.join(" → "))) : null,
       r.rollbackOf ? fact("Rolls back", h("a", { href: "#/rollouts/" + r.rollbackOf }, r.rollbackOf)) : null,
       fact("Started", [new Date(r.created).toLocaleString() + " (", h("span", { dataset: { since: r.created } }, ago(r.created)), " ago)"]),
       fact("Updated", clock(r.updated))),

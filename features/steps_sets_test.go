@@ -1,0 +1,368 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+)
+
+func (s *scenario) registerSetsSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^a deployments repository with the release set "([^"]*)": the Job "([^"]*)", then "([^"]*)", then "([^"]*)"$`, s.setRepository)
+	sc.Step(`^flotilla serving the release set "([^"]*)" in waves "([^"]*)" then "([^"]*)"$`, s.flotillaServingSet)
+	sc.Step(`^a push changes the greeting of every member of the set to "([^"]*)"$`, s.pushSetGreeting)
+	sc.Step(`^that commit had one rollout, the set "([^"]*)"'s, with the members "([^"]*)"$`, s.oneSetRollout)
+	sc.Step(`^the Job "([^"]*)" in every cluster ran the first commit, greeting "([^"]*)"$`, s.jobRan)
+	sc.Step(`^in cluster "([^"]*)" the primary of "([^"]*)" ran that commit, after the primary of "([^"]*)" did$`, s.primaryRanAfter)
+	sc.Step(`^in cluster "([^"]*)" Flagger failed the canary "([^"]*)" and the workload "([^"]*)" never ran that commit$`, s.failedAndNeverRan)
+	sc.Step(`^in no cluster did the primary of "([^"]*)" run that commit while the primary of "([^"]*)" did not$`, s.neverAhead)
+	sc.Step("^`flotilla describe rollout` of that commit and the web UI's page of it name the members \"([^\"]*)\" in order$", s.membersShown)
+}
+
+// releaseSet is the scenario's set: its name and members in order.
+type releaseSet struct {
+	name               string
+	job, api, frontend string
+	// manifests write each member's manifest (by its path in the
+	// repository) with a greeting.
+	manifests map[string]func(greeting string) string
+}
+
+func setJob(name, greeting string) string {
+	return strings.NewReplacer("{name}", name, "{greeting}", greeting).Replace(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: registry.example.com/migrate:1.0.0
+          env:
+            - {name: GREETING, value: "{greeting}"}
+`)
+}
+
+func setDeployment(name, greeting string) string {
+	return strings.NewReplacer("{name}", name, "{greeting}", greeting).Replace(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  labels: {app: {name}}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: {name}}
+  template:
+    metadata:
+      labels: {app: {name}}
+    spec:
+      containers:
+        - name: {name}
+          image: registry.example.com/{name}:1.0.0
+          ports:
+            - {name: http, containerPort: 9898}
+          env:
+            - {name: GREETING, value: "{greeting}"}
+`)
+}
+
+// setRepository makes the deployments repository of a set: each member's
+// manifests in a directory named after it, greeting "hello", as the
+// "first" commit.
+func (s *scenario) setRepository(ctx context.Context, set, job, api, frontend string) error {
+	if s.w == nil {
+		if err := s.aRegistry(); err != nil { // the scenario's directory (its registry goes unused)
+			return err
+		}
+	}
+	r := &gitRepo{bare: filepath.Join(s.w.dir, "deployments.git"), work: filepath.Join(s.w.dir, "work"), commits: map[string]string{}}
+	r.url = "file://" + r.bare
+	if _, err := git(ctx, s.w.dir, "init", "--bare", "--initial-branch=main", r.bare); err != nil {
+		return err
+	}
+	if _, err := git(ctx, s.w.dir, "clone", r.bare, r.work); err != nil {
+		return err
+	}
+	rs := &releaseSet{name: set, job: job, api: api, frontend: frontend}
+	rs.manifests = map[string]func(string) string{
+		job + "/job.yaml":         func(g string) string { return setJob(job, g) },
+		api + "/deploy.yaml":      func(g string) string { return setDeployment(api, g) },
+		frontend + "/deploy.yaml": func(g string) string { return setDeployment(frontend, g) },
+	}
+	if err := writeFile(filepath.Join(r.work, "README.md"), "# deployments\n"); err != nil {
+		return err
+	}
+	for p, m := range rs.manifests {
+		if err := writeFile(filepath.Join(r.work, p), m("hello")); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{{"checkout", "-B", "main"}, {"add", "."}, {"commit", "-m", "first"}, {"push", "origin", "main"}} {
+		if _, err := git(ctx, r.work, args...); err != nil {
+			return err
+		}
+	}
+	head, err := git(ctx, r.work, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	r.commits["first"] = strings.TrimSpace(head)
+	s.w.git, s.w.set = r, rs
+	return nil
+}
+
+// flotillaServingSet serves the set: its members (the api's delivery
+// policy, with the scenario's gate, for the api and the frontend; the
+// Job none) with their dependsOn, the set listing them out of order (the
+// order is dependsOn's).
+func (s *scenario) flotillaServingSet(ctx context.Context, set, wave1, wave2 string) error {
+	rs := s.w.set
+	if rs == nil || rs.name != set {
+		return fmt.Errorf("no release set %q: the repository step comes first", set)
+	}
+	s.w.gitSource = map[string]any{"url": s.w.git.url, "branch": "main", "paths": []string{rs.api}}
+	s.w.configEdits = append(s.w.configEdits, func(cfg map[string]any) error {
+		apps := cfg["applications"].([]map[string]any)
+		api := apps[0]
+		member := func(name string, dependsOn string) map[string]any {
+			m := map[string]any{}
+			for k, v := range api {
+				m[k] = v
+			}
+			m["name"], m["workload"] = name, map[string]any{"kind": "Deployment", "name": name}
+			m["source"] = map[string]any{"git": map[string]any{"url": s.w.git.url, "branch": "main", "paths": []string{name}}}
+			if dependsOn != "" {
+				m["dependsOn"] = []map[string]any{{"name": dependsOn}}
+			}
+			return m
+		}
+		job := map[string]any{
+			"name": rs.job, "namespace": api["namespace"],
+			"source":   map[string]any{"git": map[string]any{"url": s.w.git.url, "branch": "main", "paths": []string{rs.job}}},
+			"workload": map[string]any{"kind": "Job", "name": rs.job},
+		}
+		cfg["applications"] = []map[string]any{job, member(rs.api, rs.job), member(rs.frontend, rs.api)}
+		cfg["releaseSets"] = []map[string]any{{"name": rs.name, "applications": []string{rs.frontend, rs.api, rs.job}}}
+		return nil
+	})
+	if err := s.configureGitNamespace(ctx, set, wave1, wave2); err != nil {
+		return err
+	}
+	s.w.workload = rs.api // the set's canary is its lead's
+	return s.w.flotilla.start(ctx)
+}
+
+// configureGitNamespace writes the config (the gitSource a step set, the
+// config edits) and makes the namespace in every cluster of the waves.
+func (s *scenario) configureGitNamespace(ctx context.Context, app, wave1, wave2 string) error {
+	if err := s.configure(ctx, app, "unused", "MinorVersion", wave1, wave2); err != nil {
+		return err
+	}
+	return s.makeNamespace(ctx)
+}
+
+// pushSetGreeting commits every member's manifests with the greeting
+// (one commit) and delivers its push; it is "that" commit.
+func (s *scenario) pushSetGreeting(ctx context.Context, greeting string) error {
+	r, rs := s.w.git, s.w.set
+	before, err := git(ctx, r.work, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for p, m := range rs.manifests {
+		if err := writeFile(filepath.Join(r.work, p), m(greeting)); err != nil {
+			return err
+		}
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, args := range [][]string{{"add", "."}, {"commit", "-m", "greeting " + greeting}, {"push", "origin", "main"}} {
+		if _, err := git(ctx, r.work, args...); err != nil {
+			return err
+		}
+	}
+	head, err := git(ctx, r.work, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	r.commits["that"] = strings.TrimSpace(head)
+	return s.deliverGitPush(ctx, strings.TrimSpace(before), r.commits["that"], paths)
+}
+
+// oneSetRollout reads the sink's rollout.started of that commit (one, of
+// the set) and the rollout's members in flotilla's API.
+func (s *scenario) oneSetRollout(ctx context.Context, set, members string) error {
+	version := commitVersion(s.w.git.commits["that"])
+	var apps []string
+	for _, e := range s.w.sink.all() {
+		if e.Type() != events.TypeRolloutStarted {
+			continue
+		}
+		if p, err := events.Decode[events.RolloutStarted](e); err == nil && p.Tag == version {
+			apps = append(apps, p.Application)
+		}
+	}
+	if d := cmp.Diff([]string{set}, apps); d != "" {
+		return fmt.Errorf("the rollouts of %s, by application (-want +got):\n%s", version, d)
+	}
+	ro, err := s.rolloutOfThatCommit(ctx)
+	if err != nil {
+		return err
+	}
+	if d := cmp.Diff(strings.Split(members, ","), ro.Members); d != "" {
+		return fmt.Errorf("the API's rollout %s lists the members (-want +got):\n%s", ro.ID, d)
+	}
+	return nil
+}
+
+// membersShown runs `flotilla describe rollout` of that commit and reads
+// its Members line, then opens the rollout's page in the web UI and reads
+// its members.
+func (s *scenario) membersShown(ctx context.Context, members string) error {
+	id, err := s.rolloutID(ctx, commitVersion(s.w.git.commits["that"]))
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, flotillaBin, "describe", "rollout", id, "--server", s.w.flotilla.url())
+	cmd.Env = s.cliEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("flotilla describe rollout %s: %w: %s", id, err, out)
+	}
+	want := "Members:      " + strings.ReplaceAll(members, ",", " -> ") + "\n"
+	if !strings.Contains(string(out), want) {
+		return fmt.Errorf("flotilla describe rollout %s prints no %q:\n%s", id, want, out)
+	}
+	b, _, err := s.openRollout(ctx, commitVersion(s.w.git.commits["that"]))
+	if err != nil {
+		return err
+	}
+	ui := strings.ReplaceAll(members, ",", " → ")
+	return b.until(ctx, uiWait, "the rollout's members "+ui, fmt.Sprintf(`document.querySelector('#members') && document.querySelector('#members').textContent === %q`, ui))
+}
+
+// jobRan reads the Job in every cluster: the commit's revision on its pod
+// template, its greeting, and complete.
+func (s *scenario) jobRan(ctx context.Context, name, greeting string) error {
+	want := s.w.git.url + "@" + s.w.git.commits["first"]
+	for _, c := range s.w.clusters {
+		j, err := c.Kube.BatchV1().Jobs(s.w.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading the Job %s in %s: %w", name, c.Name, err)
+		}
+		if got := j.Spec.Template.Annotations[canary.AnnotationRevision]; got != want {
+			return fmt.Errorf("the Job %s in %s ran revision %q, want %q", name, c.Name, got, want)
+		}
+		if got := j.Spec.Template.Spec.Containers[0].Env; len(got) == 0 || got[0].Value != greeting {
+			return fmt.Errorf("the Job %s in %s greets %v, want %q", name, c.Name, got, greeting)
+		}
+		complete := slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+			return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+		})
+		if !complete {
+			return fmt.Errorf("the Job %s in %s is not complete: %v", name, c.Name, j.Status.Conditions)
+		}
+	}
+	return nil
+}
+
+// primaryRanAfter reads the watch: in cluster, later's primary ran that
+// commit, and not before earlier's did.
+func (s *scenario) primaryRanAfter(cluster, later, earlier string) error {
+	w := s.w.git.workloads
+	if w == nil {
+		return errors.New("the workloads are not watched: the watching step comes first")
+	}
+	rev := s.w.git.url + "@" + s.w.git.commits["that"]
+	lateAt, ok := w.firstSeen(cluster, later+"-primary", rev)
+	if !ok {
+		return fmt.Errorf("the watch never saw %s-primary in %s run %s", later, cluster, rev)
+	}
+	earlyAt, ok := w.firstSeen(cluster, earlier+"-primary", rev)
+	if !ok {
+		return fmt.Errorf("the watch never saw %s-primary in %s run %s", earlier, cluster, rev)
+	}
+	if lateAt.Before(earlyAt) {
+		return fmt.Errorf("in %s %s-primary ran %s at %s, before %s-primary (%s)", cluster, later, rev, lateAt.Format(time.RFC3339Nano), earlier, earlyAt.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// failedAndNeverRan reads Flagger's events of the failing canary in
+// cluster and, from the watch, that the dependent's workload never ran
+// that commit there (it was never applied).
+func (s *scenario) failedAndNeverRan(ctx context.Context, cluster, failing, dependent string) error {
+	evs, err := s.canaryEvents(ctx, cluster, failing)
+	if err != nil {
+		return err
+	}
+	if want := corev1.EventTypeWarning + ": Canary failed! Scaling down " + failing + "." + s.w.namespace; !hasEvent(evs, want) {
+		return fmt.Errorf("Flagger in %s did not fail the canary %s: its events are %q", cluster, failing, evs)
+	}
+	w := s.w.git.workloads
+	if w == nil {
+		return errors.New("the workloads are not watched: the watching step comes first")
+	}
+	rev := s.w.git.url + "@" + s.w.git.commits["that"]
+	for _, d := range []string{dependent, dependent + "-primary"} {
+		if at, ok := w.firstSeen(cluster, d, rev); ok {
+			return fmt.Errorf("%s in %s ran %s at %s, though %s failed there", d, cluster, rev, at.Format(time.RFC3339Nano), failing)
+		}
+	}
+	return nil
+}
+
+// neverAhead replays, per cluster, what the watch saw of both primaries
+// in the order it saw it: at no point did dependent's primary run that
+// commit while dependency's ran another.
+func (s *scenario) neverAhead(dependent, dependency string) error {
+	w := s.w.git.workloads
+	if w == nil {
+		return errors.New("the workloads are not watched: the watching step comes first")
+	}
+	rev := s.w.git.url + "@" + s.w.git.commits["that"]
+	type change struct {
+		deployment, revision string
+		at                   time.Time
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range s.w.clusters {
+		var changes []change
+		for _, d := range []string{dependent + "-primary", dependency + "-primary"} {
+			for _, r := range w.seen[c.Name+"/"+d] {
+				changes = append(changes, change{d, r.revision, r.at})
+			}
+		}
+		sort.SliceStable(changes, func(i, j int) bool { return changes[i].at.Before(changes[j].at) })
+		runs := map[string]string{}
+		for _, ch := range changes {
+			runs[ch.deployment] = ch.revision
+			if runs[dependent+"-primary"] == rev && runs[dependency+"-primary"] != rev {
+				return fmt.Errorf("in %s at %s %s-primary ran %s while %s-primary ran %q", c.Name, ch.at.Format(time.RFC3339Nano), dependent, rev, dependency, runs[dependency+"-primary"])
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package deliver_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pipelines/deliver"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+)
+
+// A release set's run carries its members in order (reversed for a
+// revert), each with its paths and its own canary (none for a Job), the
+// lead's canary the run's, and the set's deadline; the prune after a
+// cluster's success prunes each member's inventory. Catches: a revert in
+// the apply's order (the api going back before its frontend), one canary
+// policy for every member, a run bounded by the default timeout.
+func TestDeliverReleaseSet(t *testing.T) {
+	const url = "file:///deployments.git"
+	member := func(name, kind string, interval time.Duration) config.Application {
+		return config.Application{
+			Name: name, Namespace: "shop", MemberOf: "shop", Workload: config.Workload{Kind: kind, Name: name}, Service: config.Service{Port: 80},
+			Source:   &config.Source{Git: &config.GitSource{URL: url, Branch: "main", Render: "manifests", Paths: []string{"{cluster}/" + name}}},
+			Delivery: config.Delivery{Strategy: config.StrategyBlueGreen, Provider: config.ProviderKubernetes, Interval: config.Duration{Duration: interval}, Iterations: 2},
+		}
+	}
+	set := member("shop-api", config.KindDeployment, time.Minute)
+	set.Name, set.MemberOf = "shop", ""
+	set.Set = &config.SetSpec{Members: []config.SetMember{{Name: "migrate", Job: true}, {Name: "shop-api"}, {Name: "web"}}}
+	set.Delivery.Deadline = config.Duration{Duration: 42 * time.Minute}
+	cfg := &config.Config{Applications: []config.Application{
+		member("migrate", config.KindJob, 0), member("shop-api", config.KindDeployment, time.Minute), member("web", config.KindDeployment, 30*time.Second), set,
+	}}
+	exec := &runs{}
+	d := deliver.New(cfg, exec, hooks)
+	type memberRun struct {
+		Application, Kind, Paths, Prune string
+		CanaryInterval                  string
+		SkipAnalysis                    bool
+	}
+	summary := func() []memberRun {
+		var out []memberRun
+		for _, m := range exec.got[len(exec.got)-1].Git.Members {
+			r := memberRun{Application: m.Application, Kind: m.Kind, Paths: m.Paths[0], Prune: m.Prune}
+			if m.Canary != nil {
+				r.CanaryInterval, r.SkipAnalysis = m.Canary.Spec.Analysis.Interval, m.Canary.Spec.SkipAnalysis
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r1", Application: "shop", Cluster: "c1", Purpose: events.PurposeApply, Image: url + "@abc"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []memberRun{
+		{"migrate", config.KindJob, "c1/migrate", tasks.PruneAfter, "", false},
+		{"shop-api", config.KindDeployment, "c1/shop-api", tasks.PruneAfter, "1m", false},
+		{"web", config.KindDeployment, "c1/web", tasks.PruneAfter, "30s", false},
+	}
+	if diff := cmp.Diff(want, summary()); diff != "" {
+		t.Errorf("the apply's members (-want +got):\n%s", diff)
+	}
+	p := exec.got[0]
+	if p.Workload != "shop-api" || p.Canary != p.Git.Members[1].Canary || p.Timeout != 42*time.Minute || p.Application != "shop" {
+		t.Errorf("the run: workload %s, the lead's canary %t, timeout %s, application %s; want shop-api, true, 42m, shop", p.Workload, p.Canary == p.Git.Members[1].Canary, p.Timeout, p.Application)
+	}
+
+	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r1", Application: "shop", Cluster: "c1", Purpose: events.PurposeRevert, Image: url + "@old"}); err != nil {
+		t.Fatal(err)
+	}
+	want = []memberRun{
+		{"web", config.KindDeployment, "c1/web", tasks.PruneNow, "30s", true},
+		{"shop-api", config.KindDeployment, "c1/shop-api", tasks.PruneNow, "1m", true},
+		{"migrate", config.KindJob, "c1/migrate", tasks.PruneNow, "", false},
+	}
+	if diff := cmp.Diff(want, summary()); diff != "" {
+		t.Errorf("the revert's members (-want +got):\n%s", diff)
+	}
+
+	if _, err := d.Prune(t.Context(), "shop", "c1", "r1", url+"@abc"); err != nil {
+		t.Fatal(err)
+	}
+	var pruned []string
+	for _, m := range exec.got[len(exec.got)-1].Git.Members {
+		pruned = append(pruned, m.Application+"="+m.Prune)
+	}
+	if diff := cmp.Diff([]string{"migrate=pending", "shop-api=pending", "web=pending"}, pruned); diff != "" {
+		t.Errorf("the prune's members (-want +got):\n%s", diff)
+	}
+}

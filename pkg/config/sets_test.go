@@ -1,0 +1,272 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// shop is a release set of a migration Job, an API and a frontend, with
+// fields replaced by the test: "{sets}" the releaseSets section,
+// "{migrate}", "{api}", "{frontend}" extra fields of each application.
+const shop = `
+releaseSets:
+{sets}
+applications:
+  - name: shop-migrate
+    source: {git: {url: https://git.example.com/platform/deployments.git, paths: [shop/migrate]}}
+    namespace: shop
+    workload: {kind: Job, name: shop-migrate}
+{migrate}
+  - name: shop-api
+    source: {git: {url: https://git.example.com/platform/deployments.git, paths: ['shop/api/{cluster}']}}
+    namespace: shop
+    workload: {name: shop-api}
+    service: {port: 8080}
+    dependsOn: [{name: shop-migrate}]
+    delivery: {interval: 10s, iterations: 2}
+{api}
+  - name: shop-frontend
+    source: {git: {url: https://git.example.com/platform/deployments.git, paths: [shop/frontend]}}
+    namespace: shop
+    workload: {name: shop-frontend}
+    service: {port: 80}
+    dependsOn: [{name: shop-api}]
+{frontend}
+{extra}
+`
+
+const shopSet = "  - {name: shop, applications: [shop-migrate, shop-api, shop-frontend]}"
+
+type shopDoc struct{ sets, migrate, api, frontend, extra string }
+
+func (d shopDoc) String() string {
+	return strings.NewReplacer("{sets}", cmpOr(d.sets, shopSet), "{migrate}", d.migrate, "{api}", d.api, "{frontend}", d.frontend, "{extra}", d.extra).Replace(shop)
+}
+
+func TestReleaseSetValidation(t *testing.T) {
+	dir := testDir(t)
+	tests := []struct {
+		name string
+		doc  shopDoc
+		want []Problem
+	}{
+		{name: "valid"},
+		{
+			name: "set named as an application",
+			doc:  shopDoc{sets: "  - {name: shop-api, applications: [shop-migrate, shop-api, shop-frontend]}"},
+			want: []Problem{{"releaseSets[0].name", `"shop-api" is an application's name: the set's rollouts are named after it`}},
+		},
+		{
+			name: "unnamed set, unknown member, member twice, too few, member of two sets",
+			doc:  shopDoc{sets: shopSet + "\n  - {applications: [shop-api]}\n  - {name: third, applications: [nope, nope]}"},
+			want: []Problem{
+				{"releaseSets[1].name", "required"},
+				{"releaseSets[1].applications", "a release set has at least two members"},
+				{"releaseSets[1].applications[0]", `"shop-api" is a member of release set shop already: an application is in one set`},
+				{"releaseSets[2].applications[0]", `no application "nope" is configured`},
+				{"releaseSets[2].applications[1]", `"nope" is listed twice`},
+			},
+		},
+		{
+			name: "members of another repository, branch, namespace; an image member",
+			doc: shopDoc{
+				sets: "  - {name: shop, applications: [shop-migrate, shop-api, shop-frontend, other, elsewhere, img]}",
+				extra: `  - name: other
+    source: {git: {url: https://git.example.com/platform/other.git, paths: [x]}}
+    namespace: shop
+    workload: {name: other}
+    service: {port: 80}
+  - name: elsewhere
+    source: {git: {url: https://git.example.com/platform/deployments, branch: dev, paths: [y]}}
+    namespace: web
+    workload: {name: elsewhere}
+    service: {port: 80}
+  - name: img
+    image: registry.example.com/img
+    workload: {name: img}
+    service: {port: 80}
+`,
+			},
+			want: []Problem{
+				{"releaseSets[0].applications[3]", `"other" follows https://git.example.com/platform/other.git (branch main, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
+				{"releaseSets[0].applications[4]", `"elsewhere" follows https://git.example.com/platform/deployments (branch dev, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
+				{"applications[4].namespace", `"web", shop-migrate's is "shop": a release set's members are in one namespace (the set is judged by its canaries there)`},
+				{"releaseSets[0].applications[5]", `"img" is an image application: a release set's members are git applications of one repository (one commit is the set's version)`},
+			},
+		},
+		{
+			name: "dependsOn out of a set, on itself, unknown, outside the set, twice",
+			doc: shopDoc{
+				sets: "  - {name: shop, applications: [shop-migrate, shop-api, shop-frontend, shop-web]}",
+				extra: `  - name: lonely
+    image: registry.example.com/lonely
+    workload: {name: lonely}
+    service: {port: 80}
+    dependsOn: [{name: shop-api}]
+  - name: shop-web
+    source: {git: {url: https://git.example.com/platform/deployments.git, paths: [shop/web]}}
+    namespace: shop
+    workload: {name: shop-web}
+    service: {port: 80}
+    dependsOn: [{name: shop-api}, {name: shop-web}, {name: nope}, {name: lonely}, {name: shop-api}, {name: ""}]
+`,
+			},
+			want: []Problem{
+				{"applications[3].dependsOn[0].name", "lonely is in no release set: dependsOn orders the members of a set (releaseSets)"},
+				{"applications[4].dependsOn[1].name", "shop-web depends on itself"},
+				{"applications[4].dependsOn[2].name", `no application "nope" is configured`},
+				{"applications[4].dependsOn[3].name", `"lonely" is not a member of release set shop`},
+				{"applications[4].dependsOn[4].name", `"shop-api" is listed twice`},
+				{"applications[4].dependsOn[5].name", "required: the member applied before shop-web"},
+			},
+		},
+		{
+			name: "cycle",
+			doc:  shopDoc{migrate: "    dependsOn: [{name: shop-frontend}]\n"},
+			want: []Problem{{"applications[0].dependsOn", "dependsOn cycle shop-migrate -> shop-frontend -> shop-api -> shop-migrate"}},
+		},
+		{
+			name: "job member with a canary's fields",
+			doc:  shopDoc{migrate: "    service: {port: 80}\n    delivery: {interval: 5s}\n"},
+			want: []Problem{
+				{"applications[0].delivery", "a Job member of a release set has no canary: its Jobs run to completion before its dependents are applied"},
+				{"applications[0].service", "a Job member of a release set has no canary: its Jobs run to completion before its dependents are applied"},
+			},
+		},
+		{
+			name: "job outside a set",
+			doc: shopDoc{extra: `  - name: seed
+    source: {git: {url: https://git.example.com/platform/deployments.git, paths: [seed]}}
+    workload: {kind: Job, name: seed}
+`},
+			want: []Problem{{"applications[3].workload.kind", "Job is for a member of a release set (releaseSets); an application on its own is a Deployment or DaemonSet"}},
+		},
+		{
+			name: "member's rollout fields",
+			doc:  shopDoc{api: "    driftPolicy: revert\n    poll: {interval: 1m}\n    freezeWindows: [{name: night, schedule: '0 22 * * *', duration: 8h}]\n"},
+			want: []Problem{
+				{"applications[1].freezeWindows", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
+				{"applications[1].poll", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
+				{"applications[1].driftPolicy", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
+			},
+		},
+		{
+			name: "no canaried member",
+			doc: shopDoc{
+				sets: "  - {name: shop, applications: [shop-migrate, seed]}\n  - {name: web, applications: [shop-api, shop-frontend]}",
+				extra: `  - name: seed
+    source: {git: {url: https://git.example.com/platform/deployments.git, paths: [seed]}}
+    namespace: shop
+    workload: {kind: Job, name: seed}
+`,
+			},
+			want: []Problem{
+				{"releaseSets[0].applications", "no member has a Deployment or DaemonSet workload: a set is judged by its members' canaries"},
+				{"applications[1].dependsOn[0].name", `"shop-migrate" is not a member of release set web`},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(sections{applications: tt.doc.String()}.doc()), dir)
+			var got []Problem
+			var verr *ValidationError
+			switch {
+			case errors.As(err, &verr):
+				got = verr.Problems
+			case err != nil:
+				t.Fatalf("Parse: %v, want a *ValidationError", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReleaseSetApplication: Load adds the set's application, its members
+// in dependsOn order (not the set's), the lead's canary and the members'
+// deadlines summed.
+func TestReleaseSetApplication(t *testing.T) {
+	dir := testDir(t)
+	doc := shopDoc{sets: "  - {name: shop, applications: [shop-frontend, shop-api, shop-migrate]}"}
+	c, err := Parse([]byte(sections{applications: doc.String()}.doc()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, ok := c.Application("shop")
+	if !ok {
+		t.Fatal("no application shop")
+	}
+	want := &SetSpec{Members: []SetMember{{Name: "shop-migrate", Job: true}, {Name: "shop-api"}, {Name: "shop-frontend"}}}
+	if d := cmp.Diff(want, set.Set); d != "" {
+		t.Errorf("set (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"shop/migrate", "shop/api/{cluster}", "shop/frontend"}, set.Git().Paths); d != "" {
+		t.Errorf("paths (-want +got):\n%s", d)
+	}
+	if set.Workload.Name != "shop-api" || set.Namespace != "shop" || set.Service.Port != 8080 {
+		t.Errorf("lead: workload %s, namespace %s, port %d; want shop-api, shop, 8080", set.Workload.Name, set.Namespace, set.Service.Port)
+	}
+	var sum time.Duration
+	for _, m := range []string{"shop-migrate", "shop-api", "shop-frontend"} {
+		a, _ := c.Application(m)
+		if a.MemberOf != "shop" {
+			t.Errorf("%s: MemberOf %q, want shop", m, a.MemberOf)
+		}
+		sum += a.Delivery.StepDeadline()
+	}
+	if got := set.Delivery.StepDeadline(); got != sum {
+		t.Errorf("the set's step deadline %s, want the members' sum %s", got, sum)
+	}
+	if set.MemberOf != "" {
+		t.Errorf("the set is a member of %q", set.MemberOf)
+	}
+}
+
+// TestExampleReleaseSet loads the commented release set of
+// config/example.yaml: a valid configuration of the set's application.
+func TestExampleReleaseSet(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case line == "# releaseSets:":
+			in = true
+		case in && !strings.HasPrefix(line, "#"):
+			in = false
+		}
+		if !in {
+			continue
+		}
+		line = strings.TrimPrefix(strings.TrimPrefix(line, "#"), " ")
+		if line == "# and, as entries of applications:" {
+			line = "applications:"
+		}
+		block = append(block, line)
+	}
+	if len(block) < 5 {
+		t.Fatalf("found no commented releaseSets block in example.yaml: %q", block)
+	}
+	c, err := Parse([]byte(sections{applications: strings.Join(block, "\n") + "\n"}.doc()), testDir(t))
+	if err != nil {
+		t.Fatalf("example.yaml's release set:\n%v", err)
+	}
+	set, ok := c.Application("shop")
+	if !ok || set.Set == nil {
+		t.Fatal("no release set shop")
+	}
+	if d := cmp.Diff([]string{"shop-migrate", "shop-api", "shop-frontend"}, set.Set.Names()); d != "" {
+		t.Errorf("members (-want +got):\n%s", d)
+	}
+}
