@@ -48,3 +48,27 @@ Feature: Clusters discovered from an inventory
     Then a rollout of kind "catch-up" of "1.0.0" to "c4" succeeds
     And the primary in cluster "c4" runs version "1.0.0" by digest
     And the primary in every cluster runs version "1.0.0" by digest
+
+  # Catches a cluster whose Secret is deleted kept in the rollout in flight
+  # (started without a client: the rollout fails, or waits for it) or
+  # touched after it left (its primary would run 1.1.0).
+  Scenario: An Argo CD cluster Secret deleted while a rollout is in flight: the rollout finishes with the clusters that remain
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And wave 1 bakes for 20 seconds
+    And flotilla discovers clusters from Argo CD's cluster Secrets in cluster "c1" labelled "flotilla.dev/fleet=demo"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the workload "podinfo" runs its old version in cluster "c4"
+    And an Argo CD cluster Secret for cluster "c4" labelled "flotilla.dev/fleet=demo,tier=prod" is created
+    And flotilla lists cluster "c4" in wave "wave-2"
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And wave 1 of the rollout of "1.1.0" is baking
+    And the Argo CD cluster Secret of cluster "c4" is deleted
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" shows cluster "c4" removed from the fleet by "cluster discovery"
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the primary in cluster "c4" runs version "1.0.0" by digest

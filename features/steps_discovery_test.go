@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-cd/flotilla/pkg/discovery"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // Clusters discovered (README "Clusters discovered"): Argo CD's cluster
@@ -24,6 +25,7 @@ func (s *scenario) registerDiscoverySteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla discovers clusters from Argo CD's cluster Secrets in cluster "([^"]*)" labelled "([^"]*)"$`, s.discoversArgoCD)
 	sc.Step(`^an Argo CD cluster Secret for cluster "([^"]*)" labelled "([^"]*)" is created$`, s.argoSecretCreated)
 	sc.Step(`^flotilla lists cluster "([^"]*)" in wave "([^"]*)"$`, s.listsClusterInWave)
+	sc.Step(`^the Argo CD cluster Secret of cluster "([^"]*)" is deleted$`, s.argoSecretDeleted)
 }
 
 // argoWorld is where the scenario keeps Argo CD's cluster Secrets.
@@ -101,6 +103,29 @@ func (s *scenario) argoSecretCreated(ctx context.Context, cluster, list string) 
 	w.clusters = append(w.clusters, target)
 	if !slices.Contains(w.waves[len(w.waves)-1], cluster) {
 		w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
+	}
+	return nil
+}
+
+// argoSecretDeleted deletes cluster's Secret; the scenario's waves no
+// longer have the cluster (its Then steps leave it out).
+func (s *scenario) argoSecretDeleted(ctx context.Context, cluster string) error {
+	v, _ := argoWorlds.Load(s.w)
+	aw, _ := v.(*argoWorld)
+	if aw == nil {
+		return fmt.Errorf("no discovery of Argo CD's cluster Secrets in this scenario")
+	}
+	mgmt, err := s.clientsFor(aw.cluster)
+	if err != nil {
+		return err
+	}
+	if err := mgmt.Kube.CoreV1().Secrets(aw.namespace).Delete(ctx, "cluster-"+cluster, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting the Argo CD cluster Secret of %s: %w", cluster, err)
+	}
+	w := s.w
+	w.clusters = slices.DeleteFunc(w.clusters, func(c *fleettest.Clients) bool { return c.Name == cluster })
+	for i := range w.waves {
+		w.waves[i] = slices.DeleteFunc(w.waves[i], func(n string) bool { return n == cluster })
 	}
 	return nil
 }

@@ -30,7 +30,10 @@ func (s *scenario) registerReloadSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^an edit of the config file puts "([^"]*)" on track "([^"]*)"$`, s.editTrack)
 	sc.Step(`^an edit of the config file adds cluster "([^"]*)" labelled "([^"]*)"$`, s.editAddCluster)
 	sc.Step(`^an edit of the config file removes cluster "([^"]*)"$`, s.editRemoveCluster)
-	sc.Step(`^the rollout of "([^"]*)" shows cluster "([^"]*)" removed from the fleet$`, s.clusterShownRemoved)
+	sc.Step(`^the rollout of "([^"]*)" shows cluster "([^"]*)" removed from the fleet$`, func(ctx context.Context, version, cluster string) error {
+		return s.clusterShownRemoved(ctx, version, cluster, "file changed")
+	})
+	sc.Step(`^the rollout of "([^"]*)" shows cluster "([^"]*)" removed from the fleet by "([^"]*)"$`, s.clusterShownRemoved)
 	sc.Step(`^the edited config file is saved$`, s.saveConfigEdits)
 	sc.Step(`^flotilla applies the edited config$`, s.editApplied)
 	sc.Step(`^flotilla refuses the edited config as "(invalid|restart_needed)", an error in its log naming "([^"]*)"$`, s.editRefused)
@@ -179,8 +182,8 @@ func (s *scenario) editRemoveCluster(name string) error {
 }
 
 // clusterShownRemoved reads the rollout from the API: the cluster left it
-// as Removed, saying why.
-func (s *scenario) clusterShownRemoved(ctx context.Context, version, cluster string) error {
+// as Removed, saying why (what removed it: source).
+func (s *scenario) clusterShownRemoved(ctx context.Context, version, cluster, source string) error {
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
 		return err
@@ -193,7 +196,7 @@ func (s *scenario) clusterShownRemoved(ctx context.Context, version, cluster str
 	if err != nil {
 		return err
 	}
-	if c.Phase != rollout.ClusterRemoved || !strings.Contains(c.Message, "removed from the fleet's configuration (file changed)") {
+	if c.Phase != rollout.ClusterRemoved || !strings.Contains(c.Message, "removed from the fleet's configuration ("+source+")") {
 		return fmt.Errorf("cluster %s of the rollout of %s: %s %q, want Removed, saying it left the configuration", cluster, version, c.Phase, c.Message)
 	}
 	return nil
