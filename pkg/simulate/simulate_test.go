@@ -461,3 +461,54 @@ func TestRefusalsNameTheField(t *testing.T) {
 		})
 	}
 }
+
+// A release set is refused at its push, naming releaseSets, as is a push
+// of one of its members: the fleet model would play it as one workload.
+func TestReleaseSetRefused(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var api map[string]any
+	for _, a := range list(doc, "applications") {
+		if a["name"] == "frontend" {
+			b, _ := yaml.Marshal(a)
+			if err := yaml.Unmarshal(b, &api); err != nil {
+				t.Fatal(err)
+			}
+			a["dependsOn"] = []any{map[string]any{"name": "frontend-api"}}
+		}
+	}
+	api["name"], api["workload"] = "frontend-api", map[string]any{"name": "frontend-api"}
+	doc["applications"] = append(doc["applications"].([]any), api)
+	doc["releaseSets"] = []any{map[string]any{"name": "web", "applications": []any{"frontend", "frontend-api"}}}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flotilla.yaml")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, app := range []string{"web", "frontend"} {
+		t.Run(app, func(t *testing.T) {
+			feature := filepath.Join(dir, app+".feature")
+			if err := os.WriteFile(feature, []byte("Feature: a set\n  Scenario: pushed\n    When \"r2\" of \""+app+"\" is pushed\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var gout bytes.Buffer
+			status, err := Run(t.Context(), Options{Config: path, Paths: []string{feature}, Format: "progress", Output: &gout})
+			if err == nil && status == 0 {
+				t.Fatalf("simulate passed:\n%s", gout.String())
+			}
+			if got, want := fmt.Sprint(err)+gout.String(), "release set web (releaseSets) is not simulated"; !strings.Contains(got, want) {
+				t.Errorf("simulate says nothing of %q:\n%s", want, got)
+			}
+		})
+	}
+}
