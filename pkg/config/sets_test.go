@@ -52,11 +52,17 @@ func (d shopDoc) String() string {
 func TestReleaseSetValidation(t *testing.T) {
 	dir := testDir(t)
 	tests := []struct {
-		name string
-		doc  shopDoc
-		want []Problem
+		name  string
+		doc   shopDoc
+		fleet string
+		want  []Problem
 	}{
 		{name: "valid"},
+		{
+			name:  "on the tekton executor",
+			fleet: "fleet: {executor: tekton, tekton: {cluster: c1}, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n",
+			want:  []Problem{{"releaseSets[0]", "release sets run on the embedded executor only (fleet.executor is tekton)"}},
+		},
 		{
 			name: "set named as an application",
 			doc:  shopDoc{sets: "  - {name: shop-api, applications: [shop-migrate, shop-api, shop-frontend]}"},
@@ -127,6 +133,11 @@ func TestReleaseSetValidation(t *testing.T) {
 			},
 		},
 		{
+			name: "a member in a project",
+			doc:  shopDoc{extra: "projects:\n  - {name: payments, applications: [shop-api]}\n"},
+			want: []Problem{{"releaseSets[0].applications[1]", `"shop-api" is in project payments: a release set's members are in the default project (not per project yet)`}},
+		},
+		{
 			name: "cycle",
 			doc:  shopDoc{migrate: "    dependsOn: [{name: shop-frontend}]\n"},
 			want: []Problem{{"applications[0].dependsOn", "dependsOn cycle shop-migrate -> shop-frontend -> shop-api -> shop-migrate"}},
@@ -174,7 +185,7 @@ func TestReleaseSetValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(sections{applications: tt.doc.String()}.doc()), dir)
+			_, err := Parse([]byte(sections{applications: tt.doc.String(), fleet: tt.fleet}.doc()), dir)
 			var got []Problem
 			var verr *ValidationError
 			switch {
