@@ -406,8 +406,12 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 			return err
 		}
 	}
+	dm, err := discovery.NewMetrics(o.Registerer) // 0 without fleet.discovery
+	if err != nil {
+		return err
+	}
 	if d := cfg.Fleet.Discovery; d != nil && d.ArgoCD != nil {
-		if s.discovery, err = s.newDiscovery(*d.ArgoCD, o); err != nil {
+		if s.discovery, err = s.newDiscovery(*d.ArgoCD, o, dm); err != nil {
 			return err
 		}
 	}

@@ -21,7 +21,7 @@ const discoveryListTimeout = 30 * time.Second
 // newDiscovery is the source of the clusters fleet.discovery.argocd names
 // (pkg/discovery): Argo CD's cluster Secrets in the management cluster
 // its kubeconfig names, else the pod's own.
-func (s *Server) newDiscovery(a config.ArgoCDDiscovery, o Options) (*discovery.Source, error) {
+func (s *Server) newDiscovery(a config.ArgoCDDiscovery, o Options, m *discovery.Metrics) (*discovery.Source, error) {
 	if o.ConfigFile == "" {
 		return nil, fmt.Errorf("fleet.discovery: the discovered clusters join a configuration file that reloads (flotilla serve --config)")
 	}
@@ -39,7 +39,7 @@ func (s *Server) newDiscovery(a config.ArgoCDDiscovery, o Options) (*discovery.S
 	if err != nil {
 		return nil, fmt.Errorf("fleet.discovery.argocd: %w", err)
 	}
-	return discovery.New(discovery.Options{Client: kc, ArgoCD: a, Logger: o.Logger,
+	return discovery.New(discovery.Options{Client: kc, ArgoCD: a, Logger: o.Logger, Metrics: m,
 		Build: func() (*config.Config, error) { return s.load(o.ConfigFile) }})
 }
 

@@ -48,6 +48,8 @@ type Options struct {
 	Build func() (*config.Config, error)
 	// Logger says which Secrets are no cluster, and why [none].
 	Logger *slog.Logger
+	// Metrics count the clusters found and the Secrets left out [none].
+	Metrics *Metrics
 	// Retry is how often a configuration the swap refused is tried again
 	// [DefaultRetry].
 	Retry time.Duration
@@ -160,6 +162,7 @@ func (s *Source) Clusters() []config.Cluster {
 	}
 	s.refused = refused
 	s.mu.Unlock()
+	s.o.Metrics.set(sourceArgoCD, len(out), len(refused))
 	slices.SortFunc(out, func(a, b config.Cluster) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -79,8 +82,13 @@ applications:
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg := prometheus.NewRegistry()
+	metrics, err := discovery.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var src *discovery.Source
-	src, err = discovery.New(discovery.Options{Client: cl.Kube, ArgoCD: *first.Fleet.Discovery.ArgoCD, Retry: time.Second,
+	src, err = discovery.New(discovery.Options{Client: cl.Kube, ArgoCD: *first.Fleet.Discovery.ArgoCD, Retry: time.Second, Metrics: metrics,
 		Build: func() (*config.Config, error) {
 			cfg, _, err := config.LoadExtra(path, config.Extra{Clusters: src.Clusters()})
 			return cfg, err
@@ -158,4 +166,16 @@ applications:
 		t.Fatal(err)
 	}
 	waves(map[string][]string{"canary": {"c1"}, "prod": {"prod-ap"}})
+	// prod-ap is found; bad-name is left out (not-ours and prod-us are not
+	// the source's to read).
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP flotilla_discovered_clusters Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets).
+# TYPE flotilla_discovered_clusters gauge
+flotilla_discovered_clusters{source="argocd"} 1
+# HELP flotilla_discovery_left_out Inventory entries the discovery source read that are no cluster (a Secret without a server, a name that is no DNS label, a name another Secret has), left out; the log says why.
+# TYPE flotilla_discovery_left_out gauge
+flotilla_discovery_left_out{source="argocd"} 1
+`)); err != nil {
+		t.Error(err)
+	}
 }
