@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	configfiles "github.com/flotilla-cd/flotilla/config"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
@@ -19,8 +20,32 @@ func newConfigCmd() *cobra.Command {
 		Use:   "config",
 		Short: "Work with flotilla's configuration file",
 	}
-	cmd.AddCommand(newConfigCheckCmd())
+	cmd.AddCommand(newConfigCheckCmd(), newConfigSchemaCmd())
 	return cmd
+}
+
+func newConfigSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of the configuration file, for editors",
+		Long: `schema prints the JSON Schema (draft 2020-12) of flotilla's configuration
+file: every field by name with its doc comment, its type, and no unknown
+field. Editors use it to complete and check a config as it is typed; with
+the YAML language server (VS Code's YAML extension, Neovim's yamlls) a
+modeline at the top of the file names it:
+
+  # yaml-language-server: $schema=flotilla.schema.json
+
+The schema gives each field's shape and requires nothing: what else a
+config needs (required fields, references between fields, ranges) is what
+'flotilla config check' says.`,
+		Example: `  flotilla config schema > flotilla.schema.json`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write(configfiles.Schema)
+			return err
+		},
+	}
 }
 
 func newConfigCheckCmd() *cobra.Command {
