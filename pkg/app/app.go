@@ -410,8 +410,8 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	if err != nil {
 		return err
 	}
-	if d := cfg.Fleet.Discovery; d != nil && d.ArgoCD != nil {
-		if s.discovery, err = s.newDiscovery(*d.ArgoCD, o, dm); err != nil {
+	if d := cfg.Fleet.Discovery; d != nil {
+		if s.discovery, err = s.newDiscovery(*d, o, dm); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -18,29 +19,59 @@ import (
 // and takes the discovered ones once they are listed.
 const discoveryListTimeout = 30 * time.Second
 
-// newDiscovery is the source of the clusters fleet.discovery.argocd names
-// (pkg/discovery): Argo CD's cluster Secrets in the management cluster
-// its kubeconfig names, else the pod's own.
-func (s *Server) newDiscovery(a config.ArgoCDDiscovery, o Options, m *discovery.Metrics) (*discovery.Source, error) {
+// newDiscovery is the source of the clusters fleet.discovery names
+// (pkg/discovery): Argo CD's cluster Secrets and the ClusterProfiles in
+// the management cluster each one's kubeconfig names, else the pod's own.
+func (s *Server) newDiscovery(d config.Discovery, o Options, m *discovery.Metrics) (*discovery.Source, error) {
 	if o.ConfigFile == "" {
 		return nil, fmt.Errorf("fleet.discovery: the discovered clusters join a configuration file that reloads (flotilla serve --config)")
 	}
-	var rc *rest.Config
-	var err error
-	if a.Kubeconfig != "" {
-		rc, err = kube.RESTConfig(a.Kubeconfig, "")
-	} else if rc, err = rest.InClusterConfig(); err != nil {
-		err = fmt.Errorf("fleet.discovery.argocd: no kubeconfig, and not in a pod with a service account token: %w", err)
+	var invs []discovery.Inventory
+	if a := d.ArgoCD; a != nil {
+		rc, err := managementConfig("fleet.discovery.argocd", a.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		kc, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("fleet.discovery.argocd: %w", err)
+		}
+		inv, err := discovery.ArgoCD(kc, *a)
+		if err != nil {
+			return nil, err
+		}
+		invs = append(invs, inv)
 	}
-	if err != nil {
-		return nil, err
+	if c := d.ClusterProfiles; c != nil {
+		rc, err := managementConfig("fleet.discovery.clusterProfiles", c.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		dc, err := dynamic.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("fleet.discovery.clusterProfiles: %w", err)
+		}
+		inv, err := discovery.ClusterProfiles(dc, *c)
+		if err != nil {
+			return nil, err
+		}
+		invs = append(invs, inv)
 	}
-	kc, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("fleet.discovery.argocd: %w", err)
-	}
-	return discovery.New(discovery.Options{Client: kc, ArgoCD: a, Logger: o.Logger, Metrics: m,
+	return discovery.New(discovery.Options{Inventories: invs, Logger: o.Logger, Metrics: m,
 		Build: func() (*config.Config, error) { return s.load(o.ConfigFile) }})
+}
+
+// managementConfig is the client configuration of the management cluster
+// kubeconfig names, else the pod's own.
+func managementConfig(field, kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return kube.RESTConfig(kubeconfig, "")
+	}
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("%s: no kubeconfig, and not in a pod with a service account token: %w", field, err)
+	}
+	return rc, nil
 }
 
 // load builds the configuration of the file at path with what the other

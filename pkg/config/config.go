@@ -445,6 +445,82 @@ type Fleet struct {
 type Discovery struct {
 	// ArgoCD discovers Argo CD's cluster Secrets.
 	ArgoCD *ArgoCDDiscovery `json:"argocd"`
+	// ClusterProfiles discovers the sig-multicluster ClusterProfiles
+	// (multicluster.x-k8s.io/v1alpha1) of a cluster inventory.
+	ClusterProfiles *ClusterProfileDiscovery `json:"clusterProfiles"`
+}
+
+// ClusterProfileDiscovery reads the ClusterProfiles (KEP-4322,
+// multicluster.x-k8s.io/v1alpha1) of the management cluster: each is a
+// cluster of the fleet named after the ClusterProfile, labelled with its
+// labels, reached at the server and CA of the first of its
+// status.accessProviders that Providers names, with the credentials that
+// provider's exec plugin gives (sigs.k8s.io/cluster-inventory-api's
+// pkg/access model). One whose ControlPlaneHealthy condition is False is
+// left out.
+type ClusterProfileDiscovery struct {
+	// Namespaces whose ClusterProfiles are read; empty: every namespace.
+	Namespaces []string `json:"namespaces"`
+	// Selector is a label selector the ClusterProfiles must match (as
+	// kubectl's -l), "" for all.
+	Selector string `json:"selector"`
+	// Kubeconfig of the management cluster; empty: the pod's own
+	// (in-cluster) credentials.
+	Kubeconfig string `json:"kubeconfig"`
+	// Providers map an access provider's name, as ClusterProfiles list
+	// them in status.accessProviders, to the exec plugin that gives its
+	// credentials, in order of preference (the upstream provider file's
+	// providers). At least one.
+	Providers []AccessProvider `json:"providers"`
+}
+
+// AccessProvider is one provider of the cluster-inventory-api's provider
+// file: a name and the exec plugin that gives credentials for clusters
+// listed with it.
+type AccessProvider struct {
+	// Name of the access provider, as in a ClusterProfile's
+	// status.accessProviders[].name.
+	Name string `json:"name"`
+	// ExecConfig is the credential plugin run for a cluster (client-go's
+	// exec credential plugin: command, args, env, apiVersion).
+	ExecConfig ExecConfig `json:"execConfig"`
+	// ProfileSourcedCLIArgsPolicy says what to do with the arguments a
+	// ClusterProfile adds in its cluster extension
+	// clusterprofiles.multicluster.x-k8s.io/exec/additional-args: Append
+	// them, or Ignore them (default).
+	ProfileSourcedCLIArgsPolicy string `json:"profileSourcedCLIArgsPolicy"`
+	// ProfileSourcedEnvVarsPolicy says what to do with the environment a
+	// ClusterProfile adds in its cluster extension
+	// clusterprofiles.multicluster.x-k8s.io/exec/additional-envs:
+	// AppendIfNotExists (the plugin's own win), Replace (the
+	// ClusterProfile's win), or Ignore them (default).
+	ProfileSourcedEnvVarsPolicy string `json:"profileSourcedEnvVarsPolicy"`
+}
+
+// ExecConfig is a client-go exec credential plugin, as a kubeconfig's
+// users[].user.exec.
+type ExecConfig struct {
+	// APIVersion of the ExecCredential the plugin prints. Default
+	// client.authentication.k8s.io/v1.
+	APIVersion string `json:"apiVersion"`
+	// Command run (a path, or a name looked up in PATH). Required.
+	Command string `json:"command"`
+	// Args of the command.
+	Args []string `json:"args"`
+	// Env added to the command's environment.
+	Env []ExecEnvVar `json:"env"`
+	// ProvideClusterInfo passes the cluster (server, CA, and the
+	// ClusterProfile's client.authentication.k8s.io/exec extension) to
+	// the plugin in KUBERNETES_EXEC_INFO.
+	ProvideClusterInfo bool `json:"provideClusterInfo"`
+	// InstallHint is shown when the command is not found.
+	InstallHint string `json:"installHint"`
+}
+
+// ExecEnvVar is one variable of an exec plugin's environment.
+type ExecEnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // DefaultArgoCDNamespace is fleet.discovery.argocd.namespace's default,

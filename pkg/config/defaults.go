@@ -167,6 +167,9 @@ func applyDefaults(c *Config, base string) {
 			d.ArgoCD.Kubeconfig = resolvePath(base, d.ArgoCD.Kubeconfig)
 		}
 	}
+	if d := f.Discovery; d != nil && d.ClusterProfiles != nil && d.ClusterProfiles.Kubeconfig != "" {
+		d.ClusterProfiles.Kubeconfig = resolvePath(base, d.ClusterProfiles.Kubeconfig)
+	}
 	for i := range f.Waves {
 		if f.Waves[i].Name == "" {
 			f.Waves[i].Name = fmt.Sprintf("wave-%d", i+1)

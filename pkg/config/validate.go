@@ -1212,23 +1212,77 @@ func (v *validator) freezeWindows(path string, ws []FreezeWindow) {
 }
 
 // discovery checks fleet.discovery: a source named, its selector parses,
-// its kubeconfig exists.
+// its kubeconfig exists, and a ClusterProfiles' providers can run.
 func (v *validator) discovery(path string, d *Discovery) {
 	if d == nil {
 		return
 	}
-	if d.ArgoCD == nil {
-		v.addf(path, "names no source: want argocd")
+	if d.ArgoCD == nil && d.ClusterProfiles == nil {
+		v.addf(path, "names no source: want argocd or clusterProfiles")
 		return
 	}
-	p := path + ".argocd"
-	if _, err := labels.Parse(d.ArgoCD.Selector); err != nil {
-		v.addf(p+".selector", "%v", err)
+	if a := d.ArgoCD; a != nil {
+		p := path + ".argocd"
+		v.selectorString(p+".selector", a.Selector)
+		v.namespace(p+".namespace", a.Namespace)
+		if a.Kubeconfig != "" {
+			v.file(p+".kubeconfig", a.Kubeconfig)
+		}
 	}
-	if errs := validation.IsDNS1123Label(d.ArgoCD.Namespace); len(errs) > 0 {
-		v.addf(p+".namespace", "invalid namespace %q: %s", d.ArgoCD.Namespace, strings.Join(errs, "; "))
+	if cp := d.ClusterProfiles; cp != nil {
+		p := path + ".clusterProfiles"
+		v.selectorString(p+".selector", cp.Selector)
+		for i, ns := range cp.Namespaces {
+			v.namespace(fmt.Sprintf("%s.namespaces[%d]", p, i), ns)
+		}
+		if cp.Kubeconfig != "" {
+			v.file(p+".kubeconfig", cp.Kubeconfig)
+		}
+		v.accessProviders(p+".providers", cp.Providers)
 	}
-	if d.ArgoCD.Kubeconfig != "" {
-		v.file(p+".kubeconfig", d.ArgoCD.Kubeconfig)
+}
+
+func (v *validator) selectorString(path, sel string) {
+	if _, err := labels.Parse(sel); err != nil {
+		v.addf(path, "%v", err)
+	}
+}
+
+func (v *validator) namespace(path, ns string) {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		v.addf(path, "invalid namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+}
+
+// accessProviders checks a ClusterProfiles' provider config: at least
+// one, names unique, each with a command and known policies.
+func (v *validator) accessProviders(path string, ps []AccessProvider) {
+	if len(ps) == 0 {
+		v.addf(path, "is empty: name the access providers whose exec plugin gives the clusters' credentials")
+	}
+	seen := map[string]bool{}
+	for i, ap := range ps {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case strings.TrimSpace(ap.Name) == "":
+			v.addf(p+".name", "is empty")
+		case seen[ap.Name]:
+			v.addf(p+".name", "duplicate provider %q", ap.Name)
+		}
+		seen[ap.Name] = true
+		if strings.TrimSpace(ap.ExecConfig.Command) == "" {
+			v.addf(p+".execConfig.command", "is empty")
+		}
+		if !slices.Contains([]string{"", "Append", "Ignore"}, ap.ProfileSourcedCLIArgsPolicy) {
+			v.addf(p+".profileSourcedCLIArgsPolicy", "unknown policy %q: want Append or Ignore", ap.ProfileSourcedCLIArgsPolicy)
+		}
+		if !slices.Contains([]string{"", "AppendIfNotExists", "Replace", "Ignore"}, ap.ProfileSourcedEnvVarsPolicy) {
+			v.addf(p+".profileSourcedEnvVarsPolicy", "unknown policy %q: want AppendIfNotExists, Replace or Ignore", ap.ProfileSourcedEnvVarsPolicy)
+		}
+		for j, e := range ap.ExecConfig.Env {
+			if e.Name == "" {
+				v.addf(fmt.Sprintf("%s.execConfig.env[%d].name", p, j), "is empty")
+			}
+		}
 	}
 }

@@ -18,15 +18,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flotilla_discovered_clusters",
-			Help: "Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets).",
+			Help: "Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets, clusterprofile: the ClusterProfiles).",
 		}, []string{"source"}),
 		leftOut: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flotilla_discovery_left_out",
-			Help: "Inventory entries the discovery source read that are no cluster (a Secret without a server, a name that is no DNS label, a name another Secret has), left out; the log says why.",
+			Help: "Inventory entries the discovery source read that are no cluster (a Secret without a server, a ClusterProfile whose control plane is not healthy or that lists no configured access provider, a name that is no DNS label, a name an older entry has), left out; the log says why.",
 		}, []string{"source"}),
 	}
-	m.clusters.WithLabelValues(sourceArgoCD)
-	m.leftOut.WithLabelValues(sourceArgoCD)
+	for _, src := range []string{sourceArgoCD, sourceClusterProfile} {
+		m.clusters.WithLabelValues(src)
+		m.leftOut.WithLabelValues(src)
+	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.clusters, m.leftOut} {
 			if err := reg.Register(c); err != nil {
@@ -37,8 +39,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// sourceArgoCD is the source label of Argo CD's cluster Secrets.
-const sourceArgoCD = "argocd"
+// The source labels: Argo CD's cluster Secrets, the ClusterProfiles.
+const (
+	sourceArgoCD         = "argocd"
+	sourceClusterProfile = "clusterprofile"
+)
 
 // set records what a read found.
 func (m *Metrics) set(source string, clusters, leftOut int) {

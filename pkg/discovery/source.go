@@ -38,59 +38,97 @@ const DefaultRetry = 15 * time.Second
 
 // Options configure a Source.
 type Options struct {
-	// Client reads the management cluster's Secrets. Required.
-	Client kubernetes.Interface
-	// ArgoCD is the source's configuration (defaulted). Required.
-	ArgoCD config.ArgoCDDiscovery
+	// Inventories are where the clusters are read (ArgoCD,
+	// ClusterProfiles). At least one.
+	Inventories []Inventory
 	// Build is the configuration with the clusters as Clusters gives them
 	// (the file's, the Application resources', the discovered clusters).
 	// Required.
 	Build func() (*config.Config, error)
-	// Logger says which Secrets are no cluster, and why [none].
+	// Logger says which entries are no cluster, and why [none].
 	Logger *slog.Logger
-	// Metrics count the clusters found and the Secrets left out [none].
+	// Metrics count the clusters found and the entries left out [none].
 	Metrics *Metrics
 	// Retry is how often a configuration the swap refused is tried again
 	// [DefaultRetry].
 	Retry time.Duration
 }
 
-// Source is Argo CD's cluster Secrets as a source of clusters.
+// Inventory is one inventory of clusters in the management cluster: the
+// watches of its objects and how an object is a cluster.
+type Inventory struct {
+	// source is the metrics' source label (argocd, clusterprofile).
+	source    string
+	what      string // what Start's error says it lists
+	informers []cache.SharedIndexInformer
+	// cluster is the cluster obj declares, or why it is none; ok false
+	// for an object of another type.
+	cluster func(obj any) (e entry, ok bool)
+}
+
+// entry is one object of an inventory as a cluster.
+type entry struct {
+	key     string // namespace/name, for the log
+	created time.Time
+	cluster config.Cluster
+	err     error // why the object is no cluster
+}
+
+// Source is the inventories' clusters, followed live.
 type Source struct {
-	o        Options
-	informer cache.SharedIndexInformer
-	wake     chan struct{}
+	o    Options
+	wake chan struct{}
 
 	mu      sync.Mutex
-	refused map[string]string // Secret -> why it is no cluster, as last logged
+	refused map[string]string // entry -> why it is no cluster, as last logged
 	synced  []config.Cluster  // the clusters the last applied sync swapped in
 	pending bool              // the swap refused the last sync
 }
 
-// New returns a Source of the Secrets labelled
-// argocd.argoproj.io/secret-type=cluster (and matching the configured
-// selector) of the configured namespace; Start starts its watch.
+// New returns a Source of the inventories; Start starts their watches.
 func New(o Options) (*Source, error) {
+	if len(o.Inventories) == 0 {
+		return nil, fmt.Errorf("fleet.discovery: no inventory to read")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Retry <= 0 {
 		o.Retry = DefaultRetry
 	}
-	sel, err := selector(o.ArgoCD.Selector)
-	if err != nil {
-		return nil, err
+	s := &Source{o: o, wake: make(chan struct{}, 1), refused: map[string]string{}}
+	for _, inv := range o.Inventories {
+		for _, inf := range inv.informers {
+			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { poke(s.wake) },
+				UpdateFunc: func(any, any) { poke(s.wake) },
+				DeleteFunc: func(any) { poke(s.wake) },
+			})
+		}
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithNamespace(o.ArgoCD.Namespace),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
-	s := &Source{o: o, informer: f.Core().V1().Secrets().Informer(), wake: make(chan struct{}, 1),
-		refused: map[string]string{}}
-	_, _ = s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke(s.wake) },
-		UpdateFunc: func(any, any) { poke(s.wake) },
-		DeleteFunc: func(any) { poke(s.wake) },
-	})
 	return s, nil
+}
+
+// ArgoCD is the inventory of Argo CD's cluster Secrets: those labelled
+// argocd.argoproj.io/secret-type=cluster (and matching the configured
+// selector) of the configured namespace, read with client.
+func ArgoCD(client kubernetes.Interface, a config.ArgoCDDiscovery) (Inventory, error) {
+	sel, err := selector(a.Selector)
+	if err != nil {
+		return Inventory{}, err
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(a.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
+	return Inventory{source: sourceArgoCD, what: "Argo CD's cluster Secrets in namespace " + a.Namespace,
+		informers: []cache.SharedIndexInformer{f.Core().V1().Secrets().Informer()},
+		cluster: func(o any) (entry, bool) {
+			sec, ok := o.(*corev1.Secret)
+			if !ok {
+				return entry{}, false
+			}
+			c, err := ArgoCDCluster(sec)
+			return entry{key: "Secret " + sec.Namespace + "/" + sec.Name, created: sec.CreationTimestamp.Time, cluster: c, err: err}, true
+		}}, nil
 }
 
 // selector is the Secrets' label selector: Argo CD's cluster type and
@@ -113,56 +151,72 @@ func poke(c chan struct{}) {
 	}
 }
 
-// Start runs the watch until ctx ends and waits, up to timeout, for its
-// first list: Clusters then has every cluster Secret.
+// Start runs the watches until ctx ends and waits, up to timeout, for
+// their first list: Clusters then has every cluster of the inventories.
 func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
-	go s.informer.Run(ctx.Done())
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !cache.WaitForCacheSync(wait.Done(), s.informer.HasSynced) {
-		return fmt.Errorf("listing Argo CD's cluster Secrets in namespace %s of the management cluster: not done within %s", s.o.ArgoCD.Namespace, timeout)
+	for _, inv := range s.o.Inventories {
+		for _, inf := range inv.informers {
+			go inf.Run(ctx.Done())
+		}
+	}
+	for _, inv := range s.o.Inventories {
+		for _, inf := range inv.informers {
+			if !cache.WaitForCacheSync(wait.Done(), inf.HasSynced) {
+				return fmt.Errorf("listing %s of the management cluster: not done within %s", inv.what, timeout)
+			}
+		}
 	}
 	return nil
 }
 
-// Clusters are the clusters of the Secrets the watch holds, by name;
-// a Secret that is no cluster (ArgoCDCluster's error) is left out and
-// logged once, as is the younger of two Secrets of one cluster name.
+// Clusters are the clusters of the objects the watches hold, by name; an
+// object that is no cluster (ArgoCDCluster's or ProfileCluster's error)
+// is left out and logged once, as is the younger of two objects of one
+// cluster name (an inventory listed earlier in Options wins a tie).
 func (s *Source) Clusters() []config.Cluster {
-	var secrets []*corev1.Secret
-	for _, o := range s.informer.GetStore().List() {
-		if sec, ok := o.(*corev1.Secret); ok {
-			secrets = append(secrets, sec)
-		}
-	}
-	slices.SortFunc(secrets, func(a, b *corev1.Secret) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
 	var out []config.Cluster
 	refused := map[string]string{}
 	owner := map[string]string{}
-	for _, sec := range secrets {
-		key := sec.Namespace + "/" + sec.Name
-		c, err := ArgoCDCluster(sec)
-		switch {
-		case err != nil:
-			refused[key] = err.Error()
-		case owner[c.Name] != "":
-			refused[key] = fmt.Sprintf("%s: cluster name %q is taken by the older Secret %s", c.Source, c.Name, owner[c.Name])
-		default:
-			owner[c.Name] = key
-			out = append(out, c)
+	for _, inv := range s.o.Inventories {
+		var entries []entry
+		for _, inf := range inv.informers {
+			for _, o := range inf.GetStore().List() {
+				if e, ok := inv.cluster(o); ok {
+					entries = append(entries, e)
+				}
+			}
 		}
+		slices.SortFunc(entries, func(a, b entry) int {
+			return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.key, b.key))
+		})
+		found, left := 0, 0
+		for _, e := range entries {
+			key := inv.source + ": " + e.key
+			switch {
+			case e.err != nil:
+				refused[key] = e.err.Error()
+				left++
+			case owner[e.cluster.Name] != "":
+				refused[key] = fmt.Sprintf("%s: cluster name %q is taken by the older %s", e.cluster.Source, e.cluster.Name, owner[e.cluster.Name])
+				left++
+			default:
+				owner[e.cluster.Name] = e.key
+				out = append(out, e.cluster)
+				found++
+			}
+		}
+		s.o.Metrics.set(inv.source, found, left)
 	}
 	s.mu.Lock()
 	for key, why := range refused {
 		if s.refused[key] != why {
-			s.o.Logger.Warn("discovered cluster left out", "secret", key, "reason", why)
+			s.o.Logger.Warn("discovered cluster left out", "entry", key, "reason", why)
 		}
 	}
 	s.refused = refused
 	s.mu.Unlock()
-	s.o.Metrics.set(sourceArgoCD, len(out), len(refused))
 	slices.SortFunc(out, func(a, b config.Cluster) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }

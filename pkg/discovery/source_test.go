@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,8 +88,12 @@ applications:
 	if err != nil {
 		t.Fatal(err)
 	}
+	inv, err := discovery.ArgoCD(cl.Kube, *first.Fleet.Discovery.ArgoCD)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var src *discovery.Source
-	src, err = discovery.New(discovery.Options{Client: cl.Kube, ArgoCD: *first.Fleet.Discovery.ArgoCD, Retry: time.Second, Metrics: metrics,
+	src, err = discovery.New(discovery.Options{Inventories: []discovery.Inventory{inv}, Retry: time.Second, Metrics: metrics,
 		Build: func() (*config.Config, error) {
 			cfg, _, err := config.LoadExtra(path, config.Extra{Clusters: src.Clusters()})
 			return cfg, err
@@ -168,14 +173,23 @@ applications:
 	waves(map[string][]string{"canary": {"c1"}, "prod": {"prod-ap"}})
 	// prod-ap is found; bad-name is left out (not-ours and prod-us are not
 	// the source's to read).
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP flotilla_discovered_clusters Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets).
-# TYPE flotilla_discovered_clusters gauge
-flotilla_discovered_clusters{source="argocd"} 1
-# HELP flotilla_discovery_left_out Inventory entries the discovery source read that are no cluster (a Secret without a server, a name that is no DNS label, a name another Secret has), left out; the log says why.
-# TYPE flotilla_discovery_left_out gauge
-flotilla_discovery_left_out{source="argocd"} 1
-`)); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantMetrics(1, 1, 0, 0))); err != nil {
 		t.Error(err)
 	}
+}
+
+// wantMetrics is the discovery's gauges as Prometheus' text format: the
+// clusters found and entries left out of Argo CD's Secrets and of the
+// ClusterProfiles.
+func wantMetrics(argoFound, argoLeft, profilesFound, profilesLeft int) string {
+	return fmt.Sprintf(`
+# HELP flotilla_discovered_clusters Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets, clusterprofile: the ClusterProfiles).
+# TYPE flotilla_discovered_clusters gauge
+flotilla_discovered_clusters{source="argocd"} %d
+flotilla_discovered_clusters{source="clusterprofile"} %d
+# HELP flotilla_discovery_left_out Inventory entries the discovery source read that are no cluster (a Secret without a server, a ClusterProfile whose control plane is not healthy or that lists no configured access provider, a name that is no DNS label, a name an older entry has), left out; the log says why.
+# TYPE flotilla_discovery_left_out gauge
+flotilla_discovery_left_out{source="argocd"} %d
+flotilla_discovery_left_out{source="clusterprofile"} %d
+`, argoFound, profilesFound, argoLeft, profilesLeft)
 }

@@ -2,6 +2,7 @@ package localfleet
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,7 +33,19 @@ const (
 	ContourCRDs CRDSet = "contour"
 	// TraefikCRDs is Traefik's TraefikService (traefik.containo.us/v1alpha1).
 	TraefikCRDs CRDSet = "traefik"
+	// ClusterProfileCRDs is the sig-multicluster ClusterProfile API
+	// (multicluster.x-k8s.io/v1alpha1), which fleet.discovery.clusterProfiles
+	// reads: its CRD as sigs.k8s.io/cluster-inventory-api v0.1.2 ships it
+	// (config/crd/bases), kept in testdata since flotilla does not import
+	// that module.
+	ClusterProfileCRDs CRDSet = "clusterprofile"
 )
+
+//go:embed testdata/multicluster.x-k8s.io_clusterprofiles.yaml
+var clusterProfileCRD []byte
+
+// embeddedCRDs are the sets this package holds itself.
+var embeddedCRDs = map[CRDSet][]byte{ClusterProfileCRDs: clusterProfileCRD}
 
 // crdFiles maps each set to its file in BinDir()/crds.
 var crdFiles = map[CRDSet]string{
@@ -46,8 +59,11 @@ var crdFiles = map[CRDSet]string{
 
 // CRDSets lists every set InstallCRDs knows, sorted.
 func CRDSets() []CRDSet {
-	sets := make([]CRDSet, 0, len(crdFiles))
+	sets := make([]CRDSet, 0, len(crdFiles)+len(embeddedCRDs))
 	for s := range crdFiles {
+		sets = append(sets, s)
+	}
+	for s := range embeddedCRDs {
 		sets = append(sets, s)
 	}
 	slices.Sort(sets)
@@ -71,14 +87,9 @@ func (f *Fleet) InstallCRDs(ctx context.Context, cluster string, sets ...CRDSet)
 		return err
 	}
 	for _, set := range sets {
-		file, ok := crdFiles[set]
-		if !ok {
-			return fmt.Errorf("unknown CRD set %q (known: %v)", set, CRDSets())
-		}
-		path := filepath.Join(f.binDir(), "crds", file)
-		b, err := os.ReadFile(path)
+		b, path, err := crdYAML(f.binDir(), set)
 		if err != nil {
-			return fmt.Errorf("reading the %s CRDs (run make fleet-build): %w", set, err)
+			return err
 		}
 		objs, err := kube.Decode(b)
 		if err != nil {
@@ -99,6 +110,23 @@ func (f *Fleet) InstallCRDs(ctx context.Context, cluster string, sets ...CRDSet)
 		}
 	}
 	return nil
+}
+
+// crdYAML is the set's CRDs and where they were read.
+func crdYAML(binDir string, set CRDSet) ([]byte, string, error) {
+	if b, ok := embeddedCRDs[set]; ok {
+		return b, "the embedded " + string(set) + " CRDs", nil
+	}
+	file, ok := crdFiles[set]
+	if !ok {
+		return nil, "", fmt.Errorf("unknown CRD set %q (known: %v)", set, CRDSets())
+	}
+	path := filepath.Join(binDir, "crds", file)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the %s CRDs (run make fleet-build): %w", set, err)
+	}
+	return b, path, nil
 }
 
 // binDir is where the fleet's binaries are (BinDir() for a fleet loaded

@@ -1,8 +1,6 @@
 package localfleet
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/flotilla-cd/flotilla/pkg/kube"
@@ -12,21 +10,21 @@ import (
 // only CRDs, and at least the ones Flagger writes for the provider.
 func TestCRDFiles(t *testing.T) {
 	want := map[CRDSet][]string{
-		GatewayAPICRDs: {"httproutes.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io"},
-		IstioCRDs:      {"virtualservices.networking.istio.io", "destinationrules.networking.istio.io"},
-		KumaCRDs:       {"trafficroutes.kuma.io"},
-		LinkerdCRDs:    {"trafficsplits.split.smi-spec.io"},
-		ContourCRDs:    {"httpproxies.projectcontour.io"},
-		TraefikCRDs:    {"traefikservices.traefik.containo.us"},
+		GatewayAPICRDs:     {"httproutes.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io"},
+		IstioCRDs:          {"virtualservices.networking.istio.io", "destinationrules.networking.istio.io"},
+		KumaCRDs:           {"trafficroutes.kuma.io"},
+		LinkerdCRDs:        {"trafficsplits.split.smi-spec.io"},
+		ContourCRDs:        {"httpproxies.projectcontour.io"},
+		TraefikCRDs:        {"traefikservices.traefik.containo.us"},
+		ClusterProfileCRDs: {"clusterprofiles.multicluster.x-k8s.io"},
 	}
 	if len(want) != len(CRDSets()) {
 		t.Fatalf("the test knows %d sets, the fleet %d (%v)", len(want), len(CRDSets()), CRDSets())
 	}
 	for _, set := range CRDSets() {
-		path := filepath.Join(BinDir(), "crds", crdFiles[set])
-		b, err := os.ReadFile(path)
+		b, path, err := crdYAML(BinDir(), set)
 		if err != nil {
-			t.Fatalf("%s: %v (run make fleet-build)", set, err)
+			t.Fatal(err)
 		}
 		objs, err := kube.Decode(b)
 		if err != nil {
