@@ -8,9 +8,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// clusterDiscovery.argocd: the config's fleet.discovery.argocd names the
-// namespace and selector; the service account reads Secrets in that
-// namespace only (a Role, not a ClusterRole).
+// clusterDiscovery.argocd and .clusterProfiles: the config's
+// fleet.discovery names their namespaces, selectors and providers; the
+// service account reads Secrets in Argo CD's namespace only, and
+// ClusterProfiles in the namespaces named only (Roles, not ClusterRoles).
 func TestClusterDiscovery(t *testing.T) {
 	objs := renderIn(t, "testdata/values-discovery.yaml", "flotilla")
 	byKey := map[string]*unstructured.Unstructured{}
@@ -26,7 +27,10 @@ func TestClusterDiscovery(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fromYAML(t, `{argocd: {namespace: argo, selector: flotilla.dev/fleet=prod}}`), plain(t, cfg.Fleet.Discovery)); diff != "" {
+	if diff := cmp.Diff(fromYAML(t, `{argocd: {namespace: argo, selector: flotilla.dev/fleet=prod},
+  clusterProfiles: {namespaces: [fleet-a, fleet-b], selector: flotilla.dev/fleet=prod, providers: [
+    {name: secretreader, execConfig: {command: /usr/local/bin/secretreader-plugin, provideClusterInfo: true}, profileSourcedEnvVarsPolicy: AppendIfNotExists}]}}`),
+		plain(t, cfg.Fleet.Discovery)); diff != "" {
 		t.Errorf("the config's fleet.discovery (-want +got)\n%s", diff)
 	}
 	role := byKey["Role/argo/flotilla-cluster-discovery"]
@@ -42,5 +46,63 @@ func TestClusterDiscovery(t *testing.T) {
 	}
 	if diff := cmp.Diff(fromYAML(t, `[{kind: ServiceAccount, name: flotilla, namespace: flotilla}]`), plain(t, b.Object["subjects"])); diff != "" {
 		t.Errorf("the RoleBinding's subjects (-want +got)\n%s", diff)
+	}
+	for _, ns := range []string{"fleet-a", "fleet-b"} {
+		role := byKey["Role/"+ns+"/flotilla-cluster-profiles"]
+		if role == nil {
+			t.Fatalf("no Role flotilla-cluster-profiles in %s among %v", ns, keysOf(byKey))
+		}
+		if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [multicluster.x-k8s.io], resources: [clusterprofiles], verbs: [get, list, watch]}]`), plain(t, role.Object["rules"])); diff != "" {
+			t.Errorf("the Role's rules in %s (-want +got)\n%s", ns, diff)
+		}
+		b := byKey["RoleBinding/"+ns+"/flotilla-cluster-profiles"]
+		if b == nil {
+			t.Fatalf("no RoleBinding flotilla-cluster-profiles in %s among %v", ns, keysOf(byKey))
+		}
+		if diff := cmp.Diff(fromYAML(t, `{apiGroup: rbac.authorization.k8s.io, kind: Role, name: flotilla-cluster-profiles}`), plain(t, b.Object["roleRef"])); diff != "" {
+			t.Errorf("the RoleBinding's roleRef in %s (-want +got)\n%s", ns, diff)
+		}
+	}
+	if o := byKey["ClusterRole//flotilla-cluster-profiles"]; o != nil {
+		t.Error("a ClusterRole for ClusterProfiles of named namespaces")
+	}
+}
+
+// clusterDiscovery.clusterProfiles without namespaces: ClusterProfiles of
+// every namespace, read through a ClusterRole.
+func TestClusterProfilesOfEveryNamespace(t *testing.T) {
+	byKey := map[string]*unstructured.Unstructured{}
+	for _, o := range renderIn(t, "testdata/values-cluster-profiles.yaml", "flotilla") {
+		byKey[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	raw, _, _ := unstructured.NestedString(byKey["ConfigMap/flotilla/flotilla-config"].Object, "data", "config.yaml")
+	var cfg struct {
+		Fleet struct {
+			Discovery map[string]any `json:"discovery"`
+		} `json:"fleet"`
+	}
+	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromYAML(t, `{clusterProfiles: {namespaces: [], selector: "", providers: [{name: token, execConfig: {command: /usr/local/bin/token-plugin}}]}}`),
+		plain(t, cfg.Fleet.Discovery)); diff != "" {
+		t.Errorf("the config's fleet.discovery (-want +got)\n%s", diff)
+	}
+	role := byKey["ClusterRole//flotilla-cluster-profiles"]
+	if role == nil {
+		t.Fatalf("no ClusterRole flotilla-cluster-profiles among %v", keysOf(byKey))
+	}
+	if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [multicluster.x-k8s.io], resources: [clusterprofiles], verbs: [get, list, watch]}]`), plain(t, role.Object["rules"])); diff != "" {
+		t.Errorf("the ClusterRole's rules (-want +got)\n%s", diff)
+	}
+	b := byKey["ClusterRoleBinding//flotilla-cluster-profiles"]
+	if b == nil {
+		t.Fatalf("no ClusterRoleBinding among %v", keysOf(byKey))
+	}
+	if diff := cmp.Diff(fromYAML(t, `[{kind: ServiceAccount, name: flotilla, namespace: flotilla}]`), plain(t, b.Object["subjects"])); diff != "" {
+		t.Errorf("the ClusterRoleBinding's subjects (-want +got)\n%s", diff)
+	}
+	if byKey["Role/argo/flotilla-cluster-discovery"] != nil {
+		t.Error("a Role for Argo CD's Secrets without clusterDiscovery.argocd")
 	}
 }

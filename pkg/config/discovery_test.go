@@ -74,15 +74,62 @@ func TestDiscovery(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 
+	const provider = `{name: token, execConfig: {command: /bin/token}}`
 	for _, tc := range []struct{ discovery, want string }{
 		{`  discovery: {}`, "fleet.discovery"},
 		{`  discovery: {argocd: {selector: "fleet in (a"}}`, "fleet.discovery.argocd.selector"},
 		{`  discovery: {argocd: {namespace: Argo_CD}}`, "fleet.discovery.argocd.namespace"},
 		{`  discovery: {argocd: {kubeconfig: nope.kubeconfig}}`, "fleet.discovery.argocd.kubeconfig"},
+		{`  discovery: {clusterProfiles: {}}`, "fleet.discovery.clusterProfiles.providers"},
+		{`  discovery: {clusterProfiles: {selector: "fleet in (a", providers: [` + provider + `]}}`, "fleet.discovery.clusterProfiles.selector"},
+		{`  discovery: {clusterProfiles: {namespaces: [fleet, Fleet_A], providers: [` + provider + `]}}`, "fleet.discovery.clusterProfiles.namespaces[1]"},
+		{`  discovery: {clusterProfiles: {kubeconfig: nope.kubeconfig, providers: [` + provider + `]}}`, "fleet.discovery.clusterProfiles.kubeconfig"},
+		{`  discovery: {clusterProfiles: {providers: [` + provider + `, ` + provider + `]}}`, "fleet.discovery.clusterProfiles.providers[1].name"},
+		{`  discovery: {clusterProfiles: {providers: [{name: token, execConfig: {args: [x]}}]}}`, "fleet.discovery.clusterProfiles.providers[0].execConfig.command"},
+		{`  discovery: {clusterProfiles: {providers: [{name: "", execConfig: {command: t}}]}}`, "fleet.discovery.clusterProfiles.providers[0].name"},
+		{`  discovery: {clusterProfiles: {providers: [{name: t, execConfig: {command: t, env: [{value: x}]}}]}}`, "fleet.discovery.clusterProfiles.providers[0].execConfig.env[0].name"},
+		{`  discovery: {clusterProfiles: {providers: [{name: t, execConfig: {command: t}, profileSourcedCLIArgsPolicy: Prepend}]}}`, "fleet.discovery.clusterProfiles.providers[0].profileSourcedCLIArgsPolicy"},
+		{`  discovery: {clusterProfiles: {providers: [{name: t, execConfig: {command: t}, profileSourcedEnvVarsPolicy: Append}]}}`, "fleet.discovery.clusterProfiles.providers[0].profileSourcedEnvVarsPolicy"},
 	} {
 		_, _, err := LoadExtra(writeFile(t, filepath.Join(dir, "bad.yaml"), discoveryDoc(tc.discovery)), Extra{})
 		if !errors.As(err, &verr) || len(verr.Problems) != 1 || verr.Problems[0].Path != tc.want {
 			t.Errorf("%s: %v, want one problem at %s", tc.discovery, err, tc.want)
 		}
+	}
+}
+
+// TestClusterProfileDiscovery: fleet.discovery.clusterProfiles is read as
+// written (its kubeconfig relative to the file), alone or beside argocd,
+// and its clusters join the file's.
+func TestClusterProfileDiscovery(t *testing.T) {
+	dir := testDir(t)
+	path := writeFile(t, filepath.Join(dir, "config.yaml"), discoveryDoc(`  discovery:
+    argocd: {}
+    clusterProfiles:
+      namespaces: [fleet-a, fleet-b]
+      selector: fleet=flotilla
+      kubeconfig: c1.kubeconfig
+      providers:
+        - name: secretreader
+          execConfig: {command: /bin/secretreader, args: [--ns, fleet], env: [{name: MODE, value: x}], provideClusterInfo: true, apiVersion: client.authentication.k8s.io/v1beta1, installHint: ask}
+          profileSourcedCLIArgsPolicy: Append
+          profileSourcedEnvVarsPolicy: Replace`))
+	c, _, err := LoadExtra(path, Extra{Clusters: []Cluster{{Name: "prod-eu", Labels: map[string]string{"tier": "prod"},
+		Source: "fleet.discovery.clusterProfiles: ClusterProfile fleet-a/prod-eu", KubeconfigData: []byte("apiVersion: v1\nkind: Config\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &ClusterProfileDiscovery{Namespaces: []string{"fleet-a", "fleet-b"}, Selector: "fleet=flotilla", Kubeconfig: filepath.Join(dir, "c1.kubeconfig"),
+		Providers: []AccessProvider{{Name: "secretreader", ExecConfig: ExecConfig{Command: "/bin/secretreader", Args: []string{"--ns", "fleet"},
+			Env: []ExecEnvVar{{Name: "MODE", Value: "x"}}, ProvideClusterInfo: true, APIVersion: "client.authentication.k8s.io/v1beta1", InstallHint: "ask"},
+			ProfileSourcedCLIArgsPolicy: "Append", ProfileSourcedEnvVarsPolicy: "Replace"}}}
+	if diff := cmp.Diff(want, c.Fleet.Discovery.ClusterProfiles); diff != "" {
+		t.Errorf("read (-want +got):\n%s", diff)
+	}
+	if c.Fleet.Discovery.ArgoCD == nil {
+		t.Error("argocd beside clusterProfiles is dropped")
+	}
+	if diff := cmp.Diff([]string{"prod-eu"}, c.Fleet.Waves[1].ClusterNames()); diff != "" {
+		t.Errorf("the prod wave (-want +got):\n%s", diff)
 	}
 }

@@ -157,6 +157,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.clusterDiscovery.argocd.enabled (not .Values.serviceAccount.automountToken) }}
 {{- fail "values: clusterDiscovery.argocd.enabled needs serviceAccount.automountToken: true: flotilla reads Argo CD's cluster Secrets with the pod's service account" }}
 {{- end }}
+{{- if and .Values.clusterDiscovery.clusterProfiles.enabled (not .Values.serviceAccount.automountToken) }}
+{{- fail "values: clusterDiscovery.clusterProfiles.enabled needs serviceAccount.automountToken: true: flotilla reads the ClusterProfiles with the pod's service account" }}
+{{- end }}
+{{- if and .Values.clusterDiscovery.clusterProfiles.enabled (not .Values.clusterDiscovery.clusterProfiles.providers) }}
+{{- fail "values: clusterDiscovery.clusterProfiles.enabled needs clusterDiscovery.clusterProfiles.providers: the access providers whose exec plugin gives the clusters' credentials" }}
+{{- end }}
 {{- if and .Values.scaleOut.enabled .Values.persistence.enabled }}
 {{- fail "values: scaleOut.enabled needs persistence.enabled: false: the replicas keep their state in NATS, and one ReadWriteOnce claim cannot serve them all" }}
 {{- end }}
@@ -195,10 +201,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $server "resources" (dict "namespaces" .Values.applicationResources.namespaces) }}
 {{- $_ := set $cfg "server" $server }}
 {{- end }}
-{{- if .Values.clusterDiscovery.argocd.enabled }}
+{{- if or .Values.clusterDiscovery.argocd.enabled .Values.clusterDiscovery.clusterProfiles.enabled }}
 {{- $fleet := deepCopy (default (dict) $cfg.fleet) }}
+{{- $disc := dict }}
+{{- if .Values.clusterDiscovery.argocd.enabled }}
 {{- $a := .Values.clusterDiscovery.argocd }}
-{{- $_ := set $fleet "discovery" (dict "argocd" (dict "namespace" $a.namespace "selector" $a.selector)) }}
+{{- $_ := set $disc "argocd" (dict "namespace" $a.namespace "selector" $a.selector) }}
+{{- end }}
+{{- if .Values.clusterDiscovery.clusterProfiles.enabled }}
+{{- $p := .Values.clusterDiscovery.clusterProfiles }}
+{{- $_ := set $disc "clusterProfiles" (dict "namespaces" $p.namespaces "selector" $p.selector "providers" $p.providers) }}
+{{- end }}
+{{- $_ := set $fleet "discovery" $disc }}
 {{- $_ := set $cfg "fleet" $fleet }}
 {{- end }}
 {{- if .Values.apiToken.enabled }}
