@@ -3,6 +3,8 @@ Feature: Clusters discovered from an inventory
   from its declarative cluster Secrets in the management cluster, beside
   the file's fleet.clusters, live: a Secret that appears is a cluster in
   the wave its labels select, for the next rollout, without a restart.
+  With fleet.discovery.clusterProfiles, it takes those of a sig-multicluster
+  cluster inventory, its ClusterProfiles, the same way.
 
   Background:
     Given a registry
@@ -72,3 +74,27 @@ Feature: Clusters discovered from an inventory
     And the rollout of "1.1.0" shows cluster "c4" removed from the fleet by "cluster discovery"
     And the primary in every cluster runs version "1.1.0" by digest
     And the primary in cluster "c4" runs version "1.0.0" by digest
+
+  # Catches ClusterProfiles read only at start-up (c4's appears while
+  # flotilla runs), labels not read from the ClusterProfile (c4 in no wave:
+  # its primary stays on 1.0.0), and a cluster not reached as the access
+  # provider says: the server and CA of the ClusterProfile's
+  # status.accessProviders, the credential the provider's exec plugin
+  # prints for the cluster its additional-envs extension names (c4's run
+  # would fail).
+  Scenario: A ClusterProfile labelled for the last wave appears: it is in that wave's next rollout
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla discovers clusters from ClusterProfiles in cluster "c1" labelled "flotilla.dev/fleet=demo"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When a ClusterProfile for cluster "c4" labelled "flotilla.dev/fleet=demo,tier=prod" is created
+    Then flotilla lists cluster "c4" in wave "wave-2"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in cluster "c4" runs version "1.1.0" by digest
+    And the primary in every cluster runs version "1.1.0" by digest

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -12,9 +14,11 @@ import (
 	"github.com/cucumber/godog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/flotilla-cd/flotilla/pkg/discovery"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
 // Clusters discovered (README "Clusters discovered"): Argo CD's cluster
@@ -26,6 +30,8 @@ func (s *scenario) registerDiscoverySteps(sc *godog.ScenarioContext) {
 	sc.Step(`^an Argo CD cluster Secret for cluster "([^"]*)" labelled "([^"]*)" is created$`, s.argoSecretCreated)
 	sc.Step(`^flotilla lists cluster "([^"]*)" in wave "([^"]*)"$`, s.listsClusterInWave)
 	sc.Step(`^the Argo CD cluster Secret of cluster "([^"]*)" is deleted$`, s.argoSecretDeleted)
+	sc.Step(`^flotilla discovers clusters from ClusterProfiles in cluster "([^"]*)" labelled "([^"]*)"$`, s.discoversClusterProfiles)
+	sc.Step(`^a ClusterProfile for cluster "([^"]*)" labelled "([^"]*)" is created$`, s.clusterProfileCreated)
 }
 
 // argoWorld is where the scenario keeps Argo CD's cluster Secrets.
@@ -56,7 +62,7 @@ func (s *scenario) discoversArgoCD(ctx context.Context, cluster, selector string
 	w := s.w
 	argoWorlds.Store(w, &argoWorld{cluster: cluster, namespace: ns})
 	s.onCleanup(func() { argoWorlds.Delete(w) })
-	w.discovery = map[string]any{"namespace": ns, "selector": selector, "kubeconfig": cl.Kubeconfig}
+	w.discovery = map[string]any{"argocd": map[string]any{"namespace": ns, "selector": selector, "kubeconfig": cl.Kubeconfig}}
 	return nil
 }
 
@@ -151,4 +157,125 @@ func (s *scenario) listsClusterInWave(ctx context.Context, cluster, wave string)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// profileWorld is where the scenario keeps its ClusterProfiles, and the
+// credentials its access provider's plugin prints, one file a cluster.
+type profileWorld struct {
+	cluster, namespace, creds string
+}
+
+var profileWorlds sync.Map // *world -> *profileWorld
+
+// profileProvider is the access provider of the scenario's
+// ClusterProfiles; its exec plugin prints the credential kept for the
+// cluster the ClusterProfile names in its additional-envs extension, as
+// upstream's secretreader plugin reads the one kept for it.
+const profileProvider = "fleet-credentials"
+
+// discoversClusterProfiles installs the ClusterProfile CRD in cluster, the
+// management cluster, and has flotilla read the ClusterProfiles of a
+// namespace there matching selector, with the provider profileProvider.
+func (s *scenario) discoversClusterProfiles(ctx context.Context, cluster, selector string) error {
+	cl, ok := s.fleet().Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", cluster)
+	}
+	if err := s.fleet().InstallCRDs(ctx, cluster, localfleet.ClusterProfileCRDs); err != nil {
+		return err
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	ns, err := c.CreateNamespace(ctx, "inventory")
+	if err != nil {
+		return err
+	}
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	w := s.w
+	creds := filepath.Join(w.dir, "credentials")
+	if err := os.MkdirAll(creds, 0o700); err != nil {
+		return err
+	}
+	profileWorlds.Store(w, &profileWorld{cluster: cluster, namespace: ns, creds: creds})
+	s.onCleanup(func() { profileWorlds.Delete(w) })
+	w.discovery = map[string]any{"clusterProfiles": map[string]any{"namespaces": []string{ns}, "selector": selector, "kubeconfig": cl.Kubeconfig,
+		"providers": []map[string]any{{"name": profileProvider, "profileSourcedEnvVarsPolicy": "AppendIfNotExists",
+			"execConfig": map[string]any{"command": "/bin/sh", "args": []string{"-c", `cat "$CREDENTIALS/$CLUSTER.json"`},
+				"env": []map[string]string{{"name": "CREDENTIALS", "value": creds}}}}}}}
+	return nil
+}
+
+// clusterProfileCreated declares cluster in a ClusterProfile with labels,
+// its status as a cluster manager writes it: the provider profileProvider
+// with the cluster's server and CA, and the cluster's credential kept for
+// the provider's plugin. The scenario's last wave has it from then on.
+func (s *scenario) clusterProfileCreated(ctx context.Context, cluster, list string) error {
+	v, _ := profileWorlds.Load(s.w)
+	pw, _ := v.(*profileWorld)
+	if pw == nil {
+		return fmt.Errorf("no discovery of ClusterProfiles in this scenario")
+	}
+	labels, err := parseLabels(list)
+	if err != nil {
+		return err
+	}
+	target, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	rc := target.Config
+	status := map[string]any{"token": rc.BearerToken}
+	if rc.BearerToken == "" {
+		status = map[string]any{"clientCertificateData": string(rc.CertData), "clientKeyData": string(rc.KeyData)}
+	}
+	cred, err := json.Marshal(map[string]any{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(pw.creds, cluster+".json"), cred, 0o600); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+		"metadata": map[string]any{"name": cluster, "namespace": pw.namespace},
+		"spec":     map[string]any{"displayName": cluster, "clusterManager": map[string]any{"name": "flotilla-features"}},
+	}}
+	l := map[string]string{}
+	for k, v := range labels {
+		l[k] = fmt.Sprint(v)
+	}
+	u.SetLabels(l)
+	mgmt, err := s.clientsFor(pw.cluster)
+	if err != nil {
+		return err
+	}
+	profiles := mgmt.Dynamic.Resource(discovery.ClusterProfileResource).Namespace(pw.namespace)
+	got, err := profiles.Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating the ClusterProfile of %s: %w", cluster, err)
+	}
+	access := map[string]any{"server": rc.Host, "insecure-skip-tls-verify": rc.Insecure,
+		"extensions": []any{map[string]any{"name": discovery.ExtensionAdditionalEnvs, "extension": map[string]any{"CLUSTER": cluster}}}}
+	if len(rc.CAData) > 0 {
+		access["certificate-authority-data"] = base64.StdEncoding.EncodeToString(rc.CAData)
+	}
+	got.Object["status"] = map[string]any{
+		"conditions": []any{map[string]any{"type": discovery.ConditionControlPlaneHealthy, "status": "True", "reason": "Healthy",
+			"message": "", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+		"accessProviders": []any{map[string]any{"name": profileProvider, "cluster": access}}}
+	if _, err := profiles.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("writing the status of the ClusterProfile of %s: %w", cluster, err)
+	}
+	w := s.w
+	w.clusters = append(w.clusters, target)
+	if !slices.Contains(w.waves[len(w.waves)-1], cluster) {
+		w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
+	}
+	return nil
 }

@@ -197,7 +197,7 @@ type world struct {
 	// acked the versions whose push flotilla acknowledged in a burst.
 	natsDown *int
 	acked    []string
-	// discovery is fleet.discovery.argocd (steps_discovery_test.go).
+	// discovery is fleet.discovery (steps_discovery_test.go).
 	discovery map[string]any
 	// fleetRollouts is server.fleetRollouts, kept in cluster
 	// fleetRolloutsIn; kubectlOut what `kubectl get --watch` printed.
@@ -418,7 +418,7 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 		cfg["server"].(map[string]any)["fleetRollouts"] = w.fleetRollouts
 	}
 	if w.discovery != nil {
-		cfg["fleet"].(map[string]any)["discovery"] = map[string]any{"argocd": w.discovery}
+		cfg["fleet"].(map[string]any)["discovery"] = w.discovery
 	}
 	if w.anonymousRead {
 		cfg["server"].(map[string]any)["anonymousRead"] = true
