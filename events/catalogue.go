@@ -569,8 +569,12 @@ const (
 // AuditPrincipal is who sent a control (pkg/identity.Principal, copied:
 // the catalogue imports no domain package).
 type AuditPrincipal struct {
-	Subject    string   `json:"subject,omitempty"`
-	Name       string   `json:"name"`
+	Subject string `json:"subject,omitempty"`
+	Name    string `json:"name"`
+	// Username is a person's login name at the provider
+	// (server.sso.usernameClaim), which separation of duties compares
+	// with the pusher.
+	Username   string   `json:"username,omitempty"`
 	Groups     []string `json:"groups,omitempty"`
 	Token      string   `json:"token,omitempty"`
 	Automation bool     `json:"automation,omitempty"`

@@ -116,7 +116,7 @@ func trusted(addr string, proxies []netip.Prefix) bool {
 func (a *API) auditOf(r *http.Request, action string, rec events.AuditRecorded) events.AuditRecorded {
 	rec.Action = action
 	if p, ok := identity.FromContext(r.Context()); ok {
-		rec.Principal = events.AuditPrincipal{Subject: p.Subject, Name: p.Name, Groups: p.Groups, Token: p.Token,
+		rec.Principal = events.AuditPrincipal{Subject: p.Subject, Name: p.Name, Username: p.Username, Groups: p.Groups, Token: p.Token,
 			Automation: p.Automation, Via: string(p.Via)}
 	}
 	rec.RemoteAddr = a.remoteAddr(r)

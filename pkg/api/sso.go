@@ -68,7 +68,11 @@ type SSOConfig struct {
 	ClientSecret string
 	CLIClientID  string // "" refuses ID tokens as bearer tokens
 	GroupsClaim  string
-	SessionTTL   time.Duration
+	// UsernameClaim is the claim of the person's login name at the
+	// provider (server.sso.usernameClaim): one of their names
+	// (identity.OfClaims). "" reads none.
+	UsernameClaim string
+	SessionTTL    time.Duration
 	// NoOfflineAccess asks the provider no offline_access (no refresh
 	// token), the web client and the CLI alike: a web session then ends
 	// when its ID token expires (server.sso.offlineAccess: false).
@@ -95,6 +99,7 @@ type SSOSessions interface {
 type ssoSession struct {
 	Subject   string     `json:"subject"`
 	Name      string     `json:"name"`
+	Username  string     `json:"username,omitempty"`
 	Groups    []string   `json:"groups,omitempty"`
 	CreatedAt time.Time  `json:"createdAt"`
 	ExpiresAt time.Time  `json:"expiresAt"`
@@ -358,7 +363,8 @@ func (s *SSO) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	id := ssoRandom()
 	now := s.now()
-	doc := ssoSession{Subject: principal.Subject, Name: principal.Name, Groups: principal.Groups, CreatedAt: now, ExpiresAt: now.Add(s.c.SessionTTL)}
+	doc := ssoSession{Subject: principal.Subject, Name: principal.Name, Username: principal.Username, Groups: principal.Groups,
+		CreatedAt: now, ExpiresAt: now.Add(s.c.SessionTTL)}
 	if tok.RefreshToken == "" && idt.Expiry.Before(doc.ExpiresAt) {
 		// Nothing to ask the provider again with: the session ends with
 		// its ID token, so that who the person is (their groups, their
@@ -436,8 +442,8 @@ func ssoSessionKey(id string) string {
 }
 
 // verify checks raw, an ID token of the provider for the client
-// clientID, and makes its principal: Name the email, else the
-// preferred_username, else the subject; Groups the groups claim.
+// clientID, and makes its principal from its claims (identity.OfClaims:
+// the names and groups server.sso's claims give).
 func (s *SSO) verify(ctx context.Context, p *oidc.Provider, clientID, raw string) (identity.Principal, *oidc.IDToken, error) {
 	if raw == "" {
 		return identity.Principal{}, nil, errors.New("the identity provider returned no ID token")
@@ -450,26 +456,7 @@ func (s *SSO) verify(ctx context.Context, p *oidc.Provider, clientID, raw string
 	if err := idt.Claims(&claims); err != nil {
 		return identity.Principal{}, nil, fmt.Errorf("reading the ID token's claims: %w", err)
 	}
-	str := func(k string) string { v, _ := claims[k].(string); return v }
-	name := str("email")
-	if name == "" || claims["email_verified"] == false {
-		name = str("preferred_username")
-	}
-	if name == "" {
-		name = idt.Subject
-	}
-	var groups []string
-	switch g := claims[s.c.GroupsClaim].(type) {
-	case []any:
-		for _, v := range g {
-			if v, ok := v.(string); ok && v != "" {
-				groups = append(groups, v)
-			}
-		}
-	case string:
-		groups = []string{g}
-	}
-	return identity.Principal{Subject: idt.Subject, Name: name, Groups: groups, Via: identity.ViaSession}, idt, nil
+	return identity.OfClaims(idt.Subject, claims, identity.ClaimNames{Username: s.c.UsernameClaim, Groups: s.c.GroupsClaim}), idt, nil
 }
 
 // authenticate finds an SSO identity in r: an ID token of the CLI's
@@ -515,7 +502,7 @@ func (s *SSO) authenticate(r *http.Request, reads bool) (_ identity.Principal, h
 			return identity.Principal{}, true, refusedUnauthenticated, err
 		}
 	}
-	return identity.Principal{Subject: doc.Subject, Name: doc.Name, Groups: doc.Groups, Via: identity.ViaSession}, true, "", nil
+	return identity.Principal{Subject: doc.Subject, Name: doc.Name, Username: doc.Username, Groups: doc.Groups, Via: identity.ViaSession}, true, "", nil
 }
 
 // Results of a session's refresh, as
@@ -625,7 +612,7 @@ func (s *SSO) refreshOnce(ctx context.Context, id string, doc ssoSession) (ssoSe
 		}
 	}
 	now := s.now()
-	doc.Name, doc.Groups, doc.IDTokenExpiry, doc.RefreshedAt = principal.Name, principal.Groups, idt.Expiry, &now
+	doc.Name, doc.Username, doc.Groups, doc.IDTokenExpiry, doc.RefreshedAt = principal.Name, principal.Username, principal.Groups, idt.Expiry, &now
 	if err := s.sessions.Put(ctx, SSOSessionCollection, ssoSessionKey(id), doc); err != nil {
 		return doc, fmt.Errorf("keeping the refreshed session: %w", err)
 	}

@@ -41,7 +41,7 @@ func openState(t *testing.T) *store.Store {
 func ssoServer(t *testing.T, provider *oidcop.Provider, sessions api.SSOSessions, url string) http.Handler {
 	t.Helper()
 	return ssoServerOf(t, api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret", CLIClientID: "flotilla-cli",
-		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: url + "/auth/callback"}, sessions)
+		GroupsClaim: "groups", UsernameClaim: "preferred_username", SessionTTL: time.Hour, RedirectURL: url + "/auth/callback"}, sessions)
 }
 
 // ssoServerOf is ssoServer with the SSO of c.
@@ -63,6 +63,10 @@ func ssoServerOf(t *testing.T, c api.SSOConfig, sessions api.SSOSessions) http.H
 	return mux
 }
 
+// aliceSub is alice's subject at the site's provider: opaque, as
+// Keycloak's, Okta's and Google's are.
+const aliceSub = "f3b1c2d4-7e0a-4c5e-9a61-0d2b8f7c1e55"
+
 // ssoSite is a flotilla's edge with SSO (ssoServer) on a test server,
 // its provider (alice, of payments; the web client and the CLI's) and the
 // sessions' store.
@@ -80,7 +84,7 @@ func startSSOSite(t *testing.T, opts ...oidcop.Option) *ssoSite {
 	s := &ssoSite{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
+	provider, err := oidcop.Start([]oidcop.User{{Name: "alice", Subject: aliceSub, Password: "pw", Email: "alice@example.com", Groups: []string{"payments"}}},
 		[]oidcop.Client{{ID: "flotilla", Secret: "web-secret", RedirectURIs: []string{srv.URL + "/auth/callback"}}, {ID: "flotilla-cli"}}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +148,9 @@ func TestSSO(t *testing.T) {
 		return rec.Code, p
 	}
 	cookie := http.Header{"Cookie": {session.String()}}
-	want := identity.Principal{Subject: "alice", Name: "alice@example.com", Groups: []string{"payments"}, Via: identity.ViaSession}
+	// Named by the email, known also by the provider's username (what
+	// separation of duties compares with a pusher) and the subject.
+	want := identity.Principal{Subject: aliceSub, Name: "alice@example.com", Username: "alice", Groups: []string{"payments"}, Via: identity.ViaSession}
 	if code, p := call(handler, http.MethodGet, cookie); code != 200 || !cmp.Equal(p, want) {
 		t.Errorf("GET with the session: %d %s", code, cmp.Diff(want, p))
 	}
@@ -157,8 +163,8 @@ func TestSSO(t *testing.T) {
 		t.Errorf("POST with the session and the CSRF header: %d, want 200", code)
 	}
 	restarted := ssoServer(t, provider, site.sessions, site.url)
-	if code, p := call(restarted, http.MethodGet, cookie); code != 200 || p.Name != "alice@example.com" {
-		t.Errorf("after a restart: %d %+v", code, p)
+	if code, p := call(restarted, http.MethodGet, cookie); code != 200 || !cmp.Equal(p, want) {
+		t.Errorf("after a restart: %d %s", code, cmp.Diff(want, p))
 	}
 	if code, _ := call(handler, http.MethodGet, http.Header{"Cookie": {api.SSOSessionCookie + "=forged"}}); code != http.StatusUnauthorized {
 		t.Errorf("a forged session: %d, want 401", code)
@@ -181,7 +187,7 @@ func TestSSO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli := oauth2.Config{ClientID: "flotilla-cli", Endpoint: discovered.Endpoint(), Scopes: []string{"openid", "email", "groups"}}
+	cli := oauth2.Config{ClientID: "flotilla-cli", Endpoint: discovered.Endpoint(), Scopes: []string{"openid", "email", "profile", "groups"}}
 	da, err := cli.DeviceAuth(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +310,9 @@ func TestSSORefresh(t *testing.T) {
 	}
 	provider.SetGroups("alice", []string{"release-managers"})
 	expire()
-	if code, body, p := whoami(); code != 200 || strings.Join(p.Groups, ",") != "release-managers" || provider.Refreshes("alice") != 1 {
+	// The refreshed session keeps her names: the username is one.
+	if code, body, p := whoami(); code != 200 || strings.Join(p.Groups, ",") != "release-managers" || p.Username != "alice" || p.Subject != aliceSub ||
+		provider.Refreshes("alice") != 1 {
 		t.Fatalf("after the first refresh: %d %s, %d refreshes", code, body, provider.Refreshes("alice"))
 	}
 	expire()

@@ -26,7 +26,7 @@ func (s *Server) useSSO(cfg *config.Config, log *slog.Logger) {
 func ssoConfig(c *config.SSO, externalURL string) api.SSOConfig {
 	return api.SSOConfig{
 		Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecretValue, CLIClientID: c.CLIClientID,
-		GroupsClaim: c.GroupsClaim, SessionTTL: c.SessionTTL.Duration, NoOfflineAccess: !c.AsksOfflineAccess(),
+		GroupsClaim: c.GroupsClaim, UsernameClaim: c.UsernameClaim, SessionTTL: c.SessionTTL.Duration, NoOfflineAccess: !c.AsksOfflineAccess(),
 		Scopes: c.Scopes, RedirectURL: config.SSORedirectURL(externalURL),
 	}
 }

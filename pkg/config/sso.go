@@ -10,8 +10,9 @@ import (
 
 // Defaults of server.sso.
 const (
-	DefaultGroupsClaim = "groups"
-	DefaultSessionTTL  = 12 * time.Hour
+	DefaultGroupsClaim   = "groups"
+	DefaultUsernameClaim = "preferred_username"
+	DefaultSessionTTL    = 12 * time.Hour
 	// MaxSessionTTL bounds server.sso.sessionTTL: a session outliving a
 	// week would outlive most providers' own sessions and a person's
 	// leaving (OWASP ASVS 3.3).
@@ -76,6 +77,18 @@ type SSO struct {
 	// (a list of strings), which the projects' roles grant to as
 	// "group:<name>". Default "groups".
 	GroupsClaim string `json:"groupsClaim"`
+	// UsernameClaim is the ID token's claim holding the person's login
+	// name at the provider (Kargo's api.oidc.usernameClaim): a name they
+	// are known by besides their email and subject, which a role or
+	// approvals.from grants to as "user:<name>", and which separation of
+	// duties compares with the pusher a registry's or git host's webhook
+	// names (Keycloak's, Okta's and Google's subjects are opaque, and an
+	// email is not a login). Name a claim people cannot set themselves:
+	// preferred_username at Keycloak (unless the realm lets users edit
+	// their username), Okta and Dex (Azure's is the UPN), else upn,
+	// login, nickname, ... A token without it gives no username. Default
+	// "preferred_username".
+	UsernameClaim string `json:"usernameClaim"`
 	// SessionTTL is how long a web UI session lasts after its login,
 	// 1m to 168h. Default 12h.
 	SessionTTL Duration `json:"sessionTTL"`
@@ -109,6 +122,9 @@ func ssoDefaults(s *SSO, base string) {
 	}
 	if s.GroupsClaim == "" {
 		s.GroupsClaim = DefaultGroupsClaim
+	}
+	if s.UsernameClaim == "" {
+		s.UsernameClaim = DefaultUsernameClaim
 	}
 	if s.SessionTTL.Duration == 0 {
 		s.SessionTTL.Duration = DefaultSessionTTL

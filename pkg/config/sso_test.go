@@ -65,8 +65,15 @@ func TestSSO(t *testing.T) {
 	s := full()
 	ssoDefaults(s, "/etc/flotilla")
 	(&validator{}).sso(s)
-	if s.GroupsClaim != "groups" || s.SessionTTL.Duration != 12*time.Hour || s.ClientSecretValue != "s3cret" || !s.AsksOfflineAccess() {
-		t.Errorf("defaults: groupsClaim %q, sessionTTL %s, secret resolved %v, offline_access asked %v", s.GroupsClaim, s.SessionTTL, s.ClientSecretValue != "", s.AsksOfflineAccess())
+	if s.GroupsClaim != "groups" || s.UsernameClaim != "preferred_username" || s.SessionTTL.Duration != 12*time.Hour || s.ClientSecretValue != "s3cret" || !s.AsksOfflineAccess() {
+		t.Errorf("defaults: groupsClaim %q, usernameClaim %q, sessionTTL %s, secret resolved %v, offline_access asked %v",
+			s.GroupsClaim, s.UsernameClaim, s.SessionTTL, s.ClientSecretValue != "", s.AsksOfflineAccess())
+	}
+	kept := full()
+	kept.UsernameClaim = "upn"
+	ssoDefaults(kept, "/etc/flotilla")
+	if kept.UsernameClaim != "upn" {
+		t.Errorf("usernameClaim upn became %q", kept.UsernameClaim)
 	}
 	if diff := cmp.Diff([]string{"openid", "email", "profile", "groups"}, s.Scopes); diff != "" {
 		t.Errorf("default scopes (-want +got):\n%s", diff)
@@ -126,7 +133,7 @@ func TestExampleSSO(t *testing.T) {
 		t.Fatalf("example.yaml with sso:\n%v", err)
 	}
 	want := &SSO{Issuer: "https://login.example.com/realms/platform", ClientID: "flotilla", ClientSecret: &Secret{Env: "FLOTILLA_SSO_CLIENT_SECRET"},
-		ClientSecretValue: "x", CLIClientID: "flotilla-cli", GroupsClaim: "groups", SessionTTL: Duration{12 * time.Hour}, OfflineAccess: ptr.To(true),
+		ClientSecretValue: "x", CLIClientID: "flotilla-cli", GroupsClaim: "groups", UsernameClaim: "preferred_username", SessionTTL: Duration{12 * time.Hour}, OfflineAccess: ptr.To(true),
 		Scopes: []string{"openid", "email", "profile", "groups"}}
 	if diff := cmp.Diff(want, c.Server.SSO); diff != "" {
 		t.Errorf("sso (-want +got):\n%s", diff)

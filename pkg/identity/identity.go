@@ -19,7 +19,8 @@ const (
 // Principal is who a request comes from.
 type Principal struct {
 	Subject    string   // OIDC "sub" (or the token's name for tokens)
-	Name       string   // e-mail or preferred_username: what the audit shows
+	Name       string   // e-mail or Username: what the audit shows
+	Username   string   // the provider's login name (server.sso.usernameClaim), "" for tokens
 	Groups     []string // OIDC groups claim; a token's configured groups
 	Token      string   // the API token's name, "" for a person's session
 	Automation bool     // a token marked automation: never counts as an approver

@@ -83,14 +83,16 @@ const (
 )
 
 // Subjects are the names p is known by to the policy: its token's
-// ("token:ci") or its user's, then each of its groups.
+// ("token:ci"), or each of a person's Names as a user ("user:<name>"),
+// then each of its groups.
 func (p Principal) Subjects() []string {
 	var out []string
-	switch {
-	case p.Token != "":
+	if p.Token != "" {
 		out = append(out, SubjectToken+p.Token)
-	case p.Name != "" && p.Via != ViaAnonymous:
-		out = append(out, SubjectUser+p.Name)
+	} else {
+		for _, n := range p.Names() {
+			out = append(out, SubjectUser+n)
+		}
 	}
 	for _, g := range p.Groups {
 		out = append(out, SubjectGroup+g)

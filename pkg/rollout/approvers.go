@@ -11,8 +11,10 @@ import (
 // Approvers are people (docs/design/identity.md, "Approvers are people"):
 // an approval of a wave counts only from a principal that is not
 // automation, that the wave's ApprovalsFrom names (by a group of its, or as
-// a user by its name or subject), and, with SeparationOfDuties, that did
-// not push the rollout's version (PushedBy). A manual verdict of "valid" on
+// a user by one of its names), and, with SeparationOfDuties, that did not
+// push the rollout's version: none of its names (identity.Principal.Names:
+// its email, its username at the provider, its subject) is PushedBy, the
+// login the webhook names, case aside. A manual verdict of "valid" on
 // a cluster (Flagger's confirm-promotion gate, POST /rollouts/{id}/approval)
 // promotes the canary there: it is an approval of the wave the cluster is
 // in, held to the same rule (VerdictRefused).
@@ -25,14 +27,19 @@ func (r *Rollout) ApprovalRefused(w int, p identity.Principal) string {
 		return ""
 	}
 	wave := r.Waves[w]
-	name := p.Name
+	name, pusher := p.Name, ""
+	if wave.SeparationOfDuties && r.PushedBy != "" {
+		pusher = p.KnownAs(r.PushedBy)
+	}
 	switch {
 	case p.Automation:
 		return fmt.Sprintf("%s is automation and never counts as an approver", name)
 	case len(wave.ApprovalsFrom) > 0 && !approverIn(p, wave.ApprovalsFrom):
 		return fmt.Sprintf("%s is not among those who may approve wave %d (%s): %s", name, w+1, wave.Name, strings.Join(wave.ApprovalsFrom, ", "))
-	case wave.SeparationOfDuties && r.PushedBy != "" && pushed(p, r.PushedBy):
+	case pusher == name && pusher != "":
 		return fmt.Sprintf("%s pushed %s and may not approve its rollout (separationOfDuties)", name, r.Tag)
+	case pusher != "":
+		return fmt.Sprintf("%s is %s, who pushed %s, and may not approve its rollout (separationOfDuties)", name, pusher, r.Tag)
 	}
 	return ""
 }
@@ -57,7 +64,7 @@ func (r *Rollout) VerdictRefused(cluster string, p identity.Principal) string {
 }
 
 // approverIn says whether p is one of from: group:<name> among its groups,
-// user:<name> its name or subject.
+// user:<name> one of its names (identity.Principal.Names).
 func approverIn(p identity.Principal, from []string) bool {
 	for _, s := range from {
 		kind, name, _ := strings.Cut(s, ":")
@@ -67,16 +74,10 @@ func approverIn(p identity.Principal, from []string) bool {
 				return true
 			}
 		case "user":
-			if name == p.Name || name == p.Subject {
+			if slices.Contains(p.Names(), name) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// pushed says whether p is the pusher a webhook named: its name or
-// subject (a git host's login, a registry's user), case aside.
-func pushed(p identity.Principal, pusher string) bool {
-	return strings.EqualFold(p.Name, pusher) || p.Subject != "" && strings.EqualFold(p.Subject, pusher)
 }

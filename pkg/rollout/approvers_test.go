@@ -17,6 +17,12 @@ func TestApprovalRefused(t *testing.T) {
 		return identity.Principal{Subject: name, Name: name, Groups: groups, Token: name, Via: identity.ViaToken}
 	}
 	sso := identity.Principal{Subject: "00u1", Name: "dave@example.com", Via: identity.ViaSession}
+	// A person signed in at Keycloak, Okta or Dex: an opaque subject, the
+	// email, and the preferred_username the registry and git host know.
+	kc := identity.Principal{Subject: "f3b1c2d4-7e0a", Name: "alice@example.com", Username: "alice",
+		Groups: []string{"release-managers"}, Via: identity.ViaSession}
+	// At Google: an opaque subject and the email, no username.
+	google := identity.Principal{Subject: "104233", Name: "alice@example.com", Groups: []string{"release-managers"}, Via: identity.ViaSession}
 	ci := person("ci", "release-managers")
 	ci.Automation = true
 	rm := []string{"group:release-managers", "user:00u1"}
@@ -39,7 +45,18 @@ func TestApprovalRefused(t *testing.T) {
 		{name: "the pusher, with separation of duties", from: rm, sod: true, pushedBy: "Alice", p: person("alice", "release-managers"),
 			want: "alice pushed 1.2.0 and may not approve its rollout (separationOfDuties)"},
 		{name: "the pusher by subject", sod: true, pushedBy: "00u1", p: sso,
-			want: "dave@example.com pushed 1.2.0 and may not approve its rollout (separationOfDuties)"},
+			want: "dave@example.com is 00u1, who pushed 1.2.0, and may not approve its rollout (separationOfDuties)"},
+		{name: "the pusher by the provider's username", from: rm, sod: true, pushedBy: "alice", p: kc,
+			want: "alice@example.com is alice, who pushed 1.2.0, and may not approve its rollout (separationOfDuties)"},
+		{name: "the pusher by the provider's username, case aside", from: rm, sod: true, pushedBy: "Alice", p: kc,
+			want: "alice@example.com is alice, who pushed 1.2.0, and may not approve its rollout (separationOfDuties)"},
+		{name: "the pusher by email", from: rm, sod: true, pushedBy: "alice@example.com", p: google,
+			want: "alice@example.com pushed 1.2.0 and may not approve its rollout (separationOfDuties)"},
+		{name: "the email's local part is no name of the person", from: rm, sod: true, pushedBy: "alice", p: google, want: ""},
+		{name: "another than the pusher, signed in", from: rm, sod: true, pushedBy: "bob", p: kc, want: ""},
+		{name: "a user by the provider's username", from: []string{"user:alice"}, p: kc, want: ""},
+		{name: "a user by the email's local part is not", from: []string{"user:alice"}, p: google,
+			want: "alice@example.com is not among those who may approve wave 2 (wave-2): user:alice"},
 		{name: "the pusher, without separation of duties", from: rm, pushedBy: "alice", p: person("alice", "release-managers"), want: ""},
 		{name: "another than the pusher", from: rm, sod: true, pushedBy: "alice", p: person("carol", "release-managers"), want: ""},
 		{name: "an unknown pusher refuses no one", from: rm, sod: true, p: person("alice", "release-managers"), want: ""},
@@ -49,8 +66,8 @@ func TestApprovalRefused(t *testing.T) {
 			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterSucceeded, "")}, []rollout.Cluster{cl("c2", rollout.ClusterPending, "")})
 			r.Tag, r.PushedBy = "1.2.0", tt.pushedBy
 			r.Waves[1].Approvals, r.Waves[1].ApprovalsFrom, r.Waves[1].SeparationOfDuties = 2, tt.from, tt.sod
-			if got := r.ApprovalRefused(1, tt.p); got != tt.want {
-				t.Errorf("ApprovalRefused = %q, want %q", got, tt.want)
+			if diff := cmp.Diff(tt.want, r.ApprovalRefused(1, tt.p)); diff != "" {
+				t.Errorf("ApprovalRefused (-want +got):\n%s", diff)
 			}
 		})
 	}

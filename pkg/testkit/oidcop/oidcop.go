@@ -16,9 +16,11 @@ import (
 	"golang.org/x/text/language"
 )
 
-// User is a person the provider knows. Their subject ("sub") is Name.
+// User is a person the provider knows. Their subject ("sub") is Subject,
+// else Name.
 type User struct {
-	Name     string   // login name, subject and preferred_username
+	Name     string   // login name and preferred_username
+	Subject  string   // the sub claim, opaque as Keycloak's, Okta's, Google's ("": Name)
 	Password string   // what the login form wants
 	Email    string   // the email claim ("" none)
 	Groups   []string // the groups claim

@@ -17,13 +17,16 @@ import (
 )
 
 type claims struct {
+	Subject  string   `json:"sub"`
 	Email    string   `json:"email"`
 	Username string   `json:"preferred_username"`
 	Groups   []string `json:"groups"`
 	Nonce    string   `json:"nonce"`
 }
 
-var alice = oidcop.User{Name: "alice", Password: "pw-alice", Email: "alice@example.com", Groups: []string{"payments"}}
+// alice's subject is opaque, as Keycloak's, Okta's and Google's are: the
+// tokens name her by it, her login name is her preferred_username.
+var alice = oidcop.User{Name: "alice", Subject: "f3b1c2d4-7e0a-4c5e-9a61-0d2b8f7c1e55", Password: "pw-alice", Email: "alice@example.com", Groups: []string{"payments"}}
 
 func start(t *testing.T, clients ...oidcop.Client) (*oidcop.Provider, *oidc.Provider) {
 	t.Helper()
@@ -93,7 +96,7 @@ func TestCodeFlowWithPKCE(t *testing.T) {
 	if err := idt.Claims(&got); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(claims{Email: "alice@example.com", Username: "alice", Groups: []string{"payments"}, Nonce: "n0"}, got); diff != "" {
+	if diff := cmp.Diff(claims{Subject: alice.Subject, Email: "alice@example.com", Username: "alice", Groups: []string{"payments"}, Nonce: "n0"}, got); diff != "" {
 		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 }
@@ -137,7 +140,7 @@ func TestDeviceFlowAndRefresh(t *testing.T) {
 	}
 	var got claims
 	_ = idt.Claims(&got)
-	if diff := cmp.Diff(claims{Email: "alice@example.com", Username: "alice", Groups: []string{"payments", "release-managers"}}, got); diff != "" {
+	if diff := cmp.Diff(claims{Subject: alice.Subject, Email: "alice@example.com", Username: "alice", Groups: []string{"payments", "release-managers"}}, got); diff != "" {
 		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 	tok.Expiry = time.Now().Add(-time.Minute) // force the refresh
@@ -146,8 +149,12 @@ func TestDeviceFlowAndRefresh(t *testing.T) {
 		t.Fatalf("refresh: %v", err)
 	}
 	raw, _ = fresh.Extra("id_token").(string)
-	if _, err := verify.Verify(ctx, raw); err != nil {
+	refreshed, err := verify.Verify(ctx, raw)
+	if err != nil {
 		t.Fatalf("verifying the refreshed ID token: %v", err)
+	}
+	if refreshed.Subject != alice.Subject {
+		t.Errorf("the refreshed ID token's subject is %q, want %q", refreshed.Subject, alice.Subject)
 	}
 	if fresh.RefreshToken == tok.RefreshToken {
 		t.Error("the refresh token was not rotated")

@@ -358,7 +358,7 @@ func (s *storage) userinfo(info *oidc.UserInfo, subject string, scopes []string)
 	if !ok {
 		return fmt.Errorf("user %q: %w", subject, errNotFound)
 	}
-	info.Subject = u.Name
+	info.Subject = u.sub()
 	for _, scope := range scopes {
 		switch scope {
 		case oidc.ScopeEmail:
@@ -389,8 +389,18 @@ func (s *storage) SetIntrospectionFromToken(_ context.Context, resp *oidc.Intros
 	if !ok || time.Now().After(t.expires) {
 		return nil // inactive
 	}
-	resp.Active, resp.Subject, resp.ClientID = true, t.subject, t.clientID
+	resp.Active, resp.Subject, resp.ClientID = true, s.users[t.subject].sub(), t.clientID
 	return nil
+}
+
+// sub is u's sub claim. The provider keeps its logins, tokens and
+// requests by the login name; every token and answer it gives names the
+// person by this.
+func (u User) sub() string {
+	if u.Subject != "" {
+		return u.Subject
+	}
+	return u.Name
 }
 
 func (s *storage) GetPrivateClaimsFromScopes(context.Context, string, string, []string) (map[string]any, error) {
