@@ -4,9 +4,12 @@ Feature: Approvers are people, with separation of duties
   separationOfDuties: true}`. An approval counts only from a principal that
   is not automation (server.apiToken's "default", apiTokens[].automation),
   that `from` names (by a group of its, or as a user), and, with separation
-  of duties, that did not push the version: the rollout's pushedBy, as the
-  registry's or git host's webhook names the pusher. A refused approval is
-  answered 403 with why, audited as refused, and changes nothing.
+  of duties, that did not push the version: none of its names is the
+  rollout's pushedBy, as the registry's or git host's webhook names the
+  pusher. A person signed in through the OpenID provider is known by the
+  ID token's email, its username (server.sso.usernameClaim, default
+  preferred_username) and its subject. A refused approval is answered 403
+  with why, audited as refused, and changes nothing.
 
   # Catches: an approval counted from an automation token (robot is in the
   # group; "default" is automation always) or from the pusher (alice, named
@@ -89,3 +92,40 @@ Feature: Approvers are people, with separation of duties
       | ci    | c2      | valid  | refused  | ci pushed 1.1.0 and may not approve its rollout (separationOfDuties) |
       | robot | c2      | valid  | refused  | robot is automation and never counts as an approver                |
       | robot | c1      | valid  | allowed  |                                                                    |
+
+  # Catches: separation of duties comparing the pusher with a signed-in
+  # person's email and subject only (at Keycloak, Okta and Google the sub
+  # is opaque and the email is not the registry's login): alice's own
+  # approval would count, wave 2 would start and c2 would leave its first
+  # image before bob's approval; a username not read from the ID token's
+  # preferred_username (server.sso.usernameClaim's default) or not kept
+  # by the CLI's bearer token path; a refusal answered other than 403,
+  # not audited, or audited without the username it was decided by; a
+  # refusal of alice that also refuses bob (the wave never starts).
+  Scenario: A person signed in through the provider may not approve the version they pushed as their registry login, though the provider names them by an opaque subject and their email
+    Given a registry that requires a login and notifies flotilla itself
+    And flotilla reads it with a Docker config file holding the login of "deployer"
+    And an OpenID provider where "alice@example.com" is in group "release-managers" and "bob@example.com" in group "release-managers"
+    And the application "podinfo" is in project "payments", where group "payments-viewers" is a viewer and group "release-managers" an approver
+    And wave 2 needs 1 approval from group "release-managers" with separation of duties
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the application's objects in clusters "c2" are watched
+    When "alice" pushes version "1.1.0" to the registry
+    Then cluster "c1" of the rollout of "1.1.0" has succeeded
+    And the rollout of "1.1.0" was pushed by "alice", as the API and `flotilla describe rollout` say
+    When "alice@example.com" runs `flotilla login --sso` and approves its code on the OpenID provider's device form
+    Then the ID token `flotilla login --sso` keeps names "alice@example.com" by an opaque subject, with the preferred_username "alice"
+    When "alice@example.com" approves wave 2 of the rollout of "1.1.0" with the ID token `flotilla login --sso` keeps, and is refused 403: "alice@example.com is alice, who pushed 1.1.0, and may not approve its rollout (separationOfDuties)"
+    Then no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds
+    And the workload "podinfo" in clusters "c2" still runs its first image
+    When "bob@example.com" runs `flotilla login --sso` and approves its code on the OpenID provider's device form
+    And `flotilla approve --wave 2` is run for the rollout of "1.1.0" without a token, as the person logged in
+    Then the rollout of "1.1.0" succeeds
+    And clusters "c2" were unchanged until the release
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the rollout of "1.1.0" records the approvals of "bob@example.com" for wave 2
+    And `flotilla get audit -o json` gives the reasons of the refusals:
+      | name              | why                                                                                                |
+      | alice@example.com | alice@example.com is alice, who pushed 1.1.0, and may not approve its rollout (separationOfDuties) |
+    And `flotilla get audit -o json` records the refusal of "alice@example.com" with the username "alice"

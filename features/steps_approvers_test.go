@@ -2,8 +2,10 @@ package features
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +19,9 @@ import (
 // Approvers are people (#31 item 4): a wave's approvals name who may
 // approve and how many; automation never counts, nor, with separation of
 // duties, whoever pushed the version (as the registry's own notification
-// names them). People are API tokens with groups here.
+// names them). People are API tokens with groups here, and people signed
+// in through the OpenID provider (steps_sso_test.go), whose subject is
+// opaque and whose username (preferred_username) is the registry login.
 
 // approversWorld is what the approvers' steps configure: the API tokens'
 // groups and those marked automation (server.apiTokens[].groups,
@@ -40,6 +44,9 @@ func (s *scenario) registerApproverSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^"([^"]*)" approves the canary in cluster "([^"]*)" of the rollout of "([^"]*)" and is refused: "([^"]*)"$`, s.verdictRefused)
 	sc.Step(`^the canary in cluster "([^"]*)" still waits for promotion (\d+) seconds later, its primary running "([^"]*)"$`, s.canaryStillWaits)
 	sc.Step("^`flotilla get audit -o json` lists the manual verdicts, newest first:$", s.auditVerdicts)
+	sc.Step("^the ID token `flotilla login --sso` keeps names \"([^\"]*)\" by an opaque subject, with the preferred_username \"([^\"]*)\"$", s.ssoTokenNames)
+	sc.Step("^\"([^\"]*)\" approves wave (\\d+) of the rollout of \"([^\"]*)\" with the ID token `flotilla login --sso` keeps, and is refused 403: \"([^\"]*)\"$", s.ssoApprovalRefused)
+	sc.Step("^`flotilla get audit -o json` records the refusal of \"([^\"]*)\" with the username \"([^\"]*)\"$", s.auditRefusedUsername)
 }
 
 func (s *scenario) approversWorld() *approversWorld {
@@ -308,6 +315,105 @@ func (s *scenario) auditVerdicts(ctx context.Context, table *godog.Table) error 
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		return fmt.Errorf("the manual verdicts' audit records (-want +got):\n%s\n%s", diff, out)
+	}
+	return nil
+}
+
+// ssoIDToken is the ID token the CLI keeps (`flotilla login --sso`) and
+// its claims, read without verifying it: the provider made it, flotilla
+// verifies it.
+func (s *scenario) ssoIDToken() (string, map[string]any, error) {
+	l, err := s.cliLogin()
+	if err != nil {
+		return "", nil, err
+	}
+	raw, _ := l["idToken"].(string)
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return "", nil, fmt.Errorf("the CLI keeps no ID token (a JWT): %q", raw)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", nil, fmt.Errorf("decoding the ID token's claims: %w", err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return "", nil, fmt.Errorf("decoding the ID token's claims: %w", err)
+	}
+	return raw, claims, nil
+}
+
+// ssoTokenNames checks what the provider says of the person, as
+// Keycloak, Okta or Google would: an opaque sub, which is neither the
+// email nor the login name, the email, and the login name as
+// preferred_username.
+func (s *scenario) ssoTokenNames(email, username string) error {
+	_, claims, err := s.ssoIDToken()
+	if err != nil {
+		return err
+	}
+	sub, _ := claims["sub"].(string)
+	if claims["email"] != email || claims["preferred_username"] != username || sub == "" ||
+		strings.Contains(strings.ToLower(sub), username) || sub == email {
+		return fmt.Errorf("the ID token's claims are %v, want the email %s, the preferred_username %s and an opaque sub", claims, email, username)
+	}
+	return nil
+}
+
+// ssoApprovalRefused sends the approval of the wave as the CLI does, with
+// the ID token it keeps as a bearer token, and wants it refused 403 with
+// why.
+func (s *scenario) ssoApprovalRefused(ctx context.Context, who string, wave int, version, why string) error {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	raw, _, err := s.ssoIDToken()
+	if err != nil {
+		return err
+	}
+	h := http.Header{"Authorization": {"Bearer " + raw}, "Content-Type": {"application/json"}}
+	return s.send(who, "approve", "", func() error {
+		a, err := s.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%s/waves/%d/approval", id, wave), h, []byte(`{"reason":"features"}`))
+		if err != nil {
+			return err
+		}
+		var body struct{ Error string }
+		_ = json.Unmarshal([]byte(a.body), &body)
+		if a.status != http.StatusForbidden || body.Error != why {
+			return fmt.Errorf("%s's approval of wave %d answered %d %s, want 403 %q", who, wave, a.status, a.body, why)
+		}
+		return nil
+	})
+}
+
+// auditRefusedUsername reads the refused records of name in `flotilla
+// get audit -o json`: each names the person's username too.
+func (s *scenario) auditRefusedUsername(ctx context.Context, name, username string) error {
+	out, err := s.flotillaCLI(ctx, "get", "audit", "-o", "json", "--token", s.w.apiToken)
+	if err != nil {
+		return err
+	}
+	var page struct {
+		Records []struct {
+			Principal struct{ Name, Username, Via string }
+			Decision  string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil {
+		return fmt.Errorf("reading flotilla get audit -o json: %w:\n%s", err, out)
+	}
+	n := 0
+	for _, r := range page.Records {
+		if r.Decision != "refused" || r.Principal.Name != name {
+			continue
+		}
+		if n++; r.Principal.Username != username {
+			return fmt.Errorf("the refused record of %s names the username %q, want %q:\n%s", name, r.Principal.Username, username, out)
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("flotilla get audit -o json has no refused record of %s:\n%s", name, out)
 	}
 	return nil
 }

@@ -118,10 +118,7 @@ func (s *scenario) ssoProvider(alice, aliceGroup, bob, bobGroup string) error {
 		return errors.New("no scenario world: a registry step must come first")
 	}
 	sw := s.sso()
-	sw.users = []oidcop.User{
-		{Name: strings.Split(alice, "@")[0], Password: ssoPassword, Email: alice, Groups: []string{aliceGroup}},
-		{Name: strings.Split(bob, "@")[0], Password: ssoPassword, Email: bob, Groups: []string{bobGroup}},
-	}
+	sw.users = []oidcop.User{ssoUser(alice, aliceGroup), ssoUser(bob, bobGroup)}
 	s.onCleanup(func() { ssoWorlds.Delete(s.w) })
 	// The provider starts when flotilla's config is written: its web
 	// client's redirect URL is flotilla's address.
@@ -356,8 +353,17 @@ func (s *scenario) ssoAlsoUser(who, group string) error {
 	if len(sw.users) == 0 {
 		return errors.New("no OpenID provider: its step must come first")
 	}
-	sw.users = append(sw.users, oidcop.User{Name: strings.Split(who, "@")[0], Password: ssoPassword, Email: who, Groups: []string{group}})
+	sw.users = append(sw.users, ssoUser(who, group))
 	return nil
+}
+
+// ssoUser is the provider's person of the email who, in group: their
+// login name (preferred_username) the email's local part, their subject
+// opaque, as Keycloak's, Okta's and Google's are.
+func ssoUser(who, group string) oidcop.User {
+	h := randomHex(16)
+	return oidcop.User{Name: strings.Split(who, "@")[0], Subject: h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:],
+		Password: ssoPassword, Email: who, Groups: []string{group}}
 }
 
 // ssoCustomRole defines a role that is not built in, in project, with
