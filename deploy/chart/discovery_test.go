@@ -10,8 +10,9 @@ import (
 
 // clusterDiscovery.argocd and .clusterProfiles: the config's
 // fleet.discovery names their namespaces, selectors and providers; the
-// service account reads Secrets in Argo CD's namespace only, and
-// ClusterProfiles in the namespaces named only (Roles, not ClusterRoles).
+// service account reads Secrets in Argo CD's namespace only,
+// ClusterProfiles in the namespaces named only, and Cluster API's Clusters
+// and Secrets in theirs (Roles, not ClusterRoles).
 func TestClusterDiscovery(t *testing.T) {
 	objs := renderIn(t, "testdata/values-discovery.yaml", "flotilla")
 	byKey := map[string]*unstructured.Unstructured{}
@@ -29,7 +30,8 @@ func TestClusterDiscovery(t *testing.T) {
 	}
 	if diff := cmp.Diff(fromYAML(t, `{argocd: {namespace: argo, selector: flotilla.dev/fleet=prod},
   clusterProfiles: {namespaces: [fleet-a, fleet-b], selector: flotilla.dev/fleet=prod, providers: [
-    {name: secretreader, execConfig: {command: /usr/local/bin/secretreader-plugin, provideClusterInfo: true}, profileSourcedEnvVarsPolicy: AppendIfNotExists}]}}`),
+    {name: secretreader, execConfig: {command: /usr/local/bin/secretreader-plugin, provideClusterInfo: true}, profileSourcedEnvVarsPolicy: AppendIfNotExists}]},
+  clusterAPI: {namespaces: [capi], selector: flotilla.dev/fleet=prod}}`),
 		plain(t, cfg.Fleet.Discovery)); diff != "" {
 		t.Errorf("the config's fleet.discovery (-want +got)\n%s", diff)
 	}
@@ -66,10 +68,22 @@ func TestClusterDiscovery(t *testing.T) {
 	if o := byKey["ClusterRole//flotilla-cluster-profiles"]; o != nil {
 		t.Error("a ClusterRole for ClusterProfiles of named namespaces")
 	}
+	capi := byKey["Role/capi/flotilla-cluster-api"]
+	if capi == nil {
+		t.Fatalf("no Role flotilla-cluster-api in capi among %v", keysOf(byKey))
+	}
+	if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [cluster.x-k8s.io], resources: [clusters], verbs: [get, list, watch]}, {apiGroups: [""], resources: [secrets], verbs: [get, list, watch]}]`),
+		plain(t, capi.Object["rules"])); diff != "" {
+		t.Errorf("the Cluster API Role's rules (-want +got)\n%s", diff)
+	}
+	if byKey["RoleBinding/capi/flotilla-cluster-api"] == nil {
+		t.Fatalf("no RoleBinding flotilla-cluster-api in capi among %v", keysOf(byKey))
+	}
 }
 
-// clusterDiscovery.clusterProfiles without namespaces: ClusterProfiles of
-// every namespace, read through a ClusterRole.
+// clusterDiscovery.clusterProfiles and .clusterAPI without namespaces:
+// ClusterProfiles, and Clusters with their Secrets, of every namespace,
+// read through ClusterRoles.
 func TestClusterProfilesOfEveryNamespace(t *testing.T) {
 	byKey := map[string]*unstructured.Unstructured{}
 	for _, o := range renderIn(t, "testdata/values-cluster-profiles.yaml", "flotilla") {
@@ -84,7 +98,8 @@ func TestClusterProfilesOfEveryNamespace(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fromYAML(t, `{clusterProfiles: {namespaces: [], selector: "", providers: [{name: token, execConfig: {command: /usr/local/bin/token-plugin}}]}}`),
+	if diff := cmp.Diff(fromYAML(t, `{clusterProfiles: {namespaces: [], selector: "", providers: [{name: token, execConfig: {command: /usr/local/bin/token-plugin}}]},
+  clusterAPI: {namespaces: [], selector: ""}}`),
 		plain(t, cfg.Fleet.Discovery)); diff != "" {
 		t.Errorf("the config's fleet.discovery (-want +got)\n%s", diff)
 	}
@@ -101,6 +116,9 @@ func TestClusterProfilesOfEveryNamespace(t *testing.T) {
 	}
 	if diff := cmp.Diff(fromYAML(t, `[{kind: ServiceAccount, name: flotilla, namespace: flotilla}]`), plain(t, b.Object["subjects"])); diff != "" {
 		t.Errorf("the ClusterRoleBinding's subjects (-want +got)\n%s", diff)
+	}
+	if byKey["ClusterRole//flotilla-cluster-api"] == nil || byKey["ClusterRoleBinding//flotilla-cluster-api"] == nil {
+		t.Errorf("no ClusterRole and ClusterRoleBinding flotilla-cluster-api among %v", keysOf(byKey))
 	}
 	if byKey["Role/argo/flotilla-cluster-discovery"] != nil {
 		t.Error("a Role for Argo CD's Secrets without clusterDiscovery.argocd")

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -20,7 +21,8 @@ import (
 const discoveryListTimeout = 30 * time.Second
 
 // newDiscovery is the source of the clusters fleet.discovery names
-// (pkg/discovery): Argo CD's cluster Secrets and the ClusterProfiles in
+// (pkg/discovery): Argo CD's cluster Secrets, the ClusterProfiles and
+// Cluster API's Clusters in
 // the management cluster each one's kubeconfig names, else the pod's own.
 func (s *Server) newDiscovery(d config.Discovery, o Options, m *discovery.Metrics) (*discovery.Source, error) {
 	if o.ConfigFile == "" {
@@ -52,6 +54,25 @@ func (s *Server) newDiscovery(d config.Discovery, o Options, m *discovery.Metric
 			return nil, fmt.Errorf("fleet.discovery.clusterProfiles: %w", err)
 		}
 		inv, err := discovery.ClusterProfiles(dc, *c)
+		if err != nil {
+			return nil, err
+		}
+		invs = append(invs, inv)
+	}
+	if c := d.ClusterAPI; c != nil {
+		rc, err := managementConfig("fleet.discovery.clusterAPI", c.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		kc, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("fleet.discovery.clusterAPI: %w", err)
+		}
+		mc, err := metadata.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("fleet.discovery.clusterAPI: %w", err)
+		}
+		inv, err := discovery.ClusterAPI(kc, mc, *c)
 		if err != nil {
 			return nil, err
 		}

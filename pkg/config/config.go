@@ -448,6 +448,27 @@ type Discovery struct {
 	// ClusterProfiles discovers the sig-multicluster ClusterProfiles
 	// (multicluster.x-k8s.io/v1alpha1) of a cluster inventory.
 	ClusterProfiles *ClusterProfileDiscovery `json:"clusterProfiles"`
+	// ClusterAPI discovers the clusters Cluster API manages, from their
+	// kubeconfig Secrets.
+	ClusterAPI *ClusterAPIDiscovery `json:"clusterAPI"`
+}
+
+// ClusterAPIDiscovery reads the clusters Cluster API manages in the
+// management cluster: each Cluster (cluster.x-k8s.io/v1beta1) is a
+// cluster of the fleet named after it, labelled with its labels, reached
+// with the kubeconfig of its Secret <cluster>-kubeconfig (type
+// cluster.x-k8s.io/secret, data key value). One without that Secret yet,
+// or being deleted, is left out.
+type ClusterAPIDiscovery struct {
+	// Namespaces of the Clusters and their Secrets; empty: every
+	// namespace.
+	Namespaces []string `json:"namespaces"`
+	// Selector is a label selector the Clusters must match (as kubectl's
+	// -l), "" for all.
+	Selector string `json:"selector"`
+	// Kubeconfig of the management cluster; empty: the pod's own
+	// (in-cluster) credentials.
+	Kubeconfig string `json:"kubeconfig"`
 }
 
 // ClusterProfileDiscovery reads the ClusterProfiles (KEP-4322,

@@ -170,6 +170,9 @@ func applyDefaults(c *Config, base string) {
 	if d := f.Discovery; d != nil && d.ClusterProfiles != nil && d.ClusterProfiles.Kubeconfig != "" {
 		d.ClusterProfiles.Kubeconfig = resolvePath(base, d.ClusterProfiles.Kubeconfig)
 	}
+	if d := f.Discovery; d != nil && d.ClusterAPI != nil && d.ClusterAPI.Kubeconfig != "" {
+		d.ClusterAPI.Kubeconfig = resolvePath(base, d.ClusterAPI.Kubeconfig)
+	}
 	for i := range f.Waves {
 		if f.Waves[i].Name == "" {
 			f.Waves[i].Name = fmt.Sprintf("wave-%d", i+1)

@@ -81,6 +81,9 @@ func TestDiscovery(t *testing.T) {
 		{`  discovery: {argocd: {namespace: Argo_CD}}`, "fleet.discovery.argocd.namespace"},
 		{`  discovery: {argocd: {kubeconfig: nope.kubeconfig}}`, "fleet.discovery.argocd.kubeconfig"},
 		{`  discovery: {clusterProfiles: {}}`, "fleet.discovery.clusterProfiles.providers"},
+		{`  discovery: {clusterAPI: {selector: "fleet in (a"}}`, "fleet.discovery.clusterAPI.selector"},
+		{`  discovery: {clusterAPI: {namespaces: [Fleet_A]}}`, "fleet.discovery.clusterAPI.namespaces[0]"},
+		{`  discovery: {clusterAPI: {kubeconfig: nope.kubeconfig}}`, "fleet.discovery.clusterAPI.kubeconfig"},
 		{`  discovery: {clusterProfiles: {selector: "fleet in (a", providers: [` + provider + `]}}`, "fleet.discovery.clusterProfiles.selector"},
 		{`  discovery: {clusterProfiles: {namespaces: [fleet, Fleet_A], providers: [` + provider + `]}}`, "fleet.discovery.clusterProfiles.namespaces[1]"},
 		{`  discovery: {clusterProfiles: {kubeconfig: nope.kubeconfig, providers: [` + provider + `]}}`, "fleet.discovery.clusterProfiles.kubeconfig"},
@@ -98,13 +101,14 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-// TestClusterProfileDiscovery: fleet.discovery.clusterProfiles is read as
-// written (its kubeconfig relative to the file), alone or beside argocd,
-// and its clusters join the file's.
+// TestClusterProfileDiscovery: fleet.discovery.clusterProfiles and
+// clusterAPI are read as written (their kubeconfig relative to the file),
+// beside argocd, and the discovered clusters join the file's.
 func TestClusterProfileDiscovery(t *testing.T) {
 	dir := testDir(t)
 	path := writeFile(t, filepath.Join(dir, "config.yaml"), discoveryDoc(`  discovery:
     argocd: {}
+    clusterAPI: {namespaces: [capi], selector: fleet=flotilla, kubeconfig: c1.kubeconfig}
     clusterProfiles:
       namespaces: [fleet-a, fleet-b]
       selector: fleet=flotilla
@@ -128,6 +132,10 @@ func TestClusterProfileDiscovery(t *testing.T) {
 	}
 	if c.Fleet.Discovery.ArgoCD == nil {
 		t.Error("argocd beside clusterProfiles is dropped")
+	}
+	if diff := cmp.Diff(&ClusterAPIDiscovery{Namespaces: []string{"capi"}, Selector: "fleet=flotilla", Kubeconfig: filepath.Join(dir, "c1.kubeconfig")},
+		c.Fleet.Discovery.ClusterAPI); diff != "" {
+		t.Errorf("clusterAPI (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"prod-eu"}, c.Fleet.Waves[1].ClusterNames()); diff != "" {
 		t.Errorf("the prod wave (-want +got):\n%s", diff)

@@ -1217,8 +1217,8 @@ func (v *validator) discovery(path string, d *Discovery) {
 	if d == nil {
 		return
 	}
-	if d.ArgoCD == nil && d.ClusterProfiles == nil {
-		v.addf(path, "names no source: want argocd or clusterProfiles")
+	if d.ArgoCD == nil && d.ClusterProfiles == nil && d.ClusterAPI == nil {
+		v.addf(path, "names no source: want argocd, clusterProfiles or clusterAPI")
 		return
 	}
 	if a := d.ArgoCD; a != nil {
@@ -1239,6 +1239,16 @@ func (v *validator) discovery(path string, d *Discovery) {
 			v.file(p+".kubeconfig", cp.Kubeconfig)
 		}
 		v.accessProviders(p+".providers", cp.Providers)
+	}
+	if ca := d.ClusterAPI; ca != nil {
+		p := path + ".clusterAPI"
+		v.selectorString(p+".selector", ca.Selector)
+		for i, ns := range ca.Namespaces {
+			v.namespace(fmt.Sprintf("%s.namespaces[%d]", p, i), ns)
+		}
+		if ca.Kubeconfig != "" {
+			v.file(p+".kubeconfig", ca.Kubeconfig)
+		}
 	}
 }
 

@@ -51,15 +51,7 @@ func ClusterProfiles(client dynamic.Interface, c config.ClusterProfileDiscovery)
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	inv := Inventory{source: sourceClusterProfile, what: "the ClusterProfiles",
-		cluster: func(o any) (entry, bool) {
-			u, ok := o.(*unstructured.Unstructured)
-			if !ok {
-				return entry{}, false
-			}
-			cl, err := ProfileCluster(u, c.Providers)
-			return entry{key: "ClusterProfile " + u.GetNamespace() + "/" + u.GetName(), created: u.GetCreationTimestamp().Time, cluster: cl, err: err}, true
-		}}
+	inv := Inventory{source: sourceClusterProfile, what: "the ClusterProfiles"}
 	if len(c.Namespaces) > 0 {
 		inv.what += " in namespaces " + strings.Join(c.Namespaces, ", ")
 	}
@@ -68,6 +60,14 @@ func ClusterProfiles(client dynamic.Interface, c config.ClusterProfileDiscovery)
 			func(lo *metav1.ListOptions) { lo.LabelSelector = c.Selector })
 		inv.informers = append(inv.informers, f.ForResource(ClusterProfileResource).Informer())
 	}
+	inv.entries = eachObject(inv.informers, func(o any) (entry, bool) {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return entry{}, false
+		}
+		cl, err := ProfileCluster(u, c.Providers)
+		return entry{key: "ClusterProfile " + u.GetNamespace() + "/" + u.GetName(), created: u.GetCreationTimestamp().Time, cluster: cl, err: err}, true
+	})
 	return inv, nil
 }
 

@@ -14,6 +14,10 @@
 //     configured access provider it lists, with that provider's exec
 //     plugin (sigs.k8s.io/cluster-inventory-api's pkg/access model); one
 //     whose ControlPlaneHealthy condition is False is left out.
+//   - Cluster API's Clusters (clusterapi.go, cluster.x-k8s.io/v1beta1,
+//     read as metadata): each is a cluster named after the Cluster, its
+//     labels the Cluster's, reached with the kubeconfig of its Secret
+//     <cluster>-kubeconfig; one without that Secret yet is left out.
 //
 // The labels are what the waves' selectors read. An entry added, changed
 // or deleted swaps in a configuration with the clusters as they are then

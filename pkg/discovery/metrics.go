@@ -18,14 +18,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flotilla_discovered_clusters",
-			Help: "Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets, clusterprofile: the ClusterProfiles).",
+			Help: "Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets, clusterprofile: the ClusterProfiles, clusterapi: Cluster API's Clusters).",
 		}, []string{"source"}),
 		leftOut: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flotilla_discovery_left_out",
-			Help: "Inventory entries the discovery source read that are no cluster (a Secret without a server, a ClusterProfile whose control plane is not healthy or that lists no configured access provider, a name that is no DNS label, a name an older entry has), left out; the log says why.",
+			Help: "Inventory entries the discovery source read that are no cluster (a Secret without a server, a ClusterProfile whose control plane is not healthy or that lists no configured access provider, a Cluster API Cluster without its kubeconfig Secret, a name that is no DNS label, a name an older entry has), left out; the log says why.",
 		}, []string{"source"}),
 	}
-	for _, src := range []string{sourceArgoCD, sourceClusterProfile} {
+	for _, src := range []string{sourceArgoCD, sourceClusterProfile, sourceClusterAPI} {
 		m.clusters.WithLabelValues(src)
 		m.leftOut.WithLabelValues(src)
 	}
@@ -39,10 +39,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// The source labels: Argo CD's cluster Secrets, the ClusterProfiles.
+// The source labels: Argo CD's cluster Secrets, the ClusterProfiles,
+// Cluster API's Clusters.
 const (
 	sourceArgoCD         = "argocd"
 	sourceClusterProfile = "clusterprofile"
+	sourceClusterAPI     = "clusterapi"
 )
 
 // set records what a read found.

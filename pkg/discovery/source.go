@@ -39,7 +39,7 @@ const DefaultRetry = 15 * time.Second
 // Options configure a Source.
 type Options struct {
 	// Inventories are where the clusters are read (ArgoCD,
-	// ClusterProfiles). At least one.
+	// ClusterProfiles, ClusterAPI), in order of precedence. At least one.
 	Inventories []Inventory
 	// Build is the configuration with the clusters as Clusters gives them
 	// (the file's, the Application resources', the discovered clusters).
@@ -61,9 +61,25 @@ type Inventory struct {
 	source    string
 	what      string // what Start's error says it lists
 	informers []cache.SharedIndexInformer
-	// cluster is the cluster obj declares, or why it is none; ok false
-	// for an object of another type.
-	cluster func(obj any) (e entry, ok bool)
+	// entries are the clusters the informers' stores declare now, or why
+	// an object is none.
+	entries func() []entry
+}
+
+// eachObject is an entries of the informers' objects, each one entry
+// (none for an object of another type).
+func eachObject(informers []cache.SharedIndexInformer, cluster func(obj any) (entry, bool)) func() []entry {
+	return func() []entry {
+		var out []entry
+		for _, inf := range informers {
+			for _, o := range inf.GetStore().List() {
+				if e, ok := cluster(o); ok {
+					out = append(out, e)
+				}
+			}
+		}
+		return out
+	}
 }
 
 // entry is one object of an inventory as a cluster.
@@ -119,16 +135,16 @@ func ArgoCD(client kubernetes.Interface, a config.ArgoCDDiscovery) (Inventory, e
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(a.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
-	return Inventory{source: sourceArgoCD, what: "Argo CD's cluster Secrets in namespace " + a.Namespace,
-		informers: []cache.SharedIndexInformer{f.Core().V1().Secrets().Informer()},
-		cluster: func(o any) (entry, bool) {
+	informers := []cache.SharedIndexInformer{f.Core().V1().Secrets().Informer()}
+	return Inventory{source: sourceArgoCD, what: "Argo CD's cluster Secrets in namespace " + a.Namespace, informers: informers,
+		entries: eachObject(informers, func(o any) (entry, bool) {
 			sec, ok := o.(*corev1.Secret)
 			if !ok {
 				return entry{}, false
 			}
 			c, err := ArgoCDCluster(sec)
 			return entry{key: "Secret " + sec.Namespace + "/" + sec.Name, created: sec.CreationTimestamp.Time, cluster: c, err: err}, true
-		}}, nil
+		})}, nil
 }
 
 // selector is the Secrets' label selector: Argo CD's cluster type and
@@ -172,22 +188,16 @@ func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
 }
 
 // Clusters are the clusters of the objects the watches hold, by name; an
-// object that is no cluster (ArgoCDCluster's or ProfileCluster's error)
-// is left out and logged once, as is the younger of two objects of one
-// cluster name (an inventory listed earlier in Options wins a tie).
+// object that is no cluster (ArgoCDCluster's, ProfileCluster's or
+// ClusterAPICluster's error)
+// is left out and logged once, as is an object whose cluster name one of
+// an inventory listed earlier in Options, or an older one of its own, has.
 func (s *Source) Clusters() []config.Cluster {
 	var out []config.Cluster
 	refused := map[string]string{}
 	owner := map[string]string{}
 	for _, inv := range s.o.Inventories {
-		var entries []entry
-		for _, inf := range inv.informers {
-			for _, o := range inf.GetStore().List() {
-				if e, ok := inv.cluster(o); ok {
-					entries = append(entries, e)
-				}
-			}
-		}
+		entries := inv.entries()
 		slices.SortFunc(entries, func(a, b entry) int {
 			return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.key, b.key))
 		})

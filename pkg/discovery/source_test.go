@@ -182,14 +182,21 @@ applications:
 // clusters found and entries left out of Argo CD's Secrets and of the
 // ClusterProfiles.
 func wantMetrics(argoFound, argoLeft, profilesFound, profilesLeft int) string {
+	return wantAllMetrics(argoFound, argoLeft, profilesFound, profilesLeft, 0, 0)
+}
+
+// wantAllMetrics is wantMetrics with Cluster API's Clusters.
+func wantAllMetrics(argoFound, argoLeft, profilesFound, profilesLeft, capiFound, capiLeft int) string {
 	return fmt.Sprintf(`
-# HELP flotilla_discovered_clusters Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets, clusterprofile: the ClusterProfiles).
+# HELP flotilla_discovered_clusters Clusters the discovery source found, as it last read them (fleet.discovery; source argocd: Argo CD's cluster Secrets, clusterprofile: the ClusterProfiles, clusterapi: Cluster API's Clusters).
 # TYPE flotilla_discovered_clusters gauge
 flotilla_discovered_clusters{source="argocd"} %d
+flotilla_discovered_clusters{source="clusterapi"} %d
 flotilla_discovered_clusters{source="clusterprofile"} %d
-# HELP flotilla_discovery_left_out Inventory entries the discovery source read that are no cluster (a Secret without a server, a ClusterProfile whose control plane is not healthy or that lists no configured access provider, a name that is no DNS label, a name an older entry has), left out; the log says why.
+# HELP flotilla_discovery_left_out Inventory entries the discovery source read that are no cluster (a Secret without a server, a ClusterProfile whose control plane is not healthy or that lists no configured access provider, a Cluster API Cluster without its kubeconfig Secret, a name that is no DNS label, a name an older entry has), left out; the log says why.
 # TYPE flotilla_discovery_left_out gauge
 flotilla_discovery_left_out{source="argocd"} %d
+flotilla_discovery_left_out{source="clusterapi"} %d
 flotilla_discovery_left_out{source="clusterprofile"} %d
-`, argoFound, profilesFound, argoLeft, profilesLeft)
+`, argoFound, capiFound, profilesFound, argoLeft, capiLeft, profilesLeft)
 }

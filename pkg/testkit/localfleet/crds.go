@@ -39,13 +39,20 @@ const (
 	// (config/crd/bases), kept in testdata since flotilla does not import
 	// that module.
 	ClusterProfileCRDs CRDSet = "clusterprofile"
+	// ClusterAPICRDs is Cluster API's Cluster (cluster.x-k8s.io), which
+	// fleet.discovery.clusterAPI reads: its CRD as Cluster API v1.13.5
+	// ships it (config/crd/bases), kept in testdata.
+	ClusterAPICRDs CRDSet = "clusterapi"
 )
 
 //go:embed testdata/multicluster.x-k8s.io_clusterprofiles.yaml
 var clusterProfileCRD []byte
 
+//go:embed testdata/cluster.x-k8s.io_clusters.yaml
+var clusterAPICRD []byte
+
 // embeddedCRDs are the sets this package holds itself.
-var embeddedCRDs = map[CRDSet][]byte{ClusterProfileCRDs: clusterProfileCRD}
+var embeddedCRDs = map[CRDSet][]byte{ClusterProfileCRDs: clusterProfileCRD, ClusterAPICRDs: clusterAPICRD}
 
 // crdFiles maps each set to its file in BinDir()/crds.
 var crdFiles = map[CRDSet]string{

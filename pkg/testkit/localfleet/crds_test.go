@@ -17,6 +17,7 @@ func TestCRDFiles(t *testing.T) {
 		ContourCRDs:        {"httpproxies.projectcontour.io"},
 		TraefikCRDs:        {"traefikservices.traefik.containo.us"},
 		ClusterProfileCRDs: {"clusterprofiles.multicluster.x-k8s.io"},
+		ClusterAPICRDs:     {"clusters.cluster.x-k8s.io"},
 	}
 	if len(want) != len(CRDSets()) {
 		t.Fatalf("the test knows %d sets, the fleet %d (%v)", len(want), len(CRDSets()), CRDSets())

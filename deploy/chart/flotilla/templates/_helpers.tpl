@@ -160,6 +160,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.clusterDiscovery.clusterProfiles.enabled (not .Values.serviceAccount.automountToken) }}
 {{- fail "values: clusterDiscovery.clusterProfiles.enabled needs serviceAccount.automountToken: true: flotilla reads the ClusterProfiles with the pod's service account" }}
 {{- end }}
+{{- if and .Values.clusterDiscovery.clusterAPI.enabled (not .Values.serviceAccount.automountToken) }}
+{{- fail "values: clusterDiscovery.clusterAPI.enabled needs serviceAccount.automountToken: true: flotilla reads Cluster API's Clusters and kubeconfig Secrets with the pod's service account" }}
+{{- end }}
 {{- if and .Values.clusterDiscovery.clusterProfiles.enabled (not .Values.clusterDiscovery.clusterProfiles.providers) }}
 {{- fail "values: clusterDiscovery.clusterProfiles.enabled needs clusterDiscovery.clusterProfiles.providers: the access providers whose exec plugin gives the clusters' credentials" }}
 {{- end }}
@@ -201,7 +204,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $server "resources" (dict "namespaces" .Values.applicationResources.namespaces) }}
 {{- $_ := set $cfg "server" $server }}
 {{- end }}
-{{- if or .Values.clusterDiscovery.argocd.enabled .Values.clusterDiscovery.clusterProfiles.enabled }}
+{{- if or .Values.clusterDiscovery.argocd.enabled .Values.clusterDiscovery.clusterProfiles.enabled .Values.clusterDiscovery.clusterAPI.enabled }}
 {{- $fleet := deepCopy (default (dict) $cfg.fleet) }}
 {{- $disc := dict }}
 {{- if .Values.clusterDiscovery.argocd.enabled }}
@@ -211,6 +214,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if .Values.clusterDiscovery.clusterProfiles.enabled }}
 {{- $p := .Values.clusterDiscovery.clusterProfiles }}
 {{- $_ := set $disc "clusterProfiles" (dict "namespaces" $p.namespaces "selector" $p.selector "providers" $p.providers) }}
+{{- end }}
+{{- if .Values.clusterDiscovery.clusterAPI.enabled }}
+{{- $c := .Values.clusterDiscovery.clusterAPI }}
+{{- $_ := set $disc "clusterAPI" (dict "namespaces" $c.namespaces "selector" $c.selector) }}
 {{- end }}
 {{- $_ := set $fleet "discovery" $disc }}
 {{- $_ := set $cfg "fleet" $fleet }}
