@@ -4,7 +4,8 @@ Feature: Clusters discovered from an inventory
   the file's fleet.clusters, live: a Secret that appears is a cluster in
   the wave its labels select, for the next rollout, without a restart.
   With fleet.discovery.clusterProfiles, it takes those of a sig-multicluster
-  cluster inventory, its ClusterProfiles, the same way.
+  cluster inventory, its ClusterProfiles, the same way, and with
+  fleet.discovery.clusterAPI those Cluster API manages.
 
   Background:
     Given a registry
@@ -93,6 +94,27 @@ Feature: Clusters discovered from an inventory
     And version "1.0.0" has been rolled out to every cluster
     And the workload "podinfo" runs its old version in cluster "c4"
     When a ClusterProfile for cluster "c4" labelled "flotilla.dev/fleet=demo,tier=prod" is created
+    Then flotilla lists cluster "c4" in wave "wave-2"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in cluster "c4" runs version "1.1.0" by digest
+    And the primary in every cluster runs version "1.1.0" by digest
+
+  # Catches Clusters read only at start-up, labels not read from the
+  # Cluster (they are not on its kubeconfig Secret: c4 would be in no wave
+  # and its primary stay on 1.0.0), and a cluster not reached with its
+  # kubeconfig Secret.
+  Scenario: A Cluster API cluster labelled for the last wave is provisioned: it is in that wave's next rollout
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla discovers clusters from Cluster API in cluster "c1" labelled "flotilla.dev/fleet=demo"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When Cluster API provisions cluster "c4" labelled "flotilla.dev/fleet=demo,tier=prod"
     Then flotilla lists cluster "c4" in wave "wave-2"
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds

@@ -32,6 +32,8 @@ func (s *scenario) registerDiscoverySteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the Argo CD cluster Secret of cluster "([^"]*)" is deleted$`, s.argoSecretDeleted)
 	sc.Step(`^flotilla discovers clusters from ClusterProfiles in cluster "([^"]*)" labelled "([^"]*)"$`, s.discoversClusterProfiles)
 	sc.Step(`^a ClusterProfile for cluster "([^"]*)" labelled "([^"]*)" is created$`, s.clusterProfileCreated)
+	sc.Step(`^flotilla discovers clusters from Cluster API in cluster "([^"]*)" labelled "([^"]*)"$`, s.discoversClusterAPI)
+	sc.Step(`^Cluster API provisions cluster "([^"]*)" labelled "([^"]*)"$`, s.clusterAPIProvisions)
 }
 
 // argoWorld is where the scenario keeps Argo CD's cluster Secrets.
@@ -271,6 +273,98 @@ func (s *scenario) clusterProfileCreated(ctx context.Context, cluster, list stri
 		"accessProviders": []any{map[string]any{"name": profileProvider, "cluster": access}}}
 	if _, err := profiles.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("writing the status of the ClusterProfile of %s: %w", cluster, err)
+	}
+	w := s.w
+	w.clusters = append(w.clusters, target)
+	if !slices.Contains(w.waves[len(w.waves)-1], cluster) {
+		w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
+	}
+	return nil
+}
+
+// capiWorld is where the scenario keeps Cluster API's Clusters.
+type capiWorld struct {
+	cluster, namespace string
+}
+
+var capiWorlds sync.Map // *world -> *capiWorld
+
+// discoversClusterAPI installs Cluster API's Cluster CRD in cluster, the
+// management cluster, and has flotilla read the Clusters of a namespace
+// there matching selector.
+func (s *scenario) discoversClusterAPI(ctx context.Context, cluster, selector string) error {
+	cl, ok := s.fleet().Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", cluster)
+	}
+	if err := s.fleet().InstallCRDs(ctx, cluster, localfleet.ClusterAPICRDs); err != nil {
+		return err
+	}
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	ns, err := c.CreateNamespace(ctx, "capi")
+	if err != nil {
+		return err
+	}
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	w := s.w
+	capiWorlds.Store(w, &capiWorld{cluster: cluster, namespace: ns})
+	s.onCleanup(func() { capiWorlds.Delete(w) })
+	w.discovery = map[string]any{"clusterAPI": map[string]any{"namespaces": []string{ns}, "selector": selector, "kubeconfig": cl.Kubeconfig}}
+	return nil
+}
+
+// clusterAPIProvisions does what Cluster API does for a new cluster: its
+// Cluster, labelled, then (once the control plane is up) the Secret
+// <cluster>-kubeconfig with the cluster's kubeconfig. The scenario's last
+// wave has it from then on.
+func (s *scenario) clusterAPIProvisions(ctx context.Context, cluster, list string) error {
+	v, _ := capiWorlds.Load(s.w)
+	cw, _ := v.(*capiWorld)
+	if cw == nil {
+		return fmt.Errorf("no discovery of Cluster API's Clusters in this scenario")
+	}
+	labels, err := parseLabels(list)
+	if err != nil {
+		return err
+	}
+	fc, ok := s.fleet().Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", cluster)
+	}
+	kubeconfig, err := os.ReadFile(fc.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	target, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	mgmt, err := s.clientsFor(cw.cluster)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+		"metadata": map[string]any{"name": cluster, "namespace": cw.namespace}, "spec": map[string]any{}}}
+	l := map[string]string{}
+	for k, v := range labels {
+		l[k] = fmt.Sprint(v)
+	}
+	u.SetLabels(l)
+	if _, err := mgmt.Dynamic.Resource(discovery.ClusterAPIClusterResource).Namespace(cw.namespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the Cluster %s: %w", cluster, err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cluster + "-kubeconfig", Namespace: cw.namespace,
+		Labels: map[string]string{discovery.LabelClusterName: cluster}},
+		Type: discovery.SecretTypeClusterAPI, Data: map[string][]byte{discovery.ClusterAPIKubeconfigKey: kubeconfig}}
+	if _, err := mgmt.Kube.CoreV1().Secrets(cw.namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the kubeconfig Secret of %s: %w", cluster, err)
 	}
 	w := s.w
 	w.clusters = append(w.clusters, target)
