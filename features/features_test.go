@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,9 +90,44 @@ func runSuite(t *testing.T, scaleOut bool, tags string) {
 	}
 	status := suite.Run()
 	timings.report(t, 15)
+	failures.report(t)
 	if status != 0 {
 		t.Fatal("features failed")
 	}
+}
+
+// failures are the scenarios that failed, recapped at the suite's end:
+// a CI shows the end of a long output, where the failure said as it
+// happened is long scrolled away.
+var failures failureRecap
+
+type failureRecap struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (f *failureRecap) add(scenario, step string, err error) {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i] + " [...]"
+	}
+	if len(msg) > 600 {
+		msg = msg[:600] + " [...]"
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lines = append(f.lines, fmt.Sprintf("%q at step %q: %s", scenario, step, msg))
+}
+
+// report says the failures of the suite so far, and forgets them.
+func (f *failureRecap) report(t *testing.T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.lines) == 0 {
+		return
+	}
+	t.Logf("%d scenarios failed:\n  %s", len(f.lines), strings.Join(f.lines, "\n  "))
+	f.lines = nil
 }
 
 // concurrency is how many scenarios of a suite run side by side.
@@ -163,6 +199,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 			// Said before the cleanup prints the logs' tails, so the
 			// reason heads what a CI shows of a long failure.
 			fmt.Fprintf(os.Stderr, "--- scenario %q failed at step %q: %v\n", sn.Name, failedStep, err)
+			failures.add(sn.Name, failedStep, err)
 		}
 		s.cleanup()
 		return ctx, nil

@@ -347,37 +347,50 @@ func (s *scenario) restartedNoSecond(ctx context.Context, n, want int, kind stri
 // with prefix, over the replicas in scale-out mode (each checks the
 // applications of the partitions it holds).
 func (s *scenario) reconcileMetric(ctx context.Context, prefix string) (float64, error) {
-	procs := s.w.flotilla.replicas
-	if len(procs) == 0 {
-		procs = []*flotillaProcess{s.w.flotilla}
-	}
 	sum := 0.0
-	for _, p := range procs {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url()+"/metrics", nil)
+	for _, p := range s.processes() {
+		v, err := processMetric(ctx, p, prefix)
 		if err != nil {
 			return 0, err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			series, value, ok := strings.Cut(sc.Text(), " ")
-			if !ok || !strings.HasPrefix(series, prefix) {
-				continue
-			}
-			var v float64
-			if _, err := fmt.Sscan(value, &v); err == nil {
-				sum += v
-			}
-		}
-		_ = resp.Body.Close()
-		if err := sc.Err(); err != nil {
-			return 0, err
-		}
+		sum += v
 	}
 	return sum, nil
+}
+
+// processes are the flotilla processes of the scenario: its replicas in
+// scale-out mode, else the one.
+func (s *scenario) processes() []*flotillaProcess {
+	if procs := s.w.flotilla.replicas; len(procs) > 0 {
+		return procs
+	}
+	return []*flotillaProcess{s.w.flotilla}
+}
+
+// processMetric sums the series of p's /metrics that start with prefix.
+func processMetric(ctx context.Context, p *flotillaProcess, prefix string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url()+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		series, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !strings.HasPrefix(series, prefix) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(value, &v); err == nil {
+			sum += v
+		}
+	}
+	return sum, sc.Err()
 }
 
 // primarySetByHand changes the image of the workload's primary, which

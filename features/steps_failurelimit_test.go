@@ -43,7 +43,7 @@ func (s *scenario) registerFailureLimitSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the client at "([^"]*)" sends unknown API tokens to replica (\d+) until one is refused with 429$`, s.sendUnknownUntil429)
 	sc.Step(`^replica (\d+) refused its (\d+) with 401, and replica (\d+) refused (\d+) with 401 before its 429 with Retry-After: the limit of (\d+) spent over both$`, s.limitSpentOverBoth)
 	sc.Step(`^the NATS KV bucket every replica reads holds the limit of "([^"]*)" spent$`, s.failureBucketSpent)
-	sc.Step(`^replica (\d+), which "([^"]*)" never reached, refuses even the API token from it with 429 and Retry-After within 1 second$`, s.untouchedReplicaRefuses)
+	sc.Step(`^replica (\d+), which "([^"]*)" never reached, refuses even the API token from it with 429 and Retry-After within (\d+) seconds?$`, s.untouchedReplicaRefuses)
 	sc.Step(`^the API token from a client at "([^"]*)" reads the rollouts on every replica$`, s.tokenReadsFromAddr)
 	sc.Step(`^the Retry-After replica 2 gave has passed$`, s.retryAfterPassed)
 	sc.Step(`^the API token from "([^"]*)" reads the rollouts on every replica again$`, s.tokenReadsFromAddr)
@@ -220,11 +220,11 @@ func (s *scenario) failureBucketSpent(ctx context.Context, addr string) error {
 
 // untouchedReplicaRefuses asks replica n with the good token from addr:
 // n learnt the bucket only from its watch of the NATS KV.
-func (s *scenario) untouchedReplicaRefuses(ctx context.Context, n int, addr string) error {
+func (s *scenario) untouchedReplicaRefuses(ctx context.Context, n int, addr string, within int) error {
 	if len(s.failures().sent[n-1]) > 0 {
 		return fmt.Errorf("replica %d was sent unknown tokens: %v", n, s.failures().sent[n-1])
 	}
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(time.Duration(within) * time.Second)
 	for {
 		a, err := s.replicaCall(ctx, n, addr, s.w.apiToken)
 		if err != nil {
@@ -241,14 +241,24 @@ func (s *scenario) untouchedReplicaRefuses(ctx context.Context, n int, addr stri
 	}
 }
 
+// tokenReadsFromAddr asks every replica with the API token from addr,
+// each until it answers 200 or for 5 s: a replica reading the state while
+// its NATS stream elects a leader answers 503, and is asked again.
 func (s *scenario) tokenReadsFromAddr(ctx context.Context, addr string) error {
 	for n := 1; n <= len(s.w.flotilla.replicas); n++ {
-		a, err := s.replicaCall(ctx, n, addr, s.w.apiToken)
-		if err != nil {
-			return err
-		}
-		if a.status != http.StatusOK {
-			return fmt.Errorf("replica %d answered the API token from %s %d %.300s, want 200", n, addr, a.status, a.body)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			a, err := s.replicaCall(ctx, n, addr, s.w.apiToken)
+			if err != nil {
+				return err
+			}
+			if a.status == http.StatusOK {
+				break
+			}
+			if a.status == http.StatusTooManyRequests || time.Now().After(deadline) {
+				return fmt.Errorf("replica %d answered the API token from %s %d %.300s (Retry-After %q), want 200", n, addr, a.status, a.body, a.header.Get("Retry-After"))
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 	}
 	return nil

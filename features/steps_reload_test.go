@@ -251,21 +251,11 @@ func (s *scenario) reloads(ctx context.Context, result string) (float64, error) 
 }
 
 // editApplied waits for flotilla to apply the saved file (read every 3 s
-// by default) and to say so in its log.
+// by default) and to say so in its log: every replica in scale-out mode,
+// each of which reads the file for itself.
 func (s *scenario) editApplied(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n, err := s.reloads(ctx, "applied")
-		if err != nil {
-			return err
-		}
-		if n >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("flotilla did not apply the edited config within 30 s:\n%s", s.w.flotilla.logs(20))
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := s.eachReloaded(ctx, "applied"); err != nil {
+		return err
 	}
 	if _, err := s.logLine("configuration reloaded"); err != nil {
 		return err
@@ -278,20 +268,31 @@ func (s *scenario) editApplied(ctx context.Context) error {
 	return nil
 }
 
-func (s *scenario) editRefused(ctx context.Context, result, names string) error {
+// eachReloaded waits up to 30 s until every flotilla process counts a
+// reload with result.
+func (s *scenario) eachReloaded(ctx context.Context, result string) error {
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n, err := s.reloads(ctx, result)
-		if err != nil {
-			return err
+	for i, p := range s.processes() {
+		for {
+			n, err := processMetric(ctx, p, `flotilla_config_reloads_total{result="`+result+`"}`)
+			if err != nil {
+				return err
+			}
+			if n >= 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("flotilla (process %d) counted no reload %s within 30 s:\n%s", i, result, s.w.flotilla.logs(20))
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		if n >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("flotilla did not refuse the edited config as %s within 30 s:\n%s", result, s.w.flotilla.logs(20))
-		}
-		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
+
+func (s *scenario) editRefused(ctx context.Context, result, names string) error {
+	if err := s.eachReloaded(ctx, result); err != nil {
+		return err
 	}
 	line, err := s.logLine("configuration reload refused")
 	if err != nil {
@@ -307,8 +308,28 @@ func (s *scenario) editRefused(ctx context.Context, result, names string) error 
 }
 
 // logLine is the first line of flotilla's log holding text.
+// logLine returns the first line of flotilla's log holding text: the
+// first replica's where every replica's log must hold one.
 func (s *scenario) logLine(text string) (string, error) {
-	f, err := os.Open(s.w.flotilla.logPath)
+	first := ""
+	for i, p := range s.processes() {
+		line, err := findLine(p.logPath, text)
+		if err != nil {
+			return "", err
+		}
+		if line == "" {
+			return "", fmt.Errorf("flotilla's log (process %d) has no line %q:\n%s", i, text, s.w.flotilla.logs(20))
+		}
+		if i == 0 {
+			first = line
+		}
+	}
+	return first, nil
+}
+
+// findLine returns the first line of the file at path holding text, or "".
+func findLine(path, text string) (string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -320,10 +341,7 @@ func (s *scenario) logLine(text string) (string, error) {
 			return sc.Text(), nil
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return "", err
-	}
-	return "", fmt.Errorf("flotilla's log has no line %q:\n%s", text, s.w.flotilla.logs(20))
+	return "", sc.Err()
 }
 
 func (s *scenario) primariesOfInRun(ctx context.Context, app, names, version string) error {
