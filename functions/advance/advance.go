@@ -205,28 +205,17 @@ func (f *Function) fleet(ctx context.Context, e cloudevents.Event) ([]cloudevent
 	return out, nil
 }
 
-// deployed records a succeeded rollout as what the application runs. An
-// unsigned build that stopped before the waves requiring a signature is
-// not what the fleet runs: the baseline stays, so the same version, signed
-// later, rolls out to the whole fleet.
+// deployed records a succeeded rollout as what the application runs
+// (rollout.Deploys, AppState.Deploy). Idempotent, so a redelivery that
+// finds the rollout done repeats it.
 func (f *Function) deployed(ctx context.Context, ro rollout.Rollout) error {
-	if ro.Phase == rollout.Succeeded && ro.StopsBefore == "" {
-		// Idempotent, so a redelivery that finds the rollout done repeats it.
-		return f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
-			st.DeployedClusters = rollout.DeployedTo(*st, ro)
-			st.Drift = st.Drift.Reached(ro)
-			if ro.Kind != "" && ro.Digest == st.DeployedDigest {
-				// A catch-up or a drift's revert brought clusters to the
-				// deployed version: the rollout that validated it stays
-				// the one that brought the fleet there.
-				return nil
-			}
-			st.DeployedTag, st.DeployedDigest, st.DeployedCreated = ro.Tag, ro.Digest, ro.ImageCreated
-			st.DeployedRollout, st.DeployedAt = ro.ID, ro.Updated
-			return nil
-		})
+	if !rollout.Deploys(ro) {
+		return nil
 	}
-	return nil
+	return f.repo.UpdateApp(ctx, ro.Application, func(st *rollout.AppState) error {
+		st.Deploy(ro)
+		return nil
+	})
 }
 
 // removed takes clusters that left the fleet out of every rollout in

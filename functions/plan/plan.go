@@ -150,11 +150,7 @@ func (f *Function) planApp(ctx context.Context, cfg *config.Config, e cloudevent
 	if !errors.Is(err, rollout.ErrNotFound) {
 		return nil, err
 	}
-	st, err := f.repo.App(ctx, app.Name)
-	if err != nil {
-		return nil, err
-	}
-	inFlight, err := f.inFlight(ctx, app.Name)
+	st, inFlight, err := f.appState(ctx, app.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +289,36 @@ func (f *Function) dequeue(ctx context.Context, e cloudevents.Event) ([]cloudeve
 	return out, nil
 }
 
+// appState reads the application's state and its rollouts in flight, the
+// baseline a push is decided against. Its latest rollout, ended since
+// and not yet recorded as deployed (AppState.Undeployed: advance archives
+// a rollout, then records it), counts as deployed when it succeeded: a
+// push planned in that moment saw neither the rollout in flight nor its
+// version deployed, and took the version before as the baseline (a
+// downgrade rolled out so on the scale-out fleet, its replicas planning
+// while another recorded the rollout's end).
+func (f *Function) appState(ctx context.Context, app string) (rollout.AppState, []rollout.Rollout, error) {
+	st, err := f.repo.App(ctx, app)
+	if err != nil {
+		return st, nil, err
+	}
+	inFlight, err := f.inFlight(ctx, app)
+	if err != nil {
+		return st, nil, err
+	}
+	if id := st.Undeployed(inFlight); id != "" {
+		ro, err := f.repo.Get(ctx, id)
+		switch {
+		case errors.Is(err, rollout.ErrNotFound):
+		case err != nil:
+			return st, nil, err
+		case rollout.Deploys(ro):
+			st.Deploy(ro)
+		}
+	}
+	return st, inFlight, nil
+}
+
 // inFlight lists the application's rollouts in flight (one read, for both
 // the version decision and supersede or queue).
 func (f *Function) inFlight(ctx context.Context, app string) ([]rollout.Rollout, error) {
@@ -411,11 +437,7 @@ func (f *Function) reconcile(ctx context.Context, e cloudevents.Event) ([]cloude
 	case !errors.Is(err, rollout.ErrNotFound):
 		return nil, err
 	}
-	st, err := f.repo.App(ctx, app.Name)
-	if err != nil {
-		return nil, err
-	}
-	inFlight, err := f.inFlight(ctx, app.Name)
+	st, inFlight, err := f.appState(ctx, app.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -581,6 +581,46 @@ func TestPlanBaseline(t *testing.T) {
 	}
 }
 
+// TestPlanBaselineOfAnEndedRollout: a rollout that ended but whose
+// success advance has not recorded yet (it archives a rollout, then
+// records it as deployed; on the scale-out fleet another replica plans in
+// between) is the baseline all the same; one that failed is not.
+func TestPlanBaselineOfAnEndedRollout(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ended rollout.Phase
+		want  func(parent string) []functiontest.Emitted
+	}{
+		{name: "succeeded, not recorded yet: an older version is refused", ended: rollout.Succeeded, want: func(parent string) []functiontest.Emitted {
+			return []functiontest.Emitted{skipped(parent, "app", "0.9.0", "0.9.0 is older than the current 1.0.0")}
+		}},
+		{name: "rolled back: it is no baseline", ended: rollout.RolledBack, want: func(parent string) []functiontest.Emitted {
+			return started(parent, "app", "0.9.0")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			repo := functiontest.NewRepo(t)
+			fn := plan.New(newConfig(application("app", image, config.TrackMinorVersion)), repo, nil)
+			if _, err := fn.Handle(ctx, verified(t, "p1", image, "1.0.0")); err != nil {
+				t.Fatal(err)
+			}
+			// The rollout ends and is archived; the application's state
+			// is not told yet.
+			if _, err := repo.Update(ctx, plan.ID("p1", "app"), func(r *rollout.Rollout) error { r.Phase = tc.ended; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := fn.Handle(ctx, verified(t, "p2", image, "0.9.0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want("p2"), summarize(t, evs)); diff != "" {
+				t.Errorf("0.9.0 pushed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A quarantined version aborts the rollouts in flight that carry it and is
 // refused from then on.
 func TestPlanQuarantine(t *testing.T) {

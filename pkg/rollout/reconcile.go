@@ -340,3 +340,37 @@ func (r Reconciliation) Status(st AppState, now time.Time) *DriftStatus {
 	}
 	return out
 }
+
+// Deploys tells whether ro, once ended, is what its application's fleet
+// runs: it succeeded, and reached every wave (an unsigned build that
+// stopped before the waves requiring a signature is not: the baseline
+// stays, so the same version, signed later, rolls out to the whole fleet).
+func Deploys(ro Rollout) bool { return ro.Phase == Succeeded && ro.StopsBefore == "" }
+
+// Deploy records ro, a rollout that Deploys, as what the application runs:
+// its version, unless a catch-up or a drift's revert brought clusters to
+// the deployed version (the rollout that validated it stays the one that
+// brought the fleet there), and the clusters it runs in. Recording the
+// same rollout again changes nothing.
+func (st *AppState) Deploy(ro Rollout) {
+	st.DeployedClusters = DeployedTo(*st, ro)
+	st.Drift = st.Drift.Reached(ro)
+	if ro.Kind != "" && ro.Digest == st.DeployedDigest {
+		return
+	}
+	st.DeployedTag, st.DeployedDigest, st.DeployedCreated = ro.Tag, ro.Digest, ro.ImageCreated
+	st.DeployedRollout, st.DeployedAt = ro.ID, ro.Updated
+}
+
+// Undeployed is the id of st's latest rollout when it may have ended
+// with its deployment not recorded yet: it is neither in flight nor the
+// deployed one. A rollout is archived when it ends, and recorded as
+// deployed after: a push planned in between finds it in neither (""
+// when there is no such rollout).
+func (st AppState) Undeployed(inFlight []Rollout) string {
+	id := st.LatestRollout
+	if id == "" || id == st.DeployedRollout || slices.ContainsFunc(inFlight, func(r Rollout) bool { return r.ID == id }) {
+		return ""
+	}
+	return id
+}

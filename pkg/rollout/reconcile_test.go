@@ -352,3 +352,23 @@ func TestDriftReached(t *testing.T) {
 		})
 	}
 }
+
+func TestUndeployed(t *testing.T) {
+	inFlight := []rollout.Rollout{{ID: "r2"}}
+	for _, tc := range []struct {
+		name string
+		st   rollout.AppState
+		want string
+	}{
+		{name: "no rollout yet", st: rollout.AppState{}, want: ""},
+		{name: "the latest is the deployed one", st: rollout.AppState{LatestRollout: "r1", DeployedRollout: "r1"}, want: ""},
+		{name: "the latest is in flight", st: rollout.AppState{LatestRollout: "r2", DeployedRollout: "r1"}, want: ""},
+		{name: "the latest ended, not recorded", st: rollout.AppState{LatestRollout: "r3", DeployedRollout: "r1"}, want: "r3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.st.Undeployed(inFlight); got != tc.want {
+				t.Errorf("Undeployed = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
