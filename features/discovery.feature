@@ -83,6 +83,7 @@ Feature: Clusters discovered from an inventory
   # status.accessProviders, the credential the provider's exec plugin
   # prints for the cluster its additional-envs extension names (c4's run
   # would fail).
+  @both-modes
   Scenario: A ClusterProfile labelled for the last wave appears: it is in that wave's next rollout
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2" are labelled "tier=prod"
@@ -104,6 +105,7 @@ Feature: Clusters discovered from an inventory
   # Cluster (they are not on its kubeconfig Secret: c4 would be in no wave
   # and its primary stay on 1.0.0), and a cluster not reached with its
   # kubeconfig Secret.
+  @both-modes
   Scenario: A Cluster API cluster labelled for the last wave is provisioned: it is in that wave's next rollout
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2" are labelled "tier=prod"
