@@ -22,7 +22,8 @@ type ClusterInfo struct {
 	Labels map[string]string
 	Wave   string
 	// Source is where a discovered cluster comes from (its Argo CD
-	// Secret), "" for the configuration file's own.
+	// Secret, ClusterProfile or Cluster API Cluster), "" for the
+	// configuration file's own.
 	Source string
 }
 
@@ -40,7 +41,9 @@ type ClusterView struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	Wave   string            `json:"wave,omitempty"`
 	// Source is where a discovered cluster comes from
-	// ("fleet.discovery.argocd: Secret argocd/prod-eu"); absent for the
+	// ("fleet.discovery.argocd: Secret argocd/prod-eu",
+	// "fleet.discovery.clusterProfiles: ClusterProfile fleet/prod-eu",
+	// "fleet.discovery.clusterAPI: Cluster capi/prod-eu"); absent for the
 	// file's fleet.clusters.
 	Source       string             `json:"source,omitempty"`
 	Applications map[string]Running `json:"applications"`

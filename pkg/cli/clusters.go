@@ -65,7 +65,8 @@ func clusterNames(cs []api.ClusterView, kind bool) []string {
 
 // printClusters prints clusters as a table; wide adds their Kubernetes
 // version, flotilla's canaries there, where the cluster comes from (the
-// file, or the discovery source: "argocd: Secret argocd/prod-eu") and
+// file, or the discovery source: "argocd: Secret argocd/prod-eu",
+// "clusterProfiles: ClusterProfile fleet/prod-eu") and
 // what a failed read said.
 func printClusters(w io.Writer, cs []api.ClusterView, wide bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
