@@ -58,7 +58,11 @@ func ClusterAPI(kube kubernetes.Interface, meta metadata.Interface, c config.Clu
 				lo.LabelSelector = LabelClusterName
 				lo.FieldSelector = "type=" + SecretTypeClusterAPI
 			}))
-		secrets = append(secrets, sf.Core().V1().Secrets().Informer())
+		inf := sf.Core().V1().Secrets().Informer()
+		if err := inf.SetTransform(kubeconfigOnly); err != nil {
+			return Inventory{}, fmt.Errorf("fleet.discovery.clusterAPI: %w", err)
+		}
+		secrets = append(secrets, inf)
 	}
 	inv.informers = append(clusters, secrets...)
 	inv.entries = eachObject(clusters, func(o any) (entry, bool) {
@@ -70,6 +74,19 @@ func ClusterAPI(kube kubernetes.Interface, meta metadata.Interface, c config.Clu
 		return entry{key: "Cluster " + m.Namespace + "/" + m.Name, created: m.CreationTimestamp.Time, cluster: cl, err: err}, true
 	})
 	return inv, nil
+}
+
+// kubeconfigOnly keeps the data of the kubeconfig Secrets alone: Cluster
+// API's other Secrets of the type and label (the cluster's CA, etcd and
+// service account keys) are held without their data.
+func kubeconfigOnly(o any) (any, error) {
+	if s, ok := o.(*corev1.Secret); ok && !strings.HasSuffix(s.Name, "-kubeconfig") {
+		s = s.DeepCopy()
+		s.Data, s.StringData = nil, nil
+		s.ManagedFields = nil
+		return s, nil
+	}
+	return o, nil
 }
 
 // kubeconfigSecret is the Secret <name>-kubeconfig of namespace the
