@@ -237,6 +237,9 @@ type SSOClientConfig struct {
 	Issuer   string   `json:"issuer"`
 	ClientID string   `json:"clientID"` // the CLI's
 	Scopes   []string `json:"scopes"`
+	// UsernameClaim is server.sso.usernameClaim: the CLI names the person
+	// it logged in as flotilla will (identity.OfClaims).
+	UsernameClaim string `json:"usernameClaim,omitempty"`
 }
 
 func (s *SSO) config(w http.ResponseWriter, _ *http.Request) {
@@ -244,7 +247,7 @@ func (s *SSO) config(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, fault.New(fault.ErrNotFound, "this flotilla has no CLI client for single sign-on: set server.sso.cliClientID"))
 		return
 	}
-	writeJSON(w, http.StatusOK, SSOClientConfig{Issuer: s.c.Issuer, ClientID: s.c.CLIClientID, Scopes: s.scopes()})
+	writeJSON(w, http.StatusOK, SSOClientConfig{Issuer: s.c.Issuer, ClientID: s.c.CLIClientID, Scopes: s.scopes(), UsernameClaim: s.c.UsernameClaim})
 }
 
 // ssoFlow is what the flow cookie carries.

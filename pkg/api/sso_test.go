@@ -479,7 +479,7 @@ func TestSSOScopes(t *testing.T) {
 	site := startSSOSite(t, oidcop.GroupsScope("team"), oidcop.RefuseScopes("groups"))
 	config := func(scopes []string) api.SSOConfig {
 		return api.SSOConfig{Issuer: site.provider.Issuer, ClientID: "flotilla", ClientSecret: "web-secret", CLIClientID: "flotilla-cli",
-			GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: site.url + "/auth/callback", Scopes: scopes}
+			GroupsClaim: "groups", UsernameClaim: "upn", SessionTTL: time.Hour, RedirectURL: site.url + "/auth/callback", Scopes: scopes}
 	}
 
 	// The default scopes ask groups: refused, saying which field to change.
@@ -514,6 +514,9 @@ func TestSSOScopes(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, c.Scopes); diff != "" {
 		t.Errorf("the CLI's scopes (-want +got):\n%s", diff)
+	}
+	if c.UsernameClaim != "upn" {
+		t.Errorf("/auth/config gives the CLI the username claim %q, want the server's upn", c.UsernameClaim)
 	}
 
 	_, session, _ := site.logIn(t, "")

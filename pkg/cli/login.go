@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/oauth2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-cd/flotilla/pkg/identity"
 )
 
 // The CLI's own config file keeps the single sign-on logins, one per
@@ -202,9 +204,10 @@ token and ID token) from ~/.config/flotilla/config.yaml ($FLOTILLA_CLI_CONFIG).`
 
 // ssoClientConfig is the server's GET /auth/config (pkg/api).
 type ssoClientConfig struct {
-	Issuer   string   `json:"issuer"`
-	ClientID string   `json:"clientID"`
-	Scopes   []string `json:"scopes"`
+	Issuer        string   `json:"issuer"`
+	ClientID      string   `json:"clientID"`
+	Scopes        []string `json:"scopes"`
+	UsernameClaim string   `json:"usernameClaim"`
 }
 
 // ssoStart is where a login begins, in either flow: the CLI config's
@@ -275,12 +278,11 @@ func keepLogin(ctx context.Context, out io.Writer, st ssoStart, server, tokenURL
 	if nonce != "" && subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(nonce)) != 1 {
 		return errors.New("verifying the ID token: its nonce is not this login's")
 	}
-	var claims struct {
-		Email    string `json:"email"`
-		Username string `json:"preferred_username"`
-	}
+	var claims map[string]any
 	_ = idt.Claims(&claims)
-	name := cmpOr(claims.Email, claims.Username, idt.Subject)
+	// Named as flotilla names the person (the same rule, the server's
+	// username claim).
+	name := identity.OfClaims(idt.Subject, claims, identity.ClaimNames{Username: st.sc.UsernameClaim}).Name
 	if tok.RefreshToken == "" {
 		fmt.Fprintln(out, "warning: the provider gave no refresh token: log in again when the ID token expires")
 	}
@@ -295,15 +297,6 @@ func keepLogin(ctx context.Context, out io.Writer, st ssoStart, server, tokenURL
 	}
 	fmt.Fprintf(out, "Logged in to %s as %s\n", server, name)
 	return nil
-}
-
-func cmpOr(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // ssoBearer is the ID token of the login to server, refreshed first when

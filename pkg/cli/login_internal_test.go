@@ -126,7 +126,7 @@ func TestLoginSSOBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer provider.Close()
-	srv := ssoTestServer(t, provider)
+	srv := ssoTestServer(t, provider, "preferred_username")
 	path := filepath.Join(t.TempDir(), "flotilla", "config.yaml")
 	t.Setenv(cliConfigEnv, path)
 
@@ -199,7 +199,7 @@ func TestLoginSSOBrowser(t *testing.T) {
 
 // ssoTestServer serves flotilla's /auth/* and an /api/ that answers the
 // principal of the request, with single sign-on through provider.
-func ssoTestServer(t *testing.T, provider *oidcop.Provider) *httptest.Server {
+func ssoTestServer(t *testing.T, provider *oidcop.Provider, usernameClaim string) *httptest.Server {
 	t.Helper()
 	authn, err := api.NewAuthn(nil)
 	if err != nil {
@@ -211,7 +211,7 @@ func ssoTestServer(t *testing.T, provider *oidcop.Provider) *httptest.Server {
 	}
 	t.Cleanup(func() { _ = sessions.Close() })
 	authn.UseSSO(api.NewSSO(api.SSOConfig{Issuer: provider.Issuer, ClientID: "flotilla", ClientSecret: "s", CLIClientID: "flotilla-cli",
-		GroupsClaim: "groups", SessionTTL: time.Hour, RedirectURL: "http://127.0.0.1:1/auth/callback"}, sessions, nil))
+		GroupsClaim: "groups", UsernameClaim: usernameClaim, SessionTTL: time.Hour, RedirectURL: "http://127.0.0.1:1/auth/callback"}, sessions, nil))
 	mux := http.NewServeMux()
 	authn.SSO().Register(mux)
 	mux.Handle("/api/", authn.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -221,4 +221,53 @@ func ssoTestServer(t *testing.T, provider *oidcop.Provider) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// TestLoginSSONamesAsFlotilla: `flotilla login --sso` says it logged in
+// as whom flotilla takes the person for, by the server's username claim
+// (server.sso.usernameClaim, in /auth/config): bob has no email and an
+// opaque subject; his preferred_username names him, and where the server
+// reads another claim, which the provider does not give, his subject does.
+func TestLoginSSONamesAsFlotilla(t *testing.T) {
+	const sub = "9c1e55f3-b1c2-4d47-a0e0-2b8f7c1e55d4"
+	for _, tt := range []struct{ claim, want string }{{"preferred_username", "bob"}, {"nickname", sub}} {
+		t.Run(tt.claim, func(t *testing.T) {
+			provider, err := oidcop.Start([]oidcop.User{{Name: "bob", Subject: sub, Password: "pw", Groups: []string{"payments"}}},
+				[]oidcop.Client{{ID: "flotilla", Secret: "s"}, {ID: "flotilla-cli"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer provider.Close()
+			srv := ssoTestServer(t, provider, tt.claim)
+			t.Setenv(cliConfigEnv, filepath.Join(t.TempDir(), "flotilla", "config.yaml"))
+			pr, pw := io.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- ssoLogIn(t.Context(), pw, srv.URL); _ = pw.Close() }()
+			var printed strings.Builder
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				printed.WriteString(sc.Text() + "\n")
+				if _, code, ok := strings.Cut(sc.Text(), "enter the code "); ok {
+					res, err := http.PostForm(provider.Issuer+"/device", url.Values{"user_code": {code}, "username": {"bob"}, "password": {"pw"}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					res.Body.Close()
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("login: %v\n%s", err, printed.String())
+			}
+			if !strings.Contains(printed.String(), "Logged in to "+srv.URL+" as "+tt.want+"\n") {
+				t.Errorf("login printed:\n%s\nwant it logged in as %s", printed.String(), tt.want)
+			}
+			var p identity.Principal
+			if err := (apiClient{base: srv.URL}).get(t.Context(), "/api/v1/whoami", &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Name != tt.want {
+				t.Errorf("flotilla takes the login for %q, the CLI said %q", p.Name, tt.want)
+			}
+		})
+	}
 }
