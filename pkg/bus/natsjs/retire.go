@@ -108,9 +108,18 @@ func (b *Bus) firstAfter(ctx context.Context, t time.Time) (uint64, error) {
 		}
 		return m.Sequence, nil
 	}
+	// None found where the batch was read: any replica of the stream
+	// answers it, and one that has not applied the latest appends yet
+	// finds none of them. The leader's info says whether the stream's
+	// last event is older than t (every event is); if not, nothing is
+	// retired this round (before the events read by every cursor were
+	// retired so within a second of their append, on a loaded machine).
 	info, err := b.stream.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading stream %s: %w", b.o.Stream, err)
+	}
+	if info.State.Msgs > 0 && !info.State.LastTime.Before(t) {
+		return info.State.FirstSeq, nil
 	}
 	return info.State.LastSeq + 1, nil
 }
