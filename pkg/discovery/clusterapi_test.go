@@ -3,14 +3,11 @@ package discovery_test
 import (
 	"context"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +19,6 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/discovery"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
-	"github.com/flotilla-cd/flotilla/pkg/reload"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
@@ -125,56 +121,14 @@ func TestSourceFollowsClusterAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "flotilla.yaml")
-	if err := os.WriteFile(path, []byte(`
-receivers: [{name: canaries, type: flagger, insecure: true}]
-fleet:
-  clusters: [{name: c1, kubeconfig: `+c.Kubeconfig+`, labels: {tier: canary}}]
-  discovery:
-    clusterAPI: {namespaces: [`+ns+`], selector: "fleet=flotilla"}
-  waves:
-    - {name: canary, selector: {matchLabels: {tier: canary}}}
-    - {name: prod, selector: {matchLabels: {tier: prod}}}
-applications:
-  - {name: podinfo, image: registry.example.com/demo/podinfo, workload: {name: podinfo}, service: {port: 9898}}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	first, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := config.NewLive(first)
-	r, err := reload.New(live, reload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	metrics, err := discovery.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc, err := metadata.NewForConfig(cl.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := discovery.ClusterAPI(cl.Kube, mc, *first.Fleet.Discovery.ClusterAPI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src *discovery.Source
-	src, err = discovery.New(discovery.Options{Inventories: []discovery.Inventory{inv}, Retry: time.Second, Metrics: metrics,
-		Build: func() (*config.Config, error) {
-			cfg, _, err := config.LoadExtra(path, config.Extra{Clusters: src.Clusters()})
-			return cfg, err
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Start(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = src.Run(ctx, r) }()
+	live, reg := follow(ctx, t, c.Kubeconfig, `{clusterAPI: {namespaces: [`+ns+`], selector: "fleet=flotilla"}}`, func(first *config.Config) (discovery.Inventory, error) {
+		mc, err := metadata.NewForConfig(cl.Config)
+		if err != nil {
+			var none discovery.Inventory
+			return none, err
+		}
+		return discovery.ClusterAPI(cl.Kube, mc, *first.Fleet.Discovery.ClusterAPI)
+	})
 
 	clusters := cl.Dynamic.Resource(discovery.ClusterAPIClusterResource)
 	createCluster := func(namespace, name string, labels map[string]string) {
@@ -194,24 +148,7 @@ applications:
 			t.Fatal(err)
 		}
 	}
-	waves := func(want map[string][]string) {
-		t.Helper()
-		var got map[string][]string
-		for {
-			got = map[string][]string{}
-			for _, w := range live.Current().Fleet.Waves {
-				got[w.Name] = slices.Clone(w.ClusterNames())
-			}
-			if cmp.Equal(want, got, cmpopts.EquateEmpty()) {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("waves (-want +got):\n%s", cmp.Diff(want, got, cmpopts.EquateEmpty()))
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	waves := func(want map[string][]string) { t.Helper(); waitWaves(ctx, t, live, want) }
 
 	createCluster(ns, "prod-eu", map[string]string{"fleet": "flotilla", "tier": "prod"})
 	createCluster(ns, "not-ours", map[string]string{"tier": "prod"}) // another selector

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,7 +22,6 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/discovery"
 	"github.com/flotilla-cd/flotilla/pkg/kube"
-	"github.com/flotilla-cd/flotilla/pkg/reload"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
@@ -276,52 +273,9 @@ func TestSourceFollowsTheClusterProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "flotilla.yaml")
-	if err := os.WriteFile(path, []byte(`
-receivers: [{name: canaries, type: flagger, insecure: true}]
-fleet:
-  clusters: [{name: c1, kubeconfig: `+c.Kubeconfig+`, labels: {tier: canary}}]
-  discovery:
-    clusterProfiles: {namespaces: [`+ns+`], selector: "fleet=flotilla", providers: `+string(providers)+`}
-  waves:
-    - {name: canary, selector: {matchLabels: {tier: canary}}}
-    - {name: prod, selector: {matchLabels: {tier: prod}}}
-applications:
-  - {name: podinfo, image: registry.example.com/demo/podinfo, workload: {name: podinfo}, service: {port: 9898}}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	first, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := config.NewLive(first)
-	r, err := reload.New(live, reload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	metrics, err := discovery.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := discovery.ClusterProfiles(cl.Dynamic, *first.Fleet.Discovery.ClusterProfiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src *discovery.Source
-	src, err = discovery.New(discovery.Options{Inventories: []discovery.Inventory{inv}, Retry: time.Second, Metrics: metrics,
-		Build: func() (*config.Config, error) {
-			cfg, _, err := config.LoadExtra(path, config.Extra{Clusters: src.Clusters()})
-			return cfg, err
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Start(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = src.Run(ctx, r) }()
+	live, reg := follow(ctx, t, c.Kubeconfig, `{clusterProfiles: {namespaces: [`+ns+`], selector: "fleet=flotilla", providers: `+string(providers)+`}}`, func(first *config.Config) (discovery.Inventory, error) {
+		return discovery.ClusterProfiles(cl.Dynamic, *first.Fleet.Discovery.ClusterProfiles)
+	})
 
 	profiles := cl.Dynamic.Resource(discovery.ClusterProfileResource)
 	// create creates a ClusterProfile of the cluster the test reaches,
@@ -349,24 +303,7 @@ applications:
 			t.Fatal(err)
 		}
 	}
-	waves := func(want map[string][]string) {
-		t.Helper()
-		var got map[string][]string
-		for {
-			got = map[string][]string{}
-			for _, w := range live.Current().Fleet.Waves {
-				got[w.Name] = slices.Clone(w.ClusterNames())
-			}
-			if cmp.Equal(want, got, cmpopts.EquateEmpty()) {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("waves (-want +got):\n%s", cmp.Diff(want, got, cmpopts.EquateEmpty()))
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	waves := func(want map[string][]string) { t.Helper(); waitWaves(ctx, t, live, want) }
 
 	create(ns, "prod-eu", map[string]string{"fleet": "flotilla", "tier": "prod"})
 	create(ns, "not-ours", map[string]string{"tier": "prod"})                        // another selector

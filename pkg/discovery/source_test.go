@@ -7,21 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/discovery"
-	"github.com/flotilla-cd/flotilla/pkg/reload"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
@@ -59,52 +54,9 @@ func TestSourceFollowsTheSecrets(t *testing.T) {
 	ns := cl.Namespace(ctx, t, "argocd")
 	other := cl.Namespace(ctx, t, "elsewhere")
 
-	dir := t.TempDir()
-	path := filepath.Join(dir, "flotilla.yaml")
-	if err := os.WriteFile(path, []byte(`
-receivers: [{name: canaries, type: flagger, insecure: true}]
-fleet:
-  clusters: [{name: c1, kubeconfig: `+c.Kubeconfig+`, labels: {tier: canary}}]
-  discovery: {argocd: {namespace: `+ns+`, selector: "fleet=flotilla"}}
-  waves:
-    - {name: canary, selector: {matchLabels: {tier: canary}}}
-    - {name: prod, selector: {matchLabels: {tier: prod}}}
-applications:
-  - {name: podinfo, image: registry.example.com/demo/podinfo, workload: {name: podinfo}, service: {port: 9898}}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	first, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := config.NewLive(first)
-	r, err := reload.New(live, reload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	metrics, err := discovery.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := discovery.ArgoCD(cl.Kube, *first.Fleet.Discovery.ArgoCD)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src *discovery.Source
-	src, err = discovery.New(discovery.Options{Inventories: []discovery.Inventory{inv}, Retry: time.Second, Metrics: metrics,
-		Build: func() (*config.Config, error) {
-			cfg, _, err := config.LoadExtra(path, config.Extra{Clusters: src.Clusters()})
-			return cfg, err
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Start(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = src.Run(ctx, r) }()
+	live, reg := follow(ctx, t, c.Kubeconfig, `{argocd: {namespace: `+ns+`, selector: "fleet=flotilla"}}`, func(first *config.Config) (discovery.Inventory, error) {
+		return discovery.ArgoCD(cl.Kube, *first.Fleet.Discovery.ArgoCD)
+	})
 
 	rc, err := c.RESTConfig()
 	if err != nil {
@@ -127,24 +79,7 @@ applications:
 		}
 	}
 	// waves waits until the configuration in force has these waves.
-	waves := func(want map[string][]string) {
-		t.Helper()
-		var got map[string][]string
-		for {
-			got = map[string][]string{}
-			for _, w := range live.Current().Fleet.Waves {
-				got[w.Name] = slices.Clone(w.ClusterNames())
-			}
-			if cmp.Equal(want, got) {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("waves (-want +got):\n%s", cmp.Diff(want, got))
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	waves := func(want map[string][]string) { t.Helper(); waitWaves(ctx, t, live, want) }
 
 	create(secret(ns, "cluster-prod-eu", "prod-eu", map[string]string{"fleet": "flotilla", "tier": "prod"}))
 	create(secret(ns, "not-ours", "not-ours", map[string]string{"tier": "prod"}))                               // another selector
