@@ -52,15 +52,10 @@ func (s *scenario) discoversArgoCD(ctx context.Context, cluster, selector string
 	if err != nil {
 		return err
 	}
-	ns, err := c.CreateNamespace(ctx, "argocd")
+	ns, err := s.ownNamespace(ctx, c, "argocd")
 	if err != nil {
 		return err
 	}
-	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
 	w := s.w
 	argoWorlds.Store(w, &argoWorld{cluster: cluster, namespace: ns})
 	s.onCleanup(func() { argoWorlds.Delete(w) })
@@ -190,15 +185,10 @@ func (s *scenario) discoversClusterProfiles(ctx context.Context, cluster, select
 	if err != nil {
 		return err
 	}
-	ns, err := c.CreateNamespace(ctx, "inventory")
+	ns, err := s.ownNamespace(ctx, c, "inventory")
 	if err != nil {
 		return err
 	}
-	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
 	w := s.w
 	creds := filepath.Join(w.dir, "credentials")
 	if err := os.MkdirAll(creds, 0o700); err != nil {
@@ -304,15 +294,10 @@ func (s *scenario) discoversClusterAPI(ctx context.Context, cluster, selector st
 	if err != nil {
 		return err
 	}
-	ns, err := c.CreateNamespace(ctx, "capi")
+	ns, err := s.ownNamespace(ctx, c, "capi")
 	if err != nil {
 		return err
 	}
-	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
 	w := s.w
 	capiWorlds.Store(w, &capiWorld{cluster: cluster, namespace: ns})
 	s.onCleanup(func() { capiWorlds.Delete(w) })
@@ -372,4 +357,19 @@ func (s *scenario) clusterAPIProvisions(ctx context.Context, cluster, list strin
 		w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
 	}
 	return nil
+}
+
+// ownNamespace creates a namespace of the scenario's own in the cluster
+// of c, named from prefix, deleted when the scenario ends.
+func (s *scenario) ownNamespace(ctx context.Context, c *fleettest.Clients, prefix string) (string, error) {
+	ns, err := c.CreateNamespace(ctx, prefix)
+	if err != nil {
+		return "", err
+	}
+	s.onCleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	return ns, nil
 }

@@ -72,15 +72,10 @@ func (s *scenario) watchResources(ctx context.Context, cluster string) error {
 	if err := installCRD(ctx, c.Config, v1alpha1.CRD, "applications.flotilla.dev"); err != nil {
 		return err
 	}
-	ns, err := c.CreateNamespace(ctx, "team")
+	ns, err := s.ownNamespace(ctx, c, "team")
 	if err != nil {
 		return err
 	}
-	s.onCleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
 	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
 		return err
