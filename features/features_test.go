@@ -215,6 +215,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerPruneSteps(sc)
 	s.registerWorkloadsSteps(sc)
 	s.registerSetsSteps(sc)
+	s.registerSchemaSteps(sc)
 	s.registerPullRequestSteps(sc)
 	s.registerMergeFaultSteps(sc)
 	s.registerInstallSteps(sc)

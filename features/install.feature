@@ -10,6 +10,7 @@ Feature: Installing and checking flotilla where platform teams run it
     Then `flotilla config check --live` reports the configuration valid and clusters "c1,c2" ready
     And `flotilla config check --live` of the configuration with a cluster "c9" whose API server does not answer fails naming it
     And `flotilla config check` of the configuration with a wave naming cluster "c42" the fleet lacks fails with the field's path
+    And the schema `flotilla config schema` prints accepts the configuration flotilla serves, and refuses it with the application's field "track" misspelled "trak", as `flotilla config check` does
 
   Scenario: flotilla fleet bootstrap makes a fleet without Flagger ready; a second run changes nothing
     Given a registry

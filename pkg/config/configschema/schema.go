@@ -54,6 +54,10 @@ func Generate(root string) ([]byte, error) {
 		}
 	}
 	s := r.Reflect(&config.Config{})
+	nullable(s, map[*jsonschema.Schema]bool{})
+	for _, d := range s.Definitions {
+		nullable(d, map[*jsonschema.Schema]bool{})
+	}
 	s.ID = ID
 	s.Title = "flotilla configuration"
 	s.Description = "flotilla's configuration file (flotilla serve --config). The schema gives each field's shape; flotilla config check says what else is required."
@@ -119,4 +123,30 @@ func special(r *jsonschema.Reflector, t reflect.Type) *jsonschema.Schema {
 		return &jsonschema.Schema{}
 	}
 	return nil
+}
+
+// nullable lets every field of s (and of the schemas inside it) be null,
+// as the loader does: YAML's null, or a key with no value ("rateLimit:"),
+// leaves a field unset, and a configuration written from Go types holds
+// null for every nil pointer. Without it the schema refused files
+// flotilla serves.
+func nullable(s *jsonschema.Schema, seen map[*jsonschema.Schema]bool) {
+	if s == nil || seen[s] {
+		return
+	}
+	seen[s] = true
+	if s.Properties != nil {
+		for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+			p := pair.Value
+			nullable(p, seen)
+			inner := *p
+			inner.Description = ""
+			pair.Value = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{&inner, {Type: "null"}}, Description: p.Description}
+			seen[pair.Value] = true
+		}
+	}
+	nullable(s.Items, seen)
+	for _, a := range s.AnyOf {
+		nullable(a, seen)
+	}
 }

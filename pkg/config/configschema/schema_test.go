@@ -63,31 +63,36 @@ func TestSpecialTypes(t *testing.T) {
 	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatal(err)
 	}
-	shape := func(def, field string) string {
+	// shape is a schema's type, or its alternatives' ("|"), each
+	// alternative's own alternatives in brackets.
+	var shape func(raw json.RawMessage) string
+	shape = func(raw json.RawMessage) string {
 		var s struct {
-			Type  string `json:"type"`
-			AnyOf []struct {
-				Type string `json:"type"`
-			} `json:"anyOf"`
+			Type  string            `json:"type"`
+			AnyOf []json.RawMessage `json:"anyOf"`
 		}
-		raw := doc.Defs[def].Properties[field]
 		if err := json.Unmarshal(raw, &s); err != nil {
-			t.Fatalf("%s.%s: %v", def, field, err)
+			t.Fatal(err)
 		}
 		if s.Type != "" {
 			return s.Type
 		}
 		var types []string
 		for _, a := range s.AnyOf {
-			types = append(types, a.Type)
+			if sub := shape(a); strings.Contains(sub, "|") {
+				types = append(types, "("+sub+")")
+			} else {
+				types = append(types, sub)
+			}
 		}
 		return strings.Join(types, "|")
 	}
 	got := map[string]string{
-		"Wave.bakeTime":  shape("Wave", "bakeTime"),
-		"Wave.approvals": shape("Wave", "approvals"),
+		"Wave.bakeTime":  shape(doc.Defs["Wave"].Properties["bakeTime"]),
+		"Wave.approvals": shape(doc.Defs["Wave"].Properties["approvals"]),
 	}
-	want := map[string]string{"Wave.bakeTime": "string", "Wave.approvals": "integer|object"}
+	// Each field may be null, as the loader takes it (unset).
+	want := map[string]string{"Wave.bakeTime": "string|null", "Wave.approvals": "(integer|object)|null"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("shapes (-want +got):\n%s", diff)
 	}
