@@ -19,8 +19,17 @@ import (
 const ensureTimeout = 30 * time.Second
 
 // EnsureKeyValue opens a KV bucket as cfg says, creating or updating it
-// when it is missing or configured otherwise.
+// when it is missing or configured otherwise. Its Get asks the bucket's
+// leader (leaderReads: it reads the writes acknowledged before it).
 func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := ensureKeyValue(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return withLeaderReads(js, kv), nil
+}
+
+func ensureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	return ensure(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	}, func(ctx context.Context) (jetstream.KeyValue, bool, error) {

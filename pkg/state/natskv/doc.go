@@ -12,4 +12,11 @@
 // A rollout is one value: one of 1,000 applying clusters is about 250 KiB
 // of JSON, under the server's default 1 MiB payload limit (buckets are
 // stored S2-compressed; the limit is on the uncompressed value).
+//
+// Reads see every write acknowledged before them, whichever replica
+// wrote it: a key is read from its bucket's stream leader (the buckets
+// pkg/bus/natsjs opens ask the leader, not any replica as nats.go's
+// direct gets do), and List drains a watch until the leader's last
+// revision (readAll). The NATS user needs $JS.API.STREAM.MSG.GET.> as
+// well as the KV API.
 package natskv
