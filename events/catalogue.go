@@ -440,6 +440,9 @@ type DriftDetected struct {
 	Digest      string `json:"digest"`
 	Tag         string `json:"tag,omitempty"`
 	Policy      string `json:"policy"`
+	// Member, of a release set's drift, is the member whose primary
+	// drifted.
+	Member string `json:"member,omitempty"`
 }
 
 // TypeFunctionFailed records that a function gave up on an event.

@@ -33,3 +33,41 @@ Feature: Release sets: several applications promoted as one
     And in cluster "c4" Flagger failed the canary "shop-api" and the workload "shop-frontend" never ran that commit
     And in no cluster did the primary of "shop-frontend" run that commit while the primary of "shop-api" did not
     And `flotilla describe rollout` of that commit and the web UI's page of it name the members "shop-migrate,shop-api,shop-frontend" in order
+
+  # Catches a set left out of the check of the clusters (a cluster that
+  # enters the set's waves waits for the next push), a catch-up that brings
+  # the lead alone (the frontend or the Job missing in c4) or the first
+  # commit rather than the set's validated one, and one started twice.
+  Scenario: A cluster added to a release set's last wave gets every member at the set's validated commit without a push
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
+    And flotilla checks the clusters against the validated digest every "2s"
+    And flotilla serving the release set "shop" in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    And a push changes the greeting of every member of the set to "v2"
+    And the rollout of that commit succeeds
+    And the application's namespace exists in cluster "c4"
+    When flotilla is restarted with cluster "c4" added to the last wave
+    Then a rollout of kind "catch-up" of that commit to "c4" succeeds
+    And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "v2"
+    And the Job "shop-migrate" in every cluster ran that commit, greeting "v2"
+    And the API says that rollout is of kind "catch-up" and goes to "c4" only
+    And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started
+
+  # Catches a check that reads the lead's primary only (the frontend's
+  # change goes unseen), a drift reported under a member rather than the
+  # set, a member's driftPolicy taken instead of the set's, and a revert
+  # that re-applies without a new revision (the frontend's primary keeps
+  # the hand's image) or goes to every cluster.
+  Scenario: A release set member's primary changed by hand is restored with the set's driftPolicy: revert
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
+    And flotilla checks the clusters against the validated digest every "2s"
+    And the application's drift policy is "revert"
+    And flotilla serving the release set "shop" in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    When the primary of "shop-frontend" in cluster "c2" is set by hand to image "registry.example.com/shop-frontend:6.6.6"
+    Then flotilla journals the drift of cluster "c2" to image "registry.example.com/shop-frontend:6.6.6" from the first commit within 10 seconds
+    And a rollout of kind "drift-revert" of the first commit to "c2" succeeds
+    And the primary of "shop-frontend" in cluster "c2" runs image "registry.example.com/shop-frontend:1.0.0"
+    And the primary and the workload of "shop-api,shop-frontend" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the API says that rollout is of kind "drift-revert" and goes to "c2" only

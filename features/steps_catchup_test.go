@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // reconcileWorld is what the catch-up and drift steps set and found.
@@ -30,8 +31,10 @@ type reconcileWorld struct {
 	interval, driftPolicy string
 	// rolloutID is the catch-up's or revert's rollout a step found.
 	rolloutID string
-	// changed is when a step changed a primary by hand.
+	// changed is when a step changed a primary by hand; member, of a
+	// release set, the member whose primary it changed.
 	changed time.Time
+	member  string
 }
 
 func (w *world) reconcileConfig() map[string]any {
@@ -416,6 +419,9 @@ func (s *scenario) primarySetByHandTo(ctx context.Context, name, cluster, image 
 		return err
 	})
 	s.w.reconcileState().changed = time.Now()
+	if s.w.set != nil {
+		s.w.reconcileState().member = name
+	}
 	return err
 }
 
@@ -464,7 +470,7 @@ func (s *scenario) driftJournaledOf(ctx context.Context, cluster, image, digest 
 			return false
 		}
 		p, err := events.Decode[events.DriftDetected](e)
-		return err == nil && p.Cluster == cluster && p.Image == image && p.Application == s.w.app && p.Digest == digest
+		return err == nil && p.Cluster == cluster && p.Image == image && p.Application == s.w.app && p.Digest == digest && p.Member == s.w.reconcileState().member
 	})
 	if err == nil {
 		// What the watch buys over the interval: the event's time is when
@@ -614,9 +620,15 @@ func (s *scenario) primaryRunsImage(ctx context.Context, cluster, image string) 
 	if err != nil {
 		return err
 	}
+	return s.waitImage(ctx, c, cluster, s.w.workload+"-primary", image)
+}
+
+// waitImage waits up to 30 s for Deployment name's first container in a
+// cluster to run image.
+func (s *scenario) waitImage(ctx context.Context, c *fleettest.Clients, cluster, name, image string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got, err := s.imageOf(ctx, c, s.w.workload+"-primary")
+		got, err := s.imageOf(ctx, c, name)
 		if err == nil && got == image {
 			return nil
 		}
@@ -624,7 +636,7 @@ func (s *scenario) primaryRunsImage(ctx context.Context, cluster, image string) 
 			if err != nil {
 				return err
 			}
-			return fmt.Errorf("the primary in %s runs %s, want %s", cluster, got, image)
+			return fmt.Errorf("%s in %s runs %s, want %s", name, cluster, got, image)
 		}
 		select {
 		case <-ctx.Done():

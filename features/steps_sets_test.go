@@ -26,7 +26,8 @@ func (s *scenario) registerSetsSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla serving the release set "([^"]*)" in waves "([^"]*)" then "([^"]*)"$`, s.flotillaServingSet)
 	sc.Step(`^a push changes the greeting of every member of the set to "([^"]*)"$`, s.pushSetGreeting)
 	sc.Step(`^that commit had one rollout, the set "([^"]*)"'s, with the members "([^"]*)"$`, s.oneSetRollout)
-	sc.Step(`^the Job "([^"]*)" in every cluster ran the first commit, greeting "([^"]*)"$`, s.jobRan)
+	sc.Step(`^the Job "([^"]*)" in every cluster ran (that|the first) commit, greeting "([^"]*)"$`, s.jobRan)
+	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" runs image "([^"]*)"$`, s.primaryOfRunsImage)
 	sc.Step(`^in cluster "([^"]*)" the primary of "([^"]*)" ran that commit, after the primary of "([^"]*)" did$`, s.primaryRanAfter)
 	sc.Step(`^in cluster "([^"]*)" Flagger failed the canary "([^"]*)" and the workload "([^"]*)" never ran that commit$`, s.failedAndNeverRan)
 	sc.Step(`^in no cluster did the primary of "([^"]*)" run that commit while the primary of "([^"]*)" did not$`, s.neverAhead)
@@ -159,8 +160,20 @@ func (s *scenario) flotillaServingSet(ctx context.Context, set, wave1, wave2 str
 			"source":   map[string]any{"git": map[string]any{"url": s.w.git.url, "branch": "main", "paths": []string{rs.job}}},
 			"workload": map[string]any{"kind": "Job", "name": rs.job},
 		}
-		cfg["applications"] = []map[string]any{job, member(rs.api, rs.job), member(rs.frontend, rs.api)}
-		cfg["releaseSets"] = []map[string]any{{"name": rs.name, "applications": []string{rs.frontend, rs.api, rs.job}}}
+		set := map[string]any{"name": rs.name, "applications": []string{rs.frontend, rs.api, rs.job}}
+		// The rollout's fields the steps set on the application are the
+		// set's (a member's are refused).
+		members := []map[string]any{member(rs.api, rs.job), member(rs.frontend, rs.api)}
+		for _, k := range setRolloutFields {
+			if v, ok := api[k]; ok {
+				set[k] = v
+			}
+			for _, m := range members {
+				delete(m, k)
+			}
+		}
+		cfg["applications"] = append([]map[string]any{job}, members...)
+		cfg["releaseSets"] = []map[string]any{set}
 		return nil
 	})
 	if err := s.configureGitNamespace(ctx, set, wave1, wave2); err != nil {
@@ -168,6 +181,20 @@ func (s *scenario) flotillaServingSet(ctx context.Context, set, wave1, wave2 str
 	}
 	s.w.workload = rs.api // the set's canary is its lead's
 	return s.w.flotilla.start(ctx)
+}
+
+// setRolloutFields are the fields of the scenario's application that are
+// a release set's own (releaseSets[]).
+var setRolloutFields = []string{"driftPolicy"}
+
+// primaryOfRunsImage reads the image the primary of workload name runs in
+// a cluster, waiting up to 30 s for it to be image.
+func (s *scenario) primaryOfRunsImage(ctx context.Context, name, cluster, image string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	return s.waitImage(ctx, c, cluster, name+"-primary", image)
 }
 
 // configureGitNamespace writes the config (the gitSource a step set, the
@@ -264,8 +291,8 @@ func (s *scenario) membersShown(ctx context.Context, members string) error {
 
 // jobRan reads the Job in every cluster: the commit's revision on its pod
 // template, its greeting, and complete.
-func (s *scenario) jobRan(ctx context.Context, name, greeting string) error {
-	want := s.w.git.url + "@" + s.w.git.commits["first"]
+func (s *scenario) jobRan(ctx context.Context, name, which, greeting string) error {
+	want := s.w.git.url + "@" + s.w.git.commits[map[string]string{"that": "that", "the first": "first"}[which]]
 	for _, c := range s.w.clusters {
 		j, err := c.Kube.BatchV1().Jobs(s.w.namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

@@ -20,6 +20,12 @@ type ReleaseSet struct {
 	// of one repository, branch and tags pattern, in one namespace, each in
 	// no other set.
 	Applications []string `json:"applications"`
+	// DriftPolicy is the set's driftPolicy, as an application's: what
+	// flotilla does when a member's primary runs another image than the
+	// set's validated commit renders for it (report, the default, or
+	// revert: the set's commit applied again to the drifted clusters,
+	// every member). A member's own is refused.
+	DriftPolicy string `json:"driftPolicy"`
 }
 
 // DependencyReference names an application applied (and ready) before the
@@ -106,6 +112,9 @@ func (v *validator) releaseSets(c *Config) {
 		v.name(p, "release set", s.Name, seen)
 		if _, ok := index[s.Name]; ok && s.Name != "" {
 			v.addf(p+".name", "%q is an application's name: the set's rollouts are named after it", s.Name)
+		}
+		if s.DriftPolicy != "" {
+			v.oneOf(p+".driftPolicy", "driftPolicy", s.DriftPolicy, DriftPolicies)
 		}
 		if c.Fleet.Executor == ExecutorTekton {
 			v.addf(p, "release sets run on the embedded executor only (fleet.executor is tekton)")
@@ -194,7 +203,8 @@ func (v *validator) releaseSets(c *Config) {
 }
 
 // setMemberFields refuses a member's fields that decide about a rollout:
-// the set's rollout decides for every member.
+// the set's rollout decides for every member, with the set's own field
+// where it has one (setFields).
 func (v *validator) setMemberFields(path string, a Application) {
 	for _, f := range []struct {
 		name string
@@ -206,11 +216,18 @@ func (v *validator) setMemberFields(path string, a Application) {
 		{"poll", a.Poll != nil},
 		{"driftPolicy", a.DriftPolicy != ""},
 	} {
-		if f.set {
+		switch {
+		case !f.set:
+		case slices.Contains(setFields, f.name):
+			v.addf(path+"."+f.name, "%s is a member of a release set: the set's rollout decides for every member (set releaseSets[].%s)", a.Name, f.name)
+		default:
 			v.addf(path+"."+f.name, "%s is a member of a release set: the set's rollout decides for every member (not per member yet)", a.Name)
 		}
 	}
 }
+
+// setFields are the rollout fields a release set has of its own.
+var setFields = []string{"driftPolicy"}
 
 // cycleError is a dependsOn cycle among a set's members.
 type cycleError struct {
@@ -333,7 +350,7 @@ func foldReleaseSets(c *Config) {
 		set := Application{
 			Name: s.Name, Source: &Source{Git: &g}, Track: lead.Track, Namespace: lead.Namespace,
 			Workload: lead.Workload, Service: lead.Service, Delivery: lead.Delivery,
-			OnNewVersion: lead.OnNewVersion, Set: spec,
+			OnNewVersion: lead.OnNewVersion, DriftPolicy: s.DriftPolicy, Set: spec,
 		}
 		set.Delivery.Deadline = Duration{deadline}
 		c.Applications = append(c.Applications, set)

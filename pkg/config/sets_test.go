@@ -164,8 +164,13 @@ func TestReleaseSetValidation(t *testing.T) {
 			want: []Problem{
 				{"applications[1].freezeWindows", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
 				{"applications[1].poll", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
-				{"applications[1].driftPolicy", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
+				{"applications[1].driftPolicy", "shop-api is a member of a release set: the set's rollout decides for every member (set releaseSets[].driftPolicy)"},
 			},
+		},
+		{
+			name: "set's driftPolicy unknown",
+			doc:  shopDoc{sets: "  - {name: shop, applications: [shop-migrate, shop-api, shop-frontend], driftPolicy: undo}"},
+			want: []Problem{{"releaseSets[0].driftPolicy", `unknown driftPolicy "undo"; want one of report, revert`}},
 		},
 		{
 			name: "no canaried member",
@@ -206,7 +211,7 @@ func TestReleaseSetValidation(t *testing.T) {
 // deadlines summed.
 func TestReleaseSetApplication(t *testing.T) {
 	dir := testDir(t)
-	doc := shopDoc{sets: "  - {name: shop, applications: [shop-frontend, shop-api, shop-migrate]}"}
+	doc := shopDoc{sets: "  - {name: shop, applications: [shop-frontend, shop-api, shop-migrate], driftPolicy: revert}"}
 	c, err := Parse([]byte(sections{applications: doc.String()}.doc()), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +243,9 @@ func TestReleaseSetApplication(t *testing.T) {
 	}
 	if set.MemberOf != "" {
 		t.Errorf("the set is a member of %q", set.MemberOf)
+	}
+	if set.DriftPolicy != DriftPolicyRevert {
+		t.Errorf("the set's driftPolicy %q, want revert (releaseSets[0].driftPolicy)", set.DriftPolicy)
 	}
 }
 

@@ -37,6 +37,15 @@
 // again, unless the error is permanent (the commit renders no such
 // workload there), kept as the commit's render for that cluster.
 //
+// A release set (docs/design/release-sets.md) is checked as one git
+// application against its validated commit: each member with a canary is
+// read and rendered in every cluster of the set's waves, and a cluster is
+// judged by its first member not current there (rollout.SetObserved): a
+// member empty catches the whole set up there, a member's primary running
+// another image is the set's drift, named by member, handled by the set's
+// driftPolicy. A member is never checked on its own; a change of its
+// primary checks its set.
+//
 // Nothing is decided while a rollout of the application is in flight: it
 // reaches every cluster of its waves itself. A request's id derives from
 // the application, kind, digest and clusters (and, for a revert, the

@@ -220,7 +220,8 @@ func (r *Reconciler) Changed(cluster, namespace, workload string) {
 	r.mu.Lock()
 	for _, a := range r.cfg.Current().Applications {
 		if a.Namespace == namespace && a.Workload.Name == workload {
-			r.pending[a.Name], found = true, true
+			// A member's primary is its set's to check.
+			r.pending[cmp.Or(a.MemberOf, a.Name)], found = true, true
 		}
 	}
 	r.mu.Unlock()
@@ -244,10 +245,9 @@ func (r *Reconciler) Check(ctx context.Context, name string) (rollout.Reconcilia
 	if !ok {
 		return rollout.Reconciliation{}, fault.New(fault.ErrNotFound, fmt.Sprintf("no application %q is configured", name))
 	}
-	if app.Set != nil || app.MemberOf != "" {
-		// docs/design/release-sets.md: catch-up and drift of a set are
-		// not built yet (no member may set driftPolicy).
-		return rollout.Reconciliation{Skip: "a release set and its members are not reconciled yet"}, nil
+	if app.MemberOf != "" {
+		// Its set's check reads it (observeSet): the set's rollouts carry it.
+		return rollout.Reconciliation{Skip: fmt.Sprintf("a member of release set %s: checked with its set", app.MemberOf)}, nil
 	}
 	if !r.o.Owns(app) {
 		r.drift.DeleteLabelValues(app.Name) // counted where it is checked
@@ -293,21 +293,29 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 			return rollout.Reconciliation{}, fmt.Errorf("reading rollout %s: %w", st.LatestRollout, err)
 		}
 	}
-	obs := r.observe(ctx, app)
-	r.render(ctx, app, st.DeployedDigest, obs)
+	var obs []rollout.Observed
+	if app.Set != nil {
+		obs = r.observeSet(ctx, app, st.DeployedDigest)
+	} else {
+		obs = r.observe(ctx, r.clusters(app), app.Namespace, app.Workload)
+		r.render(ctx, app, st.DeployedDigest, obs)
+	}
 	rec := rollout.Reconcile(r.cfg.Current(), app, st, all, obs, partial)
 	if rec.Skip != "" {
 		return rec, nil
 	}
 	r.drift.WithLabelValues(app.Name).Set(float64(len(rec.Drifted)))
-	found, primaries := map[string]string{}, map[string]string{}
+	found, primaries, members := map[string]string{}, map[string]string{}, map[string]string{}
 	for _, c := range rec.Clusters {
-		found[c.Cluster] = c.Image
+		found[c.Cluster], members[c.Cluster] = c.Image, c.Member
 		primaries[c.Cluster] = fmt.Sprintf("%s#%d", c.Image, c.Generation)
+		if c.Member != "" {
+			primaries[c.Cluster] = c.Member + "/" + primaries[c.Cluster]
+		}
 	}
 	var evs []cloudevents.Event
 	for _, c := range rec.Drifted {
-		e, err := DriftEvent(app, st, c, found[c], primaries[c])
+		e, err := DriftEvent(app, st, c, members[c], found[c], primaries[c])
 		if err != nil {
 			return rec, err
 		}
@@ -354,14 +362,20 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 	return rec, nil
 }
 
-// observe reads every cluster of app's waves, Parallel at a time.
-func (r *Reconciler) observe(ctx context.Context, app config.Application) []rollout.Observed {
+// clusters names the clusters of app's waves.
+func (r *Reconciler) clusters(app config.Application) []string {
 	var names []string
 	for _, w := range rollout.Waves(r.cfg.Current(), app) {
 		for _, c := range w.Clusters {
 			names = append(names, c.Name)
 		}
 	}
+	return names
+}
+
+// observe reads workload w in namespace of every cluster named, Parallel
+// at a time.
+func (r *Reconciler) observe(ctx context.Context, names []string, namespace string, w config.Workload) []rollout.Observed {
 	out := make([]rollout.Observed, len(names))
 	sem := make(chan struct{}, Parallel)
 	var wg sync.WaitGroup
@@ -369,7 +383,7 @@ func (r *Reconciler) observe(ctx context.Context, app config.Application) []roll
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			o, err := r.read.Observe(ctx, c, app.Namespace, app.Workload)
+			o, err := r.read.Observe(ctx, c, namespace, w)
 			if err != nil {
 				o = rollout.Observed{Cluster: c, Err: err.Error()}
 			}
@@ -378,6 +392,34 @@ func (r *Reconciler) observe(ctx context.Context, app config.Application) []roll
 		})
 	}
 	wg.Wait()
+	return out
+}
+
+// observeSet reads, in every cluster of release set set's waves, each
+// member with a canary (a Job member has none: its Jobs ran before its
+// dependents were applied), renders the set's commit for each, and
+// judges each cluster by its first member not current there
+// (rollout.SetObserved).
+func (r *Reconciler) observeSet(ctx context.Context, set config.Application, commit string) []rollout.Observed {
+	names := r.clusters(set)
+	byCluster := make([][]rollout.Observed, len(names))
+	for _, sm := range set.Set.Members {
+		m, ok := r.cfg.Current().Application(sm.Name)
+		if sm.Job || !ok {
+			continue
+		}
+		obs := r.observe(ctx, names, set.Namespace, m.Workload)
+		r.render(ctx, m, commit, obs)
+		for i := range obs {
+			obs[i].Member = m.Name
+			byCluster[i] = append(byCluster[i], obs[i])
+		}
+	}
+	out := make([]rollout.Observed, len(names))
+	for i, c := range names {
+		out[i] = rollout.SetObserved(byCluster[i])
+		out[i].Cluster = c
+	}
 	return out
 }
 
@@ -460,13 +502,13 @@ func Request(app config.Application, st rollout.AppState, kind string, clusters 
 	return e, nil
 }
 
-// DriftEvent is the drift.detected of cluster's primary running image, its
-// id derived from the application, cluster, primary (image and
-// generation) and validated digest: journaled once per drift, and again
-// when the primary is changed again.
-func DriftEvent(app config.Application, st rollout.AppState, cluster, image, primary string) (cloudevents.Event, error) {
+// DriftEvent is the drift.detected of cluster's primary running image (of
+// a release set: member's primary), its id derived from the application,
+// cluster, primary (member, image and generation) and validated digest:
+// journaled once per drift, and again when the primary is changed again.
+func DriftEvent(app config.Application, st rollout.AppState, cluster, member, image, primary string) (cloudevents.Event, error) {
 	h := sha256.Sum256([]byte(app.Name + "\x00" + cluster + "\x00" + primary + "\x00" + st.DeployedDigest))
 	return events.New("drift/"+hex.EncodeToString(h[:16]), "/flotilla/reconcile", events.TypeDriftDetected, events.DriftDetected{
-		Application: app.Name, Cluster: cluster, Image: image, Digest: st.DeployedDigest, Tag: st.DeployedTag, Policy: cmp.Or(app.DriftPolicy, config.DriftPolicyReport),
+		Application: app.Name, Member: member, Cluster: cluster, Image: image, Digest: st.DeployedDigest, Tag: st.DeployedTag, Policy: cmp.Or(app.DriftPolicy, config.DriftPolicyReport),
 	})
 }

@@ -68,6 +68,35 @@ type Observed struct {
 	PrimaryImage string
 	Rendered     string
 	RenderErr    string
+	// Member names the member of a release set this is of ("" for an
+	// application): a set's cluster is what its first member not current
+	// there runs (SetObserved).
+	Member string
+}
+
+// SetObserved is what one cluster runs of a release set, from what it
+// runs of each member with a canary (members, in the set's order, each
+// with its Member): the first member that could not be read, else the
+// first that is empty (no canary or primary: the cluster is caught up,
+// every member), else the first whose primary runs another image than
+// the commit renders for it (drift), else the first not compared, else
+// the first member's (current).
+func SetObserved(members []Observed) Observed {
+	tests := []func(Observed) bool{
+		func(o Observed) bool { return o.Err != "" },
+		func(o Observed) bool { return !o.Canary || o.Primary == "" },
+		func(o Observed) bool { return o.Rendered != "" && o.PrimaryImage != o.Rendered },
+		func(o Observed) bool { return o.Rendered == "" },
+	}
+	for _, t := range tests {
+		if i := slices.IndexFunc(members, t); i >= 0 {
+			return members[i]
+		}
+	}
+	if len(members) == 0 {
+		return Observed{}
+	}
+	return members[0]
 }
 
 // What a check found of a cluster (ClusterCheck.State).
@@ -88,6 +117,9 @@ type ClusterCheck struct {
 	Image      string `json:"image,omitempty"`
 	Generation int64  `json:"generation,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// Member, of a release set's check, is the member the cluster was
+	// judged by (SetObserved): the one not current there.
+	Member string `json:"member,omitempty"`
 }
 
 // Reconciliation is what a check of an application's clusters decided.
@@ -153,7 +185,7 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 		if !targets[o.Cluster] {
 			continue
 		}
-		chk := ClusterCheck{Cluster: o.Cluster, Image: o.Primary, Generation: o.Generation}
+		chk := ClusterCheck{Cluster: o.Cluster, Image: o.Primary, Generation: o.Generation, Member: o.Member}
 		switch {
 		case o.Err != "":
 			chk.State, chk.Reason = CheckUnreadable, o.Err
@@ -194,6 +226,9 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 			if app.DriftPolicy == config.DriftPolicyRevert {
 				out.Revert = append(out.Revert, o.Cluster)
 			}
+		}
+		if chk.Member != "" && chk.Reason != "" {
+			chk.Reason = chk.Member + ": " + chk.Reason
 		}
 		out.Clusters = append(out.Clusters, chk)
 	}
@@ -255,6 +290,9 @@ func PlanReconcile(cfg *config.Config, app config.Application, st AppState, inFl
 	}
 	ro = Rollout{ID: id, Application: app.Name, Image: r.Image, Tag: st.DeployedTag, Digest: st.DeployedDigest, Phase: Progressing,
 		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: st.DeployedCreated, Kind: r.Kind, Reason: r.Reason}
+	if app.Set != nil {
+		ro.Members = app.Set.Names()
+	}
 	ro.Waves = LimitWaves(cfg, Waves(cfg, app), r.Clusters, nil)
 	if len(ro.Waves) == 0 {
 		return Rollout{}, fmt.Sprintf("none of %s is in the application's waves", strings.Join(r.Clusters, ", "))

@@ -215,6 +215,8 @@ func TestPlanReconcile(t *testing.T) {
 		Clusters: []string{"c3"}, Reason: "catch-up of 1.0.0 to [c3]"}
 	gitApp := config.Application{Name: "app", Source: &config.Source{Git: &config.GitSource{URL: "https://git.test/deployments"}}}
 	gitSt := rollout.AppState{DeployedTag: "main@0123456789ab", DeployedDigest: "0123456789abcdef", DeployedClusters: []string{"c1", "c2"}}
+	set := gitApp
+	set.Set = &config.SetSpec{Members: []config.SetMember{{Name: "migrate", Job: true}, {Name: "api"}}}
 	gitReq := events.ReconcileRequested{Application: "app", Kind: rollout.KindCatchUp, Image: "https://git.test/deployments", Tag: "main@0123456789ab",
 		Digest: "0123456789abcdef", Clusters: []string{"c3"}, Reason: "catch-up of main@0123456789ab to [c3]"}
 	tests := []struct {
@@ -234,6 +236,10 @@ func TestPlanReconcile(t *testing.T) {
 			want: rollout.Rollout{ID: "id", Application: "app", Image: "https://git.test/deployments", Tag: "main@0123456789ab", Digest: "0123456789abcdef",
 				Phase: rollout.Progressing, PreviousTag: "main@0123456789ab", PreviousDigest: "0123456789abcdef", Kind: rollout.KindCatchUp, Reason: "catch-up of main@0123456789ab to [c3]",
 				Waves: []rollout.Wave{{Name: "b", Clusters: []rollout.Cluster{{Name: "c3", Phase: rollout.ClusterPending}}}}}},
+		{name: "a release set's catch-up lists its members", app: &set, st: gitSt, req: gitReq,
+			want: rollout.Rollout{ID: "id", Application: "app", Image: "https://git.test/deployments", Tag: "main@0123456789ab", Digest: "0123456789abcdef",
+				Phase: rollout.Progressing, PreviousTag: "main@0123456789ab", PreviousDigest: "0123456789abcdef", Kind: rollout.KindCatchUp, Reason: "catch-up of main@0123456789ab to [c3]",
+				Members: []string{"migrate", "api"}, Waves: []rollout.Wave{{Name: "b", Clusters: []rollout.Cluster{{Name: "c3", Phase: rollout.ClusterPending}}}}}},
 		{name: "not a commit the fleet moved on from", app: &gitApp, st: rollout.AppState{DeployedTag: "main@fedcba987654", DeployedDigest: "fedcba9876543210"}, req: gitReq,
 			skip: "0123456789abcdef is no longer the validated digest (fedcba9876543210 is)"},
 		{name: "not while a rollout is in flight", st: st, req: req,
@@ -368,6 +374,38 @@ func TestUndeployed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.st.Undeployed(inFlight); got != tc.want {
 				t.Errorf("Undeployed = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A release set's cluster is judged by its first member not current
+// there, in that order: unreadable, empty, drifted, not compared.
+func TestSetObserved(t *testing.T) {
+	cur := func(m string) rollout.Observed {
+		return rollout.Observed{Member: m, Canary: true, Primary: "r", PrimaryImage: "i", Rendered: "i"}
+	}
+	with := func(o rollout.Observed, f func(*rollout.Observed)) rollout.Observed { f(&o); return o }
+	unread := with(cur("c"), func(o *rollout.Observed) { o.Err = "refused" })
+	empty := with(cur("d"), func(o *rollout.Observed) { o.Primary = "" })
+	drift := with(cur("e"), func(o *rollout.Observed) { o.PrimaryImage = "hand" })
+	unknown := with(cur("f"), func(o *rollout.Observed) { o.Rendered = "" })
+	tests := []struct {
+		name    string
+		members []rollout.Observed
+		want    string
+	}{
+		{"all current: the first member", []rollout.Observed{cur("a"), cur("b")}, "a"},
+		{"not compared", []rollout.Observed{cur("a"), unknown}, "f"},
+		{"drift before not compared", []rollout.Observed{unknown, drift}, "e"},
+		{"empty before drift", []rollout.Observed{drift, empty}, "d"},
+		{"unreadable before all", []rollout.Observed{empty, drift, unread}, "c"},
+		{"none", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rollout.SetObserved(tt.members).Member; got != tt.want {
+				t.Errorf("judged by %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -1,0 +1,235 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/reconcile"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+// workloads is what each cluster runs of each workload, as a Reader; a
+// workload missing is unreadable.
+type workloads struct {
+	mu   sync.Mutex
+	runs map[string]rollout.Observed // by cluster/workload
+}
+
+func (w *workloads) Observe(_ context.Context, cluster, _ string, wl config.Workload) (rollout.Observed, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o, ok := w.runs[cluster+"/"+wl.Name]
+	if !ok {
+		return o, errors.New("connection refused")
+	}
+	return o, nil
+}
+
+func (w *workloads) set(key string, o rollout.Observed) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.runs[key] = o
+}
+
+// memberImages renders each member's image of the commit, the same in
+// every cluster.
+type memberImages map[string]string
+
+func (m memberImages) WorkloadImage(_ context.Context, app config.Application, _, _ string) (string, error) {
+	img, ok := m[app.Name]
+	if !ok {
+		return "", errors.New("renders no Deployment ns/" + app.Name)
+	}
+	return img, nil
+}
+
+const (
+	setCommit = "0123456789abcdef0123456789abcdef01234567"
+	setRev    = "https://git.test/deploy.git@" + setCommit
+	apiImage  = "reg.test/shop-api:1.0.0"
+	webImage  = "reg.test/shop-frontend:1.0.0"
+	handImage = "reg.test/shop-frontend:6.6.6"
+)
+
+// shopConfig is release set shop (its application as Load builds it: the
+// lead shop-api, driftPolicy revert) of a migration Job, an api and a
+// frontend, over the tests' fleet.
+func shopConfig() *config.Config {
+	git := func(path string) *config.Source {
+		return &config.Source{Git: &config.GitSource{URL: "https://git.test/deploy.git", Branch: "main", Paths: []string{path}}}
+	}
+	member := func(name, kind string) config.Application {
+		return config.Application{Name: name, Namespace: "ns", Workload: config.Workload{Kind: kind, Name: name}, Source: git(name), MemberOf: "shop"}
+	}
+	set := config.Application{Name: "shop", Namespace: "ns", Workload: config.Workload{Name: "shop-api"}, Source: git("shop-api"),
+		DriftPolicy: config.DriftPolicyRevert, Set: &config.SetSpec{Members: []config.SetMember{{Name: "shop-migrate", Job: true}, {Name: "shop-api"}, {Name: "shop-frontend"}}}}
+	return &config.Config{
+		Fleet: fleet(),
+		Applications: []config.Application{
+			member("shop-migrate", config.KindJob), member("shop-api", ""), member("shop-frontend", ""), set,
+		},
+	}
+}
+
+// current is a member's canary and primary on the set's commit.
+func current(cluster, image string) rollout.Observed {
+	return rollout.Observed{Cluster: cluster, Workload: true, Canary: true, Primary: setRev, PrimaryImage: image}
+}
+
+// A release set is checked as one: each member with a canary read in
+// every cluster (the Job member never: it has no canary), a cluster
+// judged by its first member not current there. The frontend's primary
+// changed by hand in c2 is the set's drift (journaled naming the member,
+// reverted with the set's commit, as the set's driftPolicy says); the
+// frontend's canary missing in c3 catches the whole set up there; a
+// member's own check is its set's.
+func TestCheckReleaseSet(t *testing.T) {
+	s, repo := newRepo(t)
+	ws := &workloads{runs: map[string]rollout.Observed{}}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		ws.set(c+"/shop-api", current(c, apiImage))
+		ws.set(c+"/shop-frontend", current(c, webImage))
+	}
+	hand := current("c2", handImage)
+	hand.Generation = 4
+	ws.set("c2/shop-frontend", hand)
+	ws.set("c3/shop-frontend", rollout.Observed{Cluster: "c3", Workload: true})
+	if err := repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedClusters = "main@0123456789ab", setCommit, []string{"c1", "c2", "c3"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	j := journal{s}
+	r, err := reconcile.New(shopConfig(), ws, repo, j, reconcile.Options{
+		Render: memberImages{"shop-api": apiImage, "shop-frontend": webImage}, Now: func() time.Time { return t0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec rollout.Reconciliation
+	for range 2 {
+		if rec, err = r.Check(t.Context(), "shop"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type found struct {
+		CatchUp, Drifted, Revert []string
+		Checks                   []rollout.ClusterCheck
+	}
+	want := found{CatchUp: []string{"c3"}, Drifted: []string{"c2"}, Revert: []string{"c2"}, Checks: []rollout.ClusterCheck{
+		{Cluster: "c1", State: rollout.CheckCurrent, Image: setRev, Member: "shop-api"},
+		{Cluster: "c2", State: rollout.CheckDrifted, Image: handImage, Generation: 4, Member: "shop-frontend",
+			Reason: "shop-frontend: the primary runs " + handImage + ", not " + webImage + ", which the validated main@0123456789ab (" + setCommit + ") renders"},
+		{Cluster: "c3", State: rollout.CheckCatchUp, Member: "shop-frontend",
+			Reason: "shop-frontend: no canary or primary: the cluster is new to the application, or came back empty"},
+	}}
+	if diff := cmp.Diff(want, found{rec.CatchUp, rec.Drifted, rec.Revert, rec.Clusters}); diff != "" {
+		t.Errorf("the set's check (-want +got):\n%s", diff)
+	}
+	wantJournal := []string{"drift.detected c2 " + handImage + " revert", "reconcile.requested catch-up c3", "reconcile.requested drift-revert c2"}
+	if diff := cmp.Diff(wantJournal, sortedAfterFirst(j.types(t))); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	recs, err := s.Read(t.Context(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct{ Type, Application, Member string }
+	var got []entry
+	for _, rc := range recs {
+		e := entry{Type: rc.Event.Type()}
+		switch e.Type {
+		case events.TypeDriftDetected:
+			p, _ := events.Decode[events.DriftDetected](rc.Event)
+			e.Application, e.Member = p.Application, p.Member
+		case events.TypeReconcileRequested:
+			p, _ := events.Decode[events.ReconcileRequested](rc.Event)
+			e.Application = p.Application
+		}
+		got = append(got, e)
+	}
+	wantEntries := []entry{{events.TypeDriftDetected, "shop", "shop-frontend"}, {events.TypeReconcileRequested, "shop", ""}, {events.TypeReconcileRequested, "shop", ""}}
+	if diff := cmp.Diff(wantEntries, got); diff != "" {
+		t.Errorf("journaled for (-want +got):\n%s", diff)
+	}
+
+	// The api's primary changed by hand in c2 as well: the first member
+	// not current is the api, a new drift (another member's primary).
+	ws.set("c2/shop-api", rollout.Observed{Cluster: "c2", Workload: true, Canary: true, Primary: setRev, PrimaryImage: "reg.test/shop-api:0.9.0", Generation: 4})
+	if rec, err = r.Check(t.Context(), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Clusters[1].Member != "shop-api" || len(j.types(t)) != 5 {
+		t.Errorf("the api drifted too: c2 judged by %q, journal %v; want shop-api, a second drift and revert", rec.Clusters[1].Member, j.types(t))
+	}
+
+	for _, m := range []string{"shop-api", "shop-migrate"} {
+		rec, err := r.Check(t.Context(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "a member of release set shop: checked with its set"; rec.Skip != want {
+			t.Errorf("Check(%s) skipped %q, want %q", m, rec.Skip, want)
+		}
+	}
+}
+
+// sortedAfterFirst sorts all but the first entry (the requests are
+// journaled in no set order).
+func sortedAfterFirst(s []string) []string {
+	if len(s) > 1 {
+		slices.Sort(s[1:])
+	}
+	return s
+}
+
+// A member's primary changed (the watch cache's event names the member's
+// workload) checks its set within the settle time.
+func TestChangedMemberChecksItsSet(t *testing.T) {
+	s, repo := newRepo(t)
+	cfg := shopConfig()
+	cfg.Fleet.Reconcile = config.Reconcile{Interval: &config.Duration{Duration: time.Hour}}
+	ws := &workloads{runs: map[string]rollout.Observed{}}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		ws.set(c+"/shop-api", current(c, apiImage))
+		ws.set(c+"/shop-frontend", current(c, webImage))
+	}
+	if err := repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest = "main@0123456789ab", setCommit
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	j := journal{s}
+	r, err := reconcile.New(cfg, ws, repo, j, reconcile.Options{Settle: 10 * time.Millisecond, Render: memberImages{"shop-api": apiImage, "shop-frontend": webImage}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(100 * time.Millisecond) // the first check, at start: current
+	if got := j.types(t); len(got) != 0 {
+		t.Fatalf("the first check journaled %v, want nothing", got)
+	}
+	ws.set("c1/shop-frontend", current("c1", handImage))
+	r.Changed("c1", "ns", "shop-frontend")
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.ContainsFunc(j.types(t), func(s string) bool { return strings.HasPrefix(s, "drift.detected c1 "+handImage) }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no drift journaled 5 s after the frontend's primary changed: %v", j.types(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
