@@ -6,6 +6,10 @@ Feature: Applications as resources of the management cluster
   reload of the file is. A team applies, edits and deletes its
   Application with kubectl; its status says whether flotilla took it
   (Ready, or why not) and what became of its versions and rollouts.
+  The platform team keeps the fleet's clusters as Cluster resources of
+  its own namespaces (server.resources.platformNamespaces), each with its
+  kubeconfig in a Secret beside it; a Cluster anywhere else changes
+  nothing and says so.
 
   Background:
     Given a registry
@@ -67,3 +71,48 @@ Feature: Applications as resources of the management cluster
     And the workload "second" in clusters "c1,c2" still runs its first image
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
+
+  # Catches Cluster resources read only at start-up or never (c4's is
+  # applied while flotilla runs), labels not read from the spec (c4 in no
+  # wave: its primary stays on its old version), a cluster not reached with
+  # the kubeconfig of the Secret its Cluster names (c4's run fails), and a
+  # status never written (no Ready, no wave in kubectl's columns).
+  Scenario: kubectl apply of a Cluster labelled for the last wave in the platform's namespace: it is in that wave's next rollout
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla watches the Application resources of a team's namespace and the Cluster resources of a platform namespace in cluster "c1"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When `kubectl apply` of a Cluster "c4" labelled "tier=prod" and its kubeconfig Secret in the platform namespace
+    Then the Cluster "c4" is Ready in wave "wave-2"
+    And flotilla lists cluster "c4" in wave "wave-2"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in cluster "c4" runs version "1.1.0" by digest
+    And the primary in every cluster runs version "1.1.0" by digest
+
+  # Catches a Cluster honoured outside the platform's namespaces (a team
+  # would add its own cluster to the fleet: c4 would be in wave-2 and its
+  # workload updated to 1.1.0), a refusal said nowhere the team reads it
+  # (no Ready=False naming platformNamespaces), and a refusal that takes
+  # the rest down (1.1.0 does not roll out to c1 and c2).
+  Scenario: A Cluster in a team's namespace: not Ready, saying why; nothing changes
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla watches the Application resources of a team's namespace and the Cluster resources of a platform namespace in cluster "c1"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the workload "podinfo" runs its old version in cluster "c4"
+    When `kubectl apply` of a Cluster "c4" labelled "tier=prod" and its kubeconfig Secret in the team's namespace
+    Then the Cluster "c4" is not Ready, reason "NotPlatformNamespace", its message naming "server.resources.platformNamespaces"
+    And flotilla lists no cluster "c4"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the workload "podinfo" in clusters "c4" still runs its first image

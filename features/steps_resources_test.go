@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -38,6 +39,11 @@ func (s *scenario) registerResourcesSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`kubectl get applications.flotilla.dev` lists \"([^\"]*)\" Ready with \"([^\"]*)\" deployed$", s.kubectlListsResource)
 	sc.Step(`^flotilla tracks no application "([^"]*)"$`, s.tracksNoApplication)
 	sc.Step(`^flotilla rejects the push of "([^"]*)" as not tracked by any application$`, s.pushNotTracked)
+	sc.Step(`^flotilla watches the Application resources of a team's namespace and the Cluster resources of a platform namespace in cluster "([^"]*)"$`, s.watchPlatform)
+	sc.Step("^`kubectl apply` of a Cluster \"([^\"]*)\" labelled \"([^\"]*)\" and its kubeconfig Secret in the (platform|team's) namespace$", s.applyCluster)
+	sc.Step(`^the Cluster "([^"]*)" is Ready in wave "([^"]*)"$`, s.clusterReady)
+	sc.Step(`^the Cluster "([^"]*)" is not Ready, reason "([^"]*)", its message naming "([^"]*)"$`, s.clusterNotReady)
+	sc.Step(`^flotilla lists no cluster "([^"]*)"$`, s.listsNoCluster)
 }
 
 // resourcesWorld is where a scenario's Application resources live.
@@ -45,6 +51,8 @@ type resourcesWorld struct {
 	cluster    string
 	kubeconfig string
 	namespace  string
+	platform   string            // the platform's namespace, "" when none
+	clusters   map[string]string // a Cluster resource's namespace, by name
 	client     dynamic.Interface
 }
 
@@ -63,6 +71,17 @@ func (s *scenario) resourcesWorld() (*resourcesWorld, error) {
 // `helm install` does), makes a team's namespace there and has the
 // flotilla the scenario configures watch it (server.resources).
 func (s *scenario) watchResources(ctx context.Context, cluster string) error {
+	return s.watchResourcesOf(ctx, cluster, false)
+}
+
+// watchPlatform is watchResources with a platform namespace too, whose
+// Cluster resources flotilla honours (server.resources.platformNamespaces),
+// and the chart's Cluster CRD.
+func (s *scenario) watchPlatform(ctx context.Context, cluster string) error {
+	return s.watchResourcesOf(ctx, cluster, true)
+}
+
+func (s *scenario) watchResourcesOf(ctx context.Context, cluster string, platform bool) error {
 	c, err := s.clientsFor(cluster)
 	if err != nil {
 		return err
@@ -80,13 +99,174 @@ func (s *scenario) watchResources(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	rw := &resourcesWorld{cluster: cluster, kubeconfig: cl.Kubeconfig, namespace: ns, client: dyn}
+	rw := &resourcesWorld{cluster: cluster, kubeconfig: cl.Kubeconfig, namespace: ns, client: dyn, clusters: map[string]string{}}
+	resources := map[string]any{"namespaces": []string{ns}, "kubeconfig": cl.Kubeconfig}
+	if platform {
+		// the chart's crds/clusters.yaml
+		if err := installCRD(ctx, c.Config, v1alpha1.ClusterCRD, "clusters.flotilla.dev"); err != nil {
+			return err
+		}
+		if rw.platform, err = s.ownNamespace(ctx, c, "platform"); err != nil {
+			return err
+		}
+		resources["platformNamespaces"] = []string{rw.platform}
+	}
 	resourceWorlds.Store(s.w, rw)
 	s.onCleanup(func() { resourceWorlds.Delete(s.w) })
 	s.w.configEdits = append(s.w.configEdits, func(cfg map[string]any) error {
-		cfg["server"].(map[string]any)["resources"] = map[string]any{"namespaces": []string{ns}, "kubeconfig": cl.Kubeconfig}
+		cfg["server"].(map[string]any)["resources"] = resources
 		return nil
 	})
+	return nil
+}
+
+// applyCluster applies, as a platform team (or a team) would, a Secret
+// holding cluster's kubeconfig and a Cluster resource naming it, labelled,
+// in the platform's namespace (or the team's). In the platform's, the
+// scenario's last wave has the cluster from then on (its Then steps read
+// it).
+func (s *scenario) applyCluster(ctx context.Context, cluster, list, where string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	ns := rw.namespace
+	if where == "platform" {
+		if ns = rw.platform; ns == "" {
+			return errors.New("no platform namespace in this scenario")
+		}
+	}
+	labels, err := parseLabels(list)
+	if err != nil {
+		return err
+	}
+	fc, ok := s.fleet().Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("the fleet has no cluster %s", cluster)
+	}
+	kubeconfig, err := os.ReadFile(fc.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": cluster + "-kubeconfig", "namespace": ns},
+		"stringData": map[string]any{"value": string(kubeconfig)}}
+	res := map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Cluster",
+		"metadata": map[string]any{"name": cluster, "namespace": ns},
+		"spec": map[string]any{"labels": labels,
+			"kubeconfig": map[string]any{"secretRef": map[string]any{"name": cluster + "-kubeconfig"}}}}
+	for _, obj := range []map[string]any{secret, res} {
+		doc, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if _, err := rw.kubectl(ctx, doc, "apply", "-f", "-"); err != nil {
+			return err
+		}
+	}
+	rw.clusters[cluster] = ns
+	if where != "platform" {
+		return nil
+	}
+	target, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	w := s.w
+	w.clusters = append(w.clusters, target)
+	if !slices.Contains(w.waves[len(w.waves)-1], cluster) {
+		w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
+	}
+	return nil
+}
+
+// clusterStatus waits until ok holds of the Cluster resource's status, for
+// its current generation.
+func (s *scenario) clusterStatus(ctx context.Context, name, what string, ok func(v1alpha1.ClusterStatus) bool) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	ns, known := rw.clusters[name]
+	if !known {
+		return fmt.Errorf("no step applied the Cluster %s", name)
+	}
+	deadline := time.Now().Add(time.Minute)
+	var last v1alpha1.ClusterStatus
+	for {
+		u, err := rw.client.Resource(v1alpha1.Clusters).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading the Cluster %s/%s: %w", ns, name, err)
+		}
+		last = v1alpha1.ClusterStatus{}
+		if b, err := yaml.Marshal(u.Object["status"]); err == nil {
+			_ = yaml.Unmarshal(b, &last)
+		}
+		if last.ObservedGeneration == u.GetGeneration() && ok(last) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the Cluster %s/%s's status never showed %s; it is %+v (generation %d)\n%s", ns, name, what, last, u.GetGeneration(), s.w.flotilla.logs(20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func readyOf(conds []metav1.Condition) *metav1.Condition {
+	for i, c := range conds {
+		if c.Type == v1alpha1.ConditionReady {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// clusterReady waits for the Cluster's Ready condition and its wave, then
+// reads them as the platform team does: kubectl get clusters.flotilla.dev.
+func (s *scenario) clusterReady(ctx context.Context, name, wave string) error {
+	err := s.clusterStatus(ctx, name, "Ready=True in wave "+wave, func(st v1alpha1.ClusterStatus) bool {
+		c := readyOf(st.Conditions)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonApplied && st.Wave == wave
+	})
+	if err != nil {
+		return err
+	}
+	rw, _ := s.resourcesWorld()
+	out, err := rw.kubectl(ctx, nil, "get", "clusters.flotilla.dev", "-n", rw.clusters[name])
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[0], "READY") || !strings.Contains(lines[0], "WAVE") {
+		return fmt.Errorf("kubectl get clusters.flotilla.dev printed no table of Clusters:\n%s", out)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > 3 && f[0] == name && f[1] == "True" && f[2] == "Applied" && f[3] == wave {
+			return nil
+		}
+	}
+	return fmt.Errorf("kubectl get clusters.flotilla.dev lists no %s Ready (Applied) in wave %s:\n%s", name, wave, out)
+}
+
+func (s *scenario) clusterNotReady(ctx context.Context, name, reason, names string) error {
+	return s.clusterStatus(ctx, name, "Ready=False "+reason+" naming "+names, func(st v1alpha1.ClusterStatus) bool {
+		c := readyOf(st.Conditions)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && strings.Contains(c.Message, names)
+	})
+}
+
+// listsNoCluster: the API lists no cluster of that name (read after the
+// Cluster's status said flotilla judged it).
+func (s *scenario) listsNoCluster(ctx context.Context, cluster string) error {
+	var got []struct{ Name string }
+	if err := s.getJSON(ctx, "/api/v1/clusters", &got); err != nil {
+		return err
+	}
+	for _, c := range got {
+		if c.Name == cluster {
+			return fmt.Errorf("the API lists cluster %s: %+v", cluster, got)
+		}
+	}
 	return nil
 }
 

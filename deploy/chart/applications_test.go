@@ -2,6 +2,7 @@ package chart
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,4 +83,78 @@ func keysOf(m map[string]*unstructured.Unstructured) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// The chart's Cluster CRD is the one controller-gen writes.
+func TestClusterCRD(t *testing.T) {
+	chart, err := os.ReadFile("flotilla/crds/clusters.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(v1alpha1.ClusterCRD), string(chart)); diff != "" {
+		t.Errorf("flotilla/crds/clusters.yaml is not pkg/resources/v1alpha1's (-want +got):\n%s", diff)
+	}
+}
+
+// applicationResources.platformNamespaces: the config names them; the
+// service account reads the Clusters of every watched namespace (the
+// teams' ones to say they are not honoured there) and the Secrets of the
+// platform's; the Clusters' editor is a ClusterRole aggregated nowhere,
+// while their viewers are the namespaces'.
+func TestClusterResources(t *testing.T) {
+	objs := renderIn(t, "testdata/values-platform.yaml", "flotilla")
+	byKey := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		byKey[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	raw, _, _ := unstructured.NestedString(byKey["ConfigMap/flotilla/flotilla-config"].Object, "data", "config.yaml")
+	var cfg struct {
+		Server struct {
+			Resources map[string]any `json:"resources"`
+		} `json:"server"`
+	}
+	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromYAML(t, `{namespaces: [team-a, team-b], platformNamespaces: [platform]}`), plain(t, cfg.Server.Resources)); diff != "" {
+		t.Errorf("the config's server.resources (-want +got)\n%s", diff)
+	}
+	want := `[{apiGroups: [flotilla.dev], resources: [applications], verbs: [get, list, watch]},
+	  {apiGroups: [flotilla.dev], resources: [applications/status], verbs: [get, patch, update]},
+	  {apiGroups: [flotilla.dev], resources: [clusters], verbs: [get, list, watch]},
+	  {apiGroups: [flotilla.dev], resources: [clusters/status], verbs: [get, patch, update]}]`
+	if role := byKey["ClusterRole//flotilla-applications"]; role == nil {
+		t.Fatalf("no ClusterRole flotilla-applications among %v", keysOf(byKey))
+	} else if diff := cmp.Diff(fromYAML(t, want), plain(t, role.Object["rules"])); diff != "" {
+		t.Errorf("the ClusterRole's rules (-want +got)\n%s", diff)
+	}
+	for _, ns := range []string{"team-a", "team-b", "platform"} {
+		if byKey["RoleBinding/"+ns+"/flotilla-applications"] == nil {
+			t.Errorf("no RoleBinding flotilla-applications in %s among %v", ns, keysOf(byKey))
+		}
+	}
+	secrets := byKey["Role/platform/flotilla-cluster-secrets"]
+	if secrets == nil || byKey["RoleBinding/platform/flotilla-cluster-secrets"] == nil {
+		t.Fatalf("no Role and RoleBinding flotilla-cluster-secrets in platform among %v", keysOf(byKey))
+	}
+	if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [""], resources: [secrets], verbs: [get, list, watch]}]`), plain(t, secrets.Object["rules"])); diff != "" {
+		t.Errorf("the Secrets' Role (-want +got)\n%s", diff)
+	}
+	if byKey["Role/team-a/flotilla-cluster-secrets"] != nil {
+		t.Error("flotilla reads the Secrets of a team's namespace")
+	}
+	edit := byKey["ClusterRole//flotilla-clusters-edit"]
+	if edit == nil {
+		t.Fatalf("no ClusterRole flotilla-clusters-edit among %v", keysOf(byKey))
+	}
+	for k := range edit.GetLabels() {
+		if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+			t.Errorf("the Clusters' editor is aggregated (%s): a team's namespace editor could add clusters", k)
+		}
+	}
+	view := byKey["ClusterRole//flotilla-applications-view"]
+	if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [flotilla.dev], resources: [applications, applications/status, clusters, clusters/status], verbs: [get, list, watch]}]`),
+		plain(t, view.Object["rules"])); diff != "" {
+		t.Errorf("the viewer's rules (-want +got)\n%s", diff)
+	}
 }

@@ -41,7 +41,7 @@ func (s *Server) newResources(r *config.Resources, o Options) (*resources.Source
 	if err != nil {
 		return nil, fmt.Errorf("server.resources: %w", err)
 	}
-	return resources.New(resources.Options{Client: dyn, Namespaces: r.Namespaces, Path: o.ConfigFile, Live: s.live, Logger: o.Logger,
+	return resources.New(resources.Options{Client: dyn, Namespaces: r.Namespaces, PlatformNamespaces: r.PlatformNamespaces, Path: o.ConfigFile, Live: s.live, Logger: o.Logger,
 		Clusters: s.discoveredClusters}), nil
 }
 

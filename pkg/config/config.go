@@ -162,6 +162,14 @@ type Server struct {
 type Resources struct {
 	// Namespaces watched (the teams' namespaces); empty: every namespace.
 	Namespaces []string `json:"namespaces"`
+	// PlatformNamespaces are the platform team's namespaces: the Cluster
+	// resources (flotilla.dev/v1alpha1, the CRD
+	// deploy/chart/flotilla/crds/clusters.yaml) of these namespaces are
+	// clusters of the fleet, beside the file's fleet.clusters, their
+	// kubeconfig read from a Secret of their namespace; a Cluster resource
+	// of another watched namespace is not Ready (NotPlatformNamespace) and
+	// changes nothing. Empty: no Cluster resource is read.
+	PlatformNamespaces []string `json:"platformNamespaces"`
 	// Kubeconfig of the management cluster; empty: the pod's own
 	// (in-cluster) credentials.
 	Kubeconfig string `json:"kubeconfig"`

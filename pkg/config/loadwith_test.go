@@ -3,13 +3,14 @@ package config
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
 const resourcesDoc = `
-server: {resources: {namespaces: [team-a, team-a, "Team_B"]}}
+server: {resources: {namespaces: [team-a, team-a, "Team_B"], platformNamespaces: [platform, platform, "Plat_X"]}}
 receivers:
   - {name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}
 fleet:
@@ -79,7 +80,9 @@ func TestResources(t *testing.T) {
 	for _, p := range verr.Problems {
 		paths = append(paths, p.Path)
 	}
-	if diff := cmp.Diff([]string{"server.resources.namespaces[1]", "server.resources.namespaces[2]"}, paths); diff != "" {
+	want := []string{"server.resources.namespaces[1]", "server.resources.namespaces[2]",
+		"server.resources.platformNamespaces[1]", "server.resources.platformNamespaces[2]"}
+	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("problems (-want +got):\n%s\n%v", diff, verr)
 	}
 	none := `
@@ -92,5 +95,21 @@ fleet:
 `
 	if _, err := Parse([]byte(none), dir); err != nil {
 		t.Errorf("no application with server.resources: %v", err)
+	}
+	// The Cluster resources may bring every cluster: the file may have
+	// none, and a wave's selector may select none of the file's.
+	platform := `
+server: {resources: {namespaces: [team-a], platformNamespaces: [platform]}}
+receivers:
+  - {name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}
+fleet:
+  waves: [{selector: {matchLabels: {tier: prod}}}]
+`
+	if _, err := Parse([]byte(platform), dir); err != nil {
+		t.Errorf("no cluster with server.resources.platformNamespaces: %v", err)
+	}
+	_, err = Parse([]byte(strings.Replace(platform, ", platformNamespaces: [platform]", "", 1)), dir)
+	if !errors.As(err, &verr) || len(verr.Problems) != 2 || verr.Problems[0].Path != "fleet.clusters" || verr.Problems[1].Path != "fleet.waves[0].selector" {
+		t.Errorf("no cluster without platformNamespaces: %v, want fleet.clusters and fleet.waves[0].selector refused", err)
 	}
 }

@@ -58,8 +58,9 @@ func (e *ValidationError) Error() string {
 type validator struct {
 	problems []Problem
 	clusters []Cluster // the fleet's, for the applications' selectors
-	// discovers: fleet.discovery may bring clusters the file has not, so
-	// a selector that takes none of the file's is no problem.
+	// discovers: fleet.discovery or the Cluster resources
+	// (server.resources.platformNamespaces) may bring clusters the file
+	// has not, so a selector that takes none of the file's is no problem.
 	discovers bool
 }
 
@@ -70,7 +71,7 @@ func (v *validator) addf(path, format string, args ...any) {
 // validate checks a defaulted config and resolves receivers' secrets;
 // earlier are problems found before defaults (kuratorAliases).
 func validate(c *Config, earlier ...Problem) *ValidationError {
-	v := validator{problems: earlier, discovers: c.Fleet.Discovery != nil}
+	v := validator{problems: earlier, discovers: c.Fleet.Discovery != nil || c.Server.Resources != nil && len(c.Server.Resources.PlatformNamespaces) > 0}
 	v.server(&c.Server)
 	seenSinks := map[string]bool{}
 	for i, u := range c.Events.CDEvents {
@@ -137,6 +138,15 @@ func (v *validator) server(s *Server) {
 		seen := map[string]bool{}
 		for i, ns := range r.Namespaces {
 			p := fmt.Sprintf("server.resources.namespaces[%d]", i)
+			v.dnsLabel(p, "namespace", ns)
+			if seen[ns] {
+				v.addf(p, "namespace %q is listed twice", ns)
+			}
+			seen[ns] = true
+		}
+		seen = map[string]bool{}
+		for i, ns := range r.PlatformNamespaces {
+			p := fmt.Sprintf("server.resources.platformNamespaces[%d]", i)
 			v.dnsLabel(p, "namespace", ns)
 			if seen[ns] {
 				v.addf(p, "namespace %q is listed twice", ns)
@@ -429,7 +439,7 @@ func (v *validator) fleet(f *Fleet) {
 	}
 
 	v.discovery("fleet.discovery", f.Discovery)
-	if len(f.Clusters) == 0 && f.Discovery == nil {
+	if len(f.Clusters) == 0 && !v.discovers {
 		v.addf("fleet.clusters", "at least one cluster is required")
 	}
 	seen := map[string]string{}
@@ -497,7 +507,7 @@ func (v *validator) fleet(f *Fleet) {
 				took++
 			}
 		}
-		if took == 0 && len(w.Clusters) == 0 && f.Discovery == nil { // discovery may bring its clusters later
+		if took == 0 && len(w.Clusters) == 0 && !v.discovers { // discovery or a Cluster resource may bring its clusters later
 			v.addf(p, "selects no cluster that an earlier wave or a wave's clusters list does not have already (%s)", sel)
 		}
 	}

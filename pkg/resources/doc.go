@@ -16,6 +16,17 @@
 // a secret of flotilla's own process (a team must not borrow flotilla's
 // environment or files), is Invalid alike.
 //
+// With platform namespaces (server.resources.platformNamespaces) the
+// Cluster resources are a source too (cluster.go): each Cluster of a
+// platform namespace is a cluster of the fleet named after it, labelled
+// with spec.labels, reached with the kubeconfig of the Secret its spec
+// names in its namespace (watched too: a rotated kubeconfig is a change);
+// it joins the clusters after the file's and the discovered ones, and is
+// refused (Invalid, NameConflict, keeping the generation accepted before)
+// as an Application is. A Cluster of a team's namespace is not Ready
+// (NotPlatformNamespace) and changes nothing: a team may not add clusters
+// to the fleet. Its status says which wave has it.
+//
 // RunStatus writes each resource's status (in scale-out mode on one
 // replica): observedGeneration, Ready (True once its application is in
 // the configuration in force; NotApplied when the configuration it

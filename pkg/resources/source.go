@@ -16,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -37,6 +38,11 @@ type Options struct {
 	Client dynamic.Interface
 	// Namespaces watched; empty: every namespace.
 	Namespaces []string
+	// PlatformNamespaces are where the Cluster resources are honoured
+	// (their Secrets read); a Cluster of another namespace Namespaces
+	// watches is not Ready, NotPlatformNamespace. Empty: no Cluster
+	// resource is read.
+	PlatformNamespaces []string
 	// Path is the configuration file the resources' applications join.
 	// Required.
 	Path string
@@ -60,17 +66,25 @@ const DefaultRetry = 15 * time.Second
 // SourceName is what the swap's log names a reload of the resources by.
 const SourceName = "application resources"
 
-// key names a resource.
-type key struct{ namespace, name string }
+// Kinds of resources.
+const (
+	kindApplication = "Application"
+	kindCluster     = "Cluster"
+)
 
-func (k key) String() string { return k.namespace + "/" + k.name }
+// key names a resource.
+type key struct{ kind, namespace, name string }
+
+func (k key) String() string { return k.kind + " " + k.namespace + "/" + k.name }
 
 // verdict is what the last Build made of a resource's generation.
 type verdict struct {
 	generation int64
-	app        string // the application's name
-	reason     string // v1alpha1.ReasonApplied (in the configuration built), ReasonInvalid, ReasonNameConflict
-	message    string
+	name       string // the application's or the cluster's name
+	// reason: v1alpha1.ReasonApplied (in the configuration built),
+	// ReasonInvalid, ReasonNameConflict, ReasonNotPlatformNamespace
+	reason  string
+	message string
 	// fallback: this generation is refused, an earlier one accepted stays
 	// in the configuration built.
 	fallback bool
@@ -79,21 +93,31 @@ type verdict struct {
 // Source is the Application resources as a source of configuration.
 type Source struct {
 	o         Options
-	informers []cache.SharedIndexInformer
-	wake      chan struct{} // a resource's generation changed
-	status    chan struct{} // a Build made new verdicts
+	informers []cache.SharedIndexInformer          // the Applications'
+	clusters  []cache.SharedIndexInformer          // the Clusters'
+	secrets   map[string]cache.SharedIndexInformer // the platform namespaces' Secrets
+	platform  map[string]bool                      // Options.PlatformNamespaces
+	wake      chan struct{}                        // a resource's generation changed
+	status    chan struct{}                        // a Build made new verdicts
 
 	mu       sync.Mutex
 	verdicts map[key]verdict
-	accepted map[key]acceptedApp // the last generation of each accepted
-	built    *config.Config      // the configuration the last Build made
-	refusal  string              // why the swap refused the last sync's configuration, "" when it applied it
-	synced   map[key]int64       // the generations the last applied sync swapped in
+	accepted map[key]acceptedItem // the last generation of each accepted
+	built    *config.Config       // the configuration the last Build made
+	refusal  string               // why the swap refused the last sync's configuration, "" when it applied it
+	synced   map[key]string       // the states the last applied sync swapped in
 }
 
-type acceptedApp struct {
+// item is what a resource puts into the configuration: an application
+// or a cluster.
+type item struct {
+	app     *config.Application
+	cluster *config.Cluster
+}
+
+type acceptedItem struct {
 	generation int64
-	app        config.Application
+	item       item
 }
 
 // New returns a Source; Start starts its watch.
@@ -105,31 +129,56 @@ func New(o Options) *Source {
 		o.Retry = DefaultRetry
 	}
 	s := &Source{o: o, wake: make(chan struct{}, 1), status: make(chan struct{}, 1),
-		verdicts: map[key]verdict{}, accepted: map[key]acceptedApp{}}
+		verdicts: map[key]verdict{}, accepted: map[key]acceptedItem{},
+		secrets: map[string]cache.SharedIndexInformer{}, platform: map[string]bool{}}
 	namespaces := o.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	// Only the spec's changes (a new generation) change the
+	// configuration; the statuses RunStatus writes do not.
+	onSpec := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { poke(s.wake) },
+		UpdateFunc: func(old, next any) {
+			prev, _ := old.(*unstructured.Unstructured)
+			cur, _ := next.(*unstructured.Unstructured)
+			if prev == nil || cur == nil || prev.GetGeneration() != cur.GetGeneration() {
+				poke(s.wake)
+			}
+		},
+		DeleteFunc: func(any) { poke(s.wake) },
+	}
+	watch := func(ns string, gvr schema.GroupVersionResource, h cache.ResourceEventHandler) cache.SharedIndexInformer {
+		inf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(o.Client, 0, ns, nil).ForResource(gvr).Informer()
+		_, _ = inf.AddEventHandler(h)
+		return inf
+	}
 	for _, ns := range namespaces {
-		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(o.Client, 0, ns, nil)
-		inf := f.ForResource(v1alpha1.Applications).Informer()
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { poke(s.wake) },
-			UpdateFunc: func(old, next any) {
-				// Only the spec's changes (a new generation) change the
-				// configuration; the statuses RunStatus writes do not.
-				prev, _ := old.(*unstructured.Unstructured)
-				cur, _ := next.(*unstructured.Unstructured)
-				if prev == nil || cur == nil || prev.GetGeneration() != cur.GetGeneration() {
-					poke(s.wake)
-				}
-			},
-			DeleteFunc: func(any) { poke(s.wake) },
-		})
-		s.informers = append(s.informers, inf)
+		s.informers = append(s.informers, watch(ns, v1alpha1.Applications, onSpec))
+	}
+	if len(o.PlatformNamespaces) == 0 {
+		return s
+	}
+	// The Clusters of the teams' namespaces too: theirs are not Ready,
+	// saying why.
+	clusterNamespaces := namespaces
+	if len(o.Namespaces) > 0 {
+		clusterNamespaces = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(o.Namespaces), o.PlatformNamespaces...))))
+	}
+	for _, ns := range clusterNamespaces {
+		s.clusters = append(s.clusters, watch(ns, v1alpha1.Clusters, onSpec))
+	}
+	always := func(any) { poke(s.wake) }
+	for _, ns := range o.PlatformNamespaces {
+		s.platform[ns] = true
+		s.secrets[ns] = watch(ns, secrets, cache.ResourceEventHandlerFuncs{AddFunc: always,
+			UpdateFunc: func(any, any) { poke(s.wake) }, DeleteFunc: always})
 	}
 	return s
 }
+
+// secrets is the core API's Secrets, read with the dynamic client.
+var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 func poke(c chan struct{}) {
 	select {
@@ -141,14 +190,16 @@ func poke(c chan struct{}) {
 // Start runs the informers until ctx ends and waits, up to timeout, for
 // their first list: Build then sees every resource.
 func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
-	for _, inf := range s.informers {
+	all := slices.Concat(s.informers, s.clusters, slices.Collect(maps.Values(s.secrets)))
+	for _, inf := range all {
 		go inf.Run(ctx.Done())
 	}
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for _, inf := range s.informers {
+	for _, inf := range all {
 		if !cache.WaitForCacheSync(wait.Done(), inf.HasSynced) {
-			return fmt.Errorf("listing the Application resources (%s) of the management cluster: not done within %s", v1alpha1.Applications.GroupResource(), timeout)
+			return fmt.Errorf("listing the resources (%s, %s and the platform namespaces' Secrets) of the management cluster: not done within %s",
+				v1alpha1.Applications.GroupResource(), v1alpha1.Clusters.GroupResource(), timeout)
 		}
 	}
 	return nil
@@ -181,7 +232,7 @@ func (s *Source) Run(ctx context.Context, r Reloader) error {
 // unless they are the generations the last applied sync swapped in
 // (force: even then).
 func (s *Source) Sync(ctx context.Context, r Reloader, force bool) reload.Result {
-	now := generations(s.list())
+	now := s.states()
 	s.mu.Lock()
 	same := s.refusal == "" && s.synced != nil && maps.Equal(now, s.synced)
 	s.mu.Unlock()
@@ -205,9 +256,14 @@ func (s *Source) Sync(ctx context.Context, r Reloader, force bool) reload.Result
 
 // list is every Application resource the informers hold, oldest first
 // (the older of two with one name keeps it).
-func (s *Source) list() []*unstructured.Unstructured {
+func (s *Source) list() []*unstructured.Unstructured { return listOf(s.informers) }
+
+// listClusters is every Cluster resource, oldest first.
+func (s *Source) listClusters() []*unstructured.Unstructured { return listOf(s.clusters) }
+
+func listOf(informers []cache.SharedIndexInformer) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, inf := range s.informers {
+	for _, inf := range informers {
 		for _, o := range inf.GetStore().List() {
 			if u, ok := o.(*unstructured.Unstructured); ok {
 				out = append(out, u)
@@ -221,97 +277,157 @@ func (s *Source) list() []*unstructured.Unstructured {
 	return out
 }
 
-func generations(objs []*unstructured.Unstructured) map[key]int64 {
-	out := make(map[key]int64, len(objs))
-	for _, u := range objs {
-		out[key{u.GetNamespace(), u.GetName()}] = u.GetGeneration()
+// states is each resource's generation and, for a Cluster, the version
+// of the Secret it names: what a Build reads of it.
+func (s *Source) states() map[key]string {
+	out := map[key]string{}
+	for _, u := range s.list() {
+		out[key{kindApplication, u.GetNamespace(), u.GetName()}] = strconv.FormatInt(u.GetGeneration(), 10)
+	}
+	for _, u := range s.listClusters() {
+		st := strconv.FormatInt(u.GetGeneration(), 10)
+		if sec, ok := s.secret(u.GetNamespace(), secretName(u)); ok {
+			st += "/" + sec.GetResourceVersion()
+		}
+		out[key{kindCluster, u.GetNamespace(), u.GetName()}] = st
 	}
 	return out
 }
 
+// secret is the Secret name of a platform namespace, as the informer has
+// it.
+func (s *Source) secret(namespace, name string) (*unstructured.Unstructured, bool) {
+	inf := s.secrets[namespace]
+	if inf == nil || name == "" {
+		return nil, false
+	}
+	o, ok, err := inf.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	return u, ok
+}
+
+// secretData is SecretData of the informers' Secrets.
+func (s *Source) secretData(namespace, name, k string) ([]byte, error) {
+	u, ok := s.secret(namespace, name)
+	if !ok {
+		return nil, fmt.Errorf("no Secret %s in namespace %s", name, namespace)
+	}
+	return secretValue(u, k)
+}
+
 // candidate is a resource on its way into the configuration: its current
-// generation's application, else the last accepted one, else none.
+// generation's item, else the last accepted one, else none.
 type candidate struct {
 	key      key
 	gen      int64
-	current  *config.Application
-	fallback *config.Application
+	current  *item
+	fallback *item
 	verdict  verdict
 }
 
-// app is what the candidate puts into the configuration now, nil when
+// item is what the candidate puts into the configuration now, nil when
 // nothing.
-func (c *candidate) app() *config.Application {
+func (c *candidate) item() *item {
 	if c.current != nil {
 		return c.current
 	}
 	return c.fallback
 }
 
-// refuse records why the candidate's application is refused and falls
-// back to the previous one accepted (or to none).
+// refuse records why the candidate's item is refused and falls back to
+// the previous one accepted (or to none).
 func (c *candidate) refuse(reason, message string) {
 	if c.current == nil { // the fallback itself is refused now
 		c.fallback = nil
 		c.verdict.fallback = false
 		return
 	}
-	c.verdict = verdict{generation: c.gen, app: c.verdict.app, reason: reason, message: message}
+	c.verdict = verdict{generation: c.gen, name: c.verdict.name, reason: reason, message: message}
 	c.current = nil
 	c.verdict.fallback = c.fallback != nil
 }
 
-// Build is the configuration of the file at path with the resources'
-// applications (what the swap takes, for the file's reloads too): each
-// resource's current generation, or the last one accepted when the
-// current one is refused, or nothing. It fails only when the file itself
-// does (or the resources' applications cannot be copied).
-func (s *Source) Build(path string) (*config.Config, error) {
-	objs := s.list()
-	s.mu.Lock()
-	accepted := maps.Clone(s.accepted)
-	s.mu.Unlock()
+// candidates are the resources objs of a kind as candidates, oldest
+// first; the older of two with one name keeps it, the other is a
+// NameConflict. convert makes a resource's item; skip, when it says why,
+// leaves a resource out with that verdict (reason, message).
+func candidates(kind string, objs []*unstructured.Unstructured, accepted map[key]acceptedItem,
+	convert func(*unstructured.Unstructured) (item, error), skip func(*unstructured.Unstructured) (string, string)) []*candidate {
 	cands := make([]*candidate, 0, len(objs))
-	owner := map[string]key{} // application name -> the resource that has it
+	owner := map[string]key{} // name -> the resource that has it
 	for _, u := range objs {
-		c := &candidate{key: key{u.GetNamespace(), u.GetName()}, gen: u.GetGeneration()}
-		c.verdict = verdict{generation: c.gen, app: u.GetName()}
+		c := &candidate{key: key{kind, u.GetNamespace(), u.GetName()}, gen: u.GetGeneration()}
+		c.verdict = verdict{generation: c.gen, name: u.GetName()}
+		cands = append(cands, c)
+		if reason, message := skip(u); reason != "" {
+			c.verdict.reason, c.verdict.message = reason, message
+			continue
+		}
 		if a, ok := accepted[c.key]; ok {
-			c.fallback = &a.app
+			c.fallback = &a.item
 		}
 		if first, taken := owner[u.GetName()]; taken {
 			c.verdict.reason, c.verdict.message = v1alpha1.ReasonNameConflict,
-				fmt.Sprintf("the application name %q is taken by the older Application %s", u.GetName(), first)
+				fmt.Sprintf("the %s name %q is taken by the older %s %s/%s", strings.ToLower(kind), u.GetName(), kind, first.namespace, first.name)
 			c.fallback = nil // the older one has the name
-			cands = append(cands, c)
 			continue
 		}
 		owner[u.GetName()] = c.key
-		if a, err := Convert(u); err != nil {
+		if it, err := convert(u); err != nil {
 			c.verdict.reason, c.verdict.message = v1alpha1.ReasonInvalid, err.Error()
 			c.verdict.fallback = c.fallback != nil
 		} else {
-			c.current = &a
+			c.current = &it
 		}
-		cands = append(cands, c)
 	}
+	return cands
+}
+
+// Build is the configuration of the file at path with the resources'
+// applications and clusters (what the swap takes, for the file's reloads
+// too): each resource's current generation, or the last one accepted when
+// the current one is refused, or nothing. It fails only when the file
+// itself does (or the resources' applications cannot be copied).
+func (s *Source) Build(path string) (*config.Config, error) {
+	s.mu.Lock()
+	accepted := maps.Clone(s.accepted)
+	s.mu.Unlock()
+	never := func(*unstructured.Unstructured) (string, string) { return "", "" }
+	apps := candidates(kindApplication, s.list(), accepted, func(u *unstructured.Unstructured) (item, error) {
+		a, err := Convert(u)
+		return item{app: &a}, err
+	}, never)
+	clusters := candidates(kindCluster, s.listClusters(), accepted, func(u *unstructured.Unstructured) (item, error) {
+		c, err := ConvertCluster(u, s.secretData)
+		return item{cluster: &c}, err
+	}, s.outsidePlatform)
+	cands := slices.Concat(apps, clusters)
 	var (
 		cfg *config.Config
 		err error
 	)
 	for range 2*len(cands) + 1 {
-		var apps []config.Application
-		var in []*candidate // the candidates of apps, in order
-		for _, c := range cands {
-			if a := c.app(); a != nil {
-				apps, in = append(apps, *a), append(in, c)
-			}
-		}
-		var fileApps int
-		extra := config.Extra{Applications: apps}
+		var extra config.Extra
 		if s.o.Clusters != nil {
 			extra.Clusters = s.o.Clusters()
 		}
+		discovered := len(extra.Clusters)
+		var in []*candidate // the candidates of extra.Applications, in order
+		bySource := map[string]*candidate{}
+		for _, c := range cands {
+			switch it := c.item(); {
+			case it == nil:
+			case it.app != nil:
+				extra.Applications, in = append(extra.Applications, *it.app), append(in, c)
+			case it.cluster != nil:
+				extra.Clusters = append(extra.Clusters, *it.cluster)
+				bySource[it.cluster.Source] = c
+			}
+		}
+		var fileApps int
 		cfg, fileApps, err = config.LoadExtra(path, extra)
 		if err == nil {
 			break
@@ -322,8 +438,16 @@ func (s *Source) Build(path string) (*config.Config, error) {
 		}
 		bad := map[*candidate][]config.Problem{}
 		for _, p := range verr.Problems {
-			if i, rest, ok := extraProblem(p.Path, fileApps, len(apps)); ok {
+			if i, rest, ok := extraProblem(p.Path, fileApps, len(extra.Applications)); ok {
 				bad[in[i]] = append(bad[in[i]], config.Problem{Path: rest, Message: p.Message})
+				continue
+			}
+			for _, cl := range extra.Clusters[discovered:] {
+				if rest, ok := clusterProblem(p.Path, cl.Source); ok {
+					c := bySource[cl.Source]
+					bad[c] = append(bad[c], config.Problem{Path: rest, Message: p.Message})
+					break
+				}
 			}
 		}
 		if len(bad) == 0 {
@@ -334,7 +458,7 @@ func (s *Source) Build(path string) (*config.Config, error) {
 			msgs := make([]string, len(ps))
 			for i, p := range ps {
 				msgs[i] = p.String()
-				if strings.HasPrefix(p.Message, "duplicate application name") {
+				if strings.HasPrefix(p.Message, "duplicate application name") || strings.HasPrefix(p.Message, "duplicate cluster name") {
 					reason = v1alpha1.ReasonNameConflict
 				}
 			}
@@ -348,13 +472,13 @@ func (s *Source) Build(path string) (*config.Config, error) {
 	defer s.mu.Unlock()
 	before := s.verdicts
 	s.verdicts = map[key]verdict{}
-	next := map[key]acceptedApp{}
+	next := map[key]acceptedItem{}
 	for _, c := range cands {
 		v := c.verdict
 		switch {
 		case c.current != nil:
 			v.reason, v.message, v.fallback = v1alpha1.ReasonApplied, "", false
-			next[c.key] = acceptedApp{generation: c.gen, app: *c.current}
+			next[c.key] = acceptedItem{generation: c.gen, item: *c.current}
 		case c.fallback != nil:
 			v.fallback = true
 			next[c.key] = s.accepted[c.key]
@@ -362,7 +486,7 @@ func (s *Source) Build(path string) (*config.Config, error) {
 			v.fallback = false
 		}
 		if v.reason != v1alpha1.ReasonApplied && before[c.key] != v {
-			s.o.Logger.Warn("application resource refused", "resource", c.key.String(), "generation", c.gen,
+			s.o.Logger.Warn("resource refused", "resource", c.key.String(), "generation", c.gen,
 				"reason", v.reason, "message", v.message, "earlier_generation_stays", v.fallback)
 		}
 		s.verdicts[c.key] = v
@@ -370,6 +494,16 @@ func (s *Source) Build(path string) (*config.Config, error) {
 	s.accepted, s.built = next, cfg
 	poke(s.status)
 	return cfg, nil
+}
+
+// outsidePlatform says why a Cluster resource is not honoured: it is in
+// none of the platform's namespaces.
+func (s *Source) outsidePlatform(u *unstructured.Unstructured) (reason, message string) {
+	if s.platform[u.GetNamespace()] {
+		return "", ""
+	}
+	return v1alpha1.ReasonNotPlatformNamespace, fmt.Sprintf("a Cluster is honoured only in the platform's namespaces (server.resources.platformNamespaces: %s), not in %s: it changes nothing",
+		strings.Join(s.o.PlatformNamespaces, ", "), u.GetNamespace())
 }
 
 // appPath matches a problem's path in the i-th application.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,9 +67,16 @@ type fixture struct {
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureOf(t, fileDoc, nil, objs...)
+}
+
+// newFixtureOf is newFixture of the file doc, honouring the Cluster
+// resources of the platform namespaces.
+func newFixtureOf(t *testing.T, doc string, platform []string, objs ...runtime.Object) *fixture {
+	t.Helper()
 	t.Setenv("FLOTILLA_TEST_TOKEN", "token")
 	dir := t.TempDir()
-	for name, content := range map[string]string{"c1.kubeconfig": "apiVersion: v1\nkind: Config\n", "config.yaml": fileDoc} {
+	for name, content := range map[string]string{"c1.kubeconfig": "apiVersion: v1\nkind: Config\n", "config.yaml": doc} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -79,9 +87,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		t.Fatal(err)
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.Applications: "ApplicationList"}, objs...)
+		map[schema.GroupVersionResource]string{v1alpha1.Applications: "ApplicationList", v1alpha1.Clusters: "ClusterList", secrets: "SecretList"}, objs...)
 	live := config.NewLive(first)
-	src := New(Options{Client: client, Namespaces: []string{"team-a", "team-b"}, Path: path, Live: live})
+	src := New(Options{Client: client, Namespaces: []string{"team-a", "team-b"}, PlatformNamespaces: platform, Path: path, Live: live})
 	r, err := reload.New(live, reload.Options{Load: src.Build})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +115,11 @@ func (f *fixture) verdicts() map[string]string {
 	defer f.src.mu.Unlock()
 	out := map[string]string{}
 	for k, v := range f.src.verdicts {
-		out[k.String()] = v.reason + ": " + v.message
+		name := k.namespace + "/" + k.name // an Application's
+		if k.kind != kindApplication {
+			name = k.String()
+		}
+		out[name] = v.reason + ": " + v.message
 	}
 	return out
 }
@@ -191,7 +203,7 @@ func TestBuildKeepsAcceptedGeneration(t *testing.T) {
 		if _, err := res.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return generations(f.src.list())[key{"team-a", "web"}] == gen })
+		waitFor(t, func() bool { return f.src.states()[key{kindApplication, "team-a", "web"}] == strconv.FormatInt(gen, 10) })
 	}
 	edit(2, spec("registry.example.com/web", "semver", "not a constraint"))
 	if out := f.src.Sync(ctx, f.r, false); out.Outcome != reload.Applied {
@@ -205,7 +217,7 @@ func TestBuildKeepsAcceptedGeneration(t *testing.T) {
 		t.Errorf("verdict %q, want Invalid naming spec.semver", v)
 	}
 	f.src.mu.Lock()
-	fallback := f.src.verdicts[key{"team-a", "web"}].fallback
+	fallback := f.src.verdicts[key{kindApplication, "team-a", "web"}].fallback
 	f.src.mu.Unlock()
 	if !fallback {
 		t.Error("the verdict does not say generation 1 stays in force")
@@ -283,13 +295,13 @@ func TestStatus(t *testing.T) {
 		reason    string
 		deployed  bool
 	}{
-		{name: "in force", v: verdict{generation: 3, app: "web", reason: v1alpha1.ReasonApplied}, cur: cfg, blt: cfg,
+		{name: "in force", v: verdict{generation: 3, name: "web", reason: v1alpha1.ReasonApplied}, cur: cfg, blt: cfg,
 			wantReady: metav1.ConditionTrue, reason: v1alpha1.ReasonApplied, deployed: true},
-		{name: "built, the swap refused it", v: verdict{generation: 3, app: "web", reason: v1alpha1.ReasonApplied}, cur: other, blt: cfg,
+		{name: "built, the swap refused it", v: verdict{generation: 3, name: "web", reason: v1alpha1.ReasonApplied}, cur: other, blt: cfg,
 			refusal: "removed while in flight", wantReady: metav1.ConditionFalse, reason: v1alpha1.ReasonNotApplied},
-		{name: "invalid, the earlier generation in force", v: verdict{generation: 3, app: "web", reason: v1alpha1.ReasonInvalid, message: "spec.semver: bad", fallback: true},
+		{name: "invalid, the earlier generation in force", v: verdict{generation: 3, name: "web", reason: v1alpha1.ReasonInvalid, message: "spec.semver: bad", fallback: true},
 			cur: cfg, blt: cfg, wantReady: metav1.ConditionFalse, reason: v1alpha1.ReasonInvalid, deployed: true},
-		{name: "a name conflict", v: verdict{generation: 3, app: "web", reason: v1alpha1.ReasonNameConflict, message: "taken"},
+		{name: "a name conflict", v: verdict{generation: 3, name: "web", reason: v1alpha1.ReasonNameConflict, message: "taken"},
 			cur: cfg, blt: cfg, wantReady: metav1.ConditionFalse, reason: v1alpha1.ReasonNameConflict},
 	}
 	o := StatusOptions{Apps: stateOf{}, Rollouts: stateOf{}}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -94,7 +95,7 @@ func (s *Source) writeStatuses(ctx context.Context, o StatusOptions) {
 	verdicts, built, refusal := maps.Clone(s.verdicts), s.built, s.refusal
 	s.mu.Unlock()
 	for _, u := range s.list() {
-		k := key{u.GetNamespace(), u.GetName()}
+		k := key{kindApplication, u.GetNamespace(), u.GetName()}
 		v, ok := verdicts[k]
 		if !ok || v.generation != u.GetGeneration() {
 			continue // not judged yet: the next Build does
@@ -115,6 +116,75 @@ func (s *Source) writeStatuses(ctx context.Context, o StatusOptions) {
 			s.o.Logger.Warn("application resource status: writing it", "resource", k.String(), "error", err)
 		}
 	}
+	for _, u := range s.listClusters() {
+		k := key{kindCluster, u.GetNamespace(), u.GetName()}
+		v, ok := verdicts[k]
+		if !ok || v.generation != u.GetGeneration() {
+			continue
+		}
+		var had v1alpha1.ClusterStatus
+		if err := fromMap(u.Object["status"], &had); err != nil {
+			had = v1alpha1.ClusterStatus{}
+		}
+		want := desiredCluster(had, v, ClusterSource(k.namespace, k.name), cur, built, refusal)
+		if same, err := equalJSON(had, want); err != nil || same {
+			continue
+		}
+		if err := s.apply(ctx, k, want); err != nil {
+			s.o.Logger.Warn("cluster resource status: writing it", "resource", k.String(), "error", err)
+		}
+	}
+}
+
+// desiredCluster is the status of a Cluster resource whose generation's
+// verdict is v and whose cluster's source is src.
+func desiredCluster(had v1alpha1.ClusterStatus, v verdict, src string, cur, built *config.Config, refusal string) v1alpha1.ClusterStatus {
+	want := v1alpha1.ClusterStatus{ObservedGeneration: v.generation, Conditions: append([]metav1.Condition(nil), had.Conditions...)}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: v.generation, Reason: v.reason, Message: v.message}
+	c, inCur := cur.Cluster(v.name)
+	inCur = inCur && c.Source == src // the cluster of that name in force is this resource's
+	switch v.reason {
+	case v1alpha1.ReasonApplied:
+		if inCur && (built == cur || sameCluster(built, cur, v.name)) {
+			cond.Status = metav1.ConditionTrue
+			if want.Wave = waveOf(cur, v.name); want.Wave != "" {
+				cond.Message = fmt.Sprintf("in force: cluster %q, in wave %s", v.name, want.Wave)
+			} else {
+				cond.Message = fmt.Sprintf("in force: cluster %q, in no wave (no wave lists it or selects its labels)", v.name)
+			}
+		} else {
+			cond.Reason, cond.Message = v1alpha1.ReasonNotApplied, cmp.Or(refusal, "not in force yet")
+		}
+	case v1alpha1.ReasonNotPlatformNamespace:
+	default:
+		if v.fallback && inCur {
+			cond.Message += "; the generation accepted before stays in force"
+			want.Wave = waveOf(cur, v.name)
+		}
+	}
+	meta.SetStatusCondition(&want.Conditions, cond)
+	return want
+}
+
+// waveOf is the name of the wave that has the cluster name in cfg, "" when
+// none.
+func waveOf(cfg *config.Config, name string) string {
+	for _, w := range cfg.Fleet.Waves {
+		if slices.Contains(w.ClusterNames(), name) {
+			return w.Name
+		}
+	}
+	return ""
+}
+
+// sameCluster tells whether the cluster name is the same in a and b.
+func sameCluster(a, b *config.Config, name string) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	x, ok1 := a.Cluster(name)
+	y, ok2 := b.Cluster(name)
+	return ok1 && ok2 && reflect.DeepEqual(x, y)
 }
 
 // desired is the status of a resource whose generation's verdict is v,
@@ -124,12 +194,12 @@ func desired(ctx context.Context, o StatusOptions, had v1alpha1.ApplicationStatu
 	cur, built *config.Config, refusal string) (v1alpha1.ApplicationStatus, error) {
 	want := v1alpha1.ApplicationStatus{ObservedGeneration: v.generation, Conditions: append([]metav1.Condition(nil), had.Conditions...)}
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: v.generation, Reason: v.reason, Message: v.message}
-	_, inCur := cur.Application(v.app)
+	_, inCur := cur.Application(v.name)
 	owns := false // the application of that name in force is this resource's
 	switch v.reason {
 	case v1alpha1.ReasonApplied:
-		if inCur && (built == cur || sameApplication(built, cur, v.app)) {
-			cond.Status, cond.Message, owns = metav1.ConditionTrue, "in force: flotilla tracks the application "+strconv.Quote(v.app), true
+		if inCur && (built == cur || sameApplication(built, cur, v.name)) {
+			cond.Status, cond.Message, owns = metav1.ConditionTrue, "in force: flotilla tracks the application "+strconv.Quote(v.name), true
 		} else {
 			cond.Reason, cond.Message = v1alpha1.ReasonNotApplied, cmp.Or(refusal, "not in force yet")
 		}
@@ -143,7 +213,7 @@ func desired(ctx context.Context, o StatusOptions, had v1alpha1.ApplicationStatu
 	if !owns {
 		return want, nil
 	}
-	st, err := o.Apps.App(ctx, v.app)
+	st, err := o.Apps.App(ctx, v.name)
 	if err != nil {
 		return want, err
 	}
@@ -191,17 +261,21 @@ func at(t time.Time) *metav1.Time {
 
 // apply writes the resource's status (server-side apply of the status
 // subresource, as flotilla's field manager).
-func (s *Source) apply(ctx context.Context, k key, st v1alpha1.ApplicationStatus) error {
+func (s *Source) apply(ctx context.Context, k key, st any) error {
 	status := map[string]any{}
 	if err := fromMap(st, &status); err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Application",
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": k.kind,
 		"metadata": map[string]any{"name": k.name, "namespace": k.namespace},
 		"status":   status,
 	}}
-	_, err := s.o.Client.Resource(v1alpha1.Applications).Namespace(k.namespace).
+	gvr := v1alpha1.Applications
+	if k.kind == kindCluster {
+		gvr = v1alpha1.Clusters
+	}
+	_, err := s.o.Client.Resource(gvr).Namespace(k.namespace).
 		ApplyStatus(ctx, k.name, u, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	return err
 }

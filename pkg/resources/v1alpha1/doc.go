@@ -1,8 +1,9 @@
 // Package v1alpha1 is flotilla's configuration API as Kubernetes custom
 // resources (group flotilla.dev, version v1alpha1): the Application, one
 // of the configuration's applications kept as a namespaced resource of
-// the management cluster, which pkg/resources watches and adds to the
-// configuration file's.
+// the management cluster, and the Cluster, one of the fleet's clusters
+// kept in a platform namespace, which pkg/resources watches and adds to
+// the configuration file's.
 //
 // An Application's spec is the file's application with the same field
 // names and meanings (config.Application, its name the resource's
@@ -11,7 +12,7 @@
 // flotilla did with it: the last version seen, skipped and rolled out,
 // and the latest rollout.
 //
-// The CustomResourceDefinition (crds/applications.yaml, which the chart
+// The CustomResourceDefinitions (crds/, which the chart
 // installs from its own copy) and zz_generated.deepcopy.go are written by
 // controller-gen from these types and their markers: `make generate`.
 //

@@ -14,15 +14,24 @@ var GroupVersion = schema.GroupVersion{Group: "flotilla.dev", Version: "v1alpha1
 // Applications is the Applications' resource.
 var Applications = GroupVersion.WithResource("applications")
 
+// Clusters is the Clusters' resource.
+var Clusters = GroupVersion.WithResource("clusters")
+
 // CRD is the Application CustomResourceDefinition, as controller-gen
 // writes it (the chart's crds/ holds the same file).
 //
 //go:embed crds/flotilla.dev_applications.yaml
 var CRD []byte
 
+// ClusterCRD is the Cluster CustomResourceDefinition, as controller-gen
+// writes it (the chart's crds/clusters.yaml is the same file).
+//
+//go:embed crds/flotilla.dev_clusters.yaml
+var ClusterCRD []byte
+
 // AddToScheme registers the API's types in a scheme.
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Application{}, &ApplicationList{})
+	s.AddKnownTypes(GroupVersion, &Application{}, &ApplicationList{}, &Cluster{}, &ClusterList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -201,7 +201,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- if .Values.applicationResources.enabled }}
 {{- $server := deepCopy (default (dict) $cfg.server) }}
-{{- $_ := set $server "resources" (dict "namespaces" .Values.applicationResources.namespaces) }}
+{{- $resources := dict "namespaces" .Values.applicationResources.namespaces }}
+{{- with .Values.applicationResources.platformNamespaces }}
+{{- $_ := set $resources "platformNamespaces" . }}
+{{- end }}
+{{- $_ := set $server "resources" $resources }}
 {{- $_ := set $cfg "server" $server }}
 {{- end }}
 {{- if or .Values.clusterDiscovery.argocd.enabled .Values.clusterDiscovery.clusterProfiles.enabled .Values.clusterDiscovery.clusterAPI.enabled }}
