@@ -203,7 +203,9 @@ func TestBuildKeepsAcceptedGeneration(t *testing.T) {
 		if _, err := res.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return f.src.states()[key{kindApplication, "team-a", "web"}] == strconv.FormatInt(gen, 10) })
+		waitFor(t, func() bool {
+			return f.src.states()[key{kindApplication, "team-a", "web"}] == strconv.FormatInt(gen, 10)
+		})
 	}
 	edit(2, spec("registry.example.com/web", "semver", "not a constraint"))
 	if out := f.src.Sync(ctx, f.r, false); out.Outcome != reload.Applied {
