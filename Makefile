@@ -201,11 +201,12 @@ fleet-status: ## List what the local fleet runs
 	$(GO) run ./deploy/tools/local status
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Write the custom resources' code and CRDs with controller-gen: pkg/resources/v1alpha1's deep copies and Application and Cluster CRDs (OpenAPI schema, CEL rules, status, printer columns), copied into the chart's crds/
+generate: $(CONTROLLER_GEN) ## Write the custom resources' code and CRDs with controller-gen: pkg/resources/v1alpha1's deep copies and Application, Cluster and WavePolicy CRDs (OpenAPI schema, CEL rules, status, printer columns), copied into the chart's crds/
 	$(CONTROLLER_GEN) object paths=./pkg/resources/v1alpha1
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./pkg/resources/v1alpha1 output:crd:dir=pkg/resources/v1alpha1/crds
 	cp pkg/resources/v1alpha1/crds/flotilla.dev_applications.yaml deploy/chart/flotilla/crds/applications.yaml
 	cp pkg/resources/v1alpha1/crds/flotilla.dev_clusters.yaml deploy/chart/flotilla/crds/clusters.yaml
+	cp pkg/resources/v1alpha1/crds/flotilla.dev_wavepolicies.yaml deploy/chart/flotilla/crds/wavepolicies.yaml
 
 $(GOTESTSUM):
 	@mkdir -p $(TOOLS)/gobin-gotestsum

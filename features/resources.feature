@@ -8,8 +8,8 @@ Feature: Applications as resources of the management cluster
   (Ready, or why not) and what became of its versions and rollouts.
   The platform team keeps the fleet's clusters as Cluster resources of
   its own namespaces (server.resources.platformNamespaces), each with its
-  kubeconfig in a Secret beside it; a Cluster anywhere else changes
-  nothing and says so.
+  kubeconfig in a Secret beside it, and the fleet's waves as a
+  WavePolicy there; a Cluster anywhere else changes nothing and says so.
 
   Background:
     Given a registry
@@ -116,3 +116,24 @@ Feature: Applications as resources of the management cluster
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
     And the workload "podinfo" in clusters "c4" still runs its first image
+
+  # Catches a WavePolicy read only at start-up or never (the push of 1.1.0
+  # would follow the file's waves: c1 first, then c2 without approval), its
+  # waves taken without their policy (the second wave would not wait for
+  # its approval: c1 would run 1.1.0), and a status never written (no
+  # Ready, no waves in kubectl's columns).
+  Scenario: kubectl apply of a WavePolicy in the platform's namespace: the next rollout follows its waves
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla watches the Application resources of a team's namespace and the Cluster resources of a platform namespace in cluster "c1"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When `kubectl apply` of a WavePolicy in the platform namespace whose waves are "first", the clusters labelled "tier=prod", then "second", those labelled "tier=canary" after 1 approval
+    Then the WavePolicy is Ready with the waves "first,second"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" waits for an approval of wave 2
+    And the primary in clusters "c2" runs version "1.1.0" by digest
+    And the primary in clusters "c1" runs version "1.0.0" by digest

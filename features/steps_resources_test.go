@@ -44,6 +44,8 @@ func (s *scenario) registerResourcesSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the Cluster "([^"]*)" is Ready in wave "([^"]*)"$`, s.clusterReady)
 	sc.Step(`^the Cluster "([^"]*)" is not Ready, reason "([^"]*)", its message naming "([^"]*)"$`, s.clusterNotReady)
 	sc.Step(`^flotilla lists no cluster "([^"]*)"$`, s.listsNoCluster)
+	sc.Step("^`kubectl apply` of a WavePolicy in the platform namespace whose waves are \"first\", the clusters labelled \"([^\"]*)\", then \"second\", those labelled \"([^\"]*)\" after (\\d+) approvals?$", s.applyWavePolicy)
+	sc.Step(`^the WavePolicy is Ready with the waves "([^"]*)"$`, s.wavePolicyReady)
 }
 
 // resourcesWorld is where a scenario's Application resources live.
@@ -102,8 +104,11 @@ func (s *scenario) watchResourcesOf(ctx context.Context, cluster string, platfor
 	rw := &resourcesWorld{cluster: cluster, kubeconfig: cl.Kubeconfig, namespace: ns, client: dyn, clusters: map[string]string{}}
 	resources := map[string]any{"namespaces": []string{ns}, "kubeconfig": cl.Kubeconfig}
 	if platform {
-		// the chart's crds/clusters.yaml
+		// the chart's crds/clusters.yaml and wavepolicies.yaml
 		if err := installCRD(ctx, c.Config, v1alpha1.ClusterCRD, "clusters.flotilla.dev"); err != nil {
+			return err
+		}
+		if err := installCRD(ctx, c.Config, v1alpha1.WavePolicyCRD, "wavepolicies.flotilla.dev"); err != nil {
 			return err
 		}
 		if rw.platform, err = s.ownNamespace(ctx, c, "platform"); err != nil {
@@ -485,4 +490,83 @@ func (s *scenario) pushNotTracked(ctx context.Context, version string) error {
 		return err
 	}
 	return s.noRollout(version)
+}
+
+// wavePolicyName is the name of the scenario's WavePolicy.
+const wavePolicyName = "fleet"
+
+// applyWavePolicy applies, as the platform team would, a WavePolicy of two
+// waves by label, the second needing approvals.
+func (s *scenario) applyWavePolicy(ctx context.Context, first, second string, approvals int) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	if rw.platform == "" {
+		return errors.New("no platform namespace in this scenario")
+	}
+	wave := func(name, list string) (map[string]any, error) {
+		labels, err := parseLabels(list)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"name": name, "selector": map[string]any{"matchLabels": labels}}, nil
+	}
+	w1, err := wave("first", first)
+	if err != nil {
+		return err
+	}
+	w2, err := wave("second", second)
+	if err != nil {
+		return err
+	}
+	w2["approvals"] = approvals
+	doc, err := yaml.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WavePolicy",
+		"metadata": map[string]any{"name": wavePolicyName, "namespace": rw.platform},
+		"spec":     map[string]any{"waves": []any{w1, w2}}})
+	if err != nil {
+		return err
+	}
+	_, err = rw.kubectl(ctx, doc, "apply", "-f", "-")
+	return err
+}
+
+// wavePolicyReady waits for the WavePolicy's Ready condition and the waves
+// in force its status names, then reads them as the platform team does:
+// kubectl get wavepolicies.flotilla.dev.
+func (s *scenario) wavePolicyReady(ctx context.Context, waves string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	want := strings.Split(waves, ",")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		u, err := rw.client.Resource(v1alpha1.WavePolicies).Namespace(rw.platform).Get(ctx, wavePolicyName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading the WavePolicy: %w", err)
+		}
+		var st v1alpha1.WavePolicyStatus
+		if b, err := yaml.Marshal(u.Object["status"]); err == nil {
+			_ = yaml.Unmarshal(b, &st)
+		}
+		c := readyOf(st.Conditions)
+		if st.ObservedGeneration == u.GetGeneration() && c != nil && c.Status == metav1.ConditionTrue && slices.Equal(st.Waves, want) {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the WavePolicy's status never showed Ready with the waves %v; it is %+v\n%s", want, st, s.w.flotilla.logs(20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	out, err := rw.kubectl(ctx, nil, "get", "wavepolicies.flotilla.dev", "-n", rw.platform)
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		if f := strings.Fields(l); len(f) > 3 && f[0] == wavePolicyName && f[1] == "True" && f[2] == "Applied" && strings.Contains(f[3], want[0]) {
+			return nil
+		}
+	}
+	return fmt.Errorf("kubectl get wavepolicies.flotilla.dev lists no %s Ready (Applied) with its waves:\n%s", wavePolicyName, out)
 }

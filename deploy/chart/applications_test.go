@@ -85,14 +85,17 @@ func keysOf(m map[string]*unstructured.Unstructured) []string {
 	return out
 }
 
-// The chart's Cluster CRD is the one controller-gen writes.
-func TestClusterCRD(t *testing.T) {
-	chart, err := os.ReadFile("flotilla/crds/clusters.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(v1alpha1.ClusterCRD), string(chart)); diff != "" {
-		t.Errorf("flotilla/crds/clusters.yaml is not pkg/resources/v1alpha1's (-want +got):\n%s", diff)
+// The chart's Cluster and WavePolicy CRDs are the ones controller-gen
+// writes.
+func TestPlatformCRDs(t *testing.T) {
+	for file, crd := range map[string][]byte{"flotilla/crds/clusters.yaml": v1alpha1.ClusterCRD, "flotilla/crds/wavepolicies.yaml": v1alpha1.WavePolicyCRD} {
+		chart, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(crd), string(chart)); diff != "" {
+			t.Errorf("%s is not pkg/resources/v1alpha1's (-want +got):\n%s", file, diff)
+		}
 	}
 }
 
@@ -121,8 +124,8 @@ func TestClusterResources(t *testing.T) {
 	}
 	want := `[{apiGroups: [flotilla.dev], resources: [applications], verbs: [get, list, watch]},
 	  {apiGroups: [flotilla.dev], resources: [applications/status], verbs: [get, patch, update]},
-	  {apiGroups: [flotilla.dev], resources: [clusters], verbs: [get, list, watch]},
-	  {apiGroups: [flotilla.dev], resources: [clusters/status], verbs: [get, patch, update]}]`
+	  {apiGroups: [flotilla.dev], resources: [clusters, wavepolicies], verbs: [get, list, watch]},
+	  {apiGroups: [flotilla.dev], resources: [clusters/status, wavepolicies/status], verbs: [get, patch, update]}]`
 	if role := byKey["ClusterRole//flotilla-applications"]; role == nil {
 		t.Fatalf("no ClusterRole flotilla-applications among %v", keysOf(byKey))
 	} else if diff := cmp.Diff(fromYAML(t, want), plain(t, role.Object["rules"])); diff != "" {
@@ -143,17 +146,21 @@ func TestClusterResources(t *testing.T) {
 	if byKey["Role/team-a/flotilla-cluster-secrets"] != nil {
 		t.Error("flotilla reads the Secrets of a team's namespace")
 	}
-	edit := byKey["ClusterRole//flotilla-clusters-edit"]
+	edit := byKey["ClusterRole//flotilla-platform-edit"]
 	if edit == nil {
-		t.Fatalf("no ClusterRole flotilla-clusters-edit among %v", keysOf(byKey))
+		t.Fatalf("no ClusterRole flotilla-platform-edit among %v", keysOf(byKey))
 	}
 	for k := range edit.GetLabels() {
 		if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
-			t.Errorf("the Clusters' editor is aggregated (%s): a team's namespace editor could add clusters", k)
+			t.Errorf("the platform's editor is aggregated (%s): a team's namespace editor could add clusters", k)
 		}
 	}
+	if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [flotilla.dev], resources: [clusters, wavepolicies], verbs: [get, list, watch, create, update, patch, delete, deletecollection]},
+	  {apiGroups: [flotilla.dev], resources: [clusters/status, wavepolicies/status], verbs: [get, list, watch]}]`), plain(t, edit.Object["rules"])); diff != "" {
+		t.Errorf("the platform editor's rules (-want +got)\n%s", diff)
+	}
 	view := byKey["ClusterRole//flotilla-applications-view"]
-	if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [flotilla.dev], resources: [applications, applications/status, clusters, clusters/status], verbs: [get, list, watch]}]`),
+	if diff := cmp.Diff(fromYAML(t, `[{apiGroups: [flotilla.dev], resources: [applications, applications/status, clusters, clusters/status, wavepolicies, wavepolicies/status], verbs: [get, list, watch]}]`),
 		plain(t, view.Object["rules"])); diff != "" {
 		t.Errorf("the viewer's rules (-want +got)\n%s", diff)
 	}

@@ -50,15 +50,15 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 // The objects each rendering holds.
 func TestRenderings(t *testing.T) {
 	// The chart's crds/: not templated (no labels), cluster-scoped.
-	const crd, appCRD, clusterCRD = "CustomResourceDefinition/fleetrollouts.flotilla.dev", "CustomResourceDefinition/applications.flotilla.dev", "CustomResourceDefinition/clusters.flotilla.dev"
+	const crd, appCRD, clusterCRD, policyCRD = "CustomResourceDefinition/fleetrollouts.flotilla.dev", "CustomResourceDefinition/applications.flotilla.dev", "CustomResourceDefinition/clusters.flotilla.dev", "CustomResourceDefinition/wavepolicies.flotilla.dev"
 	for _, tc := range []struct {
 		file string
 		want []string
 	}{
-		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", appCRD, clusterCRD, crd, "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-api-token", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
-		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", appCRD, clusterCRD, crd, "Deployment/flotilla", "HTTPRoute/flotilla", "HTTPRoute/flotilla-ui", "Ingress/flotilla", "Ingress/flotilla-ui", "NetworkPolicy/flotilla",
+		{"testdata/values-minimal.yaml", []string{"ConfigMap/flotilla-config", appCRD, clusterCRD, crd, policyCRD, "Deployment/flotilla", "PersistentVolumeClaim/flotilla-data", "Secret/flotilla-api-token", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
+		{"testdata/values-all.yaml", []string{"ConfigMap/flotilla-config", "ConfigMap/flotilla-dashboard", appCRD, clusterCRD, crd, policyCRD, "Deployment/flotilla", "HTTPRoute/flotilla", "HTTPRoute/flotilla-ui", "Ingress/flotilla", "Ingress/flotilla-ui", "NetworkPolicy/flotilla",
 			"PersistentVolumeClaim/flotilla-data", "PrometheusRule/flotilla", "Secret/flotilla-api-token", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla", "ServiceMonitor/flotilla"}},
-		{"testdata/values-scaleout.yaml", []string{"ConfigMap/flotilla-config", appCRD, clusterCRD, crd, "Deployment/flotilla", "PodDisruptionBudget/flotilla", "Role/flotilla-fleetrollouts", "RoleBinding/flotilla-fleetrollouts",
+		{"testdata/values-scaleout.yaml", []string{"ConfigMap/flotilla-config", appCRD, clusterCRD, crd, policyCRD, "Deployment/flotilla", "PodDisruptionBudget/flotilla", "Role/flotilla-fleetrollouts", "RoleBinding/flotilla-fleetrollouts",
 			"Secret/flotilla-api-token", "Secret/flotilla-secrets", "Service/flotilla", "ServiceAccount/flotilla"}},
 	} {
 		objs := renderChart(t, tc.file)

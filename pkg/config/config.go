@@ -168,7 +168,10 @@ type Resources struct {
 	// clusters of the fleet, beside the file's fleet.clusters, their
 	// kubeconfig read from a Secret of their namespace; a Cluster resource
 	// of another watched namespace is not Ready (NotPlatformNamespace) and
-	// changes nothing. Empty: no Cluster resource is read.
+	// changes nothing. The oldest WavePolicy resource of these namespaces
+	// (deploy/chart/flotilla/crds/wavepolicies.yaml) replaces fleet.waves,
+	// fleet.wavePolicy and fleet.freezeWindows while it is in force.
+	// Empty: no Cluster or WavePolicy resource is read.
 	PlatformNamespaces []string `json:"platformNamespaces"`
 	// Kubeconfig of the management cluster; empty: the pod's own
 	// (in-cluster) credentials.
@@ -667,6 +670,8 @@ type WavePolicy struct {
 	// --wave W') before its clusters start: a number of distinct people
 	// (any principal that is not automation), or {required, from,
 	// separationOfDuties} (Approvals). Default 0: none.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Approvals *Approvals `json:"approvals"`
 	// RequireSignature: the wave takes only images whose signature an
 	// application's verify.signatures trusts. Default true; false lets an
@@ -1027,8 +1032,11 @@ type Wave struct {
 	MaxFailures      *intstr.IntOrString `json:"maxFailures"`
 	BakeTime         *Duration           `json:"bakeTime"`
 	RequiredSoakTime *Duration           `json:"requiredSoakTime"`
-	Approvals        *Approvals          `json:"approvals"`
-	RequireSignature *bool               `json:"requireSignature"`
+	// Approvals: a number, or {required, from, separationOfDuties}.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Approvals        *Approvals `json:"approvals"`
+	RequireSignature *bool      `json:"requireSignature"`
 	// FreezeWindows hold this wave only.
 	FreezeWindows []FreezeWindow `json:"freezeWindows"`
 	// Members are the wave's clusters, Clusters then those Selector

@@ -53,6 +53,17 @@ type Extra struct {
 	// Clusters come after the file's own, each with its Source (what
 	// their problems are reported at) and KubeconfigData.
 	Clusters []Cluster
+	// Waves, when set, replace the file's fleet.waves, fleet.wavePolicy
+	// and fleet.freezeWindows (a WavePolicy resource, pkg/resources);
+	// their problems are reported at the file's paths.
+	Waves *Waves
+}
+
+// Waves are the fleet's waves, their policy and freeze windows.
+type Waves struct {
+	Waves         []Wave         `json:"waves"`
+	WavePolicy    WavePolicy     `json:"wavePolicy"`
+	FreezeWindows []FreezeWindow `json:"freezeWindows"`
 }
 
 // LoadExtra is LoadWith with extra's applications and clusters.
@@ -120,6 +131,13 @@ func parseWith(data []byte, base string, extra Extra) (*Config, int, error) {
 		cl.Labels = maps.Clone(cl.Labels)
 		c.Fleet.Clusters = append(c.Fleet.Clusters, cl)
 	}
+	if extra.Waves != nil {
+		var w Waves
+		if err := copyJSON(*extra.Waves, &w); err != nil {
+			return nil, fileApps, fmt.Errorf("copying the waves: %w", err)
+		}
+		c.Fleet.Waves, c.Fleet.WavePolicy, c.Fleet.FreezeWindows = w.Waves, w.WavePolicy, w.FreezeWindows
+	}
 	aliases := kuratorAliases(c)
 	aliases = append(aliases, expandKubeCD(c, base)...)
 	aliases = append(aliases, releaseSetsBeforeDefaults(c)...)
@@ -157,4 +175,14 @@ func decode(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// copyJSON copies v into out through JSON (as a file gives them: the
+// fields never marshalled are Load's to set).
+func copyJSON(v, out any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
 }

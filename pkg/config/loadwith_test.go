@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const resourcesDoc = `
@@ -111,5 +112,52 @@ fleet:
 	_, err = Parse([]byte(strings.Replace(platform, ", platformNamespaces: [platform]", "", 1)), dir)
 	if !errors.As(err, &verr) || len(verr.Problems) != 2 || verr.Problems[0].Path != "fleet.clusters" || verr.Problems[1].Path != "fleet.waves[0].selector" {
 		t.Errorf("no cluster without platformNamespaces: %v, want fleet.clusters and fleet.waves[0].selector refused", err)
+	}
+}
+
+// TestLoadExtraWaves: the waves given replace the file's waves, wave
+// policy and freeze windows, validated with the rest; their problems are
+// at the file's paths.
+func TestLoadExtraWaves(t *testing.T) {
+	t.Setenv("FLOTILLA_TEST_TOKEN", "token")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "c1.kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	path := filepath.Join(dir, "config.yaml")
+	writeFile(t, path, `
+receivers:
+  - {name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {tier: prod}}, {name: c2, kubeconfig: c1.kubeconfig, labels: {tier: canary}}]
+  waves: [{name: all, clusters: [c1, c2]}]
+  wavePolicy: {bakeTime: 1m}
+applications:
+  - {name: shop, image: registry.example.com/shop, workload: {name: shop}, service: {port: 80}}
+`)
+	two := &Waves{Waves: []Wave{
+		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}},
+		{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, Approvals: &Approvals{Required: 1}},
+	}}
+	c, _, err := LoadExtra(path, Extra{Waves: two})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, w := range c.Fleet.Waves {
+		got[w.Name] = w.ClusterNames()
+	}
+	if diff := cmp.Diff(map[string][]string{"canary": {"c2"}, "prod": {"c1"}}, got); diff != "" {
+		t.Errorf("waves (-want +got):\n%s", diff)
+	}
+	if c.Fleet.WavePolicy.BakeTime != nil || c.Fleet.Waves[1].Policy(c.Fleet.WavePolicy).Approvers() != 1 {
+		t.Errorf("wave policy %+v: want the given one (no bake time), prod's approvals kept", c.Fleet.WavePolicy)
+	}
+	if two.Waves[0].Members != nil {
+		t.Error("the waves given were changed")
+	}
+	one := &Waves{Waves: []Wave{{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}}}}
+	_, _, err = LoadExtra(path, Extra{Waves: one})
+	verr := (*ValidationError)(nil)
+	if !errors.As(err, &verr) || len(verr.Problems) != 1 || verr.Problems[0].Path != "fleet.clusters[0]" || !strings.Contains(verr.Problems[0].Message, "is in no wave") {
+		t.Errorf("waves leaving c1 out: %v, want c1 in no wave", err)
 	}
 }

@@ -27,6 +27,13 @@
 // (NotPlatformNamespace) and changes nothing: a team may not add clusters
 // to the fleet. Its status says which wave has it.
 //
+// The WavePolicy resources of the platform namespaces (wavepolicy.go)
+// give the fleet's waves, wave policy and freeze windows in place of the
+// file's (config.Extra.Waves): the oldest one the validator takes is in
+// force, a younger one is Conflict; the validator's problems of the
+// waves (and a cluster they leave in no wave) are its own, refused as an
+// Application's are.
+//
 // RunStatus writes each resource's status (in scale-out mode on one
 // replica): observedGeneration, Ready (True once its application is in
 // the configuration in force; NotApplied when the configuration it

@@ -70,6 +70,7 @@ const SourceName = "application resources"
 const (
 	kindApplication = "Application"
 	kindCluster     = "Cluster"
+	kindWavePolicy  = "WavePolicy"
 )
 
 // key names a resource.
@@ -95,6 +96,7 @@ type Source struct {
 	o         Options
 	informers []cache.SharedIndexInformer          // the Applications'
 	clusters  []cache.SharedIndexInformer          // the Clusters'
+	policies  []cache.SharedIndexInformer          // the WavePolicies'
 	secrets   map[string]cache.SharedIndexInformer // the platform namespaces' Secrets
 	platform  map[string]bool                      // Options.PlatformNamespaces
 	wake      chan struct{}                        // a resource's generation changed
@@ -113,6 +115,7 @@ type Source struct {
 type item struct {
 	app     *config.Application
 	cluster *config.Cluster
+	waves   *config.Waves
 }
 
 type acceptedItem struct {
@@ -167,6 +170,7 @@ func New(o Options) *Source {
 	}
 	for _, ns := range clusterNamespaces {
 		s.clusters = append(s.clusters, watch(ns, v1alpha1.Clusters, onSpec))
+		s.policies = append(s.policies, watch(ns, v1alpha1.WavePolicies, onSpec))
 	}
 	always := func(any) { poke(s.wake) }
 	for _, ns := range o.PlatformNamespaces {
@@ -190,7 +194,7 @@ func poke(c chan struct{}) {
 // Start runs the informers until ctx ends and waits, up to timeout, for
 // their first list: Build then sees every resource.
 func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
-	all := slices.Concat(s.informers, s.clusters, slices.Collect(maps.Values(s.secrets)))
+	all := slices.Concat(s.informers, s.clusters, s.policies, slices.Collect(maps.Values(s.secrets)))
 	for _, inf := range all {
 		go inf.Run(ctx.Done())
 	}
@@ -198,8 +202,8 @@ func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	for _, inf := range all {
 		if !cache.WaitForCacheSync(wait.Done(), inf.HasSynced) {
-			return fmt.Errorf("listing the resources (%s, %s and the platform namespaces' Secrets) of the management cluster: not done within %s",
-				v1alpha1.Applications.GroupResource(), v1alpha1.Clusters.GroupResource(), timeout)
+			return fmt.Errorf("listing the resources (%s, %s, %s and the platform namespaces' Secrets) of the management cluster: not done within %s",
+				v1alpha1.Applications.GroupResource(), v1alpha1.Clusters.GroupResource(), v1alpha1.WavePolicies.GroupResource(), timeout)
 		}
 	}
 	return nil
@@ -261,6 +265,9 @@ func (s *Source) list() []*unstructured.Unstructured { return listOf(s.informers
 // listClusters is every Cluster resource, oldest first.
 func (s *Source) listClusters() []*unstructured.Unstructured { return listOf(s.clusters) }
 
+// listPolicies is every WavePolicy resource, oldest first.
+func (s *Source) listPolicies() []*unstructured.Unstructured { return listOf(s.policies) }
+
 func listOf(informers []cache.SharedIndexInformer) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, inf := range informers {
@@ -290,6 +297,9 @@ func (s *Source) states() map[key]string {
 			st += "/" + sec.GetResourceVersion()
 		}
 		out[key{kindCluster, u.GetNamespace(), u.GetName()}] = st
+	}
+	for _, u := range s.listPolicies() {
+		out[key{kindWavePolicy, u.GetNamespace(), u.GetName()}] = strconv.FormatInt(u.GetGeneration(), 10)
 	}
 	return out
 }
@@ -404,7 +414,12 @@ func (s *Source) Build(path string) (*config.Config, error) {
 		c, err := ConvertCluster(u, s.secretData)
 		return item{cluster: &c}, err
 	}, s.outsidePlatform)
-	cands := slices.Concat(apps, clusters)
+	policies := candidates(kindWavePolicy, s.listPolicies(), accepted, func(u *unstructured.Unstructured) (item, error) {
+		w, err := ConvertWavePolicy(u)
+		return item{waves: &w}, err
+	}, s.outsidePlatform)
+	cands := slices.Concat(apps, clusters, policies)
+	var inForce *candidate // the WavePolicy in force: the oldest with waves to give
 	var (
 		cfg *config.Config
 		err error
@@ -417,9 +432,14 @@ func (s *Source) Build(path string) (*config.Config, error) {
 		discovered := len(extra.Clusters)
 		var in []*candidate // the candidates of extra.Applications, in order
 		bySource := map[string]*candidate{}
+		inForce = nil
 		for _, c := range cands {
 			switch it := c.item(); {
 			case it == nil:
+			case it.waves != nil:
+				if inForce == nil {
+					inForce, extra.Waves = c, it.waves
+				}
 			case it.app != nil:
 				extra.Applications, in = append(extra.Applications, *it.app), append(in, c)
 			case it.cluster != nil:
@@ -449,6 +469,11 @@ func (s *Source) Build(path string) (*config.Config, error) {
 					break
 				}
 			}
+			if inForce != nil {
+				if rest, ok := wavesProblem(p); ok {
+					bad[inForce] = append(bad[inForce], config.Problem{Path: rest, Message: p.Message})
+				}
+			}
 		}
 		if len(bad) == 0 {
 			return nil, err // the file's own problems: refused whole
@@ -467,6 +492,13 @@ func (s *Source) Build(path string) (*config.Config, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range policies {
+		if c != inForce && c.item() != nil {
+			c.verdict = verdict{generation: c.gen, name: c.verdict.name, reason: v1alpha1.ReasonConflict,
+				message: fmt.Sprintf("the older WavePolicy %s/%s is in force: one WavePolicy rules the fleet", inForce.key.namespace, inForce.key.name)}
+			c.current, c.fallback = nil, nil
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -502,8 +534,8 @@ func (s *Source) outsidePlatform(u *unstructured.Unstructured) (reason, message 
 	if s.platform[u.GetNamespace()] {
 		return "", ""
 	}
-	return v1alpha1.ReasonNotPlatformNamespace, fmt.Sprintf("a Cluster is honoured only in the platform's namespaces (server.resources.platformNamespaces: %s), not in %s: it changes nothing",
-		strings.Join(s.o.PlatformNamespaces, ", "), u.GetNamespace())
+	return v1alpha1.ReasonNotPlatformNamespace, fmt.Sprintf("a %s is honoured only in the platform's namespaces (server.resources.platformNamespaces: %s), not in %s: it changes nothing",
+		u.GetKind(), strings.Join(s.o.PlatformNamespaces, ", "), u.GetNamespace())
 }
 
 // appPath matches a problem's path in the i-th application.

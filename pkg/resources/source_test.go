@@ -87,7 +87,7 @@ func newFixtureOf(t *testing.T, doc string, platform []string, objs ...runtime.O
 		t.Fatal(err)
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.Applications: "ApplicationList", v1alpha1.Clusters: "ClusterList", secrets: "SecretList"}, objs...)
+		map[schema.GroupVersionResource]string{v1alpha1.Applications: "ApplicationList", v1alpha1.Clusters: "ClusterList", v1alpha1.WavePolicies: "WavePolicyList", secrets: "SecretList"}, objs...)
 	live := config.NewLive(first)
 	src := New(Options{Client: client, Namespaces: []string{"team-a", "team-b"}, PlatformNamespaces: platform, Path: path, Live: live})
 	r, err := reload.New(live, reload.Options{Load: src.Build})

@@ -11,11 +11,13 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/resources/v1alpha1"
@@ -134,6 +136,63 @@ func (s *Source) writeStatuses(ctx context.Context, o StatusOptions) {
 			s.o.Logger.Warn("cluster resource status: writing it", "resource", k.String(), "error", err)
 		}
 	}
+	for _, u := range s.listPolicies() {
+		k := key{kindWavePolicy, u.GetNamespace(), u.GetName()}
+		v, ok := verdicts[k]
+		if !ok || v.generation != u.GetGeneration() {
+			continue
+		}
+		var had v1alpha1.WavePolicyStatus
+		if err := fromMap(u.Object["status"], &had); err != nil {
+			had = v1alpha1.WavePolicyStatus{}
+		}
+		want := desiredWavePolicy(had, v, cur, built, refusal)
+		if same, err := equalJSON(had, want); err != nil || same {
+			continue
+		}
+		if err := s.apply(ctx, k, want); err != nil {
+			s.o.Logger.Warn("wave policy resource status: writing it", "resource", k.String(), "error", err)
+		}
+	}
+}
+
+// desiredWavePolicy is the status of a WavePolicy resource whose
+// generation's verdict is v.
+func desiredWavePolicy(had v1alpha1.WavePolicyStatus, v verdict, cur, built *config.Config, refusal string) v1alpha1.WavePolicyStatus {
+	want := v1alpha1.WavePolicyStatus{ObservedGeneration: v.generation, Conditions: append([]metav1.Condition(nil), had.Conditions...)}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: v.generation, Reason: v.reason, Message: v.message}
+	switch v.reason {
+	case v1alpha1.ReasonApplied:
+		if built == cur || sameWaves(built, cur) {
+			cond.Status = metav1.ConditionTrue
+			want.Waves = waveNames(cur)
+			cond.Message = "in force: waves " + strings.Join(want.Waves, ", ")
+		} else {
+			cond.Reason, cond.Message = v1alpha1.ReasonNotApplied, cmp.Or(refusal, "not in force yet")
+		}
+	case v1alpha1.ReasonInvalid:
+		if v.fallback && sameWaves(built, cur) {
+			cond.Message += "; the generation accepted before stays in force"
+			want.Waves = waveNames(cur)
+		}
+	}
+	meta.SetStatusCondition(&want.Conditions, cond)
+	return want
+}
+
+// sameWaves tells whether a and b have the same waves, wave policy and
+// freeze windows.
+func sameWaves(a, b *config.Config) bool {
+	return a != nil && b != nil && reflect.DeepEqual(a.Fleet.Waves, b.Fleet.Waves) &&
+		reflect.DeepEqual(a.Fleet.WavePolicy, b.Fleet.WavePolicy) && reflect.DeepEqual(a.Fleet.FreezeWindows, b.Fleet.FreezeWindows)
+}
+
+func waveNames(cfg *config.Config) []string {
+	out := make([]string, len(cfg.Fleet.Waves))
+	for i, w := range cfg.Fleet.Waves {
+		out[i] = w.Name
+	}
+	return out
 }
 
 // desiredCluster is the status of a Cluster resource whose generation's
@@ -271,10 +330,8 @@ func (s *Source) apply(ctx context.Context, k key, st any) error {
 		"metadata": map[string]any{"name": k.name, "namespace": k.namespace},
 		"status":   status,
 	}}
-	gvr := v1alpha1.Applications
-	if k.kind == kindCluster {
-		gvr = v1alpha1.Clusters
-	}
+	gvr := map[string]schema.GroupVersionResource{kindApplication: v1alpha1.Applications, kindCluster: v1alpha1.Clusters,
+		kindWavePolicy: v1alpha1.WavePolicies}[k.kind]
 	_, err := s.o.Client.Resource(gvr).Namespace(k.namespace).
 		ApplyStatus(ctx, k.name, u, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	return err

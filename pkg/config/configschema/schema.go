@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -52,6 +53,9 @@ func Generate(root string) ([]byte, error) {
 		if err := r.AddGoComments(base, src); err != nil {
 			return nil, fmt.Errorf("reading the doc comments of %s: %w", src, err)
 		}
+		for k, c := range r.CommentMap {
+			r.CommentMap[k] = withoutMarkers(c)
+		}
 	}
 	s := r.Reflect(&config.Config{})
 	nullable(s, map[*jsonschema.Schema]bool{})
@@ -69,6 +73,14 @@ func Generate(root string) ([]byte, error) {
 		return nil, fmt.Errorf("encoding the schema: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// withoutMarkers is a doc comment without its kubebuilder markers (the
+// CRDs' schema hints, no description).
+func withoutMarkers(c string) string {
+	lines := strings.Split(c, "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "+kubebuilder:") })
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
 func reflector() *jsonschema.Reflector {

@@ -26,3 +26,25 @@ func (in *ApplicationSpec) DeepCopy() *ApplicationSpec {
 	in.DeepCopyInto(out)
 	return out
 }
+
+// DeepCopyInto copies in into out, through JSON as ApplicationSpec's.
+func (in *WavePolicySpec) DeepCopyInto(out *WavePolicySpec) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic("v1alpha1: copying a WavePolicySpec: " + err.Error())
+	}
+	*out = WavePolicySpec{}
+	if err := json.Unmarshal(b, out); err != nil {
+		panic("v1alpha1: copying a WavePolicySpec: " + err.Error())
+	}
+}
+
+// DeepCopy returns a copy of in.
+func (in *WavePolicySpec) DeepCopy() *WavePolicySpec {
+	if in == nil {
+		return nil
+	}
+	out := new(WavePolicySpec)
+	in.DeepCopyInto(out)
+	return out
+}

@@ -1,8 +1,9 @@
 // Package v1alpha1 is flotilla's configuration API as Kubernetes custom
 // resources (group flotilla.dev, version v1alpha1): the Application, one
 // of the configuration's applications kept as a namespaced resource of
-// the management cluster, and the Cluster, one of the fleet's clusters
-// kept in a platform namespace, which pkg/resources watches and adds to
+// the management cluster, the Cluster, one of the fleet's clusters kept
+// in a platform namespace, and the WavePolicy, the fleet's waves, which
+// pkg/resources watches and adds to (or, for the waves, puts in place of)
 // the configuration file's.
 //
 // An Application's spec is the file's application with the same field

@@ -17,6 +17,9 @@ var Applications = GroupVersion.WithResource("applications")
 // Clusters is the Clusters' resource.
 var Clusters = GroupVersion.WithResource("clusters")
 
+// WavePolicies is the WavePolicies' resource.
+var WavePolicies = GroupVersion.WithResource("wavepolicies")
+
 // CRD is the Application CustomResourceDefinition, as controller-gen
 // writes it (the chart's crds/ holds the same file).
 //
@@ -29,9 +32,15 @@ var CRD []byte
 //go:embed crds/flotilla.dev_clusters.yaml
 var ClusterCRD []byte
 
+// WavePolicyCRD is the WavePolicy CustomResourceDefinition, as
+// controller-gen writes it (the chart's crds/wavepolicies.yaml).
+//
+//go:embed crds/flotilla.dev_wavepolicies.yaml
+var WavePolicyCRD []byte
+
 // AddToScheme registers the API's types in a scheme.
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Application{}, &ApplicationList{}, &Cluster{}, &ClusterList{})
+	s.AddKnownTypes(GroupVersion, &Application{}, &ApplicationList{}, &Cluster{}, &ClusterList{}, &WavePolicy{}, &WavePolicyList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
