@@ -157,11 +157,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer func() { _ = b.Close() }()
-	var seen planned
+	seen := planned{started: map[string]int{}, skipped: map[string]int{}}
+	var after uint64
 	best, progressed := len(res.acked)+1, time.Now()
 	for {
-		if seen, err = plannedVersions(ctx, b); err != nil {
-			return err
+		// A read fails when the replica answering it stays behind the
+		// stream's end for a while (the replicas keep appending, on two
+		// loaded cores): read on from where the last one ended, next time.
+		if after, err = seen.read(ctx, b, after); err != nil {
+			log.Printf("reading the stream after %d (again in a second): %v", after, err)
 		}
 		missing := 0
 		for _, v := range res.acked {
@@ -487,25 +491,27 @@ func notification(host, repo, version, digest string) []byte {
 // stream.
 type planned struct{ started, skipped map[string]int }
 
-func plannedVersions(ctx context.Context, b *natsjs.Bus) (planned, error) {
-	out := planned{started: map[string]int{}, skipped: map[string]int{}}
-	recs, err := b.Read(ctx, 0, 0)
+// read counts the records of the stream after seq into p, and returns the
+// last one's sequence.
+func (p planned) read(ctx context.Context, b *natsjs.Bus, after uint64) (uint64, error) {
+	recs, err := b.Read(ctx, after, 0)
 	if err != nil {
-		return out, err
+		return after, err
 	}
 	for _, r := range recs {
+		after = r.Seq
 		switch r.Event.Type() {
 		case events.TypeRolloutStarted:
-			if p, err := events.Decode[events.RolloutStarted](r.Event); err == nil {
-				out.started[repoKey(p.Image, p.Tag)]++
+			if e, err := events.Decode[events.RolloutStarted](r.Event); err == nil {
+				p.started[repoKey(e.Image, e.Tag)]++
 			}
 		case events.TypeRolloutSkipped:
-			if p, err := events.Decode[events.RolloutSkipped](r.Event); err == nil {
-				out.skipped[repoKey(p.Image, p.Tag)]++
+			if e, err := events.Decode[events.RolloutSkipped](r.Event); err == nil {
+				p.skipped[repoKey(e.Image, e.Tag)]++
 			}
 		}
 	}
-	return out, nil
+	return after, nil
 }
 
 // repoKey is "kill/app<n>:<tag>" of an image reference's repository.
