@@ -71,3 +71,17 @@ Feature: Release sets: several applications promoted as one
     And the primary and the workload of "shop-api,shop-frontend" in every cluster run the first commit, greeting "hello"
     And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
     And the API says that rollout is of kind "drift-revert" and goes to "c2" only
+
+  # Catches a Job member's failure shown in the cluster's message only (no
+  # state of the Job in the API's rollout or `flotilla describe rollout`),
+  # a state that is not the Job's own (another reason, or complete), and
+  # the api or frontend applied after their Job failed.
+  Scenario: A release set's migration Job failing in wave 1 shows in the rollout as failed with the Job's reason
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
+    And flotilla serving the release set "shop" in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    When a push changes the greeting of every member of the set to "v2" and makes the Job "shop-migrate" fail
+    Then the Job "shop-migrate" in cluster "c1" fails at that commit
+    And the rollout of that commit is rolled back
+    And flotilla's rollout of that commit shows in cluster "c1" the Job "shop-migrate" failed with the Job's reason, as `flotilla describe rollout` does
+    And the primary and the workload of "shop-api,shop-frontend" in every cluster run the first commit, greeting "hello"

@@ -19,12 +19,16 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/cluster"
 )
 
 func (s *scenario) registerSetsSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a deployments repository with the release set "([^"]*)": the Job "([^"]*)", then "([^"]*)", then "([^"]*)"$`, s.setRepository)
 	sc.Step(`^flotilla serving the release set "([^"]*)" in waves "([^"]*)" then "([^"]*)"$`, s.flotillaServingSet)
 	sc.Step(`^a push changes the greeting of every member of the set to "([^"]*)"$`, s.pushSetGreeting)
+	sc.Step(`^a push changes the greeting of every member of the set to "([^"]*)" and makes the Job "([^"]*)" fail$`, s.pushSetJobFailing)
+	sc.Step(`^the Job "([^"]*)" in cluster "([^"]*)" fails at that commit$`, s.jobFailsAtThatCommit)
+	sc.Step("^flotilla's rollout of that commit shows in cluster \"([^\"]*)\" the Job \"([^\"]*)\" failed with the Job's reason, as `flotilla describe rollout` does$", s.rolloutShowsJobFailed)
 	sc.Step(`^that commit had one rollout, the set "([^"]*)"'s, with the members "([^"]*)"$`, s.oneSetRollout)
 	sc.Step(`^the Job "([^"]*)" in every cluster ran (that|the first) commit, greeting "([^"]*)"$`, s.jobRan)
 	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" runs image "([^"]*)"$`, s.primaryOfRunsImage)
@@ -41,6 +45,9 @@ type releaseSet struct {
 	// manifests write each member's manifest (by its path in the
 	// repository) with a greeting.
 	manifests map[string]func(greeting string) string
+	// jobFailure is the reason a Job gave for failing, as a step read it
+	// from the cluster.
+	jobFailure string
 }
 
 func setJob(name, greeting string) string {
@@ -59,6 +66,13 @@ spec:
           env:
             - {name: GREETING, value: "{greeting}"}
 `)
+}
+
+// setFailingJob is setJob's Job that fails: its pod fits no node, and
+// the Job may be active 2 s (DeadlineExceeded).
+func setFailingJob(name, greeting string) string {
+	return strings.Replace(setJob(name, greeting), "  backoffLimit: 0\n", "  backoffLimit: 0\n  activeDeadlineSeconds: 2\n", 1) +
+		"      nodeSelector: {flotilla.test/no-such-node: \"true\"}\n"
 }
 
 func setDeployment(name, greeting string) string {
@@ -209,6 +223,21 @@ func (s *scenario) configureGitNamespace(ctx context.Context, app, wave1, wave2 
 // pushSetGreeting commits every member's manifests with the greeting
 // (one commit) and delivers its push; it is "that" commit.
 func (s *scenario) pushSetGreeting(ctx context.Context, greeting string) error {
+	return s.pushSet(ctx, greeting, "")
+}
+
+// pushSetJobFailing is pushSetGreeting with the Job failing
+// (setFailingJob).
+func (s *scenario) pushSetJobFailing(ctx context.Context, greeting, job string) error {
+	if s.w.set.job != job {
+		return fmt.Errorf("the set's Job is %s, not %s", s.w.set.job, job)
+	}
+	return s.pushSet(ctx, greeting, job)
+}
+
+// pushSet commits every member's manifests with the greeting, the Job
+// failing if failing names it, and delivers its push: "that" commit.
+func (s *scenario) pushSet(ctx context.Context, greeting, failing string) error {
 	r, rs := s.w.git, s.w.set
 	before, err := git(ctx, r.work, "rev-parse", "HEAD")
 	if err != nil {
@@ -216,6 +245,9 @@ func (s *scenario) pushSetGreeting(ctx context.Context, greeting string) error {
 	}
 	var paths []string
 	for p, m := range rs.manifests {
+		if failing != "" && p == failing+"/job.yaml" {
+			m = func(g string) string { return setFailingJob(failing, g) }
+		}
 		if err := writeFile(filepath.Join(r.work, p), m(greeting)); err != nil {
 			return err
 		}
@@ -312,6 +344,75 @@ func (s *scenario) jobRan(ctx context.Context, name, which, greeting string) err
 		}
 	}
 	return nil
+}
+
+// jobFailsAtThatCommit polls the Job in cluster (every 100 ms, for up to
+// 2 minutes: the rollback replaces it with the first commit's Job soon
+// after) until it runs that commit and failed, and keeps its reason.
+func (s *scenario) jobFailsAtThatCommit(ctx context.Context, name, clusterName string) error {
+	c, err := s.clientsFor(clusterName)
+	if err != nil {
+		return err
+	}
+	want := s.w.git.url + "@" + s.w.git.commits["that"]
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		j, err := c.Kube.BatchV1().Jobs(s.w.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && j.Spec.Template.Annotations[canary.AnnotationRevision] == want {
+			if st := cluster.JobStatusOf(j); st.Failed {
+				s.w.set.jobFailure = st.Reason
+				fmt.Printf("the Job %s in %s failed: %s\n", name, clusterName, st.Reason)
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Job %s in %s did not fail at %s within 2 minutes (last read: %v)", name, clusterName, want, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// rolloutShowsJobFailed reads the rollout of that commit in the API and
+// `flotilla describe rollout`: the cluster's Job failed with the reason
+// the Job gave (jobFailsAtThatCommit).
+func (s *scenario) rolloutShowsJobFailed(ctx context.Context, clusterName, job string) error {
+	reason := s.w.set.jobFailure
+	if reason == "" {
+		return errors.New("no Job's reason read: the step reading the Job comes first")
+	}
+	want := "failed: " + reason
+	ro, err := s.rolloutOfThatCommit(ctx)
+	if err != nil {
+		return err
+	}
+	cl, _, err := ro.Cluster(clusterName)
+	if err != nil {
+		return err
+	}
+	if got := cl.Jobs[job]; got != want {
+		return fmt.Errorf("the API's rollout %s says the Job %s in %s is %q, want %q (its jobs: %v)", ro.ID, job, clusterName, got, want, cl.Jobs)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, flotillaBin, "describe", "rollout", ro.ID, "--server", s.w.flotilla.url())
+	cmd.Env = s.cliEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("flotilla describe rollout %s: %w: %s", ro.ID, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && slices.Contains(f[:3], clusterName) {
+			if strings.Contains(line, job+"="+want) {
+				return nil
+			}
+			return fmt.Errorf("flotilla describe rollout %s prints for %s no %q:\n%s", ro.ID, clusterName, job+"="+want, out)
+		}
+	}
+	return fmt.Errorf("flotilla describe rollout %s prints no row of %s:\n%s", ro.ID, clusterName, out)
 }
 
 // primaryRanAfter reads the watch: in cluster, later's primary ran that

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -80,6 +81,41 @@ func (f *Function) cachedStatus(clusterName string, app config.Application) (rol
 		return rollout.CanaryStatus{}, false
 	}
 	return c.CachedCanaryStatus(clusterName, app.Namespace, app.Workload)
+}
+
+// JobReader reads a release set's Jobs in a cluster (pkg/cluster.Set, in
+// production): a StatusReader that is one has them recorded on the
+// rollout's cluster.
+type JobReader interface {
+	Jobs(ctx context.Context, cluster, namespace string, names []string) ([]rollout.JobStatus, error)
+}
+
+// readJobs reads, under statusTimeout, the Jobs of release set app's Job
+// members (each named as its workload) in a cluster; none for an
+// application, or when they cannot be read (logged: the cluster's
+// message says what failed).
+func (f *Function) readJobs(ctx context.Context, clusterName string, app config.Application) []rollout.JobStatus {
+	jr, ok := f.status.(JobReader)
+	if !ok || app.Set == nil {
+		return nil
+	}
+	var names []string
+	for _, m := range app.Set.Members {
+		if a, ok := f.cfg.Current().Application(m.Name); ok && m.Job {
+			names = append(names, a.Workload.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	jobs, err := jr.Jobs(ctx, clusterName, app.Namespace, names)
+	if err != nil {
+		logctx.From(ctx).WarnContext(ctx, "reading a release set's Jobs failed", "application", app.Name, "cluster", clusterName, "error", err)
+		return nil
+	}
+	return jobs
 }
 
 // readStatus reads a cluster's canary under statusTimeout.

@@ -38,11 +38,16 @@ func (f *Function) finishedChange(ctx context.Context, ro rollout.Rollout, e clo
 	// nothing: read whether the primary runs the digest already (before
 	// the transaction: a read may take seconds).
 	var already bool
-	if app, ok := f.cfg.Current().Application(ro.Application); ok && run.Error == "" && !run.Changed {
-		st, err := f.readStatus(ctx, run.Cluster, app)
-		already = err == nil && st.PrimaryImage == ro.Ref()
+	var jobs []rollout.JobStatus
+	if app, ok := f.cfg.Current().Application(ro.Application); ok {
+		if run.Error == "" && !run.Changed {
+			st, err := f.readStatus(ctx, run.Cluster, app)
+			already = err == nil && st.PrimaryImage == ro.Ref()
+		}
+		jobs = f.readJobs(ctx, run.Cluster, app)
 	}
 	return func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		r.RecordJobs(run.Cluster, jobs)
 		return r.Applied(e, run, already, f.now())
 	}
 }
@@ -71,8 +76,10 @@ func (f *Function) deadline(ctx context.Context, e cloudevents.Event) ([]cloudev
 		return nil, nil
 	}
 	st, readErr := f.readStatus(ctx, d.Cluster, app)
+	jobs := f.readJobs(ctx, d.Cluster, app)
 	next := f.now().Add(app.Delivery.StepDeadline())
 	_, out, err := f.repo.UpdateEmit(ctx, d.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		r.RecordJobs(d.Cluster, jobs)
 		return r.Expire(e, d, st, readErr, next)
 	})
 	return out, err

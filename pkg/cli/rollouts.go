@@ -254,6 +254,10 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 		{Header: "DEADLINE", Cell: deadline},
 		{Header: "MESSAGE", Cell: func(c rollout.Cluster) string { return truncate(c.Message, 60) }},
 	}
+	if hasJobs(r) {
+		// A release set's Job members: each Job's state.
+		columns = slices.Insert(columns, 0, rolloutview.Column{Header: "JOBS", Cell: jobs})
+	}
 	if hasWorkloads(r) {
 		// A git release of several workloads: each canary's phase.
 		columns = slices.Insert(columns, 0, rolloutview.Column{Header: "WORKLOADS", Cell: workloads})
@@ -505,6 +509,28 @@ func hasWorkloads(r rollout.Rollout) bool {
 		}
 	}
 	return false
+}
+
+// hasJobs reports whether a cluster of r records a release set's Jobs.
+func hasJobs(r rollout.Rollout) bool {
+	for _, wv := range r.Waves {
+		for _, c := range wv.Clusters {
+			if len(c.Jobs) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jobs is a cluster's Jobs and their states, "name=state,..." by name (a
+// failed Job with its reason).
+func jobs(c rollout.Cluster) string {
+	parts := make([]string, 0, len(c.Jobs))
+	for _, n := range c.JobNames() {
+		parts = append(parts, n+"="+c.Jobs[n])
+	}
+	return strings.Join(parts, ",")
 }
 
 // workloads is a cluster's canaries and their Flagger phases,

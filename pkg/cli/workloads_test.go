@@ -42,3 +42,27 @@ func TestDescribeReleaseSetMembers(t *testing.T) {
 		t.Errorf("describe of an application's rollout names members:\n%s", b.String())
 	}
 }
+
+// describe shows a release set's Jobs per cluster beside the canaries'
+// phases, a failed one with its reason; no JOBS column without Jobs.
+func TestDescribeReleaseSetJobs(t *testing.T) {
+	r := rollout.Rollout{ID: "shop-1", Application: "shop", Phase: rollout.Progressing, Members: []string{"shop-migrate", "shop-api"}, Waves: []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{
+		{Name: "c1", Phase: rollout.ClusterSucceeded, Jobs: map[string]string{"shop-migrate": "complete"}, Workloads: map[string]string{"shop-api": "Succeeded", "shop-web": "Succeeded"}},
+		{Name: "c2", Phase: rollout.ClusterFailed, Jobs: map[string]string{"shop-migrate": "failed: DeadlineExceeded"}},
+	}}}}
+	var b strings.Builder
+	DescribeRollout(&b, r)
+	for _, want := range []string{" JOBS ", "shop-migrate=complete", "shop-migrate=failed: DeadlineExceeded"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("describe of a release set's rollout has no %q:\n%s", want, b.String())
+		}
+	}
+	for i := range r.Waves[0].Clusters {
+		r.Waves[0].Clusters[i].Jobs = nil
+	}
+	b.Reset()
+	DescribeRollout(&b, r)
+	if strings.Contains(b.String(), "JOBS") {
+		t.Errorf("describe without Jobs has a JOBS column:\n%s", b.String())
+	}
+}

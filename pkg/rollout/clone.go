@@ -31,6 +31,7 @@ func (w Wave) clone() Wave {
 	c.Clusters = slices.Clone(w.Clusters)
 	for i := range c.Clusters {
 		c.Clusters[i].Workloads = maps.Clone(c.Clusters[i].Workloads)
+		c.Clusters[i].Jobs = maps.Clone(c.Clusters[i].Jobs)
 	}
 	c.Approvers = slices.Clone(w.Approvers)
 	c.ApprovalsFrom = slices.Clone(w.ApprovalsFrom)

@@ -274,6 +274,11 @@ type Cluster struct {
 	// one workload: a rollout of 1,000 clusters of an image grows by
 	// nothing.
 	Workloads map[string]string `json:"workloads,omitempty"`
+	// Jobs, of a release set's rollout, is the state of each Job of its
+	// Job members (workload kind Job) in the cluster, by name, as last
+	// read at the end of an apply run or a deadline (RecordJobs): pending,
+	// running, complete or "failed: <reason>".
+	Jobs map[string]string `json:"jobs,omitempty"`
 	Applied   time.Time         `json:"applied,omitempty"` // when the pipeline last applied to it
 	Message   string            `json:"message,omitempty"`
 	// Failure says why the cluster's own result counted as a failure of

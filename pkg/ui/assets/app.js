@@ -373,6 +373,8 @@ function cluster(c, failed) {
     h("div", { class: "line" }, h("span", { class: "muted" }, "Flagger"), h("span", {}, c.canaryPhase || "-")),
     c.workloads ? h("div", { class: "line workloads" }, h("span", { class: "muted" }, "workloads"),
       h("span", {}, Object.keys(c.workloads).sort().map((n) => n + " " + c.workloads[n]).join(", "))) : null,
+    c.jobs ? h("div", { class: "line jobs" }, h("span", { class: "muted" }, "jobs"),
+      h("span", {}, Object.keys(c.jobs).sort().map((n) => n + " " + c.jobs[n]).join(", "))) : null,
     h("div", { class: "line" }, h("span", { class: "muted" }, "canary weight"), h("span", {}, weight + "%")),
     h("progress", { max: 100, value: weight, "aria-label": c.name + " canary weight " + weight + "%" }),
     c.previousImage ? h("div", { class: "line" }, h("span", { class: "muted" }, "before"), h("span", { class: "mono" }, c.previousImage.split("/").pop().replace(/@sha256:(.{8}).*/, "@$1"))) : null,
