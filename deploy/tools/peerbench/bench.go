@@ -76,6 +76,7 @@ type bench struct {
 	fluxToken string
 	flot      map[string]*flotilla // by subject namespace
 	track     *tracker
+	meter     *meter
 	subs      []*subject
 	started   time.Time
 }

@@ -92,9 +92,27 @@ func renderReport(o options, r *results) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("What each tool's processes used from the end of the set-up to the end of the run:\n\n| processes | count | CPU s | peak RSS MiB (sum) |\n|---|---:|---:|---:|\n")
+	b.WriteString(renderSpend(r))
+	b.WriteString("What each tool's processes used over the whole measured run (from the end of the set-up to the end of the run, every tool's pushes and the others' in between; peak: the sum of the processes' highest RSS in the run):\n\n| processes | count | CPU s | peak RSS MiB (sum) |\n|---|---:|---:|---:|\n")
 	for _, u := range r.usage {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %.0f |\n", u.what, u.procs, u.cpu.Seconds(), u.peakMiB)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// renderSpend is the table of what each subject's tool used during the
+// subject's own measured pushes.
+func renderSpend(r *results) string {
+	var b strings.Builder
+	b.WriteString("**What each tool's processes used during its own measured pushes** (each push from the push to the end of the pause after every primary ran it: CPU of the tool's processes, user + system; peak: the sum of their highest RSS in the push, read from /proc's VmHWM reset at each push; flotilla is its own `flotilla serve` process, one per subject; a peer's webhook and polling subjects share its processes)\n\n")
+	b.WriteString("| tool | processes | pushes | CPU s (sum) | CPU s per push (median) | peak RSS MiB |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.subjects {
+		sp := spendOf(r.measures, s.name)
+		if sp.pushes == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %.2f | %.2f | %.0f |\n", s.name, r.procs[s.name], sp.pushes, sp.cpu.Seconds(), sp.perPush.Seconds(), sp.peakMiB)
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -131,9 +149,9 @@ func writeRaw(path string, r *results) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"subject", "tag", "push_ms", "first_spec_ms", "first_cluster", "every_spec_ms", "every_primary_ms"})
+	_ = w.Write([]string{"subject", "tag", "push_ms", "first_spec_ms", "first_cluster", "every_spec_ms", "every_primary_ms", "cpu_ms", "peak_rss_mib"})
 	for _, m := range r.measures {
-		_ = w.Write([]string{m.subject, m.tag, ms(m.push), ms(m.firstSpec), m.firstCluster, ms(m.allSpec), ms(m.allPrimary)})
+		_ = w.Write([]string{m.subject, m.tag, ms(m.push), ms(m.firstSpec), m.firstCluster, ms(m.allSpec), ms(m.allPrimary), ms(m.cpu), strconv.FormatFloat(float64(m.peakKiB)/1024, 'f', 1, 64)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

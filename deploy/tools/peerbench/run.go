@@ -17,6 +17,11 @@ type measure struct {
 	// primary runs it (Flagger promoted).
 	firstSpec, allSpec, allPrimary time.Duration
 	firstCluster                   string
+	// cpu, peakKiB: what the subject's tool's processes used from the
+	// push to the end of the pause after it (CPU), and the sum of their
+	// peak RSS in that time.
+	cpu     time.Duration
+	peakKiB int64
 }
 
 // results are a run's measures and what each tool's processes used.
@@ -24,13 +29,17 @@ type results struct {
 	subjects []*subject
 	measures []measure
 	usage    []usage
+	procs    map[string]int // subject -> how many processes its tool has
 	clusters int
 	took     time.Duration
 	keelPoll string
 }
 
 func (b *bench) run(ctx context.Context) (*results, error) {
-	res := &results{subjects: b.subs, clusters: len(b.names), keelPoll: "@every 1m"}
+	res := &results{subjects: b.subs, clusters: len(b.names), keelPoll: "@every 1m", procs: map[string]int{}}
+	for _, s := range b.subs {
+		res.procs[s.name] = len(b.pidsOf(s))
+	}
 	if err := b.createWorkloads(ctx); err != nil {
 		return nil, err
 	}
@@ -68,7 +77,8 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 			return nil, fmt.Errorf("Flagger initializing %s's Canaries: %w", s.name, err)
 		}
 	}
-	usage0 := b.usage()
+	b.meter = newMeter()
+	cpu0 := b.cpuOf()
 
 	// One unmeasured push per webhook subject, then the measured ones
 	// round-robin, so a drift of the machine's load spreads over all.
@@ -104,7 +114,7 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 			res.measures = append(res.measures, m)
 		}
 	}
-	res.usage = subtractUsage(b.usage(), usage0)
+	res.usage = b.wholeRun(cpu0)
 	res.took = time.Since(b.started)
 	return res, nil
 }
@@ -125,8 +135,12 @@ func (b *bench) pushNext(ctx context.Context, s *subject) (measure, error) {
 
 // measurePush pushes the subject's next version, waits until every
 // cluster's primary runs it and the pause, and reads the times from the
-// tracker.
+// tracker and what the tool's processes used meanwhile.
 func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
+	w, err := b.meter.open(b.pidsOf(s))
+	if err != nil {
+		return measure{}, err
+	}
 	m, err := b.pushNext(ctx, s)
 	if err != nil {
 		return m, err
@@ -164,6 +178,7 @@ func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
 		return m, ctx.Err()
 	case <-time.After(b.o.settle):
 	}
+	m.cpu, m.peakKiB = b.meter.close(w)
 	return m, nil
 }
 
