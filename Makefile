@@ -172,14 +172,16 @@ peers-build: ## Build the peers of the side by side (Keel, Flux's image-reflecto
 
 # make bench-peers: measured pushes per tool with the registry's webhook, and pushes Keel and
 # Flux find by polling (Keel's default schedule, @every 1m; Flux's ImageRepository every 5m as
-# its image update guide sets it: each push takes up to the interval and the analysis).
+# its image update guide sets it: each push takes up to the interval and the analysis), then one
+# push per tool whose webhook is lost (up to 7 min for the pollers to notice) and one version
+# failing in the last wave per tool; draws docs/peers-fleet-wide.png.
 BENCH_PEERS_PUSHES      ?= 5
 BENCH_PEERS_POLL_PUSHES ?= 2
 
 .PHONY: bench-peers
-bench-peers: deps demo-fleet ## Run Keel, Flux and flotilla side by side on a local fleet of 3 clusters with Debian's docker-registry (webhooks, then the peers' polling) and print push -> first cluster, -> every cluster, -> every primary for each, with ratios; updates its section of docs/peers.md
+bench-peers: deps demo-fleet ## Run Keel, Flux and flotilla side by side on a local fleet of 3 clusters with Debian's docker-registry (webhooks, then the peers' polling, a lost webhook, a version failing in the last wave) and print push -> first cluster, -> every cluster, -> every primary for each, with ratios, CPU and peak RSS; updates its section of docs/peers.md and the chart docs/peers-fleet-wide.png
 	deploy/tools/peers/build.sh keel source kustomize image-reflector image-automation notification >/dev/null
-	$(GO) run ./deploy/tools/peerbench -pushes $(BENCH_PEERS_PUSHES) -poll-pushes $(BENCH_PEERS_POLL_PUSHES) -update docs/peers.md
+	$(GO) run ./deploy/tools/peerbench -pushes $(BENCH_PEERS_PUSHES) -poll-pushes $(BENCH_PEERS_POLL_PUSHES) -update docs/peers.md -chart docs/peers-fleet-wide.png
 
 # What localfleet checks for and starts without Tekton, Prometheus and the load
 # tester, as the demo runs it: etcd, kube-apiserver, kube-controller-manager and

@@ -52,7 +52,9 @@ type subject struct {
 	// poll: the registry notifies nobody; the tool finds pushes by polling.
 	poll bool
 	// next is the minor of the next push.
-	next    int
+	next int
+	// good is the latest tag every cluster's primary ran.
+	good    string
 	digests map[string]string // tag -> digest
 }
 
@@ -68,10 +70,14 @@ type bench struct {
 	kube    map[string]kubernetes.Interface
 	flagger map[string]flaggerclient.Interface
 	loud    *registry // notifies every tool
-	silent  *registry // notifies nobody: the pollers' registry
-	keels   []*proc.Proc
-	flux    []*fluxSet // one per cluster
-	git     *gitServer // the Flux subjects' deployments repository
+	// endpoints are the loud registry's notification endpoints.
+	endpoints []endpoint
+	// check is the analysis check of every tool's Canary.
+	check  *checker
+	silent *registry // notifies nobody: the pollers' registry
+	keels  []*proc.Proc
+	flux   []*fluxSet // one per cluster
+	git    *gitServer // the Flux subjects' deployments repository
 	// fluxToken is every Flux Receiver's secret token.
 	fluxToken string
 	flot      map[string]*flotilla // by subject namespace
@@ -157,13 +163,22 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 		}
 	}
 
+	b.check, err = newChecker(ctx, b.names[1:], func(cluster, ns string) string {
+		if b.track == nil {
+			return ""
+		}
+		return b.track.current(cluster, ns, workload)
+	})
+	if err != nil {
+		return b, err
+	}
 	var endpoints []endpoint
 	for _, s := range b.subs[:2] {
 		waves := [][]string{b.names[:1], b.names[1:]}
 		if s.ns == "flotilla-onewave" {
 			waves = [][]string{b.names}
 		}
-		f, err := newFlotilla(ctx, filepath.Join(dir, s.ns), flotBin, b.loud.host+"/"+s.repo, s.ns, b.fleet, waves)
+		f, err := newFlotilla(ctx, filepath.Join(dir, s.ns), flotBin, b.loud.host+"/"+s.repo, s.ns, b.check.url, b.fleet, waves)
 		if err != nil {
 			return b, err
 		}
@@ -187,6 +202,7 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 		}
 		endpoints = append(endpoints, eps...)
 	}
+	b.endpoints = endpoints
 	if err := b.loud.start(ctx, endpoints); err != nil {
 		return b, err
 	}
@@ -281,6 +297,7 @@ func (b *bench) close(failed bool) {
 		f.stop()
 	}
 	b.git.stop()
+	b.check.stop()
 	for _, r := range []*registry{b.loud, b.silent} {
 		if r != nil {
 			r.stop()
@@ -346,7 +363,8 @@ func (b *bench) createWorkloads(ctx context.Context) error {
 
 // copyCanaries gives every peer's namespace of every cluster the Canary
 // flotilla rendered for its application in that cluster, without
-// flotilla's webhooks: the same analysis behind every tool.
+// flotilla's webhooks but with the bench's analysis check (and its
+// cluster): the same analysis behind every tool.
 func (b *bench) copyCanaries(ctx context.Context, from string) error {
 	for _, n := range b.names {
 		src, err := b.flagger[n].FlaggerV1beta1().Canaries(from).Get(ctx, workload, metav1.GetOptions{})
@@ -362,7 +380,7 @@ func (b *bench) copyCanaries(ctx context.Context, from string) error {
 				Spec:       *src.Spec.DeepCopy(),
 			}
 			if c.Spec.Analysis != nil {
-				c.Spec.Analysis.Webhooks = nil
+				c.Spec.Analysis.Webhooks = checkHooks(c.Spec.Analysis.Webhooks, n)
 			}
 			if _, err := b.flagger[n].FlaggerV1beta1().Canaries(s.ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating the Canary in %s/%s: %w", n, s.ns, err)
@@ -370,6 +388,19 @@ func (b *bench) copyCanaries(ctx context.Context, from string) error {
 		}
 	}
 	return nil
+}
+
+// checkHooks keeps the bench's analysis check of a Canary's webhooks,
+// with the cluster alone as its metadata.
+func checkHooks(hooks []flaggerv1.CanaryWebhook, cluster string) []flaggerv1.CanaryWebhook {
+	var out []flaggerv1.CanaryWebhook
+	for _, h := range hooks {
+		if h.Name == checkHook {
+			h.Metadata = &map[string]string{"cluster": cluster}
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // errTimeout: a push did not reach every cluster in time.

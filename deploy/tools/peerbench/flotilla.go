@@ -10,8 +10,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-cd/flotilla/deploy/tools/internal/proc"
+	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
+
+// flotillaPoll is flotilla's default registry poll (fleet.poll.interval),
+// its safety net behind the webhooks, which the bench leaves as it is.
+const flotillaPoll = config.DefaultRegistryPoll
 
 // flotilla is one `flotilla serve` with one application.
 type flotilla struct {
@@ -24,9 +29,10 @@ type flotilla struct {
 // newFlotilla writes the configuration of one flotilla delivering image to
 // namespace through waves; start runs it. The delivery is the demo's
 // (blue/green, 1s interval, 2 iterations: the fast Flagger build's
-// minimum), without its gate: Flagger's analysis is the same Canary behind
+// minimum), without its gate, with the bench's analysis check as a
+// rollout webhook at check: Flagger's analysis is the same Canary behind
 // every tool (bench.copyCanaries).
-func newFlotilla(ctx context.Context, dir, bin, image, namespace string, fleet *localfleet.Fleet, waves [][]string) (*flotilla, error) {
+func newFlotilla(ctx context.Context, dir, bin, image, namespace, check string, fleet *localfleet.Fleet, waves [][]string) (*flotilla, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -76,6 +82,7 @@ func newFlotilla(ctx context.Context, dir, bin, image, namespace string, fleet *
 			"service":  map[string]any{"port": 9898},
 			"delivery": map[string]any{
 				"strategy": "blueGreen", "interval": "1s", "iterations": 2, "threshold": 1, "progressDeadline": "2m",
+				"webhooks": []map[string]any{{"name": checkHook, "type": "rollout", "url": check}},
 			},
 		}},
 	}

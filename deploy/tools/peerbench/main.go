@@ -59,22 +59,30 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 )
 
-// KeelVersion is the Keel deploy/tools/peers/build.sh builds.
-const KeelVersion = "0.22.1"
+// KeelVersion and KargoVersion are those deploy/tools/peers/build.sh
+// builds.
+const (
+	KeelVersion  = "0.22.1"
+	KargoVersion = "1.11.2"
+)
 
 type options struct {
 	clusters   int
 	pushes     int
 	pollPushes int
 	settle     time.Duration
+	failWait   time.Duration
+	dropWait   time.Duration
 	timeout    time.Duration
 	keelBin    string
 	flux       bool
 	fluxDir    string
+	peersDir   string
 	flotilla   string
 	keep       bool
 	raw        string
 	update     string
+	chart      string
 }
 
 // flags defines the command line's flags into o.
@@ -83,13 +91,17 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.pushes, "pushes", 5, "measured pushes per tool with webhooks (after one unmeasured warm-up push each)")
 	fs.IntVar(&o.pollPushes, "poll-pushes", 2, "measured pushes to the registry that notifies nobody, for Keel's polling at its default schedule (0: not)")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "pause after every cluster's primary runs a pushed version, before the next push")
+	fs.DurationVar(&o.failWait, "fail-wait", 90*time.Second, "a version failing in the last wave: how long after Flagger failed it there to wait for every primary to run the previous version again (0: not measured)")
+	fs.DurationVar(&o.dropWait, "drop-wait", fluxImageInterval+2*time.Minute, "a push whose registry webhook is lost: how long to wait for each tool to notice it (0: not measured)")
 	fs.DurationVar(&o.timeout, "timeout", 4*time.Minute, "how long one push may take to reach every cluster's primary")
 	fs.StringVar(&o.keelBin, "keel", filepath.Join(localfleet.BinDir(), "keel-"+KeelVersion), "Keel's binary (make peers-build)")
-	fs.BoolVar(&o.flux, "flux", true, "also run Flux's subjects (its registry webhook, and its polling with -poll-pushes)")
+	fs.BoolVar(&o.flux, "flux", true, "also run Flux's subjects (its registry webhook, and its polling with -poll-pushes); left out, and named in the report, while its controllers are not built")
+	fs.StringVar(&o.peersDir, "peers-bin", localfleet.BinDir(), "where make peers-build puts the peers, to name those not built")
 	fs.StringVar(&o.fluxDir, "flux-bin", localfleet.BinDir(), "the directory of Flux's controllers and their CRDs (make peers-build)")
 	fs.StringVar(&o.flotilla, "flotilla", "", "flotilla's binary (default: go build this tree)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, every process's log)")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured push as CSV to this file")
+	fs.StringVar(&o.chart, "chart", "", "also draw every measured push's fleet-wide times per tool as a PNG at this path (docs/peers-fleet-wide.png)")
 	fs.StringVar(&o.update, "update", "", "also put the report in place of its dated section of this Markdown file (docs/peers.md), before \""+beforeHeading+"\"")
 }
 
@@ -98,19 +110,38 @@ func main() {
 	cmdline.Main("peerbench", o.flags, func(ctx context.Context) error { return run(ctx, o) })
 }
 
+// notRunning names the peers this run leaves out, and why: a peer whose
+// binaries are not built (make peers-build) is named, not a failure; Flux
+// is then left out of the run (o.flux).
+func notRunning(o *options) []string {
+	var out []string
+	if o.flux {
+		if err := checkFlux(o.fluxDir); err != nil {
+			out = append(out, "Flux ("+fluxVersions()+"): not built: "+err.Error())
+			o.flux = false
+		}
+	} else {
+		out = append(out, "Flux: left out (-flux=false)")
+	}
+	kargo := "Kargo v" + KargoVersion + ": no subject in the bench yet"
+	if _, err := os.Stat(filepath.Join(o.peersDir, "kargo-"+KargoVersion)); err != nil {
+		kargo += ", and not built (make peers-build)"
+	}
+	return append(out, kargo)
+}
+
 func run(ctx context.Context, o options) error {
-	if o.clusters < 2 || o.pushes < 1 || o.pollPushes < 0 || o.settle < 0 || o.timeout <= 0 {
-		return fmt.Errorf("need -clusters >= 2, -pushes >= 1, -poll-pushes >= 0, -settle >= 0, -timeout > 0")
+	if o.clusters < 2 || o.pushes < 1 || o.pollPushes < 0 || o.settle < 0 || o.timeout <= 0 || o.failWait < 0 || o.dropWait < 0 {
+		return fmt.Errorf("need -clusters >= 2, -pushes >= 1, -poll-pushes >= 0, -settle >= 0, -timeout > 0, -fail-wait >= 0, -drop-wait >= 0")
 	}
 	if _, err := os.Stat(o.keelBin); err != nil {
 		return fmt.Errorf("no Keel binary (make peers-build): %w", err)
 	}
-	if o.flux {
-		if err := checkFlux(o.fluxDir); err != nil {
-			return err
-		}
-	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	notRun := notRunning(&o)
+	for _, n := range notRun {
+		log.Warn("not in this run", "peer", n)
+	}
 	b, err := newBench(ctx, o, log)
 	if err != nil {
 		if b != nil {
@@ -123,8 +154,14 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	res.notRun = notRun
 	if o.raw != "" {
 		if err := writeRaw(o.raw, res); err != nil {
+			return err
+		}
+	}
+	if o.chart != "" {
+		if err := writeChart(o.chart, res); err != nil {
 			return err
 		}
 	}

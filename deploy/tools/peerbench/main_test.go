@@ -172,3 +172,50 @@ func TestGitServerPushWebhook(t *testing.T) {
 		t.Fatal("no push webhook after a push")
 	}
 }
+
+func TestNotRunning(t *testing.T) {
+	built := t.TempDir()
+	for _, c := range fluxControllers {
+		if err := os.WriteFile(fluxBinary(built, c), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(fluxBinary(built, c)+"-crds", 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(built, "kargo-"+KargoVersion), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	tests := []struct {
+		name     string
+		o        options
+		want     []string
+		wantFlux bool
+	}{
+		{"all built", options{flux: true, fluxDir: built, peersDir: built},
+			[]string{"Kargo v1.11.2: no subject in the bench yet"}, true},
+		{"Flux left out", options{flux: false, fluxDir: built, peersDir: built},
+			[]string{"Flux: left out (-flux=false)", "Kargo v1.11.2: no subject in the bench yet"}, false},
+		{"nothing built", options{flux: true, fluxDir: empty, peersDir: empty},
+			[]string{"Flux: not built", "Kargo v1.11.2: no subject in the bench yet, and not built (make peers-build)"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.o
+			got := notRunning(&o)
+			// The error's text after "not built" names the path.
+			for i := range got {
+				if strings.HasPrefix(got[i], "Flux (") && strings.Contains(got[i], ": not built: ") {
+					got[i] = "Flux: not built"
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("notRunning (-want +got):\n%s", diff)
+			}
+			if o.flux != tt.wantFlux {
+				t.Errorf("flux = %v, want %v", o.flux, tt.wantFlux)
+			}
+		})
+	}
+}

@@ -86,6 +86,13 @@ func (r *registry) start(ctx context.Context, endpoints []endpoint) error {
 	return r.p.WaitHTTP(ctx, "http://"+r.host+"/v2/", 20*time.Second)
 }
 
+// restart stops the registry and starts it again at the same address with
+// its storage, notifying the endpoints.
+func (r *registry) restart(ctx context.Context, endpoints []endpoint) error {
+	r.stop()
+	return r.start(ctx, endpoints)
+}
+
 func (r *registry) stop() {
 	if r.p != nil {
 		r.p.Stop(5 * time.Second)

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -77,6 +78,12 @@ func renderReport(o options, r *results) string {
 		b.WriteString(" Flux (" + fluxVersions() + "): the five controllers per cluster (a kubeconfig each), each cluster's image automation committing to its own directory of one git-http-backend repository; the registry's notifications at a generic Receiver that has the ImageRepository scan, the git server's push webhook at a generic Receiver that has the GitRepository fetch; its polling subject scans the silent registry every " + fluxImageInterval.String() + ".")
 	}
 	b.WriteString(" Neither Keel nor Flux orders clusters: every cluster takes a push at once, so their fleet-wide times compare with flotilla's one wave; flotilla's waves wait for the first wave's analysis. How each is configured and why: docs/peers.md. Ratios are medians over flotilla's medians: above 1x flotilla is faster, below 1x the peer is.\n\n")
+	if len(r.notRun) > 0 {
+		b.WriteString("Not in this run: " + strings.Join(r.notRun, "; ") + ".\n\n")
+	}
+	if o.chart != "" {
+		fmt.Fprintf(&b, "![push -> fleet-wide time per tool, one dot per push](%s)\n\n", chartLink(o))
+	}
 	fw, fo := r.subjects[0].name, r.subjects[1].name
 	for _, m := range metrics {
 		fmt.Fprintf(&b, "**%s** (ms)\n\n", m.name)
@@ -93,6 +100,8 @@ func renderReport(o options, r *results) string {
 		b.WriteString("\n")
 	}
 	b.WriteString(renderSpend(r))
+	b.WriteString(renderDrops(r))
+	b.WriteString(renderFails(r))
 	b.WriteString("What each tool's processes used over the whole measured run (from the end of the set-up to the end of the run, every tool's pushes and the others' in between; peak: the sum of the processes' highest RSS in the run):\n\n| processes | count | CPU s | peak RSS MiB (sum) |\n|---|---:|---:|---:|\n")
 	for _, u := range r.usage {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %.0f |\n", u.what, u.procs, u.cpu.Seconds(), u.peakMiB)
@@ -113,6 +122,66 @@ func renderSpend(r *results) string {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %.2f | %.2f | %.0f |\n", s.name, r.procs[s.name], sp.pushes, sp.cpu.Seconds(), sp.perPush.Seconds(), sp.peakMiB)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// chartLink is the chart's path as the updated Markdown file links it.
+func chartLink(o options) string {
+	if o.update == "" {
+		return filepath.ToSlash(o.chart)
+	}
+	rel, err := filepath.Rel(filepath.Dir(o.update), o.chart)
+	if err != nil {
+		return filepath.ToSlash(o.chart)
+	}
+	return filepath.ToSlash(rel)
+}
+
+// secs formats a duration in seconds.
+func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s" }
+
+// renderDrops is the table of the pushes whose webhook was lost.
+func renderDrops(r *results) string {
+	if len(r.drops) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("**A dropped webhook**: one push per tool whose registry notification is lost (the registry restarted without its notification endpoints for these pushes, then with them again), all at once; when each tool noticed it anyway. flotilla polls the registry every " + flotillaPoll.String() + " (its default fleet.poll.interval, jittered by 10%); Flux's ImageRepository scans every " + fluxImageInterval.String() + "; Keel polls only workloads labelled `keel.sh/trigger: poll`, which a webhook-triggered one is not.\n\n")
+	b.WriteString("| tool | version | push -> first cluster's Deployment spec carries it | push -> every cluster's primary runs it |\n|---|---|---:|---:|\n")
+	for _, d := range r.drops {
+		noticed, every := "not within "+d.waited.String(), "not within "+d.waited.String()
+		if d.noticedOK {
+			noticed = secs(d.noticed)
+		}
+		if d.everyOK {
+			every = secs(d.every)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", d.subject, d.tag, noticed, every)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// renderFails is the table of the versions failing in the last wave.
+func renderFails(r *results) string {
+	if len(r.fails) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "**A version failing in the last wave**: one push per tool whose analysis fails in %s (the waves subject's last wave; the bench's check, a Flagger rollout webhook in every tool's Canary, answers 403 for that version there) and passes in c1; who puts the previous version back where, and when every cluster has settled on it: its primary back on it, kept on it by Flagger, or its Deployment taken back before the analysis ended (waited for up to -fail-wait after the analysis failed it in the last one; Flagger's threshold is 1, so its first failed check fails the canary).\n\n", strings.Join(r.fails[0].failing, ", "))
+	b.WriteString("| tool | version (previous) | push -> the analysis failed it in the last of those clusters | push -> every cluster settled on the previous (the latest of them) | what became of each cluster's primary |\n|---|---|---:|---:|---|\n")
+	for _, f := range r.fails {
+		restored := "not within " + f.waited.String() + " (manual)"
+		if f.restoredOK {
+			restored = secs(f.restored)
+		}
+		failed := "-"
+		if f.failedOK {
+			failed = secs(f.failed)
+		}
+		fmt.Fprintf(&b, "| %s | %s (%s) | %s | %s | %s |\n", f.subject, f.tag, f.prev, failed, restored, fateText(f))
 	}
 	b.WriteString("\n")
 	return b.String()

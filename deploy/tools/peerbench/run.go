@@ -29,6 +29,9 @@ type results struct {
 	subjects []*subject
 	measures []measure
 	usage    []usage
+	drops    []drop
+	fails    []failure
+	notRun   []string       // the peers left out, and why
 	procs    map[string]int // subject -> how many processes its tool has
 	clusters int
 	took     time.Duration
@@ -63,6 +66,9 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 		if err := b.applyFluxObjects(ctx); err != nil {
 			return nil, err
 		}
+	}
+	for _, s := range b.subs {
+		s.good = tag(firstVersion)
 	}
 	for _, s := range b.subs[:2] {
 		if err := b.waitPrimaries(ctx, s, tag(firstVersion), s.digests[tag(firstVersion)], time.Time{}); err != nil {
@@ -115,6 +121,24 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 		}
 	}
 	res.usage = b.wholeRun(cpu0)
+	if b.o.dropWait > 0 {
+		var err error
+		if res.drops, err = b.dropWebhooks(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if b.o.failWait > 0 {
+		for _, s := range b.subs {
+			if s.poll {
+				continue
+			}
+			f, err := b.failLastWave(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			res.fails = append(res.fails, f)
+		}
+	}
 	res.took = time.Since(b.started)
 	return res, nil
 }
@@ -179,6 +203,7 @@ func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
 	case <-time.After(b.o.settle):
 	}
 	m.cpu, m.peakKiB = b.meter.close(w)
+	s.good = m.tag
 	return m, nil
 }
 

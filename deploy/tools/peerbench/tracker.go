@@ -12,21 +12,26 @@ import (
 )
 
 // tracker watches the Deployments of the subjects' namespaces in every
-// cluster and remembers when each Deployment was first seen with each
-// image: the clusters' own word on when a tool changed them, the same way
+// cluster and remembers each change of each Deployment's image and when it
+// was seen: the clusters' own word on when a tool changed them, the same way
 // for every tool (a watch event reaches the bench a few milliseconds after
 // the API server stored the change).
 type tracker struct {
 	mu    sync.Mutex
-	seen  map[string]map[string]time.Time // cluster/ns/name -> image -> first seen
-	cur   map[string]string               // cluster/ns/name -> image now
+	hist  map[string][]change // cluster/ns/name -> its images, in order
 	stops []chan struct{}
+}
+
+// change is a Deployment seen with a new image.
+type change struct {
+	image string
+	at    time.Time
 }
 
 func key(cluster, ns, name string) string { return cluster + "/" + ns + "/" + name }
 
 func newTracker(kube map[string]kubernetes.Interface, namespaces []string) *tracker {
-	t := &tracker{seen: map[string]map[string]time.Time{}, cur: map[string]string{}}
+	t := &tracker{hist: map[string][]change{}}
 	for cluster, cs := range kube {
 		for _, ns := range namespaces {
 			stop := make(chan struct{})
@@ -54,37 +59,53 @@ func (t *tracker) observe(cluster string, o any) {
 	k := key(cluster, d.Namespace, d.Name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.cur[k] = img
-	if t.seen[k] == nil {
-		t.seen[k] = map[string]time.Time{}
-	}
-	if _, ok := t.seen[k][img]; !ok {
-		t.seen[k][img] = now
-	}
+	t.hist[k] = record(t.hist[k], img, now)
 }
 
-// since is when the Deployment was first seen carrying the version (its tag,
-// as Keel writes it, or its digest, as flotilla does), if it was at or
+// record appends the image to a Deployment's history if it changed.
+func record(h []change, img string, at time.Time) []change {
+	if len(h) > 0 && h[len(h)-1].image == img {
+		return h
+	}
+	return append(h, change{image: img, at: at})
+}
+
+// firstSince is when the history first changed to an image carrying the
+// version (its tag, as Keel and Flux write it, or its digest, as flotilla
+// does) at or after from.
+func firstSince(h []change, tag, digest string, from time.Time) (time.Time, bool) {
+	for _, c := range h {
+		if !c.at.Before(from) && carries(c.image, tag, digest) {
+			return c.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// since is when the Deployment was first seen changed to the version at or
 // after from.
 func (t *tracker) since(cluster, ns, name, tag, digest string, from time.Time) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var first time.Time
-	for img, at := range t.seen[key(cluster, ns, name)] {
-		if !carries(img, tag, digest) || at.Before(from) {
-			continue
-		}
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-	}
-	return first, !first.IsZero()
+	return firstSince(t.hist[key(cluster, ns, name)], tag, digest, from)
 }
 
+// history is a copy of the Deployment's changes.
+func (t *tracker) history(cluster, ns, name string) []change {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]change(nil), t.hist[key(cluster, ns, name)]...)
+}
+
+// current is the Deployment's image now.
 func (t *tracker) current(cluster, ns, name string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.cur[key(cluster, ns, name)]
+	h := t.hist[key(cluster, ns, name)]
+	if len(h) == 0 {
+		return ""
+	}
+	return h[len(h)-1].image
 }
 
 // carries tells whether an image reference names the version.
