@@ -85,3 +85,18 @@ Feature: Release sets: several applications promoted as one
     And the rollout of that commit is rolled back
     And flotilla's rollout of that commit shows in cluster "c1" the Job "shop-migrate" failed with the Job's reason, as `flotilla describe rollout` does
     And the primary and the workload of "shop-api,shop-frontend" in every cluster run the first commit, greeting "hello"
+
+  # Catches a set's freezeWindows refused or accepted and ignored (the set
+  # rolls out inside its window: a member's workload or the Job on the
+  # commit before the window's end), and a set that the window holds
+  # forever (it is released when the window ends).
+  Scenario: A release set's own freeze window holds its rollout and releases it when it ends
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
+    And the release set's own freeze window "shop-freeze" holds it for the next 30 seconds
+    And flotilla serving the release set "shop" in waves "c1" then "c2"
+    And the application's workloads are watched in every cluster
+    When the repository's first commit is pushed to the set
+    Then the rollout of that commit waits for the freeze window "shop-freeze"
+    And the rollout of that commit succeeds
+    And no member's workload or Job in any cluster ran that commit before the freeze window ended
+    And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "hello"

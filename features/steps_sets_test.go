@@ -28,6 +28,10 @@ func (s *scenario) registerSetsSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a push changes the greeting of every member of the set to "([^"]*)"$`, s.pushSetGreeting)
 	sc.Step(`^a push changes the greeting of every member of the set to "([^"]*)" and makes the Job "([^"]*)" fail$`, s.pushSetJobFailing)
 	sc.Step(`^the Job "([^"]*)" in cluster "([^"]*)" fails at that commit$`, s.jobFailsAtThatCommit)
+	sc.Step(`^the release set's own freeze window "([^"]*)" holds it for the next (\d+) seconds$`, s.setFrozen)
+	sc.Step(`^the repository's first commit is pushed to the set$`, s.pushFirstToSet)
+	sc.Step(`^the rollout of that commit waits for the freeze window "([^"]*)"$`, s.thatCommitWaitsForFreeze)
+	sc.Step(`^no member's workload or Job in any cluster ran that commit before the freeze window ended$`, s.nothingBeforeThaw)
 	sc.Step("^flotilla's rollout of that commit shows in cluster \"([^\"]*)\" the Job \"([^\"]*)\" failed with the Job's reason, as `flotilla describe rollout` does$", s.rolloutShowsJobFailed)
 	sc.Step(`^that commit had one rollout, the set "([^"]*)"'s, with the members "([^"]*)"$`, s.oneSetRollout)
 	sc.Step(`^the Job "([^"]*)" in every cluster ran (that|the first) commit, greeting "([^"]*)"$`, s.jobRan)
@@ -48,6 +52,8 @@ type releaseSet struct {
 	// jobFailure is the reason a Job gave for failing, as a step read it
 	// from the cluster.
 	jobFailure string
+	// frozenUntil is when the set's own freeze window ends.
+	frozenUntil time.Time
 }
 
 func setJob(name, greeting string) string {
@@ -199,7 +205,7 @@ func (s *scenario) flotillaServingSet(ctx context.Context, set, wave1, wave2 str
 
 // setRolloutFields are the fields of the scenario's application that are
 // a release set's own (releaseSets[]).
-var setRolloutFields = []string{"driftPolicy"}
+var setRolloutFields = []string{"driftPolicy", "freezeWindows", "clusterSelector", "onNewVersion", "poll"}
 
 // primaryOfRunsImage reads the image the primary of workload name runs in
 // a cluster, waiting up to 30 s for it to be image.
@@ -413,6 +419,67 @@ func (s *scenario) rolloutShowsJobFailed(ctx context.Context, clusterName, job s
 		}
 	}
 	return fmt.Errorf("flotilla describe rollout %s prints no row of %s:\n%s", ro.ID, clusterName, out)
+}
+
+// setFrozen gives the scenario's application, which becomes the set's
+// rollout fields (setRolloutFields), a freeze window that began a second
+// ago and lasts n seconds: the set's releaseSets[].freezeWindows.
+func (s *scenario) setFrozen(name string, n int) error {
+	if s.w == nil || s.w.set == nil {
+		return errors.New("no release set: the repository step comes first")
+	}
+	start := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
+	d := time.Duration(n) * time.Second
+	s.w.set.frozenUntil = start.Add(d)
+	s.w.configEdits = append(s.w.configEdits, func(cfg map[string]any) error {
+		cfg["applications"].([]map[string]any)[0]["freezeWindows"] = []map[string]any{{
+			"name": name, "rrule": "DTSTART:" + start.Format("20060102T150405Z") + "\nRRULE:FREQ=YEARLY;COUNT=1", "duration": d.String(),
+		}}
+		return nil
+	})
+	return nil
+}
+
+// pushFirstToSet delivers the push of the repository's first commit, which
+// is then "that" commit.
+func (s *scenario) pushFirstToSet(ctx context.Context) error {
+	first := s.w.git.commits["first"]
+	s.w.git.commits["that"] = first
+	return s.deliverGitPush(ctx, strings.Repeat("0", 40), first, nil)
+}
+
+func (s *scenario) thatCommitWaitsForFreeze(ctx context.Context, window string) error {
+	return s.waitsForFreeze(ctx, commitVersion(s.w.git.commits["that"]), window)
+}
+
+// nothingBeforeThaw reads the watch (every member's workload and primary)
+// and each cluster's Job: none ran that commit before the set's freeze
+// window ended.
+func (s *scenario) nothingBeforeThaw(ctx context.Context) error {
+	w, rs := s.w.git.workloads, s.w.set
+	if w == nil {
+		return errors.New("the workloads are not watched: the watching step comes first")
+	}
+	rev := s.w.git.url + "@" + s.w.git.commits["that"]
+	for _, c := range s.w.clusters {
+		for _, d := range []string{rs.api, rs.api + "-primary", rs.frontend, rs.frontend + "-primary"} {
+			at, ok := w.firstSeen(c.Name, d, rev)
+			if !ok {
+				return fmt.Errorf("the watch never saw %s in %s run %s", d, c.Name, rev)
+			}
+			if at.Before(rs.frozenUntil) {
+				return fmt.Errorf("%s in %s ran %s at %s, before the set's freeze window ended (%s)", d, c.Name, rev, at.Format(time.RFC3339Nano), rs.frozenUntil.Format(time.RFC3339))
+			}
+		}
+		j, err := c.Kube.BatchV1().Jobs(s.w.namespace).Get(ctx, rs.job, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading the Job %s in %s: %w", rs.job, c.Name, err)
+		}
+		if j.CreationTimestamp.Time.Before(rs.frozenUntil.Add(-time.Second)) { // creation times are whole seconds
+			return fmt.Errorf("the Job %s in %s was created at %s, before the set's freeze window ended (%s)", rs.job, c.Name, j.CreationTimestamp.Format(time.RFC3339), rs.frozenUntil.Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // primaryRanAfter reads the watch: in cluster, later's primary ran that

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ReleaseSet is several git applications promoted as one unit
@@ -20,12 +22,36 @@ type ReleaseSet struct {
 	// of one repository, branch and tags pattern, in one namespace, each in
 	// no other set.
 	Applications []string `json:"applications"`
-	// DriftPolicy is the set's driftPolicy, as an application's: what
-	// flotilla does when a member's primary runs another image than the
-	// set's validated commit renders for it (report, the default, or
-	// revert: the set's commit applied again to the drifted clusters,
-	// every member). A member's own is refused.
+	// The set's own rollout fields, as an application's (a member's own
+	// are refused: the set's rollout decides for every member).
+	//
+	// DriftPolicy: what flotilla does when a member's primary runs
+	// another image than the set's validated commit renders for it
+	// (report, the default, or revert: the set's commit applied again to
+	// the drifted clusters, every member).
 	DriftPolicy string `json:"driftPolicy"`
+	// FreezeWindows hold the set's rollouts only.
+	FreezeWindows []FreezeWindow `json:"freezeWindows"`
+	// ClusterSelector limits the set to the clusters whose labels it
+	// matches (default: every cluster of the fleet).
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector"`
+	// OnNewVersion: what a new commit of the set does to its rollout in
+	// flight: supersede (the default) or queue.
+	OnNewVersion string `json:"onNewVersion"`
+	// Poll overrides fleet.poll for the set's branch.
+	Poll *Poll `json:"poll"`
+}
+
+// setFields are the rollout fields a release set has of its own.
+var setFields = []string{"driftPolicy", "freezeWindows", "clusterSelector", "onNewVersion", "poll"}
+
+// Application is the application s's fields (the set's own rollout
+// fields, validated as an application's) make, named after the set.
+func (s ReleaseSet) Application() Application {
+	return Application{
+		Name: s.Name, DriftPolicy: s.DriftPolicy, FreezeWindows: s.FreezeWindows, ClusterSelector: s.ClusterSelector,
+		OnNewVersion: cmpOr(s.OnNewVersion, OnNewVersionSupersede), Poll: s.Poll,
+	}
 }
 
 // DependencyReference names an application applied (and ready) before the
@@ -116,6 +142,12 @@ func (v *validator) releaseSets(c *Config) {
 		if s.DriftPolicy != "" {
 			v.oneOf(p+".driftPolicy", "driftPolicy", s.DriftPolicy, DriftPolicies)
 		}
+		if s.OnNewVersion != "" {
+			v.oneOf(p+".onNewVersion", "onNewVersion", s.OnNewVersion, OnNewVersions)
+		}
+		v.freezeWindows(p+".freezeWindows", s.FreezeWindows)
+		v.poll(p+".poll", s.Poll)
+		v.clusterSelector(p+".clusterSelector", s.Application())
 		if c.Fleet.Executor == ExecutorTekton {
 			v.addf(p, "release sets run on the embedded executor only (fleet.executor is tekton)")
 		}
@@ -225,9 +257,6 @@ func (v *validator) setMemberFields(path string, a Application) {
 		}
 	}
 }
-
-// setFields are the rollout fields a release set has of its own.
-var setFields = []string{"driftPolicy"}
 
 // cycleError is a dependsOn cycle among a set's members.
 type cycleError struct {
@@ -347,11 +376,9 @@ func foldReleaseSets(c *Config) {
 		}
 		g := *lead.Git()
 		g.Paths, g.Helm, g.Render, g.AllowedImages = tracked, nil, DefaultGitRender, nil
-		set := Application{
-			Name: s.Name, Source: &Source{Git: &g}, Track: lead.Track, Namespace: lead.Namespace,
-			Workload: lead.Workload, Service: lead.Service, Delivery: lead.Delivery,
-			OnNewVersion: lead.OnNewVersion, DriftPolicy: s.DriftPolicy, Set: spec,
-		}
+		set := s.Application()
+		set.Source, set.Track, set.Namespace = &Source{Git: &g}, lead.Track, lead.Namespace
+		set.Workload, set.Service, set.Delivery, set.Set = lead.Workload, lead.Service, lead.Delivery, spec
 		set.Delivery.Deadline = Duration{deadline}
 		c.Applications = append(c.Applications, set)
 	}

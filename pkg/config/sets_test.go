@@ -162,9 +162,43 @@ func TestReleaseSetValidation(t *testing.T) {
 			name: "member's rollout fields",
 			doc:  shopDoc{api: "    driftPolicy: revert\n    poll: {interval: 1m}\n    freezeWindows: [{name: night, schedule: '0 22 * * *', duration: 8h}]\n"},
 			want: []Problem{
-				{"applications[1].freezeWindows", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
-				{"applications[1].poll", "shop-api is a member of a release set: the set's rollout decides for every member (not per member yet)"},
+				{"applications[1].freezeWindows", "shop-api is a member of a release set: the set's rollout decides for every member (set releaseSets[].freezeWindows)"},
+				{"applications[1].poll", "shop-api is a member of a release set: the set's rollout decides for every member (set releaseSets[].poll)"},
 				{"applications[1].driftPolicy", "shop-api is a member of a release set: the set's rollout decides for every member (set releaseSets[].driftPolicy)"},
+			},
+		},
+		{
+			name: "member's clusterSelector and onNewVersion",
+			doc:  shopDoc{frontend: "    clusterSelector: {matchLabels: {env: prod}}\n    onNewVersion: queue\n"},
+			want: []Problem{
+				{"applications[2].clusterSelector", `application "shop-frontend" selects no cluster of the fleet (env=prod): label clusters in fleet.clusters[].labels`},
+				{"applications[2].clusterSelector", "shop-frontend is a member of a release set: the set's rollout decides for every member (set releaseSets[].clusterSelector)"},
+				{"applications[2].onNewVersion", "shop-frontend is a member of a release set: the set's rollout decides for every member (set releaseSets[].onNewVersion)"},
+			},
+		},
+		{
+			name: "set's own rollout fields",
+			doc: shopDoc{sets: `  - name: shop
+    applications: [shop-migrate, shop-api, shop-frontend]
+    freezeWindows: [{name: night, schedule: '0 22 * * *', duration: 8h}]
+    clusterSelector: {matchLabels: {region: eu}}
+    onNewVersion: queue
+    poll: {interval: 1m}`},
+			fleet: "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {region: eu}}], waves: [{clusters: [c1]}]}\n",
+		},
+		{
+			name: "set's own rollout fields wrong",
+			doc: shopDoc{sets: `  - name: shop
+    applications: [shop-migrate, shop-api, shop-frontend]
+    freezeWindows: [{name: night, schedule: 'at night', duration: 8h}]
+    clusterSelector: {matchLabels: {region: mars}}
+    onNewVersion: later
+    poll: {interval: 10ms}`},
+			want: []Problem{
+				{"releaseSets[0].onNewVersion", `unknown onNewVersion "later"; want one of supersede, queue`},
+				{"releaseSets[0].freezeWindows[0]", `schedule "at night": expected exactly 5 fields, found 2: [at night]`},
+				{"releaseSets[0].poll.interval", "10ms: want 0s (off) or at least 1s"},
+				{"releaseSets[0].clusterSelector", `application "shop" selects no cluster of the fleet (region=mars): label clusters in fleet.clusters[].labels`},
 			},
 		},
 		{
@@ -211,8 +245,15 @@ func TestReleaseSetValidation(t *testing.T) {
 // deadlines summed.
 func TestReleaseSetApplication(t *testing.T) {
 	dir := testDir(t)
-	doc := shopDoc{sets: "  - {name: shop, applications: [shop-frontend, shop-api, shop-migrate], driftPolicy: revert}"}
-	c, err := Parse([]byte(sections{applications: doc.String()}.doc()), dir)
+	doc := shopDoc{sets: `  - name: shop
+    applications: [shop-frontend, shop-api, shop-migrate]
+    driftPolicy: revert
+    freezeWindows: [{name: night, schedule: '0 22 * * *', duration: 8h}]
+    clusterSelector: {matchLabels: {region: eu}}
+    onNewVersion: queue
+    poll: {interval: 1m}`}
+	fleet := "fleet: {clusters: [{name: c1, kubeconfig: c1.kubeconfig, labels: {region: eu}}, {name: c2, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1, c2]}]}\n"
+	c, err := Parse([]byte(sections{applications: doc.String(), fleet: fleet}.doc()), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,8 +285,32 @@ func TestReleaseSetApplication(t *testing.T) {
 	if set.MemberOf != "" {
 		t.Errorf("the set is a member of %q", set.MemberOf)
 	}
-	if set.DriftPolicy != DriftPolicyRevert {
-		t.Errorf("the set's driftPolicy %q, want revert (releaseSets[0].driftPolicy)", set.DriftPolicy)
+	// The set's own rollout fields are its application's, honoured where
+	// an application's are.
+	type fields struct {
+		DriftPolicy, OnNewVersion string
+		Freeze                    []string
+		Targets                   []bool
+		Poll                      time.Duration
+	}
+	got := fields{DriftPolicy: set.DriftPolicy, OnNewVersion: set.OnNewVersion, Poll: c.PollInterval(set)}
+	for _, w := range set.FreezeWindows {
+		got.Freeze = append(got.Freeze, w.Name)
+	}
+	for _, cl := range c.Fleet.Clusters {
+		got.Targets = append(got.Targets, set.Targets(cl))
+	}
+	want2 := fields{DriftPolicy: DriftPolicyRevert, OnNewVersion: OnNewVersionQueue, Freeze: []string{"night"}, Targets: []bool{true, false}, Poll: time.Minute}
+	if d := cmp.Diff(want2, got); d != "" {
+		t.Errorf("the set's rollout fields (-want +got):\n%s", d)
+	}
+	// Without them: an application's defaults.
+	plain, err := Parse([]byte(sections{applications: shopDoc{}.String()}.doc()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := plain.Application("shop"); a.OnNewVersion != OnNewVersionSupersede || a.DriftPolicy != "" || a.ClusterSelector != nil {
+		t.Errorf("a set without rollout fields: onNewVersion %q, driftPolicy %q, selector %v; want supersede and none", a.OnNewVersion, a.DriftPolicy, a.ClusterSelector)
 	}
 }
 
