@@ -137,3 +137,20 @@ Feature: Applications as resources of the management cluster
     Then the rollout of "1.1.0" waits for an approval of wave 2
     And the primary in clusters "c2" runs version "1.1.0" by digest
     And the primary in clusters "c1" runs version "1.0.0" by digest
+
+  # Catches a team placing its application in another team's project (the
+  # project "other" lists "second", applied in the namespace of project
+  # "team": taken, its rollouts would be governed by other's roles), and
+  # a refusal said nowhere the team reads it or taking the file's
+  # application down with it (podinfo's 1.1.0).
+  Scenario: An Application in a project's namespace that another project lists: refused by condition
+    Given flotilla watches the Application resources of a team's namespace in cluster "c3"
+    And the team's namespace is project "team"'s, and project "other" lists the application "second"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    When `kubectl apply` of the Application "second" that tracks "demo/second" in the team's namespace
+    Then the Application "second" is not Ready, reason "ProjectConflict", its message naming "another team's project"
+    And flotilla tracks no application "second"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" succeeds
+    And the primary in every cluster runs version "1.1.0" by digest

@@ -46,6 +46,7 @@ func (s *scenario) registerResourcesSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla lists no cluster "([^"]*)"$`, s.listsNoCluster)
 	sc.Step("^`kubectl apply` of a WavePolicy in the platform namespace whose waves are \"first\", the clusters labelled \"([^\"]*)\", then \"second\", those labelled \"([^\"]*)\" after (\\d+) approvals?$", s.applyWavePolicy)
 	sc.Step(`^the WavePolicy is Ready with the waves "([^"]*)"$`, s.wavePolicyReady)
+	sc.Step(`^the team's namespace is project "([^"]*)"'s, and project "([^"]*)" lists the application "([^"]*)"$`, s.teamProjects)
 }
 
 // resourcesWorld is where a scenario's Application resources live.
@@ -569,4 +570,26 @@ func (s *scenario) wavePolicyReady(ctx context.Context, waves string) error {
 		}
 	}
 	return fmt.Errorf("kubectl get wavepolicies.flotilla.dev lists no %s Ready (Applied) with its waves:\n%s", wavePolicyName, out)
+}
+
+// teamProjects puts the team's namespace in project team and has project
+// other (with a namespace of its own) list app by name; the steps' token
+// stays admin in every project.
+func (s *scenario) teamProjects(ctx context.Context, team, other, app string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	admin := map[string]any{"name": "admin", "subjects": []string{"token:default"}}
+	s.w.configEdits = append(s.w.configEdits, func(cfg map[string]any) error {
+		cfg["projects"] = []map[string]any{
+			{"name": team, "namespaces": []string{rw.namespace}, "roles": []any{admin}},
+			{"name": other, "applications": []string{app}, "namespaces": []string{rw.namespace + "-" + other}, "roles": []any{admin}},
+			{"name": "default", "roles": []any{admin}},
+		}
+		resources := cfg["server"].(map[string]any)["resources"].(map[string]any)
+		resources["namespaces"] = []string{rw.namespace, rw.namespace + "-" + other}
+		return nil
+	})
+	return nil
 }

@@ -1094,6 +1094,10 @@ func (p WavePolicy) Limits(n int) (maxParallel, maxFailures int) {
 type Application struct {
 	// Name is a DNS label, unique among applications.
 	Name string `json:"name"`
+	// ResourceNamespace is the namespace of the Application resource that
+	// gives the application (pkg/resources), what its project follows
+	// (projects[].namespaces); "" for the file's. Never in the file.
+	ResourceNamespace string `json:"-"`
 	// Image is the repository to track, "host[:port]/path", with an explicit
 	// registry host and without tag or digest. Required, unless Source
 	// names a git repository instead.

@@ -125,6 +125,9 @@ func parseWith(data []byte, base string, extra Extra) (*Config, int, error) {
 		if err != nil {
 			return nil, fileApps, err
 		}
+		for i := range copies { // not marshalled
+			copies[i].ResourceNamespace = extra.Applications[i].ResourceNamespace
+		}
 		c.Applications = append(c.Applications, copies...)
 	}
 	for _, cl := range extra.Clusters {

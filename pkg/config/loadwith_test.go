@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,5 +160,88 @@ applications:
 	verr := (*ValidationError)(nil)
 	if !errors.As(err, &verr) || len(verr.Problems) != 1 || verr.Problems[0].Path != "fleet.clusters[0]" || !strings.Contains(verr.Problems[0].Message, "is in no wave") {
 		t.Errorf("waves leaving c1 out: %v, want c1 in no wave", err)
+	}
+}
+
+// TestProjectNamespaces: an Application resource's application is the
+// project's whose namespaces have its namespace; one another project
+// lists by name is refused at its metadata.namespace, unless the lister
+// names no namespace (then it is the lister's); a namespace is one
+// project's, and only with server.resources.
+func TestProjectNamespaces(t *testing.T) {
+	t.Setenv("FLOTILLA_TEST_TOKEN", "token")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "c1.kubeconfig"), "apiVersion: v1\nkind: Config\n")
+	doc := func(resources, projects string) string {
+		return resources + `
+receivers:
+  - {name: canaries, type: flagger, secret: {env: FLOTILLA_TEST_TOKEN}}
+fleet:
+  clusters: [{name: c1, kubeconfig: c1.kubeconfig}]
+  waves: [{clusters: [c1]}]
+applications:
+  - {name: shop, image: registry.example.com/shop, workload: {name: shop}, service: {port: 80}}
+projects: ` + projects + "\n"
+	}
+	const watched = "server: {resources: {namespaces: [team-a, team-b, team-c]}}"
+	web := func(ns string) Application {
+		return Application{Name: "web", ResourceNamespace: ns, Image: "registry.example.com/web", Workload: Workload{Name: "web"}, Service: Service{Port: 80}}
+	}
+	tests := []struct {
+		name     string
+		doc      string
+		ns       string // web's resource's namespace
+		project  string // web's project
+		problems map[string]string
+	}{
+		{name: "its namespace's project", doc: doc(watched, `[{name: a, namespaces: [team-a]}, {name: b, namespaces: [team-b]}]`), ns: "team-a", project: "a"},
+		{name: "a namespace of no project", doc: doc(watched, `[{name: a, namespaces: [team-a]}]`), ns: "team-c", project: DefaultProject},
+		{name: "listed by its namespace's project", doc: doc(watched, `[{name: a, applications: [web], namespaces: [team-a]}]`), ns: "team-a", project: "a"},
+		{name: "listed by a project without namespaces", doc: doc(watched, `[{name: a, applications: [web]}]`), ns: "team-c", project: "a"},
+		{name: "listed by another team's project", doc: doc(watched, `[{name: a, namespaces: [team-a]}, {name: b, applications: [web], namespaces: [team-b]}]`), ns: "team-a",
+			problems: map[string]string{"applications[1].metadata.namespace": ProblemProjectConflict + `project "b" lists the application "web" (projects[1].applications), but its namespace team-a is project "a"'s`}},
+		{name: "listed by a project, from a namespace of none", doc: doc(watched, `[{name: b, applications: [web], namespaces: [team-b]}]`), ns: "team-c",
+			problems: map[string]string{"applications[1].metadata.namespace": ProblemProjectConflict + `project "b" lists the application "web" (projects[0].applications), but its namespace team-c is not among the project's namespaces [team-b]`}},
+		{name: "a namespace in two projects", doc: doc(watched, `[{name: a, namespaces: [team-a]}, {name: b, namespaces: [team-a]}]`), ns: "team-c",
+			problems: map[string]string{"projects[1].namespaces[0]": `namespace "team-a" is project a's already`}},
+		{name: "namespaces without server.resources", doc: doc("", `[{name: a, namespaces: [team-a]}]`),
+			problems: map[string]string{"projects[0].namespaces[0]": "a project's namespaces are those of the Application resources"}},
+		{name: "a project lists an application absent for now", doc: doc(watched, `[{name: a, applications: [gone], namespaces: [team-a]}]`), ns: "team-a", project: "a"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("config-%d.yaml", i))
+			writeFile(t, path, tc.doc)
+			var extra []Application
+			if tc.ns != "" {
+				extra = []Application{web(tc.ns)}
+			}
+			c, _, err := LoadWith(path, extra)
+			verr := (*ValidationError)(nil)
+			switch {
+			case len(tc.problems) == 0 && err != nil:
+				t.Fatal(err)
+			case len(tc.problems) > 0:
+				if !errors.As(err, &verr) {
+					t.Fatalf("LoadWith = %v, want problems %v", err, tc.problems)
+				}
+				got := map[string]string{}
+				for _, p := range verr.Problems {
+					got[p.Path] = p.Message
+				}
+				for path, want := range tc.problems {
+					if !strings.HasPrefix(got[path], want) {
+						t.Errorf("problem at %s = %q, want %q...", path, got[path], want)
+					}
+				}
+				if len(got) != len(tc.problems) {
+					t.Errorf("problems %v, want %d", verr.Problems, len(tc.problems))
+				}
+				return
+			}
+			if got := c.ProjectOf("web"); got != tc.project {
+				t.Errorf("ProjectOf(web) = %q, want %q", got, tc.project)
+			}
+		})
 	}
 }

@@ -19,8 +19,16 @@ type Project struct {
 	// grant roles in it (it holds the applications no project lists).
 	Name string `json:"name"`
 	// Applications are the names of configured applications, each in at
-	// most one project.
+	// most one project. With server.resources a name may be absent (an
+	// Application resource not applied yet, or deleted).
 	Applications []string `json:"applications"`
+	// Namespaces are the management cluster's namespaces whose Application
+	// resources (server.resources) are this project's applications, each
+	// namespace in at most one project: a team's namespace decides its
+	// applications' project. An Application resource another project lists
+	// by name is refused (reason ProjectConflict) unless its namespace is
+	// that project's (or the listing project names no namespace).
+	Namespaces []string `json:"namespaces"`
 	// Roles are granted in this project only.
 	Roles []ProjectRole `json:"roles"`
 }
@@ -65,14 +73,70 @@ const DefaultProject = "default"
 // principal may do everything (as before #31's projects).
 func (c *Config) Authorizing() bool { return len(c.Projects) > 0 || c.RBAC != nil }
 
-// ProjectOf is the project application app belongs to.
+// ProjectOf is the project application app belongs to: the one listing
+// it, else the one whose namespaces have its Application resource.
 func (c *Config) ProjectOf(app string) string {
 	for _, p := range c.Projects {
 		if slices.Contains(p.Applications, app) {
 			return p.Name
 		}
 	}
+	if a, ok := c.Application(app); ok && a.ResourceNamespace != "" {
+		if p := c.projectOfNamespace(a.ResourceNamespace); p >= 0 {
+			return c.Projects[p].Name
+		}
+	}
 	return DefaultProject
+}
+
+// projectOfNamespace is the index of the project whose namespaces have
+// ns, -1 when none.
+func (c *Config) projectOfNamespace(ns string) int {
+	return slices.IndexFunc(c.Projects, func(p Project) bool { return slices.Contains(p.Namespaces, ns) })
+}
+
+// ProblemProjectConflict begins the problem of an Application resource
+// another project lists (pkg/resources says ProjectConflict).
+const ProblemProjectConflict = "project conflict: "
+
+// resourcesInProjects checks the projects' namespaces and the projects of
+// the Application resources' applications (ResourceNamespace set): one a
+// project lists by name must be in that project's namespaces, when its
+// namespace is another project's or the listing project names namespaces.
+func (v *validator) resourcesInProjects(c *Config) {
+	owner := map[string]string{}
+	for i, p := range c.Projects {
+		for j, ns := range p.Namespaces {
+			path := fmt.Sprintf("projects[%d].namespaces[%d]", i, j)
+			v.dnsLabel(path, "namespace", ns)
+			switch {
+			case c.Server.Resources == nil:
+				v.addf(path, "a project's namespaces are those of the Application resources: set server.resources")
+			case owner[ns] != "":
+				v.addf(path, "namespace %q is project %s's already: a namespace belongs to one project", ns, owner[ns])
+			default:
+				owner[ns] = p.Name
+			}
+		}
+	}
+	for k, a := range c.Applications {
+		if a.ResourceNamespace == "" {
+			continue
+		}
+		q := slices.IndexFunc(c.Projects, func(p Project) bool { return slices.Contains(p.Applications, a.Name) })
+		if q < 0 || slices.Contains(c.Projects[q].Namespaces, a.ResourceNamespace) {
+			continue
+		}
+		lister := c.Projects[q]
+		switch p := c.projectOfNamespace(a.ResourceNamespace); {
+		case p >= 0:
+			v.addf(fmt.Sprintf("applications[%d].metadata.namespace", k), "%sproject %q lists the application %q (projects[%d].applications), but its namespace %s is project %q's: a team may not place its application in another team's project",
+				ProblemProjectConflict, lister.Name, a.Name, q, a.ResourceNamespace, c.Projects[p].Name)
+		case len(lister.Namespaces) > 0:
+			v.addf(fmt.Sprintf("applications[%d].metadata.namespace", k), "%sproject %q lists the application %q (projects[%d].applications), but its namespace %s is not among the project's namespaces %v",
+				ProblemProjectConflict, lister.Name, a.Name, q, a.ResourceNamespace, lister.Namespaces)
+		}
+	}
 }
 
 // RBACNotice says, "" when it need not, that every authenticated
@@ -164,7 +228,7 @@ func (v *validator) projects(c *Config) {
 		for j, a := range p.Applications {
 			ap := fmt.Sprintf("%s.applications[%d]", path, j)
 			switch {
-			case !apps[a]:
+			case !apps[a] && c.Server.Resources == nil:
 				v.addf(ap, "no application %q is configured", a)
 			case inProject[a] != "":
 				v.addf(ap, "application %q is in project %s already: an application belongs to one project", a, inProject[a])

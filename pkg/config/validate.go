@@ -92,6 +92,7 @@ func validate(c *Config, earlier ...Problem) *ValidationError {
 	v.applications(c.Applications, c.Server.Resources != nil)
 	v.triggersReachable(c)
 	v.projects(c)
+	v.resourcesInProjects(c)
 	v.releaseSets(c)
 	if c.Registries != nil {
 		v.registries(c.Registries)

@@ -30,7 +30,7 @@ func Convert(u *unstructured.Unstructured) (config.Application, error) {
 		return config.Application{}, fmt.Errorf("%v: name secrets of flotilla's own process (its environment or files), which a resource may not borrow; use the configuration file", bad)
 	}
 	return config.Application{
-		Name: u.GetName(), Image: spec.Image, Source: spec.Source, Track: spec.Track, Semver: spec.Semver,
+		Name: u.GetName(), ResourceNamespace: u.GetNamespace(), Image: spec.Image, Source: spec.Source, Track: spec.Track, Semver: spec.Semver,
 		PreReleases: spec.PreReleases, TagFilter: spec.TagFilter, DenyTags: spec.DenyTags, Namespace: spec.Namespace,
 		Workload: spec.Workload, Service: spec.Service, Delivery: spec.Delivery, GitOps: spec.GitOps,
 		Validation: spec.Validation, OnNewVersion: spec.OnNewVersion, ClusterSelector: spec.ClusterSelector,

@@ -483,8 +483,11 @@ func (s *Source) Build(path string) (*config.Config, error) {
 			msgs := make([]string, len(ps))
 			for i, p := range ps {
 				msgs[i] = p.String()
-				if strings.HasPrefix(p.Message, "duplicate application name") || strings.HasPrefix(p.Message, "duplicate cluster name") {
+				switch {
+				case strings.HasPrefix(p.Message, "duplicate application name") || strings.HasPrefix(p.Message, "duplicate cluster name"):
 					reason = v1alpha1.ReasonNameConflict
+				case strings.HasPrefix(p.Message, config.ProblemProjectConflict):
+					reason = v1alpha1.ReasonProjectConflict
 				}
 			}
 			c.refuse(reason, strings.Join(msgs, "; "))
@@ -556,6 +559,7 @@ func extraProblem(path string, fileApps, n int) (i int, rest string, ok bool) {
 	switch rest = strings.TrimPrefix(m[2], "."); rest {
 	case "name":
 		rest = "metadata.name"
+	case "metadata.namespace":
 	case "":
 		rest = "spec"
 	default:

@@ -372,3 +372,29 @@ func TestBuildWithDiscoveredClusters(t *testing.T) {
 		t.Errorf("verdict of team-a/web = %q, want Applied", got)
 	}
 }
+
+// TestBuildProjectConflict: an Application another team's project lists
+// by name is refused, saying so at its metadata.namespace; one of its own
+// project's namespace is that project's.
+func TestBuildProjectConflict(t *testing.T) {
+	doc := fileDoc + `
+projects:
+  - {name: a, namespaces: [team-a]}
+  - {name: b, applications: [web], namespaces: [team-b]}
+`
+	f := newFixtureOf(t, doc, nil, resource("team-a", "web", 1, 1, spec("registry.example.com/web")),
+		resource("team-a", "api", 1, 2, spec("registry.example.com/api")))
+	if res := f.src.Sync(t.Context(), f.r, true); res.Outcome != reload.Applied {
+		t.Fatalf("Sync = %+v", res)
+	}
+	if diff := cmp.Diff([]string{"shop", "api"}, f.apps()); diff != "" {
+		t.Errorf("applications in force (-want +got):\n%s", diff)
+	}
+	want := `ProjectConflict: metadata.namespace: project conflict: project "b" lists the application "web" (projects[1].applications), but its namespace team-a is project "a"'s`
+	if got := f.verdicts()["team-a/web"]; !strings.HasPrefix(got, want) {
+		t.Errorf("verdict of team-a/web = %q, want %q...", got, want)
+	}
+	if got := f.live.Current().ProjectOf("api"); got != "a" {
+		t.Errorf("api's project = %q, want a (its namespace's)", got)
+	}
+}

@@ -114,7 +114,9 @@ type ApplicationStatus struct {
 	// Conditions: Ready is True when the application is in flotilla's
 	// configuration in force; False with reason Invalid (the validator's
 	// problems in the message), NameConflict (another application, of the
-	// file or an older resource, has the name) or NotApplied (valid, but
+	// file or an older resource, has the name), ProjectConflict (a project
+	// lists the application, but the resource's namespace is not that
+	// project's: projects[].namespaces) or NotApplied (valid, but
 	// the configuration it belongs to was refused: the message says why).
 	// +listType=map
 	// +listMapKey=type
@@ -171,4 +173,7 @@ const (
 	ReasonInvalid      = "Invalid"
 	ReasonNameConflict = "NameConflict"
 	ReasonNotApplied   = "NotApplied"
+	// ReasonProjectConflict: a project lists the application by name, but
+	// the resource's namespace is another project's (projects[].namespaces).
+	ReasonProjectConflict = "ProjectConflict"
 )
