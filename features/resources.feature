@@ -76,7 +76,9 @@ Feature: Applications as resources of the management cluster
   # applied while flotilla runs), labels not read from the spec (c4 in no
   # wave: its primary stays on its old version), a cluster not reached with
   # the kubeconfig of the Secret its Cluster names (c4's run fails), and a
-  # status never written (no Ready, no wave in kubectl's columns).
+  # status never written (no Ready, no wave in kubectl's columns; in
+  # scale-out mode, written by one replica).
+  @both-modes
   Scenario: kubectl apply of a Cluster labelled for the last wave in the platform's namespace: it is in that wave's next rollout
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2" are labelled "tier=prod"
@@ -122,6 +124,7 @@ Feature: Applications as resources of the management cluster
   # waves taken without their policy (the second wave would not wait for
   # its approval: c1 would run 1.1.0), and a status never written (no
   # Ready, no waves in kubectl's columns).
+  @both-modes
   Scenario: kubectl apply of a WavePolicy in the platform's namespace: the next rollout follows its waves
     Given clusters "c1" are labelled "tier=canary"
     And clusters "c2" are labelled "tier=prod"
