@@ -157,3 +157,26 @@ Feature: Applications as resources of the management cluster
     When version "1.1.0" is pushed
     Then the rollout of "1.1.0" succeeds
     And the primary in every cluster runs version "1.1.0" by digest
+
+  # Catches a refused WavePolicy edit taken anyway (c1 in no wave: the
+  # configuration would be refused whole, or c1 left out of the rollout),
+  # one that drops the generation accepted before (the file's waves: c1
+  # first, no approval, c1 would run 1.1.0), and a refusal said nowhere
+  # the platform team reads it.
+  Scenario: A WavePolicy edited into one the validator refuses: not Ready with the reason, the waves accepted before stay
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And flotilla watches the Application resources of a team's namespace and the Cluster resources of a platform namespace in cluster "c1"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    And `kubectl apply` of a WavePolicy in the platform namespace whose waves are "first", the clusters labelled "tier=prod", then "second", those labelled "tier=canary" after 1 approval
+    And the WavePolicy is Ready with the waves "first,second"
+    When `kubectl apply` of the WavePolicy with only the wave "first", the clusters labelled "tier=prod"
+    Then the WavePolicy is not Ready, reason "Invalid", its message naming "the generation accepted before stays in force"
+    When version "1.1.0" is pushed
+    Then the rollout of "1.1.0" waits for an approval of wave 2
+    And the primary in clusters "c2" runs version "1.1.0" by digest
+    And the primary in clusters "c1" runs version "1.0.0" by digest

@@ -47,6 +47,8 @@ func (s *scenario) registerResourcesSteps(sc *godog.ScenarioContext) {
 	sc.Step("^`kubectl apply` of a WavePolicy in the platform namespace whose waves are \"first\", the clusters labelled \"([^\"]*)\", then \"second\", those labelled \"([^\"]*)\" after (\\d+) approvals?$", s.applyWavePolicy)
 	sc.Step(`^the WavePolicy is Ready with the waves "([^"]*)"$`, s.wavePolicyReady)
 	sc.Step(`^the team's namespace is project "([^"]*)"'s, and project "([^"]*)" lists the application "([^"]*)"$`, s.teamProjects)
+	sc.Step("^`kubectl apply` of the WavePolicy with only the wave \"first\", the clusters labelled \"([^\"]*)\"$", s.editWavePolicy)
+	sc.Step(`^the WavePolicy is not Ready, reason "([^"]*)", its message naming "([^"]*)"$`, s.wavePolicyNotReady)
 }
 
 // resourcesWorld is where a scenario's Application resources live.
@@ -530,6 +532,55 @@ func (s *scenario) applyWavePolicy(ctx context.Context, first, second string, ap
 	}
 	_, err = rw.kubectl(ctx, doc, "apply", "-f", "-")
 	return err
+}
+
+// editWavePolicy applies the scenario's WavePolicy again with one wave by
+// label.
+func (s *scenario) editWavePolicy(ctx context.Context, first string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	labels, err := parseLabels(first)
+	if err != nil {
+		return err
+	}
+	doc, err := yaml.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WavePolicy",
+		"metadata": map[string]any{"name": wavePolicyName, "namespace": rw.platform},
+		"spec":     map[string]any{"waves": []any{map[string]any{"name": "first", "selector": map[string]any{"matchLabels": labels}}}}})
+	if err != nil {
+		return err
+	}
+	_, err = rw.kubectl(ctx, doc, "apply", "-f", "-")
+	return err
+}
+
+// wavePolicyNotReady waits for the WavePolicy's current generation to be
+// judged not Ready for reason, its message naming names.
+func (s *scenario) wavePolicyNotReady(ctx context.Context, reason, names string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		u, err := rw.client.Resource(v1alpha1.WavePolicies).Namespace(rw.platform).Get(ctx, wavePolicyName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading the WavePolicy: %w", err)
+		}
+		var st v1alpha1.WavePolicyStatus
+		if b, err := yaml.Marshal(u.Object["status"]); err == nil {
+			_ = yaml.Unmarshal(b, &st)
+		}
+		c := readyOf(st.Conditions)
+		if st.ObservedGeneration == u.GetGeneration() && c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && strings.Contains(c.Message, names) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the WavePolicy's status never showed Ready=False %s naming %s; it is %+v (generation %d)\n%s", reason, names, st, u.GetGeneration(), s.w.flotilla.logs(20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // wavePolicyReady waits for the WavePolicy's Ready condition and the waves
