@@ -43,8 +43,9 @@ type ClusterView struct {
 	// Source is where a discovered cluster comes from
 	// ("fleet.discovery.argocd: Secret argocd/prod-eu",
 	// "fleet.discovery.clusterProfiles: ClusterProfile fleet/prod-eu",
-	// "fleet.discovery.clusterAPI: Cluster capi/prod-eu"); absent for the
-	// file's fleet.clusters.
+	// "fleet.discovery.clusterAPI: Cluster capi/prod-eu") or a Cluster
+	// resource's ("server.resources: Cluster platform/prod-eu"); absent
+	// for the file's fleet.clusters.
 	Source       string             `json:"source,omitempty"`
 	Applications map[string]Running `json:"applications"`
 	// Health is what the cluster answered when last read (WithHealth);

@@ -65,8 +65,9 @@ func clusterNames(cs []api.ClusterView, kind bool) []string {
 
 // printClusters prints clusters as a table; wide adds their Kubernetes
 // version, flotilla's canaries there, where the cluster comes from (the
-// file, or the discovery source: "argocd: Secret argocd/prod-eu",
-// "clusterProfiles: ClusterProfile fleet/prod-eu") and
+// file, the discovery source: "argocd: Secret argocd/prod-eu",
+// "clusterProfiles: ClusterProfile fleet/prod-eu", or a Cluster resource:
+// "resources: Cluster platform/prod-eu") and
 // what a failed read said.
 func printClusters(w io.Writer, cs []api.ClusterView, wide bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -85,15 +86,21 @@ func printClusters(w io.Writer, cs []api.ClusterView, wide bool) {
 					canaries += fmt.Sprintf(" (%d waiting)", h.Waiting)
 				}
 			}
-			source := "file"
-			if c.Source != "" {
-				source = strings.TrimPrefix(c.Source, "fleet.discovery.")
-			}
-			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", k8s, canaries, source, detail)
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", k8s, canaries, sourceText(c.Source), detail)
 		}
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
+}
+
+// sourceText is where a cluster comes from, short: file, the discovery
+// source ("argocd: Secret argocd/prod-eu") or the Cluster resource
+// ("resources: Cluster platform/prod-eu").
+func sourceText(source string) string {
+	if source == "" {
+		return "file"
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(source, "fleet.discovery."), "server.")
 }
 
 // clusterHealth says in a word or two how a cluster answered.

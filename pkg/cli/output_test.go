@@ -296,3 +296,17 @@ func (h noTime) Handle(ctx context.Context, r slog.Record) error {
 	r.Time = time.Time{}
 	return h.Handler.Handle(ctx, r)
 }
+
+// TestSourceText: where a cluster comes from, as get clusters -o wide
+// says it.
+func TestSourceText(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "file",
+		"fleet.discovery.argocd: Secret argocd/c2":   "argocd: Secret argocd/c2",
+		"server.resources: Cluster platform/prod-eu": "resources: Cluster platform/prod-eu",
+	} {
+		if got := sourceText(in); got != want {
+			t.Errorf("sourceText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
