@@ -100,3 +100,21 @@ Feature: Release sets: several applications promoted as one
     And the rollout of that commit succeeds
     And no member's workload or Job in any cluster ran that commit before the freeze window ended
     And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "hello"
+
+  # Catches a set refused on the Tekton executor, or run there without its
+  # members (the PipelineRun applying the lead alone: the frontend and the
+  # Job left on the first commit), or with its members applied together
+  # (the frontend's primary on the commit before the api's).
+  Scenario: A release set rolled out by Tekton pipelines applies its members in order in every cluster
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And flotilla serving the release set "shop" in waves "c1" then "c2"
+    And the repository's first commit has been rolled out to every cluster
+    And the application's workloads are watched in every cluster
+    When a push changes the greeting of every member of the set to "v2"
+    Then the rollout of that commit succeeds
+    And every cluster's succeeded PipelineRun of that commit carries the members "shop-migrate,shop-api,shop-frontend" in order
+    And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "v2"
+    And the Job "shop-migrate" in every cluster ran that commit, greeting "v2"
+    And in cluster "c2" the primary of "shop-frontend" ran that commit, after the primary of "shop-api" did

@@ -2,6 +2,7 @@ package features
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,11 +15,13 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/testkit/localfleet"
 
 	"github.com/cucumber/godog"
+	"github.com/google/go-cmp/cmp"
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
@@ -26,6 +29,7 @@ func (s *scenario) registerTektonExecutorSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla's pipelines are installed in a fresh namespace of cluster "([^"]*)"$`, s.pipelinesInstalled)
 	sc.Step(`^flotilla runs its rollout pipelines there on Tekton, labelled "([^"]*)"$`, s.runsOnTekton)
 	sc.Step(`^that namespace holds a succeeded PipelineRun of the rollout of "([^"]*)" for every cluster, its pods labelled alike$`, s.pipelineRunsOfRollout)
+	sc.Step(`^every cluster's succeeded PipelineRun of that commit carries the members "([^"]*)" in order$`, s.pipelineRunsCarryMembers)
 	sc.Step(`^flotilla's pipelines are installed in a fresh namespace of cluster "([^"]*)", their steps in flotilla's image on the real node$`, s.pipelinesOnRealNode)
 	sc.Step(`^every step of the rollout of "([^"]*)" ran on the real node in a container of flotilla's image by digest, and exited 0$`, s.stepsRanOnRealNode)
 }
@@ -270,6 +274,66 @@ func (s *scenario) pipelineRunsOfRollout(ctx context.Context, version string) er
 				return fmt.Errorf("no succeeded PipelineRun of rollout %s for cluster %s in %s/%s; found %v",
 					id, cluster, t.cluster.Name, t.namespace, seen)
 			}
+		}
+	}
+	return nil
+}
+
+// pipelineRunsCarryMembers reads the PipelineRuns of the rollout of that
+// commit, for up to a minute (a set's run ends a poll after the cluster's
+// last canary promoted, which may end the rollout first): each cluster's
+// succeeded one has the members param, the set's members in order.
+func (s *scenario) pipelineRunsCarryMembers(ctx context.Context, members string) error {
+	id, err := s.rolloutID(ctx, commitVersion(s.w.git.commits["that"]))
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := s.runsCarryMembers(ctx, id, strings.Split(members, ","))
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *scenario) runsCarryMembers(ctx context.Context, id string, want []string) error {
+	t := s.w.tekton
+	runs, err := t.cluster.Tekton.TektonV1().PipelineRuns(t.namespace).List(ctx, metav1.ListOptions{LabelSelector: pipelines.LabelRollout + "=" + id})
+	if err != nil {
+		return fmt.Errorf("listing PipelineRuns of %s: %w", id, err)
+	}
+	done := map[string]bool{}
+	for _, pr := range runs.Items {
+		if !pr.Status.GetCondition(apis.ConditionSucceeded).IsTrue() {
+			continue
+		}
+		var got []string
+		for _, p := range pr.Spec.Params {
+			if p.Name != tasks.ParamMembers {
+				continue
+			}
+			var ms []tasks.SetMember
+			if err := json.Unmarshal([]byte(p.Value.StringVal), &ms); err != nil {
+				return fmt.Errorf("PipelineRun %s: param members: %w", pr.Name, err)
+			}
+			for _, m := range ms {
+				got = append(got, m.Application)
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			return fmt.Errorf("PipelineRun %s's members (-want +got):\n%s", pr.Name, d)
+		}
+		done[pr.Labels[pipelines.LabelCluster]] = true
+	}
+	for _, c := range s.w.clusters {
+		if !done[c.Name] {
+			return fmt.Errorf("no succeeded PipelineRun of rollout %s for cluster %s", id, c.Name)
 		}
 	}
 	return nil

@@ -148,9 +148,6 @@ func (v *validator) releaseSets(c *Config) {
 		v.freezeWindows(p+".freezeWindows", s.FreezeWindows)
 		v.poll(p+".poll", s.Poll)
 		v.clusterSelector(p+".clusterSelector", s.Application())
-		if c.Fleet.Executor == ExecutorTekton {
-			v.addf(p, "release sets run on the embedded executor only (fleet.executor is tekton)")
-		}
 		if len(s.Applications) < 2 {
 			v.addf(p+".applications", "a release set has at least two members")
 		}
