@@ -122,9 +122,10 @@ func installFluxCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 // startFlux starts one cluster's Flux controllers, each with its listeners
 // on loopback ports (every listener of Flux's controllers is a flag):
 // --metrics-addr and --health-addr for all; the source-controller's
-// artifact server (--storage-address, and --storage-adv-address, the
-// address its artifacts' URLs carry, which the kustomize-controller
-// downloads from; fluxcd/pkg/artifact's flags);
+// artifact server (--storage-addr, and --storage-adv-addr, the address
+// its artifacts' URLs carry, which the kustomize-controller downloads
+// from: v1.9.3's own flags; v1.9.4 took fluxcd/pkg/artifact's
+// --storage-address and --storage-adv-address instead);
 // the notification-controller's --receiverAddr and --events-addr. Every
 // other flag is the controller's default (all namespaces watched, no leader
 // election: one replica each).
@@ -132,7 +133,9 @@ func startFlux(ctx context.Context, dir, binDir, cluster, kubeconfig string) (*f
 	fs := &fluxSet{cluster: cluster}
 	for _, c := range fluxControllers {
 		cdir := filepath.Join(dir, c.name)
-		if err := os.MkdirAll(cdir, 0o755); err != nil {
+		// The storage directory too: source-controller v1.9.3 refuses a
+		// --storage-path that does not exist.
+		if err := os.MkdirAll(filepath.Join(cdir, "storage"), 0o755); err != nil {
 			return fs, err
 		}
 		addrs := make([]string, 4)
@@ -148,7 +151,7 @@ func startFlux(ctx context.Context, dir, binDir, cluster, kubeconfig string) (*f
 			fluxBinary(binDir, c), "--metrics-addr=" + metrics, "--health-addr=" + health, "--log-encoding=console"}
 		switch c.name {
 		case "source-controller":
-			argv = append(argv, "--storage-path="+filepath.Join(cdir, "storage"), "--storage-address="+addrs[2], "--storage-adv-address="+addrs[2])
+			argv = append(argv, "--storage-path="+filepath.Join(cdir, "storage"), "--storage-addr="+addrs[2], "--storage-adv-addr="+addrs[2])
 		case "image-reflector-controller":
 			argv = append(argv, "--storage-path="+filepath.Join(cdir, "storage"))
 		case "notification-controller":

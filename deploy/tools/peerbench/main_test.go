@@ -219,3 +219,36 @@ func TestNotRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateSection puts the report where docs/peers.md reads it: in place
+// of an earlier run's section, whatever its date, else before the list of
+// what is not measured yet (it once went to the top: the heading it looked
+// for lacked the "(issue #34)" the page's heading has).
+func TestUpdateSection(t *testing.T) {
+	page := "# Peers\n\n## Building the peers\n\nb\n\n## Results\n\nr\n\n" + beforeHeading + "\n\n- Kargo\n"
+	report := "\n" + headingPrefix + " (2026-12-03)\n\nnew\n\n"
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"first run", page,
+			"# Peers\n\n## Building the peers\n\nb\n\n## Results\n\nr\n\n" + headingPrefix + " (2026-12-03)\n\nnew\n\n" + beforeHeading + "\n\n- Kargo\n"},
+		{"an earlier run's section replaced in place",
+			"# Peers\n\n" + headingPrefix + " (2026-12-01)\n\nold\n\n## Results\n\nr\n\n" + beforeHeading + "\n",
+			"# Peers\n\n" + headingPrefix + " (2026-12-03)\n\nnew\n\n## Results\n\nr\n\n" + beforeHeading + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "peers.md")
+			if err := os.WriteFile(path, []byte(tt.doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := updateSection(path, report); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("page (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -148,7 +148,7 @@ func renderDrops(r *results) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("**A dropped webhook**: one push per tool whose registry notification is lost (the registry restarted without its notification endpoints for these pushes, then with them again), all at once; when each tool noticed it anyway. flotilla polls the registry every " + flotillaPoll.String() + " (its default fleet.poll.interval, jittered by 10%); Flux's ImageRepository scans every " + fluxImageInterval.String() + "; Keel polls only workloads labelled `keel.sh/trigger: poll`, which a webhook-triggered one is not.\n\n")
+	b.WriteString("**A dropped webhook**: one push per tool whose registry notification is lost (the registry restarted without its notification endpoints for these pushes, then with them again), all at once; when each tool noticed it anyway. flotilla polls the registry every " + flotillaPoll.String() + " (its default fleet.poll.interval, jittered by 10%); Flux's ImageRepository scans every " + fluxImageInterval.String() + "; Keel polls only workloads labelled `keel.sh/trigger: poll`, which a webhook-triggered one is not. Each time is one sample of where the push fell in the tool's poll cycle: anywhere from nothing to the interval.\n\n")
 	b.WriteString("| tool | version | push -> first cluster's Deployment spec carries it | push -> every cluster's primary runs it |\n|---|---|---:|---:|\n")
 	for _, d := range r.drops {
 		noticed, every := "not within "+d.waited.String(), "not within "+d.waited.String()
@@ -192,7 +192,7 @@ func renderFails(r *results) string {
 // the report goes before beforeHeading (docs/peers.md).
 const (
 	headingPrefix = "## Measured: side by side on one local fleet"
-	beforeHeading = "## Not measured yet"
+	beforeHeading = "## Not measured yet (issue #34)"
 )
 
 var oldHeading = regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(headingPrefix) + `.*$`)

@@ -173,15 +173,16 @@ build_kustomize() { flux_module kustomize-controller "$KUSTOMIZE_VERSION"; }
 # Kargo's control plane: one binary (cmd/controlplane) whose subcommands are
 # the api server, the controller, the management controller, the admission
 # and external (registry, git host) webhook servers and the garbage
-# collector, as its chart runs them. The archive has no UI: the api server
-# embeds pkg/server/ui (the UI's build, which its Dockerfile copies there),
+# collector, as its chart runs them. The archive has no UI (pkg/server/ui
+# holds only a .keep): the api server embeds pkg/server/ui (the UI's build,
+# which its Dockerfile copies there),
 # so an empty page stands in for it. Its CRDs are the chart's.
 build_kargo() {
   have "kargo-$KARGO_VERSION" && [ -d "$BIN/kargo-$KARGO_VERSION-crds" ] && return
   log "building kargo v$KARGO_VERSION (control plane)"
   local w=$SRC/kargo-$KARGO_VERSION
   extract "kargo-v$KARGO_VERSION.tar.gz" "$w"
-  [ -e "$w/pkg/server/ui" ] && die "the kargo archive has a UI now: drop the stand-in"
+  [ -e "$w/pkg/server/ui/index.html" ] && die "the kargo archive has a UI now: drop the stand-in"
   mkdir -p "$w/pkg/server/ui"
   printf '<!doctype html><title>Kargo</title><p>Built without its UI (flotilla deploy/tools/peers/build.sh).\n' >"$w/pkg/server/ui/index.html"
   local v=github.com/akuity/kargo/pkg/x/version
