@@ -180,3 +180,28 @@ Feature: Applications as resources of the management cluster
     Then the rollout of "1.1.0" waits for an approval of wave 2
     And the primary in clusters "c2" runs version "1.1.0" by digest
     And the primary in clusters "c1" runs version "1.0.0" by digest
+
+  # Catches a Cluster resource whose deletion is never seen (c4 kept in
+  # the rollout in flight: its primary would run 1.1.0) or that the rollout
+  # waits for, and a removal not said (the rollout would not show c4
+  # removed by the resources).
+  Scenario: kubectl delete of a Cluster while a rollout is in flight: the rollout finishes with the clusters that remain
+    Given clusters "c1" are labelled "tier=canary"
+    And clusters "c2" are labelled "tier=prod"
+    And wave 1 is the clusters labelled "tier=canary"
+    And wave 2 is the clusters labelled "tier=prod"
+    And wave 1 bakes for 20 seconds
+    And flotilla watches the Application resources of a team's namespace and the Cluster resources of a platform namespace in cluster "c1"
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And the workload "podinfo" runs its old version in cluster "c4"
+    And `kubectl apply` of a Cluster "c4" labelled "tier=prod" and its kubeconfig Secret in the platform namespace
+    And the Cluster "c4" is Ready in wave "wave-2"
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And wave 1 of the rollout of "1.1.0" is baking
+    And `kubectl delete` of the Cluster "c4"
+    Then the rollout of "1.1.0" succeeds
+    And the rollout of "1.1.0" shows cluster "c4" removed from the fleet by "management cluster resources"
+    And the primary in every cluster runs version "1.1.0" by digest
+    And the primary in cluster "c4" runs version "1.0.0" by digest

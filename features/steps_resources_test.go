@@ -21,6 +21,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/resources/v1alpha1"
+	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 )
 
 // Applications as resources of the management cluster (#35 item 1): a
@@ -49,6 +50,7 @@ func (s *scenario) registerResourcesSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the team's namespace is project "([^"]*)"'s, and project "([^"]*)" lists the application "([^"]*)"$`, s.teamProjects)
 	sc.Step("^`kubectl apply` of the WavePolicy with only the wave \"first\", the clusters labelled \"([^\"]*)\"$", s.editWavePolicy)
 	sc.Step(`^the WavePolicy is not Ready, reason "([^"]*)", its message naming "([^"]*)"$`, s.wavePolicyNotReady)
+	sc.Step("^`kubectl delete` of the Cluster \"([^\"]*)\"$", s.deleteCluster)
 }
 
 // resourcesWorld is where a scenario's Application resources live.
@@ -184,6 +186,28 @@ func (s *scenario) applyCluster(ctx context.Context, cluster, list, where string
 	w.clusters = append(w.clusters, target)
 	if !slices.Contains(w.waves[len(w.waves)-1], cluster) {
 		w.waves[len(w.waves)-1] = append(w.waves[len(w.waves)-1], cluster)
+	}
+	return nil
+}
+
+// deleteCluster deletes the Cluster resource; the scenario's waves no
+// longer have the cluster (its Then steps leave it out).
+func (s *scenario) deleteCluster(ctx context.Context, name string) error {
+	rw, err := s.resourcesWorld()
+	if err != nil {
+		return err
+	}
+	ns, known := rw.clusters[name]
+	if !known {
+		return fmt.Errorf("no step applied the Cluster %s", name)
+	}
+	if _, err := rw.kubectl(ctx, nil, "delete", "-n", ns, "clusters.flotilla.dev", name, "--wait=true"); err != nil {
+		return err
+	}
+	w := s.w
+	w.clusters = slices.DeleteFunc(w.clusters, func(c *fleettest.Clients) bool { return c.Name == name })
+	for i := range w.waves {
+		w.waves[i] = slices.DeleteFunc(w.waves[i], func(n string) bool { return n == name })
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (s *Server) startResources(ctx context.Context) bool {
 		return true
 	}
 	if err := s.resources.Start(ctx, resourcesListTimeout); err != nil {
-		s.log.ErrorContext(ctx, "application resources: serving the file's applications only until they are listed; the start-up prune is skipped", "error", err)
+		s.log.ErrorContext(ctx, "management cluster resources: serving the file's applications and clusters only until the resources are listed; the start-up prune is skipped", "error", err)
 		return false
 	}
 	s.resources.Sync(ctx, s.reloader, true)

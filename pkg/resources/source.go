@@ -64,7 +64,7 @@ type Options struct {
 const DefaultRetry = 15 * time.Second
 
 // SourceName is what the swap's log names a reload of the resources by.
-const SourceName = "application resources"
+const SourceName = "management cluster resources"
 
 // Kinds of resources.
 const (
