@@ -55,7 +55,7 @@ func TestArchiveIndexPages(t *testing.T) {
 		}
 	}
 	put("01.a", "id.a", "02.b", "id.b")
-	x := &archiveIndex{kv: reader}
+	x := newArchiveIndex(reader)
 	check := func(step, before string, limit int, want []string, wantMore bool) {
 		t.Helper()
 		got, more, ok := x.page(ctx, before, limit)
@@ -109,7 +109,7 @@ func BenchmarkArchivePage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	r := &Repo{archive: kv, index: &archiveIndex{kv: kv}}
+	r := &Repo{archive: kv, index: newArchiveIndex(kv)}
 	b.Run("index", func(b *testing.B) {
 		for b.Loop() {
 			if keys, _, ok := r.index.page(ctx, "", 50); !ok || len(keys) != 50 {

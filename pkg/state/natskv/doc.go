@@ -17,6 +17,9 @@
 // wrote it: a key is read from its bucket's stream leader (the buckets
 // pkg/bus/natsjs opens ask the leader, not any replica as nats.go's
 // direct gets do), and List drains a watch until the leader's last
-// revision (readAll). The NATS user needs $JS.API.STREAM.MSG.GET.> as
+// revision (readAll). The rollouts in flight, which plan lists for every
+// push, are indexed by a watch of their keys (inflightindex.go): a list
+// reads only the values changed since this replica last decoded them. The
+// NATS user needs $JS.API.STREAM.MSG.GET.> as
 // well as the KV API.
 package natskv

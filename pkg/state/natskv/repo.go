@@ -47,7 +47,8 @@ type Options struct {
 //	<Prefix>_apps      app.<name> -> application state; fleet -> the fleet's
 type Repo struct {
 	rollouts, archive, apps jetstream.KeyValue
-	index                   *archiveIndex // the archive's page keys, for List
+	index                   *archiveIndex  // the archive's page keys, for List
+	live                    *inFlightIndex // the rollouts in flight, for ListInFlight and Relay
 	bus                     Bus
 	now                     func() time.Time
 }
@@ -87,7 +88,8 @@ func Open(ctx context.Context, nc *nats.Conn, b Bus, o Options, now func() time.
 		}
 		*kv.dst = patient{*kv.dst}
 	}
-	r.index = &archiveIndex{kv: r.archive}
+	r.index = newArchiveIndex(r.archive)
+	r.live = newInFlightIndex(r.rollouts)
 	return r, nil
 }
 
@@ -398,9 +400,14 @@ type stored struct {
 	env envelope
 }
 
-// inFlight reads every rollout in flight (one watch of the bucket's
-// current values).
+// inFlight reads every rollout in flight: from the index, or, when it
+// cannot be brought up to date, through a watch of the bucket's values.
 func (r *Repo) inFlight(ctx context.Context) ([]stored, error) {
+	if r.live != nil {
+		if out, ok, err := r.live.list(ctx); ok {
+			return out, err
+		}
+	}
 	entries, err := readAll(ctx, r.rollouts)
 	if err != nil {
 		return nil, fmt.Errorf("listing rollouts: %w", err)
