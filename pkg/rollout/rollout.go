@@ -278,9 +278,9 @@ type Cluster struct {
 	// Job members (workload kind Job) in the cluster, by name, as last
 	// read at the end of an apply run or a deadline (RecordJobs): pending,
 	// running, complete or "failed: <reason>".
-	Jobs map[string]string `json:"jobs,omitempty"`
-	Applied   time.Time         `json:"applied,omitempty"` // when the pipeline last applied to it
-	Message   string            `json:"message,omitempty"`
+	Jobs    map[string]string `json:"jobs,omitempty"`
+	Applied time.Time         `json:"applied,omitempty"` // when the pipeline last applied to it
+	Message string            `json:"message,omitempty"`
 	// Failure says why the cluster's own result counted as a failure of
 	// its wave (Record): it stays when the cluster is reverted, so the
 	// cluster that failed stands apart from those reverted because of it.
