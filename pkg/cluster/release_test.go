@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
@@ -53,12 +54,17 @@ func TestCanaryStatusOfARelease(t *testing.T) {
 	}
 
 	// Flagger promotes the worker: the release's primary runs the commit.
-	d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "worker-primary", metav1.GetOptions{})
+	// (A conflict with the deployment controller's status write is read again.)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "worker-primary", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Annotations[canary.AnnotationRevision] = newRev
+		_, err = cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Annotations[canary.AnnotationRevision] = newRev
-	if _, err := cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err = set.CanaryStatus(ctx, c.Name, ns, w); err != nil || st.PrimaryImage != newRev || len(st.Workloads) != 2 {

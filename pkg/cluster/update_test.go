@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/flotilla-cd/flotilla/pkg/cluster"
 	"github.com/flotilla-cd/flotilla/pkg/config"
@@ -98,13 +99,19 @@ func TestUpdateStopsTheWatchOfARemovedCluster(t *testing.T) {
 		t.Error("the cache of a removed cluster still answers")
 	}
 	// While it is out, its primary changes; added again, the cluster is
-	// read afresh: its new cache syncs and sees the change.
-	d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web-primary", metav1.GetOptions{})
+	// read afresh: its new cache syncs and sees the change. (The fleet's
+	// deployment controller writes the Deployment's status meanwhile: a
+	// conflict is read again.)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web-primary", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[1].Image = "web:2"
+		_, err = cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[1].Image = "web:2"
-	if _, err := cl.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ch, err := set.Update([]config.Cluster{{Name: c.Name, Kubeconfig: c.Kubeconfig}})
