@@ -23,28 +23,7 @@ func TestArchiveIndexPages(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	c, err := natstest.Start(ctx, t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	bucket := func() jetstream.KeyValue {
-		t.Helper()
-		nc, err := nats.Connect(c.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ARCHIVE", History: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return kv
-	}
+	bucket := connectedBucket(ctx, t, "ARCHIVE")
 	reader, writer := bucket(), bucket()
 	put := func(keys ...string) {
 		t.Helper()
@@ -124,4 +103,33 @@ func BenchmarkArchivePage(b *testing.B) {
 			}
 		}
 	})
+}
+
+// connectedBucket starts a one-node NATS server for the test and returns
+// a function opening bucket name on a connection of its own each call
+// (closed at the test's end): a reader and a writer, as two replicas.
+func connectedBucket(ctx context.Context, t *testing.T, name string) func() jetstream.KeyValue {
+	t.Helper()
+	c, err := natstest.Start(ctx, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return func() jetstream.KeyValue {
+		t.Helper()
+		nc, err := nats.Connect(c.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kv
+	}
 }

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
-	"github.com/flotilla-cd/flotilla/pkg/testkit/natstest"
 )
 
 // countingBucket counts the values read with Get.
@@ -36,28 +34,7 @@ func TestInFlightIndexReadsOnlyWhatChanged(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	c, err := natstest.Start(ctx, t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	bucket := func() jetstream.KeyValue {
-		t.Helper()
-		nc, err := nats.Connect(c.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ROLLOUTS", History: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return kv
-	}
+	bucket := connectedBucket(ctx, t, "ROLLOUTS")
 	reader := &countingBucket{KeyValue: bucket()}
 	writer := bucket()
 	put := func(id, phase string) {
