@@ -217,15 +217,7 @@ func TestBuildClusters(t *testing.T) {
 			if diff := cmp.Diff(tc.waves, f.waves()); diff != "" {
 				t.Errorf("waves in force (-want +got):\n%s", diff)
 			}
-			got := f.verdicts()
-			for k, want := range tc.verdicts {
-				if !strings.HasPrefix(got[k], want) {
-					t.Errorf("verdict of %s = %q, want %q...", k, got[k], want)
-				}
-			}
-			if len(got) != len(tc.verdicts) {
-				t.Errorf("verdicts %v, want %d", got, len(tc.verdicts))
-			}
+			f.checkVerdicts(t, tc.verdicts)
 		})
 	}
 }

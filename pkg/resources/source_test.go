@@ -110,6 +110,20 @@ func (f *fixture) apps() []string {
 }
 
 // verdicts is each resource's verdict as "reason: message".
+// checkVerdicts checks that the verdicts are want's, each by its prefix.
+func (f *fixture) checkVerdicts(t *testing.T, want map[string]string) {
+	t.Helper()
+	got := f.verdicts()
+	for k, w := range want {
+		if !strings.HasPrefix(got[k], w) {
+			t.Errorf("verdict of %s = %q, want %q...", k, got[k], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("verdicts %v, want %d", got, len(want))
+	}
+}
+
 func (f *fixture) verdicts() map[string]string {
 	f.src.mu.Lock()
 	defer f.src.mu.Unlock()
@@ -170,15 +184,7 @@ func TestBuild(t *testing.T) {
 			if diff := cmp.Diff(tc.apps, f.apps()); diff != "" {
 				t.Errorf("applications in force (-want +got):\n%s", diff)
 			}
-			got := f.verdicts()
-			for k, want := range tc.verdicts {
-				if !strings.HasPrefix(got[k], want) {
-					t.Errorf("verdict of %s = %q, want %q...", k, got[k], want)
-				}
-			}
-			if len(got) != len(tc.verdicts) {
-				t.Errorf("verdicts %v, want %d", got, len(tc.verdicts))
-			}
+			f.checkVerdicts(t, tc.verdicts)
 		})
 	}
 }

@@ -112,15 +112,7 @@ func TestBuildWavePolicies(t *testing.T) {
 			if got := f.live.Current().Fleet.WavePolicy.BakeTime != nil; got != tc.bake {
 				t.Errorf("the file's wave policy (bake time) in force: %v, want %v", got, tc.bake)
 			}
-			got := f.verdicts()
-			for k, want := range tc.verdicts {
-				if !strings.HasPrefix(got[k], want) {
-					t.Errorf("verdict of %s = %q, want %q...", k, got[k], want)
-				}
-			}
-			if len(got) != len(tc.verdicts) {
-				t.Errorf("verdicts %v, want %d", got, len(tc.verdicts))
-			}
+			f.checkVerdicts(t, tc.verdicts)
 		})
 	}
 }
