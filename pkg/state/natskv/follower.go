@@ -126,8 +126,15 @@ func (f *follower) watch(ctx context.Context) error {
 			close(loaded)
 		}
 	}()
+	// A watch made but silent (its consumer placed on a replica that does
+	// not answer) is given up within catchUpFor, as a read waits no more.
+	wait := time.NewTimer(catchUpFor)
+	defer wait.Stop()
 	select {
 	case <-loaded:
+	case <-wait.C:
+		f.restart()
+		return fmt.Errorf("watching %s: nothing delivered within %s", f.what, catchUpFor)
 	case <-ctx.Done():
 		_ = w.Stop()
 		return ctx.Err()

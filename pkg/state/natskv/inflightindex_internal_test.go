@@ -151,3 +151,28 @@ func TestAStalledWatchIsMadeAgain(t *testing.T) {
 		t.Errorf("%d watches, want 2", b.watches)
 	}
 }
+
+// silentBucket's watches are made and never deliver anything.
+type silentBucket struct{ stalledBucket }
+
+func (b *silentBucket) WatchAll(context.Context, ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	b.watches++
+	return stopCounted{make(chan jetstream.KeyValueEntry), &b.stopped}, nil
+}
+
+// A watch made but silent is given up within catchUpFor (stopped, the
+// caller reads the bucket itself), not waited for until the caller's
+// deadline.
+func TestASilentWatchIsGivenUp(t *testing.T) {
+	b := &silentBucket{}
+	f := &follower{kv: b, what: "test", load: func([]jetstream.KeyValueEntry) {}, apply: func(jetstream.KeyValueEntry) {}}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if f.upToDate(ctx) {
+		t.Fatal("up to date with a watch that delivered nothing")
+	}
+	if took := time.Since(start); took > 30*time.Second || b.stopped.Load() != 1 {
+		t.Errorf("given up after %s with the watch stopped %d times; want well before the caller's minute, stopped once", took, b.stopped.Load())
+	}
+}
