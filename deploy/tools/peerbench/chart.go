@@ -61,7 +61,7 @@ func writeChart(path string, r *results) error {
 		return fmt.Errorf("drawing the chart: no measured push")
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("push -> fleet-wide, %d clusters, one dot per push (a change seen before the registry's answer: at 1 ms)", r.clusters)
+	p.Title.Text = fmt.Sprintf("push -> fleet-wide, %d clusters, one dot per push from its manifest PUT (below 1 ms: at 1 ms)", r.clusters)
 	p.Y.Label.Text = "seconds (log)"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}

@@ -46,7 +46,7 @@ func (b *bench) dropWebhooks(ctx context.Context) ([]drop, error) {
 		if err != nil {
 			return nil, err
 		}
-		ps = append(ps, pending{s: s, v: version{m.tag, s.digests[m.tag]}, m: m, from: m.pushed.Add(-m.push)})
+		ps = append(ps, pending{s: s, v: version{m.tag, s.digests[m.tag]}, m: m, from: m.pushed})
 	}
 	if err := b.loud.restart(ctx, b.endpoints); err != nil {
 		return nil, err

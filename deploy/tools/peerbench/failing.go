@@ -86,7 +86,7 @@ func (b *bench) failLastWave(ctx context.Context, s *subject) (failure, error) {
 	}
 	bad := version{tag: f.tag, digest: s.digests[f.tag]}
 	b.check.setBad(s.ns, bad)
-	from := m.pushed.Add(-m.push)
+	from := m.pushed
 	failedAt, settled := b.waitRefused(ctx, s, f.failing, bad, from)
 	if !settled {
 		b.log.Warn("the failing version neither failed nor was taken back everywhere in time", "subject", s.name, "tag", f.tag, "where", b.describe(s))

@@ -100,31 +100,37 @@ func (r *registry) stop() {
 }
 
 // push writes a new random image for this machine's platform (Keel's
-// polling checks it against the nodes') as repo:tag, and returns its digest.
-func (r *registry) push(ctx context.Context, repo, tag string) (string, error) {
+// polling checks it against the nodes') as repo:tag, and returns its digest
+// and when its manifest PUT started (pushClock: the push's moment).
+func (r *registry) push(ctx context.Context, repo, tag string) (string, time.Time, error) {
 	img, err := random.Image(2048, 2)
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		return "", err
-	}
-	ref, err := name.NewTag(r.host+"/"+repo+":"+tag, name.Insecure)
-	if err != nil {
-		return "", err
-	}
-	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
-		return "", fmt.Errorf("pushing %s: %w", ref, err)
+		return "", time.Time{}, err
 	}
 	d, err := img.Digest()
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
-	return d.String(), nil
+	ref, err := name.NewTag(r.host+"/"+repo+":"+tag, name.Insecure)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	clock := newPushClock(remote.DefaultTransport)
+	if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithTransport(clock)); err != nil {
+		return "", time.Time{}, fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	at := clock.manifestAt()
+	if at.IsZero() {
+		return "", time.Time{}, fmt.Errorf("pushing %s: no manifest PUT seen", ref)
+	}
+	return d.String(), at, nil
 }

@@ -10,8 +10,10 @@ import (
 type measure struct {
 	subject string
 	tag     string
-	pushed  time.Time     // the registry acknowledged the manifest
-	push    time.Duration // pushing took
+	// pushed is the push's moment: its manifest PUT started (pushClock);
+	// every time below counts from it.
+	pushed time.Time
+	push   time.Duration // pushing took, blobs and manifest
 	// firstSpec, allSpec: push -> the first / every cluster's Deployment
 	// spec carries the version; allPrimary: push -> every cluster's
 	// primary runs it (Flagger promoted).
@@ -144,17 +146,17 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 }
 
 // pushNext pushes the subject's next version and returns when the registry
-// acknowledged it.
+// acknowledged it, the measure's clock started at its manifest PUT.
 func (b *bench) pushNext(ctx context.Context, s *subject) (measure, error) {
 	t := tag(s.next)
 	s.next++
 	start := time.Now()
-	d, err := s.reg.push(ctx, s.repo, t)
+	d, at, err := s.reg.push(ctx, s.repo, t)
 	if err != nil {
 		return measure{}, err
 	}
 	s.digests[t] = d
-	return measure{subject: s.name, tag: t, pushed: time.Now(), push: time.Since(start)}, nil
+	return measure{subject: s.name, tag: t, pushed: at, push: time.Since(start)}, nil
 }
 
 // measurePush pushes the subject's next version, waits until every
@@ -170,10 +172,10 @@ func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
 		return m, err
 	}
 	d := s.digests[m.tag]
-	// Changes count from the push's start: Keel has been seen to update a
-	// Deployment before the registry's answer to the push reached the
-	// bench (the notification goes out as the manifest is stored).
-	from := m.pushed.Add(-m.push)
+	// Changes count from the manifest PUT's start: Keel has been seen to
+	// update a Deployment before the registry's answer to the push reached
+	// the bench (the notification goes out as the manifest is stored).
+	from := m.pushed
 	if err := b.waitPrimaries(ctx, s, m.tag, d, from); err != nil {
 		return m, fmt.Errorf("%s, %s: %w", s.name, m.tag, err)
 	}
