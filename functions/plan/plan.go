@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -71,10 +72,23 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	}
 	var out []cloudevents.Event
 	cfg := f.cfg.Current() // one config for the whole event
+	planned := map[string]bool{}
 	for _, app := range cfg.Applications {
-		if !config.SameImage(app.Image, v.Image) {
+		if app.Git() != nil || !config.SameImage(app.Image, v.Image) {
 			continue
 		}
+		if app.MemberOf != "" {
+			// A member's image moves its release set (rollout.DecideSetPush).
+			set, ok := cfg.Application(app.MemberOf)
+			if !ok || !rollout.ImageSet(set) {
+				continue
+			}
+			app = set
+		}
+		if planned[app.Name] {
+			continue
+		}
+		planned[app.Name] = true
 		evs, err := f.planApp(ctx, cfg, e, v, app, nil)
 		if err != nil {
 			return nil, fmt.Errorf("planning %s: %w", app.Name, err)
@@ -184,7 +198,7 @@ func (f *Function) planApp(ctx context.Context, cfg *config.Config, e cloudevent
 		return nil, err
 	}
 	missed, err := f.saw(ctx, e, v, app.Name, func(st *rollout.AppState) {
-		st.LatestTag, st.LatestRollout = v.Tag, id
+		st.LatestTag, st.LatestRollout = ro.Tag, id
 		if queue {
 			st.Queued = id
 		}
@@ -251,6 +265,7 @@ func (f *Function) dequeue(ctx context.Context, e cloudevents.Event) ([]cloudeve
 		if err := f.repo.UpdateApp(ctx, ended.Application, func(a *rollout.AppState) error {
 			if a.DeployedDigest == ended.Digest {
 				a.DeployedTag, a.DeployedDigest = ended.PreviousTag, ended.PreviousDigest
+				a.DeployedVersions = slices.Clone(ended.PreviousVersions)
 			}
 			return nil
 		}); err != nil {

@@ -1,8 +1,10 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -63,8 +65,10 @@ func (f *Function) pushOf(e cloudevents.Event) *push {
 			p.seen.Source = rollout.SourcePoll
 		}
 		for _, a := range f.cfg.Current().Applications {
-			if a.Git() == nil && config.SameImage(a.Image, p.repository) {
-				p.apps = append(p.apps, a.Name)
+			// A release set's image member: its pushes are the set's
+			// (docs/design/release-sets.md, "Image members").
+			if name := cmp.Or(a.MemberOf, a.Name); a.Git() == nil && config.SameImage(a.Image, p.repository) && !slices.Contains(p.apps, name) {
+				p.apps = append(p.apps, name)
 			}
 		}
 	case events.TypeGitPushed:

@@ -147,6 +147,42 @@ func TestVerifyRecordsWhatItSaw(t *testing.T) {
 	}
 }
 
+// A push of a release set's image member that verify does not verify is
+// recorded in the set's state, not the member's: the set's version moves
+// with it (docs/design/release-sets.md, "Image members").
+func TestVerifyRecordsAnImageMembersPushOnItsSet(t *testing.T) {
+	host := startRegistry(t, nil)
+	image := host + "/shop/api"
+	cfg := &config.Config{Applications: []config.Application{
+		{Name: "shop-api", Image: image, MemberOf: "shop"},
+		{Name: "shop-frontend", Image: host + "/shop/frontend", MemberOf: "shop"},
+		{Name: "shop", Set: &config.SetSpec{Members: []config.SetMember{{Name: "shop-api"}, {Name: "shop-frontend"}}}},
+	}}
+	repo := functiontest.NewRepo(t)
+	fn := verify.New(resolver(), func(img string) bool { return config.SameImage(img, image) }).WithApplications(repo, cfg)
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	e, err := events.New("hook-1", "/hooks/registry", events.TypeImagePushed, events.ImagePushed{Registry: host, Repository: "shop/api", Tag: "9.9.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetTime(at)
+	if _, err := fn.Handle(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	st, err := repo.App(context.Background(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LastSeen == nil || st.LastSeen.Tag != "9.9.9" || st.LastSkipped == nil || st.LastSkipped.Outcome != rollout.OutcomeRejected {
+		t.Errorf("the set's state: seen %+v, skipped %+v; want 9.9.9 rejected", st.LastSeen, st.LastSkipped)
+	}
+	for _, member := range []string{"shop-api", "shop-frontend"} {
+		if st, err := repo.App(context.Background(), member); err != nil || st.LastSeen != nil {
+			t.Errorf("member %s's state: %+v, %v; want nothing seen", member, st, err)
+		}
+	}
+}
+
 // A git push the applications following the repository skip, or one
 // rejected, is seen as branch@abbrev (or the tag), its commit the digest,
 // and says why; a poll's push of a head no webhook brought reports the

@@ -242,6 +242,11 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 		// A release set: its members in the order each cluster applies them.
 		fmt.Fprintf(w, "Members:      %s\n", strings.Join(r.Members, " -> "))
 	}
+	if len(r.Versions) > 0 {
+		// A release set of image members: its version is one per member.
+		fmt.Fprintf(w, "Versions:     %s\n", memberVersions(r.Versions))
+		fmt.Fprintf(w, "Previous:     %s\n", dash(memberVersions(r.PreviousVersions)))
+	}
 	if r.Reason != "" {
 		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)
 	}
@@ -334,6 +339,16 @@ func short(d string) string {
 		return d[:len(d)-len(hex)] + hex[:12]
 	}
 	return d
+}
+
+// memberVersions prints a release set's version: each member's tag and
+// short digest, in the set's order.
+func memberVersions(v rollout.SetVersion) string {
+	parts := make([]string, len(v))
+	for i, m := range v {
+		parts[i] = fmt.Sprintf("%s %s (%s)", m.Application, m.Tag, short(m.Digest))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func shortRef(ref string) string {

@@ -43,6 +43,31 @@ func TestDescribeReleaseSetMembers(t *testing.T) {
 	}
 }
 
+// describe shows a release set of image members' version and the one
+// before it, each member's; none for a set of git members.
+func TestDescribeReleaseSetVersions(t *testing.T) {
+	api := rollout.MemberVersion{Application: "shop-api", Image: "registry.test/shop/api", Tag: "1.1.0", Digest: "sha256:0123456789abcdef0123"}
+	fe := rollout.MemberVersion{Application: "shop-frontend", Image: "registry.test/shop/frontend", Tag: "1.0.0", Digest: "sha256:fedcba9876543210fedc"}
+	r := rollout.Rollout{ID: "shop-1", Application: "shop", Phase: rollout.Progressing, Members: []string{"shop-api", "shop-frontend"},
+		Versions: rollout.SetVersion{api, fe}}
+	var b strings.Builder
+	DescribeRollout(&b, r)
+	for _, want := range []string{
+		"Versions:     shop-api 1.1.0 (" + short(api.Digest) + "), shop-frontend 1.0.0 (" + short(fe.Digest) + ")\n",
+		"Previous:     -\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("describe of an image set's rollout has no %q:\n%s", want, b.String())
+		}
+	}
+	r.Versions = nil
+	b.Reset()
+	DescribeRollout(&b, r)
+	if strings.Contains(b.String(), "Versions:") {
+		t.Errorf("describe of a git set's rollout names versions:\n%s", b.String())
+	}
+}
+
 // describe shows a release set's Jobs per cluster beside the canaries'
 // phases, a failed one with its reason; no JOBS column without Jobs.
 func TestDescribeReleaseSetJobs(t *testing.T) {

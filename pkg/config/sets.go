@@ -171,7 +171,7 @@ func (v *validator) releaseSets(c *Config) {
 			a := c.Applications[k]
 			g := a.Git()
 			if g == nil {
-				v.addf(mp, "%q is an image application: a release set's members are git applications of one repository (one commit is the set's version)", m)
+				v.addf(mp, "%q is an image application: a release set's members are git applications of one repository for now (image members, a set's version of one digest per member, are planned but not delivered yet: docs/design/release-sets.md)", m)
 				continue
 			}
 			if g.KubeCD != nil {

@@ -19,6 +19,7 @@ func (r Rollout) Clone() Rollout {
 		c.Waves = nil
 	}
 	c.Members = slices.Clone(r.Members)
+	c.Versions, c.PreviousVersions = slices.Clone(r.Versions), slices.Clone(r.PreviousVersions)
 	c.Failures = slices.Clone(r.Failures)
 	for i, f := range c.Failures {
 		c.Failures[i].Event = json.RawMessage(slices.Clone([]byte(f.Event)))

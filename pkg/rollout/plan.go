@@ -26,7 +26,20 @@ import (
 // which it takes over (a git push that changed what only they render). An
 // unsigned build goes only as far as the waves that take one.
 func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, v events.ImageVerified, id string, only []string) (ro Rollout, skip string, err error) {
-	d, err := DecideVersion(app, st, inFlight, v)
+	var d versionpolicy.Decision
+	var set SetVersion
+	signer := app.Name // whose signature policy verify judged v by
+	if ImageSet(app) {
+		// A member's image: the set's version is a tuple (setversion.go).
+		member, ok := SetMemberOf(cfg, app, v.Image)
+		if !ok {
+			return Rollout{}, fmt.Sprintf("%s is the image of no member of release set %s", v.Image, app.Name), nil
+		}
+		set, d, err = DecideSetPush(app, member, st, inFlight, v)
+		signer = member.Name
+	} else {
+		d, err = DecideVersion(app, st, inFlight, v)
+	}
 	if err != nil {
 		return Rollout{}, "", err
 	}
@@ -36,6 +49,10 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 	ro = Rollout{ID: id, Application: app.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Phase: Progressing,
 		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: v.Created, Source: cmp.Or(v.Source, SourceWebhook),
 		PushedBy: v.PushedBy}
+	if set != nil {
+		ro.Image, ro.Tag, ro.Digest, ro.ImageCreated = app.Name, set.Tag(), set.Digest(), time.Time{}
+		ro.Versions, ro.PreviousVersions = set, slices.Clone(st.DeployedVersions)
+	}
 	if app.Set != nil {
 		ro.Members = app.Set.Names()
 	}
@@ -46,8 +63,8 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 	if len(ro.Waves) == 0 { // config validation refuses it; a config changed under a running flotilla
 		return Rollout{}, "the application targets no cluster of the fleet", nil
 	}
-	ro.SignedBy = v.SignedBy[app.Name]
-	if why, unsigned := v.Unsigned[app.Name]; unsigned {
+	ro.SignedBy = v.SignedBy[signer]
+	if why, unsigned := v.Unsigned[signer]; unsigned {
 		ro.Unsigned = why
 		n := slices.IndexFunc(ro.Waves, func(w Wave) bool { return w.SignatureRequired })
 		if n == 0 {

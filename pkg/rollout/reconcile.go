@@ -397,6 +397,7 @@ func (st *AppState) Deploy(ro Rollout) {
 		return
 	}
 	st.DeployedTag, st.DeployedDigest, st.DeployedCreated = ro.Tag, ro.Digest, ro.ImageCreated
+	st.DeployedVersions = slices.Clone(ro.Versions)
 	st.DeployedRollout, st.DeployedAt = ro.ID, ro.Updated
 }
 

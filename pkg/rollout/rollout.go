@@ -85,6 +85,12 @@ type Rollout struct {
 	// them all at its commit; none for an application.
 	Members        []string `json:"members,omitempty"`
 	PreviousDigest string   `json:"previousDigest,omitempty"`
+	// Versions, for a release set of image members, is the set's version
+	// (Digest is its manifest's hash, Tag its members' tags);
+	// PreviousVersions the one the fleet ran before (the set's deployed
+	// version when it was planned), what a rollback restores.
+	Versions         SetVersion `json:"versions,omitempty"`
+	PreviousVersions SetVersion `json:"previousVersions,omitempty"`
 	// RollbackOf names the succeeded rollout this one rolls back (a user's
 	// `flotilla rollback`).
 	RollbackOf string `json:"rollbackOf,omitempty"`
@@ -452,6 +458,9 @@ type AppState struct {
 	DeployedDigest string `json:"deployedDigest,omitempty"`
 	// DeployedCreated is when the deployed image was built (track Newest).
 	DeployedCreated time.Time `json:"deployedCreated,omitzero"`
+	// DeployedVersions, for a release set of image members, is the set's
+	// deployed version, each member's (DeployedDigest its hash).
+	DeployedVersions SetVersion `json:"deployedVersions,omitempty"`
 	// DeployedClusters are the clusters the deployed digest was rolled out
 	// to (its rollout's, and those caught up since); nil when unknown (a
 	// state from before flotilla kept it): every cluster counts then. A

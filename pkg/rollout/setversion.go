@@ -1,0 +1,156 @@
+package rollout
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/versionpolicy"
+)
+
+// MemberVersion is one image member's version in a release set's version
+// (docs/design/release-sets.md, "Image members").
+type MemberVersion struct {
+	Application string `json:"application"`
+	Image       string `json:"image"` // registry/repository
+	Tag         string `json:"tag"`
+	Digest      string `json:"digest"`
+	// Created is when the image was built (the member's track Newest).
+	Created time.Time `json:"created,omitzero"`
+}
+
+// SetVersion is a release set of image members' version: one version per
+// member, in the set's order; a member no rollout of the set carried yet
+// has none (the set leaves it as its clusters run it).
+type SetVersion []MemberVersion
+
+// Manifest is the tuple's canonical record: its JSON, members in order,
+// without build times (a version is what runs, not when it was built).
+func (v SetVersion) Manifest() []byte {
+	type entry struct {
+		Application string `json:"application"`
+		Image       string `json:"image"`
+		Tag         string `json:"tag"`
+		Digest      string `json:"digest"`
+	}
+	out := make([]entry, len(v))
+	for i, m := range v {
+		out[i] = entry{m.Application, m.Image, m.Tag, m.Digest}
+	}
+	b, _ := json.Marshal(out) // strings only: cannot fail
+	return b
+}
+
+// Digest is the set's version as a rollout's digest: the hash of its
+// manifest ("" for no version).
+func (v SetVersion) Digest() string {
+	if len(v) == 0 {
+		return ""
+	}
+	h := sha256.Sum256(v.Manifest())
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// Tag is the set's version as a rollout's tag: each member's
+// ("shop-api:1.1.0,shop-frontend:1.0.0").
+func (v SetVersion) Tag() string {
+	parts := make([]string, len(v))
+	for i, m := range v {
+		parts[i] = m.Application + ":" + m.Tag
+	}
+	return strings.Join(parts, ",")
+}
+
+// Of is member's version in v.
+func (v SetVersion) Of(member string) (MemberVersion, bool) {
+	i := slices.IndexFunc(v, func(m MemberVersion) bool { return m.Application == member })
+	if i < 0 {
+		return MemberVersion{}, false
+	}
+	return v[i], true
+}
+
+// With is v with m as its member's version, the members in order (the
+// set's); v is not changed.
+func (v SetVersion) With(order []string, m MemberVersion) SetVersion {
+	out := slices.DeleteFunc(slices.Clone(v), func(x MemberVersion) bool { return x.Application == m.Application })
+	out = append(out, m)
+	slices.SortStableFunc(out, func(a, b MemberVersion) int {
+		return cmp.Compare(indexOr(order, a.Application), indexOr(order, b.Application))
+	})
+	return out
+}
+
+// indexOr is s's index in order, len(order) when absent (last).
+func indexOr(order []string, s string) int {
+	if i := slices.Index(order, s); i >= 0 {
+		return i
+	}
+	return len(order)
+}
+
+// ImageSet tells whether app is a release set of image members: its
+// version is a SetVersion.
+func ImageSet(app config.Application) bool { return app.Set != nil && app.Git() == nil }
+
+// SetMemberOf is the member of image set set whose image v is.
+func SetMemberOf(cfg *config.Config, set config.Application, image string) (config.Application, bool) {
+	for _, name := range set.Set.Names() {
+		if m, ok := cfg.Application(name); ok && m.Git() == nil && config.SameImage(m.Image, image) {
+			return m, true
+		}
+	}
+	return config.Application{}, false
+}
+
+// SetBaseline is what a push of one member moves from: the newest rollout
+// of the set in flight or queued (the new one takes its versions along:
+// a supersede never drops a pushed version), else the deployed version.
+func SetBaseline(st AppState, inFlight []Rollout) SetVersion {
+	var newest *Rollout
+	for i, r := range inFlight {
+		if (r.Phase == Progressing || r.Phase == Queued) && r.Kind == "" && (newest == nil || r.Created.After(newest.Created)) {
+			newest = &inFlight[i]
+		}
+	}
+	if newest != nil {
+		return newest.Versions
+	}
+	return st.DeployedVersions
+}
+
+// DecideSetPush decides verified version v of member, an image member of
+// release set set: the member's own version policy judges v against its
+// version in the set's deployed version and in the set's rollouts in
+// flight (DecideVersion, as for an application), then the set's version
+// is the baseline (SetBaseline) with member at v; a quarantined set
+// version never rolls out.
+func DecideSetPush(set, member config.Application, st AppState, inFlight []Rollout, v events.ImageVerified) (SetVersion, versionpolicy.Decision, error) {
+	dep, _ := st.DeployedVersions.Of(member.Name)
+	mst := AppState{Name: member.Name, DeployedTag: dep.Tag, DeployedDigest: dep.Digest, DeployedCreated: dep.Created}
+	var mine []Rollout
+	for _, r := range inFlight {
+		if mv, ok := r.Versions.Of(member.Name); ok && r.Kind == "" {
+			mine = append(mine, Rollout{ID: r.ID, Phase: r.Phase, Tag: mv.Tag, Digest: mv.Digest, ImageCreated: mv.Created, StopsBefore: r.StopsBefore})
+		}
+	}
+	d, err := DecideVersion(member, mst, mine, v)
+	if err != nil || !d.Accept {
+		if d.Reason != "" {
+			d.Reason = member.Name + ": " + d.Reason
+		}
+		return nil, d, err
+	}
+	next := SetBaseline(st, inFlight).With(set.Set.Names(), MemberVersion{Application: member.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Created: v.Created})
+	if q, ok := st.QuarantineOf(next.Tag(), next.Digest()); ok {
+		return nil, versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", next.Tag(), q.By, q.Reason)}, nil
+	}
+	return next, d, nil
+}

@@ -1,0 +1,163 @@
+package rollout_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+const (
+	apiImage      = "registry.test/shop/api"
+	frontendImage = "registry.test/shop/frontend"
+)
+
+// imageSet is a release set of two image members, the api applied first.
+func imageSet() (set, api, frontend config.Application) {
+	api = config.Application{Name: "shop-api", Image: apiImage, Track: config.TrackMinorVersion, DenyTags: []string{".*-debug"}, MemberOf: "shop"}
+	frontend = config.Application{Name: "shop-frontend", Image: frontendImage, Track: config.TrackMinorVersion, MemberOf: "shop"}
+	set = config.Application{Name: "shop", OnNewVersion: config.OnNewVersionSupersede,
+		Set: &config.SetSpec{Members: []config.SetMember{{Name: "shop-api"}, {Name: "shop-frontend"}}}}
+	return set, api, frontend
+}
+
+func api(tag string) rollout.MemberVersion {
+	return rollout.MemberVersion{Application: "shop-api", Image: apiImage, Tag: tag, Digest: "sha256:api" + tag}
+}
+
+func frontend(tag string) rollout.MemberVersion {
+	return rollout.MemberVersion{Application: "shop-frontend", Image: frontendImage, Tag: tag, Digest: "sha256:fe" + tag}
+}
+
+func TestSetVersion(t *testing.T) {
+	order := []string{"shop-api", "shop-frontend"}
+	v := rollout.SetVersion{frontend("1.0.0")}.With(order, api("1.0.0"))
+	if diff := cmp.Diff(rollout.SetVersion{api("1.0.0"), frontend("1.0.0")}, v); diff != "" {
+		t.Errorf("With keeps the set's order (-want +got):\n%s", diff)
+	}
+	if got := v.Tag(); got != "shop-api:1.0.0,shop-frontend:1.0.0" {
+		t.Errorf("Tag = %q", got)
+	}
+	next := v.With(order, api("1.1.0"))
+	if diff := cmp.Diff(rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}, next); diff != "" {
+		t.Errorf("With replaces the member's version (-want +got):\n%s", diff)
+	}
+	if v[0].Tag != "1.0.0" {
+		t.Errorf("With changed its receiver: %v", v)
+	}
+	rebuilt := v.With(order, rollout.MemberVersion{Application: "shop-api", Image: apiImage, Tag: "1.0.0", Digest: "sha256:rebuilt"})
+	built := v.With(order, rollout.MemberVersion{Application: "shop-api", Image: apiImage, Tag: "1.0.0", Digest: "sha256:api1.0.0", Created: t0})
+	digests := map[string]string{"v": v.Digest(), "next": next.Digest(), "rebuilt": rebuilt.Digest()}
+	if len(map[string]bool{digests["v"]: true, digests["next"]: true, digests["rebuilt"]: true}) != 3 {
+		t.Errorf("a member's new tag or digest is a new set digest: %v", digests)
+	}
+	if built.Digest() != v.Digest() {
+		t.Errorf("the build time changed the digest: %s, %s", built.Digest(), v.Digest())
+	}
+	if d := v.Digest(); len(d) != len("sha256:")+64 || d[:7] != "sha256:" {
+		t.Errorf("Digest = %q, want sha256:<hex>", d)
+	}
+	if got := (rollout.SetVersion{}).Digest(); got != "" {
+		t.Errorf("no version's digest = %q, want empty", got)
+	}
+	if m, ok := next.Of("shop-frontend"); !ok || m != frontend("1.0.0") {
+		t.Errorf("Of(shop-frontend) = %v, %v", m, ok)
+	}
+	if _, ok := next.Of("shop-db"); ok {
+		t.Error("Of found a member the version has not")
+	}
+}
+
+func TestDecideSetPush(t *testing.T) {
+	set, apiApp, _ := imageSet()
+	deployed := rollout.AppState{DeployedVersions: rollout.SetVersion{api("1.0.0"), frontend("1.0.0")}}
+	deployed.DeployedTag, deployed.DeployedDigest = deployed.DeployedVersions.Tag(), deployed.DeployedVersions.Digest()
+	inFlight := func(id string, phase rollout.Phase, v ...rollout.MemberVersion) rollout.Rollout {
+		return rollout.Rollout{ID: id, Phase: phase, Versions: v, Created: t0}
+	}
+	push := func(tag string) events.ImageVerified {
+		return events.ImageVerified{Image: apiImage, Tag: tag, Digest: "sha256:api" + tag}
+	}
+	tests := []struct {
+		name       string
+		st         rollout.AppState
+		inFlight   []rollout.Rollout
+		v          events.ImageVerified
+		want       rollout.SetVersion
+		wantReason string
+	}{
+		{name: "the first push: the other member is left as its clusters run it", v: push("1.0.0"),
+			want: rollout.SetVersion{api("1.0.0")}},
+		{name: "a new api: the frontend at its deployed version", st: deployed, v: push("1.1.0"),
+			want: rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}},
+		{name: "an older api: the member's policy says no", st: deployed, v: push("0.9.0"),
+			wantReason: "shop-api: 0.9.0 is older than the current 1.0.0"},
+		{name: "the member's denyTags", st: deployed, v: push("1.1.0-debug"),
+			wantReason: `shop-api: 1.1.0-debug matches the application's denyTags pattern ".*-debug"`},
+		{name: "the deployed tag rebuilt is a new version", st: deployed,
+			v:    events.ImageVerified{Image: apiImage, Tag: "1.0.0", Digest: "sha256:rebuilt"},
+			want: rollout.SetVersion{{Application: "shop-api", Image: apiImage, Tag: "1.0.0", Digest: "sha256:rebuilt"}, frontend("1.0.0")}},
+		{name: "a new frontend in flight is taken along", st: deployed, v: push("1.1.0"),
+			inFlight: []rollout.Rollout{inFlight("shop-1", rollout.Progressing, api("1.0.0"), frontend("1.1.0"))},
+			want:     rollout.SetVersion{api("1.1.0"), frontend("1.1.0")}},
+		{name: "a failing rollout's versions are no baseline", st: deployed, v: push("1.1.0"),
+			inFlight: []rollout.Rollout{inFlight("shop-1", rollout.Failed, api("1.0.0"), frontend("1.1.0"))},
+			want:     rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}},
+		{name: "not newer than the api in flight", st: deployed, v: push("1.1.0"),
+			inFlight:   []rollout.Rollout{inFlight("shop-1", rollout.Progressing, api("1.2.0"), frontend("1.0.0"))},
+			wantReason: "shop-api: 1.1.0 is not newer than 1.2.0, which rollout shop-1 is rolling out"},
+		{name: "the api in flight already", st: deployed, v: push("1.1.0"),
+			inFlight:   []rollout.Rollout{inFlight("shop-1", rollout.Queued, api("1.1.0"), frontend("1.0.0"))},
+			wantReason: "shop-api: 1.1.0 is being rolled out (rollout shop-1)"},
+		{name: "a quarantined set version never",
+			st: rollout.AppState{DeployedVersions: deployed.DeployedVersions, Quarantined: []rollout.Quarantine{
+				{Tag: "shop-api:1.1.0,shop-frontend:1.0.0", By: "alice", Reason: "leaks"}}},
+			v: push("1.1.0"), wantReason: "shop-api:1.1.0,shop-frontend:1.0.0 is quarantined (by alice: leaks)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, d, err := rollout.DecideSetPush(set, apiApp, tt.st, tt.inFlight, tt.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Accept != (tt.wantReason == "") || !d.Accept && d.Reason != tt.wantReason {
+				t.Errorf("decision = %+v, want reason %q", d, tt.wantReason)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("the set's version (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A member's push plans the set's rollout: its digest and tag are the
+// tuple's, its previous version the deployed tuple.
+func TestPlanImageSet(t *testing.T) {
+	set, apiApp, frontendApp := imageSet()
+	cfg := &config.Config{Fleet: config.Fleet{Waves: []config.Wave{{Name: "w1", Clusters: []string{"c1"}}}},
+		Applications: []config.Application{apiApp, frontendApp, set}}
+	st := rollout.AppState{DeployedVersions: rollout.SetVersion{api("1.0.0"), frontend("1.0.0")}}
+	st.DeployedTag, st.DeployedDigest = st.DeployedVersions.Tag(), st.DeployedVersions.Digest()
+	ro, skip, err := rollout.Plan(cfg, set, st, nil, events.ImageVerified{Image: frontendImage, Tag: "1.1.0", Digest: "sha256:fe1.1.0"}, "shop-1", nil)
+	if err != nil || skip != "" {
+		t.Fatalf("Plan = %q, %v", skip, err)
+	}
+	want := rollout.SetVersion{api("1.0.0"), frontend("1.1.0")}
+	got := rollout.Rollout{Application: ro.Application, Image: ro.Image, Tag: ro.Tag, Digest: ro.Digest, PreviousTag: ro.PreviousTag,
+		PreviousDigest: ro.PreviousDigest, Versions: ro.Versions, PreviousVersions: ro.PreviousVersions, Members: ro.Members}
+	if diff := cmp.Diff(rollout.Rollout{Application: "shop", Image: "shop", Tag: "shop-api:1.0.0,shop-frontend:1.1.0", Digest: want.Digest(),
+		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, Versions: want, PreviousVersions: st.DeployedVersions,
+		Members: []string{"shop-api", "shop-frontend"}}, got); diff != "" {
+		t.Errorf("the set's rollout (-want +got):\n%s", diff)
+	}
+	if _, skip, _ := rollout.Plan(cfg, set, st, nil, events.ImageVerified{Image: "registry.test/other", Tag: "1.1.0"}, "shop-2", nil); skip != "registry.test/other is the image of no member of release set shop" {
+		t.Errorf("another image: skip %q", skip)
+	}
+	st.Deploy(rollout.Rollout{ID: "shop-1", Tag: ro.Tag, Digest: ro.Digest, Versions: ro.Versions, Phase: rollout.Succeeded})
+	if diff := cmp.Diff(want, st.DeployedVersions); diff != "" || st.DeployedDigest != want.Digest() {
+		t.Errorf("deployed after it succeeded: %s (-want +got):\n%s", st.DeployedDigest, diff)
+	}
+}
