@@ -923,15 +923,20 @@ func (s *scenario) ssoCLIWhoami(ctx context.Context, who, group string) error {
 		return fmt.Errorf("flotilla whoami: %w: %s%s", err, out.String(), errOut.String())
 	}
 	var w struct {
-		Name   string
-		Via    string
-		Groups []string
+		Name     string
+		Username string
+		Via      string
+		Groups   []string
 	}
 	if err := json.Unmarshal(out.Bytes(), &w); err != nil {
 		return fmt.Errorf("flotilla whoami -o json printed %q: %w", out.String(), err)
 	}
-	if w.Name != who || !slices.Equal(w.Groups, []string{group}) || w.Via != "token" {
-		return fmt.Errorf("flotilla whoami says %+v, want %s in group %s, via its ID token", w, who, group)
+	// The provider's login name of the person (server.sso.usernameClaim,
+	// preferred_username): the test provider's users log in as the e-mail's
+	// local part.
+	username := strings.Split(who, "@")[0]
+	if w.Name != who || w.Username != username || !slices.Equal(w.Groups, []string{group}) || w.Via != "token" {
+		return fmt.Errorf("flotilla whoami says %+v, want %s (username %s) in group %s, via its ID token", w, who, username, group)
 	}
 	if n := sw.provider.Refreshes(strings.Split(who, "@")[0]); n <= sw.refreshes {
 		return fmt.Errorf("the provider answered %d refreshes of %s, as many as before whoami: the CLI did not refresh its login", n, who)

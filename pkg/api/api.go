@@ -169,12 +169,18 @@ func (a *API) Register(mux *http.ServeMux) {
 
 // Whoami is the answer of GET /api/v1/whoami: who the request came from.
 type Whoami struct {
-	// Name is the API token's name ("anonymous" without a credential,
-	// where server.anonymousRead opens reads).
+	// Name is the API token's name, or a person's e-mail when they signed
+	// in through server.sso ("anonymous" without a credential, where
+	// server.anonymousRead opens reads).
 	Name string `json:"name"`
+	// Username is a person's login name at the OpenID provider
+	// (server.sso.usernameClaim): the name separation of duties compares
+	// with a pusher's. Empty for an API token.
+	Username string `json:"username,omitempty"`
 	// Via is how the request proved it: token, session or anonymous.
 	Via identity.Via `json:"via"`
-	// Groups are the API token's groups (server.apiTokens[].groups).
+	// Groups are the API token's groups (server.apiTokens[].groups), or
+	// the groups the provider gave a person (server.sso.groupsClaim).
 	Groups []string `json:"groups,omitempty"`
 	// Permissions are what it may do, per project ("*": the fleet-wide
 	// stop-line); a project where it may do nothing is left out. Without
@@ -196,7 +202,7 @@ func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Via: p.Via, Groups: p.Groups, Permissions: perms, Applications: a.projectsOf(r.Context())})
+	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Username: p.Username, Via: p.Via, Groups: p.Groups, Permissions: perms, Applications: a.projectsOf(r.Context())})
 }
 
 // authorize returns the name a request that changes something is recorded

@@ -13,6 +13,7 @@ import (
 // whoamiResponse is pkg/api.Whoami.
 type whoamiResponse struct {
 	Name         string              `json:"name"`
+	Username     string              `json:"username,omitempty"`
 	Via          string              `json:"via"`
 	Groups       []string            `json:"groups,omitempty"`
 	Permissions  map[string][]string `json:"permissions"`
@@ -27,7 +28,7 @@ func newWhoamiCmd() *cobra.Command {
 		Short: "Say who flotilla takes you for, your groups and what you may do per project",
 		Long: `whoami asks the flotilla at --server who its calls come from (GET
 /api/v1/whoami): the API token's name, or the person of a flotilla login --sso
-(the ID token's e-mail) and the groups the provider gave them, and what the
+(the ID token's e-mail, and their username at the provider) and the groups the provider gave them, and what the
 projects' roles let them do, per project. Without --token it sends the
 login's ID token, refreshed first when it expires.` + readTokenHelp,
 		Example: `  flotilla whoami
@@ -50,6 +51,9 @@ login's ID token, refreshed first when it expires.` + readTokenHelp,
 // printWhoami writes who, how, the groups and the permissions per project.
 func printWhoami(w io.Writer, r whoamiResponse) {
 	fmt.Fprintf(w, "name:   %s\n", r.Name)
+	if r.Username != "" {
+		fmt.Fprintf(w, "username: %s\n", r.Username)
+	}
 	fmt.Fprintf(w, "via:    %s\n", r.Via)
 	groups := "(none)"
 	if len(r.Groups) > 0 {
