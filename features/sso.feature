@@ -107,7 +107,7 @@ Feature: Single sign-on: people log in through the OpenID provider, and their gr
     Then `flotilla login --sso` says it logged in as "alice@example.com", keeping a refresh token in a file only its owner reads
     And a redirect to the login's callback with another state was refused while it waited
     When the ID token the CLI keeps has expired
-    Then `flotilla whoami` without a token names "alice@example.com" in group "release-managers", the CLI having refreshed its login at the OpenID provider
+    Then `flotilla whoami` without a token names "alice@example.com", username "alice", in group "release-managers", the CLI having refreshed its login at the OpenID provider
     When version "1.1.0" is pushed
     Then cluster "c1" of the rollout of "1.1.0" has succeeded
     And no cluster of wave 2 of the rollout of "1.1.0" starts for 5 seconds

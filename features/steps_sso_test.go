@@ -87,7 +87,7 @@ func (s *scenario) registerSSOSteps(sc *godog.ScenarioContext) {
 	sc.Step("^\"([^\"]*)\" runs `flotilla login --sso --browser` and logs in at the OpenID provider in Chromium$", s.ssoCLIBrowserLogin)
 	sc.Step(`^a redirect to the login's callback with another state was refused while it waited$`, s.ssoForgedRefused)
 	sc.Step(`^the ID token the CLI keeps has expired$`, s.ssoCLITokenExpired)
-	sc.Step("^`flotilla whoami` without a token names \"([^\"]*)\" in group \"([^\"]*)\", the CLI having refreshed its login at the OpenID provider$", s.ssoCLIWhoami)
+	sc.Step("^`flotilla whoami` without a token names \"([^\"]*)\", username \"([^\"]*)\", in group \"([^\"]*)\", the CLI having refreshed its login at the OpenID provider$", s.ssoCLIWhoami)
 	sc.Step(`^the web UI's page is left for a blank one, its session cookie kept$`, s.ssoBlankPage)
 	sc.Step(`^the web UI's session names "([^"]*)" in group "([^"]*)", with (no|the) approve permission in project "([^"]*)"$`, s.ssoSessionNames)
 	sc.Step(`^the OpenID provider moves "([^"]*)" to group "([^"]*)"$`, s.ssoMoveGroup)
@@ -913,7 +913,7 @@ func (s *scenario) ssoCLITokenExpired(ctx context.Context) error {
 // ssoCLIWhoami runs `flotilla whoami -o json` as the person: flotilla
 // names them and the provider's groups, the provider counts one more
 // refresh, and the file keeps a new ID token and the rotated refresh token.
-func (s *scenario) ssoCLIWhoami(ctx context.Context, who, group string) error {
+func (s *scenario) ssoCLIWhoami(ctx context.Context, who, username, group string) error {
 	sw := s.sso()
 	cmd := exec.CommandContext(ctx, flotillaBin, "whoami", "-o", "json", "--server", s.w.flotilla.url())
 	cmd.Env = s.ssoCLIEnv()
@@ -931,10 +931,6 @@ func (s *scenario) ssoCLIWhoami(ctx context.Context, who, group string) error {
 	if err := json.Unmarshal(out.Bytes(), &w); err != nil {
 		return fmt.Errorf("flotilla whoami -o json printed %q: %w", out.String(), err)
 	}
-	// The provider's login name of the person (server.sso.usernameClaim,
-	// preferred_username): the test provider's users log in as the e-mail's
-	// local part.
-	username := strings.Split(who, "@")[0]
 	if w.Name != who || w.Username != username || !slices.Equal(w.Groups, []string{group}) || w.Via != "token" {
 		return fmt.Errorf("flotilla whoami says %+v, want %s (username %s) in group %s, via its ID token", w, who, username, group)
 	}
