@@ -30,21 +30,8 @@ func TestApplicationCRD(t *testing.T) {
 // namespaces' editors and viewers get the Applications through the
 // built-in roles' aggregation.
 func TestApplicationResources(t *testing.T) {
-	objs := renderIn(t, "testdata/values-applications.yaml", "flotilla")
-	byKey := map[string]*unstructured.Unstructured{}
-	for _, o := range objs {
-		byKey[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
-	}
-	raw, _, _ := unstructured.NestedString(byKey["ConfigMap/flotilla/flotilla-config"].Object, "data", "config.yaml")
-	var cfg struct {
-		Server struct {
-			Resources map[string]any `json:"resources"`
-		} `json:"server"`
-	}
-	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(fromYAML(t, `{namespaces: [team-a, team-b]}`), plain(t, cfg.Server.Resources)); diff != "" {
+	byKey := rendered(t, "testdata/values-applications.yaml")
+	if diff := cmp.Diff(fromYAML(t, `{namespaces: [team-a, team-b]}`), configSection(t, byKey, "server", "resources")); diff != "" {
 		t.Errorf("the config's server.resources (-want +got)\n%s", diff)
 	}
 	role := byKey["ClusterRole//flotilla-applications"]
@@ -77,6 +64,37 @@ func TestApplicationResources(t *testing.T) {
 	}
 }
 
+// rendered renders the chart with the values file in namespace flotilla
+// and indexes its objects by kind/namespace/name.
+func rendered(t *testing.T, values string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	byKey := map[string]*unstructured.Unstructured{}
+	for _, o := range renderIn(t, values, "flotilla") {
+		byKey[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	return byKey
+}
+
+// configSection is the section at path (e.g. "server", "resources") of the
+// flotilla config the rendered ConfigMap carries, as plain JSON values.
+func configSection(t *testing.T, byKey map[string]*unstructured.Unstructured, path ...string) any {
+	t.Helper()
+	cm := byKey["ConfigMap/flotilla/flotilla-config"]
+	if cm == nil {
+		t.Fatalf("no ConfigMap flotilla-config among %v", keysOf(byKey))
+	}
+	raw, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
+	var v any
+	if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range path {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return plain(t, v)
+}
+
 func keysOf(m map[string]*unstructured.Unstructured) []string {
 	var out []string
 	for k := range m {
@@ -105,21 +123,8 @@ func TestPlatformCRDs(t *testing.T) {
 // platform's; the Clusters' editor is a ClusterRole aggregated nowhere,
 // while their viewers are the namespaces'.
 func TestClusterResources(t *testing.T) {
-	objs := renderIn(t, "testdata/values-platform.yaml", "flotilla")
-	byKey := map[string]*unstructured.Unstructured{}
-	for _, o := range objs {
-		byKey[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
-	}
-	raw, _, _ := unstructured.NestedString(byKey["ConfigMap/flotilla/flotilla-config"].Object, "data", "config.yaml")
-	var cfg struct {
-		Server struct {
-			Resources map[string]any `json:"resources"`
-		} `json:"server"`
-	}
-	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(fromYAML(t, `{namespaces: [team-a, team-b], platformNamespaces: [platform]}`), plain(t, cfg.Server.Resources)); diff != "" {
+	byKey := rendered(t, "testdata/values-platform.yaml")
+	if diff := cmp.Diff(fromYAML(t, `{namespaces: [team-a, team-b], platformNamespaces: [platform]}`), configSection(t, byKey, "server", "resources")); diff != "" {
 		t.Errorf("the config's server.resources (-want +got)\n%s", diff)
 	}
 	want := `[{apiGroups: [flotilla.dev], resources: [applications], verbs: [get, list, watch]},

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
 
 // clusterDiscovery.argocd and .clusterProfiles: the config's
@@ -14,25 +12,12 @@ import (
 // ClusterProfiles in the namespaces named only, and Cluster API's Clusters
 // and Secrets in theirs (Roles, not ClusterRoles).
 func TestClusterDiscovery(t *testing.T) {
-	objs := renderIn(t, "testdata/values-discovery.yaml", "flotilla")
-	byKey := map[string]*unstructured.Unstructured{}
-	for _, o := range objs {
-		byKey[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
-	}
-	raw, _, _ := unstructured.NestedString(byKey["ConfigMap/flotilla/flotilla-config"].Object, "data", "config.yaml")
-	var cfg struct {
-		Fleet struct {
-			Discovery map[string]any `json:"discovery"`
-		} `json:"fleet"`
-	}
-	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatal(err)
-	}
+	byKey := rendered(t, "testdata/values-discovery.yaml")
 	if diff := cmp.Diff(fromYAML(t, `{argocd: {namespace: argo, selector: flotilla.dev/fleet=prod},
   clusterProfiles: {namespaces: [fleet-a, fleet-b], selector: flotilla.dev/fleet=prod, providers: [
     {name: secretreader, execConfig: {command: /usr/local/bin/secretreader-plugin, provideClusterInfo: true}, profileSourcedEnvVarsPolicy: AppendIfNotExists}]},
   clusterAPI: {namespaces: [capi], selector: flotilla.dev/fleet=prod}}`),
-		plain(t, cfg.Fleet.Discovery)); diff != "" {
+		configSection(t, byKey, "fleet", "discovery")); diff != "" {
 		t.Errorf("the config's fleet.discovery (-want +got)\n%s", diff)
 	}
 	role := byKey["Role/argo/flotilla-cluster-discovery"]
@@ -85,22 +70,10 @@ func TestClusterDiscovery(t *testing.T) {
 // ClusterProfiles, and Clusters with their Secrets, of every namespace,
 // read through ClusterRoles.
 func TestClusterProfilesOfEveryNamespace(t *testing.T) {
-	byKey := map[string]*unstructured.Unstructured{}
-	for _, o := range renderIn(t, "testdata/values-cluster-profiles.yaml", "flotilla") {
-		byKey[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
-	}
-	raw, _, _ := unstructured.NestedString(byKey["ConfigMap/flotilla/flotilla-config"].Object, "data", "config.yaml")
-	var cfg struct {
-		Fleet struct {
-			Discovery map[string]any `json:"discovery"`
-		} `json:"fleet"`
-	}
-	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatal(err)
-	}
+	byKey := rendered(t, "testdata/values-cluster-profiles.yaml")
 	if diff := cmp.Diff(fromYAML(t, `{clusterProfiles: {namespaces: [], selector: "", providers: [{name: token, execConfig: {command: /usr/local/bin/token-plugin}}]},
   clusterAPI: {namespaces: [], selector: ""}}`),
-		plain(t, cfg.Fleet.Discovery)); diff != "" {
+		configSection(t, byKey, "fleet", "discovery")); diff != "" {
 		t.Errorf("the config's fleet.discovery (-want +got)\n%s", diff)
 	}
 	role := byKey["ClusterRole//flotilla-cluster-profiles"]
