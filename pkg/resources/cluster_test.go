@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,15 +34,7 @@ current-context: a
 // clusterResource is a Cluster resource of namespace ns, made at the
 // created-th second, with spec.
 func clusterResource(ns, name string, generation int64, created int, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Cluster",
-		"spec": spec,
-	}}
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetGeneration(generation)
-	u.SetCreationTimestamp(metav1.NewTime(time.Unix(int64(created), 0)))
-	return u
+	return object("Cluster", ns, name, generation, created, spec)
 }
 
 // clusterSpec is a spec labelled tier=label, its kubeconfig the Secret

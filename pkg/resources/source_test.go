@@ -37,8 +37,14 @@ applications:
 // resource is an Application resource of namespace ns, made at the
 // created-th second, with spec.
 func resource(ns, name string, generation int64, created int, spec map[string]any) *unstructured.Unstructured {
+	return object("Application", ns, name, generation, created, spec)
+}
+
+// object is a resource of kind (flotilla.dev/v1alpha1) of namespace ns,
+// made at the created-th second, with spec.
+func object(kind, ns, name string, generation int64, created int, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Application",
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": kind,
 		"spec": spec,
 	}}
 	u.SetNamespace(ns)

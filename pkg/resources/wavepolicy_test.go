@@ -3,7 +3,6 @@ package resources
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,15 +17,7 @@ import (
 // policyResource is a WavePolicy resource of namespace ns, made at the
 // created-th second, with spec.
 func policyResource(ns, name string, generation int64, created int, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WavePolicy",
-		"spec": spec,
-	}}
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetGeneration(generation)
-	u.SetCreationTimestamp(metav1.NewTime(time.Unix(int64(created), 0)))
-	return u
+	return object("WavePolicy", ns, name, generation, created, spec)
 }
 
 // bySelector is a wave of the clusters labelled tier=tier.
