@@ -147,7 +147,7 @@ func (v *validator) releaseSets(c *Config) {
 		}
 		v.freezeWindows(p+".freezeWindows", s.FreezeWindows)
 		v.poll(p+".poll", s.Poll)
-		v.clusterSelector(p+".clusterSelector", s.Application())
+		v.clusterSelector(p+".clusterSelector", "release set", s.Application())
 		if len(s.Applications) < 2 {
 			v.addf(p+".applications", "a release set has at least two members")
 		}

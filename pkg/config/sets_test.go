@@ -198,7 +198,7 @@ func TestReleaseSetValidation(t *testing.T) {
 				{"releaseSets[0].onNewVersion", `unknown onNewVersion "later"; want one of supersede, queue`},
 				{"releaseSets[0].freezeWindows[0]", `schedule "at night": expected exactly 5 fields, found 2: [at night]`},
 				{"releaseSets[0].poll.interval", "10ms: want 0s (off) or at least 1s"},
-				{"releaseSets[0].clusterSelector", `application "shop" selects no cluster of the fleet (region=mars): label clusters in fleet.clusters[].labels`},
+				{"releaseSets[0].clusterSelector", `release set "shop" selects no cluster of the fleet (region=mars): label clusters in fleet.clusters[].labels`},
 			},
 		},
 		{

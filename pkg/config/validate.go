@@ -632,7 +632,7 @@ func (v *validator) applications(as []Application, resources bool) {
 		v.delivery(p, a)
 		v.validation(p+".validation", a.Validation)
 		v.gitops(p+".gitops", a.GitOps)
-		v.clusterSelector(p+".clusterSelector", a)
+		v.clusterSelector(p+".clusterSelector", "application", a)
 		if f := a.TagFilter; f != nil {
 			if f.Pattern == "" {
 				v.addf(p+".tagFilter.pattern", "required: the regular expression tags must match")
@@ -787,9 +787,9 @@ func (v *validator) keyLog(p string, s *SignatureAuthority, ignoreTlog bool) {
 	}
 }
 
-// clusterSelector checks that an application's selector parses and picks
-// at least one cluster.
-func (v *validator) clusterSelector(path string, a Application) {
+// clusterSelector checks that the selector of what (an "application", a
+// "release set") parses and picks at least one cluster.
+func (v *validator) clusterSelector(path, what string, a Application) {
 	if a.ClusterSelector == nil {
 		return
 	}
@@ -799,7 +799,7 @@ func (v *validator) clusterSelector(path string, a Application) {
 		return
 	}
 	if !slices.ContainsFunc(v.clusters, a.Targets) && !v.discovers {
-		v.addf(path, "application %q selects no cluster of the fleet (%s): label clusters in fleet.clusters[].labels", a.Name, sel)
+		v.addf(path, "%s %q selects no cluster of the fleet (%s): label clusters in fleet.clusters[].labels", what, a.Name, sel)
 	}
 }
 
