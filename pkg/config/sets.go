@@ -169,16 +169,13 @@ func (v *validator) releaseSets(c *Config) {
 			}
 			setOf[m] = s.Name
 			a := c.Applications[k]
-			g := a.Git()
-			if g == nil {
-				v.addf(mp, "%q is an image application: a release set's members are git applications of one repository for now (image members, a set's version of one digest per member, are planned but not delivered yet: docs/design/release-sets.md)", m)
-				continue
-			}
-			if g.KubeCD != nil {
+			ap := fmt.Sprintf("applications[%d]", k)
+			if g := a.Git(); g == nil {
+				v.imageMember(c, mp, ap, a, s)
+			} else if g.KubeCD != nil {
 				v.addf(mp, "%q is a release of KubeCD's files: a release set's members are the file's own applications", m)
 			}
 			canaried = canaried || a.Workload.Kind != KindJob
-			ap := fmt.Sprintf("applications[%d]", k)
 			v.setMemberFields(ap, a)
 			if pr := c.ProjectOf(m); pr != DefaultProject {
 				v.addf(mp, "%q is in project %s: a release set's members are in the default project (not per project yet)", m, pr)
@@ -187,8 +184,11 @@ func (v *validator) releaseSets(c *Config) {
 				first = &c.Applications[k]
 				continue
 			}
-			fg := first.Git()
-			if !SameGitRepository(g.URL, fg.URL) || g.Branch != fg.Branch || g.Tags != fg.Tags {
+			g, fg := a.Git(), first.Git()
+			switch {
+			case (g == nil) != (fg == nil):
+				v.addf(mp, "%q is %s, %s is %s: a release set's members are all git applications or all image applications (a set of both is not built yet)", m, sourceKind(a), first.Name, sourceKind(*first))
+			case g != nil && (!SameGitRepository(g.URL, fg.URL) || g.Branch != fg.Branch || g.Tags != fg.Tags):
 				v.addf(mp, "%q follows %s (branch %s, tags %q), %s follows %s (branch %s, tags %q): a release set's members are of one repository, branch and tags pattern",
 					m, DisplayURL(g.URL), g.Branch, g.Tags, first.Name, DisplayURL(fg.URL), fg.Branch, fg.Tags)
 			}
@@ -229,6 +229,44 @@ func (v *validator) releaseSets(c *Config) {
 			v.addf(fmt.Sprintf("applications[%d].dependsOn", index[err.from]), "%v", err)
 		}
 	}
+}
+
+// sourceKind names a's kind of source: "a git application" or "an image
+// application".
+func sourceKind(a Application) string {
+	if a.Git() == nil {
+		return "an image application"
+	}
+	return "a git application"
+}
+
+// imageMember refuses what an image member a of set s (at path mp, the
+// application at ap) cannot be in this slice (docs/design/release-sets.md,
+// "Image members"), then the member itself: the set's run, observe and the
+// reconciler do not deliver image members yet.
+func (v *validator) imageMember(c *Config, mp, ap string, a Application, s ReleaseSet) {
+	if c.Fleet.Executor == ExecutorTekton {
+		v.addf(mp, "%q is an image application: a release set's image members run on the embedded executor only (fleet.executor is tekton: the PipelineRun's members param carries git members)", a.Name)
+	}
+	if a.Workload.Kind == KindJob {
+		v.addf(ap+".workload.kind", "%s is an image member of a release set: its workload is a Deployment or DaemonSet (a Job member is a git application)", a.Name)
+	}
+	if a.GitOps != nil {
+		v.addf(ap+".gitops", "%s is an image member of a release set: the set's run sets its image in the clusters (gitops is not for a member)", a.Name)
+	}
+	if a.Verify != nil {
+		v.addf(ap+".verify", "%s is an image member of a release set: its pushes are the set's (a member's own verify is not built yet)", a.Name)
+	}
+	for _, o := range s.Applications {
+		if o == a.Name {
+			break
+		}
+		if b, ok := c.Application(o); ok && b.Git() == nil && SameImage(b.Image, a.Image) {
+			v.addf(ap+".image", "%s, %s's image too: a push of an image names one member of a release set", a.Image, o)
+			break
+		}
+	}
+	v.addf(mp, "%q is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)", a.Name)
 }
 
 // setMemberFields refuses a member's fields that decide about a rollout:
@@ -339,11 +377,13 @@ func findCycle(order []string, deps map[string][]string, done map[string]bool) *
 }
 
 // foldReleaseSets appends each set's application to c's applications (a
-// valid c): a git application named after the set whose source is the
-// members' repository tracking every member's paths, in the members'
-// namespace, judged by its lead (the first member in order with a
-// canary): the lead's workload, service and delivery, with a deadline
-// that is the sum of the members' (they are applied one after another).
+// valid c), named after the set, in the members' namespace, judged by its
+// lead (the first member in order with a canary): the lead's workload,
+// service and delivery, with a deadline that is the sum of the members'
+// (they are applied one after another). A set of git members has as its
+// source the members' repository tracking every member's paths; a set of
+// image members has no source (rollout.ImageSet: its version is one
+// digest per member, each pushed to its member's image).
 func foldReleaseSets(c *Config) {
 	for _, s := range c.ReleaseSets {
 		order, err := setOrder(c, s)
@@ -362,19 +402,24 @@ func foldReleaseSets(c *Config) {
 				lead = &a
 			}
 			deadline += a.Delivery.StepDeadline()
-			for _, p := range a.Git().TrackedPaths("{cluster}") {
-				if !slices.Contains(tracked, p) {
-					tracked = append(tracked, p)
+			if g := a.Git(); g != nil {
+				for _, p := range g.TrackedPaths("{cluster}") {
+					if !slices.Contains(tracked, p) {
+						tracked = append(tracked, p)
+					}
 				}
 			}
 		}
 		if lead == nil {
 			continue // validated: not reached
 		}
-		g := *lead.Git()
-		g.Paths, g.Helm, g.Render, g.AllowedImages = tracked, nil, DefaultGitRender, nil
 		set := s.Application()
-		set.Source, set.Track, set.Namespace = &Source{Git: &g}, lead.Track, lead.Namespace
+		if lg := lead.Git(); lg != nil {
+			g := *lg
+			g.Paths, g.Helm, g.Render, g.AllowedImages = tracked, nil, DefaultGitRender, nil
+			set.Source = &Source{Git: &g}
+		}
+		set.Track, set.Namespace = lead.Track, lead.Namespace
 		set.Workload, set.Service, set.Delivery, set.Set = lead.Workload, lead.Service, lead.Delivery, spec
 		set.Delivery.Deadline = Duration{deadline}
 		c.Applications = append(c.Applications, set)

@@ -103,7 +103,9 @@ func TestReleaseSetValidation(t *testing.T) {
 				{"releaseSets[0].applications[3]", `"other" follows https://git.example.com/platform/other.git (branch main, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
 				{"releaseSets[0].applications[4]", `"elsewhere" follows https://git.example.com/platform/deployments (branch dev, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
 				{"applications[4].namespace", `"web", shop-migrate's is "shop": a release set's members are in one namespace (the set is judged by its canaries there)`},
-				{"releaseSets[0].applications[5]", `"img" is an image application: a release set's members are git applications of one repository for now (image members, a set's version of one digest per member, are planned but not delivered yet: docs/design/release-sets.md)`},
+				{"releaseSets[0].applications[5]", `"img" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
+				{"releaseSets[0].applications[5]", `"img" is an image application, shop-migrate is a git application: a release set's members are all git applications or all image applications (a set of both is not built yet)`},
+				{"applications[5].namespace", `"default", shop-migrate's is "shop": a release set's members are in one namespace (the set is judged by its canaries there)`},
 			},
 		},
 		{
@@ -237,6 +239,183 @@ func TestReleaseSetValidation(t *testing.T) {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// webSet is a release set of two image members, an API and a frontend
+// depending on it, with fields replaced by the test as shopDoc's.
+const webSet = `
+releaseSets:
+{sets}
+applications:
+  - name: web-frontend
+    image: registry.example.com/web/frontend
+    namespace: web
+    workload: {name: web-frontend}
+    service: {port: 80}
+    dependsOn: [{name: web-api}]
+    delivery: {interval: 5s, iterations: 2}
+{frontend}
+  - name: web-api
+    image: registry.example.com/web/api
+    namespace: web
+    workload: {name: web-api}
+    service: {port: 8080}
+    delivery: {interval: 10s, iterations: 3}
+{api}
+{extra}
+`
+
+func (d shopDoc) web() string {
+	return strings.NewReplacer("{sets}", cmpOr(d.sets, "  - {name: web, applications: [web-frontend, web-api]}"), "{api}", d.api, "{frontend}", d.frontend, "{extra}", d.extra).Replace(webSet)
+}
+
+// notDelivered are the refusals of webSet's members while image members
+// are not delivered.
+var notDelivered = []Problem{
+	{"releaseSets[0].applications[0]", `"web-frontend" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
+	{"releaseSets[0].applications[1]", `"web-api" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
+}
+
+// TestImageSetValidation: a set of image members is refused, each member
+// named, with what this slice cannot deliver named by its field.
+func TestImageSetValidation(t *testing.T) {
+	dir := testDir(t)
+	tests := []struct {
+		name  string
+		doc   shopDoc
+		fleet string
+		want  []Problem
+	}{
+		{name: "image members", want: notDelivered},
+		{
+			name:  "on the tekton executor",
+			fleet: "fleet: {executor: tekton, tekton: {cluster: c1}, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n",
+			want: []Problem{
+				{"releaseSets[0].applications[0]", `"web-frontend" is an image application: a release set's image members run on the embedded executor only (fleet.executor is tekton: the PipelineRun's members param carries git members)`},
+				notDelivered[0],
+				{"releaseSets[0].applications[1]", `"web-api" is an image application: a release set's image members run on the embedded executor only (fleet.executor is tekton: the PipelineRun's members param carries git members)`},
+				notDelivered[1],
+			},
+		},
+		{
+			name: "gitops, verify and a Job",
+			doc: shopDoc{
+				frontend: "    gitops: {url: https://git.example.com/d.git, paths: [a.yaml]}\n",
+				api:      "    verify: {signatures: [{name: a, key: {env: FLOTILLA_TEST_TOKEN}}]}\n",
+				sets:     "  - {name: web, applications: [web-frontend, web-api, web-seed]}",
+				extra: `  - name: web-seed
+    image: registry.example.com/web/seed
+    namespace: web
+    workload: {kind: Job, name: web-seed}
+`,
+			},
+			want: []Problem{
+				// verify's own checks, as for any application.
+				{"applications[1].verify.signatures[0].key", "not a PEM public key (cosign.pub): PEM decoding failed"},
+				{"applications[1].verify.signatures[0].trustedRoot", "required with key: Sigstore's trusted_root.json naming the Rekor log its signatures must be in, as a file (or verify.ignoreTlog: true, weaker)"},
+				{"applications[0].gitops", "web-frontend is an image member of a release set: the set's run sets its image in the clusters (gitops is not for a member)"},
+				notDelivered[0],
+				{"applications[1].verify", "web-api is an image member of a release set: its pushes are the set's (a member's own verify is not built yet)"},
+				notDelivered[1],
+				{"applications[2].workload.kind", "web-seed is an image member of a release set: its workload is a Deployment or DaemonSet (a Job member is a git application)"},
+				{"releaseSets[0].applications[2]", `"web-seed" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
+			},
+		},
+		{
+			name: "two members of one image",
+			doc: shopDoc{
+				sets: "  - {name: web, applications: [web-frontend, web-api, web-admin]}",
+				extra: `  - name: web-admin
+    image: registry.example.com/web/api
+    namespace: web
+    workload: {name: web-admin}
+    service: {port: 8080}
+`,
+			},
+			want: []Problem{
+				notDelivered[0], notDelivered[1],
+				{"applications[2].image", "registry.example.com/web/api, web-api's image too: a push of an image names one member of a release set"},
+				{"releaseSets[0].applications[2]", `"web-admin" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
+			},
+		},
+		{
+			name: "a git member among image members",
+			doc: shopDoc{
+				sets: "  - {name: web, applications: [web-frontend, web-api, web-config]}",
+				extra: `  - name: web-config
+    source: {git: {url: https://git.example.com/platform/deployments.git, paths: [web/config]}}
+    namespace: web
+    workload: {name: web-config}
+    service: {port: 80}
+`,
+			},
+			want: []Problem{
+				notDelivered[0], notDelivered[1],
+				{"releaseSets[0].applications[2]", `"web-config" is a git application, web-frontend is an image application: a release set's members are all git applications or all image applications (a set of both is not built yet)`},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(sections{applications: tt.doc.web(), fleet: tt.fleet}.doc()), dir)
+			var got []Problem
+			var verr *ValidationError
+			switch {
+			case errors.As(err, &verr):
+				got = verr.Problems
+			case err != nil:
+				t.Fatalf("Parse: %v, want a *ValidationError", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestImageSetApplication: the set of image members valid but for the
+// refusal of image members, its application is built as a git set's is,
+// without a source: the lead's workload (the API, first in dependsOn
+// order), the members' deadlines summed.
+func TestImageSetApplication(t *testing.T) {
+	c, err := decode([]byte(sections{applications: shopDoc{sets: "  - {name: web, applications: [web-frontend, web-api], onNewVersion: queue}"}.web()}.doc()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := testDir(t)
+	applyDefaults(c, dir)
+	var got []Problem
+	if verr := validate(c); verr != nil {
+		got = verr.Problems
+	}
+	if d := cmp.Diff(notDelivered, got); d != "" {
+		t.Fatalf("problems besides the refusal of image members (-want +got):\n%s", d)
+	}
+	foldReleaseSets(c)
+	set, ok := c.Application("web")
+	if !ok {
+		t.Fatal("no application web")
+	}
+	if d := cmp.Diff(&SetSpec{Members: []SetMember{{Name: "web-api"}, {Name: "web-frontend"}}}, set.Set); d != "" {
+		t.Errorf("set (-want +got):\n%s", d)
+	}
+	if set.Source != nil || set.Image != "" {
+		t.Errorf("the set's source %+v, image %q; want neither (its version is one digest per member)", set.Source, set.Image)
+	}
+	if set.Workload.Name != "web-api" || set.Namespace != "web" || set.Service.Port != 8080 || set.OnNewVersion != OnNewVersionQueue {
+		t.Errorf("lead: workload %s, namespace %s, port %d, onNewVersion %s; want web-api, web, 8080, queue", set.Workload.Name, set.Namespace, set.Service.Port, set.OnNewVersion)
+	}
+	var sum time.Duration
+	for _, m := range []string{"web-api", "web-frontend"} {
+		a, _ := c.Application(m)
+		if a.MemberOf != "web" {
+			t.Errorf("%s: MemberOf %q, want web", m, a.MemberOf)
+		}
+		sum += a.Delivery.StepDeadline()
+	}
+	if got := set.Delivery.StepDeadline(); got != sum {
+		t.Errorf("the set's step deadline %s, want the members' sum %s", got, sum)
 	}
 }
 
