@@ -183,3 +183,73 @@ func TestWhoamiPermissions(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// A release set's rollout is authorized in the set's project (the project
+// listing the set's name; its members follow it): the roles of another
+// project, one listing an application beside it, do nothing to it.
+func TestReleaseSetAuthorization(t *testing.T) {
+	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	ro := rollout.Rollout{ID: "s1", Application: "shop", Members: []string{"shop-api", "shop-frontend"}, Phase: rollout.Progressing,
+		Waves: []rollout.Wave{{Name: "all", Approvals: 1, Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}}}}
+	if _, err := repo.Create(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	role := func(name, token string) config.ProjectRole {
+		return config.ProjectRole{Name: name, Subjects: []string{"token:" + token}}
+	}
+	cfg := &config.Config{
+		Applications: []config.Application{{Name: "shop-api", MemberOf: "shop"}, {Name: "shop-frontend", MemberOf: "shop"}, {Name: "cart"}, {Name: "shop"}},
+		ReleaseSets:  []config.ReleaseSet{{Name: "shop", Applications: []string{"shop-api", "shop-frontend"}}},
+		Projects: []config.Project{
+			{Name: "payments", Applications: []string{"shop"}, Roles: []config.ProjectRole{role("approver", "appr-pay"), role("operator", "op-pay")}},
+			{Name: "web", Applications: []string{"cart"}, Roles: []config.ProjectRole{role("approver", "appr-web"), role("operator", "op-web"), role("viewer", "view-web")}},
+		},
+	}
+	az, err := authz.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]string{}
+	for _, n := range []string{"appr-pay", "op-pay", "appr-web", "op-web", "view-web"} {
+		tokens[n] = n
+	}
+	authn, err := api.NewAuthn(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := api.New(repo, gates.NewStoreApprovals(s), s, nil).WithApplicationInfos(embedded.NewRepo(s, nil),
+		api.ApplicationInfo{Name: "shop"}, api.ApplicationInfo{Name: "cart"}).
+		WithClusters(api.ClusterInfo{Name: "c1"}).WithAuthorizer(az, authn.Forbidden())
+	mux := http.NewServeMux()
+	a.Register(mux)
+	srv := httptest.NewServer(authn.Require(mux))
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		name, method, path, token string
+		want                      string // status and summary
+	}{
+		{"another project's approver does not approve the set", "POST", "/api/v1/rollouts/s1/waves/1/approval", "appr-web", "403 appr-web may not approve in project payments (needs approve)"},
+		{"the set's project's approver does", "POST", "/api/v1/rollouts/s1/waves/1/approval", "appr-pay", "202 by appr-pay"},
+		{"another project's operator does not pause it", "POST", "/api/v1/rollouts/s1/pause", "op-web", "403 op-web may not pause in project payments (needs pause)"},
+		{"the set's project's operator does", "POST", "/api/v1/rollouts/s1/pause", "op-pay", "202 by op-pay"},
+		{"another project's viewer does not read it", "GET", "/api/v1/rollouts/s1", "view-web", "403 view-web may not read in project payments (needs read)"},
+		{"nor the set's application", "GET", "/api/v1/applications/shop", "view-web", "403 view-web may not read in project payments (needs read)"},
+	}
+	var got, want []string
+	for _, tt := range tests {
+		status, _, body := call(t, srv, tt.method, tt.path, tt.token, "")
+		got = append(got, tt.name+": "+strconv.Itoa(status)+" "+summary(body))
+		want = append(want, tt.name+": "+tt.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"payments", "payments", "payments", "web"}, []string{az.ProjectOf("shop"), az.ProjectOf("shop-api"), az.ProjectOf("shop-frontend"), az.ProjectOf("cart")}); diff != "" {
+		t.Errorf("projects of shop, its members and cart (-want +got):\n%s", diff)
+	}
+}

@@ -20,7 +20,9 @@ type Project struct {
 	Name string `json:"name"`
 	// Applications are the names of configured applications, each in at
 	// most one project. With server.resources a name may be absent (an
-	// Application resource not applied yet, or deleted).
+	// Application resource not applied yet, or deleted). A release set is
+	// listed by its name (releaseSets[].name): its members follow it, and
+	// a member listed in another project than its set's is refused.
 	Applications []string `json:"applications"`
 	// Namespaces are the management cluster's namespaces whose Application
 	// resources (server.resources) are this project's applications, each
@@ -74,8 +76,12 @@ const DefaultProject = "default"
 func (c *Config) Authorizing() bool { return len(c.Projects) > 0 || c.RBAC != nil }
 
 // ProjectOf is the project application app belongs to: the one listing
-// it, else the one whose namespaces have its Application resource.
+// it, else the one whose namespaces have its Application resource; a
+// release set's member is its set's.
 func (c *Config) ProjectOf(app string) string {
+	if s := c.SetOf(app); s != "" {
+		app = s
+	}
 	for _, p := range c.Projects {
 		if slices.Contains(p.Applications, app) {
 			return p.Name
@@ -202,6 +208,9 @@ func (v *validator) projects(c *Config) {
 	for _, a := range c.Applications {
 		apps[a.Name] = true
 	}
+	for _, s := range c.ReleaseSets {
+		apps[s.Name] = true // a set's rollouts are named after it
+	}
 	tokens := map[string]bool{}
 	if c.Server.APIToken != nil {
 		tokens[DefaultTokenName] = true
@@ -265,6 +274,7 @@ func (v *validator) projects(c *Config) {
 			}
 		}
 	}
+	v.membersInProjects(c, inProject)
 	projects[DefaultProject] = "the applications no project lists"
 	for _, l := range lines {
 		v.policyLine(l, projects, apps, tokens)
@@ -286,6 +296,25 @@ func (v *validator) projects(c *Config) {
 		}
 		if len(t.Groups) > 0 && !c.Authorizing() {
 			v.addf(fmt.Sprintf("server.apiTokens[%d].groups", i), "no projects and no rbac grant anything to groups: every token may do everything; set projects: or rbac:, or remove groups")
+		}
+	}
+}
+
+// membersInProjects refuses a release set's member that a project lists
+// while its set is another project's (inProject: the project listing each
+// name, the set's included): the set is the unit of a project, its
+// members follow it.
+func (v *validator) membersInProjects(c *Config, inProject map[string]string) {
+	for i, p := range c.Projects {
+		for j, a := range p.Applications {
+			set := c.SetOf(a)
+			if set == "" || inProject[a] != p.Name {
+				continue
+			}
+			if sp := cmpOr(inProject[set], DefaultProject); sp != p.Name {
+				v.addf(fmt.Sprintf("projects[%d].applications[%d]", i, j), "%q is a member of release set %s, which is project %s's: a set's members follow it; list the set %q in the project instead",
+					a, set, sp, set)
+			}
 		}
 	}
 }

@@ -177,3 +177,75 @@ func TestExampleProjects(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
+
+// A release set is the unit of a project: a project lists the set's name,
+// its members follow it; a member listed in another project than its set's
+// is refused naming the set.
+func TestReleaseSetProjects(t *testing.T) {
+	dir := testDir(t)
+	names := []string{"shop", "shop-migrate", "shop-api", "shop-frontend"}
+	tests := []struct {
+		name, projects, policy string
+		want                   []Problem
+		projectOf              []string // of names, when valid
+	}{
+		{name: "in no project", projectOf: []string{"default", "default", "default", "default"}},
+		{
+			name:      "the set listed: its members follow it",
+			projects:  "  - {name: payments, applications: [shop]}\n",
+			policy:    "rbac: {policy: 'p, user:ann, rollouts, approve, payments/shop, allow'}\n",
+			projectOf: []string{"payments", "payments", "payments", "payments"},
+		},
+		{
+			name:      "a member listed with its set",
+			projects:  "  - {name: payments, applications: [shop, shop-api]}\n",
+			projectOf: []string{"payments", "payments", "payments", "payments"},
+		},
+		{
+			name:     "a member listed, its set in none",
+			projects: "  - {name: payments, applications: [shop-api]}\n",
+			want:     []Problem{{"projects[0].applications[0]", `"shop-api" is a member of release set shop, which is project default's: a set's members follow it; list the set "shop" in the project instead`}},
+		},
+		{
+			name:     "a member listed in another project than its set",
+			projects: "  - {name: payments, applications: [shop]}\n  - {name: web, applications: [cart, shop-frontend]}\n",
+			want:     []Problem{{"projects[1].applications[1]", `"shop-frontend" is a member of release set shop, which is project payments's: a set's members follow it; list the set "shop" in the project instead`}},
+		},
+		{
+			name:     "the set in two projects",
+			projects: "  - {name: payments, applications: [shop]}\n  - {name: web, applications: [shop]}\n",
+			want:     []Problem{{"projects[1].applications[0]", `application "shop" is in project payments already: an application belongs to one project`}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			extra := "  - {name: cart, image: registry.example.com/demo/cart, workload: {name: cart}, service: {port: 9898}}\n"
+			if tt.projects != "" {
+				extra += "projects:\n" + tt.projects
+			}
+			doc := sections{applications: shopDoc{extra: extra + tt.policy}.String()}.doc()
+			c, err := Parse([]byte(doc), dir)
+			var got []Problem
+			var verr *ValidationError
+			switch {
+			case errors.As(err, &verr):
+				got = verr.Problems
+			case err != nil:
+				t.Fatalf("Parse: %v, want a *ValidationError", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				return
+			}
+			var of []string
+			for _, n := range names {
+				of = append(of, c.ProjectOf(n))
+			}
+			if diff := cmp.Diff(tt.projectOf, of); diff != "" {
+				t.Errorf("ProjectOf %v (-want +got):\n%s", names, diff)
+			}
+		})
+	}
+}

@@ -177,9 +177,6 @@ func (v *validator) releaseSets(c *Config) {
 			}
 			canaried = canaried || a.Workload.Kind != KindJob
 			v.setMemberFields(ap, a)
-			if pr := c.ProjectOf(m); pr != DefaultProject {
-				v.addf(mp, "%q is in project %s: a release set's members are in the default project (not per project yet)", m, pr)
-			}
 			if first == nil {
 				first = &c.Applications[k]
 				continue

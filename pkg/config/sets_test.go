@@ -135,11 +135,6 @@ func TestReleaseSetValidation(t *testing.T) {
 			},
 		},
 		{
-			name: "a member in a project",
-			doc:  shopDoc{extra: "projects:\n  - {name: payments, applications: [shop-api]}\n"},
-			want: []Problem{{"releaseSets[0].applications[1]", `"shop-api" is in project payments: a release set's members are in the default project (not per project yet)`}},
-		},
-		{
 			name: "cycle",
 			doc:  shopDoc{migrate: "    dependsOn: [{name: shop-frontend}]\n"},
 			want: []Problem{{"applications[0].dependsOn", "dependsOn cycle shop-migrate -> shop-frontend -> shop-api -> shop-migrate"}},
