@@ -28,7 +28,9 @@ decides) and a virtual clock that jumps to the next timer while the engine is
 idle, so a two-hour bake runs in milliseconds. Secrets the config names need
 not be set and kubeconfigs need not exist: no cluster, registry or sender is
 reached. Catch-up, drift, the registry poll and the API's checks of who may
-approve are not simulated.
+approve are not simulated. A release set plays as one application: a member's
+push is the set's, every member runs what the set runs, and the report lists
+the set's members.
 
 After each scenario a report goes to stderr (--quiet: none): the rollout's
 timeline in virtual time after the push, the rollback order and a waves x

@@ -46,6 +46,9 @@
 // application and the field: a push of one that delivers by pull request,
 // or of an image KubeCD's image triggers track (both read and write the
 // deployments repository, whose files simulate does not have).
+// A release set is played as one application (its lead's workload in the
+// fleet model): a member's push is its set's, every member runs what the
+// set runs, and the report lists the set's members.
 // Signature policies run with stand-ins of their key authorities
 // (signatures.go): the versions are signed in a registry in process and
 // the verify function decides as configured.

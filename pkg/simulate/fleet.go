@@ -145,7 +145,7 @@ func (f *Fleet) version(image string) string {
 }
 
 // Version is the name of what application app's primary runs in cluster
-// ("-" for nothing).
+// ("-" for nothing); a release set's member runs its set's.
 func (f *Fleet) Version(cluster, app string) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -156,6 +156,11 @@ func (f *Fleet) Version(cluster, app string) (string, bool) {
 	a, ok := f.cfg.Application(app)
 	if !ok {
 		return "", false
+	}
+	if a.MemberOf != "" {
+		// A release set is played as one application (its lead's
+		// workload): each member runs what the set does.
+		a, _ = f.cfg.Application(a.MemberOf)
 	}
 	w := c.workloads[workloadKey(a.Namespace, a.Workload.Name)]
 	if w == nil {

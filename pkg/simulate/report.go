@@ -100,6 +100,9 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 	seen := map[string]bool{}
 	if err == nil {
 		fmt.Fprintf(w, "rollout %s of %s %s: %s%s\n", ro.ID, ro.Application, ro.Tag, ro.Phase, suffix(cmpOr(ro.Waiting, ro.Reason)))
+		if m := s.members(ro.Application); m != "" {
+			fmt.Fprintf(w, "members: %s\n", m)
+		}
 		for _, wv := range ro.Waves {
 			for _, c := range wv.Clusters {
 				v, _ := en.fleet.Version(c.Name, ro.Application)
@@ -115,6 +118,25 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 		}
 	}
 	tw.Flush()
+}
+
+// members are release set app's members in the order each cluster
+// applies them, a Job member marked (as `flotilla describe rollout`
+// prints them); "" for an application.
+func (s *scenario) members(app string) string {
+	a, ok := s.cfg.Application(app)
+	if !ok || a.Set == nil {
+		return ""
+	}
+	var out []string
+	for _, m := range a.Set.Members {
+		if m.Job {
+			out = append(out, m.Name+" (job)")
+		} else {
+			out = append(out, m.Name)
+		}
+	}
+	return strings.Join(out, " -> ")
 }
 
 // decided are the steps a deadline can no longer decide, as the timeline

@@ -462,9 +462,15 @@ func TestRefusalsNameTheField(t *testing.T) {
 	}
 }
 
-// A release set is refused at its push, naming releaseSets, as is a push
-// of one of its members: the fleet model would play it as one workload.
-func TestReleaseSetRefused(t *testing.T) {
+// A release set is simulated as one application through the waves
+// (testdata/sets.feature): the set "web" of frontend-api and frontend
+// (config/example.yaml's frontend and a copy it depends on), pushed by its
+// name or a member's, its members running what it runs, held by the
+// waves' bake, approvals and freeze windows, rolled back as one; the
+// report names the set's rollout and its members in order. Catches a set
+// refused at its push, a member's push rolled out as the member's own
+// rollout, and a report without the members.
+func TestReleaseSet(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -490,25 +496,20 @@ func TestReleaseSetRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "flotilla.yaml")
+	path := filepath.Join(t.TempDir(), "flotilla.yaml")
 	if err := os.WriteFile(path, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, app := range []string{"web", "frontend"} {
-		t.Run(app, func(t *testing.T) {
-			feature := filepath.Join(dir, app+".feature")
-			if err := os.WriteFile(feature, []byte("Feature: a set\n  Scenario: pushed\n    When \"r2\" of \""+app+"\" is pushed\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var gout bytes.Buffer
-			status, err := Run(t.Context(), Options{Config: path, Paths: []string{feature}, Format: "progress", Output: &gout})
-			if err == nil && status == 0 {
-				t.Fatalf("simulate passed:\n%s", gout.String())
-			}
-			if got, want := fmt.Sprint(err)+gout.String(), "release set web (releaseSets) is not simulated"; !strings.Contains(got, want) {
-				t.Errorf("simulate says nothing of %q:\n%s", want, got)
-			}
-		})
+	var gout, report bytes.Buffer
+	status, err := Run(t.Context(), Options{Config: path, Paths: []string{filepath.Join("testdata", "sets.feature")}, Format: "progress", Output: &gout, Report: &report})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != 0 {
+		t.Fatalf("status %d:\n%s\n%s", status, gout.String(), report.String())
+	}
+	// Each scenario's: the set's rollout, then its members.
+	if n := len(regexp.MustCompile(`(?m)^rollout \S+ of web .*\nmembers: frontend-api -> frontend$`).FindAllString(report.String(), -1)); n != 3 {
+		t.Errorf("the report names the set's rollout and its members %d times, want 3:\n%s", n, report.String())
 	}
 }

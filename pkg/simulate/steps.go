@@ -378,13 +378,11 @@ func (s *scenario) push(tag, name, pusher string) error {
 		return fmt.Errorf("application %q: gitops.mode %s is not simulated: the proposer pushes each wave's branch to the deployments repository and reads it back after the merge, whose files simulate does not have; simulate a copy of the config in gitops.mode %s",
 			name, config.GitOpsModePullRequest, config.GitOpsModeCommit)
 	}
-	if a.Set != nil || a.MemberOf != "" {
-		set := a.MemberOf
-		if set == "" {
-			set = a.Name
-		}
-		return fmt.Errorf("application %q: release set %s (releaseSets) is not simulated: each cluster applies its members one after another, each waited for, and the fleet model holds one workload per application",
-			name, set)
+	if a.MemberOf != "" {
+		// A member's push is its set's (as verify matches it): the set
+		// rolls out as one application, its members with it.
+		a, _ = s.cfg.Application(a.MemberOf)
+		name = a.Name
 	}
 	if ts := s.cfg.KubeCDTriggered(a.Image); a.Image != "" && len(ts) > 0 {
 		return fmt.Errorf("image %s of application %q: the image triggers of KubeCD release %q (the config's kubecd) are not simulated: they check the deployments repository out and commit to it, and simulate does not have its files",
