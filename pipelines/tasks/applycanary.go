@@ -48,6 +48,10 @@ type ApplyCanaryParams struct {
 	// Restart, when set, goes on the pod template (AnnotationRestart): a
 	// retry of a cluster whose analysis failed.
 	Restart string `json:"restart,omitempty"`
+	// Revision, when set, goes on the pod template too
+	// (canary.AnnotationRevision): an image member of a release set, its
+	// image, so the set's run knows when the primary runs it.
+	Revision string `json:"revision,omitempty"`
 }
 
 // ApplyCanaryResult is what the task reports back.
@@ -97,7 +101,8 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
 		return res, err
 	}
-	res.Changed = current != p.Image || (p.Restart != "" && p.Restart != w.templateAnnotations[AnnotationRestart])
+	res.Changed = current != p.Image || (p.Restart != "" && p.Restart != w.templateAnnotations[AnnotationRestart]) ||
+		(p.Revision != "" && p.Revision != w.templateAnnotations[canary.AnnotationRevision])
 	if !res.Changed && w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] == res.PreviousImage {
 		// This rollout's run got here before (its answer was lost in a
 		// crash, or to a journal that did not acknowledge it): the
@@ -107,8 +112,15 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	template := map[string]any{"spec": map[string]any{
 		"containers": []map[string]string{{"name": container, "image": p.Image}},
 	}}
+	ann := map[string]string{}
 	if p.Restart != "" {
-		template["metadata"] = map[string]any{"annotations": map[string]string{AnnotationRestart: p.Restart}}
+		ann[AnnotationRestart] = p.Restart
+	}
+	if p.Revision != "" {
+		ann[canary.AnnotationRevision] = p.Revision
+	}
+	if len(ann) > 0 {
+		template["metadata"] = map[string]any{"annotations": ann}
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{

@@ -50,6 +50,11 @@ type SetMember struct {
 	Chart         *render.Chart                `json:"chart,omitempty"`
 	AllowedImages []string                     `json:"allowedImages,omitempty"`
 	Prune         string                       `json:"prune,omitempty"`
+	// Image, for an image member, is the pinned reference its workload's
+	// Container ("" the first) runs: the set's run sets it (ApplyImageSet)
+	// instead of rendering Paths.
+	Image     string `json:"image,omitempty"`
+	Container string `json:"container,omitempty"`
 }
 
 // decodeMembers reads ParamMembers.

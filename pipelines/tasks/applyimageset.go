@@ -1,0 +1,87 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/fault"
+)
+
+// ApplyImageSet applies a release set of image members
+// (docs/design/release-sets.md, "Image members") to one cluster, one
+// member after the other in members' order (the caller reverses it for a
+// revert), each once those before it are ready: its canary applied, its
+// workload set to its image with the image as the template's revision
+// (canary.AnnotationRevision), then waited for until its primary runs
+// that revision, its phase settled (memberReady, as a git set's member).
+// The first member that fails stops the run, naming it: the members after
+// it are not applied. p is the lead's run (p.Workload names it: its
+// canary lists every member's); its previous image is the result's. A
+// member whose image is unchanged changes nothing and is ready at once.
+func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, members []SetMember) (ApplyCanaryResult, error) {
+	var res ApplyCanaryResult
+	all := imageSetCanaries(p.Workload, members)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return res, fmt.Errorf("creating kubernetes client: %w", err)
+	}
+	fl, err := flaggerclient.NewForConfig(cfg)
+	if err != nil {
+		return res, fmt.Errorf("creating flagger client: %w", err)
+	}
+	for _, m := range members {
+		if m.Image == "" || m.Canary == nil || m.Kind == KindJob {
+			return res, fault.Permanent(fmt.Errorf("--%s: member %s of an image set names no image or canary, or is a Job", ParamMembers, m.Application))
+		}
+		c := m.Canary.DeepCopy()
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		delete(c.Annotations, canary.AnnotationWorkloads)
+		if m.Workload == p.Workload && len(all) > 1 {
+			c.Annotations[canary.AnnotationWorkloads] = strings.Join(all, ",")
+		}
+		mp := ApplyCanaryParams{
+			Rollout: p.Rollout, Namespace: p.Namespace, Kind: m.Kind, Workload: m.Workload, Container: m.Container,
+			Image: m.Image, Canary: c, Objects: m.Objects, Restart: p.Restart, Revision: m.Image,
+		}
+		applied := time.Now()
+		r, err := ApplyCanary(ctx, cfg, mp)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", m.Application, err)
+		}
+		res.Changed = res.Changed || r.Changed
+		if m.Workload == p.Workload {
+			res.PreviousImage = r.PreviousImage
+		}
+		run := memberRun{m: m, canaries: []string{c.Name}}
+		if err := waitMember(ctx, kube, fl, p.Namespace, m.Image, run, applied); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// imageSetCanaries is the lead's list of the set's canaries: the lead's
+// (its workload's name) first, then the others in members' order.
+func imageSetCanaries(lead string, members []SetMember) []string {
+	var all []string
+	for _, m := range members {
+		if m.Canary == nil {
+			continue
+		}
+		if m.Workload == lead {
+			all = append([]string{m.Canary.Name}, all...)
+		} else {
+			all = append(all, m.Canary.Name)
+		}
+	}
+	return all
+}
