@@ -45,7 +45,7 @@ func tag(n int) string { return fmt.Sprintf("1.%d.0", n) }
 // pushes or workloads.
 type subject struct {
 	name string
-	tool string // "flotilla", "keel" or "flux": the processes it is measured with
+	tool string // "flotilla", "keel", "flux" or "kargo": the processes it is measured with
 	ns   string
 	repo string
 	reg  *registry
@@ -77,7 +77,8 @@ type bench struct {
 	silent *registry // notifies nobody: the pollers' registry
 	keels  []*proc.Proc
 	flux   []*fluxSet // one per cluster
-	git    *gitServer // the Flux subjects' deployments repository
+	git    *gitServer // the Flux and Kargo subjects' deployments repository
+	kargo  *kargoSet  // Kargo's control plane, on c1
 	// fluxToken is every Flux Receiver's secret token.
 	fluxToken string
 	flot      map[string]*flotilla // by subject namespace
@@ -150,10 +151,16 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 	if o.flux {
 		b.subs = append(b.subs, &subject{name: "Flux, registry webhook (Receiver)", tool: "flux", ns: "flux-webhook"})
 	}
+	if o.kargo {
+		b.subs = append(b.subs, &subject{name: "Kargo " + KargoVersion + ", registry webhook (generic receiver)", tool: "kargo", ns: "kargo-webhook"})
+	}
 	if o.pollPushes > 0 {
 		b.subs = append(b.subs, &subject{name: "Keel " + KeelVersion + ", polling (default @every 1m)", tool: "keel", ns: "keel-poll", poll: true})
 		if o.flux {
 			b.subs = append(b.subs, &subject{name: "Flux, polling (ImageRepository every " + fluxImageInterval.String() + ")", tool: "flux", ns: "flux-poll", poll: true})
+		}
+		if o.kargo {
+			b.subs = append(b.subs, &subject{name: "Kargo " + KargoVersion + ", polling (Warehouse every " + kargoWarehouseInterval.String() + ", its default)", tool: "kargo", ns: "kargo-poll", poll: true})
 		}
 	}
 	for _, s := range b.subs {
@@ -202,6 +209,20 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 		}
 		endpoints = append(endpoints, eps...)
 	}
+	if o.kargo {
+		c, _ := b.fleet.Cluster(b.names[0])
+		cfg, err := c.RESTConfig()
+		if err != nil {
+			return b, err
+		}
+		b.kargo, err = startKargo(ctx, filepath.Join(dir, "kargo"), o.peersDir, c.Kubeconfig, cfg)
+		if err != nil {
+			return b, fmt.Errorf("starting Kargo on %s: %w", b.names[0], err)
+		}
+		if b.kargoWebhook() {
+			endpoints = append(endpoints, endpoint{name: "kargo", url: "http://" + b.kargo.external + kargoReceiverPath(kargoProject, kargoReceiver, b.kargo.secret)})
+		}
+	}
 	b.endpoints = endpoints
 	if err := b.loud.start(ctx, endpoints); err != nil {
 		return b, err
@@ -214,7 +235,7 @@ func newBench(ctx context.Context, o options, log *slog.Logger) (*bench, error) 
 			return b, err
 		}
 	}
-	log.Info("registries, flotilla, Keel and Flux serving", "registry", b.loud.host, "silent_registry", b.silent.host, "dir", dir)
+	log.Info("registries, flotilla and the peers serving", "registry", b.loud.host, "silent_registry", b.silent.host, "dir", dir)
 	return b, nil
 }
 
@@ -243,7 +264,7 @@ func labelArch(ctx context.Context, cs kubernetes.Interface) error {
 // cluster (its CRDs first), and returns the registry's notification
 // endpoints for the webhook subject's Receivers, one per cluster. The git
 // server's push webhook goes to every cluster's `git` Receiver of every
-// Flux subject.
+// Flux and Kargo subject (Flux applies what Kargo pushes).
 func (b *bench) serveFlux(ctx context.Context) ([]endpoint, error) {
 	var err error
 	b.fluxToken = randomHex(16)
@@ -269,11 +290,11 @@ func (b *bench) serveFlux(ctx context.Context) ([]endpoint, error) {
 			return nil, err
 		}
 		for _, s := range b.subs {
-			if s.tool != "flux" {
+			if !appliedByFlux(s) {
 				continue
 			}
 			b.git.onPush("http://" + fs.receiver + receiverPath(b.fluxToken, fluxGitReceiver, s.ns))
-			if !s.poll {
+			if s.tool == "flux" && !s.poll {
 				eps = append(eps, endpoint{name: "flux-" + n, url: "http://" + fs.receiver + receiverPath(b.fluxToken, fluxRegistryReceiver, s.ns)})
 			}
 		}
@@ -292,6 +313,9 @@ func (b *bench) close(failed bool) {
 	}
 	for _, k := range b.keels {
 		k.Stop(10 * time.Second)
+	}
+	if b.kargo != nil {
+		b.kargo.stop()
 	}
 	for _, f := range b.flux {
 		f.stop()
@@ -317,9 +341,9 @@ func (b *bench) close(failed bool) {
 
 // createWorkloads creates each subject's namespace and Deployment in every
 // cluster, at the first version: Keel's carry its policy label (and its
-// poll trigger for the polling subject), as its docs show. Flux's
-// Deployments are not created here: Flux applies them from the deployments
-// repository (applyFluxObjects).
+// poll trigger for the polling subject), as its docs show. Flux's and
+// Kargo's Deployments are not created here: Flux applies them from the
+// deployments repository (applyFluxObjects).
 func (b *bench) createWorkloads(ctx context.Context) error {
 	for _, s := range b.subs {
 		for _, n := range b.names {
@@ -328,7 +352,7 @@ func (b *bench) createWorkloads(ctx context.Context) error {
 			if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating namespace %s in %s: %w", s.ns, n, err)
 			}
-			if s.tool == "flux" {
+			if appliedByFlux(s) {
 				continue
 			}
 			sel := map[string]string{"app": workload}

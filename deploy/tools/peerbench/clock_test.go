@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -78,7 +80,7 @@ func TestPushClock(t *testing.T) {
 func TestPushStartsTheClockAtTheManifest(t *testing.T) {
 	var mu sync.Mutex
 	var received time.Time
-	reg := ggcrregistry.New()
+	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isManifestPut(r.Method, r.URL.Path) {
 			mu.Lock()

@@ -197,11 +197,21 @@ const (
 // automation updates its own cluster's files.
 func fluxPath(ns, cluster string) string { return ns + "/" + cluster }
 
+// appliedByFlux tells whether a subject's workloads come from the
+// deployments repository through each cluster's Flux: Flux's, and Kargo's
+// (Kargo's promotions push to git; without Argo CD it applies nothing).
+func appliedByFlux(s *subject) bool { return s.tool == "flux" || s.tool == "kargo" }
+
 // fluxManifests are the repository's files for a subject in one cluster: the
 // Deployment, without replicas (Flagger scales it; Flagger's Flux guide
 // leaves replicas out so that Flux does not undo it), its image marked for
-// the ImagePolicy's setter as the image update guide marks it.
+// the ImagePolicy's setter as the image update guide marks it (Flux's
+// subjects; Kargo's kustomize-set-image writes the kustomization's images).
 func fluxManifests(s *subject, cluster string) map[string]string {
+	marker := ""
+	if s.tool == "flux" {
+		marker = fmt.Sprintf(` # {"$imagepolicy": "%s:%s"}`, s.ns, workload)
+	}
 	dep := fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -219,11 +229,11 @@ spec:
     spec:
       containers:
         - name: %[2]s
-          image: %[3]s # {"$imagepolicy": "%[4]s:%[1]s"}
+          image: %[3]s%[4]s
           ports:
             - name: http
               containerPort: 9898
-`, workload, container, s.image(tag(firstVersion)), s.ns)
+`, workload, container, s.image(tag(firstVersion)), marker)
 	kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deployment.yaml\n"
 	p := fluxPath(s.ns, cluster)
 	return map[string]string{p + "/deployment.yaml": dep, p + "/kustomization.yaml": kust}
@@ -240,6 +250,9 @@ spec:
 //     GitRepository; for the webhook subject, Receiver `registry` (generic:
 //     the registry's notifications, whose format Flux has no type for)
 //     reconciling the ImageRepository.
+//
+// A Kargo subject's namespaces get the GitRepository, the Kustomization
+// and the `git` Receiver alone: Kargo's Stages write the repository.
 func fluxObjects(s *subject, cluster, gitURL, token string) []*unstructured.Unstructured {
 	ns := s.ns
 	meta := func(name string) map[string]any { return map[string]any{"name": name, "namespace": ns} }
@@ -250,6 +263,10 @@ func fluxObjects(s *subject, cluster, gitURL, token string) []*unstructured.Unst
 		"apiVersion": "v1", "kind": "Secret", "metadata": meta("webhook-token"),
 		"data": map[string]any{"token": base64.StdEncoding.EncodeToString([]byte(token))},
 	}}
+	gitReceiver := obj("notification.toolkit.fluxcd.io/v1", "Receiver", fluxGitReceiver, map[string]any{
+		"type": "generic", "secretRef": map[string]any{"name": "webhook-token"},
+		"resources": []any{map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository", "name": "deploy"}},
+	})
 	objs := []*unstructured.Unstructured{
 		secret,
 		obj("source.toolkit.fluxcd.io/v1", "GitRepository", "deploy", map[string]any{
@@ -259,6 +276,12 @@ func fluxObjects(s *subject, cluster, gitURL, token string) []*unstructured.Unst
 			"interval": fluxKustomizeInterval, "sourceRef": map[string]any{"kind": "GitRepository", "name": "deploy"},
 			"path": "./" + fluxPath(ns, cluster), "prune": true, "targetNamespace": ns,
 		}),
+		gitReceiver,
+	}
+	if s.tool != "flux" {
+		return objs
+	}
+	objs = append(objs,
 		obj("image.toolkit.fluxcd.io/v1", "ImageRepository", workload, map[string]any{
 			"image": s.reg.host + "/" + s.repo, "interval": fluxImageInterval.String(), "insecure": true,
 		}),
@@ -278,12 +301,7 @@ func fluxObjects(s *subject, cluster, gitURL, token string) []*unstructured.Unst
 				"push": map[string]any{"branch": "main"},
 			},
 			"update": map[string]any{"path": "./" + fluxPath(ns, cluster), "strategy": "Setters"},
-		}),
-		obj("notification.toolkit.fluxcd.io/v1", "Receiver", fluxGitReceiver, map[string]any{
-			"type": "generic", "secretRef": map[string]any{"name": "webhook-token"},
-			"resources": []any{map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository", "name": "deploy"}},
-		}),
-	}
+		}))
 	if !s.poll {
 		objs = append(objs, obj("notification.toolkit.fluxcd.io/v1", "Receiver", fluxRegistryReceiver, map[string]any{
 			"type": "generic", "secretRef": map[string]any{"name": "webhook-token"},
@@ -293,12 +311,12 @@ func fluxObjects(s *subject, cluster, gitURL, token string) []*unstructured.Unst
 	return objs
 }
 
-// fluxRepoFiles are the deployments repository's files: every Flux
-// subject's directory for every cluster.
+// fluxRepoFiles are the deployments repository's files: every Flux and
+// Kargo subject's directory for every cluster.
 func fluxRepoFiles(subs []*subject, clusters []string) map[string]string {
-	files := map[string]string{"README.md": "Deployments of flotilla's peerbench (Flux subjects), one directory per subject and cluster.\n"}
+	files := map[string]string{"README.md": "Deployments of flotilla's peerbench (Flux and Kargo subjects), one directory per subject and cluster.\n"}
 	for _, s := range subs {
-		if s.tool != "flux" {
+		if !appliedByFlux(s) {
 			continue
 		}
 		for _, c := range clusters {
@@ -310,7 +328,8 @@ func fluxRepoFiles(subs []*subject, clusters []string) map[string]string {
 	return files
 }
 
-// applyFluxObjects creates every Flux subject's objects in every cluster.
+// applyFluxObjects creates every Flux and Kargo subject's Flux objects in
+// every cluster.
 func (b *bench) applyFluxObjects(ctx context.Context) error {
 	for _, n := range b.names {
 		c, _ := b.fleet.Cluster(n)
@@ -323,7 +342,7 @@ func (b *bench) applyFluxObjects(ctx context.Context) error {
 			return err
 		}
 		for _, s := range b.subs {
-			if s.tool != "flux" {
+			if !appliedByFlux(s) {
 				continue
 			}
 			if err := ap.Apply(ctx, fluxObjects(s, n, b.git.url, b.fluxToken)...); err != nil {

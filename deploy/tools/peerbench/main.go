@@ -25,6 +25,15 @@
 //     the image automation commits, the git server's push webhook (as a git
 //     host sends it) has every GitRepository fetch; and the same Flux
 //     scanning the silent registry at its interval;
+//   - Kargo (deploy/tools/peers/build.sh: its control plane from its
+//     release archive): controller, management controller, external and
+//     Kubernetes webhooks servers on c1 (out of cluster), one Project with
+//     a Warehouse per subject and a Stage per wave ([c1], then the rest),
+//     auto-promotion on, each Stage pushing its clusters' image to the
+//     deployments repository (git-clone, kustomize-set-image, git-commit,
+//     git-push), which each cluster's Flux applies; the registry's webhook
+//     at the ProjectConfig's generic receiver refreshing the Warehouse; and
+//     a Warehouse of the silent registry at its default interval;
 //   - flotilla (`flotilla serve`, built from this tree) with the same
 //     application, once through waves [c1] then [c2..cN] (its recommended
 //     shape) and once with every cluster in one wave (no ordering, like
@@ -76,6 +85,7 @@ type options struct {
 	timeout    time.Duration
 	keelBin    string
 	flux       bool
+	kargo      bool
 	fluxDir    string
 	peersDir   string
 	flotilla   string
@@ -96,6 +106,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 4*time.Minute, "how long one push may take to reach every cluster's primary")
 	fs.StringVar(&o.keelBin, "keel", filepath.Join(localfleet.BinDir(), "keel-"+KeelVersion), "Keel's binary (make peers-build)")
 	fs.BoolVar(&o.flux, "flux", true, "also run Flux's subjects (its registry webhook, and its polling with -poll-pushes); left out, and named in the report, while its controllers are not built")
+	fs.BoolVar(&o.kargo, "kargo", true, "also run Kargo's subjects (its registry webhook, and its polling with -poll-pushes; Flux's controllers apply its commits, so it needs -flux); left out, and named in the report, while it is not built")
 	fs.StringVar(&o.peersDir, "peers-bin", localfleet.BinDir(), "where make peers-build puts the peers, to name those not built")
 	fs.StringVar(&o.fluxDir, "flux-bin", localfleet.BinDir(), "the directory of Flux's controllers and their CRDs (make peers-build)")
 	fs.StringVar(&o.flotilla, "flotilla", "", "flotilla's binary (default: go build this tree)")
@@ -111,8 +122,9 @@ func main() {
 }
 
 // notRunning names the peers this run leaves out, and why: a peer whose
-// binaries are not built (make peers-build) is named, not a failure; Flux
-// is then left out of the run (o.flux).
+// binaries are not built (make peers-build) is named, not a failure, and
+// left out of the run (o.flux, o.kargo); Kargo needs Flux's controllers
+// to apply its commits.
 func notRunning(o *options) []string {
 	var out []string
 	if o.flux {
@@ -123,11 +135,19 @@ func notRunning(o *options) []string {
 	} else {
 		out = append(out, "Flux: left out (-flux=false)")
 	}
-	kargo := "Kargo v" + KargoVersion + ": no subject in the bench yet"
-	if _, err := os.Stat(filepath.Join(o.peersDir, "kargo-"+KargoVersion)); err != nil {
-		kargo += ", and not built (make peers-build)"
+	switch {
+	case !o.kargo:
+		out = append(out, "Kargo: left out (-kargo=false)")
+	case !o.flux:
+		out = append(out, "Kargo "+KargoVersion+": left out with Flux, whose controllers apply its commits")
+		o.kargo = false
+	default:
+		if err := checkKargo(o.peersDir); err != nil {
+			out = append(out, "Kargo "+KargoVersion+": not built: "+err.Error())
+			o.kargo = false
+		}
 	}
-	return append(out, kargo)
+	return out
 }
 
 func run(ctx context.Context, o options) error {

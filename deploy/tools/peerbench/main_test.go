@@ -80,15 +80,15 @@ func TestFluxObjects(t *testing.T) {
 		}
 		return out
 	}
-	common := []string{"Secret/webhook-token", "GitRepository/deploy", "Kustomization/podinfo", "ImageRepository/podinfo",
-		"ImagePolicy/podinfo", "ImageUpdateAutomation/podinfo", "Receiver/git"}
+	common := []string{"Secret/webhook-token", "GitRepository/deploy", "Kustomization/podinfo", "Receiver/git",
+		"ImageRepository/podinfo", "ImagePolicy/podinfo", "ImageUpdateAutomation/podinfo"}
 	tests := []struct {
 		name string
 		s    *subject
 		want []string
 	}{
-		{"webhook: the registry's Receiver too", &subject{ns: "flux-webhook", repo: "peers/flux-webhook", reg: reg}, append(slices.Clone(common), "Receiver/registry")},
-		{"polling: no registry Receiver", &subject{ns: "flux-poll", repo: "peers/flux-poll", reg: reg, poll: true}, common},
+		{"webhook: the registry's Receiver too", &subject{tool: "flux", ns: "flux-webhook", repo: "peers/flux-webhook", reg: reg}, append(slices.Clone(common), "Receiver/registry")},
+		{"polling: no registry Receiver", &subject{tool: "flux", ns: "flux-poll", repo: "peers/flux-poll", reg: reg, poll: true}, common},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestFluxObjects(t *testing.T) {
 			}
 		})
 	}
-	s := &subject{ns: "flux-webhook", repo: "peers/flux-webhook", reg: reg}
+	s := &subject{tool: "flux", ns: "flux-webhook", repo: "peers/flux-webhook", reg: reg}
 	for _, o := range fluxObjects(s, "c2", "http://127.0.0.1:1/deploy.git", "tok") {
 		switch o.GetKind() {
 		case "Kustomization", "ImageUpdateAutomation":
@@ -186,19 +186,29 @@ func TestNotRunning(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(built, "kargo-"+KargoVersion), nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	noCRDs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(noCRDs, "kargo-"+KargoVersion), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(built, "kargo-"+KargoVersion+"-crds"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	empty := t.TempDir()
 	tests := []struct {
-		name     string
-		o        options
-		want     []string
-		wantFlux bool
+		name                string
+		o                   options
+		want                []string
+		wantFlux, wantKargo bool
 	}{
-		{"all built", options{flux: true, fluxDir: built, peersDir: built},
-			[]string{"Kargo v1.11.2: no subject in the bench yet"}, true},
-		{"Flux left out", options{flux: false, fluxDir: built, peersDir: built},
-			[]string{"Flux: left out (-flux=false)", "Kargo v1.11.2: no subject in the bench yet"}, false},
-		{"nothing built", options{flux: true, fluxDir: empty, peersDir: empty},
-			[]string{"Flux: not built", "Kargo v1.11.2: no subject in the bench yet, and not built (make peers-build)"}, false},
+		{"all built", options{flux: true, kargo: true, fluxDir: built, peersDir: built}, nil, true, true},
+		{"Flux left out, and Kargo with it", options{flux: false, kargo: true, fluxDir: built, peersDir: built},
+			[]string{"Flux: left out (-flux=false)", "Kargo 1.11.2: left out with Flux, whose controllers apply its commits"}, false, false},
+		{"Kargo left out", options{flux: true, kargo: false, fluxDir: built, peersDir: built},
+			[]string{"Kargo: left out (-kargo=false)"}, true, false},
+		{"Kargo without its CRDs", options{flux: true, kargo: true, fluxDir: built, peersDir: noCRDs},
+			[]string{"Kargo: not built"}, true, false},
+		{"nothing built", options{flux: true, kargo: true, fluxDir: empty, peersDir: empty},
+			[]string{"Flux: not built", "Kargo 1.11.2: left out with Flux, whose controllers apply its commits"}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,12 +219,15 @@ func TestNotRunning(t *testing.T) {
 				if strings.HasPrefix(got[i], "Flux (") && strings.Contains(got[i], ": not built: ") {
 					got[i] = "Flux: not built"
 				}
+				if strings.HasPrefix(got[i], "Kargo "+KargoVersion+": not built: ") {
+					got[i] = "Kargo: not built"
+				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("notRunning (-want +got):\n%s", diff)
 			}
-			if o.flux != tt.wantFlux {
-				t.Errorf("flux = %v, want %v", o.flux, tt.wantFlux)
+			if o.flux != tt.wantFlux || o.kargo != tt.wantKargo {
+				t.Errorf("flux, kargo = %v, %v, want %v, %v", o.flux, o.kargo, tt.wantFlux, tt.wantKargo)
 			}
 		})
 	}

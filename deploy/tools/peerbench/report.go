@@ -77,7 +77,10 @@ func renderReport(o options, r *results) string {
 	if o.flux {
 		b.WriteString(" Flux (" + fluxVersions() + "): the five controllers per cluster (a kubeconfig each), each cluster's image automation committing to its own directory of one git-http-backend repository; the registry's notifications at a generic Receiver that has the ImageRepository scan, the git server's push webhook at a generic Receiver that has the GitRepository fetch; its polling subject scans the silent registry every " + fluxImageInterval.String() + ".")
 	}
-	b.WriteString(" Neither Keel nor Flux orders clusters: every cluster takes a push at once, so their fleet-wide times compare with flotilla's one wave; flotilla's waves wait for the first wave's analysis. How each is configured and why: docs/peers.md. Ratios are medians over flotilla's medians: above 1x flotilla is faster, below 1x the peer is.\n\n")
+	if o.kargo {
+		b.WriteString(" Kargo " + KargoVersion + ": its control plane (controller, management controller, external and Kubernetes webhooks servers) on c1, one Project with a Warehouse per subject and a Stage per wave ([c1], then the rest), auto-promotion on, each Stage promoting with git-clone, kustomize-set-image, git-commit and git-push to its clusters' directories of the same repository, which each cluster's Flux source and kustomize controllers apply; the registry's notifications at the ProjectConfig's generic webhook receiver, which refreshes the Warehouse subscribed to the pushed repository; its polling subject's Warehouse reads the silent registry every " + kargoWarehouseInterval.String() + " (its default).")
+	}
+	b.WriteString(" Neither Keel nor Flux orders clusters: every cluster takes a push at once, so their fleet-wide times compare with flotilla's one wave; flotilla's waves wait for the first wave's analysis. Kargo's second Stage takes a version once the first Stage's promotion succeeded (its git push), not after Flagger's analysis: Kargo's verification runs Argo Rollouts' analyses, which are not here. How each is configured and why: docs/peers.md. Ratios are medians over flotilla's medians: above 1x flotilla is faster, below 1x the peer is.\n\n")
 	if len(r.notRun) > 0 {
 		b.WriteString("Not in this run: " + strings.Join(r.notRun, "; ") + ".\n\n")
 	}
@@ -148,7 +151,7 @@ func renderDrops(r *results) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("**A dropped webhook**: one push per tool whose registry notification is lost (the registry restarted without its notification endpoints for these pushes, then with them again), all at once; when each tool noticed it anyway. flotilla polls the registry every " + flotillaPoll.String() + " (its default fleet.poll.interval, jittered by 10%); Flux's ImageRepository scans every " + fluxImageInterval.String() + "; Keel polls only workloads labelled `keel.sh/trigger: poll`, which a webhook-triggered one is not. Each time is one sample of where the push fell in the tool's poll cycle: anywhere from nothing to the interval.\n\n")
+	b.WriteString("**A dropped webhook**: one push per tool whose registry notification is lost (the registry restarted without its notification endpoints for these pushes, then with them again), all at once; when each tool noticed it anyway. flotilla polls the registry every " + flotillaPoll.String() + " (its default fleet.poll.interval, jittered by 10%); Flux's ImageRepository scans every " + fluxImageInterval.String() + "; Kargo's Warehouse discovers every " + kargoWarehouseInterval.String() + " (its default interval); Keel polls only workloads labelled `keel.sh/trigger: poll`, which a webhook-triggered one is not. Each time is one sample of where the push fell in the tool's poll cycle: anywhere from nothing to the interval.\n\n")
 	b.WriteString("| tool | version | push -> first cluster's Deployment spec carries it | push -> every cluster's primary runs it |\n|---|---|---:|---:|\n")
 	for _, d := range r.drops {
 		noticed, every := "not within "+d.waited.String(), "not within "+d.waited.String()

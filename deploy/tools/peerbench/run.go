@@ -69,6 +69,11 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 			return nil, err
 		}
 	}
+	if b.o.kargo {
+		if err := b.applyKargoObjects(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range b.subs {
 		s.good = tag(firstVersion)
 	}
@@ -210,12 +215,15 @@ func (b *bench) measurePush(ctx context.Context, s *subject) (measure, error) {
 }
 
 // waitPrimaries waits until every cluster's primary runs the version: up
-// to -timeout, plus the scan interval for Flux's polling subject (Keel's
-// poll, a minute, fits in the timeout).
+// to -timeout, plus the scan interval for Flux's and Kargo's polling
+// subjects (Keel's poll, a minute, fits in the timeout).
 func (b *bench) waitPrimaries(ctx context.Context, s *subject, tag, digest string, from time.Time) error {
 	timeout := b.o.timeout
-	if s.tool == "flux" && s.poll {
+	switch {
+	case s.tool == "flux" && s.poll:
 		timeout += fluxImageInterval
+	case s.tool == "kargo" && s.poll:
+		timeout += kargoWarehouseInterval
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

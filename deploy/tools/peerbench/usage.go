@@ -166,7 +166,10 @@ func (b *bench) groups() []group {
 	}
 	out = append(out, group{"Keel (one per cluster, webhook and polling subjects)", b.keelPIDs()})
 	if len(b.flux) > 0 {
-		out = append(out, group{"Flux (5 controllers per cluster, webhook and polling subjects)", b.fluxPIDs()})
+		out = append(out, group{"Flux (5 controllers per cluster, webhook and polling subjects; also applying Kargo's commits)", b.fluxPIDs()})
+	}
+	if b.kargo != nil {
+		out = append(out, group{"Kargo (its control plane's 4 processes, on c1; webhook and polling subjects)", b.kargo.pids()})
 	}
 	return out
 }
@@ -184,6 +187,10 @@ func (b *bench) pidsOf(s *subject) []int {
 		return b.keelPIDs()
 	case "flux":
 		return b.fluxPIDs()
+	case "kargo":
+		if b.kargo != nil {
+			return b.kargo.pids()
+		}
 	}
 	return nil
 }
