@@ -73,33 +73,38 @@ Feature: Release sets: several applications promoted as one
     And the API says that rollout is of kind "drift-revert" and goes to "c2" only
 
   # Catches a Job member's failure shown in the cluster's message only (no
-  # state of the Job in the API's rollout or `flotilla describe rollout`),
-  # a state that is not the Job's own (another reason, or complete), and
-  # the api or frontend applied after their Job failed.
+  # state of the Job in the API's rollout, `flotilla describe rollout` or
+  # the UI's cluster card), a state that is not the Job's own (another
+  # reason, or complete), and the api or frontend applied after their Job
+  # failed.
   Scenario: A release set's migration Job failing in wave 1 shows in the rollout as failed with the Job's reason
     Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
     And flotilla serving the release set "shop" in waves "c1" then "c2"
+    And the web UI is open in a browser
     And the repository's first commit has been rolled out to every cluster
     When a push changes the greeting of every member of the set to "v2" and makes the Job "shop-migrate" fail
     Then the Job "shop-migrate" in cluster "c1" fails at that commit
     And the rollout of that commit is rolled back
-    And flotilla's rollout of that commit shows in cluster "c1" the Job "shop-migrate" failed with the Job's reason, as `flotilla describe rollout` does
+    And flotilla's rollout of that commit shows in cluster "c1" the Job "shop-migrate" failed with the Job's reason, as `flotilla describe rollout` and the web UI's card of that cluster do
     And the primary and the workload of "shop-api,shop-frontend" in every cluster run the first commit, greeting "hello"
 
   # Catches a set's freezeWindows refused or accepted and ignored (the set
   # rolls out inside its window: a member's workload or the Job on the
-  # commit before the window's end), and a set that the window holds
-  # forever (it is released when the window ends).
+  # commit before the window's end), a set that the window holds forever
+  # (it is released when the window ends), and a UI card without the
+  # Job's state (or another than complete).
   Scenario: A release set's own freeze window holds its rollout and releases it when it ends
     Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
     And the release set's own freeze window "shop-freeze" holds it for the next 30 seconds
     And flotilla serving the release set "shop" in waves "c1" then "c2"
     And the application's workloads are watched in every cluster
+    And the web UI is open in a browser
     When the repository's first commit is pushed to the set
     Then the rollout of that commit waits for the freeze window "shop-freeze"
     And the rollout of that commit succeeds
     And no member's workload or Job in any cluster ran that commit before the freeze window ended
     And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran that commit, greeting "hello", and the web UI's card of every cluster of that rollout says it complete
 
   # Catches a set refused on the Tekton executor, or run there without its
   # members (the PipelineRun applying the lead alone: the frontend and the
@@ -118,3 +123,21 @@ Feature: Release sets: several applications promoted as one
     And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "v2"
     And the Job "shop-migrate" in every cluster ran that commit, greeting "v2"
     And in cluster "c2" the primary of "shop-frontend" ran that commit, after the primary of "shop-api" did
+
+  # Catches a set left in the default project whatever a project lists
+  # (another project's approver, or anyone's, would release it), a
+  # project listing the set refused, and the set's rollout authorized by
+  # its members' projects instead of its own.
+  Scenario: A release set's wave is approved in the set's project: another project's approver is refused
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then "shop-frontend"
+    And the release set "shop" is in project "payments", whose approver is the API token "pat", and project "web"'s approver is the API token "walt"
+    And wave 2 needs 1 approval
+    And flotilla serving the release set "shop" in waves "c1" then "c2"
+    When the repository's first commit is pushed to the set
+    Then the rollout of that commit waits for the approval of wave 2
+    When "walt" approves wave 2 of the rollout of that commit and is refused: "walt may not approve in project payments (needs approve)"
+    Then no member of the set is in cluster "c2" 5 seconds later
+    When "pat" approves wave 2 of the rollout of that commit
+    Then the rollout of that commit succeeds
+    And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran that commit, greeting "hello"

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-cd/flotilla/events"
@@ -32,7 +34,14 @@ func (s *scenario) registerSetsSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the repository's first commit is pushed to the set$`, s.pushFirstToSet)
 	sc.Step(`^the rollout of that commit waits for the freeze window "([^"]*)"$`, s.thatCommitWaitsForFreeze)
 	sc.Step(`^no member's workload or Job in any cluster ran that commit before the freeze window ended$`, s.nothingBeforeThaw)
-	sc.Step("^flotilla's rollout of that commit shows in cluster \"([^\"]*)\" the Job \"([^\"]*)\" failed with the Job's reason, as `flotilla describe rollout` does$", s.rolloutShowsJobFailed)
+	sc.Step("^flotilla's rollout of that commit shows in cluster \"([^\"]*)\" the Job \"([^\"]*)\" failed with the Job's reason, as `flotilla describe rollout` and the web UI's card of that cluster do$", s.rolloutShowsJobFailed)
+	sc.Step(`^the Job "([^"]*)" in every cluster ran that commit, greeting "([^"]*)", and the web UI's card of every cluster of that rollout says it complete$`, s.uiJobsComplete)
+	sc.Step(`^the release set "([^"]*)" is in project "([^"]*)", whose approver is the API token "([^"]*)", and project "([^"]*)"'s approver is the API token "([^"]*)"$`, s.setInProject)
+	sc.Step(`^wave (\d+) needs 1 approval$`, s.waveNeedsOne)
+	sc.Step(`^the rollout of that commit waits for the approval of wave (\d+)$`, s.thatCommitWaitsForApproval)
+	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of that commit and is refused: "([^"]*)"$`, s.thatCommitApprovalRefused)
+	sc.Step(`^"([^"]*)" approves wave (\d+) of the rollout of that commit$`, s.thatCommitApproved)
+	sc.Step(`^no member of the set is in cluster "([^"]*)" (\d+) seconds later$`, s.noMemberIn)
 	sc.Step(`^that commit had one rollout, the set "([^"]*)"'s, with the members "([^"]*)"$`, s.oneSetRollout)
 	sc.Step(`^the Job "([^"]*)" in every cluster ran (that|the first) commit, greeting "([^"]*)"$`, s.jobRan)
 	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" runs image "([^"]*)"$`, s.primaryOfRunsImage)
@@ -410,15 +419,55 @@ func (s *scenario) rolloutShowsJobFailed(ctx context.Context, clusterName, job s
 	if err != nil {
 		return fmt.Errorf("flotilla describe rollout %s: %w: %s", ro.ID, err, out)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
+	if err := describeJob(string(out), ro.ID, clusterName, job+"="+want); err != nil {
+		return err
+	}
+	return s.uiClusterJobs(ctx, []string{clusterName}, job+" "+want)
+}
+
+// describeJob finds in the output of `flotilla describe rollout id` the
+// row of clusterName and in it the Job's state want ("<job>=<state>").
+func describeJob(out, id, clusterName, want string) error {
+	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) > 2 && slices.Contains(f[:3], clusterName) {
-			if strings.Contains(line, job+"="+want) {
+			if strings.Contains(line, want) {
 				return nil
 			}
-			return fmt.Errorf("flotilla describe rollout %s prints for %s no %q:\n%s", ro.ID, clusterName, job+"="+want, out)
+			return fmt.Errorf("flotilla describe rollout %s prints for %s no %q:\n%s", id, clusterName, want, out)
 		}
 	}
-	return fmt.Errorf("flotilla describe rollout %s prints no row of %s:\n%s", ro.ID, clusterName, out)
+	return fmt.Errorf("flotilla describe rollout %s prints no row of %s:\n%s", id, clusterName, out)
+}
+
+// uiClusterJobs opens the page of the rollout of that commit in the
+// browser: the card of each of clusters has the jobs line jobs
+// ("<job> <state>").
+func (s *scenario) uiClusterJobs(ctx context.Context, clusters []string, jobs string) error {
+	b, id, err := s.openRollout(ctx, commitVersion(s.w.git.commits["that"]))
+	if err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		line := fmt.Sprintf(`document.querySelector('li.cluster[data-cluster=%q] .line.jobs span:last-child')`, c)
+		if err := b.until(ctx, uiWait, "rollout "+id+"'s card of "+c+" says jobs "+jobs, line+" && "+line+".textContent === "+strconv.Quote(jobs)); err != nil {
+			return err
+		}
+	}
+	return b.shot(ctx, "set-jobs")
+}
+
+// uiJobsComplete reads the Job of that commit complete in every cluster
+// (the cluster's Job itself: jobRan) and the same on the web UI's card of
+// each cluster of the rollout.
+func (s *scenario) uiJobsComplete(ctx context.Context, job, greeting string) error {
+	if err := s.jobRan(ctx, job, "that", greeting); err != nil {
+		return err
+	}
+	var names []string
+	for _, c := range s.w.clusters {
+		names = append(names, c.Name)
+	}
+	return s.uiClusterJobs(ctx, names, job+" complete")
 }
 
 // setFrozen gives the scenario's application, which becomes the set's
@@ -558,6 +607,96 @@ func (s *scenario) neverAhead(dependent, dependency string) error {
 				return fmt.Errorf("in %s at %s %s-primary ran %s while %s-primary ran %q", c.Name, ch.at.Format(time.RFC3339Nano), dependent, rev, dependency, runs[dependency+"-primary"])
 			}
 		}
+	}
+	return nil
+}
+
+// setInProject puts the release set in project, listing the set's name
+// alone, its approver the API token approver; project other (listing no
+// application) has its own approver. The scenario's own token
+// (server.apiToken, "default") is admin in every project.
+func (s *scenario) setInProject(set, project, approver, other, otherApprover string) error {
+	for _, n := range []string{approver, otherApprover} {
+		if err := s.namedToken(n); err != nil {
+			return err
+		}
+	}
+	s.w.configEdits = append(s.w.configEdits, func(cfg map[string]any) error {
+		cfg["projects"] = []map[string]any{
+			{"name": project, "applications": []string{set}, "roles": []map[string]any{{"name": "approver", "subjects": []string{"token:" + approver}}}},
+			{"name": other, "roles": []map[string]any{{"name": "approver", "subjects": []string{"token:" + otherApprover}}}},
+		}
+		cfg["rbac"] = map[string]any{"policy": "g, token:default, role:admin, *\n"}
+		return nil
+	})
+	return nil
+}
+
+func (s *scenario) waveNeedsOne(wave int) error {
+	s.wavePolicy(wave, "approvals", 1)
+	return nil
+}
+
+// thatCommitWaitsForApproval waits (up to 2 minutes: wave 1 runs first)
+// until the API says the rollout of that commit waits for wave's
+// approval.
+func (s *scenario) thatCommitWaitsForApproval(ctx context.Context, wave int) error {
+	version := commitVersion(s.w.git.commits["that"])
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		id, err := s.rolloutID(ctx, version)
+		if err == nil {
+			var ro struct{ Waiting string }
+			if err = s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err == nil {
+				if strings.HasPrefix(ro.Waiting, fmt.Sprintf("wave %d ", wave)) && strings.Contains(ro.Waiting, "approval") {
+					return nil
+				}
+				err = fmt.Errorf("it waits %q", ro.Waiting)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the rollout of %s did not wait for the approval of wave %d: %w", version, wave, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (s *scenario) thatCommitApprovalRefused(ctx context.Context, who string, wave int, why string) error {
+	return s.approvalRefused(ctx, who, wave, commitVersion(s.w.git.commits["that"]), why)
+}
+
+func (s *scenario) thatCommitApproved(ctx context.Context, who string, wave int) error {
+	return s.auditApprove(ctx, who, wave, commitVersion(s.w.git.commits["that"]), "features")
+}
+
+// noMemberIn waits n seconds, then reads the cluster: neither a member's
+// Deployment nor the Job exists there (the wave was not released).
+func (s *scenario) noMemberIn(ctx context.Context, clusterName string, n int) error {
+	c, err := s.clientsFor(clusterName)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(n) * time.Second):
+	}
+	rs := s.w.set
+	for _, d := range []string{rs.api, rs.frontend} {
+		if _, err := c.Kube.AppsV1().Deployments(s.w.namespace).Get(ctx, d, metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("the Deployment %s is in %s, though its wave was not approved", d, clusterName)
+		} else if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading the Deployment %s in %s: %w", d, clusterName, err)
+		}
+	}
+	if _, err := c.Kube.BatchV1().Jobs(s.w.namespace).Get(ctx, rs.job, metav1.GetOptions{}); err == nil {
+		return fmt.Errorf("the Job %s is in %s, though its wave was not approved", rs.job, clusterName)
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading the Job %s in %s: %w", rs.job, clusterName, err)
 	}
 	return nil
 }

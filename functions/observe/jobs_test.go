@@ -90,6 +90,47 @@ func TestObserveRecordsJobs(t *testing.T) {
 	}
 }
 
+// Flagger's event of a set's cluster in its apply records its Jobs: the
+// rollout's last cluster decided by it ends the rollout before the run's
+// end comes, which then changes nothing. A revert's event records none
+// (the cluster keeps what the version did).
+func TestObserveCanaryRecordsJobs(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		phase rollout.ClusterPhase
+		want  map[string]string
+	}{
+		{"applying", rollout.ClusterProgressing, map[string]string{"migrate": "complete"}},
+		{"reverting", rollout.ClusterReverting, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := functiontest.NewRepo(t)
+			applying(t, repo, rollout.Progressing, false)
+			if _, err := repo.Update(t.Context(), rolloutID, func(r *rollout.Rollout) error {
+				r.Waves[0].Clusters[0].Phase = tt.phase
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			st := &setStatus{fakeStatus: status(rollout.CanaryStatus{Phase: "Succeeded", PrimaryImage: ref, TargetImage: ref}),
+				jobs: []rollout.JobStatus{{Name: "migrate", Found: true, Revision: ref, Complete: true}}}
+			fn := observe.New(setCfg, repo, st, func() time.Time { return now })
+			e := canaryEvent(t, events.Canary{RolloutID: rolloutID, Cluster: "c1", Outcome: events.CanarySucceeded, Message: "Promotion completed!"})
+			if _, err := fn.Handle(t.Context(), e); err != nil {
+				t.Fatal(err)
+			}
+			ro, err := repo.Get(t.Context(), rolloutID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _, _ := ro.Cluster("c1")
+			if diff := cmp.Diff(tt.want, c.Jobs); diff != "" {
+				t.Errorf("c1's Jobs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // An application (not a set) has no Jobs read or recorded.
 func TestObserveNoJobsOfAnApplication(t *testing.T) {
 	repo := functiontest.NewRepo(t)

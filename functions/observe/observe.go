@@ -172,8 +172,26 @@ func (f *Function) canaryChange(ctx context.Context, ro rollout.Rollout, e cloud
 			return nil, fault.Permanent(fmt.Errorf("reading the canary in cluster %s: %w", c.Cluster, err))
 		}
 	}
+	// A release set's cluster its canaries may decide now: its Jobs too.
+	// The run's end records them as well, but once Flagger's event
+	// decided the rollout's last cluster the rollout is over (and
+	// frozen) when the run's end comes.
+	var jobs []rollout.JobStatus
+	if cl, _, err := ro.Cluster(c.Cluster); err == nil && applyingCluster(cl) {
+		jobs = f.readJobs(ctx, c.Cluster, app)
+	}
 	deadline := f.now().Add(app.Delivery.StepDeadline())
 	return func(r *rollout.Rollout) ([]cloudevents.Event, error) {
+		if cl, _, err := r.Cluster(c.Cluster); err == nil && applyingCluster(cl) {
+			r.RecordJobs(c.Cluster, jobs)
+		}
 		return r.Canary(e, c, st, deadline)
 	}, nil
+}
+
+// applyingCluster tells whether cl is in the apply of the rollout's
+// version (not its revert: a revert leaves the Jobs as the version left
+// them).
+func applyingCluster(cl *rollout.Cluster) bool {
+	return cl.Phase == rollout.ClusterApplying || cl.Phase == rollout.ClusterProgressing
 }
