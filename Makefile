@@ -182,10 +182,10 @@ BENCH_PEERS_PUSHES      ?= 5
 BENCH_PEERS_POLL_PUSHES ?= 1
 
 .PHONY: bench-peers
-bench-peers: deps demo-fleet ## Run Keel, Flux, Kargo and flotilla side by side on a local fleet of 3 clusters with Debian's docker-registry (webhooks, then the peers' polling, a lost webhook, a version failing in the last wave) and print push -> first cluster, -> every cluster, -> every primary for each, with ratios, CPU and peak RSS; updates its section of docs/peers.md and the chart docs/peers-fleet-wide.png
+bench-peers: deps demo-fleet ## Run Keel, Flux, Kargo and flotilla side by side on a local fleet of 3 clusters with Debian's docker-registry (webhooks, then the peers' polling, a lost webhook, a version failing in the last wave) and print push -> first cluster, -> every cluster, -> every primary for each, with ratios, CPU and peak RSS; updates its sections of docs/peers.md and BENCHMARKS.md and the chart docs/peers-fleet-wide.png
 	deploy/tools/peers/build.sh keel source kustomize image-reflector image-automation notification >/dev/null
 	-deploy/tools/peers/build.sh kargo >/dev/null
-	$(GO) run ./deploy/tools/peerbench -pushes $(BENCH_PEERS_PUSHES) -poll-pushes $(BENCH_PEERS_POLL_PUSHES) -update docs/peers.md -chart docs/peers-fleet-wide.png
+	$(GO) run ./deploy/tools/peerbench -pushes $(BENCH_PEERS_PUSHES) -poll-pushes $(BENCH_PEERS_POLL_PUSHES) -update docs/peers.md -benchmarks BENCHMARKS.md -chart docs/peers-fleet-wide.png
 
 # What localfleet checks for and starts without Tekton, Prometheus and the load
 # tester, as the demo runs it: etcd, kube-apiserver, kube-controller-manager and

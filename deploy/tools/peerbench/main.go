@@ -92,6 +92,7 @@ type options struct {
 	keep       bool
 	raw        string
 	update     string
+	benchmarks string
 	chart      string
 }
 
@@ -112,6 +113,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.flotilla, "flotilla", "", "flotilla's binary (default: go build this tree)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, every process's log)")
 	fs.StringVar(&o.raw, "raw", "", "also write every measured push as CSV to this file")
+	fs.StringVar(&o.benchmarks, "benchmarks", "", "also put the report, headed \""+benchmarksHeading+"\", in place of its dated section of this Markdown file (BENCHMARKS.md), before \""+benchmarksBefore+"\"")
 	fs.StringVar(&o.chart, "chart", "", "also draw every measured push's fleet-wide times per tool as a PNG at this path (docs/peers-fleet-wide.png)")
 	fs.StringVar(&o.update, "update", "", "also put the report in place of its dated section of this Markdown file (docs/peers.md), before \""+beforeHeading+"\"")
 }
@@ -188,7 +190,12 @@ func run(ctx context.Context, o options) error {
 	report := renderReport(o, res)
 	fmt.Print(report)
 	if o.update != "" {
-		return updateSection(o.update, report)
+		if err := updateSection(o.update, report); err != nil {
+			return err
+		}
+	}
+	if o.benchmarks != "" {
+		return updateBenchmarks(o, res)
 	}
 	return nil
 }

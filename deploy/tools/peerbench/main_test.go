@@ -265,3 +265,41 @@ func TestUpdateSection(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateBenchmarks puts the same report into BENCHMARKS.md under its
+// own heading, linking docs/peers.md and the chart from the repository's
+// root: before "## Reproduce" the first time, in place of the earlier run's
+// section after.
+func TestUpdateBenchmarks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "BENCHMARKS.md")
+	doc := "# Benchmarks\n\n## A\n\na\n\n" + benchmarksBefore + "\n\nr\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := options{clusters: 3, pushes: 1, benchmarks: path, chart: filepath.Join(dir, "docs", "peers-fleet-wide.png")}
+	for run := range 2 {
+		if err := updateBenchmarks(o, chartResults()); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(got)
+		if n := strings.Count(page, benchmarksHeading); n != 1 {
+			t.Fatalf("run %d: %d sections headed %q, want 1:\n%s", run+1, n, benchmarksHeading, page)
+		}
+		if strings.Contains(page, headingPrefix) {
+			t.Errorf("run %d: the section keeps docs/peers.md's heading %q", run+1, headingPrefix)
+		}
+		for _, want := range []string{"(docs/peers.md)", "](docs/peers-fleet-wide.png)", "| flotilla |"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("run %d: no %q in\n%s", run+1, want, page)
+			}
+		}
+		if i, j := strings.Index(page, benchmarksHeading), strings.Index(page, benchmarksBefore); i < strings.Index(page, "## A") || i > j {
+			t.Errorf("run %d: the section is not between ## A and %s:\n%s", run+1, benchmarksBefore, page)
+		}
+	}
+}

@@ -203,16 +203,47 @@ var oldHeading = regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(headingPrefix) + 
 // updateSection puts the report in place of the file's section of an
 // earlier run (whatever its date), or before beforeHeading.
 func updateSection(path, report string) error {
+	return replaceSection(path, report, oldHeading, beforeHeading)
+}
+
+// benchmarksHeading starts the report's heading in BENCHMARKS.md
+// (-benchmarks), where the section goes before benchmarksBefore the first
+// time and in place of its earlier run's after.
+const (
+	benchmarksHeading = "## The peers side by side: Flux, Keel and Kargo on one local fleet"
+	benchmarksBefore  = "## Reproduce"
+)
+
+var oldBenchmarksHeading = regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(benchmarksHeading) + `.*$`)
+
+// updateBenchmarks puts the report into o.benchmarks under its own
+// heading, the chart linked from there, saying where each tool's
+// configuration is described.
+func updateBenchmarks(o options, r *results) error {
+	o.update = o.benchmarks
+	_, body, _ := strings.Cut(strings.TrimLeft(renderReport(o, r), "\n"), "\n")
+	page := "docs/peers.md"
+	if rel, err := filepath.Rel(filepath.Dir(o.benchmarks), "docs/peers.md"); err == nil {
+		page = filepath.ToSlash(rel)
+	}
+	report := fmt.Sprintf("%s (%s)\n\n`make bench-peers` (issue #34); how each tool is configured, what deviates from its defaults and why, and how the peers are built: [%s](%s).\n%s",
+		benchmarksHeading, time.Now().UTC().Format("2006-01-02"), page, page, body)
+	return replaceSection(o.benchmarks, report, oldBenchmarksHeading, benchmarksBefore)
+}
+
+// replaceSection puts report (its first line its heading) in place of the
+// section old finds in the file (whatever its date), or before before.
+func replaceSection(path, report string, old *regexp.Regexp, before string) error {
 	report = strings.TrimLeft(report, "\n")
 	heading, _, _ := strings.Cut(report, "\n")
-	old, err := os.ReadFile(path)
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if m := oldHeading.Find(old); m != nil {
+	if m := old.Find(doc); m != nil {
 		heading = string(m)
 	}
-	return mdsection.Replace(path, heading, report, beforeHeading)
+	return mdsection.Replace(path, heading, report, before)
 }
 
 func writeRaw(path string, r *results) error {
