@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -77,8 +79,16 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err != nil {
 		return res, fmt.Errorf("creating flagger client: %w", err)
 	}
-	w, err := getWorkload(ctx, kube, p)
-	if err != nil {
+	// The workload and its primary are read at once: one round trip to the
+	// cluster's API server instead of two before anything is applied.
+	var (
+		w       workload
+		primary []corev1.Container
+	)
+	reads, rctx := errgroup.WithContext(ctx)
+	reads.Go(func() (err error) { w, err = getWorkload(rctx, kube, p); return err })
+	reads.Go(func() (err error) { primary, err = primaryContainers(rctx, kube, p); return err })
+	if err := reads.Wait(); err != nil {
 		return res, err
 	}
 	container, current, err := containerImage(w, p.Container)
@@ -90,10 +100,8 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	// that was never validated (an earlier rollout's, superseded mid-way).
 	// Before the first promotion there is no primary: then the workload's.
 	res.PreviousImage = current
-	if validated, err := primaryImage(ctx, kube, p, container); err != nil {
-		return res, err
-	} else if validated != "" {
-		res.PreviousImage = validated
+	if i := slices.IndexFunc(primary, func(c corev1.Container) bool { return c.Name == container }); i >= 0 {
+		res.PreviousImage = primary[i].Image
 	}
 	if w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] != "" {
 		res.PreviousImage = w.annotations[AnnotationPreviousImage]
@@ -210,24 +218,19 @@ func readWorkload(ctx context.Context, kube kubernetes.Interface, kind, namespac
 	return nil, corev1.PodTemplateSpec{}, fault.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", kind))
 }
 
-// primaryImage returns the image of container in the workload's primary
-// (<workload>-primary, which Flagger creates and promotes), "" if there is
-// no primary yet or it has no such container.
-func primaryImage(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryParams, container string) (string, error) {
+// primaryContainers returns the containers of the workload's primary
+// (<workload>-primary, which Flagger creates and promotes), none if there
+// is no primary yet.
+func primaryContainers(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryParams) ([]corev1.Container, error) {
 	name := p.Workload + "-primary"
 	_, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, name)
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading %s/%s: %w", p.Namespace, name, err)
+		return nil, fmt.Errorf("reading %s/%s: %w", p.Namespace, name, err)
 	}
-	for _, c := range tmpl.Spec.Containers {
-		if c.Name == container {
-			return c.Image, nil
-		}
-	}
-	return "", nil
+	return tmpl.Spec.Containers, nil
 }
 
 func containerImage(w workload, name string) (string, string, error) {
