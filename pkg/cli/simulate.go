@@ -27,8 +27,9 @@ simulated Flagger whose outcome per version, cluster or wave the scenario
 decides) and a virtual clock that jumps to the next timer while the engine is
 idle, so a two-hour bake runs in milliseconds. Secrets the config names need
 not be set and kubeconfigs need not exist: no cluster, registry or sender is
-reached. Catch-up, drift, the registry poll and the API's checks of who may
-approve are not simulated. A release set plays as one application: a member's
+reached. An approval is held to the API's rule of who may approve
+(approvals.from, separation of duties, automation tokens); catch-up, drift and
+the registry poll are not simulated. A release set plays as one application: a member's
 push is the set's, every member runs what the set runs, and the report lists
 the set's members.
 
