@@ -224,6 +224,20 @@ type PipelineRunRequested struct {
 	// retry of a cluster whose analysis failed makes Flagger analyse the
 	// same image again.
 	Restart string `json:"restart,omitempty"`
+	// Members, for a release set of image members, is the set's version
+	// to run: one image per member, in the set's order (the rollout's
+	// versions for an apply, its previous versions for a revert); Image
+	// is then the set's version's manifest digest. A member without an
+	// entry is left as the cluster runs it.
+	Members []MemberImage `json:"members,omitempty"`
+}
+
+// MemberImage is one image member's version in a release set's run.
+type MemberImage struct {
+	Application string `json:"application"`
+	Image       string `json:"image"` // registry/repository
+	Tag         string `json:"tag"`
+	Digest      string `json:"digest"`
 }
 
 // PruneRequested asks the executors to delete from Cluster what

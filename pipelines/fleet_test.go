@@ -16,7 +16,9 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/embedded"
+	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pipelines/tektonrun"
+	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/fleettest"
 	"github.com/flotilla-cd/flotilla/pkg/testkit/gittest"
@@ -283,5 +285,62 @@ func checkTaskRuns(ctx context.Context, t *testing.T, cl *fleettest.Clients, ns 
 		if got[task] != ok {
 			t.Errorf("TaskRun of %s succeeded: %t, want %t (all: %v)", task, got[task], ok, got)
 		}
+	}
+}
+
+// The embedded executor runs a release set of image members through the
+// pipeline's apply-canary (its members param): the api, then the
+// frontend, each set to its image (the frontend's in its second
+// container) and promoted, the lead's canary listing both. Catches: the
+// members lost between the run's params and the task (only the lead's
+// workload set), the frontend's image put in its first container.
+func TestEmbeddedRunsAnImageSet(t *testing.T) {
+	_, target := fleetClients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	ns := target.Namespace(ctx, t, "web")
+	fe := deployment("web-frontend", "registry.example.com/web-frontend:1")
+	fe.Spec.Template.Spec.Containers = append([]corev1.Container{{Name: "side", Image: "registry.example.com/side:1"}}, fe.Spec.Template.Spec.Containers...)
+	for _, d := range []*appsv1.Deployment{deployment("web-api", "registry.example.com/web-api:1"), fe} {
+		if _, err := target.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api2 := "registry.example.com/web-api@sha256:" + strings.Repeat("a", 64)
+	fe2 := "registry.example.com/web-frontend@sha256:" + strings.Repeat("f", 64)
+	members := []tasks.SetMember{
+		{Application: "web-api", Kind: "Deployment", Workload: "web-api", Image: api2, Canary: blueGreen("web-api")},
+		{Application: "web-frontend", Kind: "Deployment", Workload: "web-frontend", Container: "web-frontend", Image: fe2, Canary: blueGreen("web-frontend")},
+	}
+	_, err := embedded.New(clusterSet{"c2": target.Config}).Run(ctx, "c2", pipelines.RunParams{
+		Rollout: "r1", Namespace: ns, Workload: "web-api", Image: "sha256:" + strings.Repeat("0", 64), Canary: members[0].Canary, Members: members, Timeout: 3 * time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("embedded run of the set: %v", err)
+	}
+	got := map[string]string{}
+	for _, name := range []string{"web-api", "web-api-primary", "web-frontend", "web-frontend-primary"} {
+		d, err := target.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			got[name+"/"+c.Name] = c.Image
+		}
+	}
+	want := map[string]string{
+		"web-api/web-api": api2, "web-api-primary/web-api": api2,
+		"web-frontend/side": "registry.example.com/side:1", "web-frontend/web-frontend": fe2,
+		"web-frontend-primary/side": "registry.example.com/side:1", "web-frontend-primary/web-frontend": fe2,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("images after the set's run (-want +got):\n%s", d)
+	}
+	lead, err := target.Flagger.FlaggerV1beta1().Canaries(ns).Get(ctx, "web-api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lead.Annotations[canary.AnnotationWorkloads]; got != "web-api,web-frontend" {
+		t.Errorf("the lead's canary lists %q, want web-api,web-frontend", got)
 	}
 }

@@ -76,6 +76,11 @@ type RunParams struct {
 	// Restart, when set, goes on the workload's pod template: a retry of
 	// the same image (see tasks.AnnotationRestart).
 	Restart string
+	// Members, for a release set of image members, are its members in the
+	// order applied, each with its image and canary: apply-canary applies
+	// them one after another (tasks.ApplyImageSet); Workload is the
+	// lead's.
+	Members []tasks.SetMember
 }
 
 // GitOps says where an application's image lives in a deployments
@@ -157,7 +162,7 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 	tp, err := tasks.ApplyCanaryParams{
 		Rollout: p.Rollout, Namespace: p.Namespace, Kind: p.Kind, Workload: p.Workload,
 		Container: p.Container, Image: p.Image, Canary: p.Canary, Objects: p.Objects,
-		Restart: p.Restart,
+		Restart: p.Restart, Members: p.Members,
 	}.ParamsOf()
 	if err != nil {
 		return nil, fault.Permanent(err)

@@ -96,7 +96,14 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 		// success (Prune); a revert has no analysis to wait for.
 		src.Prune = pruneMode(app, revert)
 	}
-	if app.Set != nil {
+	switch {
+	case app.Set != nil && src == nil:
+		// A release set of image members: each its image of the
+		// request's version, in order (reversed for a revert).
+		if p, err = d.imageSetRun(p, app, req, revert); err != nil {
+			return Result{}, err
+		}
+	case app.Set != nil:
 		// A release set: its members in dependsOn order (reversed for a
 		// revert), each its own canary; the run waits for each.
 		if p, err = d.setRun(p, app, req, revert); err != nil {
@@ -217,6 +224,53 @@ func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req ev
 			}
 		}
 		p.Git.Members = append(p.Git.Members, tm)
+	}
+	p.Timeout = app.Delivery.StepDeadline()
+	return p, nil
+}
+
+// imageSetRun makes p, the run of release set app's lead, the run of a
+// set of image members: each member the request names a version of
+// (req.Members) with its image pinned (repository@digest), its container
+// and its own delivery policy's canary, in the set's order (reversed for
+// a revert: dependents go back first); a member without a version is left
+// as the cluster runs it. The lead's canary is the run's, the set's step
+// deadline its timeout.
+func (d *Deliverer) imageSetRun(p pipelines.RunParams, app config.Application, req events.PipelineRunRequested, revert bool) (pipelines.RunParams, error) {
+	cfg := d.cfg.Current()
+	members := slices.Clone(app.Set.Members)
+	if revert {
+		slices.Reverse(members)
+	}
+	for _, sm := range members {
+		i := slices.IndexFunc(req.Members, func(v events.MemberImage) bool { return v.Application == sm.Name })
+		if i < 0 {
+			continue
+		}
+		v := req.Members[i]
+		m, ok := cfg.Application(sm.Name)
+		if !ok {
+			return p, fault.Permanent(fmt.Errorf("member %q of release set %s is no longer configured", sm.Name, app.Name))
+		}
+		objs := canary.Render(m, canary.Input{
+			Instance: cfg.Server.Instance, Cluster: req.Cluster, Rollout: req.RolloutID,
+			Event: d.hooks(req.Cluster, req.RolloutID), SkipAnalysis: revert,
+		})
+		deps, err := objs.Dependencies()
+		if err != nil {
+			return p, fault.Permanent(fmt.Errorf("rendering the delivery policy of %s: %w", m.Name, err))
+		}
+		tm := tasks.SetMember{
+			Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Container: m.Workload.Container,
+			Image: v.Image + "@" + v.Digest, Canary: objs.Canary, Objects: deps,
+		}
+		if m.Workload.Name == app.Workload.Name {
+			p.Canary, p.Objects = objs.Canary, deps
+		}
+		p.Members = append(p.Members, tm)
+	}
+	if len(p.Members) == 0 {
+		return p, fault.Permanent(fmt.Errorf("the run of release set %s names no member's image", app.Name))
 	}
 	p.Timeout = app.Delivery.StepDeadline()
 	return p, nil

@@ -91,3 +91,75 @@ func TestDeliverReleaseSet(t *testing.T) {
 		t.Errorf("the prune's members (-want +got):\n%s", diff)
 	}
 }
+
+// A release set of image members' run carries each member the request
+// names a version of, its image pinned and its own canary, in order
+// (reversed, without analysis, for a revert), the lead's canary the run's
+// and the set's deadline; a member without a version is left out; the
+// members travel to apply-canary as its members param. Catches: a revert
+// in the apply's order, a member applied at no version, one canary for
+// every member, the members lost in the pipeline's params.
+func TestDeliverImageSet(t *testing.T) {
+	member := func(name, image, container string, interval time.Duration) config.Application {
+		return config.Application{
+			Name: name, Namespace: "web", MemberOf: "web", Image: image, Workload: config.Workload{Kind: config.KindDeployment, Name: name, Container: container},
+			Service:  config.Service{Port: 80},
+			Delivery: config.Delivery{Strategy: config.StrategyBlueGreen, Provider: config.ProviderKubernetes, Interval: config.Duration{Duration: interval}, Iterations: 2},
+		}
+	}
+	api, fe := member("web-api", "registry.example.com/web/api", "api", time.Minute), member("web-frontend", "registry.example.com/web/frontend", "", 30*time.Second)
+	set := api
+	set.Name, set.MemberOf, set.Image = "web", "", ""
+	set.Set = &config.SetSpec{Members: []config.SetMember{{Name: "web-api"}, {Name: "web-frontend"}}}
+	set.Delivery.Deadline = config.Duration{Duration: 42 * time.Minute}
+	exec := &runs{}
+	d := deliver.New(&config.Config{Applications: []config.Application{api, fe, set}}, exec, hooks)
+	type memberRun struct {
+		Application, Image, Container, CanaryInterval string
+		SkipAnalysis                                  bool
+	}
+	summary := func(ms []tasks.SetMember) []memberRun {
+		var out []memberRun
+		for _, m := range ms {
+			out = append(out, memberRun{m.Application, m.Image, m.Container, m.Canary.Spec.Analysis.Interval, m.Canary.Spec.SkipAnalysis})
+		}
+		return out
+	}
+	v1 := []events.MemberImage{{Application: "web-api", Image: "registry.example.com/web/api", Tag: "1.1.0", Digest: "sha256:a1"}}
+	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r1", Application: "web", Cluster: "c1", Purpose: events.PurposeApply, Image: "sha256:set1", Members: v1}); err != nil {
+		t.Fatal(err)
+	}
+	want := []memberRun{{"web-api", "registry.example.com/web/api@sha256:a1", "api", "1m", false}}
+	if diff := cmp.Diff(want, summary(exec.got[0].Members)); diff != "" {
+		t.Errorf("the apply of the api's version alone (-want +got):\n%s", diff)
+	}
+	v2 := append(v1, events.MemberImage{Application: "web-frontend", Image: "registry.example.com/web/frontend", Tag: "2.0.0", Digest: "sha256:f2"})
+	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r2", Application: "web", Cluster: "c1", Purpose: events.PurposeRevert, Image: "sha256:set2", Members: v2}); err != nil {
+		t.Fatal(err)
+	}
+	p := exec.got[1]
+	want = []memberRun{
+		{"web-frontend", "registry.example.com/web/frontend@sha256:f2", "", "30s", true},
+		{"web-api", "registry.example.com/web/api@sha256:a1", "api", "1m", true},
+	}
+	if diff := cmp.Diff(want, summary(p.Members)); diff != "" {
+		t.Errorf("the revert's members (-want +got):\n%s", diff)
+	}
+	if p.Workload != "web-api" || p.Canary != p.Members[1].Canary || p.Timeout != 42*time.Minute || p.Git != nil {
+		t.Errorf("the run: workload %s, the lead's canary %t, timeout %s, git %v; want web-api, true, 42m, none", p.Workload, p.Canary == p.Members[1].Canary, p.Timeout, p.Git)
+	}
+	params, err := p.PipelineParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, err := tasks.ApplyCanaryParamsFrom(tasks.Params(params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, summary(ap.Members)); diff != "" {
+		t.Errorf("apply-canary's members param (-want +got):\n%s", diff)
+	}
+	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r3", Application: "web", Cluster: "c1", Purpose: events.PurposeApply, Image: "sha256:set3"}); err == nil {
+		t.Errorf("a run of the set naming no member's version: no error")
+	}
+}

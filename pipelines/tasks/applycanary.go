@@ -54,6 +54,10 @@ type ApplyCanaryParams struct {
 	// (canary.AnnotationRevision): an image member of a release set, its
 	// image, so the set's run knows when the primary runs it.
 	Revision string `json:"revision,omitempty"`
+	// Members, for a release set of image members, are its members in
+	// the order applied, each with its image: the run applies them one
+	// after another (ApplyImageSet); Workload is the lead's.
+	Members []SetMember `json:"members,omitempty"`
 }
 
 // ApplyCanaryResult is what the task reports back.

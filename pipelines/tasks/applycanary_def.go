@@ -12,6 +12,7 @@ import (
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -44,6 +45,7 @@ var applyCanaryDef = Def{
 		{Name: ParamCanary, Required: true, Usage: "the Flagger Canary, JSON (or YAML); its namespace defaults to --namespace"},
 		{Name: ParamObjects, Usage: "objects the canary refers to (MetricTemplates, an autoscaler, a load tester), a JSON (or YAML) list"},
 		{Name: ParamRestart, Usage: "a token set on the pod template (annotation " + AnnotationRestart + ") so Flagger analyses the same image again: a retry"},
+		{Name: ParamMembers, Usage: "a release set of image members: its members, a JSON list applied in this order, each with its image and canary, each waited for until its primary runs it (--workload is the lead's)"},
 	},
 	Results: []string{ResultPreviousImage, ResultChanged},
 	Cluster: true,
@@ -59,7 +61,13 @@ func runApplyCanary(ctx context.Context, env Env, p Params) (Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := ApplyCanary(ctx, cfg, ap)
+	apply := ApplyCanary
+	if len(ap.Members) > 0 {
+		apply = func(ctx context.Context, cfg *rest.Config, ap ApplyCanaryParams) (ApplyCanaryResult, error) {
+			return ApplyImageSet(ctx, cfg, ap, ap.Members)
+		}
+	}
+	res, err := apply(ctx, cfg, ap)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +95,11 @@ func ApplyCanaryParamsFrom(p Params) (ApplyCanaryParams, error) {
 		c.Namespace = ap.Namespace
 	}
 	ap.Canary = &c
+	members, err := decodeMembers(p[ParamMembers])
+	if err != nil {
+		return ap, err
+	}
+	ap.Members = members
 	if p[ParamObjects] != "" {
 		// As JSON with integers kept int64, as the API machinery expects.
 		b := []byte(p[ParamObjects])
@@ -140,10 +153,14 @@ func (p ApplyCanaryParams) ParamsOf() (Params, error) {
 		}
 		objects = string(b)
 	}
+	members, err := EncodeMembers(p.Members)
+	if err != nil {
+		return nil, err
+	}
 	return Params{
 		ParamRollout: p.Rollout, ParamNamespace: p.Namespace, ParamKind: p.Kind, ParamWorkload: p.Workload,
 		ParamContainer: p.Container, ParamImage: p.Image, ParamCanary: canaryJSON, ParamObjects: objects,
-		ParamRestart: p.Restart,
+		ParamRestart: p.Restart, ParamMembers: members,
 	}, nil
 }
 

@@ -41,6 +41,9 @@ func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, m
 			return res, fault.Permanent(fmt.Errorf("--%s: member %s of an image set names no image or canary, or is a Job", ParamMembers, m.Application))
 		}
 		c := m.Canary.DeepCopy()
+		if c.Namespace == "" {
+			c.Namespace = p.Namespace
+		}
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}

@@ -30,7 +30,7 @@ func TestParseAndParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := tasks.Params{"rollout": "r1", "namespace": "default", "kind": "Deployment", "workload": "web", "container": "",
-		"image": "i@sha256:1", "canary": "{}", "objects": "", "restart": ""}
+		"image": "i@sha256:1", "canary": "{}", "objects": "", "restart": "", "members": ""}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("params (-want +got):\n%s", diff)
 	}

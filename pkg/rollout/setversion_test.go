@@ -161,3 +161,39 @@ func TestPlanImageSet(t *testing.T) {
 		t.Errorf("deployed after it succeeded: %s (-want +got):\n%s", st.DeployedDigest, diff)
 	}
 }
+
+// A run of a set of image members carries the set's version: the
+// rollout's versions for an apply, its previous ones for a revert; a run
+// of an application carries none. Catches: a revert run at the new
+// versions (the failed api applied again instead of the previous one).
+func TestRequestRunCarriesTheSetsVersion(t *testing.T) {
+	r := waves([]rollout.Cluster{cl("c1", rollout.ClusterPending, "")})
+	r.Versions, r.PreviousVersions = rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}, rollout.SetVersion{api("1.0.0")}
+	plain := waves([]rollout.Cluster{cl("c1", rollout.ClusterPending, "")})
+	members := func(r *rollout.Rollout, purpose string) []events.MemberImage {
+		t.Helper()
+		out, err := r.RequestRun(cause(t), &r.Waves[0].Clusters[0], purpose, "sha256:set", "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req events.PipelineRunRequested
+		if err := out[0].DataAs(&req); err != nil {
+			t.Fatal(err)
+		}
+		return req.Members
+	}
+	got := map[string][]events.MemberImage{
+		"apply": members(r, events.PurposeApply), "revert": members(r, events.PurposeRevert), "application": members(plain, events.PurposeApply),
+	}
+	want := map[string][]events.MemberImage{
+		"apply": {
+			{Application: "shop-api", Image: apiImage, Tag: "1.1.0", Digest: "sha256:api1.1.0"},
+			{Application: "shop-frontend", Image: frontendImage, Tag: "1.0.0", Digest: "sha256:fe1.0.0"},
+		},
+		"revert":      {{Application: "shop-api", Image: apiImage, Tag: "1.0.0", Digest: "sha256:api1.0.0"}},
+		"application": nil,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the runs' members (-want +got):\n%s", d)
+	}
+}

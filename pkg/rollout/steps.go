@@ -24,7 +24,7 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	req, err := events.Derive(cause, events.TypePipelineRunRequested, step, events.PipelineRunRequested{
 		RolloutID: r.ID, Application: r.Application, Wave: wave, Cluster: c.Name,
 		Purpose: purpose, Step: c.Step, Image: image, Tag: tag, Deadline: deadline,
-		Restart: restart(r, c, purpose),
+		Restart: restart(r, c, purpose), Members: runMembers(r, purpose),
 	})
 	if err != nil {
 		return nil, err
@@ -38,6 +38,21 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	}
 	due.SetSubject(c.Name)
 	return []cloudevents.Event{req, events.At(due, deadline)}, nil
+}
+
+// runMembers is what a run of purpose gives each image member of r's
+// release set: the rollout's versions, or for a revert the previous ones;
+// none for an application or a set of git members.
+func runMembers(r *Rollout, purpose string) []events.MemberImage {
+	vs := r.Versions
+	if purpose == events.PurposeRevert {
+		vs = r.PreviousVersions
+	}
+	var out []events.MemberImage
+	for _, m := range vs {
+		out = append(out, events.MemberImage{Application: m.Application, Image: m.Image, Tag: m.Tag, Digest: m.Digest})
+	}
+	return out
 }
 
 // restart is the token an apply of a retried or nudged cluster puts on the
