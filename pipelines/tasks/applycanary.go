@@ -75,13 +75,9 @@ type ApplyCanaryResult struct {
 // rollout (its answer lost) it finds the workload set and patches nothing.
 func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, fl, err := clientsFor(cfg)
 	if err != nil {
-		return res, fmt.Errorf("creating kubernetes client: %w", err)
-	}
-	fl, err := flaggerclient.NewForConfig(cfg)
-	if err != nil {
-		return res, fmt.Errorf("creating flagger client: %w", err)
+		return res, err
 	}
 	// The workload and its primary are read at once: one round trip to the
 	// cluster's API server instead of two before anything is applied.
@@ -296,4 +292,18 @@ func applyCanary(ctx context.Context, fl flaggerclient.Interface, c *flaggerv1.C
 		return fmt.Errorf("applying canary %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
+}
+
+// clientsFor makes the Kubernetes and Flagger clients of a cluster a task
+// writes to.
+func clientsFor(cfg *rest.Config) (kubernetes.Interface, flaggerclient.Interface, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating kubernetes client: %w", err)
+	}
+	fl, err := flaggerclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating flagger client: %w", err)
+	}
+	return kube, fl, nil
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
@@ -28,13 +26,9 @@ import (
 func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, members []SetMember) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
 	all := imageSetCanaries(p.Workload, members)
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, fl, err := clientsFor(cfg)
 	if err != nil {
-		return res, fmt.Errorf("creating kubernetes client: %w", err)
-	}
-	fl, err := flaggerclient.NewForConfig(cfg)
-	if err != nil {
-		return res, fmt.Errorf("creating flagger client: %w", err)
+		return res, err
 	}
 	for _, m := range members {
 		if m.Image == "" || m.Canary == nil || m.Kind == KindJob {

@@ -129,13 +129,9 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 			all = append(all, r.canaries...)
 		}
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, fl, err := clientsFor(cfg)
 	if err != nil {
-		return res, fmt.Errorf("creating kubernetes client: %w", err)
-	}
-	fl, err := flaggerclient.NewForConfig(cfg)
-	if err != nil {
-		return res, fmt.Errorf("creating flagger client: %w", err)
+		return res, err
 	}
 	for i, r := range runs {
 		if r.m.Kind == KindJob {
