@@ -93,22 +93,11 @@ func installFluxCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 			return err
 		}
 		sort.Strings(files)
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return err
-			}
-			objs, err := kube.Decode(b)
-			if err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if err := ap.Apply(ctx, objs...); err != nil {
-				return fmt.Errorf("applying %s: %w", f, err)
-			}
-			for _, o := range objs {
-				names = append(names, o.GetName())
-			}
+		applied, err := applyFiles(ctx, ap, files)
+		if err != nil {
+			return err
 		}
+		names = append(names, applied...)
 	}
 	ns := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": fluxNamespace},
@@ -371,4 +360,27 @@ func fluxVersions() string {
 		v = append(v, strings.TrimSuffix(c.name, "-controller")+" "+c.version)
 	}
 	return strings.Join(v, ", ")
+}
+
+// applyFiles applies the objects of each YAML file, in order, and returns
+// their names (the CRDs to wait for).
+func applyFiles(ctx context.Context, ap *kube.Applier, files []string) ([]string, error) {
+	var names []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := kube.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if err := ap.Apply(ctx, objs...); err != nil {
+			return nil, fmt.Errorf("applying %s: %w", f, err)
+		}
+		for _, o := range objs {
+			names = append(names, o.GetName())
+		}
+	}
+	return names, nil
 }

@@ -99,22 +99,9 @@ func installKargoCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 		return fmt.Errorf("no CRDs in %s-crds", kargoBinary(dir))
 	}
 	sort.Strings(files)
-	var names []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		objs, err := kube.Decode(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		if err := ap.Apply(ctx, objs...); err != nil {
-			return fmt.Errorf("applying %s: %w", f, err)
-		}
-		for _, o := range objs {
-			names = append(names, o.GetName())
-		}
+	names, err := applyFiles(ctx, ap, files)
+	if err != nil {
+		return err
 	}
 	for _, ns := range []string{kargoNamespace, "kargo-system-resources", "kargo-shared-resources", "kargo-cluster-secrets"} {
 		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
