@@ -199,6 +199,7 @@ func (f *Function) planApp(ctx context.Context, cfg *config.Config, e cloudevent
 	}
 	missed, err := f.saw(ctx, e, v, app.Name, func(st *rollout.AppState) {
 		st.LatestTag, st.LatestRollout = ro.Tag, id
+		st.RecordLatest(ro, v)
 		if queue {
 			st.Queued = id
 		}

@@ -94,6 +94,11 @@ func TestPlanImageSet(t *testing.T) {
 	if diff := cmp.Diff(want, ro.Versions); diff != "" {
 		t.Errorf("the superseding rollout takes the api along (-want +got):\n%s", diff)
 	}
+	// Each member's newest version a rollout was started for by its push
+	// (what the poll of the member compares its tags with).
+	if st, _ := repo.App(ctx, "shop"); !cmp.Equal(want, st.LatestVersions) {
+		t.Errorf("the set's latest versions %v, want %v", st.LatestVersions, want)
+	}
 
 	// It succeeds, then the user rolls it back: the deployed tuple is the
 	// one before it again.

@@ -17,6 +17,12 @@
 // webhook brought already changes nothing; the poll's event id is derived
 // from the repository, tag and digest, so the journal drops a poll's repeat.
 //
+// A release set of image members is polled as one, at the set's interval
+// (releaseSets[].poll): each member's tags with its own version policy,
+// against its entries in the set's deployed version, rollouts in flight
+// and latest versions (rollout.MemberState); each member's newest is fed
+// in as that member's push, which verify and plan take as the set's.
+//
 // In scale-out mode each replica polls only the applications whose pushes
 // fall in the bus partitions it holds (Options.Owns).
 package poll

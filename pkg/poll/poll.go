@@ -165,6 +165,9 @@ type Result struct {
 	EventID string    `json:"eventId,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
 	At      time.Time `json:"at"`
+	// Members, of a release set of image members, is what the poll of
+	// each member found (pollSet); the set's fields above sum them up.
+	Members []Result `json:"members,omitempty"`
 }
 
 // ErrNotPolled: the application is not one a poll can look at.
@@ -187,6 +190,8 @@ func (p *Poller) Poll(ctx context.Context, name string) (Result, error) {
 	if g := app.Git(); g != nil {
 		res, err = p.pollGit(ctx, app, *g)
 		res.Image = config.DisplayURL(g.URL)
+	} else if rollout.ImageSet(app) {
+		res, err = p.pollSet(ctx, app)
 	} else {
 		res, err = p.poll(ctx, app)
 		res.Image = app.Image
@@ -217,7 +222,7 @@ func (p *Poller) poll(ctx context.Context, app config.Application) (Result, erro
 		return res, upstream(err)
 	}
 	res.Tags = len(tags)
-	st, inFlight, err := p.state(ctx, app.Name)
+	st, inFlight, err := p.state(ctx, app)
 	if err != nil {
 		return res, err
 	}
@@ -294,6 +299,11 @@ func (p *Poller) moved(ctx context.Context, app config.Application, st rollout.A
 	if st.LatestTag == tag && st.LatestRollout != "" && st.LatestRollout != st.DeployedRollout {
 		ro, err := p.ros.Get(ctx, st.LatestRollout)
 		switch {
+		case err == nil && app.MemberOf != "":
+			// The set's rollout, as a rollout of the member's version.
+			if mr, ok := rollout.MemberRollout(app.Name, ro); ok {
+				latest = &mr
+			}
 		case err == nil:
 			latest = &ro
 		case !errors.Is(err, rollout.ErrNotFound):
@@ -357,11 +367,19 @@ func (p *Poller) readBuilt(ctx context.Context, app config.Application, tags []s
 }
 
 // state reads what the version decision needs of an application: its
-// state and its rollouts in flight.
-func (p *Poller) state(ctx context.Context, app string) (rollout.AppState, []rollout.Rollout, error) {
-	st, err := p.ros.App(ctx, app)
+// state and its rollouts in flight. Of an image member of a release set,
+// its set's seen as the member's (rollout.MemberState): its pushes are
+// the set's, decided against its entries.
+func (p *Poller) state(ctx context.Context, app config.Application) (rollout.AppState, []rollout.Rollout, error) {
+	name := app.Name
+	set, ok := p.cfg.Current().Application(app.MemberOf)
+	member := ok && rollout.ImageSet(set)
+	if member {
+		name = set.Name
+	}
+	st, err := p.ros.App(ctx, name)
 	if err != nil {
-		return st, nil, fmt.Errorf("reading application %s: %w", app, err)
+		return st, nil, fmt.Errorf("reading application %s: %w", name, err)
 	}
 	all, err := p.ros.ListInFlight(ctx)
 	if err != nil {
@@ -369,11 +387,64 @@ func (p *Poller) state(ctx context.Context, app string) (rollout.AppState, []rol
 	}
 	var inFlight []rollout.Rollout
 	for _, ro := range all {
-		if ro.Application == app {
+		if ro.Application == name {
 			inFlight = append(inFlight, ro)
 		}
 	}
-	return st, inFlight, nil
+	if !member {
+		return st, inFlight, nil
+	}
+	mst, mine := rollout.MemberState(app.Name, st, inFlight)
+	mst.LatestRollout = st.LatestRollout // read as the member's (moved)
+	return mst, mine, nil
+}
+
+// pollSet polls each image member of release set set
+// (docs/design/release-sets.md, "Image members"): the member's tags with
+// its own version policy, against its entries in the set's state
+// (state); each member's newest is fed in as its push, which verify and
+// plan take as the set's. A member another replica owns is left to it.
+// The set's result sums the members' (Result.Members); a member's error
+// does not keep the others from being polled.
+func (p *Poller) pollSet(ctx context.Context, set config.Application) (Result, error) {
+	cfg := p.cfg.Current()
+	var res Result
+	var images, newest, digests, ids, reasons []string
+	var errs []error
+	for _, name := range set.Set.Names() {
+		m, ok := cfg.Application(name)
+		if !ok || m.Git() != nil {
+			continue
+		}
+		images = append(images, m.Image)
+		if !p.o.Owns(m) {
+			res.Members = append(res.Members, Result{Application: m.Name, Image: m.Image, Reason: "polled by another replica"})
+			continue
+		}
+		mr, err := p.poll(ctx, m)
+		mr.Application, mr.Image, mr.At = m.Name, m.Image, time.Now()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m.Name, err))
+			mr.Reason = err.Error()
+		}
+		res.Members = append(res.Members, mr)
+		res.Tags += mr.Tags
+		res.Started = res.Started || mr.Started
+		switch {
+		case mr.Newest != "":
+			newest, digests = append(newest, m.Name+":"+mr.Newest), append(digests, mr.Digest)
+			ids = append(ids, mr.EventID)
+			if !mr.Started {
+				reasons = append(reasons, m.Name+": "+mr.Reason)
+			}
+		case mr.Reason != "":
+			reasons = append(reasons, m.Name+": "+mr.Reason)
+		}
+	}
+	res.Image = strings.Join(images, ", ")
+	res.Newest, res.Digest, res.EventID = strings.Join(newest, ","), strings.Join(digests, ","), strings.Join(ids, ",")
+	res.Reason = strings.Join(reasons, "; ")
+	return res, errors.Join(errs...)
 }
 
 // journal appends the push e of what res found.
@@ -401,7 +472,7 @@ func (p *Poller) pollGit(ctx context.Context, app config.Application, src config
 	if err != nil {
 		return res, upstream(err)
 	}
-	st, inFlight, err := p.state(ctx, app.Name)
+	st, inFlight, err := p.state(ctx, app)
 	if err != nil {
 		return res, err
 	}
@@ -539,7 +610,9 @@ func (p *Poller) loop(ctx context.Context, app config.Application, every time.Du
 			return
 		case <-t.C:
 		}
-		if p.o.Owns(app) {
+		// A release set of image members: each member's owner polls it
+		// (pollSet), its pushes being keyed by its image.
+		if rollout.ImageSet(app) || p.o.Owns(app) {
 			if _, err := p.Poll(ctx, app.Name); err != nil && ctx.Err() == nil {
 				failures++
 				p.o.Logger.WarnContext(ctx, "polling the registry failed", "application", app.Name, "image", app.Image,

@@ -474,6 +474,10 @@ type AppState struct {
 	// accepted) and with the rollout in flight, which it must be newer than.
 	LatestTag     string `json:"latestTag,omitempty"`
 	LatestRollout string `json:"latestRollout,omitempty"`
+	// LatestVersions, for a release set of image members, is each
+	// member's newest version a rollout of the set was started for by a
+	// push of it (LatestTag of the member: its poll takes no older tag).
+	LatestVersions SetVersion `json:"latestVersions,omitempty"`
 	// Queued is the rollout waiting for the one in flight to end, if any.
 	Queued string `json:"queued,omitempty"`
 	// Quarantined are the versions never to roll out again.

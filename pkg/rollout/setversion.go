@@ -133,14 +133,7 @@ func SetBaseline(st AppState, inFlight []Rollout) SetVersion {
 // is the baseline (SetBaseline) with member at v; a quarantined set
 // version never rolls out.
 func DecideSetPush(set, member config.Application, st AppState, inFlight []Rollout, v events.ImageVerified) (SetVersion, versionpolicy.Decision, error) {
-	dep, _ := st.DeployedVersions.Of(member.Name)
-	mst := AppState{Name: member.Name, DeployedTag: dep.Tag, DeployedDigest: dep.Digest, DeployedCreated: dep.Created}
-	var mine []Rollout
-	for _, r := range inFlight {
-		if mv, ok := r.Versions.Of(member.Name); ok && r.Kind == "" {
-			mine = append(mine, Rollout{ID: r.ID, Phase: r.Phase, Tag: mv.Tag, Digest: mv.Digest, ImageCreated: mv.Created, StopsBefore: r.StopsBefore})
-		}
-	}
+	mst, mine := MemberState(member.Name, st, inFlight)
 	d, err := DecideVersion(member, mst, mine, v)
 	if err != nil || !d.Accept {
 		if d.Reason != "" {
@@ -153,4 +146,46 @@ func DecideSetPush(set, member config.Application, st AppState, inFlight []Rollo
 		return nil, versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", next.Tag(), q.By, q.Reason)}, nil
 	}
 	return next, d, nil
+}
+
+// MemberState is member's view of its image set's state st and rollouts
+// in flight, so that what judges an application's tags (DecideVersion,
+// the poll's Polled, PolledNewest, PolledMoved) judges the member's: its
+// entry in the set's deployed version as the deployed version, its entry
+// in LatestVersions as the newest tag a rollout was started for, and the
+// set's rollouts of a version carrying it (MemberRollout).
+func MemberState(member string, st AppState, inFlight []Rollout) (AppState, []Rollout) {
+	dep, _ := st.DeployedVersions.Of(member)
+	latest, _ := st.LatestVersions.Of(member)
+	mst := AppState{Name: member, DeployedTag: dep.Tag, DeployedDigest: dep.Digest, DeployedCreated: dep.Created, LatestTag: latest.Tag}
+	var mine []Rollout
+	for _, r := range inFlight {
+		if mr, ok := MemberRollout(member, r); ok {
+			mine = append(mine, mr)
+		}
+	}
+	return mst, mine
+}
+
+// MemberRollout is r, a rollout of an image set's version, as a rollout
+// of member's entry in it (its tag, digest and build time); false when r
+// carries no entry of member or is a catch-up or a drift's revert.
+func MemberRollout(member string, r Rollout) (Rollout, bool) {
+	mv, ok := r.Versions.Of(member)
+	if !ok || r.Kind != "" {
+		return Rollout{}, false
+	}
+	return Rollout{ID: r.ID, Application: member, Phase: r.Phase, Tag: mv.Tag, Digest: mv.Digest, ImageCreated: mv.Created, StopsBefore: r.StopsBefore}, true
+}
+
+// RecordLatest records in the set's state that rollout ro was started for
+// push v of one of its image members: that member's entry of ro becomes
+// its newest version a rollout was started for (LatestVersions). For an
+// application, or a rollout that carries no entry of v's image, nothing.
+func (st *AppState) RecordLatest(ro Rollout, v events.ImageVerified) {
+	i := slices.IndexFunc(ro.Versions, func(m MemberVersion) bool { return config.SameImage(m.Image, v.Image) && m.Digest == v.Digest })
+	if i < 0 {
+		return
+	}
+	st.LatestVersions = st.LatestVersions.With(ro.Members, ro.Versions[i])
 }

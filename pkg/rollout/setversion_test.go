@@ -197,3 +197,34 @@ func TestRequestRunCarriesTheSetsVersion(t *testing.T) {
 		t.Errorf("the runs' members (-want +got):\n%s", d)
 	}
 }
+
+// A member's view of its set's state: its entries as the deployed and
+// latest versions, the set's rollouts of a version carrying it as its own
+// (a catch-up and a rollout without its entry are not); a push's rollout
+// records the pushed member's entry as its latest, the others' kept.
+func TestMemberState(t *testing.T) {
+	deployed := rollout.SetVersion{api("1.0.0"), frontend("1.0.0")}
+	st := rollout.AppState{Name: "shop", DeployedTag: deployed.Tag(), DeployedDigest: deployed.Digest(), DeployedVersions: deployed,
+		LatestVersions: rollout.SetVersion{api("1.2.0"), frontend("1.0.0")}, LatestRollout: "r1"}
+	inFlight := []rollout.Rollout{
+		{ID: "r2", Application: "shop", Phase: rollout.Progressing, Versions: rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}},
+		{ID: "cu", Application: "shop", Phase: rollout.Progressing, Kind: rollout.KindCatchUp, Versions: deployed},
+		{ID: "r3", Application: "shop", Phase: rollout.Queued, Versions: rollout.SetVersion{frontend("1.0.1")}},
+	}
+	mst, mine := rollout.MemberState("shop-api", st, inFlight)
+	wantSt := rollout.AppState{Name: "shop-api", DeployedTag: "1.0.0", DeployedDigest: "sha256:api1.0.0", LatestTag: "1.2.0"}
+	wantMine := []rollout.Rollout{{ID: "r2", Application: "shop-api", Phase: rollout.Progressing, Tag: "1.1.0", Digest: "sha256:api1.1.0"}}
+	if diff := cmp.Diff([]any{wantSt, wantMine}, []any{mst, mine}); diff != "" {
+		t.Errorf("the api's view (-want +got):\n%s", diff)
+	}
+
+	ro := rollout.Rollout{Members: []string{"shop-api", "shop-frontend"}, Versions: rollout.SetVersion{api("1.1.0"), frontend("1.0.2")}}
+	st.RecordLatest(ro, events.ImageVerified{Image: frontendImage, Tag: "1.0.2", Digest: "sha256:fe1.0.2"})
+	if diff := cmp.Diff(rollout.SetVersion{api("1.2.0"), frontend("1.0.2")}, st.LatestVersions); diff != "" {
+		t.Errorf("latest after the frontend's push (-want +got):\n%s", diff)
+	}
+	st.RecordLatest(rollout.Rollout{Tag: "1.3.0"}, events.ImageVerified{Image: apiImage, Tag: "1.3.0", Digest: "sha256:x"})
+	if diff := cmp.Diff(rollout.SetVersion{api("1.2.0"), frontend("1.0.2")}, st.LatestVersions); diff != "" {
+		t.Errorf("an application's rollout changed the latest versions (-want +got):\n%s", diff)
+	}
+}
