@@ -295,7 +295,7 @@ func (r *Reconciler) check1(ctx context.Context, app config.Application) (rollou
 	}
 	var obs []rollout.Observed
 	if app.Set != nil {
-		obs = r.observeSet(ctx, app, st.DeployedDigest)
+		obs = r.observeSet(ctx, app, st)
 	} else {
 		obs = r.observe(ctx, r.clusters(app), app.Namespace, app.Workload)
 		r.render(ctx, app, st.DeployedDigest, obs)
@@ -397,23 +397,41 @@ func (r *Reconciler) observe(ctx context.Context, names []string, namespace stri
 
 // observeSet reads, in every cluster of release set set's waves, each
 // member with a canary (a Job member has none: its Jobs ran before its
-// dependents were applied), renders the set's commit for each, and
-// judges each cluster by its first member not current there
-// (rollout.SetObserved).
-func (r *Reconciler) observeSet(ctx context.Context, set config.Application, commit string) []rollout.Observed {
+// dependents were applied), holds each against what the set's validated
+// version is for it (a git set: what the commit renders; a set of image
+// members: its entry in the deployed tuple, rollout.MemberExpected; a
+// member with no entry is not read, the set leaving it as its clusters
+// run it), and judges each cluster by its first member not current there
+// (rollout.SetObserved). No member read: no cluster judged.
+func (r *Reconciler) observeSet(ctx context.Context, set config.Application, st rollout.AppState) []rollout.Observed {
 	names := r.clusters(set)
 	byCluster := make([][]rollout.Observed, len(names))
+	read := false
 	for _, sm := range set.Set.Members {
 		m, ok := r.cfg.Current().Application(sm.Name)
 		if sm.Job || !ok {
 			continue
 		}
+		entry, has := st.DeployedVersions.Of(m.Name)
+		if rollout.ImageSet(set) && !has {
+			continue
+		}
+		read = true
 		obs := r.observe(ctx, names, set.Namespace, m.Workload)
-		r.render(ctx, m, commit, obs)
+		if rollout.ImageSet(set) {
+			for i := range obs {
+				obs[i].Rendered = rollout.MemberExpected(obs[i], entry)
+			}
+		} else {
+			r.render(ctx, m, st.DeployedDigest, obs)
+		}
 		for i := range obs {
 			obs[i].Member = m.Name
 			byCluster[i] = append(byCluster[i], obs[i])
 		}
+	}
+	if !read {
+		return nil
 	}
 	out := make([]rollout.Observed, len(names))
 	for i, c := range names {
@@ -490,6 +508,11 @@ func Request(app config.Application, st rollout.AppState, kind string, clusters 
 	if g := app.Git(); g != nil {
 		image = config.DisplayURL(g.URL)
 		subject = image + "#" + st.DeployedDigest
+	}
+	if rollout.ImageSet(app) && len(st.DeployedVersions) > 0 {
+		// The set's rollouts name the set as their image; the request
+		// goes with its first member's pushes.
+		image, subject = app.Name, st.DeployedVersions[0].Image+"@"+st.DeployedDigest
 	}
 	reason := fmt.Sprintf("%s of %s to %v", kind, st.DeployedTag, clusters)
 	e, err := events.New(rollout.ReconcileID(app.Name, kind, st.DeployedDigest, clusters, imgs), "/flotilla/reconcile", events.TypeReconcileRequested,

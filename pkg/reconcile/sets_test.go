@@ -233,3 +233,143 @@ func TestChangedMemberChecksItsSet(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+const (
+	setAPI      = "reg.test/shop/api"
+	setFrontend = "reg.test/shop/frontend"
+)
+
+// imageShopConfig is release set shop of image members (its application
+// as Load builds it: no source, the lead shop-api, driftPolicy revert): an
+// api, a frontend and a worker no rollout of the set carried yet.
+func imageShopConfig() *config.Config {
+	member := func(name, img string) config.Application {
+		return config.Application{Name: name, Image: img, Namespace: "ns", Workload: config.Workload{Kind: config.KindDeployment, Name: name}, MemberOf: "shop"}
+	}
+	set := config.Application{Name: "shop", Namespace: "ns", Workload: config.Workload{Kind: config.KindDeployment, Name: "shop-api"},
+		DriftPolicy: config.DriftPolicyRevert, Set: &config.SetSpec{Members: []config.SetMember{{Name: "shop-api"}, {Name: "shop-frontend"}, {Name: "shop-worker"}}}}
+	return &config.Config{Fleet: fleet(), Applications: []config.Application{
+		member("shop-api", setAPI), member("shop-frontend", setFrontend), member("shop-worker", "reg.test/shop/worker"), set,
+	}}
+}
+
+// pinned is an image member's canary and primary as the set's run leaves
+// them: the member's image pinned at its digest, as its revision too.
+func pinned(cluster, ref string) rollout.Observed {
+	return rollout.Observed{Cluster: cluster, Workload: true, Canary: true, Primary: ref, PrimaryImage: ref}
+}
+
+// A release set of image members is held against its deployed tuple: each
+// member's primary against its own entry (its image and digest), never
+// the tuple's hash, so a fresh set is current everywhere (no false drift);
+// a member with no entry is not read at all (the worker: reading it would
+// fail). The frontend's primary changed by hand in c2 is the set's drift,
+// naming the member, reverted as the set's driftPolicy says; c3, which
+// entered the set's waves and has no canaries yet, is caught up: a
+// catch-up rollout of the set applying the deployed tuple there.
+func TestCheckImageSet(t *testing.T) {
+	s, repo := newRepo(t)
+	cfg := imageShopConfig()
+	set, _ := cfg.Application("shop")
+	deployed := rollout.SetVersion{
+		{Application: "shop-api", Image: setAPI, Tag: "1.1.0", Digest: "sha256:a110"},
+		{Application: "shop-frontend", Image: setFrontend, Tag: "1.0.0", Digest: "sha256:f100"},
+	}
+	apiRef, webRef := setAPI+"@sha256:a110", setFrontend+"@sha256:f100"
+	ws := &workloads{runs: map[string]rollout.Observed{}}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		ws.set(c+"/shop-api", pinned(c, apiRef))
+		ws.set(c+"/shop-frontend", pinned(c, webRef))
+	}
+	// Another spelling of the api's digest is running it too.
+	tagged := setAPI + ":1.1.0@sha256:a110"
+	ws.set("c1/shop-api", pinned("c1", tagged))
+	if err := repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedVersions = deployed.Tag(), deployed.Digest(), deployed
+		st.DeployedClusters = []string{"c1", "c2"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	j := journal{s}
+	r, err := reconcile.New(cfg, ws, repo, j, reconcile.Options{Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.Check(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rec.Clusters {
+		if c.State != rollout.CheckCurrent || c.Member != "shop-api" || c.Reason != "" {
+			t.Errorf("fresh set: %+v, want current (judged by its first member, no reason)", c)
+		}
+	}
+	if len(rec.Clusters) != 3 || len(j.types(t)) != 0 {
+		t.Fatalf("fresh set: %d clusters checked, journal %v; want 3, nothing journaled", len(rec.Clusters), j.types(t))
+	}
+
+	hand := pinned("c2", setFrontend+":6.6.6")
+	hand.Generation = 4
+	ws.set("c2/shop-frontend", hand)
+	ws.set("c3/shop-api", rollout.Observed{Cluster: "c3", Workload: true})
+	ws.set("c3/shop-frontend", rollout.Observed{Cluster: "c3", Workload: true})
+	if rec, err = r.Check(t.Context(), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	type found struct {
+		CatchUp, Drifted, Revert []string
+		Checks                   []rollout.ClusterCheck
+	}
+	want := found{CatchUp: []string{"c3"}, Drifted: []string{"c2"}, Revert: []string{"c2"}, Checks: []rollout.ClusterCheck{
+		{Cluster: "c1", State: rollout.CheckCurrent, Image: tagged, Member: "shop-api"},
+		{Cluster: "c2", State: rollout.CheckDrifted, Image: setFrontend + ":6.6.6", Generation: 4, Member: "shop-frontend",
+			Reason: "shop-frontend: the primary runs " + setFrontend + ":6.6.6, not " + webRef + ", its version in the validated " + deployed.Tag() + " (" + deployed.Digest() + ")"},
+		{Cluster: "c3", State: rollout.CheckCatchUp, Member: "shop-api",
+			Reason: "shop-api: no canary or primary: the cluster is new to the application, or came back empty"},
+	}}
+	if diff := cmp.Diff(want, found{rec.CatchUp, rec.Drifted, rec.Revert, rec.Clusters}); diff != "" {
+		t.Errorf("the set's check (-want +got):\n%s", diff)
+	}
+	wantJournal := []string{"drift.detected c2 " + setFrontend + ":6.6.6 revert", "reconcile.requested catch-up c3", "reconcile.requested drift-revert c2"}
+	if diff := cmp.Diff(wantJournal, sortedAfterFirst(j.types(t))); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+
+	// The catch-up's request plans a rollout of the set carrying the
+	// deployed tuple (its run applies every member with an entry) to c3.
+	recs, err := s.Read(t.Context(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var catchUp events.ReconcileRequested
+	var subject string
+	for _, rc := range recs {
+		if p, err := events.Decode[events.ReconcileRequested](rc.Event); err == nil && rc.Event.Type() == events.TypeReconcileRequested && p.Kind == rollout.KindCatchUp {
+			catchUp, subject = p, rc.Event.Subject()
+		}
+		if p, err := events.Decode[events.DriftDetected](rc.Event); err == nil && rc.Event.Type() == events.TypeDriftDetected && p.Member != "shop-frontend" {
+			t.Errorf("drift.detected names member %q, want shop-frontend", p.Member)
+		}
+	}
+	if catchUp.Application != "shop" || catchUp.Image != "shop" || subject != setAPI+"@"+deployed.Digest() {
+		t.Errorf("catch-up request of %q, image %q, subject %q; want the set's, its image the set, keyed with the api's pushes", catchUp.Application, catchUp.Image, subject)
+	}
+	st, err := repo.App(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, skip := rollout.PlanReconcile(cfg, set, st, nil, catchUp, "cu")
+	if skip != "" {
+		t.Fatalf("PlanReconcile skipped: %s", skip)
+	}
+	var clusters []string
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			clusters = append(clusters, c.Name)
+		}
+	}
+	if diff := cmp.Diff([]any{rollout.KindCatchUp, deployed, deployed, []string{"c3"}}, []any{ro.Kind, ro.Versions, ro.PreviousVersions, clusters}); diff != "" {
+		t.Errorf("the catch-up rollout (-want +got):\n%s", diff)
+	}
+}

@@ -74,6 +74,21 @@ type Observed struct {
 	Member string
 }
 
+// MemberExpected is what an image member's primary o must run for the
+// set's deployed version to be current there: entry's image pinned at its
+// digest ("" when o has no primary). A primary that runs entry's digest
+// (the pinned reference as the set's run sets it, or another spelling
+// of it) is held as running it.
+func MemberExpected(o Observed, entry MemberVersion) string {
+	switch {
+	case o.PrimaryImage == "":
+		return ""
+	case RunsDigest(o.PrimaryImage, entry.Digest):
+		return o.PrimaryImage
+	}
+	return entry.Image + "@" + entry.Digest
+}
+
 // SetObserved is what one cluster runs of a release set, from what it
 // runs of each member with a canary (members, in the set's order, each
 // with its Member): the first member that could not be read, else the
@@ -168,6 +183,11 @@ func Settled(app config.Application, st AppState, inFlight []Rollout) (bool, str
 // an image application's whose primary runs another digest (drift, or
 // caught up when it entered the waves since), and one the commit could
 // not be rendered for is current, not compared (GitNotCompared).
+// A release set of image members is judged as a git application, each
+// member's primary held against its own entry in the deployed tuple
+// (st.DeployedVersions, MemberExpected, set as o.Rendered), not against
+// the tuple's hash (st.DeployedDigest); an empty cluster whose workload
+// is missing has no workload, the set's run setting images on live ones.
 func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, obs []Observed, partial *Rollout) Reconciliation {
 	var out Reconciliation
 	if ok, why := Settled(app, st, inFlight); ok {
@@ -181,6 +201,10 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 		}
 	}
 	known := func(c string) bool { return st.DeployedClusters == nil || slices.Contains(st.DeployedClusters, c) }
+	// A git application's primary is held against what its commit renders
+	// (o.Rendered), a set of image members' against the member's entry in
+	// the deployed tuple (MemberExpected), not the tuple's hash.
+	byRender, imageSet := app.Git() != nil || ImageSet(app), ImageSet(app)
 	for _, o := range obs {
 		if !targets[o.Cluster] {
 			continue
@@ -192,23 +216,34 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 		case !o.Canary || o.Primary == "":
 			if !o.Workload && app.Git() == nil {
 				chk.State, chk.Reason = CheckNoWorkload, fmt.Sprintf("no workload %s/%s to set the image of", app.Namespace, app.Workload.Name)
+				if o.Member != "" {
+					chk.Reason = "no workload to set the image of" // prefixed with the member below
+				}
 				break
 			}
 			chk.State, chk.Reason = CheckCatchUp, "no canary or primary: the cluster is new to the application, or came back empty"
 			out.CatchUp = append(out.CatchUp, o.Cluster)
-		case app.Git() != nil && o.Rendered == "":
+		case imageSet && o.Rendered == "":
+			chk.State, chk.Reason = CheckCurrent, "not compared: no version of the member in the set's deployed version"
+		case byRender && o.Rendered == "":
 			chk.State, chk.Reason = CheckCurrent, GitNotCompared
 			if o.RenderErr != "" {
 				chk.Reason += ": " + o.RenderErr
 			}
-		case app.Git() != nil && o.PrimaryImage == o.Rendered:
+		case byRender && o.PrimaryImage == o.Rendered:
 			chk.State = CheckCurrent
-		case app.Git() != nil && !known(o.Cluster):
+		case imageSet && !known(o.Cluster):
+			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out: runs %s, the set's version has %s", st.DeployedTag, o.PrimaryImage, o.Rendered)
+			out.CatchUp = append(out.CatchUp, o.Cluster)
+		case byRender && !known(o.Cluster):
 			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out: runs %s, the commit renders %s", st.DeployedTag, o.PrimaryImage, o.Rendered)
 			out.CatchUp = append(out.CatchUp, o.Cluster)
-		case app.Git() != nil:
+		case byRender:
 			chk.Image = o.PrimaryImage
 			chk.State, chk.Reason = CheckDrifted, fmt.Sprintf("the primary runs %s, not %s, which the validated %s (%s) renders", o.PrimaryImage, o.Rendered, st.DeployedTag, st.DeployedDigest)
+			if imageSet {
+				chk.Reason = fmt.Sprintf("the primary runs %s, not %s, its version in the validated %s (%s)", o.PrimaryImage, o.Rendered, st.DeployedTag, st.DeployedDigest)
+			}
 			out.Drifted = append(out.Drifted, o.Cluster)
 			if app.DriftPolicy == config.DriftPolicyRevert {
 				out.Revert = append(out.Revert, o.Cluster)
@@ -292,6 +327,11 @@ func PlanReconcile(cfg *config.Config, app config.Application, st AppState, inFl
 		PreviousTag: st.DeployedTag, PreviousDigest: st.DeployedDigest, ImageCreated: st.DeployedCreated, Kind: r.Kind, Reason: r.Reason}
 	if app.Set != nil {
 		ro.Members = app.Set.Names()
+	}
+	if ImageSet(app) {
+		// The run applies the deployed tuple (its revert too: nothing
+		// older to go back to).
+		ro.Versions, ro.PreviousVersions = slices.Clone(st.DeployedVersions), slices.Clone(st.DeployedVersions)
 	}
 	ro.Waves = LimitWaves(cfg, Waves(cfg, app), r.Clusters, nil)
 	if len(ro.Waves) == 0 {
