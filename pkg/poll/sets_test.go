@@ -1,8 +1,12 @@
 package poll_test
 
 import (
+	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
@@ -162,4 +166,39 @@ func planPush(t *testing.T, f *fixture, remote *registry.Remote, n int) string {
 	}
 	t.Fatalf("verify of the polled push: %v, want image.verified", out)
 	return ""
+}
+
+// Run polls a release set of image members at the set's own interval
+// (releaseSets[].poll, folded into the set's application), here with the
+// fleet's poll off; its members are not polled on their own.
+func TestRunPollsAnImageSet(t *testing.T) {
+	host := startRegistry(t, nil)
+	api, frontend := host+"/shop/api", host+"/shop/frontend"
+	a100 := push(t, api, "1.0.0")
+	f := newFixture(t)
+	imageSet(f.cfg, api, frontend)
+	f.cfg.Fleet.Poll = config.Poll{Disabled: true}
+	f.cfg.Applications[2].Poll = &config.Poll{Interval: &config.Duration{Duration: time.Second}}
+	p := f.poller(t, registry.NewRemote(anonymous), poll.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.pushes(t)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the set was not polled within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if diff := cmp.Diff([]string{api + ":1.0.0@" + a100 + " poll"}, f.pushes(t)); diff != "" {
+		t.Errorf("pushes (-want +got):\n%s", diff)
+	}
+	last := p.Last()
+	if _, ok := last["shop"]; !ok || len(last) != 1 {
+		t.Errorf("polled %v, want the set only", slices.Collect(maps.Keys(last)))
+	}
 }
