@@ -313,6 +313,8 @@ function rolloutPage(id) {
       r.signedBy ? fact("Signed by", r.signedBy) : null,
       r.unsigned ? fact("Unsigned", r.unsigned) : null,
       r.members && r.members.length ? fact("Members", h("span", { id: "members" }, r.members.join(" → "))) : null,
+      r.versions && r.versions.length ? fact("Versions", h("span", { id: "versions", class: "mono" }, memberVersions(r.versions))) : null,
+      r.previousVersions && r.previousVersions.length ? fact("Previous versions", h("span", { id: "previous-versions", class: "mono" }, memberVersions(r.previousVersions))) : null,
       r.rollbackOf ? fact("Rolls back", h("a", { href: "#/rollouts/" + r.rollbackOf }, r.rollbackOf)) : null,
       fact("Started", [new Date(r.created).toLocaleString() + " (", h("span", { dataset: { since: r.created } }, ago(r.created)), " ago)"]),
       fact("Updated", clock(r.updated))),
@@ -321,6 +323,12 @@ function rolloutPage(id) {
     h("div", { id: "grid" }, (r.waves || []).map((w, i) => wave(r, w, i))),
     failures(r),
     timeline());
+}
+
+// memberVersions prints a release set's version of image members: each
+// member's tag and digest, as `flotilla describe rollout` does.
+function memberVersions(vs) {
+  return vs.map((v) => v.application + " " + v.tag + " (" + short(v.digest) + ")").join(", ");
 }
 
 function fact(name, value) {

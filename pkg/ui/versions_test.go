@@ -1,0 +1,129 @@
+package ui_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flotilla-cd/flotilla/pkg/api"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+	"github.com/flotilla-cd/flotilla/pkg/state/embedded"
+	"github.com/flotilla-cd/flotilla/pkg/store"
+	"github.com/flotilla-cd/flotilla/pkg/ui"
+	"github.com/flotilla-cd/flotilla/pkg/watch"
+)
+
+// The rollout page of a release set of image members shows, in a real
+// browser, the set's version (each member's tag and digest, in order) and
+// the one before it, as `flotilla describe rollout` does; a rollout of
+// an application shows neither.
+func TestRolloutPageShowsTheSetsVersions(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("no chromium on PATH: `make deps` installs Debian's chromium")
+	}
+	api1 := rollout.MemberVersion{Application: "shop-api", Image: "registry.test/shop/api", Tag: "1.1.0", Digest: "sha256:0123456789abcdef0123"}
+	api0 := rollout.MemberVersion{Application: "shop-api", Image: "registry.test/shop/api", Tag: "1.0.0", Digest: "sha256:aaaaaaaaaaaaaaaa0000"}
+	fe := rollout.MemberVersion{Application: "shop-frontend", Image: "registry.test/shop/frontend", Tag: "1.0.0", Digest: "sha256:fedcba9876543210fedc"}
+	set := rollout.Rollout{ID: "shop-1", Application: "shop", Image: "shop", Phase: rollout.Progressing, Members: []string{"shop-api", "shop-frontend"},
+		Versions: rollout.SetVersion{api1, fe}, PreviousVersions: rollout.SetVersion{api0, fe}, Created: time.Now(), Updated: time.Now(),
+		Waves: []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}}}}
+	set.Tag, set.Digest = set.Versions.Tag(), set.Versions.Digest()
+	app := rollout.Rollout{ID: "web-1", Application: "web", Image: "registry.test/web", Tag: "2.0.0", Digest: "sha256:2222", Phase: rollout.Progressing,
+		Created: time.Now(), Updated: time.Now(), Waves: set.Waves}
+	base := serveWithRollouts(t, set, app)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(filepath.Join(t.TempDir(), "chromium")))
+	actx, acancel := chromedp.NewExecAllocator(t.Context(), opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	ctx, cancel := context.WithTimeout(bctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(base+ui.Path),
+		chromedp.WaitVisible(`#login-token`, chromedp.ByQuery),
+		chromedp.SendKeys(`#login-token`, token, chromedp.ByQuery),
+		chromedp.Click(`#login-submit`, chromedp.ByQuery),
+		chromedp.WaitReady(`body[data-live="true"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`location.hash = "#/rollouts/shop-1"`, nil),
+	); err != nil {
+		t.Fatalf("logging in and opening the set's rollout: %v", err)
+	}
+	// The page is drawn again as the rollout's details come: read once
+	// both lines are there.
+	var shownVersions struct{ Versions, Previous string }
+	if err := chromedp.Run(ctx, chromedp.Poll(`(() => {
+		const v = document.querySelector('#versions'), p = document.querySelector('#previous-versions');
+		return v && p && v.textContent && p.textContent ? {Versions: v.textContent, Previous: p.textContent} : null;
+	})()`, &shownVersions, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		var page string
+		_ = chromedp.Run(bctx, chromedp.Evaluate(`document.body.innerText`, &page))
+		t.Fatalf("reading the set's versions: %v; the page shows:\n%s", err, page)
+	}
+	versions, previous := shownVersions.Versions, shownVersions.Previous
+	if want := "shop-api 1.1.0 (sha256:0123456789ab), shop-frontend 1.0.0 (sha256:fedcba987654)"; versions != want {
+		t.Errorf("Versions %q, want %q", versions, want)
+	}
+	if want := "shop-api 1.0.0 (sha256:aaaaaaaaaaaa), shop-frontend 1.0.0 (sha256:fedcba987654)"; previous != want {
+		t.Errorf("Previous versions %q, want %q", previous, want)
+	}
+	var shown bool
+	if err := chromedp.Run(ctx,
+		chromedp.Evaluate(`location.hash = "#/rollouts/web-1"`, nil),
+		chromedp.WaitVisible(`#title`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#title').textContent.includes("2.0.0")`, nil),
+		chromedp.Evaluate(`!!(document.querySelector('#versions') || document.querySelector('#previous-versions'))`, &shown),
+	); err != nil {
+		t.Fatalf("opening the application's rollout: %v", err)
+	}
+	if shown {
+		t.Error("an application's rollout page shows a set's versions")
+	}
+}
+
+// serveWithRollouts serves the UI and the API, with its watch stream,
+// over a fresh state holding ros, behind the authentication of token.
+func serveWithRollouts(t *testing.T, ros ...rollout.Rollout) string {
+	t.Helper()
+	s, err := store.Open(filepath.Join(t.TempDir(), "flotilla.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo := embedded.NewRepo(s, nil)
+	for _, ro := range ros {
+		if _, err := repo.Create(t.Context(), ro); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hub, err := watch.New(s, repo, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hub.Run(ctx) }()
+	authn, err := api.NewAuthn(map[string]string{"ops": token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ui.New(authn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, apis := http.NewServeMux(), http.NewServeMux()
+	h.Register(mux)
+	api.New(repo, nil, s, nil).WithWatch(hub).Register(apis)
+	mux.Handle("/api/", authn.Require(apis))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	return srv.URL
+}
