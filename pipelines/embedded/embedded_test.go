@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,62 @@ func BenchmarkEmbeddedOverhead(b *testing.B) {
 		if _, err := eng.run(b.Context(), res.Pipeline, "run", params, time.Minute); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestApplyCanaryIsBoundedByTheRun runs the embedded Pipeline with a
+// step that reports its context's deadline: apply-canary, which waits
+// through every member's analysis for a release set of image members, has
+// no attempt timeout of its own (it had 5m), the run's bounds it: its
+// deadline is the run's (the set's step deadline), here 3h away.
+func TestApplyCanaryIsBoundedByTheRun(t *testing.T) {
+	res, err := pipelines.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := func(name string) *flaggerv1.Canary {
+		return &flaggerv1.Canary{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flaggerv1.CanarySpec{Provider: "kubernetes"}}
+	}
+	api := "registry.example.com/web-api@sha256:" + strings.Repeat("a", 64)
+	const timeout = 3 * time.Hour
+	for _, tt := range []struct {
+		name string
+		rp   pipelines.RunParams
+	}{
+		{name: "an image set's run", rp: pipelines.RunParams{
+			Rollout: "r1", Namespace: "web", Workload: "web-api", Image: "sha256:" + strings.Repeat("0", 64), Canary: web("web-api"),
+			Members: []tasks.SetMember{
+				{Application: "web-api", Kind: "Deployment", Workload: "web-api", Image: api, Canary: web("web-api")},
+				{Application: "web-frontend", Kind: "Deployment", Workload: "web-frontend", Image: "registry.example.com/web-frontend@sha256:" + strings.Repeat("f", 64), Canary: web("web-frontend")},
+			},
+		}},
+		{name: "an image application's run", rp: pipelines.RunParams{
+			Rollout: "r1", Namespace: "web", Workload: "web-api", Image: api, Canary: web("web-api"),
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			deadlines := map[string]time.Duration{}
+			start := time.Now()
+			step := func(ctx context.Context, c stepCall) (map[string]string, error) {
+				d, ok := ctx.Deadline()
+				if !ok {
+					return nil, fault.Permanent(errors.New("no deadline"))
+				}
+				deadlines[c.PipelineTask] = d.Sub(start).Round(time.Minute)
+				return map[string]string{"previous-image": api, "changed": "true"}, nil
+			}
+			params, err := tt.rp.PipelineParams()
+			if err != nil {
+				t.Fatal(err)
+			}
+			params[pipelines.ParamKubeconfigSecret] = "c1"
+			eng := &engine{tasks: taskSpecs(res), step: step}
+			if _, err := eng.run(t.Context(), res.Pipeline, "run1", params, timeout); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[string]time.Duration{"apply-canary": timeout}, deadlines); diff != "" {
+				t.Errorf("the steps' deadlines, from the run's start (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
