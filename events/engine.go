@@ -240,6 +240,19 @@ type MemberImage struct {
 	Digest      string `json:"digest"`
 }
 
+// Ref is the image the member runs: pinned by its digest
+// (repository@digest), else by its tag (a cluster's previous version read
+// from a workload that ran a tag).
+func (m MemberImage) Ref() string {
+	switch {
+	case m.Digest != "":
+		return m.Image + "@" + m.Digest
+	case m.Tag != "":
+		return m.Image + ":" + m.Tag
+	}
+	return m.Image
+}
+
 // PruneRequested asks the executors to delete from Cluster what
 // Application's commit Revision (repository@commit) no longer renders and
 // an earlier commit applied there (the objects its inventory holds
@@ -302,6 +315,10 @@ type PipelineRunFinished struct {
 	PreviousImage string `json:"previousImage,omitempty"`
 	Changed       bool   `json:"changed"`
 	Error         string `json:"error,omitempty"`
+	// PreviousMembers, of a release set of image members' apply, is what
+	// each member the run set ran before (its primary's image), by
+	// member: the cluster's previous version, what its revert restores.
+	PreviousMembers map[string]string `json:"previousMembers,omitempty"`
 }
 
 // ClusterDeadline: the time of a cluster's step is up. Observe reads the

@@ -312,11 +312,17 @@ func TestEmbeddedRunsAnImageSet(t *testing.T) {
 		{Application: "web-api", Kind: "Deployment", Workload: "web-api", Image: api2, Canary: blueGreen("web-api")},
 		{Application: "web-frontend", Kind: "Deployment", Workload: "web-frontend", Container: "web-frontend", Image: fe2, Canary: blueGreen("web-frontend")},
 	}
-	_, err := embedded.New(clusterSet{"c2": target.Config}).Run(ctx, "c2", pipelines.RunParams{
+	res, err := embedded.New(clusterSet{"c2": target.Config}).Run(ctx, "c2", pipelines.RunParams{
 		Rollout: "r1", Namespace: ns, Workload: "web-api", Image: "sha256:" + strings.Repeat("0", 64), Canary: members[0].Canary, Members: members, Timeout: 3 * time.Minute,
 	})
 	if err != nil {
 		t.Fatalf("embedded run of the set: %v", err)
+	}
+	// What each member ran before comes back through the pipeline's
+	// results: the cluster's previous version.
+	wantPrev := map[string]string{"web-api": "registry.example.com/web-api:1", "web-frontend": "registry.example.com/web-frontend:1"}
+	if d := cmp.Diff(wantPrev, res.PreviousMembers); d != "" {
+		t.Errorf("the run's previous members (-want +got):\n%s", d)
 	}
 	got := map[string]string{}
 	for _, name := range []string{"web-api", "web-api-primary", "web-frontend", "web-frontend-primary"} {

@@ -34,6 +34,7 @@ const (
 	ResultPreviousRevision = tasks.ResultPreviousRevision
 	ResultRevisionChanged  = "revision-changed"
 	ResultPruned           = tasks.ResultPruned
+	ResultPreviousMembers  = tasks.ResultPreviousMembers
 )
 
 // Labels flotilla puts on its PipelineRuns. intake.TektonSender reads
@@ -141,6 +142,9 @@ type Results struct {
 	// all (the names stop at a size: tasks.EncodePruned).
 	Pruned      []string `json:"pruned,omitempty"`
 	PrunedCount int      `json:"prunedCount,omitempty"`
+	// PreviousMembers, of a release set of image members, is what each
+	// member the run set ran before, by member.
+	PreviousMembers map[string]string `json:"previousMembers,omitempty"`
 }
 
 // FromApplyCanary turns the params of an apply-canary into a run of the
@@ -224,6 +228,11 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 func ResultsFrom(m map[string]string) (Results, error) {
 	r := Results{PreviousImage: cmp.Or(m[ResultPreviousImage], m[ResultPreviousRevision]), Commit: m[ResultCommit]}
 	r.Pruned, r.PrunedCount = tasks.DecodePruned(m[ResultPruned])
+	members, err := tasks.DecodePreviousMembers(m[ResultPreviousMembers])
+	if err != nil {
+		return r, err
+	}
+	r.PreviousMembers = members
 	v, ok := m[ResultChanged]
 	if !ok {
 		v, ok = m[ResultRevisionChanged]

@@ -73,14 +73,15 @@ type CachedStatusReader interface {
 	CachedCanaryStatus(cluster, namespace string, workload config.Workload) (st rollout.CanaryStatus, ok bool)
 }
 
-// cachedStatus reads a canary from the status reader's watch cache, if it
-// has one.
-func (f *Function) cachedStatus(clusterName string, app config.Application) (rollout.CanaryStatus, bool) {
+// cachedStatus reads a canary of rollout ro from the status reader's
+// watch cache, if it has one, as ro judges it (rollout.SetStatus).
+func (f *Function) cachedStatus(ro rollout.Rollout, clusterName string, app config.Application) (rollout.CanaryStatus, bool) {
 	c, ok := f.status.(CachedStatusReader)
 	if !ok {
 		return rollout.CanaryStatus{}, false
 	}
-	return c.CachedCanaryStatus(clusterName, app.Namespace, app.Workload)
+	st, ok := c.CachedCanaryStatus(clusterName, app.Namespace, app.Workload)
+	return ro.SetStatus(f.cfg.Current(), app, clusterName, st), ok
 }
 
 // JobReader reads a release set's Jobs in a cluster (pkg/cluster.Set, in
@@ -118,11 +119,17 @@ func (f *Function) readJobs(ctx context.Context, clusterName string, app config.
 	return jobs
 }
 
-// readStatus reads a cluster's canary under statusTimeout.
-func (f *Function) readStatus(ctx context.Context, clusterName string, app config.Application) (rollout.CanaryStatus, error) {
+// readStatus reads a cluster's canary of rollout ro under statusTimeout,
+// as ro judges it: a release set of image members' members' images read
+// as the version they make up (rollout.SetStatus).
+func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterName string, app config.Application) (rollout.CanaryStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	return f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
+	st, err := f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
+	if err != nil {
+		return st, err
+	}
+	return ro.SetStatus(f.cfg.Current(), app, clusterName, st), nil
 }
 
 // change is one event's effect on its rollout, read outside the
@@ -160,12 +167,12 @@ func (f *Function) canaryChange(ctx context.Context, ro rollout.Rollout, e cloud
 	if !ok {
 		return nil, nil
 	}
-	st, ok := f.cachedStatus(c.Cluster, app)
+	st, ok := f.cachedStatus(ro, c.Cluster, app)
 	if !ok || !ro.Decisive(c, st) {
 		// The cache is not synced, or does not show yet what the event
 		// says happened: read the cluster itself.
 		var err error
-		if st, err = f.readStatus(ctx, c.Cluster, app); err != nil {
+		if st, err = f.readStatus(ctx, ro, c.Cluster, app); err != nil {
 			// Not retried: retries would hold the rollout's other events
 			// while the cluster is away. The event is a hint; the
 			// cluster's deadline (and resync) read it again.

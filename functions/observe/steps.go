@@ -41,7 +41,7 @@ func (f *Function) finishedChange(ctx context.Context, ro rollout.Rollout, e clo
 	var jobs []rollout.JobStatus
 	if app, ok := f.cfg.Current().Application(ro.Application); ok {
 		if run.Error == "" && !run.Changed {
-			st, err := f.readStatus(ctx, run.Cluster, app)
+			st, err := f.readStatus(ctx, ro, run.Cluster, app)
 			already = err == nil && st.PrimaryImage == ro.Ref()
 		}
 		jobs = f.readJobs(ctx, run.Cluster, app)
@@ -75,7 +75,7 @@ func (f *Function) deadline(ctx context.Context, e cloudevents.Event) ([]cloudev
 	if !ok {
 		return nil, nil
 	}
-	st, readErr := f.readStatus(ctx, d.Cluster, app)
+	st, readErr := f.readStatus(ctx, ro, d.Cluster, app)
 	jobs := f.readJobs(ctx, d.Cluster, app)
 	next := f.now().Add(app.Delivery.StepDeadline())
 	_, out, err := f.repo.UpdateEmit(ctx, d.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {

@@ -103,15 +103,22 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	return append(prefix, out...), err
 }
 
-// readStatus reads a cluster's canary under statusTimeout.
+// readStatus reads a cluster's canary under statusTimeout, as ro judges
+// it: a release set of image members' members' images read as the
+// version they make up (rollout.SetStatus).
 func (f *Function) readStatus(ctx context.Context, ro rollout.Rollout, clusterName string) (rollout.CanaryStatus, error) {
-	app, ok := f.cfg.Current().Application(ro.Application)
+	cfg := f.cfg.Current()
+	app, ok := cfg.Application(ro.Application)
 	if !ok {
 		return rollout.CanaryStatus{}, fault.Permanent(fmt.Errorf("application %q is no longer configured", ro.Application))
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	return f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
+	st, err := f.status.CanaryStatus(ctx, clusterName, app.Namespace, app.Workload)
+	if err != nil {
+		return st, err
+	}
+	return ro.SetStatus(cfg, app, clusterName, st), nil
 }
 
 // finished handles a revert run's end: failed, the cluster's revert

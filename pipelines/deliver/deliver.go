@@ -48,6 +48,9 @@ type Result struct {
 	// renders it, PrunedCount how many in all.
 	Pruned      []string
 	PrunedCount int
+	// PreviousMembers, of a release set of image members, is what each
+	// member the run set ran before, by member.
+	PreviousMembers map[string]string
 }
 
 // Deliver runs the pipeline the request asks for. Errors are permanent when
@@ -128,7 +131,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{PreviousImage: res.PreviousImage, Changed: res.Changed, Pruned: res.Pruned, PrunedCount: res.PrunedCount}, nil
+	return Result{PreviousImage: res.PreviousImage, Changed: res.Changed, Pruned: res.Pruned, PrunedCount: res.PrunedCount, PreviousMembers: res.PreviousMembers}, nil
 }
 
 // Prune deletes from cluster what the rollout's commit (ref, repository@
@@ -234,7 +237,10 @@ func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req ev
 // (req.Members) with its image pinned (repository@digest), its container
 // and its own delivery policy's canary, in the set's order (reversed for
 // a revert: dependents go back first); a member without a version is left
-// as the cluster runs it. The lead's canary is the run's, the set's step
+// as the cluster runs it. The lead is in the run all the same, without an
+// image when it has no version (its canary, which lists the set's, is
+// applied; its workload is left as the cluster runs it): the cluster is
+// judged by its canary. The lead's canary is the run's, the set's step
 // deadline its timeout.
 func (d *Deliverer) imageSetRun(p pipelines.RunParams, app config.Application, req events.PipelineRunRequested, revert bool) (pipelines.RunParams, error) {
 	cfg := d.cfg.Current()
@@ -242,15 +248,20 @@ func (d *Deliverer) imageSetRun(p pipelines.RunParams, app config.Application, r
 	if revert {
 		slices.Reverse(members)
 	}
+	versioned := 0
 	for _, sm := range members {
-		i := slices.IndexFunc(req.Members, func(v events.MemberImage) bool { return v.Application == sm.Name })
-		if i < 0 {
-			continue
-		}
-		v := req.Members[i]
 		m, ok := cfg.Application(sm.Name)
 		if !ok {
 			return p, fault.Permanent(fmt.Errorf("member %q of release set %s is no longer configured", sm.Name, app.Name))
+		}
+		lead := m.Workload.Name == app.Workload.Name
+		i := slices.IndexFunc(req.Members, func(v events.MemberImage) bool { return v.Application == sm.Name })
+		if i < 0 && !lead {
+			continue
+		}
+		var image string
+		if i >= 0 {
+			image, versioned = req.Members[i].Ref(), versioned+1
 		}
 		objs := canary.Render(m, canary.Input{
 			Instance: cfg.Server.Instance, Cluster: req.Cluster, Rollout: req.RolloutID,
@@ -262,14 +273,14 @@ func (d *Deliverer) imageSetRun(p pipelines.RunParams, app config.Application, r
 		}
 		tm := tasks.SetMember{
 			Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Container: m.Workload.Container,
-			Image: v.Image + "@" + v.Digest, Canary: objs.Canary, Objects: deps,
+			Image: image, Canary: objs.Canary, Objects: deps,
 		}
-		if m.Workload.Name == app.Workload.Name {
+		if lead {
 			p.Canary, p.Objects = objs.Canary, deps
 		}
 		p.Members = append(p.Members, tm)
 	}
-	if len(p.Members) == 0 {
+	if versioned == 0 {
 		return p, fault.Permanent(fmt.Errorf("the run of release set %s names no member's image", app.Name))
 	}
 	p.Timeout = app.Delivery.StepDeadline()

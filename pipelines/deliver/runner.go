@@ -177,7 +177,7 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 	<-started
 	switch {
 	case err == nil:
-		finished.PreviousImage, finished.Changed = res.PreviousImage, res.Changed
+		finished.PreviousImage, finished.Changed, finished.PreviousMembers = res.PreviousImage, res.Changed, res.PreviousMembers
 		if res.PrunedCount > 0 {
 			r.log.InfoContext(ctx, "pruned what the commit no longer renders", "rollout_id", req.RolloutID, "cluster", req.Cluster,
 				"purpose", req.Purpose, "objects", res.Pruned, "count", res.PrunedCount)

@@ -133,11 +133,24 @@ func TestDeliverImageSet(t *testing.T) {
 	if diff := cmp.Diff(want, summary(exec.got[0].Members)); diff != "" {
 		t.Errorf("the apply of the api's version alone (-want +got):\n%s", diff)
 	}
-	v2 := append(v1, events.MemberImage{Application: "web-frontend", Image: "registry.example.com/web/frontend", Tag: "2.0.0", Digest: "sha256:f2"})
+	// Only the frontend has a version: the lead is in the run without an
+	// image (its canary, listing the set's, applied; its workload left).
+	fev := events.MemberImage{Application: "web-frontend", Image: "registry.example.com/web/frontend", Tag: "2.0.0", Digest: "sha256:f2"}
+	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r0", Application: "web", Cluster: "c1", Purpose: events.PurposeApply, Image: "sha256:set0", Members: []events.MemberImage{fev}}); err != nil {
+		t.Fatal(err)
+	}
+	want = []memberRun{{"web-api", "", "api", "1m", false}, {"web-frontend", "registry.example.com/web/frontend@sha256:f2", "", "30s", false}}
+	if diff := cmp.Diff(want, summary(exec.got[1].Members)); diff != "" {
+		t.Errorf("the apply of the frontend's version alone (-want +got):\n%s", diff)
+	}
+	if p := exec.got[1]; p.Canary != p.Members[0].Canary {
+		t.Errorf("the run's canary is not the lead's")
+	}
+	v2 := append(v1, fev)
 	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r2", Application: "web", Cluster: "c1", Purpose: events.PurposeRevert, Image: "sha256:set2", Members: v2}); err != nil {
 		t.Fatal(err)
 	}
-	p := exec.got[1]
+	p := exec.got[2]
 	want = []memberRun{
 		{"web-frontend", "registry.example.com/web/frontend@sha256:f2", "", "30s", true},
 		{"web-api", "registry.example.com/web/api@sha256:a1", "api", "1m", true},

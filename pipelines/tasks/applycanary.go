@@ -67,6 +67,9 @@ type ApplyCanaryResult struct {
 	// Pruned names what a git application's run deleted because its
 	// commit no longer renders it ("Kind/namespace/name").
 	Pruned []string `json:"pruned,omitempty"`
+	// PreviousMembers, of a release set of image members' run, is what
+	// each member it set ran before, by member (ApplyImageSet).
+	PreviousMembers map[string]string `json:"previousMembers,omitempty"`
 }
 
 // ApplyCanary applies the objects the Canary refers to and the Canary first

@@ -30,6 +30,11 @@ const (
 
 	ResultPreviousImage = "previous-image"
 	ResultChanged       = "changed"
+	// ResultPreviousMembers, of a release set of image members' run, is
+	// what each member the run set ran before (its primary's image), a
+	// JSON object by member: the cluster's previous version, what its
+	// revert restores. "" for an application's run.
+	ResultPreviousMembers = "previous-members"
 )
 
 var applyCanaryDef = Def{
@@ -47,7 +52,7 @@ var applyCanaryDef = Def{
 		{Name: ParamRestart, Usage: "a token set on the pod template (annotation " + AnnotationRestart + ") so Flagger analyses the same image again: a retry"},
 		{Name: ParamMembers, Usage: "a release set of image members: its members, a JSON list applied in this order, each with its image and canary, each waited for until its primary runs it (--workload is the lead's)"},
 	},
-	Results: []string{ResultPreviousImage, ResultChanged},
+	Results: []string{ResultPreviousImage, ResultChanged, ResultPreviousMembers},
 	Cluster: true,
 	Run:     runApplyCanary,
 }
@@ -71,7 +76,35 @@ func runApplyCanary(ctx context.Context, env Env, p Params) (Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Results{ResultPreviousImage: res.PreviousImage, ResultChanged: strconv.FormatBool(res.Changed)}, nil
+	members, err := EncodePreviousMembers(res.PreviousMembers)
+	if err != nil {
+		return nil, err
+	}
+	return Results{ResultPreviousImage: res.PreviousImage, ResultChanged: strconv.FormatBool(res.Changed), ResultPreviousMembers: members}, nil
+}
+
+// EncodePreviousMembers is ResultPreviousMembers of m: "" for none.
+func EncodePreviousMembers(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encoding %s: %w", ResultPreviousMembers, err)
+	}
+	return string(b), nil
+}
+
+// DecodePreviousMembers reads ResultPreviousMembers: nil for "".
+func DecodePreviousMembers(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fault.Permanent(fmt.Errorf("result %s = %q: %w", ResultPreviousMembers, s, err))
+	}
+	return m, nil
 }
 
 // ApplyCanaryParamsFrom decodes the apply-canary task's params.

@@ -21,8 +21,12 @@ import (
 // that revision, its phase settled (memberReady, as a git set's member).
 // The first member that fails stops the run, naming it: the members after
 // it are not applied. p is the lead's run (p.Workload names it: its
-// canary lists every member's); its previous image is the result's. A
+// canary lists every member's); its previous image is the result's, and
+// each member's is in PreviousMembers (the cluster's previous version). A
 // member whose image is unchanged changes nothing and is ready at once.
+// The lead alone may come without an image (the set's version has none for
+// it yet): its canary is applied, listing the set's, and its workload left
+// as the cluster runs it, ready at once.
 func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, members []SetMember) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
 	all := imageSetCanaries(p.Workload, members)
@@ -31,7 +35,7 @@ func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, m
 		return res, err
 	}
 	for _, m := range members {
-		if m.Image == "" || m.Canary == nil || m.Kind == KindJob {
+		if (m.Image == "" && m.Workload != p.Workload) || m.Canary == nil || m.Kind == KindJob {
 			return res, fault.Permanent(fmt.Errorf("--%s: member %s of an image set names no image or canary, or is a Job", ParamMembers, m.Application))
 		}
 		c := m.Canary.DeepCopy()
@@ -44,6 +48,12 @@ func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, m
 		delete(c.Annotations, canary.AnnotationWorkloads)
 		if m.Workload == p.Workload && len(all) > 1 {
 			c.Annotations[canary.AnnotationWorkloads] = strings.Join(all, ",")
+		}
+		if m.Image == "" {
+			if err := applyPolicy(ctx, cfg, fl, p.Namespace, m.Objects, c); err != nil {
+				return res, fmt.Errorf("%s: %w", m.Application, err)
+			}
+			continue
 		}
 		mp := ApplyCanaryParams{
 			Rollout: p.Rollout, Namespace: p.Namespace, Kind: m.Kind, Workload: m.Workload, Container: m.Container,
@@ -58,6 +68,10 @@ func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, m
 		if m.Workload == p.Workload {
 			res.PreviousImage = r.PreviousImage
 		}
+		if res.PreviousMembers == nil {
+			res.PreviousMembers = map[string]string{}
+		}
+		res.PreviousMembers[m.Application] = r.PreviousImage
 		run := memberRun{m: m, canaries: []string{c.Name}}
 		if err := waitMember(ctx, kube, fl, p.Namespace, m.Image, run, applied); err != nil {
 			return res, err

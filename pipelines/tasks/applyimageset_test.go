@@ -182,3 +182,51 @@ func TestApplyImageSetInOrder(t *testing.T) {
 		t.Errorf("after the revert (-want +got):\n%s", d)
 	}
 }
+
+// A set whose version has no entry for its lead yet (only the frontend
+// was pushed so far) applies the lead's canary all the same, listing the
+// set's canaries, so the cluster is judged by it; the lead's workload is
+// left as the cluster runs it (no image, no revision, no rollout's mark)
+// and not waited for; the frontend is set and waited for. Catches: the
+// lead left out (no canary listing the frontend), its workload patched.
+func TestApplyImageSetLeadWithoutVersion(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "web")
+	createWebDeployment(t, cl, ns, "web-api", "registry.example.com/web-api:0")
+	createWebDeployment(t, cl, ns, "web-frontend", "registry.example.com/web-frontend:0")
+	fe1 := pinned("web-frontend", "1")
+	members := []tasks.SetMember{shopMember(ns, "web-api", "", "r1", false), shopMember(ns, "web-frontend", "", "r1", false)}
+	for i, image := range []string{"", fe1} {
+		members[i].Paths, members[i].Prune, members[i].Image, members[i].Container = nil, "", image, "web"
+	}
+	actx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if _, err := tasks.ApplyImageSet(actx, cl.Config, tasks.ApplyCanaryParams{
+		Rollout: "r1", Namespace: ns, Kind: config.KindDeployment, Workload: "web-api", Canary: members[0].Canary,
+	}, members); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := cl.Flagger.FlaggerV1beta1().Canaries(ns).Get(ctx, "web-api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the lead's canary: %v", err)
+	}
+	if got := lc.Annotations[canary.AnnotationWorkloads]; got != "web-api,web-frontend" {
+		t.Errorf("the lead's canary lists %q, want web-api,web-frontend", got)
+	}
+	api, err := cl.Kube.AppsV1().Deployments(ns).Get(ctx, "web-api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type state struct{ Image, Revision, Rollout string }
+	got := state{Rollout: api.Annotations[tasks.AnnotationRollout], Revision: api.Spec.Template.Annotations[canary.AnnotationRevision]}
+	got.Image, _ = templateOf(ctx, cl, ns, "web-api")
+	if d := cmp.Diff(state{Image: "registry.example.com/web-api:0"}, got); d != "" {
+		t.Errorf("the lead's workload (-want +got):\n%s", d)
+	}
+	for _, name := range []string{"web-frontend", "web-frontend-primary"} {
+		if image, rev := templateOf(ctx, cl, ns, name); image != fe1 || rev != fe1 {
+			t.Errorf("%s runs %s (revision %s), want %s", name, image, rev, fe1)
+		}
+	}
+}

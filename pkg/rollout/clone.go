@@ -33,6 +33,7 @@ func (w Wave) clone() Wave {
 	for i := range c.Clusters {
 		c.Clusters[i].Workloads = maps.Clone(c.Clusters[i].Workloads)
 		c.Clusters[i].Jobs = maps.Clone(c.Clusters[i].Jobs)
+		c.Clusters[i].PreviousVersions = slices.Clone(c.Clusters[i].PreviousVersions)
 	}
 	c.Approvers = slices.Clone(w.Approvers)
 	c.ApprovalsFrom = slices.Clone(w.ApprovalsFrom)

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,8 +176,9 @@ func (r *Rollout) Applied(cause cloudevents.Event, run events.PipelineRunFinishe
 		if len(r.Members) > 0 && cl.PreviousImage == "" && r.PreviousDigest != "" {
 			// A release set's run stops at the first member that fails,
 			// those before it applied (and promoted): the cluster goes
-			// back to the commit the fleet ran before, as every other.
+			// back to the version the fleet ran before, as every other.
 			cl.PreviousImage = r.Image + "@" + r.PreviousDigest
+			cl.PreviousVersions = slices.Clone(r.PreviousVersions)
 		}
 		if r.Phase != Progressing {
 			cl.Phase = ClusterFailed
@@ -186,6 +188,13 @@ func (r *Rollout) Applied(cause cloudevents.Event, run events.PipelineRunFinishe
 	}
 	if cl.PreviousImage == "" {
 		cl.PreviousImage = run.PreviousImage
+		if len(r.Versions) > 0 {
+			// A release set of image members: what the cluster's
+			// members ran before is the cluster's previous version.
+			if cl.PreviousVersions = r.clusterPrevious(run.PreviousMembers); len(cl.PreviousVersions) > 0 {
+				cl.PreviousImage = r.Image + "@" + cl.PreviousVersions.Digest()
+			}
+		}
 	}
 	cl.Applied = now.UTC()
 	if cl.Phase == ClusterApplying {

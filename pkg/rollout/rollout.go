@@ -271,8 +271,14 @@ type Cluster struct {
 	Name          string       `json:"name"`
 	Phase         ClusterPhase `json:"phase"`
 	PreviousImage string       `json:"previousImage,omitempty"` // what the workload ran before; rollback restores it
-	CanaryPhase   string       `json:"canaryPhase,omitempty"`   // last Flagger phase seen
-	CanaryWeight  int          `json:"canaryWeight,omitempty"`
+	// PreviousVersions, of a release set of image members, is what the
+	// cluster's members ran before (the apply run read each member's
+	// primary; the fleet's previous version when the run failed): what
+	// the cluster's revert restores. PreviousImage is then the set's
+	// name at its digest (SetStatus).
+	PreviousVersions SetVersion `json:"previousVersions,omitempty"`
+	CanaryPhase      string     `json:"canaryPhase,omitempty"` // last Flagger phase seen
+	CanaryWeight     int        `json:"canaryWeight,omitempty"`
 	// Workloads is the last Flagger phase seen of each canary of a release
 	// of several workloads (a git application's commit rendering several
 	// Deployments or DaemonSets), by workload name; CanaryPhase is then the

@@ -24,7 +24,7 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	req, err := events.Derive(cause, events.TypePipelineRunRequested, step, events.PipelineRunRequested{
 		RolloutID: r.ID, Application: r.Application, Wave: wave, Cluster: c.Name,
 		Purpose: purpose, Step: c.Step, Image: image, Tag: tag, Deadline: deadline,
-		Restart: restart(r, c, purpose), Members: runMembers(r, purpose),
+		Restart: restart(r, c, purpose), Members: runMembers(r, c, purpose),
 	})
 	if err != nil {
 		return nil, err
@@ -40,13 +40,17 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	return []cloudevents.Event{req, events.At(due, deadline)}, nil
 }
 
-// runMembers is what a run of purpose gives each image member of r's
-// release set: the rollout's versions, or for a revert the previous ones;
-// none for an application or a set of git members.
-func runMembers(r *Rollout, purpose string) []events.MemberImage {
+// runMembers is what a run of purpose in cluster c gives each image
+// member of r's release set: the rollout's versions, or for a revert what
+// the cluster ran before (the fleet's previous version when the cluster
+// recorded none); none for an application or a set of git members.
+func runMembers(r *Rollout, c *Cluster, purpose string) []events.MemberImage {
 	vs := r.Versions
 	if purpose == events.PurposeRevert {
-		vs = r.PreviousVersions
+		vs = c.PreviousVersions
+		if len(vs) == 0 {
+			vs = r.PreviousVersions
+		}
 	}
 	var out []events.MemberImage
 	for _, m := range vs {
