@@ -53,6 +53,7 @@ type options struct {
 	verbose    bool
 	trace      bool
 	cpuprofile string
+	bprofile   string
 	section    string
 	raw        string
 	inflight   int
@@ -103,6 +104,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.podIdle, "pod-idle", 30*time.Second, "how long -pod samples the idle pod before the first rollout and after the last")
 	fs.StringVar(&o.section, "section", "", "write only the reaction tables, as the dated section \"## <section> (<date>)\" of -out, replacing that section of an earlier run and keeping the rest of the file (make bench-large)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
+	fs.StringVar(&o.bprofile, "bprofile", "", "write a CPU profile of the bench's process over each rollout's B window (the last wave-1 canary succeeded -> every wave-2 apply requested) to <this>-<scenario>-<version>.pprof (not with -cpuprofile)")
 }
 
 func main() {
@@ -127,6 +129,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if len(o.wave2) == 0 && o.large == 0 {
 		return fmt.Errorf("-wave2 \"\" needs -large: there would be nothing to measure")
+	}
+	if o.cpuprofile != "" && o.bprofile != "" {
+		return fmt.Errorf("-cpuprofile and -bprofile cannot both be given: a process has one CPU profile at a time")
 	}
 	if o.section != "" && o.out == "" {
 		return fmt.Errorf("-section needs -out: the file whose section it rewrites")

@@ -591,32 +591,47 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 			return smp, err
 		}
 	}
-	if err := s.promote(ctx, s.wave1, ref); err != nil {
+	last := s.wave1[len(s.wave1)-1]
+	if err := s.promote(ctx, s.wave1[:len(s.wave1)-1], ref); err != nil {
 		return smp, err
 	}
-	last := s.wave1[len(s.wave1)-1]
+	if err := s.promotePrimary(ctx, last, ref); err != nil {
+		return smp, err
+	}
 	if err := s.report(ctx, id, s.wave1[:len(s.wave1)-1]); err != nil {
 		return smp, err
 	}
 	if err := s.waitClusters(ctx, id, s.wave1[:len(s.wave1)-1], func(p rollout.ClusterPhase) bool { return p == rollout.ClusterSucceeded }); err != nil {
 		return smp, err
 	}
+	stopProfile, err := s.startBProfile()
+	if err != nil {
+		return smp, err
+	}
+	defer stopProfile()
 	time.Sleep(20 * time.Millisecond) // let the runtime go idle
 
-	// B: wave 1's last Succeeded event -> every canary of wave 2 applied.
+	// B: wave 1's last canary Succeeded -> every canary of wave 2 applied.
+	// The clock starts when the canary's status says so (flotilla watches
+	// canaries too), then its event is POSTed, as Flagger does.
 	evBody := s.promotionEvent(last, id)
 	before := s.times()
 	pids := s.b.fleetPIDs()
 	fleet0, self0 := cpuTime(pids...), cpuTime(os.Getpid())
 	t2 := time.Now()
+	if err := s.markSucceeded(ctx, last); err != nil {
+		return smp, err
+	}
+	t3 := time.Now()
 	if err := s.post(ctx, "/hooks/flagger/"+s.flaggerToken, http.Header{"Content-Type": {"application/json"}}, evBody); err != nil {
 		return smp, err
 	}
-	smp.bAck = time.Since(t2)
+	smp.bAck = time.Since(t3)
 	w2, err := s.rec.wait(ctx, s.scaled(time.Minute), ref, names(s.wave2))
 	if err != nil {
 		return smp, fmt.Errorf("waiting for wave 2 of %s to be applied: %w", version, err)
 	}
+	stopProfile()
 	for _, c := range w2 {
 		smp.b = max(smp.b, c.start.Sub(t2))
 		smp.bComplete = max(smp.bComplete, c.end.Sub(t2))
@@ -935,18 +950,45 @@ func (s *scenario) promote(ctx context.Context, ns []*named, ref string) error {
 	g.SetLimit(8)
 	for _, n := range ns {
 		g.Go(func() error {
-			patch := fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, container, ref)
-			if _, err := n.real.kube.AppsV1().Deployments(n.namespace).Patch(gctx, workload+"-primary", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				return fmt.Errorf("promoting the primary in %s: %w", n.name, err)
+			if err := s.promotePrimary(gctx, n, ref); err != nil {
+				return err
 			}
-			status := fmt.Appendf(nil, `{"status":{"phase":%q,"lastTransitionTime":%q}}`, flaggerv1.CanaryPhaseSucceeded, time.Now().UTC().Format(time.RFC3339))
-			if _, err := n.real.flagger.FlaggerV1beta1().Canaries(n.namespace).Patch(gctx, workload, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
-				return fmt.Errorf("setting the canary's status in %s: %w", n.name, err)
-			}
-			return nil
+			return s.markSucceeded(gctx, n)
 		})
 	}
 	return g.Wait()
+}
+
+// promotePrimary makes n's primary run ref, as Flagger's promotion does.
+func (s *scenario) promotePrimary(ctx context.Context, n *named, ref string) error {
+	patch := fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, container, ref)
+	if _, err := n.real.kube.AppsV1().Deployments(n.namespace).Patch(ctx, workload+"-primary", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("promoting the primary in %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// markSucceeded sets n's canary's phase to Succeeded, as Flagger does
+// once the primary runs the new version.
+func (s *scenario) markSucceeded(ctx context.Context, n *named) error {
+	status := fmt.Appendf(nil, `{"status":{"phase":%q,"lastTransitionTime":%q}}`, flaggerv1.CanaryPhaseSucceeded, time.Now().UTC().Format(time.RFC3339))
+	if _, err := n.real.flagger.FlaggerV1beta1().Canaries(n.namespace).Patch(ctx, workload, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("setting the canary's status in %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// startBProfile starts -bprofile's CPU profile of this rollout's B
+// window; the func it returns stops it (once; later calls do nothing).
+func (s *scenario) startBProfile() (func(), error) {
+	if s.b.o.bprofile == "" {
+		return func() {}, nil
+	}
+	stop, err := startCPUProfile(fmt.Sprintf("%s-%s-%d.pprof", s.b.o.bprofile, filepath.Base(s.dir), s.version))
+	if err != nil {
+		return nil, err
+	}
+	return sync.OnceFunc(stop), nil
 }
 
 // promotionEvent is the event webhook payload Flagger sends when it has
