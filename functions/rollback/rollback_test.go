@@ -447,24 +447,41 @@ func TestRollbackIgnores(t *testing.T) {
 		name  string
 		phase rollout.Phase
 		e     func(t *testing.T) cloudevents.Event
+		// writes: the event is recorded (a retry counts its attempt).
+		writes bool
 	}{
-		{"a progressing rollout's failure event", rollout.Progressing, rolloutFailed},
+		{"a progressing rollout's failure event", rollout.Progressing, rolloutFailed, false},
 		{"an apply run's end", rollout.Failed, func(t *testing.T) cloudevents.Event {
 			t.Helper()
 			return event(t, "fin", events.TypePipelineRunFinished, events.PipelineRunFinished{RolloutID: rolloutID, Cluster: "c1", Purpose: events.PurposeApply, Step: 1})
-		}},
+		}, false},
 		{"a retry of a rollout that did not fail its rollback", rollout.RolledBack, func(t *testing.T) cloudevents.Event {
 			t.Helper()
 			return event(t, "retry", events.TypeRolloutRetryRequested, events.RolloutRetryRequested{RolloutID: rolloutID, Attempt: 1})
-		}},
+		}, true},
+		{"a progressing rollout's cluster applied", rollout.Progressing, func(t *testing.T) cloudevents.Event {
+			t.Helper()
+			return event(t, "applied", events.TypeClusterApplied, events.ClusterResult{RolloutID: rolloutID, Cluster: "c1"})
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := functiontest.NewRepo(t)
 			failedRollout(t, repo, func(r *rollout.Rollout) { r.Phase = tt.phase })
+			before, err := repo.Get(t.Context(), rolloutID)
+			if err != nil {
+				t.Fatal(err)
+			}
 			evs, err := newFunction(repo, &fakeStatus{}).Handle(t.Context(), tt.e(t))
 			if err != nil || len(evs) != 0 {
 				t.Errorf("Handle = %v, %v; want nothing", evs, err)
+			}
+			after, err := repo.Get(t.Context(), rolloutID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.writes && after.Version != before.Version {
+				t.Errorf("the rollout was written (version %d -> %d): nothing changed", before.Version, after.Version)
 			}
 		})
 	}
