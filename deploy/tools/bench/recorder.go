@@ -17,6 +17,7 @@ type recorder struct {
 
 	mu      sync.Mutex
 	calls   map[string]map[string]*call // image ref -> cluster -> first call
+	started map[string]map[string]bool  // image ref -> cluster -> a call began
 	changed chan struct{}
 }
 
@@ -27,11 +28,18 @@ type call struct {
 }
 
 func newRecorder(next *embedded.Executor) *recorder {
-	return &recorder{next: next, calls: map[string]map[string]*call{}, changed: make(chan struct{})}
+	return &recorder{next: next, calls: map[string]map[string]*call{}, started: map[string]map[string]bool{}, changed: make(chan struct{})}
 }
 
 func (r *recorder) Run(ctx context.Context, cluster string, p pipelines.RunParams) (pipelines.Results, error) {
 	start := time.Now()
+	r.mu.Lock()
+	if r.started[p.Image] == nil {
+		r.started[p.Image] = map[string]bool{}
+	}
+	r.started[p.Image][cluster] = true
+	r.signal()
+	r.mu.Unlock()
 	res, err := r.next.Run(ctx, cluster, p)
 	end := time.Now()
 	r.mu.Lock()
@@ -43,10 +51,39 @@ func (r *recorder) Run(ctx context.Context, cluster string, p pipelines.RunParam
 	if c, ok := byCluster[cluster]; !ok || c.err != nil {
 		byCluster[cluster] = &call{rollout: p.Rollout, start: start, end: end, err: err}
 	}
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.signal()
 	r.mu.Unlock()
 	return res, err
+}
+
+// signal wakes the waits; r.mu is held.
+func (r *recorder) signal() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// waitStarted returns once a call for ref to each of clusters has begun.
+func (r *recorder) waitStarted(ctx context.Context, timeout time.Duration, ref string, clusters []string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		r.mu.Lock()
+		changed, n := r.changed, 0
+		for _, c := range clusters {
+			if r.started[ref][c] {
+				n++
+			}
+		}
+		r.mu.Unlock()
+		if n == len(clusters) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
 }
 
 // wait returns the calls for ref to every cluster once each has returned
@@ -80,5 +117,6 @@ func (r *recorder) wait(ctx context.Context, timeout time.Duration, ref string, 
 func (r *recorder) forget(ref string) {
 	r.mu.Lock()
 	delete(r.calls, ref)
+	delete(r.started, ref)
 	r.mu.Unlock()
 }

@@ -627,6 +627,12 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 		return smp, err
 	}
 	smp.bAck = time.Since(t3)
+	if rec, ok := s.rec.(*recorder); ok && s.b.o.bprofile != "" {
+		if err := rec.waitStarted(ctx, s.scaled(time.Minute), ref, names(s.wave2)); err != nil {
+			return smp, fmt.Errorf("waiting for wave 2 of %s to be requested: %w", version, err)
+		}
+		stopProfile() // B's window alone: the applies' own work is not in it
+	}
 	w2, err := s.rec.wait(ctx, s.scaled(time.Minute), ref, names(s.wave2))
 	if err != nil {
 		return smp, fmt.Errorf("waiting for wave 2 of %s to be applied: %w", version, err)
