@@ -54,6 +54,22 @@ func (*Function) Consumes() []string {
 	}
 }
 
+// Wants tells the dispatcher which events of the types rollback consumes
+// it acts on (pkg/dispatch.Selective): of runs' ends and deadlines, those
+// of reverts only. An apply run's end is then observe's alone, which
+// folds a wave's burst of them into one update of the rollout.
+func (*Function) Wants(e cloudevents.Event) bool {
+	switch e.Type() {
+	case events.TypePipelineRunFinished:
+		r, err := events.Decode[events.PipelineRunFinished](e)
+		return err != nil || r.Purpose == events.PurposeRevert
+	case events.TypeClusterDeadline:
+		d, err := events.Decode[events.ClusterDeadline](e)
+		return err != nil || d.Purpose == events.PurposeRevert
+	}
+	return true
+}
+
 // Handle starts, continues or retries the rollback of one rollout.
 func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error) {
 	var (

@@ -516,3 +516,45 @@ func TestRollbackContract(t *testing.T) {
 		t.Errorf("Consumes (-want +got):\n%s", diff)
 	}
 }
+
+// Rollback wants, of runs' ends and deadlines, the reverts' only: an apply
+// run's end goes to observe alone, which folds a wave's burst of them.
+func TestRollbackWants(t *testing.T) {
+	fn := newFunction(functiontest.NewRepo(t), &fakeStatus{})
+	for _, tc := range []struct {
+		name string
+		e    cloudevents.Event
+		want bool
+	}{
+		{"an apply run's end", finishedOf(t, events.PurposeApply), false},
+		{"a revert run's end", finishedOf(t, events.PurposeRevert), true},
+		{"an apply's deadline", event(t, "d1", events.TypeClusterDeadline, events.ClusterDeadline{RolloutID: rolloutID, Cluster: "c1", Purpose: events.PurposeApply}), false},
+		{"a revert's deadline", revertDeadline(t, rolloutID, "c1", 1), true},
+		{"a cluster applied", event(t, "a1", events.TypeClusterApplied, events.ClusterResult{RolloutID: rolloutID, Cluster: "c1"}), true},
+		{"a rollout failed", rolloutFailed(t), true},
+		{"a run's end it cannot read", unreadable(t, events.TypePipelineRunFinished), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fn.Wants(tc.e); got != tc.want {
+				t.Errorf("Wants = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func finishedOf(t *testing.T, purpose string) cloudevents.Event {
+	t.Helper()
+	return event(t, "fin-"+purpose, events.TypePipelineRunFinished, events.PipelineRunFinished{RolloutID: rolloutID, Cluster: "c1", Purpose: purpose, Step: 1})
+}
+
+func unreadable(t *testing.T, typ string) cloudevents.Event {
+	t.Helper()
+	e := cloudevents.NewEvent()
+	e.SetID("bad")
+	e.SetSource("test")
+	e.SetType(typ)
+	if err := e.SetData(cloudevents.ApplicationJSON, []byte(`{"purpose":`)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}

@@ -85,6 +85,9 @@ const (
 type Dispatcher struct {
 	j      Journal
 	byType map[string][]Function
+	// selective: the types some consumer of takes only in part
+	// (Selective).
+	selective map[string]bool
 	// lanes: the default lane, and the lane of each consumed type.
 	lane   *lane
 	laneOf map[string]*lane
@@ -102,6 +105,23 @@ type Dispatcher struct {
 	// held keeps a Sequential dispatcher from starting another event
 	// (Hold).
 	held atomic.Bool
+}
+
+// consumers are the functions e is handed to: those consuming its type,
+// less a Selective one that does not want it.
+func (d *Dispatcher) consumers(e cloudevents.Event) []Function {
+	fns := d.byType[e.Type()]
+	if !d.selective[e.Type()] {
+		return fns
+	}
+	out := make([]Function, 0, len(fns))
+	for _, f := range fns {
+		if s, ok := f.(Selective); ok && !s.Wants(e) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // cursorName is the dispatcher's cursor in the journal (named when it was
@@ -144,10 +164,12 @@ func New(j Journal, fns []Function, o Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{j: j, byType: map[string][]Function{}, lane: def, laneOf: laneOf, o: o, started: make(chan struct{})}
+	d := &Dispatcher{j: j, byType: map[string][]Function{}, selective: map[string]bool{}, lane: def, laneOf: laneOf, o: o, started: make(chan struct{})}
 	for _, f := range fns {
+		_, sel := f.(Selective)
 		for _, t := range f.Consumes() {
 			d.byType[t] = append(d.byType[t], f)
+			d.selective[t] = d.selective[t] || sel
 		}
 	}
 	m, err := newMetrics(o.Metrics)

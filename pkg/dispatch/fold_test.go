@@ -18,6 +18,11 @@ import (
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 )
 
+// choosy is a Selective function that wants no event.
+type choosy struct{ *fn }
+
+func (choosy) Wants(cloudevents.Event) bool { return false }
+
 // folder is a test Folder: it folds events of typeIn, stops at any other,
 // and records its calls as "one:id" and "fold:id,id,...".
 type folder struct {
@@ -112,7 +117,10 @@ func TestFolderTakesTheQueuedEventsOfAKey(t *testing.T) {
 		queued []cloudevents.Event
 		fold   func(es []cloudevents.Event) ([][]cloudevents.Event, error)
 		other  bool // another function consumes typeIn too: never folded
-		want   []string
+		// uninterested: the other function is Selective and wants none of
+		// them: they are folded, and it is handed none.
+		uninterested bool
+		want         []string
 	}{{
 		name:   "a burst in one call",
 		queued: rolloutEvents(t, typeIn, "e1", "e2", "e3", "e4"),
@@ -131,14 +139,24 @@ func TestFolderTakesTheQueuedEventsOfAKey(t *testing.T) {
 		queued: rolloutEvents(t, typeIn, "e1", "e2"),
 		other:  true,
 		want:   []string{"one:e0", "one:e1", "one:e2"},
+	}, {
+		name:         "shared with a function that does not want them",
+		queued:       rolloutEvents(t, typeIn, "e1", "e2"),
+		other:        true,
+		uninterested: true,
+		want:         []string{"one:e0", "fold:e1,e2"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			reg := prometheus.NewRegistry()
 			f := &folder{fn: fn{name: "folder", consumes: []string{typeIn, typeMid}}, fold: tc.fold, entered: make(chan struct{}), gate: make(chan struct{})}
 			fns := []dispatch.Function{f}
-			if tc.other {
-				fns = append(fns, &fn{name: "other", consumes: []string{typeIn}})
+			other := &fn{name: "other", consumes: []string{typeIn}}
+			switch {
+			case tc.uninterested:
+				fns = append(fns, choosy{other})
+			case tc.other:
+				fns = append(fns, other)
 			}
 			d, err := dispatch.New(s, fns, dispatch.Options{Metrics: reg})
 			if err != nil {
@@ -166,6 +184,9 @@ func TestFolderTakesTheQueuedEventsOfAKey(t *testing.T) {
 			recs := waitJournal(t, s, want...)
 			if diff := cmp.Diff(tc.want, f.log()); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if got := other.calls(); tc.uninterested && len(got) > 0 {
+				t.Errorf("the function that wants none of them was handed %v", got)
 			}
 			var got []string
 			for _, r := range recs {

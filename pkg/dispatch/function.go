@@ -15,6 +15,17 @@ type Function interface {
 	Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents.Event, error)
 }
 
+// Selective is a Function that takes only some of the events of a type it
+// consumes, and can tell which from the event alone, cheaply (rollback
+// takes the ends of revert runs, not of apply runs). An event it does not
+// want is not handed to it: not waited for, and free to be folded by a
+// Folder consuming it too. Wants must say what Handle would do nothing
+// with: an event it may act on, or cannot read, is wanted.
+type Selective interface {
+	Function
+	Wants(e cloudevents.Event) bool
+}
+
 // Folder is a Function that can fold a burst of one key's events into one
 // call, as observe folds a rollout's canary events into one update of the
 // rollout instead of one each: when several events queued on a key are all

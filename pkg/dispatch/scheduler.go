@@ -179,7 +179,7 @@ func (s *scheduler) admit(rec bus.Record) {
 	key, l := fmt.Sprintf("record/%d", rec.Seq), s.d.lane
 	if rec.Err == nil {
 		s.d.m.processed.WithLabelValues(rec.Event.Type()).Inc()
-		fns = s.d.byType[rec.Event.Type()]
+		fns = s.d.consumers(rec.Event)
 		key = Key(rec.Event)
 		if tl := s.d.laneOf[rec.Event.Type()]; tl != nil && tl != s.d.lane {
 			// A laned event is its own key: runs never wait for each other.
