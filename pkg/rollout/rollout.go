@@ -291,7 +291,7 @@ type Cluster struct {
 	// read at the end of an apply run or a deadline (RecordJobs): pending,
 	// running, complete or "failed: <reason>".
 	Jobs    map[string]string `json:"jobs,omitempty"`
-	Applied time.Time         `json:"applied,omitempty"` // when the pipeline last applied to it
+	Applied time.Time         `json:"applied,omitzero"` // when the pipeline last applied to it
 	Message string            `json:"message,omitempty"`
 	// Failure says why the cluster's own result counted as a failure of
 	// its wave (Record): it stays when the cluster is reverted, so the
@@ -305,7 +305,7 @@ type Cluster struct {
 	// "revert"), "" when none is.
 	Run string `json:"run,omitempty"`
 	// Deadline is when the cluster's current step must be done.
-	Deadline time.Time `json:"deadline,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
 	// Retry is the user's retry (its attempt number) that started the
 	// cluster again after it failed; its apply restarts the workload's pods
 	// so Flagger analyses the same image anew.
