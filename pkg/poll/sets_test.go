@@ -202,3 +202,44 @@ func TestRunPollsAnImageSet(t *testing.T) {
 		t.Errorf("polled %v, want the set only", slices.Collect(maps.Keys(last)))
 	}
 }
+
+// A member's deployed tag pushed again with a new digest (rebuilt, its
+// webhook lost) is fed in as its push, once: the set's rollout of it is
+// then the latest for the member's tag, read as the member's.
+func TestPollImageSetMovedTag(t *testing.T) {
+	host := startRegistry(t, nil)
+	api, frontend := host+"/shop/api", host+"/shop/frontend"
+	a100, rebuilt := push(t, api, "1.0.0"), push(t, frontend, "1.0.0")
+	f := newFixture(t)
+	imageSet(f.cfg, api, frontend)
+	deployed := rollout.SetVersion{
+		{Application: "shop-api", Image: api, Tag: "1.0.0", Digest: a100},
+		{Application: "shop-frontend", Image: frontend, Tag: "1.0.0", Digest: "sha256:before"},
+	}
+	if err := f.repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedVersions = deployed.Tag(), deployed.Digest(), deployed
+		st.LatestTag, st.LatestVersions = deployed.Tag(), deployed
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	remote := registry.NewRemote(anonymous)
+	p := f.poller(t, remote, poll.Options{})
+	res, err := p.Poll(t.Context(), "shop")
+	if err != nil || !res.Started || res.Newest != "shop-frontend:1.0.0" || res.Digest != rebuilt {
+		t.Fatalf("Poll = %+v, %v; want the frontend's 1.0.0 at %s fed in", res, err, rebuilt)
+	}
+	id := planPush(t, f, remote, 0)
+	ro, err := f.repo.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mv, _ := ro.Versions.Of("shop-frontend"); mv.Digest != rebuilt {
+		t.Errorf("the set's rollout has the frontend at %s, want the rebuilt %s", mv.Digest, rebuilt)
+	}
+	res, err = p.Poll(t.Context(), "shop")
+	want := "1.0.0's new digest " + rebuilt + " was rolled out before (rollout " + id + ", Progressing)"
+	if err != nil || res.Started || res.Members[1].Reason != want {
+		t.Errorf("Poll again = %+v, %v; want the frontend's reason %q", res, err, want)
+	}
+}
