@@ -133,3 +133,52 @@ func TestPlanImageSet(t *testing.T) {
 		t.Errorf("deployed after the rollback (-want +got):\n%s", diff)
 	}
 }
+
+// A catch-up of a release set of image members (the reconciler found a
+// cluster new to its waves) is a rollout of the set carrying its deployed
+// tuple, whose run applies every member at its entry there.
+func TestPlanImageSetCatchUp(t *testing.T) {
+	repo := functiontest.NewRepo(t)
+	deployed := rollout.SetVersion{memberVersion("shop-api", apiImage, "1.1.0"), memberVersion("shop-frontend", frontendImage, "1.0.0")}
+	if err := repo.UpdateApp(t.Context(), "shop", func(s *rollout.AppState) error {
+		s.DeployedTag, s.DeployedDigest, s.DeployedVersions, s.DeployedClusters = deployed.Tag(), deployed.Digest(), deployed, []string{"c1", "c2"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := events.New("reconcile/s", "/flotilla/reconcile", events.TypeReconcileRequested, events.ReconcileRequested{
+		Application: "shop", Kind: rollout.KindCatchUp, Image: "shop", Tag: deployed.Tag(), Digest: deployed.Digest(), Clusters: []string{"c3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetSubject(apiImage + "@" + deployed.Digest())
+	evs, err := plan.New(imageSetConfig(), repo, nil).Handle(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := plan.ID("reconcile/s", "shop")
+	ro, err := repo.Get(t.Context(), id)
+	if err != nil {
+		t.Fatalf("no catch-up rollout: %v (emitted %v)", err, kinds(evs))
+	}
+	if diff := cmp.Diff([]any{rollout.KindCatchUp, deployed, deployed}, []any{ro.Kind, ro.Versions, ro.PreviousVersions}); diff != "" {
+		t.Errorf("the catch-up rollout (-want +got):\n%s", diff)
+	}
+	var members []string
+	for _, ev := range evs {
+		if ev.Type() != events.TypePipelineRunRequested {
+			continue
+		}
+		run, err := events.Decode[events.PipelineRunRequested](ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range run.Members {
+			members = append(members, run.Cluster+" "+m.Application+" "+m.Tag+" "+m.Digest)
+		}
+	}
+	want := []string{"c3 shop-api 1.1.0 sha256:1.1.0", "c3 shop-frontend 1.0.0 sha256:1.0.0"}
+	if diff := cmp.Diff(want, members); diff != "" {
+		t.Errorf("the catch-up's run carries (-want +got):\n%s", diff)
+	}
+}
