@@ -35,6 +35,22 @@ type RefreshResponse struct {
 	At      time.Time `json:"at"`
 	// By is who asked (the API token's name, and the client's user).
 	By string `json:"by"`
+	// Members, of a release set of image members, is what the poll of
+	// each member's repository found; the fields above sum them up.
+	Members []RefreshMember `json:"members,omitempty"`
+}
+
+// RefreshMember is what a refresh of a release set found of one image
+// member.
+type RefreshMember struct {
+	Application string `json:"application"`
+	Image       string `json:"image"`
+	Tags        int    `json:"tags"`
+	Newest      string `json:"newest,omitempty"`
+	Digest      string `json:"digest,omitempty"`
+	Started     bool   `json:"started"`
+	EventID     string `json:"eventId,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 }
 
 // WithRefresher lets the API poll an application now.

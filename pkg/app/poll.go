@@ -57,6 +57,16 @@ func (r refresher) Refresh(ctx context.Context, app string) (api.RefreshResponse
 	if err != nil {
 		return api.RefreshResponse{}, err
 	}
-	return api.RefreshResponse{Application: res.Application, Image: res.Image, Tags: res.Tags, Newest: res.Newest,
-		Digest: res.Digest, Started: res.Started, EventID: res.EventID, Reason: res.Reason, At: res.At}, nil
+	return RefreshResponse(res), nil
+}
+
+// RefreshResponse is the API's answer of what poll res found.
+func RefreshResponse(res poll.Result) api.RefreshResponse {
+	out := api.RefreshResponse{Application: res.Application, Image: res.Image, Tags: res.Tags, Newest: res.Newest,
+		Digest: res.Digest, Started: res.Started, EventID: res.EventID, Reason: res.Reason, At: res.At}
+	for _, m := range res.Members {
+		out.Members = append(out.Members, api.RefreshMember{Application: m.Application, Image: m.Image, Tags: m.Tags, Newest: m.Newest,
+			Digest: m.Digest, Started: m.Started, EventID: m.EventID, Reason: m.Reason})
+	}
+	return out
 }

@@ -18,6 +18,8 @@ type refreshResponse struct {
 	EventID     string `json:"eventId"`
 	Reason      string `json:"reason"`
 	By          string `json:"by"`
+	// Members: a release set of image members' (each one's poll).
+	Members []refreshResponse `json:"members"`
 }
 
 func newRefreshCmd() *cobra.Command {
@@ -32,7 +34,10 @@ started for. That version is fed in as a push, marked source: poll: it is
 verified and planned as a webhook's push (flotilla get rollouts shows its
 rollout). A version a webhook brought already changes nothing. Refresh
 prints how many tags the registry listed, the version found and whether it
-was fed in, or why nothing was.` + tokenHelp,
+was fed in, or why nothing was. A release set of image members is refreshed
+as one: each member's repository, with the member's own version policy
+against its version in the set, a member's newest fed in as its push (the
+set's rollout); Refresh prints what it found of each member.` + tokenHelp,
 		Example:           `  flotilla refresh podinfo`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(&server, &token, kindApplication),
@@ -55,9 +60,22 @@ was fed in, or why nothing was.` + tokenHelp,
 	return cmd
 }
 
-// printRefresh says what a refresh found.
+// printRefresh says what a refresh found; of a release set of image
+// members, what it found of each member.
 func printRefresh(w io.Writer, r refreshResponse) {
-	fmt.Fprintf(w, "application %s: %d tags in %s\n", r.Application, r.Tags, r.Image)
+	if len(r.Members) > 0 {
+		fmt.Fprintf(w, "release set %s: %d tags in %d members' repositories\n", r.Application, r.Tags, len(r.Members))
+		for _, m := range r.Members {
+			printFound(w, "member "+m.Application, m)
+		}
+		return
+	}
+	printFound(w, "application "+r.Application, r)
+}
+
+// printFound says what the poll of one repository, who's, found.
+func printFound(w io.Writer, who string, r refreshResponse) {
+	fmt.Fprintf(w, "%s: %d tags in %s\n", who, r.Tags, r.Image)
 	switch {
 	case r.Started:
 		fmt.Fprintf(w, "newest: %s (%s), fed in as a push (event %s): its rollout will say source: poll\n", r.Newest, r.Digest, r.EventID)
