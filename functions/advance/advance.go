@@ -69,31 +69,36 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 	if err != nil {
 		return nil, err
 	}
-	succeeded := e.Type() == events.TypeClusterSucceeded
 	ro, out, err := f.repo.UpdateEmit(ctx, res.RolloutID, func(r *rollout.Rollout) ([]cloudevents.Event, error) {
-		moves, err := r.Record(res, succeeded)
-		if err != nil {
-			return nil, err
-		}
-		g := rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now())
-		var out []cloudevents.Event
-		if succeeded {
-			// A git application's success asks the executors to prune
-			// what its commit no longer renders, committed with it.
-			if out, err = r.Prune(e, res.Cluster, g); err != nil {
-				return nil, err
-			}
-		}
-		if !moves {
-			return out, nil
-		}
-		next, err := r.Advance(e, g)
-		return append(out, next...), err
+		return f.record(r, e, res, fleet)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, f.deployed(ctx, ro)
+}
+
+// record records cluster result res (event e) in r and moves r on.
+func (f *Function) record(r *rollout.Rollout, e cloudevents.Event, res events.ClusterResult, fleet rollout.FleetState) ([]cloudevents.Event, error) {
+	succeeded := e.Type() == events.TypeClusterSucceeded
+	moves, err := r.Record(res, succeeded)
+	if err != nil {
+		return nil, err
+	}
+	g := rollout.GatesOf(f.cfg.Current(), r.Application, fleet, f.now())
+	var out []cloudevents.Event
+	if succeeded {
+		// A git application's success asks the executors to prune
+		// what its commit no longer renders, committed with it.
+		if out, err = r.Prune(e, res.Cluster, g); err != nil {
+			return nil, err
+		}
+	}
+	if !moves {
+		return out, nil
+	}
+	next, err := r.Advance(e, g)
+	return append(out, next...), err
 }
 
 // baked ends a wave's bake: the wave stayed within its failure budget, so

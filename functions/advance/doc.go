@@ -6,6 +6,9 @@
 // controls: pause, resume, abort, freeze window overrides, approvals, and
 // the fleet's stop and start, and takes clusters removed from the fleet
 // out of the rollouts in flight (their waves go on with those that remain).
+// A burst of one rollout's cluster results is recorded in one update of it
+// when the dispatcher hands them over together (HandleFolded, a
+// dispatch.Folder), with the same outcome as one at a time.
 //
 // Consumes: dev.flotilla.cluster.succeeded.v1, dev.flotilla.cluster.failed.v1,
 //

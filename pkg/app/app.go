@@ -329,6 +329,8 @@ func (s *Server) build(ctx context.Context, o Options, listen, dataDir string, f
 	}
 	// observe folds a burst of a rollout's events into one update.
 	var _ dispatch.Folder = (*observe.Function)(nil)
+	// advance folds a burst of a rollout's cluster results likewise.
+	var _ dispatch.Folder = (*advance.Function)(nil)
 	// rollback takes only reverts' run ends, so observe folds the applies'.
 	var _ dispatch.Selective = (*rollback.Function)(nil)
 	var canaries CanaryReader = clusters
