@@ -229,6 +229,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerSimulateSteps(sc)
 	s.registerKubectlCLISteps(sc)
 	s.registerEngineSteps(sc)
+	s.registerImageSetSteps(sc)
 	s.registerWaveSteps(sc)
 	s.registerControlSteps(sc)
 	s.registerSignatureSteps(sc)

@@ -141,3 +141,47 @@ Feature: Release sets: several applications promoted as one
     Then the rollout of that commit succeeds
     And the primary and the workload of "shop-api,shop-frontend" in every cluster run that commit, greeting "hello"
     And the Job "shop-migrate" in every cluster ran that commit, greeting "hello"
+
+  # A set of image members: its version is one image per member, a push
+  # moving one member. Catches: the push rolled out as the member's own
+  # rollout (not the set's: no rollout of "web-api:1.1.0,web-frontend:2.0.0");
+  # the frontend touched by the api's push (its workload or primary off
+  # 2.0.0); the lead's Canary not listing the frontend's (the set judged by
+  # the api alone); a cluster never judged (the members' mixed images read
+  # as no version: the rollout never succeeds).
+  Scenario: A release set of image members: a push of the api's image rolls the set through the waves with the frontend unchanged
+    Given a registry
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    When version "1.1.0" of "web-api" is pushed
+    Then the rollout of "web-api:1.1.0,web-frontend:2.0.0" succeeds
+    And the primary and the workload of "web-api" in every cluster run version "1.1.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And the Canary "web-api" in every cluster lists the canaries "web-api,web-frontend"
+
+  # Catches: a rollback that restores the api alone, or none of c1's
+  # members (c1 succeeded before c4 failed); a revert judged against the
+  # fleet's previous version rather than what each cluster ran; the
+  # frontend moved by the revert.
+  Scenario: A release set of image members: the api's image failing in wave 2 rolls both members back everywhere
+    Given a registry
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    And the analysis gate fails for the canary "web-api" in cluster "c4"
+    When version "1.1.0" of "web-api" is pushed
+    Then the rollout of "web-api:1.1.0,web-frontend:2.0.0" is rolled back
+    And the primary and the workload of "web-api" in every cluster run version "1.0.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And no workload in any cluster runs version "1.1.0"

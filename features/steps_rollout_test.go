@@ -111,6 +111,7 @@ type world struct {
 	// delivery.deadline, when a step set one; proxied are the clusters
 	// flotilla reaches through a connection that can freeze.
 	second   *secondApp
+	imageSet *imageSetSpec // the application and the second, a release set of image members
 	deadline string
 	proxied  map[string]*clusterProxy
 	// retention and dedupeWindow are flotilla's server.retention and
@@ -476,6 +477,9 @@ func (s *scenario) configure(ctx context.Context, app, repo, track, wave1, wave2
 	}
 	if w.second != nil {
 		cfg["applications"] = append(cfg["applications"].([]map[string]any), w.appConfig(w.second.name, w.second.repo, track, listen))
+	}
+	if w.imageSet != nil {
+		w.imageSet.configure(cfg)
 	}
 	if w.stuckApp != "" {
 		cfg["applications"] = append(cfg["applications"].([]map[string]any), map[string]any{

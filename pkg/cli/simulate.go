@@ -31,7 +31,7 @@ reached. An approval is held to the API's rule of who may approve
 (approvals.from, separation of duties, automation tokens); catch-up, drift and
 the registry poll are not simulated. A release set plays as one application: a member's
 push is the set's, every member runs what the set runs, and the report lists
-the set's members.
+the set's members; a set of image members is refused (one image per member).
 
 After each scenario a report goes to stderr (--quiet: none): the rollout's
 timeline in virtual time after the push, the rollback order and a waves x

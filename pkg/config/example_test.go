@@ -189,6 +189,15 @@ func TestExamples(t *testing.T) {
 			if c.Server.AuthNotice() != "" {
 				t.Errorf("the example would refuse every reader: %s", c.Server.AuthNotice())
 			}
+			if strings.HasPrefix(filepath.Base(f), "release-set") {
+				// A release set of image members: the set's application
+				// built of them, the api its lead, no source.
+				set, ok := c.Application("shop")
+				if !ok || set.Set == nil || set.Source != nil || set.Workload.Name != "shop-api" || len(set.Set.Members) != 2 {
+					t.Errorf("the set shop: %+v (found %t), want a set of 2 image members led by shop-api", set, ok)
+				}
+				return
+			}
 			if a := c.Applications[0]; a.Namespace != "webapp" || a.Service.Name != "backend" || !a.Delivery.TestLoader {
 				t.Errorf("Kurator's block not applied: namespace %q, service %q, testLoader %t", a.Namespace, a.Service.Name, a.Delivery.TestLoader)
 			}

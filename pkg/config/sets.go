@@ -239,8 +239,7 @@ func sourceKind(a Application) string {
 
 // imageMember refuses what an image member a of set s (at path mp, the
 // application at ap) cannot be in this slice (docs/design/release-sets.md,
-// "Image members"), then the member itself: the set's run, observe and the
-// reconciler do not deliver image members yet.
+// "Image members").
 func (v *validator) imageMember(c *Config, mp, ap string, a Application, s ReleaseSet) {
 	if c.Fleet.Executor == ExecutorTekton {
 		v.addf(mp, "%q is an image application: a release set's image members run on the embedded executor only (fleet.executor is tekton: the PipelineRun's members param carries git members)", a.Name)
@@ -263,7 +262,6 @@ func (v *validator) imageMember(c *Config, mp, ap string, a Application, s Relea
 			break
 		}
 	}
-	v.addf(mp, "%q is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)", a.Name)
 }
 
 // setMemberFields refuses a member's fields that decide about a rollout:

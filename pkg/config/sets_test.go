@@ -103,7 +103,6 @@ func TestReleaseSetValidation(t *testing.T) {
 				{"releaseSets[0].applications[3]", `"other" follows https://git.example.com/platform/other.git (branch main, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
 				{"releaseSets[0].applications[4]", `"elsewhere" follows https://git.example.com/platform/deployments (branch dev, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
 				{"applications[4].namespace", `"web", shop-migrate's is "shop": a release set's members are in one namespace (the set is judged by its canaries there)`},
-				{"releaseSets[0].applications[5]", `"img" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
 				{"releaseSets[0].applications[5]", `"img" is an image application, shop-migrate is a git application: a release set's members are all git applications or all image applications (a set of both is not built yet)`},
 				{"applications[5].namespace", `"default", shop-migrate's is "shop": a release set's members are in one namespace (the set is judged by its canaries there)`},
 			},
@@ -265,15 +264,8 @@ func (d shopDoc) web() string {
 	return strings.NewReplacer("{sets}", cmpOr(d.sets, "  - {name: web, applications: [web-frontend, web-api]}"), "{api}", d.api, "{frontend}", d.frontend, "{extra}", d.extra).Replace(webSet)
 }
 
-// notDelivered are the refusals of webSet's members while image members
-// are not delivered.
-var notDelivered = []Problem{
-	{"releaseSets[0].applications[0]", `"web-frontend" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
-	{"releaseSets[0].applications[1]", `"web-api" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
-}
-
-// TestImageSetValidation: a set of image members is refused, each member
-// named, with what this slice cannot deliver named by its field.
+// TestImageSetValidation: a set of image members is accepted; what this
+// slice cannot deliver is refused, named by its field.
 func TestImageSetValidation(t *testing.T) {
 	dir := testDir(t)
 	tests := []struct {
@@ -282,15 +274,13 @@ func TestImageSetValidation(t *testing.T) {
 		fleet string
 		want  []Problem
 	}{
-		{name: "image members", want: notDelivered},
+		{name: "image members"},
 		{
 			name:  "on the tekton executor",
 			fleet: "fleet: {executor: tekton, tekton: {cluster: c1}, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n",
 			want: []Problem{
 				{"releaseSets[0].applications[0]", `"web-frontend" is an image application: a release set's image members run on the embedded executor only (fleet.executor is tekton: the PipelineRun's members param carries git members)`},
-				notDelivered[0],
 				{"releaseSets[0].applications[1]", `"web-api" is an image application: a release set's image members run on the embedded executor only (fleet.executor is tekton: the PipelineRun's members param carries git members)`},
-				notDelivered[1],
 			},
 		},
 		{
@@ -310,11 +300,8 @@ func TestImageSetValidation(t *testing.T) {
 				{"applications[1].verify.signatures[0].key", "not a PEM public key (cosign.pub): PEM decoding failed"},
 				{"applications[1].verify.signatures[0].trustedRoot", "required with key: Sigstore's trusted_root.json naming the Rekor log its signatures must be in, as a file (or verify.ignoreTlog: true, weaker)"},
 				{"applications[0].gitops", "web-frontend is an image member of a release set: the set's run sets its image in the clusters (gitops is not for a member)"},
-				notDelivered[0],
 				{"applications[1].verify", "web-api is an image member of a release set: its pushes are the set's (a member's own verify is not built yet)"},
-				notDelivered[1],
 				{"applications[2].workload.kind", "web-seed is an image member of a release set: its workload is a Deployment or DaemonSet (a Job member is a git application)"},
-				{"releaseSets[0].applications[2]", `"web-seed" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
 			},
 		},
 		{
@@ -329,9 +316,7 @@ func TestImageSetValidation(t *testing.T) {
 `,
 			},
 			want: []Problem{
-				notDelivered[0], notDelivered[1],
 				{"applications[2].image", "registry.example.com/web/api, web-api's image too: a push of an image names one member of a release set"},
-				{"releaseSets[0].applications[2]", `"web-admin" is an image application: a release set's image members are not delivered yet (the set's run, observe and the reconciler: docs/design/release-sets.md)`},
 			},
 		},
 		{
@@ -346,7 +331,6 @@ func TestImageSetValidation(t *testing.T) {
 `,
 			},
 			want: []Problem{
-				notDelivered[0], notDelivered[1],
 				{"releaseSets[0].applications[2]", `"web-config" is a git application, web-frontend is an image application: a release set's members are all git applications or all image applications (a set of both is not built yet)`},
 			},
 		},
@@ -369,8 +353,8 @@ func TestImageSetValidation(t *testing.T) {
 	}
 }
 
-// TestImageSetApplication: the set of image members valid but for the
-// refusal of image members, its application is built as a git set's is,
+// TestImageSetApplication: the set of image members valid, its
+// application is built as a git set's is,
 // without a source: the lead's workload (the API, first in dependsOn
 // order), the members' deadlines summed.
 func TestImageSetApplication(t *testing.T) {
@@ -384,8 +368,8 @@ func TestImageSetApplication(t *testing.T) {
 	if verr := validate(c); verr != nil {
 		got = verr.Problems
 	}
-	if d := cmp.Diff(notDelivered, got); d != "" {
-		t.Fatalf("problems besides the refusal of image members (-want +got):\n%s", d)
+	if d := cmp.Diff([]Problem(nil), got); d != "" {
+		t.Fatalf("problems of a valid set of image members (-want +got):\n%s", d)
 	}
 	foldReleaseSets(c)
 	set, ok := c.Application("web")

@@ -513,3 +513,62 @@ func TestReleaseSet(t *testing.T) {
 		t.Errorf("the report names the set's rollout and its members %d times, want 3:\n%s", n, report.String())
 	}
 }
+
+// TestImageSetRefused: a release set of image members (a copy of
+// example.yaml's podinfo beside it) cannot be played (one image per
+// member, a push moving one member, the fleet model one workload per
+// set): a push of a member fails its scenario naming the member and its
+// set.
+func TestImageSetRefused(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var api map[string]any
+	for _, a := range list(doc, "applications") {
+		if a["name"] == "podinfo" {
+			b, _ := yaml.Marshal(a)
+			if err := yaml.Unmarshal(b, &api); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w := api["workload"].(map[string]any)
+	api["name"], api["image"], w["name"] = "podinfo-api", "127.0.0.1:5000/demo/podinfo-api", "podinfo-api"
+	doc["applications"] = append(doc["applications"].([]any), api)
+	for _, a := range list(doc, "applications") {
+		if a["name"] == "podinfo" || a["name"] == "podinfo-api" {
+			// The set decides these for its members.
+			for _, k := range []string{"freezeWindows", "clusterSelector", "onNewVersion", "poll", "driftPolicy", "verify", "gitops"} {
+				delete(a, k)
+			}
+		}
+	}
+	doc["releaseSets"] = []any{map[string]any{"name": "pod", "applications": []any{"podinfo-api", "podinfo"}}}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flotilla.yaml")
+	feature := filepath.Join(dir, "pod.feature")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(feature, []byte("Feature: pod\n  Scenario: a push of the api\n    Given the fleet runs \"1.0.0\"\n    When \"1.1.0\" of \"podinfo-api\" is pushed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var gout bytes.Buffer
+	status, err := Run(t.Context(), Options{Config: path, Paths: []string{feature}, Format: "progress", Output: &gout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `application "podinfo-api": release set pod of image members is not simulated`
+	if status != 1 || !strings.Contains(gout.String(), want) {
+		t.Errorf("status %d, want 1 and the output saying %q:\n%s", status, want, gout.String())
+	}
+}

@@ -378,11 +378,15 @@ func (s *scenario) push(tag, name, pusher string) error {
 		return fmt.Errorf("application %q: gitops.mode %s is not simulated: the proposer pushes each wave's branch to the deployments repository and reads it back after the merge, whose files simulate does not have; simulate a copy of the config in gitops.mode %s",
 			name, config.GitOpsModePullRequest, config.GitOpsModeCommit)
 	}
+	member := name
 	if a.MemberOf != "" {
 		// A member's push is its set's (as verify matches it): the set
 		// rolls out as one application, its members with it.
 		a, _ = s.cfg.Application(a.MemberOf)
 		name = a.Name
+	}
+	if a.Set != nil && a.Git() == nil {
+		return fmt.Errorf("application %q: release set %s of image members is not simulated: its version is one image per member and a push moves one member, while the fleet model plays a set as one workload at one version (its lead's); the fleet's features/sets.feature plays it", member, a.Name)
 	}
 	if ts := s.cfg.KubeCDTriggered(a.Image); a.Image != "" && len(ts) > 0 {
 		return fmt.Errorf("image %s of application %q: the image triggers of KubeCD release %q (the config's kubecd) are not simulated: they check the deployments repository out and commit to it, and simulate does not have its files",
