@@ -185,3 +185,78 @@ Feature: Release sets: several applications promoted as one
     And the primary and the workload of "web-api" in every cluster run version "1.0.0" by digest
     And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
     And no workload in any cluster runs version "1.1.0"
+
+  # Catches a set of image members left out of the check of the clusters
+  # (c4, entering the waves, waits for the next push), a catch-up that
+  # brings the lead alone (the frontend's workload left on 0.1.0 in c4,
+  # without a primary), one carrying the members' pushes rather than the
+  # deployed tuple (the api's 1.0.0, not the tuple's hash), and one
+  # started twice.
+  Scenario: A cluster added to a release set of image members' last wave gets every member at the set's deployed versions without a push
+    Given a registry
+    And flotilla checks the clusters against the validated digest every "2s"
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    And the workload "web-api" runs its old version in cluster "c4"
+    And the workload "web-frontend" runs its old version in cluster "c4"
+    When flotilla is restarted with cluster "c4" added to the last wave
+    Then a rollout of kind "catch-up" of "web-api:1.0.0,web-frontend:2.0.0" to "c4" succeeds
+    And the primary and the workload of "web-api" in every cluster run version "1.0.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And the Canary "web-api" in every cluster lists the canaries "web-api,web-frontend"
+    And the API says that rollout is of kind "catch-up" and goes to "c4" only
+    And after flotilla is restarted again and checks 3 more times, exactly 1 rollout of kind "catch-up" was started
+
+  # Catches a check that holds each primary against the tuple's hash (a
+  # fresh set drifted everywhere) or reads the lead's primary only (the
+  # frontend's change goes unseen), a drift reported under the member
+  # rather than the set, a member's driftPolicy taken instead of the
+  # set's, and a revert that goes to every cluster, leaves the hand's image
+  # or moves the api.
+  Scenario: A release set image member's primary changed by hand is restored with the set's driftPolicy: revert
+    Given a registry
+    And flotilla checks the clusters against the validated digest every "2s"
+    And the application's drift policy is "revert"
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    When the primary of "web-frontend" in cluster "c2" is set by hand to image "registry.example.com/web-frontend:6.6.6"
+    Then flotilla journals the drift of the member "web-frontend" in cluster "c2" to image "registry.example.com/web-frontend:6.6.6" from "web-api:1.0.0,web-frontend:2.0.0" within 10 seconds
+    And a rollout of kind "drift-revert" of "web-api:1.0.0,web-frontend:2.0.0" to "c2" succeeds
+    And the primary of "web-frontend" in cluster "c2" runs version "2.0.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And the primary and the workload of "web-api" in every cluster run version "1.0.0" by digest
+    And the API says that rollout is of kind "drift-revert" and goes to "c2" only
+
+  # Catches a set whose members are not polled (the api's 1.1.0 never
+  # rolled out), a member polled as its own application (a rollout of
+  # "1.1.0" rather than the set's), and the frontend moved by it.
+  Scenario: A push of a release set member whose webhook is lost is found by the poll and rolls the set out
+    Given a registry
+    And flotilla polls the applications' registries every "2s"
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    When version "1.1.0" of "web-api" is pushed without its registry notification
+    Then the rollout of "web-api:1.1.0,web-frontend:2.0.0" starts within 10 seconds
+    And the rollout of "web-api:1.1.0,web-frontend:2.0.0" succeeds
+    And the primary and the workload of "web-api" in every cluster run version "1.1.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And the API says the set's rollout of "web-api:1.1.0,web-frontend:2.0.0" came from a "poll"
+    And no rollout of "1.1.0" was started

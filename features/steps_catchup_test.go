@@ -114,6 +114,10 @@ func (s *scenario) workloadOldIn(ctx context.Context, name, cluster string) erro
 		defer cancel()
 		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, w.namespace, metav1.DeleteOptions{})
 	})
+	image := s.oldImage()
+	if w.second != nil && name == w.second.name {
+		image = w.regHost + "/" + w.second.repo + ":0.1.0"
+	}
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: labels},
@@ -123,7 +127,7 @@ func (s *scenario) workloadOldIn(ctx context.Context, name, cluster string) erro
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: name, Image: s.oldImage(),
+					Name: name, Image: image,
 					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9898}},
 				}}},
 			},
@@ -197,8 +201,15 @@ func (s *scenario) kindRolloutSucceeds(ctx context.Context, kind, version, clust
 		return err
 	}
 	s.w.reconcileState().rolloutID = p.RolloutID
-	if p.Digest != s.w.digests[version] {
-		return fmt.Errorf("the %s rollout %s carries %s, want %s's validated digest %s", kind, p.RolloutID, p.Digest, version, s.w.digests[version])
+	want, ok := s.w.digests[version]
+	if !ok && s.w.imageSet != nil {
+		// A set's version tuple: the digest its rollout that succeeded carried.
+		if want, err = s.setVersionDigest(version, p.RolloutID); err != nil {
+			return err
+		}
+	}
+	if p.Digest != want {
+		return fmt.Errorf("the %s rollout %s carries %s, want %s's validated digest %s", kind, p.RolloutID, p.Digest, version, want)
 	}
 	ends := map[string]bool{events.TypeRolloutSucceeded: true, events.TypeRolloutRolledBack: true}
 	e, err := s.w.sink.waitFor(ctx, "end of rollout "+p.RolloutID, func(e cloudevents.Event) bool {
@@ -419,7 +430,7 @@ func (s *scenario) primarySetByHandTo(ctx context.Context, name, cluster, image 
 		return err
 	})
 	s.w.reconcileState().changed = time.Now()
-	if s.w.set != nil {
+	if s.w.set != nil || s.w.imageSet != nil {
 		s.w.reconcileState().member = name
 	}
 	return err

@@ -3,10 +3,13 @@ package features
 import (
 	"context"
 	"fmt"
+	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cucumber/godog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 )
 
@@ -23,20 +26,35 @@ type imageSetSpec struct {
 }
 
 // configure adds the set to cfg: releaseSets, and the second member
-// depending on the first.
+// depending on the first. The rollout's fields the steps set on the
+// application (driftPolicy, ...) are the set's (a member's are refused).
 func (is *imageSetSpec) configure(cfg map[string]any) {
-	cfg["releaseSets"] = []map[string]any{{"name": is.name, "applications": []string{is.first, is.second}}}
+	set := map[string]any{"name": is.name, "applications": []string{is.first, is.second}}
 	for _, a := range cfg["applications"].([]map[string]any) {
 		if a["name"] == is.second {
 			a["dependsOn"] = []map[string]any{{"name": is.first}}
 		}
+		if a["name"] != is.first && a["name"] != is.second {
+			continue
+		}
+		for _, k := range setRolloutFields {
+			if v, ok := a[k]; ok {
+				set[k] = v
+				delete(a, k)
+			}
+		}
 	}
+	cfg["releaseSets"] = []map[string]any{set}
 }
 
 func (s *scenario) registerImageSetSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the release set "([^"]*)" of "([^"]*)" then the image application "([^"]*)" that tracks "([^"]*)"$`, s.imageSetOf)
 	sc.Step(`^the Canary "([^"]*)" in every cluster lists the canaries "([^"]*)"$`, s.canaryListsEverywhere)
 	sc.Step(`^the primary and the workload of "([^"]*)" in every cluster run version "([^"]*)" by digest$`, s.memberRunsEverywhere)
+	sc.Step(`^the primary of "([^"]*)" in cluster "([^"]*)" runs version "([^"]*)" by digest$`, s.memberPrimaryRuns)
+	sc.Step(`^version "([^"]*)" of "([^"]*)" is pushed without its registry notification$`, s.pushOfWithoutNotification)
+	sc.Step(`^flotilla journals the drift of the member "([^"]*)" in cluster "([^"]*)" to image "([^"]*)" from "([^"]*)" within (\d+) seconds$`, s.memberDriftJournaled)
+	sc.Step(`^the API says the set's rollout of "([^"]*)" came from a "([^"]*)"$`, s.setRolloutSource)
 }
 
 func (s *scenario) imageSetOf(set, first, second, repo string) error {
@@ -82,4 +100,86 @@ func (s *scenario) memberRunsEverywhere(ctx context.Context, app, version string
 		}
 		return nil
 	})
+}
+
+// memberPrimaryRuns waits up to 30 s for the primary of application app
+// in a cluster to run version by digest.
+func (s *scenario) memberPrimaryRuns(ctx context.Context, app, cluster, version string) error {
+	c, err := s.clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	return s.withRepo(app, func() error {
+		want, err := s.ref(version)
+		if err != nil {
+			return err
+		}
+		return s.waitImage(ctx, c, cluster, app+"-primary", want)
+	})
+}
+
+// pushOfWithoutNotification pushes version of application app to the
+// registry and drops its notification, as a lost webhook.
+func (s *scenario) pushOfWithoutNotification(version, app string) error {
+	return s.withRepo(app, func() error { return s.pushWithoutNotification(version) })
+}
+
+// setVersionDigest is the digest of the set's version tuple (its tag,
+// "web-api:1.0.0,web-frontend:2.0.0"), as the first rollout of it other
+// than except carried it: the tuple's hash, which no image has.
+func (s *scenario) setVersionDigest(tuple, except string) (string, error) {
+	for _, e := range s.w.sink.all() {
+		if e.Type() != events.TypeRolloutStarted || events.RolloutID(e) == except {
+			continue
+		}
+		if p, err := events.Decode[events.RolloutStarted](e); err == nil && p.Tag == tuple {
+			return p.Digest, nil
+		}
+	}
+	return "", fmt.Errorf("no rollout of the set's version %s started before", tuple)
+}
+
+// memberDriftJournaled waits, up to seconds after the primary was changed,
+// for the drift.detected of the set naming member in cluster, its primary
+// running image, held against the set's deployed tuple.
+func (s *scenario) memberDriftJournaled(ctx context.Context, member, cluster, image, tuple string, seconds int) error {
+	digest, err := s.setVersionDigest(tuple, "")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Until(s.w.reconcileState().changed.Add(time.Duration(seconds)*time.Second)))
+	defer cancel()
+	e, err := s.w.sink.waitFor(ctx, "the drift of "+member+" in "+cluster, func(e cloudevents.Event) bool {
+		if e.Type() != events.TypeDriftDetected {
+			return false
+		}
+		p, err := events.Decode[events.DriftDetected](e)
+		return err == nil && p.Application == s.w.imageSet.name && p.Member == member && p.Cluster == cluster &&
+			p.Image == image && p.Digest == digest && p.Tag == tuple
+	})
+	if err != nil {
+		return fmt.Errorf("no drift of the set %s's member %s in %s to %s from %s (%s) journaled within %d s of the change: %w",
+			s.w.imageSet.name, member, cluster, image, tuple, digest, seconds, err)
+	}
+	fmt.Printf("drift journaled %v after the primary was changed (interval %s)\n",
+		e.Time().Sub(s.w.reconcileState().changed).Round(time.Millisecond), s.w.reconcile.interval)
+	return nil
+}
+
+// setRolloutSource reads the set's rollout of tuple in the API: what
+// brought it, and its version the tuple.
+func (s *scenario) setRolloutSource(ctx context.Context, tuple, source string) error {
+	id, err := s.rolloutID(ctx, tuple)
+	if err != nil {
+		return err
+	}
+	var ro struct{ Application, Tag, Source string }
+	if err := s.getJSON(ctx, "/api/v1/rollouts/"+id, &ro); err != nil {
+		return err
+	}
+	if ro.Application != s.w.imageSet.name || ro.Tag != tuple || ro.Source != source {
+		return fmt.Errorf("the API has rollout %s of %s %s from %q, want the set %s's of %s from %q", id, ro.Application, ro.Tag, ro.Source,
+			s.w.imageSet.name, tuple, source)
+	}
+	return nil
 }
