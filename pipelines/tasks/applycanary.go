@@ -297,16 +297,3 @@ func applyCanary(ctx context.Context, fl flaggerclient.Interface, c *flaggerv1.C
 	return nil
 }
 
-// clientsFor makes the Kubernetes and Flagger clients of a cluster a task
-// writes to.
-func clientsFor(cfg *rest.Config) (kubernetes.Interface, flaggerclient.Interface, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating kubernetes client: %w", err)
-	}
-	fl, err := flaggerclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating flagger client: %w", err)
-	}
-	return kube, fl, nil
-}
