@@ -13,7 +13,10 @@
 //
 // A function that can fold (a [Folder]) is handed the events queued on a
 // key for it alone in one call, up to [MaxFold]: observe then writes a
-// burst of a rollout's events in one update instead of one each.
+// burst of a rollout's events in one update instead of one each, and
+// advance a burst of its cluster results. A function that takes only some
+// events of a type it consumes says which (a [Selective]: rollback wants
+// only reverts' run ends), so the others are a Folder's alone.
 //
 // The cursor is a watermark below every event still in flight, saved in
 // the background: delivery is at least once, and a crash replays what was
