@@ -296,4 +296,3 @@ func applyCanary(ctx context.Context, fl flaggerclient.Interface, c *flaggerv1.C
 	}
 	return nil
 }
-
