@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -40,7 +41,7 @@ func TestRolloutPageShowsTheSetsVersions(t *testing.T) {
 	base := serveWithRollouts(t, set, app)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(filepath.Join(t.TempDir(), "chromium")))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(profileDir(t)))
 	actx, acancel := chromedp.NewExecAllocator(t.Context(), opts...)
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)
@@ -87,6 +88,33 @@ func TestRolloutPageShowsTheSetsVersions(t *testing.T) {
 	if shown {
 		t.Error("an application's rollout page shows a set's versions")
 	}
+}
+
+// profileDir is a directory for chromium's profile, removed after the
+// test. Not t.TempDir: chromium's helper processes may still write to
+// the profile for a moment after the browser exited, and t.TempDir's
+// removal fails the test when a file appears while it removes the rest
+// (it did in CI: "directory not empty").
+func profileDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "flotilla-ui-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; ; i++ {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if i == 50 {
+				t.Logf("leaving chromium's profile %s: %v", dir, err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // serveWithRollouts serves the UI and the API, with its watch stream,
