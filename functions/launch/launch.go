@@ -80,8 +80,9 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 			return nil, nil // the rollout moved on (failed, superseded): nothing to launch
 		}
 		if wave != nil {
+			find := r.Lookup()
 			for _, name := range wave.Clusters {
-				if _, _, err := r.Cluster(name); err != nil {
+				if _, _, err := find(name); err != nil {
 					return nil, fault.Permanent(err)
 				}
 			}

@@ -176,8 +176,9 @@ func (r *Rollout) FailedIn(w int) string {
 // MayStart reports whether clusters of r wait to start and may: retried
 // ones of waves that passed, or the current wave's within its parallelism.
 func (r *Rollout) MayStart() bool {
+	find := r.Lookup()
 	for _, name := range r.Startable() {
-		if _, w, _ := r.Cluster(name); w < r.Wave || r.Waves[r.Wave].Room() > 0 {
+		if _, w, _ := find(name); w < r.Wave || r.Waves[r.Wave].Room() > 0 {
 			return true
 		}
 	}

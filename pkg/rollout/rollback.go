@@ -60,13 +60,17 @@ func (r *Rollout) Rollback(cause cloudevents.Event, g Reverts) ([]cloudevents.Ev
 	if waves := r.RevertNow(); len(waves) > 0 {
 		var out []cloudevents.Event
 		deadline := g.Now.UTC().Add(g.App.Delivery.StepDeadline())
+		ix := r.clusterIndex()
 		for _, wave := range waves {
 			images, tags := map[string]string{}, map[string]string{}
 			for _, name := range r.ToRevert(wave) {
-				c, _, _ := r.Cluster(name)
+				c, w, err := r.clusterIn(ix, name)
+				if err != nil {
+					return nil, fault.Permanent(err)
+				}
 				c.Phase = ClusterReverting
 				tag := g.PreviousTag(c.PreviousImage)
-				evs, err := r.RequestRun(cause, c, events.PurposeRevert, c.PreviousImage, tag, deadline)
+				evs, err := r.requestRun(cause, c, w, events.PurposeRevert, c.PreviousImage, tag, deadline)
 				if err != nil {
 					return nil, err
 				}

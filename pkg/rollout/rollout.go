@@ -331,6 +331,44 @@ func (r *Rollout) Cluster(name string) (*Cluster, int, error) {
 	return nil, -1, fmt.Errorf("rollout %s has no cluster %q", r.ID, name)
 }
 
+// clusterAt is where a cluster is in a rollout: its wave and its index in
+// the wave.
+type clusterAt struct{ wave, i int }
+
+// clusterIndex is where each cluster of r is, for the decisions that visit
+// many clusters: Cluster searches them all, and a wave of 1,000 started
+// one Cluster at a time is a million comparisons. It holds indexes, valid
+// while r's waves keep their clusters.
+func (r *Rollout) clusterIndex() map[string]clusterAt {
+	n := 0
+	for w := range r.Waves {
+		n += len(r.Waves[w].Clusters)
+	}
+	ix := make(map[string]clusterAt, n)
+	for w := range r.Waves {
+		for i := range r.Waves[w].Clusters {
+			ix[r.Waves[w].Clusters[i].Name] = clusterAt{w, i}
+		}
+	}
+	return ix
+}
+
+// clusterIn is Cluster through ix, an index of r.
+func (r *Rollout) clusterIn(ix map[string]clusterAt, name string) (*Cluster, int, error) {
+	at, ok := ix[name]
+	if !ok {
+		return nil, -1, fmt.Errorf("rollout %s has no cluster %q", r.ID, name)
+	}
+	return &r.Waves[at.wave].Clusters[at.i], at.wave, nil
+}
+
+// Lookup is Cluster for a caller that looks many clusters up: it indexes
+// r's clusters once. Valid while r's waves keep their clusters.
+func (r *Rollout) Lookup() func(name string) (*Cluster, int, error) {
+	ix := r.clusterIndex()
+	return func(name string) (*Cluster, int, error) { return r.clusterIn(ix, name) }
+}
+
 // WaveOutcome tells whether every cluster of wave w has finished (or left
 // the fleet) and how many of them failed.
 func (r *Rollout) WaveOutcome(w int) (done bool, failed int) {

@@ -51,8 +51,9 @@ func (r *Rollout) Start(cause cloudevents.Event, g Gates) ([]cloudevents.Event, 
 	room := r.Waves[r.Wave].Room()
 	held := map[int]bool{}
 	var out []cloudevents.Event
+	ix := r.clusterIndex()
 	for _, name := range r.Startable() {
-		c, w, err := r.Cluster(name)
+		c, w, err := r.clusterIn(ix, name)
 		if err != nil {
 			return nil, fault.Permanent(err)
 		}
@@ -77,7 +78,7 @@ func (r *Rollout) Start(cause cloudevents.Event, g Gates) ([]cloudevents.Event, 
 			room--
 		}
 		c.Phase = ClusterApplying
-		evs, err := r.RequestRun(cause, c, events.PurposeApply, r.Ref(), r.Tag, deadline)
+		evs, err := r.requestRun(cause, c, w, events.PurposeApply, r.Ref(), r.Tag, deadline)
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,12 @@ func (r *Rollout) RequestRun(cause cloudevents.Event, c *Cluster, purpose, image
 	if err != nil {
 		return nil, err
 	}
+	return r.requestRun(cause, c, wave, purpose, image, tag, deadline)
+}
+
+// requestRun is RequestRun of c in wave, for the callers that found c
+// through an index (clusterIndex) rather than Cluster's search.
+func (r *Rollout) requestRun(cause cloudevents.Event, c *Cluster, wave int, purpose, image, tag string, deadline time.Time) ([]cloudevents.Event, error) {
 	c.Step++
 	c.Run, c.Deadline = purpose, deadline
 	step := fmt.Sprintf("%s/%s/%d", c.Name, purpose, c.Step)
