@@ -26,6 +26,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,7 @@ type options struct {
 	trace      bool
 	cpuprofile string
 	bprofile   string
+	btrace     string
 	section    string
 	raw        string
 	inflight   int
@@ -104,6 +106,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.podIdle, "pod-idle", 30*time.Second, "how long -pod samples the idle pod before the first rollout and after the last")
 	fs.StringVar(&o.section, "section", "", "write only the reaction tables, as the dated section \"## <section> (<date>)\" of -out, replacing that section of an earlier run and keeping the rest of the file (make bench-large)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench's process (flotilla included) over the scenarios to this file")
+	fs.StringVar(&o.btrace, "btrace", "", "write an execution trace (runtime/trace: what each goroutine waited on) of the bench's process over each rollout's B window to <this>-<scenario>-<version>.trace; read it with `go tool trace` (-pprof=sync|sched|syscall|net)")
 	fs.StringVar(&o.bprofile, "bprofile", "", "write a CPU profile of the bench's process over each rollout's B window (the last wave-1 canary succeeded -> every wave-2 apply requested) to <this>-<scenario>-<version>.pprof (not with -cpuprofile)")
 }
 
@@ -305,6 +308,23 @@ func startCPUProfile(path string) (func(), error) {
 	}
 	return func() {
 		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
+// startTrace traces the process's execution into path until the
+// returned stop.
+func startTrace(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the execution trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting the execution trace: %w", err)
+	}
+	return func() {
+		trace.Stop()
 		_ = f.Close()
 	}, nil
 }

@@ -630,7 +630,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 		return smp, err
 	}
 	smp.bAck = time.Since(t3)
-	if rec, ok := s.rec.(*recorder); ok && (s.b.o.bprofile != "" || s.b.o.verbose) {
+	if rec, ok := s.rec.(*recorder); ok && (s.b.o.bprofile != "" || s.b.o.btrace != "" || s.b.o.verbose) {
 		if err := rec.waitStarted(ctx, s.scaled(time.Minute), ref, names(s.wave2)); err != nil {
 			return smp, fmt.Errorf("waiting for wave 2 of %s to be requested: %w", version, err)
 		}
@@ -988,17 +988,33 @@ func (s *scenario) markSucceeded(ctx context.Context, n *named) error {
 	return nil
 }
 
-// startBProfile starts -bprofile's CPU profile of this rollout's B
-// window; the func it returns stops it (once; later calls do nothing).
+// startBProfile starts -bprofile's CPU profile and -btrace's execution
+// trace of this rollout's B window; the func it returns stops them (once;
+// later calls do nothing).
 func (s *scenario) startBProfile() (func(), error) {
-	if s.b.o.bprofile == "" {
-		return func() {}, nil
+	var stops []func()
+	stopAll := sync.OnceFunc(func() {
+		for _, stop := range stops {
+			stop()
+		}
+	})
+	name := fmt.Sprintf("%s-%d", filepath.Base(s.dir), s.version)
+	if s.b.o.bprofile != "" {
+		stop, err := startCPUProfile(s.b.o.bprofile + "-" + name + ".pprof")
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, stop)
 	}
-	stop, err := startCPUProfile(fmt.Sprintf("%s-%s-%d.pprof", s.b.o.bprofile, filepath.Base(s.dir), s.version))
-	if err != nil {
-		return nil, err
+	if s.b.o.btrace != "" {
+		stop, err := startTrace(s.b.o.btrace + "-" + name + ".trace")
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		stops = append(stops, stop)
 	}
-	return sync.OnceFunc(stop), nil
+	return stopAll, nil
 }
 
 // promotionEvent is the event webhook payload Flagger sends when it has
