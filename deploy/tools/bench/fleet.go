@@ -168,6 +168,25 @@ func cpuTime(pids ...int) time.Duration {
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
+// machineCPU is the machine's idle and steal time so far, summed over its
+// CPUs (/proc/stat's first line): over a window, idle is what no process
+// used, and steal what the hypervisor gave to others (a VM's vCPUs stolen
+// stall every process at once).
+func machineCPU() (idle, steal time.Duration) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0
+	}
+	i, _ := strconv.ParseInt(f[4], 10, 64)
+	st, _ := strconv.ParseInt(f[8], 10, 64)
+	return time.Duration(i) * time.Second / 100, time.Duration(st) * time.Second / 100
+}
+
 // nsProxy makes one real API server look like another cluster: it forwards
 // every request to the real server with the application's namespace replaced
 // by this named cluster's own namespace, in the path and in the body. It lets

@@ -487,6 +487,9 @@ type sample struct {
 	// selfCPUB, fleetCPUB: the CPU the bench's process and the fleet
 	// burnt in B's window alone (-v, with the recorder: -bprofile's end).
 	selfCPUB, fleetCPUB time.Duration
+	// idleB, stealB: the machine's CPUs idle, and stolen by the
+	// hypervisor, in B's window (-v).
+	idleB, stealB time.Duration
 	// The worst time this process waited to run during A's and B's windows
 	// (see stallProbe), and how many Flagger events observe handled in B's
 	// window (1 is the bench's own; more were Flagger's, queued with it).
@@ -522,7 +525,7 @@ func (s *scenario) run(ctx context.Context) (res scenarioResult, err error) {
 			return res, fmt.Errorf("run %d: %w", i+1, err)
 		}
 		if s.b.o.verbose || warm {
-			s.log.Info("run", "n", i+1, "warmup", warm, "ack", ms(smp.ack), "A", ms(smp.a), "B_first", ms(smp.bFirst), "B", ms(smp.b), "B_complete", ms(smp.bComplete), "B_ack", ms(smp.bAck), "observe", ms(smp.observe), "advance", ms(smp.advance), "journal", ms(smp.journal), "fleet_cpu", ms(smp.fleetCPU), "self_cpu", ms(smp.selfCPU), "self_cpu_B", ms(smp.selfCPUB), "fleet_cpu_B", ms(smp.fleetCPUB), "stall_A", ms(smp.stallA), "wait_A", ms(smp.waitA), "stall_B", ms(smp.stallB), "wait_B", ms(smp.waitB), "observe_calls", smp.observeCalls)
+			s.log.Info("run", "n", i+1, "warmup", warm, "ack", ms(smp.ack), "A", ms(smp.a), "B_first", ms(smp.bFirst), "B", ms(smp.b), "B_complete", ms(smp.bComplete), "B_ack", ms(smp.bAck), "observe", ms(smp.observe), "advance", ms(smp.advance), "journal", ms(smp.journal), "fleet_cpu", ms(smp.fleetCPU), "self_cpu", ms(smp.selfCPU), "self_cpu_B", ms(smp.selfCPUB), "fleet_cpu_B", ms(smp.fleetCPUB), "idle_B", ms(smp.idleB), "steal_B", ms(smp.stealB), "stall_A", ms(smp.stallA), "wait_A", ms(smp.waitA), "stall_B", ms(smp.stallB), "wait_B", ms(smp.waitB), "observe_calls", smp.observeCalls)
 		}
 		if !warm {
 			res.samples = append(res.samples, smp)
@@ -621,6 +624,7 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 	before := s.times()
 	pids := s.b.fleetPIDs()
 	fleet0, self0 := cpuTime(pids...), cpuTime(os.Getpid())
+	idle0, steal0 := machineCPU()
 	t2 := time.Now()
 	if err := s.markSucceeded(ctx, last); err != nil {
 		return smp, err
@@ -635,6 +639,8 @@ func (s *scenario) rollout(ctx context.Context, initialize, fail bool) (sample, 
 			return smp, fmt.Errorf("waiting for wave 2 of %s to be requested: %w", version, err)
 		}
 		smp.fleetCPUB, smp.selfCPUB = cpuTime(pids...)-fleet0, cpuTime(os.Getpid())-self0
+		idle, steal := machineCPU()
+		smp.idleB, smp.stealB = idle-idle0, steal-steal0
 		stopProfile() // B's window alone: the applies' own work is not in it
 	}
 	w2, err := s.rec.wait(ctx, s.scaled(time.Minute), ref, names(s.wave2))
