@@ -260,3 +260,51 @@ Feature: Release sets: several applications promoted as one
     And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
     And the API says the set's rollout of "web-api:1.1.0,web-frontend:2.0.0" came from a "poll"
     And no rollout of "1.1.0" was started
+
+  # The set of image members on the Tekton executor: each cluster's
+  # PipelineRun carries the members with their images to apply-canary's
+  # step. Catches the set refused on Tekton, a PipelineRun carrying the
+  # lead alone (the frontend's Canary not listed, the set judged by the
+  # api), members not pinned at the tuple's digests, and previous-members
+  # not coming back through Tekton's results (each cluster's previous
+  # version then unknown).
+  Scenario: A release set of image members rolled out by Tekton pipelines: a push of the api's image rolls the set through the waves with the frontend unchanged
+    Given a registry
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    When version "1.1.0" of "web-api" is pushed
+    Then the rollout of "web-api:1.1.0,web-frontend:2.0.0" succeeds
+    And the primary and the workload of "web-api" in every cluster run version "1.1.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And the Canary "web-api" in every cluster lists the canaries "web-api,web-frontend"
+    And every cluster's succeeded PipelineRun of the rollout of "web-api:1.1.0,web-frontend:2.0.0" carries the members "web-api:1.1.0,web-frontend:2.0.0" by digest, and says they ran "web-api:1.0.0,web-frontend:2.0.0" before
+
+  # Catches, on Tekton: a rollback that restores the api alone, or leaves
+  # c1 (succeeded before c4 failed) on 1.1.0 because its PipelineRun's
+  # previous-members never came back, and the frontend moved by the revert.
+  Scenario: A release set of image members on Tekton: the api's image failing in wave 2 rolls both members back everywhere
+    Given a registry
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    And the analysis gate fails for the canary "web-api" in cluster "c4"
+    When version "1.1.0" of "web-api" is pushed
+    Then the rollout of "web-api:1.1.0,web-frontend:2.0.0" is rolled back
+    And the primary and the workload of "web-api" in every cluster run version "1.0.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And no workload in any cluster runs version "1.1.0"

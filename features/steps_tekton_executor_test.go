@@ -30,6 +30,7 @@ func (s *scenario) registerTektonExecutorSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla runs its rollout pipelines there on Tekton, labelled "([^"]*)"$`, s.runsOnTekton)
 	sc.Step(`^that namespace holds a succeeded PipelineRun of the rollout of "([^"]*)" for every cluster, its pods labelled alike$`, s.pipelineRunsOfRollout)
 	sc.Step(`^every cluster's succeeded PipelineRun of that commit carries the members "([^"]*)" in order$`, s.pipelineRunsCarryMembers)
+	sc.Step(`^every cluster's succeeded PipelineRun of the rollout of "([^"]*)" carries the members "([^"]*)" by digest, and says they ran "([^"]*)" before$`, s.pipelineRunsCarryImageMembers)
 	sc.Step(`^flotilla's pipelines are installed in a fresh namespace of cluster "([^"]*)", their steps in flotilla's image on the real node$`, s.pipelinesOnRealNode)
 	sc.Step(`^every step of the rollout of "([^"]*)" ran on the real node in a container of flotilla's image by digest, and exited 0$`, s.stepsRanOnRealNode)
 }
@@ -334,6 +335,104 @@ func (s *scenario) runsCarryMembers(ctx context.Context, id string, want []strin
 	for _, c := range s.w.clusters {
 		if !done[c.Name] {
 			return fmt.Errorf("no succeeded PipelineRun of rollout %s for cluster %s", id, c.Name)
+		}
+	}
+	return nil
+}
+
+// pipelineRunsCarryImageMembers reads the PipelineRuns of the rollout of
+// a release set of image members' tuple (its tag), for up to a minute (as
+// pipelineRunsCarryMembers): each cluster's succeeded one has the members
+// param, the members in order each with its image pinned at the version's
+// digest ("web-api:1.1.0,web-frontend:2.0.0"), and its previous-members
+// result, what each member's primary ran before, by digest too.
+func (s *scenario) pipelineRunsCarryImageMembers(ctx context.Context, tuple, members, before string) error {
+	id, err := s.rolloutID(ctx, tuple)
+	if err != nil {
+		return err
+	}
+	var want []tasks.SetMember
+	for _, mv := range strings.Split(members, ",") {
+		app, version, _ := strings.Cut(mv, ":")
+		ref, err := s.refOf(app, version)
+		if err != nil {
+			return err
+		}
+		want = append(want, tasks.SetMember{Application: app, Image: ref})
+	}
+	wantBefore := map[string]string{}
+	for _, mv := range strings.Split(before, ",") {
+		app, version, _ := strings.Cut(mv, ":")
+		if wantBefore[app], err = s.refOf(app, version); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := s.runsCarryImageMembers(ctx, id, want, wantBefore)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// refOf is application app's version by digest in the registry.
+func (s *scenario) refOf(app, version string) (ref string, err error) {
+	err = s.withRepo(app, func() error {
+		ref, err = s.ref(version)
+		return err
+	})
+	return ref, err
+}
+
+func (s *scenario) runsCarryImageMembers(ctx context.Context, id string, want []tasks.SetMember, wantBefore map[string]string) error {
+	t := s.w.tekton
+	runs, err := t.cluster.Tekton.TektonV1().PipelineRuns(t.namespace).List(ctx, metav1.ListOptions{LabelSelector: pipelines.LabelRollout + "=" + pipelines.LabelValue(id)})
+	if err != nil {
+		return fmt.Errorf("listing PipelineRuns of %s: %w", id, err)
+	}
+	done := map[string]bool{}
+	for _, pr := range runs.Items {
+		if !pr.Status.GetCondition(apis.ConditionSucceeded).IsTrue() {
+			continue
+		}
+		var got []tasks.SetMember
+		for _, p := range pr.Spec.Params {
+			if p.Name != tasks.ParamMembers {
+				continue
+			}
+			var ms []tasks.SetMember
+			if err := json.Unmarshal([]byte(p.Value.StringVal), &ms); err != nil {
+				return fmt.Errorf("PipelineRun %s: param members: %w", pr.Name, err)
+			}
+			for _, m := range ms {
+				got = append(got, tasks.SetMember{Application: m.Application, Image: m.Image})
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			return fmt.Errorf("PipelineRun %s's members (-want +got):\n%s", pr.Name, d)
+		}
+		var before map[string]string
+		for _, r := range pr.Status.Results {
+			if r.Name == pipelines.ResultPreviousMembers {
+				if err := json.Unmarshal([]byte(r.Value.StringVal), &before); err != nil {
+					return fmt.Errorf("PipelineRun %s: result %s = %q: %w", pr.Name, r.Name, r.Value.StringVal, err)
+				}
+			}
+		}
+		if d := cmp.Diff(wantBefore, before); d != "" {
+			return fmt.Errorf("PipelineRun %s's result %s, what the members ran before (-want +got):\n%s", pr.Name, pipelines.ResultPreviousMembers, d)
+		}
+		done[pr.Labels[pipelines.LabelCluster]] = true
+	}
+	for _, c := range s.w.clusters {
+		if !done[c.Name] {
+			return fmt.Errorf("no succeeded PipelineRun of rollout %s for cluster %s in %s/%s", id, c.Name, t.cluster.Name, t.namespace)
 		}
 	}
 	return nil

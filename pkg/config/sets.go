@@ -171,7 +171,7 @@ func (v *validator) releaseSets(c *Config) {
 			a := c.Applications[k]
 			ap := fmt.Sprintf("applications[%d]", k)
 			if g := a.Git(); g == nil {
-				v.imageMember(c, mp, ap, a, s)
+				v.imageMember(c, ap, a, s)
 			} else if g.KubeCD != nil {
 				v.addf(mp, "%q is a release of KubeCD's files: a release set's members are the file's own applications", m)
 			}
@@ -237,13 +237,11 @@ func sourceKind(a Application) string {
 	return "a git application"
 }
 
-// imageMember refuses what an image member a of set s (at path mp, the
-// application at ap) cannot be in this slice (docs/design/release-sets.md,
-// "Image members").
-func (v *validator) imageMember(c *Config, mp, ap string, a Application, s ReleaseSet) {
-	if c.Fleet.Executor == ExecutorTekton {
-		v.addf(mp, "%q is an image application: a release set's image members run on the embedded executor only (fleet.executor is tekton: the PipelineRun's members param carries git members)", a.Name)
-	}
+// imageMember refuses what an image member a of set s (the application at
+// ap) cannot be in this slice (docs/design/release-sets.md, "Image
+// members"). Either executor runs it: the PipelineRun's members param
+// carries image members to apply-canary as the embedded run's does.
+func (v *validator) imageMember(c *Config, ap string, a Application, s ReleaseSet) {
 	if a.Workload.Kind == KindJob {
 		v.addf(ap+".workload.kind", "%s is an image member of a release set: its workload is a Deployment or DaemonSet (a Job member is a git application)", a.Name)
 	}
