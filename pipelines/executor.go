@@ -31,5 +31,5 @@ func ApplyCanary(ctx context.Context, run func(context.Context, string, RunParam
 	if err != nil {
 		return tasks.ApplyCanaryResult{}, err
 	}
-	return tasks.ApplyCanaryResult{PreviousImage: res.PreviousImage, Changed: res.Changed}, nil
+	return tasks.ApplyCanaryResult{PreviousImage: res.PreviousImage, Changed: res.Changed, PreviousMembers: res.PreviousMembers}, nil
 }

@@ -153,7 +153,7 @@ func FromApplyCanary(p tasks.ApplyCanaryParams) RunParams {
 	return RunParams{
 		Rollout: p.Rollout, Namespace: p.Namespace, Kind: p.Kind, Workload: p.Workload,
 		Container: p.Container, Image: p.Image, Canary: p.Canary, Objects: p.Objects,
-		Restart: p.Restart,
+		Restart: p.Restart, Members: p.Members,
 	}
 }
 
