@@ -308,3 +308,32 @@ Feature: Release sets: several applications promoted as one
     And the primary and the workload of "web-api" in every cluster run version "1.0.0" by digest
     And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
     And no workload in any cluster runs version "1.1.0"
+
+  # Catches a member's own verify not applied (the unsigned api rolled out,
+  # a primary of it in c1), applied to the other member too (the
+  # frontend's unsigned 2.0.0 refused), a refusal recorded on the member
+  # rather than the set (describe shows no skipped push of the set), and a
+  # signed push not moving the set (or moving the frontend).
+  Scenario: A release set image member with its own verify: its unsigned push is refused and no cluster changes; its signed push rolls the set out
+    Given a registry
+    And the application accepts only images signed with the key "release"
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" signed with the key "release" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    When version "1.1.0" of "web-api" is pushed
+    Then the push of "1.1.0" is rejected saying "web-api: "
+    And `flotilla describe application web` says the last push skipped was "1.1.0", because "is not signed"
+    And the workloads of every cluster stay unchanged for 10 seconds
+    And the primary and the workload of "web-api" in every cluster run version "1.0.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+    And no workload in any cluster runs version "1.1.0"
+    When version "1.2.0" signed with the key "release" is pushed
+    Then the rollout of "web-api:1.2.0,web-frontend:2.0.0" succeeds
+    And the rollout of "web-api:1.2.0,web-frontend:2.0.0" records the signature of the key "release"
+    And the primary and the workload of "web-api" in every cluster run version "1.2.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest

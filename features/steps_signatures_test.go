@@ -528,15 +528,20 @@ func (s *scenario) signedRolloutSucceeds(ctx context.Context, version, keyName s
 	return nil
 }
 
-// workloadsUnchanged reads the image of the workload and its primary in
+// workloadsUnchanged reads the image of the workload and its primary (and
+// the second application's, a release set's other member's) in
 // every cluster, then reads them again every 200 ms for the given time:
 // any change (a refused image applied, then reverted, included) fails.
 func (s *scenario) workloadsUnchanged(ctx context.Context, seconds int) error {
 	type obj struct{ cluster, name string }
 	read := func() (map[obj]string, error) {
 		got := map[obj]string{}
+		names := []string{s.w.workload, s.w.workload + "-primary"}
+		if s.w.second != nil { // a second application's, a release set's other member's
+			names = append(names, s.w.second.name, s.w.second.name+"-primary")
+		}
 		for _, c := range s.w.clusters {
-			for _, d := range []string{s.w.workload, s.w.workload + "-primary"} {
+			for _, d := range names {
 				img, err := s.imageOf(ctx, c, d)
 				if apierrors.IsNotFound(err) {
 					img = "(none)"

@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-cd/flotilla/events"
 
@@ -280,5 +282,115 @@ func TestVerifyRecordsGitPushes(t *testing.T) {
 	}
 	if st.WebhookSilent != nil {
 		t.Errorf("a webhook's push left the webhook silent: %+v", st.WebhookSilent)
+	}
+}
+
+// A release set's image member with a verify of its own is judged by it
+// (verify.SignedApps over the config, as pkg/app wires it): its unsigned
+// push is refused when the set's first wave requires a signature, and the
+// refusal recorded in the set's state with its reason (the API's last
+// push skipped), the members' states untouched; its signed push is
+// verified, the verdict its own (SignedBy[member]); an unsigned one the
+// set's first wave takes goes to plan naming the member (Unsigned); the
+// other member, without verify, is not checked. Catches: a member's
+// policy not applied (the unsigned api verified), applied to the other
+// member (the frontend refused), its first wave read without the set's
+// clusterSelector (wave 1, which the set does not target, taking it), and
+// the refusal recorded on the member rather than the set.
+func TestVerifyImageMembersOwnVerify(t *testing.T) {
+	host := startRegistry(t, nil)
+	apiDigest := push(t, host, "web/api", "1.1.0")
+	feDigest := push(t, host, "web/frontend", "2.1.0")
+	apiImage, feImage := host+"/web/api", host+"/web/frontend"
+	notSigned := fault.Permanent(errors.New(apiImage + "@" + apiDigest + " is not signed"))
+	checks := sigs{"web-api/" + apiDigest: notSigned, "web-frontend/" + feDigest: errors.New("the frontend has no policy to check")}
+	takes := false
+	cfgOf := func(setSelector map[string]string, firstTakesUnsigned bool) *config.Config {
+		set := config.Application{Name: "web", Set: &config.SetSpec{Members: []config.SetMember{{Name: "web-api"}, {Name: "web-frontend"}}}}
+		if setSelector != nil {
+			set.ClusterSelector = &metav1.LabelSelector{MatchLabels: setSelector}
+		}
+		w1 := config.Wave{Name: "w1", Clusters: []string{"c1"}}
+		if firstTakesUnsigned {
+			w1.RequireSignature = &takes
+		}
+		return &config.Config{
+			Fleet: config.Fleet{Clusters: []config.Cluster{{Name: "c1", Labels: map[string]string{"tier": "dev"}}, {Name: "c2", Labels: map[string]string{"tier": "prod"}}},
+				Waves: []config.Wave{w1, {Name: "w2", Clusters: []string{"c2"}}}},
+			Applications: []config.Application{
+				{Name: "web-api", Image: apiImage, MemberOf: "web", Verify: &config.Verify{Signatures: []config.SignatureAuthority{{Name: "release"}}}},
+				{Name: "web-frontend", Image: feImage, MemberOf: "web"},
+				set,
+			},
+		}
+	}
+	apiSigned := sigs{}
+	type result struct {
+		Type     string
+		Reason   string
+		SignedBy map[string]string
+		Unsigned map[string]string
+		Skipped  *rollout.Skipped // the set's last push skipped
+	}
+	reason := "signature not trusted (web-api: " + notSigned.Error() + ")"
+	tests := []struct {
+		name   string
+		cfg    *config.Config
+		checks sigs
+		repo   string
+		tag    string
+		want   result
+	}{
+		{name: "the api unsigned, the set's first wave requiring a signature", cfg: cfgOf(nil, false), checks: checks, repo: "web/api", tag: "1.1.0",
+			want: result{Type: events.TypeImageRejected, Reason: reason,
+				Skipped: &rollout.Skipped{Tag: "1.1.0", Source: rollout.SourceWebhook, Outcome: rollout.OutcomeRejected, Reason: reason}}},
+		{name: "the api signed", cfg: cfgOf(nil, false), checks: apiSigned, repo: "web/api", tag: "1.1.0",
+			want: result{Type: events.TypeImageVerified, SignedBy: map[string]string{"web-api": "key release"}}},
+		{name: "the api unsigned, the set's first wave taking it", cfg: cfgOf(nil, true), checks: checks, repo: "web/api", tag: "1.1.0",
+			want: result{Type: events.TypeImageVerified, Unsigned: map[string]string{"web-api": notSigned.Error()}}},
+		{name: "the api unsigned, the set's clusters starting at the wave requiring a signature", cfg: cfgOf(map[string]string{"tier": "prod"}, true),
+			checks: checks, repo: "web/api", tag: "1.1.0",
+			want: result{Type: events.TypeImageRejected, Reason: reason,
+				Skipped: &rollout.Skipped{Tag: "1.1.0", Source: rollout.SourceWebhook, Outcome: rollout.OutcomeRejected, Reason: reason}}},
+		{name: "the frontend, without verify of its own", cfg: cfgOf(nil, false), checks: checks, repo: "web/frontend", tag: "2.1.0",
+			want: result{Type: events.TypeImageVerified}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := functiontest.NewRepo(t)
+			fn := verify.New(resolver(), func(img string) bool { return config.SameImage(img, apiImage) || config.SameImage(img, feImage) }).
+				WithSignatures(tt.checks, func(img string) ([]verify.SignedApp, bool) { return verify.SignedApps(tt.cfg, img) }).
+				WithApplications(repo, tt.cfg)
+			e, err := events.New("hook-1", "/hooks/registry", events.TypeImagePushed, events.ImagePushed{Registry: host, Repository: tt.repo, Tag: tt.tag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := fn.Handle(t.Context(), e)
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("Handle = %d events, %v", len(evs), err)
+			}
+			got := result{Type: evs[0].Type()}
+			switch got.Type {
+			case events.TypeImageRejected:
+				r, _ := events.Decode[events.ImageRejected](evs[0])
+				got.Reason = r.Reason
+			case events.TypeImageVerified:
+				v, _ := events.Decode[events.ImageVerified](evs[0])
+				got.SignedBy, got.Unsigned = v.SignedBy, v.Unsigned
+			}
+			st, err := repo.App(t.Context(), "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Skipped = st.LastSkipped
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(rollout.Skipped{}, "Digest", "At", "EventID")); diff != "" {
+				t.Errorf("verify's verdict and the set's last push skipped (-want +got):\n%s", diff)
+			}
+			for _, member := range []string{"web-api", "web-frontend"} {
+				if st, err := repo.App(t.Context(), member); err != nil || st.LastSeen != nil || st.LastSkipped != nil {
+					t.Errorf("member %s's state: %+v, %v; want nothing recorded", member, st, err)
+				}
+			}
+		})
 	}
 }

@@ -65,32 +65,6 @@ func signatures(ctx context.Context, cfg *config.Config, live config.Provider, r
 	if err != nil {
 		return nil, nil, err
 	}
-	signed := func(image string) (apps []verify.SignedApp, others bool) {
-		cfg := live.Current()
-		for _, a := range cfg.Applications {
-			if !config.SameImage(a.Image, image) {
-				continue
-			}
-			if a.Verify == nil {
-				others = true
-				continue
-			}
-			apps = append(apps, verify.SignedApp{Name: a.Name, FirstWaveRequires: firstWaveRequires(cfg, a)})
-		}
-		return apps, others
-	}
+	signed := func(image string) ([]verify.SignedApp, bool) { return verify.SignedApps(live.Current(), image) }
 	return v, signed, nil
-}
-
-// firstWaveRequires tells whether the first wave app targets requires a
-// signature.
-func firstWaveRequires(cfg *config.Config, a config.Application) bool {
-	for _, w := range cfg.Fleet.Waves {
-		for _, n := range w.ClusterNames() {
-			if c, ok := cfg.Cluster(n); ok && a.Targets(c) {
-				return w.Policy(cfg.Fleet.WavePolicy).SignatureRequired()
-			}
-		}
-	}
-	return true
 }

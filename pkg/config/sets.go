@@ -248,9 +248,6 @@ func (v *validator) imageMember(c *Config, ap string, a Application, s ReleaseSe
 	if a.GitOps != nil {
 		v.addf(ap+".gitops", "%s is an image member of a release set: the set's run sets its image in the clusters (gitops is not for a member)", a.Name)
 	}
-	if a.Verify != nil {
-		v.addf(ap+".verify", "%s is an image member of a release set: its pushes are the set's (a member's own verify is not built yet)", a.Name)
-	}
 	for _, o := range s.Applications {
 		if o == a.Name {
 			break

@@ -64,7 +64,14 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 		return Rollout{}, "the application targets no cluster of the fleet", nil
 	}
 	ro.SignedBy = v.SignedBy[signer]
-	if why, unsigned := v.Unsigned[signer]; unsigned {
+	why, unsigned := v.Unsigned[signer]
+	if set != nil {
+		// The pushed member's entry, or one taken along from a rollout
+		// in flight: each member's verdict is its own.
+		why = set.Unsigned()
+		unsigned = why != ""
+	}
+	if unsigned {
 		ro.Unsigned = why
 		n := slices.IndexFunc(ro.Waves, func(w Wave) bool { return w.SignatureRequired })
 		if n == 0 {
@@ -101,10 +108,25 @@ func Waves(cfg *config.Config, app config.Application) []Wave {
 		if a := policy.Approvals; a != nil && wave.Approvals > 0 {
 			wave.ApprovalsFrom, wave.SeparationOfDuties = slices.Clone(a.From), a.SeparationOfDuties
 		}
-		wave.SignatureRequired = app.Verify != nil && policy.SignatureRequired()
+		wave.SignatureRequired = verifies(cfg, app) && policy.SignatureRequired()
 		out = append(out, wave)
 	}
 	return out
+}
+
+// verifies tells whether app verifies signatures: its own verify, or,
+// for a release set, a member's (each image member's pushes are judged by
+// its own verify).
+func verifies(cfg *config.Config, app config.Application) bool {
+	if app.Verify != nil || app.Set == nil {
+		return app.Verify != nil
+	}
+	for _, name := range app.Set.Names() {
+		if m, ok := cfg.Application(name); ok && m.Verify != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // LimitWaves keeps of ws the clusters named by only or by a rollout in

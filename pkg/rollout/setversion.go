@@ -24,6 +24,12 @@ type MemberVersion struct {
 	Digest      string `json:"digest"`
 	// Created is when the image was built (the member's track Newest).
 	Created time.Time `json:"created,omitzero"`
+	// Unsigned says why no signature of the digest is trusted by the
+	// member's own verify ("" when it is signed, or the member verifies
+	// none): a rollout carrying an unsigned entry, pushed or taken along,
+	// stops before the first wave that requires a signature. Not part of
+	// the version (Manifest).
+	Unsigned string `json:"unsigned,omitempty"`
 }
 
 // SetVersion is a release set of image members' version: one version per
@@ -66,6 +72,18 @@ func (v SetVersion) Tag() string {
 		parts[i] = m.Application + ":" + m.Tag
 	}
 	return strings.Join(parts, ",")
+}
+
+// Unsigned says why v's unsigned entries are not trusted, each prefixed
+// with its member ("shop-api: ..."; "" when none is).
+func (v SetVersion) Unsigned() string {
+	var out []string
+	for _, m := range v {
+		if m.Unsigned != "" {
+			out = append(out, m.Application+": "+m.Unsigned)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Of is member's version in v.
@@ -112,7 +130,9 @@ func SetMemberOf(cfg *config.Config, set config.Application, image string) (conf
 
 // SetBaseline is what a push of one member moves from: the newest rollout
 // of the set in flight or queued (the new one takes its versions along:
-// a supersede never drops a pushed version), else the deployed version.
+// a supersede never drops a pushed version, nor an entry's Unsigned),
+// else the deployed version (which ran in every wave: no entry of it is
+// held back again, as an application's deployed version is not).
 func SetBaseline(st AppState, inFlight []Rollout) SetVersion {
 	var newest *Rollout
 	for i, r := range inFlight {
@@ -123,7 +143,11 @@ func SetBaseline(st AppState, inFlight []Rollout) SetVersion {
 	if newest != nil {
 		return newest.Versions
 	}
-	return st.DeployedVersions
+	out := slices.Clone(st.DeployedVersions)
+	for i := range out {
+		out[i].Unsigned = ""
+	}
+	return out
 }
 
 // DecideSetPush decides verified version v of member, an image member of
@@ -141,7 +165,8 @@ func DecideSetPush(set, member config.Application, st AppState, inFlight []Rollo
 		}
 		return nil, d, err
 	}
-	next := SetBaseline(st, inFlight).With(set.Set.Names(), MemberVersion{Application: member.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Created: v.Created})
+	next := SetBaseline(st, inFlight).With(set.Set.Names(), MemberVersion{Application: member.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Created: v.Created,
+		Unsigned: v.Unsigned[member.Name]})
 	if q, ok := st.QuarantineOf(next.Tag(), next.Digest()); ok {
 		return nil, versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", next.Tag(), q.By, q.Reason)}, nil
 	}
@@ -175,7 +200,11 @@ func MemberRollout(member string, r Rollout) (Rollout, bool) {
 	if !ok || r.Kind != "" {
 		return Rollout{}, false
 	}
-	return Rollout{ID: r.ID, Application: member, Phase: r.Phase, Tag: mv.Tag, Digest: mv.Digest, ImageCreated: mv.Created, StopsBefore: r.StopsBefore}, true
+	mr := Rollout{ID: r.ID, Application: member, Phase: r.Phase, Tag: mv.Tag, Digest: mv.Digest, ImageCreated: mv.Created}
+	if mv.Unsigned != "" { // r stops because of this entry (not another member's)
+		mr.StopsBefore, mr.Unsigned = r.StopsBefore, mv.Unsigned
+	}
+	return mr, true
 }
 
 // RecordLatest records in the set's state that rollout ro was started for

@@ -162,6 +162,80 @@ func TestPlanImageSet(t *testing.T) {
 	}
 }
 
+// An image member's own verify judges its pushes: an unsigned entry,
+// pushed or taken along from a rollout in flight, holds the set's rollout
+// before the first wave requiring a signature (or skips it when that is
+// the first wave); its entry signed since goes on to every wave; a member
+// without verify takes its own pushes unsigned. Catches: the set's waves
+// requiring no signature (the set has no verify of its own: the api's
+// unsigned build rolled out everywhere), the frontend's push carrying the
+// api's unsigned entry past wave 1, and a deployed tuple held back again.
+func TestPlanImageSetSignatures(t *testing.T) {
+	set, apiApp, frontendApp := imageSet()
+	apiApp.Verify = &config.Verify{Signatures: []config.SignatureAuthority{{Name: "release"}}}
+	takes := false
+	waves := []config.Wave{{Name: "w1", Clusters: []string{"c1"}, RequireSignature: &takes}, {Name: "w2", Clusters: []string{"c2"}}}
+	cfg := &config.Config{Fleet: config.Fleet{Waves: waves}, Applications: []config.Application{apiApp, frontendApp, set}}
+	strict := &config.Config{Fleet: config.Fleet{Waves: []config.Wave{waves[1], {Name: "w3", Clusters: []string{"c3"}}}},
+		Applications: cfg.Applications}
+	st := rollout.AppState{DeployedVersions: rollout.SetVersion{api("1.0.0"), frontend("1.0.0")}}
+	st.DeployedTag, st.DeployedDigest = st.DeployedVersions.Tag(), st.DeployedVersions.Digest()
+	const why = "registry.test/shop/api@sha256:api1.1.0 is not signed"
+	unsignedAPI := api("1.1.0")
+	unsignedAPI.Unsigned = why
+	pushAPI := events.ImageVerified{Image: apiImage, Tag: "1.1.0", Digest: "sha256:api1.1.0", Unsigned: map[string]string{"shop-api": why}}
+	signedAPI := events.ImageVerified{Image: apiImage, Tag: "1.1.0", Digest: "sha256:api1.1.0", SignedBy: map[string]string{"shop-api": "key release"}}
+	pushFrontend := events.ImageVerified{Image: frontendImage, Tag: "1.1.0", Digest: "sha256:fe1.1.0"}
+	held := rollout.Rollout{ID: "shop-1", Application: "shop", Phase: rollout.Progressing, StopsBefore: "w2", Unsigned: "shop-api: " + why,
+		Versions: rollout.SetVersion{unsignedAPI, frontend("1.0.0")}}
+	deployedUnsigned := st
+	deployedUnsigned.DeployedVersions = rollout.SetVersion{unsignedAPI, frontend("1.0.0")}
+	type planned struct {
+		Waves                           []string
+		StopsBefore, Unsigned, SignedBy string
+		Versions                        rollout.SetVersion
+		Skip                            string
+	}
+	tests := []struct {
+		name     string
+		cfg      *config.Config
+		st       rollout.AppState
+		inFlight []rollout.Rollout
+		v        events.ImageVerified
+		want     planned
+	}{
+		{name: "the api unsigned: wave 1 only", cfg: cfg, st: st, v: pushAPI,
+			want: planned{Waves: []string{"w1"}, StopsBefore: "w2", Unsigned: "shop-api: " + why, Versions: rollout.SetVersion{unsignedAPI, frontend("1.0.0")}}},
+		{name: "the api signed: every wave", cfg: cfg, st: st, v: signedAPI,
+			want: planned{Waves: []string{"w1", "w2"}, SignedBy: "key release", Versions: rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}}},
+		{name: "the api unsigned, the first wave requiring a signature", cfg: strict, st: st, v: pushAPI,
+			want: planned{Skip: "no signature is trusted (shop-api: " + why + ") and wave w2 requires one"}},
+		{name: "the frontend takes the api's unsigned entry along, held as it is", cfg: cfg, st: st, inFlight: []rollout.Rollout{held}, v: pushFrontend,
+			want: planned{Waves: []string{"w1"}, StopsBefore: "w2", Unsigned: "shop-api: " + why, Versions: rollout.SetVersion{unsignedAPI, frontend("1.1.0")}}},
+		{name: "the api signed since its rollout took it unsigned", cfg: cfg, st: st, inFlight: []rollout.Rollout{held}, v: signedAPI,
+			want: planned{Waves: []string{"w1", "w2"}, SignedBy: "key release", Versions: rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}}},
+		{name: "the frontend without verify: every wave", cfg: cfg, st: st, v: pushFrontend,
+			want: planned{Waves: []string{"w1", "w2"}, Versions: rollout.SetVersion{api("1.0.0"), frontend("1.1.0")}}},
+		{name: "a deployed entry is not held back again", cfg: cfg, st: deployedUnsigned, v: pushFrontend,
+			want: planned{Waves: []string{"w1", "w2"}, Versions: rollout.SetVersion{api("1.1.0"), frontend("1.1.0")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ro, skip, err := rollout.Plan(tt.cfg, set, tt.st, tt.inFlight, tt.v, "shop-2", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := planned{StopsBefore: ro.StopsBefore, Unsigned: ro.Unsigned, SignedBy: ro.SignedBy, Versions: ro.Versions, Skip: skip}
+			for _, w := range ro.Waves {
+				got.Waves = append(got.Waves, w.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("the set's rollout (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A run of a set of image members carries the set's version: the
 // rollout's versions for an apply, its previous ones for a revert; a run
 // of an application carries none. Catches: a revert run at the new
