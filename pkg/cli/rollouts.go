@@ -343,13 +343,7 @@ func short(d string) string {
 
 // memberVersions prints a release set's version: each member's tag and
 // short digest, in the set's order.
-func memberVersions(v rollout.SetVersion) string {
-	parts := make([]string, len(v))
-	for i, m := range v {
-		parts[i] = fmt.Sprintf("%s %s (%s)", m.Application, m.Tag, short(m.Digest))
-	}
-	return strings.Join(parts, ", ")
-}
+func memberVersions(v rollout.SetVersion) string { return v.Describe() }
 
 func shortRef(ref string) string {
 	if img, d, ok := strings.Cut(ref, "@"); ok {

@@ -31,7 +31,10 @@ reached. An approval is held to the API's rule of who may approve
 (approvals.from, separation of duties, automation tokens); catch-up, drift and
 the registry poll are not simulated. A release set plays as one application: a member's
 push is the set's, every member runs what the set runs, and the report lists
-the set's members; a set of image members is refused (one image per member).
+the set's members. A set of image members is played member by member: a
+member's push rolls out the set with that member at the pushed tag and the
+others at what the fleet runs ('the fleet runs "2.0.0" of "shop-frontend"'),
+decided by the member's policy; the report names each member's version.
 
 After each scenario a report goes to stderr (--quiet: none): the rollout's
 timeline in virtual time after the push, the rollback order and a waves x

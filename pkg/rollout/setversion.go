@@ -86,6 +86,26 @@ func (v SetVersion) Unsigned() string {
 	return strings.Join(out, "; ")
 }
 
+// Describe names v as people read it (`flotilla describe rollout`,
+// `flotilla simulate`'s report): each member's tag and short digest, in
+// the set's order ("shop-api 1.1.0 (sha256:0123456789ab), shop-frontend
+// 1.0.0 (sha256:...)"); "" for no version.
+func (v SetVersion) Describe() string {
+	parts := make([]string, len(v))
+	for i, m := range v {
+		parts[i] = fmt.Sprintf("%s %s (%s)", m.Application, m.Tag, shortDigest(m.Digest))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortDigest is d with its hex cut to 12 digits.
+func shortDigest(d string) string {
+	if _, x, ok := strings.Cut(d, ":"); ok && len(x) > 12 {
+		return d[:len(d)-len(x)] + x[:12]
+	}
+	return d
+}
+
 // Of is member's version in v.
 func (v SetVersion) Of(member string) (MemberVersion, bool) {
 	i := slices.IndexFunc(v, func(m MemberVersion) bool { return m.Application == member })

@@ -46,9 +46,13 @@
 // application and the field: a push of one that delivers by pull request,
 // or of an image KubeCD's image triggers track (both read and write the
 // deployments repository, whose files simulate does not have).
-// A release set is played as one application (its lead's workload in the
-// fleet model): a member's push is its set's, every member runs what the
-// set runs, and the report lists the set's members.
+// A release set of git members is played as one application (its lead's
+// workload in the fleet model): a member's push is its set's, every
+// member runs what the set runs, and the report lists the set's members.
+// A release set of image members is played member by member (setrun.go):
+// each member's workload its own, the set's run applying them in order,
+// the set's deployed version what the scenario says the fleet runs
+// (deploySets), and the report naming each member's version.
 // Signature policies run with stand-ins of their key authorities
 // (signatures.go): the versions are signed in a registry in process and
 // the verify function decides as configured.

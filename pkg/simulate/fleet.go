@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -47,6 +48,9 @@ type simCluster struct {
 	name, wave  string
 	unreachable bool
 	workloads   map[string]*workload // by namespace/name
+	// set is the run of a release set of image members applying its
+	// members one after another (setrun.go); nil when none is.
+	set *setRun
 }
 
 // workload is one application's workload in a cluster, as Flagger keeps
@@ -56,6 +60,10 @@ type workload struct {
 	target     string // what the workload (the canary) runs
 	phase      string // Flagger's phase
 	transition time.Time
+	// lists, on a release set's lead, are the workloads (by name, the
+	// lead's first) whose canaries its canary lists: its status is theirs
+	// combined (canary.AnnotationWorkloads, rollout.Combine).
+	lists []string
 }
 
 // workloadKey names a workload in a cluster.
@@ -157,10 +165,13 @@ func (f *Fleet) Version(cluster, app string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if a.MemberOf != "" {
-		// A release set is played as one application (its lead's
-		// workload): each member runs what the set does.
-		a, _ = f.cfg.Application(a.MemberOf)
+	if rollout.ImageSet(a) {
+		return f.setVersion(c, a), true
+	}
+	if set, ok := f.cfg.Application(a.MemberOf); ok && !rollout.ImageSet(set) {
+		// A release set of git members is played as one application (its
+		// lead's workload): each member runs what the set does.
+		a = set
 	}
 	w := c.workloads[workloadKey(a.Namespace, a.Workload.Name)]
 	if w == nil {
@@ -181,7 +192,12 @@ func (f *Fleet) ref(a config.Application, version string) string {
 }
 
 // runs has every cluster application a targets run version (f.mu held).
+// A release set of image members runs what its members do (each its own
+// workload).
 func (f *Fleet) runs(a config.Application, version string) {
+	if rollout.ImageSet(a) {
+		return
+	}
 	img := f.ref(a, version)
 	for _, cl := range f.cfg.Fleet.Clusters {
 		if c := f.clusters[cl.Name]; c != nil && a.Targets(cl) {
@@ -278,8 +294,23 @@ func (f *Fleet) CanaryStatus(_ context.Context, cluster, namespace string, wl co
 	if w == nil {
 		w = &workload{}
 	}
+	if len(w.lists) > 1 {
+		// A release set's lead: its canary and those it lists, as
+		// pkg/cluster reads them.
+		ws := make([]rollout.WorkloadStatus, len(w.lists))
+		for i, name := range w.lists {
+			ws[i] = c.of(workloadKey(namespace, name)).status(name)
+		}
+		return rollout.Combine(ws), nil
+	}
 	return rollout.CanaryStatus{Phase: w.phase, Transition: w.transition, PrimaryImage: w.primary, TargetImage: w.target,
 		Checksum: w.target}, nil
+}
+
+// status is w as one canary named name of a release's.
+func (w *workload) status(name string) rollout.WorkloadStatus {
+	return rollout.WorkloadStatus{Name: name, Phase: w.phase, Transition: w.transition, PrimaryImage: w.primary, TargetImage: w.target,
+		Checksum: w.target}
 }
 
 // outcome is what the scenario decided for tag in cluster c: a cluster's
@@ -334,28 +365,40 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 	if p.Git != nil && p.Git.Prune == tasks.PrunePending {
 		return pipelines.Results{}, nil
 	}
-	key := workloadKey(p.Namespace, p.Workload)
+	if len(p.Members) > 0 && p.Git == nil {
+		return f.runSet(sc, p), nil
+	}
+	prev, changed := f.apply(sc, p.Namespace, p.Workload, p.Image, p.Canary, p.Rollout)
+	return pipelines.Results{PreviousImage: prev, Changed: changed}, nil
+}
+
+// apply sets image on workload (in namespace) of cluster sc, its canary
+// cn, and has the simulated Flagger answer as the scenario decided for
+// the image's version (f.mu held). It returns what the primary ran
+// before and whether the workload's image changed.
+func (f *Fleet) apply(sc *simCluster, namespace, workloadName, image string, cn *flaggerv1.Canary, rolloutID string) (string, bool) {
+	cluster := sc.name
+	key := workloadKey(namespace, workloadName)
 	c := sc.of(key)
 	now := f.clock.Now()
 	prev := c.primary
-	changed := c.target != p.Image
-	name, ns := p.Workload, p.Namespace
-	if p.Canary != nil {
-		name, ns = p.Canary.Name, p.Canary.Namespace
+	changed := c.target != image
+	name, ns := workloadName, namespace
+	if cn != nil {
+		name, ns = cn.Name, cmp.Or(cn.Namespace, namespace)
 	}
-	tag := f.version(p.Image)
-	f.applies = append(f.applies, Apply{At: now, Cluster: cluster, Version: tag, Revert: p.Image == c.primary && prev != ""})
+	tag := f.version(image)
+	f.applies = append(f.applies, Apply{At: now, Cluster: cluster, Version: tag, Revert: image == c.primary && prev != ""})
 	add := func(a action) {
 		a.cluster, a.workload = cluster, key
 		f.add(a)
 	}
-	c.target = p.Image
+	c.target = image
 	meta := func(msg, typ string) flaggerv1.CanaryWebhookPayload {
-		return flaggerv1.CanaryWebhookPayload{Name: name, Namespace: ns, Checksum: p.Image, Metadata: map[string]string{
-			"eventMessage": msg, "eventType": typ, "cluster": cluster, "rollout": p.Rollout,
+		return flaggerv1.CanaryWebhookPayload{Name: name, Namespace: ns, Checksum: image, Metadata: map[string]string{
+			"eventMessage": msg, "eventType": typ, "cluster": cluster, "rollout": rolloutID,
 		}}
 	}
-	image := p.Image
 	switch {
 	case c.primary == "":
 		// Flagger's first sight of the workload: it copies it to the primary.
@@ -365,7 +408,7 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		pl.Phase = flaggerv1.CanaryPhaseInitialized
 		c.primary, c.phase, c.transition = image, string(flaggerv1.CanaryPhaseInitialized), now
 		add(action{at: now, payload: pl, do: func(*workload) {}})
-	case image == c.primary || (p.Canary != nil && p.Canary.Spec.SkipAnalysis):
+	case image == c.primary || (cn != nil && cn.Spec.SkipAnalysis):
 		// A revert (or skipAnalysis): promoted without analysis.
 		// Done as the apply returns, like the initialization.
 		pl := meta(fmt.Sprintf("Promotion completed! Scaling down %s.%s", name, ns), "Normal")
@@ -378,7 +421,7 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		start := meta(fmt.Sprintf("New revision detected! Scaling up %s.%s", name, ns), "Normal")
 		start.Phase = flaggerv1.CanaryPhaseProgressing
 		add(action{at: now, payload: start, do: func(*workload) {}})
-		success, failure := analysisTime(p.Canary)
+		success, failure := analysisTime(cn)
 		if f.analysis > 0 {
 			success, failure = f.analysis, f.analysis
 		}
@@ -402,7 +445,7 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		case Hang:
 		}
 	}
-	return pipelines.Results{PreviousImage: prev, Changed: changed}, nil
+	return prev, changed
 }
 
 // add makes action a (f.mu held).
@@ -466,13 +509,17 @@ func (f *Fleet) fireDue(ctx context.Context) (bool, error) {
 		}
 	}
 	f.actions = later
+	var acted []string
 	for _, a := range burst {
 		if c := f.clusters[a.cluster]; c != nil {
 			w := c.of(a.workload)
 			a.do(w)
 			w.transition = now
+			acted = append(acted, a.cluster)
 		}
 	}
+	// A set's run applies its next member once the one before is ready.
+	f.stepSets(acted)
 	f.mu.Unlock()
 	for _, a := range burst {
 		a.payload.Metadata["timestamp"] = strconv.FormatInt(now.UnixMilli(), 10)

@@ -103,6 +103,10 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 		if m := s.members(ro.Application); m != "" {
 			fmt.Fprintf(w, "members: %s\n", m)
 		}
+		if len(ro.Versions) > 0 {
+			// A release set of image members: one version per member.
+			fmt.Fprintf(w, "versions: %s\nprevious: %s\n", ro.Versions.Describe(), cmpOr(ro.PreviousVersions.Describe(), "-"))
+		}
 		for _, wv := range ro.Waves {
 			for _, c := range wv.Clusters {
 				v, _ := en.fleet.Version(c.Name, ro.Application)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 // DefaultStart is a scenario's virtual time unless it says `it is`: a
@@ -73,12 +74,15 @@ func Run(ctx context.Context, o Options) (int, error) {
 
 // scenario is one scenario's world.
 type scenario struct {
-	opts           Options
-	ctx            context.Context
-	cfg            *config.Config
-	en             *engine
-	startAt        time.Time
-	initial        string
+	opts    Options
+	ctx     context.Context
+	cfg     *config.Config
+	en      *engine
+	startAt time.Time
+	initial string
+	// initialOf is what an application runs before the push, when the
+	// scenario said so of it (fleetRunsOf); else initial.
+	initialOf      map[string]string
 	edits          []func(map[string]any) error
 	outcomes       map[string]Outcome
 	unreachableSet []string
@@ -138,23 +142,69 @@ func (s *scenario) ensure() error {
 	}
 	fleet.outcomes = s.outcomes
 	fleet.analysis = s.analysis
-	if s.initial != "" {
-		fleet.mu.Lock()
-		for _, a := range cfg.Applications {
-			fleet.runs(a, s.initial)
+	fleet.mu.Lock()
+	for _, a := range cfg.Applications {
+		if v := s.initialVersion(a.Name); v != "" {
+			fleet.runs(a, v)
 		}
-		fleet.mu.Unlock()
 	}
+	fleet.mu.Unlock()
 	en, err := startEngine(s.ctx, cfg, dir, clock, fleet)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return err
 	}
 	s.en = en
+	if err := s.deploySets(); err != nil {
+		return err
+	}
 	if err := s.applyUnreachable(); err != nil {
 		return err
 	}
 	return en.settle(s.ctx)
+}
+
+// deploySets records what the fleet runs of each release set of image
+// members as the set's deployed version, as the rollout that put it there
+// would have: each member the scenario said runs a version, at that
+// version (the fleet model's image), in the set's order. A push of a
+// member then moves from it (rollout.DecideSetPush): the others stay at
+// what the fleet runs, and a tag not newer than the member's is skipped.
+func (s *scenario) deploySets() error {
+	for _, a := range s.cfg.Applications {
+		if !rollout.ImageSet(a) {
+			continue
+		}
+		v := s.setRuns(a)
+		if len(v) == 0 {
+			continue
+		}
+		if err := s.en.srv.Rollouts().UpdateApp(s.ctx, a.Name, func(st *rollout.AppState) error {
+			st.DeployedTag, st.DeployedDigest, st.DeployedVersions = v.Tag(), v.Digest(), v
+			return nil
+		}); err != nil {
+			return fmt.Errorf("recording what release set %s runs: %w", a.Name, err)
+		}
+	}
+	return nil
+}
+
+// setRuns is the version of image set set the scenario's fleet runs: each
+// member's the scenario gave, as the fleet model resolved it.
+func (s *scenario) setRuns(set config.Application) rollout.SetVersion {
+	f := s.en.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var v rollout.SetVersion
+	for _, name := range set.Set.Names() {
+		m, ok := s.cfg.Application(name)
+		tag := s.initialVersion(name)
+		if !ok || tag == "" || m.Image == "" {
+			continue
+		}
+		v = append(v, rollout.MemberVersion{Application: name, Image: m.Image, Tag: tag, Digest: f.resolved(m.Image, tag), Created: f.tags[m.Image][tag]})
+	}
+	return v
 }
 
 func (s *scenario) applyUnreachable() error {

@@ -33,6 +33,7 @@ func (s *scenario) steps() []Step {
 		// come before the first When.
 		{`^it is "([^"]+)"$`, `Given it is "2026-12-04T16:00:00Z"`, s.itIs},
 		{`^the fleet runs "([^"]+)"$`, `Given the fleet runs "1.1.0"`, s.fleetRuns},
+		{`^the fleet runs "([^"]+)" of "([^"]+)"$`, `Given the fleet runs "2.0.0" of "shop-frontend"`, s.fleetRunsOf},
 		{`^cluster "([^"]+)" is labelled "([^"=]+)=([^"]*)"$`, `Given cluster "c3" is labelled "env=prod"`, s.labelled},
 		{`^wave "([^"]+)" bakes for (\S+)$`, `Given wave "canary" bakes for 2h`, s.bakes},
 		{`^wave "([^"]+)" needs (\d+) approvals?$`, `Given wave "prod" needs 1 approval`, s.approvals},
@@ -68,6 +69,7 @@ func (s *scenario) steps() []Step {
 		{`^the clusters run:$`, "Then the clusters run:\n  | cluster | version |\n  | c1      | 1.1.0   |", s.clustersRun},
 		{`^the rollout is (\w+)$`, `Then the rollout is RolledBack`, s.rolloutIs},
 		{`^the push of "([^"]+)" is rejected: "([^"]*)"$`, `Then the push of "1.2.0" is rejected: "signature not trusted"`, s.pushRejected},
+		{`^the push of "([^"]+)" is skipped: "([^"]*)"$`, `Then the push of "2.0.0" is skipped: "shop-api: 2.0.0 is outside"`, s.pushSkipped},
 		{`^the rollout waits for "([^"]+)"$`, `Then the rollout waits for "approval"`, s.waitsFor},
 		{`^the clusters were rolled back in the order "([^"]*)"$`, `Then the clusters were rolled back in the order "c3, c2, c1"`, s.rollbackOrder},
 		{`^nothing was rolled back$`, `Then nothing was rolled back`, s.nothingRolledBack},
@@ -166,6 +168,28 @@ func (s *scenario) fleetRuns(version string) error {
 	}
 	s.initial = version
 	return nil
+}
+
+// fleetRunsOf has application app (a member of a release set) run
+// version before the push, whatever the fleet runs says of the others.
+func (s *scenario) fleetRunsOf(version, app string) error {
+	if err := s.beforeStart("the fleet runs"); err != nil {
+		return err
+	}
+	if s.initialOf == nil {
+		s.initialOf = map[string]string{}
+	}
+	s.initialOf[app] = version
+	return nil
+}
+
+// initialVersion is what application app runs before the push ("" when
+// the scenario did not say).
+func (s *scenario) initialVersion(app string) string {
+	if v, ok := s.initialOf[app]; ok {
+		return v
+	}
+	return s.initial
 }
 
 func (s *scenario) labelled(cluster, key, value string) error {
@@ -378,15 +402,16 @@ func (s *scenario) push(tag, name, pusher string) error {
 		return fmt.Errorf("application %q: gitops.mode %s is not simulated: the proposer pushes each wave's branch to the deployments repository and reads it back after the merge, whose files simulate does not have; simulate a copy of the config in gitops.mode %s",
 			name, config.GitOpsModePullRequest, config.GitOpsModeCommit)
 	}
-	member := name
-	if a.MemberOf != "" {
+	if set, ok := s.cfg.Application(a.MemberOf); ok {
 		// A member's push is its set's (as verify matches it): the set
-		// rolls out as one application, its members with it.
-		a, _ = s.cfg.Application(a.MemberOf)
-		name = a.Name
-	}
-	if a.Set != nil && a.Git() == nil {
-		return fmt.Errorf("application %q: release set %s of image members is not simulated: its version is one image per member and a push moves one member, while the fleet model plays a set as one workload at one version (its lead's); the fleet's features/sets.feature plays it", member, a.Name)
+		// rolls out as one application, its members with it. A member of
+		// image members pushes its own image, which moves that member.
+		name = set.Name
+		if !rollout.ImageSet(set) {
+			a = set
+		}
+	} else if rollout.ImageSet(a) {
+		return fmt.Errorf("release set %q of image members has no image of its own: push one of its members' (%s)", name, strings.Join(a.Set.Names(), ", "))
 	}
 	if ts := s.cfg.KubeCDTriggered(a.Image); a.Image != "" && len(ts) > 0 {
 		return fmt.Errorf("image %s of application %q: the image triggers of KubeCD release %q (the config's kubecd) are not simulated: they check the deployments repository out and commit to it, and simulate does not have its files",
@@ -671,6 +696,29 @@ func (s *scenario) pushRejected(tag, want string) error {
 		return fmt.Errorf("the push of %s was not rejected", tag)
 	}
 	return fmt.Errorf("the push of %s was rejected saying %q, not %q", tag, strings.Join(reasons, "; "), want)
+}
+
+// pushSkipped checks that plan skipped the push of tag, its reason
+// saying want (a part of it): no rollout started of it.
+func (s *scenario) pushSkipped(tag, want string) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	var reasons []string
+	for _, x := range s.en.eventsOf(events.TypeRolloutSkipped) {
+		r, err := events.Decode[events.RolloutSkipped](x.e)
+		if err != nil || r.Tag != tag {
+			continue
+		}
+		if strings.Contains(r.Reason, want) {
+			return nil
+		}
+		reasons = append(reasons, r.Reason)
+	}
+	if len(reasons) == 0 {
+		return fmt.Errorf("the push of %s was not skipped", tag)
+	}
+	return fmt.Errorf("the push of %s was skipped saying %q, not %q", tag, strings.Join(reasons, "; "), want)
 }
 
 func (s *scenario) waitsFor(what string) error {
