@@ -233,12 +233,33 @@ func (s *scenario) runsOnTekton(label string) error {
 // flotilla puts on them and checks that one succeeded for every cluster of
 // the waves, and that the labels of fleet.tekton reached the runs and,
 // through Tekton, their TaskRuns' pods.
+//
+// Read for up to a minute: a run ends a poll after its cluster's canary
+// promoted, which may end the rollout first (CI saw c2's run still going
+// when the rollout had succeeded).
 func (s *scenario) pipelineRunsOfRollout(ctx context.Context, version string) error {
-	t := s.w.tekton
 	id, err := s.rolloutID(ctx, version)
 	if err != nil {
 		return err
 	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := s.rolloutsRunsSucceeded(ctx, id)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// rolloutsRunsSucceeded checks once that every cluster of the waves has a
+// succeeded PipelineRun of rollout id, it and its pods labelled.
+func (s *scenario) rolloutsRunsSucceeded(ctx context.Context, id string) error {
+	t := s.w.tekton
 	runs, err := t.cluster.Tekton.TektonV1().PipelineRuns(t.namespace).List(ctx, metav1.ListOptions{LabelSelector: pipelines.LabelRollout + "=" + id})
 	if err != nil {
 		return fmt.Errorf("listing PipelineRuns of %s: %w", id, err)
