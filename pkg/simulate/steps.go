@@ -678,47 +678,42 @@ func (s *scenario) rolloutIs(phase string) error {
 // pushRejected checks that verify rejected the push of tag, its reason
 // saying want (a part of it): no rollout started of it.
 func (s *scenario) pushRejected(tag, want string) error {
-	if err := s.ensure(); err != nil {
-		return err
-	}
-	var reasons []string
-	for _, x := range s.en.eventsOf(events.TypeImageRejected) {
-		r, err := events.Decode[events.ImageRejected](x.e)
-		if err != nil || r.Tag != tag {
-			continue
-		}
-		if strings.Contains(r.Reason, want) {
-			return nil
-		}
-		reasons = append(reasons, r.Reason)
-	}
-	if len(reasons) == 0 {
-		return fmt.Errorf("the push of %s was not rejected", tag)
-	}
-	return fmt.Errorf("the push of %s was rejected saying %q, not %q", tag, strings.Join(reasons, "; "), want)
+	return s.pushRefused(events.TypeImageRejected, "rejected", tag, want, func(x cloudevents.Event) (string, string, error) {
+		r, err := events.Decode[events.ImageRejected](x)
+		return r.Tag, r.Reason, err
+	})
 }
 
 // pushSkipped checks that plan skipped the push of tag, its reason
 // saying want (a part of it): no rollout started of it.
 func (s *scenario) pushSkipped(tag, want string) error {
+	return s.pushRefused(events.TypeRolloutSkipped, "skipped", tag, want, func(x cloudevents.Event) (string, string, error) {
+		r, err := events.Decode[events.RolloutSkipped](x)
+		return r.Tag, r.Reason, err
+	})
+}
+
+// pushRefused checks that an event of typ (decoded by tagReason into its
+// tag and reason) refused the push of tag, saying want (a part of it).
+func (s *scenario) pushRefused(typ, verb, tag, want string, tagReason func(cloudevents.Event) (string, string, error)) error {
 	if err := s.ensure(); err != nil {
 		return err
 	}
 	var reasons []string
-	for _, x := range s.en.eventsOf(events.TypeRolloutSkipped) {
-		r, err := events.Decode[events.RolloutSkipped](x.e)
-		if err != nil || r.Tag != tag {
+	for _, x := range s.en.eventsOf(typ) {
+		t, reason, err := tagReason(x.e)
+		if err != nil || t != tag {
 			continue
 		}
-		if strings.Contains(r.Reason, want) {
+		if strings.Contains(reason, want) {
 			return nil
 		}
-		reasons = append(reasons, r.Reason)
+		reasons = append(reasons, reason)
 	}
 	if len(reasons) == 0 {
-		return fmt.Errorf("the push of %s was not skipped", tag)
+		return fmt.Errorf("the push of %s was not %s", tag, verb)
 	}
-	return fmt.Errorf("the push of %s was skipped saying %q, not %q", tag, strings.Join(reasons, "; "), want)
+	return fmt.Errorf("the push of %s was %s saying %q, not %q", tag, verb, strings.Join(reasons, "; "), want)
 }
 
 func (s *scenario) waitsFor(what string) error {
