@@ -242,18 +242,7 @@ func (s *scenario) pipelineRunsOfRollout(ctx context.Context, version string) er
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := s.rolloutsRunsSucceeded(ctx, id)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
+	return forAMinute(ctx, func() error { return s.rolloutsRunsSucceeded(ctx, id) })
 }
 
 // rolloutsRunsSucceeded checks once that every cluster of the waves has a
@@ -310,18 +299,7 @@ func (s *scenario) pipelineRunsCarryMembers(ctx context.Context, members string)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := s.runsCarryMembers(ctx, id, strings.Split(members, ","))
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
+	return forAMinute(ctx, func() error { return s.runsCarryMembers(ctx, id, strings.Split(members, ",")) })
 }
 
 func (s *scenario) runsCarryMembers(ctx context.Context, id string, want []string) error {
@@ -388,18 +366,7 @@ func (s *scenario) pipelineRunsCarryImageMembers(ctx context.Context, tuple, mem
 			return err
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := s.runsCarryImageMembers(ctx, id, want, wantBefore)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
+	return forAMinute(ctx, func() error { return s.runsCarryImageMembers(ctx, id, want, wantBefore) })
 }
 
 // refOf is application app's version by digest in the registry.
@@ -466,4 +433,22 @@ func hasLabels(what string, got, want map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// forAMinute checks until check passes, every second for up to a minute
+// (or ctx's end), and returns its last error: a PipelineRun ends a poll
+// after its cluster's canary promoted, which may end the rollout first.
+func forAMinute(ctx context.Context, check func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
