@@ -22,6 +22,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"regexp"
@@ -298,33 +299,28 @@ func writeOutputs(o options, env machine, results []scenarioResult, in inputs, f
 
 // startCPUProfile profiles the process into path until the returned stop.
 func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("creating the CPU profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("starting the CPU profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
-	}, nil
+	return startInto(path, "the CPU profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // startTrace traces the process's execution into path until the
 // returned stop.
 func startTrace(path string) (func(), error) {
+	return startInto(path, "the execution trace", trace.Start, trace.Stop)
+}
+
+// startInto creates path and has start write what into it until the
+// returned func stops it and closes the file.
+func startInto(path, what string, start func(io.Writer) error, stop func()) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("creating the execution trace: %w", err)
+		return nil, fmt.Errorf("creating %s: %w", what, err)
 	}
-	if err := trace.Start(f); err != nil {
+	if err := start(f); err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("starting the execution trace: %w", err)
+		return nil, fmt.Errorf("starting %s: %w", what, err)
 	}
 	return func() {
-		trace.Stop()
+		stop()
 		_ = f.Close()
 	}, nil
 }
