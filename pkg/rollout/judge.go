@@ -33,14 +33,16 @@ func (r *Rollout) result(cause cloudevents.Event, typ, name, reason string) ([]c
 }
 
 // MaxNudges bounds the applies of the same image again for a revision
-// Flagger missed (Missed), per cluster and retry.
+// Flagger missed (Missed, RevertMissed), per cluster and retry, and per
+// cluster and revert.
 const MaxNudges = 2
 
 // Canary records what Flagger's event c and the canary's status st say of
 // its cluster, and returns the cluster's result it decides (Classify),
 // caused by cause; none while the cluster's outcome is open. A revision
 // Flagger missed (Missed) is applied again, with a restart so Flagger sees
-// a new one, due by deadline (up to MaxNudges times).
+// a new one, due by deadline (up to MaxNudges times); so is a revert
+// Flagger missed (RevertMissed).
 func (r *Rollout) Canary(cause cloudevents.Event, c events.Canary, st CanaryStatus, deadline time.Time) ([]cloudevents.Event, error) {
 	cl, _, err := r.Cluster(c.Cluster)
 	if err != nil {
@@ -61,6 +63,12 @@ func (r *Rollout) Canary(cause cloudevents.Event, c events.Canary, st CanaryStat
 		cl.Message = fmt.Sprintf("Flagger initialized the canary at %s on an older primary, missing %s applied meanwhile: applying it again with a restart so Flagger analyses it (%d of %d)",
 			st.Transition.UTC().Format(time.RFC3339), r.Ref(), cl.Nudges, MaxNudges)
 		return r.RequestRun(cause, cl, events.PurposeApply, r.Ref(), r.Tag, deadline)
+	}
+	if typ == "" && r.Phase == Failed && r.RevertMissed(cl, st) && cl.Nudges < MaxNudges {
+		cl.Nudges++
+		cl.Message = fmt.Sprintf("Flagger settled the canary %s at %s with the revert to %s applied and its primary on %s, so it will not take the revert up: applying it again with a restart (%d of %d)",
+			st.Phase, st.Transition.UTC().Format(time.RFC3339), cl.PreviousImage, st.PrimaryImage, cl.Nudges, MaxNudges)
+		return r.RequestRun(cause, cl, events.PurposeRevert, cl.PreviousImage, r.revertTag(cl), deadline)
 	}
 	if typ == "" {
 		return nil, nil
@@ -128,6 +136,29 @@ func (r *Rollout) Missed(cl *Cluster, st CanaryStatus) bool {
 	return cl.Phase == ClusterProgressing && cl.Run == "" && !cl.Applied.IsZero() &&
 		st.Phase == "Initialized" && !st.Transition.Before(cl.Applied.Truncate(time.Second)) &&
 		st.TargetImage == r.Ref() && st.PrimaryImage != r.Ref()
+}
+
+// RevertMissed tells whether Flagger missed the revert applied to cluster
+// cl: its canary runs the previous image and its primary does not, yet
+// Flagger settled after the revert's run ended. Flagger records the spec
+// it sees when it settles (a failed analysis ends by recording the
+// workload's spec as applied): a revert applied while it failed the
+// canary is that spec, so Flagger never sees it as new and the primary
+// stays on the rollout's image. Whole seconds, as Missed.
+func (r *Rollout) RevertMissed(cl *Cluster, st CanaryStatus) bool {
+	return cl.Phase == ClusterReverting && cl.Run == "" && !cl.Applied.IsZero() && cl.PreviousImage != "" &&
+		st.Settled() && !st.Transition.Before(cl.Applied.Truncate(time.Second)) &&
+		st.TargetImage == cl.PreviousImage && st.PrimaryImage != cl.PreviousImage
+}
+
+// revertTag is the tag of cl's previous image, when it is the version the
+// fleet ran before r (a GitOps application writes it back with the
+// digest), else "".
+func (r *Rollout) revertTag(cl *Cluster) string {
+	if r.PreviousDigest != "" && strings.HasSuffix(cl.PreviousImage, "@"+r.PreviousDigest) {
+		return r.PreviousTag
+	}
+	return ""
 }
 
 // Decisive tells whether status st (from a cache) is enough to judge

@@ -202,3 +202,67 @@ func TestClassifySetRevertWaitsForItsRun(t *testing.T) {
 		})
 	}
 }
+
+// A revert applied while Flagger failed the canary is recorded by Flagger
+// as the spec it saw: it never takes it up, and the primary stays on the
+// rollout's image. The cluster's revert is applied again with a restart
+// token (and the previous version's tag), and says why; a status Flagger
+// settled before the revert's run ended, one under way, one with the
+// primary back, or a run not ended is left alone.
+// Catches: the rollback of waves.feature's bake scenario ending
+// RollbackFailed at the revert's deadline (CI, session 38).
+func TestCanaryNudgesAMissedRevert(t *testing.T) {
+	stuck := rollout.CanaryStatus{Phase: "Failed", PrimaryImage: newRef, TargetImage: oldRef, Transition: t0.Add(time.Second)}
+	tests := []struct {
+		name   string
+		status rollout.CanaryStatus
+		run    string
+		nudges int
+		want   []string
+	}{
+		{"failed after the revert ended, primary on the new image: reverted again", stuck, "", 0,
+			[]string{events.TypePipelineRunRequested, events.TypeClusterDeadline + "@09:10:00"}},
+		{"failed in the second the revert ended: reverted again",
+			rollout.CanaryStatus{Phase: "Failed", PrimaryImage: newRef, TargetImage: oldRef, Transition: t0}, "", 0,
+			[]string{events.TypePipelineRunRequested, events.TypeClusterDeadline + "@09:10:00"}},
+		{"failed before the revert ended: Flagger will see it",
+			rollout.CanaryStatus{Phase: "Failed", PrimaryImage: newRef, TargetImage: oldRef, Transition: t0.Add(-time.Second)}, "", 0, nil},
+		{"the revert's run still under way", stuck, events.PurposeRevert, 0, nil},
+		{"Flagger took the revert up", rollout.CanaryStatus{Phase: "Progressing", PrimaryImage: newRef, TargetImage: oldRef, Transition: t0.Add(time.Second)}, "", 0, nil},
+		{"the workload still on the new image", rollout.CanaryStatus{Phase: "Failed", PrimaryImage: newRef, TargetImage: newRef, Transition: t0.Add(time.Second)}, "", 0, nil},
+		{"nudged enough: the deadline decides", stuck, "", rollout.MaxNudges, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := waves([]rollout.Cluster{cl("c1", rollout.ClusterReverting, oldRef)})
+			r.ID, r.Phase, r.PreviousDigest, r.PreviousTag = "app-1", rollout.Failed, "sha256:old", "1.0.0"
+			c := &r.Waves[0].Clusters[0]
+			c.Applied, c.Nudges, c.Step, c.Run = t0.Add(284*time.Millisecond), tt.nudges, 3, tt.run
+			out, err := r.Canary(cause(t), events.Canary{Cluster: "c1", Outcome: events.CanaryFailed}, tt.status, t0.Add(10*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, types(out)); diff != "" {
+				t.Fatalf("events (-want +got):\n%s", diff)
+			}
+			if tt.want == nil {
+				if c.Phase != rollout.ClusterReverting {
+					t.Errorf("cluster %s", c.Phase)
+				}
+				return
+			}
+			req, err := events.Decode[events.PipelineRunRequested](out[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := events.PipelineRunRequested{RolloutID: "app-1", Cluster: "c1", Purpose: events.PurposeRevert, Step: 4,
+				Image: oldRef, Tag: "1.0.0", Restart: "app-1/0/revert/4", Deadline: t0.Add(10 * time.Minute)}
+			if diff := cmp.Diff(want, req); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+			if c.Phase != rollout.ClusterReverting || c.Run != events.PurposeRevert || c.Nudges != 1 {
+				t.Errorf("cluster %s, run %q, nudges %d", c.Phase, c.Run, c.Nudges)
+			}
+		})
+	}
+}

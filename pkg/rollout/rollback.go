@@ -68,7 +68,9 @@ func (r *Rollout) Rollback(cause cloudevents.Event, g Reverts) ([]cloudevents.Ev
 				if err != nil {
 					return nil, fault.Permanent(err)
 				}
-				c.Phase = ClusterReverting
+				// A revert's nudges (RevertMissed) count apart from
+				// the apply's.
+				c.Phase, c.Nudges = ClusterReverting, 0
 				tag := g.PreviousTag(c.PreviousImage)
 				evs, err := r.requestRun(cause, c, w, events.PurposeRevert, c.PreviousImage, tag, deadline)
 				if err != nil {

@@ -65,11 +65,15 @@ func runMembers(r *Rollout, c *Cluster, purpose string) []events.MemberImage {
 	return out
 }
 
-// restart is the token an apply of a retried or nudged cluster puts on the
-// workload's pod template, so Flagger sees a new revision of the same
-// image.
+// restart is the token an apply of a retried or nudged cluster, or a
+// nudged revert, puts on the workload's pod template, so Flagger sees a
+// new revision of the same image.
 func restart(r *Rollout, c *Cluster, purpose string) string {
 	switch {
+	case purpose == events.PurposeRevert && c.Nudges > 0:
+		// Step is new with each request: a retried rollback's nudge
+		// differs from the one the workload may carry already.
+		return fmt.Sprintf("%s/%d/revert/%d", r.ID, c.Retry, c.Step)
 	case purpose != events.PurposeApply:
 		return ""
 	case c.Retry == 0 && c.Nudges == 0 && r.Kind != "":
