@@ -231,6 +231,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerEngineSteps(sc)
 	s.registerImageSetSteps(sc)
 	s.registerWaveSteps(sc)
+	s.registerRevertMissedSteps(sc)
 	s.registerControlSteps(sc)
 	s.registerSignatureSteps(sc)
 	s.registerAnalysisSteps(sc)

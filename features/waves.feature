@@ -73,3 +73,25 @@ Feature: Fleet rollouts users can steer: targeting and wave policy
     Then the rollout of "1.1.0" is rolled back
     And the rollout of "1.1.0" failed naming the bake of cluster "c1"
     And no workload in any cluster runs version "1.1.0"
+
+  # Flagger's failed analysis ends by recording the workload's template as
+  # applied: a revert applied in between is recorded as seen and never taken
+  # up (the primary stays on 1.1.0). The steps write what Flagger's write
+  # leaves into the real Flagger's canary status (its own hash).
+  # Catches: a rollback that waits for such a revert until its deadline and
+  # ends RollbackFailed (CI, 2026-12-03: waves' bake scenario).
+  Scenario: A revert Flagger recorded as seen while failing the canary is applied again, and the rollback ends
+    Given a registry
+    And wave 1 bakes for 120 seconds
+    And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
+    And the workload "podinfo" runs in every cluster of the waves
+    And version "1.0.0" has been rolled out to every cluster
+    When version "1.1.0" is pushed
+    And wave 1 of the rollout of "1.1.0" is baking
+    And Flagger in cluster "c1" has recorded the workload at version "1.0.0" as applied
+    And `flotilla quarantine` is run for version "1.1.0"
+    And Flagger in cluster "c1" fails the canary after the revert of "1.1.0" ended there
+    Then the rollout of "1.1.0" is rolled back
+    And the revert in cluster "c1" was applied again with a restart
+    And the primary in every cluster runs version "1.0.0" by digest
+    And no workload in any cluster runs version "1.1.0"
