@@ -3,60 +3,76 @@ package features
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
-	"github.com/davecgh/go-spew/spew"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 )
 
 // Flagger's race with a revert, made to happen: Flagger's failed analysis
 // ends by recording the workload's pod template as applied (its
-// SyncStatus: the hash of the template it reads then). A revert applied
+// SyncStatus: its hash of the template it reads then). A revert applied
 // between Flagger's decision and that write is recorded as seen, and
 // Flagger never takes it up. These steps write into the real Flagger's
-// canary status what that write leaves (the hash computed by Flagger's own
-// code), then let the real Flagger and flotilla go on.
+// canary status what that write leaves (Flagger's own hash of the
+// reverted template, kept from when it promoted that template), then let
+// the real Flagger and flotilla go on.
 func (s *scenario) registerRevertMissedSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^Flagger's promoted spec of version "([^"]*)" in cluster "([^"]*)" is kept$`, func(ctx context.Context, version, cluster string) error {
+		return s.flaggerKeepsPromoted(ctx, cluster, version)
+	})
 	sc.Step(`^Flagger in cluster "([^"]*)" has recorded the workload at version "([^"]*)" as applied$`, s.flaggerRecordsVersionApplied)
 	sc.Step(`^Flagger in cluster "([^"]*)" fails the canary after the revert of "([^"]*)" ended there$`, s.flaggerFailsAfterRevert)
 	sc.Step(`^the revert in cluster "([^"]*)" was applied again with a restart$`, s.revertRestarted)
 }
 
-// flaggerRecordsVersionApplied sets the canary's last applied spec to the
-// hash of the workload's pod template as a revert to version leaves it
-// (the container's image replaced, as flotilla's revert patches it).
-// Flagger takes the template it runs now for the one it promoted last, so
-// it does nothing until the template changes.
+// flaggerKeepsPromoted keeps the spec Flagger promoted last in cluster
+// (its hash of the workload's pod template), version's: the template a
+// revert to version restores, since flotilla's apply changes only the
+// container's image.
+func (s *scenario) flaggerKeepsPromoted(ctx context.Context, cluster, version string) error {
+	c, err := clientsFor(cluster)
+	if err != nil {
+		return err
+	}
+	cd, err := c.Flagger.FlaggerV1beta1().Canaries(s.w.namespace).Get(ctx, s.w.workload, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if cd.Status.LastPromotedSpec == "" || cd.Status.LastPromotedSpec != cd.Status.LastAppliedSpec {
+		return fmt.Errorf("canary in %s: last promoted spec %q, last applied %q: not settled on %s", cluster, cd.Status.LastPromotedSpec, cd.Status.LastAppliedSpec, version)
+	}
+	if s.w.promotedSpecs == nil {
+		s.w.promotedSpecs = map[string]string{}
+	}
+	s.w.promotedSpecs[cluster+"/"+version] = cd.Status.LastPromotedSpec
+	return nil
+}
+
+// flaggerRecordsVersionApplied sets the canary's last applied spec to
+// version's template (kept by flaggerKeepsPromoted), what a revert to
+// version leaves. Flagger takes the template it runs now for the one it
+// promoted last, so it does nothing until the template changes.
 func (s *scenario) flaggerRecordsVersionApplied(ctx context.Context, cluster, version string) error {
 	c, err := clientsFor(cluster)
 	if err != nil {
 		return err
 	}
-	ref, err := s.ref(version)
-	if err != nil {
-		return err
+	spec, ok := s.w.promotedSpecs[cluster+"/"+version]
+	if !ok {
+		return fmt.Errorf("no spec of version %s kept for cluster %s", version, cluster)
 	}
-	d, err := c.Kube.AppsV1().Deployments(s.w.namespace).Get(ctx, s.w.workload, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	tmpl := *d.Spec.Template.DeepCopy()
-	tmpl.Spec.Containers[0].Image = ref
-	hash := flaggerHash(tmpl)
 	cd, err := c.Flagger.FlaggerV1beta1().Canaries(s.w.namespace).Get(ctx, s.w.workload, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	if cd.Status.LastPromotedSpec != flaggerHash(d.Spec.Template) {
-		return fmt.Errorf("canary in %s: its last promoted spec is not the workload's template (phase %s): Flagger would analyse it", cluster, cd.Status.Phase)
+	if cd.Status.LastPromotedSpec == spec {
+		return fmt.Errorf("canary in %s: Flagger promoted version %s's spec last, not the rollout's", cluster, version)
 	}
-	cd.Status.LastAppliedSpec = hash
+	cd.Status.LastAppliedSpec = spec
 	_, err = c.Flagger.FlaggerV1beta1().Canaries(s.w.namespace).UpdateStatus(ctx, cd, metav1.UpdateOptions{})
 	return err
 }
@@ -143,17 +159,4 @@ func (s *scenario) revertRestarted(ctx context.Context, cluster string) error {
 		return fmt.Errorf("workload in %s: restart token %q, want a revert's", cluster, tok)
 	}
 	return nil
-}
-
-// flaggerHash is Flagger's hash of a workload's pod template, as its
-// pkg/canary computes the last applied and promoted specs (v1.41.0,
-// spec.go's ComputeHash: FNV-32a of spew's %#v with sorted keys and no
-// methods). Importing that package would link Flagger's every provider;
-// the check in flaggerRecordsVersionApplied (the template Flagger promoted
-// hashes to its last promoted spec) fails if this ever differs.
-func flaggerHash(spec any) string {
-	h := fnv.New32a()
-	p := spew.ConfigState{Indent: " ", SortKeys: true, DisableMethods: true, SpewKeys: true}
-	p.Fprintf(h, "%#v", spec)
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }

@@ -51,7 +51,10 @@ import (
 // world is the state of a rollout scenario: a registry, a flotilla process,
 // a sink of its events, a gate, and the clusters of its waves.
 type world struct {
-	dir string
+	// promotedSpecs are Flagger's last promoted specs kept by a step, by
+	// "<cluster>/<version>" (steps_revertmissed_test.go).
+	promotedSpecs map[string]string
+	dir           string
 	// deployed is the flotilla the Helm chart installed, when a step did.
 	deployed *deployed
 	// lastError is the error a step expected, for a later step to read.

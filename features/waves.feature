@@ -77,7 +77,8 @@ Feature: Fleet rollouts users can steer: targeting and wave policy
   # Flagger's failed analysis ends by recording the workload's template as
   # applied: a revert applied in between is recorded as seen and never taken
   # up (the primary stays on 1.1.0). The steps write what Flagger's write
-  # leaves into the real Flagger's canary status (its own hash).
+  # leaves into the real Flagger's canary status (its own hash of 1.0.0's
+  # template, kept from when it promoted it).
   # Catches: a rollback that waits for such a revert until its deadline and
   # ends RollbackFailed (CI, 2026-12-03: waves' bake scenario).
   Scenario: A revert Flagger recorded as seen while failing the canary is applied again, and the rollback ends
@@ -86,6 +87,7 @@ Feature: Fleet rollouts users can steer: targeting and wave policy
     And flotilla serving the application "podinfo" that tracks "demo/podinfo" on track "MinorVersion" in waves "c1" then "c2"
     And the workload "podinfo" runs in every cluster of the waves
     And version "1.0.0" has been rolled out to every cluster
+    And Flagger's promoted spec of version "1.0.0" in cluster "c1" is kept
     When version "1.1.0" is pushed
     And wave 1 of the rollout of "1.1.0" is baking
     And Flagger in cluster "c1" has recorded the workload at version "1.0.0" as applied
