@@ -24,12 +24,28 @@ type MemberVersion struct {
 	Digest      string `json:"digest"`
 	// Created is when the image was built (the member's track Newest).
 	Created time.Time `json:"created,omitzero"`
-	// Unsigned says why no signature of the digest is trusted by the
-	// member's own verify ("" when it is signed, or the member verifies
-	// none): a rollout carrying an unsigned entry, pushed or taken along,
-	// stops before the first wave that requires a signature. Not part of
+	// SignedBy is who signed the digest, as the member's own verify found
+	// it (Rollout.SignedBy for an application); Unsigned says why no
+	// signature of it is trusted (both "" when the member verifies none):
+	// a rollout carrying an unsigned entry, pushed or taken along, stops
+	// before the first wave that requires a signature. Neither is part of
 	// the version (Manifest).
+	SignedBy string `json:"signedBy,omitempty"`
 	Unsigned string `json:"unsigned,omitempty"`
+}
+
+// Signature says what the member's verify found of m's digest, as
+// `flotilla describe rollout` and the web UI show it: "signed by <who>",
+// "unsigned: <why>", or "no signer recorded" (the member verifies none,
+// or m ran in every wave unsigned: SetBaseline).
+func (m MemberVersion) Signature() string {
+	switch {
+	case m.Unsigned != "":
+		return "unsigned: " + m.Unsigned
+	case m.SignedBy != "":
+		return "signed by " + m.SignedBy
+	}
+	return "no signer recorded"
 }
 
 // SetVersion is a release set of image members' version: one version per
@@ -150,9 +166,10 @@ func SetMemberOf(cfg *config.Config, set config.Application, image string) (conf
 
 // SetBaseline is what a push of one member moves from: the newest rollout
 // of the set in flight or queued (the new one takes its versions along:
-// a supersede never drops a pushed version, nor an entry's Unsigned),
-// else the deployed version (which ran in every wave: no entry of it is
-// held back again, as an application's deployed version is not).
+// a supersede never drops a pushed version, nor an entry's SignedBy or
+// Unsigned), else the deployed version (which ran in every wave: no entry
+// of it is held back again, as an application's deployed version is
+// not; each keeps its signer).
 func SetBaseline(st AppState, inFlight []Rollout) SetVersion {
 	var newest *Rollout
 	for i, r := range inFlight {
@@ -186,7 +203,7 @@ func DecideSetPush(set, member config.Application, st AppState, inFlight []Rollo
 		return nil, d, err
 	}
 	next := SetBaseline(st, inFlight).With(set.Set.Names(), MemberVersion{Application: member.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Created: v.Created,
-		Unsigned: v.Unsigned[member.Name]})
+		SignedBy: v.SignedBy[member.Name], Unsigned: v.Unsigned[member.Name]})
 	if q, ok := st.QuarantineOf(next.Tag(), next.Digest()); ok {
 		return nil, versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", next.Tag(), q.By, q.Reason)}, nil
 	}

@@ -57,6 +57,11 @@ func TestSetVersion(t *testing.T) {
 	if built.Digest() != v.Digest() {
 		t.Errorf("the build time changed the digest: %s, %s", built.Digest(), v.Digest())
 	}
+	judged := api("1.0.0")
+	judged.SignedBy, judged.Unsigned = "key release", "not trusted"
+	if got := v.With(order, judged).Digest(); got != v.Digest() {
+		t.Errorf("an entry's signer or verdict changed the digest: %s, %s", got, v.Digest())
+	}
 	if d := v.Digest(); len(d) != len("sha256:")+64 || d[:7] != "sha256:" {
 		t.Errorf("Digest = %q, want sha256:<hex>", d)
 	}
@@ -68,6 +73,31 @@ func TestSetVersion(t *testing.T) {
 	}
 	if _, ok := next.Of("shop-db"); ok {
 		t.Error("Of found a member the version has not")
+	}
+}
+
+// Signature says what an entry's verify found, as describe and the UI
+// show it. Catches: an entry unsigned shown as signed (both recorded: the
+// verdict wins), and an entry without either shown as unsigned.
+func TestMemberVersionSignature(t *testing.T) {
+	tests := []struct {
+		name               string
+		signedBy, unsigned string
+		want               string
+	}{
+		{name: "signed", signedBy: "key release", want: "signed by key release"},
+		{name: "unsigned", unsigned: "registry.test/shop/api@sha256:a is not signed", want: "unsigned: registry.test/shop/api@sha256:a is not signed"},
+		{name: "both: not trusted", signedBy: "key release", unsigned: "no signature of it is trusted", want: "unsigned: no signature of it is trusted"},
+		{name: "neither", want: "no signer recorded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := api("1.1.0")
+			m.SignedBy, m.Unsigned = tt.signedBy, tt.unsigned
+			if diff := cmp.Diff(tt.want, m.Signature()); diff != "" {
+				t.Errorf("Signature (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -166,10 +196,13 @@ func TestPlanImageSet(t *testing.T) {
 // pushed or taken along from a rollout in flight, holds the set's rollout
 // before the first wave requiring a signature (or skips it when that is
 // the first wave); its entry signed since goes on to every wave; a member
-// without verify takes its own pushes unsigned. Catches: the set's waves
+// without verify takes its own pushes unsigned. Each entry records its
+// signer, kept when another member's push takes it along from a rollout
+// in flight or from the deployed version. Catches: the set's waves
 // requiring no signature (the set has no verify of its own: the api's
 // unsigned build rolled out everywhere), the frontend's push carrying the
-// api's unsigned entry past wave 1, and a deployed tuple held back again.
+// api's unsigned entry past wave 1, a deployed tuple held back again, and
+// an entry's signer dropped or left to the pushed member alone.
 func TestPlanImageSetSignatures(t *testing.T) {
 	set, apiApp, frontendApp := imageSet()
 	apiApp.Verify = &config.Verify{Signatures: []config.SignatureAuthority{{Name: "release"}}}
@@ -190,6 +223,11 @@ func TestPlanImageSetSignatures(t *testing.T) {
 		Versions: rollout.SetVersion{unsignedAPI, frontend("1.0.0")}}
 	deployedUnsigned := st
 	deployedUnsigned.DeployedVersions = rollout.SetVersion{unsignedAPI, frontend("1.0.0")}
+	signed := func(m rollout.MemberVersion, by string) rollout.MemberVersion { m.SignedBy = by; return m }
+	deployedSigned := st
+	deployedSigned.DeployedVersions = rollout.SetVersion{signed(api("1.0.0"), "key release"), frontend("1.0.0")}
+	signedInFlight := rollout.Rollout{ID: "shop-1", Application: "shop", Phase: rollout.Progressing, SignedBy: "key release",
+		Versions: rollout.SetVersion{signed(api("1.1.0"), "key release"), frontend("1.0.0")}}
 	type planned struct {
 		Waves                           []string
 		StopsBefore, Unsigned, SignedBy string
@@ -207,13 +245,17 @@ func TestPlanImageSetSignatures(t *testing.T) {
 		{name: "the api unsigned: wave 1 only", cfg: cfg, st: st, v: pushAPI,
 			want: planned{Waves: []string{"w1"}, StopsBefore: "w2", Unsigned: "shop-api: " + why, Versions: rollout.SetVersion{unsignedAPI, frontend("1.0.0")}}},
 		{name: "the api signed: every wave", cfg: cfg, st: st, v: signedAPI,
-			want: planned{Waves: []string{"w1", "w2"}, SignedBy: "key release", Versions: rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}}},
+			want: planned{Waves: []string{"w1", "w2"}, SignedBy: "key release", Versions: rollout.SetVersion{signed(api("1.1.0"), "key release"), frontend("1.0.0")}}},
 		{name: "the api unsigned, the first wave requiring a signature", cfg: strict, st: st, v: pushAPI,
 			want: planned{Skip: "no signature is trusted (shop-api: " + why + ") and wave w2 requires one"}},
 		{name: "the frontend takes the api's unsigned entry along, held as it is", cfg: cfg, st: st, inFlight: []rollout.Rollout{held}, v: pushFrontend,
 			want: planned{Waves: []string{"w1"}, StopsBefore: "w2", Unsigned: "shop-api: " + why, Versions: rollout.SetVersion{unsignedAPI, frontend("1.1.0")}}},
 		{name: "the api signed since its rollout took it unsigned", cfg: cfg, st: st, inFlight: []rollout.Rollout{held}, v: signedAPI,
-			want: planned{Waves: []string{"w1", "w2"}, SignedBy: "key release", Versions: rollout.SetVersion{api("1.1.0"), frontend("1.0.0")}}},
+			want: planned{Waves: []string{"w1", "w2"}, SignedBy: "key release", Versions: rollout.SetVersion{signed(api("1.1.0"), "key release"), frontend("1.0.0")}}},
+		{name: "the frontend takes the api's signed entry along from a rollout in flight, its signer kept", cfg: cfg, st: st, inFlight: []rollout.Rollout{signedInFlight}, v: pushFrontend,
+			want: planned{Waves: []string{"w1", "w2"}, Versions: rollout.SetVersion{signed(api("1.1.0"), "key release"), frontend("1.1.0")}}},
+		{name: "the frontend takes the api's deployed entry along, its signer kept", cfg: cfg, st: deployedSigned, v: pushFrontend,
+			want: planned{Waves: []string{"w1", "w2"}, Versions: rollout.SetVersion{signed(api("1.0.0"), "key release"), frontend("1.1.0")}}},
 		{name: "the frontend without verify: every wave", cfg: cfg, st: st, v: pushFrontend,
 			want: planned{Waves: []string{"w1", "w2"}, Versions: rollout.SetVersion{api("1.0.0"), frontend("1.1.0")}}},
 		{name: "a deployed entry is not held back again", cfg: cfg, st: deployedUnsigned, v: pushFrontend,
