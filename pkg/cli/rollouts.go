@@ -247,6 +247,7 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 		fmt.Fprintf(w, "Versions:     %s\n", memberVersions(r.Versions))
 		fmt.Fprintf(w, "Previous:     %s\n", dash(memberVersions(r.PreviousVersions)))
 	}
+	signatures(w, r)
 	if r.Reason != "" {
 		fmt.Fprintf(w, "Reason:       %s\n", r.Reason)
 	}
@@ -279,6 +280,39 @@ func describeRollout(w io.Writer, r rollout.Rollout, color bool) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// signatures prints what verify found of r's version: for a release set
+// of image members each entry's signer or why it is unsigned (when a
+// member verifies signatures), for an application its signer or why it
+// is unsigned; then the wave an unsigned rollout stops before.
+func signatures(w io.Writer, r rollout.Rollout) {
+	if len(r.Versions) > 0 {
+		if verified(r.Versions) {
+			for i, m := range r.Versions {
+				label := "Signatures:"
+				if i > 0 {
+					label = ""
+				}
+				fmt.Fprintf(w, "%-14s%s %s: %s\n", label, m.Application, m.Tag, m.Signature())
+			}
+		}
+	} else {
+		if r.SignedBy != "" {
+			fmt.Fprintf(w, "Signed by:    %s\n", r.SignedBy)
+		}
+		if r.Unsigned != "" {
+			fmt.Fprintf(w, "Unsigned:     %s\n", r.Unsigned)
+		}
+	}
+	if r.StopsBefore != "" {
+		fmt.Fprintf(w, "Stops before: %s (the first wave requiring a signature)\n", r.StopsBefore)
+	}
+}
+
+// verified tells whether a member's verify judged an entry of v.
+func verified(v rollout.SetVersion) bool {
+	return slices.ContainsFunc(v, func(m rollout.MemberVersion) bool { return m.SignedBy != "" || m.Unsigned != "" })
 }
 
 // pushedBy says who pushed a push's version, as its sender named them, or
