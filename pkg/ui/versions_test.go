@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -21,23 +22,29 @@ import (
 )
 
 // The rollout page of a release set of image members shows, in a real
-// browser, the set's version (each member's tag and digest, in order) and
-// the one before it, as `flotilla describe rollout` does; a rollout of
-// an application shows neither.
+// browser, the set's version (each member's tag and digest, in order),
+// the one before it, each entry's signer or why it is unsigned, and the
+// wave the rollout stops before, as `flotilla describe rollout` does; a
+// rollout of an application shows no set's versions nor signatures.
+// Catches: the set's page naming only the pushed member's signer (the
+// api's unsigned entry, taken along by the frontend's push, unseen), an
+// entry's reason dropped.
 func TestRolloutPageShowsTheSetsVersions(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("no chromium on PATH: `make deps` installs Debian's chromium")
 	}
-	api1 := rollout.MemberVersion{Application: "shop-api", Image: "registry.test/shop/api", Tag: "1.1.0", Digest: "sha256:0123456789abcdef0123"}
+	const unsigned = "registry.test/shop/api@sha256:0123456789abcdef0123 is not signed"
+	api1 := rollout.MemberVersion{Application: "shop-api", Image: "registry.test/shop/api", Tag: "1.1.0", Digest: "sha256:0123456789abcdef0123", Unsigned: unsigned}
 	api0 := rollout.MemberVersion{Application: "shop-api", Image: "registry.test/shop/api", Tag: "1.0.0", Digest: "sha256:aaaaaaaaaaaaaaaa0000"}
-	fe := rollout.MemberVersion{Application: "shop-frontend", Image: "registry.test/shop/frontend", Tag: "1.0.0", Digest: "sha256:fedcba9876543210fedc"}
+	fe := rollout.MemberVersion{Application: "shop-frontend", Image: "registry.test/shop/frontend", Tag: "1.0.0", Digest: "sha256:fedcba9876543210fedc", SignedBy: "key release"}
 	set := rollout.Rollout{ID: "shop-1", Application: "shop", Image: "shop", Phase: rollout.Progressing, Members: []string{"shop-api", "shop-frontend"},
 		Versions: rollout.SetVersion{api1, fe}, PreviousVersions: rollout.SetVersion{api0, fe}, Created: time.Now(), Updated: time.Now(),
+		StopsBefore: "production", Unsigned: "shop-api: " + unsigned,
 		Waves: []rollout.Wave{{Name: "canary", Clusters: []rollout.Cluster{{Name: "c1", Phase: rollout.ClusterPending}}}}}
 	set.Tag, set.Digest = set.Versions.Tag(), set.Versions.Digest()
 	app := rollout.Rollout{ID: "web-1", Application: "web", Image: "registry.test/web", Tag: "2.0.0", Digest: "sha256:2222", Phase: rollout.Progressing,
-		Created: time.Now(), Updated: time.Now(), Waves: set.Waves}
+		Created: time.Now(), Updated: time.Now(), Waves: set.Waves, SignedBy: "key release"}
 	base := serveWithRollouts(t, set, app)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
@@ -60,10 +67,16 @@ func TestRolloutPageShowsTheSetsVersions(t *testing.T) {
 	}
 	// The page is drawn again as the rollout's details come: read once
 	// both lines are there.
-	var shownVersions struct{ Versions, Previous string }
+	var shownVersions struct {
+		Versions, Previous, StopsBefore string
+		Signatures                      []string
+	}
 	if err := chromedp.Run(ctx, chromedp.Poll(`(() => {
-		const v = document.querySelector('#versions'), p = document.querySelector('#previous-versions');
-		return v && p && v.textContent && p.textContent ? {Versions: v.textContent, Previous: p.textContent} : null;
+		const v = document.querySelector('#versions'), p = document.querySelector('#previous-versions'),
+			s = document.querySelector('#stops-before'), sig = [...document.querySelectorAll('#signatures li')];
+		return v && p && s && sig.length && v.textContent && p.textContent ?
+			{Versions: v.textContent, Previous: p.textContent, StopsBefore: s.textContent,
+				Signatures: sig.map((li) => li.dataset.member + "|" + li.dataset.signed + "|" + li.textContent)} : null;
 	})()`, &shownVersions, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		var page string
 		_ = chromedp.Run(bctx, chromedp.Evaluate(`document.body.innerText`, &page))
@@ -76,17 +89,35 @@ func TestRolloutPageShowsTheSetsVersions(t *testing.T) {
 	if want := "shop-api 1.0.0 (sha256:aaaaaaaaaaaa), shop-frontend 1.0.0 (sha256:fedcba987654)"; previous != want {
 		t.Errorf("Previous versions %q, want %q", previous, want)
 	}
-	var shown bool
+	wantSignatures := []string{
+		"shop-api|false|shop-api 1.1.0: unsigned: " + unsigned,
+		"shop-frontend|true|shop-frontend 1.0.0: signed by key release",
+	}
+	if diff := cmp.Diff(wantSignatures, shownVersions.Signatures); diff != "" {
+		t.Errorf("the set's signatures (member|signed|text, -want +got):\n%s", diff)
+	}
+	if want := "production (the first wave requiring a signature)"; shownVersions.StopsBefore != want {
+		t.Errorf("Stops before %q, want %q", shownVersions.StopsBefore, want)
+	}
+	var app1 struct {
+		Shown    bool
+		SignedBy string
+	}
 	if err := chromedp.Run(ctx,
 		chromedp.Evaluate(`location.hash = "#/rollouts/web-1"`, nil),
 		chromedp.WaitVisible(`#title`, chromedp.ByQuery),
 		chromedp.Poll(`document.querySelector('#title').textContent.includes("2.0.0")`, nil),
-		chromedp.Evaluate(`!!(document.querySelector('#versions') || document.querySelector('#previous-versions'))`, &shown),
+		chromedp.Evaluate(`({Shown: !!(document.querySelector('#versions') || document.querySelector('#previous-versions') ||
+			document.querySelector('#signatures') || document.querySelector('#stops-before')),
+			SignedBy: [...document.querySelectorAll('dl.facts dt')].filter((dt) => dt.textContent === "Signed by").map((dt) => dt.nextElementSibling.textContent).join()})`, &app1),
 	); err != nil {
 		t.Fatalf("opening the application's rollout: %v", err)
 	}
-	if shown {
-		t.Error("an application's rollout page shows a set's versions")
+	if app1.Shown {
+		t.Error("an application's rollout page shows a set's versions or signatures")
+	}
+	if app1.SignedBy != "key release" {
+		t.Errorf("the application's rollout page says signed by %q, want %q", app1.SignedBy, "key release")
 	}
 }
 

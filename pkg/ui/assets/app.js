@@ -299,6 +299,7 @@ function rolloutPage(id) {
   if (state.timelineOf !== id) loadRollout(id);
   if (!r) return h("section", {}, h("h1", {}, "Rollout " + id), h("p", { class: "muted" }, "Loading…"));
   const why = waiting(r);
+  const set = r.versions && r.versions.length; // a release set of image members: each entry its own signer
   return h("section", { "aria-labelledby": "title", dataset: { rollout: r.id } },
     h("p", {}, h("a", { href: "#/", id: "back" }, "← Rollouts")),
     h("h1", { id: "title" }, appLink(r.application, { id: "application-link" }), " " + r.tag + " ", h("span", { id: "phase", dataset: { phase: r.phase } }, badge(r.phase))),
@@ -310,10 +311,12 @@ function rolloutPage(id) {
       fact("Digest", h("span", { class: "mono" }, r.digest)),
       r.previousTag ? fact("Previous", r.previousTag + " (" + short(r.previousDigest) + ")") : null,
       r.source && !r.kind ? fact("Pushed by", h("span", { id: "pushed-by" }, r.pushedBy || "unknown (the sender named no one: separation of duties refuses no approver)")) : null,
-      r.signedBy ? fact("Signed by", r.signedBy) : null,
-      r.unsigned ? fact("Unsigned", r.unsigned) : null,
+      !set && r.signedBy ? fact("Signed by", r.signedBy) : null,
+      !set && r.unsigned ? fact("Unsigned", r.unsigned) : null,
       r.members && r.members.length ? fact("Members", h("span", { id: "members" }, r.members.join(" → "))) : null,
-      r.versions && r.versions.length ? fact("Versions", h("span", { id: "versions", class: "mono" }, memberVersions(r.versions))) : null,
+      set ? fact("Versions", h("span", { id: "versions", class: "mono" }, memberVersions(r.versions))) : null,
+      set && r.versions.some((v) => v.signedBy || v.unsigned) ? fact("Signatures", memberSignatures(r.versions)) : null,
+      r.stopsBefore ? fact("Stops before", h("span", { id: "stops-before" }, r.stopsBefore + " (the first wave requiring a signature)")) : null,
       r.previousVersions && r.previousVersions.length ? fact("Previous versions", h("span", { id: "previous-versions", class: "mono" }, memberVersions(r.previousVersions))) : null,
       r.rollbackOf ? fact("Rolls back", h("a", { href: "#/rollouts/" + r.rollbackOf }, r.rollbackOf)) : null,
       fact("Started", [new Date(r.created).toLocaleString() + " (", h("span", { dataset: { since: r.created } }, ago(r.created)), " ago)"]),
@@ -329,6 +332,14 @@ function rolloutPage(id) {
 // member's tag and digest, as `flotilla describe rollout` does.
 function memberVersions(vs) {
   return vs.map((v) => v.application + " " + v.tag + " (" + short(v.digest) + ")").join(", ");
+}
+
+// memberSignatures lists what each member's verify found of its entry,
+// as `flotilla describe rollout` does: its signer, or why it is unsigned.
+function memberSignatures(vs) {
+  return h("ul", { id: "signatures", class: "signatures" }, vs.map((v) =>
+    h("li", { dataset: { member: v.application, signed: v.unsigned ? "false" : v.signedBy ? "true" : "" } },
+      v.application + " " + v.tag + ": " + (v.unsigned ? "unsigned: " + v.unsigned : v.signedBy ? "signed by " + v.signedBy : "no signer recorded"))));
 }
 
 function fact(name, value) {
