@@ -337,3 +337,33 @@ Feature: Release sets: several applications promoted as one
     And the rollout of "web-api:1.2.0,web-frontend:2.0.0" records the signature of the key "release"
     And the primary and the workload of "web-api" in every cluster run version "1.2.0" by digest
     And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+
+  # What each entry's verify found is shown, not only kept in the API.
+  # Catches: describe naming only the pushed member's signer (or none), an
+  # unsigned entry's reason dropped, the api's signer lost when the
+  # frontend's push takes its entry along from the deployed version, the
+  # wave the rollout stops before unsaid, and the unsigned api sent past
+  # wave 1 (a primary of it in c2 or c4).
+  Scenario: A release set image member's unsigned build stops before the wave requiring a signature; `flotilla describe rollout` names each entry's signer, or why it is unsigned
+    Given a registry
+    And the application accepts only images signed with the key "release"
+    And wave 1 takes unsigned images
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" signed with the key "release" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    When version "2.0.0" of "web-frontend" is pushed
+    Then the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    And `flotilla describe rollout` of "web-api:1.0.0,web-frontend:2.0.0" says the entry "web-api 1.0.0" is signed with the key "release"
+    And `flotilla describe rollout` of "web-api:1.0.0,web-frontend:2.0.0" says the entry "web-frontend 2.0.0" has no signer recorded
+    When version "1.1.0" of "web-api" is pushed
+    Then the rollout of "web-api:1.1.0,web-frontend:2.0.0" succeeds
+    And `flotilla describe rollout` of "web-api:1.1.0,web-frontend:2.0.0" says the entry "web-api 1.1.0" is unsigned, because "is not signed"
+    And `flotilla describe rollout` of "web-api:1.1.0,web-frontend:2.0.0" says the entry "web-frontend 2.0.0" has no signer recorded
+    And `flotilla describe rollout` of "web-api:1.1.0,web-frontend:2.0.0" says it stops before "wave-2"
+    And the primary of "web-api" in cluster "c1" runs version "1.1.0" by digest
+    And the primary of "web-api" in cluster "c2" runs version "1.0.0" by digest
+    And the primary of "web-api" in cluster "c4" runs version "1.0.0" by digest
+    And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest

@@ -3,6 +3,8 @@ package features
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -55,6 +57,98 @@ func (s *scenario) registerImageSetSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^version "([^"]*)" of "([^"]*)" is pushed without its registry notification$`, s.pushOfWithoutNotification)
 	sc.Step(`^flotilla journals the drift of the member "([^"]*)" in cluster "([^"]*)" to image "([^"]*)" from "([^"]*)" within (\d+) seconds$`, s.memberDriftJournaled)
 	sc.Step(`^the API says the set's rollout of "([^"]*)" came from a "([^"]*)"$`, s.setRolloutSource)
+	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" says the entry \"([^\"]*)\" is signed with the key \"([^\"]*)\"$", s.describeEntrySignedBy)
+	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" says the entry \"([^\"]*)\" is unsigned, because \"([^\"]*)\"$", s.describeEntryUnsigned)
+	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" says the entry \"([^\"]*)\" has no signer recorded$", s.describeEntryNoSigner)
+	sc.Step("^`flotilla describe rollout` of \"([^\"]*)\" says it stops before \"([^\"]*)\"$", s.describeStopsBefore)
+}
+
+// describeRollout runs `flotilla describe rollout` of the rollout of
+// version as a user would: its id and its output.
+func (s *scenario) describeRollout(ctx context.Context, version string) (string, string, error) {
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return "", "", err
+	}
+	out, err := s.flotillaCLI(ctx, "describe", "rollout", id)
+	return id, out, err
+}
+
+// describedSignatures reads the Signatures block of `flotilla describe
+// rollout` of the rollout of tuple: what it says of each entry ("web-api
+// 1.1.0" -> "signed by key release").
+func (s *scenario) describedSignatures(ctx context.Context, tuple string) (map[string]string, string, error) {
+	id, out, err := s.describeRollout(ctx, tuple)
+	if err != nil {
+		return nil, "", err
+	}
+	const indent = "              " // describe's labels are 14 wide
+	got, in := map[string]string{}, false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "Signatures:"):
+			in, line = true, strings.TrimPrefix(line, "Signatures:")
+		case in && strings.HasPrefix(line, indent):
+		default:
+			in = false
+			continue
+		}
+		// "web-api 1.1.0: unsigned: ...": the entry is an application
+		// and a tag, with no colon.
+		parts := strings.SplitN(strings.TrimSpace(line), ": ", 2)
+		if len(parts) == 2 {
+			got[parts[0]] = parts[1]
+		}
+	}
+	if len(got) == 0 {
+		return nil, "", fmt.Errorf("flotilla describe rollout %s shows no signatures:\n%s", id, out)
+	}
+	return got, out, nil
+}
+
+func (s *scenario) describeEntrySays(ctx context.Context, tuple, entry string, ok func(string) bool, want string) error {
+	got, out, err := s.describedSignatures(ctx, tuple)
+	if err != nil {
+		return err
+	}
+	if say, found := got[entry]; !found || !ok(say) {
+		return fmt.Errorf("flotilla describe rollout of %s says of %s %q, want %s:\n%s", tuple, entry, say, want, out)
+	}
+	return nil
+}
+
+func (s *scenario) describeEntrySignedBy(ctx context.Context, tuple, entry, keyName string) error {
+	want := "signed by key " + keyName
+	return s.describeEntrySays(ctx, tuple, entry, func(say string) bool { return say == want }, strconv.Quote(want))
+}
+
+func (s *scenario) describeEntryUnsigned(ctx context.Context, tuple, entry, reason string) error {
+	return s.describeEntrySays(ctx, tuple, entry, func(say string) bool {
+		why, ok := strings.CutPrefix(say, "unsigned: ")
+		return ok && strings.Contains(why, reason)
+	}, fmt.Sprintf("unsigned, because ...%s...", reason))
+}
+
+func (s *scenario) describeEntryNoSigner(ctx context.Context, tuple, entry string) error {
+	return s.describeEntrySays(ctx, tuple, entry, func(say string) bool { return say == "no signer recorded" }, `"no signer recorded"`)
+}
+
+// describeStopsBefore reads the Stops before line of `flotilla describe
+// rollout` of the rollout of version.
+func (s *scenario) describeStopsBefore(ctx context.Context, version, wave string) error {
+	id, out, err := s.describeRollout(ctx, version)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "Stops before:"); ok {
+			if got, _, _ := strings.Cut(strings.TrimSpace(v), " "); got != wave {
+				return fmt.Errorf("flotilla describe rollout %s says it stops before %q, want %q", id, got, wave)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("flotilla describe rollout %s names no wave it stops before:\n%s", id, out)
 }
 
 func (s *scenario) imageSetOf(set, first, second, repo string) error {
