@@ -81,6 +81,17 @@ type SetMember struct {
 	Name string
 	// Job: the member's workload is a Job (KindJob), no canary.
 	Job bool
+	// Image is an image member's image repository ("" for a git member):
+	// a set with both kinds is mixed (docs/design/release-sets.md, "Git
+	// and image members").
+	Image string
+}
+
+// Mixed tells whether the set has both git and image members: its version
+// is a tuple whose git members' entries hold one commit.
+func (s *SetSpec) Mixed() bool {
+	git := slices.ContainsFunc(s.Members, func(m SetMember) bool { return m.Image == "" })
+	return git && slices.ContainsFunc(s.Members, func(m SetMember) bool { return m.Image != "" })
 }
 
 // Names are the members' names, in their order.
@@ -387,7 +398,11 @@ func foldReleaseSets(c *Config) {
 		for _, m := range order {
 			a, _ := c.Application(m)
 			job := a.Workload.Kind == KindJob
-			spec.Members = append(spec.Members, SetMember{Name: m, Job: job})
+			sm := SetMember{Name: m, Job: job}
+			if a.Git() == nil {
+				sm.Image = a.Image
+			}
+			spec.Members = append(spec.Members, sm)
 			if !job && lead == nil {
 				lead = &a
 			}

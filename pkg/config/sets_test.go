@@ -382,7 +382,7 @@ func TestImageSetApplication(t *testing.T) {
 	if !ok {
 		t.Fatal("no application web")
 	}
-	if d := cmp.Diff(&SetSpec{Members: []SetMember{{Name: "web-api"}, {Name: "web-frontend"}}}, set.Set); d != "" {
+	if d := cmp.Diff(&SetSpec{Members: []SetMember{{Name: "web-api", Image: "registry.example.com/web/api"}, {Name: "web-frontend", Image: "registry.example.com/web/frontend"}}}, set.Set); d != "" {
 		t.Errorf("set (-want +got):\n%s", d)
 	}
 	if set.Source != nil || set.Image != "" {

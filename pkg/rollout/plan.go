@@ -29,14 +29,19 @@ func Plan(cfg *config.Config, app config.Application, st AppState, inFlight []Ro
 	var d versionpolicy.Decision
 	var set SetVersion
 	signer := app.Name // whose signature policy verify judged v by
-	if ImageSet(app) {
-		// A member's image: the set's version is a tuple (setversion.go).
+	if TupleSet(app) {
+		// A member's image, or the commit of a set's git members: the
+		// set's version is a tuple (setversion.go, setmix.go).
 		member, ok := SetMemberOf(cfg, app, v.Image)
-		if !ok {
+		switch {
+		case ok:
+			set, d, err = DecideSetPush(app, member, st, inFlight, v)
+			signer = member.Name
+		case app.Git() != nil:
+			set, d = DecideSetCommit(app, st, inFlight, v)
+		default:
 			return Rollout{}, fmt.Sprintf("%s is the image of no member of release set %s", v.Image, app.Name), nil
 		}
-		set, d, err = DecideSetPush(app, member, st, inFlight, v)
-		signer = member.Name
 	} else {
 		d, err = DecideVersion(app, st, inFlight, v)
 	}

@@ -28,16 +28,18 @@ func (m MemberVersion) Ref() string {
 	return m.Image
 }
 
-// SetStatus is st, the status of cluster's canaries of release set of
-// image members app, as r judges it: the primary (and the target) read as
+// SetStatus is st, the status of cluster's canaries of release set app
+// of image members (or of git and image members: TupleSet), as r judges
+// it: the primary (and the target) read as
 // r's version (Ref) when each member of r's version runs its entry there,
 // as the cluster's previous version (its PreviousImage) when each member
 // of that one runs its entry, else as st reads them. A member without an
-// entry (the lead, whose canary lists the others) is not compared. A
+// entry (the lead, whose canary lists the others) is not compared, nor a
+// Job member (no canary: its failure fails the run). A
 // cluster being reverted is held against its previous version first. st
 // unchanged for any other application.
 func (r *Rollout) SetStatus(cfg *config.Config, app config.Application, cluster string, st CanaryStatus) CanaryStatus {
-	if !ImageSet(app) || len(r.Versions) == 0 {
+	if !TupleSet(app) || len(r.Versions) == 0 {
 		return st
 	}
 	ws := st.Workloads
@@ -45,9 +47,12 @@ func (r *Rollout) SetStatus(cfg *config.Config, app config.Application, cluster 
 		ws = []WorkloadStatus{{Name: app.Workload.Name, PrimaryImage: st.PrimaryImage, TargetImage: st.TargetImage}}
 	}
 	workloads := map[string]string{}
-	for _, name := range app.Set.Names() {
-		if m, ok := cfg.Application(name); ok {
-			workloads[name] = m.Workload.Name
+	var jobs []string // not compared: no canary, its failure fails the run
+	for _, sm := range app.Set.Members {
+		if sm.Job {
+			jobs = append(jobs, sm.Name)
+		} else if m, ok := cfg.Application(sm.Name); ok {
+			workloads[sm.Name] = m.Workload.Name
 		}
 	}
 	type version struct {
@@ -63,7 +68,7 @@ func (r *Rollout) SetStatus(cfg *config.Config, app config.Application, cluster 
 	}
 	as := func(read string, image func(WorkloadStatus) string) string {
 		for _, v := range versions {
-			if runs(v.v, workloads, ws, image) {
+			if runs(v.v, workloads, ws, image, jobs) {
 				return v.ref
 			}
 		}
@@ -76,8 +81,11 @@ func (r *Rollout) SetStatus(cfg *config.Config, app config.Application, cluster 
 
 // runs tells whether every member of v runs its entry in ws (as image
 // reads a canary's), each found by its workload's name.
-func runs(v SetVersion, workloads map[string]string, ws []WorkloadStatus, image func(WorkloadStatus) string) bool {
+func runs(v SetVersion, workloads map[string]string, ws []WorkloadStatus, image func(WorkloadStatus) string, jobs []string) bool {
 	for _, e := range v {
+		if slices.Contains(jobs, e.Application) {
+			continue
+		}
 		i := slices.IndexFunc(ws, func(w WorkloadStatus) bool { return w.Name == workloads[e.Application] })
 		if i < 0 || image(ws[i]) != e.Ref() {
 			return false

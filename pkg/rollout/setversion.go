@@ -204,6 +204,9 @@ func DecideSetPush(set, member config.Application, st AppState, inFlight []Rollo
 	}
 	next := SetBaseline(st, inFlight).With(set.Set.Names(), MemberVersion{Application: member.Name, Image: v.Image, Tag: v.Tag, Digest: v.Digest, Created: v.Created,
 		SignedBy: v.SignedBy[member.Name], Unsigned: v.Unsigned[member.Name]})
+	if why := noCommitYet(set, next); why != "" {
+		return nil, versionpolicy.Decision{Reason: why}, nil
+	}
 	if q, ok := st.QuarantineOf(next.Tag(), next.Digest()); ok {
 		return nil, versionpolicy.Decision{Reason: fmt.Sprintf("%s is quarantined (by %s: %s)", next.Tag(), q.By, q.Reason)}, nil
 	}

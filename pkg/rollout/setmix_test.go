@@ -1,0 +1,213 @@
+package rollout_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla-cd/flotilla/events"
+	"github.com/flotilla-cd/flotilla/pkg/config"
+	"github.com/flotilla-cd/flotilla/pkg/rollout"
+)
+
+const shopRepo = "https://git.test/platform/shop.git"
+
+// mixedSet is a release set of a git migration Job and api (one
+// repository) and an image frontend, in that order; the api leads.
+func mixedSet() (set, migrate, api, frontend config.Application) {
+	git := func(path string) *config.Source {
+		return &config.Source{Git: &config.GitSource{URL: shopRepo, Branch: "main", Paths: []string{path}}}
+	}
+	migrate = config.Application{Name: "shop-migrate", Source: git("shop/migrate"), Workload: config.Workload{Kind: config.KindJob, Name: "shop-migrate"}, MemberOf: "shop"}
+	api = config.Application{Name: "shop-api", Source: git("shop/api"), Workload: config.Workload{Name: "shop-api"}, MemberOf: "shop"}
+	frontend = config.Application{Name: "shop-frontend", Image: frontendImage, Track: config.TrackMinorVersion, Workload: config.Workload{Name: "shop-frontend"}, MemberOf: "shop"}
+	set = config.Application{Name: "shop", Source: git("shop/migrate"), OnNewVersion: config.OnNewVersionSupersede, Workload: api.Workload,
+		Set: &config.SetSpec{Members: []config.SetMember{{Name: "shop-migrate", Job: true}, {Name: "shop-api"}, {Name: "shop-frontend", Image: frontendImage}}}}
+	return set, migrate, api, frontend
+}
+
+// commit is the git members' entries at commit c of main.
+func commit(c string) []rollout.MemberVersion {
+	e := func(m string) rollout.MemberVersion {
+		return rollout.MemberVersion{Application: m, Image: "https://git.test/platform/shop.git", Tag: "main@" + c[:7], Digest: c}
+	}
+	return []rollout.MemberVersion{e("shop-migrate"), e("shop-api")}
+}
+
+func mixed(c, fe string) rollout.SetVersion {
+	v := rollout.SetVersion(commit(c))
+	if fe != "" {
+		v = append(v, frontend(fe))
+	}
+	return v
+}
+
+func push(c string) events.ImageVerified {
+	return events.ImageVerified{Image: shopRepo, Tag: "main@" + c[:7], Digest: c}
+}
+
+const (
+	c1 = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	c2 = "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+func TestSetMixed(t *testing.T) {
+	set, _, _, _ := mixedSet()
+	img, _, _ := imageSet()
+	git := set
+	git.Set = &config.SetSpec{Members: []config.SetMember{{Name: "shop-migrate", Job: true}, {Name: "shop-api"}}}
+	got := map[string]bool{"mixed": rollout.TupleSet(set), "image": rollout.TupleSet(img), "git": rollout.TupleSet(git), "app": rollout.TupleSet(config.Application{Name: "web"})}
+	if diff := cmp.Diff(map[string]bool{"mixed": true, "image": true, "git": false, "app": false}, got); diff != "" {
+		t.Errorf("TupleSet (-want +got):\n%s", diff)
+	}
+	v := mixed(c1, "1.0.0")
+	if c, ok := v.Commit(set); !ok || c.Digest != c1 || c.Application != "shop-migrate" {
+		t.Errorf("Commit = %+v, %v", c, ok)
+	}
+	if _, ok := (rollout.SetVersion{frontend("1.0.0")}).Commit(set); ok {
+		t.Error("Commit found one in a version without git entries")
+	}
+	next := v.WithCommit(set, rollout.MemberVersion{Image: shopRepo, Tag: "main@2222222", Digest: c2})
+	if diff := cmp.Diff(mixed(c2, "1.0.0"), next); diff != "" {
+		t.Errorf("WithCommit moves every git member, the frontend kept (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(mixed(c1, "1.0.0"), v); diff != "" {
+		t.Errorf("WithCommit changed its receiver (-want +got):\n%s", diff)
+	}
+	if got, want := next.Tag(), "shop-migrate:main@2222222,shop-api:main@2222222,shop-frontend:1.0.0"; got != want {
+		t.Errorf("Tag = %q, want %q", got, want)
+	}
+	// A git member's Ref is the revision the run writes on its pod
+	// template (tasks.Revision: repository@commit).
+	if got := next[1].Ref(); got != shopRepo+"@"+c2 {
+		t.Errorf("the api's Ref = %q", got)
+	}
+}
+
+// A git push and an image push each make the set's next version from the
+// baseline. Catches: the frontend dropped by a git push, a git member
+// left behind, a deployed or in-flight commit rolled out again, and a
+// frontend's push rolling out before the set has any commit.
+func TestDecideMixedSetPush(t *testing.T) {
+	set, _, _, feApp := mixedSet()
+	deployed := rollout.AppState{DeployedVersions: mixed(c1, "1.0.0")}
+	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	flight := rollout.Rollout{ID: "shop-f", Phase: rollout.Progressing, Created: t0, Versions: mixed(c1, "1.1.0")}
+	tests := []struct {
+		name     string
+		st       rollout.AppState
+		inFlight []rollout.Rollout
+		frontend string // an image push of the frontend, else the commit c2's push
+		commit   string
+		want     rollout.SetVersion
+		reason   string
+	}{
+		{name: "a commit moves every git member", st: deployed, commit: c2, want: mixed(c2, "1.0.0")},
+		{name: "the first commit", commit: c1, want: mixed(c1, "")},
+		{name: "a commit deployed", st: deployed, commit: c1, reason: "commit " + c1 + " (main@1111111) is deployed already"},
+		{name: "a commit takes the frontend in flight along", st: deployed, inFlight: []rollout.Rollout{flight}, commit: c2, want: mixed(c2, "1.1.0")},
+		{name: "a commit in flight", st: deployed, inFlight: []rollout.Rollout{{ID: "shop-g", Phase: rollout.Progressing, Versions: mixed(c2, "1.0.0")}}, commit: c2,
+			reason: "commit " + c2 + " (main@2222222) is being rolled out (rollout shop-g)"},
+		{name: "a frontend's push keeps the commit", st: deployed, frontend: "1.1.0", want: mixed(c1, "1.1.0")},
+		{name: "a frontend's push takes the commit in flight along", st: deployed,
+			inFlight: []rollout.Rollout{{ID: "shop-g", Phase: rollout.Progressing, Versions: mixed(c2, "1.0.0")}}, frontend: "1.1.0", want: mixed(c2, "1.1.0")},
+		{name: "a frontend's push before any commit", frontend: "1.1.0", reason: "release set shop has no commit of its git members yet: push to its branch first"},
+		{name: "a frontend's older push", st: deployed, frontend: "0.9.0", reason: "shop-frontend: 0.9.0 is older than the current 1.0.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got rollout.SetVersion
+			var reason string
+			if tt.frontend != "" {
+				f := frontend(tt.frontend)
+				v, d, err := rollout.DecideSetPush(set, feApp, tt.st, tt.inFlight, events.ImageVerified{Image: f.Image, Tag: f.Tag, Digest: f.Digest})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = v
+				if !d.Accept {
+					reason = d.Reason
+				}
+			} else {
+				v, d := rollout.DecideSetCommit(set, tt.st, tt.inFlight, push(tt.commit))
+				got = v
+				if !d.Accept {
+					reason = d.Reason
+				}
+			}
+			if diff := cmp.Diff([]any{tt.want, tt.reason}, []any{got, reason}); diff != "" {
+				t.Errorf("version, reason (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Plan of a git push of a mixed set: the set's rollout of the tuple, its
+// previous version the deployed one, limited to the changed clusters.
+func TestPlanMixedSet(t *testing.T) {
+	set, migrate, apiApp, feApp := mixedSet()
+	cfg := &config.Config{Fleet: config.Fleet{Waves: []config.Wave{{Name: "w1", Clusters: []string{"c1"}}, {Name: "w2", Clusters: []string{"c2", "c3"}}}},
+		Applications: []config.Application{migrate, apiApp, feApp, set}}
+	st := rollout.AppState{DeployedVersions: mixed(c1, "1.0.0")}
+	st.DeployedTag, st.DeployedDigest = st.DeployedVersions.Tag(), st.DeployedVersions.Digest()
+	ro, skip, err := rollout.Plan(cfg, set, st, nil, push(c2), "shop-1", []string{"c1", "c3"})
+	if err != nil || skip != "" {
+		t.Fatalf("Plan = %q, %v", skip, err)
+	}
+	want := mixed(c2, "1.0.0")
+	var clusters []string
+	for _, w := range ro.Waves {
+		for _, c := range w.Clusters {
+			clusters = append(clusters, c.Name)
+		}
+	}
+	got := []any{ro.Image, ro.Tag, ro.Digest, ro.Versions, ro.PreviousVersions, ro.PreviousDigest, ro.Members, clusters}
+	if diff := cmp.Diff([]any{"shop", want.Tag(), want.Digest(), want, st.DeployedVersions, st.DeployedDigest,
+		[]string{"shop-migrate", "shop-api", "shop-frontend"}, []string{"c1", "c3"}}, got); diff != "" {
+		t.Errorf("the set's rollout of a commit (-want +got):\n%s", diff)
+	}
+	f := frontend("1.1.0")
+	ro, skip, err = rollout.Plan(cfg, set, st, nil, events.ImageVerified{Image: f.Image, Tag: f.Tag, Digest: f.Digest}, "shop-2", nil)
+	if err != nil || skip != "" {
+		t.Fatalf("Plan of the frontend's push = %q, %v", skip, err)
+	}
+	if diff := cmp.Diff(mixed(c1, "1.1.0"), ro.Versions); diff != "" {
+		t.Errorf("the set's rollout of the frontend's push (-want +got):\n%s", diff)
+	}
+}
+
+// TestSetStatusMixed: a set of git and image members' canaries read as
+// the version they make up: a git member's primary runs its revision
+// (repository@commit, its entry's Ref), the frontend its image, the Job
+// member not compared (it has no canary). Catches: a Job's entry making
+// every cluster read "mixed", a git member compared by its image.
+func TestSetStatusMixed(t *testing.T) {
+	set, migrate, apiApp, feApp := mixedSet()
+	cfg := &config.Config{Applications: []config.Application{migrate, apiApp, feApp, set}}
+	v1, v2 := mixed(c1, "1.0.0"), mixed(c2, "1.0.0")
+	r := setRollout(v2, v1, v1, rollout.ClusterProgressing)
+	r.Members = set.Set.Names()
+	read := func(api, fe string) rollout.CanaryStatus {
+		return rollout.Combine([]rollout.WorkloadStatus{
+			{Name: "shop-api", Phase: "Succeeded", PrimaryImage: api, TargetImage: api},
+			{Name: "shop-frontend", Phase: "Succeeded", PrimaryImage: fe, TargetImage: fe},
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		st   rollout.CanaryStatus
+		want string
+	}{
+		{"the new commit", read(shopRepo+"@"+c2, ref(frontend("1.0.0"))), "shop@" + v2.Digest()},
+		{"the cluster's previous commit", read(shopRepo+"@"+c1, ref(frontend("1.0.0"))), "shop@" + v1.Digest()},
+		{"the frontend on another image", read(shopRepo+"@"+c2, ref(frontend("0.9.0"))),
+			"mixed: shop-api=" + shopRepo + "@" + c2 + ", shop-frontend=" + ref(frontend("0.9.0"))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.SetStatus(cfg, set, "c1", tt.st).PrimaryImage; got != tt.want {
+				t.Errorf("primary = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
