@@ -35,6 +35,10 @@ const (
 	ResultRevisionChanged  = "revision-changed"
 	ResultPruned           = tasks.ResultPruned
 	ResultPreviousMembers  = tasks.ResultPreviousMembers
+	// ResultPreviousMemberRevisions is apply-manifests' previous-members
+	// (a set of git and image members' run), apply-canary's being
+	// ResultPreviousMembers: a Pipeline's results have one name each.
+	ResultPreviousMemberRevisions = "previous-member-revisions"
 )
 
 // Labels flotilla puts on its PipelineRuns. intake.TektonSender reads
@@ -228,7 +232,7 @@ func (p RunParams) PipelineParams() (map[string]string, error) {
 func ResultsFrom(m map[string]string) (Results, error) {
 	r := Results{PreviousImage: cmp.Or(m[ResultPreviousImage], m[ResultPreviousRevision]), Commit: m[ResultCommit]}
 	r.Pruned, r.PrunedCount = tasks.DecodePruned(m[ResultPruned])
-	members, err := tasks.DecodePreviousMembers(m[ResultPreviousMembers])
+	members, err := tasks.DecodePreviousMembers(cmp.Or(m[ResultPreviousMembers], m[ResultPreviousMemberRevisions]))
 	if err != nil {
 		return r, err
 	}

@@ -80,7 +80,7 @@ func (f *Function) Handle(ctx context.Context, e cloudevents.Event) ([]cloudeven
 		if app.MemberOf != "" {
 			// A member's image moves its release set (rollout.DecideSetPush).
 			set, ok := cfg.Application(app.MemberOf)
-			if !ok || !rollout.ImageSet(set) {
+			if !ok || !rollout.TupleSet(set) {
 				continue
 			}
 			app = set

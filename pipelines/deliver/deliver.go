@@ -89,7 +89,15 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	}
 	// A git application renders and applies the commit (its previous one,
 	// on a revert) instead of setting an image.
-	src, err := pipelines.GitSourceFor(app, req.Cluster, req.Image)
+	ref := req.Image
+	if app.Set != nil && app.Set.Mixed() {
+		// A set of git and image members: the commit is its git
+		// members' entry of the request's version (repository@commit).
+		if ref, err = setCommit(app, req); err != nil {
+			return Result{}, err
+		}
+	}
+	src, err := pipelines.GitSourceFor(app, req.Cluster, ref)
 	if err != nil {
 		return Result{}, err
 	}
@@ -109,7 +117,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req events.PipelineRunRequested
 	case app.Set != nil:
 		// A release set: its members in dependsOn order (reversed for a
 		// revert), each its own canary; the run waits for each.
-		if p, err = d.setRun(p, app, req, revert); err != nil {
+		if p, err = d.setRun(p, app, req, ref, revert); err != nil {
 			return Result{}, err
 		}
 	}
@@ -182,13 +190,14 @@ func pruneMode(app config.Application, revert bool) string {
 	return tasks.PruneAfter
 }
 
-// setRun makes p, the run of release set app's lead, the set's: its
-// members in order (reversed for a revert: dependents go back first),
-// each with its paths, render and prune, a member with a canary with its
-// own delivery policy rendered as an application's; the lead's canary is
-// the run's. The run's deadline is the set's step deadline (the members'
-// summed).
-func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req events.PipelineRunRequested, revert bool) (pipelines.RunParams, error) {
+// setRun makes p, the run of release set app's lead at ref (repository@
+// commit), the set's: its members in order (reversed for a revert:
+// dependents go back first), each with its paths, render and prune, a
+// member with a canary with its own delivery policy rendered as an
+// application's; the lead's canary is the run's. An image member of a set
+// of git and image members comes with its entry's image (imageMember). The
+// run's deadline is the set's step deadline (the members' summed).
+func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req events.PipelineRunRequested, ref string, revert bool) (pipelines.RunParams, error) {
 	cfg := d.cfg.Current()
 	members := slices.Clone(app.Set.Members)
 	if revert {
@@ -199,7 +208,17 @@ func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req ev
 		if !ok {
 			return p, fault.Permanent(fmt.Errorf("member %q of release set %s is no longer configured", sm.Name, app.Name))
 		}
-		src, err := pipelines.GitSourceFor(m, req.Cluster, req.Image)
+		if sm.Image != "" {
+			tm, ok, err := d.imageMember(m, req, revert)
+			if err != nil {
+				return p, err
+			}
+			if ok {
+				p.Git.Members = append(p.Git.Members, tm)
+			}
+			continue
+		}
+		src, err := pipelines.GitSourceFor(m, req.Cluster, ref)
 		if err != nil {
 			return p, err
 		}
@@ -285,6 +304,43 @@ func (d *Deliverer) imageSetRun(p pipelines.RunParams, app config.Application, r
 	}
 	p.Timeout = app.Delivery.StepDeadline()
 	return p, nil
+}
+
+// setCommit is the commit a run of set app of git and image members
+// applies: its git members' entry in the request's version (the rollout's,
+// or the cluster's previous one for a revert), as repository@commit.
+func setCommit(app config.Application, req events.PipelineRunRequested) (string, error) {
+	for _, sm := range app.Set.Members {
+		i := slices.IndexFunc(req.Members, func(v events.MemberImage) bool { return v.Application == sm.Name })
+		if sm.Image == "" && i >= 0 && req.Members[i].Digest != "" {
+			return req.Members[i].Ref(), nil
+		}
+	}
+	return "", fault.Permanent(fmt.Errorf("the run of release set %s names no commit of its git members", app.Name))
+}
+
+// imageMember is image member m of a set of git and image members in the
+// run req asks for: its entry's image pinned (repository@digest), its
+// container and its own delivery policy's canary; false when the
+// request's version has no entry of m (it is left as the cluster runs
+// it).
+func (d *Deliverer) imageMember(m config.Application, req events.PipelineRunRequested, revert bool) (tasks.SetMember, bool, error) {
+	i := slices.IndexFunc(req.Members, func(v events.MemberImage) bool { return v.Application == m.Name })
+	if i < 0 {
+		return tasks.SetMember{}, false, nil
+	}
+	objs := canary.Render(m, canary.Input{
+		Instance: d.cfg.Current().Server.Instance, Cluster: req.Cluster, Rollout: req.RolloutID,
+		Event: d.hooks(req.Cluster, req.RolloutID), SkipAnalysis: revert,
+	})
+	deps, err := objs.Dependencies()
+	if err != nil {
+		return tasks.SetMember{}, false, fault.Permanent(fmt.Errorf("rendering the delivery policy of %s: %w", m.Name, err))
+	}
+	return tasks.SetMember{
+		Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Container: m.Workload.Container,
+		Image: req.Members[i].Ref(), Canary: objs.Canary, Objects: deps,
+	}, true, nil
 }
 
 // byPullRequest tells whether a pull request, not the run, writes app's

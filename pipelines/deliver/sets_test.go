@@ -176,3 +176,92 @@ func TestDeliverImageSet(t *testing.T) {
 		t.Errorf("a run of the set naming no member's version: no error")
 	}
 }
+
+// A release set of git and image members' run is apply-manifests' at the
+// commit its git members' entry names (the rollout's version, or the
+// cluster's previous one for a revert), its members in dependsOn order
+// across kinds (reversed for a revert): each git member rendered from its
+// paths, the image member with its entry's image pinned and its own
+// canary; an image member without an entry left out. Catches: the tuple's
+// hash taken for the commit, the frontend rendered from paths it has
+// not, the frontend applied at no version.
+func TestDeliverMixedSet(t *testing.T) {
+	const url = "file:///deployments.git"
+	git := func(name, kind string) config.Application {
+		return config.Application{
+			Name: name, Namespace: "shop", MemberOf: "shop", Workload: config.Workload{Kind: kind, Name: name}, Service: config.Service{Port: 80},
+			Source:   &config.Source{Git: &config.GitSource{URL: url, Branch: "main", Render: "manifests", Paths: []string{"{cluster}/" + name}}},
+			Delivery: config.Delivery{Strategy: config.StrategyBlueGreen, Provider: config.ProviderKubernetes, Interval: config.Duration{Duration: time.Minute}, Iterations: 2},
+		}
+	}
+	fe := config.Application{
+		Name: "shop-frontend", Namespace: "shop", MemberOf: "shop", Image: "registry.example.com/shop/frontend",
+		Workload: config.Workload{Kind: config.KindDeployment, Name: "shop-frontend", Container: "web"}, Service: config.Service{Port: 80},
+		Delivery: config.Delivery{Strategy: config.StrategyBlueGreen, Provider: config.ProviderKubernetes, Interval: config.Duration{Duration: 30 * time.Second}, Iterations: 2},
+	}
+	set := git("shop-api", config.KindDeployment)
+	set.Name, set.MemberOf = "shop", ""
+	set.Set = &config.SetSpec{Members: []config.SetMember{{Name: "migrate", Job: true}, {Name: "shop-api"}, {Name: "shop-frontend", Image: fe.Image}}}
+	exec := &runs{}
+	d := deliver.New(&config.Config{Applications: []config.Application{git("migrate", config.KindJob), git("shop-api", config.KindDeployment), fe, set}}, exec, hooks)
+	type memberRun struct {
+		Application, Paths, Image string
+		SkipAnalysis              bool
+	}
+	summary := func() (string, []memberRun) {
+		p := exec.got[len(exec.got)-1]
+		var out []memberRun
+		for _, m := range p.Git.Members {
+			r := memberRun{Application: m.Application, Image: m.Image}
+			if len(m.Paths) > 0 {
+				r.Paths = m.Paths[0]
+			}
+			if m.Canary != nil {
+				r.SkipAnalysis = m.Canary.Spec.SkipAnalysis
+			}
+			out = append(out, r)
+		}
+		return p.Git.Commit, out
+	}
+	entries := func(commit, feDigest string) []events.MemberImage {
+		out := []events.MemberImage{
+			{Application: "migrate", Image: url, Tag: "main@" + commit, Digest: commit},
+			{Application: "shop-api", Image: url, Tag: "main@" + commit, Digest: commit},
+		}
+		if feDigest != "" {
+			out = append(out, events.MemberImage{Application: "shop-frontend", Image: fe.Image, Tag: "2.0.0", Digest: feDigest})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name    string
+		purpose string
+		members []events.MemberImage
+		commit  string
+		want    []memberRun
+	}{
+		{"an apply", events.PurposeApply, entries("abc", "sha256:f2"), "abc", []memberRun{
+			{"migrate", "c1/migrate", "", false}, {"shop-api", "c1/shop-api", "", false}, {"shop-frontend", "", fe.Image + "@sha256:f2", false},
+		}},
+		{"a revert", events.PurposeRevert, entries("old", "sha256:f1"), "old", []memberRun{
+			{"shop-frontend", "", fe.Image + "@sha256:f1", true}, {"shop-api", "c1/shop-api", "", true}, {"migrate", "c1/migrate", "", false},
+		}},
+		{"the frontend without an entry", events.PurposeApply, entries("abc", ""), "abc", []memberRun{
+			{"migrate", "c1/migrate", "", false}, {"shop-api", "c1/shop-api", "", false},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r1", Application: "shop", Cluster: "c1", Purpose: tt.purpose, Image: "shop@sha256:tuple", Members: tt.members}); err != nil {
+				t.Fatal(err)
+			}
+			commit, got := summary()
+			if diff := cmp.Diff([]any{tt.commit, tt.want}, []any{commit, got}); diff != "" {
+				t.Errorf("commit, members (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r2", Application: "shop", Cluster: "c1", Purpose: events.PurposeApply, Image: "shop@sha256:tuple",
+		Members: entries("abc", "sha256:f2")[2:]}); err == nil {
+		t.Error("a run naming no commit of the git members: no error")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
@@ -55,23 +56,19 @@ func ApplyImageSet(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams, m
 			}
 			continue
 		}
-		mp := ApplyCanaryParams{
-			Rollout: p.Rollout, Namespace: p.Namespace, Kind: m.Kind, Workload: m.Workload, Container: m.Container,
-			Image: m.Image, Canary: c, Objects: m.Objects, Restart: p.Restart, Revision: m.Image,
-		}
 		applied := time.Now()
-		r, err := ApplyCanary(ctx, cfg, mp)
+		prev, changed, err := applyImageMember(ctx, cfg, p.Rollout, p.Namespace, p.Restart, m, c)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", m.Application, err)
+			return res, err
 		}
-		res.Changed = res.Changed || r.Changed
+		res.Changed = res.Changed || changed
 		if m.Workload == p.Workload {
-			res.PreviousImage = r.PreviousImage
+			res.PreviousImage = prev
 		}
 		if res.PreviousMembers == nil {
 			res.PreviousMembers = map[string]string{}
 		}
-		res.PreviousMembers[m.Application] = r.PreviousImage
+		res.PreviousMembers[m.Application] = prev
 		run := memberRun{m: m, canaries: []string{c.Name}}
 		if err := waitMember(ctx, kube, fl, p.Namespace, m.Image, run, applied); err != nil {
 			return res, err
@@ -95,4 +92,21 @@ func imageSetCanaries(lead string, members []SetMember) []string {
 		}
 	}
 	return all
+}
+
+// applyImageMember applies image member m of a set's run (rollout's, in
+// namespace, restart its retry's token) with canary c: its canary, and its
+// image set on its workload with the image as the template's revision
+// (apply-canary's patch). It returns the image the member's primary ran
+// before (the cluster's previous version's entry) and whether the workload
+// changed.
+func applyImageMember(ctx context.Context, cfg *rest.Config, rollout, namespace, restart string, m SetMember, c *flaggerv1.Canary) (previous string, changed bool, _ error) {
+	r, err := ApplyCanary(ctx, cfg, ApplyCanaryParams{
+		Rollout: rollout, Namespace: namespace, Kind: m.Kind, Workload: m.Workload, Container: m.Container,
+		Image: m.Image, Canary: c, Objects: m.Objects, Restart: restart, Revision: m.Image,
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", m.Application, err)
+	}
+	return r.PreviousImage, r.Changed, nil
 }

@@ -106,7 +106,7 @@ var applyManifestsDef = Def{
 		{Name: ParamMembers, Usage: "a release set's members, a JSON list (application, kind, workload, canary, objects, paths, render, chart, allowedImages, prune each), applied in this order, each once those before it are ready (Jobs complete, canaries promoted); --workload and --canary are then the lead member's; empty: an application"},
 		{Name: ParamPrune, Default: PruneOff, Usage: "what becomes of the objects an earlier commit applied and this one no longer renders: false (left), true (deleted once the cluster succeeded, by a run of pending), now (deleted after the apply: a revert), pending (apply nothing: delete those the commit left pending)"},
 	},
-	Results: []string{ResultPreviousRevision, ResultChanged, ResultPruned},
+	Results: []string{ResultPreviousRevision, ResultChanged, ResultPruned, ResultPreviousMembers},
 	Cluster: true,
 	Git:     true,
 	Run:     runApplyManifests,
@@ -164,7 +164,12 @@ func runApplyManifests(ctx context.Context, env Env, p Params) (Results, error) 
 	if err != nil {
 		return nil, err
 	}
-	return Results{ResultPreviousRevision: res.PreviousImage, ResultChanged: strconv.FormatBool(res.Changed), ResultPruned: EncodePruned(res.Pruned)}, nil
+	members, err := EncodePreviousMembers(res.PreviousMembers)
+	if err != nil {
+		return nil, err
+	}
+	return Results{ResultPreviousRevision: res.PreviousImage, ResultChanged: strconv.FormatBool(res.Changed), ResultPruned: EncodePruned(res.Pruned),
+		ResultPreviousMembers: members}, nil
 }
 
 // ApplyManifestsParamsFrom decodes the apply-manifests task's params.

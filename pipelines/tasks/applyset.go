@@ -114,12 +114,27 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 	var res ApplyCanaryResult
 	runs := make([]memberRun, 0, len(p.Members))
 	var all []string
+	mixed := false
 	for _, m := range p.Members {
+		if m.Image != "" {
+			// An image member of a set of git and image members: its
+			// image is set on its live workload (applyImageMember).
+			if m.Canary == nil || m.Kind == KindJob {
+				return res, fault.Permanent(fmt.Errorf("--%s: image member %s has no canary, or is a Job", ParamMembers, m.Application))
+			}
+			mixed = true
+			runs = append(runs, memberRun{m: m, canaries: []string{m.Canary.Name}})
+			continue
+		}
 		r, err := renderMember(ctx, tree, revision, p, m)
 		if err != nil {
 			return res, err
 		}
 		runs = append(runs, r)
+	}
+	if mixed {
+		// The cluster's previous version: what each member ran before.
+		res.PreviousMembers = map[string]string{}
 	}
 	// The lead's list: every canary of the set, the lead's own first.
 	for _, r := range runs {
@@ -134,7 +149,7 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 		return res, err
 	}
 	for i, r := range runs {
-		if r.m.Kind == KindJob {
+		if r.m.Kind == KindJob || r.m.Image != "" {
 			continue
 		}
 		mp := memberParams(p, r.m)
@@ -145,6 +160,9 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 		prev := current.previous(p.Rollout)
 		if r.m.Workload == p.Workload {
 			res.PreviousImage = prev
+		}
+		if mixed {
+			res.PreviousMembers[r.m.Application] = prev
 		}
 		res.Changed = res.Changed || current.revision != revision || p.Restart != "" && p.Restart != current.restart
 		for _, o := range r.objs {
@@ -166,6 +184,32 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 	}
 	for _, r := range runs {
 		applied := time.Now()
+		if r.m.Image != "" {
+			c := r.m.Canary.DeepCopy()
+			if c.Namespace == "" {
+				c.Namespace = p.Namespace
+			}
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			delete(c.Annotations, canary.AnnotationWorkloads)
+			if r.m.Workload == p.Workload && len(all) > 1 {
+				c.Annotations[canary.AnnotationWorkloads] = strings.Join(all, ",")
+			}
+			prev, changed, err := applyImageMember(ctx, cfg, p.Rollout, p.Namespace, p.Restart, r.m, c)
+			if err != nil {
+				return res, err
+			}
+			res.Changed = res.Changed || changed
+			res.PreviousMembers[r.m.Application] = prev
+			if r.m.Workload == p.Workload {
+				res.PreviousImage = prev
+			}
+			if err := waitMember(ctx, kube, fl, p.Namespace, r.m.Image, r, applied); err != nil {
+				return res, err
+			}
+			continue
+		}
 		mp := memberParams(p, r.m)
 		if r.m.Kind != KindJob {
 			if err := applyPolicy(ctx, cfg, fl, p.Namespace, r.m.Objects, r.m.Canary); err != nil {

@@ -162,7 +162,7 @@ func (v *validator) releaseSets(c *Config) {
 		if len(s.Applications) < 2 {
 			v.addf(p+".applications", "a release set has at least two members")
 		}
-		var first *Application
+		var first, firstGit *Application
 		canaried := false
 		for j, m := range s.Applications {
 			mp := fmt.Sprintf("%s.applications[%d]", p, j)
@@ -190,20 +190,25 @@ func (v *validator) releaseSets(c *Config) {
 			v.setMemberFields(ap, a)
 			if first == nil {
 				first = &c.Applications[k]
-				continue
 			}
-			g, fg := a.Git(), first.Git()
+			g := a.Git()
 			switch {
-			case (g == nil) != (fg == nil):
+			case (g == nil) != (first.Git() == nil):
 				v.addf(mp, "%q is %s, %s is %s: a release set's members are all git applications or all image applications (a set of both is not built yet)", m, sourceKind(a), first.Name, sourceKind(*first))
-			case g != nil && (!SameGitRepository(g.URL, fg.URL) || g.Branch != fg.Branch || g.Tags != fg.Tags):
-				v.addf(mp, "%q follows %s (branch %s, tags %q), %s follows %s (branch %s, tags %q): a release set's members are of one repository, branch and tags pattern",
-					m, DisplayURL(g.URL), g.Branch, g.Tags, first.Name, DisplayURL(fg.URL), fg.Branch, fg.Tags)
+			case g != nil && firstGit != nil:
+				if fg := firstGit.Git(); !SameGitRepository(g.URL, fg.URL) || g.Branch != fg.Branch || g.Tags != fg.Tags {
+					v.addf(mp, "%q follows %s (branch %s, tags %q), %s follows %s (branch %s, tags %q): a release set's git members are of one repository, branch and tags pattern",
+						m, DisplayURL(g.URL), g.Branch, g.Tags, firstGit.Name, DisplayURL(fg.URL), fg.Branch, fg.Tags)
+				}
+			}
+			if g != nil && firstGit == nil {
+				firstGit = &c.Applications[k]
 			}
 			if a.Namespace != first.Namespace {
 				v.addf(ap+".namespace", "%q, %s's is %q: a release set's members are in one namespace (the set is judged by its canaries there)", a.Namespace, first.Name, first.Namespace)
 			}
 		}
+		v.mixedSet(c, p, s)
 		if first != nil && !canaried {
 			v.addf(p+".applications", "no member has a Deployment or DaemonSet workload: a set is judged by its members' canaries")
 		}
@@ -246,6 +251,37 @@ func sourceKind(a Application) string {
 		return "an image application"
 	}
 	return "a git application"
+}
+
+// mixedSet refuses what a set s of git and image members (at p) cannot be
+// yet (docs/design/release-sets.md, "Git and image members"): led by an
+// image member, with a driftPolicy of its own, on the Tekton executor.
+func (v *validator) mixedSet(c *Config, p string, s ReleaseSet) {
+	var git, image bool
+	for _, m := range s.Applications {
+		if a, ok := c.Application(m); ok {
+			git, image = git || a.Git() != nil, image || a.Git() == nil
+		}
+	}
+	if !git || !image {
+		return
+	}
+	if order, err := setOrder(c, s); err == nil {
+		for _, m := range order {
+			if a, _ := c.Application(m); a.Workload.Kind != KindJob {
+				if a.Git() == nil {
+					v.addf(p+".applications", "%s leads the set (its first member with a canary in dependsOn order) and is an image member: the lead of a set of git and image members is a git member", m)
+				}
+				break
+			}
+		}
+	}
+	if s.DriftPolicy != "" {
+		v.addf(p+".driftPolicy", "catch-up and drift of a set of git and image members are not built yet")
+	}
+	if c.Fleet.Executor == ExecutorTekton {
+		v.addf(p+".applications", "a set of git and image members runs on the embedded executor only (fleet.executor: tekton is not built for it yet)")
+	}
 }
 
 // imageMember refuses what an image member a of set s (the application at

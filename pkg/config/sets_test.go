@@ -100,8 +100,8 @@ func TestReleaseSetValidation(t *testing.T) {
 `,
 			},
 			want: []Problem{
-				{"releaseSets[0].applications[3]", `"other" follows https://git.example.com/platform/other.git (branch main, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
-				{"releaseSets[0].applications[4]", `"elsewhere" follows https://git.example.com/platform/deployments (branch dev, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's members are of one repository, branch and tags pattern`},
+				{"releaseSets[0].applications[3]", `"other" follows https://git.example.com/platform/other.git (branch main, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's git members are of one repository, branch and tags pattern`},
+				{"releaseSets[0].applications[4]", `"elsewhere" follows https://git.example.com/platform/deployments (branch dev, tags ""), shop-migrate follows https://git.example.com/platform/deployments.git (branch main, tags ""): a release set's git members are of one repository, branch and tags pattern`},
 				{"applications[4].namespace", `"web", shop-migrate's is "shop": a release set's members are in one namespace (the set is judged by its canaries there)`},
 				{"releaseSets[0].applications[5]", `"img" is an image application, shop-migrate is a git application: a release set's members are all git applications or all image applications (a set of both is not built yet)`},
 				{"applications[5].namespace", `"default", shop-migrate's is "shop": a release set's members are in one namespace (the set is judged by its canaries there)`},
@@ -338,6 +338,7 @@ func TestImageSetValidation(t *testing.T) {
 			},
 			want: []Problem{
 				{"releaseSets[0].applications[2]", `"web-config" is a git application, web-frontend is an image application: a release set's members are all git applications or all image applications (a set of both is not built yet)`},
+				{"releaseSets[0].applications", "web-api leads the set (its first member with a canary in dependsOn order) and is an image member: the lead of a set of git and image members is a git member"},
 			},
 		},
 	}

@@ -56,7 +56,7 @@ func (r *Rollout) RecordJobs(name string, jobs []JobStatus) {
 	}
 	states := make(map[string]string, len(jobs))
 	for _, j := range jobs {
-		states[j.Name] = JobState(j, r.Ref())
+		states[j.Name] = JobState(j, r.jobRef(j))
 	}
 	if !maps.Equal(states, cl.Jobs) {
 		cl.Jobs = states
@@ -65,3 +65,16 @@ func (r *Rollout) RecordJobs(name string, jobs []JobStatus) {
 
 // JobNames are the names of the Jobs with a state in c, sorted.
 func (c Cluster) JobNames() []string { return slices.Sorted(maps.Keys(c.Jobs)) }
+
+// jobRef is the revision a Job of r's version carries: the rollout's
+// (repository@commit), or, in a set of git and image members (a tuple),
+// its git members' entry's, which the Job's revision is when it ran at
+// the tuple's commit (an image entry's Ref is never a commit's).
+func (r *Rollout) jobRef(j JobStatus) string {
+	for _, e := range r.Versions {
+		if e.Digest != "" && e.Ref() == j.Revision {
+			return j.Revision
+		}
+	}
+	return r.Ref()
+}

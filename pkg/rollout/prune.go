@@ -31,8 +31,12 @@ func (r *Rollout) Prune(cause cloudevents.Event, cluster string, g Gates) ([]clo
 	if cl.Phase != ClusterSucceeded {
 		return nil, nil
 	}
+	rev := r.Ref()
+	if c, ok := r.Versions.Commit(g.App); ok {
+		rev = c.Ref() // a set of git and image members: its git members' commit
+	}
 	ev, err := events.Derive(cause, events.TypePruneRequested, r.ID+"/"+cluster, events.PruneRequested{
-		RolloutID: r.ID, Application: r.Application, Wave: w, Cluster: cluster, Revision: r.Ref(),
+		RolloutID: r.ID, Application: r.Application, Wave: w, Cluster: cluster, Revision: rev,
 		Deadline: g.Now.UTC().Add(g.App.Delivery.StepDeadline()),
 	})
 	if err != nil {

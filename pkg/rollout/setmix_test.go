@@ -211,3 +211,27 @@ func TestSetStatusMixed(t *testing.T) {
 		})
 	}
 }
+
+// A set of git and image members' rollout records its Job's state by its
+// git members' commit (the tuple's hash is no Job's revision). Catches: a
+// Job that ran at the tuple's commit shown pending for ever.
+func TestRecordJobsMixed(t *testing.T) {
+	v := mixed(c2, "1.0.0")
+	r := setRollout(v, mixed(c1, "1.0.0"), nil, rollout.ClusterProgressing)
+	for _, tt := range []struct {
+		name string
+		job  rollout.JobStatus
+		want string
+	}{
+		{"at the tuple's commit", rollout.JobStatus{Name: "shop-migrate", Found: true, Revision: shopRepo + "@" + c2, Complete: true}, rollout.JobComplete},
+		{"at the previous commit", rollout.JobStatus{Name: "shop-migrate", Found: true, Revision: shopRepo + "@" + c1, Complete: true}, rollout.JobPending},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r.RecordJobs("c1", []rollout.JobStatus{tt.job})
+			cl, _, _ := r.Cluster("c1")
+			if got := cl.Jobs["shop-migrate"]; got != tt.want {
+				t.Errorf("the Job's state = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
