@@ -230,6 +230,7 @@ func initializeScenario(sc *godog.ScenarioContext, scaleOut bool) {
 	s.registerKubectlCLISteps(sc)
 	s.registerEngineSteps(sc)
 	s.registerImageSetSteps(sc)
+	s.registerSetMixSteps(sc)
 	s.registerWaveSteps(sc)
 	s.registerRevertMissedSteps(sc)
 	s.registerControlSteps(sc)

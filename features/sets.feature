@@ -367,3 +367,47 @@ Feature: Release sets: several applications promoted as one
     And the primary of "web-api" in cluster "c2" runs version "1.0.0" by digest
     And the primary of "web-api" in cluster "c4" runs version "1.0.0" by digest
     And the primary and the workload of "web-frontend" in every cluster run version "2.0.0" by digest
+
+  # A release set of git and image members (docs/design/release-sets.md,
+  # "Git and image members"): the migration Job and the api rendered from
+  # the repository, the frontend an image pushed by CI. Catches: the
+  # frontend's push planned as a rollout of its own or refused (a mixed set
+  # refused at config load); its tuple dropping the git members (the api's
+  # primary or the Job left off the set's commit, or re-rendered at
+  # another); the frontend rendered from the repository (it has no paths)
+  # rather than set to its image; a cluster never judged (the api's
+  # revision and the frontend's image read as no version of the set's).
+  Scenario: A release set of git and image members: a push of the frontend's image rolls the set through the waves, the api and its migration Job on the set's commit
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    When version "2.1.0" of "shop-frontend" is pushed
+    Then the set's rollout of the first commit and "2.1.0" of "shop-frontend" succeeds
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.1.0" by digest
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the Canary "shop-api" in every cluster lists the canaries "shop-api,shop-frontend"
+
+  # Catches: a rollback that restores the api alone, or none of c1's
+  # members (c1 succeeded before c4 failed); a revert at the tuple's hash
+  # rather than the cluster's previous commit; the Job left on the failed
+  # commit; the frontend moved off its version by the set's revert, or
+  # set before the api's analysis in c4 ended.
+  Scenario: A release set of git and image members: the api failing in wave 2 rolls the set back everywhere, the frontend kept on its version
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    And the application's workloads are watched in every cluster
+    And the analysis gate fails for the canary "shop-api" in cluster "c4"
+    When a push changes the greeting of the set's git members to "v2"
+    Then the set's rollout of that commit and "2.0.0" of "shop-frontend" is rolled back
+    And the watch saw the primary of "shop-api" in cluster "c1" run that commit
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest

@@ -63,6 +63,10 @@ type releaseSet struct {
 	jobFailure string
 	// frozenUntil is when the set's own freeze window ends.
 	frozenUntil time.Time
+	// imageFrontend: the frontend is an image member (a set of git and
+	// image members, steps_setmix_test.go), configured as the scenario's
+	// second application.
+	imageFrontend bool
 }
 
 func setJob(name, greeting string) string {
@@ -193,6 +197,16 @@ func (s *scenario) flotillaServingSet(ctx context.Context, set, wave1, wave2 str
 		// The rollout's fields the steps set on the application are the
 		// set's (a member's are refused).
 		members := []map[string]any{member(rs.api, rs.job), member(rs.frontend, rs.api)}
+		if rs.imageFrontend {
+			// The frontend is the second application (an image one),
+			// appended by configure.
+			i := slices.IndexFunc(apps, func(a map[string]any) bool { return a["name"] == rs.frontend })
+			if i < 0 {
+				return fmt.Errorf("no image application %s configured", rs.frontend)
+			}
+			members[1] = apps[i]
+			members[1]["dependsOn"] = []map[string]any{{"name": rs.api}}
+		}
 		for _, k := range setRolloutFields {
 			if v, ok := api[k]; ok {
 				set[k] = v

@@ -175,6 +175,7 @@ func TestExamples(t *testing.T) {
 	t.Setenv("FLOTILLA_REGISTRY_TOKEN", "registry-token")
 	t.Setenv("FLOTILLA_FLAGGER_TOKEN", "flagger-token")
 	t.Setenv("FLOTILLA_API_TOKEN", "api-token")
+	t.Setenv("FLOTILLA_GITHUB_SECRET", "github-secret")
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
@@ -189,12 +190,21 @@ func TestExamples(t *testing.T) {
 			if c.Server.AuthNotice() != "" {
 				t.Errorf("the example would refuse every reader: %s", c.Server.AuthNotice())
 			}
-			if strings.HasPrefix(filepath.Base(f), "release-set") {
+			switch filepath.Base(f) {
+			case "release-set-images.yaml":
 				// A release set of image members: the set's application
 				// built of them, the api its lead, no source.
 				set, ok := c.Application("shop")
 				if !ok || set.Set == nil || set.Source != nil || set.Workload.Name != "shop-api" || len(set.Set.Members) != 2 {
 					t.Errorf("the set shop: %+v (found %t), want a set of 2 image members led by shop-api", set, ok)
+				}
+				return
+			case "release-set-mixed.yaml":
+				// A release set of git and image members: led by the git
+				// api, its source the git members' repository.
+				set, ok := c.Application("shop")
+				if !ok || set.Set == nil || !set.Set.Mixed() || set.Git() == nil || set.Workload.Name != "shop-api" || len(set.Set.Members) != 3 {
+					t.Errorf("the set shop: %+v (found %t), want a set of 3 git and image members led by shop-api", set, ok)
 				}
 				return
 			}

@@ -192,11 +192,8 @@ func (v *validator) releaseSets(c *Config) {
 				first = &c.Applications[k]
 			}
 			g := a.Git()
-			switch {
-			case (g == nil) != (first.Git() == nil):
-				v.addf(mp, "%q is %s, %s is %s: a release set's members are all git applications or all image applications (a set of both is not built yet)", m, sourceKind(a), first.Name, sourceKind(*first))
-			case g != nil && firstGit != nil:
-				if fg := firstGit.Git(); !SameGitRepository(g.URL, fg.URL) || g.Branch != fg.Branch || g.Tags != fg.Tags {
+			if fg := firstGit; g != nil && fg != nil {
+				if fg := fg.Git(); !SameGitRepository(g.URL, fg.URL) || g.Branch != fg.Branch || g.Tags != fg.Tags {
 					v.addf(mp, "%q follows %s (branch %s, tags %q), %s follows %s (branch %s, tags %q): a release set's git members are of one repository, branch and tags pattern",
 						m, DisplayURL(g.URL), g.Branch, g.Tags, firstGit.Name, DisplayURL(fg.URL), fg.Branch, fg.Tags)
 				}
@@ -242,15 +239,6 @@ func (v *validator) releaseSets(c *Config) {
 			v.addf(fmt.Sprintf("applications[%d].dependsOn", index[err.from]), "%v", err)
 		}
 	}
-}
-
-// sourceKind names a's kind of source: "a git application" or "an image
-// application".
-func sourceKind(a Application) string {
-	if a.Git() == nil {
-		return "an image application"
-	}
-	return "a git application"
 }
 
 // mixedSet refuses what a set s of git and image members (at p) cannot be

@@ -373,3 +373,47 @@ func TestCheckImageSet(t *testing.T) {
 		t.Errorf("the catch-up rollout (-want +got):\n%s", diff)
 	}
 }
+
+// A release set of git and image members is skipped (its catch-up and
+// drift are not built yet): nothing read, nothing journaled. Catches the
+// frontend, an image member, held against what the commit renders (no
+// manifest of it: drift in every cluster, a revert re-applying the set).
+func TestCheckMixedSetSkipped(t *testing.T) {
+	s, repo := newRepo(t)
+	ws := &workloads{runs: map[string]rollout.Observed{}}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		ws.set(c+"/shop-api", current(c, apiImage))
+		ws.set(c+"/shop-frontend", current(c, handImage))
+	}
+	if err := repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedClusters = "main@0123456789ab", setCommit, []string{"c1", "c2", "c3"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := shopConfig()
+	for i, a := range cfg.Applications {
+		switch a.Name {
+		case "shop-frontend":
+			cfg.Applications[i].Source, cfg.Applications[i].Image = nil, "reg.test/shop-frontend"
+		case "shop":
+			cfg.Applications[i].DriftPolicy = ""
+			cfg.Applications[i].Set.Members[2].Image = "reg.test/shop-frontend"
+		}
+	}
+	j := journal{s}
+	r, err := reconcile.New(cfg, ws, repo, j, reconcile.Options{Render: memberImages{"shop-api": apiImage}, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.Check(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a release set of git and image members: catch-up and drift not built yet"; rec.Skip != want || len(rec.Clusters) > 0 {
+		t.Errorf("the check: skip %q, %d clusters; want %q, none", rec.Skip, len(rec.Clusters), want)
+	}
+	if got := j.types(t); len(got) > 0 {
+		t.Errorf("journaled %v, want nothing", got)
+	}
+}
