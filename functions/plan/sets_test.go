@@ -182,3 +182,60 @@ func TestPlanImageSetCatchUp(t *testing.T) {
 		t.Errorf("the catch-up's run carries (-want +got):\n%s", diff)
 	}
 }
+
+// A release set of git and image members through the function: the git
+// push (git.verified naming the set) starts the set's rollout of the
+// tuple, the git members at the commit; the frontend's image push is the
+// set's too, the commit kept; no member has a rollout of its own.
+// Catches: the frontend's push dropped (plan looked for a set of image
+// members only), a git push rolled out as a git application's commit (no
+// tuple).
+func TestPlanMixedSet(t *testing.T) {
+	ctx := t.Context()
+	git := &config.Source{Git: &config.GitSource{URL: "https://git.test/deploy.git", Branch: "main", Paths: []string{"api"}}}
+	api := config.Application{Name: "shop-api", Namespace: "default", Source: git, Workload: config.Workload{Kind: "Deployment", Name: "shop-api"}, MemberOf: "shop"}
+	fe := application("shop-frontend", frontendImage, config.TrackMinorVersion)
+	fe.MemberOf = "shop"
+	set := config.Application{Name: "shop", Namespace: "default", Source: git, OnNewVersion: config.OnNewVersionSupersede, Workload: api.Workload,
+		Set: &config.SetSpec{Members: []config.SetMember{{Name: "shop-api"}, {Name: "shop-frontend", Image: frontendImage}}}}
+	repo := functiontest.NewRepo(t)
+	fn := plan.New(newConfig(api, fe, set), repo, nil)
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	e, err := events.New("g1", events.Source, events.TypeGitVerified, events.GitVerified{RepoURL: "https://git.test/deploy.git", Ref: "refs/heads/main",
+		Branch: "main", Commit: commit, Abbrev: commit[:12], Applications: []string{"shop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fn.Handle(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := repo.Get(ctx, plan.ID("g1", "shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := rollout.MemberVersion{Application: "shop-api", Image: "https://git.test/deploy.git", Tag: "main@" + commit[:12], Digest: commit}
+	if diff := cmp.Diff(rollout.SetVersion{entry}, ro.Versions); diff != "" {
+		t.Errorf("the git push's tuple (-want +got):\n%s", diff)
+	}
+	// Deployed, then the frontend's push moves the frontend alone.
+	if err := repo.UpdateApp(ctx, "shop", func(s *rollout.AppState) error {
+		s.Deploy(ro)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fn.Handle(ctx, verified(t, "p1", frontendImage, "2.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	ro, err = repo.Get(ctx, plan.ID("p1", "shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rollout.SetVersion{entry, memberVersion("shop-frontend", frontendImage, "2.0.0")}
+	if diff := cmp.Diff(want, ro.Versions); diff != "" {
+		t.Errorf("the frontend's push's tuple (-want +got):\n%s", diff)
+	}
+	if _, err := repo.Get(ctx, plan.ID("p1", "shop-frontend")); err == nil {
+		t.Error("the frontend has a rollout of its own")
+	}
+}
