@@ -44,7 +44,12 @@
 // member empty catches the whole set up there, a member's primary running
 // another image is the set's drift, named by member, handled by the set's
 // driftPolicy. A member is never checked on its own; a change of its
-// primary checks its set.
+// primary checks its set. A set whose version is a tuple (its deployed
+// AppState.DeployedVersions) holds each image member against its entry
+// (rollout.MemberExpected: its image at its digest, never the tuple's
+// hash); a set of git and image members its git members against what
+// their entry's commit renders, so one check reads both kinds and a
+// catch-up or a revert carries the deployed tuple (rollout.PlanReconcile).
 //
 // Nothing is decided while a rollout of the application is in flight: it
 // reaches every cluster of its waves itself. A request's id derives from

@@ -249,12 +249,6 @@ func (r *Reconciler) Check(ctx context.Context, name string) (rollout.Reconcilia
 		// Its set's check reads it (observeSet): the set's rollouts carry it.
 		return rollout.Reconciliation{Skip: fmt.Sprintf("a member of release set %s: checked with its set", app.MemberOf)}, nil
 	}
-	if app.Set != nil && app.Set.Mixed() {
-		// Not built yet (docs/design/release-sets.md, "Git and image
-		// members"): held against what its commit renders, its image
-		// members would read as drifted.
-		return rollout.Reconciliation{Skip: "a release set of git and image members: catch-up and drift not built yet"}, nil
-	}
 	if !r.o.Owns(app) {
 		r.drift.DeleteLabelValues(app.Name) // counted where it is checked
 		return rollout.Reconciliation{Skip: "checked by another replica"}, nil
@@ -404,32 +398,39 @@ func (r *Reconciler) observe(ctx context.Context, names []string, namespace stri
 // observeSet reads, in every cluster of release set set's waves, each
 // member with a canary (a Job member has none: its Jobs ran before its
 // dependents were applied), holds each against what the set's validated
-// version is for it (a git set: what the commit renders; a set of image
-// members: its entry in the deployed tuple, rollout.MemberExpected; a
-// member with no entry is not read, the set leaving it as its clusters
-// run it), and judges each cluster by its first member not current there
-// (rollout.SetObserved). No member read: no cluster judged.
+// version is for it (a git member: what the commit renders, a set of git
+// and image members' commit its git members' entry in the deployed tuple;
+// an image member: its entry in the deployed tuple, rollout.MemberExpected;
+// an image member with no entry is not read, the set leaving it as its
+// clusters run it), and judges each cluster by its first member not
+// current there (rollout.SetObserved). No member read: no cluster judged.
 func (r *Reconciler) observeSet(ctx context.Context, set config.Application, st rollout.AppState) []rollout.Observed {
 	names := r.clusters(set)
 	byCluster := make([][]rollout.Observed, len(names))
 	read := false
+	commit := st.DeployedDigest
+	if set.Set.Mixed() {
+		c, _ := st.DeployedVersions.Commit(set) // none: its git members are not compared
+		commit = c.Digest
+	}
 	for _, sm := range set.Set.Members {
 		m, ok := r.cfg.Current().Application(sm.Name)
 		if sm.Job || !ok {
 			continue
 		}
+		byEntry := rollout.ByEntry(set, m.Name)
 		entry, has := st.DeployedVersions.Of(m.Name)
-		if rollout.ImageSet(set) && !has {
+		if byEntry && !has {
 			continue
 		}
 		read = true
 		obs := r.observe(ctx, names, set.Namespace, m.Workload)
-		if rollout.ImageSet(set) {
+		if byEntry {
 			for i := range obs {
 				obs[i].Rendered = rollout.MemberExpected(obs[i], entry)
 			}
 		} else {
-			r.render(ctx, m, st.DeployedDigest, obs)
+			r.render(ctx, m, commit, obs)
 		}
 		for i := range obs {
 			obs[i].Member = m.Name
@@ -453,7 +454,7 @@ func (r *Reconciler) observeSet(ctx context.Context, set config.Application, st 
 // (the commit will not render otherwise), another one is not, the next
 // check renders again.
 func (r *Reconciler) render(ctx context.Context, app config.Application, commit string, obs []rollout.Observed) {
-	if app.Git() == nil || r.o.Render == nil {
+	if app.Git() == nil || r.o.Render == nil || commit == "" {
 		return
 	}
 	for i, o := range obs {
@@ -505,6 +506,10 @@ func (r *Reconciler) render(ctx context.Context, app config.Application, commit 
 // the image's pushes. A git application's names its repository (without
 // credentials, as its pushes' rollouts do) and the validated commit,
 // "repository#commit", so dispatch keys it with the repository's pushes.
+// A release set whose version is a tuple names the set as its image (as
+// its rollouts do): a set of image members' subject is its first member's
+// image pinned at the tuple's hash, a set of git and image members'
+// "repository#<the tuple's hash>".
 func Request(app config.Application, st rollout.AppState, kind string, clusters []string, primaries map[string]string) (cloudevents.Event, error) {
 	imgs := map[string]string{}
 	if kind == rollout.KindDriftRevert {
@@ -515,10 +520,15 @@ func Request(app config.Application, st rollout.AppState, kind string, clusters 
 		image = config.DisplayURL(g.URL)
 		subject = image + "#" + st.DeployedDigest
 	}
-	if rollout.ImageSet(app) && len(st.DeployedVersions) > 0 {
+	switch {
+	case rollout.ImageSet(app) && len(st.DeployedVersions) > 0:
 		// The set's rollouts name the set as their image; the request
 		// goes with its first member's pushes.
 		image, subject = app.Name, st.DeployedVersions[0].Image+"@"+st.DeployedDigest
+	case rollout.TupleSet(app):
+		// A set of git and image members' too; the request goes with its
+		// repository's pushes (its lead is a git member).
+		image = app.Name
 	}
 	reason := fmt.Sprintf("%s of %s to %v", kind, st.DeployedTag, clusters)
 	e, err := events.New(rollout.ReconcileID(app.Name, kind, st.DeployedDigest, clusters, imgs), "/flotilla/reconcile", events.TypeReconcileRequested,

@@ -374,35 +374,77 @@ func TestCheckImageSet(t *testing.T) {
 	}
 }
 
-// A release set of git and image members is skipped (its catch-up and
-// drift are not built yet): nothing read, nothing journaled. Catches the
-// frontend, an image member, held against what the commit renders (no
-// manifest of it: drift in every cluster, a revert re-applying the set).
-func TestCheckMixedSetSkipped(t *testing.T) {
-	s, repo := newRepo(t)
-	ws := &workloads{runs: map[string]rollout.Observed{}}
-	for _, c := range []string{"c1", "c2", "c3"} {
-		ws.set(c+"/shop-api", current(c, apiImage))
-		ws.set(c+"/shop-frontend", current(c, handImage))
+// atCommit renders each member's image of commit alone, the same in every
+// cluster: asked of another commit (the tuple's hash), it renders nothing.
+type atCommit struct {
+	commit string
+	images map[string]string
+}
+
+func (a atCommit) WorkloadImage(_ context.Context, app config.Application, _, commit string) (string, error) {
+	img, ok := a.images[app.Name]
+	if !ok || commit != a.commit {
+		return "", errors.New("commit " + commit + " renders no Deployment ns/" + app.Name)
 	}
-	if err := repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
-		st.DeployedTag, st.DeployedDigest, st.DeployedClusters = "main@0123456789ab", setCommit, []string{"c1", "c2", "c3"}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	return img, nil
+}
+
+// mixedShopConfig is shopConfig's set with the frontend an image member
+// (config.SetMember.Image): the Job and the api rendered from the
+// repository, the frontend's image the registry's, driftPolicy revert.
+func mixedShopConfig() *config.Config {
 	cfg := shopConfig()
 	for i, a := range cfg.Applications {
 		switch a.Name {
 		case "shop-frontend":
-			cfg.Applications[i].Source, cfg.Applications[i].Image = nil, "reg.test/shop-frontend"
+			cfg.Applications[i].Source, cfg.Applications[i].Image = nil, setFrontend
+			cfg.Applications[i].Workload.Kind = config.KindDeployment
 		case "shop":
-			cfg.Applications[i].DriftPolicy = ""
-			cfg.Applications[i].Set.Members[2].Image = "reg.test/shop-frontend"
+			cfg.Applications[i].Set.Members[2].Image = setFrontend
 		}
 	}
+	return cfg
+}
+
+// A release set of git and image members is held against its deployed
+// tuple member by member: the api (a git member) against what the tuple's
+// commit renders for it, the frontend (an image member) against its entry
+// (its image at its digest). So a fresh set is current everywhere.
+// Then the api's primary changed by hand in c1 and the frontend's in c2
+// are the set's drift, each naming its member and reverted by one
+// drift-revert of the deployed tuple; c3, whose api canary went, is
+// caught up with it (every member: its run applies the api at the commit
+// and the frontend at its entry). Catches the check skipping such a set;
+// the frontend rendered from the repository (it has no manifest there:
+// never compared, its drift unseen) or held against the tuple's hash
+// (drifted everywhere); the api rendered at the tuple's hash (which no
+// commit is: never compared); a catch-up or revert that carries no tuple
+// (its run would name no commit).
+func TestCheckMixedSet(t *testing.T) {
+	s, repo := newRepo(t)
+	cfg := mixedShopConfig()
+	set, _ := cfg.Application("shop")
+	commit := rollout.MemberVersion{Image: "https://git.test/deploy.git", Tag: "main@0123456789ab", Digest: setCommit}
+	deployed := rollout.SetVersion{
+		{Application: "shop-frontend", Image: setFrontend, Tag: "2.0.0", Digest: "sha256:f200"},
+	}.WithCommit(set, commit)
+	webRef := setFrontend + "@sha256:f200"
+	ws := &workloads{runs: map[string]rollout.Observed{}}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		ws.set(c+"/shop-api", current(c, apiImage))
+		ws.set(c+"/shop-frontend", pinned(c, webRef))
+	}
+	if err := repo.UpdateApp(t.Context(), "shop", func(st *rollout.AppState) error {
+		st.DeployedTag, st.DeployedDigest, st.DeployedVersions = deployed.Tag(), deployed.Digest(), deployed
+		st.DeployedClusters = []string{"c1", "c2", "c3"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	j := journal{s}
-	r, err := reconcile.New(cfg, ws, repo, j, reconcile.Options{Render: memberImages{"shop-api": apiImage}, Now: func() time.Time { return t0 }})
+	r, err := reconcile.New(cfg, ws, repo, j, reconcile.Options{
+		Render: atCommit{commit: setCommit, images: map[string]string{"shop-api": apiImage}}, Now: func() time.Time { return t0 },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,10 +452,98 @@ func TestCheckMixedSetSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "a release set of git and image members: catch-up and drift not built yet"; rec.Skip != want || len(rec.Clusters) > 0 {
-		t.Errorf("the check: skip %q, %d clusters; want %q, none", rec.Skip, len(rec.Clusters), want)
+	fresh := []rollout.ClusterCheck{
+		{Cluster: "c1", State: rollout.CheckCurrent, Image: setRev, Member: "shop-api"},
+		{Cluster: "c2", State: rollout.CheckCurrent, Image: setRev, Member: "shop-api"},
+		{Cluster: "c3", State: rollout.CheckCurrent, Image: setRev, Member: "shop-api"},
+	}
+	if diff := cmp.Diff(fresh, rec.Clusters); diff != "" || rec.Skip != "" {
+		t.Errorf("fresh set: skip %q, checks (-want +got):\n%s", rec.Skip, diff)
 	}
 	if got := j.types(t); len(got) > 0 {
-		t.Errorf("journaled %v, want nothing", got)
+		t.Fatalf("fresh set: journaled %v, want nothing", got)
+	}
+
+	apiHand := current("c1", "reg.test/shop-api:6.6.6")
+	apiHand.Generation = 3
+	ws.set("c1/shop-api", apiHand)
+	webHand := pinned("c2", setFrontend+":6.6.6")
+	webHand.Generation = 4
+	ws.set("c2/shop-frontend", webHand)
+	ws.set("c3/shop-api", rollout.Observed{Cluster: "c3", Workload: true})
+	if rec, err = r.Check(t.Context(), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	type found struct {
+		CatchUp, Drifted, Revert []string
+		Checks                   []rollout.ClusterCheck
+	}
+	want := found{CatchUp: []string{"c3"}, Drifted: []string{"c1", "c2"}, Revert: []string{"c1", "c2"}, Checks: []rollout.ClusterCheck{
+		{Cluster: "c1", State: rollout.CheckDrifted, Image: "reg.test/shop-api:6.6.6", Generation: 3, Member: "shop-api",
+			Reason: "shop-api: the primary runs reg.test/shop-api:6.6.6, not " + apiImage + ", which the validated main@0123456789ab (" + setCommit + ") renders"},
+		{Cluster: "c2", State: rollout.CheckDrifted, Image: setFrontend + ":6.6.6", Generation: 4, Member: "shop-frontend",
+			Reason: "shop-frontend: the primary runs " + setFrontend + ":6.6.6, not " + webRef + ", its version in the validated " + deployed.Tag() + " (" + deployed.Digest() + ")"},
+		{Cluster: "c3", State: rollout.CheckCatchUp, Member: "shop-api",
+			Reason: "shop-api: no canary or primary: the cluster is new to the application, or came back empty"},
+	}}
+	if diff := cmp.Diff(want, found{rec.CatchUp, rec.Drifted, rec.Revert, rec.Clusters}); diff != "" {
+		t.Errorf("the set's check (-want +got):\n%s", diff)
+	}
+	wantJournal := []string{
+		"drift.detected c1 reg.test/shop-api:6.6.6 revert", "drift.detected c2 " + setFrontend + ":6.6.6 revert",
+		"reconcile.requested catch-up c3", "reconcile.requested drift-revert c1,c2",
+	}
+	if diff := cmp.Diff(wantJournal, slices.Sorted(slices.Values(j.types(t)))); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+
+	// Each request plans a rollout of the set carrying the deployed tuple
+	// (its run applies the api at the commit, the frontend at its entry),
+	// named after the set and keyed with the repository's pushes.
+	recs, err := s.Read(t.Context(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type planned struct {
+		Kind, Image, Subject       string
+		Versions, PreviousVersions rollout.SetVersion
+		Clusters                   []string
+	}
+	var got []planned
+	for _, rc := range recs {
+		if rc.Event.Type() != events.TypeReconcileRequested {
+			if p, err := events.Decode[events.DriftDetected](rc.Event); err == nil && p.Application != "shop" {
+				t.Errorf("drift.detected of %q, want the set's", p.Application)
+			}
+			continue
+		}
+		req, err := events.Decode[events.ReconcileRequested](rc.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := repo.App(t.Context(), "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ro, skip := rollout.PlanReconcile(cfg, set, st, nil, req, "id")
+		if skip != "" {
+			t.Fatalf("PlanReconcile of the %s skipped: %s", req.Kind, skip)
+		}
+		p := planned{Kind: ro.Kind, Image: ro.Image, Subject: rc.Event.Subject(), Versions: ro.Versions, PreviousVersions: ro.PreviousVersions}
+		for _, w := range ro.Waves {
+			for _, c := range w.Clusters {
+				p.Clusters = append(p.Clusters, c.Name)
+			}
+		}
+		got = append(got, p)
+	}
+	slices.SortFunc(got, func(a, b planned) int { return strings.Compare(a.Kind, b.Kind) })
+	subject := "https://git.test/deploy.git#" + deployed.Digest()
+	wantPlanned := []planned{
+		{Kind: rollout.KindCatchUp, Image: "shop", Subject: subject, Versions: deployed, PreviousVersions: deployed, Clusters: []string{"c3"}},
+		{Kind: rollout.KindDriftRevert, Image: "shop", Subject: subject, Versions: deployed, PreviousVersions: deployed, Clusters: []string{"c1", "c2"}},
+	}
+	if diff := cmp.Diff(wantPlanned, got); diff != "" {
+		t.Errorf("the rollouts requested (-want +got):\n%s", diff)
 	}
 }

@@ -188,6 +188,9 @@ func Settled(app config.Application, st AppState, inFlight []Rollout) (bool, str
 // (st.DeployedVersions, MemberExpected, set as o.Rendered), not against
 // the tuple's hash (st.DeployedDigest); an empty cluster whose workload
 // is missing has no workload, the set's run setting images on live ones.
+// A set of git and image members is judged so member by member (ByEntry):
+// an image member as a set of image members', a git member against what
+// the deployed tuple's commit renders for it, as a git set's.
 func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight []Rollout, obs []Observed, partial *Rollout) Reconciliation {
 	var out Reconciliation
 	if ok, why := Settled(app, st, inFlight); ok {
@@ -203,18 +206,24 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 	known := func(c string) bool { return st.DeployedClusters == nil || slices.Contains(st.DeployedClusters, c) }
 	// A git application's primary is held against what its commit renders
 	// (o.Rendered), a set of image members' against the member's entry in
-	// the deployed tuple (MemberExpected), not the tuple's hash.
-	byRender, imageSet := app.Git() != nil || ImageSet(app), ImageSet(app)
+	// the deployed tuple (MemberExpected), not the tuple's hash; a set of
+	// git and image members' each as its kind's.
+	byRender := app.Git() != nil || ImageSet(app)
+	tag, digest := st.DeployedTag, st.DeployedDigest
+	if c, ok := st.DeployedVersions.Commit(app); ok && app.Set != nil && app.Set.Mixed() {
+		tag, digest = c.Tag, c.Digest // what its git members are rendered at
+	}
 	for _, o := range obs {
 		if !targets[o.Cluster] {
 			continue
 		}
 		chk := ClusterCheck{Cluster: o.Cluster, Image: o.Primary, Generation: o.Generation, Member: o.Member}
+		byEntry := ByEntry(app, o.Member)
 		switch {
 		case o.Err != "":
 			chk.State, chk.Reason = CheckUnreadable, o.Err
 		case !o.Canary || o.Primary == "":
-			if !o.Workload && app.Git() == nil {
+			if !o.Workload && (app.Git() == nil || byEntry) {
 				chk.State, chk.Reason = CheckNoWorkload, fmt.Sprintf("no workload %s/%s to set the image of", app.Namespace, app.Workload.Name)
 				if o.Member != "" {
 					chk.Reason = "no workload to set the image of" // prefixed with the member below
@@ -223,7 +232,7 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 			}
 			chk.State, chk.Reason = CheckCatchUp, "no canary or primary: the cluster is new to the application, or came back empty"
 			out.CatchUp = append(out.CatchUp, o.Cluster)
-		case imageSet && o.Rendered == "":
+		case byEntry && o.Rendered == "":
 			chk.State, chk.Reason = CheckCurrent, "not compared: no version of the member in the set's deployed version"
 		case byRender && o.Rendered == "":
 			chk.State, chk.Reason = CheckCurrent, GitNotCompared
@@ -232,16 +241,16 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 			}
 		case byRender && o.PrimaryImage == o.Rendered:
 			chk.State = CheckCurrent
-		case imageSet && !known(o.Cluster):
+		case byEntry && !known(o.Cluster):
 			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out: runs %s, the set's version has %s", st.DeployedTag, o.PrimaryImage, o.Rendered)
 			out.CatchUp = append(out.CatchUp, o.Cluster)
 		case byRender && !known(o.Cluster):
-			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out: runs %s, the commit renders %s", st.DeployedTag, o.PrimaryImage, o.Rendered)
+			chk.State, chk.Reason = CheckCatchUp, fmt.Sprintf("entered the waves after %s was rolled out: runs %s, the commit renders %s", tag, o.PrimaryImage, o.Rendered)
 			out.CatchUp = append(out.CatchUp, o.Cluster)
 		case byRender:
 			chk.Image = o.PrimaryImage
-			chk.State, chk.Reason = CheckDrifted, fmt.Sprintf("the primary runs %s, not %s, which the validated %s (%s) renders", o.PrimaryImage, o.Rendered, st.DeployedTag, st.DeployedDigest)
-			if imageSet {
+			chk.State, chk.Reason = CheckDrifted, fmt.Sprintf("the primary runs %s, not %s, which the validated %s (%s) renders", o.PrimaryImage, o.Rendered, tag, digest)
+			if byEntry {
 				chk.Reason = fmt.Sprintf("the primary runs %s, not %s, its version in the validated %s (%s)", o.PrimaryImage, o.Rendered, st.DeployedTag, st.DeployedDigest)
 			}
 			out.Drifted = append(out.Drifted, o.Cluster)
@@ -272,6 +281,22 @@ func Reconcile(cfg *config.Config, app config.Application, st AppState, inFlight
 	slices.Sort(out.Drifted)
 	slices.Sort(out.Revert)
 	return out
+}
+
+// ByEntry tells whether member of release set app (an application's
+// check: "") is held against its entry in the set's deployed tuple
+// (MemberExpected) rather than against what a commit renders for it: every
+// member of a set of image members, an image member of a set of git and
+// image members.
+func ByEntry(app config.Application, member string) bool {
+	if ImageSet(app) {
+		return true
+	}
+	if app.Set == nil || member == "" {
+		return false
+	}
+	i := slices.IndexFunc(app.Set.Members, func(m config.SetMember) bool { return m.Name == member })
+	return i >= 0 && app.Set.Members[i].Image != ""
 }
 
 // GitNotCompared is why a git application's cluster that runs a primary
@@ -328,9 +353,10 @@ func PlanReconcile(cfg *config.Config, app config.Application, st AppState, inFl
 	if app.Set != nil {
 		ro.Members = app.Set.Names()
 	}
-	if ImageSet(app) {
+	if TupleSet(app) {
 		// The run applies the deployed tuple (its revert too: nothing
-		// older to go back to).
+		// older to go back to); a set of git and image members' at its
+		// git members' commit.
 		ro.Versions, ro.PreviousVersions = slices.Clone(st.DeployedVersions), slices.Clone(st.DeployedVersions)
 	}
 	ro.Waves = LimitWaves(cfg, Waves(cfg, app), r.Clusters, nil)

@@ -235,3 +235,108 @@ func TestRecordJobsMixed(t *testing.T) {
 		})
 	}
 }
+
+// A set of git and image members is reconciled member by member: the api
+// (a git member) against what the deployed tuple's commit renders
+// (Observed.Rendered, its reasons naming the commit), the frontend (an
+// image member) against its entry (MemberExpected, its reasons naming the
+// tuple), a cluster by its first member not current (SetObserved, as the
+// reconciler hands it over). An image member without a workload is only
+// reported (the set's run sets its image on a live workload); an empty
+// git member is caught up (its render creates the workload). Catches a
+// set judged as a git application only (the frontend's missing workload
+// caught up, a run that cannot set its image; its reasons naming a
+// render) and reasons naming the tuple's hash as a commit.
+func TestReconcileMixedSet(t *testing.T) {
+	set, _, _, _ := mixedSet()
+	set.Namespace, set.DriftPolicy = "shop", config.DriftPolicyRevert
+	report := set
+	report.DriftPolicy = config.DriftPolicyReport
+	deployed := mixed(c1, "2.0.0")
+	st := rollout.AppState{DeployedTag: deployed.Tag(), DeployedDigest: deployed.Digest(), DeployedVersions: deployed, DeployedClusters: []string{"c1", "c2"}}
+	const (
+		apiImg = "registry.test/shop/api:1.0.0"
+		hand   = "registry.test/shop/api:6.6.6"
+		feHand = frontendImage + ":6.6.6"
+	)
+	rev, feRef := shopRepo+"@"+c1, frontendImage+"@sha256:fe2.0.0"
+	apiAt := func(c, img string) rollout.Observed {
+		return rollout.Observed{Cluster: c, Member: "shop-api", Workload: true, Canary: true, Primary: rev, PrimaryImage: img, Rendered: apiImg}
+	}
+	feAt := func(c, img string) rollout.Observed {
+		o := rollout.Observed{Cluster: c, Member: "shop-frontend", Workload: true, Canary: true, Primary: img, PrimaryImage: img}
+		o.Rendered = rollout.MemberExpected(o, frontend("2.0.0"))
+		return o
+	}
+	judged := func(members ...rollout.Observed) rollout.Observed { return rollout.SetObserved(members) }
+	cur := func(c string) rollout.ClusterCheck {
+		return rollout.ClusterCheck{Cluster: c, State: rollout.CheckCurrent, Image: rev, Member: "shop-api"}
+	}
+	apiDrift := rollout.ClusterCheck{Cluster: "c2", State: rollout.CheckDrifted, Image: hand, Member: "shop-api",
+		Reason: "shop-api: the primary runs " + hand + ", not " + apiImg + ", which the validated main@1111111 (" + c1 + ") renders"}
+	feDrift := rollout.ClusterCheck{Cluster: "c2", State: rollout.CheckDrifted, Image: feHand, Member: "shop-frontend",
+		Reason: "shop-frontend: the primary runs " + feHand + ", not " + feRef + ", its version in the validated " + deployed.Tag() + " (" + deployed.Digest() + ")"}
+	tests := []struct {
+		name string
+		app  config.Application
+		obs  []rollout.Observed
+		want rollout.Reconciliation
+	}{
+		{name: "every member current", app: set,
+			obs:  []rollout.Observed{judged(apiAt("c1", apiImg), feAt("c1", feRef)), judged(apiAt("c2", apiImg), feAt("c2", feRef))},
+			want: rollout.Reconciliation{Clusters: []rollout.ClusterCheck{cur("c1"), cur("c2")}}},
+		{name: "the git member's primary changed by hand: drift against the commit, reverted", app: set,
+			obs:  []rollout.Observed{judged(apiAt("c1", apiImg), feAt("c1", feRef)), judged(apiAt("c2", hand), feAt("c2", feRef))},
+			want: rollout.Reconciliation{Drifted: []string{"c2"}, Revert: []string{"c2"}, Clusters: []rollout.ClusterCheck{cur("c1"), apiDrift}}},
+		{name: "the image member's primary changed by hand: drift against its entry, reported", app: report,
+			obs:  []rollout.Observed{judged(apiAt("c1", apiImg), feAt("c1", feRef)), judged(apiAt("c2", apiImg), feAt("c2", feHand))},
+			want: rollout.Reconciliation{Drifted: []string{"c2"}, Clusters: []rollout.ClusterCheck{cur("c1"), feDrift}}},
+		{name: "the git member empty, its workload gone too: caught up, its render creates it", app: set,
+			obs: []rollout.Observed{judged(apiAt("c1", apiImg), feAt("c1", feRef)), judged(rollout.Observed{Cluster: "c2", Member: "shop-api"}, feAt("c2", feRef))},
+			want: rollout.Reconciliation{CatchUp: []string{"c2"}, Clusters: []rollout.ClusterCheck{cur("c1"), {Cluster: "c2", State: rollout.CheckCatchUp, Member: "shop-api",
+				Reason: "shop-api: no canary or primary: the cluster is new to the application, or came back empty"}}}},
+		{name: "the image member empty without its workload: only reported", app: set,
+			obs: []rollout.Observed{judged(apiAt("c1", apiImg), feAt("c1", feRef)), judged(apiAt("c2", apiImg), rollout.Observed{Cluster: "c2", Member: "shop-frontend"})},
+			want: rollout.Reconciliation{Clusters: []rollout.ClusterCheck{cur("c1"), {Cluster: "c2", State: rollout.CheckNoWorkload, Member: "shop-frontend",
+				Reason: "shop-frontend: no workload to set the image of"}}}},
+		{name: "a cluster that entered the waves with the frontend on another image: caught up", app: set,
+			obs: []rollout.Observed{judged(apiAt("c1", apiImg), feAt("c1", feRef)), judged(apiAt("c3", apiImg), feAt("c3", feHand))},
+			want: rollout.Reconciliation{CatchUp: []string{"c3"}, Clusters: []rollout.ClusterCheck{cur("c1"), {Cluster: "c3", State: rollout.CheckCatchUp, Image: feHand, Member: "shop-frontend",
+				Reason: "shop-frontend: entered the waves after " + deployed.Tag() + " was rolled out: runs " + feHand + ", the set's version has " + feRef}}}},
+		{name: "a cluster that entered the waves with the api on another image: caught up", app: set,
+			obs: []rollout.Observed{judged(apiAt("c1", apiImg), feAt("c1", feRef)), judged(apiAt("c3", hand), feAt("c3", feRef))},
+			want: rollout.Reconciliation{CatchUp: []string{"c3"}, Clusters: []rollout.ClusterCheck{cur("c1"), {Cluster: "c3", State: rollout.CheckCatchUp, Image: rev, Member: "shop-api",
+				Reason: "shop-api: entered the waves after main@1111111 was rolled out: runs " + hand + ", the commit renders " + apiImg}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rollout.Reconcile(reconcileFleet(), tt.app, st, nil, tt.obs, nil)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Reconcile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The catch-up or revert of a set of git and image members carries the
+// deployed tuple, as its Versions and PreviousVersions: its run applies
+// the git members at the tuple's commit and each image member at its
+// entry (deliver's setCommit needs the git entries).
+func TestPlanReconcileMixedSet(t *testing.T) {
+	set, _, _, _ := mixedSet()
+	deployed := mixed(c1, "2.0.0")
+	st := rollout.AppState{DeployedTag: deployed.Tag(), DeployedDigest: deployed.Digest(), DeployedVersions: deployed, DeployedClusters: []string{"c1", "c2"}}
+	for _, kind := range []string{rollout.KindCatchUp, rollout.KindDriftRevert} {
+		req := events.ReconcileRequested{Application: "shop", Kind: kind, Image: "shop", Tag: deployed.Tag(), Digest: deployed.Digest(), Clusters: []string{"c3"}, Reason: "r"}
+		got, skip := rollout.PlanReconcile(reconcileFleet(), set, st, nil, req, "id")
+		if skip != "" {
+			t.Fatalf("%s skipped: %s", kind, skip)
+		}
+		want := rollout.Rollout{ID: "id", Application: "shop", Image: "shop", Tag: deployed.Tag(), Digest: deployed.Digest(), Phase: rollout.Progressing,
+			PreviousTag: deployed.Tag(), PreviousDigest: deployed.Digest(), Kind: kind, Reason: "r", Members: []string{"shop-migrate", "shop-api", "shop-frontend"},
+			Versions: deployed, PreviousVersions: deployed, Waves: []rollout.Wave{{Name: "b", Clusters: []rollout.Cluster{{Name: "c3", Phase: rollout.ClusterPending}}}}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("PlanReconcile of a %s (-want +got):\n%s", kind, diff)
+		}
+	}
+}
