@@ -243,7 +243,8 @@ func (v *validator) releaseSets(c *Config) {
 
 // mixedSet refuses what a set s of git and image members (at p) cannot be
 // yet (docs/design/release-sets.md, "Git and image members"): led by an
-// image member, with a driftPolicy of its own, on the Tekton executor.
+// image member, on the Tekton executor. Its driftPolicy is a set's (the
+// reconciler holds each member against the deployed tuple).
 func (v *validator) mixedSet(c *Config, p string, s ReleaseSet) {
 	var git, image bool
 	for _, m := range s.Applications {
@@ -263,9 +264,6 @@ func (v *validator) mixedSet(c *Config, p string, s ReleaseSet) {
 				break
 			}
 		}
-	}
-	if s.DriftPolicy != "" {
-		v.addf(p+".driftPolicy", "catch-up and drift of a set of git and image members are not built yet")
 	}
 	if c.Fleet.Executor == ExecutorTekton {
 		v.addf(p+".applications", "a set of git and image members runs on the embedded executor only (fleet.executor: tekton is not built for it yet)")

@@ -554,8 +554,8 @@ func (d shopDoc) mixed() string {
 // member is accepted (docs/design/release-sets.md, "Git and image
 // members"); what its first slice cannot deliver is refused, named by its
 // field. Catches: the lead an image member (its canary would be applied
-// without a version), a driftPolicy accepted and ignored (the reconciler
-// skips such a set), a Tekton fleet accepted untried.
+// without a version), a Tekton fleet accepted untried; its driftPolicy
+// refused (the reconciler checks such a set) or not checked as a set's.
 func TestMixedSetValidation(t *testing.T) {
 	dir := testDir(t)
 	tekton := "fleet: {executor: tekton, tekton: {cluster: c1}, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"
@@ -577,7 +577,11 @@ func TestMixedSetValidation(t *testing.T) {
 		{
 			name: "its driftPolicy",
 			doc:  shopDoc{sets: "  - {name: shop, applications: [shop-frontend, shop-api, shop-migrate], driftPolicy: revert}"},
-			want: []Problem{{"releaseSets[0].driftPolicy", "catch-up and drift of a set of git and image members are not built yet"}},
+		},
+		{
+			name: "its driftPolicy unknown",
+			doc:  shopDoc{sets: "  - {name: shop, applications: [shop-frontend, shop-api, shop-migrate], driftPolicy: undo}"},
+			want: []Problem{{"releaseSets[0].driftPolicy", `unknown driftPolicy "undo"; want one of report, revert`}},
 		},
 		{
 			name:  "on the tekton executor",
@@ -606,9 +610,11 @@ func TestMixedSetValidation(t *testing.T) {
 // TestMixedSetApplication: the set of git and image members' application
 // is a git set's (its source the git members' repository, tracking their
 // paths only), its members in dependsOn order across kinds, each image
-// member naming its image.
+// member naming its image, the set's own driftPolicy its application's
+// (the reconciler's).
 func TestMixedSetApplication(t *testing.T) {
-	c, err := Parse([]byte(sections{applications: shopDoc{}.mixed()}.doc()), testDir(t))
+	doc := shopDoc{sets: "  - {name: shop, applications: [shop-frontend, shop-api, shop-migrate], driftPolicy: revert}"}
+	c, err := Parse([]byte(sections{applications: doc.mixed()}.doc()), testDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,5 +637,8 @@ func TestMixedSetApplication(t *testing.T) {
 	}
 	if set.Workload.Name != "shop-api" {
 		t.Errorf("lead %s, want shop-api", set.Workload.Name)
+	}
+	if set.DriftPolicy != DriftPolicyRevert {
+		t.Errorf("driftPolicy %q, want the set's revert", set.DriftPolicy)
 	}
 }
