@@ -411,3 +411,34 @@ Feature: Release sets: several applications promoted as one
     And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
     And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
     And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+
+  # Catches a check that skips such a set; one that holds the frontend
+  # against what the commit renders (it has no manifest there: never
+  # compared, its change unseen) or against the tuple's hash (drifted
+  # everywhere: a revert with no change), or the api against the tuple's
+  # hash rendered as a commit (never compared, its change unseen); a drift
+  # reported under the member rather than the set; a revert that goes to
+  # every cluster, leaves the hand's image, moves the frontend off its
+  # version or re-renders the api at another commit.
+  Scenario: A release set of git and image members' primaries changed by hand are restored with the set's driftPolicy: revert, the frontend to its version, the api to the set's commit
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla checks the clusters against the validated digest every "2s"
+    And the application's drift policy is "revert"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    And in 4 seconds no rollout of kind "drift-revert" was started
+    When the primary of "shop-frontend" in cluster "c2" is set by hand to image "registry.example.com/shop-frontend:6.6.6"
+    Then flotilla journals the drift of the member "shop-frontend" in cluster "c2" to image "registry.example.com/shop-frontend:6.6.6" from the set's version of the first commit and "2.0.0" of "shop-frontend" within 10 seconds
+    And a rollout of kind "drift-revert" of the set's version of the first commit and "2.0.0" of "shop-frontend" to "c2" succeeds
+    And the primary of "shop-frontend" in cluster "c2" runs version "2.0.0" by digest
+    When the primary of "shop-api" in cluster "c4" is set by hand to image "registry.example.com/shop-api:6.6.6"
+    Then flotilla journals the drift of the member "shop-api" in cluster "c4" to image "registry.example.com/shop-api:6.6.6" from the set's version of the first commit and "2.0.0" of "shop-frontend" within 10 seconds
+    And a rollout of kind "drift-revert" of the set's version of the first commit and "2.0.0" of "shop-frontend" to "c4" succeeds
+    And the primary of "shop-api" in cluster "c4" runs image "registry.example.com/shop-api:1.0.0"
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+    And the API says that rollout is of kind "drift-revert" and goes to "c4" only

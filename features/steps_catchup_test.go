@@ -202,7 +202,7 @@ func (s *scenario) kindRolloutSucceeds(ctx context.Context, kind, version, clust
 	}
 	s.w.reconcileState().rolloutID = p.RolloutID
 	want, ok := s.w.digests[version]
-	if !ok && s.w.imageSet != nil {
+	if !ok && (s.w.imageSet != nil || s.w.set != nil && s.w.set.imageFrontend) {
 		// A set's version tuple: the digest its rollout that succeeded carried.
 		if want, err = s.setVersionDigest(version, p.RolloutID); err != nil {
 			return err

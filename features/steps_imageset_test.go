@@ -248,16 +248,28 @@ func (s *scenario) memberDriftJournaled(ctx context.Context, member, cluster, im
 			return false
 		}
 		p, err := events.Decode[events.DriftDetected](e)
-		return err == nil && p.Application == s.w.imageSet.name && p.Member == member && p.Cluster == cluster &&
+		return err == nil && p.Application == s.setName() && p.Member == member && p.Cluster == cluster &&
 			p.Image == image && p.Digest == digest && p.Tag == tuple
 	})
 	if err != nil {
 		return fmt.Errorf("no drift of the set %s's member %s in %s to %s from %s (%s) journaled within %d s of the change: %w",
-			s.w.imageSet.name, member, cluster, image, tuple, digest, seconds, err)
+			s.setName(), member, cluster, image, tuple, digest, seconds, err)
 	}
 	fmt.Printf("drift journaled %v after the primary was changed (interval %s)\n",
 		e.Time().Sub(s.w.reconcileState().changed).Round(time.Millisecond), s.w.reconcile.interval)
 	return nil
+}
+
+// setName is the scenario's release set's name: its set of image members',
+// else its set of git (and image) members'.
+func (s *scenario) setName() string {
+	if s.w.imageSet != nil {
+		return s.w.imageSet.name
+	}
+	if s.w.set != nil {
+		return s.w.set.name
+	}
+	return ""
 }
 
 // setRolloutSource reads the set's rollout of tuple in the API: what

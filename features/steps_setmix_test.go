@@ -24,6 +24,8 @@ func (s *scenario) registerSetMixSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" (succeeds|is rolled back)$`, s.mixedRolloutEnds)
 	sc.Step(`^a push changes the greeting of the set's git members to "([^"]*)"$`, s.pushSetGreeting)
 	sc.Step(`^the watch saw the primary of "([^"]*)" in cluster "([^"]*)" run that commit$`, s.watchSawThatCommit)
+	sc.Step(`^flotilla journals the drift of the member "([^"]*)" in cluster "([^"]*)" to image "([^"]*)" from the set's version of the first commit and "([^"]*)" of "([^"]*)" within (\d+) seconds$`, s.mixedDriftJournaled)
+	sc.Step(`^a rollout of kind "([^"]*)" of the set's version of the first commit and "([^"]*)" of "([^"]*)" to "([^"]*)" succeeds$`, s.mixedKindRolloutSucceeds)
 }
 
 // mixedSetRepository is setRepository's repository without the frontend's
@@ -89,4 +91,36 @@ func (s *scenario) watchSawThatCommit(app, cluster string) error {
 	}
 	fmt.Printf("%s-primary in %s ran that commit at %s\n", app, cluster, at.Format("15:04:05.000"))
 	return nil
+}
+
+// mixedVersion is the tag of the set's version of the first commit with
+// app, the set's image member, at version.
+func (s *scenario) mixedVersion(version, app string) (string, error) {
+	if app != s.w.set.frontend {
+		return "", fmt.Errorf("the set's image member is %s, not %s", s.w.set.frontend, app)
+	}
+	return s.mixedTag(s.w.git.commits["first"], version), nil
+}
+
+// mixedDriftJournaled waits for the set's drift.detected naming member in
+// cluster, its primary running image, held against the set's version of
+// the first commit with the frontend at version (its tag and the tuple's
+// hash, as the rollout that deployed it carried).
+func (s *scenario) mixedDriftJournaled(ctx context.Context, member, cluster, image, version, app string, seconds int) error {
+	tuple, err := s.mixedVersion(version, app)
+	if err != nil {
+		return err
+	}
+	return s.memberDriftJournaled(ctx, member, cluster, image, tuple, seconds)
+}
+
+// mixedKindRolloutSucceeds waits for a rollout of kind of the set's
+// version of the first commit with the frontend at version to exactly
+// clusters, and for it to succeed.
+func (s *scenario) mixedKindRolloutSucceeds(ctx context.Context, kind, version, app, clusters string) error {
+	tuple, err := s.mixedVersion(version, app)
+	if err != nil {
+		return err
+	}
+	return s.kindRolloutSucceeds(ctx, kind, tuple, clusters)
 }
