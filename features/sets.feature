@@ -442,3 +442,24 @@ Feature: Release sets: several applications promoted as one
     And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
     And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
     And the API says that rollout is of kind "drift-revert" and goes to "c4" only
+
+  # Catches a set whose emptied cluster is never caught up (the check
+  # skipping such a set, or reading the frontend against the commit's
+  # render), a catch-up without the deployed tuple (a run naming no commit,
+  # or the frontend applied without its entry), or one going to every
+  # cluster.
+  Scenario: A release set of git and image members whose api canary is deleted in a cluster is caught up there with the set's deployed version
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla checks the clusters against the validated digest every "2s"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    When the canary of "shop-api" in cluster "c4" is deleted with its primary
+    Then a rollout of kind "catch-up" of the set's version of the first commit and "2.0.0" of "shop-frontend" to "c4" succeeds
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+    And the Canary "shop-api" in every cluster lists the canaries "shop-api,shop-frontend"
+    And the API says that rollout is of kind "catch-up" and goes to "c4" only
