@@ -208,15 +208,27 @@ type taskDone struct {
 // the error is the first task's that failed, or the timeout's. Like
 // Tekton, it starts no task after one failed and lets running ones end.
 func (e *engine) run(ctx context.Context, p *tektonv1.Pipeline, name string, params map[string]string, timeout time.Duration) (runOutcome, error) {
+	g, err := prepare(p.Spec)
+	if err != nil {
+		return runOutcome{Tasks: map[string]TaskOutcome{}}, err
+	}
+	return e.runGraph(ctx, p, g, name, params, timeout)
+}
+
+// prepare checks that the embedded executor supports spec and builds its
+// graph: once per Pipeline, not per run (Executor.Run keeps the embedded
+// Pipeline's).
+func prepare(spec tektonv1.PipelineSpec) (graph, error) {
+	if err := checkSupported(spec); err != nil {
+		return graph{}, err
+	}
+	return buildGraph(spec)
+}
+
+// runGraph is run with p's graph g built already.
+func (e *engine) runGraph(ctx context.Context, p *tektonv1.Pipeline, g graph, name string, params map[string]string, timeout time.Duration) (runOutcome, error) {
 	out := runOutcome{Tasks: map[string]TaskOutcome{}}
 	spec := p.Spec
-	if err := checkSupported(spec); err != nil {
-		return out, err
-	}
-	g, err := buildGraph(spec)
-	if err != nil {
-		return out, err
-	}
 	pparams, err := resolveParams(spec.Params, params, "pipeline "+p.Name)
 	if err != nil {
 		return out, err
@@ -377,7 +389,13 @@ func resultsMissing(pt tektonv1.PipelineTask, g graph, out runOutcome) (reason s
 // substitutePipelineTask substitutes pipeline params, task results and
 // context in a copy of pt's params and when expressions.
 func substitutePipelineTask(pt tektonv1.PipelineTask, v vars) (tektonv1.PipelineTask, error) {
-	pt = *pt.DeepCopy()
+	// A copy of what is substituted; the rest (the task's spec, its
+	// retries and timeout) is only read, and shared with the Pipeline.
+	pt.Params = slices.Clone(pt.Params)
+	pt.When = slices.Clone(pt.When)
+	for i := range pt.When {
+		pt.When[i].Values = slices.Clone(pt.When[i].Values)
+	}
 	for i := range pt.Params {
 		if pt.Params[i].Value.Type != "" && pt.Params[i].Value.Type != tektonv1.ParamTypeString {
 			return pt, fault.Permanent(fmt.Errorf("param %s of type %s: not supported by the embedded executor", pt.Params[i].Name, pt.Params[i].Value.Type))
@@ -501,7 +519,9 @@ func (e *engine) runSteps(ctx context.Context, run string, pt tektonv1.PipelineT
 		if s.Script != "" {
 			return results, fault.Permanent(fmt.Errorf("step %s has a script: the embedded executor runs commands only", s.Name))
 		}
-		s = *s.DeepCopy()
+		// A copy of what is substituted; the rest of the step is only
+		// read, and shared with the Task.
+		s.Command, s.Args, s.Env = slices.Clone(s.Command), slices.Clone(s.Args), slices.Clone(s.Env)
 		if err := substituteAll(s.Command, taskVars); err != nil {
 			return results, fmt.Errorf("step %s: %w", s.Name, err)
 		}

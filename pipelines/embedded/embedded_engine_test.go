@@ -395,6 +395,15 @@ func TestSubstitute(t *testing.T) {
 		{in: "x=$(tasks.t.results.r)", want: "x=R"},
 		{in: "$(params.zz)", err: "unknown variable $(params.zz)"},
 		{in: "$$(params.a)", want: "$A"},
+		// What the regular expression \$\(([^()$]+)\) matched, and only that.
+		{in: "$()$(params.a)", want: "$()A"},
+		{in: "$($(params.a))", want: "$(A)"},
+		{in: "$(params.a", want: "$(params.a"},
+		{in: "$(par(ams.a)", want: "$(par(ams.a)"},
+		{in: "a $(params.a) b $(params.b-c) c", want: "a A b BC c"},
+		{in: "$(params.a)$(params.a)", want: "AA"},
+		{in: "$( params.a )", want: "A"},
+		{in: "{\"json\":\"$(params.a)\",\"x\":[1,2]}", want: "{\"json\":\"A\",\"x\":[1,2]}"},
 	} {
 		got, err := substitute(tt.in, v)
 		if tt.err != "" {

@@ -10,8 +10,26 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 )
 
-// varRef matches one Tekton variable reference, $(...).
-var varRef = regexp.MustCompile(`\$\(([^()$]+)\)`)
+// nextRef finds the first Tekton variable reference $(ref) in s, ref
+// holding none of "(", ")" and "$": the text before it, the ref and the
+// text after it. ok is false when s holds none. It is what the regular
+// expression `\$\(([^()$]+)\)` matches, without a regexp engine: it runs
+// for every param of every run (a fifth of the embedded executor's CPU
+// was the regexp's).
+func nextRef(s string) (before, ref, after string, ok bool) {
+	for off := 0; ; {
+		i := strings.Index(s[off:], "$(")
+		if i < 0 {
+			return "", "", "", false
+		}
+		start := off + i
+		j := strings.IndexAny(s[start+2:], "()$")
+		if j > 0 && s[start+2+j] == ')' {
+			return s[:start], s[start+2 : start+2+j], s[start+3+j:], true
+		}
+		off = start + 1
+	}
+}
 
 // bracketRef rewrites params["x"] and params['x'] to params.x.
 var bracketRef = regexp.MustCompile(`^(\w+)\[["']([^"']+)["']\]$`)
@@ -20,6 +38,9 @@ var bracketRef = regexp.MustCompile(`^(\w+)\[["']([^"']+)["']\]$`)
 // tasks.t.results.r, results.r.path, context.pipelineRun.name.
 func normalizeRef(ref string) string {
 	ref = strings.TrimSpace(ref)
+	if !strings.Contains(ref, "[") {
+		return ref
+	}
 	if m := bracketRef.FindStringSubmatch(ref); m != nil {
 		return m[1] + "." + m[2]
 	}
@@ -36,16 +57,26 @@ func substitute(s string, v vars) (string, error) {
 	if !strings.Contains(s, "$(") {
 		return s, nil
 	}
-	var err error
-	out := varRef.ReplaceAllStringFunc(s, func(m string) string {
-		ref := normalizeRef(m[2 : len(m)-1])
-		val, ok := v(ref)
-		if !ok && err == nil {
-			err = fault.Permanent(fmt.Errorf("unknown variable $(%s)", ref))
+	var b strings.Builder
+	for {
+		before, raw, after, ok := nextRef(s)
+		if !ok {
+			break
 		}
-		return val
-	})
-	return out, err
+		ref := normalizeRef(raw)
+		val, ok := v(ref)
+		if !ok {
+			return "", fault.Permanent(fmt.Errorf("unknown variable $(%s)", ref))
+		}
+		b.WriteString(before)
+		b.WriteString(val)
+		s = after
+	}
+	if b.Len() == 0 {
+		return s, nil
+	}
+	b.WriteString(s)
+	return b.String(), nil
 }
 
 // substituteAll substitutes in each string of ss, in place.
@@ -66,12 +97,16 @@ func resultRefs(s string) [][2]string {
 		return nil
 	}
 	var out [][2]string
-	for _, m := range varRef.FindAllStringSubmatch(s, -1) {
-		if t, r, ok := parseResultRef(normalizeRef(m[1])); ok {
+	for {
+		_, raw, after, ok := nextRef(s)
+		if !ok {
+			return out
+		}
+		if t, r, ok := parseResultRef(normalizeRef(raw)); ok {
 			out = append(out, [2]string{t, r})
 		}
+		s = after
 	}
-	return out
 }
 
 // parseResultRef splits tasks.<task>.results.<result>.

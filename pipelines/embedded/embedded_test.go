@@ -115,6 +115,10 @@ func BenchmarkEmbeddedOverhead(b *testing.B) {
 		return map[string]string{"previous-image": "web:1", "changed": "true"}, nil
 	}
 	eng := &engine{tasks: taskSpecs(res), step: step}
+	g, err := prepare(res.Pipeline.Spec) // once, as Executor.Run's
+	if err != nil {
+		b.Fatal(err)
+	}
 	rp := pipelines.RunParams{
 		Rollout: "r1", Namespace: "apps", Workload: "web", Image: "registry.example.com/web@sha256:" + strings.Repeat("a", 64),
 		Canary: &flaggerv1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: flaggerv1.CanarySpec{
@@ -129,7 +133,7 @@ func BenchmarkEmbeddedOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		params[pipelines.ParamKubeconfigSecret] = "c1"
-		if _, err := eng.run(b.Context(), res.Pipeline, "run", params, time.Minute); err != nil {
+		if _, err := eng.runGraph(b.Context(), res.Pipeline, g, "run", params, time.Minute); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/rest"
@@ -162,17 +162,26 @@ func ApplyCanaryParamsFrom(p Params) (ApplyCanaryParams, error) {
 	return ap, nil
 }
 
+// canaryParam is a Canary as the canary param carries it: without its
+// status. Encoded from the typed object, not through an unstructured map:
+// each run of a wave encodes one (the map was a quarter of the embedded
+// executor's allocations). The nulls Go's types write for unset fields
+// stay (the task decodes them into the same types; its apply drops them).
+type canaryParam struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              flaggerv1.CanarySpec `json:"spec"`
+}
+
 // ParamsOf encodes p as the apply-canary task's params.
 func (p ApplyCanaryParams) ParamsOf() (Params, error) {
 	canaryJSON := ""
 	if p.Canary != nil {
-		c := p.Canary.DeepCopy()
-		c.APIVersion, c.Kind = flaggerv1.SchemeGroupVersion.String(), flaggerv1.CanaryKind
-		u, err := canary.Unstructured(c) // without status and nulls: shorter
-		if err != nil {
-			return nil, fmt.Errorf("encoding the canary: %w", err)
-		}
-		b, err := json.Marshal(u)
+		b, err := json.Marshal(canaryParam{
+			TypeMeta:   metav1.TypeMeta{APIVersion: flaggerv1.SchemeGroupVersion.String(), Kind: flaggerv1.CanaryKind},
+			ObjectMeta: p.Canary.ObjectMeta,
+			Spec:       p.Canary.Spec,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("encoding the canary: %w", err)
 		}
