@@ -49,6 +49,9 @@ type bench struct {
 	nats *natstest.Cluster
 	// pod is the real node flotilla's pod runs on (-pod), nil without it.
 	pod *podNode
+	// proxies serves the named clusters' namespace proxies, started with
+	// the first (nil before).
+	proxies *proxyHost
 }
 
 // realCluster is one cluster of the local fleet with the bench's clients.
@@ -107,6 +110,9 @@ func newBench(ctx context.Context, o options, logger *slog.Logger) (*bench, erro
 
 func (b *bench) close() {
 	b.stopPodNode()
+	if b.proxies != nil {
+		b.proxies.stop()
+	}
 	if b.nats != nil {
 		b.nats.Stop()
 	}
@@ -145,8 +151,36 @@ func (b *bench) fleetPIDs() []int {
 	for _, p := range b.fleet.Processes() {
 		out = append(out, p.PID)
 	}
+	if b.proxies != nil {
+		out = append(out, b.proxies.pid())
+	}
 	return out
 }
+
+// openProxy opens a namespace proxy in the proxy host (started with the
+// first) to real cluster rc, rewriting namespace from to to.
+func (b *bench) openProxy(rc *realCluster, from, to string) (*nsProxyHandle, error) {
+	if b.proxies == nil {
+		h, err := startProxyHost(b.o.fleetNice)
+		if err != nil {
+			return nil, err
+		}
+		b.proxies = h
+	}
+	addr, err := b.proxies.open(b.fleetKubeconfig(rc.name), from, to)
+	if err != nil {
+		return nil, err
+	}
+	return &nsProxyHandle{addr: addr, host: b.proxies}, nil
+}
+
+// nsProxyHandle is a namespace proxy the proxy host serves.
+type nsProxyHandle struct {
+	addr string
+	host *proxyHost
+}
+
+func (p *nsProxyHandle) close() { _ = p.host.closeProxy(p.addr) }
 
 // cpuTime is the user+system CPU time the processes have used so far.
 func cpuTime(pids ...int) time.Duration {
@@ -289,7 +323,7 @@ func (p *nsProxy) close() {
 }
 
 // writeProxyKubeconfig writes a kubeconfig that reaches a cluster through p.
-func writeProxyKubeconfig(path, name string, p *nsProxy) error {
+func writeProxyKubeconfig(path, name string, p *nsProxyHandle) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "http://" + p.addr}
 	cfg.AuthInfos["bench"] = &clientcmdapi.AuthInfo{}

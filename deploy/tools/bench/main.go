@@ -112,6 +112,13 @@ func (o *options) flags(fs *flag.FlagSet) {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == proxyHostCommand {
+		if err := serveProxies(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench proxy-host:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	cmdline.Main("bench", o.flags, func(ctx context.Context) error { return run(ctx, o) })
 }

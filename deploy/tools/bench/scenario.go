@@ -56,7 +56,7 @@ type named struct {
 	real       *realCluster
 	namespace  string // where its objects really are
 	kubeconfig string
-	proxy      *nsProxy
+	proxy      *nsProxyHandle
 }
 
 // scenario is one flotilla configuration: wave 1 and wave 2 of given sizes.
@@ -152,7 +152,7 @@ func (b *bench) newScenario(ctx context.Context, index, wave2, inflight, watcher
 		n := &named{name: name, real: rc, namespace: s.ns, kubeconfig: b.fleetKubeconfig(rc.name)}
 		if perReal[rc.name] > 1 {
 			n.namespace = s.ns + "-" + name
-			p, err := newNSProxy(ctx, rc.cfg, s.ns, n.namespace)
+			p, err := b.openProxy(rc, s.ns, n.namespace)
 			if err != nil {
 				return nil, err
 			}
