@@ -7,6 +7,7 @@ import (
 	"weak"
 
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -33,7 +34,7 @@ func clientsFor(cfg *rest.Config) (kubernetes.Interface, flaggerclient.Interface
 	if c, ok := made.Load(key); ok {
 		return c.(*clients).kube, c.(*clients).flagger, nil
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfig(protobuf(cfg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating kubernetes client: %w", err)
 	}
@@ -45,4 +46,17 @@ func clientsFor(cfg *rest.Config) (kubernetes.Interface, flaggerclient.Interface
 		runtime.AddCleanup(cfg, func(k weak.Pointer[rest.Config]) { made.Delete(k) }, key)
 	}
 	return kube, fl, nil
+}
+
+// protobuf is cfg speaking protobuf to the API server, as Kubernetes' own
+// controllers do, for the built-in types a task reads and patches: the
+// server encodes and the task decodes a Deployment in a fraction of the
+// CPU JSON takes (a wave of 1,000 runs reads 1,000). Patch bodies stay
+// what they are (strategic merge and apply patches are JSON); Flagger's
+// custom resources have no protobuf and keep their JSON client.
+func protobuf(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = apiruntime.ContentTypeProtobuf
+	c.AcceptContentTypes = apiruntime.ContentTypeProtobuf + "," + apiruntime.ContentTypeJSON
+	return c
 }
