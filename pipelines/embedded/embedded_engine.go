@@ -274,8 +274,17 @@ func (e *engine) runGraph(ctx context.Context, p *tektonv1.Pipeline, g graph, na
 	}
 	terminal := func(n string) bool { _, ok := out.Tasks[n]; return ok }
 	started := map[string]bool{}
+	ended := func(d taskDone) {
+		running--
+		out.Tasks[d.name] = d.outcome
+		log.DebugContext(ctx, "task ended", "task", d.name, "state", d.outcome.State, "attempts", d.outcome.Attempts)
+		if d.err != nil {
+			fail(fmt.Errorf("task %s: %w", d.name, d.err))
+		}
+	}
 
 	for {
+		var launch []tektonv1.PipelineTask
 		for changed := true; changed && firstErr == nil && ctx.Err() == nil; {
 			changed = false
 			for _, pt := range spec.Tasks {
@@ -316,22 +325,26 @@ func (e *engine) runGraph(ctx context.Context, p *tektonv1.Pipeline, g graph, na
 				started[pt.Name] = true
 				running++
 				log.DebugContext(ctx, "task started", "task", pt.Name)
-				go func() {
-					o, err := e.runTask(ctx, name, rpt)
-					done <- taskDone{name: rpt.Name, outcome: o, err: err}
-				}()
+				launch = append(launch, rpt)
 			}
+		}
+		if len(launch) == 1 && running == 1 {
+			// The one task running: on this goroutine, whose stack has
+			// grown already (a goroutine of its own grew one per run).
+			o, err := e.runTask(ctx, name, launch[0])
+			ended(taskDone{name: launch[0].Name, outcome: o, err: err})
+			continue
+		}
+		for _, rpt := range launch {
+			go func() {
+				o, err := e.runTask(ctx, name, rpt)
+				done <- taskDone{name: rpt.Name, outcome: o, err: err}
+			}()
 		}
 		if running == 0 {
 			break
 		}
-		d := <-done
-		running--
-		out.Tasks[d.name] = d.outcome
-		log.DebugContext(ctx, "task ended", "task", d.name, "state", d.outcome.State, "attempts", d.outcome.Attempts)
-		if d.err != nil {
-			fail(fmt.Errorf("task %s: %w", d.name, d.err))
-		}
+		ended(<-done)
 	}
 	if err := ctx.Err(); err != nil {
 		if firstErr == nil {
