@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -161,7 +162,7 @@ func (b *bench) fleetPIDs() []int {
 // first) to real cluster rc, rewriting namespace from to to.
 func (b *bench) openProxy(rc *realCluster, from, to string) (*nsProxyHandle, error) {
 	if b.proxies == nil {
-		h, err := startProxyHost(b.o.fleetNice)
+		h, err := startProxyHost(b.dir, b.o.fleetNice)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +235,9 @@ type nsProxy struct {
 	from, to string
 }
 
-func newNSProxy(ctx context.Context, real *rest.Config, from, to string) (*nsProxy, error) {
+// newNSProxy starts a proxy on a loopback port, serving TLS (and so
+// HTTP/2, as an API server does) when tlsCfg is not nil.
+func newNSProxy(ctx context.Context, real *rest.Config, from, to string, tlsCfg *tls.Config) (*nsProxy, error) {
 	target, err := url.Parse(real.Host)
 	if err != nil {
 		return nil, err
@@ -248,7 +251,11 @@ func newNSProxy(ctx context.Context, real *rest.Config, from, to string) (*nsPro
 		return nil, err
 	}
 	p := &nsProxy{addr: l.Addr().String(), target: target, rt: rt, from: from, to: to}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
+	if tlsCfg != nil {
+		go func() { _ = p.srv.ServeTLS(l, "", "") }()
+		return p, nil
+	}
 	go func() { _ = p.srv.Serve(l) }()
 	return p, nil
 }
@@ -325,7 +332,7 @@ func (p *nsProxy) close() {
 // writeProxyKubeconfig writes a kubeconfig that reaches a cluster through p.
 func writeProxyKubeconfig(path, name string, p *nsProxyHandle) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "http://" + p.addr}
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + p.addr, CertificateAuthorityData: p.host.caPEM}
 	cfg.AuthInfos["bench"] = &clientcmdapi.AuthInfo{}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "bench"}
 	cfg.CurrentContext = name

@@ -20,6 +20,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -112,8 +113,12 @@ func (o *options) flags(fs *flag.FlagSet) {
 }
 
 func main() {
-	if len(os.Args) == 2 && os.Args[1] == proxyHostCommand {
-		if err := serveProxies(context.Background(), os.Stdin, os.Stdout); err != nil {
+	if len(os.Args) == 4 && os.Args[1] == proxyHostCommand {
+		cert, err := tls.LoadX509KeyPair(os.Args[2], os.Args[3])
+		if err == nil {
+			err = serveProxies(context.Background(), os.Stdin, os.Stdout, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench proxy-host:", err)
 			os.Exit(1)
 		}

@@ -3,12 +3,22 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -17,8 +27,9 @@ import (
 )
 
 // proxyHostCommand is the bench's own subcommand that serves the
-// namespace proxies (`bench proxy-host`): it reads one proxyRequest per
-// line on stdin and answers one proxyReply per line on stdout.
+// namespace proxies (`bench proxy-host <cert> <key>`, TLS with that
+// certificate): it reads one proxyRequest per line on stdin and answers
+// one proxyReply per line on stdout.
 const proxyHostCommand = "proxy-host"
 
 // proxyHost runs the named clusters' namespace proxies in a child
@@ -28,6 +39,12 @@ const proxyHostCommand = "proxy-host"
 // took its CPU at its priority (a 1,000-cluster wave's B window spent
 // about a tenth of the process's CPU serving them).
 type proxyHost struct {
+	// caPEM is the certificate every proxy serves, its own CA: the
+	// proxies speak TLS and HTTP/2 as API servers do (over plain HTTP,
+	// client-go gave every named cluster http.DefaultTransport, whose
+	// 100 idle connections in all made most runs of a 1,000-cluster
+	// wave dial anew).
+	caPEM []byte
 	cmd   *exec.Cmd
 	mu    sync.Mutex
 	stdin io.WriteCloser
@@ -52,13 +69,25 @@ type proxyReply struct {
 }
 
 // startProxyHost starts `bench proxy-host` under nice(1), so that every
-// thread of it runs at nice.
-func startProxyHost(nice int) (*proxyHost, error) {
+// thread of it runs at nice, serving a certificate for 127.0.0.1 it
+// writes into dir.
+func startProxyHost(dir string, nice int) (*proxyHost, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("nice", "-n", strconv.Itoa(nice), exe, proxyHostCommand)
+	certPEM, keyPEM, err := loopbackCert()
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile := filepath.Join(dir, "proxy.crt"), filepath.Join(dir, "proxy.key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("nice", "-n", strconv.Itoa(nice), exe, proxyHostCommand, certFile, keyFile)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -73,7 +102,7 @@ func startProxyHost(nice int) (*proxyHost, error) {
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	return &proxyHost{cmd: cmd, stdin: in, in: json.NewEncoder(in), out: sc}, nil
+	return &proxyHost{caPEM: certPEM, cmd: cmd, stdin: in, in: json.NewEncoder(in), out: sc}, nil
 }
 
 // pid is the proxy host's process id (nice(1) execs it: the same).
@@ -126,9 +155,38 @@ func (h *proxyHost) stop() {
 	}
 }
 
+// loopbackCert is a self-signed certificate for 127.0.0.1, its own CA.
+func loopbackCert() (certPEM, keyPEM []byte, _ error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "bench proxy-host"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(7 * 24 * time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+}
+
 // serveProxies is `bench proxy-host`: it serves proxy requests from in
-// until in ends (the bench closed it, or ended).
-func serveProxies(ctx context.Context, in io.Reader, out io.Writer) error {
+// until in ends (the bench closed it, or ended); its proxies serve TLS
+// with tlsCfg (nil: plain HTTP).
+func serveProxies(ctx context.Context, in io.Reader, out io.Writer, tlsCfg *tls.Config) error {
 	proxies := map[string]*nsProxy{}
 	defer func() {
 		for _, p := range proxies {
@@ -144,7 +202,7 @@ func serveProxies(ctx context.Context, in io.Reader, out io.Writer) error {
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			rep.Error = fmt.Sprintf("request %q: %v", sc.Text(), err)
 		} else {
-			rep = serveProxyRequest(ctx, proxies, req)
+			rep = serveProxyRequest(ctx, proxies, req, tlsCfg)
 		}
 		if err := enc.Encode(rep); err != nil {
 			return err
@@ -153,14 +211,14 @@ func serveProxies(ctx context.Context, in io.Reader, out io.Writer) error {
 	return sc.Err()
 }
 
-func serveProxyRequest(ctx context.Context, proxies map[string]*nsProxy, req proxyRequest) proxyReply {
+func serveProxyRequest(ctx context.Context, proxies map[string]*nsProxy, req proxyRequest, tlsCfg *tls.Config) proxyReply {
 	switch req.Op {
 	case "open":
 		cfg, err := clientcmd.BuildConfigFromFlags("", req.Kubeconfig)
 		if err != nil {
 			return proxyReply{Error: fmt.Sprintf("kubeconfig %s: %v", req.Kubeconfig, err)}
 		}
-		p, err := newNSProxy(ctx, cfg, req.From, req.To)
+		p, err := newNSProxy(ctx, cfg, req.From, req.To, tlsCfg)
 		if err != nil {
 			return proxyReply{Error: err.Error()}
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -42,7 +45,7 @@ func TestServeProxies(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- serveProxies(t.Context(), inR, outW); _ = outW.Close() }()
+	go func() { done <- serveProxies(t.Context(), inR, outW, nil); _ = outW.Close() }()
 	enc, replies := json.NewEncoder(inW), bufio.NewScanner(outR)
 	call := func(req proxyRequest) proxyReply {
 		t.Helper()
@@ -91,4 +94,40 @@ func TestServeProxies(t *testing.T) {
 		t.Errorf("serveProxies: %v", err)
 	}
 	_ = os.Remove(kc)
+}
+
+// TestProxyServesTLSAndHTTP2: a proxy of the proxy host speaks TLS with
+// its loopback certificate and HTTP/2, as an API server does; a client
+// trusting that certificate as its CA (the proxied kubeconfigs' CA data)
+// reaches the API server through it.
+func TestProxyServesTLSAndHTTP2(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.URL.Path)
+	}))
+	defer api.Close()
+	certPEM, keyPEM, err := loopbackCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newNSProxy(t.Context(), &rest.Config{Host: api.URL}, "apps", "apps-w2-01", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}}
+	resp, err := c.Get("https://" + p.addr + "/api/v1/namespaces/apps/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if diff := cmp.Diff([]string{"HTTP/2.0", "/api/v1/namespaces/apps-w2-01/pods"}, []string{resp.Proto, string(body)}); diff != "" {
+		t.Errorf("protocol and path (-want +got):\n%s", diff)
+	}
 }
