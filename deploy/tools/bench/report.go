@@ -442,9 +442,10 @@ Wave 1 runs on c1; wave 2's named clusters are spread round-robin over c2..cN. T
 on a real cluster talks to it directly; every further one has a kubeconfig pointing at a small
 proxy that forwards to the same real API server with the application's namespace
 replaced by the named cluster's own namespace (path and body). The proxies run in a child process
-of their own (`+"`bench proxy-host`"+`) at the fleet's nice value: they stand in for API servers, as the
-fleet's processes do (until 2026-12-04 they ran in the bench's process, sharing flotilla's Go
-scheduler, heap and GC and its priority). So each of the 50 named clusters has
+of their own (`+"`bench proxy-host`"+`) at the fleet's nice value and speak TLS and HTTP/2: they stand in
+for API servers, as the fleet's processes do (until 2026-12-04 they ran in the bench's process,
+sharing flotilla's Go scheduler, heap and GC and its priority, and spoke plain HTTP/1.1, which made
+client-go share one connection pool of 100 idle connections among all named clusters). So each of the 50 named clusters has
 its own real Deployment, Canary and Flagger-made primary in a real API server, but they share
 %d API servers and the machine's 2 cores, and the proxied ones pay an extra loopback HTTP hop.
 
