@@ -243,8 +243,10 @@ func (v *validator) releaseSets(c *Config) {
 
 // mixedSet refuses what a set s of git and image members (at p) cannot be
 // yet (docs/design/release-sets.md, "Git and image members"): led by an
-// image member, on the Tekton executor. Its driftPolicy is a set's (the
-// reconciler holds each member against the deployed tuple).
+// image member. Its driftPolicy is a set's (the reconciler holds each
+// member against the deployed tuple), and either executor runs it: the
+// PipelineRun's members param carries the image members to apply-manifests
+// as the embedded run's does.
 func (v *validator) mixedSet(c *Config, p string, s ReleaseSet) {
 	var git, image bool
 	for _, m := range s.Applications {
@@ -264,9 +266,6 @@ func (v *validator) mixedSet(c *Config, p string, s ReleaseSet) {
 				break
 			}
 		}
-	}
-	if c.Fleet.Executor == ExecutorTekton {
-		v.addf(p+".applications", "a set of git and image members runs on the embedded executor only (fleet.executor: tekton is not built for it yet)")
 	}
 }
 

@@ -554,8 +554,10 @@ func (d shopDoc) mixed() string {
 // member is accepted (docs/design/release-sets.md, "Git and image
 // members"); what its first slice cannot deliver is refused, named by its
 // field. Catches: the lead an image member (its canary would be applied
-// without a version), a Tekton fleet accepted untried; its driftPolicy
-// refused (the reconciler checks such a set) or not checked as a set's.
+// without a version); its driftPolicy refused (the reconciler checks such
+// a set) or not checked as a set's; a Tekton fleet refused (its
+// PipelineRun carries the set's members to apply-manifests as the embedded
+// run does).
 func TestMixedSetValidation(t *testing.T) {
 	dir := testDir(t)
 	tekton := "fleet: {executor: tekton, tekton: {cluster: c1}, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"
@@ -586,7 +588,6 @@ func TestMixedSetValidation(t *testing.T) {
 		{
 			name:  "on the tekton executor",
 			fleet: tekton,
-			want:  []Problem{{"releaseSets[0].applications", "a set of git and image members runs on the embedded executor only (fleet.executor: tekton is not built for it yet)"}},
 		},
 	}
 	for _, tt := range tests {
