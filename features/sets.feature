@@ -463,3 +463,54 @@ Feature: Release sets: several applications promoted as one
     And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
     And the Canary "shop-api" in every cluster lists the canaries "shop-api,shop-frontend"
     And the API says that rollout is of kind "catch-up" and goes to "c4" only
+
+  # The set of git and image members on the Tekton executor: each
+  # cluster's PipelineRun runs apply-manifests at the tuple's commit, its
+  # members param carrying the Job and the api (rendered there) and the
+  # frontend with its entry's image. Catches the set refused on Tekton, a
+  # PipelineRun carrying the git members alone (the frontend left on
+  # 2.0.0) or sent to apply-canary (the api and the Job not rendered), the
+  # frontend not pinned at its digest, and previous-member-revisions not
+  # coming back through Tekton's results (each cluster's previous version
+  # then unknown).
+  Scenario: A release set of git and image members rolled out by Tekton pipelines: a push of the frontend's image rolls the set through the waves, the api and its migration Job on the set's commit
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    When version "2.1.0" of "shop-frontend" is pushed
+    Then the set's rollout of the first commit and "2.1.0" of "shop-frontend" succeeds
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.1.0" by digest
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the Canary "shop-api" in every cluster lists the canaries "shop-api,shop-frontend"
+    And every cluster's succeeded PipelineRun of the set's rollout of the first commit and "2.1.0" of "shop-frontend" carries its members in order, the frontend by digest, and says the api ran the first commit and the frontend "2.0.0" before
+
+  # Catches, on Tekton: a rollback that restores the api alone, or none of
+  # c1's members (c1 succeeded before c4 failed: its previous version
+  # comes from its PipelineRun's previous-member-revisions); a revert at
+  # the tuple's hash rather than the cluster's previous commit, or in the
+  # apply's order (the api back before the frontend); the Job left on the
+  # failed commit; the frontend moved off its version.
+  Scenario: A release set of git and image members on Tekton: the api failing in wave 2 rolls the set back everywhere, the frontend kept on its version
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    And the application's workloads are watched in every cluster
+    And the analysis gate fails for the canary "shop-api" in cluster "c4"
+    When a push changes the greeting of the set's git members to "v2"
+    Then the set's rollout of that commit and "2.0.0" of "shop-frontend" is rolled back
+    And the watch saw the primary of "shop-api" in cluster "c1" run that commit
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+    And in cluster "c1" the succeeded PipelineRun rolling back the set's rollout of that commit and "2.0.0" of "shop-frontend" applies the first commit, the members "shop-frontend:2.0.0,shop-api,shop-migrate" in order

@@ -26,6 +26,9 @@ func (s *scenario) registerSetMixSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the watch saw the primary of "([^"]*)" in cluster "([^"]*)" run that commit$`, s.watchSawThatCommit)
 	sc.Step(`^flotilla journals the drift of the member "([^"]*)" in cluster "([^"]*)" to image "([^"]*)" from the set's version of the first commit and "([^"]*)" of "([^"]*)" within (\d+) seconds$`, s.mixedDriftJournaled)
 	sc.Step(`^a rollout of kind "([^"]*)" of the set's version of the first commit and "([^"]*)" of "([^"]*)" to "([^"]*)" succeeds$`, s.mixedKindRolloutSucceeds)
+	// On the Tekton executor (steps_setmixtek_test.go).
+	sc.Step(`^every cluster's succeeded PipelineRun of the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" carries its members in order, the frontend by digest, and says the api ran (the first|that) commit and the frontend "([^"]*)" before$`, s.mixedRunsCarryTheTuple)
+	sc.Step(`^in cluster "([^"]*)" the succeeded PipelineRun rolling back the set's rollout of that commit and "([^"]*)" of "([^"]*)" applies (the first|that) commit, the members "([^"]*)" in order$`, s.mixedRevertRun)
 }
 
 // mixedSetRepository is setRepository's repository without the frontend's
