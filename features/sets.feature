@@ -514,3 +514,40 @@ Feature: Release sets: several applications promoted as one
     And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
     And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
     And in cluster "c1" the succeeded PipelineRun rolling back the set's rollout of that commit and "2.0.0" of "shop-frontend" applies the first commit, the members "shop-frontend:2.0.0,shop-api,shop-migrate" in order
+
+  # Both kinds moved in one rollout, then rolled back, on Tekton: the
+  # frontend's push of 2.1.0 and then a push to the branch arrive while
+  # the line is stopped, so the branch's rollout supersedes the frontend's
+  # before any cluster took it and carries both (that commit and 2.1.0).
+  # Catches: the frontend's new version dropped by the git push's tuple
+  # (its baseline the deployed tuple rather than the rollout in flight:
+  # c1's frontend never on 2.1.0); a revert that restores one kind only
+  # (c1's api back but its frontend left on 2.1.0, or the other way
+  # round), or at the tuple's hash, or the api back before the frontend;
+  # the frontend restored to the superseded rollout's 2.1.0 rather than
+  # what the cluster ran before (2.0.0).
+  Scenario: A release set of git and image members on Tekton: a push to the branch while the frontend's rollout waits carries both, and the api failing in wave 2 rolls both kinds back everywhere
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    And the application's workloads are watched in every cluster
+    And the analysis gate fails for the canary "shop-api" in cluster "c4"
+    When `flotilla fleet stop` is run
+    And version "2.1.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.1.0" of "shop-frontend" starts
+    And a push changes the greeting of the set's git members to "v2"
+    Then the set's rollout of the first commit and "2.1.0" of "shop-frontend" is superseded
+    When `flotilla fleet start` is run
+    Then the set's rollout of that commit and "2.1.0" of "shop-frontend" is rolled back
+    And cluster "c1"'s succeeded PipelineRun of the set's rollout of that commit and "2.1.0" of "shop-frontend" carries its members in order, the frontend by digest, and says the api ran the first commit and the frontend "2.0.0" before
+    And the watch saw the primary of "shop-api" in cluster "c1" run that commit
+    And the watch saw the primary of "shop-frontend" in cluster "c1" run version "2.1.0"
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+    And in cluster "c1" the succeeded PipelineRun rolling back the set's rollout of that commit and "2.1.0" of "shop-frontend" applies the first commit, the members "shop-frontend:2.0.0,shop-api,shop-migrate" in order

@@ -28,6 +28,10 @@ func (s *scenario) registerSetMixSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a rollout of kind "([^"]*)" of the set's version of the first commit and "([^"]*)" of "([^"]*)" to "([^"]*)" succeeds$`, s.mixedKindRolloutSucceeds)
 	// On the Tekton executor (steps_setmixtek_test.go).
 	sc.Step(`^every cluster's succeeded PipelineRun of the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" carries its members in order, the frontend by digest, and says the api ran (the first|that) commit and the frontend "([^"]*)" before$`, s.mixedRunsCarryTheTuple)
+	sc.Step(`^cluster "([^"]*)"'s succeeded PipelineRun of the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" carries its members in order, the frontend by digest, and says the api ran (the first|that) commit and the frontend "([^"]*)" before$`, s.mixedRunCarriesTheTuple)
+	sc.Step(`^the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" starts$`, s.mixedRolloutStarts)
+	sc.Step(`^the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" is superseded$`, s.mixedRolloutSuperseded)
+	sc.Step(`^the watch saw the primary of "([^"]*)" in cluster "([^"]*)" run version "([^"]*)"$`, s.watchSawVersion)
 	sc.Step(`^in cluster "([^"]*)" the succeeded PipelineRun rolling back the set's rollout of that commit and "([^"]*)" of "([^"]*)" applies (the first|that) commit, the members "([^"]*)" in order$`, s.mixedRevertRun)
 }
 

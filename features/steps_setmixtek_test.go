@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 )
@@ -41,6 +43,12 @@ func (s *scenario) mixedRunsCarryTheTuple(ctx context.Context, which, version, a
 		clusters[c.Name] = true
 	}
 	return s.mixedRunsCarry(ctx, clusters, which, version, app, beforeWhich, before)
+}
+
+// mixedRunCarriesTheTuple is mixedRunsCarryTheTuple in one cluster (one
+// that succeeded in a rollout that then failed elsewhere).
+func (s *scenario) mixedRunCarriesTheTuple(ctx context.Context, cluster, which, version, app, beforeWhich, before string) error {
+	return s.mixedRunsCarry(ctx, map[string]bool{cluster: true}, which, version, app, beforeWhich, before)
 }
 
 func (s *scenario) mixedRunsCarry(ctx context.Context, clusters map[string]bool, which, version, app, beforeWhich, before string) error {
@@ -174,5 +182,60 @@ func mixedRunIs(pr *tektonv1.PipelineRun, commit string, want []tektonMember, re
 	if d := cmp.Diff(wantBefore, before); d != "" {
 		return fmt.Errorf("PipelineRun %s's result %s, what the members ran before (-want +got):\n%s", pr.Name, result, d)
 	}
+	return nil
+}
+
+// mixedRolloutStarts waits for the set's rollout of the commit with the
+// frontend app at version to start (plan decided it: a rollout in
+// flight, which a later push takes as its baseline).
+func (s *scenario) mixedRolloutStarts(ctx context.Context, which, version, app string) error {
+	if app != s.w.set.frontend {
+		return fmt.Errorf("the set's image member is %s, not %s", s.w.set.frontend, app)
+	}
+	_, err := s.rolloutID(ctx, s.mixedTag(s.w.git.commits[commitKey(which)], version))
+	return err
+}
+
+// mixedRolloutSuperseded waits for the set's rollout of the commit with
+// the frontend app at version to end superseded.
+func (s *scenario) mixedRolloutSuperseded(ctx context.Context, which, version, app string) error {
+	if app != s.w.set.frontend {
+		return fmt.Errorf("the set's image member is %s, not %s", s.w.set.frontend, app)
+	}
+	version = s.mixedTag(s.w.git.commits[commitKey(which)], version)
+	id, err := s.rolloutID(ctx, version)
+	if err != nil {
+		return err
+	}
+	e, err := s.w.sink.waitFor(ctx, "end of rollout "+id, func(e cloudevents.Event) bool {
+		return (e.Type() == events.TypeRolloutSuperseded || e.Type() == events.TypeRolloutSucceeded || e.Type() == events.TypeRolloutRolledBack) &&
+			events.RolloutID(e) == id
+	})
+	if err != nil {
+		return err
+	}
+	if e.Type() != events.TypeRolloutSuperseded {
+		return fmt.Errorf("rollout %s of %s ended %s, want superseded: %s", id, version, e.Type(), e.Data())
+	}
+	return nil
+}
+
+// watchSawVersion reads the watch of the clusters' Deployments: the
+// primary of image member app in cluster ran version by digest (its
+// revision, the image the set's run set) at some point.
+func (s *scenario) watchSawVersion(app, cluster, version string) error {
+	w := s.w.git.workloads
+	if w == nil {
+		return fmt.Errorf("the workloads are not watched: the watching step comes first")
+	}
+	ref, err := s.refOf(app, version)
+	if err != nil {
+		return err
+	}
+	at, ok := w.firstSeen(cluster, app+"-primary", ref)
+	if !ok {
+		return fmt.Errorf("the watch never saw %s-primary in %s run %s (version %s)", app, cluster, ref, version)
+	}
+	fmt.Printf("%s-primary in %s ran %s at %s\n", app, cluster, version, at.Format("15:04:05.000"))
 	return nil
 }
