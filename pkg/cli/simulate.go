@@ -35,6 +35,9 @@ the set's members. A set of image members is played member by member: a
 member's push rolls out the set with that member at the pushed tag and the
 others at what the fleet runs ('the fleet runs "2.0.0" of "shop-frontend"'),
 decided by the member's policy; the report names each member's version.
+A set of git and image members is played member by member too: a commit
+pushed naming the set or a git member moves every git member, a member's
+image that member, the members applied in dependsOn order in each cluster.
 
 After each scenario a report goes to stderr (--quiet: none): the rollout's
 timeline in virtual time after the push, the rollback order and a waves x

@@ -52,7 +52,10 @@
 // A release set of image members is played member by member (setrun.go):
 // each member's workload its own, the set's run applying them in order,
 // the set's deployed version what the scenario says the fleet runs
-// (deploySets), and the report naming each member's version.
+// (deploySets), and the report naming each member's version. So is a
+// release set of git and image members: its git members at the run's
+// commit (their revision), its image members at their entries, a Job
+// member complete at once.
 // Signature policies run with stand-ins of their key authorities
 // (signatures.go): the versions are signed in a registry in process and
 // the verify function decides as configured.

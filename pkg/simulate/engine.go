@@ -248,7 +248,9 @@ func (en *engine) runUntilEnded(ctx context.Context) error {
 	return err
 }
 
-// rollouts lists the scenario's rollouts, oldest first.
+// rollouts lists the scenario's rollouts, oldest first: by creation, then
+// (two pushes at one virtual instant) by the journal's order of their
+// rollout.started (or queued).
 func (en *engine) rollouts(ctx context.Context) ([]rollout.Rollout, error) {
 	var out []rollout.Rollout
 	before := ""
@@ -263,7 +265,22 @@ func (en *engine) rollouts(ctx context.Context) ([]rollout.Rollout, error) {
 		}
 		before = page.Next
 	}
-	slices.SortStableFunc(out, func(a, b rollout.Rollout) int { return a.Created.Compare(b.Created) })
+	started := map[string]int{}
+	for i, x := range en.timeline {
+		if t := x.e.Type(); t == events.TypeRolloutStarted || t == events.TypeRolloutQueued {
+			if id := events.RolloutID(x.e); id != "" {
+				if _, ok := started[id]; !ok {
+					started[id] = i
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b rollout.Rollout) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return started[a.ID] - started[b.ID]
+	})
 	return out, nil
 }
 

@@ -153,7 +153,8 @@ func (f *Fleet) version(image string) string {
 }
 
 // Version is the name of what application app's primary runs in cluster
-// ("-" for nothing); a release set's member runs its set's.
+// ("-" for nothing); a member of a release set of git members runs its
+// set's, a release set whose version is a tuple what its members run.
 func (f *Fleet) Version(cluster, app string) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -165,10 +166,10 @@ func (f *Fleet) Version(cluster, app string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if rollout.ImageSet(a) {
+	if rollout.TupleSet(a) {
 		return f.setVersion(c, a), true
 	}
-	if set, ok := f.cfg.Application(a.MemberOf); ok && !rollout.ImageSet(set) {
+	if set, ok := f.cfg.Application(a.MemberOf); ok && !rollout.TupleSet(set) {
 		// A release set of git members is played as one application (its
 		// lead's workload): each member runs what the set does.
 		a = set
@@ -192,10 +193,10 @@ func (f *Fleet) ref(a config.Application, version string) string {
 }
 
 // runs has every cluster application a targets run version (f.mu held).
-// A release set of image members runs what its members do (each its own
-// workload).
+// A release set whose version is a tuple runs what its members do (each
+// its own workload).
 func (f *Fleet) runs(a config.Application, version string) {
-	if rollout.ImageSet(a) {
+	if rollout.TupleSet(a) {
 		return
 	}
 	img := f.ref(a, version)
@@ -366,7 +367,12 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 		return pipelines.Results{}, nil
 	}
 	if len(p.Members) > 0 && p.Git == nil {
-		return f.runSet(sc, p), nil
+		return f.runSet(sc, p, p.Members), nil
+	}
+	if p.Git != nil && mixed(p.Git.Members) {
+		// A set of git and image members: its git members at the
+		// commit's revision, its image members at their images.
+		return f.runSet(sc, p, p.Git.Members), nil
 	}
 	prev, changed := f.apply(sc, p.Namespace, p.Workload, p.Image, p.Canary, p.Rollout)
 	return pipelines.Results{PreviousImage: prev, Changed: changed}, nil

@@ -2,8 +2,6 @@ package simulate
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -198,30 +196,5 @@ func TestImageSetFeature(t *testing.T) {
 	}
 	if !strings.Contains(report.String(), "reason=shop-api: 2.0.0") {
 		t.Errorf("the report's timeline says nothing of the skipped push's reason:\n%s", report.String())
-	}
-}
-
-// A release set of git and image members (config/examples/
-// release-set-mixed.yaml) is not simulated yet: a push of its image member
-// is refused naming the set, not played as a set of git members (the
-// fleet model would put the frontend's image on the api's workload).
-func TestMixedSetRefused(t *testing.T) {
-	feature := filepath.Join(t.TempDir(), "mixed.feature")
-	if err := os.WriteFile(feature, []byte(`Feature: shop, a set of git and image members
-  Scenario: the frontend's push
-    When "2.1.0" of "shop-frontend" is pushed
-    And the rollout runs until it ends
-    Then the rollout is Succeeded
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var gout bytes.Buffer
-	status, err := Run(t.Context(), Options{Config: filepath.Join("..", "..", "config", "examples", "release-set-mixed.yaml"), Paths: []string{feature},
-		Format: "progress", Output: &gout})
-	if err == nil && status == 0 {
-		t.Fatalf("simulate passed:\n%s", gout.String())
-	}
-	if want, got := `release set "shop" of git and image members is not simulated yet`, fmt.Sprint(err)+gout.String(); !strings.Contains(got, want) {
-		t.Errorf("simulate says nothing of %q:\n%s", want, got)
 	}
 }

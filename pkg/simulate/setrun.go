@@ -33,15 +33,42 @@ type setRun struct {
 	applied                  time.Time // when members[next] was applied; zero: not yet
 }
 
-// runSet starts set run p in cluster sc (f.mu held): the members are
-// applied in order as far as they are ready at once, the rest as the
-// simulated Flagger promotes those before them (stepSet). What it
-// reports is what apply-canary reports of the whole run: each member's
-// primary before the run, the lead's as the run's.
-func (f *Fleet) runSet(sc *simCluster, p pipelines.RunParams) pipelines.Results {
+// A release set of git and image members (release-sets.md, "Git and
+// image members") is played the same way: its run (apply-manifests',
+// tasks' applySet) carries every member in dependsOn order, a git member
+// without an image, applied at the commit's revision (repository@commit,
+// what apply-manifests writes on its pod template and its primary then
+// runs), an image member with its entry's image; a Job member runs to
+// completion at once (its Job's outcome is not modelled) and reports no
+// previous version, as applySet's.
+
+// mixed tells whether members, a set run's, are of a set of git and
+// image members: some with an image, some without.
+func mixed(members []tasks.SetMember) bool {
+	img := slices.ContainsFunc(members, func(m tasks.SetMember) bool { return m.Image != "" })
+	return img && slices.ContainsFunc(members, func(m tasks.SetMember) bool { return m.Image == "" })
+}
+
+// runSet starts set run p of members in cluster sc (f.mu held): the
+// members are applied in order as far as they are ready at once, the rest
+// as the simulated Flagger promotes those before them (stepSet). What it
+// reports is what apply-canary (apply-manifests, for a set of git and
+// image members) reports of the whole run: each member's primary before
+// the run, the lead's as the run's. A git member's image is the run's
+// revision (p.Git's commit).
+func (f *Fleet) runSet(sc *simCluster, p pipelines.RunParams, members []tasks.SetMember) pipelines.Results {
 	var res pipelines.Results
-	for _, m := range p.Members {
-		if m.Image == "" {
+	members = slices.Clone(members)
+	if p.Git != nil {
+		rev := tasks.Revision(p.Git.URL, p.Git.Commit)
+		for i := range members {
+			if members[i].Image == "" {
+				members[i].Image = rev
+			}
+		}
+	}
+	for _, m := range members {
+		if m.Image == "" || m.Kind == tasks.KindJob {
 			continue
 		}
 		w := sc.of(workloadKey(p.Namespace, m.Workload))
@@ -57,7 +84,7 @@ func (f *Fleet) runSet(sc *simCluster, p pipelines.RunParams) pipelines.Results 
 			res.PreviousImage = w.primary
 		}
 	}
-	sc.set = &setRun{namespace: p.Namespace, lead: p.Workload, rollout: p.Rollout, members: p.Members}
+	sc.set = &setRun{namespace: p.Namespace, lead: p.Workload, rollout: p.Rollout, members: members}
 	f.stepSet(sc)
 	return res
 }
@@ -79,6 +106,12 @@ func (f *Fleet) stepSet(sc *simCluster) {
 			continue
 		}
 		w := sc.of(key)
+		if m.Kind == tasks.KindJob {
+			// A Job member's Job runs at the revision, complete at once.
+			w.primary, w.target, w.phase, w.transition = m.Image, m.Image, string(flaggerv1.CanaryPhaseSucceeded), f.clock.Now()
+			r.next++
+			continue
+		}
 		if r.applied.IsZero() {
 			// An image the workload has already is no new revision:
 			// Flagger's analysis of it goes on, or it runs it (ready). A
@@ -123,10 +156,11 @@ func setCanaries(lead string, members []tasks.SetMember) []string {
 	return out
 }
 
-// setVersion names what image set set's members run in cluster c: each
-// member's version ("-" for nothing), in the set's order, as `flotilla
-// describe rollout` names a set's version without its digests
-// ("shop-api 1.1.0, shop-frontend 1.0.0"; f.mu held).
+// setVersion names what tuple set set's members run in cluster c: each
+// member's version ("-" for nothing; a git member's the scenario's name of
+// its commit), in the set's order, as `flotilla describe rollout` names a
+// set's version without its digests ("shop-api 1.1.0, shop-frontend
+// 1.0.0"; f.mu held).
 func (f *Fleet) setVersion(c *simCluster, set config.Application) string {
 	var parts []string
 	for _, name := range set.Set.Names() {

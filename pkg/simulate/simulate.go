@@ -9,6 +9,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/flotilla-cd/flotilla/events"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/dispatch"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
@@ -164,15 +165,17 @@ func (s *scenario) ensure() error {
 	return en.settle(s.ctx)
 }
 
-// deploySets records what the fleet runs of each release set of image
-// members as the set's deployed version, as the rollout that put it there
-// would have: each member the scenario said runs a version, at that
-// version (the fleet model's image), in the set's order. A push of a
-// member then moves from it (rollout.DecideSetPush): the others stay at
-// what the fleet runs, and a tag not newer than the member's is skipped.
+// deploySets records what the fleet runs of each release set whose
+// version is a tuple (of image members, or of git and image members) as
+// the set's deployed version, as the rollout that put it there would
+// have: each member the scenario said runs a version, at that version
+// (the fleet model's image, or a git member's commit), in the set's
+// order. A push of a member then moves from it (rollout.DecideSetPush,
+// DecideSetCommit): the others stay at what the fleet runs, a tag not
+// newer than the member's is skipped, and so is the deployed commit.
 func (s *scenario) deploySets() error {
 	for _, a := range s.cfg.Applications {
-		if !rollout.ImageSet(a) {
+		if !rollout.TupleSet(a) {
 			continue
 		}
 		v := s.setRuns(a)
@@ -189,8 +192,10 @@ func (s *scenario) deploySets() error {
 	return nil
 }
 
-// setRuns is the version of image set set the scenario's fleet runs: each
-// member's the scenario gave, as the fleet model resolved it.
+// setRuns is the version of tuple set set the scenario's fleet runs: each
+// member's the scenario gave, as the fleet model resolved it; a git
+// member's entry as plan makes it of a push of that commit (the
+// repository as verify displays it, branch@abbrev, the commit).
 func (s *scenario) setRuns(set config.Application) rollout.SetVersion {
 	f := s.en.fleet
 	f.mu.Lock()
@@ -199,10 +204,17 @@ func (s *scenario) setRuns(set config.Application) rollout.SetVersion {
 	for _, name := range set.Set.Names() {
 		m, ok := s.cfg.Application(name)
 		tag := s.initialVersion(name)
-		if !ok || tag == "" || m.Image == "" {
-			continue
+		switch {
+		case !ok || tag == "":
+		case m.Git() != nil:
+			g := m.Git()
+			commit := Commit(g.URL, tag)
+			f.versions[commit] = tag
+			gv := events.GitVerified{Branch: g.Branch, Abbrev: commit[:12], Commit: commit}
+			v = append(v, rollout.MemberVersion{Application: name, Image: config.DisplayURL(g.URL), Tag: gv.Version(), Digest: commit})
+		case m.Image != "":
+			v = append(v, rollout.MemberVersion{Application: name, Image: m.Image, Tag: tag, Digest: f.resolved(m.Image, tag), Created: f.tags[m.Image][tag]})
 		}
-		v = append(v, rollout.MemberVersion{Application: name, Image: m.Image, Tag: tag, Digest: f.resolved(m.Image, tag), Created: f.tags[m.Image][tag]})
 	}
 	return v
 }

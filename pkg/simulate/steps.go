@@ -402,17 +402,15 @@ func (s *scenario) push(tag, name, pusher string) error {
 		return fmt.Errorf("application %q: gitops.mode %s is not simulated: the proposer pushes each wave's branch to the deployments repository and reads it back after the merge, whose files simulate does not have; simulate a copy of the config in gitops.mode %s",
 			name, config.GitOpsModePullRequest, config.GitOpsModeCommit)
 	}
-	if set, ok := s.cfg.Application(a.MemberOf); ok && set.Set != nil && set.Set.Mixed() {
-		return fmt.Errorf("release set %q of git and image members is not simulated yet (its fleet model plays a set of git members or one of image members)", set.Name)
-	} else if a.Set != nil && a.Set.Mixed() {
-		return fmt.Errorf("release set %q of git and image members is not simulated yet (its fleet model plays a set of git members or one of image members)", a.Name)
-	}
 	if set, ok := s.cfg.Application(a.MemberOf); ok {
 		// A member's push is its set's (as verify matches it): the set
-		// rolls out as one application, its members with it. A member of
-		// image members pushes its own image, which moves that member.
+		// rolls out as one application, its members with it. An image
+		// member (of a set of image members, or of git and image members)
+		// pushes its own image, which moves that member; a git member's
+		// push is a commit to the set's branch, which moves every git
+		// member.
 		name = set.Name
-		if !rollout.ImageSet(set) {
+		if a.Git() != nil || !rollout.TupleSet(set) {
 			a = set
 		}
 	} else if rollout.ImageSet(a) {
