@@ -185,3 +185,71 @@ Feature: What-if: users run scenarios of their own fleet config (flotilla simula
           Then the rollout is Succeeded
       """
     Then simulate decided as the real fleet did for "1.1.0": the waves started, each cluster's verdict, the rollback order, the outcome and what released each wave
+
+  # Held honest on a release set of image members: the api's 1.1.0 failing
+  # its analysis in c4 on the real fleet (real registry, clusters and
+  # Flagger) and in `flotilla simulate` run against the very config flotilla
+  # served. Compared: what both must agree on, not how one wave's clusters
+  # interleave (c2 may promote before c4 fails on the fleet, or not):
+  # the waves started, every verdict but c2's, the clusters rolled back
+  # wave by wave (c2 and c4, then c1), the outcome, and each cluster's
+  # members once it ended, read from the clusters' primaries. Catches a
+  # simulated set run that differs from the real one: a rollback leaving
+  # the api on 1.1.0 or moving the frontend, a cluster of the first wave
+  # not reverted, one failing cluster deciding otherwise.
+  Scenario: simulate decides as the real fleet does when a release set of image members fails in the last wave
+    Given a registry
+    And the release set "web" of "web-api" then the image application "web-frontend" that tracks "demo/web-frontend"
+    And flotilla serving the application "web-api" that tracks "demo/web-api" on track "MinorVersion" in waves "c1" then "c2,c4"
+    And the workload "web-api" runs in every cluster of the waves
+    And the workload "web-frontend" runs in every cluster of the waves
+    And version "1.0.0" of "web-api" is pushed
+    And the rollout of "web-api:1.0.0" succeeds
+    And version "2.0.0" of "web-frontend" is pushed
+    And the rollout of "web-api:1.0.0,web-frontend:2.0.0" succeeds
+    And the analysis gate fails for the canary "web-api" in cluster "c4"
+    When version "1.1.0" of "web-api" is pushed
+    Then the rollout of "web-api:1.1.0,web-frontend:2.0.0" is rolled back
+    When `flotilla simulate` runs this story of the set against the scenario's config:
+      """
+      Feature: the real fleet's story
+        Scenario: the api's 1.1.0 fails in c4
+          Given the fleet runs "1.0.0" of "web-api"
+          And the fleet runs "2.0.0" of "web-frontend"
+          And "1.1.0" fails in cluster "c4"
+          When "1.1.0" of "web-api" is pushed
+          And the rollout runs until it ends
+          Then the rollout is RolledBack
+      """
+    Then simulate agreed with the real fleet on the set's rollout of "web-api:1.1.0,web-frontend:2.0.0": the waves started, each verdict not racing a failure of its wave, the clusters rolled back wave by wave, the outcome and what each cluster's members run
+
+  # The same for a release set of git and image members: the migration Job
+  # and the api from the deployments repository, the frontend's image; the
+  # api failing in c4 at the set's next commit. Simulate names the commits
+  # as the real fleet ran them, so each cluster's members compare as read
+  # from the clusters (the Job's commit, the api's primary's revision, the
+  # frontend's primary's image). Catches a simulated run that leaves a git
+  # member or the Job on the failed commit, moves the frontend, or decides
+  # the set's failure otherwise than the engine on the fleet.
+  Scenario: simulate decides as the real fleet does when a release set of git and image members fails in the last wave
+    Given a deployments repository with the release set "shop": the Job "shop-migrate", then "shop-api", then the image application "shop-frontend" that tracks "demo/shop-frontend"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    And the analysis gate fails for the canary "shop-api" in cluster "c4"
+    When a push changes the greeting of the set's git members to "v2"
+    Then the set's rollout of that commit and "2.0.0" of "shop-frontend" is rolled back
+    When `flotilla simulate` runs this story of the set against the scenario's config:
+      """
+      Feature: the real fleet's story
+        Scenario: that commit's api fails in c4
+          Given the fleet runs "{first commit}"
+          And the fleet runs "2.0.0" of "shop-frontend"
+          And "{that commit}" fails in cluster "c4"
+          When "{that commit}" of "shop" is pushed
+          And the rollout runs until it ends
+          Then the rollout is RolledBack
+      """
+    Then simulate agreed with the real fleet on the set's rollout of that commit and "2.0.0" of "shop-frontend": the waves started, each verdict not racing a failure of its wave, the clusters rolled back wave by wave, the outcome and what each cluster's members run

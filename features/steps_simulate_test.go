@@ -24,10 +24,14 @@ type simulateRun struct {
 	out     string
 	code    int
 	wall    time.Duration
+	// story is the feature simulate ran, as written (the set's
+	// comparison reads the clusters it makes fail).
+	story string
 }
 
 func (s *scenario) registerSimulateSteps(sc *godog.ScenarioContext) {
 	r := &simulateRun{}
+	s.registerSimulateSetSteps(sc, r)
 	sc.Step("^a user's feature \"([^\"]+)\":$", func(name string, doc *godog.DocString) error {
 		dir, err := os.MkdirTemp("", "flotilla-simulate-feature-*")
 		if err != nil {
