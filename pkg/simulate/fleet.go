@@ -369,9 +369,10 @@ func (f *Fleet) Run(_ context.Context, cluster string, p pipelines.RunParams) (p
 	if len(p.Members) > 0 && p.Git == nil {
 		return f.runSet(sc, p, p.Members), nil
 	}
-	if p.Git != nil && mixed(p.Git.Members) {
+	if a, ok := f.cfg.Application(p.Application); ok && p.Git != nil && a.Set != nil && a.Set.Mixed() {
 		// A set of git and image members: its git members at the
-		// commit's revision, its image members at their images.
+		// commit's revision, its image members with an entry at their
+		// images (none before the frontend's first push).
 		return f.runSet(sc, p, p.Git.Members), nil
 	}
 	prev, changed := f.apply(sc, p.Namespace, p.Workload, p.Image, p.Canary, p.Rollout)

@@ -68,6 +68,13 @@ func TestMixedSet(t *testing.T) {
 			Rollouts: []rolloutOf{{"Succeeded", "shop-migrate " + r2 + ", shop-api " + r2 + ", " + f200, prev}},
 			Runs:     map[string]string{"c1": "shop-migrate r2, shop-api r2, shop-frontend 2.0.0", "c2": "shop-migrate r2, shop-api r2, shop-frontend 2.0.0"},
 		}},
+		{"the first commit, before any frontend's version, moves the git members alone", []func(*scenario) error{
+			func(s *scenario) error { return s.pushedApp("r1", "shop") },
+			(*scenario).untilEnded,
+		}, outcome{
+			Rollouts: []rolloutOf{{"Succeeded", "shop-migrate " + r1 + ", shop-api " + r1, ""}},
+			Runs:     map[string]string{"c1": "shop-migrate r1, shop-api r1, shop-frontend -", "c2": "shop-migrate r1, shop-api r1, shop-frontend -"},
+		}},
 		{"the frontend's image moves the frontend at the deployed commit", []func(*scenario) error{
 			given,
 			func(s *scenario) error { return s.pushedApp("2.1.0", "shop-frontend") },

@@ -42,13 +42,6 @@ type setRun struct {
 // completion at once (its Job's outcome is not modelled) and reports no
 // previous version, as applySet's.
 
-// mixed tells whether members, a set run's, are of a set of git and
-// image members: some with an image, some without.
-func mixed(members []tasks.SetMember) bool {
-	img := slices.ContainsFunc(members, func(m tasks.SetMember) bool { return m.Image != "" })
-	return img && slices.ContainsFunc(members, func(m tasks.SetMember) bool { return m.Image == "" })
-}
-
 // runSet starts set run p of members in cluster sc (f.mu held): the
 // members are applied in order as far as they are ready at once, the rest
 // as the simulated Flagger promotes those before them (stepSet). What it
@@ -58,6 +51,10 @@ func mixed(members []tasks.SetMember) bool {
 // revision (p.Git's commit).
 func (f *Fleet) runSet(sc *simCluster, p pipelines.RunParams, members []tasks.SetMember) pipelines.Results {
 	var res pipelines.Results
+	// apply-manifests reports each member's previous only when the run
+	// carries an image member (applySet's mixed): a run of the git
+	// members alone reports the lead's, as a set of git members' does.
+	byMember := slices.ContainsFunc(members, func(m tasks.SetMember) bool { return m.Image != "" })
 	members = slices.Clone(members)
 	if p.Git != nil {
 		rev := tasks.Revision(p.Git.URL, p.Git.Commit)
@@ -76,10 +73,12 @@ func (f *Fleet) runSet(sc *simCluster, p pipelines.RunParams, members []tasks.Se
 		if w.primary == "" {
 			continue
 		}
-		if res.PreviousMembers == nil {
+		if res.PreviousMembers == nil && byMember {
 			res.PreviousMembers = map[string]string{}
 		}
-		res.PreviousMembers[m.Application] = w.primary
+		if byMember {
+			res.PreviousMembers[m.Application] = w.primary
+		}
 		if m.Workload == p.Workload {
 			res.PreviousImage = w.primary
 		}
