@@ -104,7 +104,8 @@ func (s *scenario) report(w io.Writer, name string, failure error) {
 			fmt.Fprintf(w, "members: %s\n", m)
 		}
 		if len(ro.Versions) > 0 {
-			// A release set of image members: one version per member.
+			// A release set whose version is a tuple (of image members, or of
+			// git and image members): one version per member.
 			fmt.Fprintf(w, "versions: %s\nprevious: %s\n", ro.Versions.Describe(), cmpOr(ro.PreviousVersions.Describe(), "-"))
 		}
 		for _, wv := range ro.Waves {
