@@ -195,7 +195,8 @@ func pruneMode(app config.Application, revert bool) string {
 // dependents go back first), each with its paths, render and prune, a
 // member with a canary with its own delivery policy rendered as an
 // application's; the lead's canary is the run's. An image member of a set
-// of git and image members comes with its entry's image (imageMember). The
+// of git and image members comes with its entry's image (imageMember), an
+// image lead without an entry with its canary only. The
 // run's deadline is the set's step deadline (the members' summed).
 func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req events.PipelineRunRequested, ref string, revert bool) (pipelines.RunParams, error) {
 	cfg := d.cfg.Current()
@@ -209,9 +210,13 @@ func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req ev
 			return p, fault.Permanent(fmt.Errorf("member %q of release set %s is no longer configured", sm.Name, app.Name))
 		}
 		if sm.Image != "" {
-			tm, ok, err := d.imageMember(m, req, revert)
+			lead := m.Workload.Name == app.Workload.Name
+			tm, ok, err := d.imageMember(m, req, lead, revert)
 			if err != nil {
 				return p, err
+			}
+			if lead {
+				p.Canary, p.Objects = tm.Canary, tm.Objects
 			}
 			if ok {
 				p.Git.Members = append(p.Git.Members, tm)
@@ -323,10 +328,12 @@ func setCommit(app config.Application, req events.PipelineRunRequested) (string,
 // run req asks for: its entry's image pinned (repository@digest), its
 // container and its own delivery policy's canary; false when the
 // request's version has no entry of m (it is left as the cluster runs
-// it).
-func (d *Deliverer) imageMember(m config.Application, req events.PipelineRunRequested, revert bool) (tasks.SetMember, bool, error) {
+// it). The set's lead (lead) is in the run all the same: without an entry
+// it comes without an image (its canary only, which lists the set's: the
+// cluster is judged by it).
+func (d *Deliverer) imageMember(m config.Application, req events.PipelineRunRequested, lead, revert bool) (tasks.SetMember, bool, error) {
 	i := slices.IndexFunc(req.Members, func(v events.MemberImage) bool { return v.Application == m.Name })
-	if i < 0 {
+	if i < 0 && !lead {
 		return tasks.SetMember{}, false, nil
 	}
 	objs := canary.Render(m, canary.Input{
@@ -337,9 +344,13 @@ func (d *Deliverer) imageMember(m config.Application, req events.PipelineRunRequ
 	if err != nil {
 		return tasks.SetMember{}, false, fault.Permanent(fmt.Errorf("rendering the delivery policy of %s: %w", m.Name, err))
 	}
+	var image string
+	if i >= 0 {
+		image = req.Members[i].Ref()
+	}
 	return tasks.SetMember{
 		Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Container: m.Workload.Container,
-		Image: req.Members[i].Ref(), Canary: objs.Canary, Objects: deps,
+		Image: image, Canary: objs.Canary, Objects: deps,
 	}, true, nil
 }
 

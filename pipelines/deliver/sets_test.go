@@ -264,4 +264,47 @@ func TestDeliverMixedSet(t *testing.T) {
 		Members: entries("abc", "sha256:f2")[2:]}); err == nil {
 		t.Error("a run naming no commit of the git members: no error")
 	}
+
+	// The frontend leads (listed first, depending on nothing): the run
+	// keeps the set's order, the lead's canary is the run's, and without
+	// an entry the lead comes with its canary only (docs/design/
+	// release-sets.md, "An image lead").
+	led := set
+	led.Workload, led.Service, led.Delivery = fe.Workload, fe.Service, fe.Delivery
+	led.Set = &config.SetSpec{Members: []config.SetMember{{Name: "shop-frontend", Image: fe.Image}, {Name: "migrate", Job: true}, {Name: "shop-api"}}}
+	d = deliver.New(&config.Config{Applications: []config.Application{git("migrate", config.KindJob), git("shop-api", config.KindDeployment), fe, led}}, exec, hooks)
+	for _, tt := range []struct {
+		name    string
+		purpose string
+		members []events.MemberImage
+		commit  string
+		want    []memberRun
+	}{
+		{"an apply led by the frontend", events.PurposeApply, entries("abc", "sha256:f2"), "abc", []memberRun{
+			{"shop-frontend", "", fe.Image + "@sha256:f2", false}, {"migrate", "c1/migrate", "", false}, {"shop-api", "c1/shop-api", "", false},
+		}},
+		{"its revert", events.PurposeRevert, entries("old", "sha256:f1"), "old", []memberRun{
+			{"shop-api", "c1/shop-api", "", true}, {"migrate", "c1/migrate", "", false}, {"shop-frontend", "", fe.Image + "@sha256:f1", true},
+		}},
+		{"the lead without an entry: its canary only", events.PurposeApply, entries("abc", ""), "abc", []memberRun{
+			{"shop-frontend", "", "", false}, {"migrate", "c1/migrate", "", false}, {"shop-api", "c1/shop-api", "", false},
+		}},
+		{"its revert to a version without one", events.PurposeRevert, entries("old", ""), "old", []memberRun{
+			{"shop-api", "c1/shop-api", "", true}, {"migrate", "c1/migrate", "", false}, {"shop-frontend", "", "", true},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := d.Deliver(t.Context(), events.PipelineRunRequested{RolloutID: "r1", Application: "shop", Cluster: "c1", Purpose: tt.purpose, Image: "shop@sha256:tuple", Members: tt.members}); err != nil {
+				t.Fatal(err)
+			}
+			commit, got := summary()
+			if diff := cmp.Diff([]any{tt.commit, tt.want}, []any{commit, got}); diff != "" {
+				t.Errorf("commit, members (-want +got):\n%s", diff)
+			}
+			p := exec.got[len(exec.got)-1]
+			if p.Canary == nil || p.Canary.Name != "shop-frontend" || p.Workload != "shop-frontend" || p.Git.URL != url {
+				t.Errorf("the run's canary %v, workload %q, repository %q: want the frontend's, and the git members' repository", p.Canary, p.Workload, p.Git.URL)
+			}
+		})
+	}
 }

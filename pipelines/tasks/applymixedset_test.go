@@ -149,3 +149,111 @@ func TestApplyMixedSetInOrder(t *testing.T) {
 		t.Errorf("after the revert (-want +got):\n%s", d)
 	}
 }
+
+// A set of git and image members led by its image member (the frontend,
+// listed first and depending on nothing; docs/design/release-sets.md, "An
+// image lead"): the set's first commit, with no entry of the frontend, is
+// applied with the frontend's canary only, listing the api's, its
+// workload untouched, then the Job and the api; the next version, the
+// frontend's image with it, sets the frontend first and waits for its
+// primary, the api unchanged and ready at once; each run reports the
+// previous of the members it set. A revert to the version without the
+// frontend's entry applies its canary last, still listing both. Catches:
+// the image lead rendered from paths it has not (the run failing), its
+// canary not applied or not listing the api's (the cluster judged by the
+// frontend alone), its workload set to an empty image.
+func TestApplyMixedSetImageLead(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "shop")
+	fe0 := "registry.example.com/shop-frontend:0"
+	createWebDeployment(t, cl, ns, "shop-frontend", fe0)
+	url := gittest.NewRepo(t, map[string]string{
+		"shop/migrate/job.yaml": shopJob("v1"),
+		"shop/api/deploy.yaml":  shopDeployment("shop-api", "hello"),
+	})
+	first := gittest.Head(t, url).Hash.String()
+	mirror := gitops.NewMirror(t.TempDir())
+	apply := func(rollout, frontend string) (tasks.ApplyCanaryResult, error) {
+		t.Helper()
+		revert := strings.HasSuffix(rollout, "-revert")
+		fe := shopMember(ns, "shop-frontend", "", rollout, revert)
+		fe.Paths, fe.Prune, fe.Image, fe.Container = nil, "", frontend, "web"
+		members := []tasks.SetMember{
+			fe,
+			{Application: "shop-migrate", Kind: tasks.KindJob, Workload: "shop-migrate", Paths: []string{"shop/migrate"}, Prune: tasks.PruneAfter},
+			shopMember(ns, "shop-api", "", rollout, revert),
+		}
+		if revert {
+			slices.Reverse(members)
+		}
+		actx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		return tasks.ApplyManifests(actx, cl.Config, mirror, gitops.Repo{URL: url}, tasks.ApplyManifestsParams{
+			Rollout: rollout, Namespace: ns, Kind: config.KindDeployment, Workload: "shop-frontend", Canary: fe.Canary,
+			URL: url, Commit: first, Application: "shop", Members: members,
+		})
+	}
+	type state struct{ Image, Revision string }
+	read := func() map[string]state {
+		out := map[string]state{}
+		for _, n := range []string{"shop-api-primary", "shop-frontend"} {
+			i, r := templateOf(ctx, cl, ns, n)
+			if n == "shop-api-primary" {
+				i = "" // rendered: its revision says which commit
+			}
+			out[n] = state{i, r}
+		}
+		return out
+	}
+	lists := func(when string) {
+		t.Helper()
+		lc, err := cl.Flagger.FlaggerV1beta1().Canaries(ns).Get(ctx, "shop-frontend", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: the lead's canary: %v", when, err)
+		}
+		if got := lc.Annotations[canary.AnnotationWorkloads]; got != "shop-frontend,shop-api" {
+			t.Errorf("%s: the lead's canary lists %q, want shop-frontend,shop-api", when, got)
+		}
+	}
+
+	res, err := apply("r1", "")
+	if err != nil {
+		t.Fatalf("the first commit, the frontend without an entry: %v", err)
+	}
+	lists("the first commit")
+	want := map[string]state{"shop-api-primary": {"", tasks.Revision(url, first)}, "shop-frontend": {fe0, ""}}
+	if d := cmp.Diff(want, read()); d != "" {
+		t.Errorf("after the first commit (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]any{"", map[string]string{"shop-api": ""}}, []any{res.PreviousImage, res.PreviousMembers}); d != "" {
+		t.Errorf("previous (the lead's, each member's) of the first commit (-want +got):\n%s", d)
+	}
+
+	fe1 := pinned("shop-frontend", "1")
+	if res, err = apply("r2", fe1); err != nil {
+		t.Fatalf("the frontend's image: %v", err)
+	}
+	lists("the frontend's image")
+	want["shop-frontend"] = state{fe1, fe1}
+	if i, r := templateOf(ctx, cl, ns, "shop-frontend-primary"); i != fe1 || r != fe1 {
+		t.Errorf("shop-frontend-primary runs %q (revision %q), want %s", i, r, fe1)
+	}
+	if d := cmp.Diff(want, read()); d != "" {
+		t.Errorf("after the frontend's image (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]string{"shop-api": tasks.Revision(url, first), "shop-frontend": fe0}, res.PreviousMembers); d != "" {
+		t.Errorf("previous members of the frontend's image (-want +got):\n%s", d)
+	}
+
+	// The revert to the first commit's version (no entry of the
+	// frontend): the api first, the lead's canary last, still listing
+	// both; the frontend left as it runs.
+	if _, err := apply("r2-revert", ""); err != nil {
+		t.Fatalf("the revert: %v", err)
+	}
+	lists("the revert")
+	if d := cmp.Diff(want, read()); d != "" {
+		t.Errorf("after the revert (-want +got):\n%s", d)
+	}
+}

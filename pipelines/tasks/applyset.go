@@ -109,18 +109,23 @@ var setWaitInterval = 2 * time.Second
 // the first that fails. Every member is rendered first: a commit one
 // member cannot render applies nothing. The lead (the first member with a
 // canary, p.Workload) lists every canary of the set, so the cluster's
-// readers judge the set as one release.
+// readers judge the set as one release; an image lead without an image
+// (canaryOnly) has only its canary applied.
 func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p ApplyManifestsParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
 	runs := make([]memberRun, 0, len(p.Members))
 	var all []string
 	mixed := false
 	for _, m := range p.Members {
-		if m.Image != "" {
+		if m.Image != "" || canaryOnly(m) {
 			// An image member of a set of git and image members: its
-			// image is set on its live workload (applyImageMember).
+			// image is set on its live workload (applyImageMember); the
+			// lead without an entry has its canary applied only.
 			if m.Canary == nil || m.Kind == KindJob {
 				return res, fault.Permanent(fmt.Errorf("--%s: image member %s has no canary, or is a Job", ParamMembers, m.Application))
+			}
+			if m.Image == "" && m.Workload != p.Workload {
+				return res, fault.Permanent(fmt.Errorf("--%s: member %s names no image and no paths (only the set's lead may come without an image)", ParamMembers, m.Application))
 			}
 			mixed = true
 			runs = append(runs, memberRun{m: m, canaries: []string{m.Canary.Name}})
@@ -149,7 +154,7 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 		return res, err
 	}
 	for i, r := range runs {
-		if r.m.Kind == KindJob || r.m.Image != "" {
+		if r.m.Kind == KindJob || r.m.Image != "" || canaryOnly(r.m) {
 			continue
 		}
 		mp := memberParams(p, r.m)
@@ -184,7 +189,7 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 	}
 	for _, r := range runs {
 		applied := time.Now()
-		if r.m.Image != "" {
+		if r.m.Image != "" || canaryOnly(r.m) {
 			c := r.m.Canary.DeepCopy()
 			if c.Namespace == "" {
 				c.Namespace = p.Namespace
@@ -195,6 +200,14 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 			delete(c.Annotations, canary.AnnotationWorkloads)
 			if r.m.Workload == p.Workload && len(all) > 1 {
 				c.Annotations[canary.AnnotationWorkloads] = strings.Join(all, ",")
+			}
+			if r.m.Image == "" {
+				// The image lead without an entry: its canary, listing
+				// the set's; its workload left as the cluster runs it.
+				if err := applyPolicy(ctx, cfg, fl, p.Namespace, r.m.Objects, c); err != nil {
+					return res, fmt.Errorf("%s: %w", r.m.Application, err)
+				}
+				continue
 			}
 			prev, changed, err := applyImageMember(ctx, cfg, p.Rollout, p.Namespace, p.Restart, r.m, c)
 			if err != nil {
@@ -226,6 +239,14 @@ func applySet(ctx context.Context, cfg *rest.Config, tree, revision string, p Ap
 		}
 	}
 	return res, nil
+}
+
+// canaryOnly tells whether m, of a set's run, is the set's image lead
+// without an entry in the run's version: neither an image to set nor
+// paths to render (docs/design/release-sets.md, "An image lead"). Only its
+// canary is applied, listing the set's.
+func canaryOnly(m SetMember) bool {
+	return m.Image == "" && len(m.Paths) == 0 && m.Chart == nil && m.Kind != KindJob
 }
 
 // memberParams are p as the run of member m alone.

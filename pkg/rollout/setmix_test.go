@@ -212,6 +212,46 @@ func TestSetStatusMixed(t *testing.T) {
 	}
 }
 
+// A set of git and image members led by its image member (the frontend
+// first, its canary listing the api's; docs/design/release-sets.md, "An
+// image lead") is judged as one led by the api: each member with an entry
+// by its workload in the list, the frontend without an entry (the set's
+// first commit) not compared. Catches: the lead's own image taken for the
+// set's version, the lead without an entry failing every comparison.
+func TestSetStatusMixedImageLead(t *testing.T) {
+	set, migrate, apiApp, feApp := mixedSet()
+	set.Workload = feApp.Workload
+	set.Set = &config.SetSpec{Members: []config.SetMember{{Name: "shop-frontend", Image: frontendImage}, {Name: "shop-migrate", Job: true}, {Name: "shop-api"}}}
+	cfg := &config.Config{Applications: []config.Application{migrate, apiApp, feApp, set}}
+	read := func(api, fe string) rollout.CanaryStatus {
+		return rollout.Combine([]rollout.WorkloadStatus{
+			{Name: "shop-frontend", Phase: "Succeeded", PrimaryImage: fe, TargetImage: fe},
+			{Name: "shop-api", Phase: "Succeeded", PrimaryImage: api, TargetImage: api},
+		})
+	}
+	v1, v2, first := mixed(c1, "1.0.0"), mixed(c2, "1.1.0"), mixed(c1, "")
+	for _, tt := range []struct {
+		name          string
+		version, prev rollout.SetVersion
+		st            rollout.CanaryStatus
+		want          string
+	}{
+		{"the new version", v2, v1, read(shopRepo+"@"+c2, ref(frontend("1.1.0"))), "shop@" + v2.Digest()},
+		{"the cluster's previous version", v2, v1, read(shopRepo+"@"+c1, ref(frontend("1.0.0"))), "shop@" + v1.Digest()},
+		{"the new commit, the frontend's old image", v2, v1, read(shopRepo+"@"+c2, ref(frontend("1.0.0"))),
+			"mixed: shop-frontend=" + ref(frontend("1.0.0")) + ", shop-api=" + shopRepo + "@" + c2},
+		{"the first commit, no entry of the lead", first, nil, read(shopRepo+"@"+c1, "registry.test/shop/frontend:0.1.0"), "shop@" + first.Digest()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := setRollout(tt.version, tt.prev, tt.prev, rollout.ClusterProgressing)
+			r.Members = set.Set.Names()
+			if got := r.SetStatus(cfg, set, "c1", tt.st).PrimaryImage; got != tt.want {
+				t.Errorf("primary = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // A set of git and image members' rollout records its Job's state by its
 // git members' commit (the tuple's hash is no Job's revision). Catches: a
 // Job that ran at the tuple's commit shown pending for ever.
