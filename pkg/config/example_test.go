@@ -207,6 +207,14 @@ func TestExamples(t *testing.T) {
 					t.Errorf("the set shop: %+v (found %t), want a set of 3 git and image members led by shop-api", set, ok)
 				}
 				return
+			case "release-set-mixed-frontend-lead.yaml":
+				// Led by its image member, the frontend: the source is
+				// still the git members' repository.
+				set, ok := c.Application("shop")
+				if !ok || set.Set == nil || !set.Set.Mixed() || set.Git() == nil || set.Workload.Name != "shop-frontend" || len(set.Set.Members) != 3 || set.Set.Members[0].Name != "shop-frontend" {
+					t.Errorf("the set shop: %+v (found %t), want a set of 3 git and image members led by shop-frontend, its source the repository", set, ok)
+				}
+				return
 			}
 			if a := c.Applications[0]; a.Namespace != "webapp" || a.Service.Name != "backend" || !a.Delivery.TestLoader {
 				t.Errorf("Kurator's block not applied: namespace %q, service %q, testLoader %t", a.Namespace, a.Service.Name, a.Delivery.TestLoader)

@@ -205,7 +205,6 @@ func (v *validator) releaseSets(c *Config) {
 				v.addf(ap+".namespace", "%q, %s's is %q: a release set's members are in one namespace (the set is judged by its canaries there)", a.Namespace, first.Name, first.Namespace)
 			}
 		}
-		v.mixedSet(c, p, s)
 		if first != nil && !canaried {
 			v.addf(p+".applications", "no member has a Deployment or DaemonSet workload: a set is judged by its members' canaries")
 		}
@@ -237,34 +236,6 @@ func (v *validator) releaseSets(c *Config) {
 	for _, s := range c.ReleaseSets {
 		if _, err := setOrder(c, s); err != nil {
 			v.addf(fmt.Sprintf("applications[%d].dependsOn", index[err.from]), "%v", err)
-		}
-	}
-}
-
-// mixedSet refuses what a set s of git and image members (at p) cannot be
-// yet (docs/design/release-sets.md, "Git and image members"): led by an
-// image member. Its driftPolicy is a set's (the reconciler holds each
-// member against the deployed tuple), and either executor runs it: the
-// PipelineRun's members param carries the image members to apply-manifests
-// as the embedded run's does.
-func (v *validator) mixedSet(c *Config, p string, s ReleaseSet) {
-	var git, image bool
-	for _, m := range s.Applications {
-		if a, ok := c.Application(m); ok {
-			git, image = git || a.Git() != nil, image || a.Git() == nil
-		}
-	}
-	if !git || !image {
-		return
-	}
-	if order, err := setOrder(c, s); err == nil {
-		for _, m := range order {
-			if a, _ := c.Application(m); a.Workload.Kind != KindJob {
-				if a.Git() == nil {
-					v.addf(p+".applications", "%s leads the set (its first member with a canary in dependsOn order) and is an image member: the lead of a set of git and image members is a git member", m)
-				}
-				break
-			}
 		}
 	}
 }
@@ -405,7 +376,8 @@ func findCycle(order []string, deps map[string][]string, done map[string]bool) *
 // (they are applied one after another). A set of git members has as its
 // source the members' repository tracking every member's paths; a set of
 // image members has no source (rollout.ImageSet: its version is one
-// digest per member, each pushed to its member's image).
+// digest per member, each pushed to its member's image). A set of git and
+// image members has its first git member's source, whichever member leads.
 func foldReleaseSets(c *Config) {
 	for _, s := range c.ReleaseSets {
 		order, err := setOrder(c, s)
@@ -413,7 +385,7 @@ func foldReleaseSets(c *Config) {
 			continue // validated: not reached
 		}
 		spec := &SetSpec{}
-		var lead *Application
+		var lead, firstGit *Application
 		var tracked []string
 		var deadline time.Duration
 		for _, m := range order {
@@ -429,6 +401,9 @@ func foldReleaseSets(c *Config) {
 			}
 			deadline += a.Delivery.StepDeadline()
 			if g := a.Git(); g != nil {
+				if firstGit == nil {
+					firstGit = &a
+				}
 				for _, p := range g.TrackedPaths("{cluster}") {
 					if !slices.Contains(tracked, p) {
 						tracked = append(tracked, p)
@@ -440,12 +415,14 @@ func foldReleaseSets(c *Config) {
 			continue // validated: not reached
 		}
 		set := s.Application()
-		if lg := lead.Git(); lg != nil {
-			g := *lg
-			g.Paths, g.Helm, g.Render, g.AllowedImages = tracked, nil, DefaultGitRender, nil
-			set.Source = &Source{Git: &g}
-		}
 		set.Track, set.Namespace = lead.Track, lead.Namespace
+		if firstGit != nil {
+			// The git members' repository, branch and track, an image
+			// lead's too: it has no source of its own.
+			g := *firstGit.Git()
+			g.Paths, g.Helm, g.Render, g.AllowedImages = tracked, nil, DefaultGitRender, nil
+			set.Source, set.Track = &Source{Git: &g}, firstGit.Track
+		}
 		set.Workload, set.Service, set.Delivery, set.Set = lead.Workload, lead.Service, lead.Delivery, spec
 		set.Delivery.Deadline = Duration{deadline}
 		c.Applications = append(c.Applications, set)

@@ -325,7 +325,7 @@ func TestImageSetValidation(t *testing.T) {
 			},
 		},
 		{
-			name: "a set of git and image members led by an image member",
+			name: "a set of git and image members led by an image member: accepted (an image lead)",
 			doc: shopDoc{
 				sets: "  - {name: web, applications: [web-frontend, web-api, web-config]}",
 				extra: `  - name: web-config
@@ -334,9 +334,6 @@ func TestImageSetValidation(t *testing.T) {
     workload: {name: web-config}
     service: {port: 80}
 `,
-			},
-			want: []Problem{
-				{"releaseSets[0].applications", "web-api leads the set (its first member with a canary in dependsOn order) and is an image member: the lead of a set of git and image members is a git member"},
 			},
 		},
 	}
@@ -550,14 +547,14 @@ func (d shopDoc) mixed() string {
 		"{api}", cmpOr(d.api, "    dependsOn: [{name: shop-migrate}]\n"), "{frontend}", cmpOr(d.frontend, "    dependsOn: [{name: shop-api}]\n")).Replace(mixedShop)
 }
 
-// TestMixedSetValidation: a set of git and image members led by a git
-// member is accepted (docs/design/release-sets.md, "Git and image
-// members"); what its first slice cannot deliver is refused, named by its
-// field. Catches: the lead an image member (its canary would be applied
-// without a version); its driftPolicy refused (the reconciler checks such
-// a set) or not checked as a set's; a Tekton fleet refused (its
+// TestMixedSetValidation: a set of git and image members is accepted
+// (docs/design/release-sets.md, "Git and image members"), led by a git
+// member or an image one ("An image lead"), on either executor, with a
+// driftPolicy of its own. Catches: an image lead refused (the run applies
+// its canary, without a version too), a Tekton fleet refused (its
 // PipelineRun carries the set's members to apply-manifests as the embedded
-// run does).
+// run does); its driftPolicy refused (the reconciler checks such a set) or
+// not checked as a set's.
 func TestMixedSetValidation(t *testing.T) {
 	dir := testDir(t)
 	tekton := "fleet: {executor: tekton, tekton: {cluster: c1}, clusters: [{name: c1, kubeconfig: c1.kubeconfig}], waves: [{clusters: [c1]}]}\n"
@@ -574,7 +571,10 @@ func TestMixedSetValidation(t *testing.T) {
 				frontend: "    delivery: {interval: 5s}\n",
 				api:      "    dependsOn: [{name: shop-frontend}]\n",
 			},
-			want: []Problem{{"releaseSets[0].applications", "shop-frontend leads the set (its first member with a canary in dependsOn order) and is an image member: the lead of a set of git and image members is a git member"}},
+		},
+		{
+			name: "an image lead listed first, depending on nothing",
+			doc:  shopDoc{frontend: "\n"},
 		},
 		{
 			name: "its driftPolicy",
@@ -587,6 +587,11 @@ func TestMixedSetValidation(t *testing.T) {
 		},
 		{
 			name:  "on the tekton executor",
+			fleet: tekton,
+		},
+		{
+			name:  "an image lead on the tekton executor",
+			doc:   shopDoc{frontend: "\n"},
 			fleet: tekton,
 		},
 	}
@@ -641,5 +646,43 @@ func TestMixedSetApplication(t *testing.T) {
 	}
 	if set.DriftPolicy != DriftPolicyRevert {
 		t.Errorf("driftPolicy %q, want the set's revert", set.DriftPolicy)
+	}
+}
+
+// TestMixedSetImageLeadApplication: a set of git and image members led by
+// its image member (the frontend listed first, depending on nothing;
+// docs/design/release-sets.md, "An image lead") is still a git set's
+// application: its source, branch and track the git members' (never the
+// frontend's own track), tracking their paths; its workload, service and
+// delivery the frontend's (the set's canary is the lead's). Catches: a
+// set without a source (its commits never matched, its run without a
+// checkout), the image lead's version policy taken for the set's commits.
+func TestMixedSetImageLeadApplication(t *testing.T) {
+	doc := shopDoc{frontend: "    track: Newest\n    delivery: {interval: 7s}\n"}
+	c, err := Parse([]byte(sections{applications: doc.mixed()}.doc()), testDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, ok := c.Application("shop")
+	if !ok {
+		t.Fatal("no application shop")
+	}
+	want := &SetSpec{Members: []SetMember{{Name: "shop-frontend", Image: "registry.example.com/shop/frontend"}, {Name: "shop-migrate", Job: true}, {Name: "shop-api"}}}
+	if d := cmp.Diff(want, set.Set); d != "" {
+		t.Errorf("set (-want +got):\n%s", d)
+	}
+	if set.Git() == nil || set.Image != "" {
+		t.Fatalf("the set's source %+v, image %q; want the git members' repository", set.Source, set.Image)
+	}
+	type view struct {
+		URL, Branch        string
+		Paths              []string
+		Track              Track
+		Workload, Interval string
+	}
+	got := view{set.Git().URL, set.Git().Branch, set.Git().Paths, set.Track, set.Workload.Name, set.Delivery.Interval.String()}
+	wantView := view{"https://git.example.com/platform/deployments.git", "main", []string{"shop/migrate", "shop/api/{cluster}"}, DefaultTrack, "shop-frontend", "7s"}
+	if d := cmp.Diff(wantView, got); d != "" {
+		t.Errorf("the set's application (-want +got):\n%s", d)
 	}
 }

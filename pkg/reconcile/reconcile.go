@@ -527,7 +527,8 @@ func Request(app config.Application, st rollout.AppState, kind string, clusters 
 		image, subject = app.Name, st.DeployedVersions[0].Image+"@"+st.DeployedDigest
 	case rollout.TupleSet(app):
 		// A set of git and image members' too; the request goes with its
-		// repository's pushes (its lead is a git member).
+		// repository's pushes (its source is its git members', whichever
+		// member leads).
 		image = app.Name
 	}
 	reason := fmt.Sprintf("%s of %s to %v", kind, st.DeployedTag, clusters)
