@@ -412,6 +412,36 @@ Feature: Release sets: several applications promoted as one
     And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
     And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
 
+  # A release set of git and image members led by its image member
+  # (docs/design/release-sets.md, "An image lead"): the frontend listed
+  # first and depending on nothing is applied first in each cluster, and
+  # its Canary lists the api's. Catches: the set's first commit failing
+  # or never judged (the frontend, with no entry yet, rendered from paths
+  # it has not, its canary not applied or listing only itself: the
+  # cluster judged by the frontend alone); the set's commits not matched
+  # (the set's source taken from its image lead); the frontend's push
+  # leaving the api or the Job off the commit; a rollback that leaves the
+  # api on the failed commit or moves the frontend off its version.
+  Scenario: A release set of git and image members led by its image member: the frontend's Canary lists the api's, the set rolled through the waves and rolled back everywhere
+    Given a deployments repository with the release set "shop": the image application "shop-frontend" that tracks "demo/shop-frontend" leading, then the Job "shop-migrate", then "shop-api"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    When version "2.0.0" of "shop-frontend" is pushed
+    Then the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+    Given the analysis gate fails for the canary "shop-api" in cluster "c4"
+    When a push changes the greeting of the set's git members to "v2"
+    Then the set's rollout of that commit and "2.0.0" of "shop-frontend" is rolled back
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+
   # Catches a check that skips such a set; one that holds the frontend
   # against what the commit renders (it has no manifest there: never
   # compared, its change unseen) or against the tuple's hash (drifted

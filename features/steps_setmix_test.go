@@ -20,6 +20,7 @@ import (
 
 func (s *scenario) registerSetMixSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a deployments repository with the release set "([^"]*)": the Job "([^"]*)", then "([^"]*)", then the image application "([^"]*)" that tracks "([^"]*)"$`, s.mixedSetRepository)
+	sc.Step(`^a deployments repository with the release set "([^"]*)": the image application "([^"]*)" that tracks "([^"]*)" leading, then the Job "([^"]*)", then "([^"]*)"$`, s.mixedSetRepositoryImageLead)
 	sc.Step(`^the set's rollout of the first commit alone succeeds$`, s.mixedFirstRollout)
 	sc.Step(`^the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" (succeeds|is rolled back)$`, s.mixedRolloutEnds)
 	sc.Step(`^a push changes the greeting of the set's git members to "([^"]*)"$`, s.pushSetGreeting)
@@ -48,12 +49,28 @@ func (s *scenario) mixedSetRepository(ctx context.Context, set, job, api, fronte
 	return nil
 }
 
+// mixedSetRepositoryImageLead is mixedSetRepository with the frontend
+// leading the set: listed first, depending on nothing (release-sets.md,
+// "An image lead"), the Job and the api after it.
+func (s *scenario) mixedSetRepositoryImageLead(ctx context.Context, set, frontend, repo, job, api string) error {
+	if err := s.mixedSetRepository(ctx, set, job, api, frontend, repo); err != nil {
+		return err
+	}
+	s.w.set.frontendLeads = true
+	return nil
+}
+
 // mixedTag is the tag of the set's version: each git member at commit,
-// then the frontend at version ("" when it has no entry yet).
+// then the frontend at version ("" when it has no entry yet); the
+// frontend first when it leads (the set's order).
 func (s *scenario) mixedTag(commit, version string) string {
 	rs := s.w.set
 	tag := rs.job + ":" + commitVersion(commit) + "," + rs.api + ":" + commitVersion(commit)
-	if version != "" {
+	switch {
+	case version == "":
+	case rs.frontendLeads:
+		tag = rs.frontend + ":" + version + "," + tag
+	default:
 		tag += "," + rs.frontend + ":" + version
 	}
 	return tag

@@ -67,6 +67,9 @@ type releaseSet struct {
 	// image members, steps_setmix_test.go), configured as the scenario's
 	// second application.
 	imageFrontend bool
+	// frontendLeads: the image frontend is listed first and depends on
+	// nothing, so it leads the set (release-sets.md, "An image lead").
+	frontendLeads bool
 }
 
 func setJob(name, greeting string) string {
@@ -206,6 +209,10 @@ func (s *scenario) flotillaServingSet(ctx context.Context, set, wave1, wave2 str
 			}
 			members[1] = apps[i]
 			members[1]["dependsOn"] = []map[string]any{{"name": rs.api}}
+			if rs.frontendLeads {
+				delete(members[1], "dependsOn")
+				set["applications"] = []string{rs.frontend, rs.job, rs.api}
+			}
 		}
 		for _, k := range setRolloutFields {
 			if v, ok := api[k]; ok {
@@ -223,6 +230,9 @@ func (s *scenario) flotillaServingSet(ctx context.Context, set, wave1, wave2 str
 		return err
 	}
 	s.w.workload = rs.api // the set's canary is its lead's
+	if rs.frontendLeads {
+		s.w.workload = rs.frontend
+	}
 	return s.w.flotilla.start(ctx)
 }
 
