@@ -402,6 +402,13 @@ func (s *scenario) push(tag, name, pusher string) error {
 		return fmt.Errorf("application %q: gitops.mode %s is not simulated: the proposer pushes each wave's branch to the deployments repository and reads it back after the merge, whose files simulate does not have; simulate a copy of the config in gitops.mode %s",
 			name, config.GitOpsModePullRequest, config.GitOpsModeCommit)
 	}
+	setApp := a
+	if set, ok := s.cfg.Application(a.MemberOf); ok {
+		setApp = set
+	}
+	if lead, ok := imageLed(setApp); ok {
+		return fmt.Errorf("release set %q of git and image members led by its image member %s is not simulated yet (its fleet model applies the set's run as a git member leads it)", setApp.Name, lead)
+	}
 	if set, ok := s.cfg.Application(a.MemberOf); ok {
 		// A member's push is its set's (as verify matches it): the set
 		// rolls out as one application, its members with it. An image
@@ -903,3 +910,18 @@ func list(doc map[string]any, path ...string) []map[string]any {
 }
 
 var _ = context.Background
+
+// imageLed names the lead of set when set is a release set of git and
+// image members led by an image member (docs/design/release-sets.md, "An
+// image lead"), which simulate does not play yet.
+func imageLed(set config.Application) (string, bool) {
+	if set.Set == nil || !set.Set.Mixed() {
+		return "", false
+	}
+	for _, m := range set.Set.Members {
+		if !m.Job {
+			return m.Name, m.Image != ""
+		}
+	}
+	return "", false
+}
