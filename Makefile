@@ -105,7 +105,9 @@ demo: demo-fleet ## Run the demo: a 3-cluster fleet, a real registry and flotill
 # miss at any count). Measured 2026-12-02 at 30 runs: the three scenarios took 22, 12 and 14
 # minutes and the other benchmarks 7, so at 20 runs make bench takes about 45 minutes.
 # DESIGN's one wave of 1,000 clusters is its own target, make bench-large: its setup and warm-up
-# alone took 23 minutes (issue #28).
+# took 11 minutes and the whole of it 18 on 2026-12-04 (23 and 44 before the namespace proxies
+# left flotilla's process; issue #28). The first scenario alone at 50 clusters, 20 runs and 20
+# rollbacks (-wave2 50 -runs 20 -rollbacks 20), took 8 minutes that day.
 BENCH_RUNS  ?= 20
 BENCH_WAVE2 ?= 50
 BENCH_INFLIGHT ?= 100
@@ -114,7 +116,7 @@ BENCH_WATCHERS ?= 100
 BENCH_LARGE ?= 1000
 BENCH_LARGE_RUNS ?= 2
 # One warm-up rollout (it waits for Flagger to initialize 1,000 canaries) before the measured
-# ones: each rollout of 1,000 clusters takes 10 to 15 minutes here.
+# ones: each rollout of 1,000 clusters takes 4 to 5 minutes here (10 to 15 until 2026-12-04).
 BENCH_LARGE_WARMUP ?= 1
 # Each -wave2 scenario runs again in scale-out mode on this many replicas (0: not); 3 adds
 # about 20 minutes (issue #29's side by side: make bench BENCH_SCALEOUT=3).
@@ -136,7 +138,7 @@ bench: fleet-build ## Benchmark the intake (vs a bare CloudEvents receiver), the
 	$(GO) run ./deploy/tools/prunebench -rounds 3 -update BENCHMARKS.md
 
 .PHONY: bench-large
-bench-large: fleet-build ## Measure B for one wave of BENCH_LARGE (1000) named clusters, BENCH_LARGE_WARMUP + BENCH_LARGE_RUNS times (about 20 min of setup, then 10-15 min per run); rewrites only its dated section of BENCHMARKS.md
+bench-large: fleet-build ## Measure B for one wave of BENCH_LARGE (1000) named clusters, BENCH_LARGE_WARMUP + BENCH_LARGE_RUNS times (about 11 min of setup and warm-up, then 4-5 min per run); rewrites only its dated section of BENCHMARKS.md
 	@mkdir -p $(CACHE)/bench
 	$(GO) run ./deploy/tools/bench -wave2 "" -large $(BENCH_LARGE) -large-runs $(BENCH_LARGE_RUNS) -warmup $(BENCH_LARGE_WARMUP) -section "One wave of 1,000 clusters" -raw $(CACHE)/bench/large.csv -out BENCHMARKS.md
 
