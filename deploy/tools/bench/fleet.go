@@ -53,6 +53,9 @@ type bench struct {
 	// proxies serves the named clusters' namespace proxies, started with
 	// the first (nil before).
 	proxies *proxyHost
+	// group is the CPU cgroup the fleet's processes run in
+	// (-fleet-cpu-shares; nil: none).
+	group *fleetGroup
 }
 
 // realCluster is one cluster of the local fleet with the bench's clients.
@@ -127,6 +130,7 @@ func (b *bench) close() {
 			b.log.Warn("stopping the fleet", "error", err)
 		}
 	}
+	b.group.close()
 	if b.o.keep {
 		b.log.Info("fleet directory kept", "dir", b.dir)
 		return
@@ -167,6 +171,9 @@ func (b *bench) openProxy(rc *realCluster, from, to string) (*nsProxyHandle, err
 			return nil, err
 		}
 		b.proxies = h
+		if err := b.group.add(h.pid()); err != nil {
+			return nil, err
+		}
 	}
 	addr, err := b.proxies.open(b.fleetKubeconfig(rc.name), from, to)
 	if err != nil {
@@ -337,6 +344,23 @@ func writeProxyKubeconfig(path, name string, p *nsProxyHandle) error {
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "bench"}
 	cfg.CurrentContext = name
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// confine gives the fleet's processes their nice value (-fleet-nice) and
+// puts them in a CPU cgroup of the lowest weight (-fleet-cpu-shares).
+func (b *bench) confine() error {
+	if err := renice(b.fleetPIDs(), b.o.fleetNice); err != nil {
+		return err
+	}
+	if b.o.fleetShares == 0 {
+		return nil
+	}
+	g, err := newFleetGroup(b.o.fleetShares)
+	if err != nil {
+		return err
+	}
+	b.group = g
+	return g.add(b.fleetPIDs()...)
 }
 
 // renice gives every thread of the processes the nice value: Linux keeps

@@ -64,9 +64,11 @@ type options struct {
 	watchers   int
 	rollbacks  int
 	fleetNice  int
-	large      int
-	largeRuns  int
-	scaleOut   int
+	// fleetShares is the fleet's CPU cgroup weight (0: no cgroup).
+	fleetShares int
+	large       int
+	largeRuns   int
+	scaleOut    int
 	// pod runs flotilla from its image by its chart on a real node and
 	// measures its memory (pod.go) instead of the latencies.
 	pod      bool
@@ -102,6 +104,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.largeRuns, "large-runs", 5, "measured rollouts of the -large scenario (each applies every one of its clusters twice: its runs take minutes)")
 	fs.IntVar(&o.scaleOut, "scale-out", 0, "also run each -wave2 scenario in scale-out mode with this many replicas (in process, on a three-node NATS JetStream cluster, requests spread over them), right after its embedded run (0: not)")
 	fs.IntVar(&o.fleetNice, "fleet-nice", 10, "nice value of the fleet's processes (API servers, etcd, controllers, Flagger): they stand in for clusters on other machines, so flotilla's process gets the CPU first (0: share it equally)")
+	fs.IntVar(&o.fleetShares, "fleet-cpu-shares", 2, "put the fleet's processes in a CPU cgroup of this weight (cgroup v1 cpu.shares, 2 to 262144; flotilla's process has 1024): nice weighs each thread, so a thousand clusters' threads outweigh flotilla's few however nice; a group of weight 2 is weighed as one, and gets the cores when flotilla leaves them (needs root; 0: no cgroup, as before 2026-12-04)")
 	fs.BoolVar(&o.pod, "pod", false, "instead of the latencies: install flotilla from its image by its chart on a real node of c1 (needs root), roll -runs versions out through the first -wave2 scenario from the pod, and report the pod's memory idle before, during and after (-raw: every sample)")
 	fs.StringVar(&o.chart, "chart", "deploy/chart/flotilla", "the chart's directory, for -pod")
 	fs.DurationVar(&o.podEvery, "pod-every", 250*time.Millisecond, "how often -pod samples the pod's memory")
@@ -140,8 +143,8 @@ func run(ctx context.Context, o options) error {
 		o.wave2 = append(o.wave2, n)
 	}
 	if o.clusters < 2 || o.wave1 < 1 || o.runs < 1 || o.inflight < 0 || o.watchers < 0 || o.rollbacks < 0 || o.fleetNice < 0 || o.fleetNice > 19 ||
-		o.large < 0 || o.largeRuns < 1 || o.scaleOut < 0 {
-		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -watchers >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19, -large >= 0, -large-runs >= 1")
+		(o.fleetShares != 0 && (o.fleetShares < 2 || o.fleetShares > 262144)) || o.large < 0 || o.largeRuns < 1 || o.scaleOut < 0 {
+		return fmt.Errorf("need -clusters >= 2, -wave1 >= 1, -runs >= 1, -inflight >= 0, -watchers >= 0, -rollbacks >= 0, 0 <= -fleet-nice <= 19, -fleet-cpu-shares 0 or 2 to 262144, -large >= 0, -large-runs >= 1")
 	}
 	if len(o.wave2) == 0 && o.large == 0 {
 		return fmt.Errorf("-wave2 \"\" needs -large: there would be nothing to measure")
@@ -167,7 +170,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer b.close()
 	env.fleetRSS = b.fleetRSS()
-	if err := renice(b.fleetPIDs(), o.fleetNice); err != nil {
+	if err := b.confine(); err != nil {
 		return err
 	}
 

@@ -290,7 +290,7 @@ func runPod(ctx context.Context, o options, logger *slog.Logger) error {
 		return err
 	}
 	defer b.close() //nolint:contextcheck // teardown outlives the caller's ctx
-	if err := renice(b.fleetPIDs(), o.fleetNice); err != nil {
+	if err := b.confine(); err != nil {
 		return err
 	}
 	if err := b.startPodNode(ctx); err != nil {

@@ -398,6 +398,9 @@ func renderReport(o options, m machine, results []scenarioResult, in inputs) str
 	if o.fleetNice > 0 {
 		p("The fleet's processes ran at nice %d (`-fleet-nice`): they stand in for clusters that run on their own machines, so when flotilla's process and theirs want a core at once, flotilla's gets it first; their work still shares the two cores, and waits instead (it shows in \"last apply returned\"). `-fleet-nice 0` shares the cores equally, as before 2026-11-25.\n", o.fleetNice)
 	}
+	if o.fleetShares > 0 {
+		p("They ran in a CPU cgroup of weight %d (`-fleet-cpu-shares`; flotilla's process, outside it, weighs 1024): the kernel weighs nice per thread, and a thousand clusters' threads outweighed flotilla's few at nice 10 (before 2026-12-04 flotilla waited for a core for more than half of B at 1,000 clusters); the group is weighed as one, so flotilla runs whenever it wants a core and the fleet gets what it leaves. `-fleet-cpu-shares 0` runs without the group.\n", o.fleetShares)
+	}
 	if len(m.fleetRSS) > 0 {
 		var parts []string
 		var total float64
