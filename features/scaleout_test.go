@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,6 +137,33 @@ func (p *flotillaProcess) logs(n int) string {
 	var b strings.Builder
 	for i, r := range p.replicas {
 		fmt.Fprintf(&b, "--- replica %d (%s):\n%s\n", i, r.logPath, tail(r.logPath, n))
+	}
+	return b.String()
+}
+
+// logLines are the lines of the process's log (every replica's) holding
+// every one of subs, up to 60 per log: what it did with one rollout.
+func (p *flotillaProcess) logLines(subs ...string) string {
+	logs := []*flotillaProcess{p}
+	if p.replicas != nil {
+		logs = p.replicas
+	}
+	var b strings.Builder
+	for i, r := range logs {
+		data, err := os.ReadFile(r.logPath)
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for line := range strings.Lines(string(data)) {
+			if !slices.ContainsFunc(subs, func(s string) bool { return !strings.Contains(line, s) }) {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		fmt.Fprintf(&b, "--- log %d (%s), %d lines:\n%s", i, r.logPath, len(lines), strings.Join(lines, ""))
 	}
 	return b.String()
 }

@@ -312,8 +312,10 @@ func (s *scenario) wave1AppliedBoth(ctx context.Context, a, b string) error {
 
 // noDoubleApplies reads, from the audit log of every cluster of the
 // waves, each patch flotilla made to the scenario's workloads: one step
-// applies one image for one rollout, so no (rollout, image) pair may be
-// patched twice into one workload of one cluster.
+// applies one image for one rollout, so no (rollout, image, restart
+// token) may be patched twice into one workload of one cluster. A retry
+// and a nudge (a revision Flagger missed, applied again) are steps of
+// their own, each with its own restart token on the pod template.
 func (s *scenario) noDoubleApplies() error {
 	apps := []string{s.w.app}
 	if s.w.second != nil {
@@ -332,6 +334,7 @@ func (s *scenario) noDoubleApplies() error {
 					return err
 				}
 				seen := map[string]int{}
+				first := map[string]fleettest.Patch{}
 				for _, p := range patches {
 					if p.FieldManager != tasks.FieldManager || p.Code >= 300 {
 						continue
@@ -342,6 +345,9 @@ func (s *scenario) noDoubleApplies() error {
 						} `json:"metadata"`
 						Spec struct {
 							Template struct {
+								Metadata struct {
+									Annotations map[string]string `json:"annotations"`
+								} `json:"metadata"`
 								Spec struct {
 									Containers []struct {
 										Image string `json:"image"`
@@ -354,11 +360,20 @@ func (s *scenario) noDoubleApplies() error {
 						return fmt.Errorf("cluster %s: a patch of %s that is not JSON: %w", n, app, err)
 					}
 					for _, c := range body.Spec.Template.Spec.Containers {
-						key := body.Metadata.Annotations[tasks.AnnotationRollout] + " " + c.Image
+						id := body.Metadata.Annotations[tasks.AnnotationRollout]
+						key := id + " " + c.Image + " " + body.Spec.Template.Metadata.Annotations[tasks.AnnotationRestart]
 						if seen[key]++; seen[key] > 1 {
-							return fmt.Errorf("cluster %s: %s/%s was patched with %s for rollout %s %d times (the last at %s)",
-								n, s.w.namespace, app, c.Image, body.Metadata.Annotations[tasks.AnnotationRollout], seen[key], p.Time.Format(time.RFC3339Nano))
+							// Both patches and what flotilla logged of the
+							// rollout in that cluster: which replica ran
+							// each, and why the second.
+							return fmt.Errorf("cluster %s: %s/%s was patched with %s for rollout %s %d times (the last at %s)\n"+
+								"first: %s %s %s\nlast:  %s %s %s\nflotilla's log of %s in %s:\n%s",
+								n, s.w.namespace, app, c.Image, id, seen[key], p.Time.Format(time.RFC3339Nano),
+								first[key].Time.Format(time.RFC3339Nano), first[key].UserAgent, first[key].Body,
+								p.Time.Format(time.RFC3339Nano), p.UserAgent, p.Body,
+								id, n, s.w.flotilla.logLines(id, `"cluster":"`+n+`"`))
 						}
+						first[key] = p
 						total++
 					}
 				}

@@ -98,7 +98,9 @@ const answersFor = 30 * time.Second
 
 // answers waits until a new bucket answers reads (its replicas elected a
 // leader): until then a read finds no responders, or, while the NATS
-// cluster is busy electing (replicas restarting), goes unanswered. Each
+// cluster is busy electing (replicas restarting), goes unanswered, or is
+// answered "stream not found" by a node the bucket's creation has not
+// reached yet (three replicas creating it at once). Each
 // read is bounded, and retried for up to answersFor: a replica starting
 // then should wait for its state, not exit.
 func answers(ctx context.Context, kv jetstream.KeyValue) error {
@@ -110,7 +112,7 @@ func answers(ctx context.Context, kv jetstream.KeyValue) error {
 		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil
 		}
-		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		if !notYet(err) {
 			return err
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
@@ -122,6 +124,13 @@ func answers(ctx context.Context, kv jetstream.KeyValue) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// notYet tells whether a read of a new bucket failed only because the
+// bucket is not answering yet.
+func notYet(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrStreamNotFound)
 }
 
 func (o Options) withDefaults() Options {
