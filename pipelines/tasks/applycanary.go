@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 // Annotations flotilla keeps on the workload, so a re-run of the same rollout
@@ -76,6 +77,13 @@ type ApplyCanaryResult struct {
 // (so Flagger reports the new revision to the new rollout's event hook), then
 // sets the workload's container image. It is idempotent: run again for one
 // rollout (its answer lost) it finds the workload set and patches nothing.
+// Its patch holds the resourceVersion it read, so two runs of one rollout
+// at once (a replica's run still in flight, or its patch still on the way,
+// when the partition's next holder runs the request again) patch once: the
+// API server refuses the later one with a conflict, and that run reads the
+// workload again and finds it set (retry.RetryOnConflict; a conflict with
+// another writer, the workload's controller updating its status, is read
+// again and patched).
 func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (ApplyCanaryResult, error) {
 	var res ApplyCanaryResult
 	kube, fl, err := clientsFor(cfg)
@@ -94,6 +102,30 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if err := reads.Wait(); err != nil {
 		return res, err
 	}
+	if _, _, err := containerImage(w, p.Container); err != nil {
+		return res, err
+	}
+	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
+		return res, err
+	}
+	first := true
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+		if !first {
+			if w, err = getWorkload(ctx, kube, p); err != nil {
+				return err
+			}
+		}
+		first = false
+		res, err = setImage(ctx, w, primary, p)
+		return err
+	})
+	return res, err
+}
+
+// setImage patches workload w, as read, to run p's image for p's rollout,
+// unless it does already; primary is what its primary runs.
+func setImage(ctx context.Context, w workload, primary []corev1.Container, p ApplyCanaryParams) (ApplyCanaryResult, error) {
+	var res ApplyCanaryResult
 	container, current, err := containerImage(w, p.Container)
 	if err != nil {
 		return res, err
@@ -109,15 +141,13 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 	if w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] != "" {
 		res.PreviousImage = w.annotations[AnnotationPreviousImage]
 	}
-	if err := applyPolicy(ctx, cfg, fl, p.Namespace, p.Objects, p.Canary); err != nil {
-		return res, err
-	}
 	res.Changed = current != p.Image || (p.Restart != "" && p.Restart != w.templateAnnotations[AnnotationRestart]) ||
 		(p.Revision != "" && p.Revision != w.templateAnnotations[canary.AnnotationRevision])
 	if !res.Changed && w.annotations[AnnotationRollout] == p.Rollout && w.annotations[AnnotationPreviousImage] == res.PreviousImage {
 		// This rollout's run got here before (its answer was lost in a
-		// crash, or to a journal that did not acknowledge it): the
-		// workload says so, and a second patch would change nothing.
+		// crash, or to a journal that did not acknowledge it, or it ran
+		// at once with this one): the workload says so, and a second
+		// patch would change nothing.
 		return res, nil
 	}
 	template := map[string]any{"spec": map[string]any{
@@ -134,9 +164,12 @@ func ApplyCanary(ctx context.Context, cfg *rest.Config, p ApplyCanaryParams) (Ap
 		template["metadata"] = map[string]any{"annotations": ann}
 	}
 	patch := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{
-			AnnotationRollout: p.Rollout, AnnotationPreviousImage: res.PreviousImage,
-		}},
+		"metadata": map[string]any{
+			"resourceVersion": w.resourceVersion,
+			"annotations": map[string]string{
+				AnnotationRollout: p.Rollout, AnnotationPreviousImage: res.PreviousImage,
+			},
+		},
 		"spec": map[string]any{"template": template},
 	}
 	body, err := json.Marshal(patch)
@@ -172,13 +205,15 @@ type workload struct {
 	kind, namespace, name string
 	annotations           map[string]string
 	templateAnnotations   map[string]string
-	containers            []corev1.Container
-	patch                 func(ctx context.Context, body []byte) error
+	// resourceVersion is the one read: the patch's precondition.
+	resourceVersion string
+	containers      []corev1.Container
+	patch           func(ctx context.Context, body []byte) error
 }
 
 func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryParams) (workload, error) {
 	w := workload{kind: kindOr(p.Kind), namespace: p.Namespace, name: p.Workload}
-	ann, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload)
+	om, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload)
 	switch {
 	case apierrors.IsNotFound(err):
 		return w, fault.Permanent(fmt.Errorf("%s %s/%s not found", strings.ToLower(w.kind), p.Namespace, p.Workload))
@@ -187,7 +222,7 @@ func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryPa
 	case err != nil:
 		return w, fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(w.kind), p.Namespace, p.Workload, err)
 	}
-	w.annotations, w.containers, w.templateAnnotations = ann, tmpl.Spec.Containers, tmpl.Annotations
+	w.annotations, w.resourceVersion, w.containers, w.templateAnnotations = om.Annotations, om.ResourceVersion, tmpl.Spec.Containers, tmpl.Annotations
 	opts := metav1.PatchOptions{FieldManager: FieldManager}
 	w.patch = func(ctx context.Context, body []byte) error {
 		var err error
@@ -201,24 +236,24 @@ func getWorkload(ctx context.Context, kube kubernetes.Interface, p ApplyCanaryPa
 	return w, nil
 }
 
-// readWorkload reads a Deployment's or a DaemonSet's annotations and pod
+// readWorkload reads a Deployment's or a DaemonSet's metadata and pod
 // template (kind "" is a Deployment).
-func readWorkload(ctx context.Context, kube kubernetes.Interface, kind, namespace, name string) (map[string]string, corev1.PodTemplateSpec, error) {
+func readWorkload(ctx context.Context, kube kubernetes.Interface, kind, namespace, name string) (metav1.ObjectMeta, corev1.PodTemplateSpec, error) {
 	switch kindOr(kind) {
 	case "Deployment":
 		d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, corev1.PodTemplateSpec{}, err
+			return metav1.ObjectMeta{}, corev1.PodTemplateSpec{}, err
 		}
-		return d.Annotations, d.Spec.Template, nil
+		return d.ObjectMeta, d.Spec.Template, nil
 	case "DaemonSet":
 		ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, corev1.PodTemplateSpec{}, err
+			return metav1.ObjectMeta{}, corev1.PodTemplateSpec{}, err
 		}
-		return ds.Annotations, ds.Spec.Template, nil
+		return ds.ObjectMeta, ds.Spec.Template, nil
 	}
-	return nil, corev1.PodTemplateSpec{}, fault.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", kind))
+	return metav1.ObjectMeta{}, corev1.PodTemplateSpec{}, fault.Permanent(fmt.Errorf("workload kind %q: want Deployment or DaemonSet", kind))
 }
 
 // primaryContainers returns the containers of the workload's primary

@@ -3,15 +3,19 @@ package tasks_test
 import (
 	"context"
 	"flag"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
@@ -282,7 +286,10 @@ func TestApplyCanaryAgainPatchesNothing(t *testing.T) {
 	}
 	var mine int
 	for _, p := range patches {
-		if p.FieldManager == tasks.FieldManager {
+		// A patch refused with a conflict (the workload's controller
+		// updated its status between the read and the patch) changed
+		// nothing: read again and patched.
+		if p.FieldManager == tasks.FieldManager && p.Code < 300 {
 			mine++
 		}
 	}
@@ -290,3 +297,97 @@ func TestApplyCanaryAgainPatchesNothing(t *testing.T) {
 		t.Errorf("the API server recorded %d patches of the workload by flotilla, want 2 (r4 once, r5 once)", mine)
 	}
 }
+
+// TestApplyCanaryAtOncePatchesOnce: two runs of one rollout at once (a
+// replica's run still in flight when the partition's next holder runs the
+// request again: a scale-out rolling restart's CI failure, "patched ...
+// for rollout X 2 times") both read the workload before either patches;
+// the API server takes one patch and refuses the other with a conflict,
+// whose run reads the workload again and finds it set. Without the
+// resourceVersion precondition both patches land.
+func TestApplyCanaryAtOncePatchesOnce(t *testing.T) {
+	cl := clients(t)
+	ctx := t.Context()
+	ns := cl.Namespace(ctx, t, "task")
+	createDeployment(t, cl, ns, "web", "registry.example.com/web:1")
+	objs := canary.Render(policy(ns), canary.Input{Cluster: "c1", Rollout: "r6"})
+	// Both runs' first patch waits until both runs sent theirs: each has
+	// read the workload by then.
+	gate := &patchGate{both: make(chan struct{})}
+	cfg := rest.CopyConfig(cl.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/deployments/web") {
+				gate.wait(r.Context())
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	image := "registry.example.com/web@sha256:" + strings.Repeat("e", 64)
+	results := make([]tasks.ApplyCanaryResult, 2)
+	var g errgroup.Group
+	for i := range results {
+		g.Go(func() (err error) {
+			results[i], err = tasks.ApplyCanary(ctx, cfg, tasks.ApplyCanaryParams{
+				Rollout: "r6", Namespace: ns, Kind: "Deployment", Workload: "web", Image: image, Canary: objs.Canary,
+			})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range results {
+		if r.PreviousImage != "registry.example.com/web:1" {
+			t.Errorf("run %d: previous image %q, want registry.example.com/web:1", i, r.PreviousImage)
+		}
+	}
+	patches, err := fleettest.Patches(fleet.Clusters[0].AuditLog, "deployments", ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var landed, refused int
+	for _, p := range patches {
+		switch {
+		case p.FieldManager != tasks.FieldManager:
+		case p.Code < 300:
+			landed++
+		case p.Code == http.StatusConflict:
+			refused++
+		}
+	}
+	// More conflicts are the workload's controller updating its status
+	// meanwhile: read again, and patched or found set.
+	if landed != 1 || refused < 1 {
+		t.Errorf("the API server recorded %d patches of the workload by flotilla that landed and %d refused with a conflict, want 1 and at least 1", landed, refused)
+	}
+}
+
+// patchGate holds the first two patches until both arrived.
+type patchGate struct {
+	mu   sync.Mutex
+	n    int
+	both chan struct{}
+}
+
+func (g *patchGate) wait(ctx context.Context) {
+	g.mu.Lock()
+	g.n++
+	if g.n == 2 {
+		close(g.both)
+	}
+	n := g.n
+	g.mu.Unlock()
+	if n > 2 {
+		return
+	}
+	select {
+	case <-g.both:
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -453,7 +453,7 @@ func (l liveRevision) previous(rollout string) string {
 // where there is none yet: a first deployment creates the workload).
 func currentRevision(ctx context.Context, kube kubernetes.Interface, p ApplyManifestsParams) (liveRevision, error) {
 	var l liveRevision
-	ann, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload)
+	om, tmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload)
 	switch {
 	case apierrors.IsNotFound(err):
 		return l, nil
@@ -461,7 +461,7 @@ func currentRevision(ctx context.Context, kube kubernetes.Interface, p ApplyMani
 		return l, fmt.Errorf("reading %s/%s: %w", p.Namespace, p.Workload, err)
 	}
 	l.revision, l.restart = tmpl.Annotations[canary.AnnotationRevision], tmpl.Annotations[AnnotationRestart]
-	l.rollout, l.previousOfRollout = ann[AnnotationRollout], ann[AnnotationPreviousImage]
+	l.rollout, l.previousOfRollout = om.Annotations[AnnotationRollout], om.Annotations[AnnotationPreviousImage]
 	_, ptmpl, err := readWorkload(ctx, kube, p.Kind, p.Namespace, p.Workload+"-primary")
 	switch {
 	case apierrors.IsNotFound(err):

@@ -239,9 +239,12 @@ func (p *Partitions) round(ctx context.Context) {
 			ok = false
 		}
 	}
+	// The deadline is judged on the clock after the renewals failed, not
+	// at the round's start: they may take up to Renew, and the others
+	// judge the lease by when they last saw it change.
 	if ok {
 		renewedAt = now
-	} else if now.Sub(renewedAt) >= p.o.RenewDeadline {
+	} else if time.Since(renewedAt) >= p.o.RenewDeadline {
 		p.log.Warn("leases not renewed within the deadline: stopping every partition", "held", len(held))
 		held = map[int]uint64{}
 	}
