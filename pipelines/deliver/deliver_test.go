@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-cd/flotilla/pipelines"
 	"github.com/flotilla-cd/flotilla/pipelines/deliver"
 	"github.com/flotilla-cd/flotilla/pipelines/tasks"
+	"github.com/flotilla-cd/flotilla/pkg/bus"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -335,6 +336,35 @@ func TestRunnerAnnouncesStarts(t *testing.T) {
 	want := []events.PipelineRunStart{{RolloutID: rolloutID, Wave: 1, Cluster: "c1", Purpose: events.PurposeApply, Step: 1, Image: ref}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("started (-want +got):\n%s", diff)
+	}
+}
+
+// hungStarts is a journal whose appends hang until their context ends.
+type hungStarts struct{}
+
+func (hungStarts) Append(ctx context.Context, _ ...cloudevents.Event) ([]bus.Record, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A run whose start cannot be journaled (the bus hangs) while its replica
+// stops (the partition handed over: the dispatcher's context canceled)
+// returns at once, its answer not journaled, instead of waiting out the
+// start's minute: a replica giving a partition up waits for its runs
+// before it releases the lease, and renews none of its other leases
+// meanwhile.
+func TestRunnerStopsWithoutItsStart(t *testing.T) {
+	exec := &fakeExecutor{}
+	r := newRunner(exec, app()).AnnounceStarts(hungStarts{})
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	evs, err := r.Handle(ctx, requestEvent(t, events.PipelineRunRequested{Purpose: events.PurposeApply, Image: ref, Wave: 1}))
+	if !errors.Is(err, context.Canceled) || len(evs) != 0 {
+		t.Errorf("Handle = %v, %v; want nothing and the context's error (the request replayed)", evs, err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Handle returned %s after its context ended; want at once", took)
 	}
 }
 

@@ -174,7 +174,14 @@ func (r *Runner) Handle(ctx context.Context, e cloudevents.Event) ([]cloudevents
 		"step", req.Step, "image", req.Image, "deadline", req.Deadline)
 	started := r.announce(ctx, e, req)
 	res, err := r.d.Deliver(runCtx, req)
-	<-started
+	select {
+	case <-started:
+	case <-ctx.Done():
+		// Stopping (the partition handed over): the answer is not
+		// journaled, so it need not wait for the start's; the request
+		// is replayed, and finds the cluster set.
+		return nil, ctx.Err()
+	}
 	switch {
 	case err == nil:
 		finished.PreviousImage, finished.Changed, finished.PreviousMembers = res.PreviousImage, res.Changed, res.PreviousMembers
