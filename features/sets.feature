@@ -581,3 +581,45 @@ Feature: Release sets: several applications promoted as one
     And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
     And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
     And in cluster "c1" the succeeded PipelineRun rolling back the set's rollout of that commit and "2.1.0" of "shop-frontend" applies the first commit, the members "shop-frontend:2.0.0,shop-api,shop-migrate" in order
+
+  # The set led by its image member (release-sets.md, "An image lead") on
+  # the Tekton executor: each cluster's PipelineRun runs apply-manifests at
+  # the tuple's commit, the frontend first in its members param. Catches,
+  # on Tekton: the set's first commit failing or never judged (the frontend
+  # without an entry dropped from the members param, sent with an image or
+  # paths it has not, its canary not applied or listing only itself); the
+  # members in the git lead's order (the frontend after the api); the
+  # frontend not pinned at its digest, or its and the api's previous
+  # revisions not coming back through Tekton's results; a rollback that
+  # leaves the api or the Job on the failed commit, or reverts in the
+  # apply's order rather than reversed (the api, the Job, then the
+  # frontend at the cluster's previous version), or moves the frontend off
+  # its version.
+  Scenario: A release set of git and image members led by its image member rolled out by Tekton pipelines: the frontend's Canary lists the api's, its push rolled through the waves, the api failing in wave 2 rolls the set back everywhere
+    Given a deployments repository with the release set "shop": the image application "shop-frontend" that tracks "demo/shop-frontend" leading, then the Job "shop-migrate", then "shop-api"
+    And flotilla's pipelines are installed in a fresh namespace of cluster "c1"
+    And flotilla runs its rollout pipelines there on Tekton, labelled "simfail=on-host"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And every cluster's succeeded PipelineRun of the set's rollout of the first commit alone applies the first commit, the members "shop-frontend,shop-migrate,shop-api" in order
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    When version "2.1.0" of "shop-frontend" is pushed
+    Then the set's rollout of the first commit and "2.1.0" of "shop-frontend" succeeds
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.1.0" by digest
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+    And every cluster's succeeded PipelineRun of the set's rollout of the first commit and "2.1.0" of "shop-frontend" carries its members in order, the frontend by digest, and says the api ran the first commit and the frontend "2.0.0" before
+    Given the application's workloads are watched in every cluster
+    And the analysis gate fails for the canary "shop-api" in cluster "c4"
+    When a push changes the greeting of the set's git members to "v2"
+    Then the set's rollout of that commit and "2.1.0" of "shop-frontend" is rolled back
+    And the watch saw the primary of "shop-api" in cluster "c1" run that commit
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.1.0" by digest
+    And in cluster "c1" the succeeded PipelineRun rolling back the set's rollout of that commit and "2.1.0" of "shop-frontend" applies the first commit, the members "shop-api,shop-migrate,shop-frontend:2.1.0" in order

@@ -33,6 +33,7 @@ func (s *scenario) registerSetMixSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" starts$`, s.mixedRolloutStarts)
 	sc.Step(`^the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" is superseded$`, s.mixedRolloutSuperseded)
 	sc.Step(`^the watch saw the primary of "([^"]*)" in cluster "([^"]*)" run version "([^"]*)"$`, s.watchSawVersion)
+	sc.Step(`^every cluster's succeeded PipelineRun of the set's rollout of the first commit alone applies the first commit, the members "([^"]*)" in order$`, s.mixedFirstRuns)
 	sc.Step(`^in cluster "([^"]*)" the succeeded PipelineRun rolling back the set's rollout of that commit and "([^"]*)" of "([^"]*)" applies (the first|that) commit, the members "([^"]*)" in order$`, s.mixedRevertRun)
 }
 

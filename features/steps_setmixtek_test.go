@@ -35,7 +35,7 @@ type tektonMember struct{ Application, Image string }
 // first), every cluster's succeeded PipelineRun of the set's rollout of
 // the commit with the frontend at version: its git-commit param the
 // commit, its members param the Job, the api, then the frontend at
-// version by digest, and its previous-member-revisions result the api
+// version by digest (the frontend first when it leads), and its previous-member-revisions result the api
 // at the commit before and the frontend at version before, by digest.
 func (s *scenario) mixedRunsCarryTheTuple(ctx context.Context, which, version, app, beforeWhich, before string) error {
 	clusters := map[string]bool{}
@@ -73,6 +73,9 @@ func (s *scenario) mixedRunsCarry(ctx context.Context, clusters map[string]bool,
 		return err
 	}
 	want := []tektonMember{{rs.job, ""}, {rs.api, ""}, {rs.frontend, fe}}
+	if rs.frontendLeads {
+		want = []tektonMember{{rs.frontend, fe}, {rs.job, ""}, {rs.api, ""}}
+	}
 	wantBefore := map[string]string{rs.api: tasks.Revision(s.w.git.url, beforeCommit), rs.frontend: feBefore}
 	return forAMinute(ctx, func() error {
 		return s.mixedRunsSucceeded(ctx, id, clusters, commit, want, pipelines.ResultPreviousMemberRevisions, wantBefore)
@@ -95,20 +98,58 @@ func (s *scenario) mixedRevertRun(ctx context.Context, cluster, version, app, wh
 	if err != nil {
 		return err
 	}
+	want, err := s.tektonMembers(members)
+	if err != nil {
+		return err
+	}
+	return forAMinute(ctx, func() error {
+		return s.mixedRunsSucceeded(ctx, id+"-revert", map[string]bool{cluster: true}, s.w.git.commits[commitKey(which)], want, "", nil)
+	})
+}
+
+// mixedFirstRuns reads every cluster's succeeded PipelineRun of the set's
+// rollout of the first commit alone: its git-commit param the first
+// commit and its members in order ("shop-frontend,shop-migrate,shop-api":
+// an image member without a version is in the run without an image, its
+// canary alone, as an image lead without an entry is).
+func (s *scenario) mixedFirstRuns(ctx context.Context, members string) error {
+	if s.w.tekton == nil {
+		return fmt.Errorf("no Tekton executor: a step installing the pipelines comes first")
+	}
+	first := s.w.git.commits["first"]
+	id, err := s.rolloutID(ctx, s.mixedTag(first, ""))
+	if err != nil {
+		return err
+	}
+	want, err := s.tektonMembers(members)
+	if err != nil {
+		return err
+	}
+	clusters := map[string]bool{}
+	for _, c := range s.w.clusters {
+		clusters[c.Name] = true
+	}
+	return forAMinute(ctx, func() error {
+		return s.mixedRunsSucceeded(ctx, id, clusters, first, want, "", nil)
+	})
+}
+
+// tektonMembers parses members ("shop-frontend:2.0.0,shop-api"): each
+// member's name and, with a version, its image by digest.
+func (s *scenario) tektonMembers(members string) ([]tektonMember, error) {
 	var want []tektonMember
 	for _, m := range strings.Split(members, ",") {
 		name, version, _ := strings.Cut(m, ":")
 		tm := tektonMember{Application: name}
 		if version != "" {
+			var err error
 			if tm.Image, err = s.refOf(name, version); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		want = append(want, tm)
 	}
-	return forAMinute(ctx, func() error {
-		return s.mixedRunsSucceeded(ctx, id+"-revert", map[string]bool{cluster: true}, s.w.git.commits[commitKey(which)], want, "", nil)
-	})
+	return want, nil
 }
 
 func commitKey(which string) string {
