@@ -341,7 +341,8 @@ var errMemberFailed = errors.New("release set member failed")
 // every Job it renders complete at the revision and every canary's
 // primary on the revision, its phase Succeeded (Initialized for a first
 // deployment). A Job failed, or a canary failed since the member was
-// applied, is a permanent error naming the member.
+// applied or deleted (the run applied it before waiting), is a permanent
+// error naming the member.
 func waitMember(ctx context.Context, kube kubernetes.Interface, fl flaggerclient.Interface, namespace, revision string, r memberRun, applied time.Time) error {
 	t := time.NewTicker(setWaitInterval)
 	defer t.Stop()
@@ -381,7 +382,11 @@ func memberReady(ctx context.Context, kube kubernetes.Interface, fl flaggerclien
 		c, err := fl.FlaggerV1beta1().Canaries(namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return "canary " + name + " not created yet", nil
+			// The run applied every canary it waits for: one gone was
+			// deleted since, and no one brings it back but a later run,
+			// which waits behind this one for the workload's lock
+			// (deliver.Runner) until this one's deadline.
+			return "", fault.Permanent(fmt.Errorf("%w: %s: canary %s was deleted while the run waited for it", errMemberFailed, r.m.Application, name))
 		case err != nil:
 			return "", fmt.Errorf("reading canary %s/%s: %w", namespace, name, err)
 		}
