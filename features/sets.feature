@@ -494,6 +494,40 @@ Feature: Release sets: several applications promoted as one
     And the Canary "shop-api" in every cluster lists the canaries "shop-api,shop-frontend"
     And the API says that rollout is of kind "catch-up" and goes to "c4" only
 
+  # Catch-up of a set led by its image member (release-sets.md, "An image
+  # lead"): before the frontend's first push the deployed tuple has no
+  # entry of it, so the catch-up's run applies its canary alone (listing
+  # the api's) and the git members; after it, the frontend's own canary
+  # and primary gone are caught up with its entry. Catches: the api's
+  # deletion never caught up (the reconciler skipping such a set, or
+  # reading the lead without an entry and finding it missing: a catch-up
+  # that fails or never ends), a catch-up's run without the lead (no
+  # canary listing the api's: the cluster never judged) or with an image
+  # it has no entry for; the frontend's deletion unseen (the lead not held
+  # against its entry) or caught up off its version; a catch-up going to
+  # every cluster.
+  Scenario: A release set of git and image members led by its image member is caught up where a canary was deleted: the api's before the frontend's first push, the frontend's after it
+    Given a deployments repository with the release set "shop": the image application "shop-frontend" that tracks "demo/shop-frontend" leading, then the Job "shop-migrate", then "shop-api"
+    And flotilla checks the clusters against the validated digest every "2s"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    When the canary of "shop-api" in cluster "c4" is deleted with its primary
+    Then a rollout of kind "catch-up" of the set's version of the first commit alone to "c4" succeeds
+    And the API says that rollout is of kind "catch-up" and goes to "c4" only
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+    Given version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    When the canary of "shop-frontend" in cluster "c2" is deleted with its primary
+    Then a rollout of kind "catch-up" of the set's version of the first commit and "2.0.0" of "shop-frontend" to "c2" succeeds
+    And the API says that rollout is of kind "catch-up" and goes to "c2" only
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+
   # The set of git and image members on the Tekton executor: each
   # cluster's PipelineRun runs apply-manifests at the tuple's commit, its
   # members param carrying the Job and the api (rendered there) and the

@@ -27,6 +27,7 @@ func (s *scenario) registerSetMixSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the watch saw the primary of "([^"]*)" in cluster "([^"]*)" run that commit$`, s.watchSawThatCommit)
 	sc.Step(`^flotilla journals the drift of the member "([^"]*)" in cluster "([^"]*)" to image "([^"]*)" from the set's version of the first commit and "([^"]*)" of "([^"]*)" within (\d+) seconds$`, s.mixedDriftJournaled)
 	sc.Step(`^a rollout of kind "([^"]*)" of the set's version of the first commit and "([^"]*)" of "([^"]*)" to "([^"]*)" succeeds$`, s.mixedKindRolloutSucceeds)
+	sc.Step(`^a rollout of kind "([^"]*)" of the set's version of the first commit alone to "([^"]*)" succeeds$`, s.mixedFirstKindRolloutSucceeds)
 	// On the Tekton executor (steps_setmixtek_test.go).
 	sc.Step(`^every cluster's succeeded PipelineRun of the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" carries its members in order, the frontend by digest, and says the api ran (the first|that) commit and the frontend "([^"]*)" before$`, s.mixedRunsCarryTheTuple)
 	sc.Step(`^cluster "([^"]*)"'s succeeded PipelineRun of the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" carries its members in order, the frontend by digest, and says the api ran (the first|that) commit and the frontend "([^"]*)" before$`, s.mixedRunCarriesTheTuple)
@@ -148,4 +149,11 @@ func (s *scenario) mixedKindRolloutSucceeds(ctx context.Context, kind, version, 
 		return err
 	}
 	return s.kindRolloutSucceeds(ctx, kind, tuple, clusters)
+}
+
+// mixedFirstKindRolloutSucceeds waits for a rollout of kind of the set's
+// version of the first commit alone (before the frontend's first push: no
+// entry of it) to exactly clusters, and for it to succeed.
+func (s *scenario) mixedFirstKindRolloutSucceeds(ctx context.Context, kind, clusters string) error {
+	return s.kindRolloutSucceeds(ctx, kind, s.mixedTag(s.w.git.commits["first"], ""), clusters)
 }
