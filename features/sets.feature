@@ -494,6 +494,43 @@ Feature: Release sets: several applications promoted as one
     And the Canary "shop-api" in every cluster lists the canaries "shop-api,shop-frontend"
     And the API says that rollout is of kind "catch-up" and goes to "c4" only
 
+  # Drift of a set led by its image member (release-sets.md, "An image
+  # lead"), with the set's driftPolicy: revert. Before the frontend's first
+  # push the deployed tuple has no entry of it: the frontend is not read
+  # (no false drift of its 0.1.0) while the api is, and the drift-revert's
+  # run applies the frontend's canary alone; after it, the frontend is
+  # held against its entry. Catches: the lead without an entry read as
+  # drifted (a drift-revert in the first 4 s), or its drift-revert run
+  # failing (the lead sent with an image it has no entry for, or left out:
+  # no canary listing the api's); the api's change unseen or reverted off
+  # the commit; the frontend's change unseen once it has an entry, or
+  # reverted off 2.0.0; a revert going to every cluster.
+  Scenario: A release set of git and image members led by its image member: primaries changed by hand are restored with the set's driftPolicy: revert, the api before the frontend's first push, the frontend after it
+    Given a deployments repository with the release set "shop": the image application "shop-frontend" that tracks "demo/shop-frontend" leading, then the Job "shop-migrate", then "shop-api"
+    And flotilla checks the clusters against the validated digest every "2s"
+    And the application's drift policy is "revert"
+    And flotilla serving the release set "shop" in waves "c1" then "c2,c4"
+    And the workload "shop-frontend" runs in every cluster of the waves
+    And the set's rollout of the first commit alone succeeds
+    And in 4 seconds no rollout of kind "drift-revert" was started
+    When the primary of "shop-api" in cluster "c4" is set by hand to image "registry.example.com/shop-api:6.6.6"
+    Then flotilla journals the drift of the member "shop-api" in cluster "c4" to image "registry.example.com/shop-api:6.6.6" from the set's version of the first commit alone within 10 seconds
+    And a rollout of kind "drift-revert" of the set's version of the first commit alone to "c4" succeeds
+    And the API says that rollout is of kind "drift-revert" and goes to "c4" only
+    And the primary of "shop-api" in cluster "c4" runs image "registry.example.com/shop-api:1.0.0"
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+    Given version "2.0.0" of "shop-frontend" is pushed
+    And the set's rollout of the first commit and "2.0.0" of "shop-frontend" succeeds
+    When the primary of "shop-frontend" in cluster "c2" is set by hand to image "registry.example.com/shop-frontend:6.6.6"
+    Then flotilla journals the drift of the member "shop-frontend" in cluster "c2" to image "registry.example.com/shop-frontend:6.6.6" from the set's version of the first commit and "2.0.0" of "shop-frontend" within 10 seconds
+    And a rollout of kind "drift-revert" of the set's version of the first commit and "2.0.0" of "shop-frontend" to "c2" succeeds
+    And the API says that rollout is of kind "drift-revert" and goes to "c2" only
+    And the primary and the workload of "shop-frontend" in every cluster run version "2.0.0" by digest
+    And the primary and the workload of "shop-api" in every cluster run the first commit, greeting "hello"
+    And the Job "shop-migrate" in every cluster ran the first commit, greeting "hello"
+    And the Canary "shop-frontend" in every cluster lists the canaries "shop-frontend,shop-api"
+
   # Catch-up of a set led by its image member (release-sets.md, "An image
   # lead"): before the frontend's first push the deployed tuple has no
   # entry of it, so the catch-up's run applies its canary alone (listing

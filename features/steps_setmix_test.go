@@ -28,6 +28,7 @@ func (s *scenario) registerSetMixSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^flotilla journals the drift of the member "([^"]*)" in cluster "([^"]*)" to image "([^"]*)" from the set's version of the first commit and "([^"]*)" of "([^"]*)" within (\d+) seconds$`, s.mixedDriftJournaled)
 	sc.Step(`^a rollout of kind "([^"]*)" of the set's version of the first commit and "([^"]*)" of "([^"]*)" to "([^"]*)" succeeds$`, s.mixedKindRolloutSucceeds)
 	sc.Step(`^a rollout of kind "([^"]*)" of the set's version of the first commit alone to "([^"]*)" succeeds$`, s.mixedFirstKindRolloutSucceeds)
+	sc.Step(`^flotilla journals the drift of the member "([^"]*)" in cluster "([^"]*)" to image "([^"]*)" from the set's version of the first commit alone within (\d+) seconds$`, s.mixedFirstDriftJournaled)
 	// On the Tekton executor (steps_setmixtek_test.go).
 	sc.Step(`^every cluster's succeeded PipelineRun of the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" carries its members in order, the frontend by digest, and says the api ran (the first|that) commit and the frontend "([^"]*)" before$`, s.mixedRunsCarryTheTuple)
 	sc.Step(`^cluster "([^"]*)"'s succeeded PipelineRun of the set's rollout of (the first|that) commit and "([^"]*)" of "([^"]*)" carries its members in order, the frontend by digest, and says the api ran (the first|that) commit and the frontend "([^"]*)" before$`, s.mixedRunCarriesTheTuple)
@@ -156,4 +157,11 @@ func (s *scenario) mixedKindRolloutSucceeds(ctx context.Context, kind, version, 
 // entry of it) to exactly clusters, and for it to succeed.
 func (s *scenario) mixedFirstKindRolloutSucceeds(ctx context.Context, kind, clusters string) error {
 	return s.kindRolloutSucceeds(ctx, kind, s.mixedTag(s.w.git.commits["first"], ""), clusters)
+}
+
+// mixedFirstDriftJournaled waits for the set's drift.detected naming
+// member in cluster, its primary running image, held against the set's
+// version of the first commit alone (before the frontend's first push).
+func (s *scenario) mixedFirstDriftJournaled(ctx context.Context, member, cluster, image string, seconds int) error {
+	return s.memberDriftJournaled(ctx, member, cluster, image, s.mixedTag(s.w.git.commits["first"], ""), seconds)
 }
