@@ -106,7 +106,8 @@ demo: demo-fleet ## Run the demo: a 3-cluster fleet, a real registry and flotill
 # minutes and the other benchmarks 7, so at 20 runs make bench takes about 45 minutes.
 # DESIGN's one wave of 1,000 clusters is its own target, make bench-large: its setup and warm-up
 # took 11 minutes and the whole of it 18 on 2026-12-04 (23 and 44 before the namespace proxies
-# left flotilla's process; issue #28). The first scenario alone at 50 clusters, 20 runs and 20
+# left flotilla's process; issue #28); on another machine the same day, with the fleet in its CPU
+# cgroup (-fleet-cpu-shares), 20 and 29 (the fleet slower to make and settle the workloads). The first scenario alone at 50 clusters, 20 runs and 20
 # rollbacks (-wave2 50 -runs 20 -rollbacks 20), took 8 minutes that day.
 BENCH_RUNS  ?= 20
 BENCH_WAVE2 ?= 50
