@@ -103,7 +103,9 @@ demo: demo-fleet ## Run the demo: a 3-cluster fleet, a real registry and flotill
 # watchers and with 100 rollouts in flight (the slowest of 20 runs is at or above the true p99 with
 # 18% confidence, 30 runs: 26%, 100 runs: 63%: BENCH_RUNS=100 for that; a p99 that misses is a
 # miss at any count). Measured 2026-12-02 at 30 runs: the three scenarios took 22, 12 and 14
-# minutes and the other benchmarks 7, so at 20 runs make bench takes about 45 minutes.
+# minutes and the other benchmarks 7, so at 20 runs make bench took about 45 minutes; on
+# 2026-12-04, with the fleet in its CPU cgroup (-fleet-cpu-shares), it took 35 at 20 runs (the
+# scenarios 9, 6 and 7 minutes, the other benchmarks 14).
 # DESIGN's one wave of 1,000 clusters is its own target, make bench-large: its setup and warm-up
 # took 11 minutes and the whole of it 18 on 2026-12-04 (23 and 44 before the namespace proxies
 # left flotilla's process; issue #28); on another machine the same day, with the fleet in its CPU
