@@ -34,17 +34,29 @@ import (
 // (shorter than LeaseDuration) stops the work of all it holds, before
 // any other replica may take them over: two replicas never work one
 // partition at once.
+//
+// Two loops do it. One heartbeats and renews every lease held, and
+// nothing else, so that stopping a partition's work (which waits for its
+// runs) never holds a renewal back: a lease is renewed until its work has
+// stopped, then deleted. The other balances: it follows the bucket,
+// stops and starts the work (onSet) and claims and releases leases. It
+// runs every Renew, and at once when the first loop lost a lease.
 type Partitions struct {
-	kv     jetstream.KeyValue
-	o      PartitionOptions
-	onSet  func(owned []int)
-	log    *slog.Logger
-	cancel context.CancelFunc
-	done   chan struct{}
+	kv    jetstream.KeyValue
+	o     PartitionOptions
+	onSet func(owned []int)
+	log   *slog.Logger
 
-	mu   sync.Mutex
-	seen map[string]seenKey // key -> what this replica last saw of it
-	held map[int]uint64     // partition -> revision of our lease
+	stopBalance, stopRenew context.CancelFunc
+	balanced, renewing     chan struct{} // closed when each loop has ended
+	kick                   chan struct{} // a lease was lost: balance now
+
+	leases sync.Mutex // serialises the writes to the partitions' leases
+
+	mu      sync.Mutex
+	seen    map[string]seenKey // key -> what this replica last saw of it
+	held    map[int]uint64     // partition -> revision of our lease
+	working []int              // the partitions whose work runs (onSet's last)
 	// renewed is when every lease we hold was last renewed together.
 	renewed time.Time
 }
@@ -107,10 +119,10 @@ func memberKey(replica string) string {
 func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
 
 // JoinPartitions has this replica take its share of the partitions until
-// Leave. onSet is called with the partitions it holds whenever that
-// changes: before a lease is released, without the partition; after one
-// is claimed, with it. onSet must start and stop the partitions' work
-// before it returns.
+// Leave. onSet is called with the partitions whose work should run
+// whenever that changes: before a lease is released, without the
+// partition; after one is claimed, with it. onSet must start and stop the
+// partitions' work before it returns; its calls never overlap.
 func (b *Bus) JoinPartitions(ctx context.Context, o PartitionOptions, onSet func(owned []int), log *slog.Logger) (*Partitions, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -125,26 +137,95 @@ func (b *Bus) JoinPartitions(ctx context.Context, o PartitionOptions, onSet func
 	if err != nil {
 		return nil, fmt.Errorf("creating the leases' bucket: %w", err)
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &Partitions{kv: kv, o: o, onSet: onSet, log: log.With("replica", o.Replica), cancel: cancel, done: make(chan struct{}),
+	base := context.WithoutCancel(ctx)
+	bctx, stopBalance := context.WithCancel(base)
+	rctx, stopRenew := context.WithCancel(base)
+	p := &Partitions{kv: kv, o: o, onSet: onSet, log: log.With("replica", o.Replica),
+		stopBalance: stopBalance, stopRenew: stopRenew,
+		balanced: make(chan struct{}), renewing: make(chan struct{}), kick: make(chan struct{}, 1),
 		seen: map[string]seenKey{}, held: map[int]uint64{}}
 	// A watch that cannot start now (a NATS node going away) is started
 	// again at the next round, as one that ends.
-	w, err := kv.WatchAll(wctx)
+	w, err := kv.WatchAll(bctx)
 	if err != nil {
 		p.log.Warn("watching the leases; trying again at the next round", "error", err)
 		w = nil
 	}
-	go p.run(wctx, w)
+	go p.renewLoop(rctx)
+	go p.balanceLoop(bctx, w)
 	return p, nil
 }
 
-// run heartbeats, follows the bucket and balances the leases until Leave.
-// A watch that ends (the connection lost) is started again at the next
-// round; meanwhile rounds go on, so a holder cut off stops its work at the
-// renew deadline.
-func (p *Partitions) run(ctx context.Context, w jetstream.KeyWatcher) {
-	defer close(p.done)
+// renewLoop heartbeats and renews every Renew until stopped.
+func (p *Partitions) renewLoop(ctx context.Context) {
+	defer close(p.renewing)
+	tick := time.NewTicker(p.o.Renew)
+	defer tick.Stop()
+	for {
+		p.renew(ctx)
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// renew heartbeats and renews every lease held. A lease someone else took
+// is lost at once; past the renew deadline, every lease is: the balancing
+// loop then stops their work.
+func (p *Partitions) renew(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, p.o.Renew)
+	defer cancel()
+	if _, err := p.kv.Put(ctx, memberKey(p.o.Replica), []byte(p.o.Replica)); err != nil {
+		p.log.Warn("heartbeat failed", "error", err)
+	}
+	p.leases.Lock()
+	defer p.leases.Unlock()
+	p.mu.Lock()
+	held := cloneHeld(p.held)
+	p.mu.Unlock()
+	start := time.Now()
+	ok, lost := true, false
+	for part, rev := range held {
+		next, err := p.kv.Update(ctx, partitionKey(part), []byte(p.o.Replica), rev)
+		switch {
+		case err == nil:
+			held[part] = next
+		case isConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound):
+			p.log.Warn("a partition's lease was taken over", "partition", part)
+			delete(held, part)
+			lost = true
+		default:
+			ok = false
+		}
+	}
+	p.mu.Lock()
+	// The deadline is judged on the clock after the renewals failed: they
+	// may take up to Renew, and the others judge the lease by when they
+	// last saw it change.
+	switch {
+	case ok:
+		p.renewed = start
+	case time.Since(p.renewed) >= p.o.RenewDeadline && len(held) > 0:
+		p.log.Warn("leases not renewed within the deadline: stopping every partition", "held", len(held))
+		held, lost = map[int]uint64{}, true
+	}
+	p.held = held
+	p.mu.Unlock()
+	if lost {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// balanceLoop follows the bucket and balances the leases every Renew, or
+// at once when a lease was lost, until stopped. A watch that ends (the
+// connection lost) is started again at the next round.
+func (p *Partitions) balanceLoop(ctx context.Context, w jetstream.KeyWatcher) {
+	defer close(p.balanced)
 	defer func() {
 		if w != nil {
 			_ = w.Stop()
@@ -156,7 +237,7 @@ func (p *Partitions) run(ctx context.Context, w jetstream.KeyWatcher) {
 	}
 	tick := time.NewTicker(p.o.Renew)
 	defer tick.Stop()
-	p.round(ctx)
+	p.balance(ctx)
 	for {
 		select {
 		case e, ok := <-updates:
@@ -167,13 +248,15 @@ func (p *Partitions) run(ctx context.Context, w jetstream.KeyWatcher) {
 			if e != nil {
 				p.saw(e)
 			}
+		case <-p.kick:
+			p.balance(ctx)
 		case <-tick.C:
 			if w == nil {
 				if nw, err := p.kv.WatchAll(ctx); err == nil {
 					w, updates = nw, nw.Updates()
 				}
 			}
-			p.round(ctx)
+			p.balance(ctx)
 		case <-ctx.Done():
 			return
 		}
@@ -194,73 +277,75 @@ func (p *Partitions) saw(e jetstream.KeyValueEntry) {
 	p.seen[e.Key()] = seenKey{value: string(e.Value()), rev: e.Revision(), at: time.Now()}
 }
 
-// round heartbeats, renews what it holds, releases what it should not
-// hold and claims what it should.
-func (p *Partitions) round(ctx context.Context) {
+// balance stops the work this replica should no longer do (another
+// member's now, or its lease lost), releases those leases once their work
+// stopped, claims what is its and free, and starts their work.
+func (p *Partitions) balance(ctx context.Context) {
+	now := time.Now()
+	want := p.assignment(now)
+	p.setWork(p.keep(p.Owned(), want))
+	p.release(ctx, want)
+	p.claimWanted(ctx, want, now)
+	p.setWork(p.keep(sortedKeys(p.leased()), want))
+}
+
+// keep is the partitions of parts this replica wants and holds a lease of.
+func (p *Partitions) keep(parts []int, want map[int]bool) []int {
+	held := p.leased()
+	out := []int{}
+	for _, part := range parts {
+		if _, ok := held[part]; ok && want[part] {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// release deletes the leases held that another member should hold, whose
+// work has stopped.
+func (p *Partitions) release(ctx context.Context, want map[int]bool) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Renew)
 	defer cancel()
-	now := time.Now()
-	if _, err := p.kv.Put(ctx, memberKey(p.o.Replica), []byte(p.o.Replica)); err != nil {
-		p.log.Warn("heartbeat failed", "error", err)
+	p.leases.Lock()
+	defer p.leases.Unlock()
+	working := p.Owned()
+	for part, rev := range p.leased() {
+		if want[part] || slices.Contains(working, part) {
+			continue
+		}
+		if err := p.kv.Delete(ctx, partitionKey(part), jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
+			p.log.Warn("releasing a partition", "partition", part, "error", err)
+		}
+		p.mu.Lock()
+		delete(p.held, part)
+		p.mu.Unlock()
 	}
-	want := p.assignment(now)
-	p.mu.Lock()
-	held := cloneHeld(p.held)
-	renewedAt := p.renewed
-	p.mu.Unlock()
+}
 
-	// Release first what another member should hold, after stopping it.
-	var release []int
-	for part := range held {
-		if !want[part] {
-			release = append(release, part)
-		}
-	}
-	if len(release) > 0 {
-		p.set(without(held, release))
-		for _, part := range release {
-			if err := p.kv.Delete(ctx, partitionKey(part), jetstream.LastRevision(held[part])); err != nil && !isConflict(err) {
-				p.log.Warn("releasing a partition", "partition", part, "error", err)
-			}
-			delete(held, part)
-		}
-	}
-	// Renew the rest; a lease someone else took is lost at once.
-	ok := true
-	for part, rev := range held {
-		next, err := p.kv.Update(ctx, partitionKey(part), []byte(p.o.Replica), rev)
-		switch {
-		case err == nil:
-			held[part] = next
-		case isConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound):
-			p.log.Warn("a partition's lease was taken over", "partition", part)
-			delete(held, part)
-		default:
-			ok = false
-		}
-	}
-	// The deadline is judged on the clock after the renewals failed, not
-	// at the round's start: they may take up to Renew, and the others
-	// judge the lease by when they last saw it change.
-	if ok {
-		renewedAt = now
-	} else if time.Since(renewedAt) >= p.o.RenewDeadline {
-		p.log.Warn("leases not renewed within the deadline: stopping every partition", "held", len(held))
-		held = map[int]uint64{}
-	}
-	// Claim what is ours and free.
+// claimWanted claims the leases of what this replica wants and is free.
+func (p *Partitions) claimWanted(ctx context.Context, want map[int]bool, now time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, p.o.Renew)
+	defer cancel()
+	p.leases.Lock()
+	defer p.leases.Unlock()
+	held := p.leased()
 	for part := range want {
 		if _, mine := held[part]; mine {
 			continue
 		}
 		if rev, ok := p.claim(ctx, part, now); ok {
-			held[part] = rev
+			p.mu.Lock()
+			p.held[part] = rev
+			p.mu.Unlock()
 		}
 	}
+}
+
+// leased is a copy of the leases held.
+func (p *Partitions) leased() map[int]uint64 {
 	p.mu.Lock()
-	p.renewed = renewedAt
-	p.mu.Unlock()
-	p.set(held)
+	defer p.mu.Unlock()
+	return cloneHeld(p.held)
 }
 
 // claim takes partition part's lease when it is absent, or unchanged for
@@ -322,37 +407,36 @@ func pick(members []string, part int) string {
 	return best
 }
 
-// set records held and tells onSet when the set changed.
-func (p *Partitions) set(held map[int]uint64) {
-	p.mu.Lock()
-	before := sortedKeys(p.held)
-	p.held = cloneHeld(held)
-	after := sortedKeys(p.held)
-	p.mu.Unlock()
-	if !slices.Equal(before, after) {
-		p.log.Info("partitions held", "partitions", after)
-		p.onSet(after)
+// setWork has onSet run the work of parts (sorted), when that changes.
+func (p *Partitions) setWork(parts []int) {
+	if slices.Equal(parts, p.Owned()) {
+		return
 	}
+	p.log.Info("partitions held", "partitions", parts)
+	p.onSet(parts)
+	p.mu.Lock()
+	p.working = parts
+	p.mu.Unlock()
 }
 
-// Owned returns the partitions this replica holds.
+// Owned returns the partitions whose work runs on this replica.
 func (p *Partitions) Owned() []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return sortedKeys(p.held)
+	return slices.Clone(p.working)
 }
 
-// Leave stops the partitions' work, releases their leases and the
-// member key, so the others take them over at once.
+// Leave stops the partitions' work, renewing their leases until it has
+// stopped, then releases them and the member key, so the others take
+// them over at once.
 func (p *Partitions) Leave(ctx context.Context) error {
-	p.cancel()
-	<-p.done
-	p.mu.Lock()
-	held := cloneHeld(p.held)
-	p.mu.Unlock()
-	p.set(map[int]uint64{})
+	p.stopBalance()
+	<-p.balanced
+	p.setWork([]int{})
+	p.stopRenew()
+	<-p.renewing
 	var errs []error
-	for part, rev := range held {
+	for part, rev := range p.leased() {
 		if err := p.kv.Delete(ctx, partitionKey(part), jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
 			errs = append(errs, err)
 		}
@@ -366,9 +450,11 @@ func (p *Partitions) Leave(ctx context.Context) error {
 // Crash stops the partitions' work and this replica's heartbeats without
 // releasing anything, as a killed replica would (for tests).
 func (p *Partitions) Crash() {
-	p.cancel()
-	<-p.done
-	p.set(map[int]uint64{})
+	p.stopBalance()
+	p.stopRenew()
+	<-p.balanced
+	<-p.renewing
+	p.setWork([]int{})
 }
 
 func isConflict(err error) bool {
@@ -379,14 +465,6 @@ func cloneHeld(m map[int]uint64) map[int]uint64 {
 	out := make(map[int]uint64, len(m))
 	for k, v := range m {
 		out[k] = v
-	}
-	return out
-}
-
-func without(m map[int]uint64, drop []int) map[int]uint64 {
-	out := cloneHeld(m)
-	for _, k := range drop {
-		delete(out, k)
 	}
 	return out
 }

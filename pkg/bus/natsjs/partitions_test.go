@@ -176,3 +176,54 @@ func TestACutOffReplicaStopsBeforeOthersTakeOver(t *testing.T) {
 	b.Crash()
 	_ = bb.Close()
 }
+
+// A replica whose partitions' work is slow to stop (a run in flight that
+// it waits for) keeps renewing its leases meanwhile: those it keeps are
+// not taken over as if it were gone, and those it hands over are not
+// claimed before their work has stopped. Without that, a stop longer than
+// the lease's time let another replica work the same partitions.
+func TestASlowStopKeepsRenewing(t *testing.T) {
+	ctx := context.Background()
+	o := newOptions()
+	const n = 8
+	own := newOwners(t, n)
+	opts := func(name string) natsjs.PartitionOptions {
+		return natsjs.PartitionOptions{Replica: name, Count: n, LeaseDuration: 1200 * time.Millisecond, RenewDeadline: 900 * time.Millisecond, Renew: 300 * time.Millisecond}
+	}
+	const stop = 4 * time.Second // over three lease durations
+	slowA := own.onSet("a")
+	var mu sync.Mutex
+	var was []int
+	onSetA := func(owned []int) {
+		mu.Lock()
+		shrinks := len(owned) < len(was)
+		was = slices.Clone(owned)
+		mu.Unlock()
+		if shrinks {
+			time.Sleep(stop) // the stopping partitions' work still runs
+		}
+		slowA(owned)
+	}
+	a, err := open(t, o).JoinPartitions(ctx, opts("a"), onSetA, nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, own, 20*time.Second, "a")
+	b, err := open(t, o).JoinPartitions(ctx, opts("b"), own.onSet("b"), nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := waitSettled(t, own, 20*time.Second, "a", "b")
+	t.Logf("b joined while a took %v to stop its share: shared after %v: %s", stop, took.Round(time.Millisecond), own)
+	if took < stop {
+		t.Errorf("shared after %v, before a's work on b's share had stopped (%v)", took, stop)
+	}
+	for _, p := range []*natsjs.Partitions{a, b} {
+		if err := p.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if own.breach {
+		t.Error("a partition was worked by two replicas at once")
+	}
+}
