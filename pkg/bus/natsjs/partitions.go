@@ -51,7 +51,7 @@ type Partitions struct {
 	balanced, renewing     chan struct{} // closed when each loop has ended
 	kick                   chan struct{} // a lease was lost: balance now
 
-	leases sync.Mutex // serialises the writes to the partitions' leases
+	leases sync.Mutex // serialises the writes to the partitions' leases (a renewal round, or one claim or release)
 
 	mu      sync.Mutex
 	seen    map[string]seenKey // key -> what this replica last saw of it
@@ -302,42 +302,55 @@ func (p *Partitions) keep(parts []int, want map[int]bool) []int {
 }
 
 // release deletes the leases held that another member should hold, whose
-// work has stopped.
+// work has stopped. Each write holds leases alone, so that a renewal
+// waits for one write at most.
 func (p *Partitions) release(ctx context.Context, want map[int]bool) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Renew)
 	defer cancel()
-	p.leases.Lock()
-	defer p.leases.Unlock()
 	working := p.Owned()
-	for part, rev := range p.leased() {
+	for part := range p.leased() {
 		if want[part] || slices.Contains(working, part) {
 			continue
 		}
-		if err := p.kv.Delete(ctx, partitionKey(part), jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
-			p.log.Warn("releasing a partition", "partition", part, "error", err)
-		}
-		p.mu.Lock()
-		delete(p.held, part)
-		p.mu.Unlock()
+		p.releaseOne(ctx, part)
 	}
 }
 
-// claimWanted claims the leases of what this replica wants and is free.
+func (p *Partitions) releaseOne(ctx context.Context, part int) {
+	p.leases.Lock()
+	defer p.leases.Unlock()
+	rev, ok := p.leased()[part]
+	if !ok {
+		return // lost meanwhile
+	}
+	if err := p.kv.Delete(ctx, partitionKey(part), jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
+		p.log.Warn("releasing a partition", "partition", part, "error", err)
+	}
+	p.mu.Lock()
+	delete(p.held, part)
+	p.mu.Unlock()
+}
+
+// claimWanted claims the leases of what this replica wants and is free,
+// one write at a time as release.
 func (p *Partitions) claimWanted(ctx context.Context, want map[int]bool, now time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Renew)
 	defer cancel()
+	for part := range want {
+		p.claimOne(ctx, part, now)
+	}
+}
+
+func (p *Partitions) claimOne(ctx context.Context, part int, now time.Time) {
 	p.leases.Lock()
 	defer p.leases.Unlock()
-	held := p.leased()
-	for part := range want {
-		if _, mine := held[part]; mine {
-			continue
-		}
-		if rev, ok := p.claim(ctx, part, now); ok {
-			p.mu.Lock()
-			p.held[part] = rev
-			p.mu.Unlock()
-		}
+	if _, mine := p.leased()[part]; mine {
+		return
+	}
+	if rev, ok := p.claim(ctx, part, now); ok {
+		p.mu.Lock()
+		p.held[part] = rev
+		p.mu.Unlock()
 	}
 }
 
