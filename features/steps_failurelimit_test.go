@@ -191,21 +191,8 @@ func (s *scenario) failureBucketSpent(ctx context.Context, addr string) error {
 	if !s.scaleOut {
 		return errors.New("the shared limit lives in the NATS KV: tag the scenario @scale-out")
 	}
-	nc, err := nats.Connect(natsCluster.URL())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	kv, err := js.KeyValue(ctx, s.w.namespace+"_docs")
-	if err != nil {
-		return fmt.Errorf("the documents' bucket: %w", err)
-	}
 	key := b64url(api.BearerFailureCollection) + "." + b64url(addr)
-	e, err := kv.Get(ctx, key)
+	value, err := readNATS(ctx, func(ctx context.Context) ([]byte, error) { return s.readDoc(ctx, key) })
 	if err != nil {
 		return fmt.Errorf("the limit of %s (%s) in the NATS KV: %w", addr, key, err)
 	}
@@ -214,13 +201,36 @@ func (s *scenario) failureBucketSpent(ctx context.Context, addr string) error {
 		Tokens float64   `json:"tokens"`
 		At     time.Time `json:"at"`
 	}
-	if err := json.Unmarshal(e.Value(), &doc); err != nil {
-		return fmt.Errorf("the limit of %s: %w: %s", addr, err, e.Value())
+	if err := json.Unmarshal(value, &doc); err != nil {
+		return fmt.Errorf("the limit of %s: %w: %s", addr, err, value)
 	}
 	if doc.Addr != addr || doc.Tokens >= 1 || doc.At.Before(s.failures().first) {
-		return fmt.Errorf("the NATS KV holds the limit %s of %s, want %s's with fewer than 1 token left, written since the first failure", e.Value(), key, addr)
+		return fmt.Errorf("the NATS KV holds the limit %s of %s, want %s's with fewer than 1 token left, written since the first failure", value, key, addr)
 	}
 	return nil
+}
+
+// readDoc is one read of the document key from the documents' bucket of
+// the scenario's NATS KV.
+func (s *scenario) readDoc(ctx context.Context, key string) ([]byte, error) {
+	nc, err := nats.Connect(natsCluster.URL())
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, s.w.namespace+"_docs")
+	if err != nil {
+		return nil, fmt.Errorf("the documents' bucket: %w", err)
+	}
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return e.Value(), nil
 }
 
 // untouchedReplicaRefuses asks replica n with the good token from addr:

@@ -47,19 +47,34 @@ const partitions = 6
 
 // leases reads, from NATS, who holds each partition of the scenario's
 // stream: the <stream>_leases bucket natsjs.Partitions keeps, each key
-// partition.<p> valued with its holder's replica name. A read NATS does
-// not answer in time (its cluster busy with other scenarios, or electing a
-// leader) is tried again, for up to 30 s in all.
+// partition.<p> valued with its holder's replica name.
 func (s *scenario) leases(ctx context.Context) (map[int]string, error) {
-	deadline := time.Now().Add(30 * time.Second)
+	return readNATS(ctx, s.readLeases)
+}
+
+// natsReadRetry is how long readNATS tries a read NATS does not answer.
+const natsReadRetry = 30 * time.Second
+
+// readNATS is read, tried again while NATS does not answer it in time (its
+// cluster busy with other scenarios, or electing a leader after a scenario
+// killed a node: the package's scenarios share one NATS cluster), for up
+// to natsReadRetry in all. Any other error is returned at once.
+func readNATS[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(natsReadRetry)
 	for {
-		held, err := s.readLeases(ctx)
-		timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
-		if err == nil || !timedOut || ctx.Err() != nil || time.Now().After(deadline) {
-			return held, err
+		v, err := read(ctx)
+		if err == nil || !natsTimedOut(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// natsTimedOut tells a read NATS did not answer in time from one it
+// refused.
+func natsTimedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // readLeases is one read of leases, each request bounded by the jetstream

@@ -685,6 +685,11 @@ func (s *scenario) stateSessions(ctx context.Context, collection string) ([]stat
 	if !s.scaleOut {
 		return nil, errors.New("the state's sessions are read from the NATS KV: tag the scenario @scale-out")
 	}
+	return readNATS(ctx, func(ctx context.Context) ([]stateSession, error) { return s.readStateSessions(ctx, collection) })
+}
+
+// readStateSessions is one read of stateSessions.
+func (s *scenario) readStateSessions(ctx context.Context, collection string) ([]stateSession, error) {
 	nc, err := nats.Connect(natsCluster.URL())
 	if err != nil {
 		return nil, err
@@ -756,7 +761,9 @@ func (s *scenario) liveSession(ctx context.Context, collection, who string, seco
 }
 
 // noSession wants the state to hold no session of who within the given
-// seconds: the sweep deletes the ended ones.
+// seconds: the sweep deletes the ended ones. A read NATS does not answer
+// (another scenario killed a node) is tried again (readNATS): no sweep
+// could delete anything meanwhile either.
 func (s *scenario) noSession(ctx context.Context, collection, who string, seconds int) error {
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	for {
