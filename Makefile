@@ -63,7 +63,7 @@ FUZZ_LIVE_TIME       ?= 60s
 FUZZ_LIVE_TIME_BRIEF ?= 10s
 
 .PHONY: test
-test: deps fleet-build $(GOTESTSUM) ## Run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target and a live fuzz of flotilla serve briefly
+test: deps fleet-build $(GOTESTSUM) layers ## Check the import rules (make layers), run unit tests and the Gherkin features on a real local fleet (builds what it needs), then every fuzz target and a live fuzz of flotilla serve briefly
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 60m ./...
 	GO=$(GO) deploy/tools/fuzz.sh $(FUZZTIME_BRIEF)
 	$(if $(FUZZ_LIVE_TIME_BRIEF),GO=$(GO) $(GO) run ./deploy/tools/fuzzlive -duration $(FUZZ_LIVE_TIME_BRIEF))
@@ -79,6 +79,10 @@ fuzz-live: ## Fuzz a live `flotilla serve` (every receiver, authenticated) for F
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint with the linters of .golangci.yml
 	$(GOLANGCI_LINT) run ./...
+
+.PHONY: layers
+layers: $(GOLANGCI_LINT) ## Check the import rules of .golangci.yml (depguard: the functions' and the domain's allow-lists, who may import functions and executors); make test runs it first
+	$(GOLANGCI_LINT) run --enable-only depguard ./...
 
 .PHONY: manifests
 manifests: ## Write the kustomize base (deploy/manifests) from the Helm chart's default rendering, the chart's values table and its copy of the Grafana dashboard; make verify checks they are current

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
-	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
@@ -86,15 +85,15 @@ func (f *Function) cachedStatus(ro rollout.Rollout, clusterName string, app conf
 
 // JobReader reads a release set's Jobs in a cluster (pkg/cluster.Set, in
 // production): a StatusReader that is one has them recorded on the
-// rollout's cluster.
+// rollout's cluster. It logs a read that fails: observe records none then.
 type JobReader interface {
 	Jobs(ctx context.Context, cluster, namespace string, names []string) ([]rollout.JobStatus, error)
 }
 
 // readJobs reads, under statusTimeout, the Jobs of release set app's Job
 // members (each named as its workload) in a cluster; none for an
-// application, or when they cannot be read (logged: the cluster's
-// message says what failed).
+// application, or when they cannot be read (the JobReader logs why; the
+// cluster's message says what failed).
 func (f *Function) readJobs(ctx context.Context, clusterName string, app config.Application) []rollout.JobStatus {
 	jr, ok := f.status.(JobReader)
 	if !ok || app.Set == nil {
@@ -113,8 +112,7 @@ func (f *Function) readJobs(ctx context.Context, clusterName string, app config.
 	defer cancel()
 	jobs, err := jr.Jobs(ctx, clusterName, app.Namespace, names)
 	if err != nil {
-		logctx.From(ctx).WarnContext(ctx, "reading a release set's Jobs failed", "application", app.Name, "cluster", clusterName, "error", err)
-		return nil
+		return nil // the reader logged it
 	}
 	return jobs
 }

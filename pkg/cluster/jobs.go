@@ -11,13 +11,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-cd/flotilla/pkg/canary"
+	"github.com/flotilla-cd/flotilla/pkg/logctx"
 	"github.com/flotilla-cd/flotilla/pkg/rollout"
 )
 
 // Jobs reads the Jobs named in a cluster's namespace (a release set's Job
 // members'), live: whether each is there, the revision its pod template
-// carries and how it ended. A Job not found is reported so, not an error.
+// carries and how it ended. A Job not found is reported so, not an error;
+// a read that fails is logged (observe records no Jobs then) and returned.
 func (s *Set) Jobs(ctx context.Context, clusterName, namespace string, names []string) ([]rollout.JobStatus, error) {
+	out, err := s.jobs(ctx, clusterName, namespace, names)
+	if err != nil {
+		logctx.From(ctx).WarnContext(ctx, "reading a release set's Jobs failed", "cluster", clusterName, "namespace", namespace, "error", err)
+	}
+	return out, err
+}
+
+func (s *Set) jobs(ctx context.Context, clusterName, namespace string, names []string) ([]rollout.JobStatus, error) {
 	c, err := s.clientsFor(clusterName)
 	if err != nil {
 		return nil, err
