@@ -41,6 +41,20 @@ const (
 	ResultPreviousMemberRevisions = "previous-member-revisions"
 )
 
+// SetMember is one member of a release set's run, in order: the params
+// the apply tasks take for it (their --members). Named here so that the
+// run's builder (pipelines/deliver) builds RunParams without the tasks.
+type SetMember = tasks.SetMember
+
+// Prune modes of a git application's run (GitRun.Prune): what the
+// apply-manifests task does with the objects its commit no longer renders.
+const (
+	PruneOff     = tasks.PruneOff
+	PruneAfter   = tasks.PruneAfter
+	PruneNow     = tasks.PruneNow
+	PrunePending = tasks.PrunePending
+)
+
 // Labels flotilla puts on its PipelineRuns. intake.TektonSender reads
 // LabelRollout back from Tekton's CloudEvents.
 const (

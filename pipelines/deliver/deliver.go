@@ -9,7 +9,6 @@ import (
 	"github.com/flotilla-cd/flotilla/events"
 
 	"github.com/flotilla-cd/flotilla/pipelines"
-	"github.com/flotilla-cd/flotilla/pipelines/tasks"
 	"github.com/flotilla-cd/flotilla/pkg/canary"
 	"github.com/flotilla-cd/flotilla/pkg/config"
 	"github.com/flotilla-cd/flotilla/pkg/fault"
@@ -155,13 +154,13 @@ func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, 
 	if err != nil {
 		return Result{}, err
 	}
-	src.Prune = tasks.PrunePending
+	src.Prune = pipelines.PrunePending
 	if app.Set != nil {
 		// Each member prunes its own inventory, those that prune.
 		for _, sm := range app.Set.Members {
 			m, ok := d.cfg.Current().Application(sm.Name)
 			if ok && m.Git() != nil && m.Git().Prunes() {
-				src.Members = append(src.Members, tasks.SetMember{Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Prune: tasks.PrunePending})
+				src.Members = append(src.Members, pipelines.SetMember{Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Prune: pipelines.PrunePending})
 			}
 		}
 		if len(src.Members) == 0 {
@@ -179,15 +178,15 @@ func (d *Deliverer) Prune(ctx context.Context, application, cluster, rolloutID, 
 }
 
 // pruneMode is what a git application's apply does with what its commit
-// no longer renders (tasks.Prune*).
+// no longer renders (pipelines.Prune*).
 func pruneMode(app config.Application, revert bool) string {
 	switch {
 	case !app.Git().Prunes():
-		return tasks.PruneOff
+		return pipelines.PruneOff
 	case revert:
-		return tasks.PruneNow
+		return pipelines.PruneNow
 	}
-	return tasks.PruneAfter
+	return pipelines.PruneAfter
 }
 
 // setRun makes p, the run of release set app's lead at ref (repository@
@@ -227,7 +226,7 @@ func (d *Deliverer) setRun(p pipelines.RunParams, app config.Application, req ev
 		if err != nil {
 			return p, err
 		}
-		tm := tasks.SetMember{
+		tm := pipelines.SetMember{
 			Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name,
 			Paths: src.Paths, Render: src.Render, AllowedImages: src.AllowedImages, Prune: pruneMode(m, revert),
 		}
@@ -295,7 +294,7 @@ func (d *Deliverer) imageSetRun(p pipelines.RunParams, app config.Application, r
 		if err != nil {
 			return p, fault.Permanent(fmt.Errorf("rendering the delivery policy of %s: %w", m.Name, err))
 		}
-		tm := tasks.SetMember{
+		tm := pipelines.SetMember{
 			Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Container: m.Workload.Container,
 			Image: image, Canary: objs.Canary, Objects: deps,
 		}
@@ -331,10 +330,10 @@ func setCommit(app config.Application, req events.PipelineRunRequested) (string,
 // it). The set's lead (lead) is in the run all the same: without an entry
 // it comes without an image (its canary only, which lists the set's: the
 // cluster is judged by it).
-func (d *Deliverer) imageMember(m config.Application, req events.PipelineRunRequested, lead, revert bool) (tasks.SetMember, bool, error) {
+func (d *Deliverer) imageMember(m config.Application, req events.PipelineRunRequested, lead, revert bool) (pipelines.SetMember, bool, error) {
 	i := slices.IndexFunc(req.Members, func(v events.MemberImage) bool { return v.Application == m.Name })
 	if i < 0 && !lead {
-		return tasks.SetMember{}, false, nil
+		return pipelines.SetMember{}, false, nil
 	}
 	objs := canary.Render(m, canary.Input{
 		Instance: d.cfg.Current().Server.Instance, Cluster: req.Cluster, Rollout: req.RolloutID,
@@ -342,13 +341,13 @@ func (d *Deliverer) imageMember(m config.Application, req events.PipelineRunRequ
 	})
 	deps, err := objs.Dependencies()
 	if err != nil {
-		return tasks.SetMember{}, false, fault.Permanent(fmt.Errorf("rendering the delivery policy of %s: %w", m.Name, err))
+		return pipelines.SetMember{}, false, fault.Permanent(fmt.Errorf("rendering the delivery policy of %s: %w", m.Name, err))
 	}
 	var image string
 	if i >= 0 {
 		image = req.Members[i].Ref()
 	}
-	return tasks.SetMember{
+	return pipelines.SetMember{
 		Application: m.Name, Kind: m.Workload.Kind, Workload: m.Workload.Name, Container: m.Workload.Container,
 		Image: image, Canary: objs.Canary, Objects: deps,
 	}, true, nil
