@@ -91,13 +91,14 @@ func writeCLIConfig(path string, c cliConfig) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
-	if err := tmp.Chmod(0o600); err == nil {
+	err = tmp.Chmod(0o600)
+	if err == nil {
 		_, err = tmp.Write(raw)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
 	}
-	if err != nil {
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil { // the old file stays: the temporary one is not renamed
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

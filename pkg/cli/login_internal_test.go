@@ -9,10 +9,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 	"github.com/flotilla-cd/flotilla/pkg/identity"
@@ -269,5 +273,55 @@ func TestLoginSSONamesAsFlotilla(t *testing.T) {
 				t.Errorf("flotilla takes the login for %q, the CLI said %q", p.Name, tt.want)
 			}
 		})
+	}
+}
+
+// TestWriteCLIConfigKeepsTheOldOnAFailedWrite: a write that fails (here
+// the file size limit, as a full disk would) is an error and leaves the
+// old config as it was, not replaced by the half-written one. The write's
+// error was dropped before (a shadowed err), so the temporary file, empty
+// or cut short, replaced the logins.
+func TestWriteCLIConfigKeepsTheOldOnAFailedWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	old := cliConfig{Logins: []ssoLogin{{Server: "https://a.example", Name: "alice"}}}
+	if err := writeCLIConfig(path, old); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := old.withLogin("https://b.example", &ssoLogin{Server: "https://b.example", Name: "bob", RefreshToken: strings.Repeat("r", 4096)})
+
+	// RLIMIT_FSIZE is the process's: no test of this package runs in
+	// parallel, and the fleet's processes keep the limit they started with.
+	signal.Ignore(syscall.SIGXFSZ) // EFBIG instead of the signal
+	defer signal.Reset(syscall.SIGXFSZ)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	small := lim
+	small.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &small); err != nil {
+		t.Fatal(err)
+	}
+	err = writeCLIConfig(path, next)
+	if rerr := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err == nil {
+		t.Fatal("writeCLIConfig returned no error for a write cut short by the file size limit")
+	}
+	after, rerr := os.ReadFile(path)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if diff := cmp.Diff(string(before), string(after)); diff != "" {
+		t.Errorf("a failed write changed the config (-before +after):\n%s", diff)
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".config-*"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
