@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flotilla-cd/flotilla/pkg/api"
 )
@@ -213,19 +211,11 @@ func (s *scenario) failureBucketSpent(ctx context.Context, addr string) error {
 // readDoc is one read of the document key from the documents' bucket of
 // the scenario's NATS KV.
 func (s *scenario) readDoc(ctx context.Context, key string) ([]byte, error) {
-	nc, err := nats.Connect(natsCluster.URL())
+	kv, done, err := s.bucket(ctx, "docs")
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
-	kv, err := js.KeyValue(ctx, s.w.namespace+"_docs")
-	if err != nil {
-		return nil, fmt.Errorf("the documents' bucket: %w", err)
-	}
+	defer done()
 	e, err := kv.Get(ctx, key)
 	if err != nil {
 		return nil, err

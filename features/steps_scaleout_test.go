@@ -77,22 +77,32 @@ func natsTimedOut(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
+// bucket opens the scenario's NATS KV bucket <stream>_<name> (leases,
+// docs) on a connection of its own, which done closes.
+func (s *scenario) bucket(ctx context.Context, name string) (kv jetstream.KeyValue, done func(), err error) {
+	nc, err := nats.Connect(natsCluster.URL())
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err == nil {
+		kv, err = js.KeyValue(ctx, s.w.namespace+"_"+name)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("the bucket %s_%s: %w", s.w.namespace, name, err)
+	}
+	return kv, nc.Close, nil
+}
+
 // readLeases is one read of leases, each request bounded by the jetstream
 // client's default timeout.
 func (s *scenario) readLeases(ctx context.Context) (map[int]string, error) {
-	nc, err := nats.Connect(natsCluster.URL())
+	kv, done, err := s.bucket(ctx, "leases")
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
-	kv, err := js.KeyValue(ctx, s.w.namespace+"_leases")
-	if err != nil {
-		return nil, fmt.Errorf("the leases' bucket: %w", err)
-	}
+	defer done()
 	held := map[int]string{}
 	for p := range partitions {
 		e, err := kv.Get(ctx, "partition."+strconv.Itoa(p))

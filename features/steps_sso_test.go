@@ -26,7 +26,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/cucumber/godog"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"sigs.k8s.io/yaml"
 
@@ -690,19 +689,11 @@ func (s *scenario) stateSessions(ctx context.Context, collection string) ([]stat
 
 // readStateSessions is one read of stateSessions.
 func (s *scenario) readStateSessions(ctx context.Context, collection string) ([]stateSession, error) {
-	nc, err := nats.Connect(natsCluster.URL())
+	kv, done, err := s.bucket(ctx, "docs")
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
-	kv, err := js.KeyValue(ctx, s.w.namespace+"_docs")
-	if err != nil {
-		return nil, fmt.Errorf("the documents' bucket: %w", err)
-	}
+	defer done()
 	keys, err := kv.Keys(ctx)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil

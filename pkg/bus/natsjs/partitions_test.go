@@ -76,6 +76,13 @@ func (o *owners) String() string {
 	return fmt.Sprintf("%v", o.by)
 }
 
+// partitionOptions are the tests' options of replica name among n
+// partitions: leases of 1.2 s, renewed every 0.3 s, given up after 0.9 s
+// without a renewal.
+func partitionOptions(name string, n int) natsjs.PartitionOptions {
+	return natsjs.PartitionOptions{Replica: name, Count: n, LeaseDuration: 1200 * time.Millisecond, RenewDeadline: 900 * time.Millisecond, Renew: 300 * time.Millisecond}
+}
+
 func waitSettled(t *testing.T, o *owners, within time.Duration, replicas ...string) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -101,12 +108,9 @@ func TestPartitionsAreSharedAndHandedOver(t *testing.T) {
 	o := newOptions()
 	const n = 12
 	own := newOwners(t, n)
-	opts := func(name string) natsjs.PartitionOptions {
-		return natsjs.PartitionOptions{Replica: name, Count: n, LeaseDuration: 1200 * time.Millisecond, RenewDeadline: 900 * time.Millisecond, Renew: 300 * time.Millisecond}
-	}
 	join := func(name string) *natsjs.Partitions {
 		t.Helper()
-		p, err := open(t, o).JoinPartitions(ctx, opts(name), own.onSet(name), nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
+		p, err := open(t, o).JoinPartitions(ctx, partitionOptions(name, n), own.onSet(name), nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,9 +150,7 @@ func TestACutOffReplicaStopsBeforeOthersTakeOver(t *testing.T) {
 	o := newOptions()
 	const n = 8
 	own := newOwners(t, n)
-	opts := natsjs.PartitionOptions{Count: n, LeaseDuration: 1200 * time.Millisecond, RenewDeadline: 900 * time.Millisecond, Renew: 300 * time.Millisecond}
-	opts.Replica = "a"
-	a, err := open(t, o).JoinPartitions(ctx, opts, own.onSet("a"), nil)
+	a, err := open(t, o).JoinPartitions(ctx, partitionOptions("a", n), own.onSet("a"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +163,7 @@ func TestACutOffReplicaStopsBeforeOthersTakeOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Replica = "b"
-	b, err := bb.JoinPartitions(ctx, opts, own.onSet("b"), nil)
+	b, err := bb.JoinPartitions(ctx, partitionOptions("b", n), own.onSet("b"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +188,6 @@ func TestASlowStopKeepsRenewing(t *testing.T) {
 	o := newOptions()
 	const n = 8
 	own := newOwners(t, n)
-	opts := func(name string) natsjs.PartitionOptions {
-		return natsjs.PartitionOptions{Replica: name, Count: n, LeaseDuration: 1200 * time.Millisecond, RenewDeadline: 900 * time.Millisecond, Renew: 300 * time.Millisecond}
-	}
 	const stop = 4 * time.Second // over three lease durations
 	slowA := own.onSet("a")
 	var mu sync.Mutex
@@ -204,12 +202,12 @@ func TestASlowStopKeepsRenewing(t *testing.T) {
 		}
 		slowA(owned)
 	}
-	a, err := open(t, o).JoinPartitions(ctx, opts("a"), onSetA, nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
+	a, err := open(t, o).JoinPartitions(ctx, partitionOptions("a", n), onSetA, nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitSettled(t, own, 20*time.Second, "a")
-	b, err := open(t, o).JoinPartitions(ctx, opts("b"), own.onSet("b"), nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
+	b, err := open(t, o).JoinPartitions(ctx, partitionOptions("b", n), own.onSet("b"), nil) //nolint:contextcheck // open bounds its setup by the test's own context (t.Context)
 	if err != nil {
 		t.Fatal(err)
 	}
